@@ -1,0 +1,44 @@
+#include "base/strings.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera {
+namespace {
+
+TEST(StringsTest, SplitKeepsEmptyFields) {
+  auto parts = Split("a,,b,", ',');
+  ASSERT_EQ(parts.size(), 4U);
+  EXPECT_EQ(parts[0], "a");
+  EXPECT_EQ(parts[1], "");
+  EXPECT_EQ(parts[2], "b");
+  EXPECT_EQ(parts[3], "");
+}
+
+TEST(StringsTest, TrimAndAffixes) {
+  EXPECT_EQ(Trim("  x y \r\n"), "x y");
+  EXPECT_EQ(Trim("   "), "");
+  EXPECT_TRUE(StartsWith("openb_pod_list_default.csv", "openb_pod_list_"));
+  EXPECT_TRUE(EndsWith("openb_pod_list_default.csv", ".csv"));
+  EXPECT_FALSE(EndsWith("csv", ".csv"));
+}
+
+TEST(StringsTest, ParseInt64IsStrict) {
+  EXPECT_EQ(*ParseInt64(" 42 "), 42);
+  EXPECT_EQ(*ParseInt64("-7"), -7);
+  EXPECT_FALSE(ParseInt64("4x").ok());
+  EXPECT_FALSE(ParseInt64("").ok());
+  EXPECT_FALSE(ParseInt64("1.5").ok());
+  EXPECT_FALSE(ParseInt64("99999999999999999999").ok());
+}
+
+TEST(StringsTest, ParseIntListRangesAndItems) {
+  auto v = ParseIntList("42-44,7");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, (std::vector<int64_t>{42, 43, 44, 7}));
+  EXPECT_FALSE(ParseIntList("51-42").ok());
+  EXPECT_FALSE(ParseIntList("a-b").ok());
+  EXPECT_FALSE(ParseIntList("").ok());
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,63 @@
+// NodeSpec: what a machine has. Immutable description; the free/used view lives in
+// state/NodeLedger.
+//
+// Topology inside a node: each GPU sits on a NUMA node and in an NVLink domain
+// (GPUs joined by NVLink or an NVSwitch; -1 when the GPU has no NVLink peers).
+// Labels carry the levels above the node (rack, zone, block). Quantities are
+// integers. Thread safety: values.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/quantity.h"
+#include "base/status.h"
+#include "base/strong_id.h"
+#include "model/gpu_catalog.h"
+
+namespace tessera {
+
+// How a GPU is handed out.
+enum class SharingMode {
+  kExclusive,  // whole cards only
+  kMig,        // hardware MIG instances, created on demand
+  kShared,     // software shares: milli-GPU compute plus a memory cap (MPS, time slicing)
+};
+
+std::string_view SharingModeName(SharingMode mode);
+StatusOr<SharingMode> ParseSharingMode(std::string_view name);
+
+struct GpuSpec {
+  GpuModelId model;
+  SharingMode mode = SharingMode::kShared;
+  int numa_node = 0;
+  int nvlink_domain = -1;  // -1: no NVLink
+};
+
+struct NodeSpec {
+  std::string name;
+  MilliCpu cpu{0};
+  MiB memory{0};
+  int numa_nodes = 1;
+  std::vector<GpuSpec> gpus;
+  std::vector<std::pair<std::string, std::string>> labels;  // e.g. {"rack", "r12"}
+
+  // The label's value, or "" when absent.
+  std::string_view Label(std::string_view key) const;
+  // Whether every GPU of the node is of one model (true for a node without GPUs).
+  bool Homogeneous() const;
+};
+
+// Checks a spec for impossible values (negative capacity, NUMA index out of range,
+// MIG mode on a model without MIG). Returns InvalidArgument with the reason.
+Status ValidateNodeSpec(const NodeSpec& spec, const GpuCatalog& catalog);
+
+// A node of `gpu_count` GPUs of one model, split evenly over `numa_nodes` NUMA nodes,
+// all in one NVLink domain when `nvlink` is set. Used by tests, benchmarks and the
+// `--cluster` shorthand.
+NodeSpec MakeUniformNode(std::string name, MilliCpu cpu, MiB memory, GpuModelId model,
+                         int gpu_count, SharingMode mode, int numa_nodes = 1,
+                         bool nvlink = false);
+
+}  // namespace tessera

@@ -1,0 +1,60 @@
+// TaskRequest: the resources one task (one process, one rank) asks for.
+//
+// GPU forms, by field:
+//   gpu_count == 0                    CPU-only task
+//   gpu_count == 1, gpu_milli < 1000  a software share of one GPU (plus gpu_memory cap)
+//   gpu_count >= 1, gpu_milli == 1000 whole GPUs
+//   mig_profile set                   one MIG instance of that profile (gpu_count == 1)
+// Multi-GPU tasks always take whole GPUs. `models` restricts the GPU models (empty:
+// any). Thread safety: values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/quantity.h"
+#include "base/status.h"
+#include "model/gpu_catalog.h"
+
+namespace tessera {
+
+// Where a multi-GPU task's GPUs should sit relative to each other.
+enum class GpuTopology {
+  kPreferLocal,  // same NVLink domain and NUMA node where possible (default)
+  kRequireLocal, // only nodes where that is possible
+  kAny,
+};
+
+struct TaskRequest {
+  MilliCpu cpu{0};
+  MiB memory{0};
+  int gpu_count = 0;
+  MilliGpu gpu_milli{0};  // per GPU
+  MiB gpu_memory{0};      // per GPU; 0: no memory requirement
+  std::string mig_profile;  // "" unless a MIG instance is wanted
+  GpuModelSet models;
+  GpuTopology topology = GpuTopology::kPreferLocal;
+
+  bool cpu_only() const { return gpu_count == 0; }
+  bool wants_mig() const { return !mig_profile.empty(); }
+  bool whole_gpus() const { return gpu_count > 0 && !wants_mig() && gpu_milli == kWholeGpu; }
+  bool fractional() const { return gpu_count == 1 && !wants_mig() && gpu_milli < kWholeGpu; }
+  // GPU asked for in total, in milli (a MIG instance counts its charged share).
+  MilliGpu TotalGpuMilli(const GpuCatalog& catalog) const;
+
+  bool operator==(const TaskRequest&) const = default;
+};
+
+// The limits beyond which a request is refused as absurd rather than left pending.
+struct RequestLimits {
+  int max_gpus_per_task = 64;
+  MilliCpu max_cpu{1'000'000'000};  // a million cores
+  MiB max_memory{1LL << 40};         // an exbibyte
+};
+
+// Returns InvalidArgument with a message a user can act on ("gpu_milli must be
+// 1000 when gpu_count > 1", "MIG profile 2g.99gb does not exist on any model", ...).
+Status ValidateTaskRequest(const TaskRequest& request, const GpuCatalog& catalog,
+                           const RequestLimits& limits = {});
+
+}  // namespace tessera

@@ -1,0 +1,64 @@
+// NodeLedger: free and used resources of one node: CPU, memory and one GpuLedger per GPU.
+//
+// An Allocation (a task's CPU, memory and GPU grants on one node) is applied all or
+// nothing: Allocate checks every part before changing anything, so a failed call
+// leaves the ledger untouched. Release undoes an Allocate exactly. Every change bumps
+// version(), which caches of per-node scores use to know they are stale.
+// Thread safety: none; ClusterState serialises access.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/quantity.h"
+#include "base/status.h"
+#include "base/strong_id.h"
+#include "model/gpu_catalog.h"
+#include "model/node.h"
+#include "state/gpu_ledger.h"
+
+namespace tessera {
+
+struct Allocation {
+  NodeId node;
+  MilliCpu cpu{0};
+  MiB memory{0};
+  std::vector<GpuGrant> gpus;
+
+  MilliGpu TotalGpuMilli() const;
+  bool operator==(const Allocation&) const = default;
+};
+
+class NodeLedger {
+ public:
+  NodeLedger(const NodeSpec* spec, const GpuCatalog& catalog);
+
+  const NodeSpec& spec() const { return *spec_; }
+  MilliCpu free_cpu() const { return spec_->cpu - used_cpu_; }
+  MiB free_memory() const { return spec_->memory - used_memory_; }
+  MilliCpu used_cpu() const { return used_cpu_; }
+  MiB used_memory() const { return used_memory_; }
+  const std::vector<GpuLedger>& gpus() const { return gpus_; }
+  int gpu_count() const { return static_cast<int>(gpus_.size()); }
+  MilliGpu free_gpu_milli() const { return MilliGpu(free_gpu_milli_); }
+  int idle_gpus() const;
+  uint64_t version() const { return version_; }
+
+  Status Allocate(const Allocation& allocation);
+  Status Release(const Allocation& allocation);
+
+  // Same used quantities and GPU ledgers (versions may differ).
+  bool SameUsage(const NodeLedger& other) const;
+
+ private:
+  Status CheckGrantsDistinct(const Allocation& allocation) const;
+
+  const NodeSpec* spec_;
+  MilliCpu used_cpu_{0};
+  MiB used_memory_{0};
+  int64_t free_gpu_milli_ = 0;
+  std::vector<GpuLedger> gpus_;
+  uint64_t version_ = 0;
+};
+
+}  // namespace tessera

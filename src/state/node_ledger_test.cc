@@ -1,0 +1,157 @@
+#include "state/node_ledger.h"
+
+#include <gtest/gtest.h>
+
+#include "base/rng.h"
+
+namespace tessera {
+namespace {
+
+// One node with two GPUs of each sharing mode.
+NodeSpec MixedNode() {
+  const GpuCatalog& c = GpuCatalog::Default();
+  NodeSpec n;
+  n.name = "mixed";
+  n.cpu = MilliCpu(32000);
+  n.memory = MiB(256 * 1024);
+  n.numa_nodes = 2;
+  GpuModelId h100 = *c.Find("H100-80GB");
+  for (SharingMode mode : {SharingMode::kShared, SharingMode::kExclusive, SharingMode::kMig}) {
+    for (int i = 0; i < 2; ++i) {
+      n.gpus.push_back({h100, mode, i, 0});
+    }
+  }
+  return n;
+}
+
+TEST(NodeLedgerTest, AllOrNothing) {
+  NodeSpec spec = MixedNode();
+  NodeLedger node(&spec, GpuCatalog::Default());
+  Allocation a{NodeId(0), MilliCpu(1000), MiB(1024),
+               {{0, MilliGpu(600), MiB(0)}, {1, MilliGpu(600), MiB(0)}}};
+  ASSERT_TRUE(node.Allocate(a).ok());
+  uint64_t v = node.version();
+  // Second grant cannot fit on GPU 1 (400 free): nothing may change.
+  Allocation b{NodeId(0), MilliCpu(1000), MiB(1024),
+               {{0, MilliGpu(300), MiB(0)}, {1, MilliGpu(500), MiB(0)}}};
+  EXPECT_EQ(node.Allocate(b).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(node.gpus()[0].used_milli().value(), 600);
+  EXPECT_EQ(node.used_cpu().value(), 1000);
+  EXPECT_EQ(node.version(), v);
+  // CPU over capacity fails before touching GPUs.
+  Allocation c{NodeId(0), MilliCpu(40000), MiB(0), {{2, kWholeGpu, MiB(0)}}};
+  EXPECT_EQ(node.Allocate(c).code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(node.gpus()[2].idle());
+  // The same GPU twice in one allocation is malformed.
+  Allocation d{NodeId(0), MilliCpu(0), MiB(0),
+               {{0, MilliGpu(100), MiB(0)}, {0, MilliGpu(100), MiB(0)}}};
+  EXPECT_EQ(node.Allocate(d).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(node.free_gpu_milli().value(), 6000 - 1200);
+}
+
+// Draws a random allocation: usually plausible, sometimes over capacity or malformed.
+Allocation RandomAllocation(Rng& rng, const NodeSpec& spec) {
+  const GpuModel& h100 = GpuCatalog::Default().Get(spec.gpus[0].model);
+  Allocation a;
+  a.node = NodeId(0);
+  a.cpu = MilliCpu(rng.Uniform(9) * 1000);
+  a.memory = MiB(rng.Uniform(65) * 1024);
+  int grants = static_cast<int>(rng.Uniform(3));
+  uint32_t used = 0;
+  for (int i = 0; i < grants; ++i) {
+    int gpu = static_cast<int>(rng.Uniform(6));
+    if ((used & (1U << gpu)) != 0) {
+      continue;
+    }
+    used |= 1U << gpu;
+    GpuGrant g;
+    g.gpu = gpu;
+    switch (spec.gpus[gpu].mode) {
+      case SharingMode::kShared:
+        g.milli = MilliGpu(50 * (1 + rng.Uniform(20)));
+        g.memory = MiB(rng.Uniform(5) * 10240);
+        break;
+      case SharingMode::kExclusive:
+        g.milli = kWholeGpu;
+        break;
+      case SharingMode::kMig: {
+        g.mig_profile = static_cast<int>(rng.Uniform(static_cast<uint32_t>(h100.mig_profiles.size())));
+        const MigProfile& p = h100.mig_profiles[g.mig_profile];
+        g.mig_start = static_cast<int>(rng.Uniform(8));
+        g.milli = p.ChargedMilli();
+        g.memory = p.memory;
+        break;
+      }
+    }
+    a.gpus.push_back(g);
+  }
+  return a;
+}
+
+void CheckNeverOvercommitted(const NodeLedger& node, const std::vector<Allocation>& live) {
+  const NodeSpec& spec = node.spec();
+  ASSERT_LE(node.used_cpu(), spec.cpu);
+  ASSERT_LE(node.used_memory(), spec.memory);
+  std::vector<int64_t> milli(spec.gpus.size(), 0);
+  std::vector<int64_t> mem(spec.gpus.size(), 0);
+  int64_t cpu = 0;
+  for (const Allocation& a : live) {
+    cpu += a.cpu.value();
+    for (const GpuGrant& g : a.gpus) {
+      milli[g.gpu] += g.milli.value();
+      mem[g.gpu] += g.memory.value();
+    }
+  }
+  ASSERT_EQ(cpu, node.used_cpu().value());
+  for (size_t i = 0; i < spec.gpus.size(); ++i) {
+    const GpuLedger& g = node.gpus()[i];
+    ASSERT_EQ(g.used_milli().value(), milli[i]);
+    ASSERT_EQ(g.used_memory().value(), mem[i]);
+    ASSERT_LE(milli[i], kMilliPerGpu);
+    ASSERT_LE(mem[i], g.model().memory.value());
+    if (g.mode() == SharingMode::kMig) {
+      ASSERT_LE(g.mig().used_compute(), kMigComputeSlices);
+    }
+  }
+}
+
+TEST(NodeLedgerPropertyTest, RandomSequencesNeverOvercommitAndRestoreExactly) {
+  NodeSpec spec = MixedNode();
+  const NodeLedger fresh(&spec, GpuCatalog::Default());
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Pcg32 rng(seed);
+    NodeLedger node(&spec, GpuCatalog::Default());
+    std::vector<Allocation> live;
+    int accepted = 0;
+    for (int step = 0; step < 400; ++step) {
+      if (!live.empty() && rng.Uniform(3) == 0) {
+        size_t k = rng.Uniform(static_cast<uint32_t>(live.size()));
+        ASSERT_TRUE(node.Release(live[k]).ok());
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+      } else {
+        Allocation a = RandomAllocation(rng, spec);
+        NodeLedger before = node;
+        if (node.Allocate(a).ok()) {
+          live.push_back(a);
+          ++accepted;
+        } else {
+          ASSERT_TRUE(node.SameUsage(before)) << "failed Allocate changed the ledger";
+        }
+      }
+      CheckNeverOvercommitted(node, live);
+    }
+    EXPECT_GT(accepted, 20) << "seed " << seed << ": the generator should mostly fit";
+    while (!live.empty()) {
+      size_t k = rng.Uniform(static_cast<uint32_t>(live.size()));
+      ASSERT_TRUE(node.Release(live[k]).ok());
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    EXPECT_TRUE(node.SameUsage(fresh)) << "seed " << seed;
+    for (const GpuLedger& g : node.gpus()) {
+      EXPECT_TRUE(g.mig().empty());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera
