@@ -1,5 +1,7 @@
 #include "state/cluster_state.h"
 
+#include <atomic>
+
 namespace tessera {
 
 StatusOr<ClusterState> ClusterState::Create(std::vector<NodeSpec> nodes,
@@ -34,7 +36,27 @@ void ClusterState::BuildLedgers() {
   }
 }
 
-ClusterState::ClusterState(const ClusterState& other) { *this = other; }
+uint64_t ClusterState::NextUid() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ClusterState::RecordChange(NodeId id) {
+  change_ring_[change_seq_ % kChangeWindow] = id;
+  ++change_seq_;
+}
+
+bool ClusterState::ChangesSince(uint64_t from, std::vector<NodeId>* out) const {
+  if (from > change_seq_ || change_seq_ - from > kChangeWindow) {
+    return false;
+  }
+  for (uint64_t s = from; s < change_seq_; ++s) {
+    out->push_back(change_ring_[s % kChangeWindow]);
+  }
+  return true;
+}
+
+ClusterState::ClusterState(const ClusterState& other) : uid_(NextUid()) { *this = other; }
 
 ClusterState& ClusterState::operator=(const ClusterState& other) {
   if (this == &other) {
@@ -49,6 +71,9 @@ ClusterState& ClusterState::operator=(const ClusterState& other) {
   allocated_gpu_milli_ = other.allocated_gpu_milli_;
   total_cpu_ = other.total_cpu_;
   allocated_cpu_ = other.allocated_cpu_;
+  // A copy is a new state for change tracking: consumers must rescan it.
+  uid_ = NextUid();
+  change_seq_ = 0;
   return *this;
 }
 
@@ -67,6 +92,7 @@ Status ClusterState::Allocate(const Allocation& a) {
   TESSERA_RETURN_IF_ERROR(ledgers_[a.node.value()].Allocate(a));
   allocated_gpu_milli_ += a.TotalGpuMilli().value();
   allocated_cpu_ += a.cpu;
+  RecordChange(a.node);
   return Status::Ok();
 }
 
@@ -77,6 +103,7 @@ Status ClusterState::Release(const Allocation& a) {
   TESSERA_RETURN_IF_ERROR(ledgers_[a.node.value()].Release(a));
   allocated_gpu_milli_ -= a.TotalGpuMilli().value();
   allocated_cpu_ -= a.cpu;
+  RecordChange(a.node);
   return Status::Ok();
 }
 

@@ -48,9 +48,22 @@ class ClusterState {
   Status Allocate(const Allocation& allocation);
   Status Release(const Allocation& allocation);
 
+  // Change tracking for incremental consumers (score caches). uid() differs between
+  // any two live ClusterState objects, copies included (a moved-to object keeps the
+  // uid of its source); change_seq() counts node changes.
+  uint64_t uid() const { return uid_; }
+  uint64_t change_seq() const { return change_seq_; }
+  // Appends to `out` the nodes changed at sequence numbers [from, change_seq()), in
+  // order, possibly with repeats. Returns false when `from` is older than the
+  // window kept (kChangeWindow changes): the caller must then rescan every node.
+  bool ChangesSince(uint64_t from, std::vector<NodeId>* out) const;
+  static constexpr uint64_t kChangeWindow = 1 << 14;
+
  private:
   ClusterState() = default;
   void BuildLedgers();
+  void RecordChange(NodeId id);
+  static uint64_t NextUid();
 
   const GpuCatalog* catalog_ = nullptr;
   // Specs are shared between copies: they never change after Create.
@@ -61,6 +74,9 @@ class ClusterState {
   int64_t allocated_gpu_milli_ = 0;
   MilliCpu total_cpu_{0};
   MilliCpu allocated_cpu_{0};
+  uint64_t uid_ = NextUid();
+  uint64_t change_seq_ = 0;
+  std::vector<NodeId> change_ring_ = std::vector<NodeId>(kChangeWindow);
 };
 
 }  // namespace tessera

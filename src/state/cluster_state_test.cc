@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 namespace tessera {
 namespace {
 
@@ -49,6 +52,127 @@ TEST(ClusterStateTest, RejectsDuplicateNamesAndBadSpecs) {
   ASSERT_TRUE(s.ok());
   Allocation bad{NodeId(9), MilliCpu(0), MiB(0), {}};
   EXPECT_EQ(s->Allocate(bad).code(), StatusCode::kInvalidArgument);
+}
+
+
+ClusterState MakeState() {
+  StatusOr<ClusterState> s = ClusterState::Create(TwoNodes(), GpuCatalog::Default());
+  EXPECT_TRUE(s.ok());
+  return std::move(s).value();
+}
+
+Allocation CpuOn(uint32_t node, int64_t cpu) {
+  return Allocation{NodeId(node), MilliCpu(cpu), MiB(0), {}};
+}
+
+TEST(ClusterStateChangesTest, UidsAreDistinct) {
+  ClusterState a = MakeState();
+  ClusterState b = MakeState();
+  EXPECT_NE(a.uid(), b.uid());
+  ClusterState c = a;
+  EXPECT_NE(c.uid(), a.uid());
+  EXPECT_NE(c.uid(), b.uid());
+  const uint64_t before = b.uid();
+  b = a;
+  EXPECT_NE(b.uid(), before);
+  EXPECT_NE(b.uid(), a.uid());
+  EXPECT_NE(b.uid(), c.uid());
+  // Changes do not change the uid.
+  const uint64_t uid = a.uid();
+  ASSERT_TRUE(a.Allocate(CpuOn(0, 1000)).ok());
+  EXPECT_EQ(a.uid(), uid);
+  // Moving keeps the identity of the state moved.
+  ClusterState d = std::move(a);
+  EXPECT_EQ(d.uid(), uid);
+  EXPECT_EQ(d.change_seq(), 1U);
+}
+
+TEST(ClusterStateChangesTest, RecordsEachSuccessfulChangeInOrder) {
+  ClusterState s = MakeState();
+  EXPECT_EQ(s.change_seq(), 0U);
+  std::vector<NodeId> out;
+  EXPECT_TRUE(s.ChangesSince(0, &out));
+  EXPECT_TRUE(out.empty());
+
+  Allocation a = CpuOn(1, 1000);
+  Allocation b{NodeId(0), MilliCpu(500), MiB(0), {{1, MilliGpu(300), MiB(0)}}};
+  ASSERT_TRUE(s.Allocate(a).ok());
+  ASSERT_TRUE(s.Allocate(b).ok());
+  ASSERT_TRUE(s.Allocate(a).ok());
+  ASSERT_TRUE(s.Release(b).ok());
+  EXPECT_EQ(s.change_seq(), 4U);
+  EXPECT_TRUE(s.ChangesSince(0, &out));
+  EXPECT_EQ(out, (std::vector<NodeId>{NodeId(1), NodeId(0), NodeId(1), NodeId(0)}));
+  // Appends, from any point in the window.
+  EXPECT_TRUE(s.ChangesSince(2, &out));
+  EXPECT_EQ(out, (std::vector<NodeId>{NodeId(1), NodeId(0), NodeId(1), NodeId(0), NodeId(1),
+                                      NodeId(0)}));
+  out.clear();
+  EXPECT_TRUE(s.ChangesSince(4, &out));
+  EXPECT_TRUE(out.empty());
+  // A sequence number from the future is not one of this state's.
+  EXPECT_FALSE(s.ChangesSince(5, &out));
+
+  // Failed calls change nothing and record nothing.
+  EXPECT_FALSE(s.Allocate(CpuOn(0, 1 << 30)).ok());
+  EXPECT_FALSE(s.Release(b).ok());
+  EXPECT_FALSE(s.Allocate(CpuOn(7, 1)).ok());
+  EXPECT_EQ(s.change_seq(), 4U);
+}
+
+TEST(ClusterStateChangesTest, CopiesStartTheirOwnHistory) {
+  ClusterState s = MakeState();
+  ASSERT_TRUE(s.Allocate(CpuOn(0, 1000)).ok());
+  ASSERT_TRUE(s.Allocate(CpuOn(1, 1000)).ok());
+  ClusterState copy = s;
+  EXPECT_EQ(copy.change_seq(), 0U);
+  std::vector<NodeId> out;
+  EXPECT_TRUE(copy.ChangesSince(0, &out));
+  EXPECT_TRUE(out.empty());
+  ASSERT_TRUE(copy.Allocate(CpuOn(1, 1000)).ok());
+  EXPECT_TRUE(copy.ChangesSince(0, &out));
+  EXPECT_EQ(out, std::vector<NodeId>{NodeId(1)});
+  // The original is untouched.
+  EXPECT_EQ(s.change_seq(), 2U);
+  out.clear();
+  EXPECT_TRUE(s.ChangesSince(0, &out));
+  EXPECT_EQ(out, (std::vector<NodeId>{NodeId(0), NodeId(1)}));
+  // Copy assignment too.
+  s = copy;
+  EXPECT_EQ(s.change_seq(), 0U);
+  EXPECT_EQ(s.node(NodeId(1)).used_cpu().value(), 2000);
+}
+
+TEST(ClusterStateChangesTest, WindowKeepsTheLastChanges) {
+  ClusterState s = MakeState();
+  constexpr uint64_t kWindow = ClusterState::kChangeWindow;
+  // kWindow + 6 changes: node 1 first (6 of them), then alternating 0 and 1.
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(s.Allocate(CpuOn(1, 1)).ok());
+  }
+  for (uint64_t i = 0; i < kWindow / 2; ++i) {
+    ASSERT_TRUE(s.Allocate(CpuOn(0, 1)).ok());
+    ASSERT_TRUE(s.Release(CpuOn(1, 1)).ok());
+    ASSERT_TRUE(s.Allocate(CpuOn(1, 1)).ok());
+    ASSERT_TRUE(s.Release(CpuOn(0, 1)).ok());
+  }
+  // That was 6 + 2 * kWindow changes.
+  ASSERT_EQ(s.change_seq(), 6 + 2 * kWindow);
+  const uint64_t oldest = s.change_seq() - kWindow;
+  std::vector<NodeId> out;
+  EXPECT_FALSE(s.ChangesSince(0, &out));
+  EXPECT_FALSE(s.ChangesSince(oldest - 1, &out));
+  EXPECT_TRUE(out.empty());
+  ASSERT_TRUE(s.ChangesSince(oldest, &out));
+  ASSERT_EQ(out.size(), kWindow);
+  // After the first 6, the changed nodes repeat 0, 1, 1, 0.
+  const uint32_t pattern[] = {0, 1, 1, 0};
+  for (uint64_t i = 0; i < kWindow; ++i) {
+    ASSERT_EQ(out[i], NodeId(pattern[(oldest + i - 6) % 4])) << "seq " << oldest + i;
+  }
+  out.clear();
+  ASSERT_TRUE(s.ChangesSince(s.change_seq() - 3, &out));
+  EXPECT_EQ(out, (std::vector<NodeId>{NodeId(1), NodeId(1), NodeId(0)}));
 }
 
 }  // namespace

@@ -12,6 +12,47 @@ MilliGpu Allocation::TotalGpuMilli() const {
   return total;
 }
 
+int Allocation::Shape() const {
+  if (gpus.empty()) {
+    return kShapeCpuOnly;
+  }
+  if (gpus.size() == 1 && gpus[0].is_mig()) {
+    return kShapeMig;
+  }
+  if (gpus.size() == 1 && gpus[0].milli < kWholeGpu) {
+    return kShapeShare;
+  }
+  return static_cast<int>(gpus.size());
+}
+
+int NodeLedger::ShapeCount(int shape) const {
+  for (const auto& [s, n] : shape_counts_) {
+    if (s == shape) {
+      return n;
+    }
+  }
+  return 0;
+}
+
+bool NodeLedger::HasGpuAllocations() const {
+  for (const auto& [s, n] : shape_counts_) {
+    if (s != kShapeCpuOnly && n > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void NodeLedger::CountShape(int shape, int delta) {
+  for (auto& [s, n] : shape_counts_) {
+    if (s == shape) {
+      n += delta;
+      return;
+    }
+  }
+  shape_counts_.emplace_back(shape, delta);
+}
+
 NodeLedger::NodeLedger(const NodeSpec* spec, const GpuCatalog& catalog) : spec_(spec) {
   gpus_.reserve(spec->gpus.size());
   for (const GpuSpec& g : spec->gpus) {
@@ -68,6 +109,7 @@ Status NodeLedger::Allocate(const Allocation& a) {
   used_cpu_ += a.cpu;
   used_memory_ += a.memory;
   free_gpu_milli_ -= a.TotalGpuMilli().value();
+  CountShape(a.Shape(), +1);
   ++version_;
   return Status::Ok();
 }
@@ -92,14 +134,32 @@ Status NodeLedger::Release(const Allocation& a) {
   used_cpu_ -= a.cpu;
   used_memory_ -= a.memory;
   free_gpu_milli_ += a.TotalGpuMilli().value();
+  CountShape(a.Shape(), -1);
   ++version_;
   return Status::Ok();
 }
 
+namespace {
+bool ShapesEqual(const std::vector<std::pair<int, int>>& a,
+                 const std::vector<std::pair<int, int>>& b) {
+  auto live = [](const std::vector<std::pair<int, int>>& v) {
+    std::vector<std::pair<int, int>> out;
+    for (const auto& e : v) {
+      if (e.second != 0) {
+        out.push_back(e);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  return live(a) == live(b);
+}
+}  // namespace
+
 bool NodeLedger::SameUsage(const NodeLedger& other) const {
   return spec_ == other.spec_ && used_cpu_ == other.used_cpu_ &&
          used_memory_ == other.used_memory_ && free_gpu_milli_ == other.free_gpu_milli_ &&
-         gpus_ == other.gpus_;
+         gpus_ == other.gpus_ && ShapesEqual(shape_counts_, other.shape_counts_);
 }
 
 }  // namespace tessera

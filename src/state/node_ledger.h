@@ -19,6 +19,12 @@
 
 namespace tessera {
 
+// The shape of an allocation, for affinity: kShapeCpuOnly, kShapeShare (a fraction
+// of one GPU), kShapeMig (one MIG instance), or k >= 1 (k whole GPUs).
+inline constexpr int kShapeCpuOnly = 0;
+inline constexpr int kShapeShare = -1;
+inline constexpr int kShapeMig = -2;
+
 struct Allocation {
   NodeId node;
   MilliCpu cpu{0};
@@ -26,6 +32,7 @@ struct Allocation {
   std::vector<GpuGrant> gpus;
 
   MilliGpu TotalGpuMilli() const;
+  int Shape() const;
   bool operator==(const Allocation&) const = default;
 };
 
@@ -50,14 +57,21 @@ class NodeLedger {
   // Same used quantities and GPU ledgers (versions may differ).
   bool SameUsage(const NodeLedger& other) const;
 
+  // How many live allocations of a shape the node holds (see AllocationShape).
+  // Affinity-style scorers (GPU clustering) group like with like through this.
+  int ShapeCount(int shape) const;
+  bool HasGpuAllocations() const;
+
  private:
   Status CheckGrantsDistinct(const Allocation& allocation) const;
+  void CountShape(int shape, int delta);
 
   const NodeSpec* spec_;
   MilliCpu used_cpu_{0};
   MiB used_memory_{0};
   int64_t free_gpu_milli_ = 0;
   std::vector<GpuLedger> gpus_;
+  std::vector<std::pair<int, int>> shape_counts_;  // (shape, live allocations)
   uint64_t version_ = 0;
 };
 

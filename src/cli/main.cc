@@ -1,0 +1,24 @@
+// The `tessera` command: one binary for the scheduler's drivers and tools.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cli/sim_fgd_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Tessera: a multi-tenant GPU cluster scheduler", "tessera"};
+  app.set_version_flag("--version", "tessera 0.1.0");
+  app.require_subcommand(1);
+  int exit_code = 0;
+
+  CLI::App* sim = app.add_subcommand("sim", "Trace-driven simulation on the scheduling core");
+  sim->require_subcommand(1);
+  tessera::AddSimFgdCommand(*sim, &exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}

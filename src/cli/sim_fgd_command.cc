@@ -1,0 +1,229 @@
+#include "cli/sim_fgd_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "base/strings.h"
+#include "plugins/fgd.h"
+#include "plugins/registry.h"
+#include "sim/fgd_grid.h"
+#include "sim/fgd_report.h"
+#include "sim/openb_trace.h"
+
+namespace tessera {
+namespace {
+
+struct FgdOptions {
+  std::string nodes;
+  std::vector<std::string> pods;
+  std::string policies = "random,dotprod,gpuclustering,gpupacking,bestfit,fgd,tessera";
+  std::string seeds = "42-51";
+  std::string out = "out/fgd";
+  std::string expected;
+  double tune = 1.3;
+  std::string tie_break = "node-order";
+  int jobs = 0;
+  bool json = false;
+};
+
+Status WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) {
+    return UnavailableError("cannot write '" + path.string() + "'");
+  }
+  return Status::Ok();
+}
+
+Status Run(const FgdOptions& o) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  std::vector<std::string> policies;
+  for (std::string_view p : Split(o.policies, ',')) {
+    std::string name(Trim(p));
+    if (name.empty()) {
+      continue;
+    }
+    if (std::find(PolicyNames().begin(), PolicyNames().end(), name) == PolicyNames().end()) {
+      return InvalidArgumentError("unknown policy '" + name + "'; known: " +
+                                  Join(PolicyNames(), ", "));
+    }
+    policies.push_back(name);
+  }
+  if (policies.empty()) {
+    return InvalidArgumentError("--policy lists no policy");
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> seed_list, ParseIntList(o.seeds));
+  std::vector<uint64_t> seeds;
+  for (int64_t s : seed_list) {
+    if (s < 0) {
+      return InvalidArgumentError("seeds must not be negative");
+    }
+    seeds.push_back(static_cast<uint64_t>(s));
+  }
+  if (o.tune < 1.0 || o.tune > 10.0) {
+    return InvalidArgumentError("--tune must be in 1..10 (the paper uses 1.3)");
+  }
+
+  TESSERA_ASSIGN_OR_RETURN(std::vector<NodeSpec> node_specs, ReadOpenbNodes(o.nodes, catalog));
+  TESSERA_ASSIGN_OR_RETURN(ClusterState cluster,
+                           ClusterState::Create(std::move(node_specs), catalog));
+  if (cluster.total_gpus() == 0) {
+    return InvalidArgumentError("'" + o.nodes + "' lists no GPU");
+  }
+  std::vector<std::unique_ptr<PodList>> traces;
+  std::vector<std::unique_ptr<FragmentationModel>> typical;
+  for (const std::string& path : o.pods) {
+    TESSERA_ASSIGN_OR_RETURN(PodList list, ReadOpenbPods(path, catalog));
+    if (list.pods.empty()) {
+      return InvalidArgumentError("'" + path + "' has no pods");
+    }
+    std::vector<TaskRequest> requests;
+    requests.reserve(list.pods.size());
+    for (const TracePod& p : list.pods) {
+      requests.push_back(p.request);
+    }
+    typical.push_back(std::make_unique<FragmentationModel>(FindTypicalTasks(requests)));
+    traces.push_back(std::make_unique<PodList>(std::move(list)));
+  }
+
+  AuthorsResults authors;
+  std::string expected = o.expected;
+  if (expected.empty()) {
+    auto guess = std::filesystem::path(o.nodes).parent_path() / ".." /
+                 "fgd-kss-expected-results" / "analysis_allo_discrete.csv";
+    if (std::filesystem::exists(guess)) {
+      expected = guess.lexically_normal().string();
+    }
+  }
+  if (!expected.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(authors, ReadAuthorsResults(expected));
+  }
+
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  if (ec) {
+    return UnavailableError("cannot create '" + o.out + "': " + ec.message());
+  }
+
+  FgdGridSpec grid;
+  grid.cluster = &cluster;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    grid.traces.push_back(traces[i].get());
+    grid.typical.push_back(typical[i].get());
+  }
+  grid.policies = policies;
+  grid.seeds = seeds;
+  grid.tune_ratio = o.tune;
+  grid.jobs = o.jobs;
+  if (o.tie_break == "random") {
+    grid.tie_break = TieBreak::kRandom;
+  } else if (o.tie_break == "node-order") {
+    grid.tie_break = TieBreak::kNodePriority;
+  } else {
+    return InvalidArgumentError("--tie-break must be random or node-order");
+  }
+
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const size_t total = traces.size() * policies.size() * seeds.size();
+  std::fprintf(stderr, "tessera sim fgd: %zu runs (%zu traces x %zu policies x %zu seeds) on %s\n",
+               total, traces.size(), policies.size(), seeds.size(),
+               o.jobs > 0 ? (std::to_string(o.jobs) + " threads").c_str() : "every core");
+  auto started = std::chrono::steady_clock::now();
+  size_t last_reported_decile = 0;
+  auto progress = [&](const FgdGridProgress& p) {
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    double eta = elapsed / static_cast<double>(p.done) * static_cast<double>(p.total - p.done);
+    size_t decile = p.done * 10 / p.total;
+    if (tty) {
+      std::fprintf(stderr, "\r[%zu/%zu] %s/%s seed %llu: %.2f%% unallocated  (%.0fs, ~%.0fs left)   ",
+                   p.done, p.total, p.run->trace.c_str(), p.run->policy.c_str(),
+                   static_cast<unsigned long long>(p.run->seed), p.run->UnallocatedAt100(), elapsed,
+                   eta);
+      if (p.done == p.total) {
+        std::fprintf(stderr, "\n");
+      }
+    } else if (decile != last_reported_decile || p.done == p.total) {
+      last_reported_decile = decile;
+      std::fprintf(stderr, "[%zu/%zu] %.0fs elapsed, ~%.0fs left\n", p.done, p.total, elapsed,
+                   eta);
+    }
+  };
+  TESSERA_ASSIGN_OR_RETURN(std::vector<FgdRunResult> runs, RunFgdGrid(grid, progress));
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  std::vector<FgdSummaryRow> rows = Summarize(runs, authors, policies);
+  const std::filesystem::path dir(o.out);
+  TESSERA_RETURN_IF_ERROR(
+      WriteFile(dir / "analysis_allo_discrete.csv", DiscreteCsv(runs, DiscreteMetric::kAlloc, o.tune)));
+  TESSERA_RETURN_IF_ERROR(
+      WriteFile(dir / "analysis_frag_discrete.csv", DiscreteCsv(runs, DiscreteMetric::kFrag, o.tune)));
+  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "analysis_frag_ratio_discrete.csv",
+                                    DiscreteCsv(runs, DiscreteMetric::kFragRatio, o.tune)));
+  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "summary.csv", SummaryCsv(rows)));
+  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "summary.txt", SummaryTable(rows)));
+  nlohmann::json json = SummaryJson(rows);
+  json["wall_seconds"] = RoundHalfEven(wall, 3);
+  json["runs"] = runs.size();
+  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "summary.json", json.dump(2) + "\n"));
+  for (const auto& t : traces) {
+    TESSERA_RETURN_IF_ERROR(
+        WriteFile(dir / ("unallocated_" + t->trace + ".svg"), UnallocatedSvg(t->trace, runs, policies)));
+  }
+  if (o.json) {
+    std::cout << json.dump() << std::endl;
+  } else {
+    std::cout << SummaryTable(rows) << "\n"
+              << runs.size() << " runs in " << RoundHalfEven(wall, 1) << " s; results in "
+              << dir.string() << "/\n";
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddSimFgdCommand(CLI::App& sim, int* exit_code) {
+  auto opts = std::make_shared<FgdOptions>();
+  CLI::App* cmd = sim.add_subcommand(
+      "fgd", "Replay the FGD paper's fragmentation experiment on the Alibaba GPU-sharing trace");
+  cmd->add_option("--nodes", opts->nodes, "node list CSV (openb_node_list_gpu_node.csv)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--pods", opts->pods, "one or more pod list CSVs (openb_pod_list_*.csv)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--policy", opts->policies,
+                  "comma-separated policies: random, dotprod, gpuclustering, gpupacking, "
+                  "bestfit, fgd, tessera")
+      ->capture_default_str();
+  cmd->add_option("--seeds", opts->seeds, "seeds, e.g. 42-51 or 1,5,9")->capture_default_str();
+  cmd->add_option("--out", opts->out, "output directory")->capture_default_str();
+  cmd->add_option("--tune", opts->tune, "workload as a multiple of GPU capacity")
+      ->capture_default_str();
+  cmd->add_option("--tie-break", opts->tie_break,
+                  "among equally scored nodes: node-order (first in a random node order drawn "
+                  "once per seed, as the authors' simulator) or random (per placement)")
+      ->capture_default_str();
+  cmd->add_option("--jobs,-j", opts->jobs, "worker threads (default: one per core)");
+  cmd->add_option("--expected", opts->expected,
+                  "the authors' analysis_allo_discrete.csv to compare with (default: found "
+                  "beside the trace when present)");
+  cmd->add_flag("--json", opts->json, "print the summary as one JSON object on stdout");
+  cmd->callback([opts, exit_code]() {
+    Status s = Run(*opts);
+    if (!s.ok()) {
+      std::cerr << "tessera sim fgd: " << s.ToString() << std::endl;
+      *exit_code = s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? 2 : 1;
+    }
+  });
+}
+
+}  // namespace tessera

@@ -1,0 +1,93 @@
+// Fragmentation Gradient Descent (Weng et al., "Beware of Fragmentation: Scheduling
+// GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX ATC'23).
+//
+// Typical tasks: the most frequent task shapes (CPU, per-GPU milli, GPU count, GPU
+// models) of a workload, most frequent first, until they cover 95% of its tasks;
+// each weighs its share of the covered tasks.
+//
+// A node's fragmentation, for one typical task, is the idle GPU milli that task
+// could not use: all of the node's idle GPU if the task does not fit on the node
+// (not enough CPU, too few GPUs with room, or a CPU-only task), otherwise the idle
+// milli of the GPUs too full (or of a model it cannot use) to serve it. The node's
+// fragmentation is the popularity-weighted sum over typical tasks. FGD places a
+// task on the node and GPU that grow fragmentation least, scored as
+// int(100 * sigmoid((F_before - F_after) / 1000)) like the authors' simulator.
+//
+// Arithmetic is exact: fragmentation is kept scaled by the typical-task count
+// total (integers), and divided only to form the score. Thread safety: immutable
+// after construction.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/request.h"
+#include "sched/framework.h"
+
+namespace tessera {
+
+struct TypicalTask {
+  MilliCpu cpu{0};
+  MilliGpu gpu_milli{0};  // per GPU; 0 for CPU-only tasks
+  int gpu_count = 0;
+  GpuModelSet models;
+  int64_t count = 0;      // tasks of this shape in the workload
+  MiB memory{0};          // mean host memory of the tasks of this shape (not part of the shape)
+};
+
+struct TypicalWorkload {
+  std::vector<TypicalTask> tasks;  // most frequent first
+  int64_t covered = 0;             // sum of counts of the selected shapes
+  int64_t total = 0;               // tasks in the workload
+};
+
+// The typical tasks of `requests` covering at least `coverage` of them.
+TypicalWorkload FindTypicalTasks(std::span<const TaskRequest> requests, double coverage = 0.95);
+
+class FragmentationModel {
+ public:
+  explicit FragmentationModel(TypicalWorkload workload);
+
+  const TypicalWorkload& workload() const { return workload_; }
+  int64_t scale() const { return workload_.covered; }
+
+  // Fragmentation of a node in milli-GPU times scale().
+  int64_t ScaledFrag(const NodeLedger& node) const;
+  // Same for a hypothetical state: free CPU and per-GPU free milli and models.
+  int64_t ScaledFrag(int64_t cpu_left, std::span<const int32_t> gpu_left,
+                     std::span<const GpuModelId> gpu_models) const;
+  double FragMilli(const NodeLedger& node) const {
+    return static_cast<double>(ScaledFrag(node)) / static_cast<double>(scale());
+  }
+
+  // Scaled fragmentation after giving `milli` of GPU g and `cpu` of CPU to a task,
+  // for every candidate GPU g at once (out[g]; entries of non-candidates are
+  // meaningless). O(tasks x GPUs) for all candidates together.
+  void ScaledFragAfterShare(const NodeLedger& node, int64_t cpu, int64_t milli,
+                            std::span<const uint8_t> candidates, std::span<int64_t> out) const;
+
+ private:
+  TypicalWorkload workload_;
+};
+
+class FgdScorer final : public ScorePlugin {
+ public:
+  explicit FgdScorer(const FragmentationModel* model) : model_(model) {}
+  std::string_view name() const override { return "fgd"; }
+  NodeScore Score(const NodeLedger& node, const TaskRequest& request) override;
+
+  // int(100 * sigmoid(delta_milli / 1000)), the authors' mapping of a fragmentation
+  // decrease to 0..100 (100 only past a decrease of ~36,700 milli).
+  static int64_t SigmoidScore(double delta_milli);
+
+ private:
+  const FragmentationModel* model_;
+};
+
+// Scaled fragmentation of `node` after the request lands on the GPUs of `choice`
+// (whole GPUs, or CPU only). Shares use FragmentationModel::ScaledFragAfterShare.
+int64_t ScaledFragAfter(const FragmentationModel& model, const NodeLedger& node,
+                        const TaskRequest& request, uint64_t gpu_mask);
+
+}  // namespace tessera

@@ -1,0 +1,33 @@
+// Filters every profile starts with: CPU and memory fit, GPU fit (count, model,
+// per-GPU free milli and memory, MIG slot), and GPU locality for tasks that require
+// it. Each tells "not now" (busy) from "never" (the node is too small or of the
+// wrong kind). Thread safety: stateless.
+#pragma once
+
+#include "sched/framework.h"
+
+namespace tessera {
+
+// CPU and host memory requested <= free on the node.
+class ResourceFitFilter final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "resource-fit"; }
+  FilterResult Filter(const NodeLedger& node, const TaskRequest& request) const override;
+};
+
+// Enough GPUs of an allowed model, in a mode that serves the request, with room now.
+class GpuFitFilter final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "gpu-fit"; }
+  FilterResult Filter(const NodeLedger& node, const TaskRequest& request) const override;
+};
+
+// For GpuTopology::kRequireLocal: the task's GPUs must share an NVLink domain or a
+// NUMA node.
+class GpuLocalityFilter final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "gpu-locality"; }
+  FilterResult Filter(const NodeLedger& node, const TaskRequest& request) const override;
+};
+
+}  // namespace tessera

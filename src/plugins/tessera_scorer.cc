@@ -1,0 +1,99 @@
+#include "plugins/tessera_scorer.h"
+
+#include <algorithm>
+
+#include "plugins/baseline_scorers.h"
+#include "sched/gpu_selection.h"
+
+namespace tessera {
+namespace {
+
+constexpr int kMaxGpus = 64;
+
+// Packs the sigmoid level and the share's GPU fit into one integer.
+int64_t Key(int64_t level, int64_t leftover_on_gpu) {
+  return level * 16 + (10 - leftover_on_gpu / 100);
+}
+
+}  // namespace
+
+TesseraScorer::TesseraScorer(const FragmentationModel* model) : model_(model) {
+  double cpu = 0;
+  double memory = 0;
+  double gpu = 0;
+  for (const TypicalTask& t : model_->workload().tasks) {
+    if (t.gpu_count == 0) {
+      continue;
+    }
+    const auto n = static_cast<double>(t.count);
+    cpu += n * static_cast<double>(t.cpu.value());
+    memory += n * static_cast<double>(t.memory.value());
+    gpu += n * static_cast<double>(t.gpu_milli.value() * t.gpu_count);
+  }
+  if (gpu > 0) {
+    cpu_per_gpu_ = cpu / gpu;
+    memory_per_gpu_ = memory / gpu;
+  }
+}
+
+double TesseraScorer::StrandedGpu(double free_cpu, double free_memory, double free_gpu) const {
+  double fed = free_gpu;
+  if (cpu_per_gpu_ > 0) {
+    fed = std::min(fed, free_cpu / cpu_per_gpu_);
+  }
+  if (memory_per_gpu_ > 0) {
+    fed = std::min(fed, free_memory / memory_per_gpu_);
+  }
+  return std::max(0.0, free_gpu - fed);
+}
+
+NodeScore TesseraScorer::Score(const NodeLedger& node, const TaskRequest& request) {
+  const double scale = static_cast<double>(model_->scale());
+  const int64_t frag_before = model_->ScaledFrag(node);
+  const auto free_gpu = static_cast<double>(node.free_gpu_milli().value());
+  const double stranded_growth =
+      StrandedGpu(static_cast<double>(node.free_cpu().value() - request.cpu.value()),
+                  static_cast<double>(node.free_memory().value() - request.memory.value()),
+                  free_gpu - static_cast<double>(RequestGpuMilli(node, request))) -
+      StrandedGpu(static_cast<double>(node.free_cpu().value()),
+                  static_cast<double>(node.free_memory().value()), free_gpu);
+  auto level = [&](int64_t frag_after) {
+    double gain = static_cast<double>(frag_before - frag_after) / scale - stranded_growth;
+    return FgdScorer::SigmoidScore(gain);
+  };
+
+  if (request.fractional()) {
+    const int n = node.gpu_count();
+    uint8_t candidates[kMaxGpus] = {};
+    int64_t after[kMaxGpus];
+    for (int g = 0; g < n; ++g) {
+      candidates[g] = GpuFitsRequest(node.gpus()[g], request) ? 1 : 0;
+    }
+    model_->ScaledFragAfterShare(node, request.cpu.value(), request.gpu_milli.value(),
+                                 std::span<const uint8_t>(candidates, n),
+                                 std::span<int64_t>(after, n));
+    NodeScore best{kInfeasibleScore, {}};
+    for (int g = 0; g < n; ++g) {
+      if (candidates[g] == 0) {
+        continue;
+      }
+      int64_t leftover = node.gpus()[g].free_milli().value() - request.gpu_milli.value();
+      int64_t key = Key(level(after[g]), leftover);
+      if (key > best.score) {
+        best = {key, GpuChoice{uint64_t{1} << g, -1}};
+      }
+    }
+    return best;
+  }
+  uint64_t mask = 0;
+  if (!request.cpu_only() && !request.wants_mig()) {
+    std::optional<uint64_t> whole = PickWholeGpus(node, request);
+    if (!whole) {
+      return {kInfeasibleScore, {}};
+    }
+    mask = *whole;
+  }
+  return {Key(level(ScaledFragAfter(*model_, node, request, mask)), 0), {}};
+}
+
+}  // namespace tessera

@@ -1,0 +1,184 @@
+#include "sim/openb_trace.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "base/strings.h"
+
+namespace tessera {
+namespace {
+
+struct CsvTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<int> line_numbers;
+};
+
+StatusOr<CsvTable> ReadCsv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return NotFoundError("cannot open '" + path + "'");
+  }
+  CsvTable t;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    std::string_view text = Trim(line);
+    if (text.empty()) {
+      continue;
+    }
+    std::vector<std::string> cells;
+    for (std::string_view c : Split(text, ',')) {
+      cells.emplace_back(Trim(c));
+    }
+    if (t.header.empty()) {
+      t.header = std::move(cells);
+      continue;
+    }
+    if (cells.size() > t.header.size()) {
+      return InvalidArgumentError(path + ":" + std::to_string(line_no) + ": " +
+                                  std::to_string(cells.size()) + " fields, header has " +
+                                  std::to_string(t.header.size()));
+    }
+    cells.resize(t.header.size());
+    t.rows.push_back(std::move(cells));
+    t.line_numbers.push_back(line_no);
+  }
+  if (t.header.empty()) {
+    return InvalidArgumentError("'" + path + "' is empty");
+  }
+  return t;
+}
+
+StatusOr<std::map<std::string, size_t>> Columns(const CsvTable& t, const std::string& path,
+                                                const std::vector<std::string>& required) {
+  std::map<std::string, size_t> cols;
+  for (size_t i = 0; i < t.header.size(); ++i) {
+    cols[t.header[i]] = i;
+  }
+  for (const std::string& r : required) {
+    if (!cols.contains(r)) {
+      return InvalidArgumentError("'" + path + "' has no column '" + r + "' (header: " +
+                                  Join(t.header, ",") + ")");
+    }
+  }
+  return cols;
+}
+
+StatusOr<int64_t> Field(const CsvTable& t, size_t row, size_t col, const std::string& path,
+                        int64_t min_value) {
+  StatusOr<int64_t> v = ParseInt64(t.rows[row][col]);
+  std::string where = path + ":" + std::to_string(t.line_numbers[row]) + ": column '" +
+                      t.header[col] + "': ";
+  if (!v.ok()) {
+    return InvalidArgumentError(where + v.status().message());
+  }
+  if (*v < min_value) {
+    return InvalidArgumentError(where + "must be at least " + std::to_string(min_value) +
+                                ", got " + std::to_string(*v));
+  }
+  return *v;
+}
+
+}  // namespace
+
+std::string TraceNameFromPath(const std::string& path) {
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  if (EndsWith(base, ".csv")) {
+    base.resize(base.size() - 4);
+  }
+  const std::string prefix = "openb_pod_list_";
+  if (StartsWith(base, prefix)) {
+    base = base.substr(prefix.size());
+  }
+  return base;
+}
+
+StatusOr<std::vector<NodeSpec>> ReadOpenbNodes(const std::string& path,
+                                               const GpuCatalog& catalog) {
+  TESSERA_ASSIGN_OR_RETURN(CsvTable t, ReadCsv(path));
+  TESSERA_ASSIGN_OR_RETURN(auto cols,
+                           Columns(t, path, {"sn", "cpu_milli", "memory_mib", "gpu", "model"}));
+  std::vector<NodeSpec> nodes;
+  nodes.reserve(t.rows.size());
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    TESSERA_ASSIGN_OR_RETURN(int64_t cpu, Field(t, r, cols["cpu_milli"], path, 0));
+    TESSERA_ASSIGN_OR_RETURN(int64_t mem, Field(t, r, cols["memory_mib"], path, 0));
+    TESSERA_ASSIGN_OR_RETURN(int64_t gpus, Field(t, r, cols["gpu"], path, 0));
+    if (gpus > 64) {
+      return InvalidArgumentError(path + ":" + std::to_string(t.line_numbers[r]) +
+                                  ": more than 64 GPUs on one node");
+    }
+    GpuModelId model;
+    if (gpus > 0) {
+      StatusOr<GpuModelId> m = catalog.Find(t.rows[r][cols["model"]]);
+      if (!m.ok()) {
+        return InvalidArgumentError(path + ":" + std::to_string(t.line_numbers[r]) + ": " +
+                                    m.status().message());
+      }
+      model = *m;
+    }
+    NodeSpec n = MakeUniformNode(t.rows[r][cols["sn"]], MilliCpu(cpu), MiB(mem), model,
+                                 static_cast<int>(gpus), SharingMode::kShared);
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+StatusOr<PodList> ReadOpenbPods(const std::string& path, const GpuCatalog& catalog) {
+  TESSERA_ASSIGN_OR_RETURN(CsvTable t, ReadCsv(path));
+  TESSERA_ASSIGN_OR_RETURN(
+      auto cols, Columns(t, path, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"}));
+  const bool has_spec = cols.contains("gpu_spec");
+  PodList list;
+  list.trace = TraceNameFromPath(path);
+  list.pods.reserve(t.rows.size());
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string where = path + ":" + std::to_string(t.line_numbers[r]) + ": ";
+    TracePod pod;
+    pod.name = t.rows[r][cols["name"]];
+    if (pod.name.empty()) {
+      return InvalidArgumentError(where + "pod has no name");
+    }
+    TESSERA_ASSIGN_OR_RETURN(int64_t cpu, Field(t, r, cols["cpu_milli"], path, 0));
+    TESSERA_ASSIGN_OR_RETURN(int64_t mem, Field(t, r, cols["memory_mib"], path, 0));
+    TESSERA_ASSIGN_OR_RETURN(int64_t num_gpu, Field(t, r, cols["num_gpu"], path, 0));
+    TESSERA_ASSIGN_OR_RETURN(int64_t milli, Field(t, r, cols["gpu_milli"], path, 0));
+    if (num_gpu > RequestLimits{}.max_gpus_per_task) {
+      return InvalidArgumentError(where + "num_gpu " + std::to_string(num_gpu) +
+                                  " is beyond the limit of " +
+                                  std::to_string(RequestLimits{}.max_gpus_per_task));
+    }
+    TaskRequest& req = pod.request;
+    req.cpu = MilliCpu(cpu);
+    req.memory = MiB(mem);
+    if (num_gpu > 0) {
+      if (milli == 0) {
+        ++list.zero_milli_gpu_pods;
+      } else {
+        req.gpu_count = static_cast<int>(num_gpu);
+        req.gpu_milli = MilliGpu(std::min<int64_t>(milli, kMilliPerGpu));
+        if (req.gpu_count > 1) {
+          req.gpu_milli = kWholeGpu;
+        }
+        if (has_spec) {
+          StatusOr<GpuModelSet> models = catalog.ParseModelSet(t.rows[r][cols["gpu_spec"]]);
+          if (!models.ok()) {
+            return InvalidArgumentError(where + models.status().message());
+          }
+          req.models = *models;
+        }
+      }
+    }
+    Status valid = ValidateTaskRequest(req, catalog);
+    if (!valid.ok()) {
+      return InvalidArgumentError(where + valid.message());
+    }
+    list.pods.push_back(std::move(pod));
+  }
+  return list;
+}
+
+}  // namespace tessera
