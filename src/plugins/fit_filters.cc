@@ -1,5 +1,6 @@
 #include "plugins/fit_filters.h"
 
+#include <algorithm>
 #include <map>
 
 #include "sched/gpu_selection.h"
@@ -104,6 +105,13 @@ FilterResult GpuLocalityFilter::Filter(const NodeLedger& node, const TaskRequest
     return FilterResult::NotNow("not enough free GPUs in one NVLink domain or NUMA node");
   }
   return FilterResult::Fits();
+}
+
+NodeScore GpuLocalityScorer::Score(const NodeLedger& node, const TaskRequest& r) {
+  if (r.topology == GpuTopology::kAny || r.gpu_count <= 1 || r.wants_mig()) {
+    return {3, {}};
+  }
+  return {3 - std::min(3, BestWholeGpuLocality(node, r)), {}};
 }
 
 }  // namespace tessera

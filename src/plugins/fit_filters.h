@@ -30,4 +30,13 @@ class GpuLocalityFilter final : public FilterPlugin {
   FilterResult Filter(const NodeLedger& node, const TaskRequest& request) const override;
 };
 
+// Prefers nodes where a multi-GPU task's GPUs can share an NVLink domain and a NUMA
+// node: 3 (one domain on one NUMA node), 2 (one domain), 1 (one NUMA node), 0
+// (spread). Neutral (3) for single-GPU, MIG and CPU-only tasks and for kAny.
+class GpuLocalityScorer final : public ScorePlugin {
+ public:
+  std::string_view name() const override { return "gpu-locality"; }
+  NodeScore Score(const NodeLedger& node, const TaskRequest& request) override;
+};
+
 }  // namespace tessera

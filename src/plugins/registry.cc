@@ -58,6 +58,9 @@ StatusOr<Profile> MakeProfile(std::string_view policy, const PolicyContext& cont
   } else if (policy == "tessera") {
     TESSERA_RETURN_IF_ERROR(need_fragmentation());
     add(std::make_unique<TesseraScorer>(context.fragmentation));
+    // Locality outranks any fragmentation difference (the Tessera score stays below
+    // 2000), so a multi-GPU task lands where its GPUs can be close, where possible.
+    p.scorers.push_back({std::make_unique<GpuLocalityScorer>(), 2000});
   } else {
     return InvalidArgumentError("unknown policy '" + std::string(policy) +
                                 "'; known: " + Join(PolicyNames(), ", "));

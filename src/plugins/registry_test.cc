@@ -79,9 +79,15 @@ TEST(MakeProfileTest, EveryPolicyBuilds) {
     EXPECT_EQ(p->filters[0]->name(), "resource-fit");
     EXPECT_EQ(p->filters[1]->name(), "gpu-fit");
     EXPECT_EQ(p->filters[2]->name(), "gpu-locality");
-    ASSERT_EQ(p->scorers.size(), 1U);
+    // The paper's baselines are one scorer each; tessera adds GPU locality, weighted
+    // to outrank any difference of its own score.
+    ASSERT_EQ(p->scorers.size(), name == "tessera" ? 2U : 1U);
     EXPECT_EQ(p->scorers[0].plugin->name(), name);
     EXPECT_EQ(p->scorers[0].weight, 1);
+    if (name == "tessera") {
+      EXPECT_EQ(p->scorers[1].plugin->name(), "gpu-locality");
+      EXPECT_EQ(p->scorers[1].weight, 2000);
+    }
     if (name == "random") {
       EXPECT_EQ(p->gpu_selection, GpuSelection::kRandom);
       EXPECT_EQ(p->tie_break, TieBreak::kRandom);

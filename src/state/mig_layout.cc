@@ -46,10 +46,12 @@ std::vector<int> MigLayout::LegalStarts(int profile) const {
 
 Status MigLayout::Add(const MigInstance& instance) {
   if (!CanAdd(instance.profile, instance.start)) {
-    std::string name = instance.profile >= 0 &&
-                               instance.profile < static_cast<int>(model_->mig_profiles.size())
-                           ? model_->mig_profiles[instance.profile].name
-                           : "#" + std::to_string(instance.profile);
+    std::string name = "#";
+    if (instance.profile >= 0 && instance.profile < static_cast<int>(model_->mig_profiles.size())) {
+      name = model_->mig_profiles[instance.profile].name;
+    } else {
+      name.append(std::to_string(instance.profile));
+    }
     return FailedPreconditionError("MIG instance " + name + " cannot start at slot " +
                                    std::to_string(instance.start) + " on " + model_->name +
                                    " with the current layout");

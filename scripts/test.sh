@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test with ctest (dev preset), then the core tests
+# again under AddressSanitizer and UndefinedBehaviorSanitizer (asan-ubsan preset).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+traces="${TESSERA_TRACES_DIR:-$(cd .. && pwd)/shared/traces}"
+if [[ ! -d "$traces/alibaba-gpu-v2023-fgd" ]]; then
+  echo "test: the public traces are not at $traces; set TESSERA_TRACES_DIR" >&2
+  exit 2
+fi
+
+./scripts/setup.sh
+
+echo "== dev build: every test"
+cmake --preset dev -DTESSERA_TRACES_DIR="$traces"
+cmake --build --preset dev
+ctest --preset dev
+
+echo "== asan-ubsan build: core tests"
+cmake --preset asan-ubsan -DTESSERA_TRACES_DIR="$traces"
+cmake --build --preset asan-ubsan
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --preset asan-ubsan
