@@ -12,6 +12,9 @@ int64_t RequestGpuMilli(const NodeLedger& node, const TaskRequest& request) {
   }
   if (request.wants_mig()) {
     for (const GpuLedger& g : node.gpus()) {
+      if (g.mode() != SharingMode::kMig || !request.models.Allows(g.model().id)) {
+        continue;
+      }
       if (auto p = g.model().FindMigProfile(request.mig_profile)) {
         return g.model().mig_profiles[*p].ChargedMilli().value();
       }

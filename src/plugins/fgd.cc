@@ -19,6 +19,9 @@ using ShapeKey = std::tuple<int64_t, int64_t, int, uint64_t>;  // cpu, milli, co
 TypicalWorkload FindTypicalTasks(std::span<const TaskRequest> requests, double coverage) {
   std::map<ShapeKey, TypicalTask> groups;
   for (const TaskRequest& r : requests) {
+    if (r.wants_mig()) {
+      continue;  // MIG instances follow MIG geometry, not milli shares
+    }
     int64_t milli = r.cpu_only() ? 0 : r.gpu_milli.value();
     ShapeKey key{r.cpu.value(), milli, r.gpu_count, r.models.bits()};
     TypicalTask& t = groups[key];

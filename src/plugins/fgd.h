@@ -42,7 +42,8 @@ struct TypicalWorkload {
   int64_t total = 0;               // tasks in the workload
 };
 
-// The typical tasks of `requests` covering at least `coverage` of them.
+// The typical tasks of `requests` covering at least `coverage` of them. MIG requests
+// are left out: their placement follows MIG geometry, not milli shares.
 TypicalWorkload FindTypicalTasks(std::span<const TaskRequest> requests, double coverage = 0.95);
 
 class FragmentationModel {

@@ -22,8 +22,8 @@ TesseraScorer::TesseraScorer(const FragmentationModel* model) : model_(model) {
   double memory = 0;
   double gpu = 0;
   for (const TypicalTask& t : model_->workload().tasks) {
-    if (t.gpu_count == 0) {
-      continue;
+    if (t.gpu_count == 0 || t.gpu_milli.value() == 0) {
+      continue;  // CPU-only (and, defensively, MIG) tasks say nothing of CPU per GPU
     }
     const auto n = static_cast<double>(t.count);
     cpu += n * static_cast<double>(t.cpu.value());

@@ -271,10 +271,10 @@ nlohmann::json SummaryJson(const std::vector<FgdSummaryRow>& rows) {
 
 std::string UnallocatedSvg(const std::string& trace, const std::vector<FgdRunResult>& runs,
                            const std::vector<std::string>& policy_order) {
-  constexpr double kW = 720;
+  constexpr double kW = 760;
   constexpr double kH = 440;
   constexpr double kLeft = 64;
-  constexpr double kRight = 150;
+  constexpr double kRight = 190;
   constexpr double kTop = 40;
   constexpr double kBottom = 56;
   constexpr double kXMax = 130;
