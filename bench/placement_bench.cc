@@ -116,8 +116,8 @@ void BM_PlaceWorkload(benchmark::State& state) {
   state.SetLabel(policy + " on " + std::to_string(empty.node_count()) + " nodes");
   state.counters["decisions_per_s"] =
       benchmark::Counter(static_cast<double>(decisions), benchmark::Counter::kIsRate);
-  state.counters["placed_pct"] = 100.0 * static_cast<double>(placed) /
-                                 static_cast<double>(std::max<int64_t>(1, decisions));
+  state.counters["placed_pct"] =
+      100.0 * static_cast<double>(placed) / static_cast<double>(std::max<int64_t>(1, decisions));
 }
 BENCHMARK(BM_PlaceWorkload)
     ->ArgsProduct({{0, 1, 2}, {0, 1}})
@@ -141,7 +141,10 @@ void BM_FgdRun(benchmark::State& state) {
   state.SetLabel(policy + " on default, seed 42");
   state.counters["unallocated_pct"] = unallocated;
 }
-BENCHMARK(BM_FgdRun)->DenseRange(0, 2)->ArgName("policy")->Unit(benchmark::kMillisecond)
+BENCHMARK(BM_FgdRun)
+    ->DenseRange(0, 2)
+    ->ArgName("policy")
+    ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
 }  // namespace

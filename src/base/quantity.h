@@ -20,7 +20,7 @@ class Quantity {
 
   constexpr int64_t value() const { return value_; }
 
-  constexpr auto operator<=>(const Quantity&) const = default;
+  constexpr auto operator<=>(const Quantity&) const = default;  // NOLINT(modernize-use-nullptr)
 
   constexpr Quantity operator+(Quantity o) const { return Quantity(value_ + o.value_); }
   constexpr Quantity operator-(Quantity o) const { return Quantity(value_ - o.value_); }

@@ -72,9 +72,7 @@ inline Status AbortedError(std::string msg) { return {StatusCode::kAborted, std:
 inline Status UnavailableError(std::string msg) {
   return {StatusCode::kUnavailable, std::move(msg)};
 }
-inline Status OutOfRangeError(std::string msg) {
-  return {StatusCode::kOutOfRange, std::move(msg)};
-}
+inline Status OutOfRangeError(std::string msg) { return {StatusCode::kOutOfRange, std::move(msg)}; }
 inline Status UnimplementedError(std::string msg) {
   return {StatusCode::kUnimplemented, std::move(msg)};
 }
@@ -86,7 +84,7 @@ class [[nodiscard]] StatusOr {
  public:
   // Implicit from a value or an error, so `return value;` and `return NotFoundError(..);`
   // both read naturally.
-  StatusOr(T value) : rep_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  StatusOr(T value) : rep_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   StatusOr(Status status) : rep_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(rep_).ok() && "StatusOr built from an OK Status");
     if (std::get<Status>(rep_).ok()) {
@@ -133,11 +131,13 @@ class [[nodiscard]] StatusOr {
   } while (false)
 
 // `TESSERA_ASSIGN_OR_RETURN(auto x, MakeX());` binds the value or returns the error.
-#define TESSERA_ASSIGN_OR_RETURN(lhs, expr)                                       \
+#define TESSERA_ASSIGN_OR_RETURN(lhs, expr) \
   TESSERA_ASSIGN_OR_RETURN_IMPL(TESSERA_STATUS_CONCAT(tessera_statusor_, __LINE__), lhs, expr)
+// NOLINTBEGIN(bugprone-macro-parentheses): `lhs` is a declaration, not an expression.
 #define TESSERA_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                  \
   if (!tmp.ok()) {                                    \
     return tmp.status();                              \
   }                                                   \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

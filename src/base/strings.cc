@@ -19,7 +19,7 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
 }
 
 std::string_view Trim(std::string_view text) {
-  const std::string_view kSpace = " \t\r\n";
+  constexpr std::string_view kSpace = " \t\r\n";
   size_t begin = text.find_first_not_of(kSpace);
   if (begin == std::string_view::npos) {
     return {};

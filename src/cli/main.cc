@@ -1,11 +1,10 @@
 // The `tessera` command: one binary for the scheduler's drivers and tools.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "cli/sim_fgd_command.h"
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::bad_alloc ends it
   CLI::App app{"Tessera: a multi-tenant GPU cluster scheduler", "tessera"};
   app.set_version_flag("--version", "tessera 0.1.0");
   app.require_subcommand(1);
@@ -18,7 +17,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2, like bad input.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   return exit_code;
 }

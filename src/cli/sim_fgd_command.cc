@@ -52,8 +52,8 @@ Status Run(const FgdOptions& o) {
       continue;
     }
     if (std::find(PolicyNames().begin(), PolicyNames().end(), name) == PolicyNames().end()) {
-      return InvalidArgumentError("unknown policy '" + name + "'; known: " +
-                                  Join(PolicyNames(), ", "));
+      return InvalidArgumentError("unknown policy '" + name +
+                                  "'; known: " + Join(PolicyNames(), ", "));
     }
     policies.push_back(name);
   }
@@ -97,8 +97,8 @@ Status Run(const FgdOptions& o) {
   AuthorsResults authors;
   std::string expected = o.expected;
   if (expected.empty()) {
-    auto guess = std::filesystem::path(o.nodes).parent_path() / ".." /
-                 "fgd-kss-expected-results" / "analysis_allo_discrete.csv";
+    auto guess = std::filesystem::path(o.nodes).parent_path() / ".." / "fgd-kss-expected-results" /
+                 "analysis_allo_discrete.csv";
     if (std::filesystem::exists(guess)) {
       expected = guess.lexically_normal().string();
     }
@@ -144,17 +144,16 @@ Status Run(const FgdOptions& o) {
     double eta = elapsed / static_cast<double>(p.done) * static_cast<double>(p.total - p.done);
     size_t decile = p.done * 10 / p.total;
     if (tty) {
-      std::fprintf(stderr, "\r[%zu/%zu] %s/%s seed %llu: %.2f%% unallocated  (%.0fs, ~%.0fs left)   ",
-                   p.done, p.total, p.run->trace.c_str(), p.run->policy.c_str(),
-                   static_cast<unsigned long long>(p.run->seed), p.run->UnallocatedAt100(), elapsed,
-                   eta);
+      std::fprintf(
+          stderr, "\r[%zu/%zu] %s/%s seed %llu: %.2f%% unallocated  (%.0fs, ~%.0fs left)   ",
+          p.done, p.total, p.run->trace.c_str(), p.run->policy.c_str(),
+          static_cast<unsigned long long>(p.run->seed), p.run->UnallocatedAt100(), elapsed, eta);
       if (p.done == p.total) {
         std::fprintf(stderr, "\n");
       }
     } else if (decile != last_reported_decile || p.done == p.total) {
       last_reported_decile = decile;
-      std::fprintf(stderr, "[%zu/%zu] %.0fs elapsed, ~%.0fs left\n", p.done, p.total, elapsed,
-                   eta);
+      std::fprintf(stderr, "[%zu/%zu] %.0fs elapsed, ~%.0fs left\n", p.done, p.total, elapsed, eta);
     }
   };
   TESSERA_ASSIGN_OR_RETURN(std::vector<FgdRunResult> runs, RunFgdGrid(grid, progress));
@@ -162,10 +161,10 @@ Status Run(const FgdOptions& o) {
 
   std::vector<FgdSummaryRow> rows = Summarize(runs, authors, policies);
   const std::filesystem::path dir(o.out);
-  TESSERA_RETURN_IF_ERROR(
-      WriteFile(dir / "analysis_allo_discrete.csv", DiscreteCsv(runs, DiscreteMetric::kAlloc, o.tune)));
-  TESSERA_RETURN_IF_ERROR(
-      WriteFile(dir / "analysis_frag_discrete.csv", DiscreteCsv(runs, DiscreteMetric::kFrag, o.tune)));
+  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "analysis_allo_discrete.csv",
+                                    DiscreteCsv(runs, DiscreteMetric::kAlloc, o.tune)));
+  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "analysis_frag_discrete.csv",
+                                    DiscreteCsv(runs, DiscreteMetric::kFrag, o.tune)));
   TESSERA_RETURN_IF_ERROR(WriteFile(dir / "analysis_frag_ratio_discrete.csv",
                                     DiscreteCsv(runs, DiscreteMetric::kFragRatio, o.tune)));
   TESSERA_RETURN_IF_ERROR(WriteFile(dir / "summary.csv", SummaryCsv(rows)));
@@ -175,8 +174,8 @@ Status Run(const FgdOptions& o) {
   json["runs"] = runs.size();
   TESSERA_RETURN_IF_ERROR(WriteFile(dir / "summary.json", json.dump(2) + "\n"));
   for (const auto& t : traces) {
-    TESSERA_RETURN_IF_ERROR(
-        WriteFile(dir / ("unallocated_" + t->trace + ".svg"), UnallocatedSvg(t->trace, runs, policies)));
+    TESSERA_RETURN_IF_ERROR(WriteFile(dir / ("unallocated_" + t->trace + ".svg"),
+                                      UnallocatedSvg(t->trace, runs, policies)));
   }
   if (o.json) {
     std::cout << json.dump() << std::endl;
@@ -217,11 +216,17 @@ void AddSimFgdCommand(CLI::App& sim, int* exit_code) {
                   "the authors' analysis_allo_discrete.csv to compare with (default: found "
                   "beside the trace when present)");
   cmd->add_flag("--json", opts->json, "print the summary as one JSON object on stdout");
+  // A later --policy, --seeds, --out or --tune overrides an earlier one, so wrapper
+  // scripts can pass defaults and users still choose.
+  for (const char* name : {"--policy", "--seeds", "--out", "--tune"}) {
+    cmd->get_option(name)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
   cmd->callback([opts, exit_code]() {
     Status s = Run(*opts);
     if (!s.ok()) {
       std::cerr << "tessera sim fgd: " << s.ToString() << std::endl;
-      *exit_code = s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? 2 : 1;
+      *exit_code =
+          s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? 2 : 1;
     }
   });
 }

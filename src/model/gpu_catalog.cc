@@ -13,8 +13,8 @@ namespace {
 //   3g            {0,4}:4       4g           {0}:4          7g {0}:8
 // Memory per instance is what `nvidia-smi mig -lgip` reports, in MiB (GiB x 1024).
 struct MigSizes {
-  const char* one_g;       // 1g, one memory slot
-  const char* one_g_two;   // 1g, two memory slots
+  const char* one_g;      // 1g, one memory slot
+  const char* one_g_two;  // 1g, two memory slots
   const char* two_g;
   const char* three_g;
   const char* four_g;
@@ -69,14 +69,14 @@ const GpuCatalog& GpuCatalog::Default() {
   // models G2 and G3 do not disclose memory (0); V100M16/V100M32 are V100s by name.
   static const GpuCatalog* catalog = new GpuCatalog({
       Model("A100-40GB", 40960, {"A100-SXM4-40GB", "A100-PCIE-40GB", "A100"},
-            MigTable({"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", 4864,
-                      9856, 19968, 40192, 9856})),
+            MigTable({"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", 4864, 9856,
+                      19968, 40192, 9856})),
       Model("A100-80GB", 81920, {"A100-SXM4-80GB", "A100-PCIE-80GB", "A100-80GB-PCIe"},
-            MigTable({"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", 9728,
-                      19968, 40192, 80896, 19968})),
+            MigTable({"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", 9728, 19968,
+                      40192, 80896, 19968})),
       Model("H100-80GB", 81559, {"H100", "H100-SXM5-80GB", "H100-PCIE-80GB", "H100-80GB-HBM3"},
-            MigTable({"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", 9984,
-                      20096, 40448, 81152, 20096})),
+            MigTable({"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", 9984, 20096,
+                      40448, 81152, 20096})),
       Model("H200-141GB", 143771, {"H200", "H200-SXM5-141GB", "H200-NVL"},
             MigTable({"1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb", 16384,
                       33024, 71168, 143104, 33024})),

@@ -45,9 +45,9 @@ struct MigProfile {
 
 struct GpuModel {
   GpuModelId id;
-  std::string name;                  // canonical name, e.g. "H100-80GB"
-  std::vector<std::string> aliases;  // other spellings accepted on input
-  MiB memory{0};                     // 0: not disclosed (anonymised trace models)
+  std::string name;                      // canonical name, e.g. "H100-80GB"
+  std::vector<std::string> aliases;      // other spellings accepted on input
+  MiB memory{0};                         // 0: not disclosed (anonymised trace models)
   std::vector<MigProfile> mig_profiles;  // empty: no MIG
 
   bool mig_capable() const { return !mig_profiles.empty(); }

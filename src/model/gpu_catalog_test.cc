@@ -17,9 +17,8 @@ std::vector<std::string> ProfileNames(const GpuModel& m) {
 
 TEST(GpuCatalogTest, HasEveryRequiredModel) {
   const GpuCatalog& c = GpuCatalog::Default();
-  for (const char* name : {"A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB", "L40S", "A10",
-                           "T4", "V100-16GB", "V100-32GB", "P100", "G2", "G3", "V100M16",
-                           "V100M32"}) {
+  for (const char* name : {"A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB", "L40S", "A10", "T4",
+                           "V100-16GB", "V100-32GB", "P100", "G2", "G3", "V100M16", "V100M32"}) {
     EXPECT_TRUE(c.Find(name).ok()) << name;
   }
   EXPECT_EQ(c.Get(*c.Find("h100")).name, "H100-80GB");  // alias, any case

@@ -57,7 +57,6 @@ Status ValidateNodeSpec(const NodeSpec& spec, const GpuCatalog& catalog);
 // all in one NVLink domain when `nvlink` is set. Used by tests, benchmarks and the
 // `--cluster` shorthand.
 NodeSpec MakeUniformNode(std::string name, MilliCpu cpu, MiB memory, GpuModelId model,
-                         int gpu_count, SharingMode mode, int numa_nodes = 1,
-                         bool nvlink = false);
+                         int gpu_count, SharingMode mode, int numa_nodes = 1, bool nvlink = false);
 
 }  // namespace tessera

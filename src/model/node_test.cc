@@ -21,8 +21,8 @@ TEST(NodeTest, UniformNodeSpreadsGpusOverNuma) {
 
 TEST(NodeTest, ValidationCatchesImpossibleSpecs) {
   const GpuCatalog& c = GpuCatalog::Default();
-  NodeSpec n = MakeUniformNode("n0", MilliCpu(8000), MiB(1024), *c.Find("T4"), 2,
-                               SharingMode::kShared);
+  NodeSpec n =
+      MakeUniformNode("n0", MilliCpu(8000), MiB(1024), *c.Find("T4"), 2, SharingMode::kShared);
   EXPECT_TRUE(ValidateNodeSpec(n, c).ok());
   NodeSpec mig_on_t4 = n;
   mig_on_t4.gpus[0].mode = SharingMode::kMig;

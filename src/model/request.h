@@ -20,8 +20,8 @@ namespace tessera {
 
 // Where a multi-GPU task's GPUs should sit relative to each other.
 enum class GpuTopology {
-  kPreferLocal,  // same NVLink domain and NUMA node where possible (default)
-  kRequireLocal, // only nodes where that is possible
+  kPreferLocal,   // same NVLink domain and NUMA node where possible (default)
+  kRequireLocal,  // only nodes where that is possible
   kAny,
 };
 
@@ -29,8 +29,8 @@ struct TaskRequest {
   MilliCpu cpu{0};
   MiB memory{0};
   int gpu_count = 0;
-  MilliGpu gpu_milli{0};  // per GPU
-  MiB gpu_memory{0};      // per GPU; 0: no memory requirement
+  MilliGpu gpu_milli{0};    // per GPU
+  MiB gpu_memory{0};        // per GPU; 0: no memory requirement
   std::string mig_profile;  // "" unless a MIG instance is wanted
   GpuModelSet models;
   GpuTopology topology = GpuTopology::kPreferLocal;
@@ -49,7 +49,7 @@ struct TaskRequest {
 struct RequestLimits {
   int max_gpus_per_task = 64;
   MilliCpu max_cpu{1'000'000'000};  // a million cores
-  MiB max_memory{1LL << 40};         // an exbibyte
+  MiB max_memory{1LL << 40};        // an exbibyte
 };
 
 // Returns InvalidArgument with a message a user can act on ("gpu_milli must be

@@ -60,9 +60,8 @@ NodeScore GpuPackingScorer::Score(const NodeLedger& node, const TaskRequest& req
   const int64_t want = RequestGpuMilli(node, request) / std::max(1, request.gpu_count);
   std::vector<int> order(gpus.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return gpus[a].free_milli() < gpus[b].free_milli();
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return gpus[a].free_milli() < gpus[b].free_milli(); });
   int picked = 0;
   int picked_whole = 0;
   int64_t percent_sum = 0;
@@ -88,11 +87,10 @@ NodeScore GpuClusteringScorer::Score(const NodeLedger& node, const TaskRequest& 
   if (request.cpu_only()) {
     return {0, {}};
   }
-  int shape = request.wants_mig()               ? kShapeMig
-              : request.gpu_milli < kWholeGpu   ? kShapeShare
-                                                : request.gpu_count;
-  int64_t base = 25 * (scale_.max_gpu_milli - node.free_gpu_milli().value()) /
-                 scale_.max_gpu_milli;
+  int shape = request.wants_mig()             ? kShapeMig
+              : request.gpu_milli < kWholeGpu ? kShapeShare
+                                              : request.gpu_count;
+  int64_t base = 25 * (scale_.max_gpu_milli - node.free_gpu_milli().value()) / scale_.max_gpu_milli;
   if (!node.HasGpuAllocations()) {
     return {base + 25, {}};
   }

@@ -161,7 +161,8 @@ TEST(GpuPackingScorerTest, CpuOnlyScoresZero) {
 TEST(GpuPackingScorerTest, UnusedNodes) {
   GpuPackingScorer s;
   // max(33 - F, F) for F fully free GPUs on a node without any GPU use.
-  for (auto [gpus, want] : std::vector<std::pair<int, int64_t>>{{1, 32}, {2, 31}, {4, 29}, {8, 25}}) {
+  for (auto [gpus, want] :
+       std::vector<std::pair<int, int64_t>>{{1, 32}, {2, 31}, {4, 29}, {8, 25}}) {
     TestNode n(SharedNode(gpus));
     EXPECT_EQ(s.Score(n.ledger, ShareReq(300)).score, want) << gpus << " GPUs";
     EXPECT_EQ(s.Score(n.ledger, WholeReq(1)).score, want) << gpus << " GPUs";
@@ -199,8 +200,8 @@ TEST(GpuPackingScorerTest, UsedNodeTakingPartlyUsedGpu) {
   // Ascending left: 400 (GPU 0), 600 (GPU 1), 999 (GPU 2), 1000 (GPU 3).
   EXPECT_EQ(s.Score(n.ledger, ShareReq(300)).score, 96);  // s = 40 -> 100 - 4
   EXPECT_EQ(s.Score(n.ledger, ShareReq(400)).score, 96);
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(500)).score, 94);  // s = 60 -> 100 - 6 (spec example)
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(700)).score, 91);  // 999 -> 99 -> 100 - 9
+  EXPECT_EQ(s.Score(n.ledger, ShareReq(500)).score, 94);   // s = 60 -> 100 - 6 (spec example)
+  EXPECT_EQ(s.Score(n.ledger, ShareReq(700)).score, 91);   // 999 -> 99 -> 100 - 9
   EXPECT_EQ(s.Score(n.ledger, ShareReq(1000)).score, 49);  // only GPU 3 fits
   TestNode t(SharedNode(2));
   t.Share(1, 545);  // left 455 -> 45 -> 100 - 4

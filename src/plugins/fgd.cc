@@ -1,6 +1,7 @@
 #include "plugins/fgd.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -55,8 +56,7 @@ TypicalWorkload FindTypicalTasks(std::span<const TaskRequest> requests, double c
   return w;
 }
 
-FragmentationModel::FragmentationModel(TypicalWorkload workload)
-    : workload_(std::move(workload)) {
+FragmentationModel::FragmentationModel(TypicalWorkload workload) : workload_(std::move(workload)) {
   if (workload_.covered == 0) {
     workload_.covered = 1;  // no typical tasks: fragmentation is 0 everywhere
   }
@@ -89,22 +89,22 @@ int64_t FragmentationModel::ScaledFrag(int64_t cpu_left, std::span<const int32_t
 }
 
 int64_t FragmentationModel::ScaledFrag(const NodeLedger& node) const {
-  int32_t left[kMaxGpus];
-  GpuModelId models[kMaxGpus];
+  std::array<int32_t, kMaxGpus> left{};
+  std::array<GpuModelId, kMaxGpus> models{};
   const int n = node.gpu_count();
   for (int g = 0; g < n; ++g) {
     left[g] = static_cast<int32_t>(node.gpus()[g].free_milli().value());
     models[g] = node.gpus()[g].model().id;
   }
-  return ScaledFrag(node.free_cpu().value(), std::span<const int32_t>(left, n),
-                    std::span<const GpuModelId>(models, n));
+  return ScaledFrag(node.free_cpu().value(), std::span<const int32_t>(left.data(), n),
+                    std::span<const GpuModelId>(models.data(), n));
 }
 
-void FragmentationModel::ScaledFragAfterShare(const NodeLedger& node, int64_t cpu,
-                                              int64_t milli, std::span<const uint8_t> candidates,
+void FragmentationModel::ScaledFragAfterShare(const NodeLedger& node, int64_t cpu, int64_t milli,
+                                              std::span<const uint8_t> candidates,
                                               std::span<int64_t> out) const {
   const int n = node.gpu_count();
-  int32_t left[kMaxGpus];
+  std::array<int32_t, kMaxGpus> left{};
   int64_t idle = 0;
   for (int g = 0; g < n; ++g) {
     left[g] = static_cast<int32_t>(node.gpus()[g].free_milli().value());
@@ -124,7 +124,7 @@ void FragmentationModel::ScaledFragAfterShare(const NodeLedger& node, int64_t cp
     // Per-node counts before the change, then adjust for each candidate GPU.
     int usable = 0;
     int64_t unusable_milli = 0;
-    bool allowed[kMaxGpus];
+    std::array<bool, kMaxGpus> allowed{};
     for (int g = 0; g < n; ++g) {
       allowed[g] = t.models.Allows(node.gpus()[g].model().id);
       if (allowed[g] && left[g] >= m) {
@@ -150,8 +150,8 @@ void FragmentationModel::ScaledFragAfterShare(const NodeLedger& node, int64_t cp
 
 int64_t ScaledFragAfter(const FragmentationModel& model, const NodeLedger& node,
                         const TaskRequest& request, uint64_t gpu_mask) {
-  int32_t left[kMaxGpus];
-  GpuModelId models[kMaxGpus];
+  std::array<int32_t, kMaxGpus> left{};
+  std::array<GpuModelId, kMaxGpus> models{};
   const int n = node.gpu_count();
   const int64_t per_gpu = request.wants_mig() ? 0 : request.gpu_milli.value();
   for (int g = 0; g < n; ++g) {
@@ -162,8 +162,8 @@ int64_t ScaledFragAfter(const FragmentationModel& model, const NodeLedger& node,
     models[g] = node.gpus()[g].model().id;
   }
   return model.ScaledFrag(node.free_cpu().value() - request.cpu.value(),
-                          std::span<const int32_t>(left, n),
-                          std::span<const GpuModelId>(models, n));
+                          std::span<const int32_t>(left.data(), n),
+                          std::span<const GpuModelId>(models.data(), n));
 }
 
 int64_t FgdScorer::SigmoidScore(double delta_milli) {
@@ -171,18 +171,18 @@ int64_t FgdScorer::SigmoidScore(double delta_milli) {
 }
 
 NodeScore FgdScorer::Score(const NodeLedger& node, const TaskRequest& request) {
-  const double scale = static_cast<double>(model_->scale());
+  const auto scale = static_cast<double>(model_->scale());
   const int64_t before = model_->ScaledFrag(node);
   if (request.fractional()) {
     const int n = node.gpu_count();
-    uint8_t candidates[kMaxGpus] = {};
-    int64_t after[kMaxGpus];
+    std::array<uint8_t, kMaxGpus> candidates{};
+    std::array<int64_t, kMaxGpus> after{};
     for (int g = 0; g < n; ++g) {
       candidates[g] = GpuFitsRequest(node.gpus()[g], request) ? 1 : 0;
     }
     model_->ScaledFragAfterShare(node, request.cpu.value(), request.gpu_milli.value(),
-                                 std::span<const uint8_t>(candidates, n),
-                                 std::span<int64_t>(after, n));
+                                 std::span<const uint8_t>(candidates.data(), n),
+                                 std::span<int64_t>(after.data(), n));
     NodeScore best{kInfeasibleScore, {}};
     for (int g = 0; g < n; ++g) {
       if (candidates[g] == 0) {

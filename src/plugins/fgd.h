@@ -32,8 +32,8 @@ struct TypicalTask {
   MilliGpu gpu_milli{0};  // per GPU; 0 for CPU-only tasks
   int gpu_count = 0;
   GpuModelSet models;
-  int64_t count = 0;      // tasks of this shape in the workload
-  MiB memory{0};          // mean host memory of the tasks of this shape (not part of the shape)
+  int64_t count = 0;  // tasks of this shape in the workload
+  MiB memory{0};      // mean host memory of the tasks of this shape (not part of the shape)
 };
 
 struct TypicalWorkload {

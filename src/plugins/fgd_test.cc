@@ -34,8 +34,7 @@ struct TestNode {
 };
 
 NodeSpec T4Node(int gpus = 4, int64_t cpu = 32000) {
-  return MakeUniformNode("n", MilliCpu(cpu), MiB(1 << 18), Model("T4"), gpus,
-                         SharingMode::kShared);
+  return MakeUniformNode("n", MilliCpu(cpu), MiB(1 << 18), Model("T4"), gpus, SharingMode::kShared);
 }
 
 TaskRequest Request(int64_t cpu, int gpu_count = 0, int64_t milli = 0, int64_t memory = 0) {
@@ -87,8 +86,8 @@ std::vector<TaskRequest> SyntheticWorkload() {
   TaskRequest cpu_with_milli = Request(2000);
   cpu_with_milli.gpu_milli = MilliGpu(700);  // ignored for a CPU-only task
   r.push_back(cpu_with_milli);
-  r.push_back(Request(16000, 2, 1000));  // E
-  r.push_back(Request(1000, 1, 250));    // F
+  r.push_back(Request(16000, 2, 1000));    // E
+  r.push_back(Request(1000, 1, 250));      // F
   TaskRequest t4 = Request(4000, 1, 500);  // G: A's shape, constrained to T4
   t4.models.Add(Model("T4"));
   r.push_back(t4);
@@ -108,9 +107,9 @@ TEST(FindTypicalTasksTest, GroupsAndOrdersByCountThenLargerShape) {
   EXPECT_EQ(w.total, 15);
   EXPECT_EQ(w.covered, 15);  // 95% of 15 = 14.25 needs every shape
   ASSERT_EQ(w.tasks.size(), 6U);
-  ExpectTask(w.tasks[0], 4000, 500, 1, 6);   // A
-  ExpectTask(w.tasks[1], 8000, 1000, 1, 3);  // B before C: equal counts, larger CPU
-  ExpectTask(w.tasks[2], 2000, 0, 0, 3);     // C
+  ExpectTask(w.tasks[0], 4000, 500, 1, 6);    // A
+  ExpectTask(w.tasks[1], 8000, 1000, 1, 3);   // B before C: equal counts, larger CPU
+  ExpectTask(w.tasks[2], 2000, 0, 0, 3);      // C
   ExpectTask(w.tasks[3], 16000, 1000, 2, 1);  // E, G, F: equal counts, larger shape first
   ExpectTask(w.tasks[4], 4000, 500, 1, 1);
   EXPECT_TRUE(w.tasks[4].models.Contains(Model("T4")));
@@ -160,8 +159,8 @@ TEST(ScaledFragTest, SpecExampleWithThreeTypicalTasks) {
   TestNode n(T4Node());
   SetUpBusyNode(n);
   FragmentationModel m = ModelOf({
-      Typical(4000, 500, 1, 5),   // fits: GPUs 0 (300) and 3 (0) are fragments: 5 * 300
-      Typical(2000, 0, 0, 3),     // CPU only: all idle GPU, 3 * 2100
+      Typical(4000, 500, 1, 5),    // fits: GPUs 0 (300) and 3 (0) are fragments: 5 * 300
+      Typical(2000, 0, 0, 3),      // CPU only: all idle GPU, 3 * 2100
       Typical(16000, 1000, 1, 2),  // not enough CPU: all idle GPU, 2 * 2100
   });
   EXPECT_EQ(m.scale(), 10);
@@ -439,8 +438,8 @@ TEST(FgdScorerPropertyTest, ShareScoreMatchesBruteForce) {
       }
       NodeLedger after = n.ledger;
       ASSERT_TRUE(after.Allocate({NodeId(0), r.cpu, MiB(0), {{g, r.gpu_milli, MiB(0)}}}).ok());
-      int64_t score = FgdScorer::SigmoidScore(
-          static_cast<double>(before - m.ScaledFrag(after)) / static_cast<double>(m.scale()));
+      int64_t score = FgdScorer::SigmoidScore(static_cast<double>(before - m.ScaledFrag(after)) /
+                                              static_cast<double>(m.scale()));
       if (score > best) {
         best = score;
         best_gpu = g;

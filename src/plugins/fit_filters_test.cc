@@ -69,9 +69,7 @@ TaskRequest Mig(std::string profile) {
   return r;
 }
 
-void ExpectFits(const FilterResult& r) {
-  EXPECT_EQ(r.code, FilterCode::kFits) << r.reason;
-}
+void ExpectFits(const FilterResult& r) { EXPECT_EQ(r.code, FilterCode::kFits) << r.reason; }
 void ExpectNotNow(const FilterResult& r, std::string_view reason) {
   EXPECT_EQ(r.code, FilterCode::kUnschedulable) << r.reason;
   EXPECT_EQ(r.reason, reason);
@@ -131,7 +129,8 @@ TEST(GpuFitFilterTest, SharesAndSharingModes) {
   ExpectFits(f.Filter(exclusive.ledger, Whole(2)));
 
   TestNode mig(Uniform("A100-40GB", 2, SharingMode::kMig));
-  ExpectNever(f.Filter(mig.ledger, Share(500)), "too few GPUs of an allowed model and sharing mode");
+  ExpectNever(f.Filter(mig.ledger, Share(500)),
+              "too few GPUs of an allowed model and sharing mode");
   ExpectNever(f.Filter(mig.ledger, Whole(1)), "too few GPUs of an allowed model and sharing mode");
 }
 

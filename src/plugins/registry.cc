@@ -18,10 +18,9 @@ NodeScale ScaleOf(const ClusterState& state) {
 }
 
 const std::vector<std::string>& PolicyNames() {
-  static const std::vector<std::string> names{"random",        "dotprod", "gpuclustering",
-                                              "gpupacking",    "bestfit", "fgd",
-                                              "tessera"};
-  return names;
+  static const std::vector<std::string> kNames{"random",  "dotprod", "gpuclustering", "gpupacking",
+                                               "bestfit", "fgd",     "tessera"};
+  return kNames;
 }
 
 StatusOr<Profile> MakeProfile(std::string_view policy, const PolicyContext& context) {

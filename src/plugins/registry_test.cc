@@ -37,7 +37,7 @@ TaskRequest Request(int64_t cpu, int gpu_count = 0, int64_t milli = 0) {
 }
 
 std::vector<TaskRequest> Workload() {
-  return {Request(4000, 1, 500), Request(4000, 1, 500), Request(8000, 1, 1000),
+  return {Request(4000, 1, 500), Request(4000, 1, 500),   Request(8000, 1, 1000),
           Request(2000),         Request(16000, 2, 1000), Request(6000, 1, 250),
           Request(6000, 1, 250), Request(12000, 4, 1000)};
 }
@@ -140,8 +140,7 @@ TEST(MakeProfileTest, FiltersRejectWhatCannotFit) {
   StatusOr<Profile> p = MakeProfile("bestfit", PolicyContext{ScaleOf(s), nullptr});
   ASSERT_TRUE(p.ok());
   Placer placer(std::move(p).value());
-  EXPECT_EQ(placer.Check(s.node(NodeId(0)), Request(8000, 1, 500)).code,
-            FilterCode::kUnresolvable);
+  EXPECT_EQ(placer.Check(s.node(NodeId(0)), Request(8000, 1, 500)).code, FilterCode::kUnresolvable);
   EXPECT_EQ(placer.Check(s.node(NodeId(2)), Request(1000, 1, 500)).code,
             FilterCode::kUnresolvable);  // shares on exclusive GPUs
   EXPECT_TRUE(placer.Check(s.node(NodeId(1)), Request(8000, 1, 500)).fits());

@@ -1,6 +1,7 @@
 #include "plugins/tessera_scorer.h"
 
 #include <algorithm>
+#include <array>
 
 #include "plugins/baseline_scorers.h"
 #include "sched/gpu_selection.h"
@@ -48,7 +49,7 @@ double TesseraScorer::StrandedGpu(double free_cpu, double free_memory, double fr
 }
 
 NodeScore TesseraScorer::Score(const NodeLedger& node, const TaskRequest& request) {
-  const double scale = static_cast<double>(model_->scale());
+  const auto scale = static_cast<double>(model_->scale());
   const int64_t frag_before = model_->ScaledFrag(node);
   const auto free_gpu = static_cast<double>(node.free_gpu_milli().value());
   const double stranded_growth =
@@ -64,14 +65,14 @@ NodeScore TesseraScorer::Score(const NodeLedger& node, const TaskRequest& reques
 
   if (request.fractional()) {
     const int n = node.gpu_count();
-    uint8_t candidates[kMaxGpus] = {};
-    int64_t after[kMaxGpus];
+    std::array<uint8_t, kMaxGpus> candidates{};
+    std::array<int64_t, kMaxGpus> after{};
     for (int g = 0; g < n; ++g) {
       candidates[g] = GpuFitsRequest(node.gpus()[g], request) ? 1 : 0;
     }
     model_->ScaledFragAfterShare(node, request.cpu.value(), request.gpu_milli.value(),
-                                 std::span<const uint8_t>(candidates, n),
-                                 std::span<int64_t>(after, n));
+                                 std::span<const uint8_t>(candidates.data(), n),
+                                 std::span<int64_t>(after.data(), n));
     NodeScore best{kInfeasibleScore, {}};
     for (int g = 0; g < n; ++g) {
       if (candidates[g] == 0) {

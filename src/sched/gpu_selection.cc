@@ -165,8 +165,7 @@ std::optional<GpuChoice> SelectGpus(const NodeLedger& node, const TaskRequest& r
     if (best < 0) {
       return std::nullopt;
     }
-    std::optional<int> start =
-        gpus[best].mig().ChooseStart(*MigProfileOf(gpus[best], request));
+    std::optional<int> start = gpus[best].mig().ChooseStart(*MigProfileOf(gpus[best], request));
     return GpuChoice{uint64_t{1} << best, *start};
   }
   if (request.gpu_milli == kWholeGpu) {
@@ -209,8 +208,8 @@ std::optional<GpuChoice> SelectGpus(const NodeLedger& node, const TaskRequest& r
   return GpuChoice{uint64_t{1} << pick, -1};
 }
 
-StatusOr<Allocation> MakeAllocation(NodeId id, const NodeLedger& node,
-                                    const TaskRequest& request, const GpuChoice& choice) {
+StatusOr<Allocation> MakeAllocation(NodeId id, const NodeLedger& node, const TaskRequest& request,
+                                    const GpuChoice& choice) {
   Allocation a;
   a.node = id;
   a.cpu = request.cpu;

@@ -38,7 +38,7 @@ std::optional<GpuChoice> SelectGpus(const NodeLedger& node, const TaskRequest& r
                                     GpuSelection selection, Rng& rng);
 
 // The allocation that gives `request` the GPUs of `choice` on node `id`.
-StatusOr<Allocation> MakeAllocation(NodeId id, const NodeLedger& node,
-                                    const TaskRequest& request, const GpuChoice& choice);
+StatusOr<Allocation> MakeAllocation(NodeId id, const NodeLedger& node, const TaskRequest& request,
+                                    const GpuChoice& choice);
 
 }  // namespace tessera

@@ -232,8 +232,8 @@ std::optional<GpuChoice> Select(const TestNode& n, const TaskRequest& r, GpuSele
 }
 
 TEST(SelectGpusTest, SharesByBestFitAndFirstFit) {
-  TestNode n(MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 4,
-                             SharingMode::kShared));
+  TestNode n(
+      MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 4, SharingMode::kShared));
   SetUpShares(n);
   EXPECT_EQ(Select(n, ShareOf(300), GpuSelection::kBestFit), (GpuChoice{0x4, -1}));
   EXPECT_EQ(Select(n, ShareOf(300), GpuSelection::kFirstFit), (GpuChoice{0x1, -1}));
@@ -247,16 +247,16 @@ TEST(SelectGpusTest, SharesByBestFitAndFirstFit) {
 }
 
 TEST(SelectGpusTest, BestFitTiesGoToTheLowestIndex) {
-  TestNode n(MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 4,
-                             SharingMode::kShared));
+  TestNode n(
+      MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 4, SharingMode::kShared));
   n.Share(1, 500);
   n.Share(3, 500);
   EXPECT_EQ(Select(n, ShareOf(100), GpuSelection::kBestFit), (GpuChoice{0x2, -1}));
 }
 
 TEST(SelectGpusTest, ShareMemoryCapExcludesGpus) {
-  TestNode n(MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 3,
-                             SharingMode::kShared));
+  TestNode n(
+      MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 3, SharingMode::kShared));
   n.Share(0, 600, 12288);  // 3072 MiB of GPU memory left
   n.Share(1, 500, 0);
   EXPECT_EQ(Select(n, ShareOf(100, 4096), GpuSelection::kBestFit), (GpuChoice{0x2, -1}));
@@ -265,8 +265,8 @@ TEST(SelectGpusTest, ShareMemoryCapExcludesGpus) {
 }
 
 TEST(SelectGpusTest, RandomCoversEveryFittingGpuAndNoOther) {
-  TestNode n(MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 4,
-                             SharingMode::kShared));
+  TestNode n(
+      MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 4, SharingMode::kShared));
   SetUpShares(n);
   Pcg32 rng(12345);
   std::array<int, 4> hits{};
@@ -287,8 +287,8 @@ TEST(SelectGpusTest, RandomCoversEveryFittingGpuAndNoOther) {
 }
 
 TEST(SelectGpusTest, RandomIsReproducibleFromTheSeed) {
-  TestNode n(MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 8,
-                             SharingMode::kShared));
+  TestNode n(
+      MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 8, SharingMode::kShared));
   Pcg32 a(7);
   Pcg32 b(7);
   for (int i = 0; i < 50; ++i) {
@@ -360,8 +360,8 @@ TEST(SelectGpusTest, MigIgnoresNonMigGpusAndFullGpus) {
 }
 
 TEST(MakeAllocationTest, RejectsMalformedChoices) {
-  TestNode n(MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 4,
-                             SharingMode::kShared));
+  TestNode n(
+      MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 4, SharingMode::kShared));
   TaskRequest cpu;
   cpu.cpu = MilliCpu(1000);
   EXPECT_EQ(MakeAllocation(NodeId(0), n.ledger, cpu, GpuChoice{0x1, -1}).status().code(),
@@ -381,8 +381,8 @@ TEST(MakeAllocationTest, RejectsMalformedChoices) {
 }
 
 TEST(MakeAllocationTest, ExactGrants) {
-  TestNode n(MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 4,
-                             SharingMode::kShared));
+  TestNode n(
+      MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 4, SharingMode::kShared));
   TaskRequest cpu;
   cpu.cpu = MilliCpu(1500);
   cpu.memory = MiB(2048);
@@ -410,8 +410,7 @@ TEST(MakeAllocationTest, ExactGrants) {
 
 TEST(MakeAllocationTest, MigGrantChargesTheProfile) {
   TestNode n(A100MigNode(2));
-  StatusOr<Allocation> a =
-      MakeAllocation(NodeId(0), n.ledger, MigOf("3g.20gb"), GpuChoice{0x2, 4});
+  StatusOr<Allocation> a = MakeAllocation(NodeId(0), n.ledger, MigOf("3g.20gb"), GpuChoice{0x2, 4});
   ASSERT_TRUE(a.ok());
   ASSERT_EQ(a->gpus.size(), 1U);
   const GpuGrant& g = a->gpus[0];
@@ -433,9 +432,9 @@ TEST(MakeAllocationTest, MigGrantChargesTheProfile) {
 
 // Whatever SelectGpus picks is a valid allocation on the node.
 TEST(SelectGpusPropertyTest, ChoicesAlwaysAllocate) {
-  const std::vector<TaskRequest> requests{ShareOf(100),       ShareOf(450, 2048), Whole(1),
-                                          Whole(2),           Whole(3),           MigOf("1g.10gb"),
-                                          MigOf("3g.40gb"),   MigOf("2g.20gb")};
+  const std::vector<TaskRequest> requests{ShareOf(100),     ShareOf(450, 2048), Whole(1),
+                                          Whole(2),         Whole(3),           MigOf("1g.10gb"),
+                                          MigOf("3g.40gb"), MigOf("2g.20gb")};
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     NodeSpec spec = TopologyNode({{0, 0}, {0, 0}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
                                  2, SharingMode::kShared, "A100-80GB");

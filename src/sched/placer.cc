@@ -127,7 +127,7 @@ Placement Placer::Place(const ClusterState& state, const TaskRequest& request, R
     uint32_t tied = cache.tree.best_count();
     if (tied > 0) {
       size_t leaf = tie_break_ == TieBreak::kNodePriority ? cache.tree.BestByRank()
-                                                           : cache.tree.NthBest(rng.Uniform(tied));
+                                                          : cache.tree.NthBest(rng.Uniform(tied));
       return Finish(state, request, NodeId(static_cast<uint32_t>(leaf)), cache.tree.best(), tied,
                     cache.choices[leaf], rng);
     }
@@ -150,9 +150,8 @@ Placement Placer::Place(const ClusterState& state, const TaskRequest& request, R
       bool take = false;
       if (s == best) {
         ++tied;
-        take = tie_break_ == TieBreak::kNodePriority
-                   ? (tied == 1 || RankOf(i) < RankOf(pick))
-                   : rng.Uniform(tied) == 0;
+        take = tie_break_ == TieBreak::kNodePriority ? (tied == 1 || RankOf(i) < RankOf(pick))
+                                                     : rng.Uniform(tied) == 0;
       }
       if (take) {
         pick = i;
@@ -214,8 +213,8 @@ std::vector<ScoreTerm> Placer::Explain(const NodeLedger& node, const TaskRequest
     return terms;
   }
   for (WeightedScorer& s : profile_.scorers) {
-    terms.push_back({std::string(s.plugin->name()), s.plugin->Score(node, request).score,
-                     s.weight});
+    terms.push_back(
+        {std::string(s.plugin->name()), s.plugin->Score(node, request).score, s.weight});
   }
   return terms;
 }

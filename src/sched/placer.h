@@ -49,7 +49,7 @@ struct Placement {
 
 struct ScoreTerm {
   std::string plugin;
-  int64_t score = 0;   // the plugin's own score
+  int64_t score = 0;  // the plugin's own score
   int64_t weight = 0;
 };
 
@@ -99,8 +99,8 @@ class Placer {
   std::vector<uint32_t> ranks_;
   bool cacheable_ = true;
   std::unordered_map<TaskRequest, ClassCache, RequestHash> classes_;
-  std::vector<NodeId> changed_;        // scratch
-  std::vector<uint64_t> seen_stamp_;   // scratch: dedupes changed nodes
+  std::vector<NodeId> changed_;       // scratch
+  std::vector<uint64_t> seen_stamp_;  // scratch: dedupes changed nodes
   uint64_t stamp_ = 0;
 };
 

@@ -257,9 +257,9 @@ TEST(PlacerTest, InfeasibleScoreExcludesTheNode) {
     Pcg32 rng(1);
     Placement p = placer.Place(s, Cpu(1000), rng);
     EXPECT_EQ(p.allocation.node, NodeId(0));
-    Placer none(TableProfile({{"n0", kInfeasibleScore}, {"n1", kInfeasibleScore},
-                              {"n2", kInfeasibleScore}},
-                             c, cacheable));
+    Placer none(
+        TableProfile({{"n0", kInfeasibleScore}, {"n1", kInfeasibleScore}, {"n2", kInfeasibleScore}},
+                     c, cacheable));
     EXPECT_FALSE(none.Place(s, Cpu(1000), rng).placed);
   }
 }
@@ -332,9 +332,9 @@ TEST(PlacerTest, RandomTieBreakSpreadsOverTiedNodesOnly) {
   auto c = std::make_shared<Counters>();
   for (bool cacheable : {true, false}) {
     SCOPED_TRACE(cacheable ? "cacheable" : "full scan");
-    Placer placer(TableProfile({{"n0", 7}, {"n1", 7}, {"n2", 6}, {"n3", 7}, {"n4", 7}}, c,
-                               cacheable),
-                  TieBreak::kRandom);
+    Placer placer(
+        TableProfile({{"n0", 7}, {"n1", 7}, {"n2", 6}, {"n3", 7}, {"n4", 7}}, c, cacheable),
+        TieBreak::kRandom);
     Pcg32 rng(99);
     std::array<int, 5> hits{};
     constexpr int kDraws = 4000;
@@ -389,9 +389,9 @@ TEST(PlacerTest, UsesTheScorersGpuChoiceElseTheProfiles) {
 }
 
 TEST(PlacerTest, BestFitGpuSelectionAndMig) {
-  ClusterState s = Cluster(
-      {T4Node("t4"), MakeUniformNode("mig", MilliCpu(32000), MiB(1 << 17), Model("A100-40GB"), 2,
-                                     SharingMode::kMig)});
+  ClusterState s =
+      Cluster({T4Node("t4"), MakeUniformNode("mig", MilliCpu(32000), MiB(1 << 17),
+                                             Model("A100-40GB"), 2, SharingMode::kMig)});
   ASSERT_TRUE(s.Allocate({NodeId(0), MilliCpu(0), MiB(0), {{2, MilliGpu(600), MiB(0)}}}).ok());
   Placer placer(PackProfile());  // gpu_selection defaults to kBestFit
   Pcg32 rng(1);
@@ -473,10 +473,13 @@ TEST(PlacerTest, CheckReturnsTheFirstFailingFilter) {
   Placer gpu_first(std::move(reversed));
   EXPECT_EQ(gpu_first.Check(tiny, Share(500, 2000)).reason, "too few gpus");
 
-  ASSERT_TRUE(s.Allocate({NodeId(1), MilliCpu(0), MiB(0), {{0, kWholeGpu, MiB(0)},
-                                                              {1, kWholeGpu, MiB(0)},
-                                                              {2, kWholeGpu, MiB(0)},
-                                                              {3, MilliGpu(800), MiB(0)}}})
+  ASSERT_TRUE(s.Allocate({NodeId(1),
+                          MilliCpu(0),
+                          MiB(0),
+                          {{0, kWholeGpu, MiB(0)},
+                           {1, kWholeGpu, MiB(0)},
+                           {2, kWholeGpu, MiB(0)},
+                           {3, MilliGpu(800), MiB(0)}}})
                   .ok());
   r = cpu_first.Check(s.node(NodeId(1)), Share(500, 2000));
   EXPECT_EQ(r.code, FilterCode::kUnschedulable);
@@ -620,8 +623,8 @@ std::vector<TaskRequest> MixedRequests() {
   local4.topology = GpuTopology::kRequireLocal;
   TaskRequest t4_only = Share(250, 1000);
   t4_only.models.Add(Model("T4"));
-  return {Cpu(2000),       Cpu(6000),    Share(300, 4000), with_memory, Whole(1, 4000),
-          Whole(2, 2000),  local4,       Mig("1g.10gb"),   Mig("3g.40gb"), t4_only};
+  return {Cpu(2000),      Cpu(6000), Share(300, 4000), with_memory,    Whole(1, 4000),
+          Whole(2, 2000), local4,    Mig("1g.10gb"),   Mig("3g.40gb"), t4_only};
 }
 
 void ExpectSamePlacement(const Placement& got, const Placement& want) {
@@ -639,8 +642,8 @@ TEST(PlacerCachePropertyTest, CachedEqualsFresh) {
   const std::vector<TaskRequest> requests = MixedRequests();
   for (Variant variant : {Variant::kNodeOrder, Variant::kShuffledRanks, Variant::kRandom}) {
     for (uint64_t seed = 1; seed <= 6; ++seed) {
-      SCOPED_TRACE(testing::Message() << "variant " << static_cast<int>(variant) << " seed "
-                                      << seed);
+      SCOPED_TRACE(testing::Message()
+                   << "variant " << static_cast<int>(variant) << " seed " << seed);
       ClusterState s = MixedCluster();
       const TieBreak tie =
           variant == Variant::kRandom ? TieBreak::kRandom : TieBreak::kNodePriority;

@@ -1,11 +1,13 @@
 #include "sim/fgd_experiment.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "plugins/registry.h"
@@ -19,20 +21,21 @@ double RoundHalfEven(double value, int decimals) {
   if (decimals == 0) {
     return std::nearbyint(value);  // no scaling, so exact: ties to even
   }
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", decimals, value);
-  return std::strtod(buf, nullptr);
+  std::array<char, 64> buf{};
+  std::snprintf(buf.data(), buf.size(), "%.*f", decimals, value);
+  return std::strtod(buf.data(), nullptr);
 }
 
 std::string AuthorsPolicyLabel(const std::string& policy) {
-  if (policy == "random") return "01-Random";
-  if (policy == "dotprod") return "02-DotProd";
-  if (policy == "gpuclustering") return "03-GpuClustering";
-  if (policy == "gpupacking") return "04-GpuPacking";
-  if (policy == "bestfit") return "05-BestFit";
-  if (policy == "fgd") return "06-FGD";
-  if (policy == "tessera") return "07-Tessera";
-  return policy;
+  static const std::map<std::string, std::string> kLabels{{"random", "01-Random"},
+                                                          {"dotprod", "02-DotProd"},
+                                                          {"gpuclustering", "03-GpuClustering"},
+                                                          {"gpupacking", "04-GpuPacking"},
+                                                          {"bestfit", "05-BestFit"},
+                                                          {"fgd", "06-FGD"},
+                                                          {"tessera", "07-Tessera"}};
+  auto it = kLabels.find(policy);
+  return it == kLabels.end() ? policy : it->second;
 }
 
 std::vector<TaskRequest> PrepareWorkload(const PodList& pods, int64_t total_gpu_milli,
@@ -56,8 +59,7 @@ std::vector<TaskRequest> PrepareWorkload(const PodList& pods, int64_t total_gpu_
   for (const TaskRequest& r : order) {
     total += gpu_of(r);
   }
-  const auto target =
-      static_cast<int64_t>(tune_ratio * static_cast<double>(total_gpu_milli));
+  const auto target = static_cast<int64_t>(tune_ratio * static_cast<double>(total_gpu_milli));
   const bool any_gpu = std::any_of(sorted.begin(), sorted.end(),
                                    [&](const TracePod* p) { return gpu_of(p->request) > 0; });
   if (total < target && any_gpu) {
@@ -141,7 +143,7 @@ StatusOr<FgdRunResult> RunFgdExperiment(const FgdRunSpec& spec) {
   result.total_gpus = state.total_gpus();
 
   // Fragmentation per node, kept current as nodes change.
-  const double frag_scale = static_cast<double>(spec.typical->scale());
+  const auto frag_scale = static_cast<double>(spec.typical->scale());
   std::vector<int64_t> node_frag(state.node_count());
   int64_t frag_total = 0;
   for (size_t i = 0; i < state.node_count(); ++i) {
@@ -185,8 +187,7 @@ StatusOr<FgdRunResult> RunFgdExperiment(const FgdRunSpec& spec) {
     bins.ratio_sum[bin] += idle > 0 ? RoundHalfEven(frag_milli / idle * 100.0, 2) : 0.0;
     ++bins.count[bin];
   }
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.alloc_pct = Finish(bins.alloc_sum, bins.count);
   result.frag_pct = Finish(bins.frag_sum, bins.count);
   for (double& v : result.frag_pct) {

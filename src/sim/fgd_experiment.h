@@ -29,8 +29,8 @@ namespace tessera {
 inline constexpr int kArrivedBins = 131;  // 0..130 % of capacity
 
 struct FgdRunSpec {
-  const ClusterState* cluster = nullptr;      // empty cluster, copied per run
-  const PodList* pods = nullptr;              // as read, any order
+  const ClusterState* cluster = nullptr;        // empty cluster, copied per run
+  const PodList* pods = nullptr;                // as read, any order
   const FragmentationModel* typical = nullptr;  // typical tasks of `pods`
   std::string policy;
   uint64_t seed = 42;

@@ -1,6 +1,7 @@
 #include "sim/fgd_report.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -34,10 +35,13 @@ std::string Short(double v) {
 }
 
 std::string PolicyFromAuthorsLabel(const std::string& label) {
-  static const std::map<std::string, std::string> kNames{
-      {"01-Random", "random"},        {"02-DotProd", "dotprod"}, {"03-GpuClustering", "gpuclustering"},
-      {"04-GpuPacking", "gpupacking"}, {"05-BestFit", "bestfit"}, {"06-FGD", "fgd"},
-      {"07-Tessera", "tessera"}};
+  static const std::map<std::string, std::string> kNames{{"01-Random", "random"},
+                                                         {"02-DotProd", "dotprod"},
+                                                         {"03-GpuClustering", "gpuclustering"},
+                                                         {"04-GpuPacking", "gpupacking"},
+                                                         {"05-BestFit", "bestfit"},
+                                                         {"06-FGD", "fgd"},
+                                                         {"07-Tessera", "tessera"}};
   auto it = kNames.find(label);
   return it == kNames.end() ? label : it->second;
 }
@@ -65,8 +69,9 @@ std::string XmlEscape(std::string_view text) {
   return out;
 }
 
-const char* kPalette[] = {"#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd",
-                          "#d62728", "#17becf", "#8c564b", "#e377c2", "#bcbd22"};
+constexpr std::array<const char*, 10> kPalette = {"#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c",
+                                                  "#9467bd", "#d62728", "#17becf", "#8c564b",
+                                                  "#e377c2", "#bcbd22"};
 
 }  // namespace
 
@@ -129,12 +134,11 @@ StatusOr<AuthorsResults> ReadAuthorsResults(const std::string& path) {
     char* end = nullptr;
     double alloc = std::strtod(value.c_str(), &end);
     if (end == value.c_str()) {
-      return InvalidArgumentError(path + ":" + std::to_string(line_no) + ": bad value '" +
-                                  value + "'");
+      return InvalidArgumentError(path + ":" + std::to_string(line_no) + ": bad value '" + value +
+                                  "'");
     }
     std::string trace = TraceNameFromPath(std::string(Trim(cells[workload])));
-    out[{trace, PolicyFromAuthorsLabel(std::string(Trim(cells[policy])))}].push_back(100.0 -
-                                                                                     alloc);
+    out[{trace, PolicyFromAuthorsLabel(std::string(Trim(cells[policy])))}].push_back(100.0 - alloc);
   }
   return out;
 }
@@ -235,8 +239,8 @@ std::string SummaryCsv(const std::vector<FgdSummaryRow>& rows) {
          "authors_median,diff,mean_seconds\n";
   for (const FgdSummaryRow& r : rows) {
     out << r.trace << ',' << r.policy << ',' << r.seeds << ','
-        << Fixed(r.unallocated_at_100.median, 4) << ',' << Fixed(r.unallocated_at_100.p25, 4)
-        << ',' << Fixed(r.unallocated_at_100.p75, 4) << ',';
+        << Fixed(r.unallocated_at_100.median, 4) << ',' << Fixed(r.unallocated_at_100.p25, 4) << ','
+        << Fixed(r.unallocated_at_100.p75, 4) << ',';
     if (r.authors_median) {
       out << Fixed(*r.authors_median, 4) << ','
           << Fixed(r.unallocated_at_100.median - *r.authors_median, 4);
@@ -316,27 +320,30 @@ std::string UnallocatedSvg(const std::string& trace, const std::vector<FgdRunRes
 
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kW << "\" height=\"" << kH
-      << "\" viewBox=\"0 0 " << kW << ' ' << kH << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+      << "\" viewBox=\"0 0 " << kW << ' ' << kH
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg << "<text x=\"" << kW / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
       << "Unallocated GPU vs arrived workload: " << XmlEscape(trace) << "</text>\n";
   for (int x = 0; x <= 130; x += 10) {
-    svg << "<line x1=\"" << x_of(x) << "\" y1=\"" << y_of(0) << "\" x2=\"" << x_of(x)
-        << "\" y2=\"" << y_of(y_max) << "\" stroke=\"#eee\"/>\n";
-    svg << "<text x=\"" << x_of(x) << "\" y=\"" << y_of(0) + 16
-        << "\" text-anchor=\"middle\">" << x << "</text>\n";
+    svg << "<line x1=\"" << x_of(x) << "\" y1=\"" << y_of(0) << "\" x2=\"" << x_of(x) << "\" y2=\""
+        << y_of(y_max) << "\" stroke=\"#eee\"/>\n";
+    svg << "<text x=\"" << x_of(x) << "\" y=\"" << y_of(0) + 16 << "\" text-anchor=\"middle\">" << x
+        << "</text>\n";
   }
   const double y_step = y_max <= 10 ? 1 : (y_max <= 30 ? 5 : 10);
-  for (double y = 0; y <= y_max + 1e-9; y += y_step) {
+  const auto y_ticks = static_cast<int>(std::lround(y_max / y_step));
+  for (int tick = 0; tick <= y_ticks; ++tick) {
+    const double y = tick * y_step;
     svg << "<line x1=\"" << x_of(0) << "\" y1=\"" << y_of(y) << "\" x2=\"" << x_of(kXMax)
         << "\" y2=\"" << y_of(y) << "\" stroke=\"#eee\"/>\n";
-    svg << "<text x=\"" << x_of(0) - 6 << "\" y=\"" << y_of(y) + 4
-        << "\" text-anchor=\"end\">" << Fixed(y, 0) << "</text>\n";
+    svg << "<text x=\"" << x_of(0) - 6 << "\" y=\"" << y_of(y) + 4 << "\" text-anchor=\"end\">"
+        << Fixed(y, 0) << "</text>\n";
   }
   svg << "<line x1=\"" << x_of(100) << "\" y1=\"" << y_of(0) << "\" x2=\"" << x_of(100)
       << "\" y2=\"" << y_of(y_max) << "\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>\n";
-  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw << "\" height=\""
-      << ph << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw << "\" height=\"" << ph
+      << "\" fill=\"none\" stroke=\"#333\"/>\n";
   svg << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kH - 14
       << "\" text-anchor=\"middle\">Arrived workload (% of cluster GPU capacity)</text>\n";
   svg << "<text transform=\"translate(18," << kTop + ph / 2
@@ -344,7 +351,7 @@ std::string UnallocatedSvg(const std::string& trace, const std::vector<FgdRunRes
 
   for (size_t si = 0; si < series.size(); ++si) {
     const Series& s = series[si];
-    const char* color = kPalette[si % (sizeof(kPalette) / sizeof(kPalette[0]))];
+    const char* color = kPalette[si % kPalette.size()];
     std::ostringstream band;
     std::ostringstream upper;
     std::ostringstream lower;
@@ -361,10 +368,12 @@ std::string UnallocatedSvg(const std::string& trace, const std::vector<FgdRunRes
       first = false;
     }
     std::string path = upper.str();
-    for (auto it = lower_pts.rbegin(); it != lower_pts.rend(); ++it) {
-      path += "L" + *it;
+    std::reverse(lower_pts.begin(), lower_pts.end());
+    for (const std::string& pt : lower_pts) {
+      path += "L" + pt;
     }
-    svg << "<path d=\"" << path << "Z\" fill=\"" << color << "\" fill-opacity=\"0.18\" stroke=\"none\"/>\n";
+    svg << "<path d=\"" << path << "Z\" fill=\"" << color
+        << "\" fill-opacity=\"0.18\" stroke=\"none\"/>\n";
     svg << "<path d=\"" << line.str() << "\" fill=\"none\" stroke=\"" << color
         << "\" stroke-width=\"1.8\"/>\n";
     double ly = kTop + 14 + static_cast<double>(si) * 20;
@@ -374,10 +383,10 @@ std::string UnallocatedSvg(const std::string& trace, const std::vector<FgdRunRes
     if (s.has[100]) {
       label += " (" + Fixed(s.q[100].median, 2) + ")";
     }
-    svg << "<text x=\"" << kW - kRight + 42 << "\" y=\"" << ly + 4 << "\">" << label
-        << "</text>\n";
+    svg << "<text x=\"" << kW - kRight + 42 << "\" y=\"" << ly + 4 << "\">" << label << "</text>\n";
   }
-  svg << "<text x=\"" << kW - kRight + 12 << "\" y=\"" << kTop + 14 + 20.0 * static_cast<double>(series.size()) + 8
+  svg << "<text x=\"" << kW - kRight + 12 << "\" y=\""
+      << kTop + 14 + 20.0 * static_cast<double>(series.size()) + 8
       << "\" font-size=\"10\" fill=\"#555\">line: median; band: 25-75%</text>\n";
   svg << "</svg>\n";
   return svg.str();

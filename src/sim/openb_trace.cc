@@ -60,8 +60,8 @@ StatusOr<std::map<std::string, size_t>> Columns(const CsvTable& t, const std::st
   }
   for (const std::string& r : required) {
     if (!cols.contains(r)) {
-      return InvalidArgumentError("'" + path + "' has no column '" + r + "' (header: " +
-                                  Join(t.header, ",") + ")");
+      return InvalidArgumentError("'" + path + "' has no column '" + r +
+                                  "' (header: " + Join(t.header, ",") + ")");
     }
   }
   return cols;
@@ -70,14 +70,14 @@ StatusOr<std::map<std::string, size_t>> Columns(const CsvTable& t, const std::st
 StatusOr<int64_t> Field(const CsvTable& t, size_t row, size_t col, const std::string& path,
                         int64_t min_value) {
   StatusOr<int64_t> v = ParseInt64(t.rows[row][col]);
-  std::string where = path + ":" + std::to_string(t.line_numbers[row]) + ": column '" +
-                      t.header[col] + "': ";
+  std::string where =
+      path + ":" + std::to_string(t.line_numbers[row]) + ": column '" + t.header[col] + "': ";
   if (!v.ok()) {
     return InvalidArgumentError(where + v.status().message());
   }
   if (*v < min_value) {
-    return InvalidArgumentError(where + "must be at least " + std::to_string(min_value) +
-                                ", got " + std::to_string(*v));
+    return InvalidArgumentError(where + "must be at least " + std::to_string(min_value) + ", got " +
+                                std::to_string(*v));
   }
   return *v;
 }
@@ -96,8 +96,7 @@ std::string TraceNameFromPath(const std::string& path) {
   return base;
 }
 
-StatusOr<std::vector<NodeSpec>> ReadOpenbNodes(const std::string& path,
-                                               const GpuCatalog& catalog) {
+StatusOr<std::vector<NodeSpec>> ReadOpenbNodes(const std::string& path, const GpuCatalog& catalog) {
   TESSERA_ASSIGN_OR_RETURN(CsvTable t, ReadCsv(path));
   TESSERA_ASSIGN_OR_RETURN(auto cols,
                            Columns(t, path, {"sn", "cpu_milli", "memory_mib", "gpu", "model"}));

@@ -10,8 +10,7 @@ namespace {
 
 std::vector<NodeSpec> TwoNodes() {
   const GpuCatalog& c = GpuCatalog::Default();
-  return {MakeUniformNode("a", MilliCpu(16000), MiB(65536), *c.Find("T4"), 2,
-                          SharingMode::kShared),
+  return {MakeUniformNode("a", MilliCpu(16000), MiB(65536), *c.Find("T4"), 2, SharingMode::kShared),
           MakeUniformNode("b", MilliCpu(16000), MiB(65536), *c.Find("A10"), 1,
                           SharingMode::kExclusive)};
 }
@@ -53,7 +52,6 @@ TEST(ClusterStateTest, RejectsDuplicateNamesAndBadSpecs) {
   Allocation bad{NodeId(9), MilliCpu(0), MiB(0), {}};
   EXPECT_EQ(s->Allocate(bad).code(), StatusCode::kInvalidArgument);
 }
-
 
 ClusterState MakeState() {
   StatusOr<ClusterState> s = ClusterState::Create(TwoNodes(), GpuCatalog::Default());
@@ -105,8 +103,8 @@ TEST(ClusterStateChangesTest, RecordsEachSuccessfulChangeInOrder) {
   EXPECT_EQ(out, (std::vector<NodeId>{NodeId(1), NodeId(0), NodeId(1), NodeId(0)}));
   // Appends, from any point in the window.
   EXPECT_TRUE(s.ChangesSince(2, &out));
-  EXPECT_EQ(out, (std::vector<NodeId>{NodeId(1), NodeId(0), NodeId(1), NodeId(0), NodeId(1),
-                                      NodeId(0)}));
+  EXPECT_EQ(
+      out, (std::vector<NodeId>{NodeId(1), NodeId(0), NodeId(1), NodeId(0), NodeId(1), NodeId(0)}));
   out.clear();
   EXPECT_TRUE(s.ChangesSince(4, &out));
   EXPECT_TRUE(out.empty());

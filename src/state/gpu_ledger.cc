@@ -40,10 +40,9 @@ Status GpuLedger::Allocate(const GpuGrant& grant) {
       return s;
     }
   } else if (!FitsShare(grant.milli, grant.memory)) {
-    return ResourceExhaustedError("GPU " + std::to_string(grant.gpu) + " has " +
-                                  std::to_string(kMilliPerGpu - used_milli_) +
-                                  " milli free; grant asks for " +
-                                  std::to_string(grant.milli.value()));
+    return ResourceExhaustedError(
+        "GPU " + std::to_string(grant.gpu) + " has " + std::to_string(kMilliPerGpu - used_milli_) +
+        " milli free; grant asks for " + std::to_string(grant.milli.value()));
   }
   used_milli_ += static_cast<int32_t>(grant.milli.value());
   used_memory_ += grant.memory.value();

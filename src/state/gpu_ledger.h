@@ -22,11 +22,11 @@ namespace tessera {
 
 // One GPU's part of a task's allocation.
 struct GpuGrant {
-  int gpu = -1;         // index of the GPU in its node
-  MilliGpu milli{0};    // compute share charged (1000 for a whole card)
-  MiB memory{0};        // GPU memory charged
-  int mig_profile = -1; // MIG only: profile index in the model's table
-  int mig_start = -1;   // MIG only: first memory slot of the instance
+  int gpu = -1;          // index of the GPU in its node
+  MilliGpu milli{0};     // compute share charged (1000 for a whole card)
+  MiB memory{0};         // GPU memory charged
+  int mig_profile = -1;  // MIG only: profile index in the model's table
+  int mig_start = -1;    // MIG only: first memory slot of the instance
 
   bool is_mig() const { return mig_profile >= 0; }
   bool operator==(const GpuGrant&) const = default;

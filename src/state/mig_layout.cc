@@ -10,8 +10,9 @@ uint8_t MigLayout::SlotMask(int start, int length) {
 }
 
 int MigLayout::CountOfProfile(int profile) const {
-  return static_cast<int>(std::count_if(instances_.begin(), instances_.end(),
-                                        [&](const MigInstance& i) { return i.profile == profile; }));
+  return static_cast<int>(
+      std::count_if(instances_.begin(), instances_.end(),
+                    [&](const MigInstance& i) { return i.profile == profile; }));
 }
 
 bool MigLayout::CanAdd(int profile, int start) const {

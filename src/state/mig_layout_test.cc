@@ -34,9 +34,9 @@ TEST_F(MigLayoutTest, TwoGNeverAtSlotSix) {
 TEST_F(MigLayoutTest, KnownIllegalLayouts) {
   MigLayout l(&a100_);
   ASSERT_TRUE(l.Add({P("3g.20gb"), 0}).ok());
-  EXPECT_FALSE(l.CanAdd(P("4g.20gb"), 0));   // 4g only at 0, taken
+  EXPECT_FALSE(l.CanAdd(P("4g.20gb"), 0));  // 4g only at 0, taken
   EXPECT_FALSE(l.CanAdd(P("7g.40gb"), 0));
-  EXPECT_FALSE(l.CanAdd(P("1g.5gb"), 2));    // inside the 3g run
+  EXPECT_FALSE(l.CanAdd(P("1g.5gb"), 2));  // inside the 3g run
   EXPECT_TRUE(l.CanAdd(P("3g.20gb"), 4));
   ASSERT_TRUE(l.Add({P("2g.10gb"), 4}).ok());
   EXPECT_EQ(l.Add({P("2g.10gb"), 6}).code(), StatusCode::kFailedPrecondition);

@@ -70,8 +70,7 @@ Status NodeLedger::CheckGrantsDistinct(const Allocation& a) const {
   uint64_t seen = 0;
   for (const GpuGrant& g : a.gpus) {
     if (g.gpu < 0 || g.gpu >= gpu_count()) {
-      return InvalidArgumentError("node '" + spec_->name + "' has no GPU " +
-                                  std::to_string(g.gpu));
+      return InvalidArgumentError("node '" + spec_->name + "' has no GPU " + std::to_string(g.gpu));
     }
     uint64_t bit = uint64_t{1} << g.gpu;
     if ((seen & bit) != 0) {
@@ -116,8 +115,7 @@ Status NodeLedger::Allocate(const Allocation& a) {
 
 Status NodeLedger::Release(const Allocation& a) {
   TESSERA_RETURN_IF_ERROR(CheckGrantsDistinct(a));
-  if (a.cpu > used_cpu_ || a.memory > used_memory_ || a.cpu.value() < 0 ||
-      a.memory.value() < 0) {
+  if (a.cpu > used_cpu_ || a.memory > used_memory_ || a.cpu.value() < 0 || a.memory.value() < 0) {
     return FailedPreconditionError("release on node '" + spec_->name +
                                    "' exceeds what is allocated");
   }

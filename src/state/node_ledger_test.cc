@@ -27,12 +27,16 @@ NodeSpec MixedNode() {
 TEST(NodeLedgerTest, AllOrNothing) {
   NodeSpec spec = MixedNode();
   NodeLedger node(&spec, GpuCatalog::Default());
-  Allocation a{NodeId(0), MilliCpu(1000), MiB(1024),
+  Allocation a{NodeId(0),
+               MilliCpu(1000),
+               MiB(1024),
                {{0, MilliGpu(600), MiB(0)}, {1, MilliGpu(600), MiB(0)}}};
   ASSERT_TRUE(node.Allocate(a).ok());
   uint64_t v = node.version();
   // Second grant cannot fit on GPU 1 (400 free): nothing may change.
-  Allocation b{NodeId(0), MilliCpu(1000), MiB(1024),
+  Allocation b{NodeId(0),
+               MilliCpu(1000),
+               MiB(1024),
                {{0, MilliGpu(300), MiB(0)}, {1, MilliGpu(500), MiB(0)}}};
   EXPECT_EQ(node.Allocate(b).code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(node.gpus()[0].used_milli().value(), 600);
@@ -43,8 +47,8 @@ TEST(NodeLedgerTest, AllOrNothing) {
   EXPECT_EQ(node.Allocate(c).code(), StatusCode::kResourceExhausted);
   EXPECT_TRUE(node.gpus()[2].idle());
   // The same GPU twice in one allocation is malformed.
-  Allocation d{NodeId(0), MilliCpu(0), MiB(0),
-               {{0, MilliGpu(100), MiB(0)}, {0, MilliGpu(100), MiB(0)}}};
+  Allocation d{
+      NodeId(0), MilliCpu(0), MiB(0), {{0, MilliGpu(100), MiB(0)}, {0, MilliGpu(100), MiB(0)}}};
   EXPECT_EQ(node.Allocate(d).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(node.free_gpu_milli().value(), 6000 - 1200);
 }
@@ -75,7 +79,8 @@ Allocation RandomAllocation(Rng& rng, const NodeSpec& spec) {
         g.milli = kWholeGpu;
         break;
       case SharingMode::kMig: {
-        g.mig_profile = static_cast<int>(rng.Uniform(static_cast<uint32_t>(h100.mig_profiles.size())));
+        g.mig_profile =
+            static_cast<int>(rng.Uniform(static_cast<uint32_t>(h100.mig_profiles.size())));
         const MigProfile& p = h100.mig_profiles[g.mig_profile];
         g.mig_start = static_cast<int>(rng.Uniform(8));
         g.milli = p.ChargedMilli();
