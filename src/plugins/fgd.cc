@@ -11,7 +11,7 @@
 namespace tessera {
 namespace {
 
-constexpr int kMaxGpus = 64;
+constexpr int kMaxGpus = kMaxGpusPerNode;
 
 using ShapeKey = std::tuple<int64_t, int64_t, int, uint64_t>;  // cpu, milli, count, models
 
@@ -170,41 +170,31 @@ int64_t FgdScorer::SigmoidScore(double delta_milli) {
   return static_cast<int64_t>(100.0 / (1.0 + std::exp(-delta_milli / 1000.0)));
 }
 
-NodeScore FgdScorer::Score(const NodeLedger& node, const TaskRequest& request) {
-  const auto scale = static_cast<double>(model_->scale());
-  const int64_t before = model_->ScaledFrag(node);
-  if (request.fractional()) {
-    const int n = node.gpu_count();
-    std::array<uint8_t, kMaxGpus> candidates{};
-    std::array<int64_t, kMaxGpus> after{};
-    for (int g = 0; g < n; ++g) {
-      candidates[g] = GpuFitsRequest(node.gpus()[g], request) ? 1 : 0;
-    }
-    model_->ScaledFragAfterShare(node, request.cpu.value(), request.gpu_milli.value(),
-                                 std::span<const uint8_t>(candidates.data(), n),
-                                 std::span<int64_t>(after.data(), n));
-    NodeScore best{kInfeasibleScore, {}};
-    for (int g = 0; g < n; ++g) {
-      if (candidates[g] == 0) {
-        continue;
-      }
-      int64_t s = SigmoidScore(static_cast<double>(before - after[g]) / scale);
-      if (s > best.score) {
-        best = {s, GpuChoice{uint64_t{1} << g, -1}};
-      }
-    }
-    return best;
-  }
+std::optional<int64_t> ScaledFragAfterWhole(const FragmentationModel& model, const NodeLedger& node,
+                                            const TaskRequest& request) {
   uint64_t mask = 0;
   if (!request.cpu_only() && !request.wants_mig()) {
     std::optional<uint64_t> whole = PickWholeGpus(node, request);
     if (!whole) {
-      return {kInfeasibleScore, {}};
+      return std::nullopt;
     }
     mask = *whole;
   }
-  int64_t after = ScaledFragAfter(*model_, node, request, mask);
-  return {SigmoidScore(static_cast<double>(before - after) / scale), {}};
+  return ScaledFragAfter(model, node, request, mask);
+}
+
+NodeScore FgdScorer::Score(const NodeLedger& node, const TaskRequest& request) {
+  const auto scale = static_cast<double>(model_->scale());
+  const int64_t before = model_->ScaledFrag(node);
+  auto score = [&](int64_t after) {
+    return SigmoidScore(static_cast<double>(before - after) / scale);
+  };
+  if (request.fractional()) {
+    return BestShareGpu(*model_, node, request,
+                        [&](int /*gpu*/, int64_t after) { return score(after); });
+  }
+  std::optional<int64_t> after = ScaledFragAfterWhole(*model_, node, request);
+  return after ? NodeScore{score(*after), {}} : NodeScore{kInfeasibleScore, {}};
 }
 
 }  // namespace tessera

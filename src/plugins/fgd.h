@@ -18,12 +18,15 @@
 // after construction.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "model/request.h"
 #include "sched/framework.h"
+#include "sched/gpu_selection.h"
 
 namespace tessera {
 
@@ -90,5 +93,40 @@ class FgdScorer final : public ScorePlugin {
 // (whole GPUs, or CPU only). Shares use FragmentationModel::ScaledFragAfterShare.
 int64_t ScaledFragAfter(const FragmentationModel& model, const NodeLedger& node,
                         const TaskRequest& request, uint64_t gpu_mask);
+
+// For a request that is not a share: scaled fragmentation after it takes its CPU and
+// the whole GPUs the Placer would give it (none for CPU-only and MIG requests), or
+// nullopt when the node lacks the free GPUs.
+std::optional<int64_t> ScaledFragAfterWhole(const FragmentationModel& model, const NodeLedger& node,
+                                            const TaskRequest& request);
+
+inline constexpr int kMaxGpusPerNode = 64;
+
+// For a share: the GPU with the highest `key(gpu, scaled_frag_after)` among those that
+// can take it (the first on ties), as a NodeScore; kInfeasibleScore when none can.
+template <typename KeyFn>
+NodeScore BestShareGpu(const FragmentationModel& model, const NodeLedger& node,
+                       const TaskRequest& request, KeyFn key) {
+  const int n = node.gpu_count();
+  std::array<uint8_t, kMaxGpusPerNode> candidates{};
+  std::array<int64_t, kMaxGpusPerNode> after{};
+  for (int g = 0; g < n; ++g) {
+    candidates[g] = GpuFitsRequest(node.gpus()[g], request) ? 1 : 0;
+  }
+  model.ScaledFragAfterShare(node, request.cpu.value(), request.gpu_milli.value(),
+                             std::span<const uint8_t>(candidates.data(), n),
+                             std::span<int64_t>(after.data(), n));
+  NodeScore best{kInfeasibleScore, {}};
+  for (int g = 0; g < n; ++g) {
+    if (candidates[g] == 0) {
+      continue;
+    }
+    const int64_t k = key(g, after[g]);
+    if (k > best.score) {
+      best = {k, GpuChoice{uint64_t{1} << g, -1}};
+    }
+  }
+  return best;
+}
 
 }  // namespace tessera

@@ -9,8 +9,6 @@
 namespace tessera {
 namespace {
 
-constexpr int kMaxGpus = 64;
-
 // Packs the sigmoid level and the share's GPU fit into one integer.
 int64_t Key(int64_t level, int64_t leftover_on_gpu) {
   return level * 16 + (10 - leftover_on_gpu / 100);
@@ -64,37 +62,13 @@ NodeScore TesseraScorer::Score(const NodeLedger& node, const TaskRequest& reques
   };
 
   if (request.fractional()) {
-    const int n = node.gpu_count();
-    std::array<uint8_t, kMaxGpus> candidates{};
-    std::array<int64_t, kMaxGpus> after{};
-    for (int g = 0; g < n; ++g) {
-      candidates[g] = GpuFitsRequest(node.gpus()[g], request) ? 1 : 0;
-    }
-    model_->ScaledFragAfterShare(node, request.cpu.value(), request.gpu_milli.value(),
-                                 std::span<const uint8_t>(candidates.data(), n),
-                                 std::span<int64_t>(after.data(), n));
-    NodeScore best{kInfeasibleScore, {}};
-    for (int g = 0; g < n; ++g) {
-      if (candidates[g] == 0) {
-        continue;
-      }
-      int64_t leftover = node.gpus()[g].free_milli().value() - request.gpu_milli.value();
-      int64_t key = Key(level(after[g]), leftover);
-      if (key > best.score) {
-        best = {key, GpuChoice{uint64_t{1} << g, -1}};
-      }
-    }
-    return best;
+    return BestShareGpu(*model_, node, request, [&](int gpu, int64_t after) {
+      const int64_t leftover = node.gpus()[gpu].free_milli().value() - request.gpu_milli.value();
+      return Key(level(after), leftover);
+    });
   }
-  uint64_t mask = 0;
-  if (!request.cpu_only() && !request.wants_mig()) {
-    std::optional<uint64_t> whole = PickWholeGpus(node, request);
-    if (!whole) {
-      return {kInfeasibleScore, {}};
-    }
-    mask = *whole;
-  }
-  return {Key(level(ScaledFragAfter(*model_, node, request, mask)), 0), {}};
+  std::optional<int64_t> after = ScaledFragAfterWhole(*model_, node, request);
+  return after ? NodeScore{Key(level(*after), 0), {}} : NodeScore{kInfeasibleScore, {}};
 }
 
 }  // namespace tessera
