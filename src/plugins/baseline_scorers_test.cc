@@ -8,87 +8,39 @@
 
 #include "model/node.h"
 #include "state/node_ledger.h"
+#include "state/testing/test_cluster.h"
 
 namespace tessera {
 namespace {
 
+using ::tessera::testing::Cpu;
+using ::tessera::testing::Mig;
+using ::tessera::testing::Model;
+using ::tessera::testing::Share;
+using ::tessera::testing::TestNode;
+using ::tessera::testing::Whole;
+
 // Expected values below are hand-computed from the formulas of the FGD simulator
-// (notes/fgd_spec.md section 3), with the Alibaba scale: 128 cores, 8 GPUs.
-
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
-GpuModelId Model(std::string_view name) { return *Catalog().Find(name); }
+// (docs/fgd-replication.md §3), with the Alibaba scale: 128 cores, 8 GPUs.
 constexpr NodeScale kScale{128000, 8000};
-
-struct TestNode {
-  explicit TestNode(NodeSpec s) : spec(std::move(s)), ledger(&spec, Catalog()) {}
-  TestNode(const TestNode&) = delete;
-  TestNode& operator=(const TestNode&) = delete;
-
-  void Take(int64_t cpu, std::vector<GpuGrant> gpus = {}) {
-    ASSERT_TRUE(ledger.Allocate({NodeId(0), MilliCpu(cpu), MiB(0), std::move(gpus)}).ok());
-  }
-  void Whole(std::vector<int> gpus) {
-    std::vector<GpuGrant> grants;
-    for (int g : gpus) {
-      grants.push_back({g, kWholeGpu, MiB(0)});
-    }
-    Take(0, std::move(grants));
-  }
-  void Share(int gpu, int64_t milli) { Take(0, {{gpu, MilliGpu(milli), MiB(0)}}); }
-  void Mig(int gpu, std::string_view profile, int start) {
-    const GpuModel& m = ledger.gpus()[gpu].model();
-    int p = *m.FindMigProfile(profile);
-    Take(0, {{gpu, m.mig_profiles[p].ChargedMilli(), m.mig_profiles[p].memory, p, start}});
-  }
-
-  NodeSpec spec;
-  NodeLedger ledger;
-};
 
 NodeSpec SharedNode(int gpus, int64_t cpu = 64000, std::string_view model = "T4") {
   return MakeUniformNode("n", MilliCpu(cpu), MiB(1 << 18), Model(model), gpus,
                          SharingMode::kShared);
 }
 
-TaskRequest Cpu(int64_t cpu) {
-  TaskRequest r;
-  r.cpu = MilliCpu(cpu);
-  return r;
-}
-
-TaskRequest ShareReq(int64_t milli, int64_t cpu = 1000) {
-  TaskRequest r = Cpu(cpu);
-  r.gpu_count = 1;
-  r.gpu_milli = MilliGpu(milli);
-  return r;
-}
-
-TaskRequest WholeReq(int count, int64_t cpu = 1000) {
-  TaskRequest r = Cpu(cpu);
-  r.gpu_count = count;
-  r.gpu_milli = kWholeGpu;
-  return r;
-}
-
-TaskRequest MigReq(std::string profile) {
-  TaskRequest r = Cpu(1000);
-  r.gpu_count = 1;
-  r.mig_profile = std::move(profile);
-  return r;
-}
-
 TEST(RequestGpuMilliTest, AllForms) {
   TestNode t4(SharedNode(4));
   EXPECT_EQ(RequestGpuMilli(t4.ledger, Cpu(1000)), 0);
-  EXPECT_EQ(RequestGpuMilli(t4.ledger, ShareReq(300)), 300);
-  EXPECT_EQ(RequestGpuMilli(t4.ledger, WholeReq(1)), 1000);
-  EXPECT_EQ(RequestGpuMilli(t4.ledger, WholeReq(4)), 4000);
-  EXPECT_EQ(RequestGpuMilli(t4.ledger, MigReq("3g.20gb")), 0);  // no such profile on a T4
+  EXPECT_EQ(RequestGpuMilli(t4.ledger, Share(300)), 300);
+  EXPECT_EQ(RequestGpuMilli(t4.ledger, Whole(1)), 1000);
+  EXPECT_EQ(RequestGpuMilli(t4.ledger, Whole(4)), 4000);
+  EXPECT_EQ(RequestGpuMilli(t4.ledger, Mig("3g.20gb")), 0);  // no such profile on a T4
   TestNode mig(MakeUniformNode("m", MilliCpu(64000), MiB(1 << 18), Model("A100-40GB"), 2,
                                SharingMode::kMig));
-  EXPECT_EQ(RequestGpuMilli(mig.ledger, MigReq("3g.20gb")), 428);  // 3 * 1000 / 7
-  EXPECT_EQ(RequestGpuMilli(mig.ledger, MigReq("1g.5gb")), 142);
-  EXPECT_EQ(RequestGpuMilli(mig.ledger, MigReq("7g.40gb")), 1000);
+  EXPECT_EQ(RequestGpuMilli(mig.ledger, Mig("3g.20gb")), 428);  // 3 * 1000 / 7
+  EXPECT_EQ(RequestGpuMilli(mig.ledger, Mig("1g.5gb")), 142);
+  EXPECT_EQ(RequestGpuMilli(mig.ledger, Mig("7g.40gb")), 1000);
 }
 
 TEST(RandomScorerTest, SameForEveryNode) {
@@ -97,9 +49,9 @@ TEST(RandomScorerTest, SameForEveryNode) {
   TestNode a(SharedNode(4));
   TestNode b(SharedNode(1, 8000));
   b.Share(0, 900);
-  EXPECT_EQ(s.Score(a.ledger, ShareReq(100)).score, 0);
-  EXPECT_EQ(s.Score(b.ledger, ShareReq(100)).score, 0);
-  EXPECT_TRUE(s.Score(a.ledger, ShareReq(100)).gpus.empty());
+  EXPECT_EQ(s.Score(a.ledger, Share(100)).score, 0);
+  EXPECT_EQ(s.Score(b.ledger, Share(100)).score, 0);
+  EXPECT_TRUE(s.Score(a.ledger, Share(100)).gpus.empty());
 }
 
 TEST(BestFitScorerTest, HandComputed) {
@@ -107,19 +59,19 @@ TEST(BestFitScorerTest, HandComputed) {
   EXPECT_EQ(s.name(), "bestfit");
   TestNode n(SharedNode(4, 64000));
   // s = (56000/128000)*0.5 + (3500/8000)*0.5 = 0.4375 -> int(56.25) = 56
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(500, 8000)).score, 56);
+  EXPECT_EQ(s.Score(n.ledger, Share(500, 8000)).score, 56);
   // CPU only: (56000/128000)*0.5 + (4000/8000)*0.5 = 0.46875 -> int(53.125) = 53
   EXPECT_EQ(s.Score(n.ledger, Cpu(8000)).score, 53);
   n.Take(32000);
   n.Whole({0, 1});
   // (16000/128000)*0.5 + (1000/8000)*0.5 = 0.125 -> 87
-  EXPECT_EQ(s.Score(n.ledger, WholeReq(1, 16000)).score, 87);
+  EXPECT_EQ(s.Score(n.ledger, Whole(1, 16000)).score, 87);
   // Everything taken: s = 0 -> 100.
-  EXPECT_EQ(s.Score(n.ledger, WholeReq(2, 32000)).score, 100);
+  EXPECT_EQ(s.Score(n.ledger, Whole(2, 32000)).score, 100);
   // Truncation toward zero: (31000/128000)*0.5 + (1700/8000)*0.5
   //   = 0.12109375 + 0.10625 = 0.22734375 -> int(77.265625) = 77
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(300, 1000)).score, 77);
-  EXPECT_TRUE(s.Score(n.ledger, ShareReq(300, 1000)).gpus.empty());
+  EXPECT_EQ(s.Score(n.ledger, Share(300, 1000)).score, 77);
+  EXPECT_TRUE(s.Score(n.ledger, Share(300, 1000)).gpus.empty());
 }
 
 TEST(BestFitScorerTest, UsesTheGivenScaleAndMigCharges) {
@@ -127,7 +79,7 @@ TEST(BestFitScorerTest, UsesTheGivenScaleAndMigCharges) {
   TestNode mig(MakeUniformNode("m", MilliCpu(64000), MiB(1 << 18), Model("A100-40GB"), 2,
                                SharingMode::kMig));
   // (63000/64000)*0.5 + ((2000-428)/2000)*0.5 = 0.4921875 + 0.393 = 0.8851875 -> 11
-  EXPECT_EQ(s.Score(mig.ledger, MigReq("3g.20gb")).score, 11);
+  EXPECT_EQ(s.Score(mig.ledger, Mig("3g.20gb")).score, 11);
 }
 
 TEST(DotProductScorerTest, HandComputed) {
@@ -135,9 +87,9 @@ TEST(DotProductScorerTest, HandComputed) {
   EXPECT_EQ(s.name(), "dotprod");
   TestNode n(SharedNode(4, 64000));
   // node (0.5, 0.5), task (0.0625, 0.0625): d = 0.0625/2 = 0.03125 -> int(96.875) = 96
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(500, 8000)).score, 96);
+  EXPECT_EQ(s.Score(n.ledger, Share(500, 8000)).score, 96);
   // task (0.5, 0.5): d = 0.5/2 = 0.25 -> 75
-  EXPECT_EQ(s.Score(n.ledger, WholeReq(4, 64000)).score, 75);
+  EXPECT_EQ(s.Score(n.ledger, Whole(4, 64000)).score, 75);
   // CPU only, task (0.25, 0): d = 0.125/2 = 0.0625 -> int(93.75) = 93
   EXPECT_EQ(s.Score(n.ledger, Cpu(32000)).score, 93);
   // Less left on the node: a higher score for the same task.
@@ -146,7 +98,7 @@ TEST(DotProductScorerTest, HandComputed) {
   n.Share(3, 500);
   // node (0.125, 0.0625), task (0.0078125, 0.0625): d = (0.0009765625+0.00390625)/2
   //   = 0.00244140625 -> int(99.755859375) = 99
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(500, 1000)).score, 99);
+  EXPECT_EQ(s.Score(n.ledger, Share(500, 1000)).score, 99);
 }
 
 TEST(GpuPackingScorerTest, CpuOnlyScoresZero) {
@@ -164,15 +116,15 @@ TEST(GpuPackingScorerTest, UnusedNodes) {
   for (auto [gpus, want] :
        std::vector<std::pair<int, int64_t>>{{1, 32}, {2, 31}, {4, 29}, {8, 25}}) {
     TestNode n(SharedNode(gpus));
-    EXPECT_EQ(s.Score(n.ledger, ShareReq(300)).score, want) << gpus << " GPUs";
-    EXPECT_EQ(s.Score(n.ledger, WholeReq(1)).score, want) << gpus << " GPUs";
+    EXPECT_EQ(s.Score(n.ledger, Share(300)).score, want) << gpus << " GPUs";
+    EXPECT_EQ(s.Score(n.ledger, Whole(1)).score, want) << gpus << " GPUs";
   }
   TestNode big(SharedNode(20));
-  EXPECT_EQ(s.Score(big.ledger, ShareReq(300)).score, 20);  // max(13, 20)
+  EXPECT_EQ(s.Score(big.ledger, Share(300)).score, 20);  // max(13, 20)
   // CPU use alone does not make a node used.
   TestNode cpu_used(SharedNode(4));
   cpu_used.Take(8000);
-  EXPECT_EQ(s.Score(cpu_used.ledger, ShareReq(300)).score, 29);
+  EXPECT_EQ(s.Score(cpu_used.ledger, Share(300)).score, 29);
 }
 
 TEST(GpuPackingScorerTest, UsedNodeTakingFullyFreeGpus) {
@@ -180,15 +132,15 @@ TEST(GpuPackingScorerTest, UsedNodeTakingFullyFreeGpus) {
   TestNode n(SharedNode(4));
   n.Share(0, 600);  // left: 400, 1000, 1000, 1000
   // 500 does not fit GPU 0: the first fitting GPU in ascending-left order is fully free.
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(500)).score, 49);  // max(50 - 1, 33)
-  EXPECT_EQ(s.Score(n.ledger, WholeReq(1)).score, 49);
-  EXPECT_EQ(s.Score(n.ledger, WholeReq(2)).score, 48);
-  EXPECT_EQ(s.Score(n.ledger, WholeReq(3)).score, 47);
+  EXPECT_EQ(s.Score(n.ledger, Share(500)).score, 49);  // max(50 - 1, 33)
+  EXPECT_EQ(s.Score(n.ledger, Whole(1)).score, 49);
+  EXPECT_EQ(s.Score(n.ledger, Whole(2)).score, 48);
+  EXPECT_EQ(s.Score(n.ledger, Whole(3)).score, 47);
   TestNode big(SharedNode(20));
   big.Share(0, 100);
-  EXPECT_EQ(s.Score(big.ledger, WholeReq(17)).score, 33);  // max(50 - 17, 33)
-  EXPECT_EQ(s.Score(big.ledger, WholeReq(19)).score, 33);  // max(31, 33)
-  EXPECT_EQ(s.Score(big.ledger, WholeReq(16)).score, 34);
+  EXPECT_EQ(s.Score(big.ledger, Whole(17)).score, 33);  // max(50 - 17, 33)
+  EXPECT_EQ(s.Score(big.ledger, Whole(19)).score, 33);  // max(31, 33)
+  EXPECT_EQ(s.Score(big.ledger, Whole(16)).score, 34);
 }
 
 TEST(GpuPackingScorerTest, UsedNodeTakingPartlyUsedGpu) {
@@ -198,16 +150,16 @@ TEST(GpuPackingScorerTest, UsedNodeTakingPartlyUsedGpu) {
   n.Share(1, 400);  // left 600
   n.Share(2, 1);    // left 999
   // Ascending left: 400 (GPU 0), 600 (GPU 1), 999 (GPU 2), 1000 (GPU 3).
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(300)).score, 96);  // s = 40 -> 100 - 4
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(400)).score, 96);
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(500)).score, 94);   // s = 60 -> 100 - 6 (spec example)
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(700)).score, 91);   // 999 -> 99 -> 100 - 9
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(1000)).score, 49);  // only GPU 3 fits
+  EXPECT_EQ(s.Score(n.ledger, Share(300)).score, 96);  // s = 40 -> 100 - 4
+  EXPECT_EQ(s.Score(n.ledger, Share(400)).score, 96);
+  EXPECT_EQ(s.Score(n.ledger, Share(500)).score, 94);   // s = 60 -> 100 - 6 (GpuPacking, §3)
+  EXPECT_EQ(s.Score(n.ledger, Share(700)).score, 91);   // 999 -> 99 -> 100 - 9
+  EXPECT_EQ(s.Score(n.ledger, Share(1000)).score, 49);  // only GPU 3 fits
   TestNode t(SharedNode(2));
   t.Share(1, 545);  // left 455 -> 45 -> 100 - 4
-  EXPECT_EQ(s.Score(t.ledger, ShareReq(100)).score, 96);
+  EXPECT_EQ(s.Score(t.ledger, Share(100)).score, 96);
   t.Share(1, 450);  // left 5 -> 0 -> 100
-  EXPECT_EQ(s.Score(t.ledger, ShareReq(5)).score, 100);
+  EXPECT_EQ(s.Score(t.ledger, Share(5)).score, 100);
 }
 
 TEST(GpuPackingScorerTest, FullyUsedGpusCountAsUsed) {
@@ -215,7 +167,7 @@ TEST(GpuPackingScorerTest, FullyUsedGpusCountAsUsed) {
   TestNode n(SharedNode(2));
   n.Whole({0});
   // F = 1 of 2: not an unused node; the picked GPU is fully free.
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(300)).score, 49);
+  EXPECT_EQ(s.Score(n.ledger, Share(300)).score, 49);
 }
 
 TEST(GpuClusteringScorerTest, CpuOnlyScoresZero) {
@@ -230,28 +182,28 @@ TEST(GpuClusteringScorerTest, NoGpuTasksOnTheNode) {
   GpuClusteringScorer s(kScale);
   TestNode n(SharedNode(4));
   // base = 25 * (8000 - 4000) / 8000 = 12 (integer), + 25
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(300)).score, 37);
-  EXPECT_EQ(s.Score(n.ledger, WholeReq(2)).score, 37);
+  EXPECT_EQ(s.Score(n.ledger, Share(300)).score, 37);
+  EXPECT_EQ(s.Score(n.ledger, Whole(2)).score, 37);
   n.Take(16000);  // a CPU-only task is not a GPU task
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(300)).score, 37);
+  EXPECT_EQ(s.Score(n.ledger, Share(300)).score, 37);
   TestNode one(SharedNode(1));
   // base = 25 * 7000 / 8000 = 21
-  EXPECT_EQ(s.Score(one.ledger, WholeReq(1)).score, 46);
+  EXPECT_EQ(s.Score(one.ledger, Whole(1)).score, 46);
 }
 
 TEST(GpuClusteringScorerTest, AllFourCases) {
   GpuClusteringScorer s(kScale);
   TestNode n(SharedNode(4));
   n.Share(0, 500);  // free 3500: base = 25 * 4500 / 8000 = 14
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(300)).score, 14 + 75);  // same shape only
-  EXPECT_EQ(s.Score(n.ledger, WholeReq(1)).score, 14);         // other shapes only
-  EXPECT_EQ(s.Score(n.ledger, WholeReq(2)).score, 14);
+  EXPECT_EQ(s.Score(n.ledger, Share(300)).score, 14 + 75);  // same shape only
+  EXPECT_EQ(s.Score(n.ledger, Whole(1)).score, 14);         // other shapes only
+  EXPECT_EQ(s.Score(n.ledger, Whole(2)).score, 14);
   n.Whole({1});  // free 2500: base = 25 * 5500 / 8000 = 17
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(300)).score, 17 + 50);  // same plus others
-  EXPECT_EQ(s.Score(n.ledger, WholeReq(1)).score, 17 + 50);
-  EXPECT_EQ(s.Score(n.ledger, WholeReq(2)).score, 17);
+  EXPECT_EQ(s.Score(n.ledger, Share(300)).score, 17 + 50);  // same plus others
+  EXPECT_EQ(s.Score(n.ledger, Whole(1)).score, 17 + 50);
+  EXPECT_EQ(s.Score(n.ledger, Whole(2)).score, 17);
   n.Whole({2, 3});  // a 2-GPU task; free 500: base = 25 * 7500 / 8000 = 23
-  EXPECT_EQ(s.Score(n.ledger, WholeReq(2)).score, 23 + 50);
+  EXPECT_EQ(s.Score(n.ledger, Whole(2)).score, 23 + 50);
 }
 
 TEST(GpuClusteringScorerTest, ReleasedTasksNoLongerCount) {
@@ -260,9 +212,9 @@ TEST(GpuClusteringScorerTest, ReleasedTasksNoLongerCount) {
   Allocation whole{NodeId(0), MilliCpu(0), MiB(0), {{1, kWholeGpu, MiB(0)}}};
   ASSERT_TRUE(n.ledger.Allocate(whole).ok());
   n.Share(0, 500);
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(300)).score, 17 + 50);
+  EXPECT_EQ(s.Score(n.ledger, Share(300)).score, 17 + 50);
   ASSERT_TRUE(n.ledger.Release(whole).ok());
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(300)).score, 14 + 75);
+  EXPECT_EQ(s.Score(n.ledger, Share(300)).score, 14 + 75);
 }
 
 TEST(GpuClusteringScorerTest, MigTasksFormTheirOwnShape) {
@@ -270,8 +222,8 @@ TEST(GpuClusteringScorerTest, MigTasksFormTheirOwnShape) {
   TestNode n(MakeUniformNode("m", MilliCpu(64000), MiB(1 << 18), Model("A100-40GB"), 2,
                              SharingMode::kMig));
   n.Mig(0, "1g.5gb", 6);  // free 2000 - 142 = 1858: base = 25 * 6142 / 8000 = 19
-  EXPECT_EQ(s.Score(n.ledger, MigReq("3g.20gb")).score, 19 + 75);
-  EXPECT_EQ(s.Score(n.ledger, ShareReq(300)).score, 19);
+  EXPECT_EQ(s.Score(n.ledger, Mig("3g.20gb")).score, 19 + 75);
+  EXPECT_EQ(s.Score(n.ledger, Share(300)).score, 19);
 }
 
 }  // namespace

@@ -10,41 +10,19 @@
 #include "model/node.h"
 #include "sched/gpu_selection.h"
 #include "state/node_ledger.h"
+#include "state/testing/test_cluster.h"
 
 namespace tessera {
 namespace {
 
-// Expected values are hand-computed from notes/fgd_spec.md section 4.
+using ::tessera::testing::Model;
+using ::tessera::testing::Request;
+using ::tessera::testing::T4Node;
+using ::tessera::testing::TakeRandomShares;
+using ::tessera::testing::TestNode;
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
-GpuModelId Model(std::string_view name) { return *Catalog().Find(name); }
-
-struct TestNode {
-  explicit TestNode(NodeSpec s) : spec(std::move(s)), ledger(&spec, Catalog()) {}
-  TestNode(const TestNode&) = delete;
-  TestNode& operator=(const TestNode&) = delete;
-
-  void Take(int64_t cpu, std::vector<GpuGrant> gpus = {}) {
-    ASSERT_TRUE(ledger.Allocate({NodeId(0), MilliCpu(cpu), MiB(0), std::move(gpus)}).ok());
-  }
-  void Share(int gpu, int64_t milli) { Take(0, {{gpu, MilliGpu(milli), MiB(0)}}); }
-
-  NodeSpec spec;
-  NodeLedger ledger;
-};
-
-NodeSpec T4Node(int gpus = 4, int64_t cpu = 32000) {
-  return MakeUniformNode("n", MilliCpu(cpu), MiB(1 << 18), Model("T4"), gpus, SharingMode::kShared);
-}
-
-TaskRequest Request(int64_t cpu, int gpu_count = 0, int64_t milli = 0, int64_t memory = 0) {
-  TaskRequest r;
-  r.cpu = MilliCpu(cpu);
-  r.memory = MiB(memory);
-  r.gpu_count = gpu_count;
-  r.gpu_milli = MilliGpu(milli);
-  return r;
-}
+// Expected values are hand-computed from docs/fgd-replication.md §4 (§4.1 typical
+// tasks, §4.2 node fragmentation, §4.3 the FGD score).
 
 TypicalTask Typical(int64_t cpu, int64_t milli, int count, int64_t weight,
                     std::vector<std::string_view> models = {}) {
@@ -229,19 +207,6 @@ TEST(ScaledFragTest, HypotheticalStateMatchesTheLedger) {
   EXPECT_EQ(m.ScaledFrag(16000, left, models), 1500 + 6300 + 2 * 1100 + 300);
 }
 
-// Random node: shares on T4 and A10 GPUs, some CPU used.
-void RandomNode(Rng& rng, TestNode& n) {
-  n.Take(static_cast<int64_t>(rng.Uniform(33)) * 1000);
-  for (int g = 0; g < n.ledger.gpu_count(); ++g) {
-    for (int k = static_cast<int>(rng.Uniform(4)); k > 0; --k) {
-      int64_t milli = 50 * (1 + static_cast<int64_t>(rng.Uniform(20)));
-      if (n.ledger.gpus()[g].FitsShare(MilliGpu(milli), MiB(0))) {
-        n.Share(g, milli);
-      }
-    }
-  }
-}
-
 FragmentationModel RandomModel(Rng& rng) {
   static const int64_t kMilli[] = {0, 100, 250, 500, 700, 1000};
   std::vector<TypicalTask> tasks;
@@ -282,7 +247,7 @@ TEST(ScaledFragPropertyTest, AfterShareEqualsFragOfTheModifiedNode) {
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     Pcg32 rng(seed);
     TestNode n(RandomSpec(rng));
-    RandomNode(rng, n);
+    TakeRandomShares(rng, n, /*with_memory=*/false);
     FragmentationModel m = RandomModel(rng);
     const int64_t free_cpu = n.ledger.free_cpu().value();
     TaskRequest r = Request(static_cast<int64_t>(rng.Uniform(static_cast<uint32_t>(free_cpu) + 1)),
@@ -300,7 +265,7 @@ TEST(ScaledFragPropertyTest, AfterShareEqualsFragOfTheModifiedNode) {
       }
       NodeLedger after = n.ledger;
       ASSERT_TRUE(after.Allocate({NodeId(0), r.cpu, MiB(0), {{g, r.gpu_milli, MiB(0)}}}).ok());
-      SCOPED_TRACE(testing::Message() << "seed " << seed << " gpu " << g);
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " gpu " << g);
       ASSERT_EQ(out[g], m.ScaledFrag(after));
       ASSERT_EQ(ScaledFragAfter(m, n.ledger, r, uint64_t{1} << g), out[g]);
       ++checked;
@@ -423,7 +388,7 @@ TEST(FgdScorerPropertyTest, ShareScoreMatchesBruteForce) {
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     Pcg32 rng(seed + 1000);
     TestNode n(RandomSpec(rng));
-    RandomNode(rng, n);
+    TakeRandomShares(rng, n, /*with_memory=*/false);
     FragmentationModel m = RandomModel(rng);
     FgdScorer s(&m);
     const int64_t free_cpu = n.ledger.free_cpu().value();
@@ -446,7 +411,7 @@ TEST(FgdScorerPropertyTest, ShareScoreMatchesBruteForce) {
       }
     }
     NodeScore ns = s.Score(n.ledger, r);
-    SCOPED_TRACE(testing::Message() << "seed " << seed);
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
     ASSERT_EQ(ns.score, best);
     if (best_gpu >= 0) {
       ASSERT_EQ(ns.gpus, (GpuChoice{uint64_t{1} << best_gpu, -1}));

@@ -8,65 +8,21 @@
 
 #include "model/node.h"
 #include "state/node_ledger.h"
+#include "state/testing/test_cluster.h"
 
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
-GpuModelId Model(std::string_view name) { return *Catalog().Find(name); }
-
-// A NodeSpec and its ledger; the ledger points into the spec, so it never moves.
-struct TestNode {
-  explicit TestNode(NodeSpec s) : spec(std::move(s)), ledger(&spec, Catalog()) {}
-  TestNode(const TestNode&) = delete;
-  TestNode& operator=(const TestNode&) = delete;
-
-  void Take(int64_t cpu, int64_t memory, std::vector<GpuGrant> gpus = {}) {
-    ASSERT_TRUE(ledger.Allocate({NodeId(0), MilliCpu(cpu), MiB(memory), std::move(gpus)}).ok());
-  }
-  void Mig(int gpu, std::string_view profile, int start) {
-    const GpuModel& m = ledger.gpus()[gpu].model();
-    int p = *m.FindMigProfile(profile);
-    Take(0, 0, {{gpu, m.mig_profiles[p].ChargedMilli(), m.mig_profiles[p].memory, p, start}});
-  }
-
-  NodeSpec spec;
-  NodeLedger ledger;
-};
+using ::tessera::testing::Cpu;
+using ::tessera::testing::Mig;
+using ::tessera::testing::Model;
+using ::tessera::testing::Share;
+using ::tessera::testing::TestNode;
+using ::tessera::testing::Whole;
 
 NodeSpec Uniform(std::string_view model, int gpus, SharingMode mode, int64_t cpu = 16000,
                  int64_t memory = 65536, int numa = 1, bool nvlink = false) {
   return MakeUniformNode("n", MilliCpu(cpu), MiB(memory), Model(model), gpus, mode, numa, nvlink);
-}
-
-TaskRequest Cpu(int64_t cpu, int64_t memory = 0) {
-  TaskRequest r;
-  r.cpu = MilliCpu(cpu);
-  r.memory = MiB(memory);
-  return r;
-}
-
-TaskRequest Share(int64_t milli, int64_t gpu_memory = 0) {
-  TaskRequest r = Cpu(1000);
-  r.gpu_count = 1;
-  r.gpu_milli = MilliGpu(milli);
-  r.gpu_memory = MiB(gpu_memory);
-  return r;
-}
-
-TaskRequest Whole(int count, GpuTopology topology = GpuTopology::kPreferLocal) {
-  TaskRequest r = Cpu(1000);
-  r.gpu_count = count;
-  r.gpu_milli = kWholeGpu;
-  r.topology = topology;
-  return r;
-}
-
-TaskRequest Mig(std::string profile) {
-  TaskRequest r = Cpu(1000);
-  r.gpu_count = 1;
-  r.mig_profile = std::move(profile);
-  return r;
 }
 
 void ExpectFits(const FilterResult& r) { EXPECT_EQ(r.code, FilterCode::kFits) << r.reason; }
@@ -160,13 +116,13 @@ TEST(GpuFitFilterTest, ModelConstraint) {
 TEST(GpuFitFilterTest, GpuMemory) {
   GpuFitFilter f;
   TestNode n(Uniform("T4", 2, SharingMode::kShared));  // 15360 MiB each
-  ExpectNever(f.Filter(n.ledger, Share(100, 15361)),
+  ExpectNever(f.Filter(n.ledger, Share(100, 1000, 15361)),
               "too few GPUs of an allowed model and sharing mode");
-  ExpectFits(f.Filter(n.ledger, Share(100, 15360)));
+  ExpectFits(f.Filter(n.ledger, Share(100, 1000, 15360)));
   n.Take(0, 0, {{0, MilliGpu(100), MiB(10240)}});
   n.Take(0, 0, {{1, MilliGpu(100), MiB(8192)}});
-  ExpectFits(f.Filter(n.ledger, Share(100, 7168)));
-  ExpectNotNow(f.Filter(n.ledger, Share(100, 7169)), "not enough free GPU");
+  ExpectFits(f.Filter(n.ledger, Share(100, 1000, 7168)));
+  ExpectNotNow(f.Filter(n.ledger, Share(100, 1000, 7169)), "not enough free GPU");
   // Whole cards with a memory requirement larger than the model's.
   TestNode e(Uniform("T4", 2, SharingMode::kExclusive));
   TaskRequest big = Whole(1);
@@ -204,11 +160,11 @@ TEST(GpuLocalityFilterTest, OnlyRequiredMultiGpuTasksAreChecked) {
   EXPECT_EQ(f.name(), "gpu-locality");
   // Four GPUs, one per NUMA node, no NVLink: never local for 2+ GPUs.
   TestNode n(Uniform("L40S", 4, SharingMode::kExclusive, 16000, 65536, 4));
-  ExpectFits(f.Filter(n.ledger, Whole(2, GpuTopology::kPreferLocal)));
-  ExpectFits(f.Filter(n.ledger, Whole(2, GpuTopology::kAny)));
-  ExpectFits(f.Filter(n.ledger, Whole(1, GpuTopology::kRequireLocal)));
+  ExpectFits(f.Filter(n.ledger, Whole(2, 1000, GpuTopology::kPreferLocal)));
+  ExpectFits(f.Filter(n.ledger, Whole(2, 1000, GpuTopology::kAny)));
+  ExpectFits(f.Filter(n.ledger, Whole(1, 1000, GpuTopology::kRequireLocal)));
   ExpectFits(f.Filter(n.ledger, Cpu(1000)));
-  ExpectNever(f.Filter(n.ledger, Whole(2, GpuTopology::kRequireLocal)),
+  ExpectNever(f.Filter(n.ledger, Whole(2, 1000, GpuTopology::kRequireLocal)),
               "no NVLink domain or NUMA node has enough GPUs");
 }
 
@@ -216,14 +172,14 @@ TEST(GpuLocalityFilterTest, NumaNodes) {
   GpuLocalityFilter f;
   // Four GPUs on NUMA nodes 0,0,1,1, no NVLink.
   TestNode n(Uniform("L40S", 4, SharingMode::kExclusive, 16000, 65536, 2));
-  ExpectFits(f.Filter(n.ledger, Whole(2, GpuTopology::kRequireLocal)));
-  ExpectNever(f.Filter(n.ledger, Whole(3, GpuTopology::kRequireLocal)),
+  ExpectFits(f.Filter(n.ledger, Whole(2, 1000, GpuTopology::kRequireLocal)));
+  ExpectNever(f.Filter(n.ledger, Whole(3, 1000, GpuTopology::kRequireLocal)),
               "no NVLink domain or NUMA node has enough GPUs");
   n.Take(0, 0, {{0, kWholeGpu, MiB(0)}});
-  ExpectFits(f.Filter(n.ledger, Whole(2, GpuTopology::kRequireLocal)));  // NUMA 1
+  ExpectFits(f.Filter(n.ledger, Whole(2, 1000, GpuTopology::kRequireLocal)));  // NUMA 1
   n.Take(0, 0, {{3, kWholeGpu, MiB(0)}});
   // GPUs 1 and 2 are free, but on different NUMA nodes.
-  ExpectNotNow(f.Filter(n.ledger, Whole(2, GpuTopology::kRequireLocal)),
+  ExpectNotNow(f.Filter(n.ledger, Whole(2, 1000, GpuTopology::kRequireLocal)),
                "not enough free GPUs in one NVLink domain or NUMA node");
 }
 
@@ -231,11 +187,11 @@ TEST(GpuLocalityFilterTest, NvlinkDomainSpanningNumaNodes) {
   GpuLocalityFilter f;
   // Eight GPUs on two NUMA nodes, all in one NVLink domain.
   TestNode n(Uniform("H100-80GB", 8, SharingMode::kExclusive, 16000, 65536, 2, true));
-  ExpectFits(f.Filter(n.ledger, Whole(8, GpuTopology::kRequireLocal)));
+  ExpectFits(f.Filter(n.ledger, Whole(8, 1000, GpuTopology::kRequireLocal)));
   n.Take(0, 0, {{0, kWholeGpu, MiB(0)}, {5, kWholeGpu, MiB(0)}});
   // GPUs 1-3 and 4,6,7 are free: no NUMA node has 4, the NVLink domain has 6.
-  ExpectFits(f.Filter(n.ledger, Whole(6, GpuTopology::kRequireLocal)));
-  ExpectNotNow(f.Filter(n.ledger, Whole(7, GpuTopology::kRequireLocal)),
+  ExpectFits(f.Filter(n.ledger, Whole(6, 1000, GpuTopology::kRequireLocal)));
+  ExpectNotNow(f.Filter(n.ledger, Whole(7, 1000, GpuTopology::kRequireLocal)),
                "not enough free GPUs in one NVLink domain or NUMA node");
 }
 
@@ -253,7 +209,7 @@ TEST(GpuLocalityFilterTest, NeverWhenNoGroupHasEnoughGpusOfTheAllowedModel) {
     spec.gpus[g].model = Model("T4");
   }
   TestNode n(std::move(spec));
-  TaskRequest r = Whole(3, GpuTopology::kRequireLocal);
+  TaskRequest r = Whole(3, 1000, GpuTopology::kRequireLocal);
   r.models.Add(Model("A10"));
   // GpuFitFilter passes: four A10s in all, all free.
   ExpectFits(GpuFitFilter().Filter(n.ledger, r));

@@ -10,30 +10,18 @@
 #include "base/rng.h"
 #include "model/node.h"
 #include "sched/placer.h"
+#include "state/testing/test_cluster.h"
 
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
-GpuModelId Model(std::string_view name) { return *Catalog().Find(name); }
-
-ClusterState Cluster(std::vector<NodeSpec> nodes) {
-  StatusOr<ClusterState> s = ClusterState::Create(std::move(nodes), Catalog());
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return std::move(s).value();
-}
+using ::tessera::testing::Cluster;
+using ::tessera::testing::Model;
+using ::tessera::testing::Request;
 
 NodeSpec Node(std::string name, int64_t cpu, std::string_view model, int gpus,
               SharingMode mode = SharingMode::kShared) {
   return MakeUniformNode(std::move(name), MilliCpu(cpu), MiB(1 << 18), Model(model), gpus, mode);
-}
-
-TaskRequest Request(int64_t cpu, int gpu_count = 0, int64_t milli = 0) {
-  TaskRequest r;
-  r.cpu = MilliCpu(cpu);
-  r.gpu_count = gpu_count;
-  r.gpu_milli = MilliGpu(milli);
-  return r;
 }
 
 std::vector<TaskRequest> Workload() {
@@ -163,7 +151,7 @@ TEST(MakeProfilePropertyTest, CachedPlacerEqualsFreshForEveryPolicy) {
   FragmentationModel model(FindTypicalTasks(workload));
   for (const std::string& name : PolicyNames()) {
     for (uint64_t seed = 1; seed <= 3; ++seed) {
-      SCOPED_TRACE(testing::Message() << name << " seed " << seed);
+      SCOPED_TRACE(::testing::Message() << name << " seed " << seed);
       ClusterState s = OpenbLike();
       PolicyContext context{ScaleOf(s), &model};
       StatusOr<Profile> profile = MakeProfile(name, context);
@@ -187,7 +175,7 @@ TEST(MakeProfilePropertyTest, CachedPlacerEqualsFreshForEveryPolicy) {
         Pcg32 rng_fresh(seed * 104729 + static_cast<uint64_t>(step));
         Placement want = fresh.Place(s, r, rng_fresh);
         Placement got = cached.Place(s, r, rng_cached);
-        SCOPED_TRACE(testing::Message() << "step " << step);
+        SCOPED_TRACE(::testing::Message() << "step " << step);
         ASSERT_EQ(got.placed, want.placed);
         ASSERT_EQ(got.allocation, want.allocation);
         ASSERT_EQ(got.score, want.score);

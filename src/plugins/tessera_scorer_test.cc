@@ -14,6 +14,7 @@
 #include "sched/placer.h"
 #include "state/cluster_state.h"
 #include "state/node_ledger.h"
+#include "state/testing/test_cluster.h"
 
 namespace tessera {
 namespace {
@@ -22,40 +23,13 @@ namespace {
 // m = memory_per_gpu, S(cpu, mem, gpu) = StrandedGpu, "level" = SigmoidScore(gain),
 // key = level * 16 + (10 - leftover / 100) for shares, level * 16 + 10 otherwise.
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
-GpuModelId Model(std::string_view name) { return *Catalog().Find(name); }
+using ::tessera::testing::Catalog;
+using ::tessera::testing::Cpu;
+using ::tessera::testing::Request;
+using ::tessera::testing::T4Node;
+using ::tessera::testing::TakeRandomShares;
+using ::tessera::testing::TestNode;
 
-// A NodeSpec and its ledger; the ledger points into the spec, so it never moves.
-struct TestNode {
-  explicit TestNode(NodeSpec s) : spec(std::move(s)), ledger(&spec, Catalog()) {}
-  TestNode(const TestNode&) = delete;
-  TestNode& operator=(const TestNode&) = delete;
-
-  void Take(int64_t cpu, int64_t memory = 0, std::vector<GpuGrant> gpus = {}) {
-    ASSERT_TRUE(ledger.Allocate({NodeId(0), MilliCpu(cpu), MiB(memory), std::move(gpus)}).ok());
-  }
-  void Share(int gpu, int64_t milli) { Take(0, 0, {{gpu, MilliGpu(milli), MiB(0)}}); }
-
-  NodeSpec spec;
-  NodeLedger ledger;
-};
-
-NodeSpec T4Node(int gpus = 4, int64_t cpu = 32000, int64_t memory = 1 << 18,
-                std::string name = "n") {
-  return MakeUniformNode(std::move(name), MilliCpu(cpu), MiB(memory), Model("T4"), gpus,
-                         SharingMode::kShared);
-}
-
-TaskRequest Request(int64_t cpu, int gpu_count = 0, int64_t milli = 0, int64_t memory = 0) {
-  TaskRequest r;
-  r.cpu = MilliCpu(cpu);
-  r.memory = MiB(memory);
-  r.gpu_count = gpu_count;
-  r.gpu_milli = MilliGpu(milli);
-  return r;
-}
-
-TaskRequest CpuOnly(int64_t cpu, int64_t memory = 0) { return Request(cpu, 0, 0, memory); }
 TaskRequest ShareReq(int64_t cpu, int64_t milli, int64_t memory = 0) {
   return Request(cpu, 1, milli, memory);
 }
@@ -105,7 +79,7 @@ TEST(TesseraScorerTest, RatiosFromFindTypicalTasksUseMeanMemoryPerShape) {
   // Shape B: (8000 CPU, 1 whole GPU) x 1 with memory 12000. Shape C: CPU only x 2.
   std::vector<TaskRequest> reqs = {ShareReq(2000, 250, 1000), ShareReq(2000, 250, 2000),
                                    ShareReq(2000, 250, 3000), WholeReq(8000, 1, 12000),
-                                   CpuOnly(64000, 100000),    CpuOnly(64000, 100000)};
+                                   Cpu(64000, 100000),        Cpu(64000, 100000)};
   FragmentationModel m(FindTypicalTasks(reqs, 1.0));
   ASSERT_EQ(m.workload().tasks.size(), 3U);
   TesseraScorer s(&m);
@@ -146,7 +120,7 @@ TEST(TesseraScorerTest, WorkloadWithoutGpuTasksDisablesTheTerm) {
   n.Take(31000);
   FgdScorer fgd(&cpu_only);
   // CPU only: idle GPU unchanged, frag unchanged: level 50, key 50 * 16 + 10.
-  EXPECT_EQ(s.Score(n.ledger, CpuOnly(1000)).score, 810);
+  EXPECT_EQ(s.Score(n.ledger, Cpu(1000)).score, 810);
   // A 500-milli share on GPU 0 removes 500 of the CPU-only task's 4000 idle: level
   // SigmoidScore(500) = 62 (FGD's score), leftover 500: key 62 * 16 + 5.
   EXPECT_EQ(fgd.Score(n.ledger, ShareReq(500, 500)).score, 62);
@@ -159,7 +133,7 @@ TEST(TesseraScorerTest, WorkloadWithoutGpuTasksDisablesTheTerm) {
   TesseraScorer e(&empty);
   EXPECT_EQ(e.cpu_per_gpu(), 0.0);
   EXPECT_EQ(e.memory_per_gpu(), 0.0);
-  EXPECT_EQ(e.Score(n.ledger, CpuOnly(1000)).score, 810);
+  EXPECT_EQ(e.Score(n.ledger, Cpu(1000)).score, 810);
   EXPECT_EQ(e.Score(n.ledger, WholeReq(0, 2)).score, 810);
 }
 
@@ -254,13 +228,13 @@ TEST(TesseraScorerTest, WholeGpuAndCpuOnlyKeys) {
   EXPECT_EQ(s.Score(n.ledger, WholeReq(0, 2)).score, 1210);
   // CPU only, 8000: frag unchanged (8000 >= 4000 left); stranded after
   // 3100 - 1000 = 2100, growth 1000; gain -1000 -> 26; key 26 * 16 + 10 = 426.
-  ns = s.Score(n.ledger, CpuOnly(8000));
+  ns = s.Score(n.ledger, Cpu(8000));
   EXPECT_EQ(ns.score, 426);
   EXPECT_TRUE(ns.gpus.empty());
   // CPU only, 14000: 2000 CPU left is too little for the typical task: frag 3100,
   // decrease -2800; stranded after 3100 - 250 = 2850, growth 1750; gain -4550 -> 1.
   EXPECT_EQ(FgdScorer::SigmoidScore(-4550), 1);
-  EXPECT_EQ(s.Score(n.ledger, CpuOnly(14000)).score, 26);
+  EXPECT_EQ(s.Score(n.ledger, Cpu(14000)).score, 26);
 }
 
 TEST(TesseraScorerTest, MemoryCanStrandGpu) {
@@ -345,7 +319,7 @@ std::vector<TaskRequest> RatioWorkload() {
   return w;
 }
 
-class TesseraPlacementTest : public testing::Test {
+class TesseraPlacementTest : public ::testing::Test {
  protected:
   TesseraPlacementTest() : workload_(RatioWorkload()), model_(FindTypicalTasks(workload_)) {}
 
@@ -356,9 +330,7 @@ class TesseraPlacementTest : public testing::Test {
     if (!poor_first) {
       std::swap(nodes[0], nodes[1]);
     }
-    StatusOr<ClusterState> s = ClusterState::Create(std::move(nodes), Catalog());
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return std::move(s).value();
+    return ::tessera::testing::Cluster(std::move(nodes));
   }
 
   Placement Place(std::string_view policy, const ClusterState& state, const TaskRequest& r) {
@@ -434,10 +406,10 @@ TEST_F(TesseraPlacementTest, CpuOnlyTaskAvoidsStrandingGpus) {
   // 8000 CPU. Poor: stranded 4000 - 2000 = 2000, growth 1000: gain -1000 -> 26, key
   // 426. Rich: 56000 CPU feed all: key 810.
   int64_t score = 0;
-  EXPECT_EQ(Pick("tessera", CpuOnly(8000), &score), "rich");
+  EXPECT_EQ(Pick("tessera", Cpu(8000), &score), "rich");
   EXPECT_EQ(score, 810 + 6000);
   ClusterState poor_first = Cluster(true);
-  Placement fgd = Place("fgd", poor_first, CpuOnly(8000));
+  Placement fgd = Place("fgd", poor_first, Cpu(8000));
   ASSERT_TRUE(fgd.placed);
   EXPECT_EQ(fgd.allocation.node, NodeId(0));
   EXPECT_EQ(fgd.tied_nodes, 2U);
@@ -509,19 +481,6 @@ struct Reference {
   }
 };
 
-void RandomUsage(Rng& rng, TestNode& n) {
-  n.Take(static_cast<int64_t>(rng.Uniform(33)) * 1000,
-         static_cast<int64_t>(rng.Uniform(65)) * 1024);
-  for (int g = 0; g < n.ledger.gpu_count(); ++g) {
-    for (int k = static_cast<int>(rng.Uniform(4)); k > 0; --k) {
-      int64_t milli = 50 * (1 + static_cast<int64_t>(rng.Uniform(20)));
-      if (n.ledger.gpus()[g].FitsShare(MilliGpu(milli), MiB(0))) {
-        n.Share(g, milli);
-      }
-    }
-  }
-}
-
 FragmentationModel RandomWorkload(Rng& rng) {
   static const int64_t kMilli[] = {0, 100, 250, 500, 700, 1000};
   std::vector<TypicalTask> tasks;
@@ -542,7 +501,7 @@ TEST(TesseraScorerPropertyTest, ScoreMatchesReferenceAndIsDeterministic) {
   for (uint64_t seed = 1; seed <= 600; ++seed) {
     Pcg32 rng(seed + 5000);
     TestNode n(T4Node(1 + static_cast<int>(rng.Uniform(8)), 32000, 65536));
-    RandomUsage(rng, n);
+    TakeRandomShares(rng, n, /*with_memory=*/true);
     FragmentationModel m = RandomWorkload(rng);
     TesseraScorer s(&m);
     Reference ref(m.workload());
@@ -616,7 +575,7 @@ TEST(TesseraScorerPropertyTest, ScoreMatchesReferenceAndIsDeterministic) {
     }
     infeasible += want.score == kInfeasibleScore ? 1 : 0;
 
-    SCOPED_TRACE(testing::Message() << "seed " << seed);
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
     NodeScore got = s.Score(node, r);
     ASSERT_EQ(got.score, want.score);
     ASSERT_EQ(got.gpus, want.gpus);

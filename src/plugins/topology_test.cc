@@ -17,12 +17,14 @@
 #include "sched/placer.h"
 #include "state/cluster_state.h"
 #include "state/node_ledger.h"
+#include "state/testing/test_cluster.h"
 
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
-GpuModelId Model(std::string_view name) { return *Catalog().Find(name); }
+using ::tessera::testing::Cluster;
+using ::tessera::testing::Model;
+using ::tessera::testing::TestNode;
 
 // Eight exclusive H100s: GPUs 0-3 in NVLink domain 0 on NUMA node 0, GPUs 4-7 in
 // domain 1 on NUMA node 1.
@@ -35,6 +37,7 @@ NodeSpec TopoNode(std::string name, int64_t cpu = 128000) {
   return spec;
 }
 
+// Whole GPUs; unlike testing::Whole, with no CPU unless told.
 TaskRequest Whole(int count, int64_t cpu = 0, GpuTopology topology = GpuTopology::kPreferLocal) {
   TaskRequest r;
   r.cpu = MilliCpu(cpu);
@@ -63,15 +66,9 @@ std::vector<TaskRequest> GpuWorkload() {
   return w;
 }
 
-class TopologyTest : public testing::Test {
+class TopologyTest : public ::testing::Test {
  protected:
   TopologyTest() : workload_(GpuWorkload()), model_(FindTypicalTasks(workload_)) {}
-
-  static ClusterState Cluster(std::vector<NodeSpec> nodes) {
-    StatusOr<ClusterState> s = ClusterState::Create(std::move(nodes), Catalog());
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return std::move(s).value();
-  }
 
   // Marks GPUs of node `id` busy (whole, no CPU).
   static void Busy(ClusterState& state, uint32_t id, std::vector<int> gpus) {
@@ -248,7 +245,7 @@ TEST_F(TopologyTest, BaselinesPickLocalGpusInsideTheirNode) {
   Busy(state, 1, {1});
   for (const std::string& policy : PolicyNames()) {
     for (uint64_t seed = 1; seed <= (policy == "random" ? 16U : 1U); ++seed) {
-      SCOPED_TRACE(testing::Message() << policy << " seed " << seed);
+      SCOPED_TRACE(::testing::Message() << policy << " seed " << seed);
       // Four GPUs: domain 1, the only group with four free.
       Placement p = Place(policy, state, Whole(4, 32000), seed);
       ASSERT_TRUE(p.placed);
@@ -269,24 +266,6 @@ TEST_F(TopologyTest, BaselinesPickLocalGpusInsideTheirNode) {
 // ---------------------------------------------------------------------------------
 // GpuLocalityScorer on its own.
 
-struct TestNode {
-  explicit TestNode(NodeSpec s) : spec(std::move(s)), ledger(&spec, Catalog()) {}
-  TestNode(const TestNode&) = delete;
-  TestNode& operator=(const TestNode&) = delete;
-
-  void Busy(std::vector<int> gpus) {
-    Allocation a;
-    a.node = NodeId(0);
-    for (int g : gpus) {
-      a.gpus.push_back({g, kWholeGpu, MiB(0)});
-    }
-    ASSERT_TRUE(ledger.Allocate(a).ok());
-  }
-
-  NodeSpec spec;
-  NodeLedger ledger;
-};
-
 int64_t Locality(const NodeLedger& node, const TaskRequest& r) {
   GpuLocalityScorer s;
   NodeScore ns = s.Score(node, r);
@@ -300,7 +279,7 @@ TEST(GpuLocalityScorerTest, OneDomainOnOneNumaNode) {
   TestNode n(TopoNode("n"));
   EXPECT_EQ(Locality(n.ledger, Whole(4)), 3);
   EXPECT_EQ(Locality(n.ledger, Whole(2, 0, GpuTopology::kRequireLocal)), 3);
-  n.Busy({0, 1, 2, 4, 5});  // free 3 | 6, 7
+  n.Whole({0, 1, 2, 4, 5});  // free 3 | 6, 7
   EXPECT_EQ(Locality(n.ledger, Whole(2)), 3);
 }
 
@@ -309,7 +288,7 @@ TEST(GpuLocalityScorerTest, OneDomainAcrossNumaNodes) {
   // has four free, the domain has six.
   TestNode n(MakeUniformNode("n", MilliCpu(64000), MiB(1 << 20), Model("H100-80GB"), 8,
                              SharingMode::kExclusive, 2, true));
-  n.Busy({0, 5});
+  n.Whole({0, 5});
   EXPECT_EQ(Locality(n.ledger, Whole(4)), 2);
   EXPECT_EQ(Locality(n.ledger, Whole(4, 0, GpuTopology::kRequireLocal)), 2);
   EXPECT_EQ(Locality(n.ledger, Whole(3)), 3);  // NUMA node 0 has 1, 2, 3
@@ -335,7 +314,7 @@ TEST(GpuLocalityScorerTest, OneNumaNodeAcrossDomains) {
 
 TEST(GpuLocalityScorerTest, Spread) {
   TestNode n(TopoNode("n"));
-  n.Busy({1, 5});
+  n.Whole({1, 5});
   EXPECT_EQ(Locality(n.ledger, Whole(4)), 0);
   EXPECT_EQ(Locality(n.ledger, Whole(4, 0, GpuTopology::kRequireLocal)), 0);
   EXPECT_EQ(Locality(n.ledger, Whole(3)), 3);
@@ -343,7 +322,7 @@ TEST(GpuLocalityScorerTest, Spread) {
   EXPECT_EQ(Locality(n.ledger, Whole(7)), 0);
   // Free GPUs 3 and 7 only: one per domain.
   TestNode split(TopoNode("s"));
-  split.Busy({0, 1, 2, 4, 5, 6});
+  split.Whole({0, 1, 2, 4, 5, 6});
   EXPECT_EQ(Locality(split.ledger, Whole(2)), 0);
   // Eight GPUs on eight NUMA nodes, no NVLink.
   TestNode lone(MakeUniformNode("l", MilliCpu(64000), MiB(1 << 20), Model("L40S"), 8,
@@ -353,7 +332,7 @@ TEST(GpuLocalityScorerTest, Spread) {
 
 TEST(GpuLocalityScorerTest, NeutralForSingleGpuMigCpuOnlyAndAny) {
   TestNode n(TopoNode("n"));
-  n.Busy({1, 5});  // a 4-GPU task would be spread here (0)
+  n.Whole({1, 5});  // a 4-GPU task would be spread here (0)
   ASSERT_EQ(Locality(n.ledger, Whole(4)), 0);
   EXPECT_EQ(Locality(n.ledger, Whole(1)), 3);
   EXPECT_EQ(Locality(n.ledger, Whole(4, 0, GpuTopology::kAny)), 3);

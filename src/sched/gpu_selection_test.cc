@@ -4,7 +4,6 @@
 
 #include <array>
 #include <bit>
-#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,41 +11,16 @@
 #include "base/rng.h"
 #include "model/node.h"
 #include "state/node_ledger.h"
+#include "state/testing/test_cluster.h"
 
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
-GpuModelId Model(std::string_view name) { return *Catalog().Find(name); }
-
-// A NodeSpec and its ledger; the ledger points into the spec, so it never moves.
-struct TestNode {
-  explicit TestNode(NodeSpec s) : spec(std::move(s)), ledger(&spec, Catalog()) {}
-  TestNode(const TestNode&) = delete;
-  TestNode& operator=(const TestNode&) = delete;
-
-  // Takes the whole cards `gpus`, one allocation each.
-  void Occupy(std::initializer_list<int> gpus) {
-    for (int g : gpus) {
-      ASSERT_TRUE(ledger.Allocate({NodeId(0), MilliCpu(0), MiB(0), {{g, kWholeGpu, MiB(0)}}}).ok());
-    }
-  }
-  void Share(int gpu, int64_t milli, int64_t memory = 0) {
-    ASSERT_TRUE(
-        ledger.Allocate({NodeId(0), MilliCpu(0), MiB(0), {{gpu, MilliGpu(milli), MiB(memory)}}})
-            .ok());
-  }
-  void Mig(int gpu, std::string_view profile, int start) {
-    const GpuModel& m = ledger.gpus()[gpu].model();
-    int p = *m.FindMigProfile(profile);
-    const MigProfile& prof = m.mig_profiles[p];
-    GpuGrant g{gpu, prof.ChargedMilli(), prof.memory, p, start};
-    ASSERT_TRUE(ledger.Allocate({NodeId(0), MilliCpu(0), MiB(0), {g}}).ok());
-  }
-
-  NodeSpec spec;
-  NodeLedger ledger;
-};
+using ::tessera::testing::Mig;
+using ::tessera::testing::Model;
+using ::tessera::testing::Share;
+using ::tessera::testing::TestNode;
+using ::tessera::testing::Whole;
 
 // A node whose GPUs are given as (NUMA node, NVLink domain) pairs.
 NodeSpec TopologyNode(const std::vector<std::pair<int, int>>& gpus, int numa_nodes,
@@ -61,32 +35,6 @@ NodeSpec TopologyNode(const std::vector<std::pair<int, int>>& gpus, int numa_nod
     n.gpus.push_back({Model(model), mode, numa, nvlink});
   }
   return n;
-}
-
-TaskRequest Whole(int count, GpuTopology topology = GpuTopology::kPreferLocal) {
-  TaskRequest r;
-  r.cpu = MilliCpu(1000);
-  r.gpu_count = count;
-  r.gpu_milli = kWholeGpu;
-  r.topology = topology;
-  return r;
-}
-
-TaskRequest ShareOf(int64_t milli, int64_t gpu_memory = 0) {
-  TaskRequest r;
-  r.cpu = MilliCpu(1000);
-  r.gpu_count = 1;
-  r.gpu_milli = MilliGpu(milli);
-  r.gpu_memory = MiB(gpu_memory);
-  return r;
-}
-
-TaskRequest MigOf(std::string profile) {
-  TaskRequest r;
-  r.cpu = MilliCpu(1000);
-  r.gpu_count = 1;
-  r.mig_profile = std::move(profile);
-  return r;
 }
 
 // Two NVLink islands of four GPUs, each on its own NUMA node.
@@ -133,9 +81,9 @@ TEST(PickWholeGpusTest, NvlinkDomainBeforeNumaNode) {
   EXPECT_EQ(GpuSetLocality(n.ledger, 0x06), 3);
   EXPECT_EQ(BestWholeGpuLocality(n.ledger, Whole(2)), 1);
   // kAny ignores topology: the lowest free indices.
-  EXPECT_EQ(Pick(n, Whole(2, GpuTopology::kAny)), 0x03U);
+  EXPECT_EQ(Pick(n, Whole(2, 1000, GpuTopology::kAny)), 0x03U);
   // kRequireLocal picks like kPreferLocal (the filter enforces the requirement).
-  EXPECT_EQ(Pick(n, Whole(2, GpuTopology::kRequireLocal)), 0x0AU);
+  EXPECT_EQ(Pick(n, Whole(2, 1000, GpuTopology::kRequireLocal)), 0x0AU);
 }
 
 TEST(PickWholeGpusTest, NumaNodeThenSpread) {
@@ -144,7 +92,7 @@ TEST(PickWholeGpusTest, NumaNodeThenSpread) {
                              SharingMode::kExclusive, 2));
   n.Occupy({0});
   EXPECT_EQ(Pick(n, Whole(2)), 0x0CU);
-  EXPECT_EQ(Pick(n, Whole(2, GpuTopology::kAny)), 0x06U);
+  EXPECT_EQ(Pick(n, Whole(2, 1000, GpuTopology::kAny)), 0x06U);
   EXPECT_EQ(GpuSetLocality(n.ledger, 0x0C), 2);
   EXPECT_EQ(GpuSetLocality(n.ledger, 0x06), 3);
   EXPECT_EQ(BestWholeGpuLocality(n.ledger, Whole(2)), 2);
@@ -162,7 +110,7 @@ TEST(PickWholeGpusTest, SingleGpuGoesToTheFullestGroup) {
   n.Occupy({2});
   EXPECT_EQ(Pick(n, Whole(1)), 0x08U);  // NUMA 1 has a single free GPU left
   EXPECT_EQ(Pick(n, Whole(2)), 0x03U);  // NUMA 0 and 2 tie at 2 free: the first
-  EXPECT_EQ(Pick(n, Whole(1, GpuTopology::kAny)), 0x01U);
+  EXPECT_EQ(Pick(n, Whole(1, 1000, GpuTopology::kAny)), 0x01U);
 }
 
 TEST(PickWholeGpusTest, SkipsGpusThatCannotServe) {
@@ -190,19 +138,19 @@ TEST(GpuFitsRequestTest, WholeShareAndMig) {
   EXPECT_FALSE(GpuFitsRequest(g[0], Whole(1)));  // holds a share
   EXPECT_TRUE(GpuFitsRequest(g[1], Whole(1)));   // a whole card on an idle shared GPU
   EXPECT_FALSE(GpuFitsRequest(g[2], Whole(1)));  // MIG mode
-  EXPECT_TRUE(GpuFitsRequest(g[0], ShareOf(700)));
-  EXPECT_FALSE(GpuFitsRequest(g[0], ShareOf(701)));
-  EXPECT_TRUE(GpuFitsRequest(g[0], ShareOf(100, 15360 - 4096)));
-  EXPECT_FALSE(GpuFitsRequest(g[0], ShareOf(100, 15360 - 4096 + 1)));
+  EXPECT_TRUE(GpuFitsRequest(g[0], Share(700)));
+  EXPECT_FALSE(GpuFitsRequest(g[0], Share(701)));
+  EXPECT_TRUE(GpuFitsRequest(g[0], Share(100, 1000, 15360 - 4096)));
+  EXPECT_FALSE(GpuFitsRequest(g[0], Share(100, 1000, 15360 - 4096 + 1)));
   TaskRequest big_memory = Whole(1);
   big_memory.gpu_memory = MiB(15361);  // more than a T4 has
   EXPECT_FALSE(GpuFitsRequest(g[1], big_memory));
   big_memory.gpu_memory = MiB(15360);
   EXPECT_TRUE(GpuFitsRequest(g[1], big_memory));
-  EXPECT_FALSE(GpuFitsRequest(g[1], MigOf("1g.5gb")));
-  EXPECT_TRUE(GpuFitsRequest(g[2], MigOf("1g.5gb")));
-  EXPECT_FALSE(GpuFitsRequest(g[2], MigOf("1g.10gb+me")));  // not an A100-40GB profile
-  TaskRequest only_a100 = ShareOf(100);
+  EXPECT_FALSE(GpuFitsRequest(g[1], Mig("1g.5gb")));
+  EXPECT_TRUE(GpuFitsRequest(g[2], Mig("1g.5gb")));
+  EXPECT_FALSE(GpuFitsRequest(g[2], Mig("1g.10gb+me")));  // not an A100-40GB profile
+  TaskRequest only_a100 = Share(100);
   only_a100.models.Add(Model("A100-40GB"));
   EXPECT_FALSE(GpuFitsRequest(g[1], only_a100));
 }
@@ -235,15 +183,15 @@ TEST(SelectGpusTest, SharesByBestFitAndFirstFit) {
   TestNode n(
       MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 4, SharingMode::kShared));
   SetUpShares(n);
-  EXPECT_EQ(Select(n, ShareOf(300), GpuSelection::kBestFit), (GpuChoice{0x4, -1}));
-  EXPECT_EQ(Select(n, ShareOf(300), GpuSelection::kFirstFit), (GpuChoice{0x1, -1}));
-  EXPECT_EQ(Select(n, ShareOf(200), GpuSelection::kBestFit), (GpuChoice{0x2, -1}));
-  EXPECT_EQ(Select(n, ShareOf(800), GpuSelection::kBestFit), (GpuChoice{0x8, -1}));
-  EXPECT_EQ(Select(n, ShareOf(800), GpuSelection::kFirstFit), (GpuChoice{0x8, -1}));
+  EXPECT_EQ(Select(n, Share(300), GpuSelection::kBestFit), (GpuChoice{0x4, -1}));
+  EXPECT_EQ(Select(n, Share(300), GpuSelection::kFirstFit), (GpuChoice{0x1, -1}));
+  EXPECT_EQ(Select(n, Share(200), GpuSelection::kBestFit), (GpuChoice{0x2, -1}));
+  EXPECT_EQ(Select(n, Share(800), GpuSelection::kBestFit), (GpuChoice{0x8, -1}));
+  EXPECT_EQ(Select(n, Share(800), GpuSelection::kFirstFit), (GpuChoice{0x8, -1}));
   n.Share(3, 50);
-  EXPECT_EQ(Select(n, ShareOf(960), GpuSelection::kBestFit), std::nullopt);
-  EXPECT_EQ(Select(n, ShareOf(960), GpuSelection::kRandom), std::nullopt);
-  EXPECT_EQ(Select(n, ShareOf(960), GpuSelection::kFirstFit), std::nullopt);
+  EXPECT_EQ(Select(n, Share(960), GpuSelection::kBestFit), std::nullopt);
+  EXPECT_EQ(Select(n, Share(960), GpuSelection::kRandom), std::nullopt);
+  EXPECT_EQ(Select(n, Share(960), GpuSelection::kFirstFit), std::nullopt);
 }
 
 TEST(SelectGpusTest, BestFitTiesGoToTheLowestIndex) {
@@ -251,7 +199,7 @@ TEST(SelectGpusTest, BestFitTiesGoToTheLowestIndex) {
       MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 4, SharingMode::kShared));
   n.Share(1, 500);
   n.Share(3, 500);
-  EXPECT_EQ(Select(n, ShareOf(100), GpuSelection::kBestFit), (GpuChoice{0x2, -1}));
+  EXPECT_EQ(Select(n, Share(100), GpuSelection::kBestFit), (GpuChoice{0x2, -1}));
 }
 
 TEST(SelectGpusTest, ShareMemoryCapExcludesGpus) {
@@ -259,9 +207,9 @@ TEST(SelectGpusTest, ShareMemoryCapExcludesGpus) {
       MakeUniformNode("n", MilliCpu(32000), MiB(1 << 17), Model("T4"), 3, SharingMode::kShared));
   n.Share(0, 600, 12288);  // 3072 MiB of GPU memory left
   n.Share(1, 500, 0);
-  EXPECT_EQ(Select(n, ShareOf(100, 4096), GpuSelection::kBestFit), (GpuChoice{0x2, -1}));
-  EXPECT_EQ(Select(n, ShareOf(100, 3072), GpuSelection::kBestFit), (GpuChoice{0x1, -1}));
-  EXPECT_EQ(Select(n, ShareOf(100, 16384), GpuSelection::kBestFit), std::nullopt);
+  EXPECT_EQ(Select(n, Share(100, 1000, 4096), GpuSelection::kBestFit), (GpuChoice{0x2, -1}));
+  EXPECT_EQ(Select(n, Share(100, 1000, 3072), GpuSelection::kBestFit), (GpuChoice{0x1, -1}));
+  EXPECT_EQ(Select(n, Share(100, 1000, 16384), GpuSelection::kBestFit), std::nullopt);
 }
 
 TEST(SelectGpusTest, RandomCoversEveryFittingGpuAndNoOther) {
@@ -272,7 +220,7 @@ TEST(SelectGpusTest, RandomCoversEveryFittingGpuAndNoOther) {
   std::array<int, 4> hits{};
   constexpr int kDraws = 3000;
   for (int i = 0; i < kDraws; ++i) {
-    std::optional<GpuChoice> c = SelectGpus(n.ledger, ShareOf(300), GpuSelection::kRandom, rng);
+    std::optional<GpuChoice> c = SelectGpus(n.ledger, Share(300), GpuSelection::kRandom, rng);
     ASSERT_TRUE(c.has_value());
     ASSERT_EQ(std::popcount(c->mask), 1);
     ASSERT_EQ(c->mig_start, -1);
@@ -292,8 +240,8 @@ TEST(SelectGpusTest, RandomIsReproducibleFromTheSeed) {
   Pcg32 a(7);
   Pcg32 b(7);
   for (int i = 0; i < 50; ++i) {
-    EXPECT_EQ(SelectGpus(n.ledger, ShareOf(100), GpuSelection::kRandom, a),
-              SelectGpus(n.ledger, ShareOf(100), GpuSelection::kRandom, b));
+    EXPECT_EQ(SelectGpus(n.ledger, Share(100), GpuSelection::kRandom, a),
+              SelectGpus(n.ledger, Share(100), GpuSelection::kRandom, b));
   }
 }
 
@@ -321,24 +269,24 @@ TEST(SelectGpusTest, MigGoesToTheBusiestMigGpu) {
   n.Mig(2, "1g.5gb", 6);
   // GPU 1 is busiest (3 compute slices). Its free slots are 4..7; a 1g instance at 6
   // leaves 4-5 for a 2g, which starts 4 and 5 would not.
-  EXPECT_EQ(Select(n, MigOf("1g.5gb"), GpuSelection::kBestFit), (GpuChoice{0x2, 6}));
+  EXPECT_EQ(Select(n, Mig("1g.5gb"), GpuSelection::kBestFit), (GpuChoice{0x2, 6}));
   // A 3g only fits at slot 4 of GPU 1 (busiest) too.
-  EXPECT_EQ(Select(n, MigOf("3g.20gb"), GpuSelection::kBestFit), (GpuChoice{0x2, 4}));
+  EXPECT_EQ(Select(n, Mig("3g.20gb"), GpuSelection::kBestFit), (GpuChoice{0x2, 4}));
   // A 4g must start at 0: GPU 1 cannot, GPU 2 (1 slice used, slot 6) can.
-  EXPECT_EQ(Select(n, MigOf("4g.20gb"), GpuSelection::kBestFit), (GpuChoice{0x4, 0}));
+  EXPECT_EQ(Select(n, Mig("4g.20gb"), GpuSelection::kBestFit), (GpuChoice{0x4, 0}));
   // A 7g needs an empty GPU.
-  EXPECT_EQ(Select(n, MigOf("7g.40gb"), GpuSelection::kBestFit), (GpuChoice{0x1, 0}));
+  EXPECT_EQ(Select(n, Mig("7g.40gb"), GpuSelection::kBestFit), (GpuChoice{0x1, 0}));
 }
 
 TEST(SelectGpusTest, MigOnFreshGpusTakesTheFirstAndKeepsBigProfilesPlaceable) {
   TestNode n(A100MigNode(2));
   // Ties in busyness go to the lowest index; a 1g at slot 6 keeps 4g at 0 and 2g at 4.
-  EXPECT_EQ(Select(n, MigOf("1g.5gb"), GpuSelection::kBestFit), (GpuChoice{0x1, 6}));
-  EXPECT_EQ(Select(n, MigOf("7g.40gb"), GpuSelection::kBestFit), (GpuChoice{0x1, 0}));
+  EXPECT_EQ(Select(n, Mig("1g.5gb"), GpuSelection::kBestFit), (GpuChoice{0x1, 6}));
+  EXPECT_EQ(Select(n, Mig("7g.40gb"), GpuSelection::kBestFit), (GpuChoice{0x1, 0}));
   // The start is what MigLayout::ChooseStart says for that GPU.
   n.Mig(0, "2g.10gb", 2);
   const int p = *n.ledger.gpus()[0].model().FindMigProfile("1g.10gb");
-  std::optional<GpuChoice> c = Select(n, MigOf("1g.10gb"), GpuSelection::kBestFit);
+  std::optional<GpuChoice> c = Select(n, Mig("1g.10gb"), GpuSelection::kBestFit);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->mask, 0x1U);
   EXPECT_EQ(c->mig_start, *n.ledger.gpus()[0].mig().ChooseStart(p));
@@ -350,13 +298,13 @@ TEST(SelectGpusTest, MigIgnoresNonMigGpusAndFullGpus) {
   TestNode n(std::move(spec));
   n.Occupy({0});
   n.Mig(2, "1g.5gb", 6);
-  EXPECT_EQ(Select(n, MigOf("1g.5gb"), GpuSelection::kBestFit)->mask, 0x4U);
+  EXPECT_EQ(Select(n, Mig("1g.5gb"), GpuSelection::kBestFit)->mask, 0x4U);
   n.Mig(1, "7g.40gb", 0);
   n.Mig(2, "4g.20gb", 0);
   n.Mig(2, "2g.10gb", 4);
   // GPU 1 is full; GPU 2 has 7 compute slices used.
-  EXPECT_EQ(Select(n, MigOf("1g.5gb"), GpuSelection::kBestFit), std::nullopt);
-  EXPECT_EQ(Select(n, MigOf("1g.18gb"), GpuSelection::kBestFit), std::nullopt);
+  EXPECT_EQ(Select(n, Mig("1g.5gb"), GpuSelection::kBestFit), std::nullopt);
+  EXPECT_EQ(Select(n, Mig("1g.18gb"), GpuSelection::kBestFit), std::nullopt);
 }
 
 TEST(MakeAllocationTest, RejectsMalformedChoices) {
@@ -370,13 +318,13 @@ TEST(MakeAllocationTest, RejectsMalformedChoices) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(MakeAllocation(NodeId(0), n.ledger, Whole(2), GpuChoice{0x7, -1}).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(MakeAllocation(NodeId(0), n.ledger, ShareOf(100), GpuChoice{}).status().code(),
+  EXPECT_EQ(MakeAllocation(NodeId(0), n.ledger, Share(100), GpuChoice{}).status().code(),
             StatusCode::kInvalidArgument);
   // The right count, but GPU 5 does not exist on a 4-GPU node.
   EXPECT_EQ(MakeAllocation(NodeId(0), n.ledger, Whole(2), GpuChoice{0x21, -1}).status().code(),
             StatusCode::kInvalidArgument);
   // A MIG profile the T4 does not have.
-  EXPECT_EQ(MakeAllocation(NodeId(0), n.ledger, MigOf("1g.5gb"), GpuChoice{0x1, 0}).status().code(),
+  EXPECT_EQ(MakeAllocation(NodeId(0), n.ledger, Mig("1g.5gb"), GpuChoice{0x1, 0}).status().code(),
             StatusCode::kInvalidArgument);
 }
 
@@ -401,7 +349,7 @@ TEST(MakeAllocationTest, ExactGrants) {
                             {{0, kWholeGpu, MiB(8192)}, {2, kWholeGpu, MiB(8192)}}}));
   EXPECT_TRUE(n.ledger.Allocate(*a).ok());
 
-  a = MakeAllocation(NodeId(0), n.ledger, ShareOf(250, 2048), GpuChoice{0x8, -1});
+  a = MakeAllocation(NodeId(0), n.ledger, Share(250, 1000, 2048), GpuChoice{0x8, -1});
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(*a, (Allocation{NodeId(0), MilliCpu(1000), MiB(0), {{3, MilliGpu(250), MiB(2048)}}}));
   EXPECT_TRUE(n.ledger.Allocate(*a).ok());
@@ -410,7 +358,7 @@ TEST(MakeAllocationTest, ExactGrants) {
 
 TEST(MakeAllocationTest, MigGrantChargesTheProfile) {
   TestNode n(A100MigNode(2));
-  StatusOr<Allocation> a = MakeAllocation(NodeId(0), n.ledger, MigOf("3g.20gb"), GpuChoice{0x2, 4});
+  StatusOr<Allocation> a = MakeAllocation(NodeId(0), n.ledger, Mig("3g.20gb"), GpuChoice{0x2, 4});
   ASSERT_TRUE(a.ok());
   ASSERT_EQ(a->gpus.size(), 1U);
   const GpuGrant& g = a->gpus[0];
@@ -423,7 +371,7 @@ TEST(MakeAllocationTest, MigGrantChargesTheProfile) {
   ASSERT_TRUE(n.ledger.Allocate(*a).ok());
   EXPECT_EQ(n.ledger.gpus()[1].mig().used_compute(), 3);
 
-  a = MakeAllocation(NodeId(0), n.ledger, MigOf("1g.5gb"), GpuChoice{0x1, 6});
+  a = MakeAllocation(NodeId(0), n.ledger, Mig("1g.5gb"), GpuChoice{0x1, 6});
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->gpus[0].milli.value(), 142);
   EXPECT_EQ(a->gpus[0].memory.value(), 4864);
@@ -432,9 +380,9 @@ TEST(MakeAllocationTest, MigGrantChargesTheProfile) {
 
 // Whatever SelectGpus picks is a valid allocation on the node.
 TEST(SelectGpusPropertyTest, ChoicesAlwaysAllocate) {
-  const std::vector<TaskRequest> requests{ShareOf(100),     ShareOf(450, 2048), Whole(1),
-                                          Whole(2),         Whole(3),           MigOf("1g.10gb"),
-                                          MigOf("3g.40gb"), MigOf("2g.20gb")};
+  const std::vector<TaskRequest> requests{
+      Share(100), Share(450, 1000, 2048), Whole(1),       Whole(2),
+      Whole(3),   Mig("1g.10gb"),         Mig("3g.40gb"), Mig("2g.20gb")};
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     NodeSpec spec = TopologyNode({{0, 0}, {0, 0}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
                                  2, SharingMode::kShared, "A100-80GB");

@@ -14,12 +14,17 @@
 #include "base/rng.h"
 #include "model/node.h"
 #include "sched/gpu_selection.h"
+#include "state/testing/test_cluster.h"
 
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
-GpuModelId Model(std::string_view name) { return *Catalog().Find(name); }
+using ::tessera::testing::Cluster;
+using ::tessera::testing::Cpu;
+using ::tessera::testing::Mig;
+using ::tessera::testing::Model;
+using ::tessera::testing::Share;
+using ::tessera::testing::Whole;
 
 // ---------------------------------------------------------------------------------
 // Test plugins.
@@ -145,12 +150,6 @@ Profile TableProfile(std::map<std::string, int64_t> table, std::shared_ptr<Count
 // ---------------------------------------------------------------------------------
 // Clusters and requests.
 
-ClusterState Cluster(std::vector<NodeSpec> nodes) {
-  StatusOr<ClusterState> s = ClusterState::Create(std::move(nodes), Catalog());
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return std::move(s).value();
-}
-
 NodeSpec T4Node(std::string name, int gpus = 4, int64_t cpu = 32000) {
   return MakeUniformNode(std::move(name), MilliCpu(cpu), MiB(128 * 1024), Model("T4"), gpus,
                          SharingMode::kShared);
@@ -168,33 +167,6 @@ ClusterState Uniform(int n) {
     nodes.push_back(T4Node("n" + std::to_string(i)));
   }
   return Cluster(std::move(nodes));
-}
-
-TaskRequest Cpu(int64_t cpu) {
-  TaskRequest r;
-  r.cpu = MilliCpu(cpu);
-  return r;
-}
-
-TaskRequest Share(int64_t milli, int64_t cpu = 1000) {
-  TaskRequest r = Cpu(cpu);
-  r.gpu_count = 1;
-  r.gpu_milli = MilliGpu(milli);
-  return r;
-}
-
-TaskRequest Whole(int count, int64_t cpu = 1000) {
-  TaskRequest r = Cpu(cpu);
-  r.gpu_count = count;
-  r.gpu_milli = kWholeGpu;
-  return r;
-}
-
-TaskRequest Mig(std::string profile) {
-  TaskRequest r = Cpu(1000);
-  r.gpu_count = 1;
-  r.mig_profile = std::move(profile);
-  return r;
 }
 
 // ---------------------------------------------------------------------------------
@@ -642,7 +614,7 @@ TEST(PlacerCachePropertyTest, CachedEqualsFresh) {
   const std::vector<TaskRequest> requests = MixedRequests();
   for (Variant variant : {Variant::kNodeOrder, Variant::kShuffledRanks, Variant::kRandom}) {
     for (uint64_t seed = 1; seed <= 6; ++seed) {
-      SCOPED_TRACE(testing::Message()
+      SCOPED_TRACE(::testing::Message()
                    << "variant " << static_cast<int>(variant) << " seed " << seed);
       ClusterState s = MixedCluster();
       const TieBreak tie =
@@ -679,7 +651,7 @@ TEST(PlacerCachePropertyTest, CachedEqualsFresh) {
         Pcg32 rng_fresh(seed * 7919 + static_cast<uint64_t>(step));
         Placement want = fresh.Place(s, r, rng_fresh);
         Placement got = cached.Place(s, r, rng_cached);
-        SCOPED_TRACE(testing::Message() << "step " << step);
+        SCOPED_TRACE(::testing::Message() << "step " << step);
         ExpectSamePlacement(got, want);
         if (variant != Variant::kRandom) {
           Pcg32 rng_uncached(1);

@@ -13,35 +13,14 @@
 #include "plugins/fgd.h"
 #include "sim/fgd_experiment.h"
 #include "sim/openb_trace.h"
+#include "sim/testing/sim_testing.h"
 #include "state/cluster_state.h"
 
 namespace tessera {
 namespace {
 
-bool SameValues(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::isnan(a[i]) != std::isnan(b[i]) || (!std::isnan(a[i]) && a[i] != b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
-void ExpectSameRun(const FgdRunResult& a, const FgdRunResult& b) {
-  EXPECT_EQ(a.trace, b.trace);
-  EXPECT_EQ(a.policy, b.policy);
-  EXPECT_EQ(a.seed, b.seed);
-  EXPECT_EQ(a.total_gpus, b.total_gpus);
-  EXPECT_EQ(a.pods_tried, b.pods_tried);
-  EXPECT_EQ(a.pods_placed, b.pods_placed);
-  EXPECT_EQ(a.gpu_pods_failed, b.gpu_pods_failed);
-  EXPECT_TRUE(SameValues(a.alloc_pct, b.alloc_pct));
-  EXPECT_TRUE(SameValues(a.frag_pct, b.frag_pct));
-  EXPECT_TRUE(SameValues(a.frag_ratio_pct, b.frag_ratio_pct));
-}
+using ::tessera::testing::ExpectSameRun;
+using ::tessera::testing::Requests;
 
 // Two small traces of small shares (50..200 milli, so every run has samples near
 // 100 % arrived) on four nodes with 6 GPUs, with enough CPU-only pods that placement
@@ -77,14 +56,6 @@ class FgdGridTest : public ::testing::Test {
       list.pods.push_back(p);
     }
     return list;
-  }
-
-  static std::vector<TaskRequest> Requests(const PodList& list) {
-    std::vector<TaskRequest> out;
-    for (const TracePod& p : list.pods) {
-      out.push_back(p.request);
-    }
-    return out;
   }
 
   FgdGridSpec Spec(int jobs) const {

@@ -11,10 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "sim/testing/sim_testing.h"
+
 namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
+
+using ::tessera::testing::TracesDir;
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -90,20 +94,6 @@ class TempDir {
   std::string path_;
 };
 
-std::string TracesDir() {
-  const char* root = std::getenv("TESSERA_TRACES_DIR");
-  if (root == nullptr || *root == '\0') {
-    ADD_FAILURE() << "TESSERA_TRACES_DIR is not set; run through ctest or set it to the "
-                     "shared traces folder";
-    return "";
-  }
-  if (!fs::is_directory(fs::path(root) / "fgd-kss-expected-results")) {
-    ADD_FAILURE() << "folder fgd-kss-expected-results is missing under TESSERA_TRACES_DIR=" << root;
-    return "";
-  }
-  return root;
-}
-
 // --- QuartilesOf -----------------------------------------------------------------------
 
 TEST(QuartilesOfTest, NumpyLinearInterpolation) {
@@ -147,12 +137,11 @@ TEST(QuartilesOfTest, NumpyLinearInterpolation) {
 // --- ReadAuthorsResults ------------------------------------------------------------------
 
 TEST(ReadAuthorsResultsTest, RealFileHasTenSeedsPerTraceAndPolicy) {
-  std::string root = TracesDir();
-  ASSERT_FALSE(root.empty());
-  StatusOr<AuthorsResults> a =
-      ReadAuthorsResults(root + "/fgd-kss-expected-results/analysis_allo_discrete.csv");
+  std::string results_dir = TracesDir("fgd-kss-expected-results");
+  ASSERT_FALSE(results_dir.empty());
+  StatusOr<AuthorsResults> a = ReadAuthorsResults(results_dir + "/analysis_allo_discrete.csv");
   ASSERT_TRUE(a.ok()) << a.status().ToString();
-  EXPECT_EQ(a->size(), 13u * 6u);  // 13 traces x 6 policies (spec §7)
+  EXPECT_EQ(a->size(), 13u * 6u);  // 13 traces x 6 policies (docs/fgd-replication.md §3, §4)
   for (const auto& [key, values] : *a) {
     EXPECT_EQ(values.size(), 10u) << key.first << " " << key.second;
   }
@@ -172,7 +161,7 @@ TEST(ReadAuthorsResultsTest, RealFileHasTenSeedsPerTraceAndPolicy) {
   EXPECT_NEAR(q.p25, 13.4075, 1e-6);
   EXPECT_NEAR(q.p75, 13.915, 1e-6);
 
-  // More of the spec's table (§7).
+  // More medians of the authors' headline number (docs/fgd-replication.md §5).
   EXPECT_NEAR(QuartilesOf(a->at({"default", "bestfit"})).median, 7.09, 0.005);
   EXPECT_NEAR(QuartilesOf(a->at({"gpushare100", "fgd"})).median, 13.36, 0.005);
   EXPECT_NEAR(QuartilesOf(a->at({"multigpu50", "gpupacking"})).median, 3.93, 0.005);
@@ -386,9 +375,9 @@ TEST(DiscreteCsvTest, AuthorsShape) {
 }
 
 TEST(DiscreteCsvTest, HeaderMatchesTheAuthorsFileAndReadsBack) {
-  std::string root = TracesDir();
-  ASSERT_FALSE(root.empty());
-  std::ifstream in(root + "/fgd-kss-expected-results/analysis_allo_discrete.csv");
+  std::string results_dir = TracesDir("fgd-kss-expected-results");
+  ASSERT_FALSE(results_dir.empty());
+  std::ifstream in(results_dir + "/analysis_allo_discrete.csv");
   std::string authors_header;
   ASSERT_TRUE(std::getline(in, authors_header));
   std::vector<FgdRunResult> runs{MakeRun("default", "fgd", 42, 95.23),

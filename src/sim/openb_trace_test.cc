@@ -10,12 +10,15 @@
 #include <vector>
 
 #include "model/gpu_catalog.h"
+#include "sim/testing/sim_testing.h"
 #include "state/cluster_state.h"
 
 namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
+
+using ::tessera::testing::OpenbDir;
 
 // A fresh directory under ::testing::TempDir() for one test's fixture files.
 class OpenbTraceTest : public ::testing::Test {
@@ -392,23 +395,6 @@ TEST(TraceNameFromPathTest, StripsDirectoryPrefixAndExtension) {
 
 // --- the real trace ---------------------------------------------------------------------
 
-// The openb trace folder, through TESSERA_TRACES_DIR (set by CMake for every test).
-// Fails the calling test (does not skip it) when the traces are missing.
-std::string OpenbDir() {
-  const char* root = std::getenv("TESSERA_TRACES_DIR");
-  if (root == nullptr || *root == '\0') {
-    ADD_FAILURE() << "TESSERA_TRACES_DIR is not set; run through ctest or set it to the "
-                     "shared traces folder";
-    return "";
-  }
-  fs::path dir = fs::path(root) / "alibaba-gpu-v2023-fgd";
-  if (!fs::is_directory(dir)) {
-    ADD_FAILURE() << "trace folder " << dir << " is missing (TESSERA_TRACES_DIR=" << root << ")";
-    return "";
-  }
-  return dir.string();
-}
-
 TEST(OpenbRealTraceTest, GpuNodeListHas1213NodesAnd6212Gpus) {
   std::string dir = OpenbDir();
   ASSERT_FALSE(dir.empty());
@@ -428,8 +414,8 @@ TEST(OpenbRealTraceTest, GpuNodeListHas1213NodesAnd6212Gpus) {
     }
   }
   EXPECT_EQ(gpus, 6212u);
-  EXPECT_EQ(cpu, 107'018'000);  // spec §6
-  // From the node mix in spec §6.
+  EXPECT_EQ(cpu, 107'018'000);  // the inputs of docs/fgd-replication.md §1
+  // The node mix of that GPU node list.
   EXPECT_EQ(gpus_by_model["G2"], 549 * 8);
   EXPECT_EQ(gpus_by_model["G3"], 39 * 8);
   EXPECT_EQ(gpus_by_model["A10"], 2);
@@ -459,7 +445,7 @@ TEST(OpenbRealTraceTest, DefaultPodListHas8152Pods) {
   EXPECT_EQ(list->pods[0].request.gpu_count, 1);
   EXPECT_EQ(list->pods[0].request.gpu_milli, kWholeGpu);
   EXPECT_EQ(list->pods[1].request.gpu_milli, MilliGpu(460));
-  // The GPU request is 97.98% of the 6212 GPUs (spec §1.3).
+  // The GPU request, before tuning (docs/fgd-replication.md §1): 97.98% of the 6212 GPUs.
   int64_t milli = 0;
   int cpu_only = 0;
   for (const TracePod& p : list->pods) {

@@ -5,14 +5,18 @@
 #include <utility>
 #include <vector>
 
+#include "state/testing/test_cluster.h"
+
 namespace tessera {
 namespace {
 
+using ::tessera::testing::Cluster;
+using ::tessera::testing::Model;
+
 std::vector<NodeSpec> TwoNodes() {
-  const GpuCatalog& c = GpuCatalog::Default();
-  return {MakeUniformNode("a", MilliCpu(16000), MiB(65536), *c.Find("T4"), 2, SharingMode::kShared),
-          MakeUniformNode("b", MilliCpu(16000), MiB(65536), *c.Find("A10"), 1,
-                          SharingMode::kExclusive)};
+  return {
+      MakeUniformNode("a", MilliCpu(16000), MiB(65536), Model("T4"), 2, SharingMode::kShared),
+      MakeUniformNode("b", MilliCpu(16000), MiB(65536), Model("A10"), 1, SharingMode::kExclusive)};
 }
 
 TEST(ClusterStateTest, TotalsFollowAllocations) {
@@ -53,11 +57,7 @@ TEST(ClusterStateTest, RejectsDuplicateNamesAndBadSpecs) {
   EXPECT_EQ(s->Allocate(bad).code(), StatusCode::kInvalidArgument);
 }
 
-ClusterState MakeState() {
-  StatusOr<ClusterState> s = ClusterState::Create(TwoNodes(), GpuCatalog::Default());
-  EXPECT_TRUE(s.ok());
-  return std::move(s).value();
-}
+ClusterState MakeState() { return Cluster(TwoNodes()); }
 
 Allocation CpuOn(uint32_t node, int64_t cpu) {
   return Allocation{NodeId(node), MilliCpu(cpu), MiB(0), {}};
