@@ -57,11 +57,7 @@ const Inputs& Load() {
     }
     in->openb_nodes = *nodes;
     in->pods = *std::move(pods);
-    std::vector<TaskRequest> requests;
-    for (const TracePod& p : in->pods.pods) {
-      requests.push_back(p.request);
-    }
-    in->typical = std::make_unique<FragmentationModel>(FindTypicalTasks(requests));
+    in->typical = std::make_unique<FragmentationModel>(FindTypicalTasks(in->pods.Requests()));
     in->openb = std::make_unique<ClusterState>(*ClusterState::Create(in->openb_nodes, catalog));
     std::vector<NodeSpec> many;
     for (int i = 0; i < 10000; ++i) {

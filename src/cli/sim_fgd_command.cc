@@ -85,12 +85,7 @@ Status Run(const FgdOptions& o) {
     if (list.pods.empty()) {
       return InvalidArgumentError("'" + path + "' has no pods");
     }
-    std::vector<TaskRequest> requests;
-    requests.reserve(list.pods.size());
-    for (const TracePod& p : list.pods) {
-      requests.push_back(p.request);
-    }
-    typical.push_back(std::make_unique<FragmentationModel>(FindTypicalTasks(requests)));
+    typical.push_back(std::make_unique<FragmentationModel>(FindTypicalTasks(list.Requests())));
     traces.push_back(std::make_unique<PodList>(std::move(list)));
   }
 

@@ -8,6 +8,7 @@
 
 #include "base/rng.h"
 #include "model/node.h"
+#include "plugins/testing/fgd_testing.h"
 #include "sched/gpu_selection.h"
 #include "state/node_ledger.h"
 #include "state/testing/test_cluster.h"
@@ -16,6 +17,7 @@ namespace tessera {
 namespace {
 
 using ::tessera::testing::Model;
+using ::tessera::testing::ModelOf;
 using ::tessera::testing::Request;
 using ::tessera::testing::T4Node;
 using ::tessera::testing::TakeRandomShares;
@@ -35,16 +37,6 @@ TypicalTask Typical(int64_t cpu, int64_t milli, int count, int64_t weight,
   }
   t.count = weight;
   return t;
-}
-
-FragmentationModel ModelOf(std::vector<TypicalTask> tasks) {
-  TypicalWorkload w;
-  for (const TypicalTask& t : tasks) {
-    w.covered += t.count;
-  }
-  w.total = w.covered;
-  w.tasks = std::move(tasks);
-  return FragmentationModel(std::move(w));
 }
 
 // ---------------------------------------------------------------------------------

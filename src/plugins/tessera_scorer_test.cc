@@ -10,6 +10,7 @@
 #include "base/rng.h"
 #include "model/node.h"
 #include "plugins/registry.h"
+#include "plugins/testing/fgd_testing.h"
 #include "sched/gpu_selection.h"
 #include "sched/placer.h"
 #include "state/cluster_state.h"
@@ -25,6 +26,7 @@ namespace {
 
 using ::tessera::testing::Catalog;
 using ::tessera::testing::Cpu;
+using ::tessera::testing::ModelOf;
 using ::tessera::testing::Request;
 using ::tessera::testing::T4Node;
 using ::tessera::testing::TakeRandomShares;
@@ -45,16 +47,6 @@ TypicalTask Typical(int64_t cpu, int64_t milli, int count, int64_t weight, int64
   t.count = weight;
   t.memory = MiB(memory);
   return t;
-}
-
-FragmentationModel ModelOf(std::vector<TypicalTask> tasks) {
-  TypicalWorkload w;
-  for (const TypicalTask& t : tasks) {
-    w.covered += t.count;
-  }
-  w.total = w.covered;
-  w.tasks = std::move(tasks);
-  return FragmentationModel(std::move(w));
 }
 
 // ---------------------------------------------------------------------------------

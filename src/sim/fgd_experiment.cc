@@ -7,8 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
-#include <map>
 #include <numeric>
+#include <string_view>
+#include <utility>
 
 #include "plugins/registry.h"
 #include "sched/placer.h"
@@ -26,16 +27,37 @@ double RoundHalfEven(double value, int decimals) {
   return std::strtod(buf.data(), nullptr);
 }
 
+namespace {
+
+// Our policy names and the authors' labels in their result files.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kAuthorsLabels{{
+    {"random", "01-Random"},
+    {"dotprod", "02-DotProd"},
+    {"gpuclustering", "03-GpuClustering"},
+    {"gpupacking", "04-GpuPacking"},
+    {"bestfit", "05-BestFit"},
+    {"fgd", "06-FGD"},
+    {"tessera", "07-Tessera"},
+}};
+
+}  // namespace
+
 std::string AuthorsPolicyLabel(const std::string& policy) {
-  static const std::map<std::string, std::string> kLabels{{"random", "01-Random"},
-                                                          {"dotprod", "02-DotProd"},
-                                                          {"gpuclustering", "03-GpuClustering"},
-                                                          {"gpupacking", "04-GpuPacking"},
-                                                          {"bestfit", "05-BestFit"},
-                                                          {"fgd", "06-FGD"},
-                                                          {"tessera", "07-Tessera"}};
-  auto it = kLabels.find(policy);
-  return it == kLabels.end() ? policy : it->second;
+  for (const auto& [ours, label] : kAuthorsLabels) {
+    if (ours == policy) {
+      return std::string(label);
+    }
+  }
+  return policy;
+}
+
+std::string PolicyFromAuthorsLabel(const std::string& label) {
+  for (const auto& [ours, theirs] : kAuthorsLabels) {
+    if (theirs == label) {
+      return std::string(ours);
+    }
+  }
+  return label;
 }
 
 std::vector<TaskRequest> PrepareWorkload(const PodList& pods, int64_t total_gpu_milli,
@@ -154,6 +176,24 @@ StatusOr<FgdRunResult> RunFgdExperiment(const FgdRunSpec& spec) {
   BinSums bins;
   int64_t arrived = 0;
   auto start = std::chrono::steady_clock::now();
+  // One sample per pod; its values change only when a pod is placed, so they are
+  // recomputed then (the 2-decimal rounding goes through printf, not cheap).
+  const auto cap = static_cast<double>(capacity);
+  const auto gpus = static_cast<double>(result.total_gpus);
+  struct Sample {
+    double alloc_pct = 0;
+    double frag_pct = 0;
+    double frag_ratio_pct = 0;
+  };
+  auto sample_now = [&]() {
+    // The authors' arithmetic: milli / total_gpus / 10 is a percentage of capacity.
+    const auto allocated = static_cast<double>(state.allocated_gpu_milli().value());
+    const double frag_milli = static_cast<double>(frag_total) / frag_scale;
+    const double idle = cap - allocated;
+    return Sample{RoundHalfEven(allocated / gpus / 10.0, 2), frag_milli / cap * 100.0,
+                  idle > 0 ? RoundHalfEven(frag_milli / idle * 100.0, 2) : 0.0};
+  };
+  Sample sample = sample_now();
   for (const TaskRequest& request : workload) {
     arrived += request.gpu_milli.value() * request.gpu_count;
     ++result.pods_tried;
@@ -168,23 +208,18 @@ StatusOr<FgdRunResult> RunFgdExperiment(const FgdRunSpec& spec) {
       int64_t f = spec.typical->ScaledFrag(state.nodes()[i]);
       frag_total += f - node_frag[i];
       node_frag[i] = f;
+      sample = sample_now();
     } else if (!request.cpu_only()) {
       ++result.gpu_pods_failed;
     }
-    // The authors' arithmetic: milli / total_gpus / 10 is a percentage of capacity.
-    const auto cap = static_cast<double>(capacity);
-    const auto gpus = static_cast<double>(result.total_gpus);
     const double arrived_pct = RoundHalfEven(static_cast<double>(arrived) / gpus / 10.0, 0);
     const auto bin = static_cast<int64_t>(arrived_pct);
     if (bin < 0 || bin > kArrivedBins) {
       continue;
     }
-    const double allocated = static_cast<double>(state.allocated_gpu_milli().value());
-    const double frag_milli = static_cast<double>(frag_total) / frag_scale;
-    const double idle = cap - allocated;
-    bins.alloc_sum[bin] += RoundHalfEven(allocated / gpus / 10.0, 2);
-    bins.frag_sum[bin] += frag_milli / cap * 100.0;
-    bins.ratio_sum[bin] += idle > 0 ? RoundHalfEven(frag_milli / idle * 100.0, 2) : 0.0;
+    bins.alloc_sum[bin] += sample.alloc_pct;
+    bins.frag_sum[bin] += sample.frag_pct;
+    bins.ratio_sum[bin] += sample.frag_ratio_pct;
     ++bins.count[bin];
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

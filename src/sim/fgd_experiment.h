@@ -67,6 +67,8 @@ StatusOr<FgdRunResult> RunFgdExperiment(const FgdRunSpec& spec);
 
 // The authors' name for a policy in their result files ("06-FGD"); ours for new ones.
 std::string AuthorsPolicyLabel(const std::string& policy);
+// The inverse: "06-FGD" -> "fgd"; an unknown label is returned as it is.
+std::string PolicyFromAuthorsLabel(const std::string& label);
 
 // Rounds half to even at `decimals` places, as Python's round() does.
 double RoundHalfEven(double value, int decimals);

@@ -28,7 +28,6 @@ namespace {
 
 using ::tessera::testing::ExpectSameRun;
 using ::tessera::testing::OpenbDir;
-using ::tessera::testing::Requests;
 
 // --- helpers ---------------------------------------------------------------------------
 
@@ -311,7 +310,7 @@ PodList ThirtyPods() {
 
 TEST(PrepareWorkloadTest, SameSeedSameOrderAndInputOrderDoesNotMatter) {
   PodList pods = ThirtyPods();
-  const int64_t original = GpuMilli(Requests(pods));
+  const int64_t original = GpuMilli(pods.Requests());
   const int64_t capacity = 16'000;  // the pods ask for more than 100%
   ASSERT_GT(original, capacity);
   ASSERT_LT(original, static_cast<int64_t>(1.3 * capacity));
@@ -352,7 +351,7 @@ TEST(PrepareWorkloadTest, SameSeedSameOrderAndInputOrderDoesNotMatter) {
 
 TEST(PrepareWorkloadTest, TuneDownWithRealRngStaysAtOrBelowTarget) {
   PodList pods = ThirtyPods();
-  ASSERT_GT(GpuMilli(Requests(pods)), 10'000);
+  ASSERT_GT(GpuMilli(pods.Requests()), 10'000);
   for (uint64_t seed : {1, 2, 3}) {
     Pcg32 rng(seed);
     std::vector<TaskRequest> w = PrepareWorkload(pods, 20'000, 0.5, rng);
@@ -385,7 +384,7 @@ struct ThreeNodes {
   ThreeNodes()
       : cluster(*Cluster({GpuNode("n0", 1), GpuNode("n1", 1), GpuNode("n2", 1)})),
         pods(MakePods()),
-        typical(FindTypicalTasks(Requests(pods))) {}
+        typical(FindTypicalTasks(pods.Requests())) {}
   static PodList MakePods() {
     PodList list;
     list.trace = "tiny";
@@ -470,7 +469,7 @@ TEST(RunFgdExperimentTest, PackingPoliciesFitAllThreePods) {
   PodList pods;
   pods.trace = "pack";
   pods.pods = {Pod("p1", 1000, 1, 500), Pod("p2", 1000, 1, 500), Pod("p3", 1000, 1, 1000)};
-  FragmentationModel typical(FindTypicalTasks(Requests(pods)));
+  FragmentationModel typical(FindTypicalTasks(pods.Requests()));
   for (const std::string policy : {"bestfit", "fgd", "gpupacking", "tessera"}) {
     for (uint64_t seed = 40; seed < 50; ++seed) {
       SCOPED_TRACE(std::string(policy) + " seed " + std::to_string(seed));
@@ -552,7 +551,7 @@ TEST(RunFgdExperimentTest, ArrivedBinsFollowTheAuthorsArithmetic) {
   PodList pods;
   pods.trace = "halves";
   pods.pods = {Pod("p1", 1000, 1, 1000), Pod("p2", 1000, 1, 90), Pod("p3", 1000, 1, 910)};
-  FragmentationModel typical(FindTypicalTasks(Requests(pods)));
+  FragmentationModel typical(FindTypicalTasks(pods.Requests()));
   uint64_t seed = 0;
   for (uint64_t s = 1; s < 100 && seed == 0; ++s) {
     Pcg32 rng(s);
@@ -612,7 +611,7 @@ TraceSlice LoadSlice() {
   std::stable_sort(s.pods.pods.begin(), s.pods.pods.end(),
                    [](const TracePod& a, const TracePod& b) { return a.name < b.name; });
   s.pods.pods.resize(200);
-  s.typical.emplace(FindTypicalTasks(Requests(s.pods)));
+  s.typical.emplace(FindTypicalTasks(s.pods.Requests()));
   return s;
 }
 
@@ -813,7 +812,7 @@ TEST(FgdFullTraceTest, DefaultTraceBestfitSeed42) {
   ASSERT_TRUE(pods.ok()) << pods.status().ToString();
   StatusOr<ClusterState> cluster = ClusterState::Create(std::move(*nodes), catalog);
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-  FragmentationModel typical(FindTypicalTasks(Requests(*pods)));
+  FragmentationModel typical(FindTypicalTasks(pods->Requests()));
   // docs/fgd-replication.md §4.1: 35 typical pods covering 95.26 % of 8152.
   EXPECT_EQ(typical.workload().tasks.size(), 35u);
   EXPECT_EQ(typical.workload().total, 8152);

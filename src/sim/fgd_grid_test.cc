@@ -20,7 +20,6 @@ namespace tessera {
 namespace {
 
 using ::tessera::testing::ExpectSameRun;
-using ::tessera::testing::Requests;
 
 // Two small traces of small shares (50..200 milli, so every run has samples near
 // 100 % arrived) on four nodes with 6 GPUs, with enough CPU-only pods that placement
@@ -36,8 +35,8 @@ class FgdGridTest : public ::testing::Test {
             GpuCatalog::Default())),
         t1_(MakeTrace("t1", 0)),
         t2_(MakeTrace("t2", 1)),
-        typical1_(FindTypicalTasks(Requests(t1_))),
-        typical2_(FindTypicalTasks(Requests(t2_))) {}
+        typical1_(FindTypicalTasks(t1_.Requests())),
+        typical2_(FindTypicalTasks(t2_.Requests())) {}
 
   static GpuModelId T4() { return *GpuCatalog::Default().Find("T4"); }
 

@@ -34,18 +34,6 @@ std::string Short(double v) {
   return s;
 }
 
-std::string PolicyFromAuthorsLabel(const std::string& label) {
-  static const std::map<std::string, std::string> kNames{{"01-Random", "random"},
-                                                         {"02-DotProd", "dotprod"},
-                                                         {"03-GpuClustering", "gpuclustering"},
-                                                         {"04-GpuPacking", "gpupacking"},
-                                                         {"05-BestFit", "bestfit"},
-                                                         {"06-FGD", "fgd"},
-                                                         {"07-Tessera", "tessera"}};
-  auto it = kNames.find(label);
-  return it == kNames.end() ? label : it->second;
-}
-
 std::string XmlEscape(std::string_view text) {
   std::string out;
   for (char c : text) {

@@ -84,6 +84,15 @@ StatusOr<int64_t> Field(const CsvTable& t, size_t row, size_t col, const std::st
 
 }  // namespace
 
+std::vector<TaskRequest> PodList::Requests() const {
+  std::vector<TaskRequest> out;
+  out.reserve(pods.size());
+  for (const TracePod& p : pods) {
+    out.push_back(p.request);
+  }
+  return out;
+}
+
 std::string TraceNameFromPath(const std::string& path) {
   std::string base = path.substr(path.find_last_of('/') + 1);
   if (EndsWith(base, ".csv")) {

@@ -29,6 +29,9 @@ struct PodList {
   std::string trace;  // "default" for openb_pod_list_default.csv
   std::vector<TracePod> pods;
   int zero_milli_gpu_pods = 0;
+
+  // The pods' requests, in list order (what typical tasks are found from).
+  std::vector<TaskRequest> Requests() const;
 };
 
 StatusOr<std::vector<NodeSpec>> ReadOpenbNodes(const std::string& path, const GpuCatalog& catalog);

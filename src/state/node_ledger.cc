@@ -61,11 +61,6 @@ NodeLedger::NodeLedger(const NodeSpec* spec, const GpuCatalog& catalog) : spec_(
   free_gpu_milli_ = static_cast<int64_t>(gpus_.size()) * kMilliPerGpu;
 }
 
-int NodeLedger::idle_gpus() const {
-  return static_cast<int>(
-      std::count_if(gpus_.begin(), gpus_.end(), [](const GpuLedger& g) { return g.idle(); }));
-}
-
 Status NodeLedger::CheckGrantsDistinct(const Allocation& a) const {
   uint64_t seen = 0;
   for (const GpuGrant& g : a.gpus) {

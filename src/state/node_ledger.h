@@ -48,7 +48,6 @@ class NodeLedger {
   const std::vector<GpuLedger>& gpus() const { return gpus_; }
   int gpu_count() const { return static_cast<int>(gpus_.size()); }
   MilliGpu free_gpu_milli() const { return MilliGpu(free_gpu_milli_); }
-  int idle_gpus() const;
   uint64_t version() const { return version_; }
 
   Status Allocate(const Allocation& allocation);

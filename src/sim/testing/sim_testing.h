@@ -39,15 +39,6 @@ inline std::string TracesDir(std::string_view subdir) {
 // The openb trace folder (node and pod lists of the FGD experiment); as TracesDir.
 inline std::string OpenbDir() { return TracesDir("alibaba-gpu-v2023-fgd"); }
 
-// The requests of `list`'s pods, in order.
-inline std::vector<TaskRequest> Requests(const PodList& list) {
-  std::vector<TaskRequest> out;
-  for (const TracePod& p : list.pods) {
-    out.push_back(p.request);
-  }
-  return out;
-}
-
 // Vectors equal element by element, NaN equal to NaN.
 inline bool SameValues(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size()) {
