@@ -1,0 +1,41 @@
+// Queue tree configuration in YAML.
+//
+//   priorityClasses:
+//     - {name: high, value: 100}
+//   cohorts:
+//     - name: org
+//       parent: ""              # optional: cohorts nest
+//       quota: {gpu: 16}        # a cohort may hold quota of its own
+//   queues:
+//     - name: team-a
+//       cohort: org             # optional: a queue without a cohort borrows from nobody
+//       tenant: a               # optional, default the queue's name
+//       weight: 2               # fair-share weight, default 1
+//       quota:
+//         gpu: {nominal: 8, borrowingLimit: 4, lendingLimit: 2}
+//         "gpu:H100-80GB": 4    # a bare number is the nominal quota
+//         cpu: 64               # cores; "500m" is milli-cores
+//         memory: 512Gi         # Mi, Gi, Ti (binary); a bare number is MiB
+//         gpu-memory: 640Gi
+//
+// GPU quantities are GPUs ("1.5" or "1500m" for milli-GPU). Unknown keys are
+// errors (a typo must not silently drop a quota). Errors name the YAML path.
+// Thread safety: functions, no shared state.
+#pragma once
+
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+#include "base/status.h"
+#include "model/gpu_catalog.h"
+#include "model/queue_tree.h"
+
+namespace tessera {
+
+StatusOr<QueueTreeSpec> ParseQueueTreeYaml(const YAML::Node& root, const GpuCatalog& catalog);
+StatusOr<QueueTreeSpec> LoadQueueTreeFile(const std::string& path, const GpuCatalog& catalog);
+// Parses a quantity of `kind` in its ledger unit (milli-GPU, milli-CPU, MiB).
+StatusOr<int64_t> ParseResourceQuantity(const YAML::Node& node, ResourceKind kind);
+
+}  // namespace tessera

@@ -1,0 +1,68 @@
+// RuntimePredictor: learns job runtimes online from finished jobs.
+//
+// Runtimes are kept in log2-space histograms at several levels of detail: (tenant,
+// user, name, GPUs), (tenant, GPUs), (tenant), and all jobs. A prediction comes from
+// the most specific level with enough samples, as a quantile (default 0.7: better a
+// bit long than short, since backfill trusts it), and is capped by the user's limit
+// when there is one. With no samples at all it falls back to the user's limit, and
+// without a limit to Options::default_runtime. Old samples decay, so the
+// predictor follows drift.
+// Pure: no clock, no I/O. Thread safety: none.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/clock.h"
+
+namespace tessera {
+
+struct RuntimeFeatures {
+  std::string tenant;
+  std::string user;
+  std::string name;  // job name or application
+  int gpus = 0;
+  Micros limit = 0;  // user's runtime limit; 0: none
+};
+
+class RuntimePredictor {
+ public:
+  struct Options {
+    double quantile = 0.7;        // of the runtime distribution at the chosen level
+    int min_samples = 5;          // a level needs this many (decayed) samples to be used
+    double decay = 0.999;         // each observation multiplies older weights by this
+    Micros default_runtime = 3600LL * 1'000'000;  // with no data and no limit
+  };
+
+  RuntimePredictor() : RuntimePredictor(Options{}) {}
+  explicit RuntimePredictor(Options options);
+
+  Micros Predict(const RuntimeFeatures& job) const;
+  void Observe(const RuntimeFeatures& job, Micros runtime);
+
+  int64_t observations() const { return observations_; }
+
+ private:
+  // Log2 histogram: 8 bins per octave from 1 s to 2^24 s.
+  static constexpr int kBinsPerOctave = 8;
+  static constexpr int kOctaves = 24;
+  static constexpr int kBins = kBinsPerOctave * kOctaves + 1;
+  struct Histogram {
+    std::vector<double> weight = std::vector<double>(kBins, 0.0);
+    double total = 0;
+    int64_t epoch = 0;  // observations_ at the last update, for lazy decay
+  };
+  static int BinOf(Micros runtime);
+  static Micros ValueOf(double bin);
+  std::vector<std::string> Keys(const RuntimeFeatures& job) const;
+  double DecayedTotal(const Histogram& h) const;
+  Micros Quantile(const Histogram& h) const;
+
+  Options options_;
+  int64_t observations_ = 0;
+  std::unordered_map<std::string, Histogram> histograms_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,58 @@
+// Job traces for the job-level simulator: Philly, Tiresias and Pollux/Sia workloads.
+//
+// Every reader returns jobs sorted by submission time (stable: file order breaks
+// ties), with times in microseconds relative to the first submission. Errors name
+// the file and line. Thread safety: functions, no shared state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+
+namespace tessera {
+
+struct TraceJob {
+  std::string name;         // the trace's id, else "<trace>-<line>"
+  Micros submit = 0;        // since the trace's first submission
+  Micros duration = 0;      // run time on its GPUs when never interrupted (> 0)
+  int gpus = 0;             // total GPUs of the job (>= 1)
+  std::string tenant;       // virtual cluster / team; "" when the trace has none
+  std::string application;  // model name when the trace has one
+};
+
+struct JobTrace {
+  std::string name;  // e.g. "philly"
+  std::vector<TraceJob> jobs;
+  int skipped = 0;   // rows dropped (zero duration or zero GPUs), reported to the user
+};
+
+// Sia's philly.csv: timestamp("YYYY-MM-DD HH:MM:SS"),duration(s),num_gpus,gpu_time,cluster.
+// Blank lines are ignored; rows with zero GPUs or zero duration are skipped and counted.
+StatusOr<JobTrace> ReadPhillyTrace(const std::string& path);
+
+// Tiresias' 60_job.csv: job_id,num_gpu,submit_time,iterations,model_name,duration,interval.
+StatusOr<JobTrace> ReadTiresiasTrace(const std::string& path);
+
+// Pollux/Sia workload-N.csv: name,time,application,num_replicas,batch_size. The
+// duration is derived from the application's profiles in `profiles_dir` (Sia's
+// traces/<application>/): iterations to the end of validation-<batch>.csv (nearest
+// batch size) times the step plus sync time of scalability.csv at the nearest
+// (replicas, local batch) point. One GPU per replica.
+StatusOr<JobTrace> ReadPolluxWorkload(const std::string& path, const std::string& profiles_dir);
+
+// "philly:PATH", "tiresias:PATH" or "pollux:PATH" (the profiles are looked up in
+// `traces_dir`/sia/traces). A bare PATH is read as Philly.
+StatusOr<JobTrace> ReadJobTrace(std::string_view spec, const std::string& traces_dir);
+
+// GPU-seconds demanded over (cluster GPUs x the submission span, first to last).
+double OfferedLoad(const JobTrace& trace, int64_t cluster_gpus);
+
+// Scales submission times by a constant factor so that OfferedLoad becomes
+// `target_load` (> 0); durations are unchanged. Returns the factor applied.
+double ScaleToLoad(JobTrace* trace, int64_t cluster_gpus, double target_load);
+
+}  // namespace tessera
