@@ -1,1 +1,410 @@
-// placeholder
+#include "api/queue_config.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/strings.h"
+
+namespace tessera {
+namespace {
+
+// " (line 3, column 7)" for a node read from text; "" for one built in code.
+std::string At(const YAML::Node& node) {
+  if (!node.IsDefined()) {
+    return "";
+  }
+  YAML::Mark mark = node.Mark();
+  if (mark.is_null()) {
+    return "";
+  }
+  return " (line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1) +
+         ")";
+}
+
+Status ErrorAt(std::string_view path, const YAML::Node& node, std::string_view message) {
+  std::string out(path);
+  if (!out.empty()) {
+    out += ": ";
+  }
+  out += message;
+  out += At(node);
+  return InvalidArgumentError(std::move(out));
+}
+
+std::string NodeType(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+      return "nothing";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "an undefined node";
+}
+
+// Calls visit(key, value, path of the value) for each entry of the map at `path`,
+// rejecting keys that are not scalars, repeated or not in `allowed`.
+Status ForEachKey(
+    const YAML::Node& map, const std::string& path, const std::vector<std::string_view>& allowed,
+    const std::function<Status(const std::string&, const YAML::Node&, const std::string&)>& visit) {
+  if (!map.IsMap()) {
+    return ErrorAt(path, map, "expected a map, got " + NodeType(map));
+  }
+  std::vector<std::string> seen;
+  for (const auto& entry : map) {
+    // Copies: the iterator hands out a temporary pair of handles.
+    const YAML::Node key = entry.first;
+    const YAML::Node value = entry.second;
+    if (!key.IsScalar()) {
+      return ErrorAt(path, key, "expected a plain key, got " + NodeType(key));
+    }
+    const std::string& name = key.Scalar();
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      std::vector<std::string> expected(allowed.begin(), allowed.end());
+      return ErrorAt(path, key,
+                     "unknown key '" + name + "'; expected one of " + Join(expected, ", "));
+    }
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+      return ErrorAt(path, key, "key '" + name + "' appears twice");
+    }
+    seen.push_back(name);
+    std::string child_path = path.empty() ? name : path + "." + name;
+    TESSERA_RETURN_IF_ERROR(visit(name, value, child_path));
+  }
+  return Status::Ok();
+}
+
+// A scalar string; null reads as "" (so `parent:` and `parent: ""` agree).
+StatusOr<std::string> ReadString(const YAML::Node& node, const std::string& path) {
+  if (node.IsNull()) {
+    return std::string();
+  }
+  if (!node.IsScalar()) {
+    return ErrorAt(path, node, "expected a string, got " + NodeType(node));
+  }
+  return node.Scalar();
+}
+
+StatusOr<int64_t> ReadInt(const YAML::Node& node, const std::string& path) {
+  if (!node.IsScalar()) {
+    return ErrorAt(path, node, "expected an integer, got " + NodeType(node));
+  }
+  StatusOr<int64_t> value = ParseInt64(node.Scalar());
+  if (!value.ok()) {
+    return ErrorAt(path, node, value.status().message());
+  }
+  return *value;
+}
+
+// Units per kind: the scale of a bare number, and the accepted suffixes.
+struct Unit {
+  std::string_view suffix;
+  int64_t scale;  // ledger units per 1 of the suffixed number
+};
+
+std::vector<Unit> UnitsOf(ResourceKind kind) {
+  switch (kind) {
+    case ResourceKind::kGpu:
+    case ResourceKind::kCpu:
+      return {{"", 1000}, {"m", 1}};
+    case ResourceKind::kGpuMemory:
+    case ResourceKind::kMemory:
+      return {{"", 1}, {"Mi", 1}, {"Gi", 1024}, {"Ti", int64_t{1024} * 1024}};
+  }
+  return {};
+}
+
+std::string_view UnitHint(ResourceKind kind) {
+  switch (kind) {
+    case ResourceKind::kGpu:
+      return "a number of GPUs such as 8, 1.5 or 500m";
+    case ResourceKind::kCpu:
+      return "a number of cores such as 64, 0.5 or 500m";
+    case ResourceKind::kGpuMemory:
+    case ResourceKind::kMemory:
+      return "a size such as 512Gi, 1.5Ti, 2048Mi or 2048 (MiB)";
+  }
+  return "a quantity";
+}
+
+// "1.5Gi" -> 1536 (for memory). Exact integer arithmetic; the result must be a whole
+// number of ledger units.
+StatusOr<int64_t> ParseQuantityText(std::string_view text, ResourceKind kind) {
+  const std::string bad =
+      "bad quantity '" + std::string(text) + "': expected " + std::string(UnitHint(kind));
+  std::string_view t = Trim(text);
+  if (!t.empty() && t[0] == '-') {
+    return InvalidArgumentError("quantity '" + std::string(text) + "' must not be negative");
+  }
+  if (!t.empty() && t[0] == '+') {
+    t.remove_prefix(1);
+  }
+  size_t pos = 0;
+  int64_t mantissa = 0;
+  int int_digits = 0;
+  int frac_digits = 0;
+  bool overflow = false;
+  auto take_digits = [&](int& count) {
+    while (pos < t.size() && t[pos] >= '0' && t[pos] <= '9') {
+      overflow |= __builtin_mul_overflow(mantissa, int64_t{10}, &mantissa);
+      overflow |= __builtin_add_overflow(mantissa, int64_t{t[pos] - '0'}, &mantissa);
+      ++count;
+      ++pos;
+    }
+  };
+  take_digits(int_digits);
+  if (pos < t.size() && t[pos] == '.') {
+    ++pos;
+    take_digits(frac_digits);
+    if (frac_digits == 0) {
+      return InvalidArgumentError(bad);
+    }
+  }
+  if (int_digits + frac_digits == 0) {
+    return InvalidArgumentError(bad);
+  }
+  std::string_view suffix = t.substr(pos);
+  const std::vector<Unit> units = UnitsOf(kind);
+  auto unit =
+      std::find_if(units.begin(), units.end(), [&](const Unit& u) { return u.suffix == suffix; });
+  if (unit == units.end()) {
+    return InvalidArgumentError(bad);
+  }
+  int64_t scaled = 0;
+  overflow |= __builtin_mul_overflow(mantissa, unit->scale, &scaled);
+  if (overflow || frac_digits > 18) {
+    return InvalidArgumentError("quantity '" + std::string(text) + "' is out of range");
+  }
+  int64_t divisor = 1;
+  for (int i = 0; i < frac_digits; ++i) {
+    divisor *= 10;
+  }
+  if (scaled % divisor != 0) {
+    return InvalidArgumentError("quantity '" + std::string(text) + "' is finer than the unit of " +
+                                (kind == ResourceKind::kGpu   ? "1m (a thousandth of a GPU)"
+                                 : kind == ResourceKind::kCpu ? "1m (a thousandth of a core)"
+                                                              : "1 MiB"));
+  }
+  return scaled / divisor;
+}
+
+StatusOr<int64_t> ReadQuantity(const YAML::Node& node, ResourceKind kind, const std::string& path) {
+  if (!node.IsScalar()) {
+    return ErrorAt(path, node,
+                   "expected " + std::string(UnitHint(kind)) + ", got " + NodeType(node));
+  }
+  StatusOr<int64_t> value = ParseQuantityText(node.Scalar(), kind);
+  if (!value.ok()) {
+    return ErrorAt(path, node, value.status().message());
+  }
+  return *value;
+}
+
+// quota: {gpu: 8, cpu: {nominal: 64, borrowingLimit: 16}}
+Status ReadQuotas(const YAML::Node& map, const std::string& path, const GpuCatalog& catalog,
+                  std::vector<QueueQuota>& out) {
+  return ForEachKey(
+      map, path, {},
+      [&](const std::string& key, const YAML::Node& value,
+          const std::string& value_path) -> Status {
+        StatusOr<ResourceName> resource = ParseResourceName(key, catalog);
+        if (!resource.ok()) {
+          return ErrorAt(value_path, value, resource.status().message());
+        }
+        for (const QueueQuota& q : out) {
+          if (q.resource == *resource) {
+            return ErrorAt(value_path, value,
+                           "quota on " + ResourceNameString(*resource, catalog) + " is set twice");
+          }
+        }
+        QueueQuota quota;
+        quota.resource = *resource;
+        const ResourceKind kind = resource->kind;
+        if (value.IsMap()) {
+          TESSERA_RETURN_IF_ERROR(ForEachKey(
+              value, value_path, {"nominal", "borrowingLimit", "lendingLimit"},
+              [&](const std::string& field, const YAML::Node& amount,
+                  const std::string& amount_path) -> Status {
+                TESSERA_ASSIGN_OR_RETURN(int64_t v, ReadQuantity(amount, kind, amount_path));
+                if (field == "nominal") {
+                  quota.quota.nominal = v;
+                } else if (field == "borrowingLimit") {
+                  quota.quota.borrowing_limit = v;
+                } else {
+                  quota.quota.lending_limit = v;
+                }
+                return Status::Ok();
+              }));
+        } else {
+          TESSERA_ASSIGN_OR_RETURN(quota.quota.nominal, ReadQuantity(value, kind, value_path));
+        }
+        out.push_back(quota);
+        return Status::Ok();
+      });
+}
+
+// One entry of `cohorts` (cohort true) or `queues`.
+StatusOr<QueueNodeSpec> ReadNode(const YAML::Node& entry, const std::string& path, bool cohort,
+                                 const GpuCatalog& catalog) {
+  QueueNodeSpec node;
+  node.cohort = cohort;
+  const std::vector<std::string_view> keys =
+      cohort ? std::vector<std::string_view>{"name", "parent", "quota", "weight"}
+             : std::vector<std::string_view>{"name", "cohort", "tenant", "weight", "quota"};
+  TESSERA_RETURN_IF_ERROR(
+      ForEachKey(entry, path, keys,
+                 [&](const std::string& key, const YAML::Node& value,
+                     const std::string& value_path) -> Status {
+                   if (key == "name") {
+                     TESSERA_ASSIGN_OR_RETURN(node.name, ReadString(value, value_path));
+                   } else if (key == "parent" || key == "cohort") {
+                     TESSERA_ASSIGN_OR_RETURN(node.parent, ReadString(value, value_path));
+                   } else if (key == "tenant") {
+                     TESSERA_ASSIGN_OR_RETURN(node.tenant, ReadString(value, value_path));
+                   } else if (key == "weight") {
+                     TESSERA_ASSIGN_OR_RETURN(node.weight, ReadInt(value, value_path));
+                     if (node.weight <= 0) {
+                       return ErrorAt(value_path, value,
+                                      "weight must be > 0, got " + std::to_string(node.weight));
+                     }
+                   } else {
+                     return ReadQuotas(value, value_path, catalog, node.quotas);
+                   }
+                   return Status::Ok();
+                 }));
+  if (node.name.empty()) {
+    return ErrorAt(path, entry, std::string(cohort ? "a cohort" : "a queue") + " needs a name");
+  }
+  return node;
+}
+
+StatusOr<PriorityClass> ReadPriorityClass(const YAML::Node& entry, const std::string& path) {
+  PriorityClass pc;
+  bool has_value = false;
+  TESSERA_RETURN_IF_ERROR(ForEachKey(
+      entry, path, {"name", "value"},
+      [&](const std::string& key, const YAML::Node& value,
+          const std::string& value_path) -> Status {
+        if (key == "name") {
+          TESSERA_ASSIGN_OR_RETURN(pc.name, ReadString(value, value_path));
+          return Status::Ok();
+        }
+        TESSERA_ASSIGN_OR_RETURN(int64_t v, ReadInt(value, value_path));
+        if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+          return ErrorAt(value_path, value, "priority " + std::to_string(v) + " is out of range");
+        }
+        pc.value = static_cast<int32_t>(v);
+        has_value = true;
+        return Status::Ok();
+      }));
+  if (pc.name.empty()) {
+    return ErrorAt(path, entry, "a priority class needs a name");
+  }
+  if (!has_value) {
+    return ErrorAt(path, entry, "priority class '" + pc.name + "' needs a value");
+  }
+  return pc;
+}
+
+// Calls read(entry, path) for each entry of the list at `path`; null is an empty list.
+Status ForEachEntry(const YAML::Node& list, const std::string& path,
+                    const std::function<Status(const YAML::Node&, const std::string&)>& read) {
+  if (list.IsNull()) {
+    return Status::Ok();
+  }
+  if (!list.IsSequence()) {
+    return ErrorAt(path, list, "expected a list, got " + NodeType(list));
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    TESSERA_RETURN_IF_ERROR(read(YAML::Node(list[i]), path + "[" + std::to_string(i) + "]"));
+  }
+  return Status::Ok();
+}
+
+StatusOr<QueueTreeSpec> Parse(const YAML::Node& root, const GpuCatalog& catalog) {
+  QueueTreeSpec spec;
+  if (!root.IsDefined() || root.IsNull()) {
+    return spec;
+  }
+  // Cohorts come before queues in the spec whatever the order in the file, so that
+  // queues() and resources() follow the file within each kind.
+  std::vector<QueueNodeSpec> cohorts;
+  std::vector<QueueNodeSpec> queues;
+  TESSERA_RETURN_IF_ERROR(ForEachKey(
+      root, "", {"priorityClasses", "cohorts", "queues"},
+      [&](const std::string& key, const YAML::Node& value, const std::string& path) -> Status {
+        if (key == "priorityClasses") {
+          return ForEachEntry(value, path, [&](const YAML::Node& entry, const std::string& p) {
+            TESSERA_ASSIGN_OR_RETURN(PriorityClass pc, ReadPriorityClass(entry, p));
+            spec.priority_classes.push_back(std::move(pc));
+            return Status::Ok();
+          });
+        }
+        const bool cohort = key == "cohorts";
+        return ForEachEntry(value, path, [&](const YAML::Node& entry, const std::string& p) {
+          TESSERA_ASSIGN_OR_RETURN(QueueNodeSpec node, ReadNode(entry, p, cohort, catalog));
+          (cohort ? cohorts : queues).push_back(std::move(node));
+          return Status::Ok();
+        });
+      }));
+  spec.nodes = std::move(cohorts);
+  for (QueueNodeSpec& q : queues) {
+    spec.nodes.push_back(std::move(q));
+  }
+  return spec;
+}
+
+}  // namespace
+
+StatusOr<int64_t> ParseResourceQuantity(const YAML::Node& node, ResourceKind kind) {
+  try {
+    return ReadQuantity(node, kind, "");
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError("bad quantity: " + e.msg);
+  }
+}
+
+StatusOr<QueueTreeSpec> ParseQueueTreeYaml(const YAML::Node& root, const GpuCatalog& catalog) {
+  try {
+    return Parse(root, catalog);
+  } catch (const YAML::Exception& e) {
+    std::string where;
+    if (!e.mark.is_null()) {
+      where = " (line " + std::to_string(e.mark.line + 1) + ", column " +
+              std::to_string(e.mark.column + 1) + ")";
+    }
+    return InvalidArgumentError("queue config: " + e.msg + where);
+  }
+}
+
+StatusOr<QueueTreeSpec> LoadQueueTreeFile(const std::string& path, const GpuCatalog& catalog) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return NotFoundError("cannot read queue config '" + path + "'");
+  } catch (const YAML::Exception& e) {
+    std::string where;
+    if (!e.mark.is_null()) {
+      where = ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
+    }
+    return InvalidArgumentError(path + where + ": " + e.msg);
+  }
+  StatusOr<QueueTreeSpec> spec = ParseQueueTreeYaml(root, catalog);
+  if (!spec.ok()) {
+    return Status(spec.status().code(), path + ": " + spec.status().message());
+  }
+  return spec;
+}
+
+}  // namespace tessera

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/sim_fgd_command.h"
+#include "cli/sim_jobs_command.h"
 
 int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::bad_alloc ends it
   CLI::App app{"Tessera: a multi-tenant GPU cluster scheduler", "tessera"};
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::ba
   CLI::App* sim = app.add_subcommand("sim", "Trace-driven simulation on the scheduling core");
   sim->require_subcommand(1);
   tessera::AddSimFgdCommand(*sim, &exit_code);
+  tessera::AddSimJobsCommand(*sim, &exit_code);
 
   try {
     app.parse(argc, argv);

@@ -7,7 +7,8 @@
 // when there is one. With no samples at all it falls back to the user's limit, and
 // without a limit to Options::default_runtime. Old samples decay, so the
 // predictor follows drift.
-// Pure: no clock, no I/O. Thread safety: none.
+// Pure: no clock, no I/O. Thread safety: none; even concurrent Predict calls race
+// (Predict reuses a key buffer so that it allocates nothing).
 #pragma once
 
 #include <cstdint>
@@ -56,13 +57,18 @@ class RuntimePredictor {
   };
   static int BinOf(Micros runtime);
   static Micros ValueOf(double bin);
-  std::vector<std::string> Keys(const RuntimeFeatures& job) const;
+  // Levels from most to least specific; keys are "t|u|n|g|", "t|g|", "t|", "" (each
+  // field escaped and terminated by '|', so keys of different levels never collide).
+  static constexpr int kLevels = 4;
+  // Writes the key of `level` (0: most specific) into `*key`, reusing its storage.
+  static void BuildKey(const RuntimeFeatures& job, int level, std::string* key);
   double DecayedTotal(const Histogram& h) const;
   Micros Quantile(const Histogram& h) const;
 
   Options options_;
   int64_t observations_ = 0;
   std::unordered_map<std::string, Histogram> histograms_;
+  mutable std::string key_buffer_;  // scratch for BuildKey
 };
 
 }  // namespace tessera

@@ -1,1 +1,216 @@
-// placeholder
+#include "plugins/runtime_predictor.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "base/clock.h"
+
+namespace tessera {
+namespace {
+
+constexpr Micros kSecond = 1'000'000;
+// One histogram bin is 1/8 octave: a factor of 2^(1/8), about 9%.
+constexpr double kOneBin = 0.09;
+
+RuntimeFeatures Job(std::string tenant, std::string user = "u", std::string name = "n",
+                    int gpus = 1, Micros limit = 0) {
+  RuntimeFeatures f;
+  f.tenant = std::move(tenant);
+  f.user = std::move(user);
+  f.name = std::move(name);
+  f.gpus = gpus;
+  f.limit = limit;
+  return f;
+}
+
+RuntimePredictor::Options NoDecay() {
+  RuntimePredictor::Options options;
+  options.decay = 1.0;
+  return options;
+}
+
+void ExpectNear(Micros actual, Micros expected, double relative) {
+  EXPECT_NEAR(static_cast<double>(actual), static_cast<double>(expected),
+              relative * static_cast<double>(expected))
+      << "actual " << actual / static_cast<double>(kSecond) << " s, expected "
+      << expected / static_cast<double>(kSecond) << " s";
+}
+
+TEST(RuntimePredictorTest, NoDataFallsBackToLimitThenDefault) {
+  RuntimePredictor::Options options;
+  options.default_runtime = 123 * kSecond;
+  RuntimePredictor predictor(options);
+  EXPECT_EQ(predictor.Predict(Job("a", "u", "n", 1, 50 * kSecond)), 50 * kSecond);
+  EXPECT_EQ(predictor.Predict(Job("a")), 123 * kSecond);
+}
+
+TEST(RuntimePredictorTest, OneObservationIsNotEnough) {
+  RuntimePredictor predictor;
+  predictor.Observe(Job("a"), 100 * kSecond);
+  EXPECT_EQ(predictor.observations(), 1);
+  EXPECT_EQ(predictor.Predict(Job("a", "u", "n", 1, 500 * kSecond)), 500 * kSecond);
+  EXPECT_EQ(predictor.Predict(Job("a")), RuntimePredictor::Options{}.default_runtime);
+}
+
+TEST(RuntimePredictorTest, LearnsTenantRuntimeWithinOneBin) {
+  RuntimePredictor predictor;
+  for (int i = 0; i < 20; ++i) predictor.Observe(Job("a"), 100 * kSecond);
+  ExpectNear(predictor.Predict(Job("a")), 100 * kSecond, kOneBin);
+  // A new user and job name of the same tenant fall back to the tenant's levels.
+  ExpectNear(predictor.Predict(Job("a", "other", "other", 1)), 100 * kSecond, kOneBin);
+  ExpectNear(predictor.Predict(Job("a", "other", "other", 8)), 100 * kSecond, kOneBin);
+}
+
+TEST(RuntimePredictorTest, QuantilePicksTheSideOfABimodalDistribution) {
+  for (double quantile : {0.3, 0.7}) {
+    RuntimePredictor::Options options = NoDecay();
+    options.quantile = quantile;
+    RuntimePredictor predictor(options);
+    for (int i = 0; i < 50; ++i) {
+      predictor.Observe(Job("a"), 10 * kSecond);
+      predictor.Observe(Job("a"), 1000 * kSecond);
+    }
+    const Micros expected = quantile < 0.5 ? 10 * kSecond : 1000 * kSecond;
+    ExpectNear(predictor.Predict(Job("a")), expected, kOneBin);
+  }
+}
+
+TEST(RuntimePredictorTest, QuantileWithDefaultDecay) {
+  RuntimePredictor predictor;  // decay 0.999: the two modes weigh nearly alike
+  for (int i = 0; i < 50; ++i) {
+    predictor.Observe(Job("a"), 10 * kSecond);
+    predictor.Observe(Job("a"), 1000 * kSecond);
+  }
+  ExpectNear(predictor.Predict(Job("a")), 1000 * kSecond, kOneBin);
+}
+
+TEST(RuntimePredictorTest, SpecificLevelWinsWhenItHasEnoughSamples) {
+  RuntimePredictor predictor(NoDecay());
+  // The tenant's other jobs run 1000 s; user u's job "train" on 4 GPUs runs 60 s.
+  for (int i = 0; i < 50; ++i) predictor.Observe(Job("a", "v", "eval", 1), 1000 * kSecond);
+  for (int i = 0; i < 5; ++i) predictor.Observe(Job("a", "u", "train", 4), 60 * kSecond);
+  ExpectNear(predictor.Predict(Job("a", "u", "train", 4)), 60 * kSecond, kOneBin);
+  // Same tenant and GPUs, another job: the (tenant, GPUs) level has the 5 samples too.
+  ExpectNear(predictor.Predict(Job("a", "w", "other", 4)), 60 * kSecond, kOneBin);
+  // Same tenant, other GPU count: the tenant level, dominated by the 1000 s jobs.
+  ExpectNear(predictor.Predict(Job("a", "w", "other", 2)), 1000 * kSecond, kOneBin);
+}
+
+TEST(RuntimePredictorTest, GeneralLevelUsedWhenSpecificHasTooFewSamples) {
+  RuntimePredictor predictor(NoDecay());
+  for (int i = 0; i < 50; ++i) predictor.Observe(Job("a", "v", "eval", 1), 1000 * kSecond);
+  for (int i = 0; i < 4; ++i) predictor.Observe(Job("a", "u", "train", 4), 60 * kSecond);
+  // 4 < min_samples at the two specific levels: the tenant level answers.
+  ExpectNear(predictor.Predict(Job("a", "u", "train", 4)), 1000 * kSecond, kOneBin);
+  predictor.Observe(Job("a", "u", "train", 4), 60 * kSecond);
+  ExpectNear(predictor.Predict(Job("a", "u", "train", 4)), 60 * kSecond, kOneBin);
+}
+
+TEST(RuntimePredictorTest, AllJobsLevelServesAnUnknownTenant) {
+  RuntimePredictor predictor;
+  for (int i = 0; i < 20; ++i) predictor.Observe(Job("a"), 300 * kSecond);
+  ExpectNear(predictor.Predict(Job("new-tenant")), 300 * kSecond, kOneBin);
+}
+
+TEST(RuntimePredictorTest, EmptyTenantDoesNotShareTheAllJobsHistogram) {
+  RuntimePredictor::Options options = NoDecay();
+  options.quantile = 0.4;
+  RuntimePredictor predictor(options);
+  for (int i = 0; i < 5; ++i) predictor.Observe(Job(""), 100 * kSecond);
+  for (int i = 0; i < 10; ++i) predictor.Observe(Job("b"), 1000 * kSecond);
+  // All jobs: 5 x 100 s and 10 x 1000 s; the 40% quantile is on the 1000 s side. Had
+  // tenant "" shared the all-jobs histogram, it would hold 10 x 100 s and the answer
+  // would be 100 s.
+  ExpectNear(predictor.Predict(Job("c")), 1000 * kSecond, kOneBin);
+  // Tenant "": only its own 100 s samples.
+  ExpectNear(predictor.Predict(Job("", "x", "y", 3)), 100 * kSecond, kOneBin);
+}
+
+TEST(RuntimePredictorTest, SeparatorInFieldsDoesNotMixLevels) {
+  RuntimePredictor predictor(NoDecay());
+  // Tenant "a|2" at the tenant level must not be read as tenant "a" with 2 GPUs.
+  for (int i = 0; i < 10; ++i) predictor.Observe(Job("a|2", "u", "n", 1), 10 * kSecond);
+  for (int i = 0; i < 10; ++i) predictor.Observe(Job("a", "u", "n", 1), 1000 * kSecond);
+  ExpectNear(predictor.Predict(Job("a", "z", "z", 2)), 1000 * kSecond, kOneBin);
+  ExpectNear(predictor.Predict(Job("a|2", "z", "z", 2)), 10 * kSecond, kOneBin);
+}
+
+TEST(RuntimePredictorTest, LimitCapsThePrediction) {
+  RuntimePredictor predictor;
+  for (int i = 0; i < 20; ++i) predictor.Observe(Job("a"), 1000 * kSecond);
+  EXPECT_EQ(predictor.Predict(Job("a", "u", "n", 1, 300 * kSecond)), 300 * kSecond);
+  // A limit above the prediction leaves it alone.
+  ExpectNear(predictor.Predict(Job("a", "u", "n", 1, 5000 * kSecond)), 1000 * kSecond,
+             kOneBin);
+}
+
+TEST(RuntimePredictorTest, DecayFollowsDrift) {
+  RuntimePredictor::Options options;
+  options.decay = 0.99;
+  RuntimePredictor predictor(options);
+  for (int i = 0; i < 200; ++i) predictor.Observe(Job("a"), 10 * kSecond);
+  ExpectNear(predictor.Predict(Job("a")), 10 * kSecond, kOneBin);
+  for (int i = 0; i < 2000; ++i) predictor.Observe(Job("a"), 1000 * kSecond);
+  ExpectNear(predictor.Predict(Job("a")), 1000 * kSecond, kOneBin);
+  EXPECT_EQ(predictor.observations(), 2200);
+}
+
+TEST(RuntimePredictorTest, DecayAppliesToLevelsNotUpdatedLately) {
+  RuntimePredictor::Options options;
+  options.decay = 0.9;
+  RuntimePredictor predictor(options);
+  for (int i = 0; i < 10; ++i) predictor.Observe(Job("a"), 100 * kSecond);
+  ExpectNear(predictor.Predict(Job("a")), 100 * kSecond, kOneBin);
+  // Tenant b's jobs age tenant a's samples without touching a's histograms:
+  // 10 samples x 0.9^30 < min_samples, so a falls through to the all-jobs level.
+  for (int i = 0; i < 30; ++i) predictor.Observe(Job("b"), 1000 * kSecond);
+  ExpectNear(predictor.Predict(Job("a")), 1000 * kSecond, kOneBin);
+}
+
+TEST(RuntimePredictorTest, ExtremeRuntimesClampToTheEndBins) {
+  RuntimePredictor::Options options = NoDecay();
+  options.quantile = 0.0;
+  RuntimePredictor tiny(options);
+  for (int i = 0; i < 10; ++i) tiny.Observe(Job("a"), 0);
+  for (int i = 0; i < 10; ++i) tiny.Observe(Job("b"), -5);
+  EXPECT_EQ(tiny.Predict(Job("a")), kSecond);  // bin 0 is 1 s
+  EXPECT_EQ(tiny.Predict(Job("b")), kSecond);
+
+  options.quantile = 1.0;
+  RuntimePredictor huge(options);
+  const Micros kMax = (int64_t{1} << 24) * kSecond;
+  for (int i = 0; i < 10; ++i) huge.Observe(Job("a"), 100 * kMax);
+  EXPECT_EQ(huge.Predict(Job("a")), kMax);
+}
+
+TEST(RuntimePredictorTest, PredictionIsAlwaysPositive) {
+  for (double quantile : {0.0, 0.5, 1.0}) {
+    RuntimePredictor::Options options;
+    options.quantile = quantile;
+    options.min_samples = 0;
+    RuntimePredictor predictor(options);
+    EXPECT_GT(predictor.Predict(Job("a")), 0);
+    predictor.Observe(Job("a"), 1);
+    predictor.Observe(Job("a"), 0);
+    EXPECT_GT(predictor.Predict(Job("a")), 0);
+    EXPECT_GT(predictor.Predict(Job("b", "x", "y", 0)), 0);
+  }
+}
+
+TEST(RuntimePredictorTest, OutOfRangeOptionsAreSanitized) {
+  RuntimePredictor::Options options;
+  options.quantile = 7.0;
+  options.decay = 3.0;
+  options.default_runtime = -1;
+  RuntimePredictor predictor(options);
+  EXPECT_GT(predictor.Predict(Job("a")), 0);
+  for (int i = 0; i < 20; ++i) predictor.Observe(Job("a"), 100 * kSecond);
+  // quantile clamps to 1 (top of the bin), decay to 1: still about 100 s.
+  ExpectNear(predictor.Predict(Job("a")), 100 * kSecond, kOneBin);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -132,41 +132,59 @@ Placement Placer::Place(const ClusterState& state, const TaskRequest& request, R
                     cache.choices[leaf], rng);
     }
   } else {
-    // Full scan with reservoir sampling over the best nodes.
-    int64_t best = kInfeasibleScore;
-    uint32_t tied = 0;
-    size_t pick = 0;
-    GpuChoice pick_choice;
-    for (size_t i = 0; i < state.node_count(); ++i) {
-      GpuChoice choice;
-      int64_t s = Evaluate(state.nodes()[i], request, &choice);
-      if (s == kInfeasibleScore) {
-        continue;
-      }
-      if (s > best) {
-        best = s;
-        tied = 0;
-      }
-      bool take = false;
-      if (s == best) {
-        ++tied;
-        take = tie_break_ == TieBreak::kNodePriority ? (tied == 1 || RankOf(i) < RankOf(pick))
-                                                     : rng.Uniform(tied) == 0;
-      }
-      if (take) {
-        pick = i;
-        pick_choice = choice;
-      }
-    }
-    if (tied > 0) {
-      return Finish(state, request, NodeId(static_cast<uint32_t>(pick)), best, tied, pick_choice,
-                    rng);
+    Placement scanned = Scan(state, request, nullptr, rng);
+    if (scanned.placed) {
+      return scanned;
     }
   }
   if (options.explain) {
     ExplainFailure(state, request, &out);
   }
   return out;
+}
+
+Placement Placer::PlaceWithin(const ClusterState& state, const TaskRequest& request,
+                              std::span<const NodeId> nodes, Rng& rng) {
+  for (WeightedScorer& s : profile_.scorers) {
+    s.plugin->PreScore(state, request);
+  }
+  return Scan(state, request, &nodes, rng);
+}
+
+Placement Placer::Scan(const ClusterState& state, const TaskRequest& request,
+                       const std::span<const NodeId>* nodes, Rng& rng) {
+  // Reservoir sampling over the best nodes.
+  int64_t best = kInfeasibleScore;
+  uint32_t tied = 0;
+  size_t pick = 0;
+  GpuChoice pick_choice;
+  const size_t count = nodes != nullptr ? nodes->size() : state.node_count();
+  for (size_t k = 0; k < count; ++k) {
+    const size_t i = nodes != nullptr ? (*nodes)[k].value() : k;
+    GpuChoice choice;
+    int64_t s = Evaluate(state.nodes()[i], request, &choice);
+    if (s == kInfeasibleScore) {
+      continue;
+    }
+    if (s > best) {
+      best = s;
+      tied = 0;
+    }
+    bool take = false;
+    if (s == best) {
+      ++tied;
+      take = tie_break_ == TieBreak::kNodePriority ? (tied == 1 || RankOf(i) < RankOf(pick))
+                                                   : rng.Uniform(tied) == 0;
+    }
+    if (take) {
+      pick = i;
+      pick_choice = choice;
+    }
+  }
+  if (tied == 0) {
+    return Placement{};
+  }
+  return Finish(state, request, NodeId(static_cast<uint32_t>(pick)), best, tied, pick_choice, rng);
 }
 
 Placement Placer::Finish(const ClusterState& state, const TaskRequest& request, NodeId node,

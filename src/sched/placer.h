@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -66,6 +67,10 @@ class Placer {
   Placement Place(const ClusterState& state, const TaskRequest& request, Rng& rng,
                   const PlaceOptions& options = {});
 
+  // Like Place, restricted to `nodes` (a rack, a node group); scans them, no caching.
+  Placement PlaceWithin(const ClusterState& state, const TaskRequest& request,
+                        std::span<const NodeId> nodes, Rng& rng);
+
   // Filter outcome on one node: the first failing filter, or Fits.
   FilterResult Check(const NodeLedger& node, const TaskRequest& request) const;
   // Each scorer's view of one node (like Slurm's sprio): empty if the node is infeasible.
@@ -88,6 +93,9 @@ class Placer {
 
   // Total weighted score, or kInfeasibleScore; `choice` gets a scorer's GPU pick.
   int64_t Evaluate(const NodeLedger& node, const TaskRequest& request, GpuChoice* choice);
+  // Best node of `nodes` (all nodes when null) by a full evaluation.
+  Placement Scan(const ClusterState& state, const TaskRequest& request,
+                 const std::span<const NodeId>* nodes, Rng& rng);
   void Sync(ClassCache& cache, const ClusterState& state, const TaskRequest& request);
   Placement Finish(const ClusterState& state, const TaskRequest& request, NodeId node,
                    int64_t score, uint32_t tied, GpuChoice choice, Rng& rng);

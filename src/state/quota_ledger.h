@@ -47,16 +47,18 @@ class QuotaLedger {
   int64_t Usage(QueueId id, size_t r) const;
   int64_t Available(QueueId id, size_t r) const;
 
-  // Whether `charge` more fits `queue` now. With allow_borrowing false, kBorrow
-  // becomes kNo.
+  // Whether `charge` more fits `queue` now: kNo unless charge <= Available(queue) on
+  // every resource it charges (even within nominal quota: what a queue lends may be in
+  // use by a sibling); then kNominal when usage + charge <= nominal(queue) on each,
+  // else kBorrow. With allow_borrowing false, kBorrow becomes kNo.
   QuotaFit Check(QueueId queue, const ResourceVector& charge, bool allow_borrowing = true) const;
 
   // Charges and refunds a queue (cohort usage follows). Remove must match an Add.
   void Add(QueueId queue, const ResourceVector& charge);
   void Remove(QueueId queue, const ResourceVector& charge);
 
-  // Whether the node uses more than its nominal quota on any resource in `mask`
-  // (resources where mask[r] != 0; all when empty).
+  // Whether the node uses more than its own quota (SubtreeQuota: the nominal quota of
+  // a queue) on any resource in `mask` (resources where mask[r] != 0; all when empty).
   bool IsBorrowing(QueueId id, const ResourceVector& mask = {}) const;
 
   // Human-readable descriptions of every broken invariant; empty when all hold.

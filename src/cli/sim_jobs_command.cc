@@ -1,0 +1,259 @@
+#include "cli/sim_jobs_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "api/queue_config.h"
+#include "base/strings.h"
+#include "plugins/job_policies.h"
+#include "sim/cluster_preset.h"
+#include "sim/job_report.h"
+#include "sim/job_sim.h"
+#include "sim/job_trace.h"
+#include "sim/job_workload.h"
+
+namespace tessera {
+namespace {
+
+struct JobsOptions {
+  std::string trace;
+  std::string cluster = "philly-vc";
+  std::string queues;  // YAML file replacing the preset's queue tree
+  std::string policies = "fifo,static-vc,slurm,tiresias,srtf,tessera";
+  std::string traces_dir;
+  std::string out = "out/jobs";
+  double load = 0;  // 0: the trace's own timing
+  int64_t limit = 0;
+  uint64_t seed = 42;
+  double checkpoint_minutes = 30;
+  bool checkpoint_on_signal = false;
+  int threads = 0;
+  bool json = false;
+  bool quiet = false;
+};
+
+Status WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) {
+    return UnavailableError("cannot write '" + path.string() + "'");
+  }
+  return Status::Ok();
+}
+
+std::string DefaultTracesDir() {
+  const char* env = std::getenv("TESSERA_TRACES_DIR");
+  return env != nullptr && *env != '\0' ? std::string(env) : std::string("../shared/traces");
+}
+
+Status Run(const JobsOptions& o) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  const std::string traces_dir = o.traces_dir.empty() ? DefaultTracesDir() : o.traces_dir;
+  std::vector<SchedulerPolicy> policies;
+  for (std::string_view p : Split(o.policies, ',')) {
+    if (Trim(p).empty()) {
+      continue;
+    }
+    TESSERA_ASSIGN_OR_RETURN(SchedulerPolicy policy, ParseSchedulerPolicy(p));
+    policies.push_back(std::move(policy));
+  }
+  if (policies.empty()) {
+    return InvalidArgumentError("--policy lists no policy");
+  }
+  if (o.load < 0 || o.load > 10) {
+    return InvalidArgumentError("--load must be in (0, 10] (0: the trace's own timing)");
+  }
+  if (o.checkpoint_minutes < 0) {
+    return InvalidArgumentError("--checkpoint-minutes must be >= 0");
+  }
+
+  TESSERA_ASSIGN_OR_RETURN(JobTrace trace, ReadJobTrace(o.trace, traces_dir));
+  if (o.limit > 0 && static_cast<size_t>(o.limit) < trace.jobs.size()) {
+    trace.jobs.resize(static_cast<size_t>(o.limit));
+  }
+  if (trace.jobs.empty()) {
+    return InvalidArgumentError("trace '" + o.trace + "' has no jobs");
+  }
+  TESSERA_ASSIGN_OR_RETURN(ClusterSetup setup,
+                           MakeClusterPreset(o.cluster, TraceTenants(trace), traces_dir, catalog));
+  if (!o.queues.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(setup.queues, LoadQueueTreeFile(o.queues, catalog));
+  }
+  int64_t cluster_gpus = 0;
+  for (const NodeSpec& n : setup.nodes) {
+    cluster_gpus += static_cast<int64_t>(n.gpus.size());
+  }
+  const double own_load = OfferedLoad(trace, cluster_gpus);
+  double factor = 1.0;
+  if (o.load > 0) {
+    factor = ScaleToLoad(&trace, cluster_gpus, o.load);
+  }
+  WorkloadOptions w;
+  w.gpus_per_node = setup.gpus_per_node;
+  w.checkpoint_interval = static_cast<Micros>(o.checkpoint_minutes * 60e6);
+  w.checkpoint_on_signal = o.checkpoint_on_signal;
+  w.seed = o.seed;
+  const std::vector<SimJob> jobs = JobsFromTrace(trace, w);
+  std::fprintf(stderr,
+               "tessera sim jobs: %zu jobs of '%s' (%d rows skipped) on %s: %lld GPUs in %zu "
+               "nodes; offered load %.3f%s; %zu policies\n",
+               jobs.size(), trace.name.c_str(), trace.skipped, o.cluster.c_str(),
+               static_cast<long long>(cluster_gpus), setup.nodes.size(), own_load,
+               o.load > 0 ? (" scaled to " + std::to_string(o.load) + " (arrivals x" +
+                             std::to_string(factor) + ")")
+                                .c_str()
+                          : "",
+               policies.size());
+
+  // One thread per policy, bounded by the cores.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads =
+      std::min(policies.size(), static_cast<size_t>(o.threads > 0 ? o.threads : cores));
+  std::vector<StatusOr<JobSimResult>> results(policies.size(), InternalError("not run"));
+  std::mutex mu;
+  std::vector<double> progress(policies.size(), 0.0);
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  auto report = [&](size_t i, double f) {
+    std::lock_guard<std::mutex> lock(mu);
+    const int before = static_cast<int>(progress[i] * 10);
+    progress[i] = f;
+    if (o.quiet) {
+      return;
+    }
+    if (tty) {
+      std::string line = "\r";
+      for (size_t k = 0; k < policies.size(); ++k) {
+        line += policies[k].name + " " + std::to_string(static_cast<int>(progress[k] * 100)) + "%  ";
+      }
+      std::fputs(line.c_str(), stderr);
+    } else if (static_cast<int>(f * 10) != before) {
+      std::fprintf(stderr, "  %s: %d%% of jobs finished\n", policies[i].name.c_str(),
+                   static_cast<int>(f * 100));
+    }
+  };
+  size_t next = 0;
+  auto worker = [&] {
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next >= policies.size()) {
+          return;
+        }
+        i = next++;
+      }
+      JobSimOptions options;
+      options.policy = policies[i];
+      options.seed = o.seed;
+      options.progress = [&report, i](double f) { report(i, f); };
+      results[i] = RunJobSimulation(setup.nodes, setup.queues, jobs, options, catalog);
+      report(i, 1.0);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back(worker);
+  }
+  for (std::thread& t : pool) {
+    t.join();
+  }
+  if (tty && !o.quiet) {
+    std::fputs("\n", stderr);
+  }
+
+  std::vector<JobSummary> rows;
+  std::vector<JobRun> runs;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    if (!results[i].ok()) {
+      return results[i].status();
+    }
+    JobSimResult& r = results[i].value();
+    r.run.trace = trace.name;
+    for (const std::string& v : r.violations) {
+      std::fprintf(stderr, "quota violation under %s: %s\n", policies[i].name.c_str(), v.c_str());
+    }
+    rows.push_back(Summarize(r.run));
+    runs.push_back(std::move(r.run));
+  }
+
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  if (ec) {
+    return UnavailableError("cannot create '" + o.out + "': " + ec.message());
+  }
+  const std::filesystem::path dir(o.out);
+  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "summary.txt", JobSummaryTable(rows)));
+  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "summary.json", JobSummaryJson(rows) + "\n"));
+  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "jct_cdf.svg", JctCdfSvg(runs)));
+  for (const JobRun& run : runs) {
+    TESSERA_RETURN_IF_ERROR(WriteFile(dir / ("usage_" + run.policy + ".svg"), TenantUsageSvg(run)));
+  }
+  if (o.json) {
+    std::cout << JobSummaryJson(rows) << std::endl;
+  } else {
+    std::cout << JobSummaryTable(rows) << "\nresults in " << dir.string() << "/\n";
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddSimJobsCommand(CLI::App& sim, int* exit_code) {
+  auto opts = std::make_shared<JobsOptions>();
+  CLI::App* cmd = sim.add_subcommand(
+      "jobs", "Replay a job trace under scheduling policies (quotas, fair share, preemption)");
+  cmd->add_option("--trace", opts->trace,
+                  "philly:PATH, tiresias:PATH or pollux:PATH (a bare PATH is Philly)")
+      ->required();
+  cmd->add_option("--cluster", opts->cluster,
+                  "philly-vc (Philly's virtual clusters as quotas) or NxGxMODEL, e.g. 64x8xH100-80GB")
+      ->capture_default_str();
+  cmd->add_option("--queues", opts->queues, "queue tree YAML replacing the preset's queues")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--policy", opts->policies,
+                  "comma-separated policies: presets fifo, fifo-strict, static-vc, priority, "
+                  "fairshare, drf, slurm, tiresias, srtf, tessera, or combinations such as "
+                  "fairshare+fifo+reclaim+backfill")
+      ->capture_default_str();
+  cmd->add_option("--load", opts->load,
+                  "compress arrivals to this offered load (GPU demand / capacity); default: the "
+                  "trace's own timing");
+  cmd->add_option("--limit", opts->limit, "replay only the first N jobs");
+  cmd->add_option("--seed", opts->seed, "seed for tie-breaks and users' runtime limits")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-minutes", opts->checkpoint_minutes,
+                  "jobs checkpoint every this many minutes of progress (0: never)")
+      ->capture_default_str();
+  cmd->add_flag("--checkpoint-on-signal", opts->checkpoint_on_signal,
+                "jobs save their progress when preempted (within the grace period)");
+  cmd->add_option("--traces-dir", opts->traces_dir,
+                  "where the public traces are (default: $TESSERA_TRACES_DIR or ../shared/traces)");
+  cmd->add_option("--out", opts->out, "output directory")->capture_default_str();
+  cmd->add_option("--jobs,-j", opts->threads, "worker threads (default: one per core)");
+  cmd->add_flag("--json", opts->json, "print the summary as one JSON object on stdout");
+  cmd->add_flag("--quiet,-q", opts->quiet, "no progress on stderr");
+  for (const char* name : {"--policy", "--out", "--trace", "--cluster"}) {
+    cmd->get_option(name)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
+  cmd->callback([opts, exit_code]() {
+    Status s = Run(*opts);
+    if (!s.ok()) {
+      std::cerr << "tessera sim jobs: " << s.ToString() << std::endl;
+      *exit_code =
+          s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? 2 : 1;
+    }
+  });
+}
+
+}  // namespace tessera

@@ -1,0 +1,233 @@
+#include "plugins/job_policies.h"
+
+#include <algorithm>
+#include <string>
+
+#include "base/strings.h"
+
+namespace tessera {
+namespace {
+
+double Seconds(Micros t) { return static_cast<double>(t) / 1e6; }
+
+class FifoOrder final : public JobOrderPlugin {
+ public:
+  explicit FifoOrder(bool by_priority) : by_priority_(by_priority) {}
+  std::string_view name() const override { return by_priority_ ? "priority" : "fifo"; }
+  double Key(const JobRecord& job, Micros /*now*/) const override {
+    return Seconds(job.spec.submit_time);
+  }
+  bool by_priority() const override { return by_priority_; }
+
+ private:
+  bool by_priority_;
+};
+
+// Tiresias' 2D-LAS: queue by attained GPU-seconds, FIFO within a queue.
+class LasOrder final : public JobOrderPlugin {
+ public:
+  explicit LasOrder(std::vector<double> thresholds) : thresholds_(std::move(thresholds)) {}
+  std::string_view name() const override { return "las"; }
+  double Key(const JobRecord& job, Micros /*now*/) const override {
+    int level = 0;
+    for (double t : thresholds_) {
+      level += job.attained_gpu_seconds >= t ? 1 : 0;
+    }
+    return level * 1e12 + Seconds(job.spec.submit_time);
+  }
+
+ private:
+  std::vector<double> thresholds_;
+};
+
+class SrtfOrder final : public JobOrderPlugin {
+ public:
+  std::string_view name() const override { return "srtf"; }
+  double Key(const JobRecord& job, Micros now) const override {
+    Micros total = job.oracle_runtime >= 0 ? job.oracle_runtime : job.predicted_runtime;
+    return Seconds(job.RemainingBy(total, now));
+  }
+};
+
+// Shortest predicted remaining GPU-time first. A job that outlived its prediction
+// keeps a tenth of it as its remaining estimate.
+class SjfOrder final : public JobOrderPlugin {
+ public:
+  std::string_view name() const override { return "sjf"; }
+  double Key(const JobRecord& job, Micros now) const override {
+    const Micros predicted = job.predicted_runtime > 0 ? job.predicted_runtime
+                                                       : job.spec.runtime_limit;
+    const Micros remaining = std::max(job.RemainingBy(predicted, now), predicted / 10);
+    return Seconds(remaining) * std::max<double>(1.0, static_cast<double>(job.gpu_milli) / 1000.0);
+  }
+};
+
+class FairShareOrder final : public QueueOrderPlugin {
+ public:
+  std::string_view name() const override { return "fairshare"; }
+  double Key(QueueId q, const QueueUsage& usage) const override {
+    return -usage.FairShareFactor(q);
+  }
+};
+
+class DrfOrder final : public QueueOrderPlugin {
+ public:
+  std::string_view name() const override { return "drf"; }
+  double Key(QueueId q, const QueueUsage& usage) const override { return usage.DominantShare(q); }
+};
+
+// Slurm's multifactor priority with weights for age and fair share only:
+// P = w_age * min(age / max_age, 1) + w_fs * F. Ordering by P is ordering by
+// submit - (w_fs / w_age) * max_age * F (ignoring the age cap), an additive key.
+class SlurmOrder final : public QueueOrderPlugin {
+ public:
+  std::string_view name() const override { return "slurm"; }
+  double Key(QueueId q, const QueueUsage& usage) const override {
+    constexpr double kMaxAgeSeconds = 7 * 24 * 3600.0;  // PriorityMaxAge=7-0
+    constexpr double kWeightRatio = 10.0;               // PriorityWeightFairshare / Age
+    return -kWeightRatio * kMaxAgeSeconds * usage.FairShareFactor(q);
+  }
+  bool additive() const override { return true; }
+};
+
+Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) {
+  auto set_order = [&](std::string_view order) -> Status {
+    if (*have_order) {
+      return InvalidArgumentError("policy '" + p->name + "' names two job orders");
+    }
+    *have_order = true;
+    p->job_order = std::string(order);
+    return Status::Ok();
+  };
+  SchedulerOptions& o = p->options;
+  if (token == "fifo" || token == "priority" || token == "las" || token == "srtf" ||
+      token == "sjf") {
+    TESSERA_RETURN_IF_ERROR(set_order(token));
+    if (token == "sjf") {
+      p->uses_predictor = true;
+    }
+    if (token == "srtf") {
+      o.runtime_source = RuntimeSource::kOracle;
+    }
+    return Status::Ok();
+  }
+  if (token == "fairshare" || token == "drf" || token == "slurm") {
+    if (!p->queue_order.empty()) {
+      return InvalidArgumentError("policy '" + p->name + "' names two queue orders");
+    }
+    p->queue_order = std::string(token);
+    return Status::Ok();
+  }
+  if (token == "strict") {
+    o.strict_fifo = true;
+  } else if (token == "no-borrow") {
+    o.borrowing = false;
+  } else if (token == "reclaim") {
+    o.preempt_reclaim = true;
+  } else if (token == "preempt") {
+    o.preempt_priority = true;
+  } else if (token == "preempt-las") {
+    o.preempt_las = true;
+  } else if (token == "preempt-srtf") {
+    o.preempt_srtf = true;
+  } else if (token == "backfill") {
+    o.backfill = Backfill::kEasy;
+    o.runtime_source = RuntimeSource::kPredicted;
+    p->uses_predictor = true;
+  } else if (token == "backfill-limit") {
+    o.backfill = Backfill::kEasy;
+    o.runtime_source = RuntimeSource::kUserLimit;
+  } else if (StartsWith(token, "starve=")) {
+    StatusOr<int64_t> hours = ParseInt64(token.substr(7));
+    if (!hours.ok() || hours.value() <= 0) {
+      return InvalidArgumentError("starve=H needs a positive number of hours, got '" +
+                                  std::string(token) + "'");
+    }
+    o.starvation_limit = hours.value() * 3600 * 1'000'000;
+  } else {
+    return InvalidArgumentError(
+        "unknown policy component '" + std::string(token) +
+        "'; orders: fifo, priority, las, srtf, sjf, fairshare, drf, slurm; features: strict, "
+        "no-borrow, reclaim, preempt, preempt-las, preempt-srtf, backfill, backfill-limit, "
+        "starve=H; presets: " + Join(SchedulerPresetNames(), ", "));
+  }
+  return Status::Ok();
+}
+
+StatusOr<SchedulerPolicy> Combine(std::string_view name, std::string_view spec) {
+  SchedulerPolicy p;
+  p.name = std::string(name);
+  bool have_order = false;
+  for (std::string_view token : Split(spec, '+')) {
+    TESSERA_RETURN_IF_ERROR(ApplyToken(Trim(token), &p, &have_order));
+  }
+  return p;
+}
+
+}  // namespace
+
+const std::vector<std::string>& SchedulerPresetNames() {
+  static const std::vector<std::string> kNames = {
+      "fifo", "fifo-strict", "static-vc", "priority", "fairshare",
+      "drf",  "slurm",       "tiresias",  "srtf",     "tessera"};
+  return kNames;
+}
+
+StatusOr<SchedulerPolicy> ParseSchedulerPolicy(std::string_view spec) {
+  spec = Trim(spec);
+  if (spec.empty()) {
+    return InvalidArgumentError("empty policy name");
+  }
+  StatusOr<SchedulerPolicy> p = InvalidArgumentError("");
+  if (spec == "fifo") {
+    p = Combine(spec, "fifo");
+  } else if (spec == "fifo-strict") {
+    p = Combine(spec, "fifo+strict");
+  } else if (spec == "static-vc") {
+    p = Combine(spec, "fifo+no-borrow");
+  } else if (spec == "priority") {
+    p = Combine(spec, "priority+preempt");
+  } else if (spec == "fairshare") {
+    p = Combine(spec, "fairshare+priority");
+  } else if (spec == "drf") {
+    p = Combine(spec, "drf+priority");
+  } else if (spec == "slurm") {
+    p = Combine(spec, "slurm+priority+backfill-limit");
+  } else if (spec == "tiresias") {
+    p = Combine(spec, "las+preempt-las");
+    if (p.ok()) {
+      p.value().options.victims_by_cost = false;
+    }
+  } else if (spec == "srtf") {
+    p = Combine(spec, "srtf+preempt-srtf");
+    if (p.ok()) {
+      p.value().options.lossless_preemption = true;
+    }
+  } else if (spec == "tessera") {
+    p = Combine(spec, "sjf+reclaim+preempt+backfill+starve=24");
+  } else {
+    p = Combine(spec, spec);
+  }
+  return p;
+}
+
+StatusOr<std::unique_ptr<JobOrderPlugin>> MakeJobOrder(std::string_view name,
+                                                      const SchedulerOptions& options) {
+  if (name == "fifo") return std::unique_ptr<JobOrderPlugin>(new FifoOrder(false));
+  if (name == "priority") return std::unique_ptr<JobOrderPlugin>(new FifoOrder(true));
+  if (name == "las") return std::unique_ptr<JobOrderPlugin>(new LasOrder(options.las_thresholds));
+  if (name == "srtf") return std::unique_ptr<JobOrderPlugin>(new SrtfOrder());
+  if (name == "sjf") return std::unique_ptr<JobOrderPlugin>(new SjfOrder());
+  return InvalidArgumentError("unknown job order '" + std::string(name) +
+                              "'; known: fifo, priority, las, srtf, sjf");
+}
+
+StatusOr<std::unique_ptr<QueueOrderPlugin>> MakeQueueOrder(std::string_view name) {
+  if (name == "fairshare") return std::unique_ptr<QueueOrderPlugin>(new FairShareOrder());
+  if (name == "drf") return std::unique_ptr<QueueOrderPlugin>(new DrfOrder());
+  if (name == "slurm") return std::unique_ptr<QueueOrderPlugin>(new SlurmOrder());
+  return InvalidArgumentError("unknown queue order '" + std::string(name) +
+                              "'; known: fairshare, drf, slurm");
+}
+
+}  // namespace tessera

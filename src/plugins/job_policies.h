@@ -1,0 +1,54 @@
+// Job ordering plugins and the named scheduling policies of the job simulator.
+//
+// Orders (plugins of sched/job_order.h):
+//   job orders:   fifo (submission), priority (classes, then submission), las
+//                 (Tiresias' discretised two-dimensional least attained service),
+//                 srtf (true remaining time: an oracle), sjf (predicted remaining
+//                 GPU-time: the learned runtime minus progress, times GPUs)
+//   queue orders: fairshare (Slurm's classic 2^(-U/S), usage decayed with a half-life),
+//                 drf (dominant resource share), slurm (multifactor: age plus fair share)
+// A policy is a preset name or a '+'-joined combination of one job order, at most one
+// queue order and features:
+//   strict          a job blocked by capacity blocks its queue (strict FIFO)
+//   no-borrow       queues are confined to their nominal quota
+//   reclaim         preempt borrowers to give queues back their nominal quota
+//   preempt         preempt lower priority jobs of the same queue
+//   preempt-las     preempt jobs with more attained service (by LAS level)
+//   preempt-srtf    preempt jobs with more remaining time (oracle)
+//   backfill        EASY backfill trusting learned runtime predictions
+//   backfill-limit  EASY backfill trusting the users' runtime limits
+//   starve=H        jobs waiting over H hours go first (no starvation)
+// e.g. "fairshare+fifo+reclaim+backfill".
+// Thread safety: functions; the plugins are immutable.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "sched/job_order.h"
+#include "sched/job_scheduler.h"
+
+namespace tessera {
+
+struct SchedulerPolicy {
+  std::string name;
+  std::string job_order = "fifo";
+  std::string queue_order;  // "": none
+  SchedulerOptions options;
+  Micros fairshare_half_life = 7LL * 24 * 3600 * 1'000'000;  // Slurm's default, 7 days
+  bool uses_predictor = false;  // the simulator trains a RuntimePredictor for it
+};
+
+// The presets: fifo, fifo-strict, static-vc, priority, fairshare, drf, slurm,
+// tiresias, srtf, tessera.
+const std::vector<std::string>& SchedulerPresetNames();
+StatusOr<SchedulerPolicy> ParseSchedulerPolicy(std::string_view spec);
+
+StatusOr<std::unique_ptr<JobOrderPlugin>> MakeJobOrder(std::string_view name,
+                                                      const SchedulerOptions& options);
+StatusOr<std::unique_ptr<QueueOrderPlugin>> MakeQueueOrder(std::string_view name);
+
+}  // namespace tessera

@@ -1,0 +1,76 @@
+// JobRecord: a job's scheduling state, owned by the driver (server or simulator)
+// and read by the scheduling cycle.
+//
+// Progress is measured in microseconds of work at full speed. A running job's
+// progress grows with wall time; periodic checkpoints happen at multiples of its
+// checkpoint interval, so preempting it at progress p keeps
+// max(resumed_from, p rounded down to the interval) unless it checkpoints on signal.
+// Thread safety: values.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/strong_id.h"
+#include "model/job.h"
+#include "model/queue_tree.h"
+#include "state/node_ledger.h"
+#include "state/quota_ledger.h"
+
+namespace tessera {
+
+enum class JobPhase : uint8_t {
+  kPending,   // waiting to start (new or requeued after preemption)
+  kRunning,
+  kStopping,  // asked to stop (preempted); holds its resources until evicted
+  kFinished,
+};
+
+struct JobRecord {
+  JobId id;
+  JobSpec spec;
+  QueueId queue;
+  JobPhase phase = JobPhase::kPending;
+  int64_t gpu_milli = 0;  // of the whole gang
+
+  // While running or stopping.
+  std::vector<Allocation> allocations;
+  ResourceVector charge;  // what the queue is charged
+  Micros run_start = 0;
+  Micros resumed_from = 0;  // progress when this attempt started (its checkpoint)
+
+  // Across attempts.
+  double attained_gpu_seconds = 0;  // service received, for least-attained-service
+  int preemptions = 0;
+  Micros predicted_runtime = 0;     // whole-job runtime estimate; 0: unknown
+  Micros oracle_runtime = -1;       // the true runtime (simulator only; -1 unknown)
+  Micros eligible_since = 0;        // last submission or requeue
+
+  // Preemption bookkeeping.
+  int victims_in_flight = 0;   // jobs stopping for this one
+  bool nominated = false;      // victims were evicted for it: consider it first
+
+  Micros Progress(Micros now) const {
+    return phase == JobPhase::kRunning || phase == JobPhase::kStopping
+               ? resumed_from + (now - run_start)
+               : resumed_from;
+  }
+  // Progress a preemption at `now` would keep.
+  Micros SavedProgress(Micros now, bool on_signal) const {
+    Micros p = Progress(now);
+    if (on_signal) {
+      return p;
+    }
+    Micros interval = spec.checkpoint_interval;
+    Micros periodic = interval > 0 ? (p / interval) * interval : 0;
+    return periodic > resumed_from ? periodic : resumed_from;
+  }
+  // Remaining runtime by the given total (predicted or true).
+  Micros RemainingBy(Micros total, Micros now) const {
+    Micros r = total - Progress(now);
+    return r > 0 ? r : 0;
+  }
+};
+
+}  // namespace tessera

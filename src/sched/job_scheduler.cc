@@ -1,0 +1,765 @@
+#include "sched/job_scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+#include <queue>
+#include <tuple>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+namespace tessera {
+namespace {
+
+constexpr size_t kNotRunning = static_cast<size_t>(-1);
+
+// Groups nodes by a label's value; nodes without it form groups of their own.
+std::vector<std::vector<NodeId>> GroupByLabel(const ClusterState& state, std::string_view key) {
+  std::vector<std::vector<NodeId>> groups;
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < state.node_count(); ++i) {
+    NodeId id(static_cast<uint32_t>(i));
+    std::string_view value = state.spec(id).Label(key);
+    if (value.empty()) {
+      groups.push_back({id});
+      continue;
+    }
+    auto [it, inserted] = index.try_emplace(std::string(value), groups.size());
+    if (inserted) {
+      groups.emplace_back();
+    }
+    groups[it->second].push_back(id);
+  }
+  return groups;
+}
+
+int64_t FreeMilli(const ClusterState& state) {
+  return state.total_gpu_milli().value() - state.allocated_gpu_milli().value();
+}
+
+// A hash of what a gang asks for, to remember capacity failures within a cycle.
+uint64_t ShapeHash(const JobSpec& spec) {
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+  mix(static_cast<uint64_t>(spec.topology.scope) * 2 + (spec.topology.hard ? 1 : 0));
+  for (const TaskRequest& t : spec.tasks) {
+    mix(static_cast<uint64_t>(t.cpu.value()));
+    mix(static_cast<uint64_t>(t.memory.value()));
+    mix(static_cast<uint64_t>(t.gpu_count));
+    mix(static_cast<uint64_t>(t.gpu_milli.value()));
+    mix(static_cast<uint64_t>(t.gpu_memory.value()));
+    mix(std::hash<std::string>{}(t.mig_profile));
+    mix(t.models.bits());
+    mix(static_cast<uint64_t>(t.topology));
+  }
+  return h;
+}
+
+void MustSucceed(const Status& s) {
+  // The scheduler re-applies allocations it has just released: failure is a bug.
+  if (!s.ok()) {
+    std::abort();
+  }
+}
+
+}  // namespace
+
+JobScheduler::JobScheduler(const QueueTree& tree, const ClusterState& state,
+                           SchedulerOptions options, std::unique_ptr<JobOrderPlugin> job_order,
+                           std::unique_ptr<QueueOrderPlugin> queue_order, Profile placement,
+                           Micros fairshare_half_life)
+    : tree_(&tree),
+      options_(std::move(options)),
+      job_order_(std::move(job_order)),
+      queue_order_(std::move(queue_order)),
+      placer_(std::move(placement)),
+      usage_(tree, state.total_gpu_milli().value(), state.total_cpu().value(),
+             [&state] {
+               int64_t m = 0;
+               for (const NodeLedger& n : state.nodes()) {
+                 m += n.spec().memory.value();
+               }
+               return m;
+             }(),
+             fairshare_half_life),
+      queues_(tree.size()),
+      racks_(GroupByLabel(state, "rack")),
+      nvlink_groups_(GroupByLabel(state, "nvlink-domain")) {
+  gpu_resource_index_.assign(state.catalog().models().size(), -1);
+  const auto& resources = tree.resources();
+  for (size_t r = 0; r < resources.size(); ++r) {
+    const ResourceName& n = resources[r];
+    switch (n.kind) {
+      case ResourceKind::kGpu:
+        if (n.model.valid()) {
+          if (n.model.value() < gpu_resource_index_.size()) {
+            gpu_resource_index_[n.model.value()] = static_cast<int>(r);
+          }
+        } else {
+          any_gpu_index_ = static_cast<int>(r);
+        }
+        break;
+      case ResourceKind::kGpuMemory:
+        gpu_memory_index_ = static_cast<int>(r);
+        break;
+      case ResourceKind::kCpu:
+        cpu_index_ = static_cast<int>(r);
+        break;
+      case ResourceKind::kMemory:
+        memory_index_ = static_cast<int>(r);
+        break;
+    }
+  }
+}
+
+// ---- bookkeeping -------------------------------------------------------------
+
+void JobScheduler::Enqueue(const JobRecord& job, Micros now) {
+  const uint64_t id = job.id.value();
+  if (entry_of_.size() <= id) {
+    entry_of_.resize(id + 1);
+  }
+  if (entry_of_[id]) {
+    return;
+  }
+  const bool by_priority = job_order_ == nullptr || job_order_->by_priority();
+  Entry e{by_priority ? -static_cast<int64_t>(job.spec.priority) : 0,
+          job_order_ ? job_order_->Key(job, now) : 0.0, job.spec.submit_time, id};
+  queues_[job.queue.value()].jobs.insert(e);
+  by_eligible_.emplace(job.eligible_since, id);
+  entry_of_[id] = e;
+  ++pending_count_;
+  if (job.gpu_milli == 0) {
+    ++cpu_only_pending_;
+  }
+}
+
+void JobScheduler::Dequeue(const JobRecord& job) {
+  const uint64_t id = job.id.value();
+  if (id >= entry_of_.size() || !entry_of_[id]) {
+    return;
+  }
+  queues_[job.queue.value()].jobs.erase(*entry_of_[id]);
+  by_eligible_.erase({job.eligible_since, id});
+  entry_of_[id].reset();
+  --pending_count_;
+  if (job.gpu_milli == 0) {
+    --cpu_only_pending_;
+  }
+}
+
+void JobScheduler::Released(const JobRecord& job) {
+  usage_.Remove(job.queue, job.allocations);
+  const uint64_t id = job.id.value();
+  if (id < running_pos_.size() && running_pos_[id] != kNotRunning) {
+    size_t pos = running_pos_[id];
+    uint64_t last = running_.back();
+    running_[pos] = last;
+    running_pos_[last] = pos;
+    running_.pop_back();
+    running_pos_[id] = kNotRunning;
+  }
+}
+
+// ---- charges, estimates --------------------------------------------------------
+
+ResourceVector JobScheduler::ChargeOf(const JobRecord& job,
+                                      const std::vector<Allocation>* allocations,
+                                      const ClusterState& state) const {
+  ResourceVector charge(tree_->resources().size(), 0);
+  if (charge.empty()) {
+    return charge;
+  }
+  auto add = [&charge](int index, int64_t v) {
+    if (index >= 0) {
+      charge[static_cast<size_t>(index)] += v;
+    }
+  };
+  if (allocations == nullptr) {
+    add(any_gpu_index_, job.gpu_milli);
+    for (const TaskRequest& t : job.spec.tasks) {
+      add(cpu_index_, t.cpu.value());
+      add(memory_index_, t.memory.value());
+      add(gpu_memory_index_, t.gpu_memory.value() * t.gpu_count);
+    }
+    return charge;
+  }
+  for (const Allocation& a : *allocations) {
+    add(cpu_index_, a.cpu.value());
+    add(memory_index_, a.memory.value());
+    const NodeSpec& spec = state.spec(a.node);
+    for (const GpuGrant& g : a.gpus) {
+      add(any_gpu_index_, g.milli.value());
+      add(gpu_memory_index_, g.memory.value());
+      const GpuModelId model = spec.gpus[static_cast<size_t>(g.gpu)].model;
+      if (model.value() < gpu_resource_index_.size()) {
+        add(gpu_resource_index_[model.value()], g.milli.value());
+      }
+    }
+  }
+  return charge;
+}
+
+int JobScheduler::LasLevel(const JobRecord& job, Micros now) const {
+  double attained = job.attained_gpu_seconds;
+  if (job.phase == JobPhase::kRunning || job.phase == JobPhase::kStopping) {
+    attained += static_cast<double>(job.gpu_milli) / 1000.0 *
+                static_cast<double>(now - job.run_start) / 1e6;
+  }
+  int level = 0;
+  for (double t : options_.las_thresholds) {
+    if (attained >= t) {
+      ++level;
+    }
+  }
+  return level;
+}
+
+Micros JobScheduler::RuntimeEstimate(const JobRecord& job) const {
+  switch (options_.runtime_source) {
+    case RuntimeSource::kOracle:
+      if (job.oracle_runtime >= 0) {
+        return job.oracle_runtime;
+      }
+      break;
+    case RuntimeSource::kPredicted:
+      if (job.predicted_runtime > 0) {
+        return job.predicted_runtime;
+      }
+      break;
+    case RuntimeSource::kUserLimit:
+      break;
+  }
+  if (job.spec.runtime_limit > 0) {
+    return job.spec.runtime_limit;
+  }
+  return job.predicted_runtime > 0 ? job.predicted_runtime : 3600LL * 1'000'000;
+}
+
+double JobScheduler::VictimCost(const JobRecord& victim, Micros now) const {
+  if (options_.lossless_preemption) {
+    return 0.0;
+  }
+  // The victim keeps running through its grace period, then loses what it has not saved.
+  const Micros at = now + options_.grace;
+  const Micros lost = victim.Progress(at) - victim.SavedProgress(at, victim.spec.checkpoint_on_signal);
+  return static_cast<double>(victim.gpu_milli) / 1000.0 * static_cast<double>(lost) / 1e6;
+}
+
+// ---- placement -------------------------------------------------------------------
+
+void JobScheduler::Unplace(ClusterState& state, const std::vector<Allocation>& allocations) {
+  for (auto it = allocations.rbegin(); it != allocations.rend(); ++it) {
+    MustSucceed(state.Release(*it));
+  }
+}
+
+bool JobScheduler::PlaceTasksWithin(const JobRecord& job, ClusterState& state, Rng& rng,
+                                    std::span<const NodeId> nodes, std::vector<Allocation>* out) {
+  out->clear();
+  for (const TaskRequest& task : job.spec.tasks) {
+    Placement p = nodes.empty() ? placer_.Place(state, task, rng)
+                                : placer_.PlaceWithin(state, task, nodes, rng);
+    if (!p.placed || !state.Allocate(p.allocation).ok()) {
+      Unplace(state, *out);
+      out->clear();
+      return false;
+    }
+    out->push_back(std::move(p.allocation));
+  }
+  return true;
+}
+
+bool JobScheduler::PlaceGang(const JobRecord& job, ClusterState& state, Rng& rng,
+                             std::vector<Allocation>* out) {
+  const TopologyPolicy& topo = job.spec.topology;
+  if (job.spec.tasks.size() == 1 || topo.scope == TopologyScope::kAny) {
+    return PlaceTasksWithin(job, state, rng, {}, out);
+  }
+  // Node groups that could hold the whole gang, tightest first (keeps big holes whole).
+  std::vector<std::vector<NodeId>> singles;
+  const std::vector<std::vector<NodeId>>* groups = nullptr;
+  switch (topo.scope) {
+    case TopologyScope::kNode:
+      singles.reserve(state.node_count());
+      for (size_t i = 0; i < state.node_count(); ++i) {
+        singles.push_back({NodeId(static_cast<uint32_t>(i))});
+      }
+      groups = &singles;
+      break;
+    case TopologyScope::kNvlinkDomain:
+      groups = &nvlink_groups_;
+      break;
+    case TopologyScope::kRack:
+      groups = &racks_;
+      break;
+    case TopologyScope::kAny:
+      break;
+  }
+  std::vector<std::pair<int64_t, size_t>> candidates;
+  for (size_t g = 0; g < groups->size(); ++g) {
+    int64_t free = 0;
+    for (NodeId n : (*groups)[g]) {
+      free += state.node(n).free_gpu_milli().value();
+    }
+    if (free >= job.gpu_milli) {
+      candidates.emplace_back(free, g);
+    }
+  }
+  std::sort(candidates.begin(), candidates.end());
+  for (const auto& [free, g] : candidates) {
+    if (PlaceTasksWithin(job, state, rng, (*groups)[g], out)) {
+      return true;
+    }
+  }
+  if (topo.hard) {
+    return false;
+  }
+  return PlaceTasksWithin(job, state, rng, {}, out);
+}
+
+bool JobScheduler::Admissible(const JobRecord& job, ClusterState& state, QuotaLedger& quota,
+                              bool nominal_only, Rng& rng) {
+  if (job.gpu_milli > FreeMilli(state)) {
+    return false;
+  }
+  QuotaFit fit = quota.Check(job.queue, ChargeOf(job, nullptr, state), options_.borrowing);
+  if (fit == QuotaFit::kNo || (nominal_only && fit != QuotaFit::kNominal)) {
+    return false;
+  }
+  std::vector<Allocation> allocations;
+  if (!PlaceGang(job, state, rng, &allocations)) {
+    return false;
+  }
+  fit = quota.Check(job.queue, ChargeOf(job, &allocations, state), options_.borrowing);
+  Unplace(state, allocations);
+  return fit != QuotaFit::kNo && !(nominal_only && fit != QuotaFit::kNominal);
+}
+
+// ---- preemption ------------------------------------------------------------------
+
+bool JobScheduler::CanPreempt(const JobRecord& victim, const JobRecord& preemptor, bool reclaim,
+                              Micros now) const {
+  if (victim.phase != JobPhase::kRunning || !victim.spec.preemptible) {
+    return false;
+  }
+  if (options_.min_run_before_preemption > 0 &&
+      now - victim.run_start < options_.min_run_before_preemption) {
+    return false;
+  }
+  const bool same_queue = victim.queue == preemptor.queue;
+  if (options_.preempt_priority && same_queue && victim.spec.priority < preemptor.spec.priority) {
+    return true;
+  }
+  if (reclaim && !same_queue) {
+    return true;  // borrowing is re-checked as victims are taken
+  }
+  if (victim.spec.priority > preemptor.spec.priority) {
+    return false;
+  }
+  if (options_.preempt_las && LasLevel(victim, now) > LasLevel(preemptor, now)) {
+    return true;
+  }
+  if (options_.preempt_srtf && victim.oracle_runtime >= 0 && preemptor.oracle_runtime >= 0 &&
+      victim.RemainingBy(victim.oracle_runtime, now) >
+          preemptor.RemainingBy(preemptor.oracle_runtime, now)) {
+    return true;
+  }
+  return false;
+}
+
+std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobRecord>& jobs,
+                                             ClusterState& state, QuotaLedger& quota, Micros now,
+                                             Rng& rng, std::vector<double>* costs) {
+  // Reclaim applies when the job would fit its own nominal quota.
+  const ResourceVector pre = ChargeOf(job, nullptr, state);
+  const bool reclaim =
+      options_.preempt_reclaim && quota.Check(job.queue, pre, false) == QuotaFit::kNominal;
+
+  struct Candidate {
+    double cost;  // the sort key: work lost, or minus the LAS level
+    int32_t priority;
+    Micros run_start;
+    uint64_t id;
+  };
+  std::vector<Candidate> candidates;
+  for (uint64_t id : running_) {
+    const JobRecord& v = jobs[id];
+    if (victim_stamp_[id] != cycle_stamp_ && CanPreempt(v, job, reclaim, now)) {
+      const double key =
+          options_.victims_by_cost ? VictimCost(v, now) : -static_cast<double>(LasLevel(v, now));
+      candidates.push_back({key, v.spec.priority, v.run_start, id});
+    }
+  }
+  if (candidates.empty()) {
+    return {};
+  }
+  // Cheapest work lost first; then lowest priority; then the most recently started.
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.cost != b.cost) return a.cost < b.cost;
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.run_start != b.run_start) return a.run_start > b.run_start;
+    return a.id < b.id;
+  });
+  if (candidates.size() > static_cast<size_t>(options_.max_victim_candidates)) {
+    candidates.resize(static_cast<size_t>(options_.max_victim_candidates));
+  }
+
+  auto take = [&](uint64_t id) {
+    JobRecord& v = jobs[id];
+    quota.Remove(v.queue, v.charge);
+    Unplace(state, v.allocations);
+  };
+  auto give_back = [&](uint64_t id) {
+    JobRecord& v = jobs[id];
+    for (const Allocation& a : v.allocations) {
+      MustSucceed(state.Allocate(a));
+    }
+    quota.Add(v.queue, v.charge);
+  };
+  // Whether the job may count on a victim from another queue: only while that queue
+  // borrows, and then the job must fit its own nominal quota.
+  auto is_reclaim = [&](const JobRecord& v) {
+    return v.queue != job.queue &&
+           !(options_.preempt_las && LasLevel(v, now) > LasLevel(job, now) && v.spec.priority <= job.spec.priority) &&
+           !(options_.preempt_srtf && v.spec.priority <= job.spec.priority &&
+             v.RemainingBy(v.oracle_runtime, now) > job.RemainingBy(job.oracle_runtime, now));
+  };
+
+  std::vector<uint64_t> chosen;
+  bool nominal_only = false;
+  bool fits = false;
+  for (const Candidate& c : candidates) {
+    const JobRecord& v = jobs[c.id];
+    const bool reclaiming = is_reclaim(v);
+    if (reclaiming && !quota.IsBorrowing(v.queue)) {
+      continue;
+    }
+    take(c.id);
+    chosen.push_back(c.id);
+    nominal_only = nominal_only || reclaiming;
+    if (Admissible(job, state, quota, nominal_only, rng)) {
+      fits = true;
+      break;
+    }
+  }
+  if (!fits) {
+    for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
+      give_back(*it);
+    }
+    return {};
+  }
+  // Minimal: drop victims (costliest first) the job can do without.
+  for (size_t i = chosen.size(); i-- > 0;) {
+    if (chosen.size() == 1) {
+      break;
+    }
+    give_back(chosen[i]);
+    if (Admissible(job, state, quota, nominal_only, rng)) {
+      chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      take(chosen[i]);
+    }
+  }
+  std::vector<JobId> victims;
+  for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
+    give_back(*it);
+  }
+  for (uint64_t id : chosen) {
+    victim_stamp_[id] = cycle_stamp_;  // not a victim twice in one cycle
+    victims.push_back(JobId(id));
+    costs->push_back(VictimCost(jobs[id], now));
+  }
+  return victims;
+}
+
+// ---- reservation -------------------------------------------------------------------
+
+std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
+                                                 const std::vector<JobRecord>& jobs,
+                                                 const ClusterState& state, Micros now) const {
+  // A node-level estimate: free whole GPUs, CPU and memory per node as running jobs
+  // end at their estimated times; the job's tasks are fitted greedily, tightest node
+  // first. Shares count as one GPU.
+  const size_t n = state.node_count();
+  struct Free {
+    int64_t gpus, cpu, memory;
+  };
+  std::vector<Free> free(n);
+  int64_t free_gpus = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const NodeLedger& node = state.nodes()[i];
+    int64_t idle = 0;
+    for (const GpuLedger& g : node.gpus()) {
+      idle += g.idle() ? 1 : 0;
+    }
+    free[i] = {idle, node.free_cpu().value(), node.free_memory().value()};
+    free_gpus += idle;
+  }
+  int64_t needed_gpus = 0;
+  for (const TaskRequest& t : job.spec.tasks) {
+    needed_gpus += t.gpu_count;
+  }
+  auto fits = [&](std::vector<NodeId>* nodes) {
+    std::vector<Free> left = free;
+    nodes->clear();
+    const bool one_node = job.spec.topology.scope == TopologyScope::kNode;
+    if (one_node) {
+      int64_t g = 0, c = 0, m = 0;
+      for (const TaskRequest& t : job.spec.tasks) {
+        g += t.gpu_count;
+        c += t.cpu.value();
+        m += t.memory.value();
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (left[i].gpus >= g && left[i].cpu >= c && left[i].memory >= m) {
+          nodes->push_back(NodeId(static_cast<uint32_t>(i)));
+          return true;
+        }
+      }
+      return false;
+    }
+    for (const TaskRequest& t : job.spec.tasks) {
+      size_t best = n;
+      for (size_t i = 0; i < n; ++i) {
+        if (left[i].gpus >= t.gpu_count && left[i].cpu >= t.cpu.value() &&
+            left[i].memory >= t.memory.value() &&
+            (best == n || left[i].gpus < left[best].gpus)) {
+          best = i;
+        }
+      }
+      if (best == n) {
+        return false;
+      }
+      left[best].gpus -= t.gpu_count;
+      left[best].cpu -= t.cpu.value();
+      left[best].memory -= t.memory.value();
+      nodes->push_back(NodeId(static_cast<uint32_t>(best)));
+    }
+    return true;
+  };
+
+  std::vector<std::pair<Micros, uint64_t>> ends;
+  ends.reserve(running_.size());
+  for (uint64_t id : running_) {
+    const JobRecord& r = jobs[id];
+    Micros end = r.run_start + (RuntimeEstimate(r) - r.resumed_from);
+    if (r.phase == JobPhase::kStopping) {
+      end = now + options_.grace;
+    }
+    ends.emplace_back(std::max(end, now), id);
+  }
+  std::sort(ends.begin(), ends.end());
+  std::vector<NodeId> nodes;
+  for (const auto& [end, id] : ends) {
+    for (const Allocation& a : jobs[id].allocations) {
+      Free& f = free[a.node.value()];
+      f.gpus += static_cast<int64_t>(a.gpus.size());
+      f.cpu += a.cpu.value();
+      f.memory += a.memory.value();
+      free_gpus += static_cast<int64_t>(a.gpus.size());
+    }
+    if (free_gpus >= needed_gpus && fits(&nodes)) {
+      std::sort(nodes.begin(), nodes.end());
+      nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+      return Reservation{job.id, end, std::move(nodes)};
+    }
+  }
+  return std::nullopt;
+}
+
+// ---- the cycle ------------------------------------------------------------------------
+
+CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& state,
+                                   QuotaLedger& quota, Micros now, Rng& rng) {
+  CycleResult out;
+  usage_.Advance(now);
+  if (seen_.size() < jobs.size()) {
+    seen_.resize(jobs.size(), 0);
+    victim_stamp_.resize(jobs.size(), 0);
+  }
+  if (running_pos_.size() < jobs.size()) {
+    running_pos_.resize(jobs.size(), kNotRunning);
+  }
+  ++cycle_stamp_;
+  const bool preempting = options_.preempt_priority || options_.preempt_reclaim ||
+                          options_.preempt_las || options_.preempt_srtf;
+  int searches = preempting ? options_.max_preemption_searches : 0;
+  std::vector<uint8_t> queue_blocked(tree_->size(), 0);
+  std::vector<int> skips(tree_->size(), 0);
+  std::unordered_set<uint64_t> failed_shapes;
+  std::vector<JobId> started;
+
+  auto ends_before = [&](const JobRecord& job, Micros t) {
+    return now + job.RemainingBy(RuntimeEstimate(job), now) <= t;
+  };
+  auto touches = [](const std::vector<Allocation>& allocations, const std::vector<NodeId>& nodes) {
+    for (const Allocation& a : allocations) {
+      if (std::binary_search(nodes.begin(), nodes.end(), a.node)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  auto skip = [&](QueueId q) {
+    if (++skips[q.value()] >= options_.max_skips_per_queue) {
+      queue_blocked[q.value()] = 1;
+    }
+  };
+
+  auto try_job = [&](JobRecord& job) {
+    ++out.tested;
+    const QueueId q = job.queue;
+    const ResourceVector pre = ChargeOf(job, nullptr, state);
+    const QuotaFit pre_fit = quota.Check(q, pre, options_.borrowing);
+    bool placed = false;
+    std::vector<Allocation> allocations;
+    if (pre_fit != QuotaFit::kNo) {
+      const uint64_t shape = ShapeHash(job.spec);
+      if (!failed_shapes.contains(shape) && job.gpu_milli <= FreeMilli(state)) {
+        placed = PlaceGang(job, state, rng, &allocations);
+      }
+      if (placed) {
+        const ResourceVector charge = ChargeOf(job, &allocations, state);
+        const QuotaFit fit = quota.Check(q, charge, options_.borrowing);
+        if (fit == QuotaFit::kNo) {
+          Unplace(state, allocations);
+          skip(q);
+          return;
+        }
+        if (out.reservation && out.reservation->job != job.id &&
+            !ends_before(job, out.reservation->start) &&
+            touches(allocations, out.reservation->nodes)) {
+          Unplace(state, allocations);  // would delay the reserved job
+          skip(q);
+          return;
+        }
+        quota.Add(q, charge);
+        usage_.Add(q, allocations);
+        running_pos_[job.id.value()] = running_.size();
+        running_.push_back(job.id.value());
+        started.push_back(job.id);
+        out.starts.push_back(StartDecision{job.id, std::move(allocations), charge,
+                                           fit == QuotaFit::kBorrow,
+                                           out.reservation.has_value()});
+        return;
+      }
+      if (job.gpu_milli > 0) {
+        failed_shapes.insert(shape);
+      }
+    }
+    // Blocked, by quota or by capacity.
+    if (searches > 0 && job.victims_in_flight == 0) {
+      --searches;
+      std::vector<double> costs;
+      std::vector<JobId> victims = FindVictims(job, jobs, state, quota, now, rng, &costs);
+      if (!victims.empty()) {
+        for (size_t i = 0; i < victims.size(); ++i) {
+          out.preemptions.push_back(PreemptDecision{victims[i], job.id, costs[i]});
+        }
+        preemptors_.push_back(job.id.value());
+        return;
+      }
+    }
+    if (pre_fit == QuotaFit::kNo) {
+      skip(q);
+      return;
+    }
+    if (options_.backfill == Backfill::kEasy && !out.reservation && job.victims_in_flight == 0) {
+      out.reservation = Reserve(job, jobs, state, now);
+    }
+    if (options_.strict_fifo) {
+      queue_blocked[q.value()] = 1;
+    } else {
+      skip(q);
+    }
+  };
+
+  auto visit = [&](uint64_t id) {
+    if (seen_[id] == cycle_stamp_) {
+      return;
+    }
+    seen_[id] = cycle_stamp_;
+    JobRecord& job = jobs[id];
+    if (job.phase != JobPhase::kPending || queue_blocked[job.queue.value()]) {
+      return;
+    }
+    try_job(job);
+  };
+  auto exhausted = [&] {
+    return out.tested >= options_.max_jobs_tested ||
+           (FreeMilli(state) == 0 && searches == 0 && cpu_only_pending_ == 0);
+  };
+
+  // 1. Jobs whose victims are gone, then starving jobs, oldest first.
+  {
+    std::vector<std::pair<Micros, uint64_t>> front;
+    std::erase_if(preemptors_, [&](uint64_t id) {
+      const JobRecord& j = jobs[id];
+      return j.phase != JobPhase::kPending && j.victims_in_flight == 0;
+    });
+    for (uint64_t id : preemptors_) {
+      if (jobs[id].phase == JobPhase::kPending) {
+        front.emplace_back(jobs[id].spec.submit_time, id);
+      }
+    }
+    std::sort(front.begin(), front.end());
+    for (const auto& [t, id] : front) {
+      visit(id);
+    }
+    if (options_.starvation_limit > 0) {
+      for (const auto& [since, id] : by_eligible_) {
+        if (since + options_.starvation_limit > now || exhausted()) {
+          break;
+        }
+        visit(id);
+      }
+    }
+  }
+
+  // 2. Everyone else: merge the queues' sorted jobs by (priority, queue key, job key).
+  struct Head {
+    int64_t priority_rank;
+    double major, minor;
+    Micros submit;
+    uint64_t id;
+    uint32_t queue;
+    std::set<Entry>::const_iterator it;
+    bool operator>(const Head& o) const {
+      return std::tie(priority_rank, major, minor, submit, id) >
+             std::tie(o.priority_rank, o.major, o.minor, o.submit, o.id);
+    }
+  };
+  const bool additive = queue_order_ != nullptr && queue_order_->additive();
+  auto make_head = [&](uint32_t q, std::set<Entry>::const_iterator it) {
+    const double qk = queue_order_ ? queue_order_->Key(QueueId(q), usage_) : 0.0;
+    Head h{it->priority_rank, additive ? qk + it->key : qk, additive ? 0.0 : it->key,
+           it->submit, it->id, q, it};
+    return h;
+  };
+  std::priority_queue<Head, std::vector<Head>, std::greater<>> heap;
+  for (QueueId q : tree_->queues()) {
+    const auto& set = queues_[q.value()].jobs;
+    if (!set.empty()) {
+      heap.push(make_head(q.value(), set.begin()));
+    }
+  }
+  while (!heap.empty() && !exhausted()) {
+    Head h = heap.top();
+    heap.pop();
+    visit(h.id);
+    auto next = std::next(h.it);
+    if (next != queues_[h.queue].jobs.end() && !queue_blocked[h.queue]) {
+      heap.push(make_head(h.queue, next));
+    }
+  }
+
+  for (JobId id : started) {
+    Dequeue(jobs[id.value()]);
+  }
+  return out;
+}
+
+}  // namespace tessera

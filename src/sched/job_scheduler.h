@@ -1,0 +1,186 @@
+// JobScheduler: one scheduling cycle over pending jobs (order, admit, place,
+// preempt, reserve ahead, backfill), the half of the cycle above task placement.
+//
+// The driver owns the jobs (a vector indexed by JobId), the ClusterState and the
+// QuotaLedger. It tells the scheduler about every job that becomes pending
+// (Enqueue) and every job whose resources it releases (Released). RunCycle
+// decides; for the jobs it starts it also reserves their resources (allocations in
+// the ClusterState, charges in the QuotaLedger) so that later decisions in the same
+// cycle see them. The driver applies the rest of each decision: it marks jobs
+// running, signals preemption victims and, after their grace period, evicts them
+// (releasing allocations and charges) and enqueues them again.
+//
+// Guarantees: a job starts only when its whole gang is placed and its charge fits
+// its queue's quota (QuotaLedger::Check), so quotas hold at every instant; a queue
+// is a reclaim target only while it borrows, and a job reclaims only what fits its
+// own nominal quota, so two queues cannot preempt each other back and forth.
+//
+// Pure: time and randomness come in as arguments. Thread safety: none.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/rng.h"
+#include "sched/job_order.h"
+#include "sched/job_record.h"
+#include "sched/placer.h"
+#include "state/cluster_state.h"
+#include "state/quota_ledger.h"
+
+namespace tessera {
+
+enum class Backfill : uint8_t {
+  kNone,
+  kEasy,  // one reservation for the first job blocked by capacity; others start only
+          // if they end before it (by the runtime estimate) or stay off its nodes
+};
+
+// Which runtime estimate backfill and reservations trust.
+enum class RuntimeSource : uint8_t { kUserLimit, kPredicted, kOracle };
+
+struct SchedulerOptions {
+  bool strict_fifo = false;     // a job blocked by capacity blocks its queue
+  bool borrowing = true;        // may use the cohort's unused quota
+  bool preempt_priority = false;  // lower priority jobs of the same queue
+  bool preempt_reclaim = false;   // borrowers, to give a queue back its nominal quota
+  bool preempt_las = false;       // jobs with more attained service (Tiresias)
+  bool preempt_srtf = false;      // jobs with more remaining time (oracle)
+  bool lossless_preemption = false;  // victims lose no work (the oracle reference)
+  Backfill backfill = Backfill::kNone;
+  RuntimeSource runtime_source = RuntimeSource::kPredicted;
+  // Least-attained-service thresholds (GPU-seconds) of Tiresias' discretised queues.
+  std::vector<double> las_thresholds = {3200.0, 32000.0};
+  // Default 0: off. Jobs eligible for longer go first, oldest first, so that no
+  // job (a large gang included) waits forever.
+  Micros starvation_limit = 0;
+  Micros grace = 30'000'000;  // time a victim gets to checkpoint before eviction
+  // Victims by work lost (checkpoint-aware), or as Tiresias does: most attained
+  // service first, then the most recently started.
+  bool victims_by_cost = true;
+  // Minimum service before a job may be preempted (avoids thrashing); 0: none.
+  Micros min_run_before_preemption = 0;
+  // Bounds on one cycle's work, like Slurm's default_queue_depth/bf_max_job_test.
+  int max_jobs_tested = 2000;
+  int max_skips_per_queue = 64;
+  int max_preemption_searches = 4;
+  int max_victim_candidates = 128;
+};
+
+struct StartDecision {
+  JobId job;
+  std::vector<Allocation> allocations;
+  ResourceVector charge;
+  bool borrowing = false;   // needed the cohort's quota
+  bool backfilled = false;  // started ahead of a reserved job
+};
+
+struct PreemptDecision {
+  JobId victim;
+  JobId preemptor;
+  double lost_gpu_seconds = 0;  // the cost the victim was chosen by
+};
+
+struct Reservation {
+  JobId job;
+  Micros start = 0;  // earliest start by the runtime estimates
+  std::vector<NodeId> nodes;
+};
+
+struct CycleResult {
+  std::vector<StartDecision> starts;
+  std::vector<PreemptDecision> preemptions;
+  std::optional<Reservation> reservation;
+  int tested = 0;
+};
+
+class JobScheduler {
+ public:
+  JobScheduler(const QueueTree& tree, const ClusterState& state, SchedulerOptions options,
+               std::unique_ptr<JobOrderPlugin> job_order,
+               std::unique_ptr<QueueOrderPlugin> queue_order, Profile placement,
+               Micros fairshare_half_life);
+
+  const SchedulerOptions& options() const { return options_; }
+  const QueueUsage& usage() const { return usage_; }
+
+  // A job became pending (submitted, or requeued after eviction).
+  void Enqueue(const JobRecord& job, Micros now);
+  // A pending job left without running (cancelled).
+  void Dequeue(const JobRecord& job);
+  // The driver released a running or stopping job's resources.
+  void Released(const JobRecord& job);
+
+  size_t pending() const { return pending_count_; }
+
+  // One cycle at `now`. `jobs` is indexed by JobId.
+  CycleResult RunCycle(std::vector<JobRecord>& jobs, ClusterState& state, QuotaLedger& quota,
+                       Micros now, Rng& rng);
+
+  // The quota charge of a job placed by `allocations` (GPU milli per model among
+  // the tree's resources, CPU, memory, GPU memory).
+  ResourceVector ChargeOf(const JobRecord& job, const std::vector<Allocation>* allocations,
+                          const ClusterState& state) const;
+
+  // Least-attained-service level of a job at `now` (0 = least served).
+  int LasLevel(const JobRecord& job, Micros now) const;
+  // The runtime estimate the options select.
+  Micros RuntimeEstimate(const JobRecord& job) const;
+
+ private:
+  struct Entry {
+    int64_t priority_rank;  // -priority, or 0
+    double key;
+    Micros submit;
+    uint64_t id;
+    auto operator<=>(const Entry&) const = default;
+  };
+  struct QueueState {
+    std::set<Entry> jobs;
+  };
+
+  bool PlaceGang(const JobRecord& job, ClusterState& state, Rng& rng,
+                 std::vector<Allocation>* out);
+  bool PlaceTasksWithin(const JobRecord& job, ClusterState& state, Rng& rng,
+                        std::span<const NodeId> nodes, std::vector<Allocation>* out);
+  static void Unplace(ClusterState& state, const std::vector<Allocation>& allocations);
+  bool CanPreempt(const JobRecord& victim, const JobRecord& preemptor, bool reclaim, Micros now) const;
+  // Finds a minimal, cheapest victim set letting `job` start; empty when none.
+  std::vector<JobId> FindVictims(JobRecord& job, std::vector<JobRecord>& jobs, ClusterState& state,
+                                 QuotaLedger& quota, Micros now, Rng& rng,
+                                 std::vector<double>* costs);
+  bool Admissible(const JobRecord& job, ClusterState& state, QuotaLedger& quota, bool nominal_only,
+                  Rng& rng);
+  std::optional<Reservation> Reserve(const JobRecord& job, const std::vector<JobRecord>& jobs,
+                                     const ClusterState& state, Micros now) const;
+  double VictimCost(const JobRecord& victim, Micros now) const;
+
+  const QueueTree* tree_;
+  SchedulerOptions options_;
+  std::unique_ptr<JobOrderPlugin> job_order_;
+  std::unique_ptr<QueueOrderPlugin> queue_order_;
+  Placer placer_;
+  QueueUsage usage_;
+  std::vector<QueueState> queues_;
+  std::set<std::pair<Micros, uint64_t>> by_eligible_;  // (eligible_since, id): starvation
+  std::vector<std::optional<Entry>> entry_of_;  // by id: its Entry while pending
+  std::vector<uint64_t> running_;               // ids of running/stopping jobs
+  std::vector<size_t> running_pos_;             // by id: index in running_
+  std::vector<uint64_t> preemptors_;            // jobs that chose victims, until they start
+  std::vector<uint32_t> seen_;                  // by id: cycle stamp (tried this cycle)
+  std::vector<uint32_t> victim_stamp_;          // by id: cycle stamp (chosen as a victim)
+  uint32_t cycle_stamp_ = 0;
+  int64_t cpu_only_pending_ = 0;
+  size_t pending_count_ = 0;
+  std::vector<std::vector<NodeId>> racks_;           // node groups by "rack" label
+  std::vector<std::vector<NodeId>> nvlink_groups_;   // by "nvlink-domain" label, else per node
+  std::vector<int> gpu_resource_index_;              // per GpuModelId value: resource index or -1
+  int any_gpu_index_ = -1, cpu_index_ = -1, memory_index_ = -1, gpu_memory_index_ = -1;
+};
+
+}  // namespace tessera
