@@ -40,7 +40,22 @@ struct JobsOptions {
   int threads = 0;
   bool json = false;
   bool quiet = false;
+  bool per_job = false;
 };
+
+std::string PerJobCsv(const JobRun& run) {
+  std::string out =
+      "name,tenant,gpus,submit_s,first_start_s,finish_s,runtime_s,service_s,preemptions,"
+      "lost_gpu_seconds,predicted_s\n";
+  auto s = [](Micros t) { return t < 0 ? std::string() : std::to_string(t / 1'000'000); };
+  for (const JobOutcome& j : run.jobs) {
+    out += j.name + "," + j.tenant + "," + std::to_string(j.gpus) + "," + s(j.submit) + "," +
+           s(j.first_start) + "," + s(j.finish) + "," + s(j.actual) + "," + s(j.service) + "," +
+           std::to_string(j.preemptions) + "," + std::to_string(j.lost_gpu_seconds) + "," +
+           s(j.predicted) + "\n";
+  }
+  return out;
+}
 
 Status WriteFile(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
@@ -198,6 +213,9 @@ Status Run(const JobsOptions& o) {
   TESSERA_RETURN_IF_ERROR(WriteFile(dir / "jct_cdf.svg", JctCdfSvg(runs)));
   for (const JobRun& run : runs) {
     TESSERA_RETURN_IF_ERROR(WriteFile(dir / ("usage_" + run.policy + ".svg"), TenantUsageSvg(run)));
+    if (o.per_job) {
+      TESSERA_RETURN_IF_ERROR(WriteFile(dir / ("jobs_" + run.policy + ".csv"), PerJobCsv(run)));
+    }
   }
   if (o.json) {
     std::cout << JobSummaryJson(rows) << std::endl;
@@ -243,6 +261,7 @@ void AddSimJobsCommand(CLI::App& sim, int* exit_code) {
   cmd->add_option("--jobs,-j", opts->threads, "worker threads (default: one per core)");
   cmd->add_flag("--json", opts->json, "print the summary as one JSON object on stdout");
   cmd->add_flag("--quiet,-q", opts->quiet, "no progress on stderr");
+  cmd->add_flag("--per-job", opts->per_job, "also write each job's outcome, jobs_<policy>.csv");
   for (const char* name : {"--policy", "--out", "--trace", "--cluster"}) {
     cmd->get_option(name)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   }

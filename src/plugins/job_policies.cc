@@ -1,6 +1,8 @@
 #include "plugins/job_policies.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "base/strings.h"
@@ -53,13 +55,18 @@ class SrtfOrder final : public JobOrderPlugin {
 // keeps a tenth of it as its remaining estimate.
 class SjfOrder final : public JobOrderPlugin {
  public:
+  explicit SjfOrder(double gpu_exponent) : gpu_exponent_(gpu_exponent) {}
   std::string_view name() const override { return "sjf"; }
   double Key(const JobRecord& job, Micros now) const override {
     const Micros predicted = job.predicted_runtime > 0 ? job.predicted_runtime
                                                        : job.spec.runtime_limit;
     const Micros remaining = std::max(job.RemainingBy(predicted, now), predicted / 10);
-    return Seconds(remaining) * std::max<double>(1.0, static_cast<double>(job.gpu_milli) / 1000.0);
+    const double width = std::max<double>(1.0, static_cast<double>(job.gpu_milli) / 1000.0);
+    return Seconds(remaining) * std::pow(width, gpu_exponent_);
   }
+
+ private:
+  double gpu_exponent_;  // 1: GPU-time; 0: time only
 };
 
 class FairShareOrder final : public QueueOrderPlugin {
@@ -137,6 +144,28 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
   } else if (token == "backfill-limit") {
     o.backfill = Backfill::kEasy;
     o.runtime_source = RuntimeSource::kUserLimit;
+  } else if (token == "ckpt-grace") {
+    o.evict_at_checkpoint = true;
+    o.grace = 30LL * 60 * 1'000'000;
+  } else if (StartsWith(token, "sjf-width=")) {
+    char* end = nullptr;
+    const std::string value(token.substr(10));
+    const double e = std::strtod(value.c_str(), &end);
+    if (end == value.c_str() || *end != '\0' || e < 0 || e > 2) {
+      return InvalidArgumentError("sjf-width=E needs E in 0..2, got '" + std::string(token) + "'");
+    }
+    o.sjf_gpu_exponent = e;
+  } else if (token == "las-protect") {
+    o.las_protected_level = static_cast<int>(o.las_thresholds.size());
+  } else if (token == "resume-first") {
+    o.resume_first = true;
+  } else if (StartsWith(token, "max-preempt=")) {
+    StatusOr<int64_t> n = ParseInt64(token.substr(12));
+    if (!n.ok() || n.value() <= 0 || n.value() > 1000) {
+      return InvalidArgumentError("max-preempt=N needs N in 1..1000, got '" + std::string(token) +
+                                  "'");
+    }
+    o.max_preemptions_per_job = static_cast<int>(n.value());
   } else if (StartsWith(token, "starve=")) {
     StatusOr<int64_t> hours = ParseInt64(token.substr(7));
     if (!hours.ok() || hours.value() <= 0) {
@@ -149,7 +178,7 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
         "unknown policy component '" + std::string(token) +
         "'; orders: fifo, priority, las, srtf, sjf, fairshare, drf, slurm; features: strict, "
         "no-borrow, reclaim, preempt, preempt-las, preempt-srtf, backfill, backfill-limit, "
-        "starve=H; presets: " + Join(SchedulerPresetNames(), ", "));
+        "ckpt-grace, las-protect, resume-first, max-preempt=N, starve=H; presets: " + Join(SchedulerPresetNames(), ", "));
   }
   return Status::Ok();
 }
@@ -204,7 +233,12 @@ StatusOr<SchedulerPolicy> ParseSchedulerPolicy(std::string_view spec) {
       p.value().options.lossless_preemption = true;
     }
   } else if (spec == "tessera") {
-    p = Combine(spec, "sjf+reclaim+preempt+backfill+starve=24");
+    // Chosen on Philly at 80% load (README, "Job scheduling"): shortest predicted
+    // job first with GPUs counted by their square root, Tiresias-style preemption of
+    // more-served jobs but only at the victims' checkpoints, quota reclaim, EASY
+    // backfill on learned runtimes, and an 8-hour starvation bound.
+    p = Combine(spec,
+                "sjf+sjf-width=0.5+preempt-las+reclaim+preempt+backfill+ckpt-grace+starve=8");
   } else {
     p = Combine(spec, spec);
   }
@@ -217,7 +251,7 @@ StatusOr<std::unique_ptr<JobOrderPlugin>> MakeJobOrder(std::string_view name,
   if (name == "priority") return std::unique_ptr<JobOrderPlugin>(new FifoOrder(true));
   if (name == "las") return std::unique_ptr<JobOrderPlugin>(new LasOrder(options.las_thresholds));
   if (name == "srtf") return std::unique_ptr<JobOrderPlugin>(new SrtfOrder());
-  if (name == "sjf") return std::unique_ptr<JobOrderPlugin>(new SjfOrder());
+  if (name == "sjf") return std::unique_ptr<JobOrderPlugin>(new SjfOrder(options.sjf_gpu_exponent));
   return InvalidArgumentError("unknown job order '" + std::string(name) +
                               "'; known: fifo, priority, las, srtf, sjf");
 }

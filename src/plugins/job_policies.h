@@ -17,6 +17,11 @@
 //   preempt-srtf    preempt jobs with more remaining time (oracle)
 //   backfill        EASY backfill trusting learned runtime predictions
 //   backfill-limit  EASY backfill trusting the users' runtime limits
+//   ckpt-grace      victims get up to 30 min to reach their next checkpoint and
+//                   are evicted then, losing nothing (default grace: 30 s)
+//   las-protect     preempt-las spares jobs in the last LAS level (proven long)
+//   resume-first    preempted jobs resume before jobs that never ran
+//   max-preempt=N   a job preempted N times is not preempted again
 //   starve=H        jobs waiting over H hours go first (no starvation)
 // e.g. "fairshare+fifo+reclaim+backfill".
 // Thread safety: functions; the plugins are immutable.

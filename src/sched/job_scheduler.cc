@@ -64,6 +64,40 @@ void MustSucceed(const Status& s) {
   }
 }
 
+// Temporary charges and refunds on a QuotaLedger, undone in reverse on destruction.
+class LedgerOverlay {
+ public:
+  explicit LedgerOverlay(QuotaLedger& quota) : quota_(quota) {}
+  LedgerOverlay(const LedgerOverlay&) = delete;
+  LedgerOverlay& operator=(const LedgerOverlay&) = delete;
+  ~LedgerOverlay() {
+    for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) {
+      if (it->added) {
+        quota_.Remove(it->queue, it->charge);
+      } else {
+        quota_.Add(it->queue, it->charge);
+      }
+    }
+  }
+  void Add(QueueId queue, const ResourceVector& charge) {
+    quota_.Add(queue, charge);
+    ops_.push_back({queue, charge, true});
+  }
+  void Remove(QueueId queue, const ResourceVector& charge) {
+    quota_.Remove(queue, charge);
+    ops_.push_back({queue, charge, false});
+  }
+
+ private:
+  struct Op {
+    QueueId queue;
+    ResourceVector charge;
+    bool added;
+  };
+  QuotaLedger& quota_;
+  std::vector<Op> ops_;
+};
+
 }  // namespace
 
 JobScheduler::JobScheduler(const QueueTree& tree, const ClusterState& state,
@@ -125,8 +159,12 @@ void JobScheduler::Enqueue(const JobRecord& job, Micros now) {
     return;
   }
   const bool by_priority = job_order_ == nullptr || job_order_->by_priority();
-  Entry e{by_priority ? -static_cast<int64_t>(job.spec.priority) : 0,
-          job_order_ ? job_order_->Key(job, now) : 0.0, job.spec.submit_time, id};
+  double key = job_order_ ? job_order_->Key(job, now) : 0.0;
+  if (options_.resume_first && job.preemptions > 0) {
+    key -= 1e15;  // ahead of every job that never ran, in the same order among themselves
+  }
+  Entry e{by_priority ? -static_cast<int64_t>(job.spec.priority) : 0, key, job.spec.submit_time,
+          id};
   queues_[job.queue.value()].jobs.insert(e);
   by_eligible_.emplace(job.eligible_since, id);
   entry_of_[id] = e;
@@ -150,7 +188,10 @@ void JobScheduler::Dequeue(const JobRecord& job) {
   }
 }
 
-void JobScheduler::Released(const JobRecord& job) {
+void JobScheduler::Released(const JobRecord& job, Micros now) {
+  if (now >= 0) {
+    usage_.Advance(now);
+  }
   usage_.Remove(job.queue, job.allocations);
   const uint64_t id = job.id.value();
   if (id < running_pos_.size() && running_pos_[id] != kNotRunning) {
@@ -238,12 +279,24 @@ Micros JobScheduler::RuntimeEstimate(const JobRecord& job) const {
   return job.predicted_runtime > 0 ? job.predicted_runtime : 3600LL * 1'000'000;
 }
 
+Micros JobScheduler::EvictionTime(const JobRecord& victim, Micros now) const {
+  const Micros latest = now + options_.grace;
+  const Micros interval = victim.spec.checkpoint_interval;
+  if (!options_.evict_at_checkpoint || victim.spec.checkpoint_on_signal || interval <= 0) {
+    return latest;
+  }
+  const Micros progress = victim.Progress(now);
+  const Micros next = (progress / interval + 1) * interval;  // next checkpoint, in progress
+  const Micros at = now + (progress % interval == 0 ? 0 : next - progress);
+  return std::min(at, latest);
+}
+
 double JobScheduler::VictimCost(const JobRecord& victim, Micros now) const {
   if (options_.lossless_preemption) {
     return 0.0;
   }
   // The victim keeps running through its grace period, then loses what it has not saved.
-  const Micros at = now + options_.grace;
+  const Micros at = EvictionTime(victim, now);
   const Micros lost = victim.Progress(at) - victim.SavedProgress(at, victim.spec.checkpoint_on_signal);
   return static_cast<double>(victim.gpu_milli) / 1000.0 * static_cast<double>(lost) / 1e6;
 }
@@ -345,8 +398,13 @@ bool JobScheduler::CanPreempt(const JobRecord& victim, const JobRecord& preempto
   if (victim.phase != JobPhase::kRunning || !victim.spec.preemptible) {
     return false;
   }
-  if (options_.min_run_before_preemption > 0 &&
-      now - victim.run_start < options_.min_run_before_preemption) {
+  if (options_.max_preemptions_per_job > 0 &&
+      victim.preemptions >= options_.max_preemptions_per_job) {
+    return false;
+  }
+  // A job that started at this instant is never a victim: a preemption must let
+  // virtual time move, or a requeued job and its preemptor could trade places forever.
+  if (now - victim.run_start < std::max<Micros>(options_.min_run_before_preemption, 1)) {
     return false;
   }
   const bool same_queue = victim.queue == preemptor.queue;
@@ -359,8 +417,12 @@ bool JobScheduler::CanPreempt(const JobRecord& victim, const JobRecord& preempto
   if (victim.spec.priority > preemptor.spec.priority) {
     return false;
   }
-  if (options_.preempt_las && LasLevel(victim, now) > LasLevel(preemptor, now)) {
-    return true;
+  if (options_.preempt_las) {
+    const int level = LasLevel(victim, now);
+    if (level > LasLevel(preemptor, now) &&
+        (options_.las_protected_level == 0 || level < options_.las_protected_level)) {
+      return true;
+    }
   }
   if (options_.preempt_srtf && victim.oracle_runtime >= 0 && preemptor.oracle_runtime >= 0 &&
       victim.RemainingBy(victim.oracle_runtime, now) >
@@ -373,38 +435,76 @@ bool JobScheduler::CanPreempt(const JobRecord& victim, const JobRecord& preempto
 std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobRecord>& jobs,
                                              ClusterState& state, QuotaLedger& quota, Micros now,
                                              Rng& rng, std::vector<double>* costs) {
-  // Reclaim applies when the job would fit its own nominal quota.
-  const ResourceVector pre = ChargeOf(job, nullptr, state);
-  const bool reclaim =
-      options_.preempt_reclaim && quota.Check(job.queue, pre, false) == QuotaFit::kNominal;
-
-  struct Candidate {
-    double cost;  // the sort key: work lost, or minus the LAS level
-    int32_t priority;
-    Micros run_start;
-    uint64_t id;
-  };
-  std::vector<Candidate> candidates;
+  // Preemptions in flight count as done while victims are chosen: a victim (stopping,
+  // or chosen earlier in this cycle) holds its charge until it is evicted, and its
+  // preemptor holds none until it starts. Seen as they are, two preemptors would
+  // reclaim the same borrowed quota twice, pushing the lender below its nominal
+  // quota, which it would then reclaim back: a preemption loop.
+  LedgerOverlay in_flight(quota);
   for (uint64_t id : running_) {
     const JobRecord& v = jobs[id];
-    if (victim_stamp_[id] != cycle_stamp_ && CanPreempt(v, job, reclaim, now)) {
-      const double key =
-          options_.victims_by_cost ? VictimCost(v, now) : -static_cast<double>(LasLevel(v, now));
-      candidates.push_back({key, v.spec.priority, v.run_start, id});
+    if (v.phase == JobPhase::kStopping || victim_stamp_[id] == cycle_stamp_) {
+      in_flight.Remove(v.queue, v.charge);
     }
   }
-  if (candidates.empty()) {
-    return {};
+  for (uint64_t id : preemptors_) {
+    const JobRecord& p = jobs[id];
+    if (id != job.id.value() && p.phase == JobPhase::kPending) {
+      in_flight.Add(p.queue, ChargeOf(p, nullptr, state));
+    }
   }
-  // Cheapest work lost first; then lowest priority; then the most recently started.
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.cost != b.cost) return a.cost < b.cost;
-    if (a.priority != b.priority) return a.priority < b.priority;
-    if (a.run_start != b.run_start) return a.run_start > b.run_start;
-    return a.id < b.id;
-  });
-  if (candidates.size() > static_cast<size_t>(options_.max_victim_candidates)) {
-    candidates.resize(static_cast<size_t>(options_.max_victim_candidates));
+  // Reclaim applies when the job would fit its own nominal quota: usage plus charge
+  // within nominal. (Not QuotaLedger::Check, which also wants the quota available
+  // now: what the queue lent out is exactly what reclaim takes back.)
+  const ResourceVector pre = ChargeOf(job, nullptr, state);
+  bool within_nominal = true;
+  for (size_t r = 0; r < pre.size(); ++r) {
+    if (pre[r] > 0 && quota.Usage(job.queue, r) + pre[r] > tree_->quota(job.queue, r).nominal) {
+      within_nominal = false;
+    }
+  }
+  const bool reclaim = options_.preempt_reclaim && within_nominal;
+
+  // Running jobs in victim order (cheapest first), sorted once per cycle: the order
+  // does not depend on the preemptor, only which of them it may take does.
+  if (victim_order_stamp_ != cycle_stamp_) {
+    victim_order_stamp_ = cycle_stamp_;
+    victim_order_.clear();
+    for (uint64_t id : running_) {
+      const JobRecord& v = jobs[id];
+      if (v.phase != JobPhase::kRunning) {
+        continue;
+      }
+      const double key =
+          options_.victims_by_cost ? VictimCost(v, now) : -static_cast<double>(LasLevel(v, now));
+      victim_order_.push_back({key, EvictionTime(v, now), v.spec.priority, v.run_start, id});
+    }
+    // Cheapest work lost first; then soonest evicted; then lowest priority; then the
+    // most recently started.
+    std::sort(victim_order_.begin(), victim_order_.end(),
+              [](const VictimCandidate& a, const VictimCandidate& b) {
+                if (a.cost != b.cost) return a.cost < b.cost;
+                if (a.evict_at != b.evict_at) return a.evict_at < b.evict_at;
+                if (a.priority != b.priority) return a.priority < b.priority;
+                if (a.run_start != b.run_start) return a.run_start > b.run_start;
+                return a.id < b.id;
+              });
+  }
+  const auto keep = static_cast<size_t>(options_.max_victim_candidates);
+  std::vector<VictimCandidate> candidates;
+  int64_t reachable = FreeMilli(state);
+  for (const VictimCandidate& c : victim_order_) {
+    if (candidates.size() >= keep) {
+      break;
+    }
+    if (victim_stamp_[c.id] != cycle_stamp_ && CanPreempt(jobs[c.id], job, reclaim, now)) {
+      candidates.push_back(c);
+      reachable += jobs[c.id].gpu_milli;
+    }
+  }
+  // Not even every candidate together would make room: skip the search.
+  if (candidates.empty() || reachable < job.gpu_milli) {
+    return {};
   }
 
   auto take = [&](uint64_t id) {
@@ -431,7 +531,7 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   std::vector<uint64_t> chosen;
   bool nominal_only = false;
   bool fits = false;
-  for (const Candidate& c : candidates) {
+  for (const VictimCandidate& c : candidates) {
     const JobRecord& v = jobs[c.id];
     const bool reclaiming = is_reclaim(v);
     if (reclaiming && !quota.IsBorrowing(v.queue)) {
@@ -551,9 +651,13 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
     }
     ends.emplace_back(std::max(end, now), id);
   }
-  std::sort(ends.begin(), ends.end());
+  // A heap, not a sort: the reservation is usually found after a few releases.
+  std::make_heap(ends.begin(), ends.end(), std::greater<>());
   std::vector<NodeId> nodes;
-  for (const auto& [end, id] : ends) {
+  while (!ends.empty()) {
+    std::pop_heap(ends.begin(), ends.end(), std::greater<>());
+    const auto [end, id] = ends.back();
+    ends.pop_back();
     for (const Allocation& a : jobs[id].allocations) {
       Free& f = free[a.node.value()];
       f.gpus += static_cast<int64_t>(a.gpus.size());
@@ -590,6 +694,7 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
   std::vector<uint8_t> queue_blocked(tree_->size(), 0);
   std::vector<int> skips(tree_->size(), 0);
   std::unordered_set<uint64_t> failed_shapes;
+  std::unordered_set<uint64_t> failed_searches;
   std::vector<JobId> started;
 
   auto ends_before = [&](const JobRecord& job, Micros t) {
@@ -651,13 +756,23 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
       }
     }
     // Blocked, by quota or by capacity.
-    if (searches > 0 && job.victims_in_flight == 0) {
+    // A search that failed fails again for a job of the same queue, shape, priority
+    // and LAS level in the same cycle: remember it instead of scanning the running jobs.
+    const uint64_t search_key = ShapeHash(job.spec) ^ (uint64_t{job.queue.value()} << 40) ^
+                                (static_cast<uint64_t>(static_cast<uint32_t>(job.spec.priority)) << 8) ^
+                                static_cast<uint64_t>(LasLevel(job, now));
+    // (Not under SRTF, where the outcome also depends on the job's remaining time.)
+    const bool known_to_fail = !options_.preempt_srtf && failed_searches.contains(search_key);
+    if (searches > 0 && job.victims_in_flight == 0 && !known_to_fail) {
       --searches;
       std::vector<double> costs;
       std::vector<JobId> victims = FindVictims(job, jobs, state, quota, now, rng, &costs);
-      if (!victims.empty()) {
+      if (victims.empty()) {
+        failed_searches.insert(search_key);
+      } else {
         for (size_t i = 0; i < victims.size(); ++i) {
-          out.preemptions.push_back(PreemptDecision{victims[i], job.id, costs[i]});
+          out.preemptions.push_back(PreemptDecision{
+              victims[i], job.id, EvictionTime(jobs[victims[i].value()], now), costs[i]});
         }
         preemptors_.push_back(job.id.value());
         return;
@@ -667,7 +782,12 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
       skip(q);
       return;
     }
-    if (options_.backfill == Backfill::kEasy && !out.reservation && job.victims_in_flight == 0) {
+    // A starving job blocked by capacity reserves even without backfill: going first
+    // is not enough for a large gang while smaller jobs take each GPU that frees up.
+    const bool starving = options_.starvation_limit > 0 &&
+                          job.eligible_since + options_.starvation_limit <= now;
+    if ((options_.backfill == Backfill::kEasy || starving) && !out.reservation &&
+        job.victims_in_flight == 0) {
       out.reservation = Reserve(job, jobs, state, now);
     }
     if (options_.strict_fifo) {
@@ -683,7 +803,11 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
     }
     seen_[id] = cycle_stamp_;
     JobRecord& job = jobs[id];
-    if (job.phase != JobPhase::kPending || queue_blocked[job.queue.value()]) {
+    // A job waiting for its victims does not start elsewhere meanwhile: its victims
+    // are evicted anyway, and what they free would go to another job (often another
+    // queue's preemptor, whose own victims then free room for a third: a loop).
+    if (job.phase != JobPhase::kPending || queue_blocked[job.queue.value()] ||
+        job.victims_in_flight > 0) {
       return;
     }
     try_job(job);

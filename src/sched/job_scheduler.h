@@ -13,7 +13,10 @@
 // Guarantees: a job starts only when its whole gang is placed and its charge fits
 // its queue's quota (QuotaLedger::Check), so quotas hold at every instant; a queue
 // is a reclaim target only while it borrows, and a job reclaims only what fits its
-// own nominal quota, so two queues cannot preempt each other back and forth.
+// own nominal quota, so two queues cannot preempt each other back and forth. For
+// that, preemptions in flight count as done when more victims are chosen (a victim's
+// charge as gone, its preemptor's as taken), and a preemptor waits for its own
+// victims rather than starting on room freed for another job.
 //
 // Pure: time and randomness come in as arguments. Thread safety: none.
 #pragma once
@@ -56,13 +59,26 @@ struct SchedulerOptions {
   RuntimeSource runtime_source = RuntimeSource::kPredicted;
   // Least-attained-service thresholds (GPU-seconds) of Tiresias' discretised queues.
   std::vector<double> las_thresholds = {3200.0, 32000.0};
+  // With preempt_las: jobs at this LAS level or above have proven long and are not
+  // preempted for less served ones (their delay would land in the JCT tail); 0: off.
+  int las_protected_level = 0;
+  // sjf orders by predicted remaining time x GPUs^this (1: GPU-time, 0: time).
+  double sjf_gpu_exponent = 1.0;
   // Default 0: off. Jobs eligible for longer go first, oldest first, so that no
   // job (a large gang included) waits forever.
   Micros starvation_limit = 0;
   Micros grace = 30'000'000;  // time a victim gets to checkpoint before eviction
+  // Evict each victim at its next periodic checkpoint when that comes within
+  // `grace` (so it loses nothing), instead of when the grace period ends.
+  bool evict_at_checkpoint = false;
+  // Preempted jobs resume before jobs that never ran (bounds their delay).
+  bool resume_first = false;
   // Victims by work lost (checkpoint-aware), or as Tiresias does: most attained
   // service first, then the most recently started.
   bool victims_by_cost = true;
+  // A job preempted this many times is not preempted again (bounds the delay of
+  // long jobs); 0: no bound.
+  int max_preemptions_per_job = 0;
   // Minimum service before a job may be preempted (avoids thrashing); 0: none.
   Micros min_run_before_preemption = 0;
   // Bounds on one cycle's work, like Slurm's default_queue_depth/bf_max_job_test.
@@ -83,7 +99,8 @@ struct StartDecision {
 struct PreemptDecision {
   JobId victim;
   JobId preemptor;
-  double lost_gpu_seconds = 0;  // the cost the victim was chosen by
+  Micros evict_at = 0;          // end of its grace period
+  double lost_gpu_seconds = 0;  // the work it is expected to lose
 };
 
 struct Reservation {
@@ -113,8 +130,11 @@ class JobScheduler {
   void Enqueue(const JobRecord& job, Micros now);
   // A pending job left without running (cancelled).
   void Dequeue(const JobRecord& job);
-  // The driver released a running or stopping job's resources.
-  void Released(const JobRecord& job);
+  // The driver released a running or stopping job's resources at `now`. Fair-share
+  // usage is integrated up to `now` first, so that the job's service since the last
+  // cycle counts; a negative `now` skips that (the service since the last cycle is
+  // then lost to fair share).
+  void Released(const JobRecord& job, Micros now = -1);
 
   size_t pending() const { return pending_count_; }
 
@@ -143,6 +163,13 @@ class JobScheduler {
   struct QueueState {
     std::set<Entry> jobs;
   };
+  struct VictimCandidate {
+    double cost;  // the sort key: work lost, or minus the LAS level
+    Micros evict_at;
+    int32_t priority;
+    Micros run_start;
+    uint64_t id;
+  };
 
   bool PlaceGang(const JobRecord& job, ClusterState& state, Rng& rng,
                  std::vector<Allocation>* out);
@@ -158,6 +185,8 @@ class JobScheduler {
                   Rng& rng);
   std::optional<Reservation> Reserve(const JobRecord& job, const std::vector<JobRecord>& jobs,
                                      const ClusterState& state, Micros now) const;
+  // When a victim signalled at `now` is evicted, and the GPU-seconds it then loses.
+  Micros EvictionTime(const JobRecord& victim, Micros now) const;
   double VictimCost(const JobRecord& victim, Micros now) const;
 
   const QueueTree* tree_;
@@ -175,6 +204,8 @@ class JobScheduler {
   std::vector<uint32_t> seen_;                  // by id: cycle stamp (tried this cycle)
   std::vector<uint32_t> victim_stamp_;          // by id: cycle stamp (chosen as a victim)
   uint32_t cycle_stamp_ = 0;
+  std::vector<VictimCandidate> victim_order_;  // running jobs, cheapest victim first
+  uint32_t victim_order_stamp_ = 0;            // the cycle victim_order_ was built in
   int64_t cpu_only_pending_ = 0;
   size_t pending_count_ = 0;
   std::vector<std::vector<NodeId>> racks_;           // node groups by "rack" label

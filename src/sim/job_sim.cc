@@ -225,7 +225,7 @@ class Simulation {
       (void)state_.Release(*it);
     }
     quota_.Remove(job.queue, job.charge);
-    scheduler_->Released(job);
+    scheduler_->Released(job, now);
     ChargeTenant(job, -1);
     const Micros ran = now - job.run_start;
     job.attained_gpu_seconds +=
@@ -325,8 +325,7 @@ class Simulation {
       victim.phase = JobPhase::kStopping;
       ++jobs_[d.preemptor.value()].victims_in_flight;
       preemptor_of_[d.victim.value()] = d.preemptor.value();
-      Push(now + options_.policy.options.grace, EventKind::kEvict, d.victim.value(),
-           attempts_[d.victim.value()]);
+      Push(d.evict_at, EventKind::kEvict, d.victim.value(), attempts_[d.victim.value()]);
       Log(SimEvent::Kind::kPreempt, now, victim, jobs_[d.preemptor.value()].spec.name);
     }
     std::vector<std::string> broken = quota_.Violations();

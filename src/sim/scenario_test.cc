@@ -1,0 +1,344 @@
+// The scenario suite (every tests/scenarios/*.yaml as its own test) and unit tests of
+// the scenario parser and runner.
+#include "sim/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#ifndef TESSERA_SCENARIO_DIR
+#error "TESSERA_SCENARIO_DIR must name the scenario folder (set by CMake)"
+#endif
+
+namespace tessera {
+namespace {
+
+const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
+
+constexpr size_t kMinScenarios = 20;
+
+std::vector<std::string> ScenarioFiles() {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(TESSERA_SCENARIO_DIR, ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = std::filesystem::path(info.param).stem().string();
+  for (char& c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0) {
+      c = '_';
+    }
+  }
+  return name;
+}
+
+class ScenarioTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ScenarioTest, Passes) {
+  StatusOr<Scenario> scenario = LoadScenarioFile(GetParam(), Catalog());
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  StatusOr<ScenarioResult> result = RunScenario(*scenario, Catalog());
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_GT(result->checks, 0);
+  EXPECT_TRUE(result->ok()) << result->Report();
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioTest, ::testing::ValuesIn(ScenarioFiles()), TestName);
+
+TEST(ScenarioSuiteTest, FolderHoldsTheSuite) {
+  const std::vector<std::string> files = ScenarioFiles();
+  EXPECT_GE(files.size(), kMinScenarios)
+      << "expected at least " << kMinScenarios << " scenarios in " << TESSERA_SCENARIO_DIR;
+}
+
+// ---- parser ------------------------------------------------------------------------
+
+constexpr const char* kMinimal = R"(name: minimal
+policy: fifo
+cluster:
+  - {count: 1, prefix: n, gpus: 4}
+jobs:
+  - {name: a, submit: 0, duration: 100, gpus: 4}
+  - {name: b, submit: 10, duration: 50, gpus: 2}
+expect:
+  - start_order: [a, b]
+  - starts: {a: 0, b: 100}
+  - finishes: {a: 100, b: 150}
+  - all_finish: true
+)";
+
+StatusOr<Scenario> Parse(const std::string& yaml) {
+  return ParseScenario(yaml, "case.yaml", Catalog());
+}
+
+// `s` with the first occurrence of `from` replaced by `to`.
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) {
+    s.replace(at, from.size(), to);
+  }
+  return s;
+}
+
+std::string Minimal(const std::string& from, const std::string& to) {
+  return Replace(kMinimal, from, to);
+}
+
+void ExpectError(const std::string& yaml, const std::vector<std::string>& parts) {
+  StatusOr<Scenario> s = Parse(yaml);
+  ASSERT_FALSE(s.ok()) << yaml;
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("case.yaml"), std::string::npos) << s.status().message();
+  for (const std::string& part : parts) {
+    EXPECT_NE(s.status().message().find(part), std::string::npos)
+        << "'" << part << "' not in: " << s.status().message();
+  }
+}
+
+TEST(ScenarioParserTest, ReadsTheMinimalScenario) {
+  StatusOr<Scenario> s = Parse(kMinimal);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->name, "minimal");
+  ASSERT_EQ(s->nodes.size(), 1u);
+  EXPECT_EQ(s->nodes[0].name, "n-0");
+  EXPECT_EQ(s->nodes[0].gpus.size(), 4u);
+  ASSERT_EQ(s->jobs.size(), 2u);
+  EXPECT_EQ(s->jobs[1].spec.submit_time, 10'000'000);
+  EXPECT_EQ(s->jobs[1].duration, 50'000'000);
+  EXPECT_EQ(s->jobs[1].spec.queue, "default");
+  ASSERT_EQ(s->jobs[1].spec.tasks.size(), 1u);
+  EXPECT_EQ(s->jobs[1].spec.tasks[0].gpu_count, 2);
+  EXPECT_EQ(s->checks.size(), 4u);
+  EXPECT_EQ(s->checks[1].kind, "starts");
+  EXPECT_EQ(s->checks[1].line, 10);
+  EXPECT_EQ(s->Policies(), std::vector<std::string>{"fifo"});
+}
+
+TEST(ScenarioParserTest, ReadsTasksGroupsAndPolicyOverrides) {
+  StatusOr<Scenario> s = Parse(R"(name: full
+policy: fifo
+options: {grace_seconds: 60, tick_seconds: 10, las_thresholds: [100, 1000]}
+cluster:
+  - {count: 2, prefix: n, gpus: 8, labels: {rack: r0}}
+  - {count: 1, prefix: n, gpus: 2, model: A100-80GB, mode: mig}
+  - {names: [s-a], gpus: 1, mode: shared, cpu: 16, memory: 64Gi}
+queues:
+  priorityClasses: [{name: high, value: 100}]
+  cohorts: [{name: org}]
+  queues:
+    - {name: a, cohort: org, quota: {gpu: 4}}
+    - {name: b, cohort: org, quota: {gpu: 4}}
+jobs:
+  - name: gang
+    queue: a
+    duration: 10
+    priority: high
+    tasks: [{gpus: 8, count: 2}]
+    topology: {scope: rack, hard: true}
+  - {name: share, queue: b, duration: 10, tasks: [{milli: 250, gpu_memory: 8Gi}]}
+  - {name: half, queue: b, duration: 10, gpus: 0.5}
+  - {name: mig, queue: b, duration: 10, tasks: [{mig: 3g.40gb}]}
+expect:
+  - same_rack: [gang]
+  - policy: [fifo, priority]
+    never_starts: [gang]
+    borrowing: [share]
+  - policy: all-presets
+    quota_violations: 0
+)");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->nodes.size(), 4u);
+  EXPECT_EQ(s->nodes[2].name, "n-2");
+  EXPECT_EQ(s->nodes[3].name, "s-a");
+  EXPECT_EQ(s->nodes[0].Label("rack"), "r0");
+  EXPECT_EQ(s->nodes[2].gpus[0].mode, SharingMode::kMig);
+  EXPECT_EQ(s->nodes[3].memory.value(), 64 * 1024);
+  ASSERT_TRUE(s->options.grace.has_value());
+  EXPECT_EQ(*s->options.grace, 60'000'000);
+  const JobSpec& gang = s->jobs[0].spec;
+  EXPECT_EQ(gang.priority, 100);
+  ASSERT_EQ(gang.tasks.size(), 2u);
+  EXPECT_EQ(gang.tasks[1].gpu_count, 8);
+  EXPECT_EQ(gang.topology.scope, TopologyScope::kRack);
+  EXPECT_TRUE(gang.topology.hard);
+  EXPECT_EQ(s->jobs[1].spec.tasks[0].gpu_milli.value(), 250);
+  EXPECT_EQ(s->jobs[1].spec.tasks[0].gpu_memory.value(), 8 * 1024);
+  EXPECT_EQ(s->jobs[2].spec.tasks[0].gpu_milli.value(), 500);
+  EXPECT_EQ(s->jobs[3].spec.tasks[0].mig_profile, "3g.40gb");
+  // 1 + 2x2 + one per preset.
+  EXPECT_EQ(s->checks.size(), 5u + SchedulerPresetNames().size());
+  const std::vector<std::string> policies = s->Policies();
+  EXPECT_EQ(policies[0], "fifo");
+  EXPECT_EQ(policies[1], "priority");
+  EXPECT_EQ(policies.size(), SchedulerPresetNames().size());  // fifo and priority are presets
+}
+
+TEST(ScenarioParserTest, RepeatMakesNumberedJobs) {
+  constexpr const char* kRepeat = R"(name: repeat
+policy: fifo
+cluster: [{gpus: 1}]
+jobs:
+  - {name: s, submit: 10, duration: 50, gpus: 1, repeat: {count: 3, every: 60}}
+expect:
+  - starts: {s-0: 10, s-1: 70, s-2: 130}
+)";
+  StatusOr<Scenario> s = Parse(kRepeat);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->jobs.size(), 3u);
+  EXPECT_EQ(s->nodes[0].name, "node-0");
+  EXPECT_EQ(s->jobs[0].spec.name, "s-0");
+  EXPECT_EQ(s->jobs[2].spec.name, "s-2");
+  EXPECT_EQ(s->jobs[2].spec.submit_time, 130'000'000);
+  StatusOr<ScenarioResult> r = RunScenario(*s, Catalog());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->ok()) << r->Report();
+  ExpectError(Replace(kRepeat, "count: 3, every: 60", "every: 60"),
+              {"repeat needs a count", "line 5"});
+  ExpectError(Replace(kRepeat, "count: 3", "count: 0"), {"count must be in 1..10000", "line 5"});
+  ExpectError(Replace(kRepeat, "s-1: 70", "s: 70"), {"no job named 's'", "line 7"});
+  StatusOr<Scenario> pattern = Parse(Replace(
+      kRepeat, "- starts:", "- start_order: [s*]\n  - not_preempted: [x, s-1*]\n  - starts:"));
+  EXPECT_FALSE(pattern.ok());
+  EXPECT_NE(pattern.status().message().find("no job named 'x'"), std::string::npos)
+      << pattern.status().message();
+  pattern = Parse(
+      Replace(kRepeat, "- starts:", "- start_order: [s*]\n  - never_starts: [q*]\n  - starts:"));
+  ASSERT_FALSE(pattern.ok());
+  EXPECT_NE(pattern.status().message().find("no job name starts with 'q' (line 8"),
+            std::string::npos)
+      << pattern.status().message();
+  pattern = Parse(Replace(kRepeat, "- starts:", "- start_order: [s*]\n  - starts:"));
+  ASSERT_TRUE(pattern.ok()) << pattern.status().ToString();
+  EXPECT_EQ(pattern->checks[0].names, (std::vector<std::string>{"s-0", "s-1", "s-2"}));
+}
+
+TEST(ScenarioParserTest, ErrorsNameTheFileThePathAndTheLine) {
+  ExpectError(Minimal("policy: fifo", "policy: fifo\nsurprise: 1"),
+              {"unknown key 'surprise'", "line 3"});
+  ExpectError(Minimal("policy: fifo", "policy: fifo+nonsense"),
+              {"policy", "unknown policy component 'nonsense'", "line 2"});
+  ExpectError(Minimal("gpus: 4}", "gpus: four}"), {"cluster[0].gpus", "line 4"});
+  ExpectError(Minimal("gpus: 4}\njobs", "gpus: 4, model: B200}\njobs"),
+              {"unknown GPU model 'B200'", "line 4"});
+  ExpectError(Minimal("duration: 100, gpus: 4", "duration: 100, gpus: 4x"),
+              {"jobs[0].gpus", "bad quantity '4x'", "line 6"});
+  ExpectError(Minimal("duration: 100, gpus: 4", "duration: -5, gpus: 4"),
+              {"jobs[0].duration", "whole seconds", "line 6"});
+  ExpectError(Minimal("duration: 100, gpus: 4", "gpus: 4"), {"needs a duration", "line 6"});
+  ExpectError(Minimal("{name: b,", "{name: a,"), {"job name 'a' is used twice", "line 7"});
+  ExpectError(Minimal("{name: b, submit: 10", "{name: b, queue: nope, submit: 10"),
+              {"jobs[1].queue", "nope", "line 7"});
+  ExpectError(Minimal("duration: 50, gpus: 2", "duration: 50, gpus: 2, tasks: [{gpus: 1}]"),
+              {"either gpus or tasks", "line 7"});
+  ExpectError(Minimal("start_order: [a, b]", "start_order: [a, c]"),
+              {"expect[0].start_order", "no job named 'c'", "line 9"});
+  ExpectError(Minimal("starts: {a: 0, b: 100}", "starts: {a: 0, zed: 100}"),
+              {"no job named 'zed'", "line 10"});
+  ExpectError(Minimal("all_finish: true", "all_finishes: true"),
+              {"unknown check 'all_finishes'", "line 12"});
+  ExpectError(Minimal("all_finish: true", "all_finish: maybe"), {"true or false", "line 12"});
+  ExpectError(Minimal("- all_finish: true", "- {all_finish: true, all_finish: false}"),
+              {"key 'all_finish' appears twice", "line 12"});
+  ExpectError(Minimal("{count: 1, prefix: n, gpus: 4}", "{count: 1, prefix: n, gpus: 4, ram: 1}"),
+              {"cluster[0]", "unknown key 'ram'", "line 4"});
+  ExpectError(Minimal("{name: a, submit: 0, duration: 100, gpus: 4}",
+                      "{name: a, duration: 100, tasks: [{gpus: 1, mig: 3g.40gb, milli: 5}]}"),
+              {"jobs[0].tasks[0]", "MIG", "line 6"});
+  ExpectError(Minimal("{name: a, submit: 0, duration: 100, gpus: 4}",
+                      "{name: a, duration: 100, gpus: 4, topology: {scope: planet}}"),
+              {"jobs[0].topology.scope", "planet", "line 6"});
+  ExpectError(Minimal("{name: a, submit: 0, duration: 100, gpus: 4}",
+                      "{name: a, duration: 100, gpus: 4, priority: urgent}"),
+              {"jobs[0].priority", "neither a number nor a priority class", "line 6"});
+  ExpectError(Minimal("- all_finish: true", "- policy: tiresias"),
+              {"needs a check besides its policy", "line 12"});
+  ExpectError(Minimal("- all_finish: true", "- {policy: bogus, all_finish: true}"),
+              {"expect[3].policy", "bogus", "line 12"});
+  ExpectError(Minimal("jobs:", "queues:\n  queues: [{name: q, quota: {gpu: lots}}]\njobs:"),
+              {"queues", "bad quantity 'lots'", "line 6"});
+  ExpectError(Minimal("name: a, submit: 0", "name: a, submit: [0]"),
+              {"jobs[0].submit", "expected whole seconds", "line 6"});
+  ExpectError(Minimal("expect:\n", "expect:\n  - {starts: {a: 0}\n"), {"line"});  // YAML syntax
+  ExpectError("name: x\npolicy: fifo\ncluster: []\njobs: []\nexpect: []\n", {"no nodes"});
+}
+
+TEST(ScenarioParserTest, LoadReportsAMissingFile) {
+  StatusOr<Scenario> s = LoadScenarioFile("/nonexistent/scenario.yaml", Catalog());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
+}
+
+// ---- runner ------------------------------------------------------------------------
+
+TEST(ScenarioRunnerTest, MinimalScenarioPasses) {
+  StatusOr<Scenario> s = Parse(kMinimal);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  StatusOr<ScenarioResult> r = RunScenario(*s, Catalog());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->ok()) << r->Report();
+  EXPECT_EQ(r->checks, 5);  // four written, one implicit quota check
+  EXPECT_EQ(r->Report(), "");
+}
+
+TEST(ScenarioRunnerTest, FailuresShowExpectedActualAndTheEventLog) {
+  StatusOr<Scenario> s = Parse(Replace(Minimal("starts: {a: 0, b: 100}", "starts: {a: 0, b: 20}"),
+                                       "start_order: [a, b]", "start_order: [b, a]"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  StatusOr<ScenarioResult> r = RunScenario(*s, Catalog());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->failures.size(), 2u);
+  EXPECT_EQ(r->failures[0].kind, "start_order");
+  EXPECT_EQ(r->failures[0].line, 9);
+  EXPECT_EQ(r->failures[1].kind, "starts");
+  const std::string report = r->Report();
+  EXPECT_NE(report.find("case.yaml:10: starts [policy fifo]"), std::string::npos) << report;
+  EXPECT_NE(report.find("b: expected 20, actual 100"), std::string::npos) << report;
+  EXPECT_NE(report.find("expected: [b, a]"), std::string::npos) << report;
+  EXPECT_NE(report.find("actual:   [a, b]"), std::string::npos) << report;
+  EXPECT_NE(report.find("start    a on [n-0]"), std::string::npos) << report;
+  EXPECT_NE(report.find("finish   b"), std::string::npos) << report;
+}
+
+TEST(ScenarioRunnerTest, EveryCheckKindReportsItsFailure) {
+  StatusOr<Scenario> s = Parse(Minimal("expect:\n", R"(expect:
+  - finishes: {a: 99}
+  - on_nodes: {a: [m-0]}
+  - preempted: {a: b}
+  - preemptions_of: {a: 1}
+  - backfilled: [a]
+  - borrowing: [a]
+  - never_starts: [a]
+  - running_at: {50: [b]}
+  - lost_work: {a: 5}
+  - policy: fifo-strict
+    max_preemptions: 0
+)"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  StatusOr<ScenarioResult> r = RunScenario(*s, Catalog());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<std::string> kinds;
+  for (const ScenarioFailure& f : r->failures) {
+    kinds.push_back(f.kind);
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"finishes", "on_nodes", "preempted", "preemptions_of",
+                                             "backfilled", "borrowing", "never_starts",
+                                             "running_at", "lost_work"}))
+      << r->Report();
+  EXPECT_EQ(r->logs.count("fifo"), 1u);
+  EXPECT_EQ(r->logs.count("fifo-strict"), 0u);  // it passed there
+}
+
+}  // namespace
+}  // namespace tessera
