@@ -178,7 +178,7 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
         "unknown policy component '" + std::string(token) +
         "'; orders: fifo, priority, las, srtf, sjf, fairshare, drf, slurm; features: strict, "
         "no-borrow, reclaim, preempt, preempt-las, preempt-srtf, backfill, backfill-limit, "
-        "ckpt-grace, las-protect, resume-first, max-preempt=N, starve=H; presets: " + Join(SchedulerPresetNames(), ", "));
+        "ckpt-grace, las-protect, resume-first, max-preempt=N, sjf-width=E, starve=H; presets: " + Join(SchedulerPresetNames(), ", "));
   }
   return Status::Ok();
 }

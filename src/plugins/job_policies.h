@@ -22,6 +22,7 @@
 //   las-protect     preempt-las spares jobs in the last LAS level (proven long)
 //   resume-first    preempted jobs resume before jobs that never ran
 //   max-preempt=N   a job preempted N times is not preempted again
+//   sjf-width=E     sjf counts a job's GPUs as GPUs^E (default 1: GPU-time)
 //   starve=H        jobs waiting over H hours go first (no starvation)
 // e.g. "fairshare+fifo+reclaim+backfill".
 // Thread safety: functions; the plugins are immutable.
