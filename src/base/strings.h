@@ -23,6 +23,9 @@ StatusOr<int64_t> ParseInt64(std::string_view text);
 // Parses "42", "42-51" or "1,5,9-11" into the listed integers, in order.
 StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text);
 
+// Escapes < > & " ' for XML text and attribute values (SVG reports).
+std::string XmlEscape(std::string_view text);
+
 // Joins items with `sep`.
 std::string Join(const std::vector<std::string>& items, std::string_view sep);
 

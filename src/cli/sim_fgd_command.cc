@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "base/strings.h"
+#include "cli/output_files.h"
 #include "plugins/fgd.h"
 #include "plugins/registry.h"
 #include "sim/fgd_grid.h"
@@ -32,16 +33,6 @@ struct FgdOptions {
   int jobs = 0;
   bool json = false;
 };
-
-Status WriteFile(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) {
-    return UnavailableError("cannot write '" + path.string() + "'");
-  }
-  return Status::Ok();
-}
 
 Status Run(const FgdOptions& o) {
   const GpuCatalog& catalog = GpuCatalog::Default();
@@ -156,21 +147,21 @@ Status Run(const FgdOptions& o) {
 
   std::vector<FgdSummaryRow> rows = Summarize(runs, authors, policies);
   const std::filesystem::path dir(o.out);
-  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "analysis_allo_discrete.csv",
-                                    DiscreteCsv(runs, DiscreteMetric::kAlloc, o.tune)));
-  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "analysis_frag_discrete.csv",
-                                    DiscreteCsv(runs, DiscreteMetric::kFrag, o.tune)));
-  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "analysis_frag_ratio_discrete.csv",
-                                    DiscreteCsv(runs, DiscreteMetric::kFragRatio, o.tune)));
-  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "summary.csv", SummaryCsv(rows)));
-  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "summary.txt", SummaryTable(rows)));
+  TESSERA_RETURN_IF_ERROR(WriteTextFile(dir / "analysis_allo_discrete.csv",
+                                        DiscreteCsv(runs, DiscreteMetric::kAlloc, o.tune)));
+  TESSERA_RETURN_IF_ERROR(WriteTextFile(dir / "analysis_frag_discrete.csv",
+                                        DiscreteCsv(runs, DiscreteMetric::kFrag, o.tune)));
+  TESSERA_RETURN_IF_ERROR(WriteTextFile(dir / "analysis_frag_ratio_discrete.csv",
+                                        DiscreteCsv(runs, DiscreteMetric::kFragRatio, o.tune)));
+  TESSERA_RETURN_IF_ERROR(WriteTextFile(dir / "summary.csv", SummaryCsv(rows)));
+  TESSERA_RETURN_IF_ERROR(WriteTextFile(dir / "summary.txt", SummaryTable(rows)));
   nlohmann::json json = SummaryJson(rows);
   json["wall_seconds"] = RoundHalfEven(wall, 3);
   json["runs"] = runs.size();
-  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "summary.json", json.dump(2) + "\n"));
+  TESSERA_RETURN_IF_ERROR(WriteTextFile(dir / "summary.json", json.dump(2) + "\n"));
   for (const auto& t : traces) {
-    TESSERA_RETURN_IF_ERROR(WriteFile(dir / ("unallocated_" + t->trace + ".svg"),
-                                      UnallocatedSvg(t->trace, runs, policies)));
+    TESSERA_RETURN_IF_ERROR(WriteTextFile(dir / ("unallocated_" + t->trace + ".svg"),
+                                          UnallocatedSvg(t->trace, runs, policies)));
   }
   if (o.json) {
     std::cout << json.dump() << std::endl;

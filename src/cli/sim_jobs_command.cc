@@ -15,6 +15,7 @@
 
 #include "api/queue_config.h"
 #include "base/strings.h"
+#include "cli/output_files.h"
 #include "plugins/job_policies.h"
 #include "sim/cluster_preset.h"
 #include "sim/job_report.h"
@@ -55,16 +56,6 @@ std::string PerJobCsv(const JobRun& run) {
            s(j.predicted) + "\n";
   }
   return out;
-}
-
-Status WriteFile(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) {
-    return UnavailableError("cannot write '" + path.string() + "'");
-  }
-  return Status::Ok();
 }
 
 std::string DefaultTracesDir() {
@@ -149,7 +140,8 @@ Status Run(const JobsOptions& o) {
     if (tty) {
       std::string line = "\r";
       for (size_t k = 0; k < policies.size(); ++k) {
-        line += policies[k].name + " " + std::to_string(static_cast<int>(progress[k] * 100)) + "%  ";
+        line +=
+            policies[k].name + " " + std::to_string(static_cast<int>(progress[k] * 100)) + "%  ";
       }
       std::fputs(line.c_str(), stderr);
     } else if (static_cast<int>(f * 10) != before) {
@@ -208,13 +200,14 @@ Status Run(const JobsOptions& o) {
     return UnavailableError("cannot create '" + o.out + "': " + ec.message());
   }
   const std::filesystem::path dir(o.out);
-  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "summary.txt", JobSummaryTable(rows)));
-  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "summary.json", JobSummaryJson(rows) + "\n"));
-  TESSERA_RETURN_IF_ERROR(WriteFile(dir / "jct_cdf.svg", JctCdfSvg(runs)));
+  TESSERA_RETURN_IF_ERROR(WriteTextFile(dir / "summary.txt", JobSummaryTable(rows)));
+  TESSERA_RETURN_IF_ERROR(WriteTextFile(dir / "summary.json", JobSummaryJson(rows) + "\n"));
+  TESSERA_RETURN_IF_ERROR(WriteTextFile(dir / "jct_cdf.svg", JctCdfSvg(runs)));
   for (const JobRun& run : runs) {
-    TESSERA_RETURN_IF_ERROR(WriteFile(dir / ("usage_" + run.policy + ".svg"), TenantUsageSvg(run)));
+    TESSERA_RETURN_IF_ERROR(
+        WriteTextFile(dir / ("usage_" + run.policy + ".svg"), TenantUsageSvg(run)));
     if (o.per_job) {
-      TESSERA_RETURN_IF_ERROR(WriteFile(dir / ("jobs_" + run.policy + ".csv"), PerJobCsv(run)));
+      TESSERA_RETURN_IF_ERROR(WriteTextFile(dir / ("jobs_" + run.policy + ".csv"), PerJobCsv(run)));
     }
   }
   if (o.json) {
@@ -234,8 +227,9 @@ void AddSimJobsCommand(CLI::App& sim, int* exit_code) {
   cmd->add_option("--trace", opts->trace,
                   "philly:PATH, tiresias:PATH or pollux:PATH (a bare PATH is Philly)")
       ->required();
-  cmd->add_option("--cluster", opts->cluster,
-                  "philly-vc (Philly's virtual clusters as quotas) or NxGxMODEL, e.g. 64x8xH100-80GB")
+  cmd->add_option(
+         "--cluster", opts->cluster,
+         "philly-vc (Philly's virtual clusters as quotas) or NxGxMODEL, e.g. 64x8xH100-80GB")
       ->capture_default_str();
   cmd->add_option("--queues", opts->queues, "queue tree YAML replacing the preset's queues")
       ->check(CLI::ExistingFile);

@@ -4,8 +4,8 @@
 #include <cassert>
 #include <cstdlib>
 #include <queue>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -109,15 +109,16 @@ JobScheduler::JobScheduler(const QueueTree& tree, const ClusterState& state,
       job_order_(std::move(job_order)),
       queue_order_(std::move(queue_order)),
       placer_(std::move(placement)),
-      usage_(tree, state.total_gpu_milli().value(), state.total_cpu().value(),
-             [&state] {
-               int64_t m = 0;
-               for (const NodeLedger& n : state.nodes()) {
-                 m += n.spec().memory.value();
-               }
-               return m;
-             }(),
-             fairshare_half_life),
+      usage_(
+          tree, state.total_gpu_milli().value(), state.total_cpu().value(),
+          [&state] {
+            int64_t m = 0;
+            for (const NodeLedger& n : state.nodes()) {
+              m += n.spec().memory.value();
+            }
+            return m;
+          }(),
+          fairshare_half_life),
       queues_(tree.size()),
       racks_(GroupByLabel(state, "rack")),
       nvlink_groups_(GroupByLabel(state, "nvlink-domain")) {
@@ -297,7 +298,8 @@ double JobScheduler::VictimCost(const JobRecord& victim, Micros now) const {
   }
   // The victim keeps running through its grace period, then loses what it has not saved.
   const Micros at = EvictionTime(victim, now);
-  const Micros lost = victim.Progress(at) - victim.SavedProgress(at, victim.spec.checkpoint_on_signal);
+  const Micros lost =
+      victim.Progress(at) - victim.SavedProgress(at, victim.spec.checkpoint_on_signal);
   return static_cast<double>(victim.gpu_milli) / 1000.0 * static_cast<double>(lost) / 1e6;
 }
 
@@ -523,7 +525,8 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   // borrows, and then the job must fit its own nominal quota.
   auto is_reclaim = [&](const JobRecord& v) {
     return v.queue != job.queue &&
-           !(options_.preempt_las && LasLevel(v, now) > LasLevel(job, now) && v.spec.priority <= job.spec.priority) &&
+           !(options_.preempt_las && LasLevel(v, now) > LasLevel(job, now) &&
+             v.spec.priority <= job.spec.priority) &&
            !(options_.preempt_srtf && v.spec.priority <= job.spec.priority &&
              v.RemainingBy(v.oracle_runtime, now) > job.RemainingBy(job.oracle_runtime, now));
   };
@@ -625,8 +628,7 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
       size_t best = n;
       for (size_t i = 0; i < n; ++i) {
         if (left[i].gpus >= t.gpu_count && left[i].cpu >= t.cpu.value() &&
-            left[i].memory >= t.memory.value() &&
-            (best == n || left[i].gpus < left[best].gpus)) {
+            left[i].memory >= t.memory.value() && (best == n || left[i].gpus < left[best].gpus)) {
           best = i;
         }
       }
@@ -719,10 +721,10 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
     const QueueId q = job.queue;
     const ResourceVector pre = ChargeOf(job, nullptr, state);
     const QuotaFit pre_fit = quota.Check(q, pre, options_.borrowing);
+    const uint64_t shape = ShapeHash(job.spec);  // keys the per-cycle failure memos
     bool placed = false;
     std::vector<Allocation> allocations;
     if (pre_fit != QuotaFit::kNo) {
-      const uint64_t shape = ShapeHash(job.spec);
       if (!failed_shapes.contains(shape) && job.gpu_milli <= FreeMilli(state)) {
         placed = PlaceGang(job, state, rng, &allocations);
       }
@@ -747,8 +749,7 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
         running_.push_back(job.id.value());
         started.push_back(job.id);
         out.starts.push_back(StartDecision{job.id, std::move(allocations), charge,
-                                           fit == QuotaFit::kBorrow,
-                                           out.reservation.has_value()});
+                                           fit == QuotaFit::kBorrow, out.reservation.has_value()});
         return;
       }
       if (job.gpu_milli > 0) {
@@ -758,9 +759,10 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
     // Blocked, by quota or by capacity.
     // A search that failed fails again for a job of the same queue, shape, priority
     // and LAS level in the same cycle: remember it instead of scanning the running jobs.
-    const uint64_t search_key = ShapeHash(job.spec) ^ (uint64_t{job.queue.value()} << 40) ^
-                                (static_cast<uint64_t>(static_cast<uint32_t>(job.spec.priority)) << 8) ^
-                                static_cast<uint64_t>(LasLevel(job, now));
+    const uint64_t search_key =
+        shape ^ (uint64_t{job.queue.value()} << 40) ^
+        (static_cast<uint64_t>(static_cast<uint32_t>(job.spec.priority)) << 8) ^
+        static_cast<uint64_t>(LasLevel(job, now));
     // (Not under SRTF, where the outcome also depends on the job's remaining time.)
     const bool known_to_fail = !options_.preempt_srtf && failed_searches.contains(search_key);
     if (searches > 0 && job.victims_in_flight == 0 && !known_to_fail) {
@@ -784,8 +786,8 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
     }
     // A starving job blocked by capacity reserves even without backfill: going first
     // is not enough for a large gang while smaller jobs take each GPU that frees up.
-    const bool starving = options_.starvation_limit > 0 &&
-                          job.eligible_since + options_.starvation_limit <= now;
+    const bool starving =
+        options_.starvation_limit > 0 && job.eligible_since + options_.starvation_limit <= now;
     if ((options_.backfill == Backfill::kEasy || starving) && !out.reservation &&
         job.victims_in_flight == 0) {
       out.reservation = Reserve(job, jobs, state, now);
@@ -859,8 +861,13 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
   const bool additive = queue_order_ != nullptr && queue_order_->additive();
   auto make_head = [&](uint32_t q, std::set<Entry>::const_iterator it) {
     const double qk = queue_order_ ? queue_order_->Key(QueueId(q), usage_) : 0.0;
-    Head h{it->priority_rank, additive ? qk + it->key : qk, additive ? 0.0 : it->key,
-           it->submit, it->id, q, it};
+    Head h{it->priority_rank,
+           additive ? qk + it->key : qk,
+           additive ? 0.0 : it->key,
+           it->submit,
+           it->id,
+           q,
+           it};
     return h;
   };
   std::priority_queue<Head, std::vector<Head>, std::greater<>> heap;

@@ -18,31 +18,13 @@ namespace fs = std::filesystem;
 
 using ::tessera::testing::TracesDir;
 
-// A fresh directory under ::testing::TempDir() standing in for a traces folder.
-class ClusterPresetTest : public ::testing::Test {
+// A scratch directory standing in for a traces folder.
+class ClusterPresetTest : public ::tessera::testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    std::string templ = ::testing::TempDir() + "cluster_preset_test_XXXXXX";
-    ASSERT_NE(mkdtemp(templ.data()), nullptr)
-        << "cannot create a directory under " << ::testing::TempDir();
-    dir_ = templ;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
   // Writes <dir>/helios/summary/philly_vc.csv.
-  void WriteVcs(const std::string& text) {
-    fs::path path = fs::path(dir_) / "helios" / "summary" / "philly_vc.csv";
-    fs::create_directories(path.parent_path());
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-  }
+  void WriteVcs(const std::string& text) { Write("helios/summary/philly_vc.csv", text); }
 
   const GpuCatalog& catalog() { return GpuCatalog::Default(); }
-
-  std::string dir_;
 };
 
 bool Contains(const std::string& text, const std::string& part) {

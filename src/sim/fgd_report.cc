@@ -34,28 +34,6 @@ std::string Short(double v) {
   return s;
 }
 
-std::string XmlEscape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 constexpr std::array<const char*, 10> kPalette = {"#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c",
                                                   "#9467bd", "#d62728", "#17becf", "#8c564b",

@@ -1,3 +1,4 @@
+#include "base/strings.h"
 #include "sim/job_report.h"
 
 #include <algorithm>
@@ -28,31 +29,6 @@ std::string Fixed(double v, int decimals) {
 // free of binary noise such as 0.30000000000000004.
 double Round6(double v) { return std::round(v * 1e6) / 1e6; }
 
-std::string XmlEscape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // "42 s", "3.5 min", "2.1 h", "1.3 d".
 std::string HumanDuration(double seconds) {

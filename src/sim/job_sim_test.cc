@@ -33,8 +33,8 @@ std::vector<NodeSpec> Nodes(int n) {
   std::vector<NodeSpec> nodes;
   for (int i = 0; i < n; ++i) {
     NodeSpec s = MakeUniformNode("n" + std::to_string(i), MilliCpu(8 * kPresetCpuMilliPerGpu),
-                                 MiB(8 * kPresetMemoryMiBPerGpu), *Catalog().Find("H100-80GB"),
-                                 8, SharingMode::kExclusive);
+                                 MiB(8 * kPresetMemoryMiBPerGpu), *Catalog().Find("H100-80GB"), 8,
+                                 SharingMode::kExclusive);
     s.labels.push_back({"rack", "r" + std::to_string(i / 4)});
     nodes.push_back(std::move(s));
   }
@@ -74,7 +74,8 @@ JobTrace MakeTrace(int n, uint64_t seed) {
     j.name = "j" + std::to_string(i);
     t += -std::log(1.0 - rng.UniformDouble()) * 200.0;
     j.submit = static_cast<Micros>(t) * kSecond;
-    const double log_d = std::log(60.0) + rng.UniformDouble() * (std::log(6 * 3600.0) - std::log(60.0));
+    const double log_d =
+        std::log(60.0) + rng.UniformDouble() * (std::log(6 * 3600.0) - std::log(60.0));
     j.duration = static_cast<Micros>(std::exp(log_d)) * kSecond;
     j.gpus = kGpus[rng.Uniform(kGpus.size())];
     const double u = rng.UniformDouble();
@@ -316,7 +317,8 @@ TEST(JobSimTest, ReclaimGivesAQueueItsNominalQuotaBack) {
 TEST(JobSimTest, RejectsJobsItCannotRun) {
   std::vector<SimJob> jobs = Workload(false, 3);
   jobs[1].spec.queue = "nowhere";
-  StatusOr<JobSimResult> r = RunJobSimulation(Nodes(1), Cohort3(), jobs, Options("fifo"), Catalog());
+  StatusOr<JobSimResult> r =
+      RunJobSimulation(Nodes(1), Cohort3(), jobs, Options("fifo"), Catalog());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("j1"), std::string::npos) << r.status().message();
@@ -404,14 +406,13 @@ TEST(JobWorkloadTest, WorkloadOptionsReachTheSpecs) {
 
 TEST(JobWorkloadTest, TenantsInOrderOfFirstAppearance) {
   JobTrace trace;
-  trace.jobs = {TJob(1, kHour, "x"), TJob(1, kHour, ""), TJob(1, kHour, "x"),
-                TJob(1, kHour, "y")};
+  trace.jobs = {TJob(1, kHour, "x"), TJob(1, kHour, ""), TJob(1, kHour, "x"), TJob(1, kHour, "y")};
   EXPECT_EQ(TraceTenants(trace), (std::vector<std::string>{"x", "default", "y"}));
 }
 
 TEST(JobWorkloadTest, UserRuntimeLimitIsRoundAndNeverBelowTheRuntime) {
-  const std::set<Micros> round = {15 * kMinute, 30 * kMinute, kHour,   2 * kHour, 4 * kHour,
-                                  8 * kHour,    12 * kHour,   kDay,    2 * kDay,  3 * kDay,
+  const std::set<Micros> round = {15 * kMinute, 30 * kMinute, kHour,    2 * kHour, 4 * kHour,
+                                  8 * kHour,    12 * kHour,   kDay,     2 * kDay,  3 * kDay,
                                   7 * kDay,     14 * kDay,    30 * kDay};
   Pcg32 rng(99);
   int at_max = 0, short_jobs = 0;

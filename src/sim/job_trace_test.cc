@@ -21,31 +21,8 @@ using ::tessera::testing::TracesDir;
 
 constexpr Micros kSecond = 1'000'000;
 
-// A fresh directory under ::testing::TempDir() for one test's fixture files.
-class JobTraceTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string templ = ::testing::TempDir() + "job_trace_test_XXXXXX";
-    ASSERT_NE(mkdtemp(templ.data()), nullptr)
-        << "cannot create a directory under " << ::testing::TempDir();
-    dir_ = templ;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  // Writes `text` to <dir>/<name> (folders created) and returns the path.
-  std::string Write(const std::string& name, const std::string& text) {
-    fs::path path = fs::path(dir_) / name;
-    fs::create_directories(path.parent_path());
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    return path.string();
-  }
-
-  std::string dir_;
-};
+// Fixture files in a scratch directory.
+class JobTraceTest : public ::tessera::testing::ScratchDirTest {};
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

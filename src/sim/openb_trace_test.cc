@@ -20,32 +20,11 @@ namespace fs = std::filesystem;
 
 using ::tessera::testing::OpenbDir;
 
-// A fresh directory under ::testing::TempDir() for one test's fixture files.
-class OpenbTraceTest : public ::testing::Test {
+// Fixture files in a scratch directory.
+class OpenbTraceTest : public ::tessera::testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    std::string templ = ::testing::TempDir() + "openb_trace_test_XXXXXX";
-    ASSERT_NE(mkdtemp(templ.data()), nullptr)
-        << "cannot create a directory under " << ::testing::TempDir();
-    dir_ = templ;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  // Writes `text` to <dir>/<name> and returns the path.
-  std::string Write(const std::string& name, const std::string& text) {
-    std::string path = (fs::path(dir_) / name).string();
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    return path;
-  }
-
   const GpuCatalog& catalog() { return GpuCatalog::Default(); }
   GpuModelId Model(const std::string& name) { return *catalog().Find(name); }
-
-  std::string dir_;
 };
 
 bool Contains(const std::string& text, const std::string& part) {

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +37,33 @@ inline std::string TracesDir(std::string_view subdir) {
   }
   return dir.string();
 }
+
+// A fresh directory under ::testing::TempDir() for one test's fixture files,
+// removed after the test.
+class ScratchDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = ::testing::TempDir() + "tessera_test_XXXXXX";
+    ASSERT_NE(mkdtemp(templ.data()), nullptr)
+        << "cannot create a directory under " << ::testing::TempDir();
+    dir_ = templ;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Writes `text` to <dir>/<name> (folders created) and returns the path.
+  std::string Write(const std::string& name, const std::string& text) {
+    std::filesystem::path path = std::filesystem::path(dir_) / name;
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    return path.string();
+  }
+
+  std::string dir_;
+};
 
 // The openb trace folder (node and pod lists of the FGD experiment); as TracesDir.
 inline std::string OpenbDir() { return TracesDir("alibaba-gpu-v2023-fgd"); }
