@@ -7,6 +7,8 @@ packages=(
   build-essential g++ cmake ninja-build pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libyaml-cpp-dev
+  libsqlite3-dev libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test with ctest (dev preset), then the core tests
-# again under AddressSanitizer and UndefinedBehaviorSanitizer (asan-ubsan preset).
+# Sets up, builds and runs every test with ctest (dev preset: unit, scenario and
+# end-to-end tests), then the core tests again under AddressSanitizer and
+# UndefinedBehaviorSanitizer (asan-ubsan preset), then the job-spec fuzzer for a
+# bounded time (FUZZ_SECONDS, default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +18,9 @@ echo "== dev build: every test"
 cmake --preset dev -DTESSERA_TRACES_DIR="$traces"
 cmake --build --preset dev
 ctest --preset dev
+
+echo "== fuzz the job-spec parser for ${FUZZ_SECONDS:-60} s"
+./scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
 
 echo "== asan-ubsan build: core tests"
 cmake --preset asan-ubsan -DTESSERA_TRACES_DIR="$traces"

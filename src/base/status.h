@@ -5,7 +5,8 @@
 // InvalidArgument (fix the input), NotFound, AlreadyExists, ResourceExhausted (over
 // quota or capacity; retry later), FailedPrecondition (state is wrong for the call),
 // Aborted (lost a race; retry now), Unavailable (peer down; retry with backoff),
-// OutOfRange, Unimplemented, Internal (a bug). A job that does not fit is a scheduling
+// OutOfRange, Unimplemented, Internal (a bug), Unauthenticated (no or bad credentials),
+// PermissionDenied (known caller, not allowed). A job that does not fit is a scheduling
 // outcome, not an error. Thread safety: values; safe to copy between threads.
 #pragma once
 
@@ -30,6 +31,8 @@ enum class StatusCode {
   kOutOfRange,
   kUnimplemented,
   kInternal,
+  kUnauthenticated,   // no or bad credentials
+  kPermissionDenied,  // known caller, not allowed
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -77,6 +80,12 @@ inline Status UnimplementedError(std::string msg) {
   return {StatusCode::kUnimplemented, std::move(msg)};
 }
 inline Status InternalError(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
+inline Status UnauthenticatedError(std::string msg) {
+  return {StatusCode::kUnauthenticated, std::move(msg)};
+}
+inline Status PermissionDeniedError(std::string msg) {
+  return {StatusCode::kPermissionDenied, std::move(msg)};
+}
 
 // StatusOr<T> holds either a value or a non-OK Status.
 template <typename T>

@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "cli/cluster_commands.h"
+#include "cli/daemon_commands.h"
 #include "cli/sim_fgd_command.h"
 #include "cli/sim_jobs_command.h"
 
@@ -15,6 +17,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::ba
   sim->require_subcommand(1);
   tessera::AddSimFgdCommand(*sim, &exit_code);
   tessera::AddSimJobsCommand(*sim, &exit_code);
+  tessera::AddClusterCommands(app, &exit_code);
+  tessera::AddDaemonCommands(app, &exit_code);
 
   try {
     app.parse(argc, argv);

@@ -9,6 +9,16 @@
 #include <system_error>
 
 namespace tessera {
+
+RuntimeFeatures FeaturesOf(const JobRecord& job, const QueueTree& tree) {
+  RuntimeFeatures f;
+  f.tenant = tree.tenant(job.queue);
+  f.user = job.spec.user;
+  f.name = job.spec.name;
+  f.gpus = job.spec.TotalGpus();
+  f.limit = job.spec.runtime_limit;
+  return f;
+}
 namespace {
 
 constexpr double kMicrosPerSecond = 1'000'000.0;

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "model/queue_tree.h"
+#include "sched/job_record.h"
 
 namespace tessera {
 
@@ -27,6 +29,9 @@ struct RuntimeFeatures {
   int gpus = 0;
   Micros limit = 0;  // user's runtime limit; 0: none
 };
+
+// The features of a job as the scheduler knows it.
+RuntimeFeatures FeaturesOf(const JobRecord& job, const QueueTree& tree);
 
 class RuntimePredictor {
  public:

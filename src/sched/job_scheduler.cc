@@ -205,6 +205,19 @@ void JobScheduler::Released(const JobRecord& job, Micros now) {
   }
 }
 
+void JobScheduler::Adopt(const JobRecord& job) {
+  const uint64_t id = job.id.value();
+  if (running_pos_.size() <= id) {
+    running_pos_.resize(id + 1, kNotRunning);
+  }
+  if (running_pos_[id] != kNotRunning) {
+    return;
+  }
+  usage_.Add(job.queue, job.allocations);
+  running_pos_[id] = running_.size();
+  running_.push_back(id);
+}
+
 // ---- charges, estimates --------------------------------------------------------
 
 ResourceVector JobScheduler::ChargeOf(const JobRecord& job,
@@ -412,6 +425,9 @@ bool JobScheduler::CanPreempt(const JobRecord& victim, const JobRecord& preempto
   const bool same_queue = victim.queue == preemptor.queue;
   if (options_.preempt_priority && same_queue && victim.spec.priority < preemptor.spec.priority) {
     return true;
+  }
+  if (now - victim.run_start < options_.min_run_before_reclaim) {
+    return false;
   }
   if (reclaim && !same_queue) {
     return true;  // borrowing is re-checked as victims are taken

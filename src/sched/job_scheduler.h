@@ -81,6 +81,10 @@ struct SchedulerOptions {
   int max_preemptions_per_job = 0;
   // Minimum service before a job may be preempted (avoids thrashing); 0: none.
   Micros min_run_before_preemption = 0;
+  // The same for every preemption but by priority (reclaim, LAS, SRTF): without it a
+  // job restarted after a reclaim, having lost nothing yet, is the cheapest victim of
+  // the next one, again and again. Default 0: off (the simulator's presets).
+  Micros min_run_before_reclaim = 0;
   // Bounds on one cycle's work, like Slurm's default_queue_depth/bf_max_job_test.
   int max_jobs_tested = 2000;
   int max_skips_per_queue = 64;
@@ -135,6 +139,11 @@ class JobScheduler {
   // cycle counts; a negative `now` skips that (the service since the last cycle is
   // then lost to fair share).
   void Released(const JobRecord& job, Micros now = -1);
+  // A running or stopping job placed before this scheduler existed (recovered after
+  // a restart, or carried over when the node set changed): counts it as running, for
+  // victim search and fair share. Its allocations and quota charge are the driver's
+  // to restore in the ClusterState and QuotaLedger.
+  void Adopt(const JobRecord& job);
 
   size_t pending() const { return pending_count_; }
 

@@ -721,6 +721,22 @@ TEST(JobSchedulerTest, MinRunBeforePreemptionProtectsYoungJobs) {
   EXPECT_EQ(Victims(h.Cycle(60 * kSecond)), std::vector<uint64_t>{low.value()});
 }
 
+TEST(JobSchedulerTest, MinRunBeforeReclaimSparesPriorityPreemption) {
+  SchedulerOptions o;
+  o.preempt_priority = true;
+  o.preempt_las = true;
+  o.min_run_before_reclaim = 3600 * kSecond;
+  Harness h({GpuNode("n0")}, OneQueue(), o);
+  JobId low = h.Submit(Gang("low", "q", {8}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+  // 8 GPUs x 500 s of service make it a LAS victim, but it is younger than the bound.
+  h.Submit(Gang("same", "q", {8}, 0, 500 * kSecond), 500 * kSecond);
+  EXPECT_TRUE(h.Cycle(500 * kSecond).preemptions.empty());
+  // A higher priority is not held back by it.
+  h.Submit(Gang("high", "q", {8}, 10, 510 * kSecond), 510 * kSecond);
+  EXPECT_EQ(Victims(h.Cycle(510 * kSecond)), std::vector<uint64_t>{low.value()});
+}
+
 TEST(JobSchedulerTest, LasLevelsFollowTheThresholds) {
   Harness h({GpuNode("n0")}, OneQueue(), SchedulerOptions{});
   ASSERT_EQ(h.scheduler().options().las_thresholds, (std::vector<double>{3200.0, 32000.0}));

@@ -29,16 +29,6 @@ struct Event {
   }
 };
 
-RuntimeFeatures FeaturesOf(const JobRecord& job, const QueueTree& tree) {
-  RuntimeFeatures f;
-  f.tenant = tree.tenant(job.queue);
-  f.user = job.spec.user;
-  f.name = job.spec.name;
-  f.gpus = job.spec.TotalGpus();
-  f.limit = job.spec.runtime_limit;
-  return f;
-}
-
 class Simulation {
  public:
   Simulation(ClusterState state, QueueTree tree, const JobSimOptions& options)

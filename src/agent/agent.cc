@@ -1,0 +1,505 @@
+#include "agent/agent.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+#include "agent/checkpoint_protocol.h"
+#include "agent/cpu_topology.h"
+#include "agent/fake_gpus.h"
+#include "agent/nvml_backend.h"
+#include "api/http_errors.h"
+
+namespace tessera {
+namespace {
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') {
+    return "localhost";
+  }
+  return buf;
+}
+
+int64_t MachineMemoryMiB() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemTotal:") {
+      return kib / 1024;
+    }
+  }
+  return 1024;
+}
+
+std::string RandomId() {
+  std::random_device rd;
+  std::ostringstream out;
+  out << std::hex << rd() << rd();
+  return out.str();
+}
+
+std::string LauncherId(const TaskKey& key) {
+  return std::to_string(key.job) + "." + std::to_string(key.task) + "." +
+         std::to_string(key.attempt);
+}
+
+std::string Join(const std::vector<std::string>& items, char sep) {
+  std::string out;
+  for (const std::string& s : items) {
+    if (!out.empty()) {
+      out += sep;
+    }
+    out += s;
+  }
+  return out;
+}
+
+}  // namespace
+
+Agent::Agent(AgentOptions options, const GpuCatalog& catalog)
+    : options_(std::move(options)), catalog_(&catalog) {}
+
+Agent::~Agent() { Stop(); }
+
+StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options, const GpuCatalog& catalog) {
+  if (options.data_dir.empty()) {
+    return InvalidArgumentError("the agent needs a data directory");
+  }
+  if (options.token.empty()) {
+    return InvalidArgumentError("the agent needs the controller's join token");
+  }
+  std::unique_ptr<Agent> a(new Agent(std::move(options), catalog));
+  TESSERA_RETURN_IF_ERROR(a->Init());
+  return a;
+}
+
+Status Agent::Init() {
+  if (options_.node_name.empty()) {
+    options_.node_name = HostName();
+  }
+  if (!options_.fake_gpus.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(backend_,
+                             MakeFakeGpuBackend(options_.fake_gpus, *catalog_, options_.node_name));
+  } else {
+    StatusOr<std::unique_ptr<GpuBackend>> nvml = LoadNvmlBackend(*catalog_, options_.nvml_library);
+    if (nvml.ok()) {
+      backend_ = std::move(nvml).value();
+    } else {
+      std::cerr << "tessera agent: no GPUs: " << nvml.status().message()
+                << " (use --fake-gpus for a fake inventory)\n";
+      TESSERA_ASSIGN_OR_RETURN(backend_, MakeFakeGpuBackend("", *catalog_, options_.node_name));
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(RefreshInventory());
+
+  TaskLauncher::Options lo;
+  lo.use_cgroups = options_.use_cgroups;
+  launcher_ = std::make_unique<TaskLauncher>(lo);
+  client_ = std::make_unique<httplib::Client>(options_.server_url);
+  if (!client_->is_valid()) {
+    return InvalidArgumentError("cannot use controller URL '" + options_.server_url + "'");
+  }
+  client_->set_bearer_token_auth(options_.token.c_str());
+  client_->set_connection_timeout(2, 0);
+  client_->set_read_timeout(10, 0);
+  client_->set_write_timeout(10, 0);
+  client_->set_keep_alive(true);
+  if (!options_.ca_cert.empty()) {
+    client_->set_ca_cert_path(options_.ca_cert.c_str());
+  }
+  if (options_.insecure) {
+    client_->enable_server_certificate_verification(false);
+  }
+  agent_id_ = RandomId();
+  if (options_.heartbeat_interval > 0) {
+    interval_ = options_.heartbeat_interval;
+  }
+  return Status::Ok();
+}
+
+Status Agent::RefreshInventory() {
+  TESSERA_ASSIGN_OR_RETURN(gpus_, backend_->Discover());
+  NodeInventory inv;
+  NodeSpec& spec = inv.spec;
+  spec.name = options_.node_name;
+  const int64_t cpus = static_cast<int64_t>(std::thread::hardware_concurrency());
+  spec.cpu = MilliCpu(options_.cpu_milli > 0 ? options_.cpu_milli : std::max<int64_t>(1, cpus) * 1000);
+  spec.memory = MiB(options_.memory_mib > 0 ? options_.memory_mib : MachineMemoryMiB());
+  int numa = 1;
+  for (const DiscoveredGpu& g : gpus_) {
+    if (!g.model.valid()) {
+      return FailedPreconditionError("GPU " + std::to_string(g.index) + " ('" + g.product_name +
+                                     "') is not a model the catalog knows");
+    }
+    GpuSpec gs;
+    gs.model = g.model;
+    gs.mode = g.mode;
+    gs.numa_node = g.numa_node;
+    gs.nvlink_domain = g.nvlink_domain;
+    numa = std::max(numa, g.numa_node + 1);
+    spec.gpus.push_back(gs);
+    inv.gpu_uuids.push_back(g.uuid);
+    std::vector<NodeMigInstance> mig;
+    for (const MigInstanceInfo& m : g.mig_instances) {
+      mig.push_back(NodeMigInstance{m.uuid, m.profile, m.start});
+    }
+    inv.mig_instances.push_back(std::move(mig));
+  }
+  spec.numa_nodes = numa;
+  std::lock_guard<std::mutex> lock(mu_);
+  inventory_ = std::move(inv);
+  return Status::Ok();
+}
+
+void Agent::Start() {
+  std::lock_guard<std::mutex> lock(loop_mu_);
+  if (loop_.joinable()) {
+    return;
+  }
+  stopping_ = false;
+  loop_ = std::thread([this] { Loop(); });
+}
+
+void Agent::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) {
+    loop_.join();
+  }
+  launcher_.reset();  // kills what still runs
+}
+
+void Agent::Loop() {
+  Micros backoff = 200'000;
+  std::unique_lock<std::mutex> lock(loop_mu_);
+  while (!stopping_) {
+    lock.unlock();
+    Status s = RunOnce();
+    lock.lock();
+    Micros wait = interval_;
+    if (!s.ok()) {
+      std::cerr << "tessera agent: " << s.ToString() << "\n";
+      wait = backoff;
+      backoff = std::min<Micros>(backoff * 2, 5'000'000);
+    } else {
+      backoff = 200'000;
+    }
+    loop_cv_.wait_for(lock, std::chrono::microseconds(wait), [this] { return stopping_; });
+  }
+}
+
+StatusOr<nlohmann::json> Agent::Post(const std::string& path, const nlohmann::json& body) {
+  httplib::Result r = client_->Post(
+      path.c_str(), body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      "application/json");
+  if (!r) {
+    return UnavailableError("cannot reach the controller at " + options_.server_url + ": " +
+                            httplib::to_string(r.error()));
+  }
+  if (r->status != 200) {
+    return StatusFromHttp(r->status, r->body);
+  }
+  nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
+  if (j.is_discarded()) {
+    return InternalError("the controller's answer to " + path + " is not JSON");
+  }
+  return j;
+}
+
+Status Agent::RunOnce() {
+  Sweep();
+  if (!registered_) {
+    return Register();
+  }
+  return Heartbeat();
+}
+
+Status Agent::Register() {
+  TESSERA_RETURN_IF_ERROR(RefreshInventory());
+  RegisterRequest req;
+  req.agent_id = agent_id_;
+  std::vector<std::pair<std::string, int64_t>> shipped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    req.inventory = inventory_;
+  }
+  req.tasks = Reports(&shipped);
+  TESSERA_ASSIGN_OR_RETURN(nlohmann::json answer, Post("/v1/agents/register", ToJson(req, *catalog_)));
+  TESSERA_ASSIGN_OR_RETURN(RegisterResponse resp, RegisterResponseFromJson(answer));
+  if (options_.heartbeat_interval <= 0 && resp.heartbeat_interval_ms > 0) {
+    interval_ = resp.heartbeat_interval_ms * 1000;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, offset] : shipped) {
+    auto it = tasks_.find(id);
+    if (it != tasks_.end()) {
+      it->second.log_shipped = offset;
+    }
+  }
+  std::erase_if(tasks_, [](const auto& kv) { return kv.second.exited; });
+  registered_ = true;
+  std::cerr << "tessera agent: registered node " << resp.node << " with "
+            << inventory_.spec.gpus.size() << " GPUs (" << backend_->Describe() << ")\n";
+  return Status::Ok();
+}
+
+std::vector<TaskReport> Agent::Reports(std::vector<std::pair<std::string, int64_t>>* shipped) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TaskReport> out;
+  for (auto& [id, t] : tasks_) {
+    TaskReport r;
+    r.key = t.launch.key;
+    r.state = t.failed_to_start ? TaskState::kFailedToStart
+                                : (t.exited ? TaskState::kExited : TaskState::kRunning);
+    r.exit_code = t.exit_code;
+    r.signal = t.signal;
+    r.checkpointed = t.checkpointed;
+    r.message = t.message;
+    r.log_offset = t.log_shipped;
+    int64_t size = 0;
+    if (!t.log_path.empty()) {
+      std::ifstream in(t.log_path, std::ios::binary);
+      if (in) {
+        in.seekg(0, std::ios::end);
+        size = in.tellg();
+        if (size > t.log_shipped) {
+          const int64_t n = std::min(options_.max_log_chunk, size - t.log_shipped);
+          r.log_chunk.resize(static_cast<size_t>(n));
+          in.seekg(t.log_shipped);
+          in.read(r.log_chunk.data(), n);
+        }
+      }
+    }
+    const int64_t next = t.log_shipped + static_cast<int64_t>(r.log_chunk.size());
+    shipped->emplace_back(id, next);
+    // An exit is reported only with the last of the task's output.
+    if (r.state == TaskState::kExited && next < size) {
+      r.state = TaskState::kRunning;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Status Agent::Heartbeat() {
+  HeartbeatRequest req;
+  req.node = options_.node_name;
+  req.agent_id = agent_id_;
+  std::vector<std::pair<std::string, int64_t>> shipped;
+  req.tasks = Reports(&shipped);
+  TESSERA_ASSIGN_OR_RETURN(nlohmann::json answer, Post("/v1/agents/heartbeat", ToJson(req)));
+  TESSERA_ASSIGN_OR_RETURN(HeartbeatResponse resp, HeartbeatResponseFromJson(answer));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Delivered: advance the log offsets, forget the exits reported.
+    std::set<std::string> reported_exit;
+    for (const TaskReport& r : req.tasks) {
+      if (r.state != TaskState::kRunning) {
+        reported_exit.insert(LauncherId(r.key));
+      }
+    }
+    for (const auto& [id, offset] : shipped) {
+      auto it = tasks_.find(id);
+      if (it != tasks_.end()) {
+        it->second.log_shipped = offset;
+      }
+    }
+    std::erase_if(tasks_, [&](const auto& kv) { return reported_exit.count(kv.first) > 0; });
+  }
+  if (resp.reregister) {
+    registered_ = false;
+    return Register();
+  }
+  for (const TaskLaunch& l : resp.launch) {
+    Launch(l);
+  }
+  for (const TaskStop& s : resp.stop) {
+    StopTask(s);
+  }
+  return Status::Ok();
+}
+
+void Agent::Launch(const TaskLaunch& l) {
+  const std::string id = LauncherId(l.key);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!seen_.insert(id).second) {
+    return;  // a resend
+  }
+  LocalTask t;
+  t.launch = l;
+  t.id = id;
+  auto fail = [&](std::string message) {
+    std::cerr << "tessera agent: task " << id << " failed to start: " << message << "\n";
+    t.exited = true;
+    t.failed_to_start = true;
+    t.exit_code = 127;
+    t.message = std::move(message);
+    ReleaseTask(t);
+    tasks_[id] = std::move(t);
+  };
+
+  // The agent's own ledger: never hand out a GPU slice twice.
+  for (int g : l.gpus) {
+    if (g < 0 || static_cast<size_t>(g) >= gpus_.size()) {
+      return fail("GPU index " + std::to_string(g) + " does not exist on this node");
+    }
+    const int64_t want = l.gpus.size() > 1 ? 1000 : std::max<int64_t>(l.gpu_milli, 1);
+    if (gpu_used_[g] + want > 1000) {
+      ++double_bookings_;
+      return fail("GPU " + std::to_string(g) + " would be double-booked (" +
+                  std::to_string(gpu_used_[g]) + " milli already in use)");
+    }
+  }
+  for (int g : l.gpus) {
+    const int64_t want = l.gpus.size() > 1 ? 1000 : std::max<int64_t>(l.gpu_milli, 1);
+    gpu_used_[g] += want;
+    t.gpu_use.emplace_back(g, want);
+  }
+  std::vector<std::string> visible;
+  std::set<int> numa(l.numa_nodes.begin(), l.numa_nodes.end());
+  for (int g : l.gpus) {
+    visible.push_back(gpus_[static_cast<size_t>(g)].uuid);
+  }
+  for (const MigRequest& m : l.mig) {
+    StatusOr<MigInstanceInfo> inst = backend_->CreateMigInstance(m.gpu, m.profile, m.start);
+    if (!inst.ok()) {
+      ++double_bookings_;
+      return fail("MIG " + m.profile + " at slot " + std::to_string(m.start) + " of GPU " +
+                  std::to_string(m.gpu) + ": " + inst.status().message());
+    }
+    t.mig.emplace_back(m.gpu, inst->uuid);
+    visible.push_back(inst->uuid);
+  }
+
+  std::map<std::string, std::string> env = l.env;
+  if (visible.empty()) {
+    env["CUDA_VISIBLE_DEVICES"] = "";
+    env["NVIDIA_VISIBLE_DEVICES"] = "void";
+  } else {
+    env["CUDA_VISIBLE_DEVICES"] = Join(visible, ',');
+    env["NVIDIA_VISIBLE_DEVICES"] = Join(visible, ',');
+  }
+  if (!l.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(l.checkpoint_dir, ec);
+    (void)ClearMarkers(l.checkpoint_dir);
+  }
+  std::vector<int> cpus;
+  for (int node : numa) {
+    std::vector<int> c = CpusOfNumaNode(node);
+    cpus.insert(cpus.end(), c.begin(), c.end());
+  }
+  LaunchSpec spec;
+  spec.id = id;
+  spec.argv = l.command;
+  spec.env = std::move(env);
+  spec.working_dir = l.working_dir;
+  spec.log_path = options_.data_dir + "/logs/" + id + ".log";
+  spec.cpus = std::move(cpus);
+  spec.cpu_milli = l.cpu_milli;
+  spec.memory_mib = l.memory_mib;
+  StatusOr<int> pid = launcher_->Start(spec);
+  if (!pid.ok() && !spec.cpus.empty() && pid.status().code() == StatusCode::kInvalidArgument) {
+    spec.cpus.clear();  // the NUMA node's CPUs are not ours to use (a container)
+    pid = launcher_->Start(spec);
+  }
+  if (!pid.ok()) {
+    return fail(pid.status().message());
+  }
+  t.log_path = spec.log_path;
+  tasks_[id] = std::move(t);
+}
+
+void Agent::StopTask(const TaskStop& stop) {
+  const std::string id = LauncherId(stop.key);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end() || it->second.exited || it->second.signalled_at > 0) {
+    return;
+  }
+  LocalTask& t = it->second;
+  const Micros now = clock_.NowMicros();
+  t.signalled_at = now;
+  t.kill_at = now + stop.grace_ms * 1000;
+  if (!t.launch.checkpoint_dir.empty()) {
+    (void)WritePreemptMarker(t.launch.checkpoint_dir, t.kill_at, "preempted");
+  }
+  const int sig = stop.grace_ms <= 0 ? SIGKILL : (stop.signal > 0 ? stop.signal : SIGTERM);
+  (void)launcher_->Signal(id, sig);
+  t.killed = sig == SIGKILL;
+}
+
+void Agent::ReleaseTask(LocalTask& t) {
+  for (const auto& [g, milli] : t.gpu_use) {
+    gpu_used_[g] -= milli;
+  }
+  t.gpu_use.clear();
+  for (const auto& [g, uuid] : t.mig) {
+    Status s = backend_->DestroyMigInstance(g, uuid);
+    if (!s.ok()) {
+      std::cerr << "tessera agent: destroying MIG instance " << uuid << ": " << s.message() << "\n";
+    }
+  }
+  t.mig.clear();
+}
+
+void Agent::Sweep() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (launcher_ == nullptr) {
+    return;
+  }
+  for (const TaskExit& e : launcher_->Reap()) {
+    auto it = tasks_.find(e.id);
+    if (it == tasks_.end()) {
+      continue;
+    }
+    LocalTask& t = it->second;
+    t.exited = true;
+    t.exit_code = e.signal != 0 ? 0 : e.exit_code;
+    t.signal = e.signal;
+    if (!t.launch.checkpoint_dir.empty() && t.signalled_at > 0 &&
+        CheckpointReportedSince(t.launch.checkpoint_dir, t.signalled_at)) {
+      t.checkpointed = true;
+    }
+    ReleaseTask(t);
+  }
+  const Micros now = clock_.NowMicros();
+  for (auto& [id, t] : tasks_) {
+    if (t.exited || t.signalled_at == 0) {
+      continue;
+    }
+    if (!t.checkpointed && !t.launch.checkpoint_dir.empty() &&
+        CheckpointReportedSince(t.launch.checkpoint_dir, t.signalled_at)) {
+      t.checkpointed = true;
+    }
+    if (!t.killed && now >= t.kill_at) {
+      (void)launcher_->Signal(id, SIGKILL);
+      t.killed = true;
+    }
+  }
+}
+
+size_t Agent::running_tasks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, t] : tasks_) {
+    n += t.exited ? 0 : 1;
+  }
+  return n;
+}
+
+}  // namespace tessera

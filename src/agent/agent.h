@@ -1,0 +1,139 @@
+// Agent: the node daemon. It discovers the node's GPUs (NVML, or a fake inventory),
+// registers with the controller, and then heartbeats: each heartbeat reports the
+// node's tasks (running, exited with their codes, checkpoints, new log output) and
+// receives the tasks to launch and to stop.
+//
+// Delivery: the controller resends a launch until a heartbeat reports that task and
+// a stop until the task has exited; the agent ignores keys it has seen. Exit reports
+// are resent until a heartbeat carrying them is answered (the controller makes them
+// durable before it answers). When the controller says "reregister" (it restarted
+// or declared this node down) the agent registers again with what it runs.
+//
+// Isolation per task: CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES with the GPU or
+// MIG instance UUIDs, CPU affinity to the GPUs' NUMA nodes, cgroup v2 limits where
+// the machine allows (TaskLauncher warns once where it does not), its own process
+// group. The agent keeps its own ledger of GPU use and refuses a launch that would
+// give a GPU slice twice (and counts it: double_bookings()).
+//
+// Preemption: a stop writes the preempt marker into the task's checkpoint directory
+// (agent/checkpoint_protocol.h) and sends the signal (SIGTERM); after the grace
+// period, SIGKILL. Tasks die with the agent.
+//
+// Thread safety: Start/Stop from one thread; the loop runs on its own thread.
+// RunOnce is for tests that drive the agent without the loop.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/gpu_backend.h"
+#include "agent/task_launcher.h"
+#include "api/agent_protocol.h"
+#include "base/clock.h"
+#include "base/status.h"
+#include "model/gpu_catalog.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace tessera {
+
+struct AgentOptions {
+  std::string server_url = "http://127.0.0.1:7450";
+  std::string token;             // the join token
+  std::string node_name;         // "": the host name
+  std::string data_dir;          // logs/ live here; required
+  std::string fake_gpus;         // "": NVML when present, else no GPUs
+  std::string nvml_library = "libnvidia-ml.so.1";
+  int64_t cpu_milli = 0;         // 0: the machine's CPUs
+  int64_t memory_mib = 0;        // 0: the machine's memory
+  bool use_cgroups = true;
+  std::string ca_cert;           // for https:// controllers
+  bool insecure = false;
+  Micros heartbeat_interval = 0;  // 0: what the controller says
+  int64_t max_log_chunk = 64 << 10;  // bytes of output per task per heartbeat
+};
+
+class Agent {
+ public:
+  static StatusOr<std::unique_ptr<Agent>> Create(AgentOptions options, const GpuCatalog& catalog);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  void Start();
+  // Stops the loop and kills the tasks. Idempotent.
+  void Stop();
+  // One register-or-heartbeat exchange and its consequences.
+  Status RunOnce();
+
+  const NodeInventory& inventory() const { return inventory_; }
+  std::string describe_gpus() const { return backend_->Describe(); }
+  int double_bookings() const { return double_bookings_.load(); }
+  size_t running_tasks() const;
+
+ private:
+  struct LocalTask {
+    TaskLaunch launch;
+    std::string id;        // launcher id: job.task.attempt
+    std::string log_path;
+    int64_t log_shipped = 0;
+    bool exited = false;
+    bool failed_to_start = false;
+    std::string message;
+    int exit_code = 0;
+    int signal = 0;
+    Micros signalled_at = 0;  // 0: not asked to stop
+    Micros kill_at = 0;
+    bool killed = false;
+    bool checkpointed = false;
+    std::vector<std::pair<int, std::string>> mig;  // created instances: gpu, uuid
+    std::vector<std::pair<int, int64_t>> gpu_use;  // ledger entries: gpu, milli
+  };
+
+  Agent(AgentOptions options, const GpuCatalog& catalog);
+  Status Init();
+  void Loop();
+  Status Register();
+  Status Heartbeat();
+  void Launch(const TaskLaunch& launch);
+  void StopTask(const TaskStop& stop);
+  void Sweep();  // reap exits, enforce kill deadlines, notice checkpoints
+  void ReleaseTask(LocalTask& task);
+  std::vector<TaskReport> Reports(std::vector<std::pair<std::string, int64_t>>* shipped);
+  StatusOr<nlohmann::json> Post(const std::string& path, const nlohmann::json& body);
+  Status RefreshInventory();
+
+  AgentOptions options_;
+  const GpuCatalog* catalog_;
+  SystemClock clock_;
+  std::unique_ptr<GpuBackend> backend_;
+  std::vector<DiscoveredGpu> gpus_;
+  NodeInventory inventory_;
+  std::unique_ptr<TaskLauncher> launcher_;
+  std::unique_ptr<httplib::Client> client_;
+  std::string agent_id_;
+  bool registered_ = false;
+  Micros interval_ = 500'000;
+
+  mutable std::mutex mu_;
+  std::map<std::string, LocalTask> tasks_;  // by launcher id
+  std::set<std::string> seen_;              // launch ids ever accepted
+  std::map<int, int64_t> gpu_used_;         // gpu index -> milli in use
+  std::atomic<int> double_bookings_{0};
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stopping_ = false;
+  std::thread loop_;
+};
+
+}  // namespace tessera

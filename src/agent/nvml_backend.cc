@@ -1,0 +1,831 @@
+#include "agent/nvml_backend.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "agent/nvml_api.h"
+#include "base/strings.h"
+
+namespace tessera {
+namespace {
+
+// The NVML functions the backend uses; null when the library lacks an optional one.
+struct NvmlApi {
+  decltype(&::nvmlInit_v2) Init = nullptr;
+  decltype(&::nvmlShutdown) Shutdown = nullptr;
+  decltype(&::nvmlErrorString) ErrorString = nullptr;
+  decltype(&::nvmlSystemGetDriverVersion) SystemGetDriverVersion = nullptr;
+  decltype(&::nvmlSystemGetNVMLVersion) SystemGetNVMLVersion = nullptr;
+  decltype(&::nvmlDeviceGetCount_v2) DeviceGetCount = nullptr;
+  decltype(&::nvmlDeviceGetHandleByIndex_v2) DeviceGetHandleByIndex = nullptr;
+  decltype(&::nvmlDeviceGetName) DeviceGetName = nullptr;
+  decltype(&::nvmlDeviceGetUUID) DeviceGetUUID = nullptr;
+  decltype(&::nvmlDeviceGetMemoryInfo) DeviceGetMemoryInfo = nullptr;
+  decltype(&::nvmlDeviceGetPciInfo_v3) DeviceGetPciInfo = nullptr;
+  decltype(&::nvmlDeviceGetMigMode) DeviceGetMigMode = nullptr;
+  decltype(&::nvmlDeviceGetGpuInstanceProfileInfo) DeviceGetGpuInstanceProfileInfo = nullptr;
+  decltype(&::nvmlDeviceGetGpuInstances) DeviceGetGpuInstances = nullptr;
+  decltype(&::nvmlDeviceGetGpuInstancePossiblePlacements_v2)
+      DeviceGetGpuInstancePossiblePlacements = nullptr;
+  decltype(&::nvmlDeviceCreateGpuInstanceWithPlacement) DeviceCreateGpuInstanceWithPlacement =
+      nullptr;
+  decltype(&::nvmlDeviceGetGpuInstanceById) DeviceGetGpuInstanceById = nullptr;
+  decltype(&::nvmlGpuInstanceGetInfo) GpuInstanceGetInfo = nullptr;
+  decltype(&::nvmlGpuInstanceGetComputeInstanceProfileInfo)
+      GpuInstanceGetComputeInstanceProfileInfo = nullptr;
+  decltype(&::nvmlGpuInstanceCreateComputeInstance) GpuInstanceCreateComputeInstance = nullptr;
+  decltype(&::nvmlGpuInstanceGetComputeInstances) GpuInstanceGetComputeInstances = nullptr;
+  decltype(&::nvmlComputeInstanceDestroy) ComputeInstanceDestroy = nullptr;
+  decltype(&::nvmlGpuInstanceDestroy) GpuInstanceDestroy = nullptr;
+  decltype(&::nvmlDeviceGetMaxMigDeviceCount) DeviceGetMaxMigDeviceCount = nullptr;
+  decltype(&::nvmlDeviceGetMigDeviceHandleByIndex) DeviceGetMigDeviceHandleByIndex = nullptr;
+  decltype(&::nvmlDeviceGetGpuInstanceId) DeviceGetGpuInstanceId = nullptr;
+  decltype(&::nvmlDeviceGetNvLinkState) DeviceGetNvLinkState = nullptr;
+  decltype(&::nvmlDeviceGetNvLinkRemotePciInfo_v2) DeviceGetNvLinkRemotePciInfo = nullptr;
+  decltype(&::nvmlDeviceGetCpuAffinity) DeviceGetCpuAffinity = nullptr;
+  decltype(&::nvmlDeviceGetNumaNodeId) DeviceGetNumaNodeId = nullptr;
+
+  // Whether MIG instances can be listed, created and destroyed.
+  bool HasMig() const {
+    return DeviceGetMigMode && DeviceGetGpuInstanceProfileInfo && DeviceGetGpuInstances &&
+           DeviceCreateGpuInstanceWithPlacement && DeviceGetGpuInstanceById &&
+           GpuInstanceGetInfo && GpuInstanceCreateComputeInstance &&
+           GpuInstanceGetComputeInstances && ComputeInstanceDestroy && GpuInstanceDestroy;
+  }
+  bool HasMigDevices() const {
+    return DeviceGetMaxMigDeviceCount && DeviceGetMigDeviceHandleByIndex &&
+           DeviceGetGpuInstanceId;
+  }
+};
+
+template <typename Fn>
+void Resolve(void* handle, const char* name, Fn* out) {
+  void* symbol = dlsym(handle, name);
+  *out = reinterpret_cast<Fn>(symbol);
+}
+
+// How NVML's GPU instance profile indexes map onto catalog profiles (by shape, since
+// names differ per model: 1g.5gb on an A100-40GB is 1g.10gb on an A100-80GB).
+struct ProfileShape {
+  unsigned int nvml_index;
+  int compute_slices;
+  int memory_slots;
+  bool media_extensions;
+};
+constexpr ProfileShape kProfileShapes[] = {
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 1, 1, false},
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 1, 1, true},
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 1, 2, false},
+    {NVML_GPU_INSTANCE_PROFILE_2_SLICE, 2, 2, false},
+    {NVML_GPU_INSTANCE_PROFILE_3_SLICE, 3, 4, false},
+    {NVML_GPU_INSTANCE_PROFILE_4_SLICE, 4, 4, false},
+    {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 7, 8, false},
+};
+
+std::optional<unsigned int> NvmlIndexFor(const MigProfile& p) {
+  for (const ProfileShape& s : kProfileShapes) {
+    if (s.compute_slices == p.compute_slices && s.memory_slots == p.memory_slots &&
+        s.media_extensions == p.media_extensions) {
+      return s.nvml_index;
+    }
+  }
+  return std::nullopt;
+}
+
+// Catalog profile name for an NVML profile index and placement size, or "".
+std::string CatalogProfileFor(const GpuModel* model, unsigned int nvml_index, int memory_slots) {
+  if (model == nullptr) {
+    return "";
+  }
+  for (const ProfileShape& s : kProfileShapes) {
+    if (s.nvml_index != nvml_index || s.memory_slots != memory_slots) {
+      continue;
+    }
+    for (const MigProfile& p : model->mig_profiles) {
+      if (p.compute_slices == s.compute_slices && p.memory_slots == s.memory_slots &&
+          p.media_extensions == s.media_extensions) {
+        return p.name;
+      }
+    }
+  }
+  return "";
+}
+
+// The compute instance profile that fills a GPU instance of `slices` compute slices.
+unsigned int ComputeProfileForSlices(unsigned int slices) {
+  switch (slices) {
+    case 1:
+      return NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE;
+    case 2:
+      return NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE;
+    case 3:
+      return NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE;
+    case 4:
+      return NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE;
+    case 6:
+      return NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE;
+    case 8:
+      return NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE;
+    default:
+      return NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE;
+  }
+}
+
+// "00000000:07:00.0" and "0000:07:00.0" -> "0000:07:00.0" (sysfs spelling).
+std::string NormalizeBusId(std::string_view bus_id) {
+  std::string text(Trim(bus_id));
+  unsigned int domain = 0;
+  unsigned int bus = 0;
+  unsigned int device = 0;
+  unsigned int function = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%x:%x:%x.%x%c", &domain, &bus, &device, &function, &tail) == 4) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%04x:%02x:%02x.%x", domain, bus, device, function);
+    return buf;
+  }
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return std::nullopt;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string CString(const char* buf, size_t size) {
+  return std::string(buf, strnlen(buf, size));
+}
+
+// Union-find over string keys (PCI bus ids of GPUs and of whatever their links reach).
+class Components {
+ public:
+  std::string Find(const std::string& key) {
+    auto it = parent_.find(key);
+    if (it == parent_.end()) {
+      parent_[key] = key;
+      return key;
+    }
+    if (it->second == key) {
+      return key;
+    }
+    std::string root = Find(it->second);
+    parent_[key] = root;
+    return root;
+  }
+  void Join(const std::string& a, const std::string& b) {
+    std::string ra = Find(a);
+    std::string rb = Find(b);
+    if (ra != rb) {
+      parent_[ra] = rb;
+    }
+  }
+
+ private:
+  std::map<std::string, std::string> parent_;
+};
+
+// One GPU instance on a device, as NVML reports it.
+struct GpuInstanceRecord {
+  nvmlGpuInstance_t handle = nullptr;
+  unsigned int id = 0;
+  unsigned int nvml_index = 0;  // profile index (NVML_GPU_INSTANCE_PROFILE_*)
+  unsigned int compute_slices = 0;
+  int start = 0;
+  int memory_slots = 0;
+  std::string profile;  // catalog name, "" when the catalog has none
+};
+
+class NvmlBackend : public GpuBackend {
+ public:
+  NvmlBackend(const GpuCatalog& catalog, void* library, NvmlApi api, std::string sysfs_root)
+      : catalog_(catalog), library_(library), api_(api), sysfs_root_(std::move(sysfs_root)) {}
+
+  ~NvmlBackend() override {
+    api_.Shutdown();
+    dlclose(library_);
+  }
+
+  NvmlBackend(const NvmlBackend&) = delete;
+  NvmlBackend& operator=(const NvmlBackend&) = delete;
+
+  // Builds the description once NVML is initialised.
+  void Init() {
+    std::string driver = "unknown";
+    std::string nvml = "unknown";
+    char buf[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
+    if (api_.SystemGetDriverVersion &&
+        api_.SystemGetDriverVersion(buf, sizeof(buf)) == NVML_SUCCESS) {
+      driver = CString(buf, sizeof(buf));
+    }
+    char vbuf[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE] = {};
+    if (api_.SystemGetNVMLVersion &&
+        api_.SystemGetNVMLVersion(vbuf, sizeof(vbuf)) == NVML_SUCCESS) {
+      nvml = CString(vbuf, sizeof(vbuf));
+    }
+    unsigned int count = 0;
+    if (api_.DeviceGetCount(&count) != NVML_SUCCESS) {
+      count = 0;
+    }
+    description_ = "NVML " + nvml + " driver " + driver + ", " + std::to_string(count) +
+                   (count == 1 ? " GPU" : " GPUs");
+  }
+
+  std::string Describe() const override { return description_; }
+
+  StatusOr<std::vector<DiscoveredGpu>> Discover() override {
+    unsigned int count = 0;
+    nvmlReturn_t r = api_.DeviceGetCount(&count);
+    if (r != NVML_SUCCESS) {
+      return FromNvml(r, "nvmlDeviceGetCount");
+    }
+    std::vector<DiscoveredGpu> gpus;
+    std::vector<std::string> bus_ids(count);
+    std::vector<std::vector<std::string>> link_peers(count);
+    for (unsigned int i = 0; i < count; ++i) {
+      TESSERA_ASSIGN_OR_RETURN(nvmlDevice_t device, Handle(static_cast<int>(i)));
+      DiscoveredGpu gpu;
+      gpu.index = static_cast<int>(i);
+      TESSERA_ASSIGN_OR_RETURN(gpu.product_name, Name(device));
+      TESSERA_ASSIGN_OR_RETURN(gpu.uuid, Uuid(device));
+      TESSERA_ASSIGN_OR_RETURN(gpu.memory_mib, MemoryMib(device));
+      const GpuModel* model = ModelOf(gpu.product_name, gpu.memory_mib);
+      if (model != nullptr) {
+        gpu.model = model->id;
+      }
+      gpu.mig_enabled = MigEnabled(device);
+      gpu.mode = gpu.mig_enabled ? SharingMode::kMig : SharingMode::kExclusive;
+      if (gpu.mig_enabled) {
+        TESSERA_ASSIGN_OR_RETURN(std::vector<GpuInstanceRecord> instances,
+                                 ListGpuInstances(device, model));
+        std::map<unsigned int, std::string> uuids = MigDeviceUuids(device);
+        for (const GpuInstanceRecord& gi : instances) {
+          MigInstanceInfo info;
+          auto it = uuids.find(gi.id);
+          info.uuid = it != uuids.end() ? it->second : GpuInstanceUuid(gpu.uuid, gi.id);
+          info.profile = gi.profile.empty()
+                             ? "nvml-profile-" + std::to_string(gi.nvml_index)
+                             : gi.profile;
+          info.start = gi.start;
+          gpu.mig_instances.push_back(std::move(info));
+        }
+      }
+      nvmlPciInfo_t pci = {};
+      if (api_.DeviceGetPciInfo && api_.DeviceGetPciInfo(device, &pci) == NVML_SUCCESS) {
+        bus_ids[i] = NormalizeBusId(CString(pci.busId, sizeof(pci.busId)));
+      }
+      link_peers[i] = NvLinkPeers(device);
+      PlaceOnNuma(device, bus_ids[i], &gpu);
+      gpus.push_back(std::move(gpu));
+    }
+    AssignNvLinkDomains(bus_ids, link_peers, &gpus);
+    return gpus;
+  }
+
+  StatusOr<MigInstanceInfo> CreateMigInstance(int gpu_index, std::string_view profile_name,
+                                              int start) override {
+    TESSERA_ASSIGN_OR_RETURN(nvmlDevice_t device, Handle(gpu_index));
+    const std::string where = "GPU " + std::to_string(gpu_index);
+    if (!api_.HasMig()) {
+      return FailedPreconditionError(where + ": this NVML library has no MIG functions");
+    }
+    if (!MigEnabled(device)) {
+      return FailedPreconditionError(where + " is not in MIG mode");
+    }
+    TESSERA_ASSIGN_OR_RETURN(std::string name, Name(device));
+    TESSERA_ASSIGN_OR_RETURN(int64_t memory_mib, MemoryMib(device));
+    const GpuModel* model = ModelOf(name, memory_mib);
+    if (model == nullptr) {
+      return FailedPreconditionError(where + " ('" + name +
+                                     "') is not a catalogued model; its MIG profiles are unknown");
+    }
+    TESSERA_ASSIGN_OR_RETURN(std::vector<GpuInstanceRecord> existing,
+                             ListGpuInstances(device, model));
+    std::vector<MigSlotUse> uses;
+    for (const GpuInstanceRecord& gi : existing) {
+      uses.push_back({gi.start, gi.memory_slots, static_cast<int>(gi.compute_slices), gi.profile});
+    }
+    TESSERA_RETURN_IF_ERROR(CheckMigPlacement(*model, profile_name, start, uses));
+    const MigProfile& profile =
+        model->mig_profiles[static_cast<size_t>(*model->FindMigProfile(profile_name))];
+    std::optional<unsigned int> nvml_index = NvmlIndexFor(profile);
+    if (!nvml_index) {
+      return InvalidArgumentError(where + ": MIG profile " + profile.name +
+                                  " has no NVML equivalent");
+    }
+    nvmlGpuInstanceProfileInfo_t info = {};
+    nvmlReturn_t r = api_.DeviceGetGpuInstanceProfileInfo(device, *nvml_index, &info);
+    if (r != NVML_SUCCESS) {
+      return InvalidArgumentError(where + ": the driver does not offer MIG profile " +
+                                  profile.name + " (" + ErrorText(r) + ")");
+    }
+    if (api_.DeviceGetGpuInstancePossiblePlacements) {
+      std::vector<nvmlGpuInstancePlacement_t> placements(kMigMemorySlots);
+      unsigned int n = static_cast<unsigned int>(placements.size());
+      r = api_.DeviceGetGpuInstancePossiblePlacements(device, info.id, placements.data(), &n);
+      if (r == NVML_SUCCESS) {
+        placements.resize(std::min<size_t>(n, placements.size()));
+        bool legal = std::any_of(placements.begin(), placements.end(), [&](const auto& p) {
+          return static_cast<int>(p.start) == start;
+        });
+        if (!legal) {
+          std::vector<std::string> starts;
+          for (const auto& p : placements) {
+            starts.push_back(std::to_string(p.start));
+          }
+          return InvalidArgumentError(where + ": the driver does not place MIG profile " +
+                                      profile.name + " at slot " + std::to_string(start) +
+                                      "; legal starts: " + Join(starts, ","));
+        }
+      }
+    }
+    nvmlGpuInstancePlacement_t placement = {static_cast<unsigned int>(start),
+                                            static_cast<unsigned int>(profile.memory_slots)};
+    nvmlGpuInstance_t gi = nullptr;
+    r = api_.DeviceCreateGpuInstanceWithPlacement(device, info.id, &placement, &gi);
+    if (r != NVML_SUCCESS) {
+      return FromNvml(r, where + ": creating a " + profile.name + " GPU instance at slot " +
+                             std::to_string(start));
+    }
+    nvmlGpuInstanceInfo_t gi_info = {};
+    r = api_.GpuInstanceGetInfo(gi, &gi_info);
+    if (r != NVML_SUCCESS) {
+      Status status = FromNvml(r, where + ": reading the new GPU instance");
+      api_.GpuInstanceDestroy(gi);
+      return status;
+    }
+    unsigned int ci_profile = ComputeProfileForSlices(info.sliceCount);
+    unsigned int ci_profile_id = ci_profile;
+    nvmlComputeInstanceProfileInfo_t ci_info = {};
+    if (api_.GpuInstanceGetComputeInstanceProfileInfo &&
+        api_.GpuInstanceGetComputeInstanceProfileInfo(
+            gi, ci_profile, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci_info) ==
+            NVML_SUCCESS) {
+      ci_profile_id = ci_info.id;
+    }
+    nvmlComputeInstance_t ci = nullptr;
+    r = api_.GpuInstanceCreateComputeInstance(gi, ci_profile_id, &ci);
+    if (r != NVML_SUCCESS) {
+      Status status = FromNvml(r, where + ": creating the compute instance of a " +
+                                      profile.name + " GPU instance");
+      nvmlReturn_t undo = api_.GpuInstanceDestroy(gi);
+      if (undo != NVML_SUCCESS) {
+        return InternalError(status.message() + "; destroying the GPU instance again failed: " +
+                             ErrorText(undo));
+      }
+      return status;
+    }
+    TESSERA_ASSIGN_OR_RETURN(std::string gpu_uuid, Uuid(device));
+    std::map<unsigned int, std::string> uuids = MigDeviceUuids(device);
+    MigInstanceInfo out;
+    auto it = uuids.find(gi_info.id);
+    out.uuid = it != uuids.end() ? it->second : GpuInstanceUuid(gpu_uuid, gi_info.id);
+    out.profile = profile.name;
+    out.start = static_cast<int>(gi_info.placement.start);
+    return out;
+  }
+
+  Status DestroyMigInstance(int gpu_index, std::string_view uuid) override {
+    TESSERA_ASSIGN_OR_RETURN(nvmlDevice_t device, Handle(gpu_index));
+    const std::string where = "GPU " + std::to_string(gpu_index);
+    if (!api_.HasMig()) {
+      return FailedPreconditionError(where + ": this NVML library has no MIG functions");
+    }
+    TESSERA_ASSIGN_OR_RETURN(std::string gpu_uuid, Uuid(device));
+    std::optional<unsigned int> gi_id;
+    const std::string own_prefix = "MIG-" + gpu_uuid + "/";
+    if (StartsWith(uuid, own_prefix)) {
+      // "MIG-<gpu uuid>/<gi>" or the older "MIG-GPU-<uuid>/<gi>/<ci>".
+      std::string_view rest = uuid.substr(own_prefix.size());
+      auto id = ParseInt64(rest.substr(0, rest.find('/')));
+      if (id.ok() && *id >= 0) {
+        gi_id = static_cast<unsigned int>(*id);
+      }
+    } else {
+      for (const auto& [id, mig_uuid] : MigDeviceUuids(device)) {
+        if (mig_uuid == uuid) {
+          gi_id = id;
+        }
+      }
+    }
+    const std::string not_found =
+        where + " has no MIG instance '" + std::string(uuid) + "'";
+    if (!gi_id) {
+      return NotFoundError(not_found);
+    }
+    nvmlGpuInstance_t gi = nullptr;
+    nvmlReturn_t r = api_.DeviceGetGpuInstanceById(device, *gi_id, &gi);
+    if (r == NVML_ERROR_NOT_FOUND || r == NVML_ERROR_INVALID_ARGUMENT) {
+      return NotFoundError(not_found);
+    }
+    if (r != NVML_SUCCESS) {
+      return FromNvml(r, where + ": looking up GPU instance " + std::to_string(*gi_id));
+    }
+    for (unsigned int p = 0; p < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; ++p) {
+      unsigned int profile_id = p;
+      nvmlComputeInstanceProfileInfo_t ci_info = {};
+      if (api_.GpuInstanceGetComputeInstanceProfileInfo) {
+        if (api_.GpuInstanceGetComputeInstanceProfileInfo(
+                gi, p, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci_info) != NVML_SUCCESS) {
+          continue;
+        }
+        profile_id = ci_info.id;
+      }
+      std::vector<nvmlComputeInstance_t> cis(kMigComputeSlices + 1);
+      unsigned int n = static_cast<unsigned int>(cis.size());
+      if (api_.GpuInstanceGetComputeInstances(gi, profile_id, cis.data(), &n) != NVML_SUCCESS) {
+        continue;
+      }
+      for (unsigned int k = 0; k < n && k < cis.size(); ++k) {
+        r = api_.ComputeInstanceDestroy(cis[k]);
+        if (r != NVML_SUCCESS) {
+          return FromNvml(r, where + ": destroying a compute instance of " + std::string(uuid));
+        }
+      }
+    }
+    r = api_.GpuInstanceDestroy(gi);
+    if (r != NVML_SUCCESS) {
+      return FromNvml(r, where + ": destroying MIG instance " + std::string(uuid));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string ErrorText(nvmlReturn_t r) const {
+    const char* text = api_.ErrorString ? api_.ErrorString(r) : nullptr;
+    return std::string(text != nullptr ? text : "error") + " (NVML error " + std::to_string(r) +
+           ")";
+  }
+
+  Status FromNvml(nvmlReturn_t r, const std::string& context) const {
+    std::string message = context + ": " + ErrorText(r);
+    switch (r) {
+      case NVML_ERROR_INVALID_ARGUMENT:
+        return InvalidArgumentError(message);
+      case NVML_ERROR_NOT_FOUND:
+        return NotFoundError(message);
+      case NVML_ERROR_NO_PERMISSION:
+        return PermissionDeniedError(message);
+      case NVML_ERROR_NOT_SUPPORTED:
+      case NVML_ERROR_IN_USE:
+      case NVML_ERROR_INSUFFICIENT_RESOURCES:
+        return FailedPreconditionError(message);
+      case NVML_ERROR_UNINITIALIZED:
+      case NVML_ERROR_DRIVER_NOT_LOADED:
+      case NVML_ERROR_GPU_IS_LOST:
+        return UnavailableError(message);
+      default:
+        return InternalError(message);
+    }
+  }
+
+  StatusOr<nvmlDevice_t> Handle(int index) const {
+    unsigned int count = 0;
+    nvmlReturn_t r = api_.DeviceGetCount(&count);
+    if (r != NVML_SUCCESS) {
+      return FromNvml(r, "nvmlDeviceGetCount");
+    }
+    if (index < 0 || static_cast<unsigned int>(index) >= count) {
+      return InvalidArgumentError("no GPU " + std::to_string(index) + "; the node has " +
+                                  std::to_string(count));
+    }
+    nvmlDevice_t device = nullptr;
+    r = api_.DeviceGetHandleByIndex(static_cast<unsigned int>(index), &device);
+    if (r != NVML_SUCCESS) {
+      return FromNvml(r, "GPU " + std::to_string(index) + ": nvmlDeviceGetHandleByIndex");
+    }
+    return device;
+  }
+
+  StatusOr<std::string> Name(nvmlDevice_t device) const {
+    char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+    nvmlReturn_t r = api_.DeviceGetName(device, buf, sizeof(buf));
+    if (r != NVML_SUCCESS) {
+      return FromNvml(r, "nvmlDeviceGetName");
+    }
+    return CString(buf, sizeof(buf));
+  }
+
+  StatusOr<std::string> Uuid(nvmlDevice_t device) const {
+    char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    nvmlReturn_t r = api_.DeviceGetUUID(device, buf, sizeof(buf));
+    if (r != NVML_SUCCESS) {
+      return FromNvml(r, "nvmlDeviceGetUUID");
+    }
+    return CString(buf, sizeof(buf));
+  }
+
+  StatusOr<int64_t> MemoryMib(nvmlDevice_t device) const {
+    nvmlMemory_t memory = {};
+    nvmlReturn_t r = api_.DeviceGetMemoryInfo(device, &memory);
+    if (r != NVML_SUCCESS) {
+      return FromNvml(r, "nvmlDeviceGetMemoryInfo");
+    }
+    return static_cast<int64_t>(memory.total >> 20);
+  }
+
+  const GpuModel* ModelOf(const std::string& name, int64_t memory_mib) const {
+    auto id = MatchCatalogModel(name, memory_mib, catalog_);
+    return id.ok() ? &catalog_.Get(*id) : nullptr;
+  }
+
+  bool MigEnabled(nvmlDevice_t device) const {
+    if (!api_.DeviceGetMigMode) {
+      return false;
+    }
+    unsigned int current = NVML_DEVICE_MIG_DISABLE;
+    unsigned int pending = NVML_DEVICE_MIG_DISABLE;
+    return api_.DeviceGetMigMode(device, &current, &pending) == NVML_SUCCESS &&
+           current == NVML_DEVICE_MIG_ENABLE;
+  }
+
+  // Every GPU instance on `device`, ascending start slot.
+  StatusOr<std::vector<GpuInstanceRecord>> ListGpuInstances(nvmlDevice_t device,
+                                                            const GpuModel* model) const {
+    std::vector<GpuInstanceRecord> out;
+    if (!api_.HasMig()) {
+      return out;
+    }
+    std::set<unsigned int> seen;  // drivers may list one instance under two profile indexes
+    for (unsigned int p = 0; p < kNvmlGpuInstanceProfileProbeCount; ++p) {
+      nvmlGpuInstanceProfileInfo_t info = {};
+      if (api_.DeviceGetGpuInstanceProfileInfo(device, p, &info) != NVML_SUCCESS) {
+        continue;
+      }
+      std::vector<nvmlGpuInstance_t> handles(std::max(info.instanceCount, 8u));
+      unsigned int n = static_cast<unsigned int>(handles.size());
+      nvmlReturn_t r = api_.DeviceGetGpuInstances(device, info.id, handles.data(), &n);
+      if (r != NVML_SUCCESS) {
+        continue;
+      }
+      for (unsigned int k = 0; k < n && k < handles.size(); ++k) {
+        nvmlGpuInstanceInfo_t gi = {};
+        r = api_.GpuInstanceGetInfo(handles[k], &gi);
+        if (r != NVML_SUCCESS) {
+          return FromNvml(r, "nvmlGpuInstanceGetInfo");
+        }
+        if (!seen.insert(gi.id).second) {
+          continue;
+        }
+        GpuInstanceRecord rec;
+        rec.handle = handles[k];
+        rec.id = gi.id;
+        rec.nvml_index = p;
+        rec.compute_slices = info.sliceCount;
+        rec.start = static_cast<int>(gi.placement.start);
+        rec.memory_slots = static_cast<int>(gi.placement.size);
+        rec.profile = CatalogProfileFor(model, p, rec.memory_slots);
+        out.push_back(std::move(rec));
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const GpuInstanceRecord& a, const GpuInstanceRecord& b) {
+      return a.start < b.start;
+    });
+    return out;
+  }
+
+  // GPU instance id -> UUID of its (first) MIG device.
+  std::map<unsigned int, std::string> MigDeviceUuids(nvmlDevice_t device) const {
+    std::map<unsigned int, std::string> out;
+    if (!api_.HasMigDevices()) {
+      return out;
+    }
+    unsigned int max = 0;
+    if (api_.DeviceGetMaxMigDeviceCount(device, &max) != NVML_SUCCESS) {
+      return out;
+    }
+    for (unsigned int i = 0; i < max; ++i) {
+      nvmlDevice_t mig = nullptr;
+      if (api_.DeviceGetMigDeviceHandleByIndex(device, i, &mig) != NVML_SUCCESS) {
+        continue;
+      }
+      unsigned int gi_id = 0;
+      if (api_.DeviceGetGpuInstanceId(mig, &gi_id) != NVML_SUCCESS) {
+        continue;
+      }
+      auto uuid = Uuid(mig);
+      if (uuid.ok()) {
+        out.emplace(gi_id, *uuid);
+      }
+    }
+    return out;
+  }
+
+  static std::string GpuInstanceUuid(const std::string& gpu_uuid, unsigned int gi_id) {
+    return "MIG-" + gpu_uuid + "/" + std::to_string(gi_id);
+  }
+
+  // Normalised PCI bus ids of whatever the device's active NVLinks reach.
+  std::vector<std::string> NvLinkPeers(nvmlDevice_t device) const {
+    std::vector<std::string> peers;
+    if (!api_.DeviceGetNvLinkState || !api_.DeviceGetNvLinkRemotePciInfo) {
+      return peers;
+    }
+    for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+      nvmlEnableState_t active = NVML_FEATURE_DISABLED;
+      nvmlReturn_t r = api_.DeviceGetNvLinkState(device, link, &active);
+      if (r == NVML_ERROR_NOT_SUPPORTED && link == 0) {
+        break;  // no NVLink on this GPU
+      }
+      if (r != NVML_SUCCESS || active != NVML_FEATURE_ENABLED) {
+        continue;
+      }
+      nvmlPciInfo_t pci = {};
+      if (api_.DeviceGetNvLinkRemotePciInfo(device, link, &pci) != NVML_SUCCESS) {
+        continue;
+      }
+      std::string peer = NormalizeBusId(CString(pci.busId, sizeof(pci.busId)));
+      if (!peer.empty()) {
+        peers.push_back(std::move(peer));
+      }
+    }
+    return peers;
+  }
+
+  void AssignNvLinkDomains(const std::vector<std::string>& bus_ids,
+                           const std::vector<std::vector<std::string>>& peers,
+                           std::vector<DiscoveredGpu>* gpus) const {
+    Components components;
+    for (size_t i = 0; i < gpus->size(); ++i) {
+      if (bus_ids[i].empty()) {
+        continue;
+      }
+      for (const std::string& peer : peers[i]) {
+        components.Join(bus_ids[i], peer);
+      }
+    }
+    // Count the GPUs per component; only components of two or more GPUs are domains.
+    std::map<std::string, int> members;
+    for (size_t i = 0; i < gpus->size(); ++i) {
+      if (!bus_ids[i].empty() && !peers[i].empty()) {
+        ++members[components.Find(bus_ids[i])];
+      }
+    }
+    std::map<std::string, int> domain_of;
+    for (size_t i = 0; i < gpus->size(); ++i) {
+      if (bus_ids[i].empty() || peers[i].empty()) {
+        continue;
+      }
+      std::string root = components.Find(bus_ids[i]);
+      if (members[root] < 2) {
+        continue;
+      }
+      auto [it, inserted] = domain_of.emplace(root, static_cast<int>(domain_of.size()));
+      (*gpus)[i].nvlink_domain = it->second;
+    }
+  }
+
+  void PlaceOnNuma(nvmlDevice_t device, const std::string& bus_id, DiscoveredGpu* gpu) const {
+    std::optional<int> numa;
+    if (!bus_id.empty()) {
+      auto text = ReadFile(sysfs_root_ + "/bus/pci/devices/" + bus_id + "/numa_node");
+      if (text) {
+        auto value = ParseInt64(*text);
+        if (value.ok() && *value >= 0 && *value < 4096) {
+          numa = static_cast<int>(*value);
+        }
+      }
+    }
+    if (!numa && api_.DeviceGetNumaNodeId) {
+      unsigned int node = 0;
+      if (api_.DeviceGetNumaNodeId(device, &node) == NVML_SUCCESS && node < 4096) {
+        numa = static_cast<int>(node);
+      }
+    }
+    gpu->numa_node = numa.value_or(0);
+
+    if (api_.DeviceGetCpuAffinity) {
+      constexpr unsigned int kWords = 16;  // 1024 CPUs
+      unsigned long set[kWords] = {};
+      if (api_.DeviceGetCpuAffinity(device, kWords, set) == NVML_SUCCESS) {
+        constexpr int kBits = static_cast<int>(8 * sizeof(unsigned long));
+        for (int w = 0; w < static_cast<int>(kWords); ++w) {
+          for (int b = 0; b < kBits; ++b) {
+            if ((set[w] >> b) & 1UL) {
+              gpu->cpus.push_back(w * kBits + b);
+            }
+          }
+        }
+      }
+    }
+    if (gpu->cpus.empty() && numa) {
+      auto text = ReadFile(sysfs_root_ + "/devices/system/node/node" + std::to_string(*numa) +
+                           "/cpulist");
+      if (text && !Trim(*text).empty()) {
+        auto cpus = ParseIntList(Trim(*text));
+        if (cpus.ok()) {
+          for (int64_t c : *cpus) {
+            gpu->cpus.push_back(static_cast<int>(c));
+          }
+        }
+      }
+    }
+  }
+
+  const GpuCatalog& catalog_;
+  void* library_;
+  NvmlApi api_;
+  std::string sysfs_root_;
+  std::string description_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<GpuBackend>> LoadNvmlBackend(const GpuCatalog& catalog,
+                                                      const NvmlBackendOptions& options) {
+  dlerror();
+  void* library = dlopen(options.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* why = dlerror();
+    return UnavailableError("cannot load NVML library '" + options.library +
+                            "': " + (why != nullptr ? why : "unknown error") +
+                            " (is the NVIDIA driver installed?)");
+  }
+  NvmlApi api;
+  Resolve(library, "nvmlInit_v2", &api.Init);
+  Resolve(library, "nvmlShutdown", &api.Shutdown);
+  Resolve(library, "nvmlErrorString", &api.ErrorString);
+  Resolve(library, "nvmlSystemGetDriverVersion", &api.SystemGetDriverVersion);
+  Resolve(library, "nvmlSystemGetNVMLVersion", &api.SystemGetNVMLVersion);
+  Resolve(library, "nvmlDeviceGetCount_v2", &api.DeviceGetCount);
+  Resolve(library, "nvmlDeviceGetHandleByIndex_v2", &api.DeviceGetHandleByIndex);
+  Resolve(library, "nvmlDeviceGetName", &api.DeviceGetName);
+  Resolve(library, "nvmlDeviceGetUUID", &api.DeviceGetUUID);
+  Resolve(library, "nvmlDeviceGetMemoryInfo", &api.DeviceGetMemoryInfo);
+  Resolve(library, "nvmlDeviceGetPciInfo_v3", &api.DeviceGetPciInfo);
+  Resolve(library, "nvmlDeviceGetMigMode", &api.DeviceGetMigMode);
+  Resolve(library, "nvmlDeviceGetGpuInstanceProfileInfo", &api.DeviceGetGpuInstanceProfileInfo);
+  Resolve(library, "nvmlDeviceGetGpuInstances", &api.DeviceGetGpuInstances);
+  Resolve(library, "nvmlDeviceGetGpuInstancePossiblePlacements_v2",
+          &api.DeviceGetGpuInstancePossiblePlacements);
+  Resolve(library, "nvmlDeviceCreateGpuInstanceWithPlacement",
+          &api.DeviceCreateGpuInstanceWithPlacement);
+  Resolve(library, "nvmlDeviceGetGpuInstanceById", &api.DeviceGetGpuInstanceById);
+  Resolve(library, "nvmlGpuInstanceGetInfo", &api.GpuInstanceGetInfo);
+  Resolve(library, "nvmlGpuInstanceGetComputeInstanceProfileInfo",
+          &api.GpuInstanceGetComputeInstanceProfileInfo);
+  Resolve(library, "nvmlGpuInstanceCreateComputeInstance", &api.GpuInstanceCreateComputeInstance);
+  Resolve(library, "nvmlGpuInstanceGetComputeInstances", &api.GpuInstanceGetComputeInstances);
+  Resolve(library, "nvmlComputeInstanceDestroy", &api.ComputeInstanceDestroy);
+  Resolve(library, "nvmlGpuInstanceDestroy", &api.GpuInstanceDestroy);
+  Resolve(library, "nvmlDeviceGetMaxMigDeviceCount", &api.DeviceGetMaxMigDeviceCount);
+  Resolve(library, "nvmlDeviceGetMigDeviceHandleByIndex", &api.DeviceGetMigDeviceHandleByIndex);
+  Resolve(library, "nvmlDeviceGetGpuInstanceId", &api.DeviceGetGpuInstanceId);
+  Resolve(library, "nvmlDeviceGetNvLinkState", &api.DeviceGetNvLinkState);
+  Resolve(library, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &api.DeviceGetNvLinkRemotePciInfo);
+  Resolve(library, "nvmlDeviceGetCpuAffinity", &api.DeviceGetCpuAffinity);
+  Resolve(library, "nvmlDeviceGetNumaNodeId", &api.DeviceGetNumaNodeId);
+
+  const std::pair<const char*, bool> required[] = {
+      {"nvmlInit_v2", api.Init != nullptr},
+      {"nvmlShutdown", api.Shutdown != nullptr},
+      {"nvmlDeviceGetCount_v2", api.DeviceGetCount != nullptr},
+      {"nvmlDeviceGetHandleByIndex_v2", api.DeviceGetHandleByIndex != nullptr},
+      {"nvmlDeviceGetName", api.DeviceGetName != nullptr},
+      {"nvmlDeviceGetUUID", api.DeviceGetUUID != nullptr},
+      {"nvmlDeviceGetMemoryInfo", api.DeviceGetMemoryInfo != nullptr},
+  };
+  for (const auto& [name, present] : required) {
+    if (!present) {
+      dlclose(library);
+      return UnavailableError("NVML library '" + options.library + "' lacks " + name +
+                              " (driver too old?)");
+    }
+  }
+  nvmlReturn_t r = api.Init();
+  if (r != NVML_SUCCESS) {
+    const char* text = api.ErrorString ? api.ErrorString(r) : nullptr;
+    std::string why = std::string(text != nullptr ? text : "error") + " (NVML error " +
+                      std::to_string(r) + ")";
+    dlclose(library);
+    return UnavailableError("nvmlInit failed: " + why);
+  }
+  auto backend = std::make_unique<NvmlBackend>(catalog, library, api, options.sysfs_root);
+  backend->Init();
+  return std::unique_ptr<GpuBackend>(std::move(backend));
+}
+
+StatusOr<std::unique_ptr<GpuBackend>> LoadNvmlBackend(const GpuCatalog& catalog,
+                                                      std::string library) {
+  NvmlBackendOptions options;
+  options.library = std::move(library);
+  return LoadNvmlBackend(catalog, options);
+}
+
+}  // namespace tessera

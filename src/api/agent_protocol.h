@@ -1,0 +1,183 @@
+// The controller <-> node agent protocol: JSON messages over HTTP.
+//
+//   agent -> controller  POST register   RegisterRequest  -> RegisterResponse
+//   agent -> controller  POST heartbeat  HeartbeatRequest -> HeartbeatResponse
+//
+// The agent registers with its inventory and the tasks it still runs (after a restart
+// of either side), then heartbeats every heartbeat_interval_ms with the state of its
+// tasks and new log output; the controller answers with tasks to launch and to stop,
+// or asks it to register again (it lost the agent's state). A task attempt is named by
+// TaskKey {job, task index, attempt}; reports for an older attempt are stale.
+//
+// Encoding (field names as in the structs unless noted):
+//   NodeInventory  {"name", "cpu_milli", "memory_mib", "numa_nodes", "labels": {k: v},
+//                   "gpus": [{"model": "H100-80GB", "mode": "exclusive|mig|shared",
+//                             "numa_node", "nvlink_domain", "uuid",
+//                             "mig_instances": [{"uuid", "profile", "start"}]}]}
+//   TaskKey        {"job", "task", "attempt"}
+//   TaskReport     {"key", "state": "running|exited|failed_to_start", "exit_code", "signal",
+//                   "checkpointed", "message", "log_offset", "log_b64"}: the log chunk is raw
+//                   bytes (process output need not be UTF-8), so it travels in base64.
+//   TaskLaunch, TaskStop, MigRequest, Register*, Heartbeat*: plain fields; lists as arrays.
+//
+// FromJson functions check types and ranges and return InvalidArgument naming the field
+// ("tasks[1].key.job: expected a non-negative integer, got -1"). Unknown keys are
+// ignored, so that a newer peer may add fields; fields left out take the struct's
+// default, except the ones that identify something (keys, names, models), which are
+// required. Labels come back sorted by key. ToJson never throws: text fields that may
+// hold arbitrary bytes (messages) are made valid UTF-8.
+// Thread safety: values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "model/gpu_catalog.h"
+#include "model/node.h"
+
+namespace tessera {
+
+// Recommended largest log chunk per report; FromJson refuses chunks over 16 times this.
+inline constexpr size_t kMaxLogChunkBytes = 1 << 20;
+
+struct NodeMigInstance {
+  std::string uuid;
+  std::string profile;
+  int start = -1;  // first memory slot; -1: unknown
+  bool operator==(const NodeMigInstance&) const = default;
+};
+
+struct NodeInventory {
+  NodeSpec spec;  // GPUs encoded by model NAME, mode name, numa_node, nvlink_domain
+  std::vector<std::string> gpu_uuids;  // parallel to spec.gpus
+  std::vector<std::vector<NodeMigInstance>>
+      mig_instances;  // parallel to spec.gpus: existing instances
+};
+bool operator==(const NodeInventory& a, const NodeInventory& b);
+
+struct TaskKey {
+  uint64_t job = 0;
+  int task = 0;
+  int attempt = 0;
+  bool operator==(const TaskKey&) const = default;
+};
+// "job 42 task 1 attempt 0"
+std::string ToString(const TaskKey& key);
+
+enum class TaskState : uint8_t { kRunning, kExited, kFailedToStart };
+std::string_view TaskStateName(TaskState state);
+StatusOr<TaskState> ParseTaskState(std::string_view name);
+
+struct TaskReport {
+  TaskKey key;
+  TaskState state = TaskState::kRunning;
+  int exit_code = 0;          // when exited
+  int signal = 0;             // when exited (signal != 0: killed by it)
+  bool checkpointed = false;  // the task reported a checkpoint since its preemption signal
+  std::string message;        // e.g. why it failed to start
+  int64_t log_offset = 0;     // offset of log_chunk in the task's output
+  std::string log_chunk;      // new output since log_offset (raw bytes)
+  bool operator==(const TaskReport&) const = default;
+};
+
+struct MigRequest {
+  int gpu = -1;  // GPU index on the node
+  std::string profile;
+  int start = -1;  // first memory slot; -1: the agent's choice
+  bool operator==(const MigRequest&) const = default;
+};
+
+struct TaskLaunch {
+  TaskKey key;
+  std::string job_name;
+  std::vector<std::string> command;
+  std::map<std::string, std::string>
+      env;                      // env set by the controller (torchrun, TESSERA_*, MPS limits)
+  std::vector<int> gpus;        // GPU indices on the node, whole cards or the card of a share
+  std::vector<MigRequest> mig;  // MIG instances to create (CUDA_VISIBLE_DEVICES gets their UUIDs)
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int64_t gpu_milli = 0;        // per GPU; 1000 for whole cards
+  int64_t gpu_memory_mib = 0;   // per GPU; 0: no cap
+  std::vector<int> numa_nodes;  // for CPU affinity
+  std::string working_dir;
+  std::string checkpoint_dir;
+  bool operator==(const TaskLaunch&) const = default;
+};
+
+struct TaskStop {
+  TaskKey key;
+  int64_t grace_ms = 30000;  // then SIGKILL
+  int signal = 15;
+  bool operator==(const TaskStop&) const = default;
+};
+
+struct RegisterRequest {
+  std::string agent_id;  // stable per agent process start
+  NodeInventory inventory;
+  std::vector<TaskReport> tasks;  // tasks the agent still runs
+};
+
+struct RegisterResponse {
+  std::string node;  // the name the controller knows the node by
+  int64_t heartbeat_interval_ms = 1000;
+  bool operator==(const RegisterResponse&) const = default;
+};
+
+struct HeartbeatRequest {
+  std::string node;
+  std::string agent_id;
+  std::vector<TaskReport> tasks;
+  bool operator==(const HeartbeatRequest&) const = default;
+};
+
+struct HeartbeatResponse {
+  std::vector<TaskLaunch> launch;
+  std::vector<TaskStop> stop;
+  bool reregister = false;  // the controller does not know this agent: register again
+  bool operator==(const HeartbeatResponse&) const = default;
+};
+
+nlohmann::json ToJson(const NodeMigInstance& m);
+nlohmann::json ToJson(const NodeInventory& inventory, const GpuCatalog& catalog);
+nlohmann::json ToJson(const TaskKey& key);
+nlohmann::json ToJson(const TaskReport& report);
+nlohmann::json ToJson(const MigRequest& mig);
+nlohmann::json ToJson(const TaskLaunch& launch);
+nlohmann::json ToJson(const TaskStop& stop);
+nlohmann::json ToJson(const RegisterRequest& request, const GpuCatalog& catalog);
+nlohmann::json ToJson(const RegisterResponse& response);
+nlohmann::json ToJson(const HeartbeatRequest& request);
+nlohmann::json ToJson(const HeartbeatResponse& response);
+
+StatusOr<NodeInventory> NodeInventoryFromJson(const nlohmann::json& j, const GpuCatalog& catalog);
+StatusOr<TaskKey> TaskKeyFromJson(const nlohmann::json& j);
+StatusOr<TaskReport> TaskReportFromJson(const nlohmann::json& j);
+StatusOr<TaskLaunch> TaskLaunchFromJson(const nlohmann::json& j);
+StatusOr<TaskStop> TaskStopFromJson(const nlohmann::json& j);
+StatusOr<RegisterRequest> RegisterRequestFromJson(const nlohmann::json& j,
+                                                  const GpuCatalog& catalog);
+StatusOr<RegisterResponse> RegisterResponseFromJson(const nlohmann::json& j);
+StatusOr<HeartbeatRequest> HeartbeatRequestFromJson(const nlohmann::json& j);
+StatusOr<HeartbeatResponse> HeartbeatResponseFromJson(const nlohmann::json& j);
+
+// Base64 (RFC 4648, with padding), as used for log chunks.
+std::string Base64Encode(std::string_view bytes);
+StatusOr<std::string> Base64Decode(std::string_view text);
+
+}  // namespace tessera
+
+template <>
+struct std::hash<tessera::TaskKey> {
+  size_t operator()(const tessera::TaskKey& k) const noexcept {
+    size_t h = std::hash<uint64_t>{}(k.job);
+    h = h * 1'000'003 ^ std::hash<int>{}(k.task);
+    return h * 1'000'003 ^ std::hash<int>{}(k.attempt);
+  }
+};

@@ -1,0 +1,276 @@
+#include "api/agent_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <unordered_set>
+
+#include "api/json_fields.h"
+
+namespace tessera {
+namespace {
+
+const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
+
+NodeInventory MigNode() {
+  NodeInventory inv;
+  inv.spec = MakeUniformNode("node-a", MilliCpu(64000), MiB(512 * 1024),
+                             *Catalog().Find("A100-80GB"), 2, SharingMode::kMig,
+                             /*numa_nodes=*/2, /*nvlink=*/true);
+  inv.spec.gpus[1].mode = SharingMode::kShared;
+  inv.spec.labels = {{"rack", "r1"}, {"zone", "z"}};  // sorted, as they come back
+  inv.gpu_uuids = {"GPU-0000", "GPU-0001"};
+  inv.mig_instances = {{{"MIG-aaaa", "3g.40gb", 4}, {"MIG-bbbb", "1g.10gb", 0}}, {}};
+  return inv;
+}
+
+TaskReport Report() {
+  TaskReport r;
+  r.key = {42, 1, 3};
+  r.state = TaskState::kExited;
+  r.exit_code = 137;
+  r.signal = 9;
+  r.checkpointed = true;
+  r.message = "killed";
+  r.log_offset = 4096;
+  r.log_chunk = std::string("step 1\n\xff\x00\x01 binary", 16);
+  return r;
+}
+
+TaskLaunch Launch() {
+  TaskLaunch l;
+  l.key = {7, 0, 1};
+  l.job_name = "train";
+  l.command = {"python", "train.py"};
+  l.env = {{"RANK", "0"}, {"WORLD_SIZE", "2"}};
+  l.gpus = {0, 1};
+  l.mig = {{0, "1g.10gb", 6}};
+  l.cpu_milli = 4000;
+  l.memory_mib = 8192;
+  l.gpu_milli = 1000;
+  l.gpu_memory_mib = 0;
+  l.numa_nodes = {0};
+  l.working_dir = "/work";
+  l.checkpoint_dir = "/ckpt/7";
+  return l;
+}
+
+// Through text, as on the wire.
+Json Wire(const Json& j) { return Json::parse(j.dump()); }
+
+TEST(AgentProtocolTest, InventoryRoundTrips) {
+  NodeInventory inv = MigNode();
+  Json j = ToJson(inv, Catalog());
+  EXPECT_EQ(j["gpus"][0]["model"], "A100-80GB");
+  EXPECT_EQ(j["gpus"][0]["mode"], "mig");
+  EXPECT_EQ(j["gpus"][1]["numa_node"], 1);
+  EXPECT_EQ(j["gpus"][0]["mig_instances"][0]["profile"], "3g.40gb");
+  EXPECT_EQ(j["labels"]["rack"], "r1");
+  StatusOr<NodeInventory> back = NodeInventoryFromJson(Wire(j), Catalog());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, inv);
+}
+
+TEST(AgentProtocolTest, InventoryIsValidated) {
+  Json j = ToJson(MigNode(), Catalog());
+  auto error = [](const Json& bad) {
+    StatusOr<NodeInventory> inv = NodeInventoryFromJson(bad, Catalog());
+    EXPECT_FALSE(inv.ok());
+    EXPECT_EQ(inv.status().code(), StatusCode::kInvalidArgument);
+    return inv.status().message();
+  };
+  Json bad = j;
+  bad["gpus"][1]["model"] = "Z9000";
+  EXPECT_NE(error(bad).find("gpus[1].model: unknown GPU model 'Z9000'"), std::string::npos);
+  bad = j;
+  bad["gpus"][0]["mig_instances"][0]["profile"] = "5g.50gb";
+  EXPECT_NE(error(bad).find("gpus[0].mig_instances[0].profile"), std::string::npos);
+  bad = j;
+  bad["gpus"][0]["mig_instances"][0]["start"] = 2;  // 3g starts at 0 or 4
+  EXPECT_NE(error(bad).find("gpus[0].mig_instances[0].start: slot 2"), std::string::npos);
+  bad = j;
+  bad["gpus"][1]["mig_instances"] = Json::array({{{"profile", "1g.10gb"}}});
+  EXPECT_NE(error(bad).find("not in mig mode"), std::string::npos);
+  bad = j;
+  bad["gpus"][1]["numa_node"] = 5;  // of 2
+  EXPECT_NE(error(bad).find("NUMA node 5 of 2"), std::string::npos);
+  bad = j;
+  bad["gpus"][0]["mode"] = "sliced";
+  EXPECT_NE(error(bad).find("gpus[0].mode: unknown sharing mode"), std::string::npos);
+  bad = j;
+  bad.erase("name");
+  EXPECT_EQ(error(bad), "name: is required");
+  bad = j;
+  bad["cpu_milli"] = -1;
+  EXPECT_NE(error(bad).find("cpu_milli: must be between 0"), std::string::npos);
+  bad = j;
+  bad["labels"] = Json::array();
+  EXPECT_NE(error(bad).find("labels: expected an object"), std::string::npos);
+  EXPECT_NE(error(Json("node")).find("expected an object"), std::string::npos);
+  // Unknown keys are ignored (a newer agent may send more).
+  Json newer = j;
+  newer["driver_version"] = "550.54";
+  newer["gpus"][0]["temperature"] = 41;
+  EXPECT_TRUE(NodeInventoryFromJson(newer, Catalog()).ok());
+}
+
+TEST(AgentProtocolTest, ReportCarriesBinaryLogs) {
+  TaskReport r = Report();
+  Json j = ToJson(r);
+  EXPECT_EQ(j["state"], "exited");
+  EXPECT_EQ(j["key"], Json({{"job", 42}, {"task", 1}, {"attempt", 3}}));
+  EXPECT_TRUE(j["log_b64"].is_string());
+  StatusOr<TaskReport> back = TaskReportFromJson(Wire(j));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, r);
+  EXPECT_EQ(back->log_chunk.size(), 16U);
+
+  // A message that is not UTF-8 still dumps.
+  r.message = "bad \xc3";
+  EXPECT_NO_THROW(ToJson(r).dump());
+}
+
+TEST(AgentProtocolTest, ReportIsValidated) {
+  Json j = ToJson(Report());
+  Json bad = j;
+  bad["state"] = "zombie";
+  EXPECT_NE(TaskReportFromJson(bad).status().message().find("state: expected running, exited"),
+            std::string::npos);
+  bad = j;
+  bad["key"]["job"] = -1;
+  EXPECT_EQ(TaskReportFromJson(bad).status().message(),
+            "key.job: expected a non-negative integer, got -1");
+  bad = j;
+  bad["key"].erase("task");
+  EXPECT_EQ(TaskReportFromJson(bad).status().message(), "key.task: is required");
+  bad = j;
+  bad["log_b64"] = "abc";
+  EXPECT_NE(TaskReportFromJson(bad).status().message().find("log_b64: "), std::string::npos);
+  bad = j;
+  bad.erase("key");
+  EXPECT_EQ(TaskReportFromJson(bad).status().message(), "key: is required");
+  bad = j;
+  bad["signal"] = 500;
+  EXPECT_NE(TaskReportFromJson(bad).status().message().find("signal: must be between 0 and 128"),
+            std::string::npos);
+}
+
+TEST(AgentProtocolTest, RegisterRoundTrips) {
+  RegisterRequest req;
+  req.agent_id = "agent-1";
+  req.inventory = MigNode();
+  req.tasks = {Report()};
+  StatusOr<RegisterRequest> back = RegisterRequestFromJson(Wire(ToJson(req, Catalog())), Catalog());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->agent_id, "agent-1");
+  EXPECT_EQ(back->inventory, req.inventory);
+  EXPECT_EQ(back->tasks, req.tasks);
+
+  Json bad = ToJson(req, Catalog());
+  bad["inventory"]["gpus"][0]["model"] = 5;
+  EXPECT_NE(RegisterRequestFromJson(bad, Catalog())
+                .status()
+                .message()
+                .find("inventory.gpus[0].model: expected a string"),
+            std::string::npos);
+  bad = ToJson(req, Catalog());
+  bad["tasks"][0]["state"] = 1;
+  EXPECT_NE(RegisterRequestFromJson(bad, Catalog()).status().message().find("tasks[0].state"),
+            std::string::npos);
+
+  RegisterResponse resp{"node-a", 500};
+  StatusOr<RegisterResponse> resp_back = RegisterResponseFromJson(Wire(ToJson(resp)));
+  ASSERT_TRUE(resp_back.ok());
+  EXPECT_EQ(*resp_back, resp);
+  EXPECT_FALSE(RegisterResponseFromJson(Json{{"node", "n"}, {"heartbeat_interval_ms", 0}}).ok());
+  EXPECT_EQ(RegisterResponseFromJson(Json{{"node", "n"}})->heartbeat_interval_ms, 1000);
+}
+
+TEST(AgentProtocolTest, HeartbeatRoundTrips) {
+  HeartbeatRequest req{"node-a", "agent-1", {Report(), TaskReport{}}};
+  StatusOr<HeartbeatRequest> back = HeartbeatRequestFromJson(Wire(ToJson(req)));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, req);
+
+  HeartbeatResponse resp;
+  resp.launch = {Launch()};
+  resp.stop = {TaskStop{{7, 0, 1}, 5000, 2}, TaskStop{}};
+  resp.reregister = true;
+  StatusOr<HeartbeatResponse> resp_back = HeartbeatResponseFromJson(Wire(ToJson(resp)));
+  ASSERT_TRUE(resp_back.ok()) << resp_back.status().ToString();
+  EXPECT_EQ(*resp_back, resp);
+  EXPECT_EQ(resp_back->stop[1].grace_ms, 30000);
+  EXPECT_EQ(resp_back->stop[1].signal, 15);
+
+  // Empty lists may be left out.
+  StatusOr<HeartbeatResponse> empty = HeartbeatResponseFromJson(Json::object());
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->launch.empty());
+  EXPECT_FALSE(empty->reregister);
+  EXPECT_EQ(HeartbeatRequestFromJson(Json{{"node", "n"}}).status().message(),
+            "agent_id: is required");
+}
+
+TEST(AgentProtocolTest, LaunchIsValidated) {
+  Json j = ToJson(Launch());
+  auto error = [](const Json& bad) {
+    StatusOr<TaskLaunch> l = TaskLaunchFromJson(bad);
+    EXPECT_FALSE(l.ok());
+    return l.status().message();
+  };
+  Json bad = j;
+  bad["command"] = Json::array();
+  EXPECT_NE(error(bad).find("command: is required"), std::string::npos);
+  bad = j;
+  bad["gpus"] = {0, -1};
+  EXPECT_NE(error(bad).find("gpus[1]: must be between 0 and 1023"), std::string::npos);
+  bad = j;
+  bad["gpu_milli"] = 1500;
+  EXPECT_NE(error(bad).find("gpu_milli: must be between 0 and 1000"), std::string::npos);
+  bad = j;
+  bad["mig"][0]["start"] = 8;
+  EXPECT_NE(error(bad).find("mig[0].start"), std::string::npos);
+  bad = j;
+  bad["env"]["BAD-NAME"] = "x";
+  EXPECT_NE(error(bad).find("env.BAD-NAME: not a variable name"), std::string::npos);
+  bad = j;
+  bad["env"]["X"] = 3;
+  EXPECT_NE(error(bad).find("env.X: expected a string"), std::string::npos);
+
+  Json stop = ToJson(TaskStop{});
+  stop["signal"] = 0;
+  EXPECT_FALSE(TaskStopFromJson(stop).ok());
+  stop["signal"] = 9;
+  stop["grace_ms"] = -5;
+  EXPECT_FALSE(TaskStopFromJson(stop).ok());
+}
+
+TEST(AgentProtocolTest, TaskKeysHashAndPrint) {
+  std::unordered_set<TaskKey> keys = {{1, 0, 0}, {1, 1, 0}, {1, 0, 1}, {1, 0, 0}};
+  EXPECT_EQ(keys.size(), 3U);
+  EXPECT_EQ(ToString(TaskKey{42, 1, 0}), "job 42 task 1 attempt 0");
+  EXPECT_EQ(TaskKeyFromJson(Json{{"job", 18446744073709551615ULL}, {"task", 2}})->job,
+            18446744073709551615ULL);
+  EXPECT_EQ(TaskKeyFromJson(Json{{"job", 1}, {"task", 2}})->attempt, 0);
+}
+
+TEST(AgentProtocolTest, Base64) {
+  EXPECT_EQ(Base64Encode(""), "");
+  EXPECT_EQ(Base64Encode("f"), "Zg==");
+  EXPECT_EQ(Base64Encode("fo"), "Zm8=");
+  EXPECT_EQ(Base64Encode("foo"), "Zm9v");
+  EXPECT_EQ(Base64Encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(*Base64Decode("Zm9vYg=="), "foob");
+  EXPECT_EQ(*Base64Decode("Zm9vYmE="), "fooba");
+  std::string all;
+  for (int i = 0; i < 256; ++i) {
+    all += static_cast<char>(i);
+  }
+  EXPECT_EQ(*Base64Decode(Base64Encode(all)), all);
+  for (const char* bad : {"Zg=", "Z===", "Zg=a", "Zm9v!A==", "=Zg=", "Zg==Zg=="}) {
+    EXPECT_FALSE(Base64Decode(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace tessera

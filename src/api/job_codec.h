@@ -1,0 +1,90 @@
+// The job file a user submits (JSON or YAML), read into a JobSubmission.
+//
+//   name: train                  # optional; 1..128 of [A-Za-z0-9._-]; "" lets the server name it
+//   queue: team-a                # optional; "" lets the server choose the tenant's default queue
+//   user: alice                  # optional; the server may override it from the credentials
+//   priority: 0
+//   command: [python, train.py]  # required: argv, or one string run as /bin/sh -c TEXT
+//   env: {NCCL_DEBUG: INFO}      # keys are shell names; at most 64 KiB in all
+//   working_dir: /path           # optional, absolute
+//   replicas: 2                  # gang size, 1..1024, default 1
+//   resources:                   # per replica
+//     gpus: 8                    # 0..64, default 0 (1 when gpu_fraction, gpu_milli or mig is set)
+//     gpu_model: H100-80GB       # or a list: [A100-80GB, H100-80GB]; default any
+//     gpu_fraction: 0.25         # a software share of one GPU, (0, 1]; or gpu_milli: 250
+//     gpu_memory: 20GiB          # per GPU
+//     mig: 1g.10gb               # one MIG instance (implies gpus 1)
+//     cpu: 4                     # cores, "0.5" or "500m"; default 1
+//     memory: 64GiB              # default 1GiB; a bare number is MiB
+//     gpu_topology: prefer-local # prefer-local | require-local | any
+//   topology: {scope: nvlink, hard: false}   # node | nvlink | rack | any
+//   checkpoint: {interval: 30m, on_signal: true, dir: /shared/ckpt}
+//   runtime_limit: 4h            # durations: 90 (seconds), 30s, 5m, 4h, 1d, 1h30m, 250ms
+//   preemptible: true
+//
+// Quantities may be numbers or strings (0.25 and "0.25" read the same, exactly); null
+// means "not given". Unknown keys are errors, with a suggestion for a likely typo. Every
+// error is InvalidArgument and starts with the field path ("resources.gpus: must be
+// between 0 and 64, got -1"); YAML errors end with the source position ("(line 7,
+// column 11)"). After the fields, the request is checked with ValidateTaskRequest and
+// ValidateJobSpec (GPU models, MIG profiles, limits).
+//
+// The parsers never throw and never assert on input: text is capped at 1 MiB and
+// nesting at 32 levels, YAML aliases cannot expand a document past fixed budgets, and
+// strings are checked to be valid UTF-8 without NUL bytes. JobSubmissionToJson writes a
+// document that reads back to an equal submission.
+// Thread safety: pure functions; the catalog is only read.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "model/gpu_catalog.h"
+#include "model/job.h"
+
+namespace tessera {
+
+// What a user submits: the schedulable JobSpec plus what the agent needs to run it.
+struct JobSubmission {
+  JobSpec spec;                      // spec.tasks = `replicas` copies of the one task request
+  std::vector<std::string> command;  // argv; a string command becomes {"/bin/sh", "-c", text}
+  std::map<std::string, std::string> env;
+  std::string working_dir;     // "": the agent's default
+  std::string checkpoint_dir;  // "": the controller assigns one
+};
+
+// Field-by-field equality, JobSpec included (submit_time too).
+bool operator==(const JobSubmission& a, const JobSubmission& b);
+
+inline constexpr size_t kMaxJobTextBytes = 1 << 20;
+inline constexpr int kMaxJobNesting = 32;
+inline constexpr int kMaxReplicas = 1024;
+inline constexpr size_t kMaxEnvBytes = 64 * 1024;      // sum of key and value sizes
+inline constexpr size_t kMaxCommandBytes = 64 * 1024;  // sum of argv item sizes
+inline constexpr size_t kMaxCommandItems = 4096;
+inline constexpr size_t kMaxNameLength = 128;
+inline constexpr size_t kMaxPathLength = 4096;
+
+StatusOr<JobSubmission> JobSubmissionFromJson(const nlohmann::json& j, const GpuCatalog& catalog);
+StatusOr<JobSubmission> ParseJobJson(std::string_view text, const GpuCatalog& catalog);
+StatusOr<JobSubmission> ParseJobYaml(std::string_view text, const GpuCatalog& catalog);
+// JSON or YAML, told apart by the first non-blank character ('{' is JSON).
+StatusOr<JobSubmission> ParseJobText(std::string_view text, const GpuCatalog& catalog);
+
+// The submission in the format above: quantities as exact strings ("64GiB", "500m",
+// "1h30m"), a software share as gpu_milli, models by canonical name. Reads back with
+// JobSubmissionFromJson to an equal submission when spec.tasks are copies of one
+// request (as the parsers make them); otherwise the first task stands for all.
+// submit_time is not part of the file and is left out.
+nlohmann::json JobSubmissionToJson(const JobSubmission& job, const GpuCatalog& catalog);
+
+// Whether `name` is 1..128 characters of [A-Za-z0-9._-] (job and queue names).
+bool IsValidJobName(std::string_view name);
+// Whether `key` is a shell variable name: [A-Za-z_][A-Za-z0-9_]*.
+bool IsValidEnvName(std::string_view key);
+
+}  // namespace tessera

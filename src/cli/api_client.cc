@@ -1,0 +1,353 @@
+#include "cli/api_client.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "base/strings.h"
+
+namespace tessera {
+namespace {
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool HasControlCharacter(std::string_view text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+}
+
+std::string TransportProblem(httplib::Error error) {
+  switch (error) {
+    case httplib::Error::Connection:
+      return "connection failed";
+    case httplib::Error::ConnectionTimeout:
+      return "timed out connecting";
+    case httplib::Error::Read:
+      return "no answer (read failed)";
+    case httplib::Error::Write:
+      return "sending the request failed";
+    case httplib::Error::SSLConnection:
+      return "TLS handshake failed";
+    case httplib::Error::SSLLoadingCerts:
+      return "cannot load the CA certificates";
+    case httplib::Error::SSLServerVerification:
+      return "the server's TLS certificate is not trusted (give --ca-cert FILE or "
+             "TESSERA_CA_CERT, or --insecure to skip verification)";
+    default:
+      return httplib::to_string(error);
+  }
+}
+
+}  // namespace
+
+EnvLookup ProcessEnvironment() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) {
+      return std::nullopt;
+    }
+    return std::string(value);
+  };
+}
+
+StatusOr<ClientConfig> ResolveClientConfig(const ConnectionFlags& flags, const EnvLookup& env) {
+  ClientConfig config;
+  auto from_env = [&](const char* name) -> std::string {
+    std::optional<std::string> v = env(name);
+    return v.has_value() ? std::string(Trim(*v)) : std::string();
+  };
+  if (!flags.server.empty()) {
+    config.server = flags.server;
+  } else if (std::string s = from_env("TESSERA_SERVER"); !s.empty()) {
+    config.server = s;
+  }
+  if (!flags.token.empty()) {
+    config.token = flags.token;
+  } else if (std::string t = from_env("TESSERA_TOKEN"); !t.empty()) {
+    config.token = t;
+  } else if (std::string file = from_env("TESSERA_TOKEN_FILE"); !file.empty()) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      return InvalidArgumentError("cannot read the token file '" + file +
+                                  "' named by TESSERA_TOKEN_FILE");
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    config.token = std::string(Trim(text.str()));
+    if (config.token.empty()) {
+      return InvalidArgumentError("the token file '" + file + "' is empty");
+    }
+  }
+  if (HasControlCharacter(config.token)) {
+    return InvalidArgumentError("the token holds control characters");
+  }
+  config.ca_cert = !flags.ca_cert.empty() ? flags.ca_cert : from_env("TESSERA_CA_CERT");
+  if (!config.ca_cert.empty() && !std::ifstream(config.ca_cert)) {
+    return InvalidArgumentError("cannot read the CA certificate file '" + config.ca_cert + "'");
+  }
+  const std::string insecure = Lower(from_env("TESSERA_INSECURE"));
+  config.insecure = flags.insecure || insecure == "1" || insecure == "true" || insecure == "yes";
+  return config;
+}
+
+std::string ApiResponse::Header(std::string_view name) const {
+  const std::string want = Lower(name);
+  for (const auto& [key, value] : headers) {
+    if (Lower(key) == want) {
+      return value;
+    }
+  }
+  return "";
+}
+
+StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(const ClientConfig& config) {
+  std::string url(Trim(config.server));
+  auto bad = [&](std::string_view why) {
+    return InvalidArgumentError("bad server URL '" + url + "': " + std::string(why));
+  };
+  std::string scheme = "http";
+  std::string rest = url;
+  if (size_t colon = url.find("://"); colon != std::string::npos) {
+    scheme = Lower(url.substr(0, colon));
+    rest = url.substr(colon + 3);
+  } else {
+    url = "http://" + url;
+  }
+  if (scheme != "http" && scheme != "https") {
+    return bad("expected http:// or https://");
+  }
+  if (rest.find_first_of("?#@ ") != std::string::npos || HasControlCharacter(rest)) {
+    return bad("expected scheme://host[:port][/prefix]");
+  }
+  std::string host_port = rest;
+  std::string prefix;
+  if (size_t slash = rest.find('/'); slash != std::string::npos) {
+    host_port = rest.substr(0, slash);
+    prefix = rest.substr(slash);
+    while (!prefix.empty() && prefix.back() == '/') {
+      prefix.pop_back();
+    }
+  }
+  if (host_port.empty() || host_port.front() == ':') {
+    return bad("no host");
+  }
+  if (size_t colon = host_port.rfind(':');
+      colon != std::string::npos && host_port.find(']', colon) == std::string::npos) {
+    StatusOr<int64_t> port = ParseInt64(host_port.substr(colon + 1));
+    if (!port.ok() || *port < 1 || *port > 65535) {
+      return bad("the port must be 1..65535");
+    }
+  }
+  auto client = std::make_unique<httplib::Client>(scheme + "://" + host_port);
+  if (!client->is_valid()) {
+    return bad("the HTTP client does not accept it");
+  }
+  client->set_connection_timeout(config.connect_timeout_ms / 1000,
+                                 (config.connect_timeout_ms % 1000) * 1000);
+  client->set_read_timeout(config.read_timeout_ms / 1000, (config.read_timeout_ms % 1000) * 1000);
+  client->set_write_timeout(config.read_timeout_ms / 1000, (config.read_timeout_ms % 1000) * 1000);
+  if (!config.token.empty()) {
+    client->set_bearer_token_auth(config.token);
+  }
+  if (scheme == "https") {
+    if (!config.ca_cert.empty()) {
+      client->set_ca_cert_path(config.ca_cert);
+    }
+    client->enable_server_certificate_verification(!config.insecure);
+  }
+  while (!url.empty() && url.back() == '/') {
+    url.pop_back();
+  }
+  return std::unique_ptr<ApiClient>(
+      new ApiClient(std::move(url), std::move(prefix), config.token, std::move(client)));
+}
+
+ApiClient::ApiClient(std::string url, std::string prefix, std::string token,
+                     std::unique_ptr<httplib::Client> client)
+    : url_(std::move(url)),
+      prefix_(std::move(prefix)),
+      token_(std::move(token)),
+      client_(std::move(client)) {}
+
+ApiClient::~ApiClient() = default;
+
+StatusOr<ApiResponse> ApiClient::Finish(httplib::Result& result) {
+  if (!result) {
+    return UnavailableError("cannot reach the controller at " + url_ + ": " +
+                            TransportProblem(result.error()));
+  }
+  ApiResponse response;
+  response.status = result->status;
+  response.body = std::move(result->body);
+  for (const auto& [key, value] : result->headers) {
+    response.headers.emplace_back(key, value);
+  }
+  if (response.status < 200 || response.status > 299) {
+    Status status = StatusFromHttpError(response.status, response.body);
+    if (response.status == 401 && token_.empty()) {
+      return Status(status.code(), status.message() +
+                                       "; no token was given (--token, TESSERA_TOKEN or "
+                                       "TESSERA_TOKEN_FILE)");
+    }
+    return status;
+  }
+  return response;
+}
+
+StatusOr<ApiResponse> ApiClient::Get(std::string_view path, const QueryParams& query) {
+  std::string full = prefix_ + std::string(path);
+  char sep = '?';
+  for (const auto& [key, value] : query) {
+    full += sep;
+    full += PercentEncode(key) + "=" + PercentEncode(value);
+    sep = '&';
+  }
+  httplib::Result result = client_->Get(full, httplib::Headers{{"Accept", "application/json"}});
+  return Finish(result);
+}
+
+StatusOr<ApiResponse> ApiClient::Post(std::string_view path, const std::string& body,
+                                      const std::string& content_type,
+                                      const ExtraHeaders& headers) {
+  httplib::Headers h{{"Accept", "application/json"}};
+  for (const auto& [key, value] : headers) {
+    if (HasControlCharacter(key) || HasControlCharacter(value)) {
+      return InvalidArgumentError("header '" + key + "' holds control characters");
+    }
+    h.emplace(key, value);
+  }
+  httplib::Result result = client_->Post(prefix_ + std::string(path), h, body, content_type);
+  return Finish(result);
+}
+
+StatusOr<ApiResponse> ApiClient::Put(std::string_view path, const std::string& body,
+                                     const std::string& content_type) {
+  httplib::Result result =
+      client_->Put(prefix_ + std::string(path), httplib::Headers{{"Accept", "application/json"}},
+                   body, content_type);
+  return Finish(result);
+}
+
+StatusOr<nlohmann::json> ApiClient::GetJson(std::string_view path, const QueryParams& query) {
+  TESSERA_ASSIGN_OR_RETURN(ApiResponse response, Get(path, query));
+  return ParseJsonBody(response.body, "GET " + std::string(path));
+}
+
+StatusOr<nlohmann::json> ParseJsonBody(const std::string& body, std::string_view what) {
+  nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    return InternalError("the controller's answer to " + std::string(what) + " is not JSON");
+  }
+  return parsed;
+}
+
+Status StatusFromHttpError(int http_status, const std::string& body) {
+  std::string code;
+  std::string message;
+  nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_object()) {
+    auto error = parsed.find("error");
+    if (error != parsed.end() && error->is_object()) {
+      auto c = error->find("code");
+      if (c != error->end() && c->is_string()) {
+        code = c->get<std::string>();
+      }
+      auto m = error->find("message");
+      if (m != error->end() && m->is_string()) {
+        message = m->get<std::string>();
+      }
+    } else if (error != parsed.end() && error->is_string()) {
+      message = error->get<std::string>();
+    }
+  }
+  if (message.empty()) {
+    // Not our error shape (a proxy's page, say): keep a short, single-line excerpt.
+    std::string text(Trim(body));
+    std::replace_if(
+        text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+    if (text.size() > 200) {
+      text = text.substr(0, 200) + "...";
+    }
+    message = text.empty() ? "the controller answered HTTP " + std::to_string(http_status) : text;
+  }
+  if (code.empty()) {
+    code = "HTTP " + std::to_string(http_status);
+  }
+  StatusCode status_code = StatusCode::kInvalidArgument;
+  if (http_status == 401) {
+    status_code = StatusCode::kUnauthenticated;
+  } else if (http_status == 403) {
+    status_code = StatusCode::kPermissionDenied;
+  } else if (http_status == 404) {
+    status_code = StatusCode::kNotFound;
+  } else if (http_status == 409) {
+    status_code = StatusCode::kAborted;
+  } else if (http_status == 429) {
+    status_code = StatusCode::kResourceExhausted;
+  } else if (http_status >= 500 || http_status < 400) {
+    status_code = StatusCode::kInternal;
+  }
+  if (http_status != 400) {
+    message += " (" + code + ")";
+  }
+  return Status(status_code, message);
+}
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk:
+      return 0;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+      return 2;
+    case StatusCode::kNotFound:
+      return 3;
+    case StatusCode::kUnauthenticated:
+    case StatusCode::kPermissionDenied:
+      return 4;
+    case StatusCode::kUnavailable:
+      return 5;
+    case StatusCode::kAborted:
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kResourceExhausted:
+    case StatusCode::kFailedPrecondition:
+      return 6;
+    default:
+      return 1;
+  }
+}
+
+int ReportError(const Status& status, std::ostream& err) {
+  if (status.ok()) {
+    return 0;
+  }
+  err << "tessera: " << status.message() << "\n";
+  return ExitCodeFor(status);
+}
+
+std::string PercentEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,129 @@
+// ApiClient: the command line's HTTP/JSON client for the controller's API.
+//
+// Every request carries `Authorization: Bearer <token>` when a token is configured.
+// Answers outside 2xx become a Status whose code follows the HTTP status, so the CLI's
+// exit code follows from it (ExitCodeFor):
+//   400 (and other 4xx not below) InvalidArgument   exit 2
+//   401 Unauthenticated, 403 PermissionDenied        exit 4
+//   404 NotFound                                     exit 3
+//   409 Aborted, 429 ResourceExhausted               exit 6
+//   5xx Internal                                     exit 1
+//   no answer (connect, TLS, read failed) Unavailable exit 5
+// The message is the server's `{"error":{"code","message"}}` message; for statuses
+// other than 400 it ends in " (<code>)", the server's code or "HTTP <status>". A
+// transport failure reads "cannot reach the controller at <URL>: <why>".
+// https:// URLs use TLS, verified against the system's CAs or `ca_cert`, unless
+// `insecure`. A URL may carry a path prefix (https://host/tessera) that is put before
+// every request path.
+// Thread safety: an ApiClient is used by one thread at a time; configs are values.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace httplib {
+class Client;
+class Result;
+}  // namespace httplib
+
+namespace tessera {
+
+inline constexpr const char* kDefaultServer = "http://127.0.0.1:7450";
+
+// What the user gave on the command line; empty means "not given".
+struct ConnectionFlags {
+  std::string server;     // --server
+  std::string token;      // --token
+  std::string ca_cert;    // --ca-cert
+  bool insecure = false;  // --insecure
+};
+
+struct ClientConfig {
+  std::string server = kDefaultServer;  // scheme://host[:port][/prefix]
+  std::string token;                    // empty: no Authorization header
+  std::string ca_cert;                  // PEM file of CAs to trust; empty: the system's
+  bool insecure = false;                // skip TLS certificate verification
+  int connect_timeout_ms = 5000;
+  int read_timeout_ms = 60000;
+};
+
+// Looks up an environment variable; nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+// The process environment (getenv).
+EnvLookup ProcessEnvironment();
+
+// Flags first, then TESSERA_SERVER, TESSERA_TOKEN, TESSERA_TOKEN_FILE (a file holding
+// the token; surrounding whitespace is dropped), TESSERA_CA_CERT, TESSERA_INSECURE=1.
+// InvalidArgument when the token file cannot be read or is empty.
+StatusOr<ClientConfig> ResolveClientConfig(const ConnectionFlags& flags, const EnvLookup& env);
+
+struct ApiResponse {
+  int status = 0;
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  // The first value of header `name` (case-insensitive); "" when absent.
+  std::string Header(std::string_view name) const;
+};
+
+using QueryParams = std::vector<std::pair<std::string, std::string>>;
+using ExtraHeaders = std::vector<std::pair<std::string, std::string>>;
+
+class ApiClient {
+ public:
+  // InvalidArgument when `config.server` is not an http(s) URL.
+  static StatusOr<std::unique_ptr<ApiClient>> Create(const ClientConfig& config);
+  ~ApiClient();
+  ApiClient(const ApiClient&) = delete;
+  ApiClient& operator=(const ApiClient&) = delete;
+
+  // `path` starts with '/'; `query` values are percent-encoded here.
+  StatusOr<ApiResponse> Get(std::string_view path, const QueryParams& query = {});
+  StatusOr<ApiResponse> Post(std::string_view path, const std::string& body,
+                             const std::string& content_type, const ExtraHeaders& headers = {});
+  StatusOr<ApiResponse> Put(std::string_view path, const std::string& body,
+                            const std::string& content_type);
+
+  // A 2xx answer's body as JSON; Internal when it is not JSON.
+  StatusOr<nlohmann::json> GetJson(std::string_view path, const QueryParams& query = {});
+
+  // The server URL as configured, for messages.
+  const std::string& server() const { return url_; }
+
+ private:
+  ApiClient(std::string url, std::string prefix, std::string token,
+            std::unique_ptr<httplib::Client> client);
+  StatusOr<ApiResponse> Finish(httplib::Result& result);
+
+  std::string url_;
+  std::string prefix_;
+  std::string token_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+// A 2xx body as JSON; Internal naming `what` when it is not JSON.
+StatusOr<nlohmann::json> ParseJsonBody(const std::string& body, std::string_view what);
+
+// The Status for a non-2xx answer (see the table at the top).
+Status StatusFromHttpError(int http_status, const std::string& body);
+
+// The CLI's exit code for `status`: 0 ok, 1 internal/server, 2 bad input, 3 not found,
+// 4 not authenticated/allowed, 5 unreachable, 6 conflict or rate limited.
+int ExitCodeFor(const Status& status);
+
+// Writes "tessera: <message>\n" to `err` and returns ExitCodeFor(status).
+int ReportError(const Status& status, std::ostream& err);
+
+// "a b" -> "a%20b": everything but unreserved characters (RFC 3986) is encoded.
+std::string PercentEncode(std::string_view text);
+
+}  // namespace tessera

@@ -1,0 +1,1233 @@
+#include "cli/cluster_commands.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "api/units.h"
+#include "base/strings.h"
+#include "base/time_format.h"
+#include "cli/table.h"
+
+namespace tessera {
+namespace {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------------------------
+// Reading the server's JSON without exceptions: a missing key or a value of another
+// type reads as "absent".
+
+const json* Field(const json& j, const char* key) {
+  if (!j.is_object()) {
+    return nullptr;
+  }
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
+std::string Str(const json& j, const char* key) {
+  const json* v = Field(j, key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+std::optional<int64_t> AsInt(const json& v) {
+  if (v.is_number_integer()) {
+    return v.get<int64_t>();
+  }
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    return u > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(u);
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && std::fabs(d) < 9e18) {
+      return static_cast<int64_t>(std::llround(d));
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> OptInt(const json& j, const char* key) {
+  const json* v = Field(j, key);
+  return v == nullptr ? std::nullopt : AsInt(*v);
+}
+
+int64_t Int(const json& j, const char* key) { return OptInt(j, key).value_or(0); }
+
+std::optional<Micros> Time(const json& j, const char* key) {
+  const std::string text = Str(j, key);
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  StatusOr<Micros> t = ParseRfc3339(text);
+  return t.ok() ? std::optional<Micros>(*t) : std::nullopt;
+}
+
+const json& Array(const json& j, const char* key) {
+  static const json kEmpty = json::array();
+  const json* v = Field(j, key);
+  return v != nullptr && v->is_array() ? *v : kEmpty;
+}
+
+// A scalar as text: strings as they are, numbers as JSON writes them, null as "-".
+std::string ScalarText(const json& v) {
+  if (v.is_string()) {
+    return v.get<std::string>();
+  }
+  if (v.is_null()) {
+    return "-";
+  }
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string Pretty(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
+
+// The server's JSON, indented; the raw body when it is not JSON.
+void PrintJsonBody(const std::string& body, std::ostream& out) {
+  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    out << body;
+    if (!body.empty() && body.back() != '\n') {
+      out << "\n";
+    }
+    return;
+  }
+  out << Pretty(parsed) << "\n";
+}
+
+// ---------------------------------------------------------------------------------
+// Shared helpers.
+
+Status CheckOutput(const std::string& output, std::initializer_list<std::string_view> allowed) {
+  if (output.empty()) {
+    return Status::Ok();
+  }
+  std::string names;
+  for (std::string_view a : allowed) {
+    if (output == a) {
+      return Status::Ok();
+    }
+    names += (names.empty() ? "" : ", ") + std::string(a);
+  }
+  return InvalidArgumentError("-o must be one of: " + names + " (got '" + output + "')");
+}
+
+StatusOr<int64_t> ParseJobId(const std::string& text) {
+  StatusOr<int64_t> id = ParseInt64(text);
+  if (!id.ok() || *id <= 0) {
+    return InvalidArgumentError("expected a job id (a positive integer), got '" + text + "'");
+  }
+  return *id;
+}
+
+StatusOr<std::string> ReadInput(const std::string& file) {
+  std::ostringstream text;
+  if (file == "-") {
+    text << std::cin.rdbuf();
+    return text.str();
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    return InvalidArgumentError("cannot read '" + file + "'");
+  }
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool IsTerminal(std::string_view state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled";
+}
+
+std::string AgeSince(std::optional<Micros> t, Micros now) {
+  return t.has_value() ? FormatAge(now - *t) : "-";
+}
+
+std::string TimeWithAge(std::optional<Micros> t, Micros now) {
+  if (!t.has_value()) {
+    return "-";
+  }
+  return FormatRfc3339(*t) + " (" + FormatAge(now - *t) + " ago)";
+}
+
+// GPUs of a job: whole cards as a count, shares as a decimal ("0.5").
+std::string JobGpus(const json& job) {
+  const int64_t gpus = Int(job, "gpus");
+  const int64_t milli = Int(job, "gpu_milli");
+  if (milli > 0 && milli != gpus * 1000) {
+    return FormatMilli(milli);
+  }
+  return std::to_string(gpus);
+}
+
+// Distinct nodes of a job's tasks, in task order.
+std::string JobNodes(const json& job) {
+  std::vector<std::string> nodes;
+  for (const json& task : Array(job, "tasks")) {
+    const std::string node = Str(task, "node");
+    if (!node.empty() && std::find(nodes.begin(), nodes.end(), node) == nodes.end()) {
+      nodes.push_back(node);
+    }
+  }
+  return nodes.empty() ? "-" : Join(nodes, ",");
+}
+
+std::string RunTime(const json& job, Micros now) {
+  std::optional<Micros> start = Time(job, "start_time");
+  if (!start.has_value()) {
+    return "-";
+  }
+  return FormatAge(Time(job, "end_time").value_or(now) - *start);
+}
+
+std::string OptIntText(const json& j, const char* key) {
+  std::optional<int64_t> v = OptInt(j, key);
+  return v.has_value() ? std::to_string(*v) : "-";
+}
+
+std::string ShellQuote(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_of(" \t\n'\"\\$`*?;&|<>(){}[]#~!") == std::string::npos) {
+    return arg;
+  }
+  std::string out = "'";
+  for (char c : arg) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
+}
+
+// One line for a spec value: scalars as text, arrays of scalars space-separated (a
+// command shell-quoted), objects as k=v pairs.
+std::string SpecValue(const std::string& key, const json& v) {
+  if (v.is_array()) {
+    std::vector<std::string> parts;
+    for (const json& item : v) {
+      const std::string text = item.is_primitive() ? ScalarText(item) : item.dump();
+      parts.push_back(key == "command" || key == "args" ? ShellQuote(text) : text);
+    }
+    return Join(parts, key == "command" || key == "args" ? " " : ", ");
+  }
+  if (v.is_object()) {
+    std::vector<std::string> parts;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const json& item = it.value();
+      parts.push_back(it.key() + "=" +
+                      (item.is_primitive()
+                           ? ScalarText(item)
+                           : item.dump(-1, ' ', false, json::error_handler_t::replace)));
+    }
+    return Join(parts, " ");
+  }
+  return ScalarText(v);
+}
+
+// "0,1 (H100-80GB)", "2(3g.40gb) (A100-40GB)", "0(0.5)".
+std::string TaskGpus(const json& task) {
+  std::vector<std::string> cells;
+  std::vector<std::string> models;
+  for (const json& gpu : Array(task, "gpus")) {
+    std::string cell = OptIntText(gpu, "index");
+    const std::string mig = Str(gpu, "mig_profile");
+    const int64_t milli = OptInt(gpu, "milli").value_or(1000);
+    if (!mig.empty()) {
+      cell += "(" + mig + ")";
+    } else if (milli != 1000) {
+      cell += "(" + FormatMilli(milli) + ")";
+    }
+    cells.push_back(cell);
+    const std::string model = Str(gpu, "model");
+    if (!model.empty() && std::find(models.begin(), models.end(), model) == models.end()) {
+      models.push_back(model);
+    }
+  }
+  if (cells.empty()) {
+    return "-";
+  }
+  std::string out = Join(cells, ",");
+  if (!models.empty()) {
+    out += " " + Join(models, ",");
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------
+// GPU map cells.
+
+constexpr size_t kCellWidth = 10;
+
+std::string BarCell(int64_t used_milli) {
+  const int64_t used = std::clamp<int64_t>(used_milli, 0, 1000);
+  int64_t filled = (used + 50) / 100;
+  if (used > 0 && filled == 0) {
+    filled = 1;
+  }
+  if (used < 1000 && filled == 10) {
+    filled = 9;
+  }
+  return "[" + std::string(static_cast<size_t>(filled), '#') +
+         std::string(kCellWidth - static_cast<size_t>(filled), '.') + "]";
+}
+
+// "3g.40gb" -> "3g".
+std::string ShortProfile(const std::string& profile) {
+  const size_t dot = profile.find('.');
+  return dot == std::string::npos ? profile : profile.substr(0, dot);
+}
+
+std::string MigCell(const json& gpu) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const json& holder : Array(gpu, "holders")) {
+    std::string p = ShortProfile(Str(holder, "mig_profile"));
+    if (p.empty()) {
+      p = "?";
+    }
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == p; });
+    if (it == counts.end()) {
+      counts.emplace_back(p, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& [profile, n] : counts) {
+    parts.push_back(n > 1 ? profile + "x" + std::to_string(n) : profile);
+  }
+  std::string inner = "m:" + Join(parts, ",");
+  if (inner.size() > kCellWidth) {
+    inner = inner.substr(0, kCellWidth - 1) + "+";
+  }
+  inner.append(kCellWidth - inner.size(), '.');
+  return "[" + inner + "]";
+}
+
+// ---------------------------------------------------------------------------------
+// A command's frame: checks, a client, the error report.
+
+StatusOr<std::unique_ptr<ApiClient>> Connect(const ClientConfig& config) {
+  return ApiClient::Create(config);
+}
+
+#define TESSERA_CLI_ASSIGN_OR_REPORT(lhs, expr, err)                                             \
+  TESSERA_CLI_ASSIGN_OR_REPORT_IMPL(TESSERA_STATUS_CONCAT(tessera_cli_or_, __LINE__), lhs, expr, \
+                                    err)
+// NOLINTBEGIN(bugprone-macro-parentheses): `lhs` is a declaration.
+#define TESSERA_CLI_ASSIGN_OR_REPORT_IMPL(tmp, lhs, expr, err) \
+  auto tmp = (expr);                                           \
+  if (!tmp.ok()) {                                             \
+    return ReportError(tmp.status(), err);                     \
+  }                                                            \
+  lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
+
+#define TESSERA_CLI_RETURN_IF_ERROR(expr, err) \
+  do {                                         \
+    ::tessera::Status tessera_cli_s_ = (expr); \
+    if (!tessera_cli_s_.ok()) {                \
+      return ReportError(tessera_cli_s_, err); \
+    }                                          \
+  } while (false)
+
+// ---------------------------------------------------------------------------------
+// Rendering.
+
+std::string JobsTable(const json& jobs, bool wide, Micros now) {
+  std::vector<std::string> headers = {"ID",   "NAME", "TENANT", "QUEUE", "STATE",
+                                      "GPUS", "AGE",  "NODES",  "REASON"};
+  if (wide) {
+    headers = {"ID",  "NAME",    "TENANT",   "QUEUE",       "STATE", "PRIO",  "GPUS",  "REPLICAS",
+               "AGE", "RUNTIME", "ATTEMPTS", "PREEMPTIONS", "EXIT",  "NODES", "REASON"};
+  }
+  Table table(headers);
+  table.SetRightAligned(0);
+  if (!wide) {
+    table.SetMaxWidth(1, 24);
+    table.SetMaxWidth(7, 24);
+    table.SetMaxWidth(8, 48);
+  }
+  for (const json& job : jobs) {
+    const std::string age = AgeSince(Time(job, "submit_time"), now);
+    if (wide) {
+      table.AddRow({OptIntText(job, "id"), Str(job, "name"), Str(job, "tenant"), Str(job, "queue"),
+                    Str(job, "state"), OptIntText(job, "priority"), JobGpus(job),
+                    OptIntText(job, "replicas"), age, RunTime(job, now),
+                    OptIntText(job, "attempts"), OptIntText(job, "preemptions"),
+                    OptIntText(job, "exit_code"), JobNodes(job), Str(job, "reason")});
+    } else {
+      table.AddRow({OptIntText(job, "id"), Str(job, "name"), Str(job, "tenant"), Str(job, "queue"),
+                    Str(job, "state"), JobGpus(job), age, JobNodes(job), Str(job, "reason")});
+    }
+  }
+  return table.Render();
+}
+
+std::string JobDetails(const json& job, Micros now) {
+  std::ostringstream out;
+  const std::string state = Str(job, "state");
+  out << "Job " << OptIntText(job, "id");
+  if (const std::string name = Str(job, "name"); !name.empty()) {
+    out << ": " << name;
+  }
+  out << "\n";
+  Table fields({"", ""});
+  auto row = [&](const std::string& label, const std::string& value) {
+    fields.AddRow({"  " + label + ":", value});
+  };
+  row("State", state.empty() ? "-" : state);
+  if (const std::string reason = Str(job, "reason"); !reason.empty()) {
+    row(state == "pending" ? "Why pending" : "Reason", reason);
+  }
+  row("Tenant", Str(job, "tenant"));
+  row("Queue", Str(job, "queue"));
+  row("Priority", OptIntText(job, "priority"));
+  row("Submitted", TimeWithAge(Time(job, "submit_time"), now));
+  row("Started", TimeWithAge(Time(job, "start_time"), now));
+  row("Ended", TimeWithAge(Time(job, "end_time"), now));
+  row("Run time", RunTime(job, now));
+  row("Attempts", OptIntText(job, "attempts"));
+  row("Preemptions", OptIntText(job, "preemptions"));
+  row("Exit code", OptIntText(job, "exit_code"));
+  row("Replicas", OptIntText(job, "replicas"));
+  {
+    // Whole cards read as a count; shares as the GPU-equivalents and the cards touched.
+    const int64_t touched = Int(job, "gpus");
+    const std::string gpus = JobGpus(job);
+    row("GPUs", gpus == std::to_string(touched) ? gpus
+                                                : gpus + " (on " + std::to_string(touched) +
+                                                      (touched == 1 ? " GPU)" : " GPUs)"));
+  }
+  if (const std::string dir = Str(job, "checkpoint_dir"); !dir.empty()) {
+    row("Checkpoints", dir);
+  }
+  // The header row of `fields` is blank: drop it.
+  std::string rendered = fields.Render();
+  rendered.erase(0, rendered.find('\n') + 1);
+  out << rendered;
+
+  const json* spec = Field(job, "spec");
+  if (spec != nullptr && spec->is_object() && !spec->empty()) {
+    out << "Spec:\n";
+    Table spec_table({"", ""});
+    for (auto it = spec->begin(); it != spec->end(); ++it) {
+      spec_table.AddRow({"  " + it.key() + ":", SpecValue(it.key(), it.value())});
+    }
+    rendered = spec_table.Render();
+    rendered.erase(0, rendered.find('\n') + 1);
+    out << rendered;
+  }
+
+  const json& tasks = Array(job, "tasks");
+  if (!tasks.empty()) {
+    out << "Tasks:\n";
+    Table table({"  TASK", "NODE", "STATE", "EXIT", "GPUS"});
+    for (const json& task : tasks) {
+      const std::string node = Str(task, "node");
+      table.AddRow({"  " + OptIntText(task, "index"), node.empty() ? "-" : node, Str(task, "state"),
+                    OptIntText(task, "exit_code"), TaskGpus(task)});
+    }
+    out << table.Render();
+  }
+  return out.str();
+}
+
+std::string NodesTable(const json& nodes, Micros now) {
+  Table table({"NAME", "STATE", "GPUS", "MODEL", "CPU", "MEMORY", "HEARTBEAT", "REASON"});
+  for (const json& node : nodes) {
+    const json& gpus = Array(node, "gpus");
+    int64_t used = 0;
+    std::vector<std::string> models;
+    for (const json& gpu : gpus) {
+      used += Int(gpu, "used_milli");
+      const std::string model = Str(gpu, "model");
+      if (!model.empty() && std::find(models.begin(), models.end(), model) == models.end()) {
+        models.push_back(model);
+      }
+    }
+    table.AddRow(
+        {Str(node, "name"), Str(node, "state"),
+         FormatMilli(used) + "/" + std::to_string(gpus.size()),
+         models.empty() ? "-" : Join(models, ","),
+         FormatMilli(Int(node, "cpu_used_milli")) + "/" + FormatMilli(Int(node, "cpu_milli")),
+         FormatMiBShort(Int(node, "memory_used_mib")) + "/" +
+             FormatMiBShort(Int(node, "memory_mib")),
+         AgeSince(Time(node, "last_heartbeat"), now), Str(node, "reason")});
+  }
+  return table.Render();
+}
+
+std::string GpuMap(const json& nodes) {
+  std::ostringstream out;
+  out << "GPU map: [###.......] tenths of a GPU in use, [m:3g,1g...] MIG instances; "
+         "then the jobs holding it\n";
+  size_t name_width = 0;
+  for (const json& node : nodes) {
+    name_width = std::max(name_width, DisplayWidth(Str(node, "name")));
+  }
+  std::map<int64_t, std::string> tenants;  // job -> tenant
+  for (const json& node : nodes) {
+    const std::string name = Str(node, "name");
+    std::string line = name + std::string(name_width - DisplayWidth(name), ' ');
+    const json& gpus = Array(node, "gpus");
+    if (gpus.empty()) {
+      line += "  (no GPUs)";
+    }
+    for (const json& gpu : gpus) {
+      line += "  ";
+      line += Str(gpu, "mode") == "mig" ? MigCell(gpu) : BarCell(Int(gpu, "used_milli"));
+      std::vector<std::string> holders;
+      for (const json& holder : Array(gpu, "holders")) {
+        std::optional<int64_t> job = OptInt(holder, "job");
+        if (!job.has_value()) {
+          continue;
+        }
+        const std::string id = std::to_string(*job);
+        if (std::find(holders.begin(), holders.end(), id) == holders.end()) {
+          holders.push_back(id);
+        }
+        tenants[*job] = Str(holder, "tenant");
+      }
+      line += Join(holders, ",");
+    }
+    if (const std::string state = Str(node, "state"); !state.empty() && state != "up") {
+      line += "  (" + state + ")";
+    }
+    out << line << "\n";
+  }
+  if (!tenants.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [job, tenant] : tenants) {
+      parts.push_back(std::to_string(job) + "=" + (tenant.empty() ? "?" : tenant));
+    }
+    out << "jobs: " << Join(parts, " ") << "\n";
+  }
+  return out.str();
+}
+
+// A queue quantity in the unit people read: GPUs and cores from milli, memory in MiB.
+std::string QuantityText(const std::string& resource, const json& v) {
+  if (v.is_null()) {
+    return "-";
+  }
+  if (!v.is_number()) {
+    return ScalarText(v);
+  }
+  const int64_t q = AsInt(v).value_or(0);
+  if (resource == "gpu" || StartsWith(resource, "gpu:") || resource == "cpu") {
+    return FormatMilli(q);
+  }
+  if (resource == "memory" || resource == "gpu-memory") {
+    return FormatMiBShort(q);
+  }
+  return std::to_string(q);
+}
+
+std::string QueuesTable(const json& queues) {
+  Table table({"NAME", "PARENT", "TENANT", "WEIGHT", "PENDING", "RUNNING", "RESOURCE", "NOMINAL",
+               "USED", "BORROWING-LIMIT", "LENDING-LIMIT"});
+  for (const json& queue : queues) {
+    std::vector<std::string> head = {
+        Str(queue, "name"),
+        Str(queue, "parent"),
+        Str(queue, "tenant"),
+        Field(queue, "weight") != nullptr ? ScalarText(*Field(queue, "weight")) : "-",
+        OptIntText(queue, "pending"),
+        OptIntText(queue, "running")};
+    const json& resources = Array(queue, "resources");
+    if (resources.empty()) {
+      head.insert(head.end(), {"-", "-", "-", "-", "-"});
+      table.AddRow(head);
+      continue;
+    }
+    bool first = true;
+    for (const json& r : resources) {
+      const std::string resource = Str(r, "resource");
+      auto q = [&](const char* key) {
+        const json* v = Field(r, key);
+        return v == nullptr ? std::string("-") : QuantityText(resource, *v);
+      };
+      std::vector<std::string> row =
+          first ? head : std::vector<std::string>(head.size(), std::string());
+      row.insert(row.end(),
+                 {resource, q("nominal"), q("used"), q("borrowing_limit"), q("lending_limit")});
+      table.AddRow(std::move(row));
+      first = false;
+    }
+  }
+  return table.Render();
+}
+
+void SleepMillis(int64_t millis) { std::this_thread::sleep_for(std::chrono::milliseconds(millis)); }
+
+Micros Now(const Clock& clock) { return clock.NowMicros(); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------
+// submit
+
+StatusOr<json> BuildJobSpec(const SubmitOptions& o) {
+  json spec = json::object();
+  if (o.command.empty()) {
+    return InvalidArgumentError(
+        "a job needs a command: tessera submit [flags] -- COMMAND ARGS... (or -f job.yaml)");
+  }
+  auto integer = [](const std::string& flag, const std::string& text,
+                    int64_t min) -> StatusOr<int64_t> {
+    StatusOr<int64_t> v = ParseInt64(text);
+    if (!v.ok() || *v < min) {
+      return InvalidArgumentError(flag + " expects an integer >= " + std::to_string(min) +
+                                  ", got '" + text + "'");
+    }
+    return *v;
+  };
+  if (!o.name.empty()) {
+    spec["name"] = o.name;
+  }
+  if (!o.queue.empty()) {
+    spec["queue"] = o.queue;
+  }
+  if (!o.priority.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(spec["priority"], integer("--priority", o.priority, INT32_MIN));
+  }
+  spec["command"] = o.command;
+  json env = json::object();
+  for (const std::string& kv : o.env) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError("--env expects KEY=VALUE, got '" + kv + "'");
+    }
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  spec["env"] = env;
+  if (!o.replicas.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(spec["replicas"], integer("--replicas", o.replicas, 1));
+  }
+  json resources = json::object();
+  if (!o.gpus.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(resources["gpus"], integer("--gpus", o.gpus, 0));
+  }
+  if (!o.gpu_model.empty()) {
+    resources["gpu_model"] = o.gpu_model;
+  }
+  if (!o.gpu_fraction.empty()) {
+    // Sent as typed: the codec reads "0.25" exactly, with no float on the way.
+    if (!ParseGpuMilli(o.gpu_fraction).ok()) {
+      return InvalidArgumentError("--gpu-fraction expects a share of one GPU in (0, 1], got '" +
+                                  o.gpu_fraction + "'");
+    }
+    resources["gpu_fraction"] = o.gpu_fraction;
+  }
+  if (!o.gpu_memory.empty()) {
+    resources["gpu_memory"] = o.gpu_memory;
+  }
+  if (!o.mig.empty()) {
+    resources["mig"] = o.mig;
+  }
+  if (!o.cpu.empty()) {
+    resources["cpu"] = o.cpu;
+  }
+  if (!o.memory.empty()) {
+    resources["memory"] = o.memory;
+  }
+  if (!resources.empty()) {
+    spec["resources"] = resources;
+  }
+  if (!o.checkpoint_interval.empty()) {
+    spec["checkpoint"] = {{"interval", o.checkpoint_interval}};
+  }
+  if (!o.runtime_limit.empty()) {
+    spec["runtime_limit"] = o.runtime_limit;
+  }
+  return spec;
+}
+
+int RunSubmit(const ClientConfig& config, const SubmitOptions& o, std::ostream& out,
+              std::ostream& err) {
+  TESSERA_CLI_RETURN_IF_ERROR(CheckOutput(o.output, {"json"}), err);
+  std::string body;
+  std::string content_type;
+  if (!o.file.empty()) {
+    const bool flags = !o.name.empty() || !o.queue.empty() || !o.replicas.empty() ||
+                       !o.gpus.empty() || !o.gpu_model.empty() || !o.gpu_fraction.empty() ||
+                       !o.gpu_memory.empty() || !o.mig.empty() || !o.cpu.empty() ||
+                       !o.memory.empty() || !o.priority.empty() || !o.checkpoint_interval.empty() ||
+                       !o.runtime_limit.empty() || !o.env.empty() || !o.command.empty();
+    if (flags) {
+      return ReportError(InvalidArgumentError("-f takes the whole job spec from the file; it "
+                                              "cannot be combined with job flags or a command"),
+                         err);
+    }
+    TESSERA_CLI_ASSIGN_OR_REPORT(body, ReadInput(o.file), err);
+    const std::string_view trimmed = Trim(body);
+    if (trimmed.empty()) {
+      return ReportError(InvalidArgumentError("'" + o.file + "' is empty"), err);
+    }
+    content_type = EndsWith(o.file, ".json") || trimmed.front() == '{' ? "application/json"
+                                                                       : "application/yaml";
+  } else {
+    TESSERA_CLI_ASSIGN_OR_REPORT(json spec, BuildJobSpec(o), err);
+    body = spec.dump(-1, ' ', false, json::error_handler_t::replace);
+    content_type = "application/json";
+  }
+  ExtraHeaders headers;
+  if (!o.idempotency_key.empty()) {
+    headers.emplace_back("Idempotency-Key", o.idempotency_key);
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response,
+                               client->Post("/v1/jobs", body, content_type, headers), err);
+  if (o.output == "json") {
+    PrintJsonBody(response.body, out);
+    return 0;
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(json job, ParseJsonBody(response.body, "POST /v1/jobs"), err);
+  std::optional<int64_t> id = OptInt(job, "id");
+  if (!id.has_value()) {
+    return ReportError(InternalError("the controller's answer to POST /v1/jobs has no job id"),
+                       err);
+  }
+  out << *id << "\n";
+  if (response.status == 200) {
+    err << "tessera: job " << *id << " was already submitted with this idempotency key\n";
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------
+// jobs, show, cancel
+
+int RunJobs(const ClientConfig& config, const JobsOptions& o, const Clock& clock, std::ostream& out,
+            std::ostream& err) {
+  TESSERA_CLI_RETURN_IF_ERROR(CheckOutput(o.output, {"wide", "json"}), err);
+  if (o.limit < 0) {
+    return ReportError(InvalidArgumentError("--limit must be >= 0"), err);
+  }
+  QueryParams query;
+  if (!o.state.empty()) {
+    query.emplace_back("state", o.state);
+  } else if (!o.all) {
+    query.emplace_back("state", "pending,running,stopping");
+  }
+  if (!o.queue.empty()) {
+    query.emplace_back("queue", o.queue);
+  }
+  if (!o.tenant.empty()) {
+    query.emplace_back("tenant", o.tenant);
+  }
+  if (o.limit > 0) {
+    query.emplace_back("limit", std::to_string(o.limit));
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response, client->Get("/v1/jobs", query), err);
+  if (o.output == "json") {
+    PrintJsonBody(response.body, out);
+    return 0;
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(json body, ParseJsonBody(response.body, "GET /v1/jobs"), err);
+  out << JobsTable(Array(body, "jobs"), o.output == "wide", Now(clock));
+  return 0;
+}
+
+int RunShow(const ClientConfig& config, const ShowOptions& o, const Clock& clock, std::ostream& out,
+            std::ostream& err) {
+  TESSERA_CLI_RETURN_IF_ERROR(CheckOutput(o.output, {"json"}), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(int64_t id, ParseJobId(o.job), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  const std::string path = "/v1/jobs/" + std::to_string(id);
+  TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response, client->Get(path), err);
+  if (o.output == "json") {
+    PrintJsonBody(response.body, out);
+    return 0;
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(json job, ParseJsonBody(response.body, "GET " + path), err);
+  out << JobDetails(job, Now(clock));
+  return 0;
+}
+
+int RunWait(const ClientConfig& config, const WaitOptions& o, const Clock& clock,
+            std::ostream& out, std::ostream& err) {
+  if (o.until != "done" && o.until != "running") {
+    return ReportError(InvalidArgumentError("--for must be done or running, got '" + o.until + "'"),
+                       err);
+  }
+  if (o.jobs.empty()) {
+    return ReportError(InvalidArgumentError("name at least one job"), err);
+  }
+  std::vector<int64_t> ids;
+  for (const std::string& j : o.jobs) {
+    TESSERA_CLI_ASSIGN_OR_REPORT(int64_t id, ParseJobId(j), err);
+    ids.push_back(id);
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  const Micros deadline = clock.NowMicros() + o.timeout;
+  std::map<int64_t, std::string> final_state;
+  while (true) {
+    for (int64_t id : ids) {
+      if (final_state.count(id) > 0) {
+        continue;
+      }
+      const std::string path = "/v1/jobs/" + std::to_string(id);
+      TESSERA_CLI_ASSIGN_OR_REPORT(json job, client->GetJson(path, {}), err);
+      const std::string state = job.value("state", "");
+      const bool terminal = state == "succeeded" || state == "failed" || state == "cancelled";
+      if (terminal || (o.until == "running" && state != "pending")) {
+        final_state[id] = state;
+        out << id << " " << state << "\n";
+      }
+    }
+    if (final_state.size() == ids.size()) {
+      break;
+    }
+    if (clock.NowMicros() >= deadline) {
+      err << "tessera: timed out waiting for " << (ids.size() - final_state.size()) << " job(s)\n";
+      return 124;
+    }
+    if (o.sleep) {
+      o.sleep(o.poll_interval_ms);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.poll_interval_ms));
+    }
+  }
+  for (const auto& [id, state] : final_state) {
+    if (state == "failed" || state == "cancelled") {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int RunCancel(const ClientConfig& config, const CancelOptions& o, std::ostream& out,
+              std::ostream& err) {
+  TESSERA_CLI_RETURN_IF_ERROR(CheckOutput(o.output, {"json"}), err);
+  if (o.jobs.empty()) {
+    return ReportError(InvalidArgumentError("name at least one job to cancel"), err);
+  }
+  std::vector<int64_t> ids;
+  for (const std::string& text : o.jobs) {
+    TESSERA_CLI_ASSIGN_OR_REPORT(int64_t id, ParseJobId(text), err);
+    ids.push_back(id);
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  int exit_code = 0;
+  json answers = json::array();
+  for (int64_t id : ids) {
+    const std::string path = "/v1/jobs/" + std::to_string(id) + "/cancel";
+    StatusOr<ApiResponse> response = client->Post(path, "", "application/json");
+    StatusOr<json> job = response.ok() ? ParseJsonBody(response->body, "POST " + path)
+                                       : StatusOr<json>(response.status());
+    if (!job.ok()) {
+      const int code = ReportError(job.status(), err);
+      exit_code = exit_code == 0 ? code : exit_code;
+      if (code == 5) {
+        break;  // the next ones would fail the same way
+      }
+      continue;
+    }
+    if (o.output == "json") {
+      answers.push_back(*job);
+      continue;
+    }
+    const std::string state = Str(*job, "state");
+    if (state == "cancelled") {
+      out << "job " << id << " cancelled\n";
+    } else if (state == "stopping") {
+      out << "job " << id << " stopping\n";
+    } else {
+      out << "job " << id << " is " << (state.empty() ? "in an unknown state" : state) << "\n";
+    }
+  }
+  if (o.output == "json" && !answers.empty()) {
+    out << Pretty(answers.size() == 1 ? answers[0] : answers) << "\n";
+  }
+  return exit_code;
+}
+
+// ---------------------------------------------------------------------------------
+// logs
+
+int RunLogs(const ClientConfig& config, const LogsOptions& o, std::ostream& out,
+            std::ostream& err) {
+  TESSERA_CLI_ASSIGN_OR_REPORT(int64_t id, ParseJobId(o.job), err);
+  if (o.task < 0 || o.offset < 0 || o.poll_interval_ms < 0) {
+    return ReportError(InvalidArgumentError("--task and the offset must be >= 0"), err);
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  const std::string path = "/v1/jobs/" + std::to_string(id) + "/logs";
+  const std::function<void(int64_t)> sleep = o.sleep ? o.sleep : SleepMillis;
+  int64_t offset = o.offset;
+  for (int64_t requests = 1;; ++requests) {
+    TESSERA_CLI_ASSIGN_OR_REPORT(
+        ApiResponse response,
+        client->Get(path, {{"task", std::to_string(o.task)}, {"offset", std::to_string(offset)}}),
+        err);
+    out << response.body;
+    out.flush();
+    const int64_t fallback = offset + static_cast<int64_t>(response.body.size());
+    StatusOr<int64_t> next = ParseInt64(response.Header("X-Log-Offset"));
+    const int64_t next_offset = next.ok() && *next >= 0 ? *next : fallback;
+    // Bytes that do not move the offset are not progress: a broken server must not
+    // make us print the same bytes forever.
+    const bool progress = !response.body.empty() && next_offset > offset;
+    offset = next_offset;
+    if (o.max_requests > 0 && requests >= o.max_requests) {
+      break;
+    }
+    if (progress) {
+      continue;
+    }
+    if (!o.follow || IsTerminal(response.Header("X-Job-State"))) {
+      break;
+    }
+    sleep(o.poll_interval_ms);
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------
+// nodes, queues, usage
+
+int RunNodes(const ClientConfig& config, const NodesOptions& o, const Clock& clock,
+             std::ostream& out, std::ostream& err) {
+  TESSERA_CLI_RETURN_IF_ERROR(CheckOutput(o.output, {"json"}), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response, client->Get("/v1/nodes"), err);
+  if (o.output == "json") {
+    PrintJsonBody(response.body, out);
+    return 0;
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(json body, ParseJsonBody(response.body, "GET /v1/nodes"), err);
+  const json& nodes = Array(body, "nodes");
+  out << NodesTable(nodes, Now(clock));
+  if (o.gpus) {
+    out << "\n" << GpuMap(nodes);
+  }
+  return 0;
+}
+
+int RunQueues(const ClientConfig& config, const QueuesOptions& o, std::ostream& out,
+              std::ostream& err) {
+  TESSERA_CLI_RETURN_IF_ERROR(CheckOutput(o.output, {"json"}), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response, client->Get("/v1/queues"), err);
+  if (o.output == "json") {
+    PrintJsonBody(response.body, out);
+    return 0;
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(json body, ParseJsonBody(response.body, "GET /v1/queues"), err);
+  out << QueuesTable(Array(body, "queues"));
+  return 0;
+}
+
+int RunQueuesSet(const ClientConfig& config, const QueuesSetOptions& o, std::ostream& out,
+                 std::ostream& err) {
+  TESSERA_CLI_RETURN_IF_ERROR(CheckOutput(o.output, {"json"}), err);
+  if (o.file.empty()) {
+    return ReportError(InvalidArgumentError("give the queue configuration with -f FILE"), err);
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::string yaml, ReadInput(o.file), err);
+  if (Trim(yaml).empty()) {
+    return ReportError(InvalidArgumentError("'" + o.file + "' is empty"), err);
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response,
+                               client->Put("/v1/queues", yaml, "application/yaml"), err);
+  if (o.output == "json") {
+    PrintJsonBody(response.body, out);
+    return 0;
+  }
+  json body = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  const json* queues = body.is_discarded() ? nullptr : Field(body, "queues");
+  out << "queue configuration replaced";
+  if (queues != nullptr && queues->is_array()) {
+    out << " (" << queues->size() << (queues->size() == 1 ? " queue)" : " queues)");
+  }
+  out << "\n";
+  return 0;
+}
+
+int RunUsage(const ClientConfig& config, const UsageOptions& o, const Clock& clock,
+             std::ostream& out, std::ostream& err) {
+  TESSERA_CLI_RETURN_IF_ERROR(CheckOutput(o.output, {"json", "csv"}), err);
+  if (o.by != "tenant" && o.by != "queue" && o.by != "job") {
+    return ReportError(
+        InvalidArgumentError("--by must be tenant, queue or job (got '" + o.by + "')"), err);
+  }
+  const Micros now = Now(clock);
+  StatusOr<Micros> since = ParseTimeArgument(o.since, now);
+  if (!since.ok()) {
+    return ReportError(InvalidArgumentError("--since: " + since.status().message()), err);
+  }
+  StatusOr<Micros> until = ParseTimeArgument(o.until, now);
+  if (!until.ok()) {
+    return ReportError(InvalidArgumentError("--until: " + until.status().message()), err);
+  }
+  if (*until < *since) {
+    return ReportError(InvalidArgumentError("--until is before --since"), err);
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response,
+                               client->Get("/v1/usage", {{"since", FormatRfc3339(*since)},
+                                                         {"until", FormatRfc3339(*until)},
+                                                         {"by", o.by}}),
+                               err);
+  if (o.output == "json") {
+    PrintJsonBody(response.body, out);
+    return 0;
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(json body, ParseJsonBody(response.body, "GET /v1/usage"), err);
+  const json& rows = Array(body, "rows");
+  auto hours = [](const json& row) {
+    const json* v = Field(row, "gpu_hours");
+    return v != nullptr && v->is_number() ? v->get<double>() : 0.0;
+  };
+  if (o.output == "csv") {
+    out << o.by << ",gpu_hours,jobs\n";
+    for (const json& row : rows) {
+      const json* key = Field(row, "key");
+      const json* h = Field(row, "gpu_hours");
+      out << CsvField(key != nullptr ? ScalarText(*key) : "") << ","
+          << (h != nullptr && h->is_number() ? h->dump() : "0") << "," << Int(row, "jobs") << "\n";
+    }
+    return 0;
+  }
+  const std::string from = Str(body, "since").empty() ? FormatRfc3339(*since) : Str(body, "since");
+  const std::string to = Str(body, "until").empty() ? FormatRfc3339(*until) : Str(body, "until");
+  out << "GPU usage from " << from << " to " << to << " by " << o.by << "\n";
+  std::string key_header = o.by;
+  std::transform(key_header.begin(), key_header.end(), key_header.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  Table table({key_header, "GPU-HOURS", "JOBS"});
+  table.SetRightAligned(1);
+  table.SetRightAligned(2);
+  double total_hours = 0;
+  int64_t total_jobs = 0;
+  for (const json& row : rows) {
+    const json* key = Field(row, "key");
+    total_hours += hours(row);
+    total_jobs += Int(row, "jobs");
+    table.AddRow({key != nullptr ? ScalarText(*key) : "-", FormatFixed(hours(row), 2),
+                  std::to_string(Int(row, "jobs"))});
+  }
+  table.AddRow({"TOTAL", FormatFixed(total_hours, 2), std::to_string(total_jobs)});
+  out << table.Render();
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------
+// Registration
+
+namespace {
+
+void AddConnectionFlags(CLI::App* cmd, ConnectionFlags* flags) {
+  cmd->add_option("--server", flags->server,
+                  "controller URL, http:// or https:// (env TESSERA_SERVER; default " +
+                      std::string(kDefaultServer) + ")");
+  cmd->add_option("--token", flags->token,
+                  "API token (env TESSERA_TOKEN, or a file named by TESSERA_TOKEN_FILE)");
+  cmd->add_option("--ca-cert", flags->ca_cert,
+                  "PEM file of CA certificates for https:// (env TESSERA_CA_CERT)");
+  cmd->add_flag("--insecure", flags->insecure, "skip TLS certificate verification");
+}
+
+// Resolves the connection and runs `run`, setting `*exit_code`.
+void Dispatch(const ConnectionFlags& flags, int* exit_code,
+              const std::function<int(const ClientConfig&)>& run) {
+  StatusOr<ClientConfig> config = ResolveClientConfig(flags, ProcessEnvironment());
+  if (!config.ok()) {
+    *exit_code = ReportError(config.status(), std::cerr);
+    return;
+  }
+  *exit_code = run(*config);
+}
+
+}  // namespace
+
+void AddClusterCommands(CLI::App& app, int* exit_code) {
+  // submit
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<SubmitOptions>();
+    CLI::App* cmd = app.add_subcommand("submit", "Submit a job: -f job.yaml, or flags -- COMMAND");
+    cmd->add_option("-f,--file", o->file, "job spec, YAML or JSON, sent as is ('-': stdin)");
+    cmd->add_option("--name", o->name, "job name");
+    cmd->add_option("--queue", o->queue, "queue (default: the tenant's)");
+    cmd->add_option("--replicas", o->replicas, "tasks started together (a gang)");
+    cmd->add_option("--gpus", o->gpus, "GPUs per replica");
+    cmd->add_option("--gpu-model", o->gpu_model, "GPU model, e.g. H100-80GB");
+    cmd->add_option("--gpu-fraction", o->gpu_fraction, "a share of one GPU, e.g. 0.5");
+    cmd->add_option("--gpu-memory", o->gpu_memory, "GPU memory per GPU, e.g. 20GiB");
+    cmd->add_option("--mig", o->mig, "MIG profile, e.g. 3g.40gb");
+    cmd->add_option("--cpu", o->cpu, "CPU cores per replica, e.g. 8 or 500m");
+    cmd->add_option("--memory", o->memory, "memory per replica, e.g. 64GiB");
+    cmd->add_option("--priority", o->priority, "priority (higher runs first)");
+    cmd->add_option("--checkpoint-interval", o->checkpoint_interval,
+                    "how often the job checkpoints, e.g. 30m");
+    cmd->add_option("--runtime-limit", o->runtime_limit, "wall-time limit, e.g. 24h");
+    // One value per --env, so the command may follow without --.
+    cmd->add_option("--env", o->env, "environment variable KEY=VALUE (repeatable)")
+        ->allow_extra_args(false);
+    cmd->add_option("--idempotency-key", o->idempotency_key,
+                    "a retried submit with the same key makes no second job");
+    cmd->add_option("command", o->command, "the command and its arguments, after --");
+    cmd->add_option("-o,--output", o->output, "json: print the job");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code,
+               [&](const ClientConfig& c) { return RunSubmit(c, *o, std::cout, std::cerr); });
+    });
+  }
+  // jobs
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<JobsOptions>();
+    CLI::App* cmd = app.add_subcommand("jobs", "List jobs (default: pending and running)");
+    cmd->add_option("--state", o->state, "comma-separated states, e.g. pending,running");
+    cmd->add_option("--queue", o->queue, "only this queue");
+    cmd->add_option("--tenant", o->tenant, "only this tenant");
+    cmd->add_flag("--all", o->all, "jobs in every state, finished ones too");
+    cmd->add_option("--limit", o->limit, "at most this many jobs");
+    cmd->add_option("-o,--output", o->output, "wide or json");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+        return RunJobs(c, *o, SystemClock(), std::cout, std::cerr);
+      });
+    });
+  }
+  // wait
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<WaitOptions>();
+    auto timeout = std::make_shared<std::string>("10m");
+    CLI::App* cmd = app.add_subcommand(
+        "wait", "Wait until jobs end (exit 1 if one failed) or, with --for running, start");
+    cmd->add_option("jobs", o->jobs, "job ids")->required();
+    cmd->add_option("--for", o->until, "done or running")->capture_default_str();
+    cmd->add_option("--timeout", *timeout, "give up after this long (exit 124)")
+        ->capture_default_str();
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, timeout, exit_code] {
+      StatusOr<int64_t> t = ParseDurationMicros(*timeout);
+      if (!t.ok()) {
+        *exit_code = ReportError(InvalidArgumentError("--timeout: " + t.status().message()), std::cerr);
+        return;
+      }
+      o->timeout = t.value();
+      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+        return RunWait(c, *o, SystemClock(), std::cout, std::cerr);
+      });
+    });
+  }
+  // show
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<ShowOptions>();
+    CLI::App* cmd = app.add_subcommand("show", "A job in detail: state and why, placement, times");
+    cmd->add_option("job", o->job, "job id")->required();
+    cmd->add_option("-o,--output", o->output, "json");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+        return RunShow(c, *o, SystemClock(), std::cout, std::cerr);
+      });
+    });
+  }
+  // cancel
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<CancelOptions>();
+    CLI::App* cmd = app.add_subcommand("cancel", "Cancel jobs");
+    cmd->add_option("jobs", o->jobs, "job ids")->required();
+    cmd->add_option("-o,--output", o->output, "json");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code,
+               [&](const ClientConfig& c) { return RunCancel(c, *o, std::cout, std::cerr); });
+    });
+  }
+  // logs
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<LogsOptions>();
+    CLI::App* cmd = app.add_subcommand("logs", "A task's output");
+    cmd->add_option("job", o->job, "job id")->required();
+    cmd->add_option("--task", o->task, "task index")->capture_default_str();
+    cmd->add_flag("-f,--follow", o->follow, "keep printing until the job ends");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code,
+               [&](const ClientConfig& c) { return RunLogs(c, *o, std::cout, std::cerr); });
+    });
+  }
+  // nodes
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<NodesOptions>();
+    CLI::App* cmd = app.add_subcommand("nodes", "Nodes and, with --gpus, who holds each GPU");
+    cmd->add_flag("--gpus", o->gpus, "add a GPU map");
+    cmd->add_option("-o,--output", o->output, "json");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+        return RunNodes(c, *o, SystemClock(), std::cout, std::cerr);
+      });
+    });
+  }
+  // queues [set]
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<QueuesOptions>();
+    CLI::App* cmd = app.add_subcommand("queues", "Queues: quotas, usage, pending and running");
+    cmd->add_option("-o,--output", o->output, "json");
+    AddConnectionFlags(cmd, flags.get());
+
+    auto set_flags = std::make_shared<ConnectionFlags>();
+    auto set_o = std::make_shared<QueuesSetOptions>();
+    CLI::App* set = cmd->add_subcommand("set", "Replace the queue configuration (admin)");
+    set->add_option("-f,--file", set_o->file, "queue configuration YAML ('-': stdin)")->required();
+    set->add_option("-o,--output", set_o->output, "json");
+    AddConnectionFlags(set, set_flags.get());
+    set->callback([set_flags, set_o, exit_code] {
+      Dispatch(*set_flags, exit_code, [&](const ClientConfig& c) {
+        return RunQueuesSet(c, *set_o, std::cout, std::cerr);
+      });
+    });
+    cmd->callback([flags, o, exit_code, set] {
+      if (set->parsed()) {
+        return;
+      }
+      Dispatch(*flags, exit_code,
+               [&](const ClientConfig& c) { return RunQueues(c, *o, std::cout, std::cerr); });
+    });
+  }
+  // usage
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<UsageOptions>();
+    CLI::App* cmd = app.add_subcommand("usage", "GPU-hours per tenant, queue or job");
+    cmd->add_option("--since", o->since, "start: 2026-11-01, RFC 3339, or ago: 24h, 7d")
+        ->capture_default_str();
+    cmd->add_option("--until", o->until, "end: now, a date, RFC 3339, or ago")
+        ->capture_default_str();
+    cmd->add_option("--by", o->by, "tenant, queue or job")->capture_default_str();
+    cmd->add_option("-o,--output", o->output, "json or csv");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+        return RunUsage(c, *o, SystemClock(), std::cout, std::cerr);
+      });
+    });
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,1453 @@
+#include "server/controller.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include "api/queue_config.h"
+#include "base/time_format.h"
+#include "plugins/registry.h"
+#include "plugins/runtime_predictor.h"
+
+namespace tessera {
+namespace {
+
+constexpr const char* kQueuesKey = "queues.yaml";
+constexpr const char* kNodesKey = "nodes.json";  // every node's inventory, by name
+
+bool Terminal(const std::string& state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled";
+}
+
+nlohmann::json TimeOrNull(Micros t) {
+  return t > 0 ? nlohmann::json(FormatRfc3339(t)) : nlohmann::json(nullptr);
+}
+
+// Placement as stored: one allocation per task, nodes by name (NodeIds change when
+// the node set does).
+nlohmann::json PlacementJson(const std::vector<Allocation>& allocations,
+                             const std::vector<std::string>& nodes, Micros run_start) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < allocations.size(); ++i) {
+    const Allocation& a = allocations[i];
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const GpuGrant& g : a.gpus) {
+      gpus.push_back({{"gpu", g.gpu},
+                      {"milli", g.milli.value()},
+                      {"memory", g.memory.value()},
+                      {"mig_profile", g.mig_profile},
+                      {"mig_start", g.mig_start}});
+    }
+    out.push_back({{"node", nodes[i]},
+                   {"cpu", a.cpu.value()},
+                   {"memory", a.memory.value()},
+                   {"gpus", std::move(gpus)}});
+  }
+  return {{"run_start", run_start}, {"tasks", std::move(out)}};
+}
+
+// The inverse of PlacementJson; node ids are left invalid (bound at attach time).
+Status ParsePlacement(const std::string& text, std::vector<Allocation>* allocations,
+                      std::vector<std::string>* nodes, Micros* run_start) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InternalError("stored placement is not a JSON object");
+  }
+  try {
+    *run_start = j.at("run_start").get<Micros>();
+    for (const nlohmann::json& t : j.at("tasks")) {
+      Allocation a;
+      a.cpu = MilliCpu(t.at("cpu").get<int64_t>());
+      a.memory = MiB(t.at("memory").get<int64_t>());
+      for (const nlohmann::json& g : t.at("gpus")) {
+        GpuGrant grant;
+        grant.gpu = g.at("gpu").get<int>();
+        grant.milli = MilliGpu(g.at("milli").get<int64_t>());
+        grant.memory = MiB(g.at("memory").get<int64_t>());
+        grant.mig_profile = g.at("mig_profile").get<int>();
+        grant.mig_start = g.at("mig_start").get<int>();
+        a.gpus.push_back(grant);
+      }
+      allocations->push_back(std::move(a));
+      nodes->push_back(t.at("node").get<std::string>());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return InternalError(std::string("stored placement: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+std::string QueueKey(const std::string& tenant, const std::string& key) {
+  return tenant + '\x1f' + key;
+}
+
+}  // namespace
+
+// ---- construction and recovery ------------------------------------------------
+
+Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog& catalog,
+                       const Clock& clock)
+    : options_(std::move(options)),
+      store_(store),
+      catalog_(&catalog),
+      clock_(&clock),
+      rng_(options_.seed) {}
+
+Controller::~Controller() { Stop(); }
+
+StatusOr<std::unique_ptr<Controller>> Controller::Open(ControllerOptions options, Store* store,
+                                                       const GpuCatalog& catalog,
+                                                       const Clock& clock,
+                                                       const std::string& queues_yaml) {
+  std::unique_ptr<Controller> c(new Controller(std::move(options), store, catalog, clock));
+  TESSERA_RETURN_IF_ERROR(c->Load(queues_yaml));
+  return c;
+}
+
+Status Controller::ApplyQueueYaml(const std::string& yaml) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(std::string("queue configuration: ") + e.what());
+  }
+  TESSERA_ASSIGN_OR_RETURN(QueueTreeSpec spec, ParseQueueTreeYaml(root, *catalog_));
+  TESSERA_ASSIGN_OR_RETURN(QueueTree tree, QueueTree::Create(std::move(spec), *catalog_));
+  tree_ = std::make_unique<QueueTree>(std::move(tree));
+  queues_yaml_ = yaml;
+  rebuild_ = true;
+  return Status::Ok();
+}
+
+Status Controller::Load(const std::string& queues_yaml) {
+  TESSERA_ASSIGN_OR_RETURN(policy_, ParseSchedulerPolicy(options_.policy));
+  policy_.options.min_run_before_reclaim =
+      std::max(policy_.options.min_run_before_reclaim, options_.min_run_before_reclaim);
+  TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> stored, store_->GetKv(kQueuesKey));
+  const std::string yaml = stored ? *stored : queues_yaml;
+  TESSERA_RETURN_IF_ERROR(ApplyQueueYaml(yaml));
+  if (!stored) {
+    WriteBatch b;
+    b.kv.emplace_back(kQueuesKey, yaml);
+    TESSERA_RETURN_IF_ERROR(store_->Commit(std::move(b)));
+  }
+
+  const Micros now = clock_->NowMicros();
+  TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> nodes_text, store_->GetKv(kNodesKey));
+  nlohmann::json stored_nodes =
+      nodes_text ? nlohmann::json::parse(*nodes_text, nullptr, false) : nlohmann::json::object();
+  if (stored_nodes.is_discarded() || !stored_nodes.is_object()) {
+    return InternalError("stored node list is not a JSON object");
+  }
+  for (const auto& [key, j] : stored_nodes.items()) {
+    TESSERA_ASSIGN_OR_RETURN(NodeInventory inv, NodeInventoryFromJson(j, *catalog_));
+    NodeInfo& n = nodes_[inv.spec.name];
+    n.inventory = std::move(inv);
+    n.up = false;
+    n.reason = "waiting for its agent after a controller restart";
+    n.last_seen = now;  // the agent gets a full timeout to come back
+  }
+
+  TESSERA_ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_->LoadJobs());
+  for (JobRow& row : rows) {
+    next_id_ = std::max(next_id_, row.id + 1);
+  }
+  records_.resize(next_id_);
+  for (JobRow& row : rows) {
+    nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
+    if (spec.is_discarded()) {
+      return InternalError("job " + std::to_string(row.id) + ": stored spec is not JSON");
+    }
+    StatusOr<JobSubmission> sub = JobSubmissionFromJson(spec, *catalog_);
+    if (!sub.ok()) {
+      return InternalError("job " + std::to_string(row.id) + ": " + sub.status().message());
+    }
+    const uint64_t id = row.id;
+    Job& job = jobs_[id];
+    job.durable = true;
+    job.submission = std::move(sub).value();
+    job.submission.spec.queue = row.queue;
+    job.row = std::move(row);
+    if (!job.row.idempotency_key.empty()) {
+      idempotency_[QueueKey(job.row.tenant, job.row.idempotency_key)] = id;
+    }
+    JobRecord& rec = records_[id];
+    rec.id = JobId(id);
+    rec.spec = job.submission.spec;
+    rec.spec.submit_time = job.row.submit_us;
+    rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
+    rec.resumed_from = job.row.progress_us;
+    rec.preemptions = job.row.preemptions;
+    rec.eligible_since = job.row.submit_us;
+    const std::string& st = job.row.state;
+    if (Terminal(st)) {
+      rec.phase = JobPhase::kFinished;
+    } else if (st == "pending") {
+      rec.phase = JobPhase::kPending;
+    } else {
+      rec.phase = st == "stopping" ? JobPhase::kStopping : JobPhase::kRunning;
+      std::vector<std::string> task_nodes;
+      TESSERA_RETURN_IF_ERROR(
+          ParsePlacement(job.row.placement_json, &rec.allocations, &task_nodes, &rec.run_start));
+      job.tasks.resize(task_nodes.size());
+      for (size_t t = 0; t < task_nodes.size(); ++t) {
+        job.tasks[t].node = task_nodes[t];
+      }
+      if (rec.phase == JobPhase::kStopping) {
+        job.after = AfterStop::kRequeue;
+      }
+      job.attached.assign(task_nodes.size(), false);
+      // A node nobody has heard of since the restart: known only through this job.
+      for (const std::string& n : task_nodes) {
+        if (nodes_.find(n) == nodes_.end()) {
+          NodeInfo& info = nodes_[n];
+          info.inventory.spec.name = n;
+          info.up = false;
+          info.reason = "waiting for its agent after a controller restart";
+          info.last_seen = now;
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void Controller::Start() {
+  std::lock_guard<std::mutex> lock(loop_mu_);
+  if (loop_.joinable()) {
+    return;
+  }
+  stopping_ = false;
+  loop_ = std::thread([this] { Loop(); });
+}
+
+void Controller::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) {
+    loop_.join();
+  }
+}
+
+void Controller::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    wake_ = true;
+  }
+  loop_cv_.notify_all();
+}
+
+void Controller::Loop() {
+  std::unique_lock<std::mutex> lock(loop_mu_);
+  while (!stopping_) {
+    loop_cv_.wait_for(lock, std::chrono::microseconds(options_.cycle_interval),
+                      [this] { return stopping_ || wake_; });
+    if (stopping_) {
+      break;
+    }
+    wake_ = false;
+    lock.unlock();
+    Status s = RunCycle();
+    if (!s.ok()) {
+      std::cerr << "tessera server: scheduling cycle: " << s.ToString() << "\n";
+    }
+    lock.lock();
+  }
+}
+
+// ---- the cluster as the core sees it ----------------------------------------------
+
+Status Controller::RebuildScheduler() {
+  std::vector<NodeSpec> specs;
+  for (const auto& [name, node] : nodes_) {
+    if (node.up) {
+      specs.push_back(node.inventory.spec);
+    }
+  }
+  TESSERA_ASSIGN_OR_RETURN(ClusterState state, ClusterState::Create(std::move(specs), *catalog_));
+  state_ = std::make_unique<ClusterState>(std::move(state));
+  quota_ = std::make_unique<QuotaLedger>(*tree_);
+  capacity_ = Capacity{};
+  reservation_.reset();
+  for (size_t n = 0; n < state_->node_count(); ++n) {
+    const NodeSpec& spec = state_->spec(NodeId(n));
+    capacity_.cpu = std::max(capacity_.cpu, spec.cpu.value());
+    capacity_.memory = std::max(capacity_.memory, spec.memory.value());
+    std::map<std::pair<uint32_t, int>, int> here;
+    for (const GpuSpec& g : spec.gpus) {
+      ++here[{g.model.value(), static_cast<int>(g.mode)}];
+    }
+    for (const auto& [key, count] : here) {
+      capacity_.gpus[key] = std::max(capacity_.gpus[key], count);
+    }
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<JobOrderPlugin> job_order,
+                           MakeJobOrder(policy_.job_order, policy_.options));
+  std::unique_ptr<QueueOrderPlugin> queue_order;
+  if (!policy_.queue_order.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(queue_order, MakeQueueOrder(policy_.queue_order));
+  }
+  PolicyContext context{ScaleOf(*state_), nullptr};
+  TESSERA_ASSIGN_OR_RETURN(Profile profile, MakeProfile(options_.placement, context));
+  scheduler_ = std::make_unique<JobScheduler>(*tree_, *state_, policy_.options,
+                                              std::move(job_order), std::move(queue_order),
+                                              std::move(profile), policy_.fairshare_half_life);
+  for (auto& [id, job] : jobs_) {
+    JobRecord& rec = records_[id];
+    if (!job.durable || rec.phase == JobPhase::kFinished) {
+      continue;
+    }
+    StatusOr<QueueId> q = tree_->FindQueue(job.row.queue);
+    if (!q.ok()) {
+      return InternalError("job " + std::to_string(id) + ": queue '" + job.row.queue +
+                           "' is not in the configuration");
+    }
+    rec.queue = q.value();
+    job.adopted = false;
+    if (rec.phase == JobPhase::kPending) {
+      scheduler_->Enqueue(rec, rec.eligible_since);
+      continue;
+    }
+    // Running or stopping: put back what still runs on nodes that are up.
+    job.attached.assign(rec.allocations.size(), false);
+    std::vector<Allocation> held;
+    for (size_t t = 0; t < rec.allocations.size(); ++t) {
+      if (job.tasks[t].exited) {
+        continue;
+      }
+      StatusOr<NodeId> node = state_->FindNode(job.tasks[t].node);
+      if (!node.ok()) {
+        continue;
+      }
+      rec.allocations[t].node = node.value();
+      Status s = state_->Allocate(rec.allocations[t]);
+      if (!s.ok()) {
+        return InternalError("job " + std::to_string(id) + " task " + std::to_string(t) +
+                             " no longer fits node '" + job.tasks[t].node + "': " + s.message());
+      }
+      job.attached[t] = true;
+      held.push_back(rec.allocations[t]);
+    }
+    rec.charge = scheduler_->ChargeOf(rec, &held, *state_);
+    quota_->Add(rec.queue, rec.charge);
+    if (rec.phase == JobPhase::kRunning && held.size() == rec.allocations.size()) {
+      scheduler_->Adopt(rec);
+      job.adopted = true;
+    }
+  }
+  rebuild_ = false;
+  return Status::Ok();
+}
+
+// ---- users -------------------------------------------------------------------
+
+Controller::Job* Controller::FindJob(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() || !it->second.durable ? nullptr : &it->second;
+}
+
+bool Controller::Visible(const Principal& who, const Job& job) const {
+  return who.role == Role::kAdmin || (who.role == Role::kTenant && who.tenant == job.row.tenant);
+}
+
+StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission job,
+                                            const std::string& idempotency_key, bool* created) {
+  *created = false;
+  if (who.role == Role::kAgent) {
+    return PermissionDeniedError("agents cannot submit jobs");
+  }
+  if (!healthy()) {
+    return UnavailableError("the state store failed; the controller accepts no changes");
+  }
+  const Micros now = clock_->NowMicros();
+  uint64_t id = 0;
+  JobRow row;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string tenant = who.tenant;
+    std::string& queue = job.spec.queue;
+    if (queue.empty()) {
+      for (QueueId q : tree_->queues()) {
+        if (who.role == Role::kAdmin || tree_->tenant(q) == tenant) {
+          queue = tree_->spec(q).name;
+          break;
+        }
+      }
+      if (queue.empty()) {
+        return FailedPreconditionError("tenant '" + tenant + "' has no queue");
+      }
+    }
+    StatusOr<QueueId> q = tree_->FindQueue(queue);
+    if (!q.ok()) {
+      return InvalidArgumentError("queue: no queue named '" + queue + "'");
+    }
+    if (who.role == Role::kAdmin) {
+      tenant = tree_->tenant(q.value());
+    } else if (tree_->tenant(q.value()) != tenant) {
+      return PermissionDeniedError("queue '" + queue + "' belongs to another tenant");
+    }
+    if (!idempotency_key.empty()) {
+      auto it = idempotency_.find(QueueKey(tenant, idempotency_key));
+      if (it != idempotency_.end()) {
+        const Job& existing = jobs_.at(it->second);
+        if (!existing.durable) {
+          return AbortedError("a submission with this idempotency key is in progress; retry");
+        }
+        return JobJson(existing);
+      }
+    }
+    id = next_id_++;
+    records_.resize(next_id_);
+    records_[id].id = JobId(id);
+    records_[id].phase = JobPhase::kFinished;  // invisible to the core until durable
+    job.spec.submit_time = now;
+    row.id = id;
+    row.tenant = tenant;
+    row.queue = queue;
+    row.name = job.spec.name;
+    row.idempotency_key = idempotency_key;
+    row.spec_json = JobSubmissionToJson(job, *catalog_).dump();
+    row.state = "pending";
+    row.submit_us = now;
+    row.reason = "waiting for the next scheduling cycle";
+    Job& j = jobs_[id];
+    j.row = row;
+    j.submission = std::move(job);
+    if (!idempotency_key.empty()) {
+      idempotency_[QueueKey(tenant, idempotency_key)] = id;
+    }
+  }
+  WriteBatch batch;
+  batch.jobs.push_back(std::move(row));
+  Status s = store_->Commit(std::move(batch));
+  std::lock_guard<std::mutex> lock(mu_);
+  Job& j = jobs_.at(id);
+  if (!s.ok()) {
+    if (!j.row.idempotency_key.empty()) {
+      idempotency_.erase(QueueKey(j.row.tenant, j.row.idempotency_key));
+    }
+    jobs_.erase(id);
+    store_failed_ = true;
+    return UnavailableError("could not make the job durable: " + s.message());
+  }
+  j.durable = true;
+  JobRecord& rec = records_[id];
+  rec.spec = j.submission.spec;
+  rec.phase = JobPhase::kPending;
+  rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
+  rec.eligible_since = now;
+  if (policy_.uses_predictor) {
+    StatusOr<QueueId> q = tree_->FindQueue(j.row.queue);
+    if (q.ok()) {
+      rec.queue = q.value();
+      rec.predicted_runtime = predictor_.Predict(FeaturesOf(rec, *tree_));
+    }
+  }
+  if (scheduler_ != nullptr && !rebuild_) {
+    rec.queue = tree_->FindQueue(j.row.queue).value();
+    scheduler_->Enqueue(rec, now);
+  }
+  *created = true;
+  Wake();
+  return JobJson(j);
+}
+
+StatusOr<nlohmann::json> Controller::GetJob(const Principal& who, uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Job* job = FindJob(id);
+  if (job == nullptr || !Visible(who, *job)) {
+    return NotFoundError("no job " + std::to_string(id));
+  }
+  return JobJson(*job);
+}
+
+nlohmann::json Controller::ListJobs(const Principal& who, const JobFilter& filter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint64_t> ids;
+  for (const auto& [id, job] : jobs_) {
+    if (!job.durable || !Visible(who, job)) {
+      continue;
+    }
+    if (!filter.states.empty() &&
+        std::find(filter.states.begin(), filter.states.end(), job.row.state) ==
+            filter.states.end()) {
+      continue;
+    }
+    if ((!filter.queue.empty() && job.row.queue != filter.queue) ||
+        (!filter.tenant.empty() && job.row.tenant != filter.tenant)) {
+      continue;
+    }
+    ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end(), std::greater<>());
+  if (ids.size() > filter.limit) {
+    ids.resize(filter.limit);
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (uint64_t id : ids) {
+    out.push_back(JobJson(jobs_.at(id)));
+  }
+  return {{"jobs", std::move(out)}};
+}
+
+StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
+  Pending out;
+  nlohmann::json result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Job* job = FindJob(id);
+    if (job == nullptr || !Visible(who, *job)) {
+      return NotFoundError("no job " + std::to_string(id));
+    }
+    if (Terminal(job->row.state)) {
+      return FailedPreconditionError("job " + std::to_string(id) + " has already " +
+                                     (job->row.state == "cancelled" ? "been cancelled"
+                                                                    : job->row.state));
+    }
+    const Micros now = clock_->NowMicros();
+    JobRecord& rec = records_[id];
+    if (rec.phase == JobPhase::kPending) {
+      if (scheduler_ != nullptr && !rebuild_) {
+        scheduler_->Dequeue(rec);
+      }
+      rec.phase = JobPhase::kFinished;
+      job->row.state = "cancelled";
+      job->row.end_us = now;
+      job->row.reason = "cancelled before it started";
+      out.dirty.insert(id);
+    } else {
+      job->row.reason = "cancelled";
+      StopJob(*job, AfterStop::kCancel, options_.stop_grace, now, out);
+    }
+    Seal(out);
+    result = JobJson(*job);
+  }
+  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
+  return result;
+}
+
+std::string Controller::LogPath(uint64_t job, int task) const {
+  return options_.data_dir + "/logs/" + std::to_string(job) + "/" + std::to_string(task) + ".log";
+}
+
+StatusOr<LogChunk> Controller::ReadLog(const Principal& who, uint64_t id, int task,
+                                       int64_t offset, int64_t max_bytes) {
+  std::string path;
+  LogChunk chunk;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Job* job = FindJob(id);
+    if (job == nullptr || !Visible(who, *job)) {
+      return NotFoundError("no job " + std::to_string(id));
+    }
+    const int replicas = static_cast<int>(job->submission.spec.tasks.size());
+    if (task < 0 || task >= replicas) {
+      return InvalidArgumentError("task must be in 0.." + std::to_string(replicas - 1));
+    }
+    path = LogPath(id, task);
+    chunk.job_state = job->row.state;
+  }
+  if (offset < 0) {
+    return InvalidArgumentError("offset must be >= 0");
+  }
+  std::ifstream in(path, std::ios::binary);
+  chunk.next_offset = offset;
+  if (!in) {
+    return chunk;  // no output yet
+  }
+  in.seekg(0, std::ios::end);
+  const int64_t size = in.tellg();
+  if (offset >= size) {
+    chunk.next_offset = std::max(offset, size);
+    return chunk;
+  }
+  const int64_t n = std::min(max_bytes, size - offset);
+  chunk.data.resize(static_cast<size_t>(n));
+  in.seekg(offset);
+  in.read(chunk.data.data(), n);
+  chunk.next_offset = offset + n;
+  return chunk;
+}
+
+void Controller::AppendLog(Job& job, int task, int64_t offset, const std::string& data) {
+  TaskRun& run = job.tasks[static_cast<size_t>(task)];
+  const int64_t end = offset + static_cast<int64_t>(data.size());
+  if (data.empty() || end <= run.log_received) {
+    return;  // already have it (a resent heartbeat)
+  }
+  const size_t skip = offset < run.log_received ? static_cast<size_t>(run.log_received - offset) : 0;
+  const std::string path = LogPath(job.row.id, task);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out.write(data.data() + skip, static_cast<std::streamsize>(data.size() - skip));
+  run.log_received = end;
+}
+
+// ---- decisions ---------------------------------------------------------------
+
+void Controller::Seal(Pending& out) {
+  for (uint64_t id : out.dirty) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end()) {
+      out.batch.jobs.push_back(it->second.row);
+    }
+  }
+  out.dirty.clear();
+}
+
+std::string Controller::CheckpointDir(const Job& job) const {
+  if (!job.submission.checkpoint_dir.empty()) {
+    return job.submission.checkpoint_dir;
+  }
+  const std::string root =
+      options_.checkpoint_root.empty() ? options_.data_dir + "/checkpoints" : options_.checkpoint_root;
+  return root + "/" + std::to_string(job.row.id);
+}
+
+TaskLaunch Controller::MakeLaunch(const Job& job, int task) const {
+  const JobRecord& rec = records_[job.row.id];
+  const Allocation& a = rec.allocations[static_cast<size_t>(task)];
+  const NodeSpec& node = state_->spec(a.node);
+  const GpuModel* model = nullptr;
+  TaskLaunch l;
+  l.key = TaskKey{job.row.id, task, job.row.attempts};
+  l.job_name = job.row.name;
+  l.command = job.submission.command;
+  l.env = job.submission.env;
+  l.cpu_milli = a.cpu.value();
+  l.memory_mib = a.memory.value();
+  l.working_dir = job.submission.working_dir;
+  l.checkpoint_dir = CheckpointDir(job);
+  std::set<int> numa;
+  for (const GpuGrant& g : a.gpus) {
+    const GpuSpec& gpu = node.gpus[static_cast<size_t>(g.gpu)];
+    model = &catalog_->Get(gpu.model);
+    numa.insert(gpu.numa_node);
+    if (g.is_mig()) {
+      l.mig.push_back(MigRequest{g.gpu, model->mig_profiles[static_cast<size_t>(g.mig_profile)].name,
+                                 g.mig_start});
+    } else {
+      l.gpus.push_back(g.gpu);
+    }
+    l.gpu_milli = g.milli.value();
+    l.gpu_memory_mib = g.memory.value();
+  }
+  l.numa_nodes.assign(numa.begin(), numa.end());
+
+  // The gang's rendezvous, as torchrun sets it: one process per task.
+  const int world = static_cast<int>(rec.allocations.size());
+  std::vector<std::string> node_order;
+  int local_rank = 0;
+  for (int t = 0; t < world; ++t) {
+    const std::string& n = job.tasks[static_cast<size_t>(t)].node;
+    if (std::find(node_order.begin(), node_order.end(), n) == node_order.end()) {
+      node_order.push_back(n);
+    }
+    if (t < task && n == job.tasks[static_cast<size_t>(task)].node) {
+      ++local_rank;
+    }
+  }
+  const std::string& mine = job.tasks[static_cast<size_t>(task)].node;
+  const int node_rank = static_cast<int>(
+      std::find(node_order.begin(), node_order.end(), mine) - node_order.begin());
+  auto master = nodes_.find(job.tasks[0].node);
+  l.env["MASTER_ADDR"] = master != nodes_.end() && !master->second.address.empty()
+                             ? master->second.address
+                             : "127.0.0.1";
+  l.env["MASTER_PORT"] = std::to_string(20000 + job.row.id % 20000);
+  l.env["WORLD_SIZE"] = std::to_string(world);
+  l.env["RANK"] = std::to_string(task);
+  l.env["LOCAL_RANK"] = std::to_string(local_rank);
+  l.env["NODE_RANK"] = std::to_string(node_rank);
+  l.env["LOCAL_WORLD_SIZE"] = std::to_string(
+      std::count_if(job.tasks.begin(), job.tasks.end(), [&](const TaskRun& r) { return r.node == mine; }));
+  l.env["TESSERA_JOB_ID"] = std::to_string(job.row.id);
+  l.env["TESSERA_JOB_NAME"] = job.row.name;
+  l.env["TESSERA_TASK_INDEX"] = std::to_string(task);
+  l.env["TESSERA_ATTEMPT"] = std::to_string(job.row.attempts);
+  l.env["TESSERA_TENANT"] = job.row.tenant;
+  l.env["TESSERA_QUEUE"] = job.row.queue;
+  l.env["TESSERA_CHECKPOINT_DIR"] = l.checkpoint_dir;
+  if (a.gpus.size() == 1 && !a.gpus[0].is_mig() && a.gpus[0].milli.value() < kWholeGpu.value()) {
+    // A software share: MPS enforces the compute share and the memory cap.
+    l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
+        std::to_string(std::max<int64_t>(1, a.gpus[0].milli.value() / 10));
+    if (a.gpus[0].memory.value() > 0) {
+      l.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(a.gpus[0].memory.value()) + "M";
+    }
+  }
+  return l;
+}
+
+void Controller::StartJob(Job& job, StartDecision& d, Micros now, Pending& out) {
+  const uint64_t id = job.row.id;
+  JobRecord& rec = records_[id];
+  rec.phase = JobPhase::kRunning;
+  rec.allocations = std::move(d.allocations);
+  rec.charge = std::move(d.charge);
+  rec.run_start = now;
+  rec.nominated = false;
+  job.adopted = true;
+  job.attached.assign(rec.allocations.size(), true);
+  job.after = AfterStop::kNone;
+  job.checkpointed = false;
+  job.tasks.assign(rec.allocations.size(), TaskRun{});
+  std::vector<std::string> names;
+  for (size_t t = 0; t < rec.allocations.size(); ++t) {
+    job.tasks[t].node = state_->spec(rec.allocations[t].node).name;
+    names.push_back(job.tasks[t].node);
+  }
+  job.row.state = "running";
+  if (job.row.start_us == 0) {
+    job.row.start_us = now;
+  }
+  ++job.row.attempts;
+  job.row.reason = d.backfilled ? "backfilled" : "";
+  job.row.placement_json = PlacementJson(rec.allocations, names, now).dump();
+  out.dirty.insert(id);
+  for (size_t t = 0; t < rec.allocations.size(); ++t) {
+    out.launches.emplace_back(job.tasks[t].node, MakeLaunch(job, static_cast<int>(t)));
+  }
+}
+
+void Controller::StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pending& out) {
+  JobRecord& rec = records_[job.row.id];
+  if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
+    return;
+  }
+  // A cancel or a failure outranks a requeue already under way.
+  if (job.after == AfterStop::kNone || after == AfterStop::kCancel ||
+      (after == AfterStop::kFail && job.after == AfterStop::kRequeue)) {
+    job.after = after;
+  }
+  rec.phase = JobPhase::kStopping;
+  job.row.state = "stopping";
+  out.dirty.insert(job.row.id);
+  bool alive = false;
+  for (size_t t = 0; t < job.tasks.size(); ++t) {
+    if (!job.tasks[t].exited) {
+      alive = true;
+      out.stops.emplace_back(job.tasks[t].node,
+                             TaskStop{TaskKey{job.row.id, static_cast<int>(t), job.row.attempts},
+                                      grace / 1000, 15});
+    }
+  }
+  if (!alive) {
+    Finalize(job, now, out);
+  }
+}
+
+void Controller::TaskExited(Job& job, int task, int exit_code, int signal, Micros now,
+                            Pending& out) {
+  TaskRun& run = job.tasks[static_cast<size_t>(task)];
+  if (run.exited) {
+    return;
+  }
+  run.exited = true;
+  run.exit_code = exit_code;
+  run.signal = signal;
+  out.dirty.insert(job.row.id);
+  bool alive = false;
+  for (const TaskRun& r : job.tasks) {
+    alive = alive || !r.exited;
+  }
+  if (job.after == AfterStop::kNone && (exit_code != 0 || signal != 0)) {
+    job.row.reason = "task " + std::to_string(task) +
+                     (signal != 0 ? " was killed by signal " + std::to_string(signal)
+                                  : " exited with code " + std::to_string(exit_code));
+    job.row.exit_code = exit_code != 0 ? exit_code : 128 + signal;
+    if (alive) {
+      StopJob(job, AfterStop::kFail, 0, now, out);
+      return;
+    }
+    job.after = AfterStop::kFail;
+  }
+  if (!alive) {
+    Finalize(job, now, out);
+  }
+}
+
+void Controller::Finalize(Job& job, Micros now, Pending& out) {
+  const uint64_t id = job.row.id;
+  JobRecord& rec = records_[id];
+  // Release what the cluster state holds for it.
+  for (size_t t = rec.allocations.size(); t-- > 0;) {
+    if (t < job.attached.size() && job.attached[t]) {
+      (void)state_->Release(rec.allocations[t]);
+    }
+  }
+  if (!rebuild_ && quota_ != nullptr) {
+    quota_->Remove(rec.queue, rec.charge);
+  }
+  if (job.adopted && scheduler_ != nullptr && !rebuild_) {
+    scheduler_->Released(rec, now);
+  }
+  job.adopted = false;
+  job.attached.clear();
+  if (rec.run_start > 0 && now > rec.run_start) {
+    out.batch.usage.push_back(
+        UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
+    rec.attained_gpu_seconds += static_cast<double>(rec.gpu_milli) / 1000.0 *
+                                static_cast<double>(now - rec.run_start) / 1e6;
+  }
+  if (job.preemptor != 0) {
+    JobRecord& p = records_[job.preemptor];
+    if (p.victims_in_flight > 0 && --p.victims_in_flight == 0) {
+      p.nominated = true;
+    }
+    job.preemptor = 0;
+  }
+  const Micros progress = rec.Progress(now);
+  const Micros saved = job.checkpointed
+                           ? std::max(job.checkpoint_progress, rec.SavedProgress(now, false))
+                           : rec.SavedProgress(now, false);
+  rec.allocations.clear();
+  rec.charge.clear();
+  job.row.placement_json.clear();
+  out.dirty.insert(id);
+
+  bool failed = false;
+  for (const TaskRun& r : job.tasks) {
+    failed = failed || r.exit_code != 0 || r.signal != 0;
+  }
+  switch (job.after) {
+    case AfterStop::kRequeue: {
+      rec.resumed_from = saved;
+      job.row.progress_us = rec.resumed_from;
+      rec.phase = JobPhase::kPending;
+      rec.eligible_since = now;
+      job.row.state = "pending";
+      job.tasks.clear();
+      job.after = AfterStop::kNone;
+      if (scheduler_ != nullptr && !rebuild_) {
+        scheduler_->Enqueue(rec, now);
+      }
+      return;
+    }
+    case AfterStop::kCancel:
+      job.row.state = "cancelled";
+      break;
+    case AfterStop::kFail:
+      job.row.state = "failed";
+      break;
+    case AfterStop::kNone:
+      job.row.state = failed ? "failed" : "succeeded";
+      if (!failed) {
+        job.row.exit_code = 0;
+        job.row.reason.clear();
+        if (policy_.uses_predictor) {
+          predictor_.Observe(FeaturesOf(rec, *tree_), progress);
+        }
+      }
+      break;
+  }
+  rec.phase = JobPhase::kFinished;
+  job.row.end_us = now;
+}
+
+void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out) {
+  node.up = false;
+  node.reason = reason;
+  node.launches.clear();
+  node.stops.clear();
+  rebuild_ = true;
+  const std::string name = node.inventory.spec.name;
+  std::cerr << "tessera server: node " << name << " is down: " << reason << "\n";
+  for (auto& [id, job] : jobs_) {
+    const JobPhase phase = records_[id].phase;
+    if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
+      continue;
+    }
+    bool touched = false;
+    for (const TaskRun& r : job.tasks) {
+      touched = touched || (r.node == name && !r.exited);
+    }
+    if (!touched) {
+      continue;
+    }
+    if (job.after == AfterStop::kNone) {
+      job.after = AfterStop::kRequeue;
+      job.row.reason = "requeued: node " + name + " was lost (" + reason + ")";
+    }
+    for (size_t t = 0; t < job.tasks.size(); ++t) {
+      if (job.tasks[t].node == name && !job.tasks[t].exited) {
+        job.tasks[t].exited = true;
+        job.tasks[t].signal = 9;
+        if (t < job.attached.size() && job.attached[t]) {
+          (void)state_->Release(records_[id].allocations[t]);
+          job.attached[t] = false;
+        }
+      }
+    }
+    // The rest of the gang stops at once: it restarts as a whole.
+    StopJob(job, job.after, 0, now, out);
+  }
+}
+
+Status Controller::RunCycle() {
+  Pending out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Micros now = clock_->NowMicros();
+    for (auto& [name, node] : nodes_) {
+      const bool silent = now - node.last_seen > options_.node_timeout;
+      if (silent && (node.up || node.reason.rfind("waiting", 0) == 0)) {
+        NodeDown(node, "no heartbeat for " + std::to_string(options_.node_timeout / 1'000'000) + " s",
+                 now, out);
+      }
+    }
+    if (rebuild_) {
+      Status s = RebuildScheduler();
+      if (!s.ok()) {
+        return s;
+      }
+    }
+    if (state_->node_count() > 0 && scheduler_->pending() > 0) {
+      CycleResult result = scheduler_->RunCycle(records_, *state_, *quota_, now, rng_);
+      reservation_ = result.reservation;
+      for (StartDecision& d : result.starts) {
+        StartJob(jobs_.at(d.job.value()), d, now, out);
+      }
+      for (const PreemptDecision& d : result.preemptions) {
+        Job& victim = jobs_.at(d.victim.value());
+        ++records_[d.preemptor.value()].victims_in_flight;
+        victim.preemptor = d.preemptor.value();
+        ++victim.row.preemptions;
+        ++records_[d.victim.value()].preemptions;
+        victim.row.reason = "preempted by job " + std::to_string(d.preemptor.value());
+        StopJob(victim, AfterStop::kRequeue, std::max<Micros>(0, d.evict_at - now), now, out);
+      }
+    }
+    Seal(out);
+  }
+  return Publish(std::move(out));
+}
+
+Status Controller::Publish(Pending out) {
+  if (!out.batch.empty()) {
+    Status s = store_->Commit(std::move(out.batch));
+    if (!s.ok()) {
+      store_failed_ = true;
+      return UnavailableError("state store: " + s.message());
+    }
+  }
+  if (options_.on_started) {
+    const Micros now = clock_->NowMicros();
+    for (const auto& [node, launch] : out.launches) {
+      if (launch.key.task == 0) {
+        options_.on_started(launch.key.job, now);
+      }
+    }
+  }
+  if (out.launches.empty() && out.stops.empty()) {
+    return Status::Ok();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [node, launch] : out.launches) {
+    auto n = nodes_.find(node);
+    Job* job = FindJob(launch.key.job);
+    if (n == nodes_.end() || job == nullptr || job->row.attempts != launch.key.attempt ||
+        records_[launch.key.job].phase != JobPhase::kRunning) {
+      continue;
+    }
+    n->second.launches.push_back(std::move(launch));
+  }
+  for (auto& [node, stop] : out.stops) {
+    auto n = nodes_.find(node);
+    if (n == nodes_.end()) {
+      continue;
+    }
+    auto& stops = n->second.stops;
+    if (std::none_of(stops.begin(), stops.end(),
+                     [&](const TaskStop& s) { return s.key == stop.key; })) {
+      stops.push_back(stop);
+    }
+  }
+  return Status::Ok();
+}
+
+// ---- agents ------------------------------------------------------------------
+
+StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
+                                                const std::string& address) {
+  const NodeSpec& spec = request.inventory.spec;
+  TESSERA_RETURN_IF_ERROR(ValidateNodeSpec(spec, *catalog_));
+  if (spec.name.empty()) {
+    return InvalidArgumentError("inventory: node name is empty");
+  }
+  Pending out;
+  RegisterResponse response;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Micros now = clock_->NowMicros();
+    NodeInfo& node = nodes_[spec.name];
+    const bool changed = !node.up || node.agent_id != request.agent_id;
+    if (node.up && node.agent_id != request.agent_id) {
+      std::cerr << "tessera server: node " << spec.name << " re-registered by a new agent\n";
+    }
+    node.inventory = request.inventory;
+    node.agent_id = request.agent_id;
+    node.address = address;
+    node.up = true;
+    node.reason.clear();
+    node.last_seen = now;
+    node.launches.clear();
+    node.stops.clear();
+    if (changed) {
+      rebuild_ = true;
+    }
+    // Reconcile: what the agent runs against what the controller believes.
+    std::set<std::tuple<uint64_t, int, int>> reported;
+    for (const TaskReport& r : request.tasks) {
+      reported.insert({r.key.job, r.key.task, r.key.attempt});
+    }
+    for (auto& [id, job] : jobs_) {
+      const JobPhase phase = records_[id].phase;
+      if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
+        continue;
+      }
+      for (size_t t = 0; t < job.tasks.size(); ++t) {
+        if (job.tasks[t].node != spec.name || job.tasks[t].exited ||
+            reported.count({id, static_cast<int>(t), job.row.attempts}) > 0) {
+          continue;
+        }
+        if (job.after == AfterStop::kNone) {
+          job.after = AfterStop::kRequeue;
+          job.row.reason = "requeued: its task on " + spec.name + " was lost when the agent restarted";
+        }
+        TaskExited(job, static_cast<int>(t), 0, 9, now, out);
+        if (records_[id].phase == JobPhase::kRunning) {
+          StopJob(job, job.after, 0, now, out);
+        }
+      }
+    }
+    HandleReports(node, request.tasks, now, out);
+    out.batch.kv.emplace_back(kNodesKey, NodesKvJson());
+    Seal(out);
+    response.node = spec.name;
+    response.heartbeat_interval_ms = options_.heartbeat_interval / 1000;
+  }
+  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
+  Wake();
+  return response;
+}
+
+void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
+                               Pending& out) {
+  const std::string& name = node.inventory.spec.name;
+  for (const TaskReport& r : reports) {
+    Job* job = FindJob(r.key.job);
+    const bool current = job != nullptr && job->row.attempts == r.key.attempt &&
+                         r.key.task >= 0 && static_cast<size_t>(r.key.task) < job->tasks.size() &&
+                         job->tasks[static_cast<size_t>(r.key.task)].node == name &&
+                         (records_[r.key.job].phase == JobPhase::kRunning ||
+                          records_[r.key.job].phase == JobPhase::kStopping);
+    if (!current) {
+      if (r.state == TaskState::kRunning) {
+        out.stops.emplace_back(name, TaskStop{r.key, 0, 9});  // not ours (any more)
+      }
+      continue;
+    }
+    // The launch reached the agent: stop resending it.
+    std::erase_if(node.launches, [&](const TaskLaunch& l) { return l.key == r.key; });
+    AppendLog(*job, r.key.task, r.log_offset, r.log_chunk);
+    if (r.checkpointed && !job->checkpointed) {
+      job->checkpointed = true;
+      job->checkpoint_progress = records_[r.key.job].Progress(now);
+    }
+    if (r.state == TaskState::kFailedToStart) {
+      job->row.reason = "task " + std::to_string(r.key.task) + " failed to start: " + r.message;
+      job->row.exit_code = 127;
+      if (job->after == AfterStop::kNone) {
+        job->after = AfterStop::kFail;
+      }
+      TaskExited(*job, r.key.task, 127, 0, now, out);
+      if (records_[r.key.job].phase == JobPhase::kRunning) {
+        StopJob(*job, AfterStop::kFail, 0, now, out);
+      }
+    } else if (r.state == TaskState::kExited) {
+      TaskExited(*job, r.key.task, r.exit_code, r.signal, now, out);
+    }
+  }
+}
+
+StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& request) {
+  Pending out;
+  HeartbeatResponse response;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(request.node);
+    if (it == nodes_.end() || !it->second.up || it->second.agent_id != request.agent_id) {
+      response.reregister = true;
+      return response;
+    }
+    NodeInfo& node = it->second;
+    const Micros now = clock_->NowMicros();
+    node.last_seen = now;
+    HandleReports(node, request.tasks, now, out);
+    // Stops stay until the task is gone; launches until the agent reports the task.
+    std::erase_if(node.stops, [&](const TaskStop& s) {
+      Job* job = FindJob(s.key.job);
+      return job == nullptr || job->row.attempts != s.key.attempt ||
+             static_cast<size_t>(s.key.task) >= job->tasks.size() ||
+             job->tasks[static_cast<size_t>(s.key.task)].exited;
+    });
+    response.launch = node.launches;
+    response.stop = node.stops;
+    Seal(out);
+  }
+  // The agent forgets what it reported once it has this answer: make it durable first.
+  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
+  Wake();
+  return response;
+}
+
+std::string Controller::NodesKvJson() const {
+  nlohmann::json all = nlohmann::json::object();
+  for (const auto& [name, node] : nodes_) {
+    if (!node.inventory.spec.name.empty()) {
+      all[name] = ToJson(node.inventory, *catalog_);
+    }
+  }
+  return all.dump();
+}
+
+std::string Controller::PendingReason(const Job& job) const {
+  if (state_ == nullptr || rebuild_) {
+    return "waiting for the next scheduling cycle";
+  }
+  if (state_->node_count() == 0) {
+    return "no node is up";
+  }
+  const JobRecord& rec = records_[job.row.id];
+  // A task no node could hold even when empty: waiting will not help.
+  for (const TaskRequest& t : rec.spec.tasks) {
+    if (t.cpu.value() > capacity_.cpu) {
+      return "never fits: a task asks " + std::to_string(t.cpu.value() / 1000) +
+             " CPUs, the largest node has " + std::to_string(capacity_.cpu / 1000);
+    }
+    if (t.memory.value() > capacity_.memory) {
+      return "never fits: a task asks " + std::to_string(t.memory.value()) +
+             " MiB of memory, the largest node has " + std::to_string(capacity_.memory);
+    }
+    if (t.gpu_count == 0) {
+      continue;
+    }
+    int best = 0;
+    for (const auto& [key, count] : capacity_.gpus) {
+      const GpuModelId model(key.first);
+      const auto mode = static_cast<SharingMode>(key.second);
+      if (!t.models.empty() && !t.models.Contains(model)) {
+        continue;
+      }
+      const bool ok = t.wants_mig() ? mode == SharingMode::kMig &&
+                                          catalog_->Get(model).FindMigProfile(t.mig_profile).has_value()
+                      : t.fractional() ? mode == SharingMode::kShared
+                                       : mode != SharingMode::kMig;
+      if (ok) {
+        best = std::max(best, count);
+      }
+    }
+    if (best < t.gpu_count) {
+      std::string what = t.wants_mig()    ? "a GPU in MIG mode with profile " + t.mig_profile
+                         : t.fractional() ? std::string("a GPU in shared mode")
+                                          : std::to_string(t.gpu_count) + " GPUs on one node";
+      if (!t.models.empty()) {
+        what += " of the models asked for";
+      }
+      return "never fits: no node that is up has " + what;
+    }
+  }
+  if (reservation_ && reservation_->job == rec.id) {
+    return "next to start: resources are reserved for it (expected " +
+           FormatRfc3339(reservation_->start) + ")";
+  }
+  const ResourceVector charge = scheduler_->ChargeOf(rec, nullptr, *state_);
+  if (!charge.empty() && quota_->Check(rec.queue, charge) == QuotaFit::kNo) {
+    return "waiting for quota: queue " + job.row.queue +
+           " and its cohort have no unused quota for it now";
+  }
+  return "waiting for resources (" + std::to_string(rec.spec.TotalGpus()) +
+         " GPUs); jobs ahead of it or running hold them";
+}
+
+// ---- views -------------------------------------------------------------------
+
+nlohmann::json Controller::JobJson(const Job& job) const {
+  const JobRow& row = job.row;
+  const JobRecord& rec = records_[row.id];
+  nlohmann::json tasks = nlohmann::json::array();
+  for (size_t t = 0; t < job.submission.spec.tasks.size(); ++t) {
+    nlohmann::json task = {{"index", t}, {"node", nullptr}, {"gpus", nlohmann::json::array()},
+                           {"state", "pending"}, {"exit_code", nullptr}};
+    if (t < job.tasks.size()) {
+      const TaskRun& run = job.tasks[t];
+      task["node"] = run.node;
+      task["state"] = run.exited ? "exited" : "running";
+      if (run.exited) {
+        task["exit_code"] = run.exit_code;
+      }
+      auto node = nodes_.find(run.node);
+      if (t < rec.allocations.size() && node != nodes_.end()) {
+        const NodeInventory& inv = node->second.inventory;
+        for (const GpuGrant& g : rec.allocations[t].gpus) {
+          const size_t gi = static_cast<size_t>(g.gpu);
+          nlohmann::json gpu = {{"index", g.gpu}, {"milli", g.milli.value()}, {"mig_profile", nullptr}};
+          if (gi < inv.spec.gpus.size()) {
+            const GpuModel& model = catalog_->Get(inv.spec.gpus[gi].model);
+            gpu["model"] = model.name;
+            if (g.is_mig()) {
+              gpu["mig_profile"] = model.mig_profiles[static_cast<size_t>(g.mig_profile)].name;
+            }
+          }
+          if (gi < inv.gpu_uuids.size()) {
+            gpu["uuid"] = inv.gpu_uuids[gi];
+          }
+          task["gpus"].push_back(std::move(gpu));
+        }
+      }
+    }
+    tasks.push_back(std::move(task));
+  }
+  nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
+  const bool ended = Terminal(row.state);
+  std::string reason = row.reason;
+  if (row.state == "pending") {
+    // Why it was requeued, if it was, then why it waits now.
+    const bool requeued = reason.rfind("requeued", 0) == 0 || reason.rfind("preempted", 0) == 0;
+    reason = requeued ? reason + "; " + PendingReason(job) : PendingReason(job);
+  }
+  return {{"id", row.id},
+          {"name", row.name},
+          {"tenant", row.tenant},
+          {"queue", row.queue},
+          {"state", row.state},
+          {"priority", job.submission.spec.priority},
+          {"submit_time", TimeOrNull(row.submit_us)},
+          {"start_time", TimeOrNull(row.start_us)},
+          {"end_time", TimeOrNull(row.end_us)},
+          {"attempts", row.attempts},
+          {"preemptions", row.preemptions},
+          {"exit_code", ended && row.state != "cancelled" ? nlohmann::json(row.exit_code)
+                                                          : nlohmann::json(nullptr)},
+          {"reason", reason},
+          {"gpus", job.submission.spec.TotalGpus()},
+          {"gpu_milli", rec.gpu_milli},
+          {"replicas", job.submission.spec.tasks.size()},
+          {"checkpoint_dir", CheckpointDir(job)},
+          {"tasks", std::move(tasks)},
+          {"spec", spec.is_discarded() ? nlohmann::json(nullptr) : spec}};
+}
+
+nlohmann::json Controller::Nodes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  struct Holder {
+    uint64_t job;
+    std::string tenant;
+    int64_t milli;
+    int mig_profile;
+  };
+  std::map<std::pair<std::string, int>, std::vector<Holder>> holders;
+  std::map<std::string, std::pair<int64_t, int64_t>> used;  // cpu, memory
+  for (const auto& [id, job] : jobs_) {
+    const JobRecord& rec = records_[id];
+    if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
+      continue;
+    }
+    for (size_t t = 0; t < rec.allocations.size() && t < job.tasks.size(); ++t) {
+      if (job.tasks[t].exited) {
+        continue;
+      }
+      const Allocation& a = rec.allocations[t];
+      auto& u = used[job.tasks[t].node];
+      u.first += a.cpu.value();
+      u.second += a.memory.value();
+      for (const GpuGrant& g : a.gpus) {
+        holders[{job.tasks[t].node, g.gpu}].push_back(
+            Holder{id, job.row.tenant, g.milli.value(), g.mig_profile});
+      }
+    }
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, node] : nodes_) {
+    const NodeSpec& spec = node.inventory.spec;
+    nlohmann::json gpus = nlohmann::json::array();
+    for (size_t g = 0; g < spec.gpus.size(); ++g) {
+      const GpuModel& model = catalog_->Get(spec.gpus[g].model);
+      int64_t milli = 0;
+      nlohmann::json hs = nlohmann::json::array();
+      auto h = holders.find({name, static_cast<int>(g)});
+      if (h != holders.end()) {
+        for (const Holder& x : h->second) {
+          milli += x.milli;
+          hs.push_back({{"job", x.job},
+                        {"tenant", x.tenant},
+                        {"milli", x.milli},
+                        {"mig_profile", x.mig_profile >= 0
+                                            ? nlohmann::json(model.mig_profiles[static_cast<size_t>(
+                                                  x.mig_profile)].name)
+                                            : nlohmann::json(nullptr)}});
+        }
+      }
+      gpus.push_back({{"index", g},
+                      {"uuid", g < node.inventory.gpu_uuids.size() ? node.inventory.gpu_uuids[g] : ""},
+                      {"model", model.name},
+                      {"mode", SharingModeName(spec.gpus[g].mode)},
+                      {"used_milli", milli},
+                      {"holders", std::move(hs)}});
+    }
+    auto u = used.find(name);
+    out.push_back({{"name", name},
+                   {"state", node.up ? "up" : "down"},
+                   {"reason", node.reason},
+                   {"address", node.address},
+                   {"last_heartbeat", TimeOrNull(node.last_seen)},
+                   {"cpu_milli", spec.cpu.value()},
+                   {"cpu_used_milli", u != used.end() ? u->second.first : 0},
+                   {"memory_mib", spec.memory.value()},
+                   {"memory_used_mib", u != used.end() ? u->second.second : 0},
+                   {"gpus", std::move(gpus)}});
+  }
+  return {{"nodes", std::move(out)}};
+}
+
+nlohmann::json Controller::Queues() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, std::pair<int64_t, int64_t>> counts;  // pending, running
+  for (const auto& [id, job] : jobs_) {
+    if (!job.durable) {
+      continue;
+    }
+    const JobPhase phase = records_[id].phase;
+    if (phase == JobPhase::kPending) {
+      ++counts[job.row.queue].first;
+    } else if (phase != JobPhase::kFinished) {
+      ++counts[job.row.queue].second;
+    }
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < tree_->size(); ++i) {
+    const QueueId q(i);
+    const QueueNodeSpec& spec = tree_->spec(q);
+    nlohmann::json resources = nlohmann::json::array();
+    for (size_t r = 0; r < tree_->resources().size(); ++r) {
+      const Quota& quota = tree_->quota(q, r);
+      auto opt = [](const std::optional<int64_t>& v) {
+        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+      };
+      resources.push_back({{"resource", ResourceNameString(tree_->resources()[r], *catalog_)},
+                           {"nominal", quota.nominal},
+                           {"borrowing_limit", opt(quota.borrowing_limit)},
+                           {"lending_limit", opt(quota.lending_limit)},
+                           {"used", quota_ != nullptr && !rebuild_ ? quota_->Usage(q, r) : 0}});
+    }
+    const QueueId parent = tree_->parent(q);
+    auto c = counts.find(spec.name);
+    out.push_back({{"name", spec.name},
+                   {"kind", tree_->is_queue(q) ? "queue" : "cohort"},
+                   {"parent", parent.valid() ? nlohmann::json(tree_->spec(parent).name)
+                                             : nlohmann::json(nullptr)},
+                   {"tenant", tree_->is_queue(q) ? nlohmann::json(tree_->tenant(q))
+                                                 : nlohmann::json(nullptr)},
+                   {"weight", spec.weight},
+                   {"pending", c != counts.end() ? c->second.first : 0},
+                   {"running", c != counts.end() ? c->second.second : 0},
+                   {"resources", std::move(resources)}});
+  }
+  return {{"queues", std::move(out)}};
+}
+
+std::vector<std::string> Controller::Tenants() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (QueueId q : tree_->queues()) {
+    const std::string& t = tree_->tenant(q);
+    if (std::find(out.begin(), out.end(), t) == out.end()) {
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+Status Controller::SetQueues(const std::string& yaml) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_ptr<QueueTree> old = std::move(tree_);
+  const std::string old_yaml = queues_yaml_;
+  Status s = ApplyQueueYaml(yaml);
+  if (s.ok()) {
+    for (const auto& [id, job] : jobs_) {
+      if (job.durable && records_[id].phase != JobPhase::kFinished &&
+          !tree_->FindQueue(job.row.queue).ok()) {
+        s = FailedPreconditionError("queue '" + job.row.queue + "' has unfinished jobs (job " +
+                                    std::to_string(id) + ")");
+        break;
+      }
+    }
+  }
+  if (s.ok()) {
+    WriteBatch b;
+    b.kv.emplace_back(kQueuesKey, yaml);
+    s = store_->Commit(std::move(b));
+  }
+  if (!s.ok()) {
+    tree_ = std::move(old);
+    queues_yaml_ = old_yaml;
+    rebuild_ = true;
+    return s;
+  }
+  // Everything that pointed into the old tree is rebuilt against the new one.
+  scheduler_.reset();
+  quota_.reset();
+  rebuild_ = true;
+  return Status::Ok();
+}
+
+StatusOr<nlohmann::json> Controller::Usage(Micros since, Micros until, const std::string& by,
+                                           const std::string& tenant) {
+  if (by != "tenant" && by != "queue" && by != "job") {
+    return InvalidArgumentError("by must be tenant, queue or job, got '" + by + "'");
+  }
+  if (until <= since) {
+    return InvalidArgumentError("until must be after since");
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> rows, store_->LoadUsage(since, until));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Micros now = clock_->NowMicros();
+    for (const auto& [id, job] : jobs_) {
+      const JobRecord& rec = records_[id];
+      if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
+          rec.run_start < until && now > since) {
+        rows.push_back(UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
+      }
+    }
+  }
+  std::map<std::string, std::pair<double, std::set<uint64_t>>> groups;
+  for (const UsageRow& r : rows) {
+    const Micros begin = std::max(r.start_us, since);
+    const Micros end = std::min(r.end_us, until);
+    if (end <= begin || (!tenant.empty() && r.tenant != tenant)) {
+      continue;
+    }
+    const std::string key = by == "tenant" ? r.tenant : by == "queue" ? r.queue : std::to_string(r.job);
+    auto& g = groups[key];
+    g.first += static_cast<double>(r.gpu_milli) / 1000.0 * static_cast<double>(end - begin) / 3.6e9;
+    g.second.insert(r.job);
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [key, g] : groups) {
+    out.push_back({{"key", key}, {"gpu_hours", g.first}, {"jobs", g.second.size()}});
+  }
+  return nlohmann::json{{"since", FormatRfc3339(since)},
+                        {"until", FormatRfc3339(until)},
+                        {"by", by},
+                        {"rows", std::move(out)}};
+}
+
+}  // namespace tessera

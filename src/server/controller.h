@@ -1,0 +1,259 @@
+// Controller: the real-time driver of the scheduling core. It owns the jobs, the
+// nodes reported by agents, the ClusterState and QuotaLedger, and persists every
+// change through a Store.
+//
+// Life of a job: Submit validates it, makes it durable (the Store's group commit)
+// and only then acknowledges it and hands it to the JobScheduler. A cycle starts
+// jobs: their rows (state "running", placement) are made durable before the
+// launches are handed to the agents in their next heartbeat. A job ends when every
+// task of its attempt has exited: succeeded (all 0), failed, cancelled, or, when it
+// was preempted or lost a node, requeued with the same checkpoint directory. A
+// gang is one unit: one failed or lost task stops the others.
+//
+// Recovery: Open() reloads jobs and queue config from the Store. Jobs that were
+// running keep their placement and wait for their nodes' agents to re-register;
+// an agent that re-registers without one of their tasks, or a node that stays
+// silent past the heartbeat timeout, makes the job requeue. An agent reporting a
+// task the controller does not know as running is told to stop it. Every report
+// an agent receives an answer to has been made durable first.
+//
+// Nodes come and go (agents register, go silent, come back): the ClusterState
+// holds the nodes that are up, and is rebuilt (with the scheduler) when that set
+// changes; running jobs are carried over by node name.
+//
+// Thread safety: every public method may be called from any thread; one mutex
+// guards the state, released while waiting for the Store. RunCycle is called by
+// the scheduling loop (Start) or directly by tests.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/agent_protocol.h"
+#include "api/job_codec.h"
+#include "base/clock.h"
+#include "base/rng.h"
+#include "base/status.h"
+#include "model/gpu_catalog.h"
+#include "model/queue_tree.h"
+#include "plugins/job_policies.h"
+#include "plugins/runtime_predictor.h"
+#include "sched/job_record.h"
+#include "sched/job_scheduler.h"
+#include "server/auth.h"
+#include "state/cluster_state.h"
+#include "state/quota_ledger.h"
+#include "store/store.h"
+
+namespace tessera {
+
+struct ControllerOptions {
+  std::string data_dir;                 // logs/ and checkpoints/ live here
+  std::string checkpoint_root;          // "": <data_dir>/checkpoints
+  std::string policy = "tessera";       // plugins/job_policies.h preset or combination
+  // plugins/registry.h placement profile ("tessera" and "fgd" need a workload model
+  // the live controller does not have yet).
+  std::string placement = "bestfit";
+  Micros cycle_interval = 50'000;       // the scheduling loop's period
+  Micros heartbeat_interval = 500'000;  // told to agents
+  Micros node_timeout = 10'000'000;     // a node silent this long is down
+  Micros stop_grace = 30'000'000;       // grace for cancelled / failed gangs
+  // Overrides the policy's bound: a job runs this long before reclaim or LAS may
+  // preempt it (priority preemption is immediate). Live jobs restart from scratch
+  // unless they checkpoint, so the simulator's "never" (0) would thrash.
+  Micros min_run_before_reclaim = 60'000'000;
+  uint64_t seed = 1;
+  // Called (outside the lock) for each job whose start has just been made durable;
+  // for benchmarks and tests.
+  std::function<void(uint64_t job, Micros now)> on_started;
+};
+
+// Filters of ListJobs; empty means any.
+struct JobFilter {
+  std::vector<std::string> states;
+  std::string queue;
+  std::string tenant;
+  size_t limit = 1000;
+};
+
+struct LogChunk {
+  std::string data;
+  int64_t next_offset = 0;
+  std::string job_state;
+};
+
+// Usage of GPUs over a window, grouped by tenant, queue or job.
+struct UsageRowView {
+  std::string key;
+  double gpu_hours = 0;
+  int64_t jobs = 0;
+};
+
+class Controller {
+ public:
+  // Reloads state from `store` (which must outlive the controller). `queues_yaml`
+  // is the queue configuration used when the store holds none.
+  static StatusOr<std::unique_ptr<Controller>> Open(ControllerOptions options, Store* store,
+                                                    const GpuCatalog& catalog, const Clock& clock,
+                                                    const std::string& queues_yaml);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // The scheduling loop (a thread running RunCycle every cycle_interval or when
+  // woken). Stop joins it; idempotent.
+  void Start();
+  void Stop();
+
+  // ---- users (HTTP handlers) ----
+  // `idempotency_key` non-empty: a second submission with the same key by the same
+  // tenant returns the first job and sets *created to false.
+  StatusOr<nlohmann::json> Submit(const Principal& who, JobSubmission job,
+                                  const std::string& idempotency_key, bool* created);
+  StatusOr<nlohmann::json> GetJob(const Principal& who, uint64_t id);
+  nlohmann::json ListJobs(const Principal& who, const JobFilter& filter);
+  StatusOr<nlohmann::json> Cancel(const Principal& who, uint64_t id);
+  StatusOr<LogChunk> ReadLog(const Principal& who, uint64_t id, int task, int64_t offset,
+                             int64_t max_bytes);
+  nlohmann::json Nodes();
+  nlohmann::json Queues();
+  // `tenant` non-empty: only that tenant's usage.
+  StatusOr<nlohmann::json> Usage(Micros since, Micros until, const std::string& by,
+                                 const std::string& tenant = "");
+  // Admin: replaces the queue configuration (validated, durable, then applied).
+  Status SetQueues(const std::string& yaml);
+  // The tenants named by the queue configuration.
+  std::vector<std::string> Tenants();
+
+  // ---- agents ----
+  StatusOr<RegisterResponse> Register(const RegisterRequest& request, const std::string& address);
+  StatusOr<HeartbeatResponse> Heartbeat(const HeartbeatRequest& request);
+
+  // One scheduling cycle now: node timeouts, the core cycle, durable decisions.
+  Status RunCycle();
+
+  bool healthy() const { return !store_failed_.load(); }
+  const GpuCatalog& catalog() const { return *catalog_; }
+
+ private:
+  enum class AfterStop : uint8_t { kNone, kRequeue, kCancel, kFail };
+  struct TaskRun {
+    std::string node;  // node name
+    bool exited = false;
+    int exit_code = 0;
+    int signal = 0;
+    int64_t log_received = 0;  // bytes of this attempt's output written to the log
+  };
+  struct Job {
+    JobRow row;
+    JobSubmission submission;
+    bool durable = false;        // acknowledged; invisible until then
+    std::vector<TaskRun> tasks;  // of the current attempt
+    // Per task: its allocation is held in state_ (false while its node is not up).
+    std::vector<bool> attached;
+    bool adopted = false;        // the scheduler counts it as running
+    AfterStop after = AfterStop::kNone;
+    bool checkpointed = false;   // reported a checkpoint since its preemption signal
+    Micros checkpoint_progress = 0;
+    uint64_t preemptor = 0;      // while stopping for another job
+  };
+  struct NodeInfo {
+    NodeInventory inventory;
+    std::string agent_id;
+    std::string address;
+    bool up = false;
+    std::string reason;
+    Micros last_seen = 0;
+    std::vector<TaskLaunch> launches;  // durable, not yet handed out
+    std::vector<TaskStop> stops;
+  };
+  // What a locked step decided, to make durable and then hand out.
+  struct Pending {
+    std::set<uint64_t> dirty;  // jobs whose rows changed
+    WriteBatch batch;
+    std::vector<std::pair<std::string, TaskLaunch>> launches;  // node, launch
+    std::vector<std::pair<std::string, TaskStop>> stops;
+  };
+
+  Controller(ControllerOptions options, Store* store, const GpuCatalog& catalog,
+             const Clock& clock);
+  Status Load(const std::string& queues_yaml);
+  Status ApplyQueueYaml(const std::string& yaml);
+  Status RebuildScheduler();
+  void Loop();
+  void Wake();
+
+  // All of these run with mu_ held.
+  Job* FindJob(uint64_t id);
+  bool Visible(const Principal& who, const Job& job) const;
+  nlohmann::json JobJson(const Job& job) const;
+  void Seal(Pending& out);  // the dirty jobs' rows into the batch
+  void StartJob(Job& job, StartDecision& d, Micros now, Pending& out);
+  void StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pending& out);
+  void TaskExited(Job& job, int task, int exit_code, int signal, Micros now, Pending& out);
+  void Finalize(Job& job, Micros now, Pending& out);
+  void NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out);
+  void HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
+                     Pending& out);
+  std::string NodesKvJson() const;
+  // Why a pending job waits, in words a user can act on.
+  std::string PendingReason(const Job& job) const;
+  TaskLaunch MakeLaunch(const Job& job, int task) const;
+  std::string CheckpointDir(const Job& job) const;
+  std::string LogPath(uint64_t job, int task) const;
+  void AppendLog(Job& job, int task, int64_t offset, const std::string& chunk);
+
+  // Makes `out` durable (without mu_), then hands out its launches and stops.
+  Status Publish(Pending out);
+
+  ControllerOptions options_;
+  Store* store_;
+  const GpuCatalog* catalog_;
+  const Clock* clock_;
+
+  mutable std::mutex mu_;
+  SchedulerPolicy policy_;
+  std::string queues_yaml_;
+  std::unique_ptr<QueueTree> tree_;
+  std::unique_ptr<ClusterState> state_;
+  std::unique_ptr<QuotaLedger> quota_;
+  std::unique_ptr<JobScheduler> scheduler_;
+  bool rebuild_ = true;
+  // The largest node's capacity, per GPU model and mode (for "never fits" reasons).
+  struct Capacity {
+    int64_t cpu = 0, memory = 0;
+    std::map<std::pair<uint32_t, int>, int> gpus;  // (model, mode) -> most on one node
+  };
+  Capacity capacity_;
+  std::optional<Reservation> reservation_;  // the last cycle's
+  Pcg32 rng_;
+  RuntimePredictor predictor_;
+  std::vector<JobRecord> records_;               // by id (0 unused)
+  std::unordered_map<uint64_t, Job> jobs_;
+  std::unordered_map<std::string, uint64_t> idempotency_;  // tenant + '\x1f' + key
+  std::map<std::string, NodeInfo> nodes_;       // by name
+  uint64_t next_id_ = 1;
+  std::atomic<bool> store_failed_{false};
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool wake_ = false;
+  bool stopping_ = false;
+  std::thread loop_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,500 @@
+#include "server/server.h"
+
+#include <sys/stat.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <httplib.h>
+
+#include "api/http_errors.h"
+#include "base/strings.h"
+#include "base/time_format.h"
+#include "server/auth.h"
+#include "server/rate_limiter.h"
+#include "store/sqlite_store.h"
+
+namespace tessera {
+namespace {
+
+constexpr int64_t kMaxLogRead = 1 << 20;
+
+void SendJson(httplib::Response& res, const nlohmann::json& j, int status = 200) {
+  res.status = status;
+  // Logs and user strings may hold invalid UTF-8: replace rather than throw.
+  res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
+}
+
+void SendError(httplib::Response& res, const Status& s) {
+  res.status = HttpStatusOf(s.code());
+  res.set_content(ErrorBody(s), "application/json");
+}
+
+StatusOr<uint64_t> ParseId(const std::string& text) {
+  uint64_t id = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || p != text.data() + text.size() || id == 0) {
+    return NotFoundError("no job '" + text + "'");
+  }
+  return id;
+}
+
+StatusOr<int64_t> ParseIntParam(const httplib::Request& req, const char* name, int64_t def) {
+  if (!req.has_param(name)) {
+    return def;
+  }
+  const std::string v = req.get_param_value(name);
+  int64_t out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size() || out < 0) {
+    return InvalidArgumentError(std::string(name) + ": expected a non-negative integer, got '" + v +
+                                "'");
+  }
+  return out;
+}
+
+bool IsYaml(const httplib::Request& req) {
+  const std::string type = req.get_header_value("Content-Type");
+  return type.find("yaml") != std::string::npos;
+}
+
+StatusOr<nlohmann::json> ParseBody(const httplib::Request& req) {
+  nlohmann::json j = nlohmann::json::parse(req.body, nullptr, false);
+  if (j.is_discarded()) {
+    return InvalidArgumentError("request body is not valid JSON");
+  }
+  return j;
+}
+
+Status WriteSecret(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) {
+    return UnavailableError("cannot write " + path);
+  }
+  out << text << "\n";
+  out.close();
+  ::chmod(path.c_str(), 0600);
+  return Status::Ok();
+}
+
+std::string ReadFirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace
+
+std::string DefaultQueuesYaml() {
+  return R"(# Embedded default: two teams with guaranteed GPUs in one cohort; each may
+# borrow what the other leaves idle. "default" serves the admin and quick tests.
+cohorts:
+  - name: cluster
+queues:
+  - name: team-a
+    cohort: cluster
+    quota:
+      gpu: 8
+  - name: team-b
+    cohort: cluster
+    quota:
+      gpu: 8
+  - name: default
+    cohort: cluster
+    quota:
+      gpu: 2
+)";
+}
+
+Server::Server(ServerOptions options, const GpuCatalog& catalog)
+    : options_(std::move(options)), catalog_(&catalog) {}
+
+Server::~Server() { Stop(); }
+
+StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options, const GpuCatalog& catalog) {
+  if (options.data_dir.empty()) {
+    return InvalidArgumentError("a data directory is required");
+  }
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return InvalidArgumentError("TLS needs both a certificate and a key");
+  }
+  std::unique_ptr<Server> s(new Server(std::move(options), catalog));
+  TESSERA_RETURN_IF_ERROR(s->Init());
+  return s;
+}
+
+Status Server::Init() {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.data_dir, ec);
+  if (ec) {
+    return UnavailableError("cannot create data directory " + options_.data_dir + ": " +
+                            ec.message());
+  }
+  SqliteStoreOptions store_options;
+  store_options.fsync = options_.fsync;
+  TESSERA_ASSIGN_OR_RETURN(store_, OpenSqliteStore(options_.data_dir + "/state.db", store_options));
+
+  tokens_ = std::make_unique<TokenRegistry>();
+  TESSERA_ASSIGN_OR_RETURN(std::vector<TokenRow> rows, store_->LoadTokens());
+  bool have_admin = false, have_join = false;
+  for (const TokenRow& row : rows) {
+    StatusOr<Role> role = ParseRole(row.role);
+    if (!role.ok()) {
+      return InternalError("stored token '" + row.name + "': " + role.status().message());
+    }
+    tokens_->Add(row.hash, Principal{role.value(), row.tenant, row.name});
+    have_admin = have_admin || role.value() == Role::kAdmin;
+    have_join = have_join || role.value() == Role::kAgent;
+  }
+  WriteBatch batch;
+  const Micros now = clock_.NowMicros();
+  auto make = [&](Role role, const char* prefix, const char* file) -> Status {
+    const std::string token = GenerateToken(prefix);
+    TESSERA_RETURN_IF_ERROR(WriteSecret(options_.data_dir + "/" + file, token));
+    TokenRow row{HashToken(token), std::string(RoleName(role)), "", file, now};
+    tokens_->Add(row.hash, Principal{role, "", file});
+    batch.tokens.push_back(std::move(row));
+    return Status::Ok();
+  };
+  if (!have_admin) {
+    TESSERA_RETURN_IF_ERROR(make(Role::kAdmin, "tsr_admin", "admin.token"));
+  }
+  if (!have_join) {
+    TESSERA_RETURN_IF_ERROR(make(Role::kAgent, "tsr_join", "join.token"));
+  }
+  if (!batch.empty()) {
+    TESSERA_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
+  }
+  admin_token_ = ReadFirstLine(options_.data_dir + "/admin.token");
+  join_token_ = ReadFirstLine(options_.data_dir + "/join.token");
+
+  limiter_ = std::make_unique<RateLimiter>(clock_, options_.rate_per_second, options_.rate_burst);
+  ControllerOptions copts = options_.controller;
+  copts.data_dir = options_.data_dir;
+  const std::string queues = options_.queues_yaml.empty() ? DefaultQueuesYaml() : options_.queues_yaml;
+  TESSERA_ASSIGN_OR_RETURN(controller_,
+                           Controller::Open(std::move(copts), store_.get(), *catalog_, clock_, queues));
+
+  if (!options_.tls_cert.empty()) {
+    auto ssl = std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
+    if (!ssl->is_valid()) {
+      return InvalidArgumentError("cannot load the TLS certificate " + options_.tls_cert + " and key " +
+                                  options_.tls_key);
+    }
+    http_ = std::move(ssl);
+  } else {
+    http_ = std::make_unique<httplib::Server>();
+  }
+  const int threads = options_.threads;
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  Routes();
+  return Status::Ok();
+}
+
+StatusOr<std::string> Server::CreateTenantToken(const std::string& tenant, const std::string& name) {
+  const std::vector<std::string> tenants = controller_->Tenants();
+  if (std::find(tenants.begin(), tenants.end(), tenant) == tenants.end()) {
+    return InvalidArgumentError("no tenant '" + tenant + "' in the queue configuration");
+  }
+  const std::string token = GenerateToken("tsr_" + tenant);
+  TokenRow row{HashToken(token), std::string(RoleName(Role::kTenant)), tenant, name,
+               clock_.NowMicros()};
+  WriteBatch batch;
+  batch.tokens.push_back(row);
+  TESSERA_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
+  tokens_->Add(row.hash, Principal{Role::kTenant, tenant, name});
+  return token;
+}
+
+void Server::Routes() {
+  httplib::Server& s = *http_;
+  using Req = httplib::Request;
+  using Res = httplib::Response;
+  using Handler = std::function<void(const Principal&, const Req&, Res&)>;
+  // Authenticates, rate-limits, then runs `f`.
+  auto authed = [this](Handler f) {
+    return [this, f = std::move(f)](const Req& req, Res& res) {
+      const std::string header = req.get_header_value("Authorization");
+      StatusOr<Principal> who = tokens_->Authenticate(header);
+      if (!who.ok()) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        SendError(res, who.status());
+        return;
+      }
+      if (who->role != Role::kAgent && !limiter_->Allow(HashToken(header))) {
+        res.set_header("Retry-After", "1");
+        SendError(res, ResourceExhaustedError("rate limit exceeded; slow down"));
+        return;
+      }
+      f(who.value(), req, res);
+    };
+  };
+  auto admin_only = [](const Principal& who) -> Status {
+    return who.role == Role::kAdmin ? Status::Ok()
+                                    : PermissionDeniedError("only an admin may do this");
+  };
+
+  s.Get("/healthz", [this](const Req&, Res& res) {
+    if (controller_->healthy()) {
+      SendJson(res, {{"status", "ok"}});
+    } else {
+      SendJson(res, {{"status", "failing"}, {"reason", "the state store failed"}}, 503);
+    }
+  });
+
+  s.Post("/v1/jobs", authed([this](const Principal& who, const Req& req, Res& res) {
+    StatusOr<JobSubmission> job = IsYaml(req) ? ParseJobYaml(req.body, *catalog_)
+                                              : ParseJobJson(req.body, *catalog_);
+    if (!job.ok()) {
+      SendError(res, job.status());
+      return;
+    }
+    bool created = false;
+    StatusOr<nlohmann::json> out = controller_->Submit(
+        who, std::move(job).value(), req.get_header_value("Idempotency-Key"), &created);
+    if (!out.ok()) {
+      SendError(res, out.status());
+      return;
+    }
+    SendJson(res, out.value(), created ? 201 : 200);
+  }));
+
+  s.Get("/v1/jobs", authed([this](const Principal& who, const Req& req, Res& res) {
+    JobFilter filter;
+    const std::string states = req.get_param_value("state");
+    for (std::string_view st : Split(states, ',')) {
+      if (!st.empty()) {
+        filter.states.emplace_back(st);
+      }
+    }
+    filter.queue = req.get_param_value("queue");
+    filter.tenant = req.get_param_value("tenant");
+    StatusOr<int64_t> limit = ParseIntParam(req, "limit", 1000);
+    if (!limit.ok()) {
+      SendError(res, limit.status());
+      return;
+    }
+    filter.limit = static_cast<size_t>(limit.value());
+    SendJson(res, controller_->ListJobs(who, filter));
+  }));
+
+  s.Get(R"(/v1/jobs/([^/]+))", authed([this](const Principal& who, const Req& req, Res& res) {
+    StatusOr<uint64_t> id = ParseId(req.matches[1]);
+    StatusOr<nlohmann::json> out = id.ok() ? controller_->GetJob(who, id.value())
+                                           : StatusOr<nlohmann::json>(id.status());
+    if (!out.ok()) {
+      SendError(res, out.status());
+      return;
+    }
+    SendJson(res, out.value());
+  }));
+
+  s.Post(R"(/v1/jobs/([^/]+)/cancel)", authed([this](const Principal& who, const Req& req, Res& res) {
+    StatusOr<uint64_t> id = ParseId(req.matches[1]);
+    StatusOr<nlohmann::json> out = id.ok() ? controller_->Cancel(who, id.value())
+                                           : StatusOr<nlohmann::json>(id.status());
+    if (!out.ok()) {
+      SendError(res, out.status());
+      return;
+    }
+    SendJson(res, out.value());
+  }));
+
+  s.Get(R"(/v1/jobs/([^/]+)/logs)", authed([this](const Principal& who, const Req& req, Res& res) {
+    StatusOr<uint64_t> id = ParseId(req.matches[1]);
+    if (!id.ok()) {
+      SendError(res, id.status());
+      return;
+    }
+    StatusOr<int64_t> task = ParseIntParam(req, "task", 0);
+    StatusOr<int64_t> offset = ParseIntParam(req, "offset", 0);
+    if (!task.ok() || !offset.ok()) {
+      SendError(res, !task.ok() ? task.status() : offset.status());
+      return;
+    }
+    StatusOr<LogChunk> chunk = controller_->ReadLog(who, id.value(), static_cast<int>(task.value()),
+                                                    offset.value(), kMaxLogRead);
+    if (!chunk.ok()) {
+      SendError(res, chunk.status());
+      return;
+    }
+    res.set_header("X-Log-Offset", std::to_string(chunk->next_offset));
+    res.set_header("X-Job-State", chunk->job_state);
+    res.set_content(chunk->data, "text/plain");
+  }));
+
+  s.Get("/v1/nodes", authed([this](const Principal&, const Req&, Res& res) {
+    SendJson(res, controller_->Nodes());
+  }));
+
+  s.Get("/v1/queues", authed([this](const Principal&, const Req&, Res& res) {
+    SendJson(res, controller_->Queues());
+  }));
+
+  s.Put("/v1/queues", authed([this, admin_only](const Principal& who, const Req& req, Res& res) {
+    Status st = admin_only(who);
+    if (st.ok()) {
+      st = controller_->SetQueues(req.body);
+    }
+    if (!st.ok()) {
+      SendError(res, st);
+      return;
+    }
+    SendJson(res, controller_->Queues());
+  }));
+
+  s.Get("/v1/usage", authed([this](const Principal& who, const Req& req, Res& res) {
+    const Micros now = clock_.NowMicros();
+    Micros since = now - 24LL * 3600 * 1'000'000;
+    Micros until = now;
+    for (auto [name, target] : {std::pair{"since", &since}, std::pair{"until", &until}}) {
+      if (req.has_param(name)) {
+        StatusOr<Micros> t = ParseRfc3339(req.get_param_value(name));
+        if (!t.ok()) {
+          SendError(res, InvalidArgumentError(std::string(name) + ": " + t.status().message()));
+          return;
+        }
+        *target = t.value();
+      }
+    }
+    const std::string by = req.has_param("by") ? req.get_param_value("by") : "tenant";
+    // A tenant sees its own usage only.
+    StatusOr<nlohmann::json> out =
+        controller_->Usage(since, until, by, who.role == Role::kTenant ? who.tenant : "");
+    if (!out.ok()) {
+      SendError(res, out.status());
+      return;
+    }
+    SendJson(res, out.value());
+  }));
+
+  s.Get("/v1/tenants", authed([this, admin_only](const Principal& who, const Req&, Res& res) {
+    Status st = admin_only(who);
+    if (!st.ok()) {
+      SendError(res, st);
+      return;
+    }
+    SendJson(res, {{"tenants", controller_->Tenants()}});
+  }));
+
+  s.Post("/v1/tenants", authed([this, admin_only](const Principal& who, const Req& req, Res& res) {
+    Status st = admin_only(who);
+    StatusOr<nlohmann::json> body = ParseBody(req);
+    if (st.ok() && !body.ok()) {
+      st = body.status();
+    }
+    if (st.ok() && (!body->contains("name") || !(*body)["name"].is_string())) {
+      st = InvalidArgumentError("name: a tenant name is required");
+    }
+    if (!st.ok()) {
+      SendError(res, st);
+      return;
+    }
+    const std::string tenant = (*body)["name"].get<std::string>();
+    StatusOr<std::string> token = CreateTenantToken(tenant, tenant);
+    if (!token.ok()) {
+      SendError(res, token.status());
+      return;
+    }
+    SendJson(res, {{"tenant", tenant}, {"token", token.value()}}, 201);
+  }));
+
+  s.Post("/v1/agents/register", authed([this](const Principal& who, const Req& req, Res& res) {
+    if (who.role != Role::kAgent) {
+      SendError(res, PermissionDeniedError("only agents register"));
+      return;
+    }
+    StatusOr<nlohmann::json> body = ParseBody(req);
+    StatusOr<RegisterRequest> r = body.ok() ? RegisterRequestFromJson(body.value(), *catalog_)
+                                            : StatusOr<RegisterRequest>(body.status());
+    StatusOr<RegisterResponse> out =
+        r.ok() ? controller_->Register(r.value(), req.remote_addr) : StatusOr<RegisterResponse>(r.status());
+    if (!out.ok()) {
+      SendError(res, out.status());
+      return;
+    }
+    SendJson(res, ToJson(out.value()));
+  }));
+
+  s.Post("/v1/agents/heartbeat", authed([this](const Principal& who, const Req& req, Res& res) {
+    if (who.role != Role::kAgent) {
+      SendError(res, PermissionDeniedError("only agents send heartbeats"));
+      return;
+    }
+    StatusOr<nlohmann::json> body = ParseBody(req);
+    StatusOr<HeartbeatRequest> r = body.ok() ? HeartbeatRequestFromJson(body.value())
+                                             : StatusOr<HeartbeatRequest>(body.status());
+    StatusOr<HeartbeatResponse> out =
+        r.ok() ? controller_->Heartbeat(r.value()) : StatusOr<HeartbeatResponse>(r.status());
+    if (!out.ok()) {
+      SendError(res, out.status());
+      return;
+    }
+    SendJson(res, ToJson(out.value()));
+  }));
+
+  s.set_error_handler([](const Req&, Res& res) {
+    if (res.status == 404 && res.body.empty()) {
+      SendError(res, NotFoundError("no such endpoint"));
+    } else if (res.status == 413) {
+      SendError(res, InvalidArgumentError("request body too large"));
+      res.status = 413;
+    }
+  });
+  s.set_exception_handler([](const Req&, Res& res, std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    SendError(res, InternalError(what));
+  });
+}
+
+Status Server::Start() {
+  if (options_.port == 0) {
+    port_ = http_->bind_to_any_port(options_.host.c_str());
+  } else {
+    port_ = http_->bind_to_port(options_.host.c_str(), options_.port) ? options_.port : -1;
+  }
+  if (port_ <= 0) {
+    return UnavailableError("cannot listen on " + options_.host + ":" + std::to_string(options_.port));
+  }
+  controller_->Start();
+  serve_ = std::thread([this] { http_->listen_after_bind(); });
+  return Status::Ok();
+}
+
+void Server::Stop() {
+  if (stopped_) {
+    return;
+  }
+  stopped_ = true;
+  if (http_ != nullptr) {
+    http_->stop();
+  }
+  if (serve_.joinable()) {
+    serve_.join();
+  }
+  if (controller_ != nullptr) {
+    controller_->Stop();
+  }
+  if (store_ != nullptr) {
+    (void)store_->Close();
+  }
+}
+
+std::string Server::url() const {
+  return std::string(options_.tls_cert.empty() ? "http://" : "https://") + options_.host + ":" +
+         std::to_string(port_);
+}
+
+}  // namespace tessera
