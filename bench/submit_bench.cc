@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
       httplib::Client client("127.0.0.1", (*server)->port());
       client.set_bearer_token_auth(admin.c_str());
       client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);
       for (int i = next++; i < jobs; i = next++) {
         const std::string body = R"({"name": "j)" + std::to_string(i) +
                                  R"(", "command": "true", "resources": {"gpus": 1, "cpu": "0.1", "memory": "64MiB"}})";

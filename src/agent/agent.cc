@@ -115,6 +115,7 @@ Status Agent::Init() {
   client_->set_read_timeout(10, 0);
   client_->set_write_timeout(10, 0);
   client_->set_keep_alive(true);
+  client_->set_tcp_nodelay(true);
   if (!options_.ca_cert.empty()) {
     client_->set_ca_cert_path(options_.ca_cert.c_str());
   }

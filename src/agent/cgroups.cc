@@ -17,6 +17,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "base/file_util.h"
 #include "base/strings.h"
 
 namespace tessera {
@@ -30,15 +31,6 @@ constexpr const char* kLimitsOff = ": CPU and memory limits are not enforced";
 // Thread-safe, unlike std::strerror.
 std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
-std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Writes `value` to an existing control file. Returns 0 or an errno.
 int WriteControl(const std::string& path, std::string_view value) {
@@ -101,7 +93,7 @@ std::vector<std::string_view> Fields(std::string_view line) {
 // The pids listed in a cgroup.procs file.
 std::vector<pid_t> ReadPids(const std::string& dir) {
   std::vector<pid_t> pids;
-  auto text = ReadFile(dir + "/cgroup.procs");
+  auto text = ReadTextFile(dir + "/cgroup.procs");
   if (!text) {
     return pids;
   }
@@ -127,7 +119,7 @@ bool ValidName(std::string_view name) {
 // Enables `wanted` in dir/cgroup.subtree_control (one controller per write, so a
 // failure names its controller). Returns 0 or the first errno.
 int EnableControllers(const std::string& dir, const std::vector<std::string>& wanted) {
-  auto current = ReadFile(dir + "/cgroup.subtree_control");
+  auto current = ReadTextFile(dir + "/cgroup.subtree_control");
   std::vector<std::string> enabled =
       current ? ParseControllers(*current) : std::vector<std::string>{};
   for (const std::string& controller : wanted) {
@@ -257,8 +249,8 @@ void CgroupTree::SetUp(const std::string& parent) {
     SetUpParent(parent);
     return;
   }
-  auto mountinfo = ReadFile("/proc/self/mountinfo");
-  auto self = ReadFile("/proc/self/cgroup");
+  auto mountinfo = ReadTextFile("/proc/self/mountinfo");
+  auto self = ReadTextFile("/proc/self/cgroup");
   if (!mountinfo || !self) {
     Warn(std::string("cannot read /proc/self/mountinfo or /proc/self/cgroup") + kLimitsOff);
     return;
@@ -279,7 +271,7 @@ void CgroupTree::SetUp(const std::string& parent) {
     return;
   }
   const std::string& own_dir = *own;
-  auto controllers_text = ReadFile(own_dir + "/cgroup.controllers");
+  auto controllers_text = ReadTextFile(own_dir + "/cgroup.controllers");
   if (!controllers_text) {
     Warn("cgroup v2 not readable at " + own_dir + kLimitsOff);
     return;
@@ -335,7 +327,7 @@ void CgroupTree::SetUpParent(const std::string& dir) {
     Warn(dir + " is not in a cgroup v2 file system" + kLimitsOff);
     return;
   }
-  auto controllers_text = ReadFile(dir + "/cgroup.controllers");
+  auto controllers_text = ReadTextFile(dir + "/cgroup.controllers");
   std::vector<std::string> available =
       controllers_text ? ParseControllers(*controllers_text) : std::vector<std::string>{};
   std::vector<std::string> wanted;
@@ -354,7 +346,7 @@ void CgroupTree::SetUpParent(const std::string& dir) {
          (err == EBUSY ? "; the cgroup holds processes" : "") + ")" + kLimitsOff);
     return;
   }
-  auto subtree = ReadFile(dir + "/cgroup.subtree_control");
+  auto subtree = ReadTextFile(dir + "/cgroup.subtree_control");
   std::vector<std::string> enabled =
       subtree ? ParseControllers(*subtree) : std::vector<std::string>{};
   cpu_ = Contains(enabled, "cpu");

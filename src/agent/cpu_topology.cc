@@ -5,23 +5,10 @@
 #include <optional>
 #include <sstream>
 
+#include "base/file_util.h"
 #include "base/strings.h"
 
 namespace tessera {
-namespace {
-
-// Reads a small sysfs file; nullopt when it cannot be opened.
-std::optional<std::string> ReadSmallFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-}  // namespace
 
 StatusOr<std::vector<int>> ParseCpuList(std::string_view text) {
   std::vector<int> cpus;
@@ -80,7 +67,7 @@ std::vector<int> CpusOfNumaNode(int node, const std::string& sysfs_root) {
     return {};
   }
   auto text =
-      ReadSmallFile(sysfs_root + "/devices/system/node/node" + std::to_string(node) + "/cpulist");
+      ReadTextFile(sysfs_root + "/devices/system/node/node" + std::to_string(node) + "/cpulist");
   if (!text) {
     return {};
   }
@@ -89,7 +76,7 @@ std::vector<int> CpusOfNumaNode(int node, const std::string& sysfs_root) {
 }
 
 std::vector<int> OnlineNumaNodes(const std::string& sysfs_root) {
-  auto text = ReadSmallFile(sysfs_root + "/devices/system/node/online");
+  auto text = ReadTextFile(sysfs_root + "/devices/system/node/online");
   if (!text) {
     return {};
   }

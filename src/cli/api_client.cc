@@ -151,6 +151,7 @@ StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(const ClientConfig& confi
   if (!client->is_valid()) {
     return bad("the HTTP client does not accept it");
   }
+  client->set_tcp_nodelay(true);
   client->set_connection_timeout(config.connect_timeout_ms / 1000,
                                  (config.connect_timeout_ms % 1000) * 1000);
   client->set_read_timeout(config.read_timeout_ms / 1000, (config.read_timeout_ms % 1000) * 1000);

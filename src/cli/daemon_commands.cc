@@ -14,6 +14,7 @@
 #include "agent/agent.h"
 #include "agent/nvml_backend.h"
 #include "api/units.h"
+#include "base/file_util.h"
 #include "model/gpu_catalog.h"
 #include "server/server.h"
 
@@ -61,13 +62,11 @@ Status ParseListen(const std::string& text, std::string* host, int* port) {
 }
 
 StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) {
+  std::optional<std::string> text = ReadTextFile(path);
+  if (!text) {
     return InvalidArgumentError(std::string(what) + ": cannot read " + path);
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return *text;
 }
 
 std::string Trim(std::string s) {

@@ -15,7 +15,7 @@ namespace tessera {
 namespace {
 
 constexpr const char* kQueuesKey = "queues.yaml";
-constexpr const char* kNodesKey = "nodes.json";  // every node's inventory, by name
+constexpr const char* kNodeKeyPrefix = "node/";  // + name: the node's inventory
 
 bool Terminal(const std::string& state) {
   return state == "succeeded" || state == "failed" || state == "cancelled";
@@ -135,13 +135,12 @@ Status Controller::Load(const std::string& queues_yaml) {
   }
 
   const Micros now = clock_->NowMicros();
-  TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> nodes_text, store_->GetKv(kNodesKey));
-  nlohmann::json stored_nodes =
-      nodes_text ? nlohmann::json::parse(*nodes_text, nullptr, false) : nlohmann::json::object();
-  if (stored_nodes.is_discarded() || !stored_nodes.is_object()) {
-    return InternalError("stored node list is not a JSON object");
-  }
-  for (const auto& [key, j] : stored_nodes.items()) {
+  TESSERA_ASSIGN_OR_RETURN(auto stored_nodes, store_->ListKv(kNodeKeyPrefix));
+  for (const auto& [key, text] : stored_nodes) {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) {
+      return InternalError("stored node '" + key + "' is not JSON");
+    }
     TESSERA_ASSIGN_OR_RETURN(NodeInventory inv, NodeInventoryFromJson(j, *catalog_));
     NodeInfo& n = nodes_[inv.spec.name];
     n.inventory = std::move(inv);
@@ -1028,7 +1027,8 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
       }
     }
     HandleReports(node, request.tasks, now, out);
-    out.batch.kv.emplace_back(kNodesKey, NodesKvJson());
+    out.batch.kv.emplace_back(kNodeKeyPrefix + spec.name,
+                              ToJson(request.inventory, *catalog_).dump());
     Seal(out);
     response.node = spec.name;
     response.heartbeat_interval_ms = options_.heartbeat_interval / 1000;
@@ -1106,16 +1106,6 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
   Wake();
   return response;
-}
-
-std::string Controller::NodesKvJson() const {
-  nlohmann::json all = nlohmann::json::object();
-  for (const auto& [name, node] : nodes_) {
-    if (!node.inventory.spec.name.empty()) {
-      all[name] = ToJson(node.inventory, *catalog_);
-    }
-  }
-  return all.dump();
 }
 
 std::string Controller::PendingReason(const Job& job) const {

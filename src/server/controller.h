@@ -209,7 +209,6 @@ class Controller {
   void NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out);
   void HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
                      Pending& out);
-  std::string NodesKvJson() const;
   // Why a pending job waits, in words a user can act on.
   std::string PendingReason(const Job& job) const;
   TaskLaunch MakeLaunch(const Job& job, int task) const;

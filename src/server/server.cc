@@ -193,6 +193,8 @@ Status Server::Init() {
   const int threads = options_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  // Small request/response pairs: without this, Nagle and delayed ACKs add 40 ms.
+  http_->set_tcp_nodelay(true);
   Routes();
   return Status::Ok();
 }

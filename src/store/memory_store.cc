@@ -116,6 +116,19 @@ StatusOr<std::vector<TokenRow>> InMemoryStore::LoadTokens() {
   return out;
 }
 
+StatusOr<std::vector<std::pair<std::string, std::string>>> InMemoryStore::ListKv(
+    std::string_view prefix) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) {
+    return ClosedError();
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto it = kv_.lower_bound(prefix); it != kv_.end() && it->first.starts_with(prefix); ++it) {
+    out.emplace_back(it->first, it->second);
+  }
+  return out;
+}
+
 StatusOr<std::optional<std::string>> InMemoryStore::GetKv(std::string_view key) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) {

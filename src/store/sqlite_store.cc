@@ -101,6 +101,9 @@ constexpr std::string_view kLoadUsageSql =
 constexpr std::string_view kLoadTokensSql =
     "SELECT hash, role, tenant, name, created_us FROM tokens ORDER BY hash";
 constexpr std::string_view kGetKvSql = "SELECT value FROM kv WHERE key = ?1";
+// Keys from the prefix up to the prefix followed by the largest byte.
+constexpr std::string_view kListKvSql =
+    "SELECT key, value FROM kv WHERE key >= ?1 AND key < ?1 || x'ff' ORDER BY key";
 
 Status SqliteError(sqlite3* db, int rc, std::string_view what) {
   std::string message(what);
@@ -339,7 +342,7 @@ struct SqliteStore::Statements {
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
   Stmt upsert_job, insert_usage, upsert_token, upsert_kv;
   // Reader.
-  Stmt load_jobs, load_usage, load_tokens, get_kv;
+  Stmt load_jobs, load_usage, load_tokens, get_kv, list_kv;
 };
 
 SqliteStore::SqliteStore(std::string path, SqliteStoreOptions options)
@@ -382,6 +385,7 @@ Status SqliteStore::Init() {
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kLoadUsageSql, &r.load_usage));
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kLoadTokensSql, &r.load_tokens));
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kGetKvSql, &r.get_kv));
+  TESSERA_RETURN_IF_ERROR(Prepare(reader_, kListKvSql, &r.list_kv));
 
   committer_ = std::thread([this] { CommitterLoop(); });
   return Status::Ok();
@@ -623,6 +627,26 @@ StatusOr<std::optional<std::string>> SqliteStore::GetKv(std::string_view key) {
     return SqliteError(reader_, rc, "get kv");
   }
   return std::optional<std::string>();
+}
+
+StatusOr<std::vector<std::pair<std::string, std::string>>> SqliteStore::ListKv(
+    std::string_view prefix) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  if (reader_ == nullptr) {
+    return ClosedError();
+  }
+  sqlite3_stmt* s = read_stmts_->list_kv.get();
+  ScopedReset reset(s);
+  BindText(s, 1, prefix);
+  std::vector<std::pair<std::string, std::string>> out;
+  int rc = SQLITE_ROW;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    out.emplace_back(ColumnBlob(s, 0), ColumnBlob(s, 1));
+  }
+  if (rc != SQLITE_DONE) {
+    return SqliteError(reader_, rc, "list kv");
+  }
+  return out;
 }
 
 Status SqliteStore::Close() {

@@ -60,6 +60,8 @@ class SqliteStore final : public Store {
   StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override;
   StatusOr<std::vector<TokenRow>> LoadTokens() override;
   StatusOr<std::optional<std::string>> GetKv(std::string_view key) override;
+  StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(
+      std::string_view prefix) override;
   Status Close() override;
 
   // Transactions committed so far (for tests and benchmarks of group commit).

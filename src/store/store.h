@@ -95,6 +95,9 @@ class Store {  // thread-safe
   virtual StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) = 0;
   virtual StatusOr<std::vector<TokenRow>> LoadTokens() = 0;  // by hash
   virtual StatusOr<std::optional<std::string>> GetKv(std::string_view key) = 0;
+  // Every (key, value) whose key starts with `prefix`, by key.
+  virtual StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(
+      std::string_view prefix) = 0;
   // Stops accepting commits, finishes those already submitted, releases resources.
   // Idempotent; destructors call it.
   virtual Status Close() = 0;
@@ -112,6 +115,8 @@ class InMemoryStore final : public Store {
   StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override;
   StatusOr<std::vector<TokenRow>> LoadTokens() override;
   StatusOr<std::optional<std::string>> GetKv(std::string_view key) override;
+  StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(
+      std::string_view prefix) override;
   Status Close() override;
 
   // Test hook: while set to an error, every Commit fails with it and applies nothing.

@@ -138,6 +138,21 @@ TEST_P(StoreTest, UpsertsJobsTokensAndKvAndAppendsUsage) {
   EXPECT_EQ(*value, std::optional<std::string>("v2"));
 }
 
+TEST_P(StoreTest, ListsKvByPrefix) {
+  WriteBatch b;
+  b.kv = {{"node/b", "2"}, {"node/a", "1"}, {"nodes", "x"}, {"node", "y"}, {"nodf", "z"},
+          {"other", "w"}};
+  ASSERT_TRUE(store_->Commit(b).ok());
+  auto listed = store_->ListKv("node/");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  using KV = std::pair<std::string, std::string>;
+  EXPECT_EQ(*listed, (std::vector<KV>{{"node/a", "1"}, {"node/b", "2"}}));
+  auto all = store_->ListKv("");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 6u);
+  EXPECT_TRUE(store_->ListKv("zzz")->empty());
+}
+
 TEST_P(StoreTest, LaterUpsertInOneBatchWins) {
   WriteBatch batch;
   JobRow done = MakeJob(3);
