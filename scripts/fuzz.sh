@@ -57,6 +57,16 @@ cp examples/*.yaml fuzz/corpus/* "$build/seeds/"
 
 echo "== fuzzing for ${seconds}s"
 # shellcheck disable=SC2086
+# The fuzzer's progress lines go to a log; its summary (or, on a finding, the end of
+# the log) is printed.
+log="$build/fuzz.log"
+rc=0
 "$binary" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
   -dict=fuzz/job_spec.dict -artifact_prefix="$build/artifacts/" -print_final_stats=1 \
-  ${FUZZ_ARGS:-} "$build/corpus" "$build/seeds"
+  ${FUZZ_ARGS:-} "$build/corpus" "$build/seeds" >"$log" 2>&1 || rc=$?
+if ((rc != 0)); then
+  tail -n 60 "$log"
+  echo "fuzz: the fuzzer failed (exit $rc); the input is in $build/artifacts/" >&2
+  exit "$rc"
+fi
+grep -E '^(Done|stat::)' "$log"

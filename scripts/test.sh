@@ -24,6 +24,6 @@ echo "== fuzz the job-spec parser for ${FUZZ_SECONDS:-60} s"
 
 echo "== asan-ubsan build: core tests"
 cmake --preset asan-ubsan -DTESSERA_TRACES_DIR="$traces"
-cmake --build --preset asan-ubsan
+cmake --build --preset asan-ubsan --target core_tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --preset asan-ubsan
