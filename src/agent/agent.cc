@@ -17,6 +17,7 @@
 #include "agent/fake_gpus.h"
 #include "agent/nvml_backend.h"
 #include "api/http_errors.h"
+#include "base/strings.h"
 
 namespace tessera {
 namespace {
@@ -52,17 +53,6 @@ std::string RandomId() {
 std::string LauncherId(const TaskKey& key) {
   return std::to_string(key.job) + "." + std::to_string(key.task) + "." +
          std::to_string(key.attempt);
-}
-
-std::string Join(const std::vector<std::string>& items, char sep) {
-  std::string out;
-  for (const std::string& s : items) {
-    if (!out.empty()) {
-      out += sep;
-    }
-    out += s;
-  }
-  return out;
 }
 
 }  // namespace
@@ -391,8 +381,8 @@ void Agent::Launch(const TaskLaunch& l) {
     env["CUDA_VISIBLE_DEVICES"] = "";
     env["NVIDIA_VISIBLE_DEVICES"] = "void";
   } else {
-    env["CUDA_VISIBLE_DEVICES"] = Join(visible, ',');
-    env["NVIDIA_VISIBLE_DEVICES"] = Join(visible, ',');
+    env["CUDA_VISIBLE_DEVICES"] = Join(visible, ",");
+    env["NVIDIA_VISIBLE_DEVICES"] = Join(visible, ",");
   }
   if (!l.checkpoint_dir.empty()) {
     std::error_code ec;

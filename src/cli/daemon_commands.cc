@@ -15,6 +15,7 @@
 #include "agent/nvml_backend.h"
 #include "api/units.h"
 #include "base/file_util.h"
+#include "base/strings.h"
 #include "model/gpu_catalog.h"
 #include "server/server.h"
 
@@ -67,13 +68,6 @@ StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
     return InvalidArgumentError(std::string(what) + ": cannot read " + path);
   }
   return *text;
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) {
-    s.pop_back();
-  }
-  return s;
 }
 
 struct ServerFlags {
@@ -170,7 +164,7 @@ StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f) {
   o.token = f.token;
   if (o.token.empty() && !f.token_file.empty()) {
     TESSERA_ASSIGN_OR_RETURN(std::string t, ReadFile(f.token_file, "--token-file"));
-    o.token = Trim(t);
+    o.token = std::string(Trim(t));
   }
   if (o.token.empty()) {
     if (const char* env = std::getenv("TESSERA_JOIN_TOKEN")) {
