@@ -18,6 +18,11 @@
 //   TaskReport     {"key", "state": "running|exited|failed_to_start", "exit_code", "signal",
 //                   "checkpointed", "message", "log_offset", "log_b64"}: the log chunk is raw
 //                   bytes (process output need not be UTF-8), so it travels in base64.
+//   GpuTelemetry   {"index", "uuid", "lost", "util_pct", "fb_used_mib", "fb_free_mib", "temp_c",
+//                   "power_mw", "sm_clock_mhz", "xid_count", "last_xid", "ecc_sbe_volatile",
+//                   "ecc_dbe_volatile", "ecc_sbe_aggregate", "ecc_dbe_aggregate",
+//                   "mig": [{"uuid", "profile", "start", "gi_id", "fb_used_mib", "fb_free_mib"}]}
+//                   in HeartbeatRequest "gpus" (left out when there is no new sample).
 //   TaskLaunch, TaskStop, MigRequest, Register*, Heartbeat*: plain fields; lists as arrays.
 //
 // FromJson functions check types and ranges and return InvalidArgument naming the field
@@ -118,6 +123,39 @@ struct TaskStop {
   bool operator==(const TaskStop&) const = default;
 };
 
+// What the agent reads off one GPU (NVML, or the fake source) for the controller's
+// /metrics (DCGM exporter names) and its health checks. Counters count since the
+// agent started; the controller notices increases.
+struct MigTelemetry {
+  std::string uuid;     // "MIG-..."
+  std::string profile;  // catalog profile name, e.g. "3g.40gb"
+  int start = -1;       // first memory slot (matches the controller's grant)
+  int gi_id = -1;       // NVML's GPU instance id (DCGM's GPU_I_ID)
+  int64_t fb_used_mib = 0;
+  int64_t fb_free_mib = 0;
+  bool operator==(const MigTelemetry&) const = default;
+};
+
+struct GpuTelemetry {
+  int index = 0;          // GPU index on the node (as in the inventory)
+  std::string uuid;
+  bool lost = false;      // the driver cannot reach the GPU (fell off the bus, ...)
+  int util_pct = 0;       // 0..100
+  int64_t fb_used_mib = 0;
+  int64_t fb_free_mib = 0;
+  int temp_c = 0;
+  int64_t power_mw = 0;
+  int sm_clock_mhz = 0;
+  int64_t xid_count = 0;  // XID events seen since the agent started
+  int last_xid = 0;       // the last one's code; 0: none yet
+  int64_t ecc_sbe_volatile = 0;  // corrected (single-bit) errors since the driver loaded
+  int64_t ecc_dbe_volatile = 0;  // uncorrected (double-bit) errors since the driver loaded
+  int64_t ecc_sbe_aggregate = 0;  // over the card's life
+  int64_t ecc_dbe_aggregate = 0;
+  std::vector<MigTelemetry> mig;  // MIG instances, ascending start
+  bool operator==(const GpuTelemetry&) const = default;
+};
+
 struct RegisterRequest {
   std::string agent_id;  // stable per agent process start
   NodeInventory inventory;
@@ -134,6 +172,7 @@ struct HeartbeatRequest {
   std::string node;
   std::string agent_id;
   std::vector<TaskReport> tasks;
+  std::vector<GpuTelemetry> gpus;  // empty: no new sample this heartbeat
   bool operator==(const HeartbeatRequest&) const = default;
 };
 
@@ -151,6 +190,8 @@ nlohmann::json ToJson(const TaskReport& report);
 nlohmann::json ToJson(const MigRequest& mig);
 nlohmann::json ToJson(const TaskLaunch& launch);
 nlohmann::json ToJson(const TaskStop& stop);
+nlohmann::json ToJson(const MigTelemetry& m);
+nlohmann::json ToJson(const GpuTelemetry& t);
 nlohmann::json ToJson(const RegisterRequest& request, const GpuCatalog& catalog);
 nlohmann::json ToJson(const RegisterResponse& response);
 nlohmann::json ToJson(const HeartbeatRequest& request);
@@ -161,6 +202,8 @@ StatusOr<TaskKey> TaskKeyFromJson(const nlohmann::json& j);
 StatusOr<TaskReport> TaskReportFromJson(const nlohmann::json& j);
 StatusOr<TaskLaunch> TaskLaunchFromJson(const nlohmann::json& j);
 StatusOr<TaskStop> TaskStopFromJson(const nlohmann::json& j);
+StatusOr<MigTelemetry> MigTelemetryFromJson(const nlohmann::json& j);
+StatusOr<GpuTelemetry> GpuTelemetryFromJson(const nlohmann::json& j);
 StatusOr<RegisterRequest> RegisterRequestFromJson(const nlohmann::json& j,
                                                   const GpuCatalog& catalog);
 StatusOr<RegisterResponse> RegisterResponseFromJson(const nlohmann::json& j);

@@ -187,7 +187,7 @@ TEST(AgentProtocolTest, RegisterRoundTrips) {
 }
 
 TEST(AgentProtocolTest, HeartbeatRoundTrips) {
-  HeartbeatRequest req{"node-a", "agent-1", {Report(), TaskReport{}}};
+  HeartbeatRequest req{"node-a", "agent-1", {Report(), TaskReport{}}, {}};
   StatusOr<HeartbeatRequest> back = HeartbeatRequestFromJson(Wire(ToJson(req)));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, req);
