@@ -9,7 +9,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libyaml-cpp-dev
   libsqlite3-dev libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
   clang libclang-rt-14-dev
-  prometheus chromium
+  prometheus chromium nodejs
 )
 
 missing=()

@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include <httplib.h>
 
@@ -78,9 +79,24 @@ Status Agent::Init() {
   if (options_.node_name.empty()) {
     options_.node_name = HostName();
   }
+  if (options_.clock != nullptr) {
+    clock_ = options_.clock;
+  }
+  if (options_.telemetry_interval < 0) {
+    return InvalidArgumentError("the telemetry interval must not be negative");
+  }
+  // Made now: the logs go here, and with fake GPUs so does the fault-injection file.
+  std::error_code ec;
+  std::filesystem::create_directories(options_.data_dir, ec);
+  if (ec) {
+    return InvalidArgumentError("cannot create the agent's data directory " + options_.data_dir +
+                                ": " + ec.message());
+  }
   if (!options_.fake_gpus.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(backend_,
-                             MakeFakeGpuBackend(options_.fake_gpus, *catalog_, options_.node_name));
+    FakeGpuOptions fake;
+    fake.faults_path = options_.data_dir + "/fake-faults";
+    TESSERA_ASSIGN_OR_RETURN(
+        backend_, MakeFakeGpuBackend(options_.fake_gpus, *catalog_, options_.node_name, fake));
   } else {
     StatusOr<std::unique_ptr<GpuBackend>> nvml = LoadNvmlBackend(*catalog_, options_.nvml_library);
     if (nvml.ok()) {
@@ -292,8 +308,13 @@ Status Agent::Heartbeat() {
   req.agent_id = agent_id_;
   std::vector<std::pair<std::string, int64_t>> shipped;
   req.tasks = Reports(&shipped);
-  TESSERA_ASSIGN_OR_RETURN(nlohmann::json answer, Post("/v1/agents/heartbeat", ToJson(req)));
-  TESSERA_ASSIGN_OR_RETURN(HeartbeatResponse resp, HeartbeatResponseFromJson(answer));
+  req.gpus = TakeTelemetry();
+  StatusOr<nlohmann::json> answer = Post("/v1/agents/heartbeat", ToJson(req));
+  if (!answer.ok()) {
+    unsent_telemetry_ = std::move(req.gpus);  // goes with the next heartbeat
+    return answer.status();
+  }
+  TESSERA_ASSIGN_OR_RETURN(HeartbeatResponse resp, HeartbeatResponseFromJson(*answer));
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Delivered: advance the log offsets, forget the exits reported.
@@ -322,6 +343,30 @@ Status Agent::Heartbeat() {
     StopTask(s);
   }
   return Status::Ok();
+}
+
+std::vector<GpuTelemetry> Agent::TakeTelemetry() {
+  if (options_.telemetry_interval <= 0) {
+    return {};
+  }
+  const Micros now = clock_->NowMicros();
+  if (telemetry_read_ && now - telemetry_at_ < options_.telemetry_interval) {
+    return std::exchange(unsent_telemetry_, {});
+  }
+  telemetry_read_ = true;
+  telemetry_at_ = now;
+  StatusOr<std::vector<GpuTelemetry>> sample = [&] {
+    std::lock_guard<std::mutex> lock(mu_);  // the backend has one caller at a time
+    return backend_->ReadTelemetry();
+  }();
+  if (!sample.ok()) {
+    if (telemetry_errors_.insert(sample.status().ToString()).second) {
+      std::cerr << "tessera agent: reading GPU telemetry: " << sample.status().ToString() << "\n";
+    }
+    return std::exchange(unsent_telemetry_, {});
+  }
+  unsent_telemetry_.clear();
+  return std::move(sample).value();
 }
 
 void Agent::Launch(const TaskLaunch& l) {
@@ -412,6 +457,16 @@ void Agent::Launch(const TaskLaunch& l) {
     return fail(pid.status().message());
   }
   t.log_path = spec.log_path;
+  std::vector<GpuLoad> load;
+  for (const auto& [g, milli] : t.gpu_use) {
+    load.push_back({g, "", milli, l.gpu_memory_mib});
+  }
+  for (const auto& [g, uuid] : t.mig) {
+    load.push_back({g, uuid, kMilliPerGpu, l.gpu_memory_mib});
+  }
+  if (!load.empty()) {
+    backend_->SetTaskLoad(id, std::move(load));
+  }
   tasks_[id] = std::move(t);
 }
 
@@ -423,7 +478,7 @@ void Agent::StopTask(const TaskStop& stop) {
     return;
   }
   LocalTask& t = it->second;
-  const Micros now = clock_.NowMicros();
+  const Micros now = clock_->NowMicros();
   t.signalled_at = now;
   t.kill_at = now + stop.grace_ms * 1000;
   if (!t.launch.checkpoint_dir.empty()) {
@@ -435,6 +490,7 @@ void Agent::StopTask(const TaskStop& stop) {
 }
 
 void Agent::ReleaseTask(LocalTask& t) {
+  backend_->SetTaskLoad(t.id, {});
   for (const auto& [g, milli] : t.gpu_use) {
     gpu_used_[g] -= milli;
   }
@@ -468,7 +524,7 @@ void Agent::Sweep() {
     }
     ReleaseTask(t);
   }
-  const Micros now = clock_.NowMicros();
+  const Micros now = clock_->NowMicros();
   for (auto& [id, t] : tasks_) {
     if (t.exited || t.signalled_at == 0) {
       continue;

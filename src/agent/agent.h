@@ -15,6 +15,15 @@
 // group. The agent keeps its own ledger of GPU use and refuses a launch that would
 // give a GPU slice twice (and counts it: double_bookings()).
 //
+// Telemetry: at most once per telemetry_interval the agent reads every GPU
+// (GpuBackend::ReadTelemetry) and sends the sample in the next heartbeat's "gpus"; a
+// heartbeat without a new sample leaves "gpus" out. A sample whose heartbeat fails
+// goes with the next heartbeat unless a newer one replaces it. A failing read is
+// logged once per distinct message and the heartbeat goes without telemetry. The agent
+// tells the backend where each task runs (GpuBackend::SetTaskLoad) when it starts and
+// when it ends, so that the fake backend's readings follow the work. With fake GPUs,
+// faults are injected through <data_dir>/fake-faults (see fake_gpus.h).
+//
 // Preemption: a stop writes the preempt marker into the task's checkpoint directory
 // (agent/checkpoint_protocol.h) and sends the signal (SIGTERM); after the grace
 // period, SIGKILL. Tasks die with the agent.
@@ -60,6 +69,8 @@ struct AgentOptions {
   bool insecure = false;
   Micros heartbeat_interval = 0;  // 0: what the controller says
   int64_t max_log_chunk = 64 << 10;  // bytes of output per task per heartbeat
+  Micros telemetry_interval = 1'000'000;  // least time between GPU samples; 0: no telemetry
+  const Clock* clock = nullptr;           // nullptr: the system clock; must outlive the agent
 };
 
 class Agent {
@@ -111,10 +122,14 @@ class Agent {
   std::vector<TaskReport> Reports(std::vector<std::pair<std::string, int64_t>>* shipped);
   StatusOr<nlohmann::json> Post(const std::string& path, const nlohmann::json& body);
   Status RefreshInventory();
+  // A new GPU sample when telemetry_interval has passed since the last read, else the
+  // sample a failed heartbeat did not deliver, else nothing.
+  std::vector<GpuTelemetry> TakeTelemetry();
 
   AgentOptions options_;
   const GpuCatalog* catalog_;
-  SystemClock clock_;
+  SystemClock system_clock_;
+  const Clock* clock_ = &system_clock_;
   std::unique_ptr<GpuBackend> backend_;
   std::vector<DiscoveredGpu> gpus_;
   NodeInventory inventory_;
@@ -123,6 +138,11 @@ class Agent {
   std::string agent_id_;
   bool registered_ = false;
   Micros interval_ = 500'000;
+  // Telemetry, on the loop thread.
+  bool telemetry_read_ = false;  // whether a read was attempted
+  Micros telemetry_at_ = 0;      // when
+  std::vector<GpuTelemetry> unsent_telemetry_;
+  std::set<std::string> telemetry_errors_;  // messages logged already
 
   mutable std::mutex mu_;
   std::map<std::string, LocalTask> tasks_;  // by launcher id

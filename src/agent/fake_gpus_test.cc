@@ -1,7 +1,10 @@
 #include "agent/fake_gpus.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 
@@ -245,6 +248,287 @@ TEST(FakeGpuBackendTest, MigUuidsAreDeterministic) {
   // A new instance gets a new UUID, also in a slot used before.
   ASSERT_TRUE(a->DestroyMigInstance(0, ua).ok());
   EXPECT_NE(a->CreateMigInstance(0, "1g.10gb", 0)->uuid, ua);
+}
+
+std::vector<GpuTelemetry> Telemetry(GpuBackend& backend) {
+  auto sample = backend.ReadTelemetry();
+  EXPECT_TRUE(sample.ok()) << sample.status().ToString();
+  return sample.ok() ? *sample : std::vector<GpuTelemetry>{};
+}
+
+TEST(FakeGpuTelemetryTest, IdleGpusReadLow) {
+  auto backend = Make("2xH100-80GB,1xA100-80GB:mig,1xL40S");
+  std::vector<DiscoveredGpu> gpus = Discover(*backend);
+  std::vector<GpuTelemetry> t = Telemetry(*backend);
+  ASSERT_EQ(t.size(), 4u);
+  GpuTelemetry h100;
+  h100.index = 1;
+  h100.uuid = gpus[1].uuid;
+  h100.fb_free_mib = 81559;  // the catalog's memory
+  h100.temp_c = 31;
+  h100.power_mw = 105000;  // 15 % of 700 W
+  h100.sm_clock_mhz = 210;
+  EXPECT_EQ(t[1], h100);
+  for (size_t i = 0; i < t.size(); ++i) {
+    EXPECT_EQ(t[i].index, static_cast<int>(i));
+    EXPECT_EQ(t[i].uuid, gpus[i].uuid);
+    EXPECT_FALSE(t[i].lost);
+    EXPECT_EQ(t[i].util_pct, 0);
+    EXPECT_EQ(t[i].fb_used_mib, 0);
+    EXPECT_EQ(t[i].fb_free_mib, gpus[i].memory_mib);
+    EXPECT_EQ(t[i].temp_c, 30 + static_cast<int>(i) % 4);
+    EXPECT_TRUE(t[i].mig.empty());
+  }
+  EXPECT_EQ(t[2].power_mw, 60000);  // A100: 400 W
+  EXPECT_EQ(t[3].power_mw, 52500);  // L40S: 350 W
+}
+
+TEST(FakeGpuTelemetryTest, BusyGpusShowTheirTasks) {
+  auto backend = Make("2xH100-80GB,1xA100-80GB:mig");
+  auto inst = backend->CreateMigInstance(2, "3g.40gb", 4);
+  ASSERT_TRUE(inst.ok()) << inst.status().ToString();
+  auto small = backend->CreateMigInstance(2, "1g.10gb", 0);
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  backend->SetTaskLoad("whole", {{0, "", 1000, 0}});
+  backend->SetTaskLoad("share-a", {{1, "", 250, 10240}});
+  backend->SetTaskLoad("share-b", {{1, "", 250, 0}});
+  backend->SetTaskLoad("mig", {{2, inst->uuid, 1000, 20480}});
+
+  for (int round = 0; round < 20; ++round) {
+    std::vector<GpuTelemetry> t = Telemetry(*backend);
+    ASSERT_EQ(t.size(), 3u);
+    // A whole card: 60..100 %, 80 % of its memory, hot, near its board power, boosted.
+    EXPECT_GE(t[0].util_pct, 60);
+    EXPECT_LE(t[0].util_pct, 100);
+    EXPECT_EQ(t[0].fb_used_mib, 81559 * 80 / 100);
+    EXPECT_EQ(t[0].fb_free_mib, 81559 - 81559 * 80 / 100);
+    EXPECT_GE(t[0].temp_c, 70);
+    EXPECT_LE(t[0].temp_c, 74);
+    EXPECT_GE(t[0].power_mw, 105000 + 595000 * 60 / 100);
+    EXPECT_LE(t[0].power_mw, 700000);
+    EXPECT_EQ(t[0].sm_clock_mhz, 1980);
+    // Two quarter shares: half the card busy; one capped, one at 80 % of its quarter.
+    EXPECT_GE(t[1].util_pct, 30);
+    EXPECT_LE(t[1].util_pct, 50);
+    EXPECT_EQ(t[1].fb_used_mib, 10240 + 81559 * 250 / 1000 * 80 / 100);
+    EXPECT_GE(t[1].temp_c, 31 + 10 + 15);
+    EXPECT_LE(t[1].temp_c, 31 + 10 + 15 + 4);
+    EXPECT_LT(t[1].power_mw, t[0].power_mw + 1) << round;
+    EXPECT_EQ(t[1].sm_clock_mhz, 1980);
+    // MIG: the busy instance uses its cap; the idle one nothing.
+    ASSERT_EQ(t[2].mig.size(), 2u);
+    EXPECT_EQ(t[2].mig[0], (MigTelemetry{small->uuid, "1g.10gb", 0, 2, 0, 9728}));
+    EXPECT_EQ(t[2].mig[1], (MigTelemetry{inst->uuid, "3g.40gb", 4, 1, 20480, 40192 - 20480}));
+    EXPECT_EQ(t[2].fb_used_mib, 20480);
+    EXPECT_EQ(t[2].fb_free_mib, 81920 - 20480);
+    EXPECT_GE(t[2].util_pct, 60 * 428 / 1000);  // 3 of 7 compute slices
+    EXPECT_LE(t[2].util_pct, 100 * 428 / 1000);
+    EXPECT_EQ(t[2].sm_clock_mhz, 1410);
+  }
+
+  // An uncapped task on a MIG instance uses 80 % of it; tasks that end leave idle GPUs.
+  backend->SetTaskLoad("mig", {{2, small->uuid, 1000, 0}});
+  backend->SetTaskLoad("whole", {});
+  backend->SetTaskLoad("share-a", {});
+  std::vector<GpuTelemetry> t = Telemetry(*backend);
+  EXPECT_EQ(t[0].util_pct, 0);
+  EXPECT_EQ(t[0].fb_used_mib, 0);
+  EXPECT_EQ(t[0].sm_clock_mhz, 210);
+  EXPECT_EQ(t[0].temp_c, 30);
+  EXPECT_EQ(t[1].fb_used_mib, 81559 * 250 / 1000 * 80 / 100);
+  EXPECT_EQ(t[2].mig[0].fb_used_mib, 9728 * 80 / 100);
+  EXPECT_EQ(t[2].mig[1].fb_used_mib, 0);
+  backend->SetTaskLoad("share-b", {});
+  backend->SetTaskLoad("mig", {});
+  t = Telemetry(*backend);
+  for (const GpuTelemetry& g : t) {
+    EXPECT_EQ(g.util_pct, 0) << g.index;
+    EXPECT_EQ(g.fb_used_mib, 0) << g.index;
+  }
+  // A destroyed instance is gone from the sample; its GPU instance id is free again.
+  ASSERT_TRUE(backend->DestroyMigInstance(2, inst->uuid).ok());
+  auto again = backend->CreateMigInstance(2, "3g.40gb", 4);
+  ASSERT_TRUE(again.ok());
+  t = Telemetry(*backend);
+  ASSERT_EQ(t[2].mig.size(), 2u);
+  EXPECT_EQ(t[2].mig[1].uuid, again->uuid);
+  EXPECT_EQ(t[2].mig[1].gi_id, 1);
+}
+
+TEST(FakeGpuTelemetryTest, ReadingsAreDeterministic) {
+  auto make = [](uint64_t seed) {
+    FakeGpuOptions options;
+    options.seed = seed;
+    auto backend = MakeFakeGpuBackend("4xH100-80GB", Catalog(), "n1", options);
+    EXPECT_TRUE(backend.ok());
+    std::unique_ptr<GpuBackend> b = std::move(backend).value();
+    for (int g = 0; g < 4; ++g) {
+      b->SetTaskLoad("t" + std::to_string(g), {{g, "", 1000, 0}});
+    }
+    return b;
+  };
+  auto a = make(1);
+  auto b = make(1);
+  auto c = make(2);
+  std::set<int> utils;
+  bool differs = false;
+  for (int round = 0; round < 10; ++round) {
+    std::vector<GpuTelemetry> ta = Telemetry(*a);
+    EXPECT_EQ(ta, Telemetry(*b));
+    differs = differs || ta != Telemetry(*c);
+    for (const GpuTelemetry& g : ta) {
+      utils.insert(g.util_pct);
+    }
+  }
+  EXPECT_TRUE(differs);
+  EXPECT_GT(utils.size(), 5u);  // the jitter moves
+}
+
+class FakeFaultsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/tessera_fake_faults_XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    path_ = dir_ + "/fake-faults";
+    FakeGpuOptions options;
+    options.faults_path = path_;
+    auto backend = MakeFakeGpuBackend("4xH100-80GB", Catalog(), "n1", options);
+    ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+    backend_ = std::move(backend).value();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  void Append(const std::string& text) {
+    std::ofstream out(path_, std::ios::app | std::ios::binary);
+    out << text;
+  }
+
+  std::string dir_;
+  std::string path_;
+  std::unique_ptr<GpuBackend> backend_;
+};
+
+TEST_F(FakeFaultsTest, FaultsApplyOnceEach) {
+  std::vector<GpuTelemetry> t = Telemetry(*backend_);  // no file yet: no faults
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(t[1].xid_count, 0);
+
+  Append(
+      "{\"gpu\":1,\"xid\":79}\n{\"gpu\":0,\"ecc_dbe\":2}\n{\"gpu\":0,\"ecc_sbe\":5}\n"
+      "{\"gpu\":2,\"temp_c\":95}\n{\"gpu\":3,\"lost\":true}\n");
+  t = Telemetry(*backend_);
+  EXPECT_EQ(t[1].xid_count, 1);
+  EXPECT_EQ(t[1].last_xid, 79);
+  EXPECT_EQ(t[0].xid_count, 0);
+  EXPECT_EQ(t[0].ecc_dbe_volatile, 2);
+  EXPECT_EQ(t[0].ecc_dbe_aggregate, 2);
+  EXPECT_EQ(t[0].ecc_sbe_volatile, 5);
+  EXPECT_EQ(t[0].ecc_sbe_aggregate, 5);
+  EXPECT_EQ(t[2].temp_c, 95);
+  GpuTelemetry lost;
+  lost.index = 3;
+  lost.uuid = Discover(*backend_)[3].uuid;
+  lost.lost = true;
+  EXPECT_EQ(t[3], lost);
+
+  // Only new lines count; the temperature stays until cleared, also on a busy GPU.
+  backend_->SetTaskLoad("t", {{2, "", 1000, 0}});
+  Append("{\"gpu\":1,\"xid\":48,\"ecc_dbe\":1}\n");
+  t = Telemetry(*backend_);
+  EXPECT_EQ(t[1].xid_count, 2);
+  EXPECT_EQ(t[1].last_xid, 48);
+  EXPECT_EQ(t[1].ecc_dbe_volatile, 1);
+  EXPECT_EQ(t[0].ecc_dbe_volatile, 2);
+  EXPECT_EQ(t[2].temp_c, 95);
+  EXPECT_GE(t[2].util_pct, 60);
+  EXPECT_TRUE(t[3].lost);
+
+  Append("{\"gpu\":2,\"temp_c\":null}\n{\"gpu\":3,\"lost\":false}\n");
+  t = Telemetry(*backend_);
+  EXPECT_GE(t[2].temp_c, 30 + 2 + 10 + 30);  // busy again, by the model
+  EXPECT_LE(t[2].temp_c, 30 + 2 + 10 + 30 + 4);
+  EXPECT_FALSE(t[3].lost);
+  EXPECT_EQ(t[3].fb_free_mib, 81559);
+  EXPECT_EQ(t[3].temp_c, 33);
+  EXPECT_EQ(t[1].xid_count, 2);
+}
+
+TEST_F(FakeFaultsTest, MalformedLinesAreSkippedWithOneWarning) {
+  Append(
+      "not json\n"
+      "{\"gpu\":9,\"xid\":1}\n"
+      "{\"gpu\":0,\"xdi\":1}\n"
+      "{\"gpu\":0}\n"
+      "{\"gpu\":0,\"xid\":0}\n"
+      "{\"gpu\":0,\"xid\":31,\"lost\":\"yes\"}\n"
+      "[1,2]\n"
+      "\n"
+      "{\"gpu\":0,\"xid\":43}\n");
+  testing::internal::CaptureStderr();
+  std::vector<GpuTelemetry> t = Telemetry(*backend_);
+  std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(t[0].xid_count, 1);  // only the last line, whole lines or nothing
+  EXPECT_EQ(t[0].last_xid, 43);
+  EXPECT_FALSE(t[0].lost);
+  for (int line : {1, 2, 3, 4, 5, 6, 7}) {
+    EXPECT_NE(err.find(" line " + std::to_string(line) + " skipped"), std::string::npos)
+        << line << ": " << err;
+  }
+  EXPECT_EQ(err.find(" line 8 "), std::string::npos) << err;  // a blank line is fine
+  EXPECT_EQ(err.find(" line 9 "), std::string::npos) << err;
+  EXPECT_NE(err.find("line 3 skipped: unknown key 'xdi'"), std::string::npos) << err;
+  EXPECT_NE(err.find("line 2 skipped: gpu: must be between 0 and 3"), std::string::npos) << err;
+
+  // Warned once: the next read is quiet.
+  testing::internal::CaptureStderr();
+  t = Telemetry(*backend_);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(t[0].xid_count, 1);
+}
+
+TEST_F(FakeFaultsTest, PartialLinesWaitAndRewrittenFilesStartOver) {
+  Append("{\"gpu\":1,\"xid\":");
+  std::vector<GpuTelemetry> t = Telemetry(*backend_);
+  EXPECT_EQ(t[1].xid_count, 0);  // not a whole line yet
+  Append("79}\n");
+  t = Telemetry(*backend_);
+  EXPECT_EQ(t[1].xid_count, 1);
+  EXPECT_EQ(t[1].last_xid, 79);
+
+  // A truncated file that is shorter than what was read: read from its start.
+  std::ofstream(path_, std::ios::trunc) << "{\"gpu\":2,\"xid\":9}\n";
+  t = Telemetry(*backend_);
+  EXPECT_EQ(t[1].xid_count, 1);
+  EXPECT_EQ(t[2].xid_count, 1);
+  EXPECT_EQ(t[2].last_xid, 9);
+  // Another file moved into its place, even of the same size: read from its start.
+  std::ofstream(dir_ + "/next") << "{\"gpu\":0,\"xid\":8}\n";
+  std::filesystem::rename(dir_ + "/next", path_);
+  t = Telemetry(*backend_);
+  EXPECT_EQ(t[0].xid_count, 1);
+  EXPECT_EQ(t[0].last_xid, 8);
+  EXPECT_EQ(t[2].xid_count, 1);
+
+  // A removed file is no faults; a new one is read from its start.
+  std::filesystem::remove(path_);
+  t = Telemetry(*backend_);
+  EXPECT_EQ(t[2].xid_count, 1);
+  Append("{\"gpu\":2,\"xid\":63}\n{\"gpu\":2,\"xid\":64}\n");
+  t = Telemetry(*backend_);
+  EXPECT_EQ(t[2].xid_count, 3);
+  EXPECT_EQ(t[2].last_xid, 64);
+}
+
+TEST_F(FakeFaultsTest, AnUnreadableFaultFileFailsTheRead) {
+  std::filesystem::create_directory(path_);
+  auto t = backend_->ReadTelemetry();
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(t.status().message().find("fake-faults"), std::string::npos);
 }
 
 }  // namespace

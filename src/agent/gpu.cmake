@@ -8,7 +8,7 @@ list(APPEND AGENT_TEST_SOURCES ${TESSERA_AGENT_GPU_TEST_SOURCES})
 
 tessera_library(tessera_agent_gpu
   SOURCES ${TESSERA_AGENT_GPU_SOURCES}
-  DEPS tessera_model ${CMAKE_DL_LIBS})
+  DEPS tessera_model tessera_api ${CMAKE_DL_LIBS})
 
 if(TESSERA_BUILD_TESTS)
   # Fake libnvidia-ml for the NVML backend's tests: the full one, and one without the

@@ -6,6 +6,14 @@
 // instances are created one GPU instance with one full compute instance at a time,
 // at a legal memory-slot start, and are named by their MIG UUID.
 //
+// Telemetry (ReadTelemetry): one GpuTelemetry per GPU in index order, with its MIG
+// instances in ascending start slot. A GPU the driver cannot reach (NVML's GPU_IS_LOST,
+// or no device handle) is reported with lost=true and zero readings, keeping its index,
+// its last known UUID and the XID counters; it does not fail the call. Readings the
+// driver does not offer (an old driver, a GPU without ECC) are 0. XID counters count
+// from the backend's start; ECC counters are the driver's (volatile: since it loaded;
+// aggregate: the card's life), the fake's count from its start.
+//
 // Error codes: a bad argument (unknown GPU index, profile or start slot) is
 // InvalidArgument; a call that the current state forbids (GPU not in MIG mode,
 // overlap with an existing instance, no compute slices left) is FailedPrecondition;
@@ -20,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/agent_protocol.h"
 #include "base/status.h"
 #include "base/strong_id.h"
 #include "model/gpu_catalog.h"
@@ -48,6 +57,15 @@ struct DiscoveredGpu {
   std::vector<int> cpus;  // CPU affinity (NVML, or all CPUs of its NUMA node); may be empty
 };
 
+// Where one task runs, as the agent tells the backend (GpuBackend::SetTaskLoad).
+struct GpuLoad {
+  int gpu = 0;             // GPU index
+  std::string mig_uuid;    // "": the card itself (whole, or a software share of it)
+  int64_t milli = 1000;    // compute share of the card, 1..1000; ignored for a MIG instance
+  int64_t memory_mib = 0;  // the task's GPU memory cap; 0: none
+  bool operator==(const GpuLoad&) const = default;
+};
+
 class GpuBackend {  // thread safety: one caller at a time
  public:
   virtual ~GpuBackend() = default;
@@ -59,6 +77,16 @@ class GpuBackend {  // thread safety: one caller at a time
   virtual StatusOr<MigInstanceInfo> CreateMigInstance(int gpu, std::string_view profile,
                                                       int start) = 0;
   virtual Status DestroyMigInstance(int gpu, std::string_view uuid) = 0;
+  // One sample of every GPU (see "Telemetry" above). An error only when the driver
+  // as a whole fails (or, for the fake, its fault file cannot be read).
+  virtual StatusOr<std::vector<GpuTelemetry>> ReadTelemetry() = 0;
+  // Tells the backend what task `task_id` runs on, replacing what it was told before;
+  // an empty `load` means the task ended. Only a backend that makes its readings up
+  // (the fake) uses it; NVML measures the real thing and ignores it.
+  virtual void SetTaskLoad(std::string_view task_id, std::vector<GpuLoad> load) {
+    (void)task_id;
+    (void)load;
+  }
 };
 
 // Maps an NVML product name plus its memory to a catalog model: "NVIDIA A100-SXM4-80GB",

@@ -21,11 +21,34 @@ inline constexpr nvmlReturn_t NVML_ERROR_NO_PERMISSION = 4;
 inline constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
 inline constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 inline constexpr nvmlReturn_t NVML_ERROR_DRIVER_NOT_LOADED = 9;
+inline constexpr nvmlReturn_t NVML_ERROR_TIMEOUT = 10;
 inline constexpr nvmlReturn_t NVML_ERROR_FUNCTION_NOT_FOUND = 13;
 inline constexpr nvmlReturn_t NVML_ERROR_GPU_IS_LOST = 15;
 inline constexpr nvmlReturn_t NVML_ERROR_IN_USE = 19;
 inline constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_RESOURCES = 23;
 inline constexpr nvmlReturn_t NVML_ERROR_UNKNOWN = 999;
+
+// Enums of nvml.h, int-sized like nvmlReturn_t.
+using nvmlTemperatureSensors_t = int;
+using nvmlClockType_t = int;
+using nvmlMemoryErrorType_t = int;
+using nvmlEccCounterType_t = int;
+
+inline constexpr nvmlTemperatureSensors_t NVML_TEMPERATURE_GPU = 0;
+inline constexpr nvmlClockType_t NVML_CLOCK_GRAPHICS = 0;
+inline constexpr nvmlClockType_t NVML_CLOCK_SM = 1;
+inline constexpr nvmlClockType_t NVML_CLOCK_MEM = 2;
+inline constexpr nvmlMemoryErrorType_t NVML_MEMORY_ERROR_TYPE_CORRECTED = 0;
+inline constexpr nvmlMemoryErrorType_t NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1;
+inline constexpr nvmlEccCounterType_t NVML_VOLATILE_ECC = 0;
+inline constexpr nvmlEccCounterType_t NVML_AGGREGATE_ECC = 1;
+
+// Event type bits (nvmlDeviceRegisterEvents, nvmlEventData_t::eventType).
+inline constexpr unsigned long long nvmlEventTypeSingleBitEccError = 0x1ULL;
+inline constexpr unsigned long long nvmlEventTypeDoubleBitEccError = 0x2ULL;
+inline constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x8ULL;
+// gpuInstanceId / computeInstanceId of an event not attributable to a MIG instance.
+inline constexpr unsigned int NVML_INSTANCE_ID_NONE = 0xFFFFFFFFu;
 
 inline constexpr nvmlEnableState_t NVML_FEATURE_DISABLED = 0;
 inline constexpr nvmlEnableState_t NVML_FEATURE_ENABLED = 1;
@@ -71,7 +94,9 @@ inline constexpr unsigned int NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0x0;
 struct nvmlDevice_st;
 struct nvmlGpuInstance_st;
 struct nvmlComputeInstance_st;
+struct nvmlEventSet_st;
 typedef struct nvmlDevice_st* nvmlDevice_t;
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
 typedef struct nvmlGpuInstance_st* nvmlGpuInstance_t;
 typedef struct nvmlComputeInstance_st* nvmlComputeInstance_t;
 
@@ -80,6 +105,19 @@ typedef struct nvmlMemory_st {
   unsigned long long free;
   unsigned long long used;
 } nvmlMemory_t;
+
+typedef struct nvmlUtilization_st {
+  unsigned int gpu;     // percent of the last sample period a kernel ran
+  unsigned int memory;  // percent of it device memory was read or written
+} nvmlUtilization_t;
+
+typedef struct nvmlEventData_st {  // the layout nvmlEventSetWait_v2 fills (NVML 11+)
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the XID, for nvmlEventTypeXidCriticalError (999: unknown)
+  unsigned int gpuInstanceId;    // NVML_INSTANCE_ID_NONE when not attributable
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
 
 typedef struct nvmlPciInfo_st {  // the v3 layout (nvmlDeviceGetPciInfo_v3)
   char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
@@ -183,6 +221,23 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned i
 nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpu_set_size,
                                       unsigned long* cpu_set);
 nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node);
+
+// Telemetry.
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization);
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensor,
+                                      unsigned int* temp);
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power_mw);
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                    unsigned int* clock_mhz);
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t error_type,
+                                         nvmlEccCounterType_t counter_type,
+                                         unsigned long long* ecc_counts);
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long event_types,
+                                      nvmlEventSet_t set);
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                 unsigned int timeout_ms);
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set);
 
 }  // extern "C"
 // NOLINTEND

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -54,6 +55,15 @@ struct NvmlApi {
   decltype(&::nvmlDeviceGetNvLinkRemotePciInfo_v2) DeviceGetNvLinkRemotePciInfo = nullptr;
   decltype(&::nvmlDeviceGetCpuAffinity) DeviceGetCpuAffinity = nullptr;
   decltype(&::nvmlDeviceGetNumaNodeId) DeviceGetNumaNodeId = nullptr;
+  decltype(&::nvmlDeviceGetUtilizationRates) DeviceGetUtilizationRates = nullptr;
+  decltype(&::nvmlDeviceGetTemperature) DeviceGetTemperature = nullptr;
+  decltype(&::nvmlDeviceGetPowerUsage) DeviceGetPowerUsage = nullptr;
+  decltype(&::nvmlDeviceGetClockInfo) DeviceGetClockInfo = nullptr;
+  decltype(&::nvmlDeviceGetTotalEccErrors) DeviceGetTotalEccErrors = nullptr;
+  decltype(&::nvmlEventSetCreate) EventSetCreate = nullptr;
+  decltype(&::nvmlDeviceRegisterEvents) DeviceRegisterEvents = nullptr;
+  decltype(&::nvmlEventSetWait_v2) EventSetWait = nullptr;
+  decltype(&::nvmlEventSetFree) EventSetFree = nullptr;
 
   // Whether MIG instances can be listed, created and destroyed.
   bool HasMig() const {
@@ -66,7 +76,14 @@ struct NvmlApi {
     return DeviceGetMaxMigDeviceCount && DeviceGetMigDeviceHandleByIndex &&
            DeviceGetGpuInstanceId;
   }
+  // Whether XID events can be received.
+  bool HasEvents() const {
+    return EventSetCreate && DeviceRegisterEvents && EventSetWait && EventSetFree;
+  }
 };
+
+// Most events taken off the event set per ReadTelemetry (the rest wait for the next).
+constexpr int kMaxEventsPerRead = 4096;
 
 template <typename Fn>
 void Resolve(void* handle, const char* name, Fn* out) {
@@ -218,6 +235,9 @@ class NvmlBackend : public GpuBackend {
       : catalog_(catalog), library_(library), api_(api), sysfs_root_(std::move(sysfs_root)) {}
 
   ~NvmlBackend() override {
+    if (event_set_ != nullptr) {
+      api_.EventSetFree(event_set_);
+    }
     api_.Shutdown();
     dlclose(library_);
   }
@@ -245,6 +265,7 @@ class NvmlBackend : public GpuBackend {
     }
     description_ = "NVML " + nvml + " driver " + driver + ", " + std::to_string(count) +
                    (count == 1 ? " GPU" : " GPUs");
+    RegisterXidEvents(count);
   }
 
   std::string Describe() const override { return description_; }
@@ -401,6 +422,26 @@ class NvmlBackend : public GpuBackend {
     return out;
   }
 
+  StatusOr<std::vector<GpuTelemetry>> ReadTelemetry() override {
+    unsigned int count = 0;
+    nvmlReturn_t r = api_.DeviceGetCount(&count);
+    if (r != NVML_SUCCESS) {
+      return FromNvml(r, "nvmlDeviceGetCount");
+    }
+    if (xid_counts_.size() < count) {
+      xid_counts_.resize(count, 0);
+      last_xids_.resize(count, 0);
+      uuids_.resize(count);
+    }
+    DrainXidEvents();
+    std::vector<GpuTelemetry> out;
+    out.reserve(count);
+    for (unsigned int i = 0; i < count; ++i) {
+      out.push_back(SampleGpu(i));
+    }
+    return out;
+  }
+
   Status DestroyMigInstance(int gpu_index, std::string_view uuid) override {
     TESSERA_ASSIGN_OR_RETURN(nvmlDevice_t device, Handle(gpu_index));
     const std::string where = "GPU " + std::to_string(gpu_index);
@@ -467,6 +508,171 @@ class NvmlBackend : public GpuBackend {
   }
 
  private:
+  // Registers every GPU for XID events on one event set; a GPU (or driver) that does
+  // not offer them simply reports none.
+  void RegisterXidEvents(unsigned int count) {
+    if (!api_.HasEvents() || api_.EventSetCreate(&event_set_) != NVML_SUCCESS) {
+      event_set_ = nullptr;
+      return;
+    }
+    event_devices_.assign(count, nullptr);
+    for (unsigned int i = 0; i < count; ++i) {
+      nvmlDevice_t device = nullptr;
+      if (api_.DeviceGetHandleByIndex(i, &device) == NVML_SUCCESS &&
+          api_.DeviceRegisterEvents(device, nvmlEventTypeXidCriticalError, event_set_) ==
+              NVML_SUCCESS) {
+        event_devices_[i] = device;
+      }
+    }
+  }
+
+  // Takes the pending events off the event set without waiting, counting XIDs per GPU.
+  void DrainXidEvents() {
+    if (event_set_ == nullptr) {
+      return;
+    }
+    for (int n = 0; n < kMaxEventsPerRead; ++n) {
+      nvmlEventData_t data = {};
+      if (api_.EventSetWait(event_set_, &data, 0) != NVML_SUCCESS) {
+        return;  // NVML_ERROR_TIMEOUT: nothing left
+      }
+      if ((data.eventType & nvmlEventTypeXidCriticalError) == 0) {
+        continue;
+      }
+      for (size_t i = 0; i < event_devices_.size() && i < xid_counts_.size(); ++i) {
+        if (event_devices_[i] != nullptr && event_devices_[i] == data.device) {
+          ++xid_counts_[i];
+          last_xids_[i] = static_cast<int>(
+              std::min<unsigned long long>(data.eventData, std::numeric_limits<int>::max()));
+        }
+      }
+    }
+  }
+
+  // One GPU's sample; lost=true when the driver cannot reach it.
+  GpuTelemetry SampleGpu(unsigned int index) {
+    GpuTelemetry t;
+    t.index = static_cast<int>(index);
+    bool lost = false;
+    // Whether `r` is a success; notes a lost GPU. Other failures leave the reading 0.
+    auto ok = [&lost](nvmlReturn_t r) {
+      if (r == NVML_ERROR_GPU_IS_LOST) {
+        lost = true;
+      }
+      return r == NVML_SUCCESS;
+    };
+    nvmlDevice_t device = nullptr;
+    if (!ok(api_.DeviceGetHandleByIndex(index, &device)) || device == nullptr) {
+      lost = true;
+    }
+    if (!lost) {
+      char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+      if (ok(api_.DeviceGetUUID(device, buf, sizeof(buf)))) {
+        uuids_[index] = CString(buf, sizeof(buf));
+      }
+      nvmlMemory_t memory = {};
+      if (ok(api_.DeviceGetMemoryInfo(device, &memory))) {
+        t.fb_used_mib = static_cast<int64_t>(memory.used >> 20);
+        t.fb_free_mib = static_cast<int64_t>(memory.free >> 20);
+      }
+      if (api_.DeviceGetUtilizationRates) {
+        nvmlUtilization_t util = {};
+        if (ok(api_.DeviceGetUtilizationRates(device, &util))) {
+          t.util_pct = static_cast<int>(std::min(util.gpu, 100u));
+        }
+      }
+      unsigned int value = 0;
+      if (api_.DeviceGetTemperature &&
+          ok(api_.DeviceGetTemperature(device, NVML_TEMPERATURE_GPU, &value))) {
+        t.temp_c = static_cast<int>(std::min<unsigned int>(value, 1000));
+      }
+      if (api_.DeviceGetPowerUsage && ok(api_.DeviceGetPowerUsage(device, &value))) {
+        t.power_mw = value;
+      }
+      if (api_.DeviceGetClockInfo && ok(api_.DeviceGetClockInfo(device, NVML_CLOCK_SM, &value))) {
+        t.sm_clock_mhz = static_cast<int>(std::min<unsigned int>(
+            value, static_cast<unsigned int>(std::numeric_limits<int>::max())));
+      }
+      if (api_.DeviceGetTotalEccErrors) {
+        // NOT_SUPPORTED (no ECC, or ECC off) leaves the counters at 0.
+        const std::pair<std::pair<nvmlMemoryErrorType_t, nvmlEccCounterType_t>, int64_t*>
+            counters[] = {
+                {{NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC}, &t.ecc_sbe_volatile},
+                {{NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC}, &t.ecc_dbe_volatile},
+                {{NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC}, &t.ecc_sbe_aggregate},
+                {{NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC}, &t.ecc_dbe_aggregate},
+            };
+        for (const auto& [kind, out] : counters) {
+          unsigned long long n = 0;
+          if (ok(api_.DeviceGetTotalEccErrors(device, kind.first, kind.second, &n))) {
+            *out = static_cast<int64_t>(
+                std::min<unsigned long long>(n, std::numeric_limits<int64_t>::max()));
+          }
+        }
+      }
+      if (!lost && MigEnabled(device)) {
+        t.mig = MigSamples(index, device, &lost);
+      }
+    }
+    if (lost) {
+      t = GpuTelemetry{};
+      t.index = static_cast<int>(index);
+      t.lost = true;
+    }
+    t.uuid = uuids_[index];
+    t.xid_count = xid_counts_[index];
+    t.last_xid = last_xids_[index];
+    return t;
+  }
+
+  // The MIG instances of a GPU in MIG mode, ascending start slot.
+  std::vector<MigTelemetry> MigSamples(unsigned int index, nvmlDevice_t device, bool* lost) {
+    std::vector<MigTelemetry> out;
+    const GpuModel* model = nullptr;
+    auto cached = models_.find(index);
+    if (cached != models_.end()) {
+      model = cached->second;
+    } else {
+      auto name = Name(device);
+      auto memory = MemoryMib(device);
+      if (name.ok() && memory.ok()) {
+        model = ModelOf(*name, *memory);
+        models_[index] = model;
+      }
+    }
+    StatusOr<std::vector<GpuInstanceRecord>> instances = ListGpuInstances(device, model);
+    if (!instances.ok()) {
+      if (instances.status().code() == StatusCode::kUnavailable) {
+        *lost = true;
+      }
+      return out;
+    }
+    std::map<unsigned int, nvmlDevice_t> mig_devices = MigDevices(device);
+    for (const GpuInstanceRecord& gi : *instances) {
+      MigTelemetry m;
+      m.profile = gi.profile.empty() ? "nvml-profile-" + std::to_string(gi.nvml_index) : gi.profile;
+      m.start = gi.start;
+      m.gi_id = static_cast<int>(gi.id);
+      auto it = mig_devices.find(gi.id);
+      if (it != mig_devices.end()) {
+        auto uuid = Uuid(it->second);
+        m.uuid = uuid.ok() ? *uuid : GpuInstanceUuid(uuids_[index], gi.id);
+        nvmlMemory_t memory = {};
+        nvmlReturn_t r = api_.DeviceGetMemoryInfo(it->second, &memory);
+        if (r == NVML_SUCCESS) {
+          m.fb_used_mib = static_cast<int64_t>(memory.used >> 20);
+          m.fb_free_mib = static_cast<int64_t>(memory.free >> 20);
+        } else if (r == NVML_ERROR_GPU_IS_LOST) {
+          *lost = true;
+        }
+      } else {
+        m.uuid = GpuInstanceUuid(uuids_[index], gi.id);  // no compute instance: no MIG device
+      }
+      out.push_back(std::move(m));
+    }
+    return out;
+  }
+
   std::string ErrorText(nvmlReturn_t r) const {
     const char* text = api_.ErrorString ? api_.ErrorString(r) : nullptr;
     return std::string(text != nullptr ? text : "error") + " (NVML error " + std::to_string(r) +
@@ -600,9 +806,9 @@ class NvmlBackend : public GpuBackend {
     return out;
   }
 
-  // GPU instance id -> UUID of its (first) MIG device.
-  std::map<unsigned int, std::string> MigDeviceUuids(nvmlDevice_t device) const {
-    std::map<unsigned int, std::string> out;
+  // GPU instance id -> its (first) MIG device.
+  std::map<unsigned int, nvmlDevice_t> MigDevices(nvmlDevice_t device) const {
+    std::map<unsigned int, nvmlDevice_t> out;
     if (!api_.HasMigDevices()) {
       return out;
     }
@@ -619,6 +825,15 @@ class NvmlBackend : public GpuBackend {
       if (api_.DeviceGetGpuInstanceId(mig, &gi_id) != NVML_SUCCESS) {
         continue;
       }
+      out.emplace(gi_id, mig);
+    }
+    return out;
+  }
+
+  // GPU instance id -> UUID of its (first) MIG device.
+  std::map<unsigned int, std::string> MigDeviceUuids(nvmlDevice_t device) const {
+    std::map<unsigned int, std::string> out;
+    for (const auto& [gi_id, mig] : MigDevices(device)) {
       auto uuid = Uuid(mig);
       if (uuid.ok()) {
         out.emplace(gi_id, *uuid);
@@ -743,6 +958,13 @@ class NvmlBackend : public GpuBackend {
   NvmlApi api_;
   std::string sysfs_root_;
   std::string description_;
+  // Telemetry state, by GPU index.
+  nvmlEventSet_t event_set_ = nullptr;       // null: no XID events (old driver)
+  std::vector<nvmlDevice_t> event_devices_;  // registered for XIDs; null: not registered
+  std::vector<int64_t> xid_counts_;
+  std::vector<int> last_xids_;
+  std::vector<std::string> uuids_;  // last UUID read, reported for a lost GPU
+  std::map<unsigned int, const GpuModel*> models_;
 };
 
 }  // namespace
@@ -791,6 +1013,15 @@ StatusOr<std::unique_ptr<GpuBackend>> LoadNvmlBackend(const GpuCatalog& catalog,
   Resolve(library, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &api.DeviceGetNvLinkRemotePciInfo);
   Resolve(library, "nvmlDeviceGetCpuAffinity", &api.DeviceGetCpuAffinity);
   Resolve(library, "nvmlDeviceGetNumaNodeId", &api.DeviceGetNumaNodeId);
+  Resolve(library, "nvmlDeviceGetUtilizationRates", &api.DeviceGetUtilizationRates);
+  Resolve(library, "nvmlDeviceGetTemperature", &api.DeviceGetTemperature);
+  Resolve(library, "nvmlDeviceGetPowerUsage", &api.DeviceGetPowerUsage);
+  Resolve(library, "nvmlDeviceGetClockInfo", &api.DeviceGetClockInfo);
+  Resolve(library, "nvmlDeviceGetTotalEccErrors", &api.DeviceGetTotalEccErrors);
+  Resolve(library, "nvmlEventSetCreate", &api.EventSetCreate);
+  Resolve(library, "nvmlDeviceRegisterEvents", &api.DeviceRegisterEvents);
+  Resolve(library, "nvmlEventSetWait_v2", &api.EventSetWait);
+  Resolve(library, "nvmlEventSetFree", &api.EventSetFree);
 
   const std::pair<const char*, bool> required[] = {
       {"nvmlInit_v2", api.Init != nullptr},

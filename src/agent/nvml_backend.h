@@ -11,6 +11,15 @@
 // the NUMA node's cpulist in sysfs, else none. Optional NVML functions that are
 // missing or answer NOT_SUPPORTED degrade these fields; they never fail Discover().
 //
+// Telemetry (ReadTelemetry) per GPU: utilisation (nvmlDeviceGetUtilizationRates; not
+// offered in MIG mode), memory used and free, GPU temperature, power, SM clock, ECC
+// counts (corrected/uncorrected x volatile/aggregate; NOT_SUPPORTED reads 0), and per
+// MIG instance its MIG device's memory and GPU instance id. XID events: every GPU is
+// registered for nvmlEventTypeXidCriticalError on one event set when the backend
+// loads, and each read drains that set without waiting. GPU_IS_LOST from any call, or
+// no device handle, reports the GPU lost. The telemetry functions are optional: an
+// older library without them reads zeros.
+//
 // A GPU whose product the catalog does not know is reported with an invalid model id.
 // A GPU instance without a compute instance has no MIG device; it is reported with
 // the UUID "MIG-<gpu uuid>/<gpu instance id>", which DestroyMigInstance accepts (as it

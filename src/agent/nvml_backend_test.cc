@@ -36,6 +36,9 @@ class FakeHooks {
       Resolve("fakeNvmlDescribeState", &describe_);
       Resolve("fakeNvmlFailNext", &fail_next_);
       Resolve("fakeNvmlAddGpuInstance", &add_gi_);
+      Resolve("fakeNvmlSetReading", &set_reading_);
+      Resolve("fakeNvmlInjectXid", &inject_xid_);
+      Resolve("fakeNvmlSetLost", &set_lost_);
     }
   }
   ~FakeHooks() {
@@ -47,8 +50,8 @@ class FakeHooks {
   FakeHooks& operator=(const FakeHooks&) = delete;
 
   bool ok() const {
-    return handle_ != nullptr && init_count_ && gi_count_ && ci_count_ && describe_ &&
-           fail_next_ && add_gi_;
+    return handle_ != nullptr && init_count_ && gi_count_ && ci_count_ && describe_ && fail_next_ &&
+           add_gi_ && set_reading_ && inject_xid_ && set_lost_;
   }
   int InitCount() const { return init_count_(); }
   int GpuInstances(unsigned int gpu) const { return gi_count_(gpu); }
@@ -62,6 +65,12 @@ class FakeHooks {
                      bool with_ci) const {
     return add_gi_(gpu, profile_index, start, with_ci ? 1 : 0);
   }
+  void SetReading(unsigned int gpu, const char* name, long long value) const {
+    EXPECT_EQ(set_reading_(gpu, name, value), NVML_SUCCESS) << name;
+  }
+  // How many event sets received the event.
+  int InjectXid(unsigned int gpu, unsigned long long xid) const { return inject_xid_(gpu, xid); }
+  void SetLost(unsigned int gpu, int mode) const { EXPECT_EQ(set_lost_(gpu, mode), NVML_SUCCESS); }
 
  private:
   template <typename Fn>
@@ -76,6 +85,9 @@ class FakeHooks {
   int (*describe_)(char*, unsigned int) = nullptr;
   void (*fail_next_)(const char*, int) = nullptr;
   int (*add_gi_)(unsigned int, unsigned int, unsigned int, int) = nullptr;
+  int (*set_reading_)(unsigned int, const char*, long long) = nullptr;
+  int (*inject_xid_)(unsigned int, unsigned long long) = nullptr;
+  int (*set_lost_)(unsigned int, int) = nullptr;
 };
 
 class NvmlBackendTest : public ::testing::Test {
@@ -115,6 +127,12 @@ class NvmlBackendTest : public ::testing::Test {
     auto gpus = backend.Discover();
     EXPECT_TRUE(gpus.ok()) << gpus.status().ToString();
     return gpus.ok() ? *gpus : std::vector<DiscoveredGpu>{};
+  }
+
+  static std::vector<GpuTelemetry> Telemetry(GpuBackend& backend) {
+    auto sample = backend.ReadTelemetry();
+    EXPECT_TRUE(sample.ok()) << sample.status().ToString();
+    return sample.ok() ? *sample : std::vector<GpuTelemetry>{};
   }
 
   std::string sysfs_;
@@ -407,6 +425,147 @@ TEST_F(NvmlBackendTest, OlderLibraryWithoutOptionalFunctions) {
   EXPECT_EQ(fake.State(), "gpu0:mig[];gpu1:mig[0@0/1]");
   ASSERT_TRUE(backend->DestroyMigInstance(1, full->uuid).ok());
   EXPECT_EQ(fake.State(), "gpu0:mig[];gpu1:mig[]");
+}
+
+TEST_F(NvmlBackendTest, TelemetryReadsEveryField) {
+  auto backend = Load("1xA100-SXM4-80GB:mig,2xH100-80GB,1xMYSTERY");
+  ASSERT_NE(backend, nullptr);
+  FakeHooks fake(TESSERA_FAKE_NVML_PATH);
+  ASSERT_TRUE(fake.ok());
+  auto three = backend->CreateMigInstance(0, "3g.40gb", 4);  // GPU instance 1
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  auto one = backend->CreateMigInstance(0, "1g.10gb", 0);  // GPU instance 2
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+
+  fake.SetReading(2, "util", 97);
+  fake.SetReading(2, "mem_used_mib", 70000);
+  fake.SetReading(2, "temp", 83);
+  fake.SetReading(2, "power_mw", 612345);
+  fake.SetReading(2, "sm_clock", 1980);
+  fake.SetReading(2, "ecc_sbe_volatile", 5);
+  fake.SetReading(2, "ecc_dbe_volatile", 1);
+  fake.SetReading(2, "ecc_sbe_aggregate", 17);
+  fake.SetReading(2, "ecc_dbe_aggregate", 3);
+  fake.SetReading(3, "ecc_dbe_volatile", 4);  // MYSTERY has no ECC: NOT_SUPPORTED reads 0
+  EXPECT_EQ(fake.InjectXid(2, 79), 1);        // the backend registered one event set
+  EXPECT_EQ(fake.InjectXid(2, 48), 1);
+  EXPECT_EQ(fake.InjectXid(3, 13), 1);
+
+  std::vector<GpuTelemetry> t = Telemetry(*backend);
+  ASSERT_EQ(t.size(), 4u);
+
+  // MIG mode: no utilisation; the instances with their memory and GPU instance ids.
+  GpuTelemetry mig;
+  mig.index = 0;
+  mig.uuid = "GPU-fa4e0000-0000-4000-8000-000000000000";
+  mig.fb_used_mib = 1024;
+  mig.fb_free_mib = 81920 - 1024;
+  mig.temp_c = 40;
+  mig.power_mw = 100000;
+  mig.sm_clock_mhz = 1000;
+  mig.mig = {{one->uuid, "1g.10gb", 0, 2, 512, 9728 - 512},
+             {three->uuid, "3g.40gb", 4, 1, 256, 40192 - 256}};
+  EXPECT_EQ(t[0], mig);
+
+  GpuTelemetry idle;  // the fake's defaults for GPU 1
+  idle.index = 1;
+  idle.uuid = "GPU-fa4e0000-0000-4000-8000-000000000001";
+  idle.util_pct = 11;
+  idle.fb_used_mib = 2048;
+  idle.fb_free_mib = 81559 - 2048;
+  idle.temp_c = 41;
+  idle.power_mw = 101000;
+  idle.sm_clock_mhz = 1010;
+  EXPECT_EQ(t[1], idle);
+
+  GpuTelemetry busy;
+  busy.index = 2;
+  busy.uuid = "GPU-fa4e0000-0000-4000-8000-000000000002";
+  busy.util_pct = 97;
+  busy.fb_used_mib = 70000;
+  busy.fb_free_mib = 81559 - 70000;
+  busy.temp_c = 83;
+  busy.power_mw = 612345;
+  busy.sm_clock_mhz = 1980;
+  busy.xid_count = 2;
+  busy.last_xid = 48;
+  busy.ecc_sbe_volatile = 5;
+  busy.ecc_dbe_volatile = 1;
+  busy.ecc_sbe_aggregate = 17;
+  busy.ecc_dbe_aggregate = 3;
+  EXPECT_EQ(t[2], busy);
+
+  EXPECT_EQ(t[3].ecc_dbe_volatile, 0);
+  EXPECT_EQ(t[3].xid_count, 1);
+  EXPECT_EQ(t[3].last_xid, 13);
+  EXPECT_EQ(t[3].util_pct, 13);
+
+  // Counters count since the start; events are taken once.
+  t = Telemetry(*backend);
+  EXPECT_EQ(t[2], busy);
+  EXPECT_EQ(fake.InjectXid(2, 94), 1);
+  t = Telemetry(*backend);
+  EXPECT_EQ(t[2].xid_count, 3);
+  EXPECT_EQ(t[2].last_xid, 94);
+  EXPECT_EQ(fake.State(),
+            "gpu0:mig[19@0/1,9@4/1];gpu1:-;gpu2:-;gpu3:-");  // reading changes nothing
+}
+
+TEST_F(NvmlBackendTest, LostGpusAreReportedNotFailed) {
+  auto backend = Load("1xH100-80GB:mig,2xH100-80GB");
+  ASSERT_NE(backend, nullptr);
+  FakeHooks fake(TESSERA_FAKE_NVML_PATH);
+  ASSERT_TRUE(fake.ok());
+  ASSERT_TRUE(backend->CreateMigInstance(0, "7g.80gb", 0).ok());
+  EXPECT_EQ(fake.InjectXid(2, 79), 1);
+  std::vector<GpuTelemetry> before = Telemetry(*backend);
+  ASSERT_EQ(before.size(), 3u);
+  EXPECT_FALSE(before[0].lost);
+  ASSERT_EQ(before[0].mig.size(), 1u);
+
+  // Calls answer GPU_IS_LOST (GPU 0, in MIG mode), or no handle at all (GPU 2).
+  fake.SetLost(0, 1);
+  fake.SetLost(2, 2);
+  std::vector<GpuTelemetry> t = Telemetry(*backend);
+  ASSERT_EQ(t.size(), 3u);
+  for (int i : {0, 2}) {
+    GpuTelemetry lost;
+    lost.index = i;
+    lost.uuid = before[static_cast<size_t>(i)].uuid;  // the last one known
+    lost.lost = true;
+    lost.xid_count = i == 2 ? 1 : 0;
+    lost.last_xid = i == 2 ? 79 : 0;
+    EXPECT_EQ(t[static_cast<size_t>(i)], lost) << i;
+  }
+  EXPECT_EQ(t[1], before[1]);
+
+  fake.SetLost(0, 0);
+  fake.SetLost(2, 0);
+  t = Telemetry(*backend);
+  EXPECT_EQ(t, before);
+}
+
+TEST_F(NvmlBackendTest, OlderLibraryReportsZerosForWhatItCannotRead) {
+  auto backend = Load("1xA100-SXM4-80GB,1xA100-SXM4-80GB:mig", "driver=470.82.01",
+                      TESSERA_FAKE_NVML_MINIMAL_PATH);
+  ASSERT_NE(backend, nullptr);
+  FakeHooks fake(TESSERA_FAKE_NVML_MINIMAL_PATH);
+  ASSERT_TRUE(fake.ok());
+  EXPECT_EQ(Discover(*backend).size(), 2u);
+  auto inst = backend->CreateMigInstance(1, "2g.20gb", 2);
+  ASSERT_TRUE(inst.ok()) << inst.status().ToString();
+  EXPECT_EQ(fake.InjectXid(0, 79), 0);  // no event functions: nothing registered
+  std::vector<GpuTelemetry> t = Telemetry(*backend);
+  ASSERT_EQ(t.size(), 2u);
+  GpuTelemetry plain;  // memory info is all this library offers
+  plain.index = 0;
+  plain.uuid = "GPU-fa4e0000-0000-4000-8000-000000000000";
+  plain.fb_used_mib = 1024;
+  plain.fb_free_mib = 81920 - 1024;
+  EXPECT_EQ(t[0], plain);
+  ASSERT_EQ(t[1].mig.size(), 1u);
+  EXPECT_EQ(t[1].mig[0], (MigTelemetry{inst->uuid, "2g.20gb", 2, 1, 256, 19968 - 256}));
+  EXPECT_EQ(t[1].fb_used_mib, 2048);
 }
 
 }  // namespace

@@ -27,6 +27,9 @@ constexpr size_t kMaxLaunchEnvBytes = 1 << 20;
 constexpr int64_t kMaxGpuIndex = 1023;
 constexpr int64_t kMaxGraceMs = int64_t{7} * 24 * 3600 * 1000;
 constexpr int64_t kMaxHeartbeatMs = 3'600'000;
+// Plausible GPU temperatures in degrees Celsius (sensors report whole degrees).
+constexpr int64_t kMinTempC = -273;
+constexpr int64_t kMaxTempC = 1000;
 
 // A string made safe to dump.
 std::string Utf8(const std::string& s) { return IsValidUtf8(s) ? s : ToValidUtf8(s); }
@@ -275,6 +278,56 @@ class Decoder {
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "grace_ms", 0, kMaxGraceMs, &stop.grace_ms));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "signal", 1, 64, &stop.signal));
     return stop;
+  }
+
+  StatusOr<MigTelemetry> MigSample(const Json& j, const std::string& path) {
+    TESSERA_RETURN_IF_ERROR(r_.CheckObject(j, path));
+    MigTelemetry m;
+    TESSERA_ASSIGN_OR_RETURN(m.uuid, RequiredString(j, path, "uuid", kMaxIdLength));
+    TESSERA_RETURN_IF_ERROR(OptString(j, path, "profile", 64, &m.profile));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "start", -1, kMigMemorySlots - 1, &m.start));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "gi_id", -1, kInt32Max, &m.gi_id));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "fb_used_mib", 0, kInt64Max, &m.fb_used_mib));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "fb_free_mib", 0, kInt64Max, &m.fb_free_mib));
+    return m;
+  }
+
+  StatusOr<GpuTelemetry> GpuSample(const Json& j, const std::string& path) {
+    TESSERA_RETURN_IF_ERROR(r_.CheckObject(j, path));
+    GpuTelemetry t;
+    Status missing;
+    const Json* index = Required(j, path, "index", &missing);
+    if (index == nullptr) {
+      return missing;
+    }
+    TESSERA_ASSIGN_OR_RETURN(int64_t i, r_.Int(*index, ChildPath(path, "index"), 0, kMaxGpuIndex));
+    t.index = static_cast<int>(i);
+    TESSERA_RETURN_IF_ERROR(OptString(j, path, "uuid", kMaxIdLength, &t.uuid));
+    TESSERA_RETURN_IF_ERROR(OptBool(j, path, "lost", &t.lost));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "util_pct", 0, 100, &t.util_pct));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "fb_used_mib", 0, kInt64Max, &t.fb_used_mib));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "fb_free_mib", 0, kInt64Max, &t.fb_free_mib));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "temp_c", kMinTempC, kMaxTempC, &t.temp_c));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "power_mw", 0, kInt64Max, &t.power_mw));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "sm_clock_mhz", 0, kInt32Max, &t.sm_clock_mhz));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "xid_count", 0, kInt64Max, &t.xid_count));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "last_xid", 0, kInt32Max, &t.last_xid));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "ecc_sbe_volatile", 0, kInt64Max, &t.ecc_sbe_volatile));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "ecc_dbe_volatile", 0, kInt64Max, &t.ecc_dbe_volatile));
+    TESSERA_RETURN_IF_ERROR(
+        OptInt(j, path, "ecc_sbe_aggregate", 0, kInt64Max, &t.ecc_sbe_aggregate));
+    TESSERA_RETURN_IF_ERROR(
+        OptInt(j, path, "ecc_dbe_aggregate", 0, kInt64Max, &t.ecc_dbe_aggregate));
+    if (Status listed = List(j, path, "mig", kMaxMigPerGpu,
+                             [&](const Json& v, const std::string& at) {
+                               TESSERA_ASSIGN_OR_RETURN(MigTelemetry m, MigSample(v, at));
+                               t.mig.push_back(std::move(m));
+                               return Status::Ok();
+                             });
+        !listed.ok()) {
+      return listed;
+    }
+    return t;
   }
 
   StatusOr<NodeInventory> Inventory(const Json& j, const std::string& path,
@@ -600,6 +653,34 @@ nlohmann::json ToJson(const TaskStop& stop) {
   return {{"key", ToJson(stop.key)}, {"grace_ms", stop.grace_ms}, {"signal", stop.signal}};
 }
 
+nlohmann::json ToJson(const MigTelemetry& m) {
+  return {{"uuid", Utf8(m.uuid)}, {"profile", Utf8(m.profile)},   {"start", m.start},
+          {"gi_id", m.gi_id},     {"fb_used_mib", m.fb_used_mib}, {"fb_free_mib", m.fb_free_mib}};
+}
+
+nlohmann::json ToJson(const GpuTelemetry& t) {
+  Json mig = Json::array();
+  for (const MigTelemetry& m : t.mig) {
+    mig.push_back(ToJson(m));
+  }
+  return {{"index", t.index},
+          {"uuid", Utf8(t.uuid)},
+          {"lost", t.lost},
+          {"util_pct", t.util_pct},
+          {"fb_used_mib", t.fb_used_mib},
+          {"fb_free_mib", t.fb_free_mib},
+          {"temp_c", t.temp_c},
+          {"power_mw", t.power_mw},
+          {"sm_clock_mhz", t.sm_clock_mhz},
+          {"xid_count", t.xid_count},
+          {"last_xid", t.last_xid},
+          {"ecc_sbe_volatile", t.ecc_sbe_volatile},
+          {"ecc_dbe_volatile", t.ecc_dbe_volatile},
+          {"ecc_sbe_aggregate", t.ecc_sbe_aggregate},
+          {"ecc_dbe_aggregate", t.ecc_dbe_aggregate},
+          {"mig", std::move(mig)}};
+}
+
 nlohmann::json ToJson(const RegisterRequest& request, const GpuCatalog& catalog) {
   Json tasks = Json::array();
   for (const TaskReport& t : request.tasks) {
@@ -619,9 +700,17 @@ nlohmann::json ToJson(const HeartbeatRequest& request) {
   for (const TaskReport& t : request.tasks) {
     tasks.push_back(ToJson(t));
   }
-  return {{"node", Utf8(request.node)},
-          {"agent_id", Utf8(request.agent_id)},
-          {"tasks", std::move(tasks)}};
+  Json j = {{"node", Utf8(request.node)},
+            {"agent_id", Utf8(request.agent_id)},
+            {"tasks", std::move(tasks)}};
+  if (!request.gpus.empty()) {
+    Json gpus = Json::array();
+    for (const GpuTelemetry& g : request.gpus) {
+      gpus.push_back(ToJson(g));
+    }
+    j["gpus"] = std::move(gpus);
+  }
+  return j;
 }
 
 nlohmann::json ToJson(const HeartbeatResponse& response) {
@@ -657,6 +746,14 @@ StatusOr<TaskLaunch> TaskLaunchFromJson(const nlohmann::json& j) {
 
 StatusOr<TaskStop> TaskStopFromJson(const nlohmann::json& j) {
   return Decode<TaskStop>("task stop", [&](Decoder& d) { return d.Stop(j, ""); });
+}
+
+StatusOr<MigTelemetry> MigTelemetryFromJson(const nlohmann::json& j) {
+  return Decode<MigTelemetry>("MIG telemetry", [&](Decoder& d) { return d.MigSample(j, ""); });
+}
+
+StatusOr<GpuTelemetry> GpuTelemetryFromJson(const nlohmann::json& j) {
+  return Decode<GpuTelemetry>("GPU telemetry", [&](Decoder& d) { return d.GpuSample(j, ""); });
 }
 
 StatusOr<RegisterRequest> RegisterRequestFromJson(const nlohmann::json& j,
@@ -700,6 +797,15 @@ StatusOr<HeartbeatRequest> HeartbeatRequestFromJson(const nlohmann::json& j) {
         TESSERA_ASSIGN_OR_RETURN(request.agent_id,
                                  d.RequiredString(j, "", "agent_id", kMaxIdLength));
         TESSERA_RETURN_IF_ERROR(d.Reports(j, "", &request.tasks));
+        if (Status listed = d.List(j, "", "gpus", kMaxGpusPerNode,
+                                   [&](const Json& v, const std::string& at) {
+                                     TESSERA_ASSIGN_OR_RETURN(GpuTelemetry g, d.GpuSample(v, at));
+                                     request.gpus.push_back(std::move(g));
+                                     return Status::Ok();
+                                   });
+            !listed.ok()) {
+          return listed;
+        }
         return request;
       });
 }

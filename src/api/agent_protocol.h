@@ -125,7 +125,9 @@ struct TaskStop {
 
 // What the agent reads off one GPU (NVML, or the fake source) for the controller's
 // /metrics (DCGM exporter names) and its health checks. Counters count since the
-// agent started; the controller notices increases.
+// agent started; the controller notices increases. Decoding requires "index" and each
+// MIG instance's "uuid"; util_pct is 0..100, memory, power, clock and counters are
+// non-negative; a lost GPU carries zero readings.
 struct MigTelemetry {
   std::string uuid;     // "MIG-..."
   std::string profile;  // catalog profile name, e.g. "3g.40gb"

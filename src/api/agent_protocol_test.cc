@@ -211,6 +211,134 @@ TEST(AgentProtocolTest, HeartbeatRoundTrips) {
             "agent_id: is required");
 }
 
+GpuTelemetry Telemetry() {
+  GpuTelemetry t;
+  t.index = 3;
+  t.uuid = "GPU-0003";
+  t.util_pct = 87;
+  t.fb_used_mib = 40000;
+  t.fb_free_mib = 41920;
+  t.temp_c = 71;
+  t.power_mw = 512345;
+  t.sm_clock_mhz = 1980;
+  t.xid_count = 2;
+  t.last_xid = 79;
+  t.ecc_sbe_volatile = 5;
+  t.ecc_dbe_volatile = 1;
+  t.ecc_sbe_aggregate = 17;
+  t.ecc_dbe_aggregate = 3;
+  t.mig = {{"MIG-aaaa", "1g.10gb", 0, 7, 512, 9216}, {"MIG-bbbb", "3g.40gb", 4, 2, 0, 40192}};
+  return t;
+}
+
+TEST(AgentProtocolTest, TelemetryRoundTrips) {
+  GpuTelemetry t = Telemetry();
+  Json j = ToJson(t);
+  EXPECT_EQ(j["index"], 3);
+  EXPECT_EQ(j["util_pct"], 87);
+  EXPECT_EQ(j["power_mw"], 512345);
+  EXPECT_EQ(j["last_xid"], 79);
+  EXPECT_EQ(j["ecc_dbe_aggregate"], 3);
+  EXPECT_EQ(j["lost"], false);
+  EXPECT_EQ(j["mig"][1]["gi_id"], 2);
+  EXPECT_EQ(j["mig"][0]["fb_free_mib"], 9216);
+  StatusOr<GpuTelemetry> back = GpuTelemetryFromJson(Wire(j));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, t);
+  StatusOr<MigTelemetry> mig = MigTelemetryFromJson(Wire(ToJson(t.mig[1])));
+  ASSERT_TRUE(mig.ok()) << mig.status().ToString();
+  EXPECT_EQ(*mig, t.mig[1]);
+
+  GpuTelemetry lost;
+  lost.index = 0;
+  lost.uuid = "GPU-0000";
+  lost.lost = true;
+  back = GpuTelemetryFromJson(Wire(ToJson(lost)));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, lost);
+
+  // Fields left out take their defaults; unknown keys are ignored.
+  back = GpuTelemetryFromJson(Json{{"index", 1}, {"pcie_replay", 4}});
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->index, 1);
+  EXPECT_EQ(back->util_pct, 0);
+  EXPECT_TRUE(back->mig.empty());
+  EXPECT_EQ(MigTelemetryFromJson(Json{{"uuid", "MIG-x"}})->gi_id, -1);
+
+  // In a heartbeat: "gpus" only when there is a sample.
+  HeartbeatRequest req{"node-a", "agent-1", {}, {t, lost}};
+  Json hb = ToJson(req);
+  ASSERT_TRUE(hb.contains("gpus"));
+  EXPECT_EQ(hb["gpus"].size(), 2U);
+  StatusOr<HeartbeatRequest> hb_back = HeartbeatRequestFromJson(Wire(hb));
+  ASSERT_TRUE(hb_back.ok()) << hb_back.status().ToString();
+  EXPECT_EQ(*hb_back, req);
+  req.gpus.clear();
+  EXPECT_FALSE(ToJson(req).contains("gpus"));
+  hb_back = HeartbeatRequestFromJson(Wire(ToJson(req)));
+  ASSERT_TRUE(hb_back.ok());
+  EXPECT_TRUE(hb_back->gpus.empty());
+}
+
+TEST(AgentProtocolTest, TelemetryIsValidated) {
+  Json j = ToJson(Telemetry());
+  auto error = [](const Json& bad) {
+    StatusOr<GpuTelemetry> t = GpuTelemetryFromJson(bad);
+    EXPECT_FALSE(t.ok());
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+    return t.status().message();
+  };
+  Json bad = j;
+  bad["util_pct"] = 101;
+  EXPECT_EQ(error(bad), "util_pct: must be between 0 and 100, got 101");
+  bad = j;
+  bad["util_pct"] = -1;
+  EXPECT_NE(error(bad).find("util_pct: must be between 0 and 100"), std::string::npos);
+  bad = j;
+  bad.erase("index");
+  EXPECT_EQ(error(bad), "index: is required");
+  bad = j;
+  bad["index"] = -2;
+  EXPECT_NE(error(bad).find("index: must be between 0"), std::string::npos);
+  bad = j;
+  bad["xid_count"] = -1;
+  EXPECT_NE(error(bad).find("xid_count: must be between 0"), std::string::npos);
+  bad = j;
+  bad["ecc_dbe_volatile"] = "many";
+  EXPECT_NE(error(bad).find("ecc_dbe_volatile: expected an integer"), std::string::npos)
+      << error(bad);
+  bad = j;
+  bad["lost"] = 1;
+  EXPECT_NE(error(bad).find("lost: expected"), std::string::npos) << error(bad);
+  bad = j;
+  bad["mig"][1]["fb_used_mib"] = -5;
+  EXPECT_NE(error(bad).find("mig[1].fb_used_mib: must be between 0"), std::string::npos);
+  bad = j;
+  bad["mig"][0].erase("uuid");
+  EXPECT_EQ(error(bad), "mig[0].uuid: is required");
+  bad = j;
+  bad["mig"][0]["start"] = 8;
+  EXPECT_NE(error(bad).find("mig[0].start"), std::string::npos);
+  EXPECT_NE(error(Json::array()).find("expected an object"), std::string::npos);
+
+  // Inside a heartbeat, the error names the GPU's place.
+  HeartbeatRequest req{"node-a", "agent-1", {}, {Telemetry(), Telemetry()}};
+  Json hb = ToJson(req);
+  hb["gpus"][1]["power_mw"] = -3;
+  EXPECT_NE(HeartbeatRequestFromJson(hb).status().message().find("gpus[1].power_mw: must be"),
+            std::string::npos)
+      << HeartbeatRequestFromJson(hb).status().message();
+  hb = ToJson(req);
+  hb["gpus"][0]["mig"][1]["gi_id"] = "two";
+  EXPECT_NE(HeartbeatRequestFromJson(hb).status().message().find("gpus[0].mig[1].gi_id"),
+            std::string::npos);
+  hb = ToJson(req);
+  hb["gpus"] = Json::object();
+  EXPECT_NE(HeartbeatRequestFromJson(hb).status().message().find("gpus: expected a list"),
+            std::string::npos)
+      << HeartbeatRequestFromJson(hb).status().message();
+}
+
 TEST(AgentProtocolTest, LaunchIsValidated) {
   Json j = ToJson(Launch());
   auto error = [](const Json& bad) {

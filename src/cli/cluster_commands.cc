@@ -453,16 +453,36 @@ std::string NodesTable(const json& nodes, Micros now) {
         models.push_back(model);
       }
     }
+    std::string state = Str(node, "state");
+    std::string reason = Str(node, "reason");
+    if (const json& drain = node.value("drain", json()); drain.is_object()) {
+      state += ",drained";
+      reason = "drained by " + Str(drain, "by") + ": " + Str(drain, "reason") +
+               (reason.empty() ? "" : "; " + reason);
+    }
     table.AddRow(
-        {Str(node, "name"), Str(node, "state"),
+        {Str(node, "name"), state,
          FormatMilli(used) + "/" + std::to_string(gpus.size()),
          models.empty() ? "-" : Join(models, ","),
          FormatMilli(Int(node, "cpu_used_milli")) + "/" + FormatMilli(Int(node, "cpu_milli")),
          FormatMiBShort(Int(node, "memory_used_mib")) + "/" +
              FormatMiBShort(Int(node, "memory_mib")),
-         AgeSince(Time(node, "last_heartbeat"), now), Str(node, "reason")});
+         AgeSince(Time(node, "last_heartbeat"), now), reason});
   }
-  return table.Render();
+  std::string out = table.Render();
+  // GPUs out of service, each with why.
+  for (const json& node : nodes) {
+    for (const json& gpu : Array(node, "gpus")) {
+      const json& drain = gpu.value("drain", json());
+      if (!drain.is_object()) {
+        continue;
+      }
+      out += Str(node, "name") + " GPU " + std::to_string(Int(gpu, "index")) + " " +
+             (Str(gpu, "health") == "lost" ? "lost" : "drained") + " by " + Str(drain, "by") + " " +
+             AgeSince(Time(drain, "since"), now) + " ago: " + Str(drain, "reason") + "\n";
+    }
+  }
+  return out;
 }
 
 std::string GpuMap(const json& nodes) {
@@ -484,6 +504,9 @@ std::string GpuMap(const json& nodes) {
     for (const json& gpu : gpus) {
       line += "  ";
       line += Str(gpu, "mode") == "mig" ? MigCell(gpu) : BarCell(Int(gpu, "used_milli"));
+      if (gpu.value("drain", json()).is_object()) {
+        line += "(drained)";
+      }
       std::vector<std::string> holders;
       for (const json& holder : Array(gpu, "holders")) {
         std::optional<int64_t> job = OptInt(holder, "job");
@@ -853,6 +876,38 @@ int RunCancel(const ClientConfig& config, const CancelOptions& o, std::ostream& 
 }
 
 // ---------------------------------------------------------------------------------
+// drain, resume
+
+int RunDrain(const ClientConfig& config, const DrainOptions& o, std::ostream& out,
+             std::ostream& err) {
+  TESSERA_CLI_RETURN_IF_ERROR(CheckOutput(o.output, {"json"}), err);
+  if (o.drain && o.reason.empty()) {
+    return ReportError(InvalidArgumentError("say why with --reason"), err);
+  }
+  json body = json::object();
+  if (o.gpu >= 0) {
+    body["gpu"] = o.gpu;
+  }
+  if (o.drain) {
+    body["reason"] = o.reason;
+  }
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  const std::string path = "/v1/nodes/" + o.node + (o.drain ? "/drain" : "/resume");
+  TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response,
+                               client->Post(path, body.dump(), "application/json"), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(json node, ParseJsonBody(response.body, "POST " + path), err);
+  if (o.output == "json") {
+    out << Pretty(node) << "\n";
+    return 0;
+  }
+  const std::string what = o.gpu >= 0 ? "node " + o.node + " GPU " + std::to_string(o.gpu)
+                                      : "node " + o.node;
+  out << what << (o.drain ? " drained: no new work lands on it; what runs there keeps running\n"
+                          : " takes new work\n");
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------
 // logs
 
 int RunLogs(const ClientConfig& config, const LogsOptions& o, std::ostream& out,
@@ -1167,6 +1222,27 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
     cmd->callback([flags, o, exit_code] {
       Dispatch(*flags, exit_code,
                [&](const ClientConfig& c) { return RunLogs(c, *o, std::cout, std::cerr); });
+    });
+  }
+  // drain, resume
+  for (const bool drain : {true, false}) {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<DrainOptions>();
+    o->drain = drain;
+    CLI::App* cmd = app.add_subcommand(
+        drain ? "drain" : "resume",
+        drain ? "Take a node or one GPU out of service for new work (admin)"
+              : "Put a drained node or GPU back in service (admin)");
+    cmd->add_option("node", o->node, "node name")->required();
+    cmd->add_option("--gpu", o->gpu, "only this GPU (index on the node)");
+    if (drain) {
+      cmd->add_option("--reason", o->reason, "why (shown in `tessera nodes`)")->required();
+    }
+    cmd->add_option("-o,--output", o->output, "json");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code,
+               [&](const ClientConfig& c) { return RunDrain(c, *o, std::cout, std::cerr); });
     });
   }
   // nodes

@@ -127,6 +127,18 @@ int RunLogs(const ClientConfig& config, const LogsOptions& options, std::ostream
 // `tessera nodes [--gpus]`: NAME STATE GPUS MODEL CPU MEMORY HEARTBEAT REASON, and with
 // `gpus` a map: per node one cell per GPU, `[###.......]` (tenths used), `[m:3g,1g...]`
 // (MIG instances), followed by the holders' job ids; then which tenant each job is.
+// `tessera drain NODE [--gpu N] --reason TEXT` and `tessera resume NODE [--gpu N]`
+// (admin): no new work lands on a drained node or GPU; what runs there keeps running.
+struct DrainOptions {
+  bool drain = true;  // false: resume
+  std::string node;
+  int gpu = -1;  // -1: the whole node
+  std::string reason;
+  std::string output;  // "" or json
+};
+int RunDrain(const ClientConfig& config, const DrainOptions& options, std::ostream& out,
+             std::ostream& err);
+
 struct NodesOptions {
   bool gpus = false;
   std::string output;  // "" or json

@@ -81,6 +81,7 @@ struct ServerFlags {
   std::string checkpoint_root;
   bool no_fsync = false;
   double rate = 200;
+  int gpu_temp_limit = 90;
 };
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
@@ -103,6 +104,9 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_flag("--no-fsync", f->no_fsync,
                 "Commit without fsync (durable against a crash of the process, not of the machine)");
   cmd->add_option("--rate", f->rate, "Requests per second per token")->capture_default_str();
+  cmd->add_option("--gpu-temp-limit", f->gpu_temp_limit,
+                  "A GPU this hot (C) is drained until it cools 5 C below")
+      ->capture_default_str();
 }
 
 StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
@@ -124,6 +128,12 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
   if (o.controller.node_timeout <= 0) {
     return InvalidArgumentError("--node-timeout must be positive");
   }
+  if (f.gpu_temp_limit < 30 || f.gpu_temp_limit > 150) {
+    return InvalidArgumentError("--gpu-temp-limit must be between 30 and 150 C, got " +
+                                std::to_string(f.gpu_temp_limit));
+  }
+  o.controller.health.temperature_limit_c = f.gpu_temp_limit;
+  o.controller.health.temperature_resume_c = f.gpu_temp_limit - 5;
   return o;
 }
 
@@ -135,6 +145,7 @@ struct AgentFlags {
   std::string fake_gpus;
   std::string cpu, memory;
   std::string heartbeat;
+  std::string telemetry;
   std::string ca_cert;
   bool insecure = false;
   bool no_cgroups = false;
@@ -153,6 +164,9 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags* f, bool standalone) {
   }
   cmd->add_option("--fake-gpus", f->fake_gpus,
                   "Fake GPU inventory, e.g. 8xH100-80GB or 2x4xA100-80GB,mig (default: NVML)");
+  cmd->add_option("--telemetry-interval", f->telemetry,
+                  "Least time between GPU telemetry samples sent in heartbeats, e.g. 5s; 0: "
+                  "none (default: 1s)");
   cmd->add_option("--cpu", f->cpu, "CPUs offered (default: the machine's)");
   cmd->add_option("--memory", f->memory, "Memory offered, e.g. 64GiB (default: the machine's)");
   cmd->add_flag("--no-cgroups", f->no_cgroups, "Do not apply cgroup v2 CPU and memory limits");
@@ -186,6 +200,9 @@ StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f) {
   if (!f.heartbeat.empty()) {
     TESSERA_ASSIGN_OR_RETURN(o.heartbeat_interval, ParseDurationMicros(f.heartbeat));
   }
+  if (!f.telemetry.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(o.telemetry_interval, ParseDurationMicros(f.telemetry));
+  }
   return o;
 }
 
@@ -205,6 +222,9 @@ int RunServer(const ServerFlags& flags) {
   std::cout << "tessera server: listening on " << (*server)->url() << "\n"
             << "  admin token: " << flags.data_dir << "/admin.token\n"
             << "  join token:  " << flags.data_dir << "/join.token\n"
+            << "  metrics:     " << (*server)->url() << "/metrics and /metrics/gpus (token: "
+            << flags.data_dir << "/metrics.token)\n"
+            << "  dashboard:   " << (*server)->url() << "/\n"
             << std::flush;
   WaitForStopSignal();
   std::cout << "tessera server: stopping\n";
@@ -292,6 +312,9 @@ int RunUp(const ServerFlags& sflags, AgentFlags aflags) {
   (*agent)->Start();
   std::cout << "Tessera is up: a one-machine cluster.\n"
             << "  API:           " << srv.url() << "\n"
+            << "  dashboard:     " << srv.url() << "/ (sign in with a token below)\n"
+            << "  metrics:       " << srv.url() << "/metrics and /metrics/gpus (token: "
+            << sflags.data_dir << "/metrics.token)\n"
             << "  admin token:   " << sflags.data_dir << "/admin.token\n"
             << "  tenant tokens: " << token_dir << "/<tenant>.token\n"
             << "  node:          " << (*agent)->inventory().spec.name << ", "
@@ -299,7 +322,7 @@ int RunUp(const ServerFlags& sflags, AgentFlags aflags) {
             << ")\n"
             << "  try:           export TESSERA_SERVER=" << srv.url()
             << " TESSERA_TOKEN=$(cat " << token_dir << "/team-a.token); tessera submit -f "
-            << "examples/train-gang.yaml; tessera jobs\n"
+            << "examples/train-gang.yaml; tessera top\n"
             << "Stop with Ctrl-C.\n"
             << std::flush;
   WaitForStopSignal();

@@ -6,6 +6,7 @@
 #include "cli/daemon_commands.h"
 #include "cli/sim_fgd_command.h"
 #include "cli/sim_jobs_command.h"
+#include "cli/top_command.h"
 
 int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::bad_alloc ends it
   CLI::App app{"Tessera: a multi-tenant GPU cluster scheduler", "tessera"};
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::ba
   tessera::AddSimFgdCommand(*sim, &exit_code);
   tessera::AddSimJobsCommand(*sim, &exit_code);
   tessera::AddClusterCommands(app, &exit_code);
+  tessera::AddTopCommand(app, &exit_code);
   tessera::AddDaemonCommands(app, &exit_code);
 
   try {

@@ -137,6 +137,36 @@ TEST(MakeProfileTest, FiltersRejectWhatCannotFit) {
   EXPECT_TRUE(placer.Check(s.node(NodeId(1)), local).fits());  // one NUMA node
 }
 
+// Drains keep new work off a GPU or a whole node, for every policy that needs no
+// workload model; grants already there stay and undraining brings the GPU back.
+TEST(MakeProfileTest, DrainedGpusAndNodesTakeNoNewWork) {
+  ClusterState s = Cluster({Node("a", 32000, "T4", 2), Node("b", 32000, "T4", 1)});
+  StatusOr<Profile> p = MakeProfile("bestfit", PolicyContext{ScaleOf(s), nullptr});
+  ASSERT_TRUE(p.ok());
+  Placer placer(std::move(p).value());
+  Pcg32 rng(1);
+  ASSERT_TRUE(s.SetGpuDrained(NodeId(0), 0, true).ok());
+  ASSERT_TRUE(s.SetNodeDrained(NodeId(1), true).ok());
+  EXPECT_FALSE(s.SetGpuDrained(NodeId(0), 2, true).ok());
+  EXPECT_FALSE(s.SetNodeDrained(NodeId(7), true).ok());
+  // Only node a's GPU 1 is left: one share lands there, a 2-GPU task fits nowhere.
+  Placement one = placer.Place(s, Request(1000, 1, 500), rng);
+  ASSERT_TRUE(one.placed);
+  EXPECT_EQ(one.allocation.node, NodeId(0));
+  ASSERT_EQ(one.allocation.gpus.size(), 1U);
+  EXPECT_EQ(one.allocation.gpus[0].gpu, 1);
+  EXPECT_FALSE(placer.Place(s, Request(1000, 2, 1000), rng).placed);
+  EXPECT_EQ(placer.Check(s.node(NodeId(1)), Request(1000)).code, FilterCode::kUnschedulable);
+  // A grant of work already running on the drained GPU is still accepted.
+  Allocation held{NodeId(0), MilliCpu(1000), MiB(0), {GpuGrant{0, MilliGpu(500), MiB(0)}}};
+  EXPECT_TRUE(s.Allocate(held).ok());
+  ASSERT_TRUE(s.Release(held).ok());
+  ASSERT_TRUE(s.SetGpuDrained(NodeId(0), 0, false).ok());
+  ASSERT_TRUE(s.SetNodeDrained(NodeId(1), false).ok());
+  EXPECT_TRUE(placer.Place(s, Request(1000, 2, 1000), rng).placed);
+  EXPECT_TRUE(placer.Check(s.node(NodeId(1)), Request(1000)).fits());
+}
+
 // An Alibaba-like cluster in miniature.
 ClusterState OpenbLike() {
   return Cluster({Node("g2-a", 96000, "G2", 8), Node("g2-b", 96000, "G2", 8),

@@ -79,7 +79,7 @@ uint64_t BestGroupAtLevel(const NodeLedger& node, uint64_t free, int count, int 
 }  // namespace
 
 bool GpuFitsRequest(const GpuLedger& gpu, const TaskRequest& request) {
-  if (!request.models.Allows(gpu.model().id)) {
+  if (gpu.drained() || !request.models.Allows(gpu.model().id)) {
     return false;
   }
   if (request.wants_mig()) {

@@ -44,6 +44,9 @@ void Placer::SetNodeRanks(std::vector<uint32_t> ranks) {
 }
 
 FilterResult Placer::Check(const NodeLedger& node, const TaskRequest& request) const {
+  if (node.drained()) {
+    return FilterResult::NotNow("node drained");
+  }
   for (const auto& f : profile_.filters) {
     FilterResult r = f->Filter(node, request);
     if (!r.fits()) {

@@ -75,18 +75,20 @@ std::string_view RoleName(Role role) {
       return "tenant";
     case Role::kAgent:
       return "agent";
+    case Role::kMetrics:
+      return "metrics";
   }
   return "unknown";
 }
 
 StatusOr<Role> ParseRole(std::string_view name) {
-  for (Role role : {Role::kAdmin, Role::kTenant, Role::kAgent}) {
+  for (Role role : {Role::kAdmin, Role::kTenant, Role::kAgent, Role::kMetrics}) {
     if (name == RoleName(role)) {
       return role;
     }
   }
   return InvalidArgumentError("unknown role '" + std::string(name) +
-                              "' (want admin, tenant or agent)");
+                              "' (want admin, tenant, agent or metrics)");
 }
 
 std::string HashToken(std::string_view token) {

@@ -4,7 +4,7 @@
 // hash (HashToken) with the principal it stands for, in the Store (TokenRow) and in a
 // TokenRegistry that answers each request's Authorization header.
 // Roles: admin (everything), tenant (its own tenant's jobs and queues), agent (a node
-// daemon). Thread safety: the free functions are thread-safe; TokenRegistry is thread-safe
+// daemon), metrics (reads /metrics only: what a Prometheus server is given). Thread safety: the free functions are thread-safe; TokenRegistry is thread-safe
 // (a shared_mutex: many concurrent Authenticate calls, exclusive Add/Remove).
 #pragma once
 
@@ -21,9 +21,9 @@
 
 namespace tessera {
 
-enum class Role : uint8_t { kAdmin, kTenant, kAgent };
+enum class Role : uint8_t { kAdmin, kTenant, kAgent, kMetrics };
 
-// "admin", "tenant", "agent".
+// "admin", "tenant", "agent", "metrics".
 std::string_view RoleName(Role role);
 // The inverse of RoleName; InvalidArgument for anything else (case-sensitive).
 StatusOr<Role> ParseRole(std::string_view name);

@@ -1,9 +1,11 @@
 #include "server/controller.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <set>
 
 #include "api/queue_config.h"
@@ -149,6 +151,14 @@ Status Controller::Load(const std::string& queues_yaml) {
     n.last_seen = now;  // the agent gets a full timeout to come back
   }
 
+  TESSERA_RETURN_IF_ERROR(LoadDrains());
+  TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> usage,
+                           store_->LoadUsage(0, std::numeric_limits<int64_t>::max()));
+  for (const UsageRow& u : usage) {
+    tenant_gpu_seconds_[u.tenant] += static_cast<double>(u.gpu_milli) / 1000.0 *
+                                     static_cast<double>(u.end_us - u.start_us) / 1e6;
+  }
+
   TESSERA_ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_->LoadJobs());
   for (JobRow& row : rows) {
     next_id_ = std::max(next_id_, row.id + 1);
@@ -270,6 +280,11 @@ Status Controller::RebuildScheduler() {
   }
   TESSERA_ASSIGN_OR_RETURN(ClusterState state, ClusterState::Create(std::move(specs), *catalog_));
   state_ = std::make_unique<ClusterState>(std::move(state));
+  for (const auto& [name, node] : nodes_) {
+    if (node.up) {
+      ApplyDrains(node);
+    }
+  }
   quota_ = std::make_unique<QuotaLedger>(*tree_);
   capacity_ = Capacity{};
   reservation_.reset();
@@ -435,6 +450,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     return UnavailableError("could not make the job durable: " + s.message());
   }
   j.durable = true;
+  ++submitted_[j.row.queue];
   JobRecord& rec = records_[id];
   rec.spec = j.submission.spec;
   rec.phase = JobPhase::kPending;
@@ -710,6 +726,7 @@ void Controller::StartJob(Job& job, StartDecision& d, Micros now, Pending& out) 
   job.row.reason = d.backfilled ? "backfilled" : "";
   job.row.placement_json = PlacementJson(rec.allocations, names, now).dump();
   out.dirty.insert(id);
+  ++decisions_["start"];
   for (size_t t = 0; t < rec.allocations.size(); ++t) {
     out.launches.emplace_back(job.tasks[t].node, MakeLaunch(job, static_cast<int>(t)));
   }
@@ -792,6 +809,8 @@ void Controller::Finalize(Job& job, Micros now, Pending& out) {
   if (rec.run_start > 0 && now > rec.run_start) {
     out.batch.usage.push_back(
         UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
+    tenant_gpu_seconds_[job.row.tenant] +=
+        static_cast<double>(rec.gpu_milli) / 1000.0 * static_cast<double>(now - rec.run_start) / 1e6;
     rec.attained_gpu_seconds += static_cast<double>(rec.gpu_milli) / 1000.0 *
                                 static_cast<double>(now - rec.run_start) / 1e6;
   }
@@ -824,6 +843,7 @@ void Controller::Finalize(Job& job, Micros now, Pending& out) {
       job.row.state = "pending";
       job.tasks.clear();
       job.after = AfterStop::kNone;
+      ++decisions_["requeue"];
       if (scheduler_ != nullptr && !rebuild_) {
         scheduler_->Enqueue(rec, now);
       }
@@ -848,6 +868,7 @@ void Controller::Finalize(Job& job, Micros now, Pending& out) {
   }
   rec.phase = JobPhase::kFinished;
   job.row.end_us = now;
+  ++finished_[{job.row.queue, job.row.state}];
 }
 
 void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out) {
@@ -890,6 +911,7 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
 }
 
 Status Controller::RunCycle() {
+  const auto started = std::chrono::steady_clock::now();
   Pending out;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -920,12 +942,19 @@ Status Controller::RunCycle() {
         ++victim.row.preemptions;
         ++records_[d.victim.value()].preemptions;
         victim.row.reason = "preempted by job " + std::to_string(d.preemptor.value());
+        ++decisions_["preempt"];
+        ++preemptions_[victim.row.queue];
         StopJob(victim, AfterStop::kRequeue, std::max<Micros>(0, d.evict_at - now), now, out);
       }
     }
     Seal(out);
   }
-  return Publish(std::move(out));
+  Status published = Publish(std::move(out));
+  // Wall time, not the injected clock: this measures the controller itself.
+  cycle_seconds_.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  ++cycles_;
+  return published;
 }
 
 Status Controller::Publish(Pending out) {
@@ -1091,6 +1120,9 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
     const Micros now = clock_->NowMicros();
     node.last_seen = now;
     HandleReports(node, request.tasks, now, out);
+    if (!request.gpus.empty()) {
+      HandleTelemetry(node, request.agent_id, request.gpus, now, out);
+    }
     // Stops stay until the task is gone; launches until the agent reports the task.
     std::erase_if(node.stops, [&](const TaskStop& s) {
       Job* job = FindJob(s.key.job);
@@ -1237,11 +1269,14 @@ nlohmann::json Controller::JobJson(const Job& job) const {
 
 nlohmann::json Controller::Nodes() {
   std::lock_guard<std::mutex> lock(mu_);
+  return {{"nodes", NodesJson("")}};
+}
+
+nlohmann::json Controller::NodesJson(const std::string& only) const {
   struct Holder {
     uint64_t job;
-    std::string tenant;
-    int64_t milli;
-    int mig_profile;
+    const Job* info;
+    const GpuGrant* grant;
   };
   std::map<std::pair<std::string, int>, std::vector<Holder>> holders;
   std::map<std::string, std::pair<int64_t, int64_t>> used;  // cpu, memory
@@ -1251,7 +1286,7 @@ nlohmann::json Controller::Nodes() {
       continue;
     }
     for (size_t t = 0; t < rec.allocations.size() && t < job.tasks.size(); ++t) {
-      if (job.tasks[t].exited) {
+      if (job.tasks[t].exited || (!only.empty() && job.tasks[t].node != only)) {
         continue;
       }
       const Allocation& a = rec.allocations[t];
@@ -1259,43 +1294,92 @@ nlohmann::json Controller::Nodes() {
       u.first += a.cpu.value();
       u.second += a.memory.value();
       for (const GpuGrant& g : a.gpus) {
-        holders[{job.tasks[t].node, g.gpu}].push_back(
-            Holder{id, job.row.tenant, g.milli.value(), g.mig_profile});
+        holders[{job.tasks[t].node, g.gpu}].push_back(Holder{id, &job, &g});
       }
     }
   }
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [name, node] : nodes_) {
+    if (!only.empty() && name != only) {
+      continue;
+    }
     const NodeSpec& spec = node.inventory.spec;
     nlohmann::json gpus = nlohmann::json::array();
     for (size_t g = 0; g < spec.gpus.size(); ++g) {
       const GpuModel& model = catalog_->Get(spec.gpus[g].model);
+      const GpuTelemetry* sample = g < node.telemetry.size() ? &node.telemetry[g] : nullptr;
       int64_t milli = 0;
       nlohmann::json hs = nlohmann::json::array();
       auto h = holders.find({name, static_cast<int>(g)});
       if (h != holders.end()) {
         for (const Holder& x : h->second) {
-          milli += x.milli;
+          const GpuGrant& grant = *x.grant;
+          milli += grant.milli.value();
+          nlohmann::json profile = nullptr;
+          std::string mig_uuid;
+          if (grant.is_mig()) {
+            profile = model.mig_profiles[static_cast<size_t>(grant.mig_profile)].name;
+            for (size_t i = 0; sample != nullptr && i < sample->mig.size(); ++i) {
+              if (sample->mig[i].start == grant.mig_start) {
+                mig_uuid = sample->mig[i].uuid;
+              }
+            }
+          }
           hs.push_back({{"job", x.job},
-                        {"tenant", x.tenant},
-                        {"milli", x.milli},
-                        {"mig_profile", x.mig_profile >= 0
-                                            ? nlohmann::json(model.mig_profiles[static_cast<size_t>(
-                                                  x.mig_profile)].name)
-                                            : nlohmann::json(nullptr)}});
+                        {"job_name", x.info->row.name},
+                        {"tenant", x.info->row.tenant},
+                        {"queue", x.info->row.queue},
+                        {"milli", grant.milli.value()},
+                        {"memory_mib", grant.memory.value()},
+                        {"mig_profile", std::move(profile)},
+                        {"mig_start", grant.is_mig() ? nlohmann::json(grant.mig_start)
+                                                     : nlohmann::json(nullptr)},
+                        {"mig_uuid", mig_uuid}});
         }
+      }
+      auto drain = node.gpu_drains.find(static_cast<int>(g));
+      const bool drained = drain != node.gpu_drains.end();
+      const bool lost = (sample != nullptr && sample->lost) ||
+                        (drained && drain->second.kind == HealthKindName(HealthKind::kLost));
+      nlohmann::json telemetry = nullptr;
+      if (sample != nullptr && node.up) {
+        nlohmann::json mig = nlohmann::json::array();
+        for (const MigTelemetry& m : sample->mig) {
+          mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"start", m.start},
+                         {"gi_id", m.gi_id}, {"fb_used_mib", m.fb_used_mib},
+                         {"fb_free_mib", m.fb_free_mib}});
+        }
+        telemetry = {{"util_pct", sample->util_pct},
+                     {"fb_used_mib", sample->fb_used_mib},
+                     {"fb_free_mib", sample->fb_free_mib},
+                     {"temp_c", sample->temp_c},
+                     {"power_w", static_cast<double>(sample->power_mw) / 1000.0},
+                     {"sm_clock_mhz", sample->sm_clock_mhz},
+                     {"last_xid", sample->last_xid},
+                     {"xid_count", sample->xid_count},
+                     {"ecc_sbe_volatile", sample->ecc_sbe_volatile},
+                     {"ecc_dbe_volatile", sample->ecc_dbe_volatile},
+                     {"lost", sample->lost},
+                     {"at", TimeOrNull(node.telemetry_at)},
+                     {"mig", std::move(mig)}};
       }
       gpus.push_back({{"index", g},
                       {"uuid", g < node.inventory.gpu_uuids.size() ? node.inventory.gpu_uuids[g] : ""},
                       {"model", model.name},
+                      {"memory_mib", model.memory.value()},
                       {"mode", SharingModeName(spec.gpus[g].mode)},
                       {"used_milli", milli},
-                      {"holders", std::move(hs)}});
+                      {"health", lost ? "lost" : drained ? "drained" : "ok"},
+                      {"drain", drained ? DrainJson(drain->second) : DrainJson(std::nullopt)},
+                      {"holders", std::move(hs)},
+                      {"telemetry", std::move(telemetry)}});
     }
     auto u = used.find(name);
     out.push_back({{"name", name},
                    {"state", node.up ? "up" : "down"},
                    {"reason", node.reason},
+                   {"schedulable", node.up && !node.drain.has_value()},
+                   {"drain", DrainJson(node.drain)},
                    {"address", node.address},
                    {"last_heartbeat", TimeOrNull(node.last_seen)},
                    {"cpu_milli", spec.cpu.value()},
@@ -1304,7 +1388,7 @@ nlohmann::json Controller::Nodes() {
                    {"memory_used_mib", u != used.end() ? u->second.second : 0},
                    {"gpus", std::move(gpus)}});
   }
-  return {{"nodes", std::move(out)}};
+  return out;
 }
 
 nlohmann::json Controller::Queues() {

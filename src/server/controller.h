@@ -54,7 +54,9 @@
 #include "plugins/runtime_predictor.h"
 #include "sched/job_record.h"
 #include "sched/job_scheduler.h"
+#include "metrics/exposition.h"
 #include "server/auth.h"
+#include "server/gpu_health.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
 #include "store/store.h"
@@ -77,6 +79,7 @@ struct ControllerOptions {
   // unless they checkpoint, so the simulator's "never" (0) would thrash.
   Micros min_run_before_reclaim = 60'000'000;
   uint64_t seed = 1;
+  GpuHealthOptions health;              // when telemetry drains a GPU
   // Called (outside the lock) for each job whose start has just been made durable;
   // for benchmarks and tests.
   std::function<void(uint64_t job, Micros now)> on_started;
@@ -134,6 +137,24 @@ class Controller {
   // `tenant` non-empty: only that tenant's usage.
   StatusOr<nlohmann::json> Usage(Micros since, Micros until, const std::string& by,
                                  const std::string& tenant = "");
+  // GPUs in use per tenant over [since, until) in buckets of `step`: the average
+  // number of GPUs (shares and MIG slices by their fraction of a card) each tenant
+  // held in each bucket, with its nominal GPU quota. `tenant` non-empty: only it.
+  // InvalidArgument for an empty window, a step <= 0 or more than 1,000 buckets.
+  StatusOr<nlohmann::json> UsageSeries(Micros since, Micros until, Micros step,
+                                       const std::string& tenant = "");
+  // Admin: takes a node (gpu < 0) or one of its GPUs out of service for new work,
+  // durably; what runs there keeps running. NotFound for an unknown node,
+  // InvalidArgument for an unknown GPU or an empty reason. Returns the node's JSON.
+  StatusOr<nlohmann::json> Drain(const std::string& node, int gpu, const std::string& reason);
+  // Admin: lifts a drain (an admin's or a health check's). Returns the node's JSON.
+  StatusOr<nlohmann::json> Resume(const std::string& node, int gpu);
+  // Prometheus text: the scheduler, queues, agents and GPU allocation (/metrics).
+  std::string Metrics();
+  // Prometheus text with the DCGM exporter's names and labels, plus the tenant and job
+  // holding each GPU or MIG instance ("tenant", "job_id": Prometheus keeps "job" for
+  // the scrape job), from the agents' last samples (/metrics/gpus).
+  std::string GpuMetrics();
   // Admin: replaces the queue configuration (validated, durable, then applied).
   Status SetQueues(const std::string& yaml);
   // The tenants named by the queue configuration.
@@ -151,6 +172,12 @@ class Controller {
 
  private:
   enum class AfterStop : uint8_t { kNone, kRequeue, kCancel, kFail };
+  struct DrainInfo {
+    std::string reason;
+    std::string by;    // "admin" or "health"
+    std::string kind;  // "admin", or the HealthKind name
+    Micros since = 0;
+  };
   struct TaskRun {
     std::string node;  // node name
     bool exited = false;
@@ -180,6 +207,11 @@ class Controller {
     Micros last_seen = 0;
     std::vector<TaskLaunch> launches;  // durable, not yet handed out
     std::vector<TaskStop> stops;
+    std::optional<DrainInfo> drain;      // the whole node
+    std::map<int, DrainInfo> gpu_drains;  // by GPU index
+    std::vector<GpuTelemetry> telemetry;  // the last sample, by GPU index
+    std::string telemetry_agent;          // the agent whose counters it holds
+    Micros telemetry_at = 0;
   };
   // What a locked step decided, to make durable and then hand out.
   struct Pending {
@@ -216,6 +248,16 @@ class Controller {
   std::string LogPath(uint64_t job, int task) const;
   void AppendLog(Job& job, int task, int64_t offset, const std::string& chunk);
 
+  // Drains (controller_health.cc).
+  Status LoadDrains();
+  void ApplyDrains(const NodeInfo& node);  // to state_, when it is current
+  void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out);
+  void HandleTelemetry(NodeInfo& node, const std::string& agent_id,
+                       std::vector<GpuTelemetry> sample, Micros now, Pending& out);
+  // The nodes' JSON (GET /v1/nodes), or only node `only`.
+  nlohmann::json NodesJson(const std::string& only) const;
+  static nlohmann::json DrainJson(const std::optional<DrainInfo>& drain);
+
   // Makes `out` durable (without mu_), then hands out its launches and stops.
   Status Publish(Pending out);
 
@@ -247,6 +289,15 @@ class Controller {
   std::map<std::string, NodeInfo> nodes_;       // by name
   uint64_t next_id_ = 1;
   std::atomic<bool> store_failed_{false};
+
+  // Metrics (guarded by mu_ unless atomic).
+  Histogram cycle_seconds_{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}};
+  std::atomic<uint64_t> cycles_{0};
+  std::map<std::string, uint64_t> decisions_;              // start, preempt, requeue
+  std::map<std::string, uint64_t> preemptions_;            // by victim queue
+  std::map<std::string, uint64_t> submitted_;              // by queue
+  std::map<std::pair<std::string, std::string>, uint64_t> finished_;  // (queue, state)
+  std::map<std::string, double> tenant_gpu_seconds_;       // finished intervals, all time
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

@@ -11,9 +11,11 @@
 #include <httplib.h>
 
 #include "api/http_errors.h"
+#include "api/units.h"
 #include "base/strings.h"
 #include "base/time_format.h"
 #include "server/auth.h"
+#include "server/dashboard.h"
 #include "server/rate_limiter.h"
 #include "store/sqlite_store.h"
 
@@ -141,7 +143,7 @@ Status Server::Init() {
 
   tokens_ = std::make_unique<TokenRegistry>();
   TESSERA_ASSIGN_OR_RETURN(std::vector<TokenRow> rows, store_->LoadTokens());
-  bool have_admin = false, have_join = false;
+  bool have_admin = false, have_join = false, have_metrics = false;
   for (const TokenRow& row : rows) {
     StatusOr<Role> role = ParseRole(row.role);
     if (!role.ok()) {
@@ -150,6 +152,7 @@ Status Server::Init() {
     tokens_->Add(row.hash, Principal{role.value(), row.tenant, row.name});
     have_admin = have_admin || role.value() == Role::kAdmin;
     have_join = have_join || role.value() == Role::kAgent;
+    have_metrics = have_metrics || role.value() == Role::kMetrics;
   }
   WriteBatch batch;
   const Micros now = clock_.NowMicros();
@@ -167,11 +170,15 @@ Status Server::Init() {
   if (!have_join) {
     TESSERA_RETURN_IF_ERROR(make(Role::kAgent, "tsr_join", "join.token"));
   }
+  if (!have_metrics) {
+    TESSERA_RETURN_IF_ERROR(make(Role::kMetrics, "tsr_metrics", "metrics.token"));
+  }
   if (!batch.empty()) {
     TESSERA_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
   }
   admin_token_ = ReadFirstLine(options_.data_dir + "/admin.token");
   join_token_ = ReadFirstLine(options_.data_dir + "/join.token");
+  metrics_token_ = ReadFirstLine(options_.data_dir + "/metrics.token");
 
   limiter_ = std::make_unique<RateLimiter>(clock_, options_.rate_per_second, options_.rate_burst);
   ControllerOptions copts = options_.controller;
@@ -219,14 +226,20 @@ void Server::Routes() {
   using Req = httplib::Request;
   using Res = httplib::Response;
   using Handler = std::function<void(const Principal&, const Req&, Res&)>;
-  // Authenticates, rate-limits, then runs `f`.
-  auto authed = [this](Handler f) {
-    return [this, f = std::move(f)](const Req& req, Res& res) {
+  // Authenticates, rate-limits, then runs `f`. A metrics token reads /metrics only.
+  auto authed = [this](Handler f, bool metrics = false) {
+    return [this, f = std::move(f), metrics](const Req& req, Res& res) {
       const std::string header = req.get_header_value("Authorization");
       StatusOr<Principal> who = tokens_->Authenticate(header);
       if (!who.ok()) {
         res.set_header("WWW-Authenticate", "Bearer");
         SendError(res, who.status());
+        return;
+      }
+      if (metrics ? who->role != Role::kMetrics && who->role != Role::kAdmin
+                  : who->role == Role::kMetrics) {
+        SendError(res, PermissionDeniedError(metrics ? "only a metrics or admin token reads metrics"
+                                                     : "a metrics token reads /metrics only"));
         return;
       }
       if (who->role != Role::kAgent && !limiter_->Allow(HashToken(header))) {
@@ -241,6 +254,8 @@ void Server::Routes() {
     return who.role == Role::kAdmin ? Status::Ok()
                                     : PermissionDeniedError("only an admin may do this");
   };
+
+  RegisterDashboardRoutes(s);
 
   s.Get("/healthz", [this](const Req&, Res& res) {
     if (controller_->healthy()) {
@@ -333,6 +348,100 @@ void Server::Routes() {
 
   s.Get("/v1/nodes", authed([this](const Principal&, const Req&, Res& res) {
     SendJson(res, controller_->Nodes());
+  }));
+
+  // Admin: POST /v1/nodes/{name}/drain {"reason", "gpu"?} and /resume {"gpu"?}.
+  auto drain_route = [this, admin_only](bool drain) {
+    return [this, admin_only, drain](const Principal& who, const Req& req, Res& res) {
+      Status st = admin_only(who);
+      nlohmann::json body = nlohmann::json::object();
+      if (st.ok() && !req.body.empty()) {
+        body = nlohmann::json::parse(req.body, nullptr, false);
+        if (body.is_discarded() || !body.is_object()) {
+          st = InvalidArgumentError("the body must be a JSON object");
+        }
+      }
+      int gpu = -1;
+      std::string reason;
+      if (st.ok() && body.contains("gpu") && !body["gpu"].is_null()) {
+        if (!body["gpu"].is_number_integer() || body["gpu"].get<int64_t>() < 0 ||
+            body["gpu"].get<int64_t>() > 1024) {
+          st = InvalidArgumentError("gpu: expected a GPU index, got " + body["gpu"].dump());
+        } else {
+          gpu = body["gpu"].get<int>();
+        }
+      }
+      if (st.ok() && drain) {
+        if (!body.contains("reason") || !body["reason"].is_string() ||
+            body["reason"].get<std::string>().empty()) {
+          st = InvalidArgumentError("reason: a drain needs a reason (a non-empty string)");
+        } else {
+          reason = body["reason"].get<std::string>();
+        }
+      }
+      if (!st.ok()) {
+        SendError(res, st);
+        return;
+      }
+      const std::string node = req.matches[1];
+      StatusOr<nlohmann::json> out =
+          drain ? controller_->Drain(node, gpu, reason) : controller_->Resume(node, gpu);
+      if (!out.ok()) {
+        SendError(res, out.status());
+        return;
+      }
+      SendJson(res, out.value());
+    };
+  };
+  s.Post(R"(/v1/nodes/([^/]+)/drain)", authed(drain_route(true)));
+  s.Post(R"(/v1/nodes/([^/]+)/resume)", authed(drain_route(false)));
+
+  s.Get("/metrics", authed(
+                        [this](const Principal&, const Req&, Res& res) {
+                          res.set_content(controller_->Metrics(), "text/plain; version=0.0.4; charset=utf-8");
+                        },
+                        true));
+  s.Get("/metrics/gpus", authed(
+                             [this](const Principal&, const Req&, Res& res) {
+                               res.set_content(controller_->GpuMetrics(),
+                                               "text/plain; version=0.0.4; charset=utf-8");
+                             },
+                             true));
+
+  s.Get("/v1/usage/series", authed([this](const Principal& who, const Req& req, Res& res) {
+    const Micros now = clock_.NowMicros();
+    Micros since = now - 3600LL * 1'000'000;
+    Micros until = now;
+    Micros step = 60LL * 1'000'000;
+    for (auto [name, target] : {std::pair{"since", &since}, std::pair{"until", &until}}) {
+      if (req.has_param(name)) {
+        StatusOr<Micros> t = ParseRfc3339(req.get_param_value(name));
+        if (!t.ok()) {
+          SendError(res, InvalidArgumentError(std::string(name) + ": " + t.status().message()));
+          return;
+        }
+        *target = t.value();
+      }
+    }
+    if (req.has_param("step")) {
+      StatusOr<int64_t> d = ParseDurationMicros(req.get_param_value("step"));
+      if (!d.ok()) {
+        SendError(res, InvalidArgumentError("step: " + d.status().message()));
+        return;
+      }
+      step = d.value();
+    }
+    if (req.has_param("by") && req.get_param_value("by") != "tenant") {
+      SendError(res, InvalidArgumentError("by: only 'tenant' is supported for series"));
+      return;
+    }
+    StatusOr<nlohmann::json> out =
+        controller_->UsageSeries(since, until, step, who.role == Role::kTenant ? who.tenant : "");
+    if (!out.ok()) {
+      SendError(res, out.status());
+      return;
+    }
+    SendJson(res, out.value());
   }));
 
   s.Get("/v1/queues", authed([this](const Principal&, const Req&, Res& res) {

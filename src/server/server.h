@@ -9,10 +9,15 @@
 //   GET  /v1/jobs/{id}/logs?task=&offset=  text/plain; X-Log-Offset, X-Job-State headers
 //   GET  /v1/nodes            GET /v1/queues            PUT /v1/queues (admin, YAML)
 //   GET  /v1/usage?since=&until=&by=tenant|queue|job
+//   GET  /v1/usage/series?since=&until=&step=5m   GPUs in use per tenant over time
+//   POST /v1/nodes/{name}/drain {"reason", "gpu"?}   POST /v1/nodes/{name}/resume {"gpu"?} (admin)
+//   GET  /metrics  GET /metrics/gpus (DCGM exporter names)   (metrics or admin token)
+//   GET  /  the web dashboard (static assets without a token; their data calls need one)
 //   GET  /v1/tenants (admin)  POST /v1/tenants (admin) {"name"} -> {"token"} once
 //   POST /v1/agents/register  POST /v1/agents/heartbeat   (agent join token)
-// Tokens: an admin token and an agent join token are made on first start and
-// written (mode 0600) to <data>/admin.token and <data>/join.token; the store keeps
+// Tokens: an admin token, an agent join token and a metrics token are made on first
+// start and written (mode 0600) to <data>/admin.token, join.token and metrics.token
+// (the latter for Prometheus: it reads /metrics and nothing else); the store keeps
 // only their SHA-256 hashes. A tenant sees and cancels only its own jobs.
 //
 // Thread safety: Start/Stop from one thread; requests are served by a pool.
@@ -72,6 +77,7 @@ class Server {
   std::string url() const;
   const std::string& admin_token() const { return admin_token_; }
   const std::string& join_token() const { return join_token_; }
+  const std::string& metrics_token() const { return metrics_token_; }
   Controller& controller() { return *controller_; }
   // Creates a tenant token (stored hashed) and returns it.
   StatusOr<std::string> CreateTenantToken(const std::string& tenant, const std::string& name);
@@ -91,7 +97,7 @@ class Server {
   std::unique_ptr<httplib::Server> http_;
   std::thread serve_;
   int port_ = 0;
-  std::string admin_token_, join_token_;
+  std::string admin_token_, join_token_, metrics_token_;
   bool stopped_ = false;
 };
 

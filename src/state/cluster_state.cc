@@ -41,6 +41,24 @@ uint64_t ClusterState::NextUid() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
+Status ClusterState::SetNodeDrained(NodeId id, bool drained) {
+  if (!id.valid() || id.value() >= ledgers_.size()) {
+    return InvalidArgumentError("unknown node");
+  }
+  ledgers_[id.value()].SetDrained(drained);
+  RecordChange(id);
+  return Status::Ok();
+}
+
+Status ClusterState::SetGpuDrained(NodeId id, int gpu, bool drained) {
+  if (!id.valid() || id.value() >= ledgers_.size()) {
+    return InvalidArgumentError("unknown node");
+  }
+  TESSERA_RETURN_IF_ERROR(ledgers_[id.value()].SetGpuDrained(gpu, drained));
+  RecordChange(id);
+  return Status::Ok();
+}
+
 void ClusterState::RecordChange(NodeId id) {
   change_ring_[change_seq_ % kChangeWindow] = id;
   ++change_seq_;

@@ -47,6 +47,9 @@ class ClusterState {
 
   Status Allocate(const Allocation& allocation);
   Status Release(const Allocation& allocation);
+  // See NodeLedger::SetDrained / SetGpuDrained; InvalidArgument for an unknown node or GPU.
+  Status SetNodeDrained(NodeId id, bool drained);
+  Status SetGpuDrained(NodeId id, int gpu, bool drained);
 
   // Change tracking for incremental consumers (score caches). uid() differs between
   // any two live ClusterState objects, copies included (a moved-to object keeps the

@@ -70,7 +70,7 @@ Status GpuLedger::Release(const GpuGrant& grant) {
 
 bool GpuLedger::operator==(const GpuLedger& other) const {
   if (model_ != other.model_ || mode_ != other.mode_ || used_milli_ != other.used_milli_ ||
-      used_memory_ != other.used_memory_ || grants_ != other.grants_ ||
+      used_memory_ != other.used_memory_ || grants_ != other.grants_ || drained_ != other.drained_ ||
       mig_.used_slots() != other.mig_.used_slots() ||
       mig_.used_compute() != other.mig_.used_compute()) {
     return false;

@@ -45,6 +45,11 @@ class GpuLedger {
   MiB free_memory() const { return MiB(model_->memory.value() - used_memory_); }
   int grant_count() const { return grants_; }
   bool idle() const { return grants_ == 0; }
+  // A drained GPU takes no new grants from the scheduler (GpuFitsRequest says no);
+  // grants it holds stay, and Allocate still accepts grants of work already running
+  // there (re-adopted after a restart).
+  bool drained() const { return drained_; }
+  void SetDrained(bool drained) { drained_ = drained; }
   const MigLayout& mig() const { return mig_; }
 
   // Whether a software share or a whole card of `milli` and `memory` fits now.
@@ -63,6 +68,7 @@ class GpuLedger {
   int32_t used_milli_ = 0;
   int64_t used_memory_ = 0;
   int32_t grants_ = 0;
+  bool drained_ = false;
   MigLayout mig_;
 };
 

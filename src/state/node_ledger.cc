@@ -149,8 +149,22 @@ bool ShapesEqual(const std::vector<std::pair<int, int>>& a,
 }
 }  // namespace
 
+void NodeLedger::SetDrained(bool drained) {
+  drained_ = drained;
+  ++version_;
+}
+
+Status NodeLedger::SetGpuDrained(int gpu, bool drained) {
+  if (gpu < 0 || gpu >= gpu_count()) {
+    return InvalidArgumentError("node " + spec_->name + " has no GPU " + std::to_string(gpu));
+  }
+  gpus_[static_cast<size_t>(gpu)].SetDrained(drained);
+  ++version_;
+  return Status::Ok();
+}
+
 bool NodeLedger::SameUsage(const NodeLedger& other) const {
-  return spec_ == other.spec_ && used_cpu_ == other.used_cpu_ &&
+  return spec_ == other.spec_ && drained_ == other.drained_ && used_cpu_ == other.used_cpu_ &&
          used_memory_ == other.used_memory_ && free_gpu_milli_ == other.free_gpu_milli_ &&
          gpus_ == other.gpus_ && ShapesEqual(shape_counts_, other.shape_counts_);
 }

@@ -50,6 +50,12 @@ class NodeLedger {
   MilliGpu free_gpu_milli() const { return MilliGpu(free_gpu_milli_); }
   uint64_t version() const { return version_; }
 
+  // Drains keep new work off the node (Placer) or one GPU (GpuFitsRequest); what
+  // runs there stays. InvalidArgument for an unknown GPU index.
+  bool drained() const { return drained_; }
+  void SetDrained(bool drained);
+  Status SetGpuDrained(int gpu, bool drained);
+
   Status Allocate(const Allocation& allocation);
   Status Release(const Allocation& allocation);
 
@@ -72,6 +78,7 @@ class NodeLedger {
   std::vector<GpuLedger> gpus_;
   std::vector<std::pair<int, int>> shape_counts_;  // (shape, live allocations)
   uint64_t version_ = 0;
+  bool drained_ = false;
 };
 
 }  // namespace tessera

@@ -16,15 +16,24 @@
 // GPU k has PCI bus id 00000000:<0x10+k>:00.0. An invalid spec makes nvmlInit_v2 fail
 // with NVML_ERROR_UNKNOWN.
 //
+// Telemetry: GPU k reads, until a test sets otherwise with fakeNvmlSetReading,
+// utilisation 10+k % (NOT_SUPPORTED in MIG mode, as on real GPUs), 1024*(k+1) MiB of
+// memory used, 40+k degrees C, 100000+1000*k mW, an SM clock of 1000+10*k MHz and no
+// ECC errors (MYSTERY has no ECC: NOT_SUPPORTED). A MIG device of GPU instance g uses
+// 256*g MiB. fakeNvmlInjectXid queues an XID event on every event set that registered
+// the GPU; fakeNvmlSetLost makes a GPU answer NVML_ERROR_GPU_IS_LOST.
+//
 // Built twice: as libnvidia-ml-fake.so, and with FAKE_NVML_MINIMAL as
 // libnvidia-ml-fake-minimal.so, which lacks the optional functions (NVLink, NUMA, CPU
-// affinity, NVML version, possible placements, compute instance profile info) so that
+// affinity, NVML version, possible placements, compute instance profile info,
+// utilisation, temperature, power, clocks, ECC counters and events) so that
 // tests see how the backend copes with an older driver. Thread safety: one mutex
 // around the whole state, as NVML is thread-safe.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -173,6 +182,20 @@ struct nvmlDevice_st {
   int group = 0;
   std::vector<std::string> link_targets;  // remote bus id per active link
   std::vector<std::unique_ptr<nvmlGpuInstance_st>> gis;  // creation order
+  // Telemetry readings: physical GPUs (all but mem_used_mib, which MIG devices have too).
+  unsigned long long mem_used_mib = 0;
+  unsigned int util = 0;
+  unsigned int temp = 0;
+  unsigned int power_mw = 0;
+  unsigned int sm_clock = 0;
+  unsigned long long ecc[2][2] = {};  // [error type][counter type]
+  bool ecc_supported = true;
+  int lost = 0;  // 1: calls answer GPU_IS_LOST; 2: nvmlDeviceGetHandleByIndex too
+};
+
+struct nvmlEventSet_st {
+  std::vector<nvmlDevice_st*> xid_devices;  // registered for nvmlEventTypeXidCriticalError
+  std::deque<nvmlEventData_t> pending;
 };
 
 namespace {
@@ -186,6 +209,7 @@ struct State {
   bool no_affinity = false;
   unsigned long long serial = 0;  // for unique MIG UUIDs
   std::map<std::string, nvmlReturn_t> fail_next;
+  std::vector<std::unique_ptr<nvmlEventSet_st>> event_sets;
 };
 
 State& S() {
@@ -298,6 +322,12 @@ bool Configure(State& s) {
       char uuid[64];
       std::snprintf(uuid, sizeof(uuid), "GPU-fa4e0000-0000-4000-8000-%012x", d->index);
       d->uuid = uuid;
+      d->util = 10 + d->index;
+      d->mem_used_mib = std::min<unsigned long long>(1024ULL * (d->index + 1), model->memory_mib);
+      d->temp = 40 + d->index;
+      d->power_mw = 100000 + 1000 * d->index;
+      d->sm_clock = 1000 + 10 * d->index;
+      d->ecc_supported = std::string_view(model->key) != "MYSTERY";
       s.devices.push_back(std::move(d));
     }
     // Wire the links of the group.
@@ -340,6 +370,31 @@ nvmlDevice_st* MigDevice(State& s, nvmlDevice_t device) {
           return device;
         }
       }
+    }
+  }
+  return nullptr;
+}
+
+// The physical GPU of a physical or MIG device handle, or null.
+nvmlDevice_st* ParentGpu(State& s, nvmlDevice_t device) {
+  if (nvmlDevice_st* d = Physical(s, device)) {
+    return d;
+  }
+  if (nvmlDevice_st* m = MigDevice(s, device)) {
+    return m->ci->gi->device;
+  }
+  return nullptr;
+}
+
+bool IsLost(State& s, nvmlDevice_t device) {
+  nvmlDevice_st* d = ParentGpu(s, device);
+  return d != nullptr && d->lost != 0;
+}
+
+[[maybe_unused]] nvmlEventSet_st* LiveSet(State& s, nvmlEventSet_t set) {
+  for (auto& e : s.event_sets) {
+    if (e.get() == set) {
+      return set;
     }
   }
   return nullptr;
@@ -463,6 +518,7 @@ nvmlReturn_t CreateCi(State& s, nvmlGpuInstance_st& gi, unsigned int ci_profile,
   std::snprintf(uuid, sizeof(uuid), "MIG-fa4e%04x-%04x-4000-8000-%012llx", gi.device->index,
                 gi.id, ++s.serial);
   ci->mig_device->uuid = uuid;
+  ci->mig_device->mem_used_mib = 256ULL * gi.id;
   *out = ci.get();
   gi.cis.push_back(std::move(ci));
   return NVML_SUCCESS;
@@ -497,6 +553,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlShutdown() {
   FAKE_LOCK;
   FAKE_REQUIRE_INIT;
   if (--s.init_count == 0) {
+    s.event_sets.clear();
     s.devices.clear();
     s.fail_next.clear();
   }
@@ -525,6 +582,10 @@ FAKE_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
       return "In use by another client";
     case NVML_ERROR_INSUFFICIENT_RESOURCES:
       return "Insufficient resources";
+    case NVML_ERROR_TIMEOUT:
+      return "Timeout";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
     default:
       return "Unknown Error";
   }
@@ -561,6 +622,9 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
   if (device == nullptr || index >= s.devices.size()) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
+  if (s.devices[index]->lost == 2) {
+    return NVML_ERROR_GPU_IS_LOST;
+  }
   *device = s.devices[index].get();
   return NVML_SUCCESS;
 }
@@ -569,6 +633,9 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name,
                                                 unsigned int length) {
   FAKE_LOCK;
   FAKE_REQUIRE_INIT;
+  if (IsLost(s, device)) {
+    return NVML_ERROR_GPU_IS_LOST;
+  }
   if (nvmlDevice_st* d = Physical(s, device)) {
     return CopyString(d->model->product, name, length);
   }
@@ -585,6 +652,9 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
                                                 unsigned int length) {
   FAKE_LOCK;
   FAKE_REQUIRE_INIT;
+  if (IsLost(s, device)) {
+    return NVML_ERROR_GPU_IS_LOST;
+  }
   if (Physical(s, device) == nullptr && MigDevice(s, device) == nullptr) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
@@ -597,17 +667,24 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlM
   if (memory == nullptr) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
+  if (IsLost(s, device)) {
+    return NVML_ERROR_GPU_IS_LOST;
+  }
   unsigned long long mib = 0;
+  unsigned long long used = 0;
   if (nvmlDevice_st* d = Physical(s, device)) {
     mib = d->model->memory_mib;
+    used = d->mem_used_mib;
   } else if (nvmlDevice_st* m = MigDevice(s, device)) {
     mib = SlotMib(*m->ci->gi->device->model, m->ci->gi->profile->size);
+    used = m->mem_used_mib;
   } else {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
+  used = std::min(used, mib);
   memory->total = mib << 20;
-  memory->used = 0;
-  memory->free = memory->total;
+  memory->used = used << 20;
+  memory->free = memory->total - memory->used;
   return NVML_SUCCESS;
 }
 
@@ -636,6 +713,9 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned
   nvmlDevice_st* d = Physical(s, device);
   if (d == nullptr || current_mode == nullptr || pending_mode == nullptr) {
     return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (d->lost != 0) {
+    return NVML_ERROR_GPU_IS_LOST;
   }
   if (!d->model->mig) {
     return NVML_ERROR_NOT_SUPPORTED;
@@ -995,6 +1075,150 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsig
 }
 #endif
 
+#ifndef FAKE_NVML_MINIMAL
+// ---- Telemetry ------------------------------------------------------------------------
+
+// Binds `d` to the physical GPU `device` names, for a telemetry call; returns from
+// the call for a bad handle, a null `out` or a lost GPU.
+#define FAKE_TELEMETRY_DEVICE(device, out) \
+  nvmlDevice_st* d = Physical(s, device);  \
+  if (d == nullptr || (out) == nullptr) {  \
+    return NVML_ERROR_INVALID_ARGUMENT;    \
+  }                                        \
+  if (d->lost != 0) {                      \
+    return NVML_ERROR_GPU_IS_LOST;         \
+  }
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
+                                                            nvmlUtilization_t* utilization) {
+  FAKE_LOCK;
+  FAKE_REQUIRE_INIT;
+  FAKE_TELEMETRY_DEVICE(device, utilization);
+  if (d->mig_enabled) {
+    return NVML_ERROR_NOT_SUPPORTED;
+  }
+  utilization->gpu = d->util;
+  utilization->memory = d->util / 2;
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
+                                                       nvmlTemperatureSensors_t sensor,
+                                                       unsigned int* temp) {
+  FAKE_LOCK;
+  FAKE_REQUIRE_INIT;
+  FAKE_TELEMETRY_DEVICE(device, temp);
+  if (sensor != NVML_TEMPERATURE_GPU) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  *temp = d->temp;
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power_mw) {
+  FAKE_LOCK;
+  FAKE_REQUIRE_INIT;
+  FAKE_TELEMETRY_DEVICE(device, power_mw);
+  *power_mw = d->power_mw;
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                                     unsigned int* clock_mhz) {
+  FAKE_LOCK;
+  FAKE_REQUIRE_INIT;
+  FAKE_TELEMETRY_DEVICE(device, clock_mhz);
+  switch (type) {
+    case NVML_CLOCK_GRAPHICS:
+    case NVML_CLOCK_SM:
+      *clock_mhz = d->sm_clock;
+      return NVML_SUCCESS;
+    case NVML_CLOCK_MEM:
+      *clock_mhz = 1593;
+      return NVML_SUCCESS;
+    default:
+      return NVML_ERROR_INVALID_ARGUMENT;
+  }
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device,
+                                                          nvmlMemoryErrorType_t error_type,
+                                                          nvmlEccCounterType_t counter_type,
+                                                          unsigned long long* ecc_counts) {
+  FAKE_LOCK;
+  FAKE_REQUIRE_INIT;
+  FAKE_TELEMETRY_DEVICE(device, ecc_counts);
+  if (error_type < 0 || error_type > 1 || counter_type < 0 || counter_type > 1) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (!d->ecc_supported) {
+    return NVML_ERROR_NOT_SUPPORTED;
+  }
+  *ecc_counts = d->ecc[error_type][counter_type];
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  FAKE_LOCK;
+  FAKE_REQUIRE_INIT;
+  if (set == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  s.event_sets.push_back(std::make_unique<nvmlEventSet_st>());
+  *set = s.event_sets.back().get();
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device,
+                                                       unsigned long long event_types,
+                                                       nvmlEventSet_t set) {
+  FAKE_LOCK;
+  FAKE_REQUIRE_INIT;
+  nvmlDevice_st* d = Physical(s, device);
+  nvmlEventSet_st* e = LiveSet(s, set);
+  if (d == nullptr || e == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if ((event_types & ~nvmlEventTypeXidCriticalError) != 0) {
+    return NVML_ERROR_NOT_SUPPORTED;  // only XIDs are emulated
+  }
+  if ((event_types & nvmlEventTypeXidCriticalError) != 0 &&
+      std::find(e->xid_devices.begin(), e->xid_devices.end(), d) == e->xid_devices.end()) {
+    e->xid_devices.push_back(d);
+  }
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                                  unsigned int timeout_ms) {
+  (void)timeout_ms;  // events are queued by the test before the call: nothing to wait for
+  FAKE_LOCK;
+  FAKE_REQUIRE_INIT;
+  nvmlEventSet_st* e = LiveSet(s, set);
+  if (e == nullptr || data == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (e->pending.empty()) {
+    return NVML_ERROR_TIMEOUT;
+  }
+  *data = e->pending.front();
+  e->pending.pop_front();
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+  FAKE_LOCK;
+  FAKE_REQUIRE_INIT;
+  auto it = std::find_if(s.event_sets.begin(), s.event_sets.end(),
+                         [&](const auto& e) { return e.get() == set; });
+  if (it == s.event_sets.end()) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  s.event_sets.erase(it);
+  return NVML_SUCCESS;
+}
+#endif
+
 // ---- Test hooks ---------------------------------------------------------------------
 
 // How many nvmlInit_v2 calls are not yet matched by nvmlShutdown.
@@ -1086,4 +1310,74 @@ FAKE_NVML_EXPORT int fakeNvmlAddGpuInstance(unsigned int gpu, unsigned int profi
   }
   nvmlComputeInstance_st* ci = nullptr;
   return CreateCi(s, *gi, ci_profile, &ci);
+}
+
+// Sets one telemetry reading of GPU `gpu`: "util" (%), "mem_used_mib", "temp" (C),
+// "power_mw", "sm_clock" (MHz), "ecc_sbe_volatile", "ecc_dbe_volatile",
+// "ecc_sbe_aggregate", "ecc_dbe_aggregate", "ecc_supported" (0/1). Returns
+// NVML_SUCCESS, or NVML_ERROR_INVALID_ARGUMENT for no such GPU or reading.
+FAKE_NVML_EXPORT int fakeNvmlSetReading(unsigned int gpu, const char* name, long long value) {
+  FAKE_LOCK;
+  if (gpu >= s.devices.size() || name == nullptr || value < 0) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  nvmlDevice_st& d = *s.devices[gpu];
+  const std::string_view n(name);
+  const auto u32 = static_cast<unsigned int>(value);
+  const auto u64 = static_cast<unsigned long long>(value);
+  if (n == "util") {
+    d.util = u32;
+  } else if (n == "mem_used_mib") {
+    d.mem_used_mib = u64;
+  } else if (n == "temp") {
+    d.temp = u32;
+  } else if (n == "power_mw") {
+    d.power_mw = u32;
+  } else if (n == "sm_clock") {
+    d.sm_clock = u32;
+  } else if (n == "ecc_sbe_volatile") {
+    d.ecc[NVML_MEMORY_ERROR_TYPE_CORRECTED][NVML_VOLATILE_ECC] = u64;
+  } else if (n == "ecc_dbe_volatile") {
+    d.ecc[NVML_MEMORY_ERROR_TYPE_UNCORRECTED][NVML_VOLATILE_ECC] = u64;
+  } else if (n == "ecc_sbe_aggregate") {
+    d.ecc[NVML_MEMORY_ERROR_TYPE_CORRECTED][NVML_AGGREGATE_ECC] = u64;
+  } else if (n == "ecc_dbe_aggregate") {
+    d.ecc[NVML_MEMORY_ERROR_TYPE_UNCORRECTED][NVML_AGGREGATE_ECC] = u64;
+  } else if (n == "ecc_supported") {
+    d.ecc_supported = value != 0;
+  } else {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  return NVML_SUCCESS;
+}
+
+// Queues an XID event with code `xid` for GPU `gpu` on every event set that
+// registered it. Returns how many sets got it; -1 for no such GPU.
+FAKE_NVML_EXPORT int fakeNvmlInjectXid(unsigned int gpu, unsigned long long xid) {
+  FAKE_LOCK;
+  if (gpu >= s.devices.size()) {
+    return -1;
+  }
+  nvmlDevice_st* d = s.devices[gpu].get();
+  int delivered = 0;
+  for (auto& e : s.event_sets) {
+    if (std::find(e->xid_devices.begin(), e->xid_devices.end(), d) != e->xid_devices.end()) {
+      e->pending.push_back(nvmlEventData_t{d, nvmlEventTypeXidCriticalError, xid,
+                                           NVML_INSTANCE_ID_NONE, NVML_INSTANCE_ID_NONE});
+      ++delivered;
+    }
+  }
+  return delivered;
+}
+
+// Makes GPU `gpu` lost: mode 1, its calls answer NVML_ERROR_GPU_IS_LOST; mode 2,
+// nvmlDeviceGetHandleByIndex does too; 0 brings it back. Returns NVML_SUCCESS or
+// NVML_ERROR_INVALID_ARGUMENT.
+FAKE_NVML_EXPORT int fakeNvmlSetLost(unsigned int gpu, int mode) {
+  FAKE_LOCK;
+  if (gpu >= s.devices.size() || mode < 0 || mode > 2) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  s.devices[gpu]->lost = mode;
+  return NVML_SUCCESS;
 }

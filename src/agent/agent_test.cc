@@ -1,0 +1,254 @@
+// Tests of the agent against a loopback stand-in for the controller, which answers
+// register and heartbeat and keeps every heartbeat it receives. Fake GPUs, a manual
+// clock for the telemetry interval, real task processes.
+#include "agent/agent.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace tessera {
+namespace {
+
+using Json = nlohmann::json;
+
+class FakeController {
+ public:
+  FakeController() {
+    server_.Post("/v1/agents/register", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(R"({"node":"n1","heartbeat_interval_ms":1000})", "application/json");
+    });
+    server_.Post("/v1/agents/heartbeat",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   std::lock_guard<std::mutex> lock(mu_);
+                   if (fail_next_) {
+                     fail_next_ = false;
+                     res.status = 503;
+                     res.set_content(R"({"error":"busy"})", "application/json");
+                     return;
+                   }
+                   heartbeats_.push_back(Json::parse(req.body, nullptr, false));
+                   HeartbeatResponse answer;
+                   if (!answers_.empty()) {
+                     answer = answers_.front();
+                     answers_.pop_front();
+                   }
+                   res.set_content(ToJson(answer).dump(), "application/json");
+                 });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    for (int i = 0; i < 500 && !server_.is_running(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ~FakeController() {
+    server_.stop();
+    thread_.join();
+  }
+  FakeController(const FakeController&) = delete;
+  FakeController& operator=(const FakeController&) = delete;
+
+  bool ok() const { return port_ > 0 && server_.is_running(); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // The answer to the next heartbeat (then empty answers).
+  void Answer(HeartbeatResponse answer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    answers_.push_back(std::move(answer));
+  }
+  // The next heartbeat gets 503.
+  void FailNext() {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_next_ = true;
+  }
+  std::vector<Json> heartbeats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return heartbeats_;
+  }
+  Json last() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return heartbeats_.empty() ? Json() : heartbeats_.back();
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = -1;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<Json> heartbeats_;
+  std::deque<HeartbeatResponse> answers_;
+  bool fail_next_ = false;
+};
+
+constexpr Micros kInterval = 10'000'000;
+
+class AgentTelemetryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(controller_.ok());
+    char dir[] = "/tmp/tessera_agent_test_XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override {
+    agent_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  void Start(Micros telemetry_interval) {
+    AgentOptions o;
+    o.server_url = controller_.url();
+    o.token = "join-token";
+    o.node_name = "n1";
+    o.data_dir = dir_;
+    o.fake_gpus = "2xH100-80GB";
+    o.use_cgroups = false;
+    o.telemetry_interval = telemetry_interval;
+    o.clock = &clock_;
+    auto agent = Agent::Create(o, GpuCatalog::Default());
+    ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+    agent_ = std::move(agent).value();
+    Status registered = agent_->RunOnce();
+    ASSERT_TRUE(registered.ok()) << registered.ToString();
+    ASSERT_TRUE(controller_.heartbeats().empty());
+  }
+
+  // One heartbeat, which must succeed; returns what the controller received.
+  Json Beat() {
+    Status s = agent_->RunOnce();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return controller_.last();
+  }
+
+  static std::vector<GpuTelemetry> Gpus(const Json& heartbeat) {
+    StatusOr<HeartbeatRequest> req = HeartbeatRequestFromJson(heartbeat);
+    EXPECT_TRUE(req.ok()) << req.status().ToString();
+    return req.ok() ? req->gpus : std::vector<GpuTelemetry>{};
+  }
+
+  void Fault(const std::string& line) {
+    std::ofstream(dir_ + "/fake-faults", std::ios::app) << line << "\n";
+  }
+
+  FakeController controller_;
+  ManualClock clock_{1'700'000'000'000'000};
+  std::string dir_;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(AgentTelemetryTest, HeartbeatsCarrySamplesOfTheFakeGpus) {
+  Start(kInterval);
+  Fault(R"({"gpu":0,"xid":79})");
+  TaskLaunch launch;
+  launch.key = {7, 0, 0};
+  launch.job_name = "train";
+  launch.command = {"sleep", "30"};
+  launch.gpus = {1};
+  launch.gpu_milli = 1000;
+  controller_.Answer(HeartbeatResponse{{launch}, {}, false});
+
+  // The first heartbeat: a sample, with the injected XID; both GPUs idle.
+  Json hb = Beat();
+  ASSERT_TRUE(hb.contains("gpus")) << hb.dump();
+  std::vector<GpuTelemetry> gpus = Gpus(hb);
+  ASSERT_EQ(gpus.size(), 2u);
+  const NodeInventory& inv = agent_->inventory();
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(gpus[i].index, static_cast<int>(i));
+    EXPECT_EQ(gpus[i].uuid, inv.gpu_uuids[i]);
+    EXPECT_FALSE(gpus[i].lost);
+    EXPECT_EQ(gpus[i].util_pct, 0);
+    EXPECT_EQ(gpus[i].fb_used_mib, 0);
+    EXPECT_EQ(gpus[i].fb_free_mib, 81559);
+    EXPECT_EQ(gpus[i].sm_clock_mhz, 210);
+  }
+  EXPECT_EQ(gpus[0].xid_count, 1);
+  EXPECT_EQ(gpus[0].last_xid, 79);
+  EXPECT_EQ(gpus[1].xid_count, 0);
+  ASSERT_EQ(agent_->running_tasks(), 1u);
+
+  // Within the interval: no new sample, no "gpus".
+  hb = Beat();
+  EXPECT_FALSE(hb.contains("gpus")) << hb.dump();
+
+  // After it: GPU 1 runs the task.
+  clock_.Advance(kInterval);
+  gpus = Gpus(Beat());
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_GE(gpus[1].util_pct, 60);
+  EXPECT_LE(gpus[1].util_pct, 100);
+  EXPECT_EQ(gpus[1].fb_used_mib, 81559 * 80 / 100);
+  EXPECT_EQ(gpus[1].sm_clock_mhz, 1980);
+  EXPECT_GT(gpus[1].power_mw, gpus[0].power_mw);
+  EXPECT_GT(gpus[1].temp_c, gpus[0].temp_c);
+  EXPECT_EQ(gpus[0].util_pct, 0);
+  EXPECT_EQ(gpus[0].xid_count, 1);  // counted once
+
+  // The task ends: GPU 1 idles again.
+  controller_.Answer(HeartbeatResponse{{}, {TaskStop{{7, 0, 0}, 0, 9}}, false});
+  (void)Beat();
+  for (int i = 0; i < 500 && agent_->running_tasks() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    (void)Beat();
+  }
+  ASSERT_EQ(agent_->running_tasks(), 0u);
+  Fault(R"({"gpu":1,"ecc_dbe":2})");
+  clock_.Advance(kInterval);
+  gpus = Gpus(Beat());
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[1].util_pct, 0);
+  EXPECT_EQ(gpus[1].fb_used_mib, 0);
+  EXPECT_EQ(gpus[1].sm_clock_mhz, 210);
+  EXPECT_EQ(gpus[1].ecc_dbe_volatile, 2);
+  EXPECT_EQ(gpus[1].ecc_dbe_aggregate, 2);
+}
+
+TEST_F(AgentTelemetryTest, ASampleWhoseHeartbeatFailedGoesWithTheNext) {
+  Start(kInterval);
+  Fault(R"({"gpu":1,"xid":31})");
+  controller_.FailNext();
+  EXPECT_FALSE(agent_->RunOnce().ok());
+  std::vector<GpuTelemetry> gpus = Gpus(Beat());  // within the interval: the kept sample
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[1].last_xid, 31);
+  EXPECT_FALSE(Beat().contains("gpus"));  // and only once
+  EXPECT_EQ(controller_.heartbeats().size(), 2u);
+}
+
+TEST_F(AgentTelemetryTest, IntervalZeroSendsNoTelemetry) {
+  Start(0);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(Beat().contains("gpus"));
+    clock_.Advance(kInterval);
+  }
+  EXPECT_EQ(controller_.heartbeats().size(), 3u);
+}
+
+TEST_F(AgentTelemetryTest, AFailingReadIsLoggedOnceAndHeartbeatsGoOn) {
+  Start(kInterval);
+  std::filesystem::create_directory(dir_ + "/fake-faults");  // unreadable as a fault file
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(Beat().contains("gpus"));
+    clock_.Advance(kInterval);
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(controller_.heartbeats().size(), 3u);
+  const std::string message = "reading GPU telemetry";
+  size_t first = err.find(message);
+  EXPECT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find(message, first + 1), std::string::npos) << err;
+
+  // Readable again: samples resume.
+  std::filesystem::remove(dir_ + "/fake-faults");
+  EXPECT_EQ(Gpus(Beat()).size(), 2u);
+}
+
+}  // namespace
+}  // namespace tessera

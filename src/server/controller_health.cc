@@ -1,0 +1,214 @@
+// The controller's GPU health: telemetry from the agents, drains by health checks
+// and by admins, kept in the store under "drain/<node>" so they survive restarts.
+#include <charconv>
+#include <iostream>
+
+#include "base/time_format.h"
+#include "server/controller.h"
+
+namespace tessera {
+namespace {
+
+constexpr const char* kDrainKeyPrefix = "drain/";
+
+nlohmann::json DrainToStored(const std::string& reason, const std::string& by,
+                             const std::string& kind, Micros since) {
+  return {{"reason", reason}, {"by", by}, {"kind", kind}, {"since_us", since}};
+}
+
+}  // namespace
+
+nlohmann::json Controller::DrainJson(const std::optional<DrainInfo>& drain) {
+  if (!drain) {
+    return nullptr;
+  }
+  return {{"reason", drain->reason},
+          {"by", drain->by},
+          {"kind", drain->kind},
+          {"since", FormatRfc3339(drain->since)}};
+}
+
+Status Controller::LoadDrains() {
+  TESSERA_ASSIGN_OR_RETURN(auto stored, store_->ListKv(kDrainKeyPrefix));
+  for (const auto& [key, text] : stored) {
+    const std::string name = key.substr(std::string(kDrainKeyPrefix).size());
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      return InternalError("stored drains of node '" + name + "' are not a JSON object");
+    }
+    auto read = [&](const nlohmann::json& d) -> StatusOr<DrainInfo> {
+      if (!d.is_object() || !d.value("reason", nlohmann::json()).is_string() ||
+          !d.value("since_us", nlohmann::json()).is_number_integer()) {
+        return InternalError("stored drain of node '" + name + "' is malformed: " + d.dump());
+      }
+      return DrainInfo{d["reason"].get<std::string>(), d.value("by", "admin"),
+                       d.value("kind", "admin"), d["since_us"].get<int64_t>()};
+    };
+    NodeInfo& node = nodes_[name];
+    if (node.inventory.spec.name.empty()) {
+      node.inventory.spec.name = name;
+      node.reason = "waiting for its agent after a controller restart";
+      node.last_seen = clock_->NowMicros();
+    }
+    if (j.contains("node") && !j["node"].is_null()) {
+      TESSERA_ASSIGN_OR_RETURN(DrainInfo d, read(j["node"]));
+      node.drain = std::move(d);
+    }
+    if (j.contains("gpus") && j["gpus"].is_object()) {
+      for (const auto& [index, d] : j["gpus"].items()) {
+        TESSERA_ASSIGN_OR_RETURN(DrainInfo info, read(d));
+        int gpu = -1;
+        const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), gpu);
+        if (ec != std::errc() || end != index.data() + index.size() || gpu < 0) {
+          return InternalError("stored drain of node '" + name + "' names GPU '" + index + "'");
+        }
+        node.gpu_drains[gpu] = std::move(info);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void Controller::ApplyDrains(const NodeInfo& node) {
+  if (state_ == nullptr) {
+    return;
+  }
+  StatusOr<NodeId> id = state_->FindNode(node.inventory.spec.name);
+  if (!id.ok()) {
+    return;
+  }
+  (void)state_->SetNodeDrained(id.value(), node.drain.has_value());
+  const int gpus = state_->node(id.value()).gpu_count();
+  for (int g = 0; g < gpus; ++g) {
+    (void)state_->SetGpuDrained(id.value(), g, node.gpu_drains.count(g) > 0);
+  }
+}
+
+void Controller::SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out) {
+  const std::string& name = node.inventory.spec.name;
+  const std::string what = gpu < 0 ? "node " + name : "node " + name + " GPU " + std::to_string(gpu);
+  if (drain) {
+    std::cerr << "tessera server: " << what << " drained by " << drain->by << ": " << drain->reason
+              << "\n";
+  } else {
+    std::cerr << "tessera server: " << what << " resumed\n";
+  }
+  if (gpu < 0) {
+    node.drain = std::move(drain);
+  } else if (drain) {
+    node.gpu_drains[gpu] = std::move(*drain);
+  } else {
+    node.gpu_drains.erase(gpu);
+  }
+  if (!rebuild_ && node.up) {
+    ApplyDrains(node);
+  }
+  nlohmann::json stored = {{"node", nullptr}, {"gpus", nlohmann::json::object()}};
+  if (node.drain) {
+    stored["node"] = DrainToStored(node.drain->reason, node.drain->by, node.drain->kind,
+                                   node.drain->since);
+  }
+  for (const auto& [index, d] : node.gpu_drains) {
+    stored["gpus"][std::to_string(index)] = DrainToStored(d.reason, d.by, d.kind, d.since);
+  }
+  out.batch.kv.emplace_back(kDrainKeyPrefix + name, stored.dump());
+}
+
+void Controller::HandleTelemetry(NodeInfo& node, const std::string& agent_id,
+                                 std::vector<GpuTelemetry> sample, Micros now, Pending& out) {
+  const size_t gpus = node.inventory.spec.gpus.size();
+  std::vector<GpuTelemetry> by_index(gpus);
+  std::vector<bool> seen(gpus, false);
+  for (GpuTelemetry& t : sample) {
+    if (t.index >= 0 && static_cast<size_t>(t.index) < gpus) {
+      seen[static_cast<size_t>(t.index)] = true;
+      by_index[static_cast<size_t>(t.index)] = std::move(t);
+    }
+  }
+  const bool baseline = node.telemetry_agent == agent_id && node.telemetry.size() == gpus;
+  for (size_t g = 0; g < gpus; ++g) {
+    GpuTelemetry& now_sample = by_index[g];
+    if (!seen[g]) {
+      // A GPU of the inventory the driver no longer reports.
+      now_sample.index = static_cast<int>(g);
+      now_sample.uuid = g < node.inventory.gpu_uuids.size() ? node.inventory.gpu_uuids[g] : "";
+      now_sample.lost = true;
+    }
+    const GpuTelemetry* previous = baseline ? &node.telemetry[g] : nullptr;
+    const int index = static_cast<int>(g);
+    auto existing = node.gpu_drains.find(index);
+    std::optional<HealthFinding> finding = CheckGpuHealth(previous, now_sample, options_.health);
+    if (existing == node.gpu_drains.end()) {
+      if (finding) {
+        SetDrain(node, index,
+                 DrainInfo{finding->reason, "health", std::string(HealthKindName(finding->kind)), now},
+                 out);
+      }
+    } else if (existing->second.kind == HealthKindName(HealthKind::kTemperature) &&
+               !now_sample.lost && now_sample.temp_c <= options_.health.temperature_resume_c) {
+      SetDrain(node, index, std::nullopt, out);  // cooled down
+    } else if (finding && finding->kind != HealthKind::kTemperature &&
+               existing->second.kind == HealthKindName(HealthKind::kTemperature)) {
+      // A worse finding replaces a temperature drain, which would lift itself.
+      SetDrain(node, index,
+               DrainInfo{finding->reason, "health", std::string(HealthKindName(finding->kind)), now},
+               out);
+    }
+  }
+  node.telemetry = std::move(by_index);
+  node.telemetry_agent = agent_id;
+  node.telemetry_at = now;
+}
+
+StatusOr<nlohmann::json> Controller::Drain(const std::string& name, int gpu, const std::string& reason) {
+  if (reason.empty()) {
+    return InvalidArgumentError("a drain needs a reason");
+  }
+  Pending out;
+  nlohmann::json result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(name);
+    if (it == nodes_.end()) {
+      return NotFoundError("no node '" + name + "'");
+    }
+    NodeInfo& node = it->second;
+    if (gpu >= static_cast<int>(node.inventory.spec.gpus.size())) {
+      return InvalidArgumentError("node " + name + " has " +
+                                  std::to_string(node.inventory.spec.gpus.size()) + " GPUs; no GPU " +
+                                  std::to_string(gpu));
+    }
+    SetDrain(node, gpu, DrainInfo{reason, "admin", "admin", clock_->NowMicros()}, out);
+    result = NodesJson(name).at(0);
+  }
+  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
+  return result;
+}
+
+StatusOr<nlohmann::json> Controller::Resume(const std::string& name, int gpu) {
+  Pending out;
+  nlohmann::json result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(name);
+    if (it == nodes_.end()) {
+      return NotFoundError("no node '" + name + "'");
+    }
+    NodeInfo& node = it->second;
+    if (gpu >= static_cast<int>(node.inventory.spec.gpus.size())) {
+      return InvalidArgumentError("node " + name + " has " +
+                                  std::to_string(node.inventory.spec.gpus.size()) + " GPUs; no GPU " +
+                                  std::to_string(gpu));
+    }
+    const bool drained = gpu < 0 ? node.drain.has_value() : node.gpu_drains.count(gpu) > 0;
+    if (drained) {
+      SetDrain(node, gpu, std::nullopt, out);
+    }
+    result = NodesJson(name).at(0);
+  }
+  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
+  Wake();
+  return result;
+}
+
+}  // namespace tessera

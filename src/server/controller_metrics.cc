@@ -1,0 +1,408 @@
+// What the controller tells Prometheus (/metrics, /metrics/gpus) and the dashboard's
+// usage charts (UsageSeries).
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "base/time_format.h"
+#include "server/controller.h"
+
+namespace tessera {
+namespace {
+
+// A quota resource's value in the unit its metric uses: GPUs and CPUs whole,
+// memory in bytes.
+double QuotaValue(const ResourceName& r, int64_t value) {
+  switch (r.kind) {
+    case ResourceKind::kGpu:
+    case ResourceKind::kCpu:
+      return static_cast<double>(value) / 1000.0;
+    case ResourceKind::kGpuMemory:
+    case ResourceKind::kMemory:
+      return static_cast<double>(value) * 1024.0 * 1024.0;
+  }
+  return static_cast<double>(value);
+}
+
+struct GpuHolder {
+  uint64_t job;
+  std::string tenant;
+  int mig_start;  // -1: not a MIG grant
+};
+
+}  // namespace
+
+std::string Controller::Metrics() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Micros now = clock_->NowMicros();
+  MetricsWriter w;
+
+  // Jobs per queue and state; every configured queue appears, with zeros.
+  std::map<std::pair<std::string, std::string>, int64_t> jobs;  // (queue, state)
+  std::map<std::string, double> tenant_in_use;
+  std::map<std::string, double> tenant_seconds = tenant_gpu_seconds_;
+  for (const auto& [id, job] : jobs_) {
+    if (!job.durable) {
+      continue;
+    }
+    const JobRecord& rec = records_[id];
+    if (rec.phase == JobPhase::kPending) {
+      ++jobs[{job.row.queue, "pending"}];
+    } else if (rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) {
+      ++jobs[{job.row.queue, "running"}];
+      tenant_in_use[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0;
+      if (rec.run_start > 0 && now > rec.run_start) {
+        tenant_seconds[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0 *
+                                          static_cast<double>(now - rec.run_start) / 1e6;
+      }
+    }
+  }
+  w.Family("tessera_jobs", MetricType::kGauge, "Jobs by queue, tenant and state (running includes stopping).");
+  std::set<std::string> tenants;
+  for (QueueId q : tree_->queues()) {
+    const std::string& name = tree_->spec(q).name;
+    tenants.insert(tree_->tenant(q));
+    for (const char* state : {"pending", "running"}) {
+      auto it = jobs.find({name, state});
+      w.Sample({{"queue", name}, {"tenant", tree_->tenant(q)}, {"state", state}},
+               static_cast<double>(it != jobs.end() ? it->second : 0));
+    }
+  }
+  w.Family("tessera_jobs_submitted_total", MetricType::kCounter,
+           "Jobs acknowledged since the controller started, by queue.");
+  for (QueueId q : tree_->queues()) {
+    auto it = submitted_.find(tree_->spec(q).name);
+    w.Sample({{"queue", tree_->spec(q).name}},
+             static_cast<double>(it != submitted_.end() ? it->second : 0));
+  }
+  w.Family("tessera_jobs_finished_total", MetricType::kCounter,
+           "Jobs that ended since the controller started, by queue and final state.");
+  for (QueueId q : tree_->queues()) {
+    for (const char* state : {"succeeded", "failed", "cancelled"}) {
+      auto it = finished_.find({tree_->spec(q).name, state});
+      w.Sample({{"queue", tree_->spec(q).name}, {"state", state}},
+               static_cast<double>(it != finished_.end() ? it->second : 0));
+    }
+  }
+  w.Family("tessera_preemptions_total", MetricType::kCounter,
+           "Jobs preempted since the controller started, by the victim's queue.");
+  for (QueueId q : tree_->queues()) {
+    auto it = preemptions_.find(tree_->spec(q).name);
+    w.Sample({{"queue", tree_->spec(q).name}},
+             static_cast<double>(it != preemptions_.end() ? it->second : 0));
+  }
+
+  w.Family("tessera_scheduler_cycles_total", MetricType::kCounter, "Scheduling cycles run.");
+  w.Sample({}, static_cast<double>(cycles_.load()));
+  w.Family("tessera_scheduler_cycle_duration_seconds", MetricType::kHistogram,
+           "Wall time of a scheduling cycle, including making its decisions durable.");
+  w.Sample({}, cycle_seconds_.Read());
+  w.Family("tessera_scheduler_decisions_total", MetricType::kCounter,
+           "Scheduling decisions: jobs started, preempted and requeued.");
+  for (const char* d : {"start", "preempt", "requeue"}) {
+    auto it = decisions_.find(d);
+    w.Sample({{"decision", d}}, static_cast<double>(it != decisions_.end() ? it->second : 0));
+  }
+
+  w.Family("tessera_queue_quota", MetricType::kGauge,
+           "Quota per queue or cohort and resource (GPUs, CPUs, bytes): nominal, borrowing "
+           "limit, in use, and borrowed (in use above nominal).");
+  const bool ledger = quota_ != nullptr && !rebuild_;
+  for (size_t i = 0; i < tree_->size(); ++i) {
+    const QueueId q(i);
+    for (size_t r = 0; r < tree_->resources().size(); ++r) {
+      const ResourceName& res = tree_->resources()[r];
+      const Quota& quota = tree_->quota(q, r);
+      const int64_t used = ledger ? quota_->Usage(q, r) : 0;
+      MetricLabels labels = {{"queue", tree_->spec(q).name},
+                             {"resource", ResourceNameString(res, *catalog_)},
+                             {"kind", ""}};
+      auto sample = [&](const char* kind, int64_t value) {
+        labels[2].second = kind;
+        w.Sample(labels, QuotaValue(res, value));
+      };
+      sample("nominal", quota.nominal);
+      if (quota.borrowing_limit) {
+        sample("borrowing_limit", *quota.borrowing_limit);
+      }
+      sample("used", used);
+      sample("borrowed", std::max<int64_t>(0, used - quota.nominal));
+    }
+  }
+
+  int64_t up = 0, down = 0;
+  for (const auto& [name, node] : nodes_) {
+    (node.up ? up : down) += 1;
+  }
+  w.Family("tessera_agents", MetricType::kGauge, "Nodes whose agent is up or down.");
+  w.Sample({{"state", "up"}}, static_cast<double>(up));
+  w.Sample({{"state", "down"}}, static_cast<double>(down));
+
+  // GPU allocation per GPU of the nodes that are up, from the scheduler's ledgers.
+  double free = 0, allocated = 0, drained = 0;
+  struct GpuRow {
+    MetricLabels labels;
+    double ratio;
+    const DrainInfo* drain;
+  };
+  std::vector<GpuRow> rows;
+  for (const auto& [name, node] : nodes_) {
+    if (!node.up || state_ == nullptr || rebuild_) {
+      continue;
+    }
+    StatusOr<NodeId> id = state_->FindNode(name);
+    if (!id.ok()) {
+      continue;
+    }
+    const NodeLedger& ledger_node = state_->node(id.value());
+    for (int g = 0; g < ledger_node.gpu_count(); ++g) {
+      const double used = static_cast<double>(ledger_node.gpus()[static_cast<size_t>(g)].used_milli().value()) / 1000.0;
+      auto d = node.gpu_drains.find(g);
+      const DrainInfo* drain = d != node.gpu_drains.end() ? &d->second : node.drain ? &*node.drain : nullptr;
+      allocated += used;
+      (drain != nullptr ? drained : free) += 1.0 - used;
+      const size_t gi = static_cast<size_t>(g);
+      rows.push_back(GpuRow{{{"Hostname", name},
+                             {"gpu", std::to_string(g)},
+                             {"UUID", gi < node.inventory.gpu_uuids.size() ? node.inventory.gpu_uuids[gi] : ""}},
+                            used, drain});
+    }
+  }
+  w.Family("tessera_gpus", MetricType::kGauge,
+           "GPUs of the nodes that are up, in GPUs: allocated, free, and unallocated but drained.");
+  w.Sample({{"state", "allocated"}}, allocated);
+  w.Sample({{"state", "free"}}, free);
+  w.Sample({{"state", "drained"}}, drained);
+  w.Family("tessera_gpu_allocated_ratio", MetricType::kGauge,
+           "Fraction of each GPU allocated to jobs (shares and MIG slices by their compute).");
+  for (const GpuRow& r : rows) {
+    w.Sample(r.labels, r.ratio);
+  }
+  w.Family("tessera_gpu_drained", MetricType::kGauge,
+           "1 for each GPU that takes no new work, with why (kind: admin, lost, xid, ecc, temperature).");
+  for (const GpuRow& r : rows) {
+    if (r.drain != nullptr) {
+      MetricLabels labels = r.labels;
+      labels.emplace_back("kind", r.drain->kind);
+      labels.emplace_back("reason", r.drain->reason);
+      w.Sample(labels, 1);
+    }
+  }
+
+  w.Family("tessera_tenant_gpus_in_use", MetricType::kGauge,
+           "GPUs held by each tenant's running jobs (shares and MIG slices by their fraction).");
+  for (const auto& [t, v] : tenant_in_use) {
+    tenants.insert(t);
+  }
+  for (const auto& [t, v] : tenant_seconds) {
+    tenants.insert(t);
+  }
+  for (const std::string& t : tenants) {
+    auto it = tenant_in_use.find(t);
+    w.Sample({{"tenant", t}}, it != tenant_in_use.end() ? it->second : 0.0);
+  }
+  w.Family("tessera_tenant_gpu_seconds_total", MetricType::kCounter,
+           "GPU-seconds used by each tenant, all time (from the state store), running jobs included.");
+  for (const std::string& t : tenants) {
+    auto it = tenant_seconds.find(t);
+    w.Sample({{"tenant", t}}, it != tenant_seconds.end() ? it->second : 0.0);
+  }
+  return w.Take();
+}
+
+std::string Controller::GpuMetrics() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Who holds each GPU: (node, gpu) -> jobs.
+  std::map<std::pair<std::string, int>, std::vector<GpuHolder>> holders;
+  for (const auto& [id, job] : jobs_) {
+    const JobRecord& rec = records_[id];
+    if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
+      continue;
+    }
+    for (size_t t = 0; t < rec.allocations.size() && t < job.tasks.size(); ++t) {
+      if (job.tasks[t].exited) {
+        continue;
+      }
+      for (const GpuGrant& g : rec.allocations[t].gpus) {
+        auto& list = holders[{job.tasks[t].node, g.gpu}];
+        if (std::none_of(list.begin(), list.end(), [&](const GpuHolder& h) { return h.job == id; })) {
+          list.push_back(GpuHolder{id, job.row.tenant, g.is_mig() ? g.mig_start : -1});
+        }
+      }
+    }
+  }
+  struct Row {
+    MetricLabels labels;
+    const GpuTelemetry* gpu;
+    const MigTelemetry* mig;  // null: the whole GPU
+  };
+  std::vector<Row> rows;
+  for (const auto& [name, node] : nodes_) {
+    if (!node.up) {
+      continue;
+    }
+    for (size_t g = 0; g < node.telemetry.size() && g < node.inventory.spec.gpus.size(); ++g) {
+      const GpuTelemetry& t = node.telemetry[g];
+      if (t.lost) {
+        continue;  // the driver has nothing to say about it
+      }
+      const std::string model = catalog_->Get(node.inventory.spec.gpus[g].model).name;
+      auto labels = [&](const std::string& profile, const std::string& gi, const std::string& tenant,
+                        const std::string& job) -> MetricLabels {
+        return {{"gpu", std::to_string(g)}, {"UUID", t.uuid}, {"device", "nvidia" + std::to_string(g)},
+                {"modelName", model},       {"Hostname", name}, {"GPU_I_PROFILE", profile},
+                {"GPU_I_ID", gi},           {"tenant", tenant}, {"job_id", job}};
+      };
+      auto h = holders.find({name, static_cast<int>(g)});
+      const std::vector<GpuHolder> none;
+      const std::vector<GpuHolder>& here = h != holders.end() ? h->second : none;
+      if (t.mig.empty()) {
+        if (here.empty()) {
+          rows.push_back(Row{labels("", "", "", ""), &t, nullptr});
+        }
+        for (const GpuHolder& x : here) {
+          rows.push_back(Row{labels("", "", x.tenant, std::to_string(x.job)), &t, nullptr});
+        }
+        continue;
+      }
+      rows.push_back(Row{labels("", "", "", ""), &t, nullptr});
+      for (const MigTelemetry& m : t.mig) {
+        std::string tenant, job;
+        for (const GpuHolder& x : here) {
+          if (x.mig_start == m.start) {
+            tenant = x.tenant;
+            job = std::to_string(x.job);
+          }
+        }
+        rows.push_back(Row{labels(m.profile, std::to_string(m.gi_id), tenant, job), &t, &m});
+      }
+    }
+  }
+
+  MetricsWriter w;
+  // Whole-GPU fields, as the DCGM exporter's default counters name and describe them.
+  auto gpu_family = [&](const char* name, const char* help, auto value) {
+    w.Family(name, MetricType::kGauge, help);
+    for (const Row& r : rows) {
+      if (r.mig == nullptr) {
+        w.Sample(r.labels, static_cast<double>(value(*r.gpu)));
+      }
+    }
+  };
+  gpu_family("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).",
+             [](const GpuTelemetry& t) { return t.util_pct; });
+  // Framebuffer: whole GPUs, and each MIG instance on its own row.
+  w.Family("DCGM_FI_DEV_FB_USED", MetricType::kGauge, "Framebuffer memory used (in MiB).");
+  for (const Row& r : rows) {
+    w.Sample(r.labels, static_cast<double>(r.mig != nullptr ? r.mig->fb_used_mib : r.gpu->fb_used_mib));
+  }
+  w.Family("DCGM_FI_DEV_FB_FREE", MetricType::kGauge, "Framebuffer memory free (in MiB).");
+  for (const Row& r : rows) {
+    w.Sample(r.labels, static_cast<double>(r.mig != nullptr ? r.mig->fb_free_mib : r.gpu->fb_free_mib));
+  }
+  gpu_family("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).",
+             [](const GpuTelemetry& t) { return t.temp_c; });
+  gpu_family("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).",
+             [](const GpuTelemetry& t) { return static_cast<double>(t.power_mw) / 1000.0; });
+  gpu_family("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).",
+             [](const GpuTelemetry& t) { return t.sm_clock_mhz; });
+  gpu_family("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.",
+             [](const GpuTelemetry& t) { return t.last_xid; });
+  gpu_family("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors.",
+             [](const GpuTelemetry& t) { return t.ecc_sbe_volatile; });
+  gpu_family("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors.",
+             [](const GpuTelemetry& t) { return t.ecc_dbe_volatile; });
+  gpu_family("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "Total number of single-bit persistent ECC errors.",
+             [](const GpuTelemetry& t) { return t.ecc_sbe_aggregate; });
+  gpu_family("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "Total number of double-bit persistent ECC errors.",
+             [](const GpuTelemetry& t) { return t.ecc_dbe_aggregate; });
+  return w.Take();
+}
+
+StatusOr<nlohmann::json> Controller::UsageSeries(Micros since, Micros until, Micros step,
+                                                 const std::string& tenant) {
+  if (until <= since) {
+    return InvalidArgumentError("until must be after since");
+  }
+  if (step <= 0) {
+    return InvalidArgumentError("step must be positive");
+  }
+  const int64_t buckets = (until - since + step - 1) / step;
+  if (buckets > 1000) {
+    return InvalidArgumentError("the window holds " + std::to_string(buckets) +
+                                " steps; at most 1000: use a larger step");
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> rows, store_->LoadUsage(since, until));
+  std::map<std::string, double> quota_gpus;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Micros now = clock_->NowMicros();
+    for (const auto& [id, job] : jobs_) {
+      const JobRecord& rec = records_[id];
+      if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
+          rec.run_start < until && now > since) {
+        rows.push_back(UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
+      }
+    }
+    for (QueueId q : tree_->queues()) {
+      double& gpus = quota_gpus[tree_->tenant(q)];
+      for (size_t r = 0; r < tree_->resources().size(); ++r) {
+        if (tree_->resources()[r].kind == ResourceKind::kGpu) {
+          gpus += static_cast<double>(tree_->quota(q, r).nominal) / 1000.0;
+        }
+      }
+    }
+  }
+  // milli-GPU x microseconds per tenant and bucket.
+  std::map<std::string, std::vector<double>> held;
+  for (const auto& [t, q] : quota_gpus) {
+    if (tenant.empty() || t == tenant) {
+      held[t].assign(static_cast<size_t>(buckets), 0.0);
+    }
+  }
+  for (const UsageRow& r : rows) {
+    if (!tenant.empty() && r.tenant != tenant) {
+      continue;
+    }
+    const Micros begin = std::max(r.start_us, since);
+    const Micros end = std::min(r.end_us, until);
+    if (end <= begin) {
+      continue;
+    }
+    std::vector<double>& series = held[r.tenant];
+    series.resize(static_cast<size_t>(buckets), 0.0);
+    for (int64_t b = (begin - since) / step; b < buckets; ++b) {
+      const Micros lo = std::max(begin, since + b * step);
+      const Micros hi = std::min(end, since + (b + 1) * step);
+      if (hi <= lo) {
+        break;
+      }
+      series[static_cast<size_t>(b)] += static_cast<double>(r.gpu_milli) * static_cast<double>(hi - lo);
+    }
+  }
+  nlohmann::json times = nlohmann::json::array();
+  for (int64_t b = 0; b < buckets; ++b) {
+    times.push_back(FormatRfc3339(since + b * step));
+  }
+  nlohmann::json series = nlohmann::json::array();
+  for (const auto& [t, values] : held) {
+    nlohmann::json gpus = nlohmann::json::array();
+    for (int64_t b = 0; b < buckets; ++b) {
+      // The last bucket may be shorter than a step.
+      const Micros width = std::min(step, until - (since + b * step));
+      gpus.push_back(values[static_cast<size_t>(b)] / 1000.0 / static_cast<double>(width));
+    }
+    auto q = quota_gpus.find(t);
+    series.push_back({{"key", t},
+                      {"gpus", std::move(gpus)},
+                      {"quota_gpus", q != quota_gpus.end() ? nlohmann::json(q->second) : nlohmann::json(nullptr)}});
+  }
+  return nlohmann::json{{"since", FormatRfc3339(since)},
+                        {"until", FormatRfc3339(until)},
+                        {"step_s", static_cast<double>(step) / 1e6},
+                        {"by", "tenant"},
+                        {"times", std::move(times)},
+                        {"series", std::move(series)}};
+}
+
+}  // namespace tessera

@@ -1,0 +1,351 @@
+// The controller driven directly: a manual clock, a SQLite store in a scratch
+// directory, and a node agent played by the test through Register and Heartbeat.
+// Covers accounting in GPU-hours across a restart, GPU health drains, admin drains,
+// and what /metrics and /metrics/gpus say.
+#include "server/controller.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/job_codec.h"
+#include "server/server.h"
+#include "store/sqlite_store.h"
+
+namespace tessera {
+namespace {
+
+constexpr Micros kSecond = 1'000'000;
+constexpr Micros kMinute = 60 * kSecond;
+constexpr Micros kHour = 60 * kMinute;
+constexpr Micros kT0 = 1'800'000'000LL * kSecond;  // 2027-01-15
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-controller-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    Reopen();
+  }
+  void TearDown() override {
+    controller_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Opens (again) the controller on the same store file, as after a restart.
+  void Reopen() {
+    controller_.reset();
+    store_.reset();
+    auto store = SqliteStore::Open(dir_ + "/state.db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    ControllerOptions options;
+    options.data_dir = dir_;
+    options.node_timeout = 1000 * kHour;  // the test's agent never times out
+    auto c = Controller::Open(options, store_.get(), catalog(), clock_, DefaultQueuesYaml());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    controller_ = std::move(c).value();
+  }
+
+  static const GpuCatalog& catalog() { return GpuCatalog::Default(); }
+
+  // node-1: GPUs 0-1 whole H100s, 2 an A100 in MIG mode, 3 an A100 for shares.
+  RegisterRequest Inventory() const {
+    RegisterRequest r;
+    r.agent_id = agent_id_;
+    NodeSpec& spec = r.inventory.spec;
+    spec.name = "node-1";
+    spec.cpu = MilliCpu(64000);
+    spec.memory = MiB(512 * 1024);
+    const GpuModelId h100 = catalog().Find("H100-80GB").value();
+    const GpuModelId a100 = catalog().Find("A100-80GB").value();
+    spec.gpus = {GpuSpec{h100, SharingMode::kExclusive, 0, 0}, GpuSpec{h100, SharingMode::kExclusive, 0, 0},
+                 GpuSpec{a100, SharingMode::kMig, 0, -1}, GpuSpec{a100, SharingMode::kShared, 0, -1}};
+    r.inventory.gpu_uuids = {"GPU-0", "GPU-1", "GPU-2", "GPU-3"};
+    r.inventory.mig_instances.resize(4);
+    return r;
+  }
+
+  void Register() {
+    RegisterRequest request = Inventory();
+    request.tasks = Running();
+    auto r = controller_->Register(request, "127.0.0.1");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  uint64_t Submit(const std::string& tenant, const std::string& yaml) {
+    StatusOr<JobSubmission> job = ParseJobYaml(yaml, catalog());
+    EXPECT_TRUE(job.ok()) << job.status().ToString();
+    bool created = false;
+    auto out = controller_->Submit(Principal{Role::kTenant, tenant, "test"}, std::move(job).value(), "",
+                                   &created);
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    return out.ok() ? (*out)["id"].get<uint64_t>() : 0;
+  }
+
+  // One cycle, then a heartbeat that takes the launches; returns them.
+  std::vector<TaskLaunch> CycleAndTake(std::vector<GpuTelemetry> telemetry = {}) {
+    EXPECT_TRUE(controller_->RunCycle().ok());
+    HeartbeatRequest hb{"node-1", agent_id_, Running(), std::move(telemetry)};
+    auto r = controller_->Heartbeat(hb);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    for (const TaskLaunch& l : r->launch) {
+      running_[l.key.job] = l.key;
+    }
+    return r.ok() ? r->launch : std::vector<TaskLaunch>{};
+  }
+
+  std::vector<TaskReport> Running() const {
+    std::vector<TaskReport> out;
+    for (const auto& [job, key] : running_) {
+      TaskReport t;
+      t.key = key;
+      out.push_back(t);
+    }
+    return out;
+  }
+
+  void Exit(uint64_t job) {
+    TaskReport t;
+    t.key = running_.at(job);
+    t.state = TaskState::kExited;
+    running_.erase(job);
+    std::vector<TaskReport> reports = Running();
+    reports.push_back(t);
+    auto r = controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, reports, {}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  std::map<std::string, double> UsageByTenant(Micros since, Micros until) {
+    auto u = controller_->Usage(since, until, "tenant");
+    EXPECT_TRUE(u.ok()) << u.status().ToString();
+    std::map<std::string, double> out;
+    for (const auto& row : (*u)["rows"]) {
+      out[row["key"].get<std::string>()] = row["gpu_hours"].get<double>();
+    }
+    return out;
+  }
+
+  std::vector<GpuTelemetry> Healthy() const {
+    std::vector<GpuTelemetry> out(4);
+    for (int g = 0; g < 4; ++g) {
+      out[static_cast<size_t>(g)].index = g;
+      out[static_cast<size_t>(g)].uuid = "GPU-" + std::to_string(g);
+      out[static_cast<size_t>(g)].temp_c = 40;
+    }
+    return out;
+  }
+
+  std::string dir_;
+  ManualClock clock_{kT0};
+  std::string agent_id_ = "agent-1";
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<Controller> controller_;
+  std::map<uint64_t, TaskKey> running_;
+};
+
+constexpr const char* kTwoGpus = "name: train\nresources: {gpus: 2, gpu_model: H100-80GB}\ncommand: [x]\n";
+constexpr const char* kOneGpu = "name: one\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\n";
+constexpr const char* kShare = "name: share\nresources: {gpus: 1, gpu_fraction: 0.25, gpu_model: A100-80GB}\ncommand: [x]\n";
+constexpr const char* kMig = "name: nb\nresources: {mig: 3g.40gb, gpu_model: A100-80GB}\ncommand: [x]\n";
+
+// Known jobs over a known window: the exact GPU-hours per tenant, clipped to the
+// window, with shares and MIG slices by their fraction; the same after a restart.
+TEST_F(ControllerTest, UsageInGpuHoursIsExactAndSurvivesARestart) {
+  Register();
+  const uint64_t train = Submit("team-a", kTwoGpus);   // 2 GPUs, 30 min      -> 1.0
+  const uint64_t share = Submit("team-b", kShare);     // 0.25 GPU, 2 h       -> 0.5
+  const uint64_t mig = Submit("team-b", kMig);         // 3/7 GPU (428 milli), 70 min
+  ASSERT_EQ(CycleAndTake().size(), 3U);
+  clock_.Advance(30 * kMinute);
+  Exit(train);
+  clock_.Advance(40 * kMinute);  // T0 + 70 min
+  Exit(mig);
+  clock_.Advance(20 * kMinute);  // T0 + 90 min
+  const uint64_t one = Submit("team-a", kOneGpu);  // 1 GPU from T0 + 90 min, still running
+  ASSERT_EQ(CycleAndTake().size(), 1U);
+  clock_.Advance(30 * kMinute);  // T0 + 2 h
+  Exit(share);
+  clock_.Advance(60 * kMinute);  // T0 + 3 h
+
+  const double mig_hours = 0.428 * 70.0 / 60.0;
+  std::map<std::string, double> whole = UsageByTenant(kT0, kT0 + 3 * kHour);
+  EXPECT_NEAR(whole["team-a"], 1.0 + 1.5, 1e-9);
+  EXPECT_NEAR(whole["team-b"], 0.5 + mig_hours, 1e-9);
+  // A window that cuts every interval: [T0 + 15 min, T0 + 105 min).
+  std::map<std::string, double> cut = UsageByTenant(kT0 + 15 * kMinute, kT0 + 105 * kMinute);
+  EXPECT_NEAR(cut["team-a"], 2 * 0.25 + 0.25, 1e-9);
+  EXPECT_NEAR(cut["team-b"], 0.25 * 1.5 + 0.428 * 55.0 / 60.0, 1e-9);
+
+  std::string before = controller_->Metrics();
+  EXPECT_NE(before.find("tessera_tenant_gpu_seconds_total{tenant=\"team-a\"} 9000\n"), std::string::npos)
+      << before;
+
+  Reopen();  // a controller restart: finished intervals from the store, the running job from its row
+  std::map<std::string, double> after = UsageByTenant(kT0, kT0 + 3 * kHour);
+  EXPECT_NEAR(after["team-a"], 2.5, 1e-9);
+  EXPECT_NEAR(after["team-b"], 0.5 + mig_hours, 1e-9);
+  std::string metrics = controller_->Metrics();
+  EXPECT_NE(metrics.find("tessera_tenant_gpu_seconds_total{tenant=\"team-a\"} 9000\n"), std::string::npos)
+      << metrics;
+  (void)one;
+}
+
+TEST_F(ControllerTest, UsageSeriesAveragesGpusPerBucket) {
+  Register();
+  const uint64_t train = Submit("team-a", kTwoGpus);
+  ASSERT_EQ(CycleAndTake().size(), 1U);
+  clock_.Advance(90 * kSecond);
+  Exit(train);
+  clock_.Advance(30 * kSecond);
+  auto s = controller_->UsageSeries(kT0, kT0 + 2 * kMinute, kMinute);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ((*s)["times"].size(), 2U);
+  bool found = false;
+  for (const auto& series : (*s)["series"]) {
+    if (series["key"] == "team-a") {
+      found = true;
+      EXPECT_DOUBLE_EQ(series["gpus"][0].get<double>(), 2.0);
+      EXPECT_DOUBLE_EQ(series["gpus"][1].get<double>(), 1.0);  // 30 s of 60
+      EXPECT_DOUBLE_EQ(series["quota_gpus"].get<double>(), 8.0);
+    }
+  }
+  EXPECT_TRUE(found) << s->dump();
+  EXPECT_FALSE(controller_->UsageSeries(kT0, kT0, kMinute).ok());
+  EXPECT_FALSE(controller_->UsageSeries(kT0, kT0 + kHour, 0).ok());
+  EXPECT_FALSE(controller_->UsageSeries(kT0, kT0 + 1000 * kHour, kMinute).ok());
+}
+
+// An XID on GPU 0 drains it: the next whole-GPU jobs land on GPU 1 and then wait.
+TEST_F(ControllerTest, XidDrainsTheGpuAndNoNewWorkLandsOnIt) {
+  Register();
+  CycleAndTake(Healthy());  // the baseline sample
+  std::vector<GpuTelemetry> bad = Healthy();
+  bad[0].xid_count = 1;
+  bad[0].last_xid = 79;
+  CycleAndTake(bad);
+  nlohmann::json nodes = controller_->Nodes();
+  const auto& gpu0 = nodes["nodes"][0]["gpus"][0];
+  EXPECT_EQ(gpu0["health"], "drained");
+  EXPECT_EQ(gpu0["drain"]["by"], "health");
+  EXPECT_EQ(gpu0["drain"]["reason"], "XID 79 (GPU has fallen off the bus)");
+  EXPECT_EQ(nodes["nodes"][0]["gpus"][1]["health"], "ok");
+
+  Submit("team-a", kOneGpu);
+  Submit("team-a", kOneGpu);
+  std::vector<TaskLaunch> launched = CycleAndTake(bad);
+  ASSERT_EQ(launched.size(), 1U);
+  ASSERT_EQ(launched[0].gpus.size(), 1U);
+  EXPECT_EQ(launched[0].gpus[0], 1);
+  EXPECT_TRUE(CycleAndTake(bad).empty()) << "GPU 0 is drained; the second job waits";
+
+  // Metrics say so; the drain survives a restart; an admin resume lets the job start.
+  EXPECT_NE(controller_->Metrics().find("tessera_gpu_drained{Hostname=\"node-1\",gpu=\"0\",UUID=\"GPU-0\","
+                                        "kind=\"xid\",reason=\"XID 79 (GPU has fallen off the bus)\"} 1"),
+            std::string::npos);
+  Reopen();
+  Register();
+  EXPECT_EQ(controller_->Nodes()["nodes"][0]["gpus"][0]["health"], "drained");
+  EXPECT_TRUE(CycleAndTake(bad).empty());
+  ASSERT_TRUE(controller_->Resume("node-1", 0).ok());
+  launched = CycleAndTake(bad);  // the same counters: no new XID
+  ASSERT_EQ(launched.size(), 1U);
+  EXPECT_EQ(launched[0].gpus[0], 0);
+}
+
+TEST_F(ControllerTest, TemperatureDrainLiftsItselfEccAndLostDoNot) {
+  Register();
+  CycleAndTake(Healthy());
+  std::vector<GpuTelemetry> t = Healthy();
+  t[1].temp_c = 93;
+  t[2].ecc_dbe_volatile = 1;
+  t[3].lost = true;
+  CycleAndTake(t);
+  nlohmann::json gpus = controller_->Nodes()["nodes"][0]["gpus"];
+  EXPECT_EQ(gpus[1]["drain"]["kind"], "temperature");
+  EXPECT_EQ(gpus[1]["drain"]["reason"], "temperature 93 C (limit 90 C)");
+  EXPECT_EQ(gpus[2]["drain"]["kind"], "ecc");
+  EXPECT_EQ(gpus[3]["health"], "lost");
+  t = Healthy();
+  t[1].temp_c = 86;  // cooler, not yet at the resume temperature
+  t[2].ecc_dbe_volatile = 1;
+  CycleAndTake(t);
+  EXPECT_EQ(controller_->Nodes()["nodes"][0]["gpus"][1]["health"], "drained");
+  t[1].temp_c = 85;
+  CycleAndTake(t);
+  gpus = controller_->Nodes()["nodes"][0]["gpus"];
+  EXPECT_EQ(gpus[1]["health"], "ok");
+  EXPECT_EQ(gpus[2]["health"], "drained");
+  EXPECT_EQ(gpus[3]["health"], "lost");  // until an admin resumes it
+}
+
+TEST_F(ControllerTest, AdminDrainsANodeAndChecksItsArguments) {
+  Register();
+  EXPECT_EQ(controller_->Drain("nope", -1, "x").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(controller_->Drain("node-1", 4, "x").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(controller_->Drain("node-1", -1, "").status().code(), StatusCode::kInvalidArgument);
+  auto node = controller_->Drain("node-1", -1, "maintenance window");
+  ASSERT_TRUE(node.ok());
+  EXPECT_EQ((*node)["drain"]["reason"], "maintenance window");
+  EXPECT_EQ((*node)["drain"]["by"], "admin");
+  EXPECT_FALSE((*node)["schedulable"].get<bool>());
+  Submit("team-a", "name: cpu\nresources: {cpu: 1}\ncommand: [x]\n");
+  EXPECT_TRUE(CycleAndTake().empty()) << "not even CPU work lands on a drained node";
+  ASSERT_TRUE(controller_->Resume("node-1", -1).ok());
+  EXPECT_EQ(CycleAndTake().size(), 1U);
+}
+
+TEST_F(ControllerTest, GpuMetricsCarryDcgmLabelsAndTheHolders) {
+  Register();
+  CycleAndTake(Healthy());
+  const uint64_t share = Submit("team-b", kShare);
+  const uint64_t mig = Submit("team-a", kMig);
+  CycleAndTake();
+  std::vector<GpuTelemetry> t = Healthy();
+  t[0].util_pct = 77;
+  t[0].power_mw = 312'500;
+  const int start = controller_->Nodes()["nodes"][0]["gpus"][2]["holders"][0]["mig_start"].get<int>();
+  t[2].mig = {MigTelemetry{"MIG-a", "3g.40gb", start, 2, 1000, 39000}};
+  CycleAndTake(t);
+  const std::string text = controller_->GpuMetrics();
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-0\",device=\"nvidia0\",modelName=\"H100-80GB\","
+                      "Hostname=\"node-1\",GPU_I_PROFILE=\"\",GPU_I_ID=\"\",tenant=\"\",job_id=\"\"} 77\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-0\",device=\"nvidia0\",modelName=\"H100-80GB\","
+                      "Hostname=\"node-1\",GPU_I_PROFILE=\"\",GPU_I_ID=\"\",tenant=\"\",job_id=\"\"} 312.5\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("DCGM_FI_DEV_FB_USED{gpu=\"2\",UUID=\"GPU-2\",device=\"nvidia2\",modelName=\"A100-80GB\","
+                      "Hostname=\"node-1\",GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"2\",tenant=\"team-a\",job_id=\"" +
+                      std::to_string(mig) + "\"} 1000\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("DCGM_FI_DEV_GPU_TEMP{gpu=\"3\",UUID=\"GPU-3\",device=\"nvidia3\",modelName=\"A100-80GB\","
+                      "Hostname=\"node-1\",GPU_I_PROFILE=\"\",GPU_I_ID=\"\",tenant=\"team-b\",job_id=\"" +
+                      std::to_string(share) + "\"} 40\n"),
+            std::string::npos)
+      << text;
+
+  const std::string m = controller_->Metrics();
+  EXPECT_NE(m.find("tessera_jobs{queue=\"team-b\",tenant=\"team-b\",state=\"running\"} 1\n"), std::string::npos);
+  EXPECT_NE(m.find("tessera_scheduler_decisions_total{decision=\"start\"} 2\n"), std::string::npos);
+  EXPECT_NE(m.find("tessera_gpu_allocated_ratio{Hostname=\"node-1\",gpu=\"3\",UUID=\"GPU-3\"} 0.25\n"),
+            std::string::npos);
+  EXPECT_NE(m.find("tessera_agents{state=\"up\"} 1\n"), std::string::npos);
+  EXPECT_NE(m.find("tessera_queue_quota{queue=\"team-a\",resource=\"gpu\",kind=\"nominal\"} 8\n"),
+            std::string::npos);
+  EXPECT_NE(m.find("tessera_queue_quota{queue=\"team-b\",resource=\"gpu\",kind=\"used\"} 0.25\n"),
+            std::string::npos);
+  EXPECT_NE(m.find("# TYPE tessera_scheduler_cycle_duration_seconds histogram\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera
