@@ -17,6 +17,7 @@
 #include "api/units.h"
 #include "base/strings.h"
 #include "base/time_format.h"
+#include "cli/json_read.h"
 #include "cli/table.h"
 
 namespace tessera {
@@ -28,57 +29,13 @@ using nlohmann::json;
 // Reading the server's JSON without exceptions: a missing key or a value of another
 // type reads as "absent".
 
-const json* Field(const json& j, const char* key) {
-  if (!j.is_object()) {
-    return nullptr;
-  }
-  auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
-}
-
-std::string Str(const json& j, const char* key) {
-  const json* v = Field(j, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
-}
-
-std::optional<int64_t> AsInt(const json& v) {
-  if (v.is_number_integer()) {
-    return v.get<int64_t>();
-  }
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    return u > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(u);
-  }
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (std::isfinite(d) && std::fabs(d) < 9e18) {
-      return static_cast<int64_t>(std::llround(d));
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> OptInt(const json& j, const char* key) {
-  const json* v = Field(j, key);
-  return v == nullptr ? std::nullopt : AsInt(*v);
-}
-
-int64_t Int(const json& j, const char* key) { return OptInt(j, key).value_or(0); }
-
-std::optional<Micros> Time(const json& j, const char* key) {
-  const std::string text = Str(j, key);
-  if (text.empty()) {
-    return std::nullopt;
-  }
-  StatusOr<Micros> t = ParseRfc3339(text);
-  return t.ok() ? std::optional<Micros>(*t) : std::nullopt;
-}
-
-const json& Array(const json& j, const char* key) {
-  static const json kEmpty = json::array();
-  const json* v = Field(j, key);
-  return v != nullptr && v->is_array() ? *v : kEmpty;
-}
+using json_read::Array;
+using json_read::AsInt;
+using json_read::Field;
+using json_read::Int;
+using json_read::OptInt;
+using json_read::Str;
+using json_read::Time;
 
 // A scalar as text: strings as they are, numbers as JSON writes them, null as "-".
 std::string ScalarText(const json& v) {

@@ -23,6 +23,7 @@
 #include "api/units.h"
 #include "base/strings.h"
 #include "base/time_format.h"
+#include "cli/json_read.h"
 #include "cli/table.h"
 
 namespace tessera {
@@ -34,22 +35,17 @@ using nlohmann::json;
 // Reading the server's JSON without exceptions: a missing key, null or a value of
 // another type reads as absent.
 
-const json* Field(const json& j, const char* key) {
-  if (!j.is_object()) {
-    return nullptr;
-  }
-  auto it = j.find(key);
-  return it == j.end() || it->is_null() ? nullptr : &*it;
-}
+using json_read::Array;
+using json_read::Bool;
+using json_read::Field;
+using json_read::Int;
+using json_read::OptInt;
+using json_read::OptNumber;
 
 // A string field, with control characters (C0, DEL, C1) replaced by '?': names come
 // from users and must not drive the terminal.
 std::string Str(const json& j, const char* key) {
-  const json* v = Field(j, key);
-  if (v == nullptr || !v->is_string()) {
-    return std::string();
-  }
-  const std::string& raw = v->get_ref<const std::string&>();
+  const std::string raw = json_read::Str(j, key);
   std::string out;
   out.reserve(raw.size());
   for (size_t i = 0; i < raw.size(); ++i) {
@@ -66,47 +62,6 @@ std::string Str(const json& j, const char* key) {
     }
   }
   return out;
-}
-
-std::optional<double> OptNumber(const json& j, const char* key) {
-  const json* v = Field(j, key);
-  if (v == nullptr || !v->is_number()) {
-    return std::nullopt;
-  }
-  const double d = v->get<double>();
-  return std::isfinite(d) ? std::optional<double>(d) : std::nullopt;
-}
-
-std::optional<int64_t> OptInt(const json& j, const char* key) {
-  const json* v = Field(j, key);
-  if (v == nullptr) {
-    return std::nullopt;
-  }
-  if (v->is_number_integer()) {
-    return v->get<int64_t>();
-  }
-  if (v->is_number_unsigned()) {
-    const uint64_t u = v->get<uint64_t>();
-    return u > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(u);
-  }
-  std::optional<double> d = OptNumber(j, key);
-  if (d.has_value() && std::fabs(*d) < 9e18) {
-    return static_cast<int64_t>(std::llround(*d));
-  }
-  return std::nullopt;
-}
-
-int64_t Int(const json& j, const char* key) { return OptInt(j, key).value_or(0); }
-
-bool Bool(const json& j, const char* key, bool fallback) {
-  const json* v = Field(j, key);
-  return v != nullptr && v->is_boolean() ? v->get<bool>() : fallback;
-}
-
-const json& Array(const json& j, const char* key) {
-  static const json kEmpty = json::array();
-  const json* v = Field(j, key);
-  return v != nullptr && v->is_array() ? *v : kEmpty;
 }
 
 // The array itself, or the array under `key` of an answer's body.

@@ -1482,6 +1482,17 @@ Status Controller::SetQueues(const std::string& yaml) {
   return Status::Ok();
 }
 
+void Controller::AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) const {
+  const Micros now = clock_->NowMicros();
+  for (const auto& [id, job] : jobs_) {
+    const JobRecord& rec = records_[id];
+    if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
+        rec.run_start < until && now > since) {
+      rows->push_back(UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
+    }
+  }
+}
+
 StatusOr<nlohmann::json> Controller::Usage(Micros since, Micros until, const std::string& by,
                                            const std::string& tenant) {
   if (by != "tenant" && by != "queue" && by != "job") {
@@ -1493,14 +1504,7 @@ StatusOr<nlohmann::json> Controller::Usage(Micros since, Micros until, const std
   TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> rows, store_->LoadUsage(since, until));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const Micros now = clock_->NowMicros();
-    for (const auto& [id, job] : jobs_) {
-      const JobRecord& rec = records_[id];
-      if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
-          rec.run_start < until && now > since) {
-        rows.push_back(UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
-      }
-    }
+    AppendRunningUsage(since, until, &rows);
   }
   std::map<std::string, std::pair<double, std::set<uint64_t>>> groups;
   for (const UsageRow& r : rows) {

@@ -241,6 +241,8 @@ class Controller {
   void NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out);
   void HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
                      Pending& out);
+  // Usage intervals of the running jobs that overlap [since, until), up to now.
+  void AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) const;
   // Why a pending job waits, in words a user can act on.
   std::string PendingReason(const Job& job) const;
   TaskLaunch MakeLaunch(const Job& job, int task) const;
@@ -250,6 +252,8 @@ class Controller {
 
   // Drains (controller_health.cc).
   Status LoadDrains();
+  // NotFound for an unknown node, InvalidArgument for a GPU index it does not have.
+  StatusOr<NodeInfo*> FindNodeGpu(const std::string& name, int gpu);
   void ApplyDrains(const NodeInfo& node);  // to state_, when it is current
   void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out);
   void HandleTelemetry(NodeInfo& node, const std::string& agent_id,

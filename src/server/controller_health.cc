@@ -160,6 +160,19 @@ void Controller::HandleTelemetry(NodeInfo& node, const std::string& agent_id,
   node.telemetry_at = now;
 }
 
+StatusOr<Controller::NodeInfo*> Controller::FindNodeGpu(const std::string& name, int gpu) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) {
+    return NotFoundError("no node '" + name + "'");
+  }
+  const size_t gpus = it->second.inventory.spec.gpus.size();
+  if (gpu >= static_cast<int>(gpus)) {
+    return InvalidArgumentError("node " + name + " has " + std::to_string(gpus) + " GPUs; no GPU " +
+                                std::to_string(gpu));
+  }
+  return &it->second;
+}
+
 StatusOr<nlohmann::json> Controller::Drain(const std::string& name, int gpu, const std::string& reason) {
   if (reason.empty()) {
     return InvalidArgumentError("a drain needs a reason");
@@ -168,16 +181,8 @@ StatusOr<nlohmann::json> Controller::Drain(const std::string& name, int gpu, con
   nlohmann::json result;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = nodes_.find(name);
-    if (it == nodes_.end()) {
-      return NotFoundError("no node '" + name + "'");
-    }
-    NodeInfo& node = it->second;
-    if (gpu >= static_cast<int>(node.inventory.spec.gpus.size())) {
-      return InvalidArgumentError("node " + name + " has " +
-                                  std::to_string(node.inventory.spec.gpus.size()) + " GPUs; no GPU " +
-                                  std::to_string(gpu));
-    }
+    TESSERA_ASSIGN_OR_RETURN(NodeInfo * found, FindNodeGpu(name, gpu));
+    NodeInfo& node = *found;
     SetDrain(node, gpu, DrainInfo{reason, "admin", "admin", clock_->NowMicros()}, out);
     result = NodesJson(name).at(0);
   }
@@ -190,16 +195,8 @@ StatusOr<nlohmann::json> Controller::Resume(const std::string& name, int gpu) {
   nlohmann::json result;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = nodes_.find(name);
-    if (it == nodes_.end()) {
-      return NotFoundError("no node '" + name + "'");
-    }
-    NodeInfo& node = it->second;
-    if (gpu >= static_cast<int>(node.inventory.spec.gpus.size())) {
-      return InvalidArgumentError("node " + name + " has " +
-                                  std::to_string(node.inventory.spec.gpus.size()) + " GPUs; no GPU " +
-                                  std::to_string(gpu));
-    }
+    TESSERA_ASSIGN_OR_RETURN(NodeInfo * found, FindNodeGpu(name, gpu));
+    NodeInfo& node = *found;
     const bool drained = gpu < 0 ? node.drain.has_value() : node.gpu_drains.count(gpu) > 0;
     if (drained) {
       SetDrain(node, gpu, std::nullopt, out);

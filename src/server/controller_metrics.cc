@@ -336,14 +336,7 @@ StatusOr<nlohmann::json> Controller::UsageSeries(Micros since, Micros until, Mic
   std::map<std::string, double> quota_gpus;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const Micros now = clock_->NowMicros();
-    for (const auto& [id, job] : jobs_) {
-      const JobRecord& rec = records_[id];
-      if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
-          rec.run_start < until && now > since) {
-        rows.push_back(UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
-      }
-    }
+    AppendRunningUsage(since, until, &rows);
     for (QueueId q : tree_->queues()) {
       double& gpus = quota_gpus[tree_->tenant(q)];
       for (size_t r = 0; r < tree_->resources().size(); ++r) {

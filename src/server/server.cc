@@ -22,6 +22,20 @@
 namespace tessera {
 namespace {
 
+// The since= and until= parameters (RFC 3339) over the defaults in *since and *until.
+Status ParseWindow(const httplib::Request& req, Micros* since, Micros* until) {
+  for (auto [name, target] : {std::pair{"since", since}, std::pair{"until", until}}) {
+    if (req.has_param(name)) {
+      StatusOr<Micros> t = ParseRfc3339(req.get_param_value(name));
+      if (!t.ok()) {
+        return InvalidArgumentError(std::string(name) + ": " + t.status().message());
+      }
+      *target = t.value();
+    }
+  }
+  return Status::Ok();
+}
+
 constexpr int64_t kMaxLogRead = 1 << 20;
 
 void SendJson(httplib::Response& res, const nlohmann::json& j, int status = 200) {
@@ -413,15 +427,9 @@ void Server::Routes() {
     Micros since = now - 3600LL * 1'000'000;
     Micros until = now;
     Micros step = 60LL * 1'000'000;
-    for (auto [name, target] : {std::pair{"since", &since}, std::pair{"until", &until}}) {
-      if (req.has_param(name)) {
-        StatusOr<Micros> t = ParseRfc3339(req.get_param_value(name));
-        if (!t.ok()) {
-          SendError(res, InvalidArgumentError(std::string(name) + ": " + t.status().message()));
-          return;
-        }
-        *target = t.value();
-      }
+    if (Status st = ParseWindow(req, &since, &until); !st.ok()) {
+      SendError(res, st);
+      return;
     }
     if (req.has_param("step")) {
       StatusOr<int64_t> d = ParseDurationMicros(req.get_param_value("step"));
@@ -464,15 +472,9 @@ void Server::Routes() {
     const Micros now = clock_.NowMicros();
     Micros since = now - 24LL * 3600 * 1'000'000;
     Micros until = now;
-    for (auto [name, target] : {std::pair{"since", &since}, std::pair{"until", &until}}) {
-      if (req.has_param(name)) {
-        StatusOr<Micros> t = ParseRfc3339(req.get_param_value(name));
-        if (!t.ok()) {
-          SendError(res, InvalidArgumentError(std::string(name) + ": " + t.status().message()));
-          return;
-        }
-        *target = t.value();
-      }
+    if (Status st = ParseWindow(req, &since, &until); !st.ok()) {
+      SendError(res, st);
+      return;
     }
     const std::string by = req.has_param("by") ? req.get_param_value("by") : "tenant";
     // A tenant sees its own usage only.
