@@ -1272,13 +1272,28 @@ nlohmann::json Controller::Nodes() {
   return {{"nodes", NodesJson("")}};
 }
 
+std::map<std::pair<std::string, int>, std::vector<Controller::GrantHolder>> Controller::GpuHolders()
+    const {
+  std::map<std::pair<std::string, int>, std::vector<GrantHolder>> holders;
+  for (const auto& [id, job] : jobs_) {
+    const JobRecord& rec = records_[id];
+    if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
+      continue;
+    }
+    for (size_t t = 0; t < rec.allocations.size() && t < job.tasks.size(); ++t) {
+      if (job.tasks[t].exited) {
+        continue;
+      }
+      for (const GpuGrant& g : rec.allocations[t].gpus) {
+        holders[{job.tasks[t].node, g.gpu}].push_back(GrantHolder{id, &job, &g});
+      }
+    }
+  }
+  return holders;
+}
+
 nlohmann::json Controller::NodesJson(const std::string& only) const {
-  struct Holder {
-    uint64_t job;
-    const Job* info;
-    const GpuGrant* grant;
-  };
-  std::map<std::pair<std::string, int>, std::vector<Holder>> holders;
+  const auto holders = GpuHolders();
   std::map<std::string, std::pair<int64_t, int64_t>> used;  // cpu, memory
   for (const auto& [id, job] : jobs_) {
     const JobRecord& rec = records_[id];
@@ -1293,9 +1308,6 @@ nlohmann::json Controller::NodesJson(const std::string& only) const {
       auto& u = used[job.tasks[t].node];
       u.first += a.cpu.value();
       u.second += a.memory.value();
-      for (const GpuGrant& g : a.gpus) {
-        holders[{job.tasks[t].node, g.gpu}].push_back(Holder{id, &job, &g});
-      }
     }
   }
   nlohmann::json out = nlohmann::json::array();
@@ -1312,7 +1324,7 @@ nlohmann::json Controller::NodesJson(const std::string& only) const {
       nlohmann::json hs = nlohmann::json::array();
       auto h = holders.find({name, static_cast<int>(g)});
       if (h != holders.end()) {
-        for (const Holder& x : h->second) {
+        for (const GrantHolder& x : h->second) {
           const GpuGrant& grant = *x.grant;
           milli += grant.milli.value();
           nlohmann::json profile = nullptr;

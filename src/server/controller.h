@@ -258,6 +258,13 @@ class Controller {
   void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out);
   void HandleTelemetry(NodeInfo& node, const std::string& agent_id,
                        std::vector<GpuTelemetry> sample, Micros now, Pending& out);
+  // Who holds each GPU now: (node, GPU index) -> the grants of running tasks there.
+  struct GrantHolder {
+    uint64_t job;
+    const Job* info;
+    const GpuGrant* grant;
+  };
+  std::map<std::pair<std::string, int>, std::vector<GrantHolder>> GpuHolders() const;
   // The nodes' JSON (GET /v1/nodes), or only node `only`.
   nlohmann::json NodesJson(const std::string& only) const;
   static nlohmann::json DrainJson(const std::optional<DrainInfo>& drain);

@@ -212,22 +212,13 @@ std::string Controller::Metrics() {
 
 std::string Controller::GpuMetrics() {
   std::lock_guard<std::mutex> lock(mu_);
-  // Who holds each GPU: (node, gpu) -> jobs.
+  // Who holds each GPU, one entry per job.
   std::map<std::pair<std::string, int>, std::vector<GpuHolder>> holders;
-  for (const auto& [id, job] : jobs_) {
-    const JobRecord& rec = records_[id];
-    if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
-      continue;
-    }
-    for (size_t t = 0; t < rec.allocations.size() && t < job.tasks.size(); ++t) {
-      if (job.tasks[t].exited) {
-        continue;
-      }
-      for (const GpuGrant& g : rec.allocations[t].gpus) {
-        auto& list = holders[{job.tasks[t].node, g.gpu}];
-        if (std::none_of(list.begin(), list.end(), [&](const GpuHolder& h) { return h.job == id; })) {
-          list.push_back(GpuHolder{id, job.row.tenant, g.is_mig() ? g.mig_start : -1});
-        }
+  for (const auto& [gpu, grants] : GpuHolders()) {
+    auto& list = holders[gpu];
+    for (const GrantHolder& g : grants) {
+      if (std::none_of(list.begin(), list.end(), [&](const GpuHolder& h) { return h.job == g.job; })) {
+        list.push_back(GpuHolder{g.job, g.info->row.tenant, g.grant->is_mig() ? g.grant->mig_start : -1});
       }
     }
   }
