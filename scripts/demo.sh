@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 
 bin="$(realpath "${1:-build/tessera}")"
 data="$(mktemp -d "${TMPDIR:-/tmp}/tessera-demo.XXXXXX")"
+# Tasks run as their tenants' uids: they must be able to pass through to the cluster's data.
+chmod 711 "$data"
 up_log="$data/up.log"
 up_pid=""
 

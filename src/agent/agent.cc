@@ -1,7 +1,10 @@
 #include "agent/agent.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +20,8 @@
 #include "agent/cpu_topology.h"
 #include "agent/fake_gpus.h"
 #include "agent/nvml_backend.h"
+#include "agent/task_records.h"
+#include "agent/task_sandbox.h"
 #include "api/http_errors.h"
 #include "base/strings.h"
 
@@ -54,6 +59,45 @@ std::string RandomId() {
 std::string LauncherId(const TaskKey& key) {
   return std::to_string(key.job) + "." + std::to_string(key.task) + "." +
          std::to_string(key.attempt);
+}
+
+// Where a task starts when its spec names no directory: where it was submitted from,
+// when that exists on this node (a shared filesystem) and the task's uid can enter
+// it, else the job's own directory (`note` says why, for the task's log).
+std::string DefaultWorkingDir(const TaskLaunch& l, const std::string& job_dir, int64_t uid,
+                              int64_t gid, std::string* note) {
+  struct stat st {};
+  if (l.submit_dir.empty() || ::stat(l.submit_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return job_dir;
+  }
+  if (!Reachable(l.submit_dir, uid, gid)) {
+    *note = "tessera: the submit directory " + l.submit_dir + " is not reachable by uid " +
+            std::to_string(uid) + "; starting in " + job_dir + "\n";
+    return job_dir;
+  }
+  return l.submit_dir;
+}
+
+// A root agent's tasks run as other uids: its data directory must be reachable by
+// them (each job's HOME and working directory live there).
+Status CheckDataDirReachable(const std::string& data_dir) {
+  if (::geteuid() != 0) {
+    return Status::Ok();
+  }
+  std::filesystem::path p = std::filesystem::absolute(data_dir).lexically_normal();
+  for (std::filesystem::path at = p.parent_path(); !at.empty(); at = at.parent_path()) {
+    struct stat st {};
+    if (::stat(at.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
+      return FailedPreconditionError(
+          "tasks run as their tenants' uids and could not reach the agent's data directory " +
+          p.string() + ": " + at.string() + " is not searchable by others (chmod o+x " +
+          at.string() + ", or choose a data directory elsewhere)");
+    }
+    if (at == at.root_path()) {
+      break;
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -109,14 +153,36 @@ Status Agent::Init() {
   }
   TESSERA_RETURN_IF_ERROR(RefreshInventory());
 
+  if (Status reach = CheckDataDirReachable(options_.data_dir); !reach.ok()) {
+    std::cerr << "tessera agent: warning: " << reach.message() << "\n";
+  }
+  // The data directory is traversable only, so tasks reach their job directories;
+  // logs, task records and the credential are the agent's alone.
+  ::chmod(options_.data_dir.c_str(), 0711);
+  TESSERA_RETURN_IF_ERROR(MakeDirs(options_.data_dir + "/logs", 0700));
+  TESSERA_RETURN_IF_ERROR(MakeDirs(TaskRecordsRoot(options_.data_dir), 0700));
+  ::chmod((options_.data_dir + "/logs").c_str(), 0700);
+  ::chmod(TaskRecordsRoot(options_.data_dir).c_str(), 0700);
+
   TaskLauncher::Options lo;
   lo.use_cgroups = options_.use_cgroups;
   launcher_ = std::make_unique<TaskLauncher>(lo);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Recover();
+  }
   client_ = std::make_unique<httplib::Client>(options_.server_url);
   if (!client_->is_valid()) {
     return InvalidArgumentError("cannot use controller URL '" + options_.server_url + "'");
   }
-  client_->set_bearer_token_auth(options_.token.c_str());
+  // The node proves itself with the credential its first registration got (kept in
+  // <data_dir>/node.credential); the join token only until it has one.
+  {
+    std::ifstream in(options_.data_dir + "/node.credential");
+    std::string credential;
+    std::getline(in, credential);
+    client_->set_bearer_token_auth(credential.empty() ? options_.token.c_str() : credential.c_str());
+  }
   client_->set_connection_timeout(2, 0);
   client_->set_read_timeout(10, 0);
   client_->set_write_timeout(10, 0);
@@ -187,7 +253,23 @@ void Agent::Stop() {
   if (loop_.joinable()) {
     loop_.join();
   }
-  launcher_.reset();  // kills what still runs
+  if (launcher_ == nullptr) {
+    return;
+  }
+  if (!options_.keep_tasks_on_stop) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [id, t] : tasks_) {
+        if (!t.exited) {
+          (void)WriteTaskMarker(t.dir, "lost", "the agent stopped and killed it");
+        }
+      }
+    }
+    launcher_->KillAll();
+    Sweep();  // records their ends; reported (as lost) by the next agent on this directory
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  launcher_.reset();
 }
 
 void Agent::Loop() {
@@ -245,11 +327,45 @@ Status Agent::Register() {
     req.inventory = inventory_;
   }
   req.tasks = Reports(&shipped);
-  TESSERA_ASSIGN_OR_RETURN(nlohmann::json answer, Post("/v1/agents/register", ToJson(req, *catalog_)));
-  TESSERA_ASSIGN_OR_RETURN(RegisterResponse resp, RegisterResponseFromJson(answer));
+  const Micros sent = SystemClock().NowMicros();
+  const std::string credential_path = options_.data_dir + "/node.credential";
+  const nlohmann::json body = ToJson(req, *catalog_);
+  StatusOr<nlohmann::json> answer = Post("/v1/agents/register", body);
+  if (!answer.ok() && answer.status().code() == StatusCode::kUnauthenticated &&
+      std::filesystem::exists(credential_path)) {
+    // The controller no longer knows this credential (the admin removed the node, which
+    // frees its name): join afresh with the join token. A revoked credential is a 403
+    // and stays refused.
+    std::cerr << "tessera agent: the controller does not know this node's credential ("
+              << answer.status().message() << "); joining again with the join token\n";
+    client_->set_bearer_token_auth(options_.token.c_str());
+    answer = Post("/v1/agents/register", body);
+  }
+  TESSERA_RETURN_IF_ERROR(answer.status());
+  TESSERA_ASSIGN_OR_RETURN(RegisterResponse resp, RegisterResponseFromJson(answer.value()));
+  if (!resp.credential.empty()) {
+    // Handed out once: keep it (0600, replaced atomically) before using it.
+    const std::string tmp = credential_path + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    const std::string text = resp.credential + "\n";
+    const bool written = fd >= 0 && ::fchmod(fd, 0600) == 0 &&
+                         ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                         ::fsync(fd) == 0;
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    if (!written || ::rename(tmp.c_str(), credential_path.c_str()) != 0) {
+      return UnavailableError("cannot write the node credential to " + credential_path);
+    }
+    client_->set_bearer_token_auth(resp.credential.c_str());
+  }
   if (options_.heartbeat_interval <= 0 && resp.heartbeat_interval_ms > 0) {
     interval_ = resp.heartbeat_interval_ms * 1000;
   }
+  // Fence a little before the controller declares the node lost.
+  const Micros timeout = resp.node_timeout_ms * 1000;
+  lease_ = timeout <= 0 ? 0 : timeout - std::max<Micros>(1'000'000, timeout / 10);
+  Renew(sent);
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, offset] : shipped) {
     auto it = tasks_.find(id);
@@ -257,7 +373,8 @@ Status Agent::Register() {
       it->second.log_shipped = offset;
     }
   }
-  std::erase_if(tasks_, [](const auto& kv) { return kv.second.exited; });
+  // What this registration reported is durable at the controller now.
+  Acknowledge(req.tasks);
   registered_ = true;
   std::cerr << "tessera agent: registered node " << resp.node << " with "
             << inventory_.spec.gpus.size() << " GPUs (" << backend_->Describe() << ")\n";
@@ -271,7 +388,9 @@ std::vector<TaskReport> Agent::Reports(std::vector<std::pair<std::string, int64_
     TaskReport r;
     r.key = t.launch.key;
     r.state = t.failed_to_start ? TaskState::kFailedToStart
-                                : (t.exited ? TaskState::kExited : TaskState::kRunning);
+              : !t.exited       ? TaskState::kRunning
+              : t.lost          ? TaskState::kLost
+                                : TaskState::kExited;
     r.exit_code = t.exit_code;
     r.signal = t.signal;
     r.checkpointed = t.checkpointed;
@@ -294,7 +413,7 @@ std::vector<TaskReport> Agent::Reports(std::vector<std::pair<std::string, int64_
     const int64_t next = t.log_shipped + static_cast<int64_t>(r.log_chunk.size());
     shipped->emplace_back(id, next);
     // An exit is reported only with the last of the task's output.
-    if (r.state == TaskState::kExited && next < size) {
+    if ((r.state == TaskState::kExited || r.state == TaskState::kLost) && next < size) {
       r.state = TaskState::kRunning;
     }
     out.push_back(std::move(r));
@@ -309,32 +428,30 @@ Status Agent::Heartbeat() {
   std::vector<std::pair<std::string, int64_t>> shipped;
   req.tasks = Reports(&shipped);
   req.gpus = TakeTelemetry();
+  const Micros sent = SystemClock().NowMicros();
   StatusOr<nlohmann::json> answer = Post("/v1/agents/heartbeat", ToJson(req));
   if (!answer.ok()) {
     unsent_telemetry_ = std::move(req.gpus);  // goes with the next heartbeat
     return answer.status();
   }
   TESSERA_ASSIGN_OR_RETURN(HeartbeatResponse resp, HeartbeatResponseFromJson(*answer));
+  if (resp.reregister) {
+    // This controller did not take the reports (it restarted, or lost this agent):
+    // keep every one of them for the registration.
+    registered_ = false;
+    return Register();
+  }
+  Renew(sent);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // Delivered: advance the log offsets, forget the exits reported.
-    std::set<std::string> reported_exit;
-    for (const TaskReport& r : req.tasks) {
-      if (r.state != TaskState::kRunning) {
-        reported_exit.insert(LauncherId(r.key));
-      }
-    }
+    // Delivered and durable: advance the log offsets, forget the ends reported.
     for (const auto& [id, offset] : shipped) {
       auto it = tasks_.find(id);
       if (it != tasks_.end()) {
         it->second.log_shipped = offset;
       }
     }
-    std::erase_if(tasks_, [&](const auto& kv) { return reported_exit.count(kv.first) > 0; });
-  }
-  if (resp.reregister) {
-    registered_ = false;
-    return Register();
+    Acknowledge(req.tasks);
   }
   for (const TaskLaunch& l : resp.launch) {
     Launch(l);
@@ -369,15 +486,39 @@ std::vector<GpuTelemetry> Agent::TakeTelemetry() {
   return std::move(sample).value();
 }
 
+StatusOr<std::pair<int64_t, int64_t>> Agent::RunAs(const TaskLaunch& l) {
+  if (::geteuid() != 0) {
+    // An unprivileged agent cannot change identity: tasks share its uid.
+    if (!warned_same_uid_) {
+      warned_same_uid_ = true;
+      std::cerr << "tessera agent: not root: tasks run as the agent's own uid " << ::geteuid()
+                << ", not as their tenants', and can read what the agent can\n";
+    }
+    return std::pair<int64_t, int64_t>{-1, -1};
+  }
+  if (l.uid < 0 || l.gid < 0 || l.uid == 0) {
+    if (options_.allow_root_tasks) {
+      return std::pair<int64_t, int64_t>{l.uid, l.gid};
+    }
+    return PermissionDeniedError(
+        l.uid == 0 ? "the task would run as root; this agent refuses that (--allow-root-tasks "
+                     "permits it)"
+                   : "the controller gave no uid to run the task as; this agent does not run "
+                     "tenant tasks as root (--allow-root-tasks permits it)");
+  }
+  return std::pair<int64_t, int64_t>{l.uid, l.gid};
+}
+
 void Agent::Launch(const TaskLaunch& l) {
   const std::string id = LauncherId(l.key);
   std::lock_guard<std::mutex> lock(mu_);
-  if (!seen_.insert(id).second) {
+  if (!seen_.insert(id).second || tasks_.count(id) > 0) {
     return;  // a resend
   }
   LocalTask t;
   t.launch = l;
   t.id = id;
+  t.dir = TaskRecordDir(options_.data_dir, id);
   auto fail = [&](std::string message) {
     std::cerr << "tessera agent: task " << id << " failed to start: " << message << "\n";
     t.exited = true;
@@ -385,8 +526,19 @@ void Agent::Launch(const TaskLaunch& l) {
     t.exit_code = 127;
     t.message = std::move(message);
     ReleaseTask(t);
+    // Durable, so that the failure is reported even if this agent restarts first.
+    TaskRecord rec{t.launch, t.log_path, {}, {}};
+    if (SaveTaskRecord(t.dir, rec).ok()) {
+      (void)WriteTaskMarker(t.dir, "failed", t.message);
+    }
     tasks_[id] = std::move(t);
   };
+
+  StatusOr<std::pair<int64_t, int64_t>> run_as = RunAs(l);
+  if (!run_as.ok()) {
+    return fail(run_as.status().message());
+  }
+  const auto [uid, gid] = *run_as;
 
   // The agent's own ledger: never hand out a GPU slice twice.
   for (int g : l.gpus) {
@@ -407,6 +559,7 @@ void Agent::Launch(const TaskLaunch& l) {
   }
   std::vector<std::string> visible;
   std::set<int> numa(l.numa_nodes.begin(), l.numa_nodes.end());
+  std::set<int> granted(l.gpus.begin(), l.gpus.end());
   for (int g : l.gpus) {
     visible.push_back(gpus_[static_cast<size_t>(g)].uuid);
   }
@@ -419,6 +572,7 @@ void Agent::Launch(const TaskLaunch& l) {
     }
     t.mig.emplace_back(m.gpu, inst->uuid);
     visible.push_back(inst->uuid);
+    granted.insert(m.gpu);  // a MIG client needs its parent card's device node
   }
 
   std::map<std::string, std::string> env = l.env;
@@ -429,10 +583,20 @@ void Agent::Launch(const TaskLaunch& l) {
     env["CUDA_VISIBLE_DEVICES"] = Join(visible, ",");
     env["NVIDIA_VISIBLE_DEVICES"] = Join(visible, ",");
   }
+  StatusOr<JobSandbox> box = PrepareJobSandbox(options_.data_dir, l.key.job, uid, gid);
+  if (!box.ok()) {
+    return fail(box.status().message());
+  }
+  if (!Reachable(box->dir, uid, gid)) {
+    return fail(CheckDataDirReachable(options_.data_dir).message());
+  }
+  env["HOME"] = box->home;
+  env["TMPDIR"] = box->tmp;
   if (!l.checkpoint_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(l.checkpoint_dir, ec);
-    (void)ClearMarkers(l.checkpoint_dir);
+    Status ckpt = PrepareCheckpointDir(l.checkpoint_dir, uid, gid);
+    if (!ckpt.ok()) {
+      return fail("checkpoint directory: " + ckpt.message());
+    }
   }
   std::vector<int> cpus;
   for (int node : numa) {
@@ -443,11 +607,33 @@ void Agent::Launch(const TaskLaunch& l) {
   spec.id = id;
   spec.argv = l.command;
   spec.env = std::move(env);
-  spec.working_dir = l.working_dir;
+  std::string note;
+  spec.working_dir =
+      l.working_dir.empty() ? DefaultWorkingDir(l, box->dir, uid, gid, &note) : l.working_dir;
   spec.log_path = options_.data_dir + "/logs/" + id + ".log";
   spec.cpus = std::move(cpus);
   spec.cpu_milli = l.cpu_milli;
   spec.memory_mib = l.memory_mib;
+  spec.state_dir = t.dir;
+  spec.uid = uid;
+  spec.gid = gid;
+  spec.hidden_devices =
+      HiddenGpuDevices(options_.device_dir, static_cast<int>(gpus_.size()), granted);
+  if (lease_ > 0) {
+    spec.lease_file = std::filesystem::absolute(options_.data_dir + "/lease").string();
+    spec.lease_us = lease_;
+  }
+  t.log_path = spec.log_path;
+  if (!note.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.data_dir + "/logs", ec);
+    std::ofstream(spec.log_path, std::ios::app) << note;
+  }
+  // Recorded before it starts: a restarted agent must know of every task that may run.
+  if (Status saved = SaveTaskRecord(t.dir, TaskRecord{l, t.log_path, t.gpu_use, t.mig});
+      !saved.ok()) {
+    return fail(saved.message());
+  }
   StatusOr<int> pid = launcher_->Start(spec);
   if (!pid.ok() && !spec.cpus.empty() && pid.status().code() == StatusCode::kInvalidArgument) {
     spec.cpus.clear();  // the NUMA node's CPUs are not ours to use (a container)
@@ -456,7 +642,6 @@ void Agent::Launch(const TaskLaunch& l) {
   if (!pid.ok()) {
     return fail(pid.status().message());
   }
-  t.log_path = spec.log_path;
   std::vector<GpuLoad> load;
   for (const auto& [g, milli] : t.gpu_use) {
     load.push_back({g, "", milli, l.gpu_memory_mib});
@@ -518,6 +703,17 @@ void Agent::Sweep() {
     t.exited = true;
     t.exit_code = e.signal != 0 ? 0 : e.exit_code;
     t.signal = e.signal;
+    if (std::optional<std::string> why = ReadTaskMarker(t.dir, "lost")) {
+      t.lost = true;
+      t.message = *why;
+    } else if (!e.status_known) {
+      t.lost = true;
+      t.exit_code = 0;
+      t.message = "its supervisor on the node was killed; how it ended is not known";
+    } else if (e.fenced) {
+      t.lost = true;
+      t.message = "killed on the node after it lost the controller for longer than its lease";
+    }
     if (!t.launch.checkpoint_dir.empty() && t.signalled_at > 0 &&
         CheckpointReportedSince(t.launch.checkpoint_dir, t.signalled_at)) {
       t.checkpointed = true;
@@ -538,6 +734,96 @@ void Agent::Sweep() {
       t.killed = true;
     }
   }
+}
+
+void Agent::Recover() {
+  for (const std::string& id : ListTaskRecords(options_.data_dir)) {
+    const std::string dir = TaskRecordDir(options_.data_dir, id);
+    StatusOr<TaskRecord> rec = LoadTaskRecord(dir);
+    if (!rec.ok()) {
+      std::cerr << "tessera agent: ignoring " << dir << ": " << rec.status().message() << "\n";
+      continue;
+    }
+    LocalTask t;
+    t.launch = rec->launch;
+    t.id = id;
+    t.dir = dir;
+    t.log_path = rec->log_path;
+    seen_.insert(id);
+    if (std::optional<std::string> why = ReadTaskMarker(dir, "failed")) {
+      t.exited = true;
+      t.failed_to_start = true;
+      t.exit_code = 127;
+      t.message = *why;
+      tasks_[id] = std::move(t);
+      continue;
+    }
+    t.gpu_use = rec->gpu_use;
+    t.mig = rec->mig;
+    Status adopted = launcher_->Adopt(id, dir);
+    if (!adopted.ok()) {
+      // Recorded but never started (the agent stopped in between): nothing ran.
+      t.exited = true;
+      t.lost = true;
+      t.message = "the agent stopped before the task started";
+      t.gpu_use.clear();
+      tasks_[id] = std::move(t);
+      continue;
+    }
+    for (const auto& [g, milli] : t.gpu_use) {
+      gpu_used_[g] += milli;
+    }
+    std::vector<GpuLoad> load;
+    for (const auto& [g, milli] : t.gpu_use) {
+      load.push_back({g, "", milli, t.launch.gpu_memory_mib});
+    }
+    if (!load.empty()) {
+      backend_->SetTaskLoad(id, std::move(load));
+    }
+    std::cerr << "tessera agent: re-attached task " << id << " left by an earlier agent\n";
+    tasks_[id] = std::move(t);
+  }
+}
+
+void Agent::Acknowledge(const std::vector<TaskReport>& reported) {
+  std::set<uint64_t> jobs;
+  for (const TaskReport& r : reported) {
+    if (r.state == TaskState::kRunning) {
+      continue;
+    }
+    auto it = tasks_.find(LauncherId(r.key));
+    if (it == tasks_.end() || !it->second.exited) {
+      continue;
+    }
+    RemoveTaskRecord(it->second.dir);
+    jobs.insert(r.key.job);
+    tasks_.erase(it);
+  }
+  for (uint64_t job : jobs) {
+    const bool more = std::any_of(tasks_.begin(), tasks_.end(),
+                                  [&](const auto& kv) { return kv.second.launch.key.job == job; });
+    if (!more) {
+      RemoveJobSandbox(options_.data_dir, job);
+    }
+  }
+}
+
+void Agent::Renew(Micros sent_wall_us) {
+  if (lease_ <= 0) {
+    return;
+  }
+  // The lease file's time is when the last answered request was sent; each task's
+  // supervisor kills the task once it is older than the lease (TaskLauncher).
+  const std::string path = options_.data_dir + "/lease";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return;
+  }
+  timespec times[2];
+  times[0].tv_sec = times[1].tv_sec = sent_wall_us / 1'000'000;
+  times[0].tv_nsec = times[1].tv_nsec = (sent_wall_us % 1'000'000) * 1000;
+  (void)::futimens(fd, times);
+  ::close(fd);
 }
 
 size_t Agent::running_tasks() const {

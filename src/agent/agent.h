@@ -71,6 +71,14 @@ struct AgentOptions {
   int64_t max_log_chunk = 64 << 10;  // bytes of output per task per heartbeat
   Micros telemetry_interval = 1'000'000;  // least time between GPU samples; 0: no telemetry
   const Clock* clock = nullptr;           // nullptr: the system clock; must outlive the agent
+  // GPU i's device node is <device_dir>/nvidia<i>; a task cannot open the others'.
+  std::string device_dir = "/dev";
+  // A root agent runs tasks only as the uid the controller gives (never 0) unless this
+  // is set: for one-user machines where tasks must run as root.
+  bool allow_root_tasks = false;
+  // Stop() leaves the tasks running, for the next agent on this data directory to adopt
+  // (a restart or an upgrade); false: Stop() kills them and they are reported lost.
+  bool keep_tasks_on_stop = false;
 };
 
 class Agent {
@@ -81,7 +89,7 @@ class Agent {
   Agent& operator=(const Agent&) = delete;
 
   void Start();
-  // Stops the loop and kills the tasks. Idempotent.
+  // Stops the loop; kills the tasks unless keep_tasks_on_stop. Idempotent.
   void Stop();
   // One register-or-heartbeat exchange and its consequences.
   Status RunOnce();
@@ -95,10 +103,12 @@ class Agent {
   struct LocalTask {
     TaskLaunch launch;
     std::string id;        // launcher id: job.task.attempt
+    std::string dir;       // its record directory (task_records.h)
     std::string log_path;
     int64_t log_shipped = 0;
     bool exited = false;
     bool failed_to_start = false;
+    bool lost = false;     // ended, how is unknown (or the agent killed it): reported "lost"
     std::string message;
     int exit_code = 0;
     int signal = 0;
@@ -119,6 +129,14 @@ class Agent {
   void StopTask(const TaskStop& stop);
   void Sweep();  // reap exits, enforce kill deadlines, notice checkpoints
   void ReleaseTask(LocalTask& task);
+  // Re-attaches what earlier agents on this data directory left (requires mu_).
+  void Recover();
+  // Forgets the tasks whose end the controller has durably recorded (requires mu_).
+  void Acknowledge(const std::vector<TaskReport>& reported);
+  // The uid/gid a launch runs as, or why it may not run.
+  StatusOr<std::pair<int64_t, int64_t>> RunAs(const TaskLaunch& launch);
+  // Records a successful exchange that was sent at `sent_wall_us` (the lease file).
+  void Renew(Micros sent_wall_us);
   std::vector<TaskReport> Reports(std::vector<std::pair<std::string, int64_t>>* shipped);
   StatusOr<nlohmann::json> Post(const std::string& path, const nlohmann::json& body);
   Status RefreshInventory();
@@ -138,6 +156,8 @@ class Agent {
   std::string agent_id_;
   bool registered_ = false;
   Micros interval_ = 500'000;
+  Micros lease_ = 0;  // tasks fence themselves this long after the last contact; 0: never
+  bool warned_same_uid_ = false;
   // Telemetry, on the loop thread.
   bool telemetry_read_ = false;  // whether a read was attempted
   Micros telemetry_at_ = 0;      // when

@@ -13,77 +13,12 @@
 #include <fstream>
 #include <thread>
 
+#include "agent/testing/fake_controller.h"
+
 namespace tessera {
 namespace {
 
 using Json = nlohmann::json;
-
-class FakeController {
- public:
-  FakeController() {
-    server_.Post("/v1/agents/register", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"node":"n1","heartbeat_interval_ms":1000})", "application/json");
-    });
-    server_.Post("/v1/agents/heartbeat",
-                 [this](const httplib::Request& req, httplib::Response& res) {
-                   std::lock_guard<std::mutex> lock(mu_);
-                   if (fail_next_) {
-                     fail_next_ = false;
-                     res.status = 503;
-                     res.set_content(R"({"error":"busy"})", "application/json");
-                     return;
-                   }
-                   heartbeats_.push_back(Json::parse(req.body, nullptr, false));
-                   HeartbeatResponse answer;
-                   if (!answers_.empty()) {
-                     answer = answers_.front();
-                     answers_.pop_front();
-                   }
-                   res.set_content(ToJson(answer).dump(), "application/json");
-                 });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    for (int i = 0; i < 500 && !server_.is_running(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-  ~FakeController() {
-    server_.stop();
-    thread_.join();
-  }
-  FakeController(const FakeController&) = delete;
-  FakeController& operator=(const FakeController&) = delete;
-
-  bool ok() const { return port_ > 0 && server_.is_running(); }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  // The answer to the next heartbeat (then empty answers).
-  void Answer(HeartbeatResponse answer) {
-    std::lock_guard<std::mutex> lock(mu_);
-    answers_.push_back(std::move(answer));
-  }
-  // The next heartbeat gets 503.
-  void FailNext() {
-    std::lock_guard<std::mutex> lock(mu_);
-    fail_next_ = true;
-  }
-  std::vector<Json> heartbeats() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return heartbeats_;
-  }
-  Json last() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return heartbeats_.empty() ? Json() : heartbeats_.back();
-  }
-
- private:
-  httplib::Server server_;
-  int port_ = -1;
-  std::thread thread_;
-  std::mutex mu_;
-  std::vector<Json> heartbeats_;
-  std::deque<HeartbeatResponse> answers_;
-  bool fail_next_ = false;
-};
 
 constexpr Micros kInterval = 10'000'000;
 
@@ -110,6 +45,7 @@ class AgentTelemetryTest : public ::testing::Test {
     o.fake_gpus = "2xH100-80GB";
     o.use_cgroups = false;
     o.telemetry_interval = telemetry_interval;
+    o.allow_root_tasks = true;  // this stand-in controller gives no uid
     o.clock = &clock_;
     auto agent = Agent::Create(o, GpuCatalog::Default());
     ASSERT_TRUE(agent.ok()) << agent.status().ToString();

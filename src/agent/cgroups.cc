@@ -31,7 +31,6 @@ constexpr const char* kLimitsOff = ": CPU and memory limits are not enforced";
 // Thread-safe, unlike std::strerror.
 std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
-
 // Writes `value` to an existing control file. Returns 0 or an errno.
 int WriteControl(const std::string& path, std::string_view value) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -362,12 +361,13 @@ void CgroupTree::SetUpParent(const std::string& dir) {
   if (!cpu_ && !memory_ && !without_controllers_) {
     return;
   }
-  // Task cgroups left by an earlier agent: their tasks outlived it; end them.
+  // Empty task cgroups left by an earlier agent. One that still holds processes belongs
+  // to a task that outlived that agent, for TaskLauncher::Adopt to take over.
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     if (StartsWith(name, kTaskPrefix) && entry.is_directory(ec)) {
-      (void)RemoveTaskGroup(entry.path().string());
+      ::rmdir(entry.path().c_str());
     }
   }
   parent_dir_ = dir;

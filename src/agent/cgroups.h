@@ -13,8 +13,9 @@
 // that one a child "task-<id>" per task. cgroup v2 forbids enabling controllers for the
 // children of a cgroup that holds processes, so when A holds only the agent itself, the
 // agent first moves into the leaf "A/agent" (as slurmd does with its "system" leaf). A
-// parent given explicitly is used as is and must not hold processes. Open removes, after
-// killing their processes, task cgroups left in the parent by an earlier agent: use one
+// parent given explicitly is used as is and must not hold processes. Open removes the empty
+// task cgroups an earlier agent left in the parent; those that still hold processes
+// belong to tasks that survived it (see TaskLauncher::Adopt) and are left alone. Use one
 // CgroupTree per parent.
 //
 // Thread safety: the free functions are pure; a CgroupTree is immutable after Open and its

@@ -63,6 +63,9 @@ Status WritePreemptMarker(const std::string& dir, int64_t deadline_unix_us,
   if (ec) {
     return InternalError("cannot create " + ProtocolDir(dir) + ": " + ec.message());
   }
+  if (std::filesystem::is_symlink(ProtocolDir(dir), ec)) {
+    return FailedPreconditionError(ProtocolDir(dir) + " is a symbolic link: not writing through it");
+  }
   std::string one_line(reason);
   for (char& c : one_line) {
     if (c == '\n' || c == '\r') {
@@ -75,7 +78,9 @@ Status WritePreemptMarker(const std::string& dir, int64_t deadline_unix_us,
   std::string final_path = PreemptMarkerPath(dir);
   std::string tmp_path = ProtocolDir(dir) + "/.preempt.tmp." + std::to_string(::getpid()) + "." +
                          std::to_string(counter.fetch_add(1));
-  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_EXCL | O_NOFOLLOW: the directory is shared with the task, which must not be able
+  // to plant a link that this (root) write would follow.
+  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     return InternalError("cannot create " + tmp_path + ": " + ErrnoText(errno));
   }

@@ -1,12 +1,15 @@
 # The task launcher: processes, environment, CPU affinity, cgroup v2 limits, logs,
-# signals and the checkpoint-on-preemption protocol.
+# signals, the per-task shim (adoption, identity, device fence) and the
+# checkpoint-on-preemption protocol.
 set(TESSERA_LAUNCH_SOURCES
   task_launcher.cc
+  task_shim.cc
   cpu_topology.cc
   cgroups.cc
   checkpoint_protocol.cc)
 set(TESSERA_LAUNCH_TEST_SOURCES
   task_launcher_test.cc
+  task_shim_test.cc
   cpu_topology_test.cc
   cgroups_test.cc
   checkpoint_protocol_test.cc)

@@ -2,8 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,19 +19,22 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <utility>
 
 #include "agent/cpu_topology.h"
+#include "agent/task_shim.h"
+#include "base/file_util.h"
 #include "base/strings.h"
-
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
 
 namespace tessera {
 namespace {
+
+// How long KillAll waits for shims, and Reap keeps killing leftovers of a shim that died.
+constexpr int64_t kKillWaitMs = 5000;
+constexpr auto kPollPause = std::chrono::milliseconds(10);
 
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 constexpr std::array<const char*, 6> kBaseEnvKeys = {"PATH", "HOME", "USER",
@@ -40,65 +42,6 @@ constexpr std::array<const char*, 6> kBaseEnvKeys = {"PATH", "HOME", "USER",
 
 // Thread-safe, unlike std::strerror.
 std::string ErrnoText(int err) { return std::generic_category().message(err); }
-
-// An owned file descriptor.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { Reset(); }
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-
- private:
-  int fd_ = -1;
-};
-
-// Where the child failed before exec; sent through the error pipe with its errno.
-enum ChildStage : int32_t {
-  kStageGroup = 1,
-  kStageDeathSignal,
-  kStageCgroup,
-  kStageStdio,
-  kStageAffinity,
-  kStageWorkingDir,
-  kStageExec,
-};
-
-struct ChildError {
-  int32_t stage;
-  int32_t err;
-};
-
-// Everything the child needs, prepared before fork: between fork and exec the child of a
-// multi-threaded process may only make async-signal-safe calls (no allocation).
-struct ExecPlan {
-  std::vector<std::string> argv_storage;
-  std::vector<std::string> env_storage;
-  std::vector<std::string> candidates;  // program paths to try, in order
-  std::vector<char*> argv;
-  std::vector<char*> envp;
-  std::string working_dir;
-  std::vector<unsigned long> cpu_mask;  // empty: inherit affinity
-  UniqueFd log_fd;
-  UniqueFd null_fd;
-  UniqueFd cgroup_procs_fd;
-};
 
 bool ValidId(std::string_view id) {
   if (id.empty() || id.size() > 200 || id.front() == '.') {
@@ -144,160 +87,169 @@ Status ValidateSpec(const LaunchSpec& spec) {
   if (spec.cpu_milli < 0 || spec.memory_mib < 0) {
     return InvalidArgumentError("task " + spec.id + ": cpu_milli and memory_mib must be >= 0");
   }
+  if (spec.state_dir.empty() || HasNul(spec.state_dir)) {
+    return InvalidArgumentError("task " + spec.id + ": state_dir must be a directory path");
+  }
+  constexpr int64_t kMaxId = 0xfffffffeLL;  // (uid_t)-1 means "unchanged" to the kernel
+  if (spec.uid < -1 || spec.uid > kMaxId || spec.gid < -1 || spec.gid > kMaxId ||
+      (spec.uid >= 0) != (spec.gid >= 0)) {
+    return InvalidArgumentError("task " + spec.id +
+                                ": uid and gid must both be -1 or both in [0, 4294967294]");
+  }
+  for (const std::string& path : spec.hidden_devices) {
+    if (path.empty() || path.front() != '/' || HasNul(path)) {
+      return InvalidArgumentError("task " + spec.id + ": hidden device '" + path +
+                                  "' must be an absolute path");
+    }
+  }
+  if (spec.lease_us < 0 ||
+      (spec.lease_us > 0 && (spec.lease_file.empty() || spec.lease_file.front() != '/' ||
+                             HasNul(spec.lease_file)))) {
+    return InvalidArgumentError("task " + spec.id +
+                                ": a lease needs lease_us >= 0 and an absolute lease_file");
+  }
   return Status::Ok();
 }
 
-// The decimal text of a pid, made without allocating (the child may not allocate).
-struct PidText {
-  std::array<char, 24> chars{};
-  size_t size = 0;
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Absolute(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
+// Small state files of the launcher, replaced atomically.
+Status WriteStateFile(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (fd.get() < 0 ||
+      ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    return InternalError("cannot write " + path + ": " + ErrnoText(errno));
+  }
+  return Status::Ok();
+}
+
+struct ShimRecord {
+  pid_t shim = 0;
+  pid_t leader = 0;
+  uint64_t starttime = 0;
 };
 
-PidText FormatPid(pid_t value) {
-  std::array<char, 24> reversed{};
-  size_t n = 0;
-  auto v = static_cast<unsigned long>(value);
-  do {
-    reversed[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0 && n < reversed.size());
-  PidText text;
-  for (size_t i = 0; i < n; ++i) {
-    text.chars[i] = reversed[n - 1 - i];
+std::optional<ShimRecord> ParseShimRecord(std::string_view text) {
+  std::vector<std::string_view> fields = Split(Trim(text), ' ');
+  if (fields.size() != 3) {
+    return std::nullopt;
   }
-  text.size = n;
-  return text;
+  auto shim = ParseInt64(fields[0]);
+  auto leader = ParseInt64(fields[1]);
+  auto start = ParseInt64(fields[2]);
+  if (!shim.ok() || !leader.ok() || !start.ok() || *shim <= 0 || *leader <= 0 || *start < 0 ||
+      *shim > 0x7fffffff || *leader > 0x7fffffff) {
+    return std::nullopt;
+  }
+  return ShimRecord{static_cast<pid_t>(*shim), static_cast<pid_t>(*leader),
+                    static_cast<uint64_t>(*start)};
 }
 
-[[noreturn]] void ChildFail(int err_fd, ChildStage stage, int err) {
-  ChildError report{stage, err};
-  ssize_t ignored = ::write(err_fd, &report, sizeof(report));
-  (void)ignored;
-  ::_exit(127);
+// Fills `exit` from <state_dir>/exit; false when there is none (or it is unreadable).
+bool ReadExitFile(const std::string& state_dir, TaskExit* exit) {
+  std::optional<std::string> text = ReadTextFile(state_dir + "/exit");
+  if (!text) {
+    return false;
+  }
+  std::vector<std::string_view> fields = Split(Trim(*text), ' ');
+  if (fields.size() == 1 && fields[0] == "fenced") {
+    exit->exit_code = -1;
+    exit->signal = SIGKILL;
+    exit->status_known = true;
+    exit->fenced = true;
+    return true;
+  }
+  if (fields.size() != 2) {
+    return false;
+  }
+  auto value = ParseInt64(fields[1]);
+  if (!value.ok() || *value < 0 || *value > 255) {
+    return false;
+  }
+  if (fields[0] == "exit") {
+    exit->exit_code = static_cast<int>(*value);
+    exit->signal = 0;
+  } else if (fields[0] == "signal") {
+    exit->exit_code = -1;
+    exit->signal = static_cast<int>(*value);
+  } else {
+    return false;
+  }
+  exit->status_known = true;
+  return true;
 }
 
-// Runs in the forked child. Only async-signal-safe calls from here on.
-[[noreturn]] void ChildMain(const ExecPlan& plan, int err_fd, pid_t agent_pid) {
-  if (::setpgid(0, 0) != 0) {
-    ChildFail(err_fd, kStageGroup, errno);
-  }
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
-    ChildFail(err_fd, kStageDeathSignal, errno);
-  }
-  if (::getppid() != agent_pid) {
-    ::_exit(127);  // the agent died before the death signal was armed
-  }
-  if (plan.cgroup_procs_fd.get() >= 0) {
-    PidText pid = FormatPid(::getpid());
-    if (::write(plan.cgroup_procs_fd.get(), pid.chars.data(), pid.size) < 0) {
-      ChildFail(err_fd, kStageCgroup, errno);
-    }
-  }
-  if (::dup2(plan.null_fd.get(), STDIN_FILENO) < 0 ||
-      ::dup2(plan.log_fd.get(), STDOUT_FILENO) < 0 ||
-      ::dup2(plan.log_fd.get(), STDERR_FILENO) < 0) {
-    ChildFail(err_fd, kStageStdio, errno);
-  }
-  if (!plan.cpu_mask.empty()) {
-    size_t bytes = plan.cpu_mask.size() * sizeof(unsigned long);
-    if (::sched_setaffinity(0, bytes, reinterpret_cast<const cpu_set_t*>(plan.cpu_mask.data())) !=
-        0) {
-      ChildFail(err_fd, kStageAffinity, errno);
-    }
-  }
-  if (::chdir(plan.working_dir.c_str()) != 0) {
-    ChildFail(err_fd, kStageWorkingDir, errno);
-  }
-  // Descriptors another thread opened without O_CLOEXEC must not leak into the task.
-  ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-  // Handlers and ignored signals of the agent must not reach the task. The forking thread
-  // blocks every signal, so none can run a handler of the agent in here.
-  struct sigaction dfl {};
-  dfl.sa_handler = nullptr;  // SIG_DFL
-  ::sigemptyset(&dfl.sa_mask);
-  for (int sig = 1; sig < NSIG; ++sig) {
-    ::sigaction(sig, &dfl, nullptr);  // fails harmlessly for SIGKILL, SIGSTOP
-  }
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);  // NOLINT(concurrency-mt-unsafe): one thread here
-
-  int err = ENOENT;
-  bool denied = false;
-  for (const std::string& path : plan.candidates) {
-    ::execve(path.c_str(), plan.argv.data(), plan.envp.data());
-    err = errno;
-    if (err == EACCES) {
-      denied = true;
-    } else if (err != ENOENT && err != ENOTDIR && err != ESTALE && err != ELOOP &&
-               err != ENAMETOOLONG) {
-      break;
-    }
-  }
-  ChildFail(err_fd, kStageExec, denied && err != ENOEXEC ? EACCES : err);
+bool Alive(pid_t pid, uint64_t starttime) {
+  ProcStat stat;
+  return ReadProcStat(pid, &stat) && stat.starttime == starttime && stat.state != 'Z' &&
+         stat.state != 'X';
 }
 
-Status ChildErrorStatus(const LaunchSpec& spec, const ChildError& error) {
-  std::string task = "task " + spec.id + ": ";
-  std::string text = ErrnoText(error.err);
-  switch (error.stage) {
-    case kStageExec:
-      if (error.err == ENOENT) {
-        return NotFoundError(task + "cannot run '" + spec.argv[0] + "': no such program");
-      }
-      if (error.err == EACCES) {
-        return PermissionDeniedError(task + "cannot run '" + spec.argv[0] + "': permission denied");
-      }
-      return FailedPreconditionError(task + "cannot run '" + spec.argv[0] + "': " + text);
-    case kStageWorkingDir:
-      if (error.err == ENOENT || error.err == ENOTDIR) {
-        return NotFoundError(task + "no working directory " + spec.working_dir);
-      }
-      return FailedPreconditionError(task + "cannot enter working directory: " + text);
-    case kStageAffinity:
-      if (error.err == EINVAL) {
-        return InvalidArgumentError(task + "none of cpus " + FormatCpuList(spec.cpus) +
-                                    " is usable on this machine");
-      }
-      return InternalError(task + "cannot set the CPU affinity: " + text);
-    case kStageCgroup:
-      return InternalError(task + "cannot enter its cgroup: " + text);
-    case kStageStdio:
-      return InternalError(task + "cannot redirect stdio: " + text);
-    case kStageGroup:
-      return InternalError(task + "cannot create its process group: " + text);
-    case kStageDeathSignal:
-      return InternalError(task + "cannot set its parent-death signal: " + text);
-    default:
-      return InternalError(task + "failed before exec: " + text);
+// True once the shim, this process's child, has exited (left a zombie, or was reaped by
+// someone else).
+bool ChildExited(pid_t pid) {
+  siginfo_t info;
+  std::memset(&info, 0, sizeof(info));
+  int rc = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+  if (rc != 0) {
+    return errno != EINTR;
+  }
+  return info.si_pid != 0;
+}
+
+void ReapChild(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
 }
 
-// Forks and execs `plan`; runs on the Spawner thread. Returns the pid or the child's error.
-StatusOr<int> ForkExec(const LaunchSpec& spec, const ExecPlan& plan) {
+void RemoveStateFiles(const std::string& state_dir) {
+  for (const char* name : {"shim", "shim.tmp", "exit", "exit.tmp", "cgroup", "cgroup.tmp"}) {
+    ::unlink((state_dir + "/" + name).c_str());
+  }
+}
+
+struct Spawned {
+  pid_t shim = 0;
+  pid_t leader = 0;
+};
+
+// Forks the shim; runs on the Spawner thread. Returns the pids or the failure.
+StatusOr<Spawned> ForkShim(const LaunchSpec& spec, const ShimPlan& plan) {
   std::array<int, 2> fds{};
   if (::pipe2(fds.data(), O_CLOEXEC) != 0) {
     return InternalError("task " + spec.id + ": pipe: " + ErrnoText(errno));
   }
   UniqueFd read_end(fds[0]);
   UniqueFd write_end(fds[1]);
-  pid_t agent_pid = ::getpid();
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ChildMain(plan, write_end.get(), agent_pid);
+  pid_t shim = ::fork();
+  if (shim == 0) {
+    RunShim(plan, write_end.get());
   }
   write_end.Reset();
-  if (pid < 0) {
+  if (shim < 0) {
     return ResourceExhaustedError("task " + spec.id + ": fork: " + ErrnoText(errno));
   }
-  // Also from this side, so Signal works even before the child got to its setpgid; fails
-  // harmlessly (EACCES) once the child has exec'd.
-  ::setpgid(pid, pid);
-
-  ChildError error{};
+  // Until EOF: the shim closes its end after reporting, the leader on exec.
+  std::optional<ShimReport> error;
+  pid_t leader = 0;
+  ShimReport report{};
   size_t got = 0;
-  while (got < sizeof(error)) {
-    ssize_t n = ::read(read_end.get(), reinterpret_cast<char*>(&error) + got, sizeof(error) - got);
+  while (true) {
+    ssize_t n =
+        ::read(read_end.get(), reinterpret_cast<char*>(&report) + got, sizeof(report) - got);
     if (n < 0 && errno == EINTR) {
       continue;
     }
@@ -305,25 +257,32 @@ StatusOr<int> ForkExec(const LaunchSpec& spec, const ExecPlan& plan) {
       break;
     }
     got += static_cast<size_t>(n);
+    if (got == sizeof(report)) {
+      if (report.kind == kReportLeader) {
+        leader = report.value;
+      } else if (!error) {
+        error = report;
+      }
+      got = 0;
+    }
   }
-  if (got == 0) {
-    return static_cast<int>(pid);  // the pipe closed on exec: the program runs
+  if (leader > 0 && !error) {
+    return Spawned{shim, leader};
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // The shim exits on its own: at once, or once the failed leader's remains are gone.
+  ReapChild(shim);
+  RemoveStateFiles(plan.state_dir);
+  if (error) {
+    return ShimErrorStatus(spec, plan, *error);
   }
-  if (got < sizeof(error)) {
-    return InternalError("task " + spec.id + ": lost the child's error report");
-  }
-  return ChildErrorStatus(spec, error);
+  return InternalError("task " + spec.id + ": its shim ended before reporting");
 }
 
 }  // namespace
 
-// The thread that forks every task, alive as long as the launcher: PR_SET_PDEATHSIG
-// fires when the forking thread exits, so forking on callers' (possibly short-lived)
-// threads would kill tasks early. It blocks all signals, which the children inherit
-// until they reset them.
+// The thread that forks every shim, alive as long as the launcher. It blocks all
+// signals, which the children inherit: no handler of the agent can run in a child
+// between fork and exec, and the shim keeps them blocked for its whole life.
 class TaskLauncher::Spawner {
  public:
   Spawner() : thread_([this] { Loop(); }) {}
@@ -336,15 +295,15 @@ class TaskLauncher::Spawner {
     thread_.join();
   }
 
-  StatusOr<int> Run(const std::function<StatusOr<int>()>& fn) {
-    std::packaged_task<StatusOr<int>()> job(fn);
-    std::future<StatusOr<int>> result = job.get_future();
+  void Run(const std::function<void()>& fn) {
+    std::packaged_task<void()> job(fn);
+    std::future<void> done = job.get_future();
     {
       std::lock_guard<std::mutex> lock(mu_);
       jobs_.push_back(std::move(job));
     }
     cv_.notify_all();
-    return result.get();
+    done.get();
   }
 
  private:
@@ -353,7 +312,7 @@ class TaskLauncher::Spawner {
     ::sigfillset(&all);
     ::pthread_sigmask(SIG_SETMASK, &all, nullptr);
     while (true) {
-      std::packaged_task<StatusOr<int>()> job;
+      std::packaged_task<void()> job;
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
@@ -369,7 +328,7 @@ class TaskLauncher::Spawner {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::packaged_task<StatusOr<int>()>> jobs_;
+  std::deque<std::packaged_task<void()>> jobs_;
   bool stop_ = false;
   std::thread thread_;  // last: starts after the members above exist
 };
@@ -399,23 +358,7 @@ TaskLauncher::TaskLauncher(Options options) : options_(std::move(options)) {
 TaskLauncher::~TaskLauncher() {
   spawner_.reset();
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, task] : tasks_) {
-    ::kill(-task.pid, SIGKILL);
-    int status = 0;
-    while (::waitpid(task.pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!task.cgroup_dir.empty()) {
-      pending_cgroup_removals_.push_back(task.cgroup_dir);
-    }
-  }
-  tasks_.clear();
-  // Bounded: processes killed in a cgroup leave it within milliseconds.
-  for (int attempt = 0; attempt < 200 && !pending_cgroup_removals_.empty(); ++attempt) {
-    if (attempt > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    RetryCgroupRemovals();
-  }
+  RetryCgroupRemovals();
 }
 
 void TaskLauncher::AddWarning(std::string text) {
@@ -434,8 +377,61 @@ void TaskLauncher::RetryCgroupRemovals() {
   pending_cgroup_removals_ = std::move(still);
 }
 
+namespace {
+
+// SIGKILLs what is left of a task whose shim is gone; returns how many live processes
+// it found. The shim's pid names the task's session only while it is not another
+// process's: a pid stays reserved while a session or group uses it.
+int KillLeftovers(pid_t shim, uint64_t starttime, const std::string& cgroup_dir) {
+  pid_t session = shim;
+  ProcStat stat;
+  if (ReadProcStat(shim, &stat) && stat.starttime != starttime) {
+    session = 0;
+  }
+  std::string kill_file = cgroup_dir.empty() ? "" : cgroup_dir + "/cgroup.kill";
+  std::string procs_file = cgroup_dir.empty() ? "" : cgroup_dir + "/cgroup.procs";
+  return KillTaskProcesses(session, 0, 0, kill_file.c_str(), procs_file.c_str());
+}
+
+// SIGKILLs a task whose shim runs: its group, its session and orphans (but not the
+// shim, which records the end), its cgroup.
+void KillLiveTask(pid_t shim, pid_t leader, const std::string& cgroup_dir) {
+  if (leader > 1) {
+    ::kill(-leader, SIGKILL);
+  }
+  std::string kill_file = cgroup_dir.empty() ? "" : cgroup_dir + "/cgroup.kill";
+  std::string procs_file = cgroup_dir.empty() ? "" : cgroup_dir + "/cgroup.procs";
+  (void)KillTaskProcesses(shim, shim, shim, kill_file.c_str(), procs_file.c_str());
+}
+
+}  // namespace
+
+bool TaskLauncher::ShimEnded(Task& task) {
+  if (task.ended) {
+    return true;
+  }
+  if (task.child ? !ChildExited(task.shim_pid) : Alive(task.shim_pid, task.shim_starttime)) {
+    return false;
+  }
+  task.ended = true;
+  if (!ReadExitFile(task.state_dir, &task.outcome)) {
+    task.outcome.exit_code = -1;
+    task.outcome.signal = 0;
+    task.outcome.status_known = false;
+    task.leftovers = true;
+    task.give_up_at_ms = NowMs() + kKillWaitMs;
+  }
+  return true;
+}
+
 StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
   TESSERA_RETURN_IF_ERROR(ValidateSpec(spec));
+  if (spec.uid >= 0 && ::geteuid() != 0 &&
+      (static_cast<uid_t>(spec.uid) != ::getuid() || static_cast<gid_t>(spec.gid) != ::getgid())) {
+    return PermissionDeniedError("task " + spec.id + ": cannot run as uid " +
+                                 std::to_string(spec.uid) + " gid " + std::to_string(spec.gid) +
+                                 ": the agent is not root");
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (tasks_.count(spec.id) != 0 || starting_.count(spec.id) != 0) {
@@ -447,23 +443,66 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
     }
   }
   std::string cgroup_dir;
-  auto finish = [&](StatusOr<int> result) -> StatusOr<int> {
+  ShimPlan plan;
+  plan.state_dir = Absolute(spec.state_dir);
+  auto finish = [&](StatusOr<Spawned> result) -> StatusOr<int> {
     std::lock_guard<std::mutex> lock(mu_);
     starting_.erase(spec.id);
-    if (result.ok()) {
-      tasks_[spec.id] = Task{*result, cgroup_dir};
-    } else if (!cgroup_dir.empty()) {
-      if (CgroupTree::RemoveTaskGroup(cgroup_dir).code() == StatusCode::kUnavailable) {
+    if (!result.ok()) {
+      if (!cgroup_dir.empty() &&
+          CgroupTree::RemoveTaskGroup(cgroup_dir).code() == StatusCode::kUnavailable) {
         pending_cgroup_removals_.push_back(cgroup_dir);
       }
+      return result.status();
     }
-    return result;
+    Task task;
+    task.shim_pid = result->shim;
+    task.leader_pid = result->leader;
+    ProcStat stat;
+    task.shim_starttime = ReadProcStat(result->shim, &stat) ? stat.starttime : 0;
+    task.child = true;
+    task.state_dir = plan.state_dir;
+    task.cgroup_dir = cgroup_dir;
+    task.outcome.id = spec.id;
+    task.outcome.pid = result->leader;
+    tasks_[spec.id] = std::move(task);
+    return static_cast<int>(result->leader);
   };
 
-  ExecPlan plan;
+  // The state directory, cleared of an earlier attempt's files.
+  std::error_code ec;
+  std::filesystem::path state_path(plan.state_dir);
+  if (state_path.has_parent_path()) {
+    std::filesystem::create_directories(state_path.parent_path(), ec);
+  }
+  if (::mkdir(plan.state_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return finish(InternalError("task " + spec.id + ": cannot create " + plan.state_dir + ": " +
+                                ErrnoText(errno)));
+  }
+  if (!std::filesystem::is_directory(plan.state_dir, ec)) {
+    return finish(InvalidArgumentError("task " + spec.id + ": state_dir " + plan.state_dir +
+                                       " is not a directory"));
+  }
+  if (std::optional<std::string> text = ReadTextFile(plan.state_dir + "/shim")) {
+    std::optional<ShimRecord> old = ParseShimRecord(*text);
+    if (old && Alive(old->shim, old->starttime)) {
+      return finish(AlreadyExistsError("task " + spec.id + ": the shim of an earlier start (pid " +
+                                       std::to_string(old->shim) + ") still runs in " +
+                                       plan.state_dir));
+    }
+  }
+  RemoveStateFiles(plan.state_dir);
+  plan.shim_tmp = plan.state_dir + "/shim.tmp";
+  plan.shim_file = plan.state_dir + "/shim";
+  plan.exit_tmp = plan.state_dir + "/exit.tmp";
+  plan.exit_file = plan.state_dir + "/exit";
+  if (spec.lease_us > 0) {
+    plan.lease_file = spec.lease_file;
+    plan.lease_ns = spec.lease_us * 1000;
+  }
+
   // Log file, appended; its directory is the default working directory.
   std::filesystem::path log_path(spec.log_path);
-  std::error_code ec;
   if (log_path.has_parent_path()) {
     std::filesystem::create_directories(log_path.parent_path(), ec);
     if (ec) {
@@ -482,9 +521,18 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
     return finish(
         InternalError("task " + spec.id + ": cannot open /dev/null: " + ErrnoText(errno)));
   }
+  // Absolute: the shim leaves the agent's working directory.
   plan.working_dir = spec.working_dir;
   if (plan.working_dir.empty()) {
     plan.working_dir = log_path.has_parent_path() ? log_path.parent_path().string() : ".";
+  }
+  plan.working_dir = Absolute(plan.working_dir);
+
+  if (spec.uid >= 0) {
+    plan.uid = static_cast<uint32_t>(spec.uid);
+    plan.gid = static_cast<uint32_t>(spec.gid);
+    plan.set_ids = ::geteuid() == 0;
+    plan.check_uid = true;
   }
 
   // Environment: the base, then the task's own variables.
@@ -529,21 +577,83 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
     }
   }
 
+  for (const std::string& path : spec.hidden_devices) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      plan.hidden.push_back(path);
+    }
+  }
+  if (!plan.hidden.empty()) {
+    plan.hidden_source = plan.state_dir + "/hidden-device";
+    UniqueFd fd(::open(plan.hidden_source.c_str(),
+                       O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0));
+    if (fd.get() < 0 || ::fchmod(fd.get(), 0) != 0) {
+      return finish(InternalError("task " + spec.id + ": cannot create " + plan.hidden_source +
+                                  ": " + ErrnoText(errno)));
+    }
+  }
+
   if (cgroups_ != nullptr && cgroups_->usable()) {
     auto dir = cgroups_->CreateTaskGroup(spec.id, spec.cpu_milli, spec.memory_mib);
     if (!dir.ok()) {
       return finish(dir.status());
     }
     cgroup_dir = *dir;
-    plan.cgroup_procs_fd =
-        UniqueFd(::open((cgroup_dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+    plan.cgroup_kill = cgroup_dir + "/cgroup.kill";
+    plan.cgroup_procs = cgroup_dir + "/cgroup.procs";
+    plan.cgroup_procs_fd = UniqueFd(::open(plan.cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC));
     if (plan.cgroup_procs_fd.get() < 0) {
-      return finish(InternalError("task " + spec.id + ": cannot open " + cgroup_dir +
-                                  "/cgroup.procs: " + ErrnoText(errno)));
+      return finish(InternalError("task " + spec.id + ": cannot open " + plan.cgroup_procs + ": " +
+                                  ErrnoText(errno)));
+    }
+    // Before the task exists, so a later launcher can always find its cgroup.
+    if (Status saved = WriteStateFile(plan.state_dir + "/cgroup", cgroup_dir + "\n"); !saved.ok()) {
+      return finish(saved);
     }
   }
 
-  return finish(spawner_->Run([&] { return ForkExec(spec, plan); }));
+  StatusOr<Spawned> spawned = InternalError("not spawned");
+  spawner_->Run([&] { spawned = ForkShim(spec, plan); });
+  return finish(std::move(spawned));
+}
+
+Status TaskLauncher::Adopt(const std::string& id, const std::string& state_dir) {
+  if (!ValidId(id)) {
+    return InvalidArgumentError("task id '" + id + "' is not valid");
+  }
+  const std::string dir = Absolute(state_dir);
+  std::optional<std::string> text = ReadTextFile(dir + "/shim");
+  if (!text) {
+    return NotFoundError("task " + id + ": no shim file in " + dir);
+  }
+  std::optional<ShimRecord> record = ParseShimRecord(*text);
+  if (!record) {
+    return InvalidArgumentError("task " + id + ": cannot parse " + dir + "/shim");
+  }
+  Task task;
+  task.shim_pid = record->shim;
+  task.leader_pid = record->leader;
+  task.shim_starttime = record->starttime;
+  task.state_dir = dir;
+  if (std::optional<std::string> cgroup = ReadTextFile(dir + "/cgroup")) {
+    task.cgroup_dir = std::string(Trim(*cgroup));
+  }
+  task.outcome.id = id;
+  task.outcome.pid = record->leader;
+  ProcStat stat;
+  // A shim this process forked (an earlier launcher of the same agent) is still its child.
+  task.child = ReadProcStat(task.shim_pid, &stat) && stat.starttime == task.shim_starttime &&
+               stat.ppid == ::getpid();
+
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tasks_.count(id) != 0 || starting_.count(id) != 0) {
+    return AlreadyExistsError("task " + id + " is already known");
+  }
+  if (ShimEnded(task) && task.leftovers) {
+    (void)KillLeftovers(task.shim_pid, task.shim_starttime, task.cgroup_dir);
+  }
+  tasks_[id] = std::move(task);
+  return Status::Ok();
 }
 
 Status TaskLauncher::Signal(std::string_view id, int signal) {
@@ -555,9 +665,10 @@ Status TaskLauncher::Signal(std::string_view id, int signal) {
   if (it == tasks_.end()) {
     return NotFoundError("no running task " + std::string(id));
   }
-  // The leader is not reaped before Reap holds mu_, so its pid still names the group.
-  if (::kill(-it->second.pid, signal) != 0) {
-    if (errno == ESRCH) {
+  // While the shim runs it holds the leader's zombie until it has killed the group, so
+  // the group id is not reused under us.
+  if (ShimEnded(it->second) || ::kill(-it->second.leader_pid, signal) != 0) {
+    if (it->second.ended || errno == ESRCH) {
       return NotFoundError("task " + std::string(id) + " has no processes left");
     }
     return InternalError("cannot signal task " + std::string(id) + ": " + ErrnoText(errno));
@@ -565,41 +676,77 @@ Status TaskLauncher::Signal(std::string_view id, int signal) {
   return Status::Ok();
 }
 
+Status TaskLauncher::Kill(std::string_view id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) {
+    return NotFoundError("no running task " + std::string(id));
+  }
+  Task& task = it->second;
+  if (ShimEnded(task)) {
+    if (task.leftovers) {
+      (void)KillLeftovers(task.shim_pid, task.shim_starttime, task.cgroup_dir);
+    }
+  } else {
+    KillLiveTask(task.shim_pid, task.leader_pid, task.cgroup_dir);
+  }
+  return Status::Ok();
+}
+
+void TaskLauncher::KillAll() {
+  struct Shim {
+    pid_t pid;
+    uint64_t starttime;
+    bool child;
+  };
+  std::vector<Shim> shims;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, task] : tasks_) {
+      if (ShimEnded(task)) {
+        if (task.leftovers) {
+          (void)KillLeftovers(task.shim_pid, task.shim_starttime, task.cgroup_dir);
+        }
+        continue;
+      }
+      KillLiveTask(task.shim_pid, task.leader_pid, task.cgroup_dir);
+      shims.push_back({task.shim_pid, task.shim_starttime, task.child});
+    }
+  }
+  for (int64_t end = NowMs() + kKillWaitMs; !shims.empty() && NowMs() < end;) {
+    std::this_thread::sleep_for(kPollPause);
+    // A concurrent Reap may reap a child shim: ChildExited then sees ECHILD.
+    shims.erase(std::remove_if(shims.begin(), shims.end(),
+                               [](const Shim& s) {
+                                 return s.child ? ChildExited(s.pid) : !Alive(s.pid, s.starttime);
+                               }),
+                shims.end());
+  }
+}
+
 std::vector<TaskExit> TaskLauncher::Reap() {
   std::vector<TaskExit> exits;
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = tasks_.begin(); it != tasks_.end();) {
-    const pid_t pid = it->second.pid;
-    siginfo_t info;
-    std::memset(&info, 0, sizeof(info));
-    // WNOWAIT: learn of the exit but keep the zombie, which keeps the process group id
-    // from being reused while the rest of the group is killed.
-    int rc = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
-    TaskExit exit{it->first, pid, -1, 0};
-    if (rc != 0 && errno == EINTR) {
+    Task& task = it->second;
+    if (!ShimEnded(task)) {
       ++it;
       continue;
     }
-    if (rc == 0) {
-      if (info.si_pid == 0) {
-        ++it;  // still running
-        continue;
-      }
-      if (info.si_code == CLD_EXITED) {
-        exit.exit_code = info.si_status;
-      } else {
-        exit.signal = info.si_status;
-      }
-      ::kill(-pid, SIGKILL);  // what is left of the task
-      int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
+    // Without an exit file the shim did not finish its work: finish it here, holding the
+    // shim's zombie (when it is ours) so its pid keeps naming the task's session.
+    if (task.leftovers && KillLeftovers(task.shim_pid, task.shim_starttime, task.cgroup_dir) > 0 &&
+        NowMs() < task.give_up_at_ms) {
+      ++it;
+      continue;
     }
-    // rc != 0 (ECHILD): someone else reaped it; the exit status is unknown (-1, 0).
-    if (!it->second.cgroup_dir.empty()) {
-      pending_cgroup_removals_.push_back(it->second.cgroup_dir);
+    if (task.child) {
+      ReapChild(task.shim_pid);
     }
-    exits.push_back(std::move(exit));
+    if (!task.cgroup_dir.empty()) {
+      pending_cgroup_removals_.push_back(task.cgroup_dir);
+    }
+    exits.push_back(std::move(task.outcome));
     it = tasks_.erase(it);
   }
   RetryCgroupRemovals();

@@ -1,30 +1,49 @@
 // TaskLauncher: runs the tasks of a node as real processes, with their environment,
-// CPU affinity, cgroup v2 limits, logs and signals.
+// CPU affinity, cgroup v2 limits, logs, signals, Unix identity and device fence, such that
+// they survive a restart of the agent and can be re-adopted by the next one.
 //
 // Contract:
-// - Each task is a process group led by the process Start forks (setpgid), so a signal
-//   reaches everything the task spawned unless it left the group on purpose. stdin is
-//   /dev/null; stdout and stderr are appended to LaunchSpec::log_path.
+// - Each task has a shim: a process the launcher forks that leads the task's session
+//   (setsid), is the subreaper of everything the task spawns, and has no parent-death
+//   signal, so it outlives the agent. The shim forks the task's leader, which leads its
+//   own process group. stdin is /dev/null; stdout and stderr are appended to
+//   LaunchSpec::log_path, which the launcher opens (so the task needs no access to it).
+// - When the leader exits, the shim SIGKILLs everything left of the task: the leader's
+//   process group, every process of its session, every orphan reparented to it and, with
+//   cgroups, every process of the task's cgroup (which catches processes that left both
+//   session and group); it reaps them (giving up after ~5 s on processes that do not
+//   die) and only then writes <state_dir>/exit ("exit CODE" or "signal SIG"), atomically,
+//   and exits. The exit file is the durable record of how a task ended; it exists only
+//   once nothing of the task is left.
+// - <state_dir>/shim ("SHIM_PID LEADER_PID SHIM_STARTTIME", the start time being field 22
+//   of /proc/SHIM_PID/stat, which tells a live shim from a reused pid) is written by the
+//   shim itself before Start returns; <state_dir>/cgroup names the task's cgroup, if any.
+//   With them a later launcher (a restarted agent) can Adopt the task.
+// - Reap reports a task only once its shim has exited, so no process of it remains. A
+//   shim that died without an exit file (SIGKILLed) leaves the task's status unknown;
+//   its leftovers are killed (session, cgroup) before the task is reported.
 // - The environment is a minimal base taken from the agent once, at construction (PATH,
 //   HOME, USER, LANG, TZ, TMPDIR where set; PATH defaults to /usr/local/bin:/usr/bin:/bin),
 //   overlaid with LaunchSpec::env. Nothing else of the agent's environment leaks in.
 //   argv[0] without a '/' is searched in the task's PATH (empty PATH entries are skipped);
 //   with a '/', a relative argv[0] is relative to the working directory.
+// - Identity: with LaunchSpec::uid >= 0 the leader drops to uid/gid (supplementary
+//   groups: just gid) and sets PR_SET_NO_NEW_PRIVS before exec. The launcher applies no
+//   policy (the agent refuses uid 0); a launcher that is not root can only run tasks as
+//   its own uid and gid.
+// - Device fence: each existing path of LaunchSpec::hidden_devices is covered, in a
+//   private mount namespace of the shim and the task, by <state_dir>/hidden-device, an
+//   empty regular file of mode 0000 owned by the agent's user, so a non-root task gets
+//   EACCES opening it; the rest of the filesystem is the agent's.
 // - Failures before the program runs (no such program, permission, bad working directory,
-//   CPUs that do not exist) are errors of Start, carried from the child by a close-on-exec
-//   pipe; Start never reports them as an exit code 127.
-// - A task ends when its leader exits. Reap then kills what is left of its process group
-//   and, with cgroups, of its cgroup (which catches processes that left the group), and
-//   removes the cgroup.
-// - Tasks die with the agent: each leader gets PR_SET_PDEATHSIG SIGKILL, and the forks are
-//   made by a thread the launcher owns for its whole life (the death signal follows the
-//   forking thread, not the process). Grandchildren have no death signal; cgroups left
-//   behind by a crashed agent are emptied and removed when the next launcher starts.
-//   Tasks do not survive an agent restart: the controller re-runs them from checkpoints.
-// - The destructor kills (SIGKILL to the group) and reaps every task not yet reaped.
+//   CPUs that do not exist, identity, device fence) are errors of Start, carried from the
+//   shim and the leader by a close-on-exec pipe; Start never reports them as exit code 127.
+// - The destructor leaves tasks running (an agent restart keeps them); KillAll ends them.
+//   A task's cgroup is removed once the task has been reaped.
 // - Cgroups (Options::use_cgroups): see cgroups.h. When they are not usable the launcher
-//   records a warning once and runs tasks without CPU and memory limits.
-// - Children are waited for by pid, never with waitpid(-1), so other code of the agent may
+//   records a warning once and runs tasks without CPU and memory limits. The leader, not
+//   the shim, joins the cgroup, so the shim can empty it with cgroup.kill.
+// - Shims are waited for by pid, never with waitpid(-1), so other code of the agent may
 //   run its own child processes.
 // Thread safety: all public methods are thread-safe; the destructor must not race them.
 #pragma once
@@ -54,6 +73,19 @@ struct LaunchSpec {
   std::vector<int> cpus;                   // CPU affinity; empty: inherit the agent's
   int64_t cpu_milli = 0;                   // cgroup v2 cpu.max quota; 0: none
   int64_t memory_mib = 0;                  // cgroup v2 memory.max; 0: none
+  // Required: the task's own directory for the shim and exit files (created with mode
+  // 0700 if missing; a relative path is taken from the agent's working directory).
+  std::string state_dir;
+  int64_t uid = -1;  // >= 0: run as this uid (gid then required); -1: as the agent
+  int64_t gid = -1;  // >= 0 with uid
+  // Device nodes the task must not open (absolute paths); missing ones are skipped.
+  std::vector<std::string> hidden_devices;
+  // Self-fencing: with lease_us > 0 the shim kills the task once lease_file's
+  // modification time is more than lease_us in the past (the agent renews it with each
+  // answer of the controller), even when no agent runs; the exit file then says
+  // "fenced". A missing lease file does not expire. lease_file must be absolute.
+  std::string lease_file;
+  int64_t lease_us = 0;
 };
 
 struct TaskExit {
@@ -61,6 +93,10 @@ struct TaskExit {
   int pid = 0;
   int exit_code = 0;  // the exit status when signal == 0; -1 otherwise
   int signal = 0;     // the signal that killed the leader; 0 when it exited
+  // false: the shim died without recording how the task ended (exit_code -1, signal 0).
+  bool status_known = true;
+  // The shim killed the task because its lease expired (exit_code -1, signal 9).
+  bool fenced = false;
 };
 
 class TaskLauncher {
@@ -79,24 +115,42 @@ class TaskLauncher {
 
   TaskLauncher();  // default Options
   explicit TaskLauncher(Options options);
-  ~TaskLauncher();
+  ~TaskLauncher();  // leaves tasks running; see KillAll
   TaskLauncher(const TaskLauncher&) = delete;
   TaskLauncher& operator=(const TaskLauncher&) = delete;
 
   // Starts the task; returns the pid of its leader (also its process group id).
   // InvalidArgument for a bad spec or CPUs that are not usable; AlreadyExists for the id
-  // of a task not yet reaped; NotFound for a missing program or working directory;
-  // PermissionDenied when the program cannot be executed; Internal otherwise.
+  // of a task not yet reaped, or a state_dir whose shim still runs; NotFound for a missing
+  // program or working directory; PermissionDenied when the program cannot be executed
+  // or the identity cannot be taken (a launcher that is not root asked for another uid);
+  // FailedPrecondition when a device cannot be hidden; Internal otherwise.
   StatusOr<int> Start(const LaunchSpec& spec);
 
-  // Sends `signal` (0 only checks) to the task's whole process group. NotFound when the
-  // id is unknown or its exit was already reaped.
+  // Re-attaches the task an earlier launcher started with this id and state_dir. A live
+  // shim (its pid runs with the recorded start time): the task counts as running. A
+  // shim that is gone: Reap reports the exit file's status, or, without one, the status
+  // as unknown, after killing what is left of the task (its session and cgroup).
+  // NotFound when state_dir has no shim file; AlreadyExists for an id already known;
+  // InvalidArgument for a bad id or an unreadable shim file.
+  Status Adopt(const std::string& id, const std::string& state_dir);
+
+  // Sends `signal` (0 only checks) to the task's leader's process group. NotFound when the
+  // id is unknown or its exit was already reaped, or the group is gone.
   Status Signal(std::string_view id, int signal);
 
-  // Non-blocking: the tasks whose leader ended since the last call.
+  // SIGKILLs the task's process group, session and cgroup; does not wait. Reap reports
+  // its end. NotFound when the id is unknown or already reaped.
+  Status Kill(std::string_view id);
+
+  // Kill for every task not yet reaped, then waits (bounded, ~5 s) until their shims
+  // have exited; Reap reports them.
+  void KillAll();
+
+  // Non-blocking: the tasks whose shim ended since the last call.
   std::vector<TaskExit> Reap();
 
-  // True from a successful Start until Reap reports the task's end.
+  // True from a successful Start or Adopt until Reap reports the task's end.
   bool Running(std::string_view id) const;
 
   // The task's cgroup directory; "" when it has none (cgroups unusable or disabled) or
@@ -109,13 +163,22 @@ class TaskLauncher {
 
  private:
   struct Task {
-    int pid = 0;
+    int shim_pid = 0;
+    int leader_pid = 0;
+    uint64_t shim_starttime = 0;
+    bool child = false;  // the shim is this process's child: waited for by pid
+    std::string state_dir;
     std::string cgroup_dir;
+    bool ended = false;         // the shim is gone; `outcome` holds the exit
+    bool leftovers = false;     // ended without an exit file: kill until nothing is left
+    int64_t give_up_at_ms = 0;  // steady clock; leftovers that do not die by then stay
+    TaskExit outcome;
   };
   class Spawner;
 
   void AddWarning(std::string text);  // requires mu_
   void RetryCgroupRemovals();         // requires mu_
+  bool ShimEnded(Task& task);         // requires mu_
 
   const Options options_;
   std::map<std::string, std::string> base_env_;

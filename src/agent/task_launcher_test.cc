@@ -19,125 +19,31 @@
 #include "agent/cgroups.h"
 #include "agent/checkpoint_protocol.h"
 #include "agent/cpu_topology.h"
+#include "agent/task_launcher_test_util.h"
 #include "base/strings.h"
 
 namespace tessera {
 namespace {
 
-using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
-
-constexpr milliseconds kDeadline{5000};
-constexpr milliseconds kPoll{5};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-int64_t NowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// True when `pid` no longer runs: gone, or a zombie nobody has reaped yet.
-bool ProcessGone(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) {
-    return true;
-  }
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  size_t paren = text.rfind(')');
-  return paren == std::string::npos || paren + 2 >= text.size() || text[paren + 2] == 'Z' ||
-         text[paren + 2] == 'X';
-}
-
-bool WaitUntilGone(int pid) {
-  for (auto end = Clock::now() + kDeadline; Clock::now() < end;) {
-    if (ProcessGone(pid)) {
-      return true;
-    }
-    std::this_thread::sleep_for(kPoll);
-  }
-  return ProcessGone(pid);
-}
-
-class LauncherTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tessera-launch-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
-  }
-
-  LaunchSpec Shell(const std::string& id, const std::string& script) {
-    LaunchSpec spec;
-    spec.id = id;
-    spec.argv = {"/bin/sh", "-c", script};
-    spec.log_path = root_ + "/logs/" + id + ".log";
-    return spec;
-  }
-
-  // Polls Reap until `id` ends or the deadline passes; keeps other exits for later.
-  std::optional<TaskExit> WaitExit(TaskLauncher& launcher, const std::string& id) {
-    for (auto end = Clock::now() + kDeadline;;) {
-      for (TaskExit& exit : launcher.Reap()) {
-        exits_[exit.id] = exit;
-      }
-      if (auto it = exits_.find(id); it != exits_.end()) {
-        return it->second;
-      }
-      if (Clock::now() >= end) {
-        return std::nullopt;
-      }
-      std::this_thread::sleep_for(kPoll);
-    }
-  }
-
-  // Polls until the file at `path` contains `text`.
-  bool WaitForText(const std::string& path, const std::string& text) {
-    for (auto end = Clock::now() + kDeadline; Clock::now() < end;) {
-      if (ReadAll(path).find(text) != std::string::npos) {
-        return true;
-      }
-      std::this_thread::sleep_for(kPoll);
-    }
-    return false;
-  }
-
-  int ReadPid(const std::string& path) {
-    if (!WaitForText(path, "\n")) {
-      return -1;
-    }
-    auto pid = ParseInt64(ReadAll(path));
-    return pid.ok() ? static_cast<int>(*pid) : -1;
-  }
-
-  TaskLauncher::Options NoCgroups() {
-    TaskLauncher::Options options;
-    options.use_cgroups = false;
-    return options;
-  }
-
-  std::string root_;
-  std::map<std::string, TaskExit> exits_;
-};
+using launcher_testing::Clock;
+using launcher_testing::kDeadline;
+using launcher_testing::kPoll;
+using launcher_testing::LauncherTest;
+using launcher_testing::NowUs;
+using launcher_testing::ProcessGone;
+using launcher_testing::ReadAll;
+using launcher_testing::TestLauncher;
+using launcher_testing::WaitUntilGone;
 
 TEST_F(LauncherTest, EnvironmentIsTheBasePlusTheSpecOnly) {
   ASSERT_EQ(setenv("TESSERA_LEAK_CANARY", "must-not-leak", 1), 0);
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   LaunchSpec spec;
   spec.id = "1.0.0";
   spec.argv = {"env"};  // found through PATH
   spec.env = {{"TESSERA_RANK", "3"}, {"LANG", "C.UTF-8"}};
   spec.log_path = root_ + "/env.log";
+  spec.state_dir = StateDir("1.0.0");
   auto pid = launcher.Start(spec);
   ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   EXPECT_GT(*pid, 0);
@@ -168,7 +74,7 @@ TEST_F(LauncherTest, EnvironmentIsTheBasePlusTheSpecOnly) {
 }
 
 TEST_F(LauncherTest, ExitCodesAndSignalsAreReported) {
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   ASSERT_TRUE(launcher.Start(Shell("exit7", "exit 7")).ok());
   ASSERT_TRUE(launcher.Start(Shell("ok", "true")).ok());
   ASSERT_TRUE(launcher.Start(Shell("killed", "kill -KILL $$")).ok());
@@ -187,7 +93,7 @@ TEST_F(LauncherTest, ExitCodesAndSignalsAreReported) {
 }
 
 TEST_F(LauncherTest, SignalReachesTheWholeProcessGroup) {
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   std::string pid_file = root_ + "/child.pid";
   LaunchSpec spec = Shell("group", "sleep 30 & echo $! > " + pid_file + "; wait");
   auto pid = launcher.Start(spec);
@@ -208,7 +114,7 @@ TEST_F(LauncherTest, SignalReachesTheWholeProcessGroup) {
 }
 
 TEST_F(LauncherTest, LeaderExitEndsTheRestOfTheTask) {
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   std::string pid_file = root_ + "/straggler.pid";
   ASSERT_TRUE(
       launcher.Start(Shell("leader", "sleep 30 & echo $! > " + pid_file + "; exit 3")).ok());
@@ -221,7 +127,7 @@ TEST_F(LauncherTest, LeaderExitEndsTheRestOfTheTask) {
 }
 
 TEST_F(LauncherTest, TaskCheckpointsOnPreemption) {
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   std::string ckpt = root_ + "/ckpt";
   ASSERT_TRUE(ClearMarkers(ckpt).ok());
   LaunchSpec spec = Shell("train", R"(
@@ -256,7 +162,7 @@ TEST_F(LauncherTest, TaskCheckpointsOnPreemption) {
 }
 
 TEST_F(LauncherTest, LogsAreAppendedAcrossRuns) {
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   std::string log = root_ + "/deep/nested/task.log";
   LaunchSpec first = Shell("1.0.0", "echo first; pwd");
   first.log_path = log;
@@ -272,7 +178,7 @@ TEST_F(LauncherTest, LogsAreAppendedAcrossRuns) {
 }
 
 TEST_F(LauncherTest, WorkingDirectoryIsHonoured) {
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   std::filesystem::create_directories(root_ + "/work");
   LaunchSpec spec = Shell("wd", "pwd");
   spec.working_dir = root_ + "/work";
@@ -282,7 +188,7 @@ TEST_F(LauncherTest, WorkingDirectoryIsHonoured) {
 }
 
 TEST_F(LauncherTest, FailuresBeforeExecAreErrorsOfStart) {
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   LaunchSpec missing = Shell("missing", "");
   missing.argv = {"tessera-no-such-program-4711", "--flag"};
   auto started = launcher.Start(missing);
@@ -313,7 +219,7 @@ TEST_F(LauncherTest, FailuresBeforeExecAreErrorsOfStart) {
 }
 
 TEST_F(LauncherTest, InvalidSpecsAreRejected) {
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   LaunchSpec spec = Shell("ok", "true");
   spec.argv.clear();
   EXPECT_EQ(launcher.Start(spec).status().code(), StatusCode::kInvalidArgument);
@@ -331,12 +237,29 @@ TEST_F(LauncherTest, InvalidSpecsAreRejected) {
   LaunchSpec negative = Shell("neg", "true");
   negative.memory_mib = -1;
   EXPECT_EQ(launcher.Start(negative).status().code(), StatusCode::kInvalidArgument);
+  LaunchSpec no_state = Shell("nostate", "true");
+  no_state.state_dir.clear();
+  EXPECT_EQ(launcher.Start(no_state).status().code(), StatusCode::kInvalidArgument);
+  LaunchSpec uid_only = Shell("uidonly", "true");
+  uid_only.uid = 1000;
+  EXPECT_EQ(launcher.Start(uid_only).status().code(), StatusCode::kInvalidArgument);
+  LaunchSpec bad_uid = Shell("baduid", "true");
+  bad_uid.uid = 1LL << 32;
+  bad_uid.gid = 0;
+  EXPECT_EQ(launcher.Start(bad_uid).status().code(), StatusCode::kInvalidArgument);
+  LaunchSpec relative_device = Shell("reldev", "true");
+  relative_device.hidden_devices = {"dev/nvidia0"};
+  EXPECT_EQ(launcher.Start(relative_device).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(launcher.Signal("nobody", SIGTERM).code(), StatusCode::kNotFound);
+  EXPECT_EQ(launcher.Kill("nobody").code(), StatusCode::kNotFound);
   EXPECT_EQ(launcher.Signal("nobody", 1000).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(launcher.Adopt("bad/id", root_).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(launcher.Adopt("nobody", root_ + "/no-state").code(), StatusCode::kNotFound);
+  EXPECT_TRUE(launcher.Reap().empty());
 }
 
 TEST_F(LauncherTest, DuplicateIdIsRejectedUntilReaped) {
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   ASSERT_TRUE(launcher.Start(Shell("dup", "sleep 30")).ok());
   EXPECT_EQ(launcher.Start(Shell("dup", "true")).status().code(), StatusCode::kAlreadyExists);
   ASSERT_TRUE(launcher.Signal("dup", SIGKILL).ok());
@@ -347,7 +270,7 @@ TEST_F(LauncherTest, DuplicateIdIsRejectedUntilReaped) {
 }
 
 TEST_F(LauncherTest, AffinityIsApplied) {
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   LaunchSpec spec = Shell("pinned", "cat /proc/self/status | grep Cpus_allowed_list");
   spec.cpus = {0};
   ASSERT_TRUE(launcher.Start(spec).ok());
@@ -357,29 +280,31 @@ TEST_F(LauncherTest, AffinityIsApplied) {
   EXPECT_EQ(ReadAll(spec.log_path), "Cpus_allowed_list:\t0\n");
 }
 
-TEST_F(LauncherTest, DestructorKillsRunningTasks) {
-  int leader = 0;
-  int grandchild = 0;
+TEST_F(LauncherTest, KillAllEndsRunningTasks) {
+  TestLauncher launcher(NoCgroups());
   std::string pid_file = root_ + "/grandchild.pid";
-  {
-    TaskLauncher launcher(NoCgroups());
-    auto pid = launcher.Start(Shell("forever", "sleep 30 & echo $! > " + pid_file + "; wait"));
-    ASSERT_TRUE(pid.ok());
-    leader = *pid;
-    grandchild = ReadPid(pid_file);
-    ASSERT_GT(grandchild, 0);
-    ASSERT_FALSE(ProcessGone(leader));
-  }
-  // Reaped by the destructor, so not even a zombie is left.
+  auto pid = launcher.Start(Shell("forever", "sleep 30 & echo $! > " + pid_file + "; wait"));
+  ASSERT_TRUE(pid.ok());
+  int leader = *pid;
+  int grandchild = ReadPid(pid_file);
+  ASSERT_GT(grandchild, 0);
+  ASSERT_FALSE(ProcessGone(leader));
+  launcher.KillAll();
+  // Reaped by the shim, which has exited: not even a zombie is left.
   EXPECT_EQ(kill(leader, 0), -1);
   EXPECT_EQ(errno, ESRCH);
-  EXPECT_TRUE(WaitUntilGone(grandchild));
+  EXPECT_TRUE(ProcessGone(grandchild));
+  std::vector<TaskExit> exits = launcher.Reap();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].signal, SIGKILL);
+  EXPECT_TRUE(exits[0].status_known);
+  EXPECT_EQ(ReadAll(StateDir("forever") + "/exit"), "signal 9\n");
 }
 
 TEST_F(LauncherTest, TasksOutliveTheThreadThatStartedThem) {
   // The parent-death signal follows the forking thread; a caller's thread that ends must
   // not take its tasks along.
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   LaunchSpec spec = Shell("survivor", "sleep 0.3; echo survived");
   Status started;
   std::thread caller([&] { started = launcher.Start(spec).status(); });
@@ -393,7 +318,7 @@ TEST_F(LauncherTest, TasksOutliveTheThreadThatStartedThem) {
 }
 
 TEST_F(LauncherTest, ConcurrentStartsAndReaps) {
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   constexpr int kThreads = 4;
   constexpr int kPerThread = 4;
   std::vector<std::thread> threads;
@@ -435,7 +360,7 @@ TEST_F(LauncherTest, ConcurrentStartsAndReaps) {
 TEST_F(LauncherTest, UnusableCgroupParentWarnsOnceAndRunsWithoutLimits) {
   TaskLauncher::Options options;
   options.cgroup_parent = root_ + "/not-a-cgroup";
-  TaskLauncher launcher(options);
+  TestLauncher launcher(options);
   std::vector<std::string> warnings = launcher.Warnings();
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("CPU and memory limits are not enforced"), std::string::npos)
@@ -452,7 +377,7 @@ TEST_F(LauncherTest, UnusableCgroupParentWarnsOnceAndRunsWithoutLimits) {
 }
 
 TEST_F(LauncherTest, DisabledCgroupsWarnOnlyWhenLimitsAreAsked) {
-  TaskLauncher launcher(NoCgroups());
+  TestLauncher launcher(NoCgroups());
   EXPECT_TRUE(launcher.Warnings().empty());
   for (const char* id : {"a", "b"}) {
     LaunchSpec spec = Shell(id, "true");
@@ -466,7 +391,7 @@ TEST_F(LauncherTest, DisabledCgroupsWarnOnlyWhenLimitsAreAsked) {
 }
 
 TEST_F(LauncherTest, CgroupLimitsAreSetWhenTheMachineAllows) {
-  TaskLauncher launcher;  // auto: a child of this process's own cgroup
+  TestLauncher launcher;  // auto: a child of this process's own cgroup
   LaunchSpec spec = Shell("7.0.0", "cat /proc/self/cgroup; sleep 30");
   spec.cpu_milli = 500;
   spec.memory_mib = 64;
@@ -520,7 +445,7 @@ TEST_F(LauncherTest, CgroupContainsProcessesThatLeaveTheGroup) {
     TaskLauncher::Options options;
     options.cgroup_parent = parent;
     options.cgroups_without_controllers = true;
-    TaskLauncher launcher(options);
+    TestLauncher launcher(options);
     LaunchSpec spec = Shell("9.1.0", "cat /proc/self/cgroup; setsid sh -c 'echo $$ > " + pid_file +
                                          "; exec sleep 30' & wait");
     auto pid = launcher.Start(spec);
@@ -546,7 +471,7 @@ TEST_F(LauncherTest, CgroupContainsProcessesThatLeaveTheGroup) {
     }
     EXPECT_TRUE(removed) << dir;
   }
-  if (escaped > 0 && !ProcessGone(escaped)) {
+  if (escaped > 1 && !ProcessGone(escaped)) {
     kill(escaped, SIGKILL);
   }
   EXPECT_EQ(rmdir(parent.c_str()), 0) << std::strerror(errno);

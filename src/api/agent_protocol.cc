@@ -27,6 +27,8 @@ constexpr size_t kMaxLaunchEnvBytes = 1 << 20;
 constexpr int64_t kMaxGpuIndex = 1023;
 constexpr int64_t kMaxGraceMs = int64_t{7} * 24 * 3600 * 1000;
 constexpr int64_t kMaxHeartbeatMs = 3'600'000;
+constexpr int64_t kMaxNodeTimeoutMs = int64_t{24} * 3'600'000;
+constexpr int64_t kMaxUnixId = 4'294'967'294;  // (uid_t)-1 means "unchanged" to the kernel
 // Plausible GPU temperatures in degrees Celsius (sensors report whole degrees).
 constexpr int64_t kMinTempC = -273;
 constexpr int64_t kMaxTempC = 1000;
@@ -268,6 +270,9 @@ class Decoder {
     TESSERA_RETURN_IF_ERROR(OptString(j, path, "working_dir", kMaxPathLength, &launch.working_dir));
     TESSERA_RETURN_IF_ERROR(
         OptString(j, path, "checkpoint_dir", kMaxPathLength, &launch.checkpoint_dir));
+    TESSERA_RETURN_IF_ERROR(OptString(j, path, "submit_dir", kMaxPathLength, &launch.submit_dir));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "uid", -1, kMaxUnixId, &launch.uid));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "gid", -1, kMaxUnixId, &launch.gid));
     return launch;
   }
 
@@ -496,17 +501,20 @@ std::string_view TaskStateName(TaskState state) {
       return "exited";
     case TaskState::kFailedToStart:
       return "failed_to_start";
+    case TaskState::kLost:
+      return "lost";
   }
   return "running";
 }
 
 StatusOr<TaskState> ParseTaskState(std::string_view name) {
-  for (TaskState s : {TaskState::kRunning, TaskState::kExited, TaskState::kFailedToStart}) {
+  for (TaskState s :
+       {TaskState::kRunning, TaskState::kExited, TaskState::kFailedToStart, TaskState::kLost}) {
     if (name == TaskStateName(s)) {
       return s;
     }
   }
-  return InvalidArgumentError("expected running, exited or failed_to_start, got '" +
+  return InvalidArgumentError("expected running, exited, failed_to_start or lost, got '" +
                               ToValidUtf8(name.substr(0, 64)) + "'");
 }
 
@@ -646,7 +654,10 @@ nlohmann::json ToJson(const TaskLaunch& launch) {
           {"gpu_memory_mib", launch.gpu_memory_mib},
           {"numa_nodes", launch.numa_nodes},
           {"working_dir", Utf8(launch.working_dir)},
-          {"checkpoint_dir", Utf8(launch.checkpoint_dir)}};
+          {"checkpoint_dir", Utf8(launch.checkpoint_dir)},
+          {"submit_dir", Utf8(launch.submit_dir)},
+          {"uid", launch.uid},
+          {"gid", launch.gid}};
 }
 
 nlohmann::json ToJson(const TaskStop& stop) {
@@ -692,7 +703,13 @@ nlohmann::json ToJson(const RegisterRequest& request, const GpuCatalog& catalog)
 }
 
 nlohmann::json ToJson(const RegisterResponse& response) {
-  return {{"node", Utf8(response.node)}, {"heartbeat_interval_ms", response.heartbeat_interval_ms}};
+  Json j = {{"node", Utf8(response.node)},
+          {"heartbeat_interval_ms", response.heartbeat_interval_ms},
+          {"node_timeout_ms", response.node_timeout_ms}};
+  if (!response.credential.empty()) {
+    j["credential"] = response.credential;
+  }
+  return j;
 }
 
 nlohmann::json ToJson(const HeartbeatRequest& request) {
@@ -783,6 +800,10 @@ StatusOr<RegisterResponse> RegisterResponseFromJson(const nlohmann::json& j) {
         TESSERA_ASSIGN_OR_RETURN(response.node, d.RequiredString(j, "", "node", kMaxIdLength));
         TESSERA_RETURN_IF_ERROR(d.OptInt(j, "", "heartbeat_interval_ms", 1, kMaxHeartbeatMs,
                                          &response.heartbeat_interval_ms));
+        TESSERA_RETURN_IF_ERROR(d.OptInt(j, "", "node_timeout_ms", 0, kMaxNodeTimeoutMs,
+                                         &response.node_timeout_ms));
+        TESSERA_RETURN_IF_ERROR(
+            d.OptString(j, "", "credential", kMaxIdLength, &response.credential));
         return response;
       });
 }

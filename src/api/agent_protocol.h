@@ -15,7 +15,7 @@
 //                             "numa_node", "nvlink_domain", "uuid",
 //                             "mig_instances": [{"uuid", "profile", "start"}]}]}
 //   TaskKey        {"job", "task", "attempt"}
-//   TaskReport     {"key", "state": "running|exited|failed_to_start", "exit_code", "signal",
+//   TaskReport     {"key", "state": "running|exited|failed_to_start|lost", "exit_code", "signal",
 //                   "checkpointed", "message", "log_offset", "log_b64"}: the log chunk is raw
 //                   bytes (process output need not be UTF-8), so it travels in base64.
 //   GpuTelemetry   {"index", "uuid", "lost", "util_pct", "fb_used_mib", "fb_free_mib", "temp_c",
@@ -75,7 +75,10 @@ struct TaskKey {
 // "job 42 task 1 attempt 0"
 std::string ToString(const TaskKey& key);
 
-enum class TaskState : uint8_t { kRunning, kExited, kFailedToStart };
+// kLost: the task is gone and how it ended is not known (its agent killed it when it
+// stopped, fenced it after losing the controller, or its supervisor was killed); the
+// controller requeues the job as it does for a lost node.
+enum class TaskState : uint8_t { kRunning, kExited, kFailedToStart, kLost };
 std::string_view TaskStateName(TaskState state);
 StatusOr<TaskState> ParseTaskState(std::string_view name);
 
@@ -113,6 +116,13 @@ struct TaskLaunch {
   std::vector<int> numa_nodes;  // for CPU affinity
   std::string working_dir;
   std::string checkpoint_dir;
+  // Where the job was submitted from (absolute; "": unknown): the default working
+  // directory when it exists on the node and working_dir is not given.
+  std::string submit_dir;
+  // The Unix identity the task runs as (the tenant's); -1: the agent's own (an agent
+  // that is root refuses that, and uid 0, unless its admin allows root tasks).
+  int64_t uid = -1;
+  int64_t gid = -1;
   bool operator==(const TaskLaunch&) const = default;
 };
 
@@ -167,6 +177,14 @@ struct RegisterRequest {
 struct RegisterResponse {
   std::string node;  // the name the controller knows the node by
   int64_t heartbeat_interval_ms = 1000;
+  // The controller declares the node lost after this long without a heartbeat. The
+  // agent kills its tasks itself before then when it cannot reach the controller
+  // (AgentLease), so a lost node's work never runs twice. 0: no fencing.
+  int64_t node_timeout_ms = 0;
+  // The node's credential, only in the answer to a name's first registration (with the
+  // join token); "" otherwise. The agent keeps it (<data_dir>/node.credential, 0600)
+  // and sends it as its bearer token from then on; the controller keeps its hash only.
+  std::string credential;
   bool operator==(const RegisterResponse&) const = default;
 };
 

@@ -178,7 +178,10 @@ TEST(AgentProtocolTest, RegisterRoundTrips) {
   EXPECT_NE(RegisterRequestFromJson(bad, Catalog()).status().message().find("tasks[0].state"),
             std::string::npos);
 
-  RegisterResponse resp{"node-a", 500};
+  RegisterResponse resp;
+  resp.node = "node-a";
+  resp.heartbeat_interval_ms = 500;
+  resp.node_timeout_ms = 10'000;
   StatusOr<RegisterResponse> resp_back = RegisterResponseFromJson(Wire(ToJson(resp)));
   ASSERT_TRUE(resp_back.ok());
   EXPECT_EQ(*resp_back, resp);
@@ -371,6 +374,55 @@ TEST(AgentProtocolTest, LaunchIsValidated) {
   stop["signal"] = 9;
   stop["grace_ms"] = -5;
   EXPECT_FALSE(TaskStopFromJson(stop).ok());
+}
+
+TEST(AgentProtocolTest, LaunchCarriesTheSubmitDir) {
+  TaskLaunch l = Launch();
+  l.submit_dir = "/home/alice/run";
+  StatusOr<TaskLaunch> back = TaskLaunchFromJson(Wire(ToJson(l)));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->submit_dir, "/home/alice/run");
+  EXPECT_EQ(*back, l);
+  // A controller that predates the field sends none: the agent reads "".
+  Json old = ToJson(Launch());
+  old.erase("submit_dir");
+  StatusOr<TaskLaunch> plain = TaskLaunchFromJson(old);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->submit_dir, "");
+  Json bad = ToJson(l);
+  bad["submit_dir"] = 3;
+  StatusOr<TaskLaunch> refused = TaskLaunchFromJson(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("submit_dir: expected a string"), std::string::npos)
+      << refused.status().message();
+}
+
+TEST(AgentProtocolTest, LaunchCarriesTheUnixIdentityAndReportsMayBeLost) {
+  TaskLaunch l = Launch();
+  l.uid = 200'001;
+  l.gid = 200'002;
+  StatusOr<TaskLaunch> back = TaskLaunchFromJson(Wire(ToJson(l)));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->uid, 200'001);
+  EXPECT_EQ(back->gid, 200'002);
+  Json old = ToJson(l);
+  old.erase("uid");
+  old.erase("gid");
+  StatusOr<TaskLaunch> plain = TaskLaunchFromJson(old);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->uid, -1) << "an older controller's launch names no identity";
+  Json bad = ToJson(l);
+  bad["uid"] = -5;
+  EXPECT_NE(TaskLaunchFromJson(bad).status().message().find("uid"), std::string::npos);
+
+  TaskReport lost;
+  lost.key = TaskKey{1, 0, 1};
+  lost.state = TaskState::kLost;
+  lost.message = "the agent stopped and killed it";
+  StatusOr<TaskReport> r = TaskReportFromJson(Wire(ToJson(lost)));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->state, TaskState::kLost);
+  EXPECT_EQ(ToJson(lost)["state"], "lost");
 }
 
 TEST(AgentProtocolTest, TaskKeysHashAndPrint) {

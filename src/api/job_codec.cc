@@ -63,8 +63,8 @@ class JobDecoder {
   Status Top(const Json& j, JobSubmission* job) {
     TESSERA_RETURN_IF_ERROR(r_.CheckObject(
         j, "",
-        {"name", "queue", "user", "priority", "command", "env", "working_dir", "replicas",
-         "resources", "topology", "checkpoint", "runtime_limit", "preemptible"}));
+        {"name", "queue", "user", "priority", "command", "env", "working_dir", "submit_dir",
+         "replicas", "resources", "topology", "checkpoint", "runtime_limit", "preemptible"}));
     JobSpec& spec = job->spec;
     if (const Json* v = FindField(j, "name")) {
       TESSERA_ASSIGN_OR_RETURN(spec.name, Name(*v, "name"));
@@ -97,6 +97,9 @@ class JobDecoder {
     }
     if (const Json* v = FindField(j, "working_dir")) {
       TESSERA_ASSIGN_OR_RETURN(job->working_dir, Path(*v, "working_dir"));
+    }
+    if (const Json* v = FindField(j, "submit_dir")) {
+      TESSERA_ASSIGN_OR_RETURN(job->submit_dir, Path(*v, "submit_dir"));
     }
     int64_t replicas = 1;
     if (const Json* v = FindField(j, "replicas")) {
@@ -621,7 +624,7 @@ bool operator==(const JobSubmission& a, const JobSubmission& b) {
          x.runtime_limit == y.runtime_limit && x.checkpoint_interval == y.checkpoint_interval &&
          x.checkpoint_on_signal == y.checkpoint_on_signal && x.preemptible == y.preemptible &&
          a.command == b.command && a.env == b.env && a.working_dir == b.working_dir &&
-         a.checkpoint_dir == b.checkpoint_dir;
+         a.submit_dir == b.submit_dir && a.checkpoint_dir == b.checkpoint_dir;
 }
 
 bool IsValidJobName(std::string_view name) {
@@ -704,6 +707,9 @@ nlohmann::json JobSubmissionToJson(const JobSubmission& job, const GpuCatalog& c
   }
   if (!job.working_dir.empty()) {
     j["working_dir"] = job.working_dir;
+  }
+  if (!job.submit_dir.empty()) {
+    j["submit_dir"] = job.submit_dir;
   }
   j["replicas"] = spec.tasks.size();
 

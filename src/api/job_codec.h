@@ -7,6 +7,7 @@
 //   command: [python, train.py]  # required: argv, or one string run as /bin/sh -c TEXT
 //   env: {NCCL_DEBUG: INFO}      # keys are shell names; at most 64 KiB in all
 //   working_dir: /path           # optional, absolute
+//   submit_dir: /path            # optional, absolute: where `tessera submit` ran (sent by the CLI)
 //   replicas: 2                  # gang size, 1..1024, default 1
 //   resources:                   # per replica
 //     gpus: 8                    # 0..64, default 0 (1 when gpu_fraction, gpu_milli or mig is set)
@@ -54,6 +55,9 @@ struct JobSubmission {
   std::vector<std::string> command;  // argv; a string command becomes {"/bin/sh", "-c", text}
   std::map<std::string, std::string> env;
   std::string working_dir;     // "": the agent's default
+  // The submitter's current directory; the default working directory where it exists on
+  // the node, so that relative paths in a command mean what they meant to the submitter.
+  std::string submit_dir;      // "": not sent
   std::string checkpoint_dir;  // "": the controller assigns one
 };
 

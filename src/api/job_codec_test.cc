@@ -433,5 +433,33 @@ TEST(JobCodecTest, NamesAndEnvKeys) {
   EXPECT_FALSE(IsValidEnvName(""));
 }
 
+TEST(JobCodecTest, SubmitDirRoundTripsAndIsChecked) {
+  JobSubmission job = Json_(R"({"command": "make", "submit_dir": "/home/alice/run"})");
+  EXPECT_EQ(job.submit_dir, "/home/alice/run");
+  EXPECT_EQ(Yaml("command: make\nsubmit_dir: /home/alice/run\n"), job);
+  Json j = JobSubmissionToJson(job, Catalog());
+  EXPECT_EQ(j["submit_dir"], "/home/alice/run");
+  StatusOr<JobSubmission> back = ParseJobJson(j.dump(), Catalog());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, job);
+  // Not sent: not written either, so older controllers read the document.
+  EXPECT_FALSE(
+      JobSubmissionToJson(Json_(R"({"command": "make"})"), Catalog()).contains("submit_dir"));
+
+  EXPECT_NE(JsonError(R"({"command": "x", "submit_dir": "rel/dir"})")
+                .find("submit_dir: must be an absolute path"),
+            std::string::npos);
+  EXPECT_NE(JsonError(R"({"command": "x", "submit_dir": "/a\u0000b"})")
+                .find("submit_dir: contains a NUL"),
+            std::string::npos);
+  EXPECT_NE(JsonError(R"({"command": "x", "submit_dir": 7})").find("submit_dir: expected a string"),
+            std::string::npos);
+  const std::string longest = "/" + std::string(kMaxPathLength - 1, 'd');
+  EXPECT_EQ(Json_(Json{{"command", "x"}, {"submit_dir", longest}}.dump()).submit_dir, longest);
+  EXPECT_NE(JsonError(Json{{"command", "x"}, {"submit_dir", longest + "d"}}.dump())
+                .find("submit_dir: longer than 4096 bytes"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -14,6 +15,9 @@
 #include <thread>
 #include <utility>
 
+#include <yaml-cpp/yaml.h>
+
+#include "api/json_fields.h"
 #include "api/units.h"
 #include "base/strings.h"
 #include "base/time_format.h"
@@ -628,8 +632,69 @@ StatusOr<json> BuildJobSpec(const SubmitOptions& o) {
   if (!o.runtime_limit.empty()) {
     spec["runtime_limit"] = o.runtime_limit;
   }
+  if (!o.submit_dir.empty()) {
+    spec["submit_dir"] = o.submit_dir;
+  }
   return spec;
 }
+
+namespace {
+
+// The directory the user runs `tessera submit` in, as the shell names it: $PWD keeps
+// the symlinks the user sees (the same tree may be mounted elsewhere on the nodes) when
+// it is this directory. "" when it cannot be sent: the controller would refuse the job.
+std::string CurrentDirForJobs() {
+  std::error_code ec;
+  std::string dir = std::filesystem::current_path(ec).string();
+  const char* pwd = std::getenv("PWD");
+  if (pwd != nullptr && pwd[0] == '/' &&
+      std::filesystem::equivalent(std::filesystem::path(pwd), std::filesystem::path(dir), ec)) {
+    dir = pwd;
+  }
+  if (ec || dir.empty() || dir[0] != '/' || dir.size() > 4096 || !IsValidUtf8(dir)) {
+    return "";
+  }
+  return dir;
+}
+
+// The job file with `submit_dir` added and the rest of the text as written, so that the
+// controller's errors still point at the user's lines. A file that sets submit_dir
+// itself, or whose shape this cannot extend safely (checked by reading the result back),
+// is sent unchanged.
+std::string WithSubmitDir(const std::string& body, bool is_json, const std::string& dir) {
+  if (dir.empty()) {
+    return body;
+  }
+  const std::string value = json(dir).dump(-1, ' ', false, json::error_handler_t::replace);
+  if (is_json) {
+    const json doc = json::parse(body, nullptr, false);
+    if (!doc.is_object() || doc.contains("submit_dir")) {
+      return body;
+    }
+    std::string out = body;
+    out.insert(body.find('{') + 1, "\"submit_dir\": " + value + (doc.empty() ? "" : ", "));
+    const json back = json::parse(out, nullptr, false);
+    const bool added = back.is_object() && back.size() == doc.size() + 1 &&
+                       back.contains("submit_dir") && back["submit_dir"] == dir;
+    return added ? out : body;
+  }
+  try {
+    const YAML::Node doc = YAML::Load(body);
+    if (!doc.IsMap() || doc.Style() == YAML::EmitterStyle::Flow || doc["submit_dir"]) {
+      return body;
+    }
+    const std::string out =
+        body + (body.empty() || body.back() == '\n' ? "" : "\n") + "submit_dir: " + value + "\n";
+    const YAML::Node back = YAML::Load(out);
+    const bool added = back.IsMap() && back.size() == doc.size() + 1 && back["submit_dir"] &&
+                       back["submit_dir"].IsScalar() && back["submit_dir"].Scalar() == dir;
+    return added ? out : body;
+  } catch (const YAML::Exception&) {
+    return body;  // the controller reports the error, with its line
+  }
+}
+
+}  // namespace
 
 int RunSubmit(const ClientConfig& config, const SubmitOptions& o, std::ostream& out,
               std::ostream& err) {
@@ -654,6 +719,7 @@ int RunSubmit(const ClientConfig& config, const SubmitOptions& o, std::ostream& 
     }
     content_type = EndsWith(o.file, ".json") || trimmed.front() == '{' ? "application/json"
                                                                        : "application/yaml";
+    body = WithSubmitDir(body, content_type == "application/json", o.submit_dir);
   } else {
     TESSERA_CLI_ASSIGN_OR_REPORT(json spec, BuildJobSpec(o), err);
     body = spec.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -708,13 +774,34 @@ int RunJobs(const ClientConfig& config, const JobsOptions& o, const Clock& clock
     query.emplace_back("limit", std::to_string(o.limit));
   }
   TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
-  TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response, client->Get("/v1/jobs", query), err);
+  // The server answers in pages ("next" is the cursor): follow them up to --limit.
+  json jobs = json::array();
+  std::string after;
+  for (;;) {
+    QueryParams page = query;
+    if (!after.empty()) {
+      page.emplace_back("after", after);
+    }
+    TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response, client->Get("/v1/jobs", page), err);
+    TESSERA_CLI_ASSIGN_OR_REPORT(json body, ParseJsonBody(response.body, "GET /v1/jobs"), err);
+    for (const json& j : Array(body, "jobs")) {
+      jobs.push_back(j);
+    }
+    const json& next = body.value("next", json());
+    if (!next.is_string() || next.get<std::string>().empty() ||
+        (o.limit > 0 && jobs.size() >= static_cast<size_t>(o.limit))) {
+      break;
+    }
+    after = next.get<std::string>();
+  }
+  if (o.limit > 0 && jobs.size() > static_cast<size_t>(o.limit)) {
+    jobs.erase(jobs.begin() + o.limit, jobs.end());
+  }
   if (o.output == "json") {
-    PrintJsonBody(response.body, out);
+    out << Pretty(json{{"jobs", jobs}}) << "\n";
     return 0;
   }
-  TESSERA_CLI_ASSIGN_OR_REPORT(json body, ParseJsonBody(response.body, "GET /v1/jobs"), err);
-  out << JobsTable(Array(body, "jobs"), o.output == "wide", Now(clock));
+  out << JobsTable(jobs, o.output == "wide", Now(clock));
   return 0;
 }
 
@@ -926,6 +1013,21 @@ int RunNodes(const ClientConfig& config, const NodesOptions& o, const Clock& clo
   return 0;
 }
 
+// `tessera nodes remove NODE` (admin): forgets the node (refused while jobs run on it
+// and it is up) so that its name may join afresh with the join token. The CLI's client
+// has no DELETE: it posts to /v1/nodes/{name}/remove, the same operation.
+int RunNodesRemove(const ClientConfig& config, const std::string& node, std::ostream& out,
+                   std::ostream& err) {
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  const std::string path = "/v1/nodes/" + node + "/remove";
+  TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response, client->Post(path, "", "application/json"),
+                               err);
+  (void)response;
+  out << "node " << node
+      << " removed: its inventory, drains and credential are gone; it may join again\n";
+  return 0;
+}
+
 int RunQueues(const ClientConfig& config, const QueuesOptions& o, std::ostream& out,
               std::ostream& err) {
   TESSERA_CLI_RETURN_IF_ERROR(CheckOutput(o.output, {"json"}), err);
@@ -1070,7 +1172,8 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
     auto flags = std::make_shared<ConnectionFlags>();
     auto o = std::make_shared<SubmitOptions>();
     CLI::App* cmd = app.add_subcommand("submit", "Submit a job: -f job.yaml, or flags -- COMMAND");
-    cmd->add_option("-f,--file", o->file, "job spec, YAML or JSON, sent as is ('-': stdin)");
+    cmd->add_option("-f,--file", o->file,
+                    "job spec, YAML or JSON ('-': stdin), sent as written plus submit_dir");
     cmd->add_option("--name", o->name, "job name");
     cmd->add_option("--queue", o->queue, "queue (default: the tenant's)");
     cmd->add_option("--replicas", o->replicas, "tasks started together (a gang)");
@@ -1094,6 +1197,7 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
     cmd->add_option("-o,--output", o->output, "json: print the job");
     AddConnectionFlags(cmd, flags.get());
     cmd->callback([flags, o, exit_code] {
+      o->submit_dir = CurrentDirForJobs();
       Dispatch(*flags, exit_code,
                [&](const ClientConfig& c) { return RunSubmit(c, *o, std::cout, std::cerr); });
     });
@@ -1210,7 +1314,21 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
     cmd->add_flag("--gpus", o->gpus, "add a GPU map");
     cmd->add_option("-o,--output", o->output, "json");
     AddConnectionFlags(cmd, flags.get());
-    cmd->callback([flags, o, exit_code] {
+    auto remove_flags = std::make_shared<ConnectionFlags>();
+    auto remove_node = std::make_shared<std::string>();
+    CLI::App* remove = cmd->add_subcommand(
+        "remove", "Forget a node so its name may join afresh (admin; refused while jobs run there)");
+    remove->add_option("node", *remove_node, "node name")->required();
+    AddConnectionFlags(remove, remove_flags.get());
+    remove->callback([remove_flags, remove_node, exit_code] {
+      Dispatch(*remove_flags, exit_code, [&](const ClientConfig& c) {
+        return RunNodesRemove(c, *remove_node, std::cout, std::cerr);
+      });
+    });
+    cmd->callback([flags, o, exit_code, remove] {
+      if (remove->parsed()) {
+        return;
+      }
       Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
         return RunNodes(c, *o, SystemClock(), std::cout, std::cerr);
       });

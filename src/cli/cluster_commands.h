@@ -53,13 +53,14 @@ struct SubmitOptions {
   std::vector<std::string> env;     // K=V
   std::string idempotency_key;
   std::vector<std::string> command;
-  std::string output;  // "" or json
+  std::string output;      // "" or json
+  std::string submit_dir;  // sent as the job's submit_dir (the CLI's current directory)
 };
 
 // The JSON job spec for the flags of `options` (not for `file`):
 //   {"name","queue","priority","command":[...],"env":{},"replicas",
 //    "resources":{"gpus","gpu_model","gpu_fraction","gpu_memory","mig","cpu","memory"},
-//    "checkpoint":{"interval"},"runtime_limit"}
+//    "checkpoint":{"interval"},"runtime_limit","submit_dir"}
 // with only the given fields (command and env always). InvalidArgument on bad values
 // or a missing command.
 StatusOr<nlohmann::json> BuildJobSpec(const SubmitOptions& options);

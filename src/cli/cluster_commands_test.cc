@@ -25,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "base/time_format.h"
 
 namespace tessera {
@@ -307,6 +309,49 @@ TEST(SubmitTest, FileIsSentAsIsWithItsContentType) {
   EXPECT_EQ(seen[0].content_type, "application/yaml");
   EXPECT_EQ(seen[0].idempotency_key, "k");
   EXPECT_EQ(seen[1].content_type, "application/json");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SubmitTest, SendsTheSubmitDirectoryWithFlagsAndFiles) {
+  char tmpl[] = "/tmp/tessera_cli_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string yaml = "name: train\ncommand: [python, train.py]\nresources:\n  gpus: 8";
+  std::ofstream(dir + "/job.yaml") << yaml;
+  std::ofstream(dir + "/job.json") << R"({"name": "x", "command": ["true"]})";
+  const std::string own = "command: [true]\nsubmit_dir: /elsewhere\n";
+  std::ofstream(dir + "/own.yaml") << own;
+  const std::string flow = "# a flow mapping cannot take one more line\n{command: [true]}\n";
+  std::ofstream(dir + "/flow.yaml") << flow;
+
+  FakeController ctl;
+  ctl.Reply("POST", "/v1/jobs", 201, kRunningJob.dump());
+  const std::string submit_dir = "/home/al \"ice\"/run";
+  for (const std::string& file :
+       std::vector<std::string>{"", "job.yaml", "job.json", "own.yaml", "flow.yaml"}) {
+    SubmitOptions o;
+    o.submit_dir = submit_dir;
+    if (file.empty()) {
+      o.command = {"true"};
+    } else {
+      o.file = dir + "/" + file;
+    }
+    std::ostringstream out, err;
+    EXPECT_EQ(RunSubmit(ctl.Config(), o, out, err), 0) << file << ": " << err.str();
+  }
+  const std::vector<SeenRequest> seen = ctl.requests();
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_EQ(json::parse(seen[0].body)["submit_dir"], submit_dir) << seen[0].body;
+  // Appended after the user's lines, which keep their numbers.
+  EXPECT_EQ(seen[1].body.substr(0, yaml.size() + 1), yaml + "\n");
+  EXPECT_EQ(YAML::Load(seen[1].body)["submit_dir"].as<std::string>(), submit_dir) << seen[1].body;
+  EXPECT_EQ(YAML::Load(seen[1].body)["resources"]["gpus"].as<int>(), 8) << seen[1].body;
+  const json sent = json::parse(seen[2].body);
+  const json expected = {
+      {"name", "x"}, {"command", json::array({"true"})}, {"submit_dir", submit_dir}};
+  EXPECT_EQ(sent, expected) << seen[2].body;
+  EXPECT_EQ(seen[3].body, own);  // the file's own submit_dir wins
+  EXPECT_EQ(seen[4].body, flow);
   std::filesystem::remove_all(dir);
 }
 
@@ -960,7 +1005,14 @@ TEST(CommandLineTest, SubmitFlagsAndCommandAfterDoubleDash) {
   const std::vector<SeenRequest> seen = ctl.requests();
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].authorization, "Bearer abc");
-  EXPECT_EQ(json::parse(seen[0].body),
+  // The directory it ran in goes with the job.
+  json body = json::parse(seen[0].body);
+  const std::string submit_dir = body.value("submit_dir", "");
+  ASSERT_FALSE(submit_dir.empty()) << body.dump();
+  EXPECT_TRUE(std::filesystem::equivalent(submit_dir, std::filesystem::current_path()))
+      << submit_dir;
+  body.erase("submit_dir");
+  EXPECT_EQ(body,
             json::parse(R"({"command": ["python", "-m", "train", "--lr", "3"],
                             "env": {"A": "1", "B": "2"}, "resources": {"gpus": 1}})"));
 }
@@ -982,8 +1034,9 @@ TEST(CommandLineTest, EnvTakesOneValueSoTheCommandMayFollowWithoutDoubleDash) {
   EXPECT_EQ(testing::internal::GetCapturedStdout(), "42\n");
   EXPECT_EQ(exit_code, 0);
   ASSERT_EQ(ctl.requests().size(), 1u);
-  EXPECT_EQ(json::parse(ctl.requests()[0].body),
-            json::parse(R"({"command": ["python", "train.py"], "env": {"A": "1"}})"));
+  json body = json::parse(ctl.requests()[0].body);
+  body.erase("submit_dir");
+  EXPECT_EQ(body, json::parse(R"({"command": ["python", "train.py"], "env": {"A": "1"}})"));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "cli/daemon_commands.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -70,6 +72,97 @@ StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
   return *text;
 }
 
+// --data as an absolute path: tasks, checkpoints and the printed token paths must not
+// depend on the directory the daemon happened to be started in.
+Status MakeAbsolute(std::string* dir, const char* what) {
+  if (dir->empty()) {
+    return InvalidArgumentError(std::string(what) + ": a data directory is required");
+  }
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(*dir, ec);
+  if (ec) {
+    return InvalidArgumentError(std::string(what) + ": cannot resolve " + *dir + ": " +
+                                ec.message());
+  }
+  *dir = abs.lexically_normal().string();
+  if (dir->size() > 1 && dir->back() == '/') {
+    dir->pop_back();
+  }
+  return Status::Ok();
+}
+
+// The controller's data directory, made before the server opens its store. Tasks run
+// as other users: they may pass through it to their own checkpoint directories (DATA/
+// checkpoints/...) but not list it; the tokens in it are 0600. An existing directory
+// is only tightened when it is evidently ours (empty or holding a store or tokens), so
+// a --data of a shared directory never changes that directory's mode.
+Status PrepareServerDataDir(const std::string& dir, bool init) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool existed = fs::exists(dir, ec);
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return UnavailableError("cannot create data directory " + dir + ": " + ec.message());
+  }
+  std::vector<std::string> tokens;
+  for (const char* file : {"admin.token", "join.token", "metrics.token"}) {
+    if (fs::exists(dir + "/" + file, ec)) {
+      tokens.push_back(file);
+    }
+  }
+  std::vector<std::string> tenant_tokens;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir + "/tokens", ec)) {
+    if (e.path().extension() == ".token") {
+      tenant_tokens.push_back(e.path().string());
+    }
+  }
+  if (!tenant_tokens.empty()) {
+    tokens.push_back("tokens/");
+  }
+  const bool have_store = fs::exists(dir + "/state.db", ec);
+  // Tokens without their store: the store was deleted or moved, a mount did not come
+  // up, or --data names the wrong copy. Starting would silently make a new cluster with
+  // every job gone and the tokens that agents and users hold rewritten.
+  if (!have_store && !tokens.empty()) {
+    if (!init) {
+      return FailedPreconditionError(
+          dir + " holds tokens (" + Join(tokens, ", ") +
+          ") but no state.db: the store is missing. Put it back, or start afresh with "
+          "--init: every job is forgotten and new admin, join and metrics tokens (and "
+          "tenant tokens under tessera up) are made; agents then need the new join token");
+    }
+    // The new store does not know the old tenant tokens: `tessera up` would keep the
+    // files and hand out tokens that no longer work.
+    for (const std::string& path : tenant_tokens) {
+      fs::remove(path, ec);
+    }
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    return UnavailableError("cannot read data directory " + dir);
+  }
+  const bool ours = !existed || fs::is_empty(dir, ec) || have_store || !tokens.empty();
+  if (ours && (st.st_mode & 07777) != 0711 && (st.st_mode & S_ISVTX) == 0 &&
+      st.st_uid == ::geteuid() && ::chmod(dir.c_str(), 0711) != 0) {
+    return UnavailableError("cannot set the mode of data directory " + dir + " to 0711");
+  }
+  return Status::Ok();
+}
+
+// A secret file readable by its owner only from its first byte on (no window in which
+// the umask's mode lets others open it).
+Status WriteSecretFile(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    return UnavailableError("cannot write " + path);
+  }
+  ::fchmod(fd, 0600);
+  const std::string line = text + "\n";
+  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  ::close(fd);
+  return written ? Status::Ok() : UnavailableError("cannot write " + path);
+}
+
 struct ServerFlags {
   std::string data_dir = "tessera-data";
   std::string listen = "127.0.0.1:7450";
@@ -80,6 +173,7 @@ struct ServerFlags {
   std::string stop_grace = "30s";
   std::string checkpoint_root;
   bool no_fsync = false;
+  bool init = false;
   double rate = 200;
   int gpu_temp_limit = 90;
 };
@@ -101,6 +195,9 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
       ->capture_default_str();
   cmd->add_option("--checkpoint-root", f->checkpoint_root,
                   "Where jobs' checkpoint directories are made (shared by all nodes); default DATA/checkpoints");
+  cmd->add_flag("--init", f->init,
+                "Start afresh in a data directory whose state.db is missing but whose tokens are "
+                "not: every job is forgotten and new tokens are made");
   cmd->add_flag("--no-fsync", f->no_fsync,
                 "Commit without fsync (durable against a crash of the process, not of the machine)");
   cmd->add_option("--rate", f->rate, "Requests per second per token")->capture_default_str();
@@ -149,6 +246,9 @@ struct AgentFlags {
   std::string ca_cert;
   bool insecure = false;
   bool no_cgroups = false;
+  std::string device_dir = "/dev";
+  bool allow_root_tasks = false;
+  bool stop_kills_tasks = false;
 };
 
 void AddAgentFlags(CLI::App* cmd, AgentFlags* f, bool standalone) {
@@ -161,7 +261,18 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags* f, bool standalone) {
     cmd->add_option("--ca-cert", f->ca_cert, "CA certificate for an https:// controller");
     cmd->add_flag("--insecure", f->insecure, "Do not verify the controller's certificate");
     cmd->add_option("--heartbeat", f->heartbeat, "Heartbeat interval (default: the controller's)");
+    // An agent restart or upgrade must not end a week of training: the next agent on
+    // this data directory adopts what is running.
+    cmd->add_flag("--stop-kills-tasks", f->stop_kills_tasks,
+                  "On SIGTERM kill the tasks (default: leave them running for the next agent "
+                  "on this --data to adopt)");
   }
+  cmd->add_option("--device-dir", f->device_dir,
+                  "Where the GPUs' device nodes are: GPU i is DIR/nvidia<i>; a task may open "
+                  "only its own")
+      ->capture_default_str();
+  cmd->add_flag("--allow-root-tasks", f->allow_root_tasks,
+                "Run tasks as root when the controller gives no uid (one-user machines only)");
   cmd->add_option("--fake-gpus", f->fake_gpus,
                   "Fake GPU inventory, e.g. 8xH100-80GB or 2x4xA100-80GB,mig (default: NVML)");
   cmd->add_option("--telemetry-interval", f->telemetry,
@@ -172,7 +283,9 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags* f, bool standalone) {
   cmd->add_flag("--no-cgroups", f->no_cgroups, "Do not apply cgroup v2 CPU and memory limits");
 }
 
-StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f) {
+// `standalone`: `tessera agent` (not `tessera up`, whose Ctrl-C stops the whole cluster
+// and so its tasks).
+StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f, bool standalone) {
   AgentOptions o;
   o.server_url = f.server;
   o.token = f.token;
@@ -183,6 +296,9 @@ StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f) {
   if (o.token.empty()) {
     if (const char* env = std::getenv("TESSERA_JOIN_TOKEN")) {
       o.token = env;
+      // Not inherited by anything the agent starts. (/proc/PID/environ still shows the
+      // original block, but only to this uid and root.)
+      ::unsetenv("TESSERA_JOIN_TOKEN");
     }
   }
   o.node_name = f.node;
@@ -191,6 +307,9 @@ StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f) {
   o.ca_cert = f.ca_cert;
   o.insecure = f.insecure;
   o.use_cgroups = !f.no_cgroups;
+  o.device_dir = f.device_dir;
+  o.allow_root_tasks = f.allow_root_tasks;
+  o.keep_tasks_on_stop = standalone && !f.stop_kills_tasks;
   if (!f.cpu.empty()) {
     TESSERA_ASSIGN_OR_RETURN(o.cpu_milli, ParseCpuMilli(f.cpu));
   }
@@ -206,7 +325,14 @@ StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f) {
   return o;
 }
 
-int RunServer(const ServerFlags& flags) {
+int RunServer(ServerFlags flags) {
+  Status dir = MakeAbsolute(&flags.data_dir, "--data");
+  if (dir.ok()) {
+    dir = PrepareServerDataDir(flags.data_dir, flags.init);
+  }
+  if (!dir.ok()) {
+    return Fail(dir, "server");
+  }
   StatusOr<ServerOptions> options = ToServerOptions(flags);
   if (!options.ok()) {
     return Fail(options.status(), "server");
@@ -232,8 +358,16 @@ int RunServer(const ServerFlags& flags) {
   return 0;
 }
 
-int RunAgent(const AgentFlags& flags) {
-  StatusOr<AgentOptions> options = ToAgentOptions(flags);
+int RunAgent(AgentFlags flags) {
+  if (!flags.token.empty()) {
+    std::cerr << "tessera agent: warning: --token puts the join token on the command line, "
+                 "where every user of this machine can read it (ps, /proc/PID/cmdline); use "
+                 "--token-file FILE (mode 0600) or the TESSERA_JOIN_TOKEN variable\n";
+  }
+  if (Status dir = MakeAbsolute(&flags.data_dir, "--data"); !dir.ok()) {
+    return Fail(dir, "agent");
+  }
+  StatusOr<AgentOptions> options = ToAgentOptions(flags, /*standalone=*/true);
   if (!options.ok()) {
     return Fail(options.status(), "agent");
   }
@@ -247,12 +381,22 @@ int RunAgent(const AgentFlags& flags) {
             << std::flush;
   (*agent)->Start();
   WaitForStopSignal();
-  std::cout << "tessera agent: stopping (its tasks are killed)\n";
+  std::cout << (flags.stop_kills_tasks
+                    ? "tessera agent: stopping (its tasks are killed)\n"
+                    : "tessera agent: stopping (its tasks keep running, for the next agent on "
+                      "this data directory)\n");
   (*agent)->Stop();
   return 0;
 }
 
-int RunUp(const ServerFlags& sflags, AgentFlags aflags) {
+int RunUp(ServerFlags sflags, AgentFlags aflags) {
+  Status dir = MakeAbsolute(&sflags.data_dir, "--data");
+  if (dir.ok()) {
+    dir = PrepareServerDataDir(sflags.data_dir, sflags.init);
+  }
+  if (!dir.ok()) {
+    return Fail(dir, "up");
+  }
   StatusOr<ServerOptions> options = ToServerOptions(sflags);
   if (!options.ok()) {
     return Fail(options.status(), "up");
@@ -269,19 +413,26 @@ int RunUp(const ServerFlags& sflags, AgentFlags aflags) {
     return Fail(s, "up");
   }
   // One token per tenant of the queue configuration, made once.
+  // Tasks run as other users and must not find them.
   const std::string token_dir = sflags.data_dir + "/tokens";
-  std::filesystem::create_directories(token_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(token_dir, ec);
+  if (ec || ::chmod(token_dir.c_str(), 0700) != 0) {
+    return Fail(UnavailableError("cannot make " + token_dir + " (mode 0700)"), "up");
+  }
   for (const std::string& tenant : srv.controller().Tenants()) {
     const std::string path = token_dir + "/" + tenant + ".token";
     if (std::filesystem::exists(path)) {
+      ::chmod(path.c_str(), 0600);
       continue;
     }
     StatusOr<std::string> token = srv.CreateTenantToken(tenant, tenant);
     if (!token.ok()) {
       return Fail(token.status(), "up");
     }
-    std::ofstream(path) << token.value() << "\n";
-    ::chmod(path.c_str(), 0600);
+    if (Status w = WriteSecretFile(path, token.value()); !w.ok()) {
+      return Fail(w, "up");
+    }
   }
 
   aflags.server = srv.url();
@@ -300,7 +451,7 @@ int RunUp(const ServerFlags& sflags, AgentFlags aflags) {
       aflags.memory = "512GiB";
     }
   }
-  StatusOr<AgentOptions> agent_options = ToAgentOptions(aflags);
+  StatusOr<AgentOptions> agent_options = ToAgentOptions(aflags, /*standalone=*/false);
   if (!agent_options.ok()) {
     return Fail(agent_options.status(), "up");
   }

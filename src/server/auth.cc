@@ -77,18 +77,20 @@ std::string_view RoleName(Role role) {
       return "agent";
     case Role::kMetrics:
       return "metrics";
+    case Role::kNode:
+      return "node";
   }
   return "unknown";
 }
 
 StatusOr<Role> ParseRole(std::string_view name) {
-  for (Role role : {Role::kAdmin, Role::kTenant, Role::kAgent, Role::kMetrics}) {
+  for (Role role : {Role::kAdmin, Role::kTenant, Role::kAgent, Role::kMetrics, Role::kNode}) {
     if (name == RoleName(role)) {
       return role;
     }
   }
   return InvalidArgumentError("unknown role '" + std::string(name) +
-                              "' (want admin, tenant, agent or metrics)");
+                              "' (want admin, tenant, agent, metrics or node)");
 }
 
 std::string HashToken(std::string_view token) {

@@ -3,8 +3,11 @@
 // A token is a random secret handed out once (GenerateToken); the controller stores its
 // hash (HashToken) with the principal it stands for, in the Store (TokenRow) and in a
 // TokenRegistry that answers each request's Authorization header.
-// Roles: admin (everything), tenant (its own tenant's jobs and queues), agent (a node
-// daemon), metrics (reads /metrics only: what a Prometheus server is given). Thread safety: the free functions are thread-safe; TokenRegistry is thread-safe
+// Roles: admin (everything), tenant (its own tenant's jobs and queues), agent (the join
+// token: registers a node name for the first time, nothing else), node (a credential
+// bound to one node name, handed out at that name's first registration: its agent's
+// registrations, heartbeats and task reports), metrics (reads /metrics only: what a
+// Prometheus server is given). Thread safety: the free functions are thread-safe; TokenRegistry is thread-safe
 // (a shared_mutex: many concurrent Authenticate calls, exclusive Add/Remove).
 #pragma once
 
@@ -21,9 +24,9 @@
 
 namespace tessera {
 
-enum class Role : uint8_t { kAdmin, kTenant, kAgent, kMetrics };
+enum class Role : uint8_t { kAdmin, kTenant, kAgent, kMetrics, kNode };
 
-// "admin", "tenant", "agent", "metrics".
+// "admin", "tenant", "agent", "metrics", "node".
 std::string_view RoleName(Role role);
 // The inverse of RoleName; InvalidArgument for anything else (case-sensitive).
 StatusOr<Role> ParseRole(std::string_view name);
@@ -31,7 +34,7 @@ StatusOr<Role> ParseRole(std::string_view name);
 struct Principal {
   Role role = Role::kTenant;
   std::string tenant;  // the tenant a kTenant principal acts for; "" for others
-  std::string name;    // who holds the token (a person, a CI job, a node)
+  std::string name;    // who holds the token (a person, a CI job; for kNode the node name)
 
   bool operator==(const Principal&) const = default;
 };

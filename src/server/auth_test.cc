@@ -33,7 +33,7 @@ TEST(GenerateTokenTest, PrefixAndRandomBase64Url) {
 }
 
 TEST(RoleTest, NamesRoundTrip) {
-  for (Role role : {Role::kAdmin, Role::kTenant, Role::kAgent, Role::kMetrics}) {
+  for (Role role : {Role::kAdmin, Role::kTenant, Role::kAgent, Role::kMetrics, Role::kNode}) {
     auto parsed = ParseRole(RoleName(role));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, role);
@@ -42,6 +42,7 @@ TEST(RoleTest, NamesRoundTrip) {
   EXPECT_EQ(RoleName(Role::kTenant), "tenant");
   EXPECT_EQ(RoleName(Role::kAgent), "agent");
   EXPECT_EQ(RoleName(Role::kMetrics), "metrics");
+  EXPECT_EQ(RoleName(Role::kNode), "node");
   EXPECT_EQ(ParseRole("root").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseRole("Admin").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseRole("").status().code(), StatusCode::kInvalidArgument);

@@ -27,10 +27,22 @@ nlohmann::json TimeOrNull(Micros t) {
   return t > 0 ? nlohmann::json(FormatRfc3339(t)) : nlohmann::json(nullptr);
 }
 
+// A task of the current attempt as stored with the placement: where it runs and, once
+// it has exited, how; so that an exit the controller acknowledged before a crash is
+// never taken for a task still to run.
+struct StoredTask {
+  std::string node;
+  bool exited = false;
+  int exit_code = 0;
+  int signal = 0;
+};
+
 // Placement as stored: one allocation per task, nodes by name (NodeIds change when
-// the node set does).
+// the node set does), the tasks' exits, and what happens once a stopping job's tasks
+// have all exited ("requeue", "cancel", "fail"; "" while it runs).
 nlohmann::json PlacementJson(const std::vector<Allocation>& allocations,
-                             const std::vector<std::string>& nodes, Micros run_start) {
+                             const std::vector<StoredTask>& tasks, Micros run_start,
+                             const std::string& after) {
   nlohmann::json out = nlohmann::json::array();
   for (size_t i = 0; i < allocations.size(); ++i) {
     const Allocation& a = allocations[i];
@@ -42,17 +54,21 @@ nlohmann::json PlacementJson(const std::vector<Allocation>& allocations,
                       {"mig_profile", g.mig_profile},
                       {"mig_start", g.mig_start}});
     }
-    out.push_back({{"node", nodes[i]},
+    const StoredTask& t = tasks[i];
+    out.push_back({{"node", t.node},
                    {"cpu", a.cpu.value()},
                    {"memory", a.memory.value()},
-                   {"gpus", std::move(gpus)}});
+                   {"gpus", std::move(gpus)},
+                   {"exited", t.exited},
+                   {"exit_code", t.exit_code},
+                   {"signal", t.signal}});
   }
-  return {{"run_start", run_start}, {"tasks", std::move(out)}};
+  return {{"run_start", run_start}, {"tasks", std::move(out)}, {"after", after}};
 }
 
 // The inverse of PlacementJson; node ids are left invalid (bound at attach time).
 Status ParsePlacement(const std::string& text, std::vector<Allocation>* allocations,
-                      std::vector<std::string>* nodes, Micros* run_start) {
+                      std::vector<StoredTask>* tasks, Micros* run_start, std::string* after) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return InternalError("stored placement is not a JSON object");
@@ -73,8 +89,14 @@ Status ParsePlacement(const std::string& text, std::vector<Allocation>* allocati
         a.gpus.push_back(grant);
       }
       allocations->push_back(std::move(a));
-      nodes->push_back(t.at("node").get<std::string>());
+      StoredTask st;
+      st.node = t.at("node").get<std::string>();
+      st.exited = t.value("exited", false);
+      st.exit_code = t.value("exit_code", 0);
+      st.signal = t.value("signal", 0);
+      tasks->push_back(std::move(st));
     }
+    *after = j.value("after", "");
   } catch (const nlohmann::json::exception& e) {
     return InternalError(std::string("stored placement: ") + e.what());
   }
@@ -83,6 +105,13 @@ Status ParsePlacement(const std::string& text, std::vector<Allocation>* allocati
 
 std::string QueueKey(const std::string& tenant, const std::string& key) {
   return tenant + '\x1f' + key;
+}
+
+nlohmann::json RunAsJson(const std::optional<std::pair<int64_t, int64_t>>& id) {
+  if (!id) {
+    return nullptr;
+  }
+  return {{"uid", id->first}, {"gid", id->second}};
 }
 
 }  // namespace
@@ -152,6 +181,7 @@ Status Controller::Load(const std::string& queues_yaml) {
   }
 
   TESSERA_RETURN_IF_ERROR(LoadDrains());
+  TESSERA_RETURN_IF_ERROR(LoadIdentities());
   TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> usage,
                            store_->LoadUsage(0, std::numeric_limits<int64_t>::max()));
   for (const UsageRow& u : usage) {
@@ -184,6 +214,10 @@ Status Controller::Load(const std::string& queues_yaml) {
     }
     JobRecord& rec = records_[id];
     rec.id = JobId(id);
+    // Known before the first cycle: an agent may report an exit before then.
+    if (StatusOr<QueueId> q = tree_->FindQueue(job.row.queue); q.ok()) {
+      rec.queue = q.value();
+    }
     rec.spec = job.submission.spec;
     rec.spec.submit_time = job.row.submit_us;
     rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
@@ -197,16 +231,24 @@ Status Controller::Load(const std::string& queues_yaml) {
       rec.phase = JobPhase::kPending;
     } else {
       rec.phase = st == "stopping" ? JobPhase::kStopping : JobPhase::kRunning;
-      std::vector<std::string> task_nodes;
+      std::vector<StoredTask> stored_tasks;
+      std::string after;
       TESSERA_RETURN_IF_ERROR(
-          ParsePlacement(job.row.placement_json, &rec.allocations, &task_nodes, &rec.run_start));
-      job.tasks.resize(task_nodes.size());
-      for (size_t t = 0; t < task_nodes.size(); ++t) {
-        job.tasks[t].node = task_nodes[t];
+          ParsePlacement(job.row.placement_json, &rec.allocations, &stored_tasks, &rec.run_start,
+                         &after));
+      std::vector<std::string> task_nodes;
+      job.tasks.resize(stored_tasks.size());
+      for (size_t t = 0; t < stored_tasks.size(); ++t) {
+        job.tasks[t].node = stored_tasks[t].node;
+        job.tasks[t].exited = stored_tasks[t].exited;
+        job.tasks[t].exit_code = stored_tasks[t].exit_code;
+        job.tasks[t].signal = stored_tasks[t].signal;
+        task_nodes.push_back(stored_tasks[t].node);
       }
-      if (rec.phase == JobPhase::kStopping) {
-        job.after = AfterStop::kRequeue;
-      }
+      job.after = after == "cancel" ? AfterStop::kCancel
+                  : after == "fail" ? AfterStop::kFail
+                  : after == "requeue" || rec.phase == JobPhase::kStopping ? AfterStop::kRequeue
+                                                                         : AfterStop::kNone;
       job.attached.assign(task_nodes.size(), false);
       // A node nobody has heard of since the restart: known only through this job.
       for (const std::string& n : task_nodes) {
@@ -412,6 +454,14 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
         if (!existing.durable) {
           return AbortedError("a submission with this idempotency key is in progress; retry");
         }
+        // A retry must be the same request; anything else under the same key is a client
+        // bug that silently returning the first job would hide.
+        if (JobSubmissionToJson(job, *catalog_) !=
+            JobSubmissionToJson(existing.submission, *catalog_)) {
+          return AlreadyExistsError("Idempotency-Key '" + idempotency_key +
+                                    "' was already used for job " + std::to_string(it->second) +
+                                    " with a different body; use a new key for a new job");
+        }
         return JobJson(existing);
       }
     }
@@ -609,9 +659,24 @@ void Controller::AppendLog(Job& job, int task, int64_t offset, const std::string
 void Controller::Seal(Pending& out) {
   for (uint64_t id : out.dirty) {
     auto it = jobs_.find(id);
-    if (it != jobs_.end()) {
-      out.batch.jobs.push_back(it->second.row);
+    if (it == jobs_.end()) {
+      continue;
     }
+    Job& job = it->second;
+    const JobRecord& rec = records_[id];
+    if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
+        !rec.allocations.empty() && rec.allocations.size() == job.tasks.size()) {
+      std::vector<StoredTask> tasks;
+      for (const TaskRun& r : job.tasks) {
+        tasks.push_back(StoredTask{r.node, r.exited, r.exit_code, r.signal});
+      }
+      static constexpr const char* kAfter[] = {"", "requeue", "cancel", "fail"};
+      job.row.placement_json =
+          PlacementJson(rec.allocations, tasks, rec.run_start,
+                        kAfter[static_cast<size_t>(job.after)])
+              .dump();
+    }
+    out.batch.jobs.push_back(job.row);
   }
   out.dirty.clear();
 }
@@ -638,7 +703,12 @@ TaskLaunch Controller::MakeLaunch(const Job& job, int task) const {
   l.cpu_milli = a.cpu.value();
   l.memory_mib = a.memory.value();
   l.working_dir = job.submission.working_dir;
+  l.submit_dir = job.submission.submit_dir;
   l.checkpoint_dir = CheckpointDir(job);
+  if (std::optional<std::pair<int64_t, int64_t>> id = KnownIdentity(job.row.tenant)) {
+    l.uid = id->first;
+    l.gid = id->second;
+  }
   std::set<int> numa;
   for (const GpuGrant& g : a.gpus) {
     const GpuSpec& gpu = node.gpus[static_cast<size_t>(g.gpu)];
@@ -713,10 +783,8 @@ void Controller::StartJob(Job& job, StartDecision& d, Micros now, Pending& out) 
   job.after = AfterStop::kNone;
   job.checkpointed = false;
   job.tasks.assign(rec.allocations.size(), TaskRun{});
-  std::vector<std::string> names;
   for (size_t t = 0; t < rec.allocations.size(); ++t) {
     job.tasks[t].node = state_->spec(rec.allocations[t].node).name;
-    names.push_back(job.tasks[t].node);
   }
   job.row.state = "running";
   if (job.row.start_us == 0) {
@@ -724,9 +792,9 @@ void Controller::StartJob(Job& job, StartDecision& d, Micros now, Pending& out) 
   }
   ++job.row.attempts;
   job.row.reason = d.backfilled ? "backfilled" : "";
-  job.row.placement_json = PlacementJson(rec.allocations, names, now).dump();
   out.dirty.insert(id);
   ++decisions_["start"];
+  (void)IdentityFor(job.row.tenant, out);  // made durable with the start
   for (size_t t = 0; t < rec.allocations.size(); ++t) {
     out.launches.emplace_back(job.tasks[t].node, MakeLaunch(job, static_cast<int>(t)));
   }
@@ -929,6 +997,18 @@ Status Controller::RunCycle() {
         return s;
       }
     }
+    for (const auto& [node, key] : std::exchange(relaunch_, {})) {
+      Job* job = FindJob(key.job);
+      auto n = nodes_.find(node);
+      if (job == nullptr || n == nodes_.end() || !n->second.up || job->row.attempts != key.attempt ||
+          records_[key.job].phase != JobPhase::kRunning ||
+          static_cast<size_t>(key.task) >= job->tasks.size() ||
+          job->tasks[static_cast<size_t>(key.task)].exited ||
+          job->tasks[static_cast<size_t>(key.task)].node != node) {
+        continue;
+      }
+      out.launches.emplace_back(node, MakeLaunch(*job, key.task));
+    }
     if (state_->node_count() > 0 && scheduler_->pending() > 0) {
       CycleResult result = scheduler_->RunCycle(records_, *state_, *quota_, now, rng_);
       reservation_ = result.reservation;
@@ -1004,6 +1084,7 @@ Status Controller::Publish(Pending out) {
 
 StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
                                                 const std::string& address) {
+  TESSERA_RETURN_IF_ERROR(CheckInventoryBounds(request.inventory));
   const NodeSpec& spec = request.inventory.spec;
   TESSERA_RETURN_IF_ERROR(ValidateNodeSpec(spec, *catalog_));
   if (spec.name.empty()) {
@@ -1045,22 +1126,34 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
             reported.count({id, static_cast<int>(t), job.row.attempts}) > 0) {
           continue;
         }
-        if (job.after == AfterStop::kNone) {
-          job.after = AfterStop::kRequeue;
-          job.row.reason = "requeued: its task on " + spec.name + " was lost when the agent restarted";
-        }
-        TaskExited(job, static_cast<int>(t), 0, 9, now, out);
+        // An agent keeps every task it received until the task's end is durable here,
+        // across its own restarts: one it does not report never reached it (the
+        // launch was lost with a crash of either side). Send it again; nothing ran.
         if (records_[id].phase == JobPhase::kRunning) {
-          StopJob(job, job.after, 0, now, out);
+          relaunch_.emplace_back(spec.name, TaskKey{id, static_cast<int>(t), job.row.attempts});
+        } else {
+          TaskExited(job, static_cast<int>(t), 0, 0, now, out);  // was being stopped anyway
         }
       }
     }
     HandleReports(node, request.tasks, now, out);
+    // Stops decided before this controller restarted, or sent to the agent's previous
+    // connection: send them again for what still runs here.
+    for (const TaskReport& r : request.tasks) {
+      Job* job = FindJob(r.key.job);
+      if (r.state == TaskState::kRunning && job != nullptr &&
+          records_[r.key.job].phase == JobPhase::kStopping && job->row.attempts == r.key.attempt &&
+          static_cast<size_t>(r.key.task) < job->tasks.size() &&
+          !job->tasks[static_cast<size_t>(r.key.task)].exited) {
+        out.stops.emplace_back(spec.name, TaskStop{r.key, options_.stop_grace / 1000, 15});
+      }
+    }
     out.batch.kv.emplace_back(kNodeKeyPrefix + spec.name,
                               ToJson(request.inventory, *catalog_).dump());
     Seal(out);
     response.node = spec.name;
     response.heartbeat_interval_ms = options_.heartbeat_interval / 1000;
+    response.node_timeout_ms = options_.node_timeout / 1000;
   }
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
   Wake();
@@ -1099,6 +1192,18 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
       TaskExited(*job, r.key.task, 127, 0, now, out);
       if (records_[r.key.job].phase == JobPhase::kRunning) {
         StopJob(*job, AfterStop::kFail, 0, now, out);
+      }
+    } else if (r.state == TaskState::kLost) {
+      // Gone without a known outcome (its agent killed it, or lost its supervisor): as
+      // for a lost node, the job runs again from its checkpoint.
+      if (job->after == AfterStop::kNone) {
+        job->after = AfterStop::kRequeue;
+        job->row.reason = "requeued: task " + std::to_string(r.key.task) + " on " + name +
+                          " was lost (" + r.message + ")";
+      }
+      TaskExited(*job, r.key.task, 0, 9, now, out);
+      if (records_[r.key.job].phase == JobPhase::kRunning) {
+        StopJob(*job, job->after, 0, now, out);
       }
     } else if (r.state == TaskState::kExited) {
       TaskExited(*job, r.key.task, r.exit_code, r.signal, now, out);
@@ -1263,6 +1368,7 @@ nlohmann::json Controller::JobJson(const Job& job) const {
           {"gpu_milli", rec.gpu_milli},
           {"replicas", job.submission.spec.tasks.size()},
           {"checkpoint_dir", CheckpointDir(job)},
+          {"run_as", RunAsJson(KnownIdentity(row.tenant))},
           {"tasks", std::move(tasks)},
           {"spec", spec.is_discarded() ? nlohmann::json(nullptr) : spec}};
 }
@@ -1292,7 +1398,7 @@ std::map<std::pair<std::string, int>, std::vector<Controller::GrantHolder>> Cont
   return holders;
 }
 
-nlohmann::json Controller::NodesJson(const std::string& only) const {
+nlohmann::json Controller::NodesJson(const std::string& only, const Principal* viewer) const {
   const auto holders = GpuHolders();
   std::map<std::string, std::pair<int64_t, int64_t>> used;  // cpu, memory
   for (const auto& [id, job] : jobs_) {
@@ -1337,8 +1443,11 @@ nlohmann::json Controller::NodesJson(const std::string& only) const {
               }
             }
           }
-          hs.push_back({{"job", x.job},
-                        {"job_name", x.info->row.name},
+          // Another tenant's job: who holds the GPU (for capacity planning), not what.
+          const bool hidden = viewer != nullptr && viewer->role != Role::kAdmin &&
+                              !(viewer->role == Role::kTenant && viewer->tenant == x.info->row.tenant);
+          hs.push_back({{"job", hidden ? nlohmann::json(nullptr) : nlohmann::json(x.job)},
+                        {"job_name", hidden ? "(another tenant's job)" : x.info->row.name},
                         {"tenant", x.info->row.tenant},
                         {"queue", x.info->row.queue},
                         {"milli", grant.milli.value()},

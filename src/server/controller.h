@@ -80,6 +80,13 @@ struct ControllerOptions {
   Micros min_run_before_reclaim = 60'000'000;
   uint64_t seed = 1;
   GpuHealthOptions health;              // when telemetry drains a GPU
+  // Tasks run as their tenant's Unix identity: uid:gid from run_as, else one from the
+  // pool [uid_pool_start, uid_pool_start + uid_pool_size), assigned once per tenant
+  // and kept in the store, so it is the same on every node and after restarts (gid =
+  // uid for pool identities).
+  std::map<std::string, std::pair<int64_t, int64_t>> run_as;
+  int64_t uid_pool_start = 200'000;
+  int64_t uid_pool_size = 100'000;
   // Called (outside the lock) for each job whose start has just been made durable;
   // for benchmarks and tests.
   std::function<void(uint64_t job, Micros now)> on_started;
@@ -159,6 +166,34 @@ class Controller {
   Status SetQueues(const std::string& yaml);
   // The tenants named by the queue configuration.
   std::vector<std::string> Tenants();
+
+  // A page of ListJobs (newest first): at most `limit` jobs with ids below `after` (0:
+  // from the newest). {"jobs": [...], "next": the last id returned when more may follow,
+  // else null}. *rows is set to the number of jobs returned (what the page cost).
+  nlohmann::json ListJobsPage(const Principal& who, const JobFilter& filter, uint64_t after,
+                              size_t limit, size_t* rows);
+  // GET /v1/nodes as `who` sees it: a tenant sees which tenant holds each GPU but not
+  // the job ids or names of other tenants' jobs; the admin sees everything.
+  nlohmann::json Nodes(const Principal& who);
+  // Admin: forgets a node (its inventory, drains and whatever `extra` holds, e.g. its
+  // credential's tombstone, in one durable batch), so that the name may register afresh.
+  // NotFound for an unknown node; FailedPrecondition while the node is up and a job runs
+  // there. The jobs of a node that is down are requeued (as for a lost node).
+  StatusOr<nlohmann::json> RemoveNode(const std::string& name, WriteBatch extra);
+  // Marks a node down at once (its credential was revoked); its jobs are requeued.
+  // NotFound for an unknown node.
+  Status FenceNode(const std::string& name, const std::string& reason);
+  // After Open: forgets the nodes RemoveNode removed that have not registered since
+  // (the store keeps rows; a marker says the node is gone).
+  Status ForgetRemovedNodes();
+  // Before a name's first registration: clears its removal marker, durably.
+  Status ClearRemovedNode(const std::string& name);
+  // Upper bounds on what an agent may claim (InvalidArgument naming the field).
+  static Status CheckInventoryBounds(const NodeInventory& inventory);
+  // Task reports dropped because they named a task not placed on the reporting node.
+  uint64_t foreign_reports() const { return foreign_reports_.load(); }
+  // Counts (and logs) a report from `node` on a task not placed there.
+  void CountForeignReports(const std::string& node, const std::vector<TaskReport>& reports);
 
   // ---- agents ----
   StatusOr<RegisterResponse> Register(const RegisterRequest& request, const std::string& address);
@@ -250,6 +285,13 @@ class Controller {
   std::string LogPath(uint64_t job, int task) const;
   void AppendLog(Job& job, int task, int64_t offset, const std::string& chunk);
 
+  // Unix identities of the tenants' tasks (controller_identity.cc).
+  Status LoadIdentities();
+  // The tenant's uid:gid, assigned from the pool (durably, through `out`) when new;
+  // {-1, -1} when the pool is exhausted.
+  std::pair<int64_t, int64_t> IdentityFor(const std::string& tenant, Pending& out);
+  std::optional<std::pair<int64_t, int64_t>> KnownIdentity(const std::string& tenant) const;
+
   // Drains (controller_health.cc).
   Status LoadDrains();
   // NotFound for an unknown node, InvalidArgument for a GPU index it does not have.
@@ -265,8 +307,9 @@ class Controller {
     const GpuGrant* grant;
   };
   std::map<std::pair<std::string, int>, std::vector<GrantHolder>> GpuHolders() const;
-  // The nodes' JSON (GET /v1/nodes), or only node `only`.
-  nlohmann::json NodesJson(const std::string& only) const;
+  // The nodes' JSON (GET /v1/nodes), or only node `only`. `viewer` a tenant: other
+  // tenants' jobs are shown without their ids and names.
+  nlohmann::json NodesJson(const std::string& only, const Principal* viewer = nullptr) const;
   static nlohmann::json DrainJson(const std::optional<DrainInfo>& drain);
 
   // Makes `out` durable (without mu_), then hands out its launches and stops.
@@ -298,8 +341,14 @@ class Controller {
   std::unordered_map<uint64_t, Job> jobs_;
   std::unordered_map<std::string, uint64_t> idempotency_;  // tenant + '\x1f' + key
   std::map<std::string, NodeInfo> nodes_;       // by name
+  std::map<std::string, std::pair<int64_t, int64_t>> identities_;  // tenant -> uid, gid
+  // Launches to send again: an agent registered without a task placed on it, which
+  // it therefore never received (agents keep every task they got until its end is
+  // durable here). Built at the next cycle, once the node is in the cluster state.
+  std::vector<std::pair<std::string, TaskKey>> relaunch_;
   uint64_t next_id_ = 1;
   std::atomic<bool> store_failed_{false};
+  std::atomic<uint64_t> foreign_reports_{0};
 
   // Metrics (guarded by mu_ unless atomic).
   Histogram cycle_seconds_{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}};

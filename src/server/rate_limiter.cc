@@ -46,6 +46,21 @@ bool RateLimiter::Allow(std::string_view key) {
   return true;
 }
 
+void RateLimiter::Charge(std::string_view key, double cost) {
+  if (rate_per_us_ <= 0 || cost <= 0) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto found = buckets_.find(key);
+  if (found == buckets_.end()) {
+    return;
+  }
+  const Micros now = clock_.NowMicros();
+  Bucket& bucket = found->second;
+  bucket.tokens = std::max(Refilled(bucket, now) - cost, -burst_);
+  bucket.last_us = std::max(bucket.last_us, now);
+}
+
 void RateLimiter::Evict(Micros now) {
   std::erase_if(buckets_, [&](const auto& entry) {
     return Refilled(entry.second, now) + kEpsilon >= burst_;
@@ -75,6 +90,67 @@ void RateLimiter::Evict(Micros now) {
 size_t RateLimiter::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return buckets_.size();
+}
+
+AuthThrottle::AuthThrottle(const Clock& clock, AuthThrottleOptions options)
+    : clock_(clock), options_(options) {}
+
+Micros AuthThrottle::Blocked(std::string_view address) {
+  if (options_.max_failures <= 0) {
+    return 0;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(std::string(address));
+  if (it == entries_.end()) {
+    return 0;
+  }
+  return std::max<Micros>(it->second.blocked_until - clock_.NowMicros(), 0);
+}
+
+void AuthThrottle::Failed(std::string_view address) {
+  if (options_.max_failures <= 0) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const Micros now = clock_.NowMicros();
+  auto it = entries_.find(std::string(address));
+  if (it == entries_.end()) {
+    if (entries_.size() >= options_.max_keys) {
+      // Forget the addresses seen least recently; a blocked one keeps its block only
+      // while it is among the newest, which a guesser cannot use (it is blocked).
+      std::vector<std::pair<Micros, std::string>> by_age;
+      for (const auto& [key, e] : entries_) {
+        by_age.emplace_back(std::max(e.last_seen, e.blocked_until), key);
+      }
+      const size_t drop = std::max<size_t>(by_age.size() / 4, 1);
+      std::nth_element(by_age.begin(), by_age.begin() + static_cast<std::ptrdiff_t>(drop - 1),
+                       by_age.end());
+      for (size_t i = 0; i < drop; ++i) {
+        entries_.erase(by_age[i].second);
+      }
+    }
+    it = entries_.emplace(std::string(address), Entry{now, 0, 0, 0, now}).first;
+  }
+  Entry& e = it->second;
+  if (now - e.last_seen > 10 * options_.window && now >= e.blocked_until) {
+    e.last_block = 0;  // quiet for long enough: the next block starts small again
+  }
+  e.last_seen = now;
+  if (now - e.window_start >= options_.window) {
+    e.window_start = now;
+    e.failures = 0;
+  }
+  if (++e.failures > options_.max_failures && now >= e.blocked_until) {
+    e.last_block = e.last_block == 0 ? options_.block : std::min(2 * e.last_block, options_.max_block);
+    e.blocked_until = now + e.last_block;
+    e.failures = 0;
+    e.window_start = now;
+  }
+}
+
+size_t AuthThrottle::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
 }
 
 }  // namespace tessera

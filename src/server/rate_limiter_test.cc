@@ -140,5 +140,70 @@ TEST(RateLimiterTest, ConcurrentCallersShareOneBucket) {
   EXPECT_EQ(allowed[0] + allowed[1] + allowed[2] + allowed[3], 100);
 }
 
+TEST(RateLimiterTest, ChargeTakesTheBucketIntoDebt) {
+  ManualClock clock;
+  RateLimiter limiter(clock, /*rate_per_second=*/10, /*burst=*/20);
+  ASSERT_TRUE(limiter.Allow("lister"));
+  limiter.Charge("lister", 100);  // a big listing: far more than the burst
+  EXPECT_FALSE(limiter.Allow("lister"));
+  // The debt is capped at -burst: 2.1 s of refill (21 tokens) lets it in again.
+  clock.Advance(2 * kSecond);
+  EXPECT_FALSE(limiter.Allow("lister"));
+  clock.Advance(kSecond / 10 + 1000);
+  EXPECT_TRUE(limiter.Allow("lister"));
+  // Another key is not affected; charging an unknown key creates nothing.
+  EXPECT_TRUE(limiter.Allow("other"));
+  limiter.Charge("nobody", 5);
+  EXPECT_EQ(limiter.size(), 2u);
+}
+
+TEST(AuthThrottleTest, BlocksAfterTooManyFailuresAndGrows) {
+  ManualClock clock(kSecond);
+  AuthThrottleOptions o;  // 10 failures per 10 s, first block 10 s
+  AuthThrottle throttle(clock, o);
+  for (int i = 0; i < 10; ++i) {
+    throttle.Failed("10.0.0.1");
+  }
+  EXPECT_EQ(throttle.Blocked("10.0.0.1"), 0);
+  throttle.Failed("10.0.0.1");
+  EXPECT_EQ(throttle.Blocked("10.0.0.1"), 10 * kSecond);
+  EXPECT_EQ(throttle.Blocked("10.0.0.2"), 0);  // per address
+  clock.Advance(10 * kSecond);
+  EXPECT_EQ(throttle.Blocked("10.0.0.1"), 0);
+  // Failing again right after the block: the next block is twice as long.
+  for (int i = 0; i < 11; ++i) {
+    throttle.Failed("10.0.0.1");
+  }
+  EXPECT_EQ(throttle.Blocked("10.0.0.1"), 20 * kSecond);
+}
+
+TEST(AuthThrottleTest, FailuresSpreadOverWindowsDoNotBlock) {
+  ManualClock clock(kSecond);
+  AuthThrottle throttle(clock, AuthThrottleOptions{});
+  for (int i = 0; i < 100; ++i) {
+    throttle.Failed("10.0.0.1");  // one a second: 10 per window at most
+    clock.Advance(kSecond + 1);
+  }
+  EXPECT_EQ(throttle.Blocked("10.0.0.1"), 0);
+}
+
+TEST(AuthThrottleTest, DisabledAndBoundedInMemory) {
+  ManualClock clock(kSecond);
+  AuthThrottleOptions off;
+  off.max_failures = 0;
+  AuthThrottle disabled(clock, off);
+  for (int i = 0; i < 100; ++i) {
+    disabled.Failed("a");
+  }
+  EXPECT_EQ(disabled.Blocked("a"), 0);
+  AuthThrottleOptions small;
+  small.max_keys = 8;
+  AuthThrottle bounded(clock, small);
+  for (int i = 0; i < 100; ++i) {
+    bounded.Failed("10.0.0." + std::to_string(i));
+  }
+  EXPECT_LE(bounded.size(), 8u);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -1,14 +1,18 @@
 #include "server/server.h"
 
+#include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <charconv>
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include <httplib.h>
 
 #include "api/http_errors.h"
 #include "api/units.h"
@@ -37,6 +41,8 @@ Status ParseWindow(const httplib::Request& req, Micros* since, Micros* until) {
 }
 
 constexpr int64_t kMaxLogRead = 1 << 20;
+constexpr int64_t kDefaultPage = 100;  // jobs per page of GET /v1/jobs
+constexpr int64_t kMaxPage = 1000;
 
 void SendJson(httplib::Response& res, const nlohmann::json& j, int status = 200) {
   res.status = status;
@@ -48,6 +54,101 @@ void SendJson(httplib::Response& res, const nlohmann::json& j, int status = 200)
 void SendError(httplib::Response& res, const Status& s) {
   res.status = HttpStatusOf(s.code());
   res.set_content(ErrorBody(s), "application/json");
+}
+
+// A pool that grows while every worker is busy (up to max) and keeps `min` ready: a
+// connection holds its worker until it closes, so a fixed pool is a fixed number of slow
+// or idle clients away from refusing everyone (httplib's ThreadPool is fixed).
+class ElasticPool final : public httplib::TaskQueue {
+ public:
+  ElasticPool(size_t min, size_t max) : max_(std::max(min, max)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < min; ++i) {
+      Spawn();
+    }
+  }
+  ~ElasticPool() override = default;
+
+  void enqueue(std::function<void()> fn) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(std::move(fn));
+    if (idle_ < jobs_.size() && threads_.size() < max_) {
+      Spawn();
+    }
+    cv_.notify_one();
+  }
+
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads.swap(threads_);
+    }
+    for (std::thread& t : threads) {
+      t.join();
+    }
+  }
+
+ private:
+  void Spawn() {  // mu_ held
+    ++idle_;
+    threads_.emplace_back([this] { Work(); });
+  }
+  void Work() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) {
+        return;  // stopping, nothing left
+      }
+      std::function<void()> fn = std::move(jobs_.front());
+      jobs_.pop_front();
+      --idle_;
+      lock.unlock();
+      fn();
+      lock.lock();
+      ++idle_;
+    }
+  }
+
+  const size_t max_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  size_t idle_ = 0;
+  bool stopping_ = false;
+};
+
+// Which roles may call which kind of endpoint; the handlers check finer rules (admin
+// only, own jobs only, a node's own name).
+Status MayCall(Role role, Server::Access access) {
+  using Access = Server::Access;
+  switch (access) {
+    case Access::kUser:
+      if (role == Role::kAdmin || role == Role::kTenant) {
+        return Status::Ok();
+      }
+      return PermissionDeniedError(
+          role == Role::kMetrics ? "a metrics token reads /metrics only"
+          : role == Role::kAgent ? "the join token only registers nodes (POST /v1/agents/register)"
+                                 : "a node credential is for the agent endpoints only");
+    case Access::kMetrics:
+      return role == Role::kMetrics || role == Role::kAdmin
+                 ? Status::Ok()
+                 : PermissionDeniedError("only a metrics or admin token reads metrics");
+    case Access::kAgent:
+      return role == Role::kAgent || role == Role::kNode
+                 ? Status::Ok()
+                 : PermissionDeniedError(
+                       "only agents (the join token or a node credential) call this");
+  }
+  return PermissionDeniedError("refused");
 }
 
 StatusOr<uint64_t> ParseId(const std::string& text) {
@@ -159,6 +260,9 @@ Status Server::Init() {
   TESSERA_ASSIGN_OR_RETURN(std::vector<TokenRow> rows, store_->LoadTokens());
   bool have_admin = false, have_join = false, have_metrics = false;
   for (const TokenRow& row : rows) {
+    if (LoadNodeCredential(row)) {
+      continue;
+    }
     StatusOr<Role> role = ParseRole(row.role);
     if (!role.ok()) {
       return InternalError("stored token '" + row.name + "': " + role.status().message());
@@ -195,32 +299,55 @@ Status Server::Init() {
   metrics_token_ = ReadFirstLine(options_.data_dir + "/metrics.token");
 
   limiter_ = std::make_unique<RateLimiter>(clock_, options_.rate_per_second, options_.rate_burst);
+  throttle_ = std::make_unique<AuthThrottle>(clock_, options_.auth_throttle);
   ControllerOptions copts = options_.controller;
   copts.data_dir = options_.data_dir;
-  const std::string queues = options_.queues_yaml.empty() ? DefaultQueuesYaml() : options_.queues_yaml;
-  TESSERA_ASSIGN_OR_RETURN(controller_,
-                           Controller::Open(std::move(copts), store_.get(), *catalog_, clock_, queues));
+  const std::string queues =
+      options_.queues_yaml.empty() ? DefaultQueuesYaml() : options_.queues_yaml;
+  TESSERA_ASSIGN_OR_RETURN(
+      controller_, Controller::Open(std::move(copts), store_.get(), *catalog_, clock_, queues));
+  TESSERA_RETURN_IF_ERROR(controller_->ForgetRemovedNodes());
 
   if (!options_.tls_cert.empty()) {
-    auto ssl = std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
+    auto ssl =
+        std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
     if (!ssl->is_valid()) {
-      return InvalidArgumentError("cannot load the TLS certificate " + options_.tls_cert + " and key " +
-                                  options_.tls_key);
+      return InvalidArgumentError("cannot load the TLS certificate " + options_.tls_cert +
+                                  " and key " + options_.tls_key);
     }
     http_ = std::move(ssl);
   } else {
     http_ = std::make_unique<httplib::Server>();
   }
-  const int threads = options_.threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  const size_t threads = static_cast<size_t>(std::max(options_.threads, 1));
+  const size_t max_threads = static_cast<size_t>(std::max(options_.max_threads, options_.threads));
+  http_->new_task_queue = [threads, max_threads] { return new ElasticPool(threads, max_threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  // A read waits at most this long for bytes; idle keep-alive connections go after
+  // keep_alive_timeout_s, and a connection serves at most keep_alive_max requests.
+  http_->set_read_timeout(options_.read_timeout_ms / 1000,
+                          (options_.read_timeout_ms % 1000) * 1000);
+  http_->set_write_timeout(5, 0);
+  http_->set_keep_alive_max_count(static_cast<size_t>(std::max(options_.keep_alive_max, 1)));
+  http_->set_keep_alive_timeout(std::max(options_.keep_alive_timeout_s, 1));
+  // The library listens with a backlog of 5 (compiled in): keep the listening socket to
+  // listen() again with ours. TCP_DEFER_ACCEPT: a connection that sends nothing is not
+  // handed to a worker at all.
+  http_->set_socket_options([this](socket_t fd) {
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    int defer_s = 5;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s, sizeof(defer_s));
+    listen_fd_ = fd;
+  });
   // Small request/response pairs: without this, Nagle and delayed ACKs add 40 ms.
   http_->set_tcp_nodelay(true);
   Routes();
   return Status::Ok();
 }
 
-StatusOr<std::string> Server::CreateTenantToken(const std::string& tenant, const std::string& name) {
+StatusOr<std::string> Server::CreateTenantToken(const std::string& tenant,
+                                                const std::string& name) {
   const std::vector<std::string> tenants = controller_->Tenants();
   if (std::find(tenants.begin(), tenants.end(), tenant) == tenants.end()) {
     return InvalidArgumentError("no tenant '" + tenant + "' in the queue configuration");
@@ -235,34 +362,54 @@ StatusOr<std::string> Server::CreateTenantToken(const std::string& tenant, const
   return token;
 }
 
+// Throttles addresses that failed to authenticate, authenticates, checks that the role
+// may call this kind of endpoint, rate-limits users, then runs `f`.
+std::function<void(const httplib::Request&, httplib::Response&)> Server::Authed(RouteHandler f,
+                                                                                Access access) {
+  using Req = httplib::Request;
+  using Res = httplib::Response;
+  return [this, f = std::move(f), access](const Req& req, Res& res) {
+    if (const Micros wait = throttle_->Blocked(req.remote_addr); wait > 0) {
+      res.set_header("Retry-After", std::to_string((wait + 999'999) / 1'000'000));
+      SendError(res, ResourceExhaustedError("too many failed authentications from " +
+                                            req.remote_addr + "; retry later"));
+      return;
+    }
+    const std::string header = req.get_header_value("Authorization");
+    StatusOr<Principal> who = tokens_->Authenticate(header);
+    if (!who.ok()) {
+      if (std::string revoked = RevokedMessage(header); !revoked.empty()) {
+        SendError(res, PermissionDeniedError(revoked));
+        return;
+      }
+      if (!header.empty()) {
+        throttle_->Failed(req.remote_addr);  // a wrong guess, not a missing token
+      }
+      res.set_header("WWW-Authenticate", "Bearer");
+      SendError(res, who.status());
+      return;
+    }
+    if (Status allowed = MayCall(who->role, access); !allowed.ok()) {
+      SendError(res, allowed);
+      return;
+    }
+    if (who->role != Role::kAgent && who->role != Role::kNode &&
+        !limiter_->Allow(HashToken(header))) {
+      res.set_header("Retry-After", "1");
+      SendError(res, ResourceExhaustedError("rate limit exceeded; slow down"));
+      return;
+    }
+    f(who.value(), req, res);
+  };
+}
+
 void Server::Routes() {
   httplib::Server& s = *http_;
   using Req = httplib::Request;
   using Res = httplib::Response;
   using Handler = std::function<void(const Principal&, const Req&, Res&)>;
-  // Authenticates, rate-limits, then runs `f`. A metrics token reads /metrics only.
-  auto authed = [this](Handler f, bool metrics = false) {
-    return [this, f = std::move(f), metrics](const Req& req, Res& res) {
-      const std::string header = req.get_header_value("Authorization");
-      StatusOr<Principal> who = tokens_->Authenticate(header);
-      if (!who.ok()) {
-        res.set_header("WWW-Authenticate", "Bearer");
-        SendError(res, who.status());
-        return;
-      }
-      if (metrics ? who->role != Role::kMetrics && who->role != Role::kAdmin
-                  : who->role == Role::kMetrics) {
-        SendError(res, PermissionDeniedError(metrics ? "only a metrics or admin token reads metrics"
-                                                     : "a metrics token reads /metrics only"));
-        return;
-      }
-      if (who->role != Role::kAgent && !limiter_->Allow(HashToken(header))) {
-        res.set_header("Retry-After", "1");
-        SendError(res, ResourceExhaustedError("rate limit exceeded; slow down"));
-        return;
-      }
-      f(who.value(), req, res);
-    };
+  auto authed = [this](Handler f, Access access = Access::kUser) {
+    return Authed(std::move(f), access);
   };
   auto admin_only = [](const Principal& who) -> Status {
     return who.role == Role::kAdmin ? Status::Ok()
@@ -280,89 +427,107 @@ void Server::Routes() {
   });
 
   s.Post("/v1/jobs", authed([this](const Principal& who, const Req& req, Res& res) {
-    StatusOr<JobSubmission> job = IsYaml(req) ? ParseJobYaml(req.body, *catalog_)
-                                              : ParseJobJson(req.body, *catalog_);
-    if (!job.ok()) {
-      SendError(res, job.status());
-      return;
-    }
-    bool created = false;
-    StatusOr<nlohmann::json> out = controller_->Submit(
-        who, std::move(job).value(), req.get_header_value("Idempotency-Key"), &created);
-    if (!out.ok()) {
-      SendError(res, out.status());
-      return;
-    }
-    SendJson(res, out.value(), created ? 201 : 200);
-  }));
+           StatusOr<JobSubmission> job =
+               IsYaml(req) ? ParseJobYaml(req.body, *catalog_) : ParseJobJson(req.body, *catalog_);
+           if (!job.ok()) {
+             SendError(res, job.status());
+             return;
+           }
+           bool created = false;
+           StatusOr<nlohmann::json> out = controller_->Submit(
+               who, std::move(job).value(), req.get_header_value("Idempotency-Key"), &created);
+           if (!out.ok()) {
+             SendError(res, out.status());
+             if (out.status().code() == StatusCode::kAlreadyExists) {
+               res.status = 422;  // the key's first job had another body
+             }
+             return;
+           }
+           SendJson(res, out.value(), created ? 201 : 200);
+         }));
 
   s.Get("/v1/jobs", authed([this](const Principal& who, const Req& req, Res& res) {
-    JobFilter filter;
-    const std::string states = req.get_param_value("state");
-    for (std::string_view st : Split(states, ',')) {
-      if (!st.empty()) {
-        filter.states.emplace_back(st);
-      }
-    }
-    filter.queue = req.get_param_value("queue");
-    filter.tenant = req.get_param_value("tenant");
-    StatusOr<int64_t> limit = ParseIntParam(req, "limit", 1000);
-    if (!limit.ok()) {
-      SendError(res, limit.status());
-      return;
-    }
-    filter.limit = static_cast<size_t>(limit.value());
-    SendJson(res, controller_->ListJobs(who, filter));
-  }));
+          JobFilter filter;
+          const std::string states = req.get_param_value("state");
+          for (std::string_view st : Split(states, ',')) {
+            if (!st.empty()) {
+              filter.states.emplace_back(st);
+            }
+          }
+          filter.queue = req.get_param_value("queue");
+          filter.tenant = req.get_param_value("tenant");
+          StatusOr<int64_t> limit = ParseIntParam(req, "limit", kDefaultPage);
+          StatusOr<int64_t> after = ParseIntParam(req, "after", 0);
+          if (!limit.ok() || !after.ok()) {
+            SendError(res, !limit.ok() ? limit.status() : after.status());
+            return;
+          }
+          if (limit.value() == 0) {
+            SendError(res, InvalidArgumentError("limit: must be between 1 and " +
+                                                std::to_string(kMaxPage) + ", got 0"));
+            return;
+          }
+          // Larger asks get the largest page; "next" tells the client to go on.
+          const size_t page = static_cast<size_t>(std::min(limit.value(), kMaxPage));
+          size_t rows = 0;
+          nlohmann::json out = controller_->ListJobsPage(
+              who, filter, static_cast<uint64_t>(after.value()), page, &rows);
+          // A listing costs in proportion to what it returns, so a tenant polling big pages
+          // spends its rate on them rather than the controller's time that others need.
+          limiter_->Charge(HashToken(req.get_header_value("Authorization")),
+                           static_cast<double>(rows) / std::max(options_.list_rows_per_token, 1.0));
+          SendJson(res, out);
+        }));
 
   s.Get(R"(/v1/jobs/([^/]+))", authed([this](const Principal& who, const Req& req, Res& res) {
-    StatusOr<uint64_t> id = ParseId(req.matches[1]);
-    StatusOr<nlohmann::json> out = id.ok() ? controller_->GetJob(who, id.value())
-                                           : StatusOr<nlohmann::json>(id.status());
-    if (!out.ok()) {
-      SendError(res, out.status());
-      return;
-    }
-    SendJson(res, out.value());
-  }));
+          StatusOr<uint64_t> id = ParseId(req.matches[1]);
+          StatusOr<nlohmann::json> out = id.ok() ? controller_->GetJob(who, id.value())
+                                                 : StatusOr<nlohmann::json>(id.status());
+          if (!out.ok()) {
+            SendError(res, out.status());
+            return;
+          }
+          SendJson(res, out.value());
+        }));
 
-  s.Post(R"(/v1/jobs/([^/]+)/cancel)", authed([this](const Principal& who, const Req& req, Res& res) {
-    StatusOr<uint64_t> id = ParseId(req.matches[1]);
-    StatusOr<nlohmann::json> out = id.ok() ? controller_->Cancel(who, id.value())
-                                           : StatusOr<nlohmann::json>(id.status());
-    if (!out.ok()) {
-      SendError(res, out.status());
-      return;
-    }
-    SendJson(res, out.value());
-  }));
+  s.Post(
+      R"(/v1/jobs/([^/]+)/cancel)", authed([this](const Principal& who, const Req& req, Res& res) {
+        StatusOr<uint64_t> id = ParseId(req.matches[1]);
+        StatusOr<nlohmann::json> out =
+            id.ok() ? controller_->Cancel(who, id.value()) : StatusOr<nlohmann::json>(id.status());
+        if (!out.ok()) {
+          SendError(res, out.status());
+          return;
+        }
+        SendJson(res, out.value());
+      }));
 
   s.Get(R"(/v1/jobs/([^/]+)/logs)", authed([this](const Principal& who, const Req& req, Res& res) {
-    StatusOr<uint64_t> id = ParseId(req.matches[1]);
-    if (!id.ok()) {
-      SendError(res, id.status());
-      return;
-    }
-    StatusOr<int64_t> task = ParseIntParam(req, "task", 0);
-    StatusOr<int64_t> offset = ParseIntParam(req, "offset", 0);
-    if (!task.ok() || !offset.ok()) {
-      SendError(res, !task.ok() ? task.status() : offset.status());
-      return;
-    }
-    StatusOr<LogChunk> chunk = controller_->ReadLog(who, id.value(), static_cast<int>(task.value()),
-                                                    offset.value(), kMaxLogRead);
-    if (!chunk.ok()) {
-      SendError(res, chunk.status());
-      return;
-    }
-    res.set_header("X-Log-Offset", std::to_string(chunk->next_offset));
-    res.set_header("X-Job-State", chunk->job_state);
-    res.set_content(chunk->data, "text/plain");
-  }));
+          StatusOr<uint64_t> id = ParseId(req.matches[1]);
+          if (!id.ok()) {
+            SendError(res, id.status());
+            return;
+          }
+          StatusOr<int64_t> task = ParseIntParam(req, "task", 0);
+          StatusOr<int64_t> offset = ParseIntParam(req, "offset", 0);
+          if (!task.ok() || !offset.ok()) {
+            SendError(res, !task.ok() ? task.status() : offset.status());
+            return;
+          }
+          StatusOr<LogChunk> chunk = controller_->ReadLog(
+              who, id.value(), static_cast<int>(task.value()), offset.value(), kMaxLogRead);
+          if (!chunk.ok()) {
+            SendError(res, chunk.status());
+            return;
+          }
+          res.set_header("X-Log-Offset", std::to_string(chunk->next_offset));
+          res.set_header("X-Job-State", chunk->job_state);
+          res.set_content(chunk->data, "text/plain");
+        }));
 
-  s.Get("/v1/nodes", authed([this](const Principal&, const Req&, Res& res) {
-    SendJson(res, controller_->Nodes());
-  }));
+  s.Get("/v1/nodes", authed([this](const Principal& who, const Req&, Res& res) {
+          SendJson(res, controller_->Nodes(who));
+        }));
 
   // Admin: POST /v1/nodes/{name}/drain {"reason", "gpu"?} and /resume {"gpu"?}.
   auto drain_route = [this, admin_only](bool drain) {
@@ -412,145 +577,114 @@ void Server::Routes() {
 
   s.Get("/metrics", authed(
                         [this](const Principal&, const Req&, Res& res) {
-                          res.set_content(controller_->Metrics(), "text/plain; version=0.0.4; charset=utf-8");
+                          res.set_content(controller_->Metrics(),
+                                          "text/plain; version=0.0.4; charset=utf-8");
                         },
-                        true));
+                        Access::kMetrics));
   s.Get("/metrics/gpus", authed(
                              [this](const Principal&, const Req&, Res& res) {
                                res.set_content(controller_->GpuMetrics(),
                                                "text/plain; version=0.0.4; charset=utf-8");
                              },
-                             true));
+                             Access::kMetrics));
 
   s.Get("/v1/usage/series", authed([this](const Principal& who, const Req& req, Res& res) {
-    const Micros now = clock_.NowMicros();
-    Micros since = now - 3600LL * 1'000'000;
-    Micros until = now;
-    Micros step = 60LL * 1'000'000;
-    if (Status st = ParseWindow(req, &since, &until); !st.ok()) {
-      SendError(res, st);
-      return;
-    }
-    if (req.has_param("step")) {
-      StatusOr<int64_t> d = ParseDurationMicros(req.get_param_value("step"));
-      if (!d.ok()) {
-        SendError(res, InvalidArgumentError("step: " + d.status().message()));
-        return;
-      }
-      step = d.value();
-    }
-    if (req.has_param("by") && req.get_param_value("by") != "tenant") {
-      SendError(res, InvalidArgumentError("by: only 'tenant' is supported for series"));
-      return;
-    }
-    StatusOr<nlohmann::json> out =
-        controller_->UsageSeries(since, until, step, who.role == Role::kTenant ? who.tenant : "");
-    if (!out.ok()) {
-      SendError(res, out.status());
-      return;
-    }
-    SendJson(res, out.value());
-  }));
+          const Micros now = clock_.NowMicros();
+          Micros since = now - 3600LL * 1'000'000;
+          Micros until = now;
+          Micros step = 60LL * 1'000'000;
+          if (Status st = ParseWindow(req, &since, &until); !st.ok()) {
+            SendError(res, st);
+            return;
+          }
+          if (req.has_param("step")) {
+            StatusOr<int64_t> d = ParseDurationMicros(req.get_param_value("step"));
+            if (!d.ok()) {
+              SendError(res, InvalidArgumentError("step: " + d.status().message()));
+              return;
+            }
+            step = d.value();
+          }
+          if (req.has_param("by") && req.get_param_value("by") != "tenant") {
+            SendError(res, InvalidArgumentError("by: only 'tenant' is supported for series"));
+            return;
+          }
+          StatusOr<nlohmann::json> out = controller_->UsageSeries(
+              since, until, step, who.role == Role::kTenant ? who.tenant : "");
+          if (!out.ok()) {
+            SendError(res, out.status());
+            return;
+          }
+          SendJson(res, out.value());
+        }));
 
   s.Get("/v1/queues", authed([this](const Principal&, const Req&, Res& res) {
-    SendJson(res, controller_->Queues());
-  }));
+          SendJson(res, controller_->Queues());
+        }));
 
   s.Put("/v1/queues", authed([this, admin_only](const Principal& who, const Req& req, Res& res) {
-    Status st = admin_only(who);
-    if (st.ok()) {
-      st = controller_->SetQueues(req.body);
-    }
-    if (!st.ok()) {
-      SendError(res, st);
-      return;
-    }
-    SendJson(res, controller_->Queues());
-  }));
+          Status st = admin_only(who);
+          if (st.ok()) {
+            st = controller_->SetQueues(req.body);
+          }
+          if (!st.ok()) {
+            SendError(res, st);
+            return;
+          }
+          SendJson(res, controller_->Queues());
+        }));
 
   s.Get("/v1/usage", authed([this](const Principal& who, const Req& req, Res& res) {
-    const Micros now = clock_.NowMicros();
-    Micros since = now - 24LL * 3600 * 1'000'000;
-    Micros until = now;
-    if (Status st = ParseWindow(req, &since, &until); !st.ok()) {
-      SendError(res, st);
-      return;
-    }
-    const std::string by = req.has_param("by") ? req.get_param_value("by") : "tenant";
-    // A tenant sees its own usage only.
-    StatusOr<nlohmann::json> out =
-        controller_->Usage(since, until, by, who.role == Role::kTenant ? who.tenant : "");
-    if (!out.ok()) {
-      SendError(res, out.status());
-      return;
-    }
-    SendJson(res, out.value());
-  }));
+          const Micros now = clock_.NowMicros();
+          Micros since = now - 24LL * 3600 * 1'000'000;
+          Micros until = now;
+          if (Status st = ParseWindow(req, &since, &until); !st.ok()) {
+            SendError(res, st);
+            return;
+          }
+          const std::string by = req.has_param("by") ? req.get_param_value("by") : "tenant";
+          // A tenant sees its own usage only.
+          StatusOr<nlohmann::json> out =
+              controller_->Usage(since, until, by, who.role == Role::kTenant ? who.tenant : "");
+          if (!out.ok()) {
+            SendError(res, out.status());
+            return;
+          }
+          SendJson(res, out.value());
+        }));
 
   s.Get("/v1/tenants", authed([this, admin_only](const Principal& who, const Req&, Res& res) {
-    Status st = admin_only(who);
-    if (!st.ok()) {
-      SendError(res, st);
-      return;
-    }
-    SendJson(res, {{"tenants", controller_->Tenants()}});
-  }));
+          Status st = admin_only(who);
+          if (!st.ok()) {
+            SendError(res, st);
+            return;
+          }
+          SendJson(res, {{"tenants", controller_->Tenants()}});
+        }));
 
   s.Post("/v1/tenants", authed([this, admin_only](const Principal& who, const Req& req, Res& res) {
-    Status st = admin_only(who);
-    StatusOr<nlohmann::json> body = ParseBody(req);
-    if (st.ok() && !body.ok()) {
-      st = body.status();
-    }
-    if (st.ok() && (!body->contains("name") || !(*body)["name"].is_string())) {
-      st = InvalidArgumentError("name: a tenant name is required");
-    }
-    if (!st.ok()) {
-      SendError(res, st);
-      return;
-    }
-    const std::string tenant = (*body)["name"].get<std::string>();
-    StatusOr<std::string> token = CreateTenantToken(tenant, tenant);
-    if (!token.ok()) {
-      SendError(res, token.status());
-      return;
-    }
-    SendJson(res, {{"tenant", tenant}, {"token", token.value()}}, 201);
-  }));
+           Status st = admin_only(who);
+           StatusOr<nlohmann::json> body = ParseBody(req);
+           if (st.ok() && !body.ok()) {
+             st = body.status();
+           }
+           if (st.ok() && (!body->contains("name") || !(*body)["name"].is_string())) {
+             st = InvalidArgumentError("name: a tenant name is required");
+           }
+           if (!st.ok()) {
+             SendError(res, st);
+             return;
+           }
+           const std::string tenant = (*body)["name"].get<std::string>();
+           StatusOr<std::string> token = CreateTenantToken(tenant, tenant);
+           if (!token.ok()) {
+             SendError(res, token.status());
+             return;
+           }
+           SendJson(res, {{"tenant", tenant}, {"token", token.value()}}, 201);
+         }));
 
-  s.Post("/v1/agents/register", authed([this](const Principal& who, const Req& req, Res& res) {
-    if (who.role != Role::kAgent) {
-      SendError(res, PermissionDeniedError("only agents register"));
-      return;
-    }
-    StatusOr<nlohmann::json> body = ParseBody(req);
-    StatusOr<RegisterRequest> r = body.ok() ? RegisterRequestFromJson(body.value(), *catalog_)
-                                            : StatusOr<RegisterRequest>(body.status());
-    StatusOr<RegisterResponse> out =
-        r.ok() ? controller_->Register(r.value(), req.remote_addr) : StatusOr<RegisterResponse>(r.status());
-    if (!out.ok()) {
-      SendError(res, out.status());
-      return;
-    }
-    SendJson(res, ToJson(out.value()));
-  }));
-
-  s.Post("/v1/agents/heartbeat", authed([this](const Principal& who, const Req& req, Res& res) {
-    if (who.role != Role::kAgent) {
-      SendError(res, PermissionDeniedError("only agents send heartbeats"));
-      return;
-    }
-    StatusOr<nlohmann::json> body = ParseBody(req);
-    StatusOr<HeartbeatRequest> r = body.ok() ? HeartbeatRequestFromJson(body.value())
-                                             : StatusOr<HeartbeatRequest>(body.status());
-    StatusOr<HeartbeatResponse> out =
-        r.ok() ? controller_->Heartbeat(r.value()) : StatusOr<HeartbeatResponse>(r.status());
-    if (!out.ok()) {
-      SendError(res, out.status());
-      return;
-    }
-    SendJson(res, ToJson(out.value()));
-  }));
+  NodeRoutes();
 
   s.set_error_handler([](const Req&, Res& res) {
     if (res.status == 404 && res.body.empty()) {
@@ -579,7 +713,13 @@ Status Server::Start() {
     port_ = http_->bind_to_port(options_.host.c_str(), options_.port) ? options_.port : -1;
   }
   if (port_ <= 0) {
-    return UnavailableError("cannot listen on " + options_.host + ":" + std::to_string(options_.port));
+    return UnavailableError("cannot listen on " + options_.host + ":" +
+                            std::to_string(options_.port));
+  }
+  // listen() again on a listening socket only resizes its queue (Linux).
+  if (listen_fd_ >= 0 && ::listen(listen_fd_, std::max(options_.listen_backlog, 5)) != 0) {
+    std::cerr << "tessera server: cannot set the listen backlog to " << options_.listen_backlog
+              << "\n";
   }
   controller_->Start();
   serve_ = std::thread([this] { http_->listen_after_bind(); });

@@ -4,28 +4,46 @@
 // API (JSON unless said otherwise; errors are {"error": {"code", "message"}}):
 //   GET  /healthz                          no token
 //   POST /v1/jobs                          JSON or YAML job spec; Idempotency-Key header
-//   GET  /v1/jobs?state=&queue=&tenant=&limit=
+//   GET  /v1/jobs?state=&queue=&tenant=&limit=&after=   pages: {"jobs", "next"}
 //   GET  /v1/jobs/{id}        POST /v1/jobs/{id}/cancel
 //   GET  /v1/jobs/{id}/logs?task=&offset=  text/plain; X-Log-Offset, X-Job-State headers
 //   GET  /v1/nodes            GET /v1/queues            PUT /v1/queues (admin, YAML)
 //   GET  /v1/usage?since=&until=&by=tenant|queue|job
 //   GET  /v1/usage/series?since=&until=&step=5m   GPUs in use per tenant over time
 //   POST /v1/nodes/{name}/drain {"reason", "gpu"?}   POST /v1/nodes/{name}/resume {"gpu"?} (admin)
+//   DELETE /v1/nodes/{name} (or POST /v1/nodes/{name}/remove)   POST /v1/nodes/{name}/revoke (admin)
 //   GET  /metrics  GET /metrics/gpus (DCGM exporter names)   (metrics or admin token)
 //   GET  /  the web dashboard (static assets without a token; their data calls need one)
 //   GET  /v1/tenants (admin)  POST /v1/tenants (admin) {"name"} -> {"token"} once
-//   POST /v1/agents/register  POST /v1/agents/heartbeat   (agent join token)
+//   POST /v1/agents/register  POST /v1/agents/heartbeat   (node credential; join token)
 // Tokens: an admin token, an agent join token and a metrics token are made on first
 // start and written (mode 0600) to <data>/admin.token, join.token and metrics.token
 // (the latter for Prometheus: it reads /metrics and nothing else); the store keeps
 // only their SHA-256 hashes. A tenant sees and cancels only its own jobs.
+//
+// Node identity: the join token only registers a node name that has no credential; the
+// answer carries the name's credential (once; stored hashed, role "node"). From then on
+// the agent sends the credential as its bearer token: re-registration, heartbeats and
+// task reports of that name need it, and the join token is refused (403) for the name
+// until the admin removes the node. A revoked credential (row role "node_revoked") is
+// refused with 403 and its node is fenced; a removed node's credential row becomes
+// role "removed" (the store keeps rows; these are tombstones).
+//
+// Hardening: requests are served by an elastic pool (threads..max_threads), so that slow
+// or idle connections, each bounded by the read timeout and keep-alive limits, cannot
+// hold every worker; the listen backlog is listen_backlog. A listing costs one rate
+// token per list_rows_per_token rows. Failed authentications are throttled per source
+// address (auth_throttle; 429 with Retry-After).
 //
 // Thread safety: Start/Stop from one thread; requests are served by a pool.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -33,14 +51,16 @@
 #include "base/status.h"
 #include "model/gpu_catalog.h"
 #include "server/controller.h"
+#include "server/rate_limiter.h"
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace tessera {
 
-class RateLimiter;
 class TokenRegistry;
 
 struct ServerOptions {
@@ -53,7 +73,14 @@ struct ServerOptions {
   size_t max_body_bytes = 1 << 20;     // larger requests get 413
   double rate_per_second = 200;        // per token (agents exempt)
   double rate_burst = 400;
-  int threads = 32;                    // HTTP worker threads
+  int threads = 32;                    // HTTP worker threads kept ready
+  int max_threads = 1024;              // the pool grows to this while all are busy
+  int listen_backlog = 4096;           // pending connections the kernel queues
+  int read_timeout_ms = 5000;          // one read of a request (headers or body)
+  int keep_alive_max = 100;            // requests per connection
+  int keep_alive_timeout_s = 5;        // an idle keep-alive connection is closed after this
+  double list_rows_per_token = 10;     // a listing of N rows costs 1 + N / this rate tokens
+  AuthThrottleOptions auth_throttle;   // failed authentications per source address
   ControllerOptions controller;        // data_dir is filled in from data_dir
 };
 
@@ -82,10 +109,26 @@ class Server {
   // Creates a tenant token (stored hashed) and returns it.
   StatusOr<std::string> CreateTenantToken(const std::string& tenant, const std::string& name);
 
+  // Who may call an endpoint: users (admin, tenants), metrics readers (metrics, admin) or
+  // agents (the join token, node credentials).
+  enum class Access : uint8_t { kUser, kMetrics, kAgent };
+
  private:
+  using RouteHandler =
+      std::function<void(const Principal&, const httplib::Request&, httplib::Response&)>;
+  // Wraps a handler: per-address throttling of failed authentication, authentication,
+  // MayCall(role, access), the per-token rate limit for users.
+  std::function<void(const httplib::Request&, httplib::Response&)> Authed(RouteHandler f,
+                                                                          Access access);
   explicit Server(ServerOptions options, const GpuCatalog& catalog);
   Status Init();
   void Routes();
+  // The agent and node-membership endpoints (server_nodes.cc).
+  void NodeRoutes();
+  // Loads a node credential row (role node, node_revoked or removed); false for others.
+  bool LoadNodeCredential(const TokenRow& row);
+  // 403 text for a revoked credential's bearer header; "" when it is not one.
+  std::string RevokedMessage(const std::string& authorization);
 
   ServerOptions options_;
   const GpuCatalog* catalog_;
@@ -93,6 +136,17 @@ class Server {
   std::unique_ptr<Store> store_;
   std::unique_ptr<TokenRegistry> tokens_;
   std::unique_ptr<RateLimiter> limiter_;
+  std::unique_ptr<AuthThrottle> throttle_;
+  // Node credentials by node name; guards first registrations of a name, removal and
+  // revocation (so that two agents cannot both get a credential for one name).
+  struct NodeCredential {
+    std::string hash;
+    bool revoked = false;
+  };
+  std::mutex cred_mu_;
+  std::map<std::string, NodeCredential> node_creds_;
+  std::map<std::string, std::string> revoked_;  // hash -> node name
+  int listen_fd_ = -1;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<httplib::Server> http_;
   std::thread serve_;

@@ -266,10 +266,14 @@ TEST_F(ServerTest, JobRunsThroughTheAgentProtocol) {
     reg.inventory.gpu_uuids.push_back("GPU-test-" + std::to_string(g));
     reg.inventory.mig_instances.emplace_back();
   }
-  httplib::Client agent = Client(server_->join_token());
-  httplib::Result r = agent.Post("/v1/agents/register", ToJson(reg, catalog).dump(), "application/json");
+  httplib::Client joining = Client(server_->join_token());
+  httplib::Result r = joining.Post("/v1/agents/register", ToJson(reg, catalog).dump(), "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
+  // The first registration hands out the node's credential; heartbeats need it.
+  const std::string credential = RegisterResponseFromJson(nlohmann::json::parse(r->body))->credential;
+  ASSERT_FALSE(credential.empty());
+  httplib::Client agent = Client(credential);
 
   r = SubmitJson(team_a_, R"({"name": "gang", "command": ["sh", "-c", "echo hi"], "replicas": 2,
                              "resources": {"gpus": 4}})");
@@ -321,6 +325,92 @@ TEST_F(ServerTest, JobRunsThroughTheAgentProtocol) {
   r = Client(team_a_).Get("/v1/usage?by=job");
   ASSERT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(nlohmann::json::parse(r->body)["rows"].size(), 1u);
+}
+
+TEST_F(ServerTest, IdempotencyKeyWithADifferentBodyIs422) {
+  httplib::Result a = SubmitJson(team_a_, kJob, "key-x");
+  ASSERT_EQ(a->status, 201);
+  httplib::Result b = SubmitJson(
+      team_a_, R"({"name": "other", "command": ["/bin/false"], "resources": {"gpus": 1}})", "key-x");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->status, 422) << b->body;
+  EXPECT_NE(ErrorMessage(b).find("different body"), std::string::npos) << b->body;
+  // The same body again is a retry: the first job.
+  httplib::Result c = SubmitJson(team_a_, kJob, "key-x");
+  EXPECT_EQ(c->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(c->body)["id"], nlohmann::json::parse(a->body)["id"]);
+  EXPECT_EQ(JobCount(), 1u);
+}
+
+TEST_F(ServerTest, JobListsArePaginated) {
+  for (int i = 0; i < 250; ++i) {
+    ASSERT_EQ(SubmitJson(team_a_, kJob)->status, 201);
+  }
+  httplib::Client c = Client(team_a_);
+  std::vector<uint64_t> ids;
+  std::string after;
+  int pages = 0;
+  for (;; ++pages) {
+    httplib::Result r = c.Get("/v1/jobs" + (after.empty() ? "" : "?after=" + after));
+    ASSERT_EQ(r->status, 200) << r->body;
+    nlohmann::json page = nlohmann::json::parse(r->body);
+    EXPECT_LE(page["jobs"].size(), 100u);  // the default page
+    for (const auto& j : page["jobs"]) {
+      ids.push_back(j["id"].get<uint64_t>());
+    }
+    if (page["next"].is_null()) {
+      break;
+    }
+    after = page["next"].get<std::string>();
+  }
+  EXPECT_EQ(pages, 2);  // 100, 100, 50
+  ASSERT_EQ(ids.size(), 250u);
+  for (size_t i = 1; i < ids.size(); ++i) {
+    EXPECT_GT(ids[i - 1], ids[i]);  // newest first, none twice
+  }
+  // Larger asks get the largest page (1000); 0 and junk are refused.
+  nlohmann::json all = nlohmann::json::parse(c.Get("/v1/jobs?limit=5000")->body);
+  EXPECT_EQ(all["jobs"].size(), 250u);
+  EXPECT_TRUE(all["next"].is_null());
+  EXPECT_EQ(c.Get("/v1/jobs?limit=0")->status, 400);
+  EXPECT_EQ(c.Get("/v1/jobs?after=abc")->status, 400);
+  // Another tenant's listing is not affected by this one's.
+  EXPECT_EQ(nlohmann::json::parse(Client(team_b_).Get("/v1/jobs")->body)["jobs"].size(), 0u);
+}
+
+TEST_F(ServerTest, ListingsCostInProportionToTheirRows) {
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_EQ(SubmitJson(team_a_, kJob)->status, 201);
+  }
+  // The default bucket (burst 400) pays for a few 300-row listings (31 tokens each), not
+  // the hundreds of requests their count alone would allow.
+  httplib::Client c = Client(team_a_);
+  int ok = 0;
+  for (int i = 0; i < 40; ++i) {
+    ok += c.Get("/v1/jobs?limit=1000")->status == 200 ? 1 : 0;
+  }
+  EXPECT_LT(ok, 20);
+  httplib::Result r = c.Get("/v1/jobs?limit=1000");
+  EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  // Tenant B's bucket is its own.
+  EXPECT_EQ(Client(team_b_).Get("/v1/jobs")->status, 200);
+}
+
+TEST_F(ServerTest, FailedAuthenticationIsThrottledPerAddress) {
+  for (int i = 0; i < 11; ++i) {
+    httplib::Result r = Client("tsr_guess_" + std::to_string(i)).Get("/v1/jobs");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << i;
+  }
+  // Blocked now: wrong and right tokens alike, so a guess cannot be confirmed.
+  httplib::Result r = Client("tsr_guess_x").Get("/v1/jobs");
+  EXPECT_EQ(r->status, 429);
+  EXPECT_FALSE(r->get_header_value("Retry-After").empty());
+  EXPECT_GE(std::stoi(r->get_header_value("Retry-After")), 1);
+  EXPECT_EQ(Client(team_a_).Get("/v1/jobs")->status, 429);
+  // No token at all is not a guess; the health check needs none.
+  EXPECT_EQ(Client("").Get("/healthz")->status, 200);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 // Every wait is bounded.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@ class ClusterTest : public ::testing::Test {
   void SetUp() override {
     char tmpl[] = "/tmp/tessera-e2e-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
+    ::chmod(tmpl, 0711);  // tasks run as their tenants' uids and must reach the data dirs
     dir_ = tmpl;
     port_ = FreePort();
     url_ = "http://127.0.0.1:" + std::to_string(port_);
@@ -171,6 +173,7 @@ TEST_F(ClusterTest, ControllerKilledWhileThousandJobsRun) {
   StartAgent("b", "8xH100-80GB");
   const std::string locks = dir_ + "/locks";
   std::filesystem::create_directories(locks);
+  ::chmod(locks.c_str(), 01777);  // shared by tasks of every tenant's uid
   // Each task holds a directory per GPU UUID while it runs: mkdir fails if another
   // task holds the same GPU, and the task records the double booking.
   // A preempted task (SIGTERM) releases its locks too.

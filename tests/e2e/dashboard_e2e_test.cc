@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -204,6 +205,7 @@ class DashboardTest : public ::testing::Test {
   void SetUp() override {
     char tmpl[] = "/tmp/tessera-dashboard-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
+    ::chmod(tmpl, 0711);  // tasks run as their tenants' uids and must reach the data dirs
     dir_ = tmpl;
     port_ = FreePort();
     url_ = "http://127.0.0.1:" + std::to_string(port_);

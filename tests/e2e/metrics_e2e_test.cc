@@ -7,6 +7,7 @@
 // on it. Every wait is bounded; without Prometheus the test fails (scripts/setup.sh
 // installs it).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <httplib.h>
 
 #include <filesystem>
@@ -46,6 +47,7 @@ class MetricsTest : public ::testing::Test {
   void SetUp() override {
     char tmpl[] = "/tmp/tessera-metrics-e2e-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
+    ::chmod(tmpl, 0711);  // tasks run as their tenants' uids and must reach the data dirs
     dir_ = tmpl;
     port_ = FreePort();
     url_ = "http://127.0.0.1:" + std::to_string(port_);

@@ -1,0 +1,157 @@
+// A controller driven directly by tests: a manual clock, a SQLite store in a scratch
+// directory, and a node agent played by the test through Register and Heartbeat.
+// Thread safety: one test thread.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/job_codec.h"
+#include "server/controller.h"
+#include "server/server.h"
+#include "store/sqlite_store.h"
+
+namespace tessera {
+
+constexpr Micros kSecond = 1'000'000;
+constexpr Micros kMinute = 60 * kSecond;
+constexpr Micros kHour = 60 * kMinute;
+constexpr Micros kT0 = 1'800'000'000LL * kSecond;  // 2027-01-15
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-controller-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    Reopen();
+  }
+  void TearDown() override {
+    controller_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Opens (again) the controller on the same store file, as after a restart.
+  void Reopen() {
+    controller_.reset();
+    store_.reset();
+    auto store = SqliteStore::Open(dir_ + "/state.db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    ControllerOptions options;
+    options.data_dir = dir_;
+    options.node_timeout = 1000 * kHour;  // the test's agent never times out
+    Tune(options);
+    auto c = Controller::Open(options, store_.get(), catalog(), clock_, DefaultQueuesYaml());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    controller_ = std::move(c).value();
+  }
+
+  // Changes to the options of every (re)opened controller.
+  virtual void Tune(ControllerOptions& /*options*/) {}
+
+  static const GpuCatalog& catalog() { return GpuCatalog::Default(); }
+
+  // node-1: GPUs 0-1 whole H100s, 2 an A100 in MIG mode, 3 an A100 for shares.
+  RegisterRequest Inventory() const {
+    RegisterRequest r;
+    r.agent_id = agent_id_;
+    NodeSpec& spec = r.inventory.spec;
+    spec.name = "node-1";
+    spec.cpu = MilliCpu(64000);
+    spec.memory = MiB(512 * 1024);
+    const GpuModelId h100 = catalog().Find("H100-80GB").value();
+    const GpuModelId a100 = catalog().Find("A100-80GB").value();
+    spec.gpus = {GpuSpec{h100, SharingMode::kExclusive, 0, 0}, GpuSpec{h100, SharingMode::kExclusive, 0, 0},
+                 GpuSpec{a100, SharingMode::kMig, 0, -1}, GpuSpec{a100, SharingMode::kShared, 0, -1}};
+    r.inventory.gpu_uuids = {"GPU-0", "GPU-1", "GPU-2", "GPU-3"};
+    r.inventory.mig_instances.resize(4);
+    return r;
+  }
+
+  void Register() {
+    RegisterRequest request = Inventory();
+    request.tasks = Running();
+    auto r = controller_->Register(request, "127.0.0.1");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  uint64_t Submit(const std::string& tenant, const std::string& yaml) {
+    StatusOr<JobSubmission> job = ParseJobYaml(yaml, catalog());
+    EXPECT_TRUE(job.ok()) << job.status().ToString();
+    bool created = false;
+    auto out = controller_->Submit(Principal{Role::kTenant, tenant, "test"}, std::move(job).value(), "",
+                                   &created);
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    return out.ok() ? (*out)["id"].get<uint64_t>() : 0;
+  }
+
+  // One cycle, then a heartbeat that takes the launches; returns them.
+  std::vector<TaskLaunch> CycleAndTake(std::vector<GpuTelemetry> telemetry = {}) {
+    EXPECT_TRUE(controller_->RunCycle().ok());
+    HeartbeatRequest hb{"node-1", agent_id_, Running(), std::move(telemetry)};
+    auto r = controller_->Heartbeat(hb);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    for (const TaskLaunch& l : r->launch) {
+      running_[l.key.job] = l.key;
+    }
+    return r.ok() ? r->launch : std::vector<TaskLaunch>{};
+  }
+
+  std::vector<TaskReport> Running() const {
+    std::vector<TaskReport> out;
+    for (const auto& [job, key] : running_) {
+      TaskReport t;
+      t.key = key;
+      out.push_back(t);
+    }
+    return out;
+  }
+
+  void Exit(uint64_t job) {
+    TaskReport t;
+    t.key = running_.at(job);
+    t.state = TaskState::kExited;
+    running_.erase(job);
+    std::vector<TaskReport> reports = Running();
+    reports.push_back(t);
+    auto r = controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, reports, {}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  std::map<std::string, double> UsageByTenant(Micros since, Micros until) {
+    auto u = controller_->Usage(since, until, "tenant");
+    EXPECT_TRUE(u.ok()) << u.status().ToString();
+    std::map<std::string, double> out;
+    for (const auto& row : (*u)["rows"]) {
+      out[row["key"].get<std::string>()] = row["gpu_hours"].get<double>();
+    }
+    return out;
+  }
+
+  std::vector<GpuTelemetry> Healthy() const {
+    std::vector<GpuTelemetry> out(4);
+    for (int g = 0; g < 4; ++g) {
+      out[static_cast<size_t>(g)].index = g;
+      out[static_cast<size_t>(g)].uuid = "GPU-" + std::to_string(g);
+      out[static_cast<size_t>(g)].temp_c = 40;
+    }
+    return out;
+  }
+
+  std::string dir_;
+  ManualClock clock_{kT0};
+  std::string agent_id_ = "agent-1";
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<Controller> controller_;
+  std::map<uint64_t, TaskKey> running_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,82 @@
+// The Unix identities tasks run as: one uid:gid per tenant, from the controller's
+// run_as table or its pool, kept in the store under "uid/<tenant>" so that a tenant
+// keeps its identity on every node (shared filesystems) and across restarts.
+#include <charconv>
+#include <iostream>
+#include <set>
+
+#include "base/strings.h"
+#include "server/controller.h"
+
+namespace tessera {
+namespace {
+
+constexpr const char* kIdentityKeyPrefix = "uid/";
+
+std::string IdentityText(int64_t uid, int64_t gid) {
+  return std::to_string(uid) + ":" + std::to_string(gid);
+}
+
+bool ParseIdentity(const std::string& text, int64_t* uid, int64_t* gid) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) {
+    return false;
+  }
+  const char* end = text.data() + text.size();
+  auto a = std::from_chars(text.data(), text.data() + colon, *uid);
+  auto b = std::from_chars(text.data() + colon + 1, end, *gid);
+  return a.ec == std::errc() && b.ec == std::errc() && b.ptr == end && *uid > 0 && *gid > 0;
+}
+
+}  // namespace
+
+Status Controller::LoadIdentities() {
+  TESSERA_ASSIGN_OR_RETURN(auto stored, store_->ListKv(kIdentityKeyPrefix));
+  for (const auto& [key, text] : stored) {
+    int64_t uid = 0;
+    int64_t gid = 0;
+    if (!ParseIdentity(text, &uid, &gid)) {
+      return InternalError("stored identity '" + key + "' is not uid:gid");
+    }
+    identities_[key.substr(std::string(kIdentityKeyPrefix).size())] = {uid, gid};
+  }
+  return Status::Ok();
+}
+
+std::optional<std::pair<int64_t, int64_t>> Controller::KnownIdentity(
+    const std::string& tenant) const {
+  if (auto it = options_.run_as.find(tenant); it != options_.run_as.end()) {
+    return it->second;
+  }
+  if (auto it = identities_.find(tenant); it != identities_.end()) {
+    return it->second;
+  }
+  return std::nullopt;
+}
+
+std::pair<int64_t, int64_t> Controller::IdentityFor(const std::string& tenant, Pending& out) {
+  if (std::optional<std::pair<int64_t, int64_t>> known = KnownIdentity(tenant)) {
+    return *known;
+  }
+  // The lowest pool uid nobody holds, neither from the pool nor from run_as.
+  std::set<int64_t> taken;
+  for (const auto& [name, id] : identities_) {
+    taken.insert(id.first);
+  }
+  for (const auto& [name, id] : options_.run_as) {
+    taken.insert(id.first);
+  }
+  for (int64_t uid = options_.uid_pool_start;
+       uid < options_.uid_pool_start + options_.uid_pool_size; ++uid) {
+    if (taken.count(uid) == 0) {
+      identities_[tenant] = {uid, uid};
+      out.batch.kv.emplace_back(kIdentityKeyPrefix + tenant, IdentityText(uid, uid));
+      return {uid, uid};
+    }
+  }
+  std::cerr << "tessera server: the uid pool is exhausted; tenant " << tenant
+            << " has no identity to run tasks as\n";
+  return {-1, -1};
+}
+
+}  // namespace tessera

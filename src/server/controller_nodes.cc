@@ -1,0 +1,258 @@
+// Controller: node membership (removal, fencing on revocation, inventory bounds), the
+// paginated job listing and the nodes' view as a tenant sees it.
+#include <algorithm>
+#include <cctype>
+#include <iostream>
+
+#include "server/controller.h"
+
+namespace tessera {
+namespace {
+
+constexpr const char* kRemovedNodePrefix = "removed_node/";  // + name: {"at_us"} or ""
+constexpr const char* kDrainKeyPrefix = "drain/";            // as in controller_health.cc
+constexpr const char* kNoDrains = R"({"node":null,"gpus":{}})";
+
+// Bounds on what an agent may claim. Generous for real machines; small enough that a
+// forged inventory cannot make the scheduler's per-node structures huge.
+constexpr size_t kMaxNodeName = 253;  // a DNS name
+constexpr int64_t kMaxCpuMilli = int64_t{16384} * 1000;
+constexpr int64_t kMaxMemoryMib = int64_t{64} * 1024 * 1024;  // 64 TiB
+constexpr size_t kMaxGpus = 64;
+constexpr size_t kMaxUuid = 128;
+constexpr size_t kMaxMigInstances = 7;  // the most any MIG-capable GPU partitions into
+constexpr size_t kMaxMigProfile = 64;
+
+bool IsNameChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.';
+}
+
+bool IsPrintable(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 0x7f; });
+}
+
+}  // namespace
+
+Status Controller::CheckInventoryBounds(const NodeInventory& inventory) {
+  const NodeSpec& spec = inventory.spec;
+  // The name travels in URLs (/v1/nodes/{name}) and store keys: a plain host name only.
+  if (spec.name.empty() || spec.name.size() > kMaxNodeName ||
+      !std::all_of(spec.name.begin(), spec.name.end(), IsNameChar) || spec.name.front() == '.' ||
+      spec.name.front() == '-') {
+    return InvalidArgumentError(
+        "inventory.name: a node name is 1 to " + std::to_string(kMaxNodeName) +
+        " letters, digits, '-', '_' or '.', got '" + spec.name.substr(0, 64) + "'");
+  }
+  if (spec.cpu.value() < 0 || spec.cpu.value() > kMaxCpuMilli) {
+    return InvalidArgumentError("inventory.cpu_milli: must be between 0 and " +
+                                std::to_string(kMaxCpuMilli) + ", got " +
+                                std::to_string(spec.cpu.value()));
+  }
+  if (spec.memory.value() < 0 || spec.memory.value() > kMaxMemoryMib) {
+    return InvalidArgumentError("inventory.memory_mib: must be between 0 and " +
+                                std::to_string(kMaxMemoryMib) + ", got " +
+                                std::to_string(spec.memory.value()));
+  }
+  if (spec.gpus.size() > kMaxGpus) {
+    return InvalidArgumentError("inventory.gpus: at most " + std::to_string(kMaxGpus) +
+                                " GPUs, got " + std::to_string(spec.gpus.size()));
+  }
+  if (inventory.gpu_uuids.size() > spec.gpus.size()) {
+    return InvalidArgumentError("inventory.gpus.uuid: more UUIDs than GPUs");
+  }
+  for (size_t g = 0; g < inventory.gpu_uuids.size(); ++g) {
+    const std::string& uuid = inventory.gpu_uuids[g];
+    if (uuid.size() > kMaxUuid || !IsPrintable(uuid)) {
+      return InvalidArgumentError("inventory.gpus[" + std::to_string(g) + "].uuid: at most " +
+                                  std::to_string(kMaxUuid) + " printable characters");
+    }
+  }
+  if (inventory.mig_instances.size() > spec.gpus.size()) {
+    return InvalidArgumentError("inventory.gpus.mig_instances: more MIG lists than GPUs");
+  }
+  for (size_t g = 0; g < inventory.mig_instances.size(); ++g) {
+    const auto& list = inventory.mig_instances[g];
+    const std::string at = "inventory.gpus[" + std::to_string(g) + "].mig_instances";
+    if (list.size() > kMaxMigInstances) {
+      return InvalidArgumentError(at + ": at most " + std::to_string(kMaxMigInstances) +
+                                  " MIG instances, got " + std::to_string(list.size()));
+    }
+    for (const NodeMigInstance& m : list) {
+      if (m.uuid.size() > kMaxUuid || !IsPrintable(m.uuid) || m.profile.size() > kMaxMigProfile ||
+          m.start < -1 || m.start > 64) {
+        return InvalidArgumentError(at + ": a MIG instance's uuid (at most " +
+                                    std::to_string(kMaxUuid) + " characters), profile or start " +
+                                    "is out of bounds");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+nlohmann::json Controller::ListJobsPage(const Principal& who, const JobFilter& filter,
+                                        uint64_t after, size_t limit, size_t* rows) {
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, job] : jobs_) {
+      if (!job.durable || !Visible(who, job) || (after != 0 && id >= after)) {
+        continue;
+      }
+      if (!filter.states.empty() &&
+          std::find(filter.states.begin(), filter.states.end(), job.row.state) ==
+              filter.states.end()) {
+        continue;
+      }
+      if ((!filter.queue.empty() && job.row.queue != filter.queue) ||
+          (!filter.tenant.empty() && job.row.tenant != filter.tenant)) {
+        continue;
+      }
+      ids.push_back(id);
+    }
+  }
+  // Only the page is sorted: the table may hold far more rows than one page.
+  const bool more = ids.size() > limit;
+  const size_t n = std::min(ids.size(), limit);
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
+                    std::greater<>());
+  ids.resize(n);
+  // The rows' JSON in slices, the lock released in between: a page of 1,000 jobs would
+  // otherwise hold every other request (and the scheduler) for tens of milliseconds.
+  // Each job is consistent in itself; the page is a listing, not a snapshot.
+  constexpr size_t kSlice = 32;
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < ids.size(); i += kSlice) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t k = i; k < ids.size() && k < i + kSlice; ++k) {
+      if (const Job* job = FindJob(ids[k]); job != nullptr) {
+        out.push_back(JobJson(*job));
+      }
+    }
+  }
+  *rows = n;
+  return {{"jobs", std::move(out)},
+          {"next", more && n > 0 ? nlohmann::json(std::to_string(ids.back()))
+                                 : nlohmann::json(nullptr)}};
+}
+
+nlohmann::json Controller::Nodes(const Principal& who) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {{"nodes", NodesJson("", &who)}};
+}
+
+StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBatch extra) {
+  if (!healthy()) {
+    return UnavailableError("the state store failed; the controller accepts no changes");
+  }
+  Pending out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(name);
+    if (it == nodes_.end()) {
+      return NotFoundError("no node '" + name + "'");
+    }
+    NodeInfo& node = it->second;
+    std::vector<uint64_t> running;
+    for (const auto& [id, job] : jobs_) {
+      const JobPhase phase = records_[id].phase;
+      if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
+        continue;
+      }
+      if (std::any_of(job.tasks.begin(), job.tasks.end(),
+                      [&](const TaskRun& r) { return r.node == name && !r.exited; })) {
+        running.push_back(id);
+      }
+    }
+    if (node.up && !running.empty()) {
+      std::sort(running.begin(), running.end());
+      std::string ids;
+      for (size_t i = 0; i < running.size() && i < 10; ++i) {
+        ids += (i == 0 ? "" : ", ") + std::to_string(running[i]);
+      }
+      return FailedPreconditionError(
+          "node '" + name + "' is up and runs " + std::to_string(running.size()) + " job(s) (" +
+          ids + "); drain it and let them finish, or remove it once it is down");
+    }
+    const Micros now = clock_->NowMicros();
+    // What a down node still holds is requeued, as when a node is lost.
+    NodeDown(node, "removed by the admin", now, out);
+    out.batch.kv.emplace_back(kRemovedNodePrefix + name, nlohmann::json{{"at_us", now}}.dump());
+    out.batch.kv.emplace_back(kDrainKeyPrefix + name, kNoDrains);
+    for (TokenRow& t : extra.tokens) {
+      out.batch.tokens.push_back(std::move(t));
+    }
+    for (auto& kv : extra.kv) {
+      out.batch.kv.push_back(std::move(kv));
+    }
+    Seal(out);
+    nodes_.erase(it);
+    rebuild_ = true;
+    std::cerr << "tessera server: node " << name << " removed by the admin\n";
+  }
+  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
+  Wake();
+  return nlohmann::json{{"removed", name}};
+}
+
+Status Controller::FenceNode(const std::string& name, const std::string& reason) {
+  Pending out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(name);
+    if (it == nodes_.end()) {
+      return NotFoundError("no node '" + name + "'");
+    }
+    NodeDown(it->second, reason, clock_->NowMicros(), out);
+    Seal(out);
+  }
+  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
+  Wake();
+  return Status::Ok();
+}
+
+Status Controller::ForgetRemovedNodes() {
+  TESSERA_ASSIGN_OR_RETURN(auto removed, store_->ListKv(kRemovedNodePrefix));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, value] : removed) {
+    if (!value.empty()) {
+      nodes_.erase(key.substr(std::string(kRemovedNodePrefix).size()));
+      rebuild_ = true;
+    }
+  }
+  return Status::Ok();
+}
+
+Status Controller::ClearRemovedNode(const std::string& name) {
+  TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> marker,
+                           store_->GetKv(kRemovedNodePrefix + name));
+  if (!marker || marker->empty()) {
+    return Status::Ok();
+  }
+  WriteBatch batch;
+  batch.kv.emplace_back(kRemovedNodePrefix + name, "");
+  return store_->Commit(std::move(batch));
+}
+
+void Controller::CountForeignReports(const std::string& node,
+                                     const std::vector<TaskReport>& reports) {
+  if (reports.empty()) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const TaskReport& r : reports) {
+    Job* job = FindJob(r.key.job);
+    if (job == nullptr || r.key.task < 0 || static_cast<size_t>(r.key.task) >= job->tasks.size() ||
+        job->row.attempts != r.key.attempt) {
+      continue;  // stale or unknown: the usual reconciliation answers it
+    }
+    const std::string& placed = job->tasks[static_cast<size_t>(r.key.task)].node;
+    if (placed != node) {
+      ++foreign_reports_;
+      std::cerr << "tessera server: node " << node << " reported on task " << r.key.task
+                << " of job " << r.key.job << " (attempt " << r.key.attempt << "), placed on "
+                << placed << ": ignored\n";
+    }
+  }
+}
+
+}  // namespace tessera

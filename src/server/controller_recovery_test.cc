@@ -1,0 +1,205 @@
+// The controller's side of exactly-once execution: exits reported across its own
+// restarts are recorded once, a launch an agent never received is sent again rather
+// than started as a new attempt, a task that ended without a known outcome is
+// requeued, and tasks run as their tenant's Unix identity.
+#include <gtest/gtest.h>
+
+#include "server/controller_fixture.h"
+
+namespace tessera {
+namespace {
+
+constexpr const char* kOneGpu =
+    "name: one\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\n";
+
+class ControllerRecoveryTest : public ControllerTest {
+ protected:
+  nlohmann::json Job(uint64_t id) {
+    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, id);
+    EXPECT_TRUE(j.ok()) << j.status().ToString();
+    return j.ok() ? *j : nlohmann::json();
+  }
+  HeartbeatResponse Beat(std::vector<TaskReport> reports) {
+    auto r = controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, std::move(reports), {}});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : HeartbeatResponse{};
+  }
+  static TaskReport Report(const TaskKey& key, TaskState state, int exit_code = 0,
+                           int signal = 0) {
+    TaskReport t;
+    t.key = key;
+    t.state = state;
+    t.exit_code = exit_code;
+    t.signal = signal;
+    return t;
+  }
+};
+
+// The task exits while the controller is down: the new controller asks the agent to
+// register, the registration carries the exit, and the job ends after one attempt.
+TEST_F(ControllerRecoveryTest, ExitReportedAcrossARestartIsRecordedOnce) {
+  Register();
+  const uint64_t id = Submit("team-a", kOneGpu);
+  std::vector<TaskLaunch> launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 1u);
+  const TaskKey key = launches[0].key;
+  EXPECT_EQ(key.attempt, 1);
+
+  Reopen();
+  // The first heartbeat to the new controller is not taken: register again.
+  HeartbeatResponse hb = Beat({Report(key, TaskState::kExited, 0)});
+  EXPECT_TRUE(hb.reregister);
+  RegisterRequest req = Inventory();
+  req.tasks = {Report(key, TaskState::kExited, 0)};
+  ASSERT_TRUE(controller_->Register(req, "127.0.0.1").ok());
+  running_.clear();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(CycleAndTake().empty()) << "cycle " << i << " launched the finished job again";
+  }
+  nlohmann::json j = Job(id);
+  EXPECT_EQ(j["state"], "succeeded");
+  EXPECT_EQ(j["attempts"], 1);
+}
+
+// The start was durable but its launch never reached the agent (the controller died
+// first): the agent registers without it, and the same attempt is sent again.
+TEST_F(ControllerRecoveryTest, LaunchTheAgentNeverGotIsSentAgainAsTheSameAttempt) {
+  Register();
+  const uint64_t id = Submit("team-a", kOneGpu);
+  ASSERT_TRUE(controller_->RunCycle().ok());  // durable start; nobody took the launch
+  Reopen();
+  running_.clear();
+  Register();
+  std::vector<TaskLaunch> launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].key.job, id);
+  EXPECT_EQ(launches[0].key.attempt, 1);
+  nlohmann::json j = Job(id);
+  EXPECT_EQ(j["state"], "running");
+  EXPECT_EQ(j["attempts"], 1);
+  Exit(id);
+  EXPECT_EQ(Job(id)["state"], "succeeded");
+  EXPECT_EQ(Job(id)["attempts"], 1);
+}
+
+// A task whose outcome is unknown (its agent killed it, or its supervisor died) is not
+// a failure: the job runs again as a new attempt.
+TEST_F(ControllerRecoveryTest, LostTaskIsRequeuedAsANewAttempt) {
+  Register();
+  const uint64_t id = Submit("team-a", kOneGpu);
+  std::vector<TaskLaunch> first = CycleAndTake();
+  ASSERT_EQ(first.size(), 1u);
+  TaskReport lost = Report(first[0].key, TaskState::kLost);
+  lost.message = "the agent stopped and killed it";
+  running_.clear();
+  Beat({lost});
+  nlohmann::json j = Job(id);
+  EXPECT_EQ(j["state"], "pending");
+  EXPECT_NE(j["reason"].get<std::string>().find("was lost (the agent stopped"), std::string::npos)
+      << j["reason"];
+  std::vector<TaskLaunch> second = CycleAndTake();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].key.attempt, 2);
+}
+
+// The registration answer tells the agent when it would be declared lost, so that it
+// can fence its tasks before then.
+TEST_F(ControllerRecoveryTest, RegistrationCarriesTheNodeTimeout) {
+  auto r = controller_->Register(Inventory(), "127.0.0.1");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->node_timeout_ms, 1000 * kHour / 1000);
+}
+
+// One task of a gang exited and the controller acknowledged it, then crashed: the
+// restarted controller must know that task is done, not send it again.
+TEST_F(ControllerRecoveryTest, AnAcknowledgedExitOfAGangTaskSurvivesARestart) {
+  Register();
+  const uint64_t id =
+      Submit("team-a", "name: g\nreplicas: 2\nresources: {gpus: 1, gpu_model: H100-80GB}\n"
+                       "command: [x]\n");
+  std::vector<TaskLaunch> launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 2u);
+  TaskKey first = launches[0].key.task == 0 ? launches[0].key : launches[1].key;
+  TaskKey second = launches[0].key.task == 0 ? launches[1].key : launches[0].key;
+  running_.clear();
+  running_[1000] = second;  // the test's agent now runs only task 1
+  Beat({Report(first, TaskState::kExited, 0), Report(second, TaskState::kRunning)});
+  Reopen();
+  Register();  // reports only task 1: task 0's record is gone at the agent
+  std::vector<TaskLaunch> again = CycleAndTake();
+  EXPECT_TRUE(again.empty()) << "task " << again[0].key.task << " was launched again";
+  Beat({Report(second, TaskState::kExited, 0)});
+  nlohmann::json j = Job(id);
+  EXPECT_EQ(j["state"], "succeeded");
+  EXPECT_EQ(j["attempts"], 1);
+}
+
+// A cancel decided just before a crash is still a cancel after the restart, and the
+// stop reaches the agent again.
+TEST_F(ControllerRecoveryTest, ACancelInFlightSurvivesARestart) {
+  Register();
+  const uint64_t id = Submit("team-a", kOneGpu);
+  std::vector<TaskLaunch> launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 1u);
+  ASSERT_TRUE(controller_->Cancel(Principal{Role::kAdmin, "", "test"}, id).ok());
+  Reopen();
+  RegisterRequest req = Inventory();
+  req.tasks = {Report(launches[0].key, TaskState::kRunning)};
+  ASSERT_TRUE(controller_->Register(req, "127.0.0.1").ok());
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  HeartbeatResponse hb = Beat({Report(launches[0].key, TaskState::kRunning)});
+  ASSERT_EQ(hb.stop.size(), 1u) << "the stop was not sent again";
+  EXPECT_EQ(hb.stop[0].key, launches[0].key);
+  Beat({Report(launches[0].key, TaskState::kExited, 0, 15)});
+  EXPECT_EQ(Job(id)["state"], "cancelled");
+}
+
+class ControllerIdentityTest : public ControllerRecoveryTest {
+ protected:
+  void Tune(ControllerOptions& options) override {
+    options.uid_pool_start = 300'000;
+    options.uid_pool_size = 2;
+    options.run_as["default"] = {4242, 4343};
+  }
+};
+
+TEST_F(ControllerIdentityTest, EachTenantRunsAsItsOwnIdentityStableAcrossRestarts) {
+  Register();
+  const uint64_t a1 = Submit("team-a", kOneGpu);
+  const uint64_t b1 = Submit("team-b", kOneGpu);
+  std::map<uint64_t, TaskLaunch> by_job;
+  for (const TaskLaunch& l : CycleAndTake()) {
+    by_job[l.key.job] = l;
+  }
+  ASSERT_EQ(by_job.size(), 2u);
+  const int64_t uid_a = by_job[a1].uid;
+  const int64_t uid_b = by_job[b1].uid;
+  EXPECT_GE(uid_a, 300'000);
+  EXPECT_GE(uid_b, 300'000);
+  EXPECT_NE(uid_a, uid_b);
+  EXPECT_EQ(by_job[a1].gid, uid_a);
+  EXPECT_EQ(Job(a1)["run_as"]["uid"], uid_a);
+
+  // The pool has two identities, both taken now; the run_as table still works.
+  Exit(a1);  // frees an H100
+  const uint64_t d1 = Submit("default", kOneGpu);
+  std::vector<TaskLaunch> d = CycleAndTake();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key.job, d1);
+  EXPECT_EQ(d[0].uid, 4242);
+  EXPECT_EQ(d[0].gid, 4343);
+
+  Reopen();
+  Register();
+  const uint64_t a2 = Submit("team-a", kOneGpu);
+  Exit(b1);
+  std::vector<TaskLaunch> again = CycleAndTake();
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].key.job, a2);
+  EXPECT_EQ(again[0].uid, uid_a) << "identity not kept across a restart";
+  EXPECT_EQ(Job(a1)["run_as"]["uid"], uid_a);
+  EXPECT_EQ(Job(b1)["run_as"]["uid"], uid_b);
+}
+
+}  // namespace
+}  // namespace tessera
