@@ -1342,7 +1342,13 @@ nlohmann::json Controller::JobJson(const Job& job) const {
     }
     tasks.push_back(std::move(task));
   }
-  nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
+  // Parsed once per job: listings render many jobs, and parsing dominated them.
+  if (job.spec_view == nullptr) {
+    nlohmann::json parsed = nlohmann::json::parse(row.spec_json, nullptr, false);
+    job.spec_view = std::make_shared<const nlohmann::json>(
+        parsed.is_discarded() ? nlohmann::json(nullptr) : std::move(parsed));
+  }
+  const nlohmann::json& spec = *job.spec_view;
   const bool ended = Terminal(row.state);
   std::string reason = row.reason;
   if (row.state == "pending") {
@@ -1370,7 +1376,7 @@ nlohmann::json Controller::JobJson(const Job& job) const {
           {"checkpoint_dir", CheckpointDir(job)},
           {"run_as", RunAsJson(KnownIdentity(row.tenant))},
           {"tasks", std::move(tasks)},
-          {"spec", spec.is_discarded() ? nlohmann::json(nullptr) : spec}};
+          {"spec", spec}};
 }
 
 nlohmann::json Controller::Nodes() {

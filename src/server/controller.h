@@ -232,6 +232,8 @@ class Controller {
     bool checkpointed = false;   // reported a checkpoint since its preemption signal
     Micros checkpoint_progress = 0;
     uint64_t preemptor = 0;      // while stopping for another job
+    // row.spec_json parsed, made on first view (the spec never changes).
+    mutable std::shared_ptr<const nlohmann::json> spec_view;
   };
   struct NodeInfo {
     NodeInventory inventory;

@@ -1,6 +1,7 @@
 // Controller: node membership (removal, fencing on revocation, inventory bounds), the
 // paginated job listing and the nodes' view as a tenant sees it.
 #include <algorithm>
+#include <thread>
 #include <cctype>
 #include <iostream>
 
@@ -119,15 +120,20 @@ nlohmann::json Controller::ListJobsPage(const Principal& who, const JobFilter& f
   // The rows' JSON in slices, the lock released in between: a page of 1,000 jobs would
   // otherwise hold every other request (and the scheduler) for tens of milliseconds.
   // Each job is consistent in itself; the page is a listing, not a snapshot.
-  constexpr size_t kSlice = 32;
+  constexpr size_t kSlice = 8;
   nlohmann::json out = nlohmann::json::array();
   for (size_t i = 0; i < ids.size(); i += kSlice) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (size_t k = i; k < ids.size() && k < i + kSlice; ++k) {
-      if (const Job* job = FindJob(ids[k]); job != nullptr) {
-        out.push_back(JobJson(*job));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t k = i; k < ids.size() && k < i + kSlice; ++k) {
+        if (const Job* job = FindJob(ids[k]); job != nullptr) {
+          out.push_back(JobJson(*job));
+        }
       }
     }
+    // The mutex is not fair: without a yield this thread would take it straight back
+    // and a waiting request would wait for the whole page after all.
+    std::this_thread::yield();
   }
   *rows = n;
   return {{"jobs", std::move(out)},

@@ -21,6 +21,7 @@
 #include "server/auth.h"
 #include "server/dashboard.h"
 #include "server/rate_limiter.h"
+#include "server/thread_priority.h"
 #include "store/sqlite_store.h"
 
 namespace tessera {
@@ -322,6 +323,10 @@ Status Server::Init() {
   const size_t threads = static_cast<size_t>(std::max(options_.threads, 1));
   const size_t max_threads = static_cast<size_t>(std::max(options_.max_threads, options_.threads));
   http_->new_task_queue = [threads, max_threads] { return new ElasticPool(threads, max_threads); };
+  http_->set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+    RestoreThreadPriority();  // after a bulk answer this thread wrote last
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   http_->set_payload_max_length(options_.max_body_bytes);
   // A read waits at most this long for bytes; idle keep-alive connections go after
   // keep_alive_timeout_s, and a connection serves at most keep_alive_max requests.
@@ -476,6 +481,9 @@ void Server::Routes() {
           // spends its rate on them rather than the controller's time that others need.
           limiter_->Charge(HashToken(req.get_header_value("Authorization")),
                            static_cast<double>(rows) / std::max(options_.list_rows_per_token, 1.0));
+          // Encoding and sending a page is bulk work: at a lower CPU priority (and
+          // holding no lock), so that it yields the processor to small requests.
+          LowerThreadPriority();
           SendJson(res, out);
         }));
 

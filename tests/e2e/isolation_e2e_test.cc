@@ -69,6 +69,7 @@ for f in "$T_DEVDIR"/nvidia*; do
   if (: < "$f") 2>/dev/null; then echo "dev-ok ${f##*/}"; else echo "dev-denied ${f##*/}"; fi
 done
 echo "uid $(id -u)"
+echo "cvd ${CUDA_VISIBLE_DEVICES:-none}"
 echo "--- environment"; env
 echo "--- parent environment"; tr '\0' '\n' < "/proc/$PPID/environ" 2>/dev/null; echo
 echo "--- command lines"
@@ -332,7 +333,7 @@ TEST_F(IsolationTest, TenantTaskCannotReachSecretsOtherTenantsOrOtherGpus) {
 
   std::map<std::string, std::string> outcome;  // attempt -> ok / denied
   std::set<std::string> devices_opened;
-  std::string uid;
+  std::string uid, cvd;
   {
     std::istringstream lines(log);
     for (std::string line; std::getline(lines, line) && line.rfind("--- ", 0) != 0;) {
@@ -345,6 +346,8 @@ TEST_F(IsolationTest, TenantTaskCannotReachSecretsOtherTenantsOrOtherGpus) {
         devices_opened.insert(what);
       } else if (verdict == "uid") {
         uid = what;
+      } else if (verdict == "cvd") {
+        cvd = what;
       }
     }
   }
@@ -355,19 +358,21 @@ TEST_F(IsolationTest, TenantTaskCannotReachSecretsOtherTenantsOrOtherGpus) {
         << "tenant A's task (job " << a << ", uid " << uid << "): " << attempt << " was "
         << (outcome[attempt].empty() ? "not tried" : "allowed");
   }
-  // Its own GPU: the index the controller placed it on.
-  const json gpus = job_a.contains("tasks") && !job_a["tasks"].empty()
-                        ? job_a["tasks"][0].value("gpus", json::array())
-                        : json::array();
-  const std::string own = gpus.size() == 1 && gpus[0].contains("index")
-                              ? "nvidia" + std::to_string(gpus[0]["index"].get<int>())
-                              : "?";
+  // Its own GPU: the index of the UUID it was given in the node's inventory.
+  std::string own = "?";
+  for (const json& n : Get("/v1/nodes").value("nodes", json::array())) {
+    for (const json& g : n.value("gpus", json::array())) {
+      if (n.value("name", "") == "a" && g.value("uuid", "") == cvd && g.contains("index")) {
+        own = "nvidia" + std::to_string(g["index"].get<int>());
+      }
+    }
+  }
   std::string opened;
   for (const std::string& d : devices_opened) {
     opened += " " + d;
   }
   EXPECT_EQ(devices_opened, std::set<std::string>{own})
-      << "tenant A's task was given " << own << " and opened:" << opened;
+      << "tenant A's task was given " << cvd << " (" << own << ") and opened:" << opened;
   // The tenant's uid.
   const json run_as_a = job_a.value("run_as", json::object());
   const json run_as_b = job_b.value("run_as", json::object());
