@@ -188,9 +188,6 @@ void CloseAllExcept(const int* keep, size_t n) {
       Fail(report_fd, kStageAffinity, errno);
     }
   }
-  if (::chdir(plan.working_dir.c_str()) != 0) {
-    Fail(report_fd, kStageWorkingDir, errno);
-  }
   if (plan.set_ids) {
     // Raw syscalls: the libc wrappers coordinate threads, and this process has one.
     gid_t groups[1] = {plan.gid};
@@ -208,6 +205,12 @@ void CloseAllExcept(const int* keep, size_t n) {
       Fail(report_fd, kStageIdentity, errno);
     }
   }
+  // As the task's own user, so that a directory it may not enter is refused here.
+  if (::chdir(plan.working_dir.c_str()) != 0) {
+    Fail(report_fd, kStageWorkingDir, errno);
+  }
+  // The daemons keep a private umask (077); tasks get the conventional one.
+  ::umask(022);
   // Everything else is close-on-exec from here: the report pipe already is.
   ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
   // Handlers and ignored signals of the agent must not reach the task. The forking thread

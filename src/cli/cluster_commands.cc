@@ -1016,15 +1016,20 @@ int RunNodes(const ClientConfig& config, const NodesOptions& o, const Clock& clo
 // `tessera nodes remove NODE` (admin): forgets the node (refused while jobs run on it
 // and it is up) so that its name may join afresh with the join token. The CLI's client
 // has no DELETE: it posts to /v1/nodes/{name}/remove, the same operation.
+// `tessera nodes revoke NODE` (admin): its credential stops working at once; the node
+// is down and its work runs elsewhere.
 int RunNodesRemove(const ClientConfig& config, const std::string& node, std::ostream& out,
-                   std::ostream& err) {
+                   std::ostream& err, bool revoke) {
   TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
-  const std::string path = "/v1/nodes/" + node + "/remove";
+  const std::string path = "/v1/nodes/" + node + (revoke ? "/revoke" : "/remove");
   TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response, client->Post(path, "", "application/json"),
                                err);
   (void)response;
   out << "node " << node
-      << " removed: its inventory, drains and credential are gone; it may join again\n";
+      << (revoke ? " revoked: its agent is refused from now on; its work runs elsewhere; "
+                   "`tessera nodes remove` lets it join again\n"
+                 : " removed: its inventory, drains and credential are gone; it may join "
+                   "again\n");
   return 0;
 }
 
@@ -1314,19 +1319,27 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
     cmd->add_flag("--gpus", o->gpus, "add a GPU map");
     cmd->add_option("-o,--output", o->output, "json");
     AddConnectionFlags(cmd, flags.get());
-    auto remove_flags = std::make_shared<ConnectionFlags>();
-    auto remove_node = std::make_shared<std::string>();
-    CLI::App* remove = cmd->add_subcommand(
-        "remove", "Forget a node so its name may join afresh (admin; refused while jobs run there)");
-    remove->add_option("node", *remove_node, "node name")->required();
-    AddConnectionFlags(remove, remove_flags.get());
-    remove->callback([remove_flags, remove_node, exit_code] {
-      Dispatch(*remove_flags, exit_code, [&](const ClientConfig& c) {
-        return RunNodesRemove(c, *remove_node, std::cout, std::cerr);
+    std::vector<CLI::App*> actions;
+    for (const bool revoke : {false, true}) {
+      auto action_flags = std::make_shared<ConnectionFlags>();
+      auto node = std::make_shared<std::string>();
+      CLI::App* action = cmd->add_subcommand(
+          revoke ? "revoke" : "remove",
+          revoke ? "Revoke a node's credential: its agent is refused, its work runs elsewhere "
+                   "(admin)"
+                 : "Forget a node so its name may join afresh (admin; refused while jobs run "
+                   "there)");
+      action->add_option("node", *node, "node name")->required();
+      AddConnectionFlags(action, action_flags.get());
+      action->callback([action_flags, node, exit_code, revoke] {
+        Dispatch(*action_flags, exit_code, [&](const ClientConfig& c) {
+          return RunNodesRemove(c, *node, std::cout, std::cerr, revoke);
+        });
       });
-    });
-    cmd->callback([flags, o, exit_code, remove] {
-      if (remove->parsed()) {
+      actions.push_back(action);
+    }
+    cmd->callback([flags, o, exit_code, actions] {
+      if (std::any_of(actions.begin(), actions.end(), [](CLI::App* a) { return a->parsed(); })) {
         return;
       }
       Dispatch(*flags, exit_code, [&](const ClientConfig& c) {

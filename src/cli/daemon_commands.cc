@@ -169,13 +169,15 @@ struct ServerFlags {
   std::string tls_cert, tls_key;
   std::string queues_file;
   std::string policy = "tessera";
-  std::string node_timeout = "10s";
+  std::string node_timeout = "30s";
   std::string stop_grace = "30s";
   std::string checkpoint_root;
   bool no_fsync = false;
   bool init = false;
   double rate = 200;
   int gpu_temp_limit = 90;
+  std::string uid_pool = "200000-299999";
+  std::vector<std::string> run_as;  // TENANT=UID[:GID]
 };
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
@@ -189,8 +191,17 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                   "Queue configuration (YAML) used when the store holds none; default: embedded");
   cmd->add_option("--policy", f->policy, "Scheduling policy (see `tessera sim jobs --help`)")
       ->capture_default_str();
-  cmd->add_option("--node-timeout", f->node_timeout, "A node silent this long is down")
+  cmd->add_option("--node-timeout", f->node_timeout,
+                  "A node silent this long is lost and its jobs run again; its agent fences "
+                  "its tasks a little before (tasks also end when the controller is down "
+                  "this long)")
       ->capture_default_str();
+  cmd->add_option("--uid-pool", f->uid_pool,
+                  "Unix uids given to tenants for their tasks, one each (FIRST-LAST)")
+      ->capture_default_str();
+  cmd->add_option("--run-as", f->run_as,
+                  "A tenant's tasks run as this identity instead of one from the pool "
+                  "(TENANT=UID[:GID]; repeatable)");
   cmd->add_option("--stop-grace", f->stop_grace, "Grace period of cancelled jobs' tasks")
       ->capture_default_str();
   cmd->add_option("--checkpoint-root", f->checkpoint_root,
@@ -204,6 +215,48 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_option("--gpu-temp-limit", f->gpu_temp_limit,
                   "A GPU this hot (C) is drained until it cools 5 C below")
       ->capture_default_str();
+}
+
+// --uid-pool FIRST-LAST and --run-as TENANT=UID[:GID]. Tasks never run as root, so uid
+// 0 (and gid 0) is refused; so are system uids below 1000, which belong to the machine.
+Status ParseIdentities(const ServerFlags& f, ControllerOptions* o) {
+  auto number = [](std::string_view text, const std::string& what) -> StatusOr<int64_t> {
+    StatusOr<int64_t> v = ParseInt64(text);
+    if (!v.ok() || *v < 1000 || *v > 4'294'967'294) {
+      return InvalidArgumentError(what + ": expected a uid or gid from 1000 to 4294967294, got '" +
+                                  std::string(text) + "'");
+    }
+    return *v;
+  };
+  const size_t dash = f.uid_pool.find('-');
+  if (dash == std::string::npos) {
+    return InvalidArgumentError("--uid-pool: expected FIRST-LAST, e.g. 200000-299999, got '" +
+                                f.uid_pool + "'");
+  }
+  TESSERA_ASSIGN_OR_RETURN(int64_t first,
+                           number(std::string_view(f.uid_pool).substr(0, dash), "--uid-pool"));
+  TESSERA_ASSIGN_OR_RETURN(int64_t last,
+                           number(std::string_view(f.uid_pool).substr(dash + 1), "--uid-pool"));
+  if (last < first) {
+    return InvalidArgumentError("--uid-pool: LAST is below FIRST in '" + f.uid_pool + "'");
+  }
+  o->uid_pool_start = first;
+  o->uid_pool_size = last - first + 1;
+  for (const std::string& item : f.run_as) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError("--run-as: expected TENANT=UID[:GID], got '" + item + "'");
+    }
+    std::string_view id = std::string_view(item).substr(eq + 1);
+    const size_t colon = id.find(':');
+    TESSERA_ASSIGN_OR_RETURN(int64_t uid, number(id.substr(0, colon), "--run-as " + item));
+    int64_t gid = uid;
+    if (colon != std::string_view::npos) {
+      TESSERA_ASSIGN_OR_RETURN(gid, number(id.substr(colon + 1), "--run-as " + item));
+    }
+    o->run_as[item.substr(0, eq)] = {uid, gid};
+  }
+  return Status::Ok();
 }
 
 StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
@@ -222,8 +275,10 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
   o.controller.checkpoint_root = f.checkpoint_root;
   TESSERA_ASSIGN_OR_RETURN(o.controller.node_timeout, ParseDurationMicros(f.node_timeout));
   TESSERA_ASSIGN_OR_RETURN(o.controller.stop_grace, ParseDurationMicros(f.stop_grace));
-  if (o.controller.node_timeout <= 0) {
-    return InvalidArgumentError("--node-timeout must be positive");
+  TESSERA_RETURN_IF_ERROR(ParseIdentities(f, &o.controller));
+  if (o.controller.node_timeout < 2'000'000) {
+    return InvalidArgumentError("--node-timeout must be at least 2s (agents fence their tasks "
+                                "1s before it), got " + f.node_timeout);
   }
   if (f.gpu_temp_limit < 30 || f.gpu_temp_limit > 150) {
     return InvalidArgumentError("--gpu-temp-limit must be between 30 and 150 C, got " +
@@ -326,6 +381,9 @@ StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f, bool standalone) {
 }
 
 int RunServer(ServerFlags flags) {
+  // What the daemon writes (store, logs, records) is its own unless it says otherwise;
+  // tasks run as other users and get umask 022 back.
+  ::umask(077);
   Status dir = MakeAbsolute(&flags.data_dir, "--data");
   if (dir.ok()) {
     dir = PrepareServerDataDir(flags.data_dir, flags.init);
@@ -359,6 +417,9 @@ int RunServer(ServerFlags flags) {
 }
 
 int RunAgent(AgentFlags flags) {
+  // What the daemon writes (store, logs, records) is its own unless it says otherwise;
+  // tasks run as other users and get umask 022 back.
+  ::umask(077);
   if (!flags.token.empty()) {
     std::cerr << "tessera agent: warning: --token puts the join token on the command line, "
                  "where every user of this machine can read it (ps, /proc/PID/cmdline); use "
@@ -390,6 +451,9 @@ int RunAgent(AgentFlags flags) {
 }
 
 int RunUp(ServerFlags sflags, AgentFlags aflags) {
+  // What the daemon writes (store, logs, records) is its own unless it says otherwise;
+  // tasks run as other users and get umask 022 back.
+  ::umask(077);
   Status dir = MakeAbsolute(&sflags.data_dir, "--data");
   if (dir.ok()) {
     dir = PrepareServerDataDir(sflags.data_dir, sflags.init);

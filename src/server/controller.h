@@ -72,7 +72,7 @@ struct ControllerOptions {
   std::string placement = "bestfit";
   Micros cycle_interval = 50'000;       // the scheduling loop's period
   Micros heartbeat_interval = 500'000;  // told to agents
-  Micros node_timeout = 10'000'000;     // a node silent this long is down
+  Micros node_timeout = 30'000'000;     // a node silent this long is lost
   Micros stop_grace = 30'000'000;       // grace for cancelled / failed gangs
   // Overrides the policy's bound: a job runs this long before reclaim or LAS may
   // preempt it (priority preemption is immediate). Live jobs restart from scratch
