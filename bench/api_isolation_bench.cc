@@ -25,19 +25,13 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "server/server.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) {
-    return 0;
-  }
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
-}
+using tessera::bench::Clock;
+using tessera::bench::Percentile;
 
 // Tenant B's probe: GET one job every 10 ms (under its rate limit) for `seconds`.
 std::vector<double> Probe(int port, const std::string& token, uint64_t id, double seconds,

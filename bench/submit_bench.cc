@@ -19,21 +19,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "server/server.h"
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) {
-    return 0;
-  }
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
-}
-
-}  // namespace
+using tessera::bench::Clock;
+using tessera::bench::Percentile;
 
 int main(int argc, char** argv) {
   int jobs = 10000, clients = 16, nodes = 1250;

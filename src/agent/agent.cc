@@ -299,6 +299,7 @@ StatusOr<nlohmann::json> Agent::Post(const std::string& path, const nlohmann::js
     return UnavailableError("cannot reach the controller at " + options_.server_url + ": " +
                             httplib::to_string(r.error()));
   }
+  last_status_ = r->status;
   if (r->status != 200) {
     return StatusFromHttp(r->status, r->body);
   }
@@ -331,15 +332,15 @@ Status Agent::Register() {
   const std::string credential_path = options_.data_dir + "/node.credential";
   const nlohmann::json body = ToJson(req, *catalog_);
   StatusOr<nlohmann::json> answer = Post("/v1/agents/register", body);
-  if (!answer.ok() && answer.status().code() == StatusCode::kUnauthenticated &&
+  if (!answer.ok() && (answer.status().code() == StatusCode::kUnauthenticated ||
+                       answer.status().code() == StatusCode::kPermissionDenied) &&
       std::filesystem::exists(credential_path)) {
-    // The controller no longer knows this credential (the admin removed the node, which
-    // frees its name): join afresh with the join token. A revoked credential is a 403
-    // and stays refused.
-    std::cerr << "tessera agent: the controller does not know this node's credential ("
-              << answer.status().message() << "); joining again with the join token\n";
-    client_->set_bearer_token_auth(options_.token.c_str());
-    answer = Post("/v1/agents/register", body);
+    // Never falls back to the join token by itself: a node whose credential was revoked
+    // and then removed must not rejoin unless someone on the node means it to.
+    return Status(answer.status().code(),
+                  "the controller refuses this node's credential (" + answer.status().message() +
+                      "); if the node was removed on purpose, delete " + credential_path +
+                      " to join again with the join token");
   }
   TESSERA_RETURN_IF_ERROR(answer.status());
   TESSERA_ASSIGN_OR_RETURN(RegisterResponse resp, RegisterResponseFromJson(answer.value()));
@@ -429,8 +430,14 @@ Status Agent::Heartbeat() {
   req.tasks = Reports(&shipped);
   req.gpus = TakeTelemetry();
   const Micros sent = SystemClock().NowMicros();
+  last_status_ = 0;
   StatusOr<nlohmann::json> answer = Post("/v1/agents/heartbeat", ToJson(req));
   if (!answer.ok()) {
+    if (last_status_ == 503) {
+      // A controller whose store failed takes no reports but is alive and hands out
+      // nothing: the node is not lost, so its tasks need not fence themselves.
+      Renew(sent);
+    }
     unsent_telemetry_ = std::move(req.gpus);  // goes with the next heartbeat
     return answer.status();
   }
@@ -484,29 +491,6 @@ std::vector<GpuTelemetry> Agent::TakeTelemetry() {
   }
   unsent_telemetry_.clear();
   return std::move(sample).value();
-}
-
-StatusOr<std::pair<int64_t, int64_t>> Agent::RunAs(const TaskLaunch& l) {
-  if (::geteuid() != 0) {
-    // An unprivileged agent cannot change identity: tasks share its uid.
-    if (!warned_same_uid_) {
-      warned_same_uid_ = true;
-      std::cerr << "tessera agent: not root: tasks run as the agent's own uid " << ::geteuid()
-                << ", not as their tenants', and can read what the agent can\n";
-    }
-    return std::pair<int64_t, int64_t>{-1, -1};
-  }
-  if (l.uid < 0 || l.gid < 0 || l.uid == 0) {
-    if (options_.allow_root_tasks) {
-      return std::pair<int64_t, int64_t>{l.uid, l.gid};
-    }
-    return PermissionDeniedError(
-        l.uid == 0 ? "the task would run as root; this agent refuses that (--allow-root-tasks "
-                     "permits it)"
-                   : "the controller gave no uid to run the task as; this agent does not run "
-                     "tenant tasks as root (--allow-root-tasks permits it)");
-  }
-  return std::pair<int64_t, int64_t>{l.uid, l.gid};
 }
 
 void Agent::Launch(const TaskLaunch& l) {
@@ -593,7 +577,7 @@ void Agent::Launch(const TaskLaunch& l) {
   env["HOME"] = box->home;
   env["TMPDIR"] = box->tmp;
   if (!l.checkpoint_dir.empty()) {
-    Status ckpt = PrepareCheckpointDir(l.checkpoint_dir, uid, gid);
+    Status ckpt = PrepareCheckpointDir(l.checkpoint_dir, l.checkpoint_managed, uid, gid);
     if (!ckpt.ok()) {
       return fail("checkpoint directory: " + ckpt.message());
     }
@@ -667,6 +651,7 @@ void Agent::StopTask(const TaskStop& stop) {
   t.signalled_at = now;
   t.kill_at = now + stop.grace_ms * 1000;
   if (!t.launch.checkpoint_dir.empty()) {
+    ScopedFsIdentity as_task(t.launch.uid, t.launch.gid);
     (void)WritePreemptMarker(t.launch.checkpoint_dir, t.kill_at, "preempted");
   }
   const int sig = stop.grace_ms <= 0 ? SIGKILL : (stop.signal > 0 ? stop.signal : SIGTERM);
@@ -695,6 +680,10 @@ void Agent::Sweep() {
     return;
   }
   for (const TaskExit& e : launcher_->Reap()) {
+    if (orphans_.erase(e.id) > 0) {
+      RemoveTaskRecord(TaskRecordDir(options_.data_dir, e.id));
+      continue;
+    }
     auto it = tasks_.find(e.id);
     if (it == tasks_.end()) {
       continue;
@@ -703,7 +692,10 @@ void Agent::Sweep() {
     t.exited = true;
     t.exit_code = e.signal != 0 ? 0 : e.exit_code;
     t.signal = e.signal;
-    if (std::optional<std::string> why = ReadTaskMarker(t.dir, "lost")) {
+    std::optional<std::string> why = ReadTaskMarker(t.dir, "lost");
+    if (why && e.status_known && e.signal == SIGKILL) {
+      // Killed by this agent's stop; a task that ended on its own just before keeps its
+      // real outcome.
       t.lost = true;
       t.message = *why;
     } else if (!e.status_known) {
@@ -734,96 +726,6 @@ void Agent::Sweep() {
       t.killed = true;
     }
   }
-}
-
-void Agent::Recover() {
-  for (const std::string& id : ListTaskRecords(options_.data_dir)) {
-    const std::string dir = TaskRecordDir(options_.data_dir, id);
-    StatusOr<TaskRecord> rec = LoadTaskRecord(dir);
-    if (!rec.ok()) {
-      std::cerr << "tessera agent: ignoring " << dir << ": " << rec.status().message() << "\n";
-      continue;
-    }
-    LocalTask t;
-    t.launch = rec->launch;
-    t.id = id;
-    t.dir = dir;
-    t.log_path = rec->log_path;
-    seen_.insert(id);
-    if (std::optional<std::string> why = ReadTaskMarker(dir, "failed")) {
-      t.exited = true;
-      t.failed_to_start = true;
-      t.exit_code = 127;
-      t.message = *why;
-      tasks_[id] = std::move(t);
-      continue;
-    }
-    t.gpu_use = rec->gpu_use;
-    t.mig = rec->mig;
-    Status adopted = launcher_->Adopt(id, dir);
-    if (!adopted.ok()) {
-      // Recorded but never started (the agent stopped in between): nothing ran.
-      t.exited = true;
-      t.lost = true;
-      t.message = "the agent stopped before the task started";
-      t.gpu_use.clear();
-      tasks_[id] = std::move(t);
-      continue;
-    }
-    for (const auto& [g, milli] : t.gpu_use) {
-      gpu_used_[g] += milli;
-    }
-    std::vector<GpuLoad> load;
-    for (const auto& [g, milli] : t.gpu_use) {
-      load.push_back({g, "", milli, t.launch.gpu_memory_mib});
-    }
-    if (!load.empty()) {
-      backend_->SetTaskLoad(id, std::move(load));
-    }
-    std::cerr << "tessera agent: re-attached task " << id << " left by an earlier agent\n";
-    tasks_[id] = std::move(t);
-  }
-}
-
-void Agent::Acknowledge(const std::vector<TaskReport>& reported) {
-  std::set<uint64_t> jobs;
-  for (const TaskReport& r : reported) {
-    if (r.state == TaskState::kRunning) {
-      continue;
-    }
-    auto it = tasks_.find(LauncherId(r.key));
-    if (it == tasks_.end() || !it->second.exited) {
-      continue;
-    }
-    RemoveTaskRecord(it->second.dir);
-    jobs.insert(r.key.job);
-    tasks_.erase(it);
-  }
-  for (uint64_t job : jobs) {
-    const bool more = std::any_of(tasks_.begin(), tasks_.end(),
-                                  [&](const auto& kv) { return kv.second.launch.key.job == job; });
-    if (!more) {
-      RemoveJobSandbox(options_.data_dir, job);
-    }
-  }
-}
-
-void Agent::Renew(Micros sent_wall_us) {
-  if (lease_ <= 0) {
-    return;
-  }
-  // The lease file's time is when the last answered request was sent; each task's
-  // supervisor kills the task once it is older than the lease (TaskLauncher).
-  const std::string path = options_.data_dir + "/lease";
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return;
-  }
-  timespec times[2];
-  times[0].tv_sec = times[1].tv_sec = sent_wall_us / 1'000'000;
-  times[0].tv_nsec = times[1].tv_nsec = (sent_wall_us % 1'000'000) * 1000;
-  (void)::futimens(fd, times);
-  ::close(fd);
 }
 
 size_t Agent::running_tasks() const {

@@ -158,6 +158,7 @@ class Agent {
   Micros interval_ = 500'000;
   Micros lease_ = 0;  // tasks fence themselves this long after the last contact; 0: never
   bool warned_same_uid_ = false;
+  int last_status_ = 0;  // HTTP status of the last answered request; 0: none
   // Telemetry, on the loop thread.
   bool telemetry_read_ = false;  // whether a read was attempted
   Micros telemetry_at_ = 0;      // when
@@ -167,6 +168,7 @@ class Agent {
   mutable std::mutex mu_;
   std::map<std::string, LocalTask> tasks_;  // by launcher id
   std::set<std::string> seen_;              // launch ids ever accepted
+  std::set<std::string> orphans_;           // killed at start: no readable record
   std::map<int, int64_t> gpu_used_;         // gpu index -> milli in use
   std::atomic<int> double_bookings_{0};
 

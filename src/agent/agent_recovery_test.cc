@@ -70,6 +70,7 @@ class AgentRecoveryTest : public ::testing::Test {
     l.uid = kTaskUid;
     l.gid = kTaskUid;
     l.checkpoint_dir = dir_ + "/ckpt/" + std::to_string(job);
+    l.checkpoint_managed = true;
     return l;
   }
 
@@ -285,6 +286,42 @@ TEST_F(AgentRecoveryTest, ATaskFencesItselfWhenTheLeaseExpires) {
   Json r = BeatUntil(8, "lost");
   ASSERT_FALSE(r.is_null());
   EXPECT_NE(r["message"].get<std::string>().find("lease"), std::string::npos) << r["message"];
+}
+
+// A checkpoint directory the job's spec names is made with the task's own identity: a
+// tenant cannot have the root agent create (and hand it) a directory where it could
+// not create one itself.
+TEST_F(AgentRecoveryTest, ASpecNamedCheckpointDirIsMadeOnlyAsTheTask) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root (the agent acts for another uid)";
+  }
+  const std::string root_only = dir_ + "/root-only";
+  ASSERT_TRUE(std::filesystem::create_directories(root_only));
+  ::chmod(root_only.c_str(), 0755);
+  StartAgent(false);
+  TaskLaunch l = Launch(9, {"true"});
+  l.checkpoint_managed = false;
+  l.checkpoint_dir = root_only + "/ckpt";
+  Send(l);
+  Json r = BeatUntil(9, "failed_to_start");
+  ASSERT_FALSE(r.is_null()) << "the task started";
+  EXPECT_NE(r["message"].get<std::string>().find("as uid 200777"), std::string::npos)
+      << r["message"];
+  EXPECT_FALSE(std::filesystem::exists(root_only + "/ckpt"));
+
+  // Where the tenant may write, it works, and what is made is the tenant's.
+  const std::string open_dir = dir_ + "/open";
+  ASSERT_TRUE(std::filesystem::create_directories(open_dir));
+  ::chmod(open_dir.c_str(), 0777);
+  TaskLaunch ok = Launch(10, {"true"});
+  ok.checkpoint_managed = false;
+  ok.checkpoint_dir = open_dir + "/a/b";
+  Send(ok);
+  Json end = BeatUntil(10, "exited");
+  ASSERT_FALSE(end.is_null());
+  struct stat st {};
+  ASSERT_EQ(::stat((open_dir + "/a/b").c_str(), &st), 0);
+  EXPECT_EQ(static_cast<int64_t>(st.st_uid), kTaskUid);
 }
 
 }  // namespace

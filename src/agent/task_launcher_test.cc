@@ -94,13 +94,11 @@ TEST_F(LauncherTest, ExitCodesAndSignalsAreReported) {
 
 TEST_F(LauncherTest, SignalReachesTheWholeProcessGroup) {
   TestLauncher launcher(NoCgroups());
-  std::string pid_file = root_ + "/child.pid";
-  LaunchSpec spec = Shell("group", "sleep 30 & echo $! > " + pid_file + "; wait");
-  auto pid = launcher.Start(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
-  int grandchild = ReadPid(pid_file);
+  const Forked task = StartWithChild(launcher, "group", "30", "wait");
+  ASSERT_GT(task.leader, 0);
+  const int grandchild = task.child;
   ASSERT_GT(grandchild, 0);
-  EXPECT_EQ(getpgid(grandchild), *pid);
+  EXPECT_EQ(getpgid(grandchild), task.leader);
   EXPECT_TRUE(launcher.Running("group"));
   EXPECT_TRUE(launcher.Signal("group", 0).ok());
 
@@ -115,10 +113,9 @@ TEST_F(LauncherTest, SignalReachesTheWholeProcessGroup) {
 
 TEST_F(LauncherTest, LeaderExitEndsTheRestOfTheTask) {
   TestLauncher launcher(NoCgroups());
-  std::string pid_file = root_ + "/straggler.pid";
-  ASSERT_TRUE(
-      launcher.Start(Shell("leader", "sleep 30 & echo $! > " + pid_file + "; exit 3")).ok());
-  int straggler = ReadPid(pid_file);
+  const Forked task = StartWithChild(launcher, "leader", "30", "exit 3");
+  ASSERT_GT(task.leader, 0);
+  const int straggler = task.child;
   ASSERT_GT(straggler, 0);
   auto exit = WaitExit(launcher, "leader");
   ASSERT_TRUE(exit.has_value());
@@ -282,11 +279,10 @@ TEST_F(LauncherTest, AffinityIsApplied) {
 
 TEST_F(LauncherTest, KillAllEndsRunningTasks) {
   TestLauncher launcher(NoCgroups());
-  std::string pid_file = root_ + "/grandchild.pid";
-  auto pid = launcher.Start(Shell("forever", "sleep 30 & echo $! > " + pid_file + "; wait"));
-  ASSERT_TRUE(pid.ok());
-  int leader = *pid;
-  int grandchild = ReadPid(pid_file);
+  const Forked task = StartWithChild(launcher, "forever", "30", "wait");
+  const int leader = task.leader;
+  ASSERT_GT(leader, 0);
+  const int grandchild = task.child;
   ASSERT_GT(grandchild, 0);
   ASSERT_FALSE(ProcessGone(leader));
   launcher.KillAll();

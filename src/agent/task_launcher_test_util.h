@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -148,6 +150,43 @@ class LauncherTest : public ::testing::Test {
     }
     auto pid = ParseInt64(ReadAll(path));
     return pid.ok() ? static_cast<int>(*pid) : -1;
+  }
+
+  // The pids of a task that StartWithChild started: its leader and its background
+  // `sleep` (-1: not known).
+  struct Forked {
+    int leader = -1;
+    int child = -1;
+  };
+
+  // Starts task `id` as `sleep SECONDS & echo $! > FILE; THEN` and reads the child's pid
+  // from FILE. A failed start is a test failure.
+  Forked StartWithChild(TaskLauncher& launcher, const std::string& id, const std::string& seconds,
+                        const std::string& then) {
+    const std::string pid_file = root_ + "/" + id + ".child.pid";
+    auto pid =
+        launcher.Start(Shell(id, "sleep " + seconds + " & echo $! > " + pid_file + "; " + then));
+    if (!pid.ok()) {
+      ADD_FAILURE() << pid.status().ToString();
+      return {};
+    }
+    return {*pid, ReadPid(pid_file)};
+  }
+
+  // Kills the shim of task `id` with SIGKILL; its pid, or -1 (a test failure) when its
+  // shim file names none or the kill fails.
+  int KillShim(const std::string& id) {
+    std::vector<int64_t> shim = ShimRecord(id);
+    if (shim.size() != 3u || shim[0] <= 1) {
+      ADD_FAILURE() << "no shim pid in " << StateDir(id) << "/shim";
+      return -1;
+    }
+    const int pid = static_cast<int>(shim[0]);
+    if (kill(pid, SIGKILL) != 0) {
+      ADD_FAILURE() << "kill " << pid << ": " << std::strerror(errno);
+      return -1;
+    }
+    return pid;
   }
 
   TaskLauncher::Options NoCgroups() {

@@ -46,6 +46,13 @@ Status WriteAtomically(const std::string& path, const std::string& content) {
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     return InternalError("cannot rename " + tmp + ": " + ErrnoText(errno));
   }
+  // The rename itself is durable only once its directory is.
+  const std::string dir = path.substr(0, path.rfind('/'));
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    (void)::fsync(dfd);
+    ::close(dfd);
+  }
   return Status::Ok();
 }
 

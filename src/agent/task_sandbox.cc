@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -88,34 +89,48 @@ void RemoveJobSandbox(const std::string& data_dir, uint64_t job) {
   std::filesystem::remove_all(data_dir + "/jobs/" + std::to_string(job), ec);
 }
 
-Status PrepareCheckpointDir(const std::string& dir, int64_t uid, int64_t gid) {
+ScopedFsIdentity::ScopedFsIdentity(int64_t uid, int64_t gid) {
+  if (uid < 0 || gid < 0) {
+    return;
+  }
+  // Raw syscalls: they act on this thread alone; each returns the previous value.
+  old_gid_ = static_cast<unsigned>(::syscall(SYS_setfsgid, static_cast<gid_t>(gid)));
+  old_uid_ = static_cast<unsigned>(::syscall(SYS_setfsuid, static_cast<uid_t>(uid)));
+  active_ = true;
+}
+
+ScopedFsIdentity::~ScopedFsIdentity() {
+  if (active_) {
+    ::syscall(SYS_setfsuid, static_cast<uid_t>(old_uid_));
+    ::syscall(SYS_setfsgid, static_cast<gid_t>(old_gid_));
+  }
+}
+
+Status PrepareCheckpointDir(const std::string& dir, bool managed, int64_t uid, int64_t gid) {
   std::filesystem::path p(dir);
-  if (p.has_parent_path()) {
-    // Parents the agent makes are traversable only: tasks reach their own directory.
-    TESSERA_RETURN_IF_ERROR(MakeDirs(p.parent_path().string(), 0711));
+  if (managed) {
+    if (p.has_parent_path()) {
+      // Parents the agent makes are traversable only: tasks reach their own directory.
+      TESSERA_RETURN_IF_ERROR(MakeDirs(p.parent_path().string(), 0711));
+    }
+    TESSERA_ASSIGN_OR_RETURN(bool made, MakeDir(dir, 0700));
+    if (made) {
+      TESSERA_RETURN_IF_ERROR(ChownDir(dir, uid, gid, 0700));
+    } else if (uid >= 0) {
+      struct stat st {};
+      if (::lstat(dir.c_str(), &st) != 0 || static_cast<int64_t>(st.st_uid) != uid) {
+        return PermissionDeniedError(dir + " exists and does not belong to uid " +
+                                     std::to_string(uid));
+      }
+    }
   }
-  TESSERA_ASSIGN_OR_RETURN(bool made, MakeDir(dir, 0700));
-  if (made) {
-    TESSERA_RETURN_IF_ERROR(ChownDir(dir, uid, gid, 0700));
-  }
-  // The protocol directory is the agent's to write as root: a link a task left there
-  // must not redirect those writes.
-  const std::string proto = dir + "/" + std::string(kProtocolDirName);
-  struct stat st {};
-  if (::lstat(proto.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
-    ::unlink(proto.c_str());
-  }
-  TESSERA_ASSIGN_OR_RETURN(bool made_proto, MakeDir(proto, 0700));
-  (void)made_proto;
-  if (uid >= 0) {
-    // Owned by root, so the task cannot swap it for a link; the task may add its
-    // "checkpointed" report through the group (the task's own gid); sticky, so it
-    // cannot replace the agent's files.
-    int fd = ::open(proto.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      (void)::fchown(fd, 0, static_cast<gid_t>(gid));
-      (void)::fchmod(fd, 01770);
-      ::close(fd);
+  ScopedFsIdentity as_task(uid, gid);
+  if (!managed) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return PermissionDeniedError("cannot create " + dir + " as uid " + std::to_string(uid) +
+                                   ": " + ec.message());
     }
   }
   return ClearMarkers(dir);

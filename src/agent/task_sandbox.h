@@ -6,9 +6,12 @@
 //   `home/` and `tmp/` inside (HOME and TMPDIR). `<data_dir>` and `<data_dir>/jobs` are
 //   0711: a task can reach its own job directory but cannot list anyone's, and the
 //   rest of the agent's data (logs, task records, its credential) is root's, 0700/0600.
-// - The checkpoint directory is made for the task's uid when the agent creates it;
-//   one that exists keeps its owner (a path the tenant named is never chowned), and
-//   its `.tessera/` protocol subdirectory is made afresh (never followed as a link).
+// - The checkpoint directory: the controller's own (`managed`: under its checkpoint
+//   root, named by job id) is made by the agent and given to the task's uid; one that
+//   exists must already be that uid's. A directory the job's spec named is made, and
+//   everything in it touched, only with the task's own file-system identity
+//   (ScopedFsIdentity), so a path the tenant chose reaches nothing the tenant could
+//   not reach itself. The `.tessera/` protocol files are written the same way.
 // - GPU device nodes: `<device_dir>/nvidia<index>` per GPU. Every GPU node of this
 //   machine that the task was not given is hidden from it (TaskLauncher's
 //   hidden_devices: an unreadable file is mounted over it in the task's own mount
@@ -38,8 +41,25 @@ StatusOr<JobSandbox> PrepareJobSandbox(const std::string& data_dir, uint64_t job
 // Removes the job's directories (when no task of the job is left on the node).
 void RemoveJobSandbox(const std::string& data_dir, uint64_t job);
 
-// Makes the checkpoint directory for uid:gid (see above) and a fresh `.tessera/`.
-Status PrepareCheckpointDir(const std::string& dir, int64_t uid, int64_t gid);
+// Makes the checkpoint directory for uid:gid (see above) and clears the markers of an
+// earlier attempt.
+Status PrepareCheckpointDir(const std::string& dir, bool managed, int64_t uid, int64_t gid);
+
+// While it lives, this thread's file accesses are checked as uid:gid (setfsuid and
+// setfsgid, which act on the calling thread only) and what it creates is theirs. No-op
+// for uid < 0.
+class ScopedFsIdentity {
+ public:
+  ScopedFsIdentity(int64_t uid, int64_t gid);
+  ~ScopedFsIdentity();
+  ScopedFsIdentity(const ScopedFsIdentity&) = delete;
+  ScopedFsIdentity& operator=(const ScopedFsIdentity&) = delete;
+
+ private:
+  bool active_ = false;
+  unsigned old_uid_ = 0;
+  unsigned old_gid_ = 0;
+};
 
 // The device nodes of the GPUs in `all` that are not in `granted`, that exist.
 std::vector<std::string> HiddenGpuDevices(const std::string& device_dir, int gpu_count,

@@ -154,23 +154,18 @@ TEST_F(LauncherTest, ExitWithoutALauncherIsReportedOnAdoption) {
 }
 
 TEST_F(LauncherTest, AdoptingAKilledShimKillsTheRestWithStatusUnknown) {
-  std::string worker_file = root_ + "/worker.pid";
-  LaunchSpec spec =
-      Shell("adopt.3", "sleep 100 & echo $! > " + worker_file + "; while :; do sleep 0.05; done");
-  int leader = 0;
+  Forked task;
   {
     TaskLauncher first(NoCgroups());
-    auto pid = first.Start(spec);
-    ASSERT_TRUE(pid.ok()) << pid.status().ToString();
-    leader = *pid;
+    task = StartWithChild(first, "adopt.3", "100", "while :; do sleep 0.05; done");
   }
-  int worker = ReadPid(worker_file);
+  const int leader = task.leader;
+  const int worker = task.child;
+  ASSERT_GT(leader, 0);
   ASSERT_GT(worker, 0);
-  std::vector<int64_t> shim = ShimRecord("adopt.3");
-  ASSERT_EQ(shim.size(), 3u);
-  ASSERT_GT(shim[0], 1);
-  ASSERT_EQ(kill(static_cast<int>(shim[0]), SIGKILL), 0);
-  ASSERT_TRUE(WaitUntilGone(static_cast<int>(shim[0])));
+  const int shim = KillShim("adopt.3");
+  ASSERT_GT(shim, 1);
+  ASSERT_TRUE(WaitUntilGone(shim));
   EXPECT_FALSE(ProcessGone(leader));  // the task runs on, unsupervised
   EXPECT_FALSE(ProcessGone(worker));
 
@@ -188,20 +183,15 @@ TEST_F(LauncherTest, AdoptingAKilledShimKillsTheRestWithStatusUnknown) {
 
 TEST_F(LauncherTest, KilledShimOfAnOwnTaskIsReportedWithStatusUnknown) {
   TestLauncher launcher(NoCgroups());
-  std::string worker_file = root_ + "/worker.pid";
-  LaunchSpec spec = Shell("own.3", "sleep 100 & echo $! > " + worker_file + "; wait");
-  auto pid = launcher.Start(spec);
-  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
-  int worker = ReadPid(worker_file);
+  const Forked task = StartWithChild(launcher, "own.3", "100", "wait");
+  ASSERT_GT(task.leader, 0);
+  const int worker = task.child;
   ASSERT_GT(worker, 0);
-  std::vector<int64_t> shim = ShimRecord("own.3");
-  ASSERT_EQ(shim.size(), 3u);
-  ASSERT_GT(shim[0], 1);
-  ASSERT_EQ(kill(static_cast<int>(shim[0]), SIGKILL), 0);
+  ASSERT_GT(KillShim("own.3"), 1);
   auto exit = WaitExit(launcher, "own.3");
   ASSERT_TRUE(exit.has_value());
   EXPECT_FALSE(exit->status_known);
-  EXPECT_TRUE(ProcessGone(*pid));
+  EXPECT_TRUE(ProcessGone(task.leader));
   EXPECT_TRUE(ProcessGone(worker));
 }
 

@@ -271,6 +271,7 @@ class Decoder {
     TESSERA_RETURN_IF_ERROR(
         OptString(j, path, "checkpoint_dir", kMaxPathLength, &launch.checkpoint_dir));
     TESSERA_RETURN_IF_ERROR(OptString(j, path, "submit_dir", kMaxPathLength, &launch.submit_dir));
+    TESSERA_RETURN_IF_ERROR(OptBool(j, path, "checkpoint_managed", &launch.checkpoint_managed));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "uid", -1, kMaxUnixId, &launch.uid));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "gid", -1, kMaxUnixId, &launch.gid));
     return launch;
@@ -656,6 +657,7 @@ nlohmann::json ToJson(const TaskLaunch& launch) {
           {"working_dir", Utf8(launch.working_dir)},
           {"checkpoint_dir", Utf8(launch.checkpoint_dir)},
           {"submit_dir", Utf8(launch.submit_dir)},
+          {"checkpoint_managed", launch.checkpoint_managed},
           {"uid", launch.uid},
           {"gid", launch.gid}};
 }

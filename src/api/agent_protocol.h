@@ -116,6 +116,10 @@ struct TaskLaunch {
   std::vector<int> numa_nodes;  // for CPU affinity
   std::string working_dir;
   std::string checkpoint_dir;
+  // The controller chose checkpoint_dir (its checkpoint root and the job id): the agent
+  // may make it as root for the task. A directory the job's spec named is made and
+  // touched only with the task's own identity.
+  bool checkpoint_managed = false;
   // Where the job was submitted from (absolute; "": unknown): the default working
   // directory when it exists on the node and working_dir is not given.
   std::string submit_dir;

@@ -455,8 +455,11 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
           return AbortedError("a submission with this idempotency key is in progress; retry");
         }
         // A retry must be the same request; anything else under the same key is a client
-        // bug that silently returning the first job would hide.
-        if (JobSubmissionToJson(job, *catalog_) !=
+        // bug that silently returning the first job would hide. Where it was retried
+        // from (submit_dir) is not part of the request.
+        JobSubmission retry = job;
+        retry.submit_dir = existing.submission.submit_dir;
+        if (JobSubmissionToJson(retry, *catalog_) !=
             JobSubmissionToJson(existing.submission, *catalog_)) {
           return AlreadyExistsError("Idempotency-Key '" + idempotency_key +
                                     "' was already used for job " + std::to_string(it->second) +
@@ -529,35 +532,6 @@ StatusOr<nlohmann::json> Controller::GetJob(const Principal& who, uint64_t id) {
     return NotFoundError("no job " + std::to_string(id));
   }
   return JobJson(*job);
-}
-
-nlohmann::json Controller::ListJobs(const Principal& who, const JobFilter& filter) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<uint64_t> ids;
-  for (const auto& [id, job] : jobs_) {
-    if (!job.durable || !Visible(who, job)) {
-      continue;
-    }
-    if (!filter.states.empty() &&
-        std::find(filter.states.begin(), filter.states.end(), job.row.state) ==
-            filter.states.end()) {
-      continue;
-    }
-    if ((!filter.queue.empty() && job.row.queue != filter.queue) ||
-        (!filter.tenant.empty() && job.row.tenant != filter.tenant)) {
-      continue;
-    }
-    ids.push_back(id);
-  }
-  std::sort(ids.begin(), ids.end(), std::greater<>());
-  if (ids.size() > filter.limit) {
-    ids.resize(filter.limit);
-  }
-  nlohmann::json out = nlohmann::json::array();
-  for (uint64_t id : ids) {
-    out.push_back(JobJson(jobs_.at(id)));
-  }
-  return {{"jobs", std::move(out)}};
 }
 
 StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
@@ -705,6 +679,7 @@ TaskLaunch Controller::MakeLaunch(const Job& job, int task) const {
   l.working_dir = job.submission.working_dir;
   l.submit_dir = job.submission.submit_dir;
   l.checkpoint_dir = CheckpointDir(job);
+  l.checkpoint_managed = job.submission.checkpoint_dir.empty();
   if (std::optional<std::pair<int64_t, int64_t>> id = KnownIdentity(job.row.tenant)) {
     l.uid = id->first;
     l.gid = id->second;
@@ -1082,8 +1057,14 @@ Status Controller::Publish(Pending out) {
 
 // ---- agents ------------------------------------------------------------------
 
+// Agents' reports change durable state: once a commit has failed, what this controller
+// holds in memory is ahead of its store, so it takes none (the agent keeps them and
+// tells them to a controller restarted on a working store).
 StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
                                                 const std::string& address) {
+  if (!healthy()) {
+    return UnavailableError("the state store failed; the controller takes no reports");
+  }
   TESSERA_RETURN_IF_ERROR(CheckInventoryBounds(request.inventory));
   const NodeSpec& spec = request.inventory.spec;
   TESSERA_RETURN_IF_ERROR(ValidateNodeSpec(spec, *catalog_));
@@ -1212,6 +1193,9 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
 }
 
 StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& request) {
+  if (!healthy()) {
+    return UnavailableError("the state store failed; the controller takes no reports");
+  }
   Pending out;
   HeartbeatResponse response;
   {

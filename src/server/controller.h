@@ -135,7 +135,6 @@ class Controller {
   StatusOr<nlohmann::json> Submit(const Principal& who, JobSubmission job,
                                   const std::string& idempotency_key, bool* created);
   StatusOr<nlohmann::json> GetJob(const Principal& who, uint64_t id);
-  nlohmann::json ListJobs(const Principal& who, const JobFilter& filter);
   StatusOr<nlohmann::json> Cancel(const Principal& who, uint64_t id);
   StatusOr<LogChunk> ReadLog(const Principal& who, uint64_t id, int task, int64_t offset,
                              int64_t max_bytes);

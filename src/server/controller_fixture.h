@@ -15,6 +15,7 @@
 #include "api/job_codec.h"
 #include "server/controller.h"
 #include "server/server.h"
+#include "server/server_fixture.h"
 #include "store/sqlite_store.h"
 
 namespace tessera {
@@ -24,18 +25,21 @@ constexpr Micros kMinute = 60 * kSecond;
 constexpr Micros kHour = 60 * kMinute;
 constexpr Micros kT0 = 1'800'000'000LL * kSecond;  // 2027-01-15
 
-class ControllerTest : public ::testing::Test {
+class ControllerTest : public ScratchDirTest {
  protected:
+  ControllerTest() : ScratchDirTest("controller-test") {}
+
   void SetUp() override {
-    char tmpl[] = "/tmp/tessera-controller-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ScratchDirTest::SetUp();
+    if (HasFatalFailure()) {
+      return;
+    }
     Reopen();
   }
   void TearDown() override {
     controller_.reset();
     store_.reset();
-    std::filesystem::remove_all(dir_);
+    ScratchDirTest::TearDown();
   }
 
   // Opens (again) the controller on the same store file, as after a restart.
@@ -146,7 +150,6 @@ class ControllerTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
   ManualClock clock_{kT0};
   std::string agent_id_ = "agent-1";
   std::unique_ptr<SqliteStore> store_;

@@ -40,6 +40,16 @@ Status Controller::LoadIdentities() {
     }
     identities_[key.substr(std::string(kIdentityKeyPrefix).size())] = {uid, gid};
   }
+  // Two tenants sharing a uid would share everything a uid guards.
+  for (const auto& [tenant, id] : options_.run_as) {
+    for (const auto& [other, held] : identities_) {
+      if (other != tenant && held.first == id.first) {
+        return InvalidArgumentError("--run-as " + tenant + "=" + std::to_string(id.first) +
+                                    ": uid " + std::to_string(id.first) +
+                                    " is already tenant " + other + "'s");
+      }
+    }
+  }
   return Status::Ok();
 }
 

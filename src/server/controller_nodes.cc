@@ -208,7 +208,11 @@ Status Controller::FenceNode(const std::string& name, const std::string& reason)
     if (it == nodes_.end()) {
       return NotFoundError("no node '" + name + "'");
     }
-    NodeDown(it->second, reason, clock_->NowMicros(), out);
+    // No new work from now on; the running work is requeued only when the node is
+    // declared lost (its heartbeats are refused from now on), by when its tasks have
+    // fenced themselves: a new attempt must not start while the old one may still run.
+    const Micros now = clock_->NowMicros();
+    SetDrain(it->second, -1, DrainInfo{reason, "admin", "admin", now}, out);
     Seal(out);
   }
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));

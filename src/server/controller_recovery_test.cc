@@ -154,6 +154,68 @@ TEST_F(ControllerRecoveryTest, ACancelInFlightSurvivesARestart) {
   EXPECT_EQ(Job(id)["state"], "cancelled");
 }
 
+// A store that fails its commits while `fail` is set (a full disk), over a real one.
+class FailingStore : public Store {
+ public:
+  explicit FailingStore(Store* inner) : inner_(inner) {}
+  Status Commit(WriteBatch batch) override {
+    return fail ? UnavailableError("disk full") : inner_->Commit(std::move(batch));
+  }
+  StatusOr<std::vector<JobRow>> LoadJobs() override { return inner_->LoadJobs(); }
+  StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override {
+    return inner_->LoadUsage(since_us, until_us);
+  }
+  StatusOr<std::vector<TokenRow>> LoadTokens() override { return inner_->LoadTokens(); }
+  StatusOr<std::optional<std::string>> GetKv(std::string_view key) override {
+    return inner_->GetKv(key);
+  }
+  StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(
+      std::string_view prefix) override {
+    return inner_->ListKv(prefix);
+  }
+  Status Close() override { return Status::Ok(); }
+  bool fail = false;
+
+ private:
+  Store* inner_;
+};
+
+// The commit of an exit report fails: the controller's memory is then ahead of its
+// store, so it must take no report at all until it restarts on a working store (the
+// agent keeps them); otherwise the exit would be acknowledged without being durable
+// and the task run again after a restart.
+TEST_F(ControllerRecoveryTest, AfterAFailedCommitNoReportIsTakenUntilARestart) {
+  FailingStore failing(store_.get());
+  controller_.reset();
+  ControllerOptions options;
+  options.data_dir = dir_;
+  options.node_timeout = 1000 * kHour;
+  auto opened = Controller::Open(options, &failing, catalog(), clock_, DefaultQueuesYaml());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  controller_ = std::move(opened).value();
+  Register();
+  const uint64_t id = Submit("team-a", kOneGpu);
+  std::vector<TaskLaunch> launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 1u);
+  const TaskReport exited = Report(launches[0].key, TaskState::kExited, 0);
+  failing.fail = true;
+  auto first = controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, {exited}, {}});
+  EXPECT_FALSE(first.ok()) << "answered a report it could not make durable";
+  failing.fail = false;  // the disk has room again
+  auto again = controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, {exited}, {}});
+  ASSERT_FALSE(again.ok()) << "took a report after its store had failed";
+  EXPECT_EQ(again.status().code(), StatusCode::kUnavailable);
+
+  Reopen();  // on the working store: the job is still running there
+  running_.clear();
+  RegisterRequest req = Inventory();
+  req.tasks = {exited};
+  ASSERT_TRUE(controller_->Register(req, "127.0.0.1").ok());
+  EXPECT_TRUE(CycleAndTake().empty()) << "the finished task was launched again";
+  EXPECT_EQ(Job(id)["state"], "succeeded");
+  EXPECT_EQ(Job(id)["attempts"], 1);
+}
+
 class ControllerIdentityTest : public ControllerRecoveryTest {
  protected:
   void Tune(ControllerOptions& options) override {

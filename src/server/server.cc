@@ -21,6 +21,7 @@
 #include "server/auth.h"
 #include "server/dashboard.h"
 #include "server/rate_limiter.h"
+#include "server/server_util.h"
 #include "server/thread_priority.h"
 #include "store/sqlite_store.h"
 
@@ -45,17 +46,9 @@ constexpr int64_t kMaxLogRead = 1 << 20;
 constexpr int64_t kDefaultPage = 100;  // jobs per page of GET /v1/jobs
 constexpr int64_t kMaxPage = 1000;
 
-void SendJson(httplib::Response& res, const nlohmann::json& j, int status = 200) {
-  res.status = status;
-  // Logs and user strings may hold invalid UTF-8: replace rather than throw.
-  res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                  "application/json");
-}
-
-void SendError(httplib::Response& res, const Status& s) {
-  res.status = HttpStatusOf(s.code());
-  res.set_content(ErrorBody(s), "application/json");
-}
+using server_internal::ParseBody;
+using server_internal::SendError;
+using server_internal::SendJson;
 
 // A pool that grows while every worker is busy (up to max) and keeps `min` ready: a
 // connection holds its worker until it closes, so a fixed pool is a fixed number of slow
@@ -178,14 +171,6 @@ StatusOr<int64_t> ParseIntParam(const httplib::Request& req, const char* name, i
 bool IsYaml(const httplib::Request& req) {
   const std::string type = req.get_header_value("Content-Type");
   return type.find("yaml") != std::string::npos;
-}
-
-StatusOr<nlohmann::json> ParseBody(const httplib::Request& req) {
-  nlohmann::json j = nlohmann::json::parse(req.body, nullptr, false);
-  if (j.is_discarded()) {
-    return InvalidArgumentError("request body is not valid JSON");
-  }
-  return j;
 }
 
 Status WriteSecret(const std::string& path, const std::string& text) {
@@ -374,15 +359,19 @@ std::function<void(const httplib::Request&, httplib::Response&)> Server::Authed(
   using Req = httplib::Request;
   using Res = httplib::Response;
   return [this, f = std::move(f), access](const Req& req, Res& res) {
-    if (const Micros wait = throttle_->Blocked(req.remote_addr); wait > 0) {
-      res.set_header("Retry-After", std::to_string((wait + 999'999) / 1'000'000));
-      SendError(res, ResourceExhaustedError("too many failed authentications from " +
-                                            req.remote_addr + "; retry later"));
-      return;
-    }
     const std::string header = req.get_header_value("Authorization");
     StatusOr<Principal> who = tokens_->Authenticate(header);
+    // A blocked address is refused only its failed attempts: valid credentials from it
+    // still work, so a task that guesses tokens cannot cut its own node (or, under
+    // `tessera up`, everyone on loopback) off the controller. Tokens are 256-bit random,
+    // so what the block limits is the cost of guessing, not its (nil) chance.
     if (!who.ok()) {
+      if (const Micros wait = throttle_->Blocked(req.remote_addr); wait > 0) {
+        res.set_header("Retry-After", std::to_string((wait + 999'999) / 1'000'000));
+        SendError(res, ResourceExhaustedError("too many failed authentications from " +
+                                              req.remote_addr + "; retry later"));
+        return;
+      }
       if (std::string revoked = RevokedMessage(header); !revoked.empty()) {
         SendError(res, PermissionDeniedError(revoked));
         return;

@@ -13,6 +13,7 @@
 
 #include "api/agent_protocol.h"
 #include "server/server.h"
+#include "server/server_fixture.h"
 
 namespace tessera {
 namespace {
@@ -25,43 +26,12 @@ enum Caller { kNone, kBad, kTenantA, kTenantB, kAdmin, kMetrics, kJoin, kNode, k
 constexpr const char* kCallerNames[] = {"none",  "bad",     "tenant A", "tenant B",
                                         "admin", "metrics", "join",     "node"};
 
-class AuthzTest : public ::testing::Test {
+class AuthzTest : public ServerFixture {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tessera-authz-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    StartServer();
-  }
-  void TearDown() override {
-    server_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  AuthzTest() : ServerFixture("authz-test") {}
 
-  void StartServer() {
-    ServerOptions o;
-    o.data_dir = dir_;
-    o.port = 0;
-    o.fsync = false;
-    o.threads = 4;
-    o.controller.cycle_interval = 10'000;
+  void Tune(ServerOptions& o) override {
     o.auth_throttle.max_failures = 0;  // the table sends many bad tokens from one address
-    StatusOr<std::unique_ptr<Server>> s = Server::Create(o, GpuCatalog::Default());
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(s).value();
-    ASSERT_TRUE(server_->Start().ok());
-    if (team_a_.empty()) {
-      team_a_ = server_->CreateTenantToken("team-a", "a").value();
-      team_b_ = server_->CreateTenantToken("team-b", "b").value();
-    }
-  }
-
-  httplib::Client Client(const std::string& token) {
-    httplib::Client c("127.0.0.1", server_->port());
-    if (!token.empty()) {
-      c.set_bearer_token_auth(token.c_str());
-    }
-    return c;
   }
 
   static RegisterRequest Inventory(const std::string& name, int gpus = 8) {
@@ -134,9 +104,6 @@ class AuthzTest : public ::testing::Test {
     return {0, TaskLaunch{}};
   }
 
-  std::string dir_;
-  std::unique_ptr<Server> server_;
-  std::string team_a_, team_b_;
 };
 
 TEST_F(AuthzTest, EveryEndpointTimesEveryCaller) {
@@ -332,7 +299,8 @@ TEST_F(AuthzTest, RemoveRefusedWhileBusyThenRevokeAndRemoveFreeTheName) {
   EXPECT_EQ(r->status, 409) << r->body;
   EXPECT_EQ(Job(id)["state"], "running");
 
-  // Revoked: the node's agent is refused, the node is down, its job is requeued.
+  // Revoked: the node's agent is refused and the node takes no new work; its job is
+  // requeued only once the node is declared lost (its tasks fence themselves first).
   r = admin.Post("/v1/nodes/n1/revoke", "", "application/json");
   ASSERT_EQ(r->status, 200) << r->body;
   r = Heartbeat(cred, "n1");
@@ -340,8 +308,10 @@ TEST_F(AuthzTest, RemoveRefusedWhileBusyThenRevokeAndRemoveFreeTheName) {
   EXPECT_NE(r->body.find("revoked"), std::string::npos) << r->body;
   EXPECT_EQ(RegisterAs(cred, Inventory("n1"))->status, 403);
   EXPECT_EQ(RegisterAs(server_->join_token(), Inventory("n1"))->status, 403);
-  EXPECT_NE(Job(id)["state"], "succeeded");
-  EXPECT_NE(Job(id)["state"], "running");
+  EXPECT_EQ(Job(id)["state"], "running") << "requeued while its tasks may still run";
+  nlohmann::json drained = nlohmann::json::parse(admin.Get("/v1/nodes")->body)["nodes"];
+  ASSERT_EQ(drained.size(), 1u);
+  EXPECT_FALSE(drained[0]["drain"].is_null()) << drained.dump();
 
   // Revocation survives a restart.
   server_.reset();

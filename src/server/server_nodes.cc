@@ -8,6 +8,7 @@
 #include "api/http_errors.h"
 #include "server/auth.h"
 #include "server/server.h"
+#include "server/server_util.h"
 
 namespace tessera {
 namespace {
@@ -16,24 +17,9 @@ constexpr const char* kNodeRole = "node";
 constexpr const char* kRevokedRole = "node_revoked";
 constexpr const char* kRemovedRole = "removed";
 
-void SendJson(httplib::Response& res, const nlohmann::json& j, int status = 200) {
-  res.status = status;
-  res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                  "application/json");
-}
-
-void SendError(httplib::Response& res, const Status& s) {
-  res.status = HttpStatusOf(s.code());
-  res.set_content(ErrorBody(s), "application/json");
-}
-
-StatusOr<nlohmann::json> ParseBody(const httplib::Request& req) {
-  nlohmann::json j = nlohmann::json::parse(req.body, nullptr, false);
-  if (j.is_discarded()) {
-    return InvalidArgumentError("request body is not valid JSON");
-  }
-  return j;
-}
+using server_internal::ParseBody;
+using server_internal::SendError;
+using server_internal::SendJson;
 
 // The token of "Bearer <token>" (scheme case-insensitive), or "".
 std::string BearerToken(const std::string& header) {

@@ -27,6 +27,7 @@
 #include <set>
 #include <thread>
 
+#include "e2e/cluster_fixture.h"
 #include "e2e/process.h"
 
 namespace tessera::e2e {
@@ -38,84 +39,33 @@ using nlohmann::json;
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/tessera-e2e-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    ::chmod(tmpl, 0711);  // tasks run as their tenants' uids and must reach the data dirs
-    dir_ = tmpl;
+    dir_ = MakeTestDir("e2e");
+    ASSERT_FALSE(dir_.empty());
     port_ = FreePort();
     url_ = "http://127.0.0.1:" + std::to_string(port_);
   }
   void TearDown() override {
-    for (auto& [name, agent] : agents_) {
-      agent->Signal(SIGTERM);
-      EXPECT_EQ(agent->Wait(15s), std::optional<int>(0)) << name << ":\n" << agent->Output();
-    }
-    agents_.clear();
-    if (server_ && server_->running()) {
-      server_->Signal(SIGTERM);
-      EXPECT_EQ(server_->Wait(15s), std::optional<int>(0)) << server_->Output();
-    }
-    server_.reset();
-    if (!HasFailure()) {
-      std::filesystem::remove_all(dir_);
-    } else {
-      std::cerr << "kept " << dir_ << " for inspection\n";
-    }
+    StopAgentsThenServer(agents_, server_);
+    RemoveTestDir(dir_, HasFailure());
   }
 
   void StartServer(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {TESSERA_BINARY, "server", "--data", dir_ + "/server",
-                                     "--listen", "127.0.0.1:" + std::to_string(port_)};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    server_ = std::make_unique<Process>(argv, dir_ + "/server.log");
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          httplib::Client c(url_);
-          c.set_connection_timeout(0, 200'000);
-          auto r = c.Get("/healthz");
-          return r && r->status == 200;
-        },
-        20s))
-        << server_->Output();
-    admin_ = Trim(Process::ReadFile(dir_ + "/server/admin.token"));
+    server_ = StartServerProcess(dir_ + "/server", port_, extra, dir_ + "/server.log");
+    ASSERT_TRUE(WaitHealthy(url_, 20s)) << server_->Output();
+    admin_ = ReadToken(dir_ + "/server/admin.token");
     ASSERT_FALSE(admin_.empty());
   }
 
   void StartAgent(const std::string& name, const std::string& gpus) {
-    std::vector<std::string> argv = {TESSERA_BINARY, "agent", "--server", url_, "--token-file",
-                                     dir_ + "/server/join.token", "--node", name, "--data",
-                                     dir_ + "/agent-" + name, "--fake-gpus", gpus,
-                                     "--heartbeat", "100ms", "--cpu", "64", "--memory", "256GiB"};
-    agents_[name] = std::make_unique<Process>(argv, dir_ + "/agent-" + name + ".log");
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          json nodes = Get("/v1/nodes");
-          for (const json& n : nodes["nodes"]) {
-            if (n["name"] == name && n["state"] == "up") {
-              return true;
-            }
-          }
-          return false;
-        },
-        20s))
+    agents_[name] = StartAgentProcess(url_, dir_ + "/server", name, dir_ + "/agent-" + name, gpus,
+                                      {}, dir_ + "/agent-" + name + ".log");
+    ASSERT_TRUE(WaitFor([&] { return NodeUp(url_, admin_, name); }, 20s))
         << agents_[name]->Output();
   }
 
-  httplib::Client Client() {
-    httplib::Client c(url_);
-    c.set_bearer_token_auth(admin_.c_str());
-    c.set_connection_timeout(1, 0);
-    c.set_read_timeout(30, 0);
-    return c;
-  }
+  httplib::Client Client() { return ApiClient(url_, admin_); }
 
-  json Get(const std::string& path) {
-    auto r = Client().Get(path.c_str());
-    if (!r || r->status != 200) {
-      return json::object();
-    }
-    return json::parse(r->body, nullptr, false);
-  }
+  json Get(const std::string& path) { return GetJson(url_, admin_, path); }
 
   // Submits until acknowledged (the controller may be down for a while); 0 on timeout.
   uint64_t Submit(const json& spec, const std::string& key, std::chrono::seconds patience = 60s) {

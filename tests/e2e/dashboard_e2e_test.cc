@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "e2e/cluster_fixture.h"
 #include "e2e/process.h"
 
 namespace tessera::e2e {
@@ -203,42 +204,23 @@ std::string Get(const Attrs& a, const std::string& key) {
 class DashboardTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/tessera-dashboard-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    ::chmod(tmpl, 0711);  // tasks run as their tenants' uids and must reach the data dirs
-    dir_ = tmpl;
+    dir_ = MakeTestDir("dashboard");
+    ASSERT_FALSE(dir_.empty());
     port_ = FreePort();
     url_ = "http://127.0.0.1:" + std::to_string(port_);
   }
   void TearDown() override {
     if (up_ && up_->running()) {
-      up_->Signal(SIGTERM);
-      EXPECT_EQ(up_->Wait(30s), std::optional<int>(0)) << up_->Output();
+      ExpectCleanStop(*up_, 30s);
     }
     up_.reset();
-    if (!HasFailure()) {
-      std::filesystem::remove_all(dir_);
-    } else {
-      std::cerr << "kept " << dir_ << " for inspection\n";
-    }
+    RemoveTestDir(dir_, HasFailure());
   }
 
-  httplib::Client Client(const std::string& token) {
-    httplib::Client c(url_);
-    if (!token.empty()) {
-      c.set_bearer_token_auth(token.c_str());
-    }
-    c.set_connection_timeout(1, 0);
-    c.set_read_timeout(20, 0);
-    return c;
-  }
+  httplib::Client Client(const std::string& token) { return ApiClient(url_, token, 20); }
 
   json GetJson(const std::string& path, const std::string& token) {
-    auto r = Client(token).Get(path.c_str());
-    if (!r || r->status != 200) {
-      return json::object();
-    }
-    return json::parse(r->body, nullptr, false);
+    return e2e::GetJson(url_, token, path, 20);
   }
 
   uint64_t Submit(const std::string& token, const json& spec) {
@@ -270,9 +252,9 @@ TEST_F(DashboardTest, BrowserDrawsEveryGpuAndSliceWithItsTenant) {
   std::string admin, team_a, team_b;
   ASSERT_TRUE(WaitFor(
       [&] {
-        admin = Trim(Process::ReadFile(data + "/admin.token"));
-        team_a = Trim(Process::ReadFile(data + "/tokens/team-a.token"));
-        team_b = Trim(Process::ReadFile(data + "/tokens/team-b.token"));
+        admin = ReadToken(data + "/admin.token");
+        team_a = ReadToken(data + "/tokens/team-a.token");
+        team_b = ReadToken(data + "/tokens/team-b.token");
         if (admin.empty() || team_a.empty() || team_b.empty()) {
           return false;
         }

@@ -39,6 +39,7 @@
 #include <set>
 #include <thread>
 
+#include "e2e/cluster_fixture.h"
 #include "e2e/process.h"
 
 namespace tessera::e2e {
@@ -164,11 +165,9 @@ std::string Describe(const std::vector<Pid>& pids) {
 class FaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/tessera-faults-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    // Tasks run as other uids: they pass through to the records and holders.
-    ASSERT_EQ(::chmod(dir_.c_str(), 0711), 0);
+    // Tasks run as other uids: they pass through (0711) to the records and holders.
+    dir_ = MakeTestDir("faults");
+    ASSERT_FALSE(dir_.empty());
     records_ = dir_ + "/records";
     locks_ = dir_ + "/locks";
     for (const std::string& d : {records_, locks_}) {
@@ -194,51 +193,27 @@ class FaultTest : public ::testing::Test {
         }
       }
     }
-    for (auto& [name, agent] : agents_) {
-      agent->Signal(SIGTERM);
-      EXPECT_EQ(agent->Wait(15s), std::optional<int>(0)) << name << ":\n" << agent->Output();
-    }
-    agents_.clear();
-    if (server_ && server_->running()) {
-      server_->Signal(SIGTERM);
-      EXPECT_EQ(server_->Wait(15s), std::optional<int>(0)) << server_->Output();
-    }
-    server_.reset();
+    StopAgentsThenServer(agents_, server_);
     // Whatever a killed agent or a kept task left behind ends here: the recorded
     // processes that still carry this test's RECORDS (a pid may have been reused).
     const std::string mark = "RECORDS=" + records_;
     for (const Pid& p : RecordedPids([](const Record&) { return true; })) {
       const std::string env = Process::ReadFile("/proc/" + std::to_string(p.pid) + "/environ");
-      if (env.find(mark + '\0') != std::string::npos) {
+      if (p.pid > 1 && env.find(mark + '\0') != std::string::npos) {
         ::kill(p.pid, SIGKILL);
       }
     }
     ::unsetenv("TESSERA_SERVER");
     ::unsetenv("TESSERA_TOKEN_FILE");
-    if (!HasFailure()) {
-      std::filesystem::remove_all(dir_);
-    } else {
-      std::cerr << "kept " << dir_ << " for inspection\n";
-    }
+    RemoveTestDir(dir_, HasFailure());
   }
 
   void StartServer(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {
-        TESSERA_BINARY,   "server",   "--data",
-        dir_ + "/server", "--listen", "127.0.0.1:" + std::to_string(port_),
-        "--rate",         "100000",   "--no-fsync"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    server_ = std::make_unique<Process>(argv, dir_ + "/server.log");
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          httplib::Client c(url_);
-          c.set_connection_timeout(0, 200'000);
-          auto r = c.Get("/healthz");
-          return r && r->status == 200;
-        },
-        20s))
-        << server_->Output();
-    admin_ = Trim(Process::ReadFile(dir_ + "/server/admin.token"));
+    std::vector<std::string> flags = {"--rate", "100000", "--no-fsync"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    server_ = StartServerProcess(dir_ + "/server", port_, flags, dir_ + "/server.log");
+    ASSERT_TRUE(WaitHealthy(url_, 20s)) << server_->Output();
+    admin_ = ReadToken(dir_ + "/server/admin.token");
     ASSERT_FALSE(admin_.empty());
   }
 
@@ -252,47 +227,22 @@ class FaultTest : public ::testing::Test {
   void StartAgent(const std::string& name, bool wait_up = true) {
     const std::string log = dir_ + "/agent-" + name + ".log";
     const size_t before = Process::ReadFile(log).size();
-    std::vector<std::string> argv = {TESSERA_BINARY, "agent",
-                                     "--server",     url_,
-                                     "--token-file", dir_ + "/server/join.token",
-                                     "--node",       name,
-                                     "--data",       dir_ + "/agent-" + name,
-                                     "--fake-gpus",  "8xH100-80GB",
-                                     "--heartbeat",  "100ms",
-                                     "--cpu",        "64",
-                                     "--memory",     "256GiB"};
-    agents_[name] = std::make_unique<Process>(argv, log);
+    agents_[name] = StartAgentProcess(url_, dir_ + "/server", name, dir_ + "/agent-" + name,
+                                      "8xH100-80GB", {}, log);
     ASSERT_TRUE(WaitFor(
         [&] {
           if (!wait_up) {
             return Process::ReadFile(log).find("tessera agent: node", before) != std::string::npos;
           }
-          for (const json& n : Get("/v1/nodes").value("nodes", json::array())) {
-            if (n.value("name", "") == name && n.value("state", "") == "up") {
-              return true;
-            }
-          }
-          return false;
+          return NodeUp(url_, admin_, name);
         },
         20s))
         << agents_[name]->Output();
   }
 
-  httplib::Client Client() {
-    httplib::Client c(url_);
-    c.set_bearer_token_auth(admin_.c_str());
-    c.set_connection_timeout(1, 0);
-    c.set_read_timeout(30, 0);
-    return c;
-  }
+  httplib::Client Client() { return ApiClient(url_, admin_); }
 
-  json Get(const std::string& path) {
-    auto r = Client().Get(path.c_str());
-    if (!r || r->status != 200) {
-      return json::object();
-    }
-    return json::parse(r->body, nullptr, false);
-  }
+  json Get(const std::string& path) { return GetJson(url_, admin_, path); }
 
   json Job(uint64_t id) { return Get("/v1/jobs/" + std::to_string(id)); }
 

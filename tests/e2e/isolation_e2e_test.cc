@@ -26,6 +26,7 @@
 #include <random>
 #include <set>
 
+#include "e2e/cluster_fixture.h"
 #include "e2e/process.h"
 
 namespace tessera::e2e {
@@ -89,10 +90,8 @@ class IsolationTest : public ::testing::Test {
     if (::geteuid() != 0) {
       GTEST_SKIP() << "needs root: tasks start as the tenants' uids, and mknod";
     }
-    char tmpl[] = "/tmp/tessera-isolation-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    ASSERT_EQ(::chmod(dir_.c_str(), 0711), 0);  // tasks pass through to records/
+    dir_ = MakeTestDir("isolation");  // 0711: tasks pass through to records/
+    ASSERT_FALSE(dir_.empty());
     records_ = dir_ + "/records";
     ASSERT_TRUE(std::filesystem::create_directory(records_));
     ASSERT_EQ(::chmod(records_.c_str(), 01777), 0);
@@ -118,42 +117,27 @@ class IsolationTest : public ::testing::Test {
       Client(admin_).Post(("/v1/jobs/" + std::to_string(id) + "/cancel").c_str());
     }
     if (agent_) {
-      agent_->Signal(SIGTERM);
-      EXPECT_EQ(agent_->Wait(15s), std::optional<int>(0)) << agent_->Output();
+      ExpectCleanStop(*agent_, 15s);
     }
     if (server_) {
-      server_->Signal(SIGTERM);
-      EXPECT_EQ(server_->Wait(15s), std::optional<int>(0)) << server_->Output();
+      ExpectCleanStop(*server_, 15s);
     }
     // Tasks left behind: those whose environment carries this test's RECORDS.
     const std::string mark = "RECORDS=" + records_ + '\0';
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
       const std::string name = e.path().filename().string();
-      if (name.find_first_not_of("0123456789") == std::string::npos &&
+      if (name.find_first_not_of("0123456789") == std::string::npos && std::stoi(name) > 1 &&
           Process::ReadFile(e.path().string() + "/environ").find(mark) != std::string::npos) {
         ::kill(std::stoi(name), SIGKILL);
       }
     }
-    if (!HasFailure()) {
-      std::filesystem::remove_all(dir_);
-    } else {
-      std::cerr << "kept " << dir_ << " for inspection\n";
-    }
+    RemoveTestDir(dir_, HasFailure());
   }
 
-  httplib::Client Client(const std::string& token) {
-    httplib::Client c(url_);
-    c.set_bearer_token_auth(token.c_str());
-    c.set_connection_timeout(1, 0);
-    c.set_read_timeout(30, 0);
-    return c;
-  }
+  httplib::Client Client(const std::string& token) { return ApiClient(url_, token); }
 
-  json Get(const std::string& path) {
-    auto r = Client(admin_).Get(path.c_str());
-    return r && r->status == 200 ? json::parse(r->body, nullptr, false) : json::object();
-  }
+  json Get(const std::string& path) { return GetJson(url_, admin_, path); }
 
   // A token for `tenant` (POST /v1/tenants), also kept as tessera up keeps it: in
   // DATA/tokens/TENANT.token, 0600 in a 0700 directory.
@@ -194,47 +178,18 @@ class IsolationTest : public ::testing::Test {
 TEST_F(IsolationTest, TenantTaskCannotReachSecretsOtherTenantsOrOtherGpus) {
   const std::string data = dir_ + "/server";
   const std::string agent_data = dir_ + "/agent-a";
-  server_ = std::make_unique<Process>(
-      std::vector<std::string>{TESSERA_BINARY, "server", "--data", data, "--listen",
-                               "127.0.0.1:" + std::to_string(port_), "--node-timeout", "10s",
-                               "--stop-grace", "2s", "--no-fsync"},
-      dir_ + "/server.log");
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        httplib::Client c(url_);
-        auto r = c.Get("/healthz");
-        return r && r->status == 200;
-      },
-      20s))
-      << server_->Output();
-  admin_ = Trim(Process::ReadFile(data + "/admin.token"));
+  server_ = StartServerProcess(data, port_,
+                               {"--node-timeout", "10s", "--stop-grace", "2s", "--no-fsync"},
+                               dir_ + "/server.log");
+  ASSERT_TRUE(WaitHealthy(url_, 20s)) << server_->Output();
+  admin_ = ReadToken(data + "/admin.token");
   const std::string token_a = TenantToken("team-a");
   const std::string token_b = TenantToken("team-b");
   ASSERT_FALSE(token_a.empty() || token_b.empty());
 
-  agent_ = std::make_unique<Process>(
-      std::vector<std::string>{TESSERA_BINARY, "agent",
-                               "--server",     url_,
-                               "--token-file", data + "/join.token",
-                               "--node",       "a",
-                               "--data",       agent_data,
-                               "--fake-gpus",  std::to_string(kGpus) + "xH100-80GB",
-                               "--device-dir", devices_,
-                               "--heartbeat",  "100ms",
-                               "--cpu",        "64",
-                               "--memory",     "256GiB"},
-      dir_ + "/agent.log");
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        for (const json& n : Get("/v1/nodes").value("nodes", json::array())) {
-          if (n.value("name", "") == "a" && n.value("state", "") == "up") {
-            return true;
-          }
-        }
-        return false;
-      },
-      20s))
-      << agent_->Output();
+  agent_ = StartAgentProcess(url_, data, "a", agent_data, std::to_string(kGpus) + "xH100-80GB",
+                             {"--device-dir", devices_}, dir_ + "/agent.log");
+  ASSERT_TRUE(WaitFor([&] { return NodeUp(url_, admin_, "a"); }, 20s)) << agent_->Output();
 
   // Tenant B's task, running, with its secrets in place.
   const uint64_t b = Submit(token_b, {{"name", "victim"},
@@ -385,11 +340,11 @@ TEST_F(IsolationTest, TenantTaskCannotReachSecretsOtherTenantsOrOtherGpus) {
       << "tenants A and B run as the same uid";
   // No secret in anything the task could print.
   std::map<std::string, std::string> secrets = {
-      {"admin token", Trim(Process::ReadFile(data + "/admin.token"))},
-      {"join token", Trim(Process::ReadFile(data + "/join.token"))},
-      {"metrics token", Trim(Process::ReadFile(data + "/metrics.token"))},
+      {"admin token", ReadToken(data + "/admin.token")},
+      {"join token", ReadToken(data + "/join.token")},
+      {"metrics token", ReadToken(data + "/metrics.token")},
       {"tenant B's token", token_b},
-      {"node credential", Trim(Process::ReadFile(agent_data + "/node.credential"))},
+      {"node credential", ReadToken(agent_data + "/node.credential")},
       {"tenant B's secret", secret_}};
   for (const auto& [what, secret] : secrets) {
     if (!secret.empty()) {
