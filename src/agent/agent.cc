@@ -56,11 +56,6 @@ std::string RandomId() {
   return out.str();
 }
 
-std::string LauncherId(const TaskKey& key) {
-  return std::to_string(key.job) + "." + std::to_string(key.task) + "." +
-         std::to_string(key.attempt);
-}
-
 // Where a task starts when its spec names no directory: where it was submitted from,
 // when that exists on this node (a shared filesystem) and the task's uid can enter
 // it, else the job's own directory (`note` says why, for the task's log).
@@ -494,7 +489,7 @@ std::vector<GpuTelemetry> Agent::TakeTelemetry() {
 }
 
 void Agent::Launch(const TaskLaunch& l) {
-  const std::string id = LauncherId(l.key);
+  const std::string id = TaskRecordId(l.key);
   std::lock_guard<std::mutex> lock(mu_);
   if (!seen_.insert(id).second || tasks_.count(id) > 0) {
     return;  // a resend
@@ -640,7 +635,7 @@ void Agent::Launch(const TaskLaunch& l) {
 }
 
 void Agent::StopTask(const TaskStop& stop) {
-  const std::string id = LauncherId(stop.key);
+  const std::string id = TaskRecordId(stop.key);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(id);
   if (it == tasks_.end() || it->second.exited || it->second.signalled_at > 0) {

@@ -14,15 +14,6 @@
 #include "agent/task_sandbox.h"
 
 namespace tessera {
-namespace {
-
-std::string LauncherId(const TaskKey& key) {
-  return std::to_string(key.job) + "." + std::to_string(key.task) + "." +
-         std::to_string(key.attempt);
-}
-
-}  // namespace
-
 StatusOr<std::pair<int64_t, int64_t>> Agent::RunAs(const TaskLaunch& l) {
   if (::geteuid() != 0) {
     // An unprivileged agent cannot change identity: tasks share its uid.
@@ -107,7 +98,7 @@ void Agent::Acknowledge(const std::vector<TaskReport>& reported) {
     if (r.state == TaskState::kRunning) {
       continue;
     }
-    auto it = tasks_.find(LauncherId(r.key));
+    auto it = tasks_.find(TaskRecordId(r.key));
     if (it == tasks_.end() || !it->second.exited) {
       continue;
     }

@@ -58,6 +58,11 @@ Status WriteAtomically(const std::string& path, const std::string& content) {
 
 }  // namespace
 
+std::string TaskRecordId(const TaskKey& key) {
+  return std::to_string(key.job) + "." + std::to_string(key.task) + "." +
+         std::to_string(key.attempt);
+}
+
 std::string TaskRecordsRoot(const std::string& data_dir) { return data_dir + "/tasks"; }
 
 std::string TaskRecordDir(const std::string& data_dir, const std::string& id) {

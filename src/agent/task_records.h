@@ -34,6 +34,9 @@ struct TaskRecord {
   std::vector<std::pair<int, std::string>> mig;  // MIG instances made: GPU index, UUID
 };
 
+// The name of a task attempt's record (and its launcher id): "job.task.attempt".
+std::string TaskRecordId(const TaskKey& key);
+
 // `<data_dir>/tasks`.
 std::string TaskRecordsRoot(const std::string& data_dir);
 // `<data_dir>/tasks/<id>`.
