@@ -1290,7 +1290,7 @@ std::string Controller::PendingReason(const Job& job) const {
 
 // ---- views -------------------------------------------------------------------
 
-nlohmann::json Controller::JobJson(const Job& job) const {
+nlohmann::json Controller::JobJson(const Job& job, bool with_spec) const {
   const JobRow& row = job.row;
   const JobRecord& rec = records_[row.id];
   nlohmann::json tasks = nlohmann::json::array();
@@ -1326,13 +1326,6 @@ nlohmann::json Controller::JobJson(const Job& job) const {
     }
     tasks.push_back(std::move(task));
   }
-  // Parsed once per job: listings render many jobs, and parsing dominated them.
-  if (job.spec_view == nullptr) {
-    nlohmann::json parsed = nlohmann::json::parse(row.spec_json, nullptr, false);
-    job.spec_view = std::make_shared<const nlohmann::json>(
-        parsed.is_discarded() ? nlohmann::json(nullptr) : std::move(parsed));
-  }
-  const nlohmann::json& spec = *job.spec_view;
   const bool ended = Terminal(row.state);
   std::string reason = row.reason;
   if (row.state == "pending") {
@@ -1340,27 +1333,37 @@ nlohmann::json Controller::JobJson(const Job& job) const {
     const bool requeued = reason.rfind("requeued", 0) == 0 || reason.rfind("preempted", 0) == 0;
     reason = requeued ? reason + "; " + PendingReason(job) : PendingReason(job);
   }
-  return {{"id", row.id},
-          {"name", row.name},
-          {"tenant", row.tenant},
-          {"queue", row.queue},
-          {"state", row.state},
-          {"priority", job.submission.spec.priority},
-          {"submit_time", TimeOrNull(row.submit_us)},
-          {"start_time", TimeOrNull(row.start_us)},
-          {"end_time", TimeOrNull(row.end_us)},
-          {"attempts", row.attempts},
-          {"preemptions", row.preemptions},
-          {"exit_code", ended && row.state != "cancelled" ? nlohmann::json(row.exit_code)
-                                                          : nlohmann::json(nullptr)},
-          {"reason", reason},
-          {"gpus", job.submission.spec.TotalGpus()},
-          {"gpu_milli", rec.gpu_milli},
-          {"replicas", job.submission.spec.tasks.size()},
-          {"checkpoint_dir", CheckpointDir(job)},
-          {"run_as", RunAsJson(KnownIdentity(row.tenant))},
-          {"tasks", std::move(tasks)},
-          {"spec", spec}};
+  nlohmann::json out = {
+      {"id", row.id},
+      {"name", row.name},
+      {"tenant", row.tenant},
+      {"queue", row.queue},
+      {"state", row.state},
+      {"priority", job.submission.spec.priority},
+      {"submit_time", TimeOrNull(row.submit_us)},
+      {"start_time", TimeOrNull(row.start_us)},
+      {"end_time", TimeOrNull(row.end_us)},
+      {"attempts", row.attempts},
+      {"preemptions", row.preemptions},
+      {"exit_code",
+       ended && row.state != "cancelled" ? nlohmann::json(row.exit_code) : nlohmann::json(nullptr)},
+      {"reason", reason},
+      {"gpus", job.submission.spec.TotalGpus()},
+      {"gpu_milli", rec.gpu_milli},
+      {"replicas", job.submission.spec.tasks.size()},
+      {"checkpoint_dir", CheckpointDir(job)},
+      {"run_as", RunAsJson(KnownIdentity(row.tenant))},
+      {"tasks", std::move(tasks)}};
+  if (with_spec) {
+    // Parsed once per job: the spec never changes.
+    if (job.spec_view == nullptr) {
+      nlohmann::json parsed = nlohmann::json::parse(row.spec_json, nullptr, false);
+      job.spec_view = std::make_shared<const nlohmann::json>(
+          parsed.is_discarded() ? nlohmann::json(nullptr) : std::move(parsed));
+    }
+    out["spec"] = *job.spec_view;
+  }
+  return out;
 }
 
 nlohmann::json Controller::Nodes() {

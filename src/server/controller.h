@@ -34,27 +34,27 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "api/agent_protocol.h"
 #include "api/job_codec.h"
 #include "base/clock.h"
 #include "base/rng.h"
 #include "base/status.h"
+#include "metrics/exposition.h"
 #include "model/gpu_catalog.h"
 #include "model/queue_tree.h"
 #include "plugins/job_policies.h"
 #include "plugins/runtime_predictor.h"
 #include "sched/job_record.h"
 #include "sched/job_scheduler.h"
-#include "metrics/exposition.h"
 #include "server/auth.h"
 #include "server/gpu_health.h"
 #include "state/cluster_state.h"
@@ -166,11 +166,17 @@ class Controller {
   // The tenants named by the queue configuration.
   std::vector<std::string> Tenants();
 
-  // A page of ListJobs (newest first): at most `limit` jobs with ids below `after` (0:
-  // from the newest). {"jobs": [...], "next": the last id returned when more may follow,
-  // else null}. *rows is set to the number of jobs returned (what the page cost).
-  nlohmann::json ListJobsPage(const Principal& who, const JobFilter& filter, uint64_t after,
-                              size_t limit, size_t* rows);
+  // A page of ListJobs (newest first): at most `limit` ids of jobs visible to `who` below
+  // `after` (0: from the newest); `more` when others follow the last one.
+  struct JobPage {
+    std::vector<uint64_t> ids;
+    bool more = false;
+  };
+  JobPage ListJobIds(const Principal& who, const JobFilter& filter, uint64_t after, size_t limit);
+  // The JSON texts of the jobs `ids` (as GET /v1/jobs/{id}), skipping ids that are gone.
+  // Callers render a long page in slices: each slice holds the lock once, and the text is
+  // encoded after it is released.
+  std::vector<std::string> JobsJsonText(std::span<const uint64_t> ids);
   // GET /v1/nodes as `who` sees it: a tenant sees which tenant holds each GPU but not
   // the job ids or names of other tenants' jobs; the admin sees everything.
   nlohmann::json Nodes(const Principal& who);
@@ -233,6 +239,9 @@ class Controller {
     uint64_t preemptor = 0;      // while stopping for another job
     // row.spec_json parsed, made on first view (the spec never changes).
     mutable std::shared_ptr<const nlohmann::json> spec_view;
+    // Whether row.spec_json is well-formed JSON, checked once before a listing splices it
+    // in: -1 not checked yet, 0 no (listed as null), 1 yes.
+    mutable int8_t spec_text_ok = -1;
   };
   struct NodeInfo {
     NodeInventory inventory;
@@ -268,7 +277,8 @@ class Controller {
   // All of these run with mu_ held.
   Job* FindJob(uint64_t id);
   bool Visible(const Principal& who, const Job& job) const;
-  nlohmann::json JobJson(const Job& job) const;
+  // Without `with_spec` the "spec" member is left out (listings splice in its text).
+  nlohmann::json JobJson(const Job& job, bool with_spec = true) const;
   void Seal(Pending& out);  // the dirty jobs' rows into the batch
   void StartJob(Job& job, StartDecision& d, Micros now, Pending& out);
   void StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pending& out);

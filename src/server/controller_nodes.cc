@@ -1,7 +1,6 @@
 // Controller: node membership (removal, fencing on revocation, inventory bounds), the
 // paginated job listing and the nodes' view as a tenant sees it.
 #include <algorithm>
-#include <thread>
 #include <cctype>
 #include <iostream>
 
@@ -90,9 +89,9 @@ Status Controller::CheckInventoryBounds(const NodeInventory& inventory) {
   return Status::Ok();
 }
 
-nlohmann::json Controller::ListJobsPage(const Principal& who, const JobFilter& filter,
-                                        uint64_t after, size_t limit, size_t* rows) {
-  std::vector<uint64_t> ids;
+Controller::JobPage Controller::ListJobIds(const Principal& who, const JobFilter& filter,
+                                           uint64_t after, size_t limit) {
+  JobPage page;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, job] : jobs_) {
@@ -108,37 +107,46 @@ nlohmann::json Controller::ListJobsPage(const Principal& who, const JobFilter& f
           (!filter.tenant.empty() && job.row.tenant != filter.tenant)) {
         continue;
       }
-      ids.push_back(id);
+      page.ids.push_back(id);
     }
   }
   // Only the page is sorted: the table may hold far more rows than one page.
-  const bool more = ids.size() > limit;
-  const size_t n = std::min(ids.size(), limit);
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
-                    std::greater<>());
-  ids.resize(n);
-  // The rows' JSON in slices, the lock released in between: a page of 1,000 jobs would
-  // otherwise hold every other request (and the scheduler) for tens of milliseconds.
-  // Each job is consistent in itself; the page is a listing, not a snapshot.
-  constexpr size_t kSlice = 8;
-  nlohmann::json out = nlohmann::json::array();
-  for (size_t i = 0; i < ids.size(); i += kSlice) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (size_t k = i; k < ids.size() && k < i + kSlice; ++k) {
-        if (const Job* job = FindJob(ids[k]); job != nullptr) {
-          out.push_back(JobJson(*job));
+  page.more = page.ids.size() > limit;
+  const size_t n = std::min(page.ids.size(), limit);
+  std::partial_sort(page.ids.begin(), page.ids.begin() + static_cast<std::ptrdiff_t>(n),
+                    page.ids.end(), std::greater<>());
+  page.ids.resize(n);
+  return page;
+}
+
+std::vector<std::string> Controller::JobsJsonText(std::span<const uint64_t> ids) {
+  // The spec is most of a job's view and never changes: its stored text is spliced in
+  // rather than copied as a tree, built, encoded and freed for every listing.
+  std::vector<std::pair<nlohmann::json, std::string>> views;
+  views.reserve(ids.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint64_t id : ids) {
+      if (const Job* job = FindJob(id); job != nullptr) {
+        if (job->spec_text_ok < 0) {
+          job->spec_text_ok = nlohmann::json::accept(job->row.spec_json) ? 1 : 0;
         }
+        views.emplace_back(JobJson(*job, /*with_spec=*/false),
+                           job->spec_text_ok == 1 ? job->row.spec_json : std::string());
       }
     }
-    // The mutex is not fair: without a yield this thread would take it straight back
-    // and a waiting request would wait for the whole page after all.
-    std::this_thread::yield();
   }
-  *rows = n;
-  return {{"jobs", std::move(out)},
-          {"next", more && n > 0 ? nlohmann::json(std::to_string(ids.back()))
-                                 : nlohmann::json(nullptr)}};
+  std::vector<std::string> out;
+  out.reserve(views.size());
+  for (auto& [view, spec] : views) {
+    std::string text = view.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    text.pop_back();  // the closing brace
+    text += ",\"spec\":";
+    text += spec.empty() ? "null" : spec;
+    text += '}';
+    out.push_back(std::move(text));
+  }
+  return out;
 }
 
 nlohmann::json Controller::Nodes(const Principal& who) {

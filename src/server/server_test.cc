@@ -338,6 +338,13 @@ TEST_F(ServerTest, JobListsArePaginated) {
   EXPECT_TRUE(all["next"].is_null());
   EXPECT_EQ(c.Get("/v1/jobs?limit=0")->status, 400);
   EXPECT_EQ(c.Get("/v1/jobs?after=abc")->status, 400);
+  // A listed job is its own view, spec included (a listing streams the spec's stored text).
+  for (size_t i : {size_t{0}, size_t{137}, size_t{249}}) {
+    const nlohmann::json& listed = all["jobs"][i];
+    const std::string id = std::to_string(listed["id"].get<uint64_t>());
+    EXPECT_EQ(listed, nlohmann::json::parse(c.Get("/v1/jobs/" + id)->body)) << id;
+    EXPECT_EQ(listed["spec"]["command"], nlohmann::json::array({"/bin/true"}));
+  }
   // Another tenant's listing is not affected by this one's.
   EXPECT_EQ(nlohmann::json::parse(Client(team_b_).Get("/v1/jobs")->body)["jobs"].size(), 0u);
 }
