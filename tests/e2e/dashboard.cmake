@@ -9,7 +9,7 @@ if(NOT TESSERA_CHROMIUM_EXECUTABLE)
   message(WARNING "chromium not found: run scripts/setup.sh. The test dashboard_e2e_test will fail.")
 endif()
 add_executable(dashboard_e2e_test ${CMAKE_CURRENT_LIST_DIR}/dashboard_e2e_test.cc)
-target_compile_options(dashboard_e2e_test PRIVATE ${TESSERA_WARNINGS})
+target_compile_options(dashboard_e2e_test PRIVATE ${TESSERA_WARNINGS} ${TESSERA_TEST_COMPILE_OPTIONS})
 target_include_directories(dashboard_e2e_test PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 target_compile_definitions(dashboard_e2e_test PRIVATE
   TESSERA_BINARY="$<TARGET_FILE:tessera>"
