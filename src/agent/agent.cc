@@ -538,9 +538,14 @@ void Agent::Launch(const TaskLaunch& l) {
   }
   std::vector<std::string> visible;
   std::set<int> numa(l.numa_nodes.begin(), l.numa_nodes.end());
-  std::set<int> granted(l.gpus.begin(), l.gpus.end());
+  std::vector<GpuDeviceGrant> granted;
+  auto minor_of = [&](int g) {
+    const DiscoveredGpu& gpu = gpus_[static_cast<size_t>(g)];
+    return gpu.minor >= 0 ? gpu.minor : gpu.index;
+  };
   for (int g : l.gpus) {
     visible.push_back(gpus_[static_cast<size_t>(g)].uuid);
+    granted.push_back({minor_of(g)});
   }
   for (const MigRequest& m : l.mig) {
     StatusOr<MigInstanceInfo> inst = backend_->CreateMigInstance(m.gpu, m.profile, m.start);
@@ -551,7 +556,8 @@ void Agent::Launch(const TaskLaunch& l) {
     }
     t.mig.emplace_back(m.gpu, inst->uuid);
     visible.push_back(inst->uuid);
-    granted.insert(m.gpu);  // a MIG client needs its parent card's device node
+    // A MIG client needs its parent card's device node and its instance's capabilities.
+    granted.push_back({minor_of(m.gpu), inst->gpu_instance, inst->compute_instance});
   }
 
   std::map<std::string, std::string> env = l.env;
@@ -596,8 +602,16 @@ void Agent::Launch(const TaskLaunch& l) {
   spec.state_dir = t.dir;
   spec.uid = uid;
   spec.gid = gid;
-  spec.hidden_devices =
-      HiddenGpuDevices(options_.device_dir, static_cast<int>(gpus_.size()), granted);
+  std::vector<int> minors;
+  for (size_t g = 0; g < gpus_.size(); ++g) {
+    minors.push_back(minor_of(static_cast<int>(g)));
+  }
+  StatusOr<std::vector<std::string>> hidden =
+      HiddenGpuDevices(options_.device_dir, options_.nvidia_caps_dir, minors, granted);
+  if (!hidden.ok()) {
+    return fail("GPU devices: " + hidden.status().message());
+  }
+  spec.hidden_devices = std::move(*hidden);
   if (lease_ > 0) {
     spec.lease_file = std::filesystem::absolute(options_.data_dir + "/lease").string();
     spec.lease_us = lease_;

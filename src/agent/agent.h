@@ -71,8 +71,11 @@ struct AgentOptions {
   int64_t max_log_chunk = 64 << 10;  // bytes of output per task per heartbeat
   Micros telemetry_interval = 1'000'000;  // least time between GPU samples; 0: no telemetry
   const Clock* clock = nullptr;           // nullptr: the system clock; must outlive the agent
-  // GPU i's device node is <device_dir>/nvidia<i>; a task cannot open the others'.
+  // Where the GPUs' device nodes are (<device_dir>/nvidia<minor>, and the MIG
+  // capabilities' <device_dir>/nvidia-caps/), and where the driver says which
+  // capability opens which MIG instance: a task can open only its own (task_sandbox.h).
   std::string device_dir = "/dev";
+  std::string nvidia_caps_dir = "/proc/driver/nvidia/capabilities";
   // A root agent runs tasks only as the uid the controller gives (never 0) unless this
   // is set: for one-user machines where tasks must run as root.
   bool allow_root_tasks = false;

@@ -244,6 +244,7 @@ class FakeGpuBackend : public GpuBackend {
       const GpuModel& model = catalog_.Get(gpu.spec.model);
       DiscoveredGpu d;
       d.index = static_cast<int>(i);
+      d.minor = static_cast<int>(i);
       d.uuid = gpu.uuid;
       d.product_name = FakeProductName(model);
       d.model = gpu.spec.model;
@@ -285,6 +286,8 @@ class FakeGpuBackend : public GpuBackend {
       ++gi_id;
     }
     gpu->gi_ids[info.uuid] = gi_id;
+    info.gpu_instance = gi_id;
+    info.compute_instance = 0;  // one compute instance per GPU instance, as NVML's first
     gpu->instances.push_back(info);
     std::sort(gpu->instances.begin(), gpu->instances.end(),
               [](const MigInstanceInfo& a, const MigInstanceInfo& b) { return a.start < b.start; });

@@ -16,7 +16,9 @@
 //
 // UUIDs are stable per (node name, GPU index): the UUID form of
 // "GPU-fake-<node>-<index>"; MIG instance UUIDs are stable per (node, GPU, creation
-// order). The fake reports no CPU affinity (cpus is empty).
+// order). The fake reports no CPU affinity (cpus is empty). GPU i's device minor is i;
+// a MIG instance's GPU instance id is the smallest free one from 1 (as NVML assigns)
+// and its compute instance id 0.
 //
 // Telemetry is made up from the catalog and from what the agent runs (SetTaskLoad),
 // deterministically. A card's busy share is the sum of the milli of its loads (MIG: the

@@ -196,8 +196,14 @@ TEST(FakeGpuBackendTest, MigInstancesFollowThePlacementRules) {
   auto two = backend->CreateMigInstance(0, "2g.20gb", 2);
   ASSERT_TRUE(two.ok()) << two.status().ToString();
   EXPECT_NE(one->uuid, two->uuid);
+  // GPU instance ids as NVML gives them: the smallest free from 1, in creation order.
+  EXPECT_EQ(three->gpu_instance, 1);
+  EXPECT_EQ(one->gpu_instance, 2);
+  EXPECT_EQ(two->gpu_instance, 3);
+  EXPECT_EQ(two->compute_instance, 0);
 
   std::vector<DiscoveredGpu> gpus = Discover(*backend);
+  EXPECT_EQ(gpus[1].minor, 1);
   ASSERT_EQ(gpus[0].mig_instances.size(), 3u);
   EXPECT_EQ(gpus[0].mig_instances[0], *one);  // ascending start
   EXPECT_EQ(gpus[0].mig_instances[1], *two);

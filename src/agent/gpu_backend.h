@@ -40,11 +40,16 @@ struct MigInstanceInfo {
   std::string uuid;     // "MIG-..." as NVML names the MIG device
   std::string profile;  // catalog profile name, e.g. "3g.40gb"
   int start = -1;       // first memory slot
+  // The driver's ids of its GPU instance and compute instance (-1: unknown): they name
+  // its capability device nodes (task_sandbox.h).
+  int gpu_instance = -1;
+  int compute_instance = -1;
   bool operator==(const MigInstanceInfo&) const = default;
 };
 
 struct DiscoveredGpu {
   int index = 0;
+  int minor = -1;            // its device node is /dev/nvidia<minor>; -1: unknown (= index)
   std::string uuid;          // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
   std::string product_name;  // as NVML names it, e.g. "NVIDIA H100 80GB HBM3"
   GpuModelId model;          // invalid (GpuModelId{}) when the catalog has no such model

@@ -51,6 +51,8 @@ struct NvmlApi {
   decltype(&::nvmlDeviceGetMaxMigDeviceCount) DeviceGetMaxMigDeviceCount = nullptr;
   decltype(&::nvmlDeviceGetMigDeviceHandleByIndex) DeviceGetMigDeviceHandleByIndex = nullptr;
   decltype(&::nvmlDeviceGetGpuInstanceId) DeviceGetGpuInstanceId = nullptr;
+  decltype(&::nvmlDeviceGetComputeInstanceId) DeviceGetComputeInstanceId = nullptr;
+  decltype(&::nvmlDeviceGetMinorNumber) DeviceGetMinorNumber = nullptr;
   decltype(&::nvmlDeviceGetNvLinkState) DeviceGetNvLinkState = nullptr;
   decltype(&::nvmlDeviceGetNvLinkRemotePciInfo_v2) DeviceGetNvLinkRemotePciInfo = nullptr;
   decltype(&::nvmlDeviceGetCpuAffinity) DeviceGetCpuAffinity = nullptr;
@@ -283,6 +285,10 @@ class NvmlBackend : public GpuBackend {
       TESSERA_ASSIGN_OR_RETURN(nvmlDevice_t device, Handle(static_cast<int>(i)));
       DiscoveredGpu gpu;
       gpu.index = static_cast<int>(i);
+      unsigned int minor = 0;
+      if (api_.DeviceGetMinorNumber && api_.DeviceGetMinorNumber(device, &minor) == NVML_SUCCESS) {
+        gpu.minor = static_cast<int>(minor);
+      }
       TESSERA_ASSIGN_OR_RETURN(gpu.product_name, Name(device));
       TESSERA_ASSIGN_OR_RETURN(gpu.uuid, Uuid(device));
       TESSERA_ASSIGN_OR_RETURN(gpu.memory_mib, MemoryMib(device));
@@ -296,10 +302,13 @@ class NvmlBackend : public GpuBackend {
         TESSERA_ASSIGN_OR_RETURN(std::vector<GpuInstanceRecord> instances,
                                  ListGpuInstances(device, model));
         std::map<unsigned int, std::string> uuids = MigDeviceUuids(device);
+        std::map<unsigned int, int> cis = ComputeInstanceIds(device);
         for (const GpuInstanceRecord& gi : instances) {
           MigInstanceInfo info;
           auto it = uuids.find(gi.id);
           info.uuid = it != uuids.end() ? it->second : GpuInstanceUuid(gpu.uuid, gi.id);
+          info.gpu_instance = static_cast<int>(gi.id);
+          info.compute_instance = cis.count(gi.id) > 0 ? cis[gi.id] : -1;
           info.profile = gi.profile.empty()
                              ? "nvml-profile-" + std::to_string(gi.nvml_index)
                              : gi.profile;
@@ -419,6 +428,9 @@ class NvmlBackend : public GpuBackend {
     out.uuid = it != uuids.end() ? it->second : GpuInstanceUuid(gpu_uuid, gi_info.id);
     out.profile = profile.name;
     out.start = static_cast<int>(gi_info.placement.start);
+    out.gpu_instance = static_cast<int>(gi_info.id);
+    std::map<unsigned int, int> cis = ComputeInstanceIds(device);
+    out.compute_instance = cis.count(gi_info.id) > 0 ? cis[gi_info.id] : -1;
     return out;
   }
 
@@ -830,6 +842,21 @@ class NvmlBackend : public GpuBackend {
     return out;
   }
 
+  // GPU instance id -> the compute instance id of its (first) MIG device.
+  std::map<unsigned int, int> ComputeInstanceIds(nvmlDevice_t device) const {
+    std::map<unsigned int, int> out;
+    if (api_.DeviceGetComputeInstanceId == nullptr) {
+      return out;
+    }
+    for (const auto& [gi_id, mig] : MigDevices(device)) {
+      unsigned int ci_id = 0;
+      if (api_.DeviceGetComputeInstanceId(mig, &ci_id) == NVML_SUCCESS) {
+        out.emplace(gi_id, static_cast<int>(ci_id));
+      }
+    }
+    return out;
+  }
+
   // GPU instance id -> UUID of its (first) MIG device.
   std::map<unsigned int, std::string> MigDeviceUuids(nvmlDevice_t device) const {
     std::map<unsigned int, std::string> out;
@@ -1009,6 +1036,8 @@ StatusOr<std::unique_ptr<GpuBackend>> LoadNvmlBackend(const GpuCatalog& catalog,
   Resolve(library, "nvmlDeviceGetMaxMigDeviceCount", &api.DeviceGetMaxMigDeviceCount);
   Resolve(library, "nvmlDeviceGetMigDeviceHandleByIndex", &api.DeviceGetMigDeviceHandleByIndex);
   Resolve(library, "nvmlDeviceGetGpuInstanceId", &api.DeviceGetGpuInstanceId);
+  Resolve(library, "nvmlDeviceGetComputeInstanceId", &api.DeviceGetComputeInstanceId);
+  Resolve(library, "nvmlDeviceGetMinorNumber", &api.DeviceGetMinorNumber);
   Resolve(library, "nvmlDeviceGetNvLinkState", &api.DeviceGetNvLinkState);
   Resolve(library, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &api.DeviceGetNvLinkRemotePciInfo);
   Resolve(library, "nvmlDeviceGetCpuAffinity", &api.DeviceGetCpuAffinity);

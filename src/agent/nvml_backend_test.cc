@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "agent/nvml_api.h"
 
@@ -176,6 +177,9 @@ TEST_F(NvmlBackendTest, DiscoversModelsMemoryUuidsAndTopology) {
   std::vector<DiscoveredGpu> gpus = Discover(*backend);
   ASSERT_EQ(gpus.size(), 7u);
 
+  for (int i = 0; i < 7; ++i) {
+    EXPECT_EQ(gpus[static_cast<size_t>(i)].minor, 2 * i + 1);  // the fake's minors are not indexes
+  }
   EXPECT_EQ(gpus[0].index, 0);
   EXPECT_EQ(gpus[0].product_name, "NVIDIA A100-SXM4-80GB");
   EXPECT_EQ(gpus[0].model, Id("A100-80GB"));
@@ -292,9 +296,15 @@ TEST_F(NvmlBackendTest, MigCreateAndDestroy) {
             StatusCode::kInvalidArgument);  // no such GPU
   EXPECT_EQ(fake.State(), before);
 
+  // Each instance's GPU and compute instance ids, which name its capability nodes.
+  EXPECT_EQ(std::set<int>({one->gpu_instance, wide->gpu_instance, three->gpu_instance}).size(), 3u);
+  for (const auto* inst : {&*one, &*wide, &*three}) {
+    EXPECT_GE(inst->gpu_instance, 0) << inst->uuid;
+    EXPECT_EQ(inst->compute_instance, 0) << inst->uuid;
+  }
   std::vector<DiscoveredGpu> gpus = Discover(*backend);
   ASSERT_EQ(gpus[0].mig_instances.size(), 3u);
-  EXPECT_EQ(gpus[0].mig_instances[0], *one);
+  EXPECT_EQ(gpus[0].mig_instances[0], *one);  // the same ids as at creation
   EXPECT_EQ(gpus[0].mig_instances[1], *wide);
   EXPECT_EQ(gpus[0].mig_instances[2], *three);
 
@@ -416,6 +426,7 @@ TEST_F(NvmlBackendTest, OlderLibraryWithoutOptionalFunctions) {
   EXPECT_EQ(gpus[0].cpus, (std::vector<int>{4, 5}));
   EXPECT_EQ(gpus[1].numa_node, 0);  // nothing known
   EXPECT_TRUE(gpus[1].cpus.empty());
+  EXPECT_EQ(gpus[0].minor, -1);  // no minor numbers: the agent falls back to the index
 
   // MIG works without possible-placements and compute-profile queries.
   auto full = backend->CreateMigInstance(1, "7g.80gb", 0);

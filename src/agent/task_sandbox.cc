@@ -5,8 +5,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <filesystem>
+#include <fstream>
+#include <string_view>
 #include <system_error>
 
 #include "agent/checkpoint_protocol.h"
@@ -46,6 +50,35 @@ StatusOr<bool> MakeDir(const std::string& dir, unsigned mode) {
     return FailedPreconditionError(dir + " exists and is not a directory");
   }
   return false;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// The N of "DeviceFileMinor: N" in a capability's access file.
+StatusOr<int> CapabilityMinor(const std::string& access_file) {
+  std::ifstream in(access_file);
+  if (!in) {
+    return NotFoundError("cannot read " + access_file);
+  }
+  for (std::string line; std::getline(in, line);) {
+    constexpr std::string_view kKey = "DeviceFileMinor:";
+    if (line.rfind(kKey, 0) != 0) {
+      continue;
+    }
+    int minor = -1;
+    std::string_view rest = std::string_view(line).substr(kKey.size());
+    while (!rest.empty() && rest.front() == ' ') {
+      rest.remove_prefix(1);
+    }
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), minor);
+    if (ec == std::errc() && end == rest.data() + rest.size() && minor >= 0) {
+      return minor;
+    }
+  }
+  return InvalidArgumentError(access_file + " has no DeviceFileMinor line");
 }
 
 }  // namespace
@@ -158,19 +191,55 @@ bool Reachable(const std::string& dir, int64_t uid, int64_t gid) {
   return true;
 }
 
-std::vector<std::string> HiddenGpuDevices(const std::string& device_dir, int gpu_count,
-                                          const std::set<int>& granted) {
+StatusOr<std::vector<std::string>> HiddenGpuDevices(const std::string& device_dir,
+                                                    const std::string& caps_dir,
+                                                    const std::vector<int>& all_minors,
+                                                    const std::vector<GpuDeviceGrant>& granted) {
+  std::set<int> granted_minors;
+  for (const GpuDeviceGrant& g : granted) {
+    granted_minors.insert(g.minor);
+  }
   std::vector<std::string> hidden;
-  for (int g = 0; g < gpu_count; ++g) {
-    if (granted.count(g) > 0) {
-      continue;
-    }
-    std::string path = device_dir + "/nvidia" + std::to_string(g);
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) {
+  for (int minor : all_minors) {
+    std::string path = device_dir + "/nvidia" + std::to_string(minor);
+    if (granted_minors.count(minor) == 0 && Exists(path)) {
       hidden.push_back(std::move(path));
     }
   }
+  const std::string caps_nodes = device_dir + "/nvidia-caps";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(caps_nodes, ec)) {
+    return hidden;  // no MIG capabilities on this machine
+  }
+  std::set<std::string> own;
+  for (const GpuDeviceGrant& g : granted) {
+    if (g.gpu_instance < 0 && g.compute_instance < 0) {
+      continue;  // a whole card needs no capability
+    }
+    const std::string where = "MIG instance (GPU instance " + std::to_string(g.gpu_instance) +
+                              ", compute instance " + std::to_string(g.compute_instance) +
+                              ") of /dev/nvidia" + std::to_string(g.minor);
+    if (g.gpu_instance < 0 || g.compute_instance < 0) {
+      return FailedPreconditionError(where + ": the driver did not say its ids");
+    }
+    const std::string gi =
+        caps_dir + "/gpu" + std::to_string(g.minor) + "/mig/gi" + std::to_string(g.gpu_instance);
+    for (const std::string& access :
+         {gi + "/access", gi + "/ci" + std::to_string(g.compute_instance) + "/access"}) {
+      StatusOr<int> minor = CapabilityMinor(access);
+      if (!minor.ok()) {
+        return FailedPreconditionError(where + ": " + minor.status().message());
+      }
+      own.insert("nvidia-cap" + std::to_string(*minor));
+    }
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(caps_nodes, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("nvidia-cap", 0) == 0 && own.count(name) == 0) {
+      hidden.push_back(entry.path().string());
+    }
+  }
+  std::sort(hidden.begin(), hidden.end());
   return hidden;
 }
 

@@ -12,10 +12,13 @@
 //   everything in it touched, only with the task's own file-system identity
 //   (ScopedFsIdentity), so a path the tenant chose reaches nothing the tenant could
 //   not reach itself. The `.tessera/` protocol files are written the same way.
-// - GPU device nodes: `<device_dir>/nvidia<index>` per GPU. Every GPU node of this
-//   machine that the task was not given is hidden from it (TaskLauncher's
-//   hidden_devices: an unreadable file is mounted over it in the task's own mount
-//   namespace), so CUDA_VISIBLE_DEVICES is not the only fence.
+// - GPU device nodes: `<device_dir>/nvidia<minor>` per GPU, and for MIG the capability
+//   nodes `<device_dir>/nvidia-caps/nvidia-cap<N>` that open a GPU instance and a
+//   compute instance. Every GPU node of this machine that the task was not given, and
+//   every capability node but its own instances' (the MIG config and monitor
+//   capabilities too), is hidden from it (TaskLauncher's hidden_devices: an unreadable
+//   file is mounted over it in the task's own mount namespace), so CUDA_VISIBLE_DEVICES
+//   is not the only fence.
 //
 // Thread safety: stateless functions.
 #pragma once
@@ -61,9 +64,26 @@ class ScopedFsIdentity {
   unsigned old_gid_ = 0;
 };
 
-// The device nodes of the GPUs in `all` that are not in `granted`, that exist.
-std::vector<std::string> HiddenGpuDevices(const std::string& device_dir, int gpu_count,
-                                          const std::set<int>& granted);
+// A GPU a task was given, as its device nodes name it.
+struct GpuDeviceGrant {
+  int minor = 0;  // <device_dir>/nvidia<minor>
+  // A MIG instance of that GPU: the driver's GPU and compute instance ids; -1: the card.
+  int gpu_instance = -1;
+  int compute_instance = -1;
+};
+
+// The existing device nodes under `device_dir` that a task given `granted` must not
+// open: nvidia<minor> of every GPU in `all_minors` it was not given, and every
+// nvidia-caps/nvidia-cap<N> but its MIG instances' own. Their capability minors come
+// from the driver's `caps_dir` (/proc/driver/nvidia/capabilities): the files
+// gpu<minor>/mig/gi<G>/access and gpu<minor>/mig/gi<G>/ci<C>/access hold a line
+// "DeviceFileMinor: N". FailedPrecondition when capability nodes exist and a granted
+// instance's cannot be found: the task could not use its instance, and nothing would
+// say why.
+StatusOr<std::vector<std::string>> HiddenGpuDevices(const std::string& device_dir,
+                                                    const std::string& caps_dir,
+                                                    const std::vector<int>& all_minors,
+                                                    const std::vector<GpuDeviceGrant>& granted);
 
 // Whether uid:gid can search every directory down to `dir` and `dir` itself (mode
 // bits only; ACLs are not read). True for uid < 0 (the agent's own identity).

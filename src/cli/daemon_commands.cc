@@ -302,6 +302,7 @@ struct AgentFlags {
   bool insecure = false;
   bool no_cgroups = false;
   std::string device_dir = "/dev";
+  std::string nvidia_caps_dir = "/proc/driver/nvidia/capabilities";
   bool allow_root_tasks = false;
   bool stop_kills_tasks = false;
 };
@@ -323,8 +324,11 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags* f, bool standalone) {
                   "on this --data to adopt)");
   }
   cmd->add_option("--device-dir", f->device_dir,
-                  "Where the GPUs' device nodes are: GPU i is DIR/nvidia<i>; a task may open "
-                  "only its own")
+                  "Where the GPUs' device nodes are (DIR/nvidia<minor>, MIG capabilities in "
+                  "DIR/nvidia-caps/); a task may open only its own")
+      ->capture_default_str();
+  cmd->add_option("--nvidia-caps-dir", f->nvidia_caps_dir,
+                  "Where the driver says which capability node opens which MIG instance")
       ->capture_default_str();
   cmd->add_flag("--allow-root-tasks", f->allow_root_tasks,
                 "Run tasks as root when the controller gives no uid (one-user machines only)");
@@ -363,6 +367,7 @@ StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f, bool standalone) {
   o.insecure = f.insecure;
   o.use_cgroups = !f.no_cgroups;
   o.device_dir = f.device_dir;
+  o.nvidia_caps_dir = f.nvidia_caps_dir;
   o.allow_root_tasks = f.allow_root_tasks;
   o.keep_tasks_on_stop = standalone && !f.stop_kills_tasks;
   if (!f.cpu.empty()) {

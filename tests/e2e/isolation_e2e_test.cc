@@ -11,6 +11,8 @@
 // except opening its own GPU; `id -u` in the task is the tenant's run_as uid, not 0 and
 // not B's; nothing A's task can print (its environment, its parent's and the agent's
 // command line) holds a secret.
+// A second test gives a task a MIG instance on fake MIG cards whose capability nodes
+// (nvidia-caps) and driver capability files the test makes: it may open only its own.
 // Needs root (to start tasks as other uids and to mknod); skipped otherwise.
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -362,6 +364,121 @@ TEST_F(IsolationTest, TenantTaskCannotReachSecretsOtherTenantsOrOtherGpus) {
             << "), tenant B run_as " << run_as_b.dump() << ", " << denied << " of "
             << kAttempts.size() << " attempts denied, opened" << opened << " (given " << own
             << "), tenant B alive " << (b_alive ? "yes" : "no") << "\n";
+}
+
+// A MIG task opens its card's node and its own instance's two capability nodes
+// (/dev/nvidia-caps/nvidia-cap<N>, named by the driver's capability files), and no other
+// card's, instance's, nor the MIG config and monitor capabilities.
+constexpr const char* kMigProbeScript =
+    R"sh(for f in "$T_DEVDIR"/nvidia[0-9]* "$T_DEVDIR"/nvidia-caps/*; do
+  if (: < "$f") 2>/dev/null; then echo "dev-ok ${f##*/}"; else echo "dev-denied ${f##*/}"; fi
+done
+echo "cvd ${CUDA_VISIBLE_DEVICES:-none}"
+)sh";
+
+// The capability minors this test gives GPU `minor`'s instance `gi` (compute instance
+// 0): the GPU instance's, then the compute instance's (the next one).
+int GiCap(int minor, int gi) { return 10 + minor * 20 + gi * 2; }
+
+TEST_F(IsolationTest, MigTaskOpensOnlyItsOwnInstancesCapabilities) {
+  const std::string data = dir_ + "/server";
+  const std::string caps = dir_ + "/capabilities";
+  // Two MIG cards (minors 0 and 1, as the fake numbers them) and every capability a
+  // driver would list for up to 7 instances on each, plus config (1) and monitor (2).
+  for (int i = 2; i < kGpus; ++i) {
+    std::filesystem::remove(devices_ + "/nvidia" + std::to_string(i));
+  }
+  const std::string cap_nodes = devices_ + "/nvidia-caps";
+  ASSERT_TRUE(std::filesystem::create_directory(cap_nodes));
+  ASSERT_EQ(::chmod(cap_nodes.c_str(), 0755), 0);
+  auto cap_node = [&](int n) {
+    const std::string node = cap_nodes + "/nvidia-cap" + std::to_string(n);
+    ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0444, makedev(1, 3)), 0) << node;
+    ASSERT_EQ(::chmod(node.c_str(), 0444), 0);  // as the driver makes them: readable by all
+  };
+  cap_node(1);
+  cap_node(2);
+  for (int minor = 0; minor < 2; ++minor) {
+    for (int gi = 1; gi <= 7; ++gi) {
+      const std::string base =
+          caps + "/gpu" + std::to_string(minor) + "/mig/gi" + std::to_string(gi);
+      std::filesystem::create_directories(base + "/ci0");
+      std::ofstream(base + "/access")
+          << "DeviceFileMinor: " << GiCap(minor, gi) << "\nDeviceFileMode: 292\n";
+      std::ofstream(base + "/ci0/access")
+          << "DeviceFileMinor: " << GiCap(minor, gi) + 1 << "\nDeviceFileMode: 292\n";
+      cap_node(GiCap(minor, gi));
+      cap_node(GiCap(minor, gi) + 1);
+    }
+  }
+  server_ =
+      StartServerProcess(data, port_, {"--node-timeout", "10s", "--stop-grace", "2s", "--no-fsync"},
+                         dir_ + "/server.log");
+  ASSERT_TRUE(WaitHealthy(url_, 20s)) << server_->Output();
+  admin_ = ReadToken(data + "/admin.token");
+  const std::string token_a = TenantToken("team-a");
+  ASSERT_FALSE(token_a.empty());
+  agent_ =
+      StartAgentProcess(url_, data, "a", dir_ + "/agent-a", "2xH100-80GB:mig",
+                        {"--device-dir", devices_, "--nvidia-caps-dir", caps}, dir_ + "/agent.log");
+  ASSERT_TRUE(WaitFor([&] { return NodeUp(url_, admin_, "a"); }, 20s)) << agent_->Output();
+
+  const uint64_t a =
+      Submit(token_a, {{"name", "mig-probe"},
+                       {"queue", "team-a"},
+                       {"command", kMigProbeScript},
+                       {"env", {{"RECORDS", records_}, {"T_DEVDIR", devices_}}},
+                       {"resources", {{"gpus", 1}, {"mig", "1g.10gb"}, {"cpu", "0.1"}}}});
+  ASSERT_NE(a, 0u);
+  ASSERT_TRUE(WaitFor(
+      [&] { return Get("/v1/jobs/" + std::to_string(a)).value("state", "") == "succeeded"; }, 60s))
+      << Get("/v1/jobs/" + std::to_string(a)).dump() << "\n"
+      << agent_->Output();
+  std::string log;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = Client(admin_).Get(("/v1/jobs/" + std::to_string(a) + "/logs?task=0").c_str());
+        log = r && r->status == 200 ? r->body : "";
+        return log.find("cvd ") != std::string::npos;
+      },
+      10s))
+      << log;
+  std::set<std::string> opened, denied;
+  std::string cvd;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream w(line);
+    std::string verdict, what;
+    w >> verdict >> what;
+    if (verdict == "dev-ok") {
+      opened.insert(what);
+    } else if (verdict == "dev-denied") {
+      denied.insert(what);
+    } else if (verdict == "cvd") {
+      cvd = what;
+    }
+  }
+  // Its card: the one card node it could open (a finished job's view no longer names
+  // its GPUs). The first instance on a fresh card is GPU instance 1.
+  int card = -1;
+  for (int m = 0; m < 2; ++m) {
+    if (opened.count("nvidia" + std::to_string(m)) > 0) {
+      EXPECT_EQ(card, -1) << "the MIG task opened both cards:\n" << log;
+      card = m;
+    }
+  }
+  ASSERT_NE(card, -1) << "the MIG task could open neither card:\n" << log;
+  const std::set<std::string> own = {"nvidia" + std::to_string(card),
+                                     "nvidia-cap" + std::to_string(GiCap(card, 1)),
+                                     "nvidia-cap" + std::to_string(GiCap(card, 1) + 1)};
+  EXPECT_EQ(opened, own) << "the MIG task (card " << card << ", " << cvd << ") log:\n" << log;
+  EXPECT_EQ(opened.size() + denied.size(), 2u + 2u + 2u * 7u * 2u) << log;  // it tried them all
+  EXPECT_EQ(cvd.rfind("MIG-", 0), 0u) << cvd;
+  std::cout << "[faults] MIG isolation: opened";
+  for (const std::string& d : opened) {
+    std::cout << " " << d;
+  }
+  std::cout << " of " << opened.size() + denied.size() << " device nodes\n";
 }
 
 }  // namespace

@@ -25,7 +25,7 @@
 //
 // Built twice: as libnvidia-ml-fake.so, and with FAKE_NVML_MINIMAL as
 // libnvidia-ml-fake-minimal.so, which lacks the optional functions (NVLink, NUMA, CPU
-// affinity, NVML version, possible placements, compute instance profile info,
+// affinity, device minor numbers, NVML version, possible placements, compute instance profile info,
 // utilisation, temperature, power, clocks, ECC counters and events) so that
 // tests see how the backend copes with an older driver. Thread safety: one mutex
 // around the whole state, as NVML is thread-safe.
@@ -999,7 +999,38 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, un
   return NVML_SUCCESS;
 }
 
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device,
+                                                             unsigned int* id) {
+  FAKE_LOCK;
+  FAKE_REQUIRE_INIT;
+  if (id == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (Physical(s, device) != nullptr) {
+    return NVML_ERROR_NOT_SUPPORTED;
+  }
+  nvmlDevice_st* m = MigDevice(s, device);
+  if (m == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  *id = m->ci->id;
+  return NVML_SUCCESS;
+}
+
 #ifndef FAKE_NVML_MINIMAL
+// Device minors are not NVML indexes in general; here GPU k is /dev/nvidia<2k+1>, so
+// that a caller confusing the two is caught.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
+  FAKE_LOCK;
+  FAKE_REQUIRE_INIT;
+  nvmlDevice_st* d = Physical(s, device);
+  if (d == nullptr || minor == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  *minor = 2 * d->index + 1;
+  return NVML_SUCCESS;
+}
+
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
                                                        nvmlEnableState_t* is_active) {
   FAKE_LOCK;
