@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test with ctest (dev preset: unit, scenario and
-# end-to-end tests), then the core tests again under AddressSanitizer and
-# UndefinedBehaviorSanitizer (asan-ubsan preset), then the job-spec fuzzer for a
-# bounded time (FUZZ_SECONDS, default 60).
+# Sets up, builds and runs every test with ctest (ci preset: the dev build's tests,
+# optimised without debug info or benchmarks, two at a time with the end-to-end tests
+# one after another), then the job-spec fuzzer for a bounded time (FUZZ_SECONDS,
+# default 60), then the core's tests (base, model, state, sched, plugins, api, sim,
+# store, metrics: label `core`) again under AddressSanitizer and
+# UndefinedBehaviorSanitizer (asan-ubsan preset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,10 +16,10 @@ fi
 
 ./scripts/setup.sh
 
-echo "== dev build: every test"
-cmake --preset dev -DTESSERA_TRACES_DIR="$traces"
-cmake --build --preset dev
-ctest --preset dev
+echo "== ci build: every test"
+cmake --preset ci -DTESSERA_TRACES_DIR="$traces"
+cmake --build --preset ci
+ctest --preset ci
 
 echo "== fuzz the job-spec parser for ${FUZZ_SECONDS:-60} s"
 ./scripts/fuzz.sh "${FUZZ_SECONDS:-60}"

@@ -34,6 +34,6 @@ if(TESSERA_BUILD_TESTS)
   tessera_test(agent_gpu_test
     SOURCES ${TESSERA_AGENT_GPU_TEST_SOURCES}
     DEPS tessera_agent_gpu
-    LABELS core)
+    LABELS unit)
   add_dependencies(agent_gpu_test fake_nvml fake_nvml_minimal)
 endif()

@@ -26,4 +26,4 @@ tessera_library(tessera_agent_launch
 tessera_test(agent_launch_test
   SOURCES ${TESSERA_LAUNCH_TEST_SOURCES}
   DEPS tessera_agent_launch
-  LABELS core)
+  LABELS unit)

@@ -6,4 +6,4 @@ tessera_library(tessera_server_auth
 tessera_test(server_auth_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/auth_test.cc ${CMAKE_CURRENT_LIST_DIR}/rate_limiter_test.cc
   DEPS tessera_server_auth
-  LABELS core)
+  LABELS unit)

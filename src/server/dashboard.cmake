@@ -26,7 +26,7 @@ tessera_library(tessera_server_dashboard
 tessera_test(dashboard_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/dashboard_test.cc
   DEPS tessera_server_dashboard Threads::Threads
-  LABELS core)
+  LABELS unit)
 if(TARGET dashboard_test)
   target_compile_definitions(dashboard_test PRIVATE
     TESSERA_DASHBOARD_SOURCE_DIR="${TESSERA_DASHBOARD_DIR}")
@@ -43,5 +43,5 @@ if(TESSERA_BUILD_TESTS)
     add_test(NAME dashboard_model_js
              COMMAND sh -c "echo 'node not found: run scripts/setup.sh' >&2; exit 1")
   endif()
-  set_tests_properties(dashboard_model_js PROPERTIES LABELS core TIMEOUT 120)
+  set_tests_properties(dashboard_model_js PROPERTIES LABELS unit TIMEOUT 120)
 endif()

@@ -21,4 +21,4 @@ endif()
 target_link_libraries(dashboard_e2e_test PRIVATE PkgConfig::HTTPLIB nlohmann_json::nlohmann_json
                       GTest::gtest GTest::gtest_main Threads::Threads)
 add_dependencies(dashboard_e2e_test tessera)
-gtest_discover_tests(dashboard_e2e_test PROPERTIES LABELS e2e TIMEOUT 400 DISCOVERY_TIMEOUT 60)
+gtest_discover_tests(dashboard_e2e_test PROPERTIES LABELS e2e TIMEOUT 400 RESOURCE_LOCK e2e DISCOVERY_TIMEOUT 60)
