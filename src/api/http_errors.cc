@@ -120,16 +120,21 @@ Status StatusFromHttp(int http_status, std::string_view body) {
     if (error != nullptr && error->is_object()) {
       const Json* code = FindField(*error, "code");
       const Json* message = FindField(*error, "message");
+      std::string text =
+          message != nullptr && message->is_string() ? message->get<std::string>() : "";
       if (code != nullptr && code->is_string()) {
         StatusOr<StatusCode> c = ParseStatusCode(code->get<std::string>());
         if (c.ok() && *c != StatusCode::kOk) {
-          std::string text =
-              message != nullptr && message->is_string() ? message->get<std::string>() : "";
           if (text.empty()) {
             text = "HTTP " + std::to_string(http_status);
           }
           return Status(*c, std::move(text));
         }
+      }
+      // Our shape with a code this side does not know: the HTTP status's code, and the
+      // message as sent.
+      if (!text.empty()) {
+        return Status(fallback, std::move(text));
       }
     }
   }

@@ -7,7 +7,8 @@
 // Error body: {"error": {"code": "InvalidArgument", "message": "..."}}. StatusFromHttp
 // reads that body back to the same code and message; for any other body (a proxy's
 // HTML page, an empty body) it derives the code from the HTTP status and keeps the
-// start of the raw body as the message. A 2xx status is OK whatever the body.
+// start of the raw body as the message; a body in that shape whose code is unknown here
+// gets the HTTP status's code and keeps its message. A 2xx status is OK whatever the body.
 // Thread safety: pure functions.
 #pragma once
 

@@ -61,8 +61,8 @@ TEST(HttpErrorsTest, FallsBackToTheHttpStatusAndRawBody) {
   // A body in our shape but with a code we do not know, or "OK", falls back.
   EXPECT_EQ(StatusFromHttp(400, R"({"error":{"code":"Weird","message":"m"}})").code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(StatusFromHttp(404, R"({"error":{"code":"OK","message":"m"}})").code(),
-            StatusCode::kNotFound);
+  EXPECT_EQ(StatusFromHttp(404, R"({"error":{"code":"OK","message":"m"}})"),
+            Status(StatusCode::kNotFound, "m"));  // the message is kept
   // The body's code wins over the HTTP status; a missing message gets one.
   EXPECT_EQ(StatusFromHttp(409, R"({"error":{"code":"AlreadyExists"}})"),
             Status(StatusCode::kAlreadyExists, "HTTP 409"));

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "api/http_errors.h"
 #include "base/strings.h"
 
 namespace tessera {
@@ -252,55 +253,25 @@ StatusOr<nlohmann::json> ParseJsonBody(const std::string& body, std::string_view
 }
 
 Status StatusFromHttpError(int http_status, const std::string& body) {
-  std::string code;
-  std::string message;
-  nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_object()) {
-    auto error = parsed.find("error");
-    if (error != parsed.end() && error->is_object()) {
-      auto c = error->find("code");
-      if (c != error->end() && c->is_string()) {
-        code = c->get<std::string>();
-      }
-      auto m = error->find("message");
-      if (m != error->end() && m->is_string()) {
-        message = m->get<std::string>();
-      }
-    } else if (error != parsed.end() && error->is_string()) {
-      message = error->get<std::string>();
-    }
+  // One mapping for the server and the CLI (api/http_errors.h): the controller's own
+  // code and message, or what the HTTP status stands for when the body is not its own.
+  const Status status = StatusFromHttp(http_status, body);
+  if (status.ok()) {
+    return InternalError("the controller answered HTTP " + std::to_string(http_status) +
+                         " where an error was expected");
   }
-  if (message.empty()) {
-    // Not our error shape (a proxy's page, say): keep a short, single-line excerpt.
-    std::string text(Trim(body));
-    std::replace_if(
-        text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
-    if (text.size() > 200) {
-      text = text.substr(0, 200) + "...";
-    }
-    message = text.empty() ? "the controller answered HTTP " + std::to_string(http_status) : text;
-  }
-  if (code.empty()) {
-    code = "HTTP " + std::to_string(http_status);
-  }
-  StatusCode status_code = StatusCode::kInvalidArgument;
-  if (http_status == 401) {
-    status_code = StatusCode::kUnauthenticated;
-  } else if (http_status == 403) {
-    status_code = StatusCode::kPermissionDenied;
-  } else if (http_status == 404) {
-    status_code = StatusCode::kNotFound;
-  } else if (http_status == 409) {
-    status_code = StatusCode::kAborted;
-  } else if (http_status == 429) {
-    status_code = StatusCode::kResourceExhausted;
-  } else if (http_status >= 500 || http_status < 400) {
-    status_code = StatusCode::kInternal;
+  // One line, and not a whole proxy page.
+  constexpr size_t kMaxMessage = 200;
+  std::string message = status.message();
+  std::replace_if(
+      message.begin(), message.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  if (message.size() > kMaxMessage) {
+    message = message.substr(0, kMaxMessage) + "...";
   }
   if (http_status != 400) {
-    message += " (" + code + ")";
+    message += " (" + std::string(StatusCodeName(status.code())) + ")";
   }
-  return Status(status_code, message);
+  return Status(status.code(), std::move(message));
 }
 
 int ExitCodeFor(const Status& status) {

@@ -1,17 +1,19 @@
 // ApiClient: the command line's HTTP/JSON client for the controller's API.
 //
 // Every request carries `Authorization: Bearer <token>` when a token is configured.
-// Answers outside 2xx become a Status whose code follows the HTTP status, so the CLI's
-// exit code follows from it (ExitCodeFor):
-//   400 (and other 4xx not below) InvalidArgument   exit 2
-//   401 Unauthenticated, 403 PermissionDenied        exit 4
-//   404 NotFound                                     exit 3
-//   409 Aborted, 429 ResourceExhausted               exit 6
-//   5xx Internal                                     exit 1
-//   no answer (connect, TLS, read failed) Unavailable exit 5
-// The message is the server's `{"error":{"code","message"}}` message; for statuses
-// other than 400 it ends in " (<code>)", the server's code or "HTTP <status>". A
-// transport failure reads "cannot reach the controller at <URL>: <why>".
+// Answers outside 2xx become a Status with the code the server's error body names
+// (`{"error":{"code","message"}}`), or, for a body not its own (a proxy's page), the
+// code the HTTP status stands for (api/http_errors.h: one mapping for both sides). The
+// CLI's exit code follows from it (ExitCodeFor):
+//   InvalidArgument, OutOfRange (400, most 4xx)                        exit 2
+//   NotFound (404)                                                     exit 3
+//   Unauthenticated (401), PermissionDenied (403)                      exit 4
+//   Unavailable (503, 502, 504; and no answer: connect, TLS, read)     exit 5
+//   Aborted, AlreadyExists, FailedPrecondition (409), ResourceExhausted (429)  exit 6
+//   anything else (Internal, 500)                                      exit 1
+// The message is the server's message (or "HTTP <status>: <start of the body>"), on one
+// line; for statuses other than 400 it ends in " (<code>)". A transport failure reads
+// "cannot reach the controller at <URL>: <why>".
 // https:// URLs use TLS, verified against the system's CAs or `ca_cert`, unless
 // `insecure`. A URL may carry a path prefix (https://host/tessera) that is put before
 // every request path.

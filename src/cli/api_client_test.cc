@@ -149,15 +149,26 @@ TEST(StatusFromHttpErrorTest, MapsStatusesAndKeepsTheServersMessage) {
   EXPECT_EQ(StatusFromHttpError(409, "{}").code(), StatusCode::kAborted);
   EXPECT_EQ(StatusFromHttpError(429, "{}").code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(StatusFromHttpError(500, "{}").code(), StatusCode::kInternal);
-  EXPECT_EQ(StatusFromHttpError(503, "{}").code(), StatusCode::kInternal);
+  EXPECT_EQ(StatusFromHttpError(503, "{}").code(), StatusCode::kUnavailable);
   EXPECT_EQ(StatusFromHttpError(422, "{}").code(), StatusCode::kInvalidArgument);
 
-  // Not our error shape: a short excerpt of the body and the HTTP status.
+  // The server's own code wins over what the HTTP status alone would say, so that the
+  // exit code is the same the server meant.
+  Status busy = StatusFromHttpError(
+      409, R"({"error":{"code":"FailedPrecondition","message":"node a runs jobs"}})");
+  EXPECT_EQ(busy.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(busy.message(), "node a runs jobs (FailedPrecondition)");
+  Status down = StatusFromHttpError(
+      503, R"({"error":{"code":"Unavailable","message":"the state store failed"}})");
+  EXPECT_EQ(down.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(ExitCodeFor(down), 5);
+
+  // Not our error shape: a short, one-line excerpt of the body and the HTTP status.
   EXPECT_EQ(StatusFromHttpError(502, "<html>Bad\ngateway</html>").message(),
-            "<html>Bad gateway</html> (HTTP 502)");
-  EXPECT_EQ(StatusFromHttpError(500, "").message(), "the controller answered HTTP 500 (HTTP 500)");
+            "HTTP 502: <html>Bad gateway</html> (Unavailable)");
+  EXPECT_EQ(StatusFromHttpError(500, "").message(), "HTTP 500 (Internal)");
   EXPECT_EQ(StatusFromHttpError(500, std::string(1000, 'x')).message().size(),
-            std::string(200, 'x').size() + std::string("... (HTTP 500)").size());
+            200 + std::string("... (Internal)").size());
 }
 
 TEST(ExitCodeTest, FollowsTheStatusCode) {
