@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "base/rng.h"
 
 namespace tessera {
@@ -54,12 +56,21 @@ TEST(NodeLedgerTest, AllOrNothing) {
 }
 
 // Draws a random allocation: usually plausible, sometimes over capacity or malformed.
-Allocation RandomAllocation(Rng& rng, const NodeSpec& spec) {
+// CPU and memory in their smallest units, and one draw in four asks for what `node`
+// has left, one unit less or one unit more, so that an off-by-one capacity check fails.
+Allocation RandomAllocation(Rng& rng, const NodeSpec& spec, const NodeLedger& node) {
   const GpuModel& h100 = GpuCatalog::Default().Get(spec.gpus[0].model);
   Allocation a;
   a.node = NodeId(0);
-  a.cpu = MilliCpu(rng.Uniform(9) * 1000);
-  a.memory = MiB(rng.Uniform(65) * 1024);
+  a.cpu = MilliCpu(rng.Uniform(9001));
+  a.memory = MiB(rng.Uniform(65 * 1024 + 1));
+  if (rng.Uniform(4) == 0) {
+    // Each on its own: one over by a unit must be the only reason for a refusal.
+    const int64_t cpu_delta = static_cast<int64_t>(rng.Uniform(3)) - 1;
+    const int64_t memory_delta = static_cast<int64_t>(rng.Uniform(3)) - 1;
+    a.cpu = MilliCpu(std::max<int64_t>(node.free_cpu().value() + cpu_delta, 0));
+    a.memory = MiB(std::max<int64_t>(node.free_memory().value() + memory_delta, 0));
+  }
   int grants = static_cast<int>(rng.Uniform(3));
   uint32_t used = 0;
   for (int i = 0; i < grants; ++i) {
@@ -120,6 +131,26 @@ void CheckNeverOvercommitted(const NodeLedger& node, const std::vector<Allocatio
   }
 }
 
+TEST(NodeLedgerTest, CapacityIsExactToTheUnit) {
+  NodeSpec spec = MixedNode();
+  NodeLedger node(&spec, GpuCatalog::Default());
+  Allocation most{NodeId(0), MilliCpu(31999), MiB(256 * 1024 - 1), {{0, MilliGpu(999), MiB(0)}}};
+  ASSERT_TRUE(node.Allocate(most).ok());
+  // One unit over, of any one resource, is refused; what is left exactly fits.
+  EXPECT_EQ(node.Allocate({NodeId(0), MilliCpu(2), MiB(0), {}}).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(node.Allocate({NodeId(0), MilliCpu(0), MiB(2), {}}).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(node.Allocate({NodeId(0), MilliCpu(0), MiB(0), {{0, MilliGpu(2), MiB(0)}}}).code(),
+            StatusCode::kResourceExhausted);
+  ASSERT_TRUE(node.Allocate({NodeId(0), MilliCpu(1), MiB(1), {{0, MilliGpu(1), MiB(0)}}}).ok());
+  EXPECT_EQ(node.free_cpu().value(), 0);
+  EXPECT_EQ(node.free_memory().value(), 0);
+  EXPECT_EQ(node.gpus()[0].used_milli().value(), 1000);
+  EXPECT_EQ(node.Allocate({NodeId(0), MilliCpu(1), MiB(0), {}}).code(),
+            StatusCode::kResourceExhausted);
+}
+
 TEST(NodeLedgerPropertyTest, RandomSequencesNeverOvercommitAndRestoreExactly) {
   NodeSpec spec = MixedNode();
   const NodeLedger fresh(&spec, GpuCatalog::Default());
@@ -134,7 +165,7 @@ TEST(NodeLedgerPropertyTest, RandomSequencesNeverOvercommitAndRestoreExactly) {
         ASSERT_TRUE(node.Release(live[k]).ok());
         live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
       } else {
-        Allocation a = RandomAllocation(rng, spec);
+        Allocation a = RandomAllocation(rng, spec, node);
         NodeLedger before = node;
         if (node.Allocate(a).ok()) {
           live.push_back(a);
