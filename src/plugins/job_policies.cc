@@ -233,7 +233,7 @@ StatusOr<SchedulerPolicy> ParseSchedulerPolicy(std::string_view spec) {
       p.value().options.lossless_preemption = true;
     }
   } else if (spec == "tessera") {
-    // Chosen on Philly at 80% load (README, "Job scheduling"): shortest predicted
+    // Chosen on Philly at 80% load (docs/job-simulator.md): shortest predicted
     // job first with GPUs counted by their square root, Tiresias-style preemption of
     // more-served jobs but only at the victims' checkpoints, quota reclaim, EASY
     // backfill on learned runtimes, and an 8-hour starvation bound.
