@@ -3,8 +3,8 @@
 // Nodes are numbered 0..n-1 in the order given (NodeId is the index). All changes go
 // through Allocate/Release, which keep the totals consistent with the ledgers.
 // Copyable, so that a what-if simulation can fork the live state.
-// Thread safety: none; one driver thread owns it (the server takes a snapshot copy
-// for each scheduling cycle).
+// Thread safety: none; its driver serialises access (the server's controller runs each
+// scheduling cycle on it under the controller's lock; the simulator owns it outright).
 #pragma once
 
 #include <memory>
