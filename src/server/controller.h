@@ -349,7 +349,7 @@ class Controller {
   Pcg32 rng_;
   RuntimePredictor predictor_;
   std::vector<JobRecord> records_;               // by id (0 unused)
-  std::unordered_map<uint64_t, Job> jobs_;
+  std::map<uint64_t, Job> jobs_;  // ordered: listings walk it newest first
   std::unordered_map<std::string, uint64_t> idempotency_;  // tenant + '\x1f' + key
   std::map<std::string, NodeInfo> nodes_;       // by name
   std::map<std::string, std::pair<int64_t, int64_t>> identities_;  // tenant -> uid, gid

@@ -92,30 +92,30 @@ Status Controller::CheckInventoryBounds(const NodeInventory& inventory) {
 Controller::JobPage Controller::ListJobIds(const Principal& who, const JobFilter& filter,
                                            uint64_t after, size_t limit) {
   JobPage page;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [id, job] : jobs_) {
-      if (!job.durable || !Visible(who, job) || (after != 0 && id >= after)) {
-        continue;
-      }
-      if (!filter.states.empty() &&
-          std::find(filter.states.begin(), filter.states.end(), job.row.state) ==
-              filter.states.end()) {
-        continue;
-      }
-      if ((!filter.queue.empty() && job.row.queue != filter.queue) ||
-          (!filter.tenant.empty() && job.row.tenant != filter.tenant)) {
-        continue;
-      }
-      page.ids.push_back(id);
+  std::lock_guard<std::mutex> lock(mu_);
+  // Newest first from below `after`, stopping at the first job past the page: a page
+  // costs its own rows (and the jobs it skips), not the whole table.
+  auto it = after == 0 ? jobs_.end() : jobs_.lower_bound(after);
+  while (it != jobs_.begin()) {
+    --it;
+    const Job& job = it->second;
+    if (!job.durable || !Visible(who, job)) {
+      continue;
     }
+    if (!filter.states.empty() && std::find(filter.states.begin(), filter.states.end(),
+                                            job.row.state) == filter.states.end()) {
+      continue;
+    }
+    if ((!filter.queue.empty() && job.row.queue != filter.queue) ||
+        (!filter.tenant.empty() && job.row.tenant != filter.tenant)) {
+      continue;
+    }
+    if (page.ids.size() == limit) {
+      page.more = true;
+      break;
+    }
+    page.ids.push_back(it->first);
   }
-  // Only the page is sorted: the table may hold far more rows than one page.
-  page.more = page.ids.size() > limit;
-  const size_t n = std::min(page.ids.size(), limit);
-  std::partial_sort(page.ids.begin(), page.ids.begin() + static_cast<std::ptrdiff_t>(n),
-                    page.ids.end(), std::greater<>());
-  page.ids.resize(n);
   return page;
 }
 
