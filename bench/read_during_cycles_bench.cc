@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_cluster.h"
 #include "bench_util.h"
 #include "server/server.h"
 
@@ -117,21 +118,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   tessera::Server& s = **server;
-  const tessera::GpuModelId h100 = catalog.Find("H100-80GB").value();
   constexpr int kNodes = 16;
-  for (int n = 0; n < kNodes; ++n) {
-    tessera::RegisterRequest reg;
-    reg.agent_id = "bench";
-    reg.inventory.spec = tessera::MakeUniformNode(
-        "node-" + std::to_string(n), tessera::MilliCpu(64000), tessera::MiB(512 * 1024), h100, 8,
-        tessera::SharingMode::kExclusive);
-    for (int g = 0; g < 8; ++g) {
-      reg.inventory.gpu_uuids.push_back("GPU-" + std::to_string(n) + "-" + std::to_string(g));
-      reg.inventory.mig_instances.emplace_back();
-    }
-    if (!s.controller().Register(reg, "127.0.0.1").ok()) {
-      return 1;
-    }
+  if (!tessera::bench::RegisterFakeNodes(s, kNodes, 8)) {
+    return 1;
   }
   const std::string token = s.CreateTenantToken("team-a", "a").value();
   const std::string admin = s.admin_token();

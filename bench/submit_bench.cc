@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_cluster.h"
 #include "bench_util.h"
 #include "server/server.h"
 
@@ -76,20 +77,8 @@ int main(int argc, char** argv) {
   if (!(*server)->Start().ok()) {
     return 1;
   }
-  const tessera::GpuModelId h100 = catalog.Find("H100-80GB").value();
-  for (int n = 0; n < nodes; ++n) {
-    tessera::RegisterRequest reg;
-    reg.agent_id = "bench";
-    reg.inventory.spec = tessera::MakeUniformNode("node-" + std::to_string(n), tessera::MilliCpu(64000),
-                                                  tessera::MiB(512 * 1024), h100, 8,
-                                                  tessera::SharingMode::kExclusive);
-    for (int g = 0; g < 8; ++g) {
-      reg.inventory.gpu_uuids.push_back("GPU-" + std::to_string(n) + "-" + std::to_string(g));
-      reg.inventory.mig_instances.emplace_back();
-    }
-    if (!(*server)->controller().Register(reg, "127.0.0.1").ok()) {
-      return 1;
-    }
+  if (!tessera::bench::RegisterFakeNodes(**server, nodes, 8)) {
+    return 1;
   }
   std::printf("controller on %s: %d fake nodes x 8 GPUs, store fsync %s\n", (*server)->url().c_str(),
               nodes, fsync ? "on" : "off");

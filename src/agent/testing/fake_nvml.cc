@@ -982,7 +982,11 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d
   return NVML_SUCCESS;
 }
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {
+namespace {
+
+// One id of a MIG device's instances (`pick` chooses which), as NVML answers for it.
+template <typename Pick>
+nvmlReturn_t MigDeviceId(nvmlDevice_t device, unsigned int* id, Pick pick) {
   FAKE_LOCK;
   FAKE_REQUIRE_INIT;
   if (id == nullptr) {
@@ -995,26 +999,19 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, un
   if (m == nullptr) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
-  *id = m->ci->gi->id;
+  *id = pick(*m->ci);
   return NVML_SUCCESS;
+}
+
+}  // namespace
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {
+  return MigDeviceId(device, id, [](const nvmlComputeInstance_st& ci) { return ci.gi->id; });
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device,
                                                              unsigned int* id) {
-  FAKE_LOCK;
-  FAKE_REQUIRE_INIT;
-  if (id == nullptr) {
-    return NVML_ERROR_INVALID_ARGUMENT;
-  }
-  if (Physical(s, device) != nullptr) {
-    return NVML_ERROR_NOT_SUPPORTED;
-  }
-  nvmlDevice_st* m = MigDevice(s, device);
-  if (m == nullptr) {
-    return NVML_ERROR_INVALID_ARGUMENT;
-  }
-  *id = m->ci->id;
-  return NVML_SUCCESS;
+  return MigDeviceId(device, id, [](const nvmlComputeInstance_st& ci) { return ci.id; });
 }
 
 #ifndef FAKE_NVML_MINIMAL

@@ -1,0 +1,33 @@
+// Shared by the benchmarks that drive a controller in process (submit_bench,
+// read_during_cycles_bench): fake nodes registered straight with the controller.
+// Thread safety: call before the benchmark's clients start.
+#pragma once
+
+#include <string>
+
+#include "server/server.h"
+
+namespace tessera::bench {
+
+// Registers nodes node-0..node-(n-1), each 64 CPUs, 512 GiB and `gpus` exclusive
+// H100-80GB cards with made-up UUIDs. False when a registration is refused.
+inline bool RegisterFakeNodes(Server& server, int nodes, int gpus) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  const GpuModelId h100 = catalog.Find("H100-80GB").value();
+  for (int n = 0; n < nodes; ++n) {
+    RegisterRequest reg;
+    reg.agent_id = "bench";
+    reg.inventory.spec = MakeUniformNode("node-" + std::to_string(n), MilliCpu(64000),
+                                         MiB(512 * 1024), h100, gpus, SharingMode::kExclusive);
+    for (int g = 0; g < gpus; ++g) {
+      reg.inventory.gpu_uuids.push_back("GPU-" + std::to_string(n) + "-" + std::to_string(g));
+      reg.inventory.mig_instances.emplace_back();
+    }
+    if (!server.controller().Register(reg, "127.0.0.1").ok()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace tessera::bench
