@@ -1,0 +1,203 @@
+// JobScheduler's preemption: whom a job may preempt, and the cheapest set of victims
+// that lets it start (declared in job_scheduler.h).
+#include <algorithm>
+#include <vector>
+
+#include "sched/job_scheduler.h"
+#include "sched/job_scheduler_internal.h"
+
+namespace tessera {
+
+using job_scheduler_internal::FreeMilli;
+using job_scheduler_internal::LedgerOverlay;
+using job_scheduler_internal::MustSucceed;
+
+bool JobScheduler::CanPreempt(const JobRecord& victim, const JobRecord& preemptor, bool reclaim,
+                              Micros now) const {
+  if (victim.phase != JobPhase::kRunning || !victim.spec.preemptible) {
+    return false;
+  }
+  if (options_.max_preemptions_per_job > 0 &&
+      victim.preemptions >= options_.max_preemptions_per_job) {
+    return false;
+  }
+  // A job that started at this instant is never a victim: a preemption must let
+  // virtual time move, or a requeued job and its preemptor could trade places forever.
+  if (now - victim.run_start < std::max<Micros>(options_.min_run_before_preemption, 1)) {
+    return false;
+  }
+  const bool same_queue = victim.queue == preemptor.queue;
+  if (options_.preempt_priority && same_queue && victim.spec.priority < preemptor.spec.priority) {
+    return true;
+  }
+  if (now - victim.run_start < options_.min_run_before_reclaim) {
+    return false;
+  }
+  if (reclaim && !same_queue) {
+    return true;  // borrowing is re-checked as victims are taken
+  }
+  if (victim.spec.priority > preemptor.spec.priority) {
+    return false;
+  }
+  if (options_.preempt_las) {
+    const int level = LasLevel(victim, now);
+    if (level > LasLevel(preemptor, now) &&
+        (options_.las_protected_level == 0 || level < options_.las_protected_level)) {
+      return true;
+    }
+  }
+  if (options_.preempt_srtf && victim.oracle_runtime >= 0 && preemptor.oracle_runtime >= 0 &&
+      victim.RemainingBy(victim.oracle_runtime, now) >
+          preemptor.RemainingBy(preemptor.oracle_runtime, now)) {
+    return true;
+  }
+  return false;
+}
+
+std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobRecord>& jobs,
+                                             ClusterState& state, QuotaLedger& quota, Micros now,
+                                             Rng& rng, std::vector<double>* costs) {
+  // Preemptions in flight count as done while victims are chosen: a victim (stopping,
+  // or chosen earlier in this cycle) holds its charge until it is evicted, and its
+  // preemptor holds none until it starts. Seen as they are, two preemptors would
+  // reclaim the same borrowed quota twice, pushing the lender below its nominal
+  // quota, which it would then reclaim back: a preemption loop.
+  LedgerOverlay in_flight(quota);
+  for (uint64_t id : running_) {
+    const JobRecord& v = jobs[id];
+    if (v.phase == JobPhase::kStopping || victim_stamp_[id] == cycle_stamp_) {
+      in_flight.Remove(v.queue, v.charge);
+    }
+  }
+  for (uint64_t id : preemptors_) {
+    const JobRecord& p = jobs[id];
+    if (id != job.id.value() && p.phase == JobPhase::kPending) {
+      in_flight.Add(p.queue, ChargeOf(p, nullptr, state));
+    }
+  }
+  // Reclaim applies when the job would fit its own nominal quota: usage plus charge
+  // within nominal. (Not QuotaLedger::Check, which also wants the quota available
+  // now: what the queue lent out is exactly what reclaim takes back.)
+  const ResourceVector pre = ChargeOf(job, nullptr, state);
+  bool within_nominal = true;
+  for (size_t r = 0; r < pre.size(); ++r) {
+    if (pre[r] > 0 && quota.Usage(job.queue, r) + pre[r] > tree_->quota(job.queue, r).nominal) {
+      within_nominal = false;
+    }
+  }
+  const bool reclaim = options_.preempt_reclaim && within_nominal;
+
+  // Running jobs in victim order (cheapest first), sorted once per cycle: the order
+  // does not depend on the preemptor, only which of them it may take does.
+  if (victim_order_stamp_ != cycle_stamp_) {
+    victim_order_stamp_ = cycle_stamp_;
+    victim_order_.clear();
+    for (uint64_t id : running_) {
+      const JobRecord& v = jobs[id];
+      if (v.phase != JobPhase::kRunning) {
+        continue;
+      }
+      const double key =
+          options_.victims_by_cost ? VictimCost(v, now) : -static_cast<double>(LasLevel(v, now));
+      victim_order_.push_back({key, EvictionTime(v, now), v.spec.priority, v.run_start, id});
+    }
+    // Cheapest work lost first; then soonest evicted; then lowest priority; then the
+    // most recently started.
+    std::sort(victim_order_.begin(), victim_order_.end(),
+              [](const VictimCandidate& a, const VictimCandidate& b) {
+                if (a.cost != b.cost) return a.cost < b.cost;
+                if (a.evict_at != b.evict_at) return a.evict_at < b.evict_at;
+                if (a.priority != b.priority) return a.priority < b.priority;
+                if (a.run_start != b.run_start) return a.run_start > b.run_start;
+                return a.id < b.id;
+              });
+  }
+  const auto keep = static_cast<size_t>(options_.max_victim_candidates);
+  std::vector<VictimCandidate> candidates;
+  int64_t reachable = FreeMilli(state);
+  for (const VictimCandidate& c : victim_order_) {
+    if (candidates.size() >= keep) {
+      break;
+    }
+    if (victim_stamp_[c.id] != cycle_stamp_ && CanPreempt(jobs[c.id], job, reclaim, now)) {
+      candidates.push_back(c);
+      reachable += jobs[c.id].gpu_milli;
+    }
+  }
+  // Not even every candidate together would make room: skip the search.
+  if (candidates.empty() || reachable < job.gpu_milli) {
+    return {};
+  }
+
+  auto take = [&](uint64_t id) {
+    JobRecord& v = jobs[id];
+    quota.Remove(v.queue, v.charge);
+    Unplace(state, v.allocations);
+  };
+  auto give_back = [&](uint64_t id) {
+    JobRecord& v = jobs[id];
+    for (const Allocation& a : v.allocations) {
+      MustSucceed(state.Allocate(a));
+    }
+    quota.Add(v.queue, v.charge);
+  };
+  // Whether the job may count on a victim from another queue: only while that queue
+  // borrows, and then the job must fit its own nominal quota.
+  auto is_reclaim = [&](const JobRecord& v) {
+    return v.queue != job.queue &&
+           !(options_.preempt_las && LasLevel(v, now) > LasLevel(job, now) &&
+             v.spec.priority <= job.spec.priority) &&
+           !(options_.preempt_srtf && v.spec.priority <= job.spec.priority &&
+             v.RemainingBy(v.oracle_runtime, now) > job.RemainingBy(job.oracle_runtime, now));
+  };
+
+  std::vector<uint64_t> chosen;
+  bool nominal_only = false;
+  bool fits = false;
+  for (const VictimCandidate& c : candidates) {
+    const JobRecord& v = jobs[c.id];
+    const bool reclaiming = is_reclaim(v);
+    if (reclaiming && !quota.IsBorrowing(v.queue)) {
+      continue;
+    }
+    take(c.id);
+    chosen.push_back(c.id);
+    nominal_only = nominal_only || reclaiming;
+    if (Admissible(job, state, quota, nominal_only, rng)) {
+      fits = true;
+      break;
+    }
+  }
+  if (!fits) {
+    for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
+      give_back(*it);
+    }
+    return {};
+  }
+  // Minimal: drop victims (costliest first) the job can do without.
+  for (size_t i = chosen.size(); i-- > 0;) {
+    if (chosen.size() == 1) {
+      break;
+    }
+    give_back(chosen[i]);
+    if (Admissible(job, state, quota, nominal_only, rng)) {
+      chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      take(chosen[i]);
+    }
+  }
+  std::vector<JobId> victims;
+  for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
+    give_back(*it);
+  }
+  for (uint64_t id : chosen) {
+    victim_stamp_[id] = cycle_stamp_;  // not a victim twice in one cycle
+    victims.push_back(JobId(id));
+    costs->push_back(VictimCost(jobs[id], now));
+  }
+  return victims;
+}
+
+// ---- reservation -------------------------------------------------------------------
+
+}  // namespace tessera
