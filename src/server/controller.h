@@ -349,6 +349,7 @@ class Controller {
   Pcg32 rng_;
   RuntimePredictor predictor_;
   std::vector<JobRecord> records_;               // by id (0 unused)
+  static constexpr const char* kNodeKeyPrefix = "node/";  // + name: the node's inventory
   std::map<uint64_t, Job> jobs_;  // ordered: listings walk it newest first
   std::unordered_map<std::string, uint64_t> idempotency_;  // tenant + '\x1f' + key
   std::map<std::string, NodeInfo> nodes_;       // by name

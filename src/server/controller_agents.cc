@@ -1,0 +1,252 @@
+// Controller: the agents' side (registration, heartbeats and the reports they carry)
+// and why a pending job waits (declared in controller.h).
+#include "server/controller.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <set>
+
+#include "api/queue_config.h"
+#include "base/time_format.h"
+#include "plugins/registry.h"
+#include "plugins/runtime_predictor.h"
+namespace tessera {
+
+// ---- agents ------------------------------------------------------------------
+
+// Agents' reports change durable state: once a commit has failed, what this controller
+// holds in memory is ahead of its store, so it takes none (the agent keeps them and
+// tells them to a controller restarted on a working store).
+StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
+                                                const std::string& address) {
+  if (!healthy()) {
+    return UnavailableError("the state store failed; the controller takes no reports");
+  }
+  TESSERA_RETURN_IF_ERROR(CheckInventoryBounds(request.inventory));
+  const NodeSpec& spec = request.inventory.spec;
+  TESSERA_RETURN_IF_ERROR(ValidateNodeSpec(spec, *catalog_));
+  if (spec.name.empty()) {
+    return InvalidArgumentError("inventory: node name is empty");
+  }
+  Pending out;
+  RegisterResponse response;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Micros now = clock_->NowMicros();
+    NodeInfo& node = nodes_[spec.name];
+    const bool changed = !node.up || node.agent_id != request.agent_id;
+    if (node.up && node.agent_id != request.agent_id) {
+      std::cerr << "tessera server: node " << spec.name << " re-registered by a new agent\n";
+    }
+    node.inventory = request.inventory;
+    node.agent_id = request.agent_id;
+    node.address = address;
+    node.up = true;
+    node.reason.clear();
+    node.last_seen = now;
+    node.launches.clear();
+    node.stops.clear();
+    if (changed) {
+      rebuild_ = true;
+    }
+    // Reconcile: what the agent runs against what the controller believes.
+    std::set<std::tuple<uint64_t, int, int>> reported;
+    for (const TaskReport& r : request.tasks) {
+      reported.insert({r.key.job, r.key.task, r.key.attempt});
+    }
+    for (auto& [id, job] : jobs_) {
+      const JobPhase phase = records_[id].phase;
+      if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
+        continue;
+      }
+      for (size_t t = 0; t < job.tasks.size(); ++t) {
+        if (job.tasks[t].node != spec.name || job.tasks[t].exited ||
+            reported.count({id, static_cast<int>(t), job.row.attempts}) > 0) {
+          continue;
+        }
+        // An agent keeps every task it received until the task's end is durable here,
+        // across its own restarts: one it does not report never reached it (the
+        // launch was lost with a crash of either side). Send it again; nothing ran.
+        if (records_[id].phase == JobPhase::kRunning) {
+          relaunch_.emplace_back(spec.name, TaskKey{id, static_cast<int>(t), job.row.attempts});
+        } else {
+          TaskExited(job, static_cast<int>(t), 0, 0, now, out);  // was being stopped anyway
+        }
+      }
+    }
+    HandleReports(node, request.tasks, now, out);
+    // Stops decided before this controller restarted, or sent to the agent's previous
+    // connection: send them again for what still runs here.
+    for (const TaskReport& r : request.tasks) {
+      Job* job = FindJob(r.key.job);
+      if (r.state == TaskState::kRunning && job != nullptr &&
+          records_[r.key.job].phase == JobPhase::kStopping && job->row.attempts == r.key.attempt &&
+          static_cast<size_t>(r.key.task) < job->tasks.size() &&
+          !job->tasks[static_cast<size_t>(r.key.task)].exited) {
+        out.stops.emplace_back(spec.name, TaskStop{r.key, options_.stop_grace / 1000, 15});
+      }
+    }
+    out.batch.kv.emplace_back(kNodeKeyPrefix + spec.name,
+                              ToJson(request.inventory, *catalog_).dump());
+    Seal(out);
+    response.node = spec.name;
+    response.heartbeat_interval_ms = options_.heartbeat_interval / 1000;
+    response.node_timeout_ms = options_.node_timeout / 1000;
+  }
+  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
+  Wake();
+  return response;
+}
+
+void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
+                               Pending& out) {
+  const std::string& name = node.inventory.spec.name;
+  for (const TaskReport& r : reports) {
+    Job* job = FindJob(r.key.job);
+    const bool current = job != nullptr && job->row.attempts == r.key.attempt &&
+                         r.key.task >= 0 && static_cast<size_t>(r.key.task) < job->tasks.size() &&
+                         job->tasks[static_cast<size_t>(r.key.task)].node == name &&
+                         (records_[r.key.job].phase == JobPhase::kRunning ||
+                          records_[r.key.job].phase == JobPhase::kStopping);
+    if (!current) {
+      if (r.state == TaskState::kRunning) {
+        out.stops.emplace_back(name, TaskStop{r.key, 0, 9});  // not ours (any more)
+      }
+      continue;
+    }
+    // The launch reached the agent: stop resending it.
+    std::erase_if(node.launches, [&](const TaskLaunch& l) { return l.key == r.key; });
+    AppendLog(*job, r.key.task, r.log_offset, r.log_chunk);
+    if (r.checkpointed && !job->checkpointed) {
+      job->checkpointed = true;
+      job->checkpoint_progress = records_[r.key.job].Progress(now);
+    }
+    if (r.state == TaskState::kFailedToStart) {
+      job->row.reason = "task " + std::to_string(r.key.task) + " failed to start: " + r.message;
+      job->row.exit_code = 127;
+      if (job->after == AfterStop::kNone) {
+        job->after = AfterStop::kFail;
+      }
+      TaskExited(*job, r.key.task, 127, 0, now, out);
+      if (records_[r.key.job].phase == JobPhase::kRunning) {
+        StopJob(*job, AfterStop::kFail, 0, now, out);
+      }
+    } else if (r.state == TaskState::kLost) {
+      // Gone without a known outcome (its agent killed it, or lost its supervisor): as
+      // for a lost node, the job runs again from its checkpoint.
+      if (job->after == AfterStop::kNone) {
+        job->after = AfterStop::kRequeue;
+        job->row.reason = "requeued: task " + std::to_string(r.key.task) + " on " + name +
+                          " was lost (" + r.message + ")";
+      }
+      TaskExited(*job, r.key.task, 0, 9, now, out);
+      if (records_[r.key.job].phase == JobPhase::kRunning) {
+        StopJob(*job, job->after, 0, now, out);
+      }
+    } else if (r.state == TaskState::kExited) {
+      TaskExited(*job, r.key.task, r.exit_code, r.signal, now, out);
+    }
+  }
+}
+
+StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& request) {
+  if (!healthy()) {
+    return UnavailableError("the state store failed; the controller takes no reports");
+  }
+  Pending out;
+  HeartbeatResponse response;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(request.node);
+    if (it == nodes_.end() || !it->second.up || it->second.agent_id != request.agent_id) {
+      response.reregister = true;
+      return response;
+    }
+    NodeInfo& node = it->second;
+    const Micros now = clock_->NowMicros();
+    node.last_seen = now;
+    HandleReports(node, request.tasks, now, out);
+    if (!request.gpus.empty()) {
+      HandleTelemetry(node, request.agent_id, request.gpus, now, out);
+    }
+    // Stops stay until the task is gone; launches until the agent reports the task.
+    std::erase_if(node.stops, [&](const TaskStop& s) {
+      Job* job = FindJob(s.key.job);
+      return job == nullptr || job->row.attempts != s.key.attempt ||
+             static_cast<size_t>(s.key.task) >= job->tasks.size() ||
+             job->tasks[static_cast<size_t>(s.key.task)].exited;
+    });
+    response.launch = node.launches;
+    response.stop = node.stops;
+    Seal(out);
+  }
+  // The agent forgets what it reported once it has this answer: make it durable first.
+  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
+  Wake();
+  return response;
+}
+
+std::string Controller::PendingReason(const Job& job) const {
+  if (state_ == nullptr || rebuild_) {
+    return "waiting for the next scheduling cycle";
+  }
+  if (state_->node_count() == 0) {
+    return "no node is up";
+  }
+  const JobRecord& rec = records_[job.row.id];
+  // A task no node could hold even when empty: waiting will not help.
+  for (const TaskRequest& t : rec.spec.tasks) {
+    if (t.cpu.value() > capacity_.cpu) {
+      return "never fits: a task asks " + std::to_string(t.cpu.value() / 1000) +
+             " CPUs, the largest node has " + std::to_string(capacity_.cpu / 1000);
+    }
+    if (t.memory.value() > capacity_.memory) {
+      return "never fits: a task asks " + std::to_string(t.memory.value()) +
+             " MiB of memory, the largest node has " + std::to_string(capacity_.memory);
+    }
+    if (t.gpu_count == 0) {
+      continue;
+    }
+    int best = 0;
+    for (const auto& [key, count] : capacity_.gpus) {
+      const GpuModelId model(key.first);
+      const auto mode = static_cast<SharingMode>(key.second);
+      if (!t.models.empty() && !t.models.Contains(model)) {
+        continue;
+      }
+      const bool ok = t.wants_mig() ? mode == SharingMode::kMig &&
+                                          catalog_->Get(model).FindMigProfile(t.mig_profile).has_value()
+                      : t.fractional() ? mode == SharingMode::kShared
+                                       : mode != SharingMode::kMig;
+      if (ok) {
+        best = std::max(best, count);
+      }
+    }
+    if (best < t.gpu_count) {
+      std::string what = t.wants_mig()    ? "a GPU in MIG mode with profile " + t.mig_profile
+                         : t.fractional() ? std::string("a GPU in shared mode")
+                                          : std::to_string(t.gpu_count) + " GPUs on one node";
+      if (!t.models.empty()) {
+        what += " of the models asked for";
+      }
+      return "never fits: no node that is up has " + what;
+    }
+  }
+  if (reservation_ && reservation_->job == rec.id) {
+    return "next to start: resources are reserved for it (expected " +
+           FormatRfc3339(reservation_->start) + ")";
+  }
+  const ResourceVector charge = scheduler_->ChargeOf(rec, nullptr, *state_);
+  if (!charge.empty() && quota_->Check(rec.queue, charge) == QuotaFit::kNo) {
+    return "waiting for quota: queue " + job.row.queue +
+           " and its cohort have no unused quota for it now";
+  }
+  return "waiting for resources (" + std::to_string(rec.spec.TotalGpus()) +
+         " GPUs); jobs ahead of it or running hold them";
+}
+
+}  // namespace tessera
