@@ -50,6 +50,11 @@ struct JobRecord {
   // Preemption bookkeeping.
   int victims_in_flight = 0;   // jobs stopping for this one
   bool nominated = false;      // victims were evicted for it: consider it first
+  JobId preemptor;             // while stopping for another job
+
+  // Kept by JobLifecycle while running or stopping.
+  std::vector<uint8_t> held;   // per allocation: 1 while the ClusterState holds it
+  bool counted = false;        // the JobScheduler counts it as running
 
   Micros Progress(Micros now) const {
     return phase == JobPhase::kRunning || phase == JobPhase::kStopping

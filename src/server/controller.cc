@@ -11,7 +11,7 @@
 #include "api/queue_config.h"
 #include "base/time_format.h"
 #include "plugins/registry.h"
-#include "plugins/runtime_predictor.h"
+#include "sched/runtime_predictor.h"
 
 namespace tessera {
 namespace {
@@ -158,6 +158,9 @@ Status Controller::Load(const std::string& queues_yaml) {
   TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> stored, store_->GetKv(kQueuesKey));
   const std::string yaml = stored ? *stored : queues_yaml;
   TESSERA_RETURN_IF_ERROR(ApplyQueueYaml(yaml));
+  lifecycle_ = std::make_unique<JobLifecycle>(
+      &records_, tree_.get(), &predictor_,
+      JobLifecycle::Options{policy_.uses_predictor, /*lossless_preemption=*/false});
   if (!stored) {
     WriteBatch b;
     b.kv.emplace_back(kQueuesKey, yaml);
@@ -248,7 +251,6 @@ Status Controller::Load(const std::string& queues_yaml) {
                   : after == "fail" ? AfterStop::kFail
                   : after == "requeue" || rec.phase == JobPhase::kStopping ? AfterStop::kRequeue
                                                                          : AfterStop::kNone;
-      job.attached.assign(task_nodes.size(), false);
       // A node nobody has heard of since the restart: known only through this job.
       for (const std::string& n : task_nodes) {
         if (nodes_.find(n) == nodes_.end()) {
@@ -352,6 +354,8 @@ Status Controller::RebuildScheduler() {
   scheduler_ = std::make_unique<JobScheduler>(*tree_, *state_, policy_.options,
                                               std::move(job_order), std::move(queue_order),
                                               std::move(profile), policy_.fairshare_half_life);
+  lifecycle_->set_tree(tree_.get());
+  lifecycle_->Bind(state_.get(), quota_.get(), scheduler_.get());
   for (auto& [id, job] : jobs_) {
     JobRecord& rec = records_[id];
     if (!job.durable || rec.phase == JobPhase::kFinished) {
@@ -363,37 +367,19 @@ Status Controller::RebuildScheduler() {
                            "' is not in the configuration");
     }
     rec.queue = q.value();
-    job.adopted = false;
-    if (rec.phase == JobPhase::kPending) {
-      scheduler_->Enqueue(rec, rec.eligible_since);
-      continue;
-    }
-    // Running or stopping: put back what still runs on nodes that are up.
-    job.attached.assign(rec.allocations.size(), false);
-    std::vector<Allocation> held;
-    for (size_t t = 0; t < rec.allocations.size(); ++t) {
-      if (job.tasks[t].exited) {
-        continue;
+    if (rec.phase != JobPhase::kPending) {
+      // Running or stopping: what still runs on nodes that are up is held again.
+      rec.held.assign(rec.allocations.size(), 0);
+      for (size_t t = 0; t < rec.allocations.size(); ++t) {
+        StatusOr<NodeId> node = state_->FindNode(job.tasks[t].node);
+        if (job.tasks[t].exited || !node.ok()) {
+          continue;
+        }
+        rec.allocations[t].node = node.value();
+        rec.held[t] = 1;
       }
-      StatusOr<NodeId> node = state_->FindNode(job.tasks[t].node);
-      if (!node.ok()) {
-        continue;
-      }
-      rec.allocations[t].node = node.value();
-      Status s = state_->Allocate(rec.allocations[t]);
-      if (!s.ok()) {
-        return InternalError("job " + std::to_string(id) + " task " + std::to_string(t) +
-                             " no longer fits node '" + job.tasks[t].node + "': " + s.message());
-      }
-      job.attached[t] = true;
-      held.push_back(rec.allocations[t]);
     }
-    rec.charge = scheduler_->ChargeOf(rec, &held, *state_);
-    quota_->Add(rec.queue, rec.charge);
-    if (rec.phase == JobPhase::kRunning && held.size() == rec.allocations.size()) {
-      scheduler_->Adopt(rec);
-      job.adopted = true;
-    }
+    TESSERA_RETURN_IF_ERROR(lifecycle_->Restore(rec));
   }
   rebuild_ = false;
   return Status::Ok();
@@ -507,18 +493,9 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   rec.spec = j.submission.spec;
   rec.phase = JobPhase::kPending;
   rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
-  rec.eligible_since = now;
-  if (policy_.uses_predictor) {
-    StatusOr<QueueId> q = tree_->FindQueue(j.row.queue);
-    if (q.ok()) {
-      rec.queue = q.value();
-      rec.predicted_runtime = predictor_.Predict(FeaturesOf(rec, *tree_));
-    }
-  }
-  if (scheduler_ != nullptr && !rebuild_) {
-    rec.queue = tree_->FindQueue(j.row.queue).value();
-    scheduler_->Enqueue(rec, now);
-  }
+  rec.queue = tree_->FindQueue(j.row.queue).value();
+  // Enqueued now when the core is current, else by the rebuild before the next cycle.
+  lifecycle_->Submit(rec, now);
   *created = true;
   Wake();
   return JobJson(j);
@@ -550,10 +527,7 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
     const Micros now = clock_->NowMicros();
     JobRecord& rec = records_[id];
     if (rec.phase == JobPhase::kPending) {
-      if (scheduler_ != nullptr && !rebuild_) {
-        scheduler_->Dequeue(rec);
-      }
-      rec.phase = JobPhase::kFinished;
+      lifecycle_->Finish(rec, JobEnd::kCancelled, now);
       job->row.state = "cancelled";
       job->row.end_us = now;
       job->row.reason = "cancelled before it started";
@@ -744,16 +718,9 @@ TaskLaunch Controller::MakeLaunch(const Job& job, int task) const {
   return l;
 }
 
-void Controller::StartJob(Job& job, StartDecision& d, Micros now, Pending& out) {
+void Controller::StartJob(Job& job, const StartDecision& d, Micros now, Pending& out) {
   const uint64_t id = job.row.id;
-  JobRecord& rec = records_[id];
-  rec.phase = JobPhase::kRunning;
-  rec.allocations = std::move(d.allocations);
-  rec.charge = std::move(d.charge);
-  rec.run_start = now;
-  rec.nominated = false;
-  job.adopted = true;
-  job.attached.assign(rec.allocations.size(), true);
+  const JobRecord& rec = records_[id];  // the lifecycle made it running
   job.after = AfterStop::kNone;
   job.checkpointed = false;
   job.tasks.assign(rec.allocations.size(), TaskRun{});
@@ -784,7 +751,7 @@ void Controller::StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pe
       (after == AfterStop::kFail && job.after == AfterStop::kRequeue)) {
     job.after = after;
   }
-  rec.phase = JobPhase::kStopping;
+  lifecycle_->Stopping(rec);
   job.row.state = "stopping";
   out.dirty.insert(job.row.id);
   bool alive = false;
@@ -834,41 +801,12 @@ void Controller::TaskExited(Job& job, int task, int exit_code, int signal, Micro
 void Controller::Finalize(Job& job, Micros now, Pending& out) {
   const uint64_t id = job.row.id;
   JobRecord& rec = records_[id];
-  // Release what the cluster state holds for it.
-  for (size_t t = rec.allocations.size(); t-- > 0;) {
-    if (t < job.attached.size() && job.attached[t]) {
-      (void)state_->Release(rec.allocations[t]);
-    }
-  }
-  if (!rebuild_ && quota_ != nullptr) {
-    quota_->Remove(rec.queue, rec.charge);
-  }
-  if (job.adopted && scheduler_ != nullptr && !rebuild_) {
-    scheduler_->Released(rec, now);
-  }
-  job.adopted = false;
-  job.attached.clear();
   if (rec.run_start > 0 && now > rec.run_start) {
     out.batch.usage.push_back(
         UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
     tenant_gpu_seconds_[job.row.tenant] +=
         static_cast<double>(rec.gpu_milli) / 1000.0 * static_cast<double>(now - rec.run_start) / 1e6;
-    rec.attained_gpu_seconds += static_cast<double>(rec.gpu_milli) / 1000.0 *
-                                static_cast<double>(now - rec.run_start) / 1e6;
   }
-  if (job.preemptor != 0) {
-    JobRecord& p = records_[job.preemptor];
-    if (p.victims_in_flight > 0 && --p.victims_in_flight == 0) {
-      p.nominated = true;
-    }
-    job.preemptor = 0;
-  }
-  const Micros progress = rec.Progress(now);
-  const Micros saved = job.checkpointed
-                           ? std::max(job.checkpoint_progress, rec.SavedProgress(now, false))
-                           : rec.SavedProgress(now, false);
-  rec.allocations.clear();
-  rec.charge.clear();
   job.row.placement_json.clear();
   out.dirty.insert(id);
 
@@ -876,39 +814,35 @@ void Controller::Finalize(Job& job, Micros now, Pending& out) {
   for (const TaskRun& r : job.tasks) {
     failed = failed || r.exit_code != 0 || r.signal != 0;
   }
+  JobEnd end = JobEnd::kSucceeded;
   switch (job.after) {
     case AfterStop::kRequeue: {
-      rec.resumed_from = saved;
+      lifecycle_->Requeue(rec, job.checkpointed ? job.checkpoint_progress : 0, job.cause, now);
       job.row.progress_us = rec.resumed_from;
-      rec.phase = JobPhase::kPending;
-      rec.eligible_since = now;
       job.row.state = "pending";
       job.tasks.clear();
       job.after = AfterStop::kNone;
       ++decisions_["requeue"];
-      if (scheduler_ != nullptr && !rebuild_) {
-        scheduler_->Enqueue(rec, now);
-      }
       return;
     }
     case AfterStop::kCancel:
       job.row.state = "cancelled";
+      end = JobEnd::kCancelled;
       break;
     case AfterStop::kFail:
       job.row.state = "failed";
+      end = JobEnd::kFailed;
       break;
     case AfterStop::kNone:
       job.row.state = failed ? "failed" : "succeeded";
+      end = failed ? JobEnd::kFailed : JobEnd::kSucceeded;
       if (!failed) {
         job.row.exit_code = 0;
         job.row.reason.clear();
-        if (policy_.uses_predictor) {
-          predictor_.Observe(FeaturesOf(rec, *tree_), progress);
-        }
       }
       break;
   }
-  rec.phase = JobPhase::kFinished;
+  lifecycle_->Finish(rec, end, now);
   job.row.end_us = now;
   ++finished_[{job.row.queue, job.row.state}];
 }
@@ -935,16 +869,14 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
     }
     if (job.after == AfterStop::kNone) {
       job.after = AfterStop::kRequeue;
+      job.cause = RequeueCause::kNodeLost;
       job.row.reason = "requeued: node " + name + " was lost (" + reason + ")";
     }
     for (size_t t = 0; t < job.tasks.size(); ++t) {
       if (job.tasks[t].node == name && !job.tasks[t].exited) {
         job.tasks[t].exited = true;
         job.tasks[t].signal = 9;
-        if (t < job.attached.size() && job.attached[t]) {
-          (void)state_->Release(records_[id].allocations[t]);
-          job.attached[t] = false;
-        }
+        lifecycle_->DetachTask(records_[id], t);
       }
     }
     // The rest of the gang stops at once: it restarts as a whole.
@@ -984,21 +916,24 @@ Status Controller::RunCycle() {
       out.launches.emplace_back(node, MakeLaunch(*job, key.task));
     }
     if (state_->node_count() > 0 && scheduler_->pending() > 0) {
-      CycleResult result = scheduler_->RunCycle(records_, *state_, *quota_, now, rng_);
+      CycleResult result = lifecycle_->RunCycle(now, rng_);
       reservation_ = result.reservation;
-      for (StartDecision& d : result.starts) {
+      for (const StartDecision& d : result.starts) {
         StartJob(jobs_.at(d.job.value()), d, now, out);
       }
       for (const PreemptDecision& d : result.preemptions) {
         Job& victim = jobs_.at(d.victim.value());
-        ++records_[d.preemptor.value()].victims_in_flight;
-        victim.preemptor = d.preemptor.value();
         ++victim.row.preemptions;
-        ++records_[d.victim.value()].preemptions;
+        victim.cause = RequeueCause::kPreempted;
         victim.row.reason = "preempted by job " + std::to_string(d.preemptor.value());
         ++decisions_["preempt"];
         ++preemptions_[victim.row.queue];
         StopJob(victim, AfterStop::kRequeue, std::max<Micros>(0, d.evict_at - now), now, out);
+      }
+      std::vector<std::string> broken = lifecycle_->CheckInvariants();
+      if (!broken.empty()) {
+        ++invariant_breaches_;
+        std::cerr << "tessera server: invariant broken after the cycle: " << broken.front() << "\n";
       }
     }
     Seal(out);
@@ -1356,6 +1291,8 @@ Status Controller::SetQueues(const std::string& yaml) {
     return s;
   }
   // Everything that pointed into the old tree is rebuilt against the new one.
+  lifecycle_->Bind(nullptr, nullptr, nullptr);
+  lifecycle_->set_tree(tree_.get());
   scheduler_.reset();
   quota_.reset();
   rebuild_ = true;

@@ -52,7 +52,8 @@
 #include "model/gpu_catalog.h"
 #include "model/queue_tree.h"
 #include "plugins/job_policies.h"
-#include "plugins/runtime_predictor.h"
+#include "sched/runtime_predictor.h"
+#include "sched/job_lifecycle.h"
 #include "sched/job_record.h"
 #include "sched/job_scheduler.h"
 #include "server/auth.h"
@@ -230,13 +231,10 @@ class Controller {
     JobSubmission submission;
     bool durable = false;        // acknowledged; invisible until then
     std::vector<TaskRun> tasks;  // of the current attempt
-    // Per task: its allocation is held in state_ (false while its node is not up).
-    std::vector<bool> attached;
-    bool adopted = false;        // the scheduler counts it as running
     AfterStop after = AfterStop::kNone;
+    RequeueCause cause = RequeueCause::kPreempted;  // with after == kRequeue
     bool checkpointed = false;   // reported a checkpoint since its preemption signal
     Micros checkpoint_progress = 0;
-    uint64_t preemptor = 0;      // while stopping for another job
     // row.spec_json parsed, made on first view (the spec never changes).
     mutable std::shared_ptr<const nlohmann::json> spec_view;
     // Whether row.spec_json is well-formed JSON, checked once before a listing splices it
@@ -280,7 +278,7 @@ class Controller {
   // Without `with_spec` the "spec" member is left out (listings splice in its text).
   nlohmann::json JobJson(const Job& job, bool with_spec = true) const;
   void Seal(Pending& out);  // the dirty jobs' rows into the batch
-  void StartJob(Job& job, StartDecision& d, Micros now, Pending& out);
+  void StartJob(Job& job, const StartDecision& d, Micros now, Pending& out);
   void StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pending& out);
   void TaskExited(Job& job, int task, int exit_code, int signal, Micros now, Pending& out);
   void Finalize(Job& job, Micros now, Pending& out);
@@ -349,6 +347,10 @@ class Controller {
   Pcg32 rng_;
   RuntimePredictor predictor_;
   std::vector<JobRecord> records_;               // by id (0 unused)
+  // Applies the core's decisions and every job's transitions (bound to state_, quota_
+  // and scheduler_ once they are built).
+  std::unique_ptr<JobLifecycle> lifecycle_;
+  uint64_t invariant_breaches_ = 0;  // cycles after which CheckInvariants found any
   static constexpr const char* kNodeKeyPrefix = "node/";  // + name: the node's inventory
   std::map<uint64_t, Job> jobs_;  // ordered: listings walk it newest first
   std::unordered_map<std::string, uint64_t> idempotency_;  // tenant + '\x1f' + key

@@ -13,7 +13,7 @@
 #include "api/queue_config.h"
 #include "base/time_format.h"
 #include "plugins/registry.h"
-#include "plugins/runtime_predictor.h"
+#include "sched/runtime_predictor.h"
 namespace tessera {
 
 // ---- agents ------------------------------------------------------------------
@@ -140,6 +140,7 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
       // for a lost node, the job runs again from its checkpoint.
       if (job->after == AfterStop::kNone) {
         job->after = AfterStop::kRequeue;
+        job->cause = RequeueCause::kTaskLost;
         job->row.reason = "requeued: task " + std::to_string(r.key.task) + " on " + name +
                           " was lost (" + r.message + ")";
       }

@@ -22,7 +22,7 @@
 #include "model/node.h"
 #include "model/queue_tree.h"
 #include "plugins/job_policies.h"
-#include "plugins/runtime_predictor.h"
+#include "sched/runtime_predictor.h"
 #include "sim/job_report.h"
 
 namespace tessera {

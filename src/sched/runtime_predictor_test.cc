@@ -1,4 +1,4 @@
-#include "plugins/runtime_predictor.h"
+#include "sched/runtime_predictor.h"
 
 #include <gtest/gtest.h>
 

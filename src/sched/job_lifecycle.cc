@@ -1,0 +1,298 @@
+#include "sched/job_lifecycle.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace tessera {
+
+JobLifecycle::JobLifecycle(std::vector<JobRecord>* jobs, const QueueTree* tree,
+                           RuntimePredictor* predictor, Options options)
+    : jobs_(jobs), tree_(tree), predictor_(predictor), options_(options) {}
+
+void JobLifecycle::Bind(ClusterState* state, QuotaLedger* quota, JobScheduler* scheduler) {
+  state_ = state;
+  quota_ = quota;
+  scheduler_ = scheduler;
+  // A fresh core holds nothing until Restore puts jobs back.
+  held_gpu_milli_ = 0;
+  held_cpu_milli_ = 0;
+  charged_.assign(tree_ != nullptr ? tree_->size() : 0, ResourceVector{});
+  waits_.clear();
+  for (JobRecord& job : *jobs_) {
+    job.counted = false;
+    if (job.phase == JobPhase::kStopping && job.preemptor.valid()) {
+      ++waits_[job.preemptor.value()];
+    }
+  }
+}
+
+void JobLifecycle::Emit(const JobRecord& job, const LifecycleEvent& event) {
+  if (listener_ != nullptr) {
+    LifecycleEvent e = event;
+    e.state = state_;
+    listener_->OnJobEvent(job, e);
+  }
+}
+
+void JobLifecycle::Hold(const Allocation& allocation, int sign) {
+  held_gpu_milli_ += sign * allocation.TotalGpuMilli().value();
+  held_cpu_milli_ += sign * allocation.cpu.value();
+}
+
+void JobLifecycle::Charge(const JobRecord& job, int sign) {
+  if (job.charge.empty() || !job.queue.valid() || job.queue.value() >= charged_.size()) {
+    return;
+  }
+  ResourceVector& c = charged_[job.queue.value()];
+  c.resize(std::max(c.size(), job.charge.size()), 0);
+  for (size_t r = 0; r < job.charge.size(); ++r) {
+    c[r] += sign * job.charge[r];
+  }
+}
+
+void JobLifecycle::Submit(JobRecord& job, Micros now) {
+  job.phase = JobPhase::kPending;
+  job.eligible_since = now;
+  if (options_.uses_predictor && predictor_ != nullptr && tree_ != nullptr) {
+    job.predicted_runtime = predictor_->Predict(FeaturesOf(job, *tree_));
+  }
+  if (scheduler_ != nullptr) {
+    scheduler_->Enqueue(job, now);
+  }
+  LifecycleEvent e;
+  e.kind = LifecycleEvent::Kind::kSubmitted;
+  e.time = now;
+  e.job = job.id;
+  Emit(job, e);
+}
+
+CycleResult JobLifecycle::RunCycle(Micros now, Rng& rng) {
+  if (!bound()) {
+    return {};
+  }
+  std::vector<JobRecord>& jobs = *jobs_;
+  std::erase_if(
+      waits_, [&](const auto& w) { return w.second == 0 && jobs[w.first].victims_in_flight == 0; });
+  CycleResult result = scheduler_->RunCycle(jobs, *state_, *quota_, now, rng);
+  for (StartDecision& d : result.starts) {
+    JobRecord& job = jobs[d.job.value()];
+    job.phase = JobPhase::kRunning;
+    // The scheduler reserved these; the decision keeps a copy for the driver.
+    job.allocations = d.allocations;
+    job.charge = d.charge;
+    job.held.assign(job.allocations.size(), 1);
+    job.counted = true;
+    job.run_start = now;
+    job.nominated = false;
+    for (const Allocation& a : job.allocations) {
+      Hold(a, +1);
+    }
+    Charge(job, +1);
+    LifecycleEvent e;
+    e.kind = LifecycleEvent::Kind::kStarted;
+    e.time = now;
+    e.job = job.id;
+    e.backfilled = d.backfilled;
+    e.borrowing = d.borrowing;
+    Emit(job, e);
+  }
+  for (const PreemptDecision& d : result.preemptions) {
+    JobRecord& victim = jobs[d.victim.value()];
+    JobRecord& preemptor = jobs[d.preemptor.value()];
+    victim.phase = JobPhase::kStopping;
+    victim.preemptor = d.preemptor;
+    ++victim.preemptions;
+    ++preemptor.victims_in_flight;
+    ++waits_[preemptor.id.value()];
+    LifecycleEvent e;
+    e.kind = LifecycleEvent::Kind::kSignalled;
+    e.time = now;
+    e.job = victim.id;
+    e.by = preemptor.id;
+    Emit(victim, e);
+  }
+  return result;
+}
+
+void JobLifecycle::Stopping(JobRecord& job) {
+  if (job.phase == JobPhase::kRunning) {
+    job.phase = JobPhase::kStopping;
+  }
+}
+
+void JobLifecycle::DetachTask(JobRecord& job, size_t task) {
+  if (task >= job.held.size() || job.held[task] == 0) {
+    return;
+  }
+  if (state_ != nullptr) {
+    (void)state_->Release(job.allocations[task]);
+    Hold(job.allocations[task], -1);
+  }
+  job.held[task] = 0;
+}
+
+Micros JobLifecycle::Release(JobRecord& job, Micros now) {
+  // Allocations in reverse order of placement, then the charge, then the scheduler.
+  for (size_t t = job.allocations.size(); t-- > 0;) {
+    if (t < job.held.size() && job.held[t] != 0) {
+      if (state_ != nullptr) {
+        (void)state_->Release(job.allocations[t]);
+        Hold(job.allocations[t], -1);
+      }
+    }
+  }
+  if (quota_ != nullptr && !job.charge.empty()) {
+    quota_->Remove(job.queue, job.charge);
+    Charge(job, -1);
+  }
+  if (job.counted && scheduler_ != nullptr) {
+    scheduler_->Released(job, now);
+  }
+  job.counted = false;
+  const Micros ran = std::max<Micros>(0, now - job.run_start);
+  job.attained_gpu_seconds +=
+      static_cast<double>(job.gpu_milli) / 1000.0 * static_cast<double>(ran) / 1e6;
+  if (job.preemptor.valid()) {
+    JobRecord& p = (*jobs_)[job.preemptor.value()];
+    if (p.victims_in_flight > 0 && --p.victims_in_flight == 0) {
+      p.nominated = true;
+    }
+    auto w = waits_.find(job.preemptor.value());
+    if (w != waits_.end()) {
+      --w->second;  // kept at 0 until the record agrees (RunCycle prunes it)
+    }
+    job.preemptor = JobId();
+  }
+  job.allocations.clear();
+  job.charge.clear();
+  job.held.clear();
+  return ran;
+}
+
+void JobLifecycle::Requeue(JobRecord& job, Micros checkpoint, RequeueCause cause, Micros now) {
+  if (job.phase != JobPhase::kRunning && job.phase != JobPhase::kStopping) {
+    return;
+  }
+  const Micros progress = job.Progress(now);
+  const Micros saved = options_.lossless_preemption
+                           ? progress
+                           : std::clamp(std::max(checkpoint, job.SavedProgress(now, false)),
+                                        job.resumed_from, progress);
+  LifecycleEvent e;
+  e.kind = LifecycleEvent::Kind::kRequeued;
+  e.time = now;
+  e.job = job.id;
+  e.cause = cause;
+  e.saved = saved;
+  e.lost_gpu_seconds =
+      static_cast<double>(job.gpu_milli) / 1000.0 * static_cast<double>(progress - saved) / 1e6;
+  e.ran = Release(job, now);
+  job.resumed_from = saved;
+  job.phase = JobPhase::kPending;
+  job.eligible_since = now;
+  if (scheduler_ != nullptr) {
+    scheduler_->Enqueue(job, now);
+  }
+  Emit(job, e);
+}
+
+void JobLifecycle::Finish(JobRecord& job, JobEnd end, Micros now) {
+  LifecycleEvent e;
+  e.kind = LifecycleEvent::Kind::kFinished;
+  e.time = now;
+  e.job = job.id;
+  e.end = end;
+  if (job.phase == JobPhase::kRunning || job.phase == JobPhase::kStopping) {
+    const Micros runtime = job.Progress(now);
+    e.ran = Release(job, now);
+    if (end == JobEnd::kSucceeded && options_.uses_predictor && predictor_ != nullptr &&
+        tree_ != nullptr) {
+      predictor_->Observe(FeaturesOf(job, *tree_), runtime);
+    }
+  } else if (job.phase == JobPhase::kPending) {
+    if (scheduler_ != nullptr) {
+      scheduler_->Dequeue(job);
+    }
+  } else {
+    return;  // already finished
+  }
+  job.phase = JobPhase::kFinished;
+  Emit(job, e);
+}
+
+Status JobLifecycle::Restore(JobRecord& job) {
+  if (!bound()) {
+    return FailedPreconditionError("the lifecycle is not bound to a core");
+  }
+  if (job.phase == JobPhase::kPending) {
+    scheduler_->Enqueue(job, job.eligible_since);
+    return Status::Ok();
+  }
+  if (job.phase != JobPhase::kRunning && job.phase != JobPhase::kStopping) {
+    return Status::Ok();
+  }
+  job.held.resize(job.allocations.size(), 0);
+  std::vector<Allocation> held;
+  for (size_t t = 0; t < job.allocations.size(); ++t) {
+    if (job.held[t] == 0) {
+      continue;
+    }
+    Status s = state_->Allocate(job.allocations[t]);
+    if (!s.ok()) {
+      job.held[t] = 0;
+      return InternalError("job " + std::to_string(job.id.value()) + " task " + std::to_string(t) +
+                           " no longer fits its node: " + s.message());
+    }
+    Hold(job.allocations[t], +1);
+    held.push_back(job.allocations[t]);
+  }
+  job.charge = scheduler_->ChargeOf(job, &held, *state_);
+  quota_->Add(job.queue, job.charge);
+  Charge(job, +1);
+  if (job.phase == JobPhase::kRunning && held.size() == job.allocations.size()) {
+    scheduler_->Adopt(job);
+    job.counted = true;
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> JobLifecycle::CheckInvariants() const {
+  std::vector<std::string> out;
+  if (!bound()) {
+    return out;
+  }
+  if (state_->allocated_gpu_milli().value() != held_gpu_milli_) {
+    out.push_back("cluster holds " + std::to_string(state_->allocated_gpu_milli().value()) +
+                  " GPU milli, the jobs " + std::to_string(held_gpu_milli_));
+  }
+  if (state_->allocated_cpu().value() != held_cpu_milli_) {
+    out.push_back("cluster holds " + std::to_string(state_->allocated_cpu().value()) +
+                  " CPU milli, the jobs " + std::to_string(held_cpu_milli_));
+  }
+  for (QueueId q : tree_->queues()) {
+    const ResourceVector& c = charged_[q.value()];
+    for (size_t r = 0; r < tree_->resources().size(); ++r) {
+      const int64_t jobs = r < c.size() ? c[r] : 0;
+      if (quota_->Usage(q, r) != jobs) {
+        out.push_back("queue " + tree_->spec(q).name + " is charged " +
+                      std::to_string(quota_->Usage(q, r)) + " of resource " + std::to_string(r) +
+                      ", its jobs " + std::to_string(jobs));
+      }
+    }
+  }
+  for (const auto& [preemptor, victims] : waits_) {
+    const JobRecord& p = (*jobs_)[preemptor];
+    if (p.victims_in_flight != victims) {
+      out.push_back("job " + std::to_string(preemptor) + " waits for " +
+                    std::to_string(p.victims_in_flight) + " victims, " + std::to_string(victims) +
+                    " are in flight");
+    }
+  }
+  for (std::string& v : quota_->Violations()) {
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,150 @@
+// JobLifecycle: the one state machine of a job's scheduling state, which every driver
+// (the simulator, the server's controller, what-if runs) uses to apply a cycle's
+// decisions and to report what happened to a job since.
+//
+//   submitted -> pending -(cycle starts it)-> running -(chosen as a victim)-> stopping
+//   running | stopping -(every task gone)-> requeued (pending again) | finished
+//   pending -(cancelled)-> finished
+//
+// It owns the bookkeeping a driver would otherwise repeat: a started job's allocations
+// and quota charge, the victims a preemptor waits for (counted at the decision, so a
+// preemption is a signal whether or not the victim is then evicted), releasing in
+// order (allocations in the ClusterState, the charge in the QuotaLedger, the
+// scheduler's running set and fair-share usage), attained service, saved progress on
+// requeue and the runtime predictor's observations. Drivers keep what is theirs: the
+// simulator its events and outcomes, the server durability, agents and rows.
+//
+// The core it acts on (ClusterState, QuotaLedger, JobScheduler) is bound by the driver
+// and may be rebound when the driver rebuilds it (the server does when its node set
+// changes); Restore then puts a job back. While unbound, releases only settle the job.
+//
+// Invariants (CheckInvariants, which drivers run after every cycle): the ledgers hold
+// exactly what the lifecycle placed (GPU and CPU totals), each queue's quota usage is
+// the sum of its jobs' charges and within quota, and every preemptor waits for exactly
+// its victims still in flight.
+//
+// Pure: time comes in as arguments. Thread safety: none; the driver serialises calls.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/rng.h"
+#include "base/status.h"
+#include "sched/job_record.h"
+#include "sched/job_scheduler.h"
+#include "sched/runtime_predictor.h"
+#include "state/cluster_state.h"
+#include "state/quota_ledger.h"
+
+namespace tessera {
+
+enum class JobEnd : uint8_t { kSucceeded, kFailed, kCancelled };
+enum class RequeueCause : uint8_t { kPreempted, kNodeLost, kTaskLost };
+
+struct LifecycleEvent {
+  enum class Kind : uint8_t {
+    kSubmitted,
+    kStarted,
+    kSignalled,  // chosen as a preemption victim; stopping until its tasks are gone
+    kRequeued,   // an attempt ended early; pending again from its saved progress
+    kFinished,
+  };
+  Kind kind = Kind::kSubmitted;
+  Micros time = 0;
+  JobId job;
+  JobId by;                     // kSignalled: the preemptor
+  bool backfilled = false;      // kStarted
+  bool borrowing = false;       // kStarted
+  Micros ran = 0;               // kRequeued, kFinished: this attempt's run time (0 if none)
+  Micros saved = 0;             // kRequeued: the progress it resumes from
+  double lost_gpu_seconds = 0;  // kRequeued: work thrown away
+  RequeueCause cause = RequeueCause::kPreempted;  // kRequeued
+  JobEnd end = JobEnd::kSucceeded;                // kFinished
+  // The bound cluster state (null when unbound), for a listener to name nodes; valid
+  // during the call only.
+  const ClusterState* state = nullptr;
+};
+
+class LifecycleListener {
+ public:
+  virtual ~LifecycleListener() = default;
+  // Called after the job's record reflects the event.
+  virtual void OnJobEvent(const JobRecord& job, const LifecycleEvent& event) = 0;
+};
+
+class JobLifecycle {
+ public:
+  struct Options {
+    bool uses_predictor = false;       // predict at submission, learn at success
+    bool lossless_preemption = false;  // requeued jobs keep all their progress
+  };
+  // `jobs` is indexed by JobId and outlives the lifecycle; the driver may append to it.
+  // `predictor` may be null (no predictions).
+  JobLifecycle(std::vector<JobRecord>* jobs, const QueueTree* tree, RuntimePredictor* predictor,
+               Options options);
+
+  // The core to act on; any may be null (unbound).
+  void Bind(ClusterState* state, QuotaLedger* quota, JobScheduler* scheduler);
+  void set_listener(LifecycleListener* listener) { listener_ = listener; }
+  void set_tree(const QueueTree* tree) { tree_ = tree; }
+  bool bound() const { return state_ != nullptr && quota_ != nullptr && scheduler_ != nullptr; }
+
+  // A job becomes pending for the first time (its id, spec, queue and gpu_milli set).
+  void Submit(JobRecord& job, Micros now);
+  // Runs one cycle of the bound scheduler and applies its decisions: started jobs run
+  // (their tasks held), victims stop and their preemptors wait for them. Returns the
+  // decisions, for the driver to carry out (launch tasks, signal victims).
+  CycleResult RunCycle(Micros now, Rng& rng);
+  // A running job is asked to stop for a reason of the driver's (cancelled, a failed
+  // task of its gang, a lost node): it holds its resources until its attempt ends.
+  void Stopping(JobRecord& job);
+  // Task `task` of a running or stopping job lost its node: its allocation is released
+  // now; the rest of the job is released when its attempt ends.
+  void DetachTask(JobRecord& job, size_t task);
+  // A running or stopping job's attempt ended early: releases it and makes it pending
+  // again from max(its periodic checkpoint, `checkpoint`) (all of its progress when
+  // lossless), counting a preemption when it was stopping for another job.
+  void Requeue(JobRecord& job, Micros checkpoint, RequeueCause cause, Micros now);
+  // The job is done: releases it when running or stopping, dequeues it when pending.
+  // A success teaches the predictor the job's runtime (its progress at `now`).
+  void Finish(JobRecord& job, JobEnd end, Micros now);
+
+  // After Bind to a fresh core: puts a job back. Pending jobs are enqueued; running and
+  // stopping ones get their held allocations (`held` true, nodes set by the driver to
+  // the new ClusterState's ids) and their charge back, and a running one whose tasks
+  // are all held counts as running for the scheduler. Internal error when a held
+  // allocation no longer fits.
+  Status Restore(JobRecord& job);
+
+  // What breaks the invariants above now; empty when they hold.
+  std::vector<std::string> CheckInvariants() const;
+
+ private:
+  void Emit(const JobRecord& job, const LifecycleEvent& event);
+  // Frees what a running or stopping job holds and accounts its service; returns the
+  // attempt's run time.
+  Micros Release(JobRecord& job, Micros now);
+  void Hold(const Allocation& allocation, int sign);
+  void Charge(const JobRecord& job, int sign);
+
+  std::vector<JobRecord>* jobs_;
+  const QueueTree* tree_;
+  RuntimePredictor* predictor_;
+  Options options_;
+  ClusterState* state_ = nullptr;
+  QuotaLedger* quota_ = nullptr;
+  JobScheduler* scheduler_ = nullptr;
+  LifecycleListener* listener_ = nullptr;
+  // What the lifecycle believes the bound core holds, to check the ledgers against.
+  int64_t held_gpu_milli_ = 0;
+  int64_t held_cpu_milli_ = 0;
+  std::vector<ResourceVector> charged_;  // per queue
+  // Preemptor id -> its victims still stopping, tallied apart from the records.
+  std::unordered_map<uint64_t, int> waits_;
+};
+
+}  // namespace tessera
