@@ -366,6 +366,62 @@ StatusOr<QueueTreeSpec> Parse(const YAML::Node& root, const GpuCatalog& catalog)
 
 }  // namespace
 
+std::string QueueTreeYaml(const QueueTreeSpec& spec, const GpuCatalog& catalog) {
+  auto quantity = [](ResourceKind kind, int64_t v) {
+    const bool milli = kind == ResourceKind::kGpu || kind == ResourceKind::kCpu;
+    return std::to_string(v) + (milli ? "m" : "");
+  };
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  if (!spec.priority_classes.empty()) {
+    out << YAML::Key << "priorityClasses" << YAML::Value << YAML::BeginSeq;
+    for (const PriorityClass& pc : spec.priority_classes) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << pc.name
+          << YAML::Key << "value" << YAML::Value << pc.value << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  for (const bool cohorts : {true, false}) {
+    out << YAML::Key << (cohorts ? "cohorts" : "queues") << YAML::Value << YAML::BeginSeq;
+    for (const QueueNodeSpec& n : spec.nodes) {
+      if (n.cohort != cohorts) {
+        continue;
+      }
+      out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << n.name;
+      if (!n.parent.empty()) {
+        out << YAML::Key << (cohorts ? "parent" : "cohort") << YAML::Value << n.parent;
+      }
+      if (!cohorts && !n.tenant.empty()) {
+        out << YAML::Key << "tenant" << YAML::Value << n.tenant;
+      }
+      out << YAML::Key << "weight" << YAML::Value << n.weight;
+      if (!n.quotas.empty()) {
+        out << YAML::Key << "quota" << YAML::Value << YAML::BeginMap;
+        for (const QueueQuota& q : n.quotas) {
+          const ResourceKind kind = q.resource.kind;
+          out << YAML::Key << ResourceNameString(q.resource, catalog) << YAML::Value
+              << YAML::Flow << YAML::BeginMap << YAML::Key << "nominal" << YAML::Value
+              << quantity(kind, q.quota.nominal);
+          if (q.quota.borrowing_limit) {
+            out << YAML::Key << "borrowingLimit" << YAML::Value
+                << quantity(kind, *q.quota.borrowing_limit);
+          }
+          if (q.quota.lending_limit) {
+            out << YAML::Key << "lendingLimit" << YAML::Value
+                << quantity(kind, *q.quota.lending_limit);
+          }
+          out << YAML::EndMap;
+        }
+        out << YAML::EndMap;
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
 StatusOr<int64_t> ParseResourceQuantity(const YAML::Node& node, ResourceKind kind) {
   try {
     return ReadQuantity(node, kind, "");

@@ -35,6 +35,9 @@ namespace tessera {
 
 StatusOr<QueueTreeSpec> ParseQueueTreeYaml(const YAML::Node& root, const GpuCatalog& catalog);
 StatusOr<QueueTreeSpec> LoadQueueTreeFile(const std::string& path, const GpuCatalog& catalog);
+// The YAML text of `spec`, which ParseQueueTreeYaml reads back as `spec` (quantities in
+// their ledger units: "1500m" GPUs and CPUs, MiB).
+std::string QueueTreeYaml(const QueueTreeSpec& spec, const GpuCatalog& catalog);
 // Parses a quantity of `kind` in its ledger unit (milli-GPU, milli-CPU, MiB).
 StatusOr<int64_t> ParseResourceQuantity(const YAML::Node& node, ResourceKind kind);
 

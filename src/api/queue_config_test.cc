@@ -53,6 +53,55 @@ StatusOr<int64_t> Quantity(const std::string& text, ResourceKind kind) {
   return ParseResourceQuantity(YAML::Load(text), kind);
 }
 
+// Field by field: QueueTreeSpec has no equality of its own.
+void ExpectSameSpec(const QueueTreeSpec& a, const QueueTreeSpec& b) {
+  ASSERT_EQ(a.priority_classes.size(), b.priority_classes.size());
+  for (size_t i = 0; i < a.priority_classes.size(); ++i) {
+    EXPECT_EQ(a.priority_classes[i].name, b.priority_classes[i].name);
+    EXPECT_EQ(a.priority_classes[i].value, b.priority_classes[i].value);
+  }
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const QueueNodeSpec& x = a.nodes[i];
+    const QueueNodeSpec& y = b.nodes[i];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.cohort, y.cohort) << x.name;
+    EXPECT_EQ(x.parent, y.parent) << x.name;
+    EXPECT_EQ(x.tenant, y.tenant) << x.name;
+    EXPECT_EQ(x.weight, y.weight) << x.name;
+    ASSERT_EQ(x.quotas.size(), y.quotas.size()) << x.name;
+    for (size_t q = 0; q < x.quotas.size(); ++q) {
+      EXPECT_EQ(x.quotas[q].resource, y.quotas[q].resource) << x.name;
+      EXPECT_EQ(x.quotas[q].quota.nominal, y.quotas[q].quota.nominal) << x.name;
+      EXPECT_EQ(x.quotas[q].quota.borrowing_limit, y.quotas[q].quota.borrowing_limit) << x.name;
+      EXPECT_EQ(x.quotas[q].quota.lending_limit, y.quotas[q].quota.lending_limit) << x.name;
+    }
+  }
+}
+
+TEST(QueueConfigTest, EmittedYamlReadsBackAsTheSameSpec) {
+  StatusOr<QueueTreeSpec> example = Parse(kExample);
+  ASSERT_TRUE(example.ok()) << example.status().ToString();
+  StatusOr<QueueTreeSpec> again = Parse(QueueTreeYaml(*example, Catalog()));
+  ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << QueueTreeYaml(*example, Catalog());
+  ExpectSameSpec(*example, *again);
+  EXPECT_EQ(again->nodes[1].quotas[0].quota.borrowing_limit, 4000);
+
+  // Fractions, nested cohorts and a queue without quota.
+  StatusOr<QueueTreeSpec> odd = Parse(R"(
+cohorts: [{name: top}, {name: mid, parent: top, quota: {cpu: 1500m}}]
+queues:
+  - {name: a, cohort: mid, quota: {gpu: {nominal: 0.25, lendingLimit: 125m}, memory: 3Gi}}
+  - {name: b}
+)");
+  ASSERT_TRUE(odd.ok()) << odd.status().ToString();
+  again = Parse(QueueTreeYaml(*odd, Catalog()));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ExpectSameSpec(*odd, *again);
+  EXPECT_EQ(again->nodes[2].quotas[0].quota.nominal, 250);
+  EXPECT_EQ(again->nodes[2].quotas[1].quota.nominal, 3072);
+}
+
 TEST(QueueConfigTest, ParsesTheDocumentedExample) {
   StatusOr<QueueTreeSpec> parsed = Parse(kExample);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();

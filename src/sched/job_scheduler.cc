@@ -437,7 +437,9 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
   ends.reserve(running_.size());
   for (uint64_t id : running_) {
     const JobRecord& r = jobs[id];
-    Micros end = r.run_start + (RuntimeEstimate(r) - r.resumed_from);
+    // A job started earlier in this cycle is still pending in its record: it starts now.
+    const Micros start = r.phase == JobPhase::kPending ? now : r.run_start;
+    Micros end = start + (RuntimeEstimate(r) - r.resumed_from);
     if (r.phase == JobPhase::kStopping) {
       end = now + options_.grace;
     }

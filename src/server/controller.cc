@@ -152,15 +152,27 @@ Status Controller::ApplyQueueYaml(const std::string& yaml) {
 }
 
 Status Controller::Load(const std::string& queues_yaml) {
-  TESSERA_ASSIGN_OR_RETURN(policy_, ParseSchedulerPolicy(options_.policy));
-  policy_.options.min_run_before_reclaim =
-      std::max(policy_.options.min_run_before_reclaim, options_.min_run_before_reclaim);
+  if (options_.scheduler_policy) {
+    policy_ = *options_.scheduler_policy;
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(policy_, ParseSchedulerPolicy(options_.policy));
+    policy_.options.min_run_before_reclaim =
+        std::max(policy_.options.min_run_before_reclaim, options_.min_run_before_reclaim);
+  }
+  const SchedulerOptions& so = policy_.options;
+  if (so.runtime_source == RuntimeSource::kOracle || so.preempt_srtf || so.lossless_preemption) {
+    return FailedPreconditionError(
+        "policy '" + policy_.name +
+        "' is an oracle reference: it needs jobs' true runtimes or preemptions that lose no "
+        "work, which only the simulator has; choose another policy for a live cluster");
+  }
   TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> stored, store_->GetKv(kQueuesKey));
   const std::string yaml = stored ? *stored : queues_yaml;
   TESSERA_RETURN_IF_ERROR(ApplyQueueYaml(yaml));
   lifecycle_ = std::make_unique<JobLifecycle>(
       &records_, tree_.get(), &predictor_,
       JobLifecycle::Options{policy_.uses_predictor, /*lossless_preemption=*/false});
+  lifecycle_->set_listener(options_.lifecycle_listener);
   if (!stored) {
     WriteBatch b;
     b.kv.emplace_back(kQueuesKey, yaml);
@@ -176,6 +188,7 @@ Status Controller::Load(const std::string& queues_yaml) {
     }
     TESSERA_ASSIGN_OR_RETURN(NodeInventory inv, NodeInventoryFromJson(j, *catalog_));
     NodeInfo& n = nodes_[inv.spec.name];
+    n.seq = next_node_seq_++;
     n.inventory = std::move(inv);
     n.up = false;
     n.reason = "waiting for its agent after a controller restart";
@@ -255,6 +268,7 @@ Status Controller::Load(const std::string& queues_yaml) {
       for (const std::string& n : task_nodes) {
         if (nodes_.find(n) == nodes_.end()) {
           NodeInfo& info = nodes_[n];
+          info.seq = next_node_seq_++;
           info.inventory.spec.name = n;
           info.up = false;
           info.reason = "waiting for its agent after a controller restart";
@@ -315,11 +329,17 @@ void Controller::Loop() {
 // ---- the cluster as the core sees it ----------------------------------------------
 
 Status Controller::RebuildScheduler() {
-  std::vector<NodeSpec> specs;
+  std::vector<const NodeInfo*> up;
   for (const auto& [name, node] : nodes_) {
     if (node.up) {
-      specs.push_back(node.inventory.spec);
+      up.push_back(&node);
     }
+  }
+  std::sort(up.begin(), up.end(),
+            [](const NodeInfo* a, const NodeInfo* b) { return a->seq < b->seq; });
+  std::vector<NodeSpec> specs;
+  for (const NodeInfo* node : up) {
+    specs.push_back(node->inventory.spec);
   }
   TESSERA_ASSIGN_OR_RETURN(ClusterState state, ClusterState::Create(std::move(specs), *catalog_));
   state_ = std::make_unique<ClusterState>(std::move(state));
@@ -814,6 +834,14 @@ void Controller::Finalize(Job& job, Micros now, Pending& out) {
   for (const TaskRun& r : job.tasks) {
     failed = failed || r.exit_code != 0 || r.signal != 0;
   }
+  // A preempted job whose tasks all exited 0 without reporting a checkpoint ran to its
+  // end within its grace period: it is done, not stopped early (README, "Preemption
+  // protocol"). A checkpoint report, a signal or a non-zero code means resume it.
+  if (job.after == AfterStop::kRequeue && job.cause == RequeueCause::kPreempted && !failed &&
+      !job.checkpointed && !job.tasks.empty()) {
+    job.after = AfterStop::kNone;
+    job.row.reason.clear();
+  }
   JobEnd end = JobEnd::kSucceeded;
   switch (job.after) {
     case AfterStop::kRequeue: {
@@ -944,6 +972,11 @@ Status Controller::RunCycle() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   ++cycles_;
   return published;
+}
+
+std::vector<std::string> Controller::CheckInvariants() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rebuild_ ? std::vector<std::string>{} : lifecycle_->CheckInvariants();
 }
 
 Status Controller::Publish(Pending out) {

@@ -91,6 +91,10 @@ struct ControllerOptions {
   // Called (outside the lock) for each job whose start has just been made durable;
   // for benchmarks and tests.
   std::function<void(uint64_t job, Micros now)> on_started;
+  // Replaces `policy` and its bounds with this policy as is (scenario and what-if runs).
+  std::optional<SchedulerPolicy> scheduler_policy;
+  // Told every job transition, under the controller's lock (scenario runs, tests).
+  LifecycleListener* lifecycle_listener = nullptr;
 };
 
 // Filters of ListJobs; empty means any.
@@ -207,6 +211,9 @@ class Controller {
 
   // One scheduling cycle now: node timeouts, the core cycle, durable decisions.
   Status RunCycle();
+  // What breaks the core's invariants now (JobLifecycle::CheckInvariants); empty when
+  // they hold. Every cycle checks them and counts the cycles that broke any.
+  std::vector<std::string> CheckInvariants() const;
 
   bool healthy() const { return !store_failed_.load(); }
   const GpuCatalog& catalog() const { return *catalog_; }
@@ -255,6 +262,8 @@ class Controller {
     std::vector<GpuTelemetry> telemetry;  // the last sample, by GPU index
     std::string telemetry_agent;          // the agent whose counters it holds
     Micros telemetry_at = 0;
+    // Nodes are numbered in the core in the order they first became known.
+    uint64_t seq = 0;
   };
   // What a locked step decided, to make durable and then hand out.
   struct Pending {
@@ -361,6 +370,7 @@ class Controller {
   // durable here). Built at the next cycle, once the node is in the cluster state.
   std::vector<std::pair<std::string, TaskKey>> relaunch_;
   uint64_t next_id_ = 1;
+  uint64_t next_node_seq_ = 0;
   std::atomic<bool> store_failed_{false};
   std::atomic<uint64_t> foreign_reports_{0};
 

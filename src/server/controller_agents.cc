@@ -37,7 +37,11 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
   {
     std::lock_guard<std::mutex> lock(mu_);
     const Micros now = clock_->NowMicros();
-    NodeInfo& node = nodes_[spec.name];
+    auto [slot, fresh] = nodes_.try_emplace(spec.name);
+    NodeInfo& node = slot->second;
+    if (fresh) {
+      node.seq = next_node_seq_++;
+    }
     const bool changed = !node.up || node.agent_id != request.agent_id;
     if (node.up && node.agent_id != request.agent_id) {
       std::cerr << "tessera server: node " << spec.name << " re-registered by a new agent\n";

@@ -26,10 +26,13 @@ JobRunRecorder::JobRunRecorder(const QueueTree& tree, Options options) : options
   tenant_milli_.assign(run_.tenants.size(), 0);
 }
 
-void JobRunRecorder::Track(JobId id, QueueId queue, JobOutcome outcome) {
+void JobRunRecorder::Track(JobId id, QueueId queue, size_t index, JobOutcome outcome) {
   outcome.tenant = run_.tenants[tenant_of_queue_[queue.value()]];
-  index_of_[id.value()] = run_.jobs.size();
-  run_.jobs.push_back(std::move(outcome));
+  index_of_[id.value()] = index;
+  if (run_.jobs.size() <= index) {
+    run_.jobs.resize(index + 1);
+  }
+  run_.jobs[index] = std::move(outcome);
 }
 
 void JobRunRecorder::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {

@@ -28,9 +28,10 @@ class JobRunRecorder : public LifecycleListener {
   // Tenants (and their nominal GPU quota) come from `tree`, in queue order.
   JobRunRecorder(const QueueTree& tree, Options options);
 
-  // The job the lifecycle knows as `id`, queued on `queue`, is the next outcome: its
-  // name, GPUs, submit time and true runtime are in `outcome`.
-  void Track(JobId id, QueueId queue, JobOutcome outcome);
+  // The job the lifecycle knows as `id`, queued on `queue`, is outcome `index` (the
+  // job's place in the run's input, whatever order the jobs arrive in): its name, GPUs,
+  // submit time and true runtime are in `outcome`.
+  void Track(JobId id, QueueId queue, size_t index, JobOutcome outcome);
   void OnJobEvent(const JobRecord& job, const LifecycleEvent& event) override;
   // After a cycle at `now`: the invariant breaches the driver found (a cycle with any
   // counts once), then a usage sample when usage changed.

@@ -84,7 +84,7 @@ class Simulation {
       o.gpus = sj.spec.TotalGpus();
       o.submit = sj.spec.submit_time;
       o.actual = sj.duration;
-      recorder_.Track(JobId(i), q.value(), std::move(o));
+      recorder_.Track(JobId(i), q.value(), i, std::move(o));
     }
     attempts_.assign(jobs.size(), 0);
     return Status::Ok();

@@ -78,6 +78,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -162,9 +163,17 @@ struct ScenarioResult {
   std::string Report() const;
 };
 
+// What runs a scenario's jobs: the job simulator (RunJobSimulation), or another driver
+// of the same core that reports through a JobRunRecorder (the controller in process).
+using JobRunner = std::function<StatusOr<JobSimResult>(
+    const std::vector<NodeSpec>& nodes, const QueueTreeSpec& queues,
+    const std::vector<SimJob>& jobs, const JobSimOptions& options, const GpuCatalog& catalog)>;
+
 // Runs the scenario once per policy its checks name and evaluates every check.
-// An error only when a simulation cannot be set up (the parser catches the rest).
+// An error only when a run cannot be set up (the parser catches the rest).
 StatusOr<ScenarioResult> RunScenario(const Scenario& scenario, const GpuCatalog& catalog);
+StatusOr<ScenarioResult> RunScenario(const Scenario& scenario, const GpuCatalog& catalog,
+                                     const JobRunner& runner);
 
 // The event log of one run, one line per event, and a table of the jobs' outcomes.
 std::string FormatSimEvents(const std::vector<SimEvent>& events);

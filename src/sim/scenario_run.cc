@@ -304,6 +304,11 @@ std::string ScenarioResult::Report() const {
 }
 
 StatusOr<ScenarioResult> RunScenario(const Scenario& scenario, const GpuCatalog& catalog) {
+  return RunScenario(scenario, catalog, RunJobSimulation);
+}
+
+StatusOr<ScenarioResult> RunScenario(const Scenario& scenario, const GpuCatalog& catalog,
+                                     const JobRunner& runner) {
   ScenarioResult result;
   result.scenario = scenario.name;
   result.file = scenario.file;
@@ -330,7 +335,7 @@ StatusOr<ScenarioResult> RunScenario(const Scenario& scenario, const GpuCatalog&
     options.record_usage = false;
     options.record_events = true;
     StatusOr<JobSimResult> sim =
-        RunJobSimulation(scenario.nodes, scenario.queues, scenario.jobs, options, catalog);
+        runner(scenario.nodes, scenario.queues, scenario.jobs, options, catalog);
     if (!sim.ok()) {
       return InvalidArgumentError(scenario.file + ": policy " + policy_name + ": " +
                                   sim.status().message());

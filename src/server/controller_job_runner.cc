@@ -1,0 +1,343 @@
+#include "server/controller_job_runner.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <queue>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include "api/queue_config.h"
+#include "base/clock.h"
+#include "server/controller.h"
+#include "sim/job_run_recorder.h"
+#include "store/store.h"
+
+namespace tessera {
+namespace {
+
+// The controller's time of the run's t = 0 (rows read 0 as "never").
+constexpr Micros kEpoch = 1'000'000'000'000;
+
+using Key = std::tuple<uint64_t, int, int>;  // job, task, attempt
+
+Key KeyOf(const TaskKey& k) { return {k.job, k.task, k.attempt}; }
+
+// Same order as the simulator's events at one instant: ends before arrivals.
+enum class EventKind : uint8_t { kWorkDone = 0, kStopDeadline = 1, kArrival = 2, kTick = 3 };
+
+struct Event {
+  Micros time;
+  EventKind kind;
+  uint64_t seq;
+  Key key;       // a task's; kArrival: job index in the first field
+  bool operator>(const Event& o) const {
+    return std::tie(time, kind, seq) > std::tie(o.time, o.kind, o.seq);
+  }
+};
+
+// Passes the lifecycle's events to the recorder on the run's clock, and keeps what the
+// loop needs: how many jobs wait or run, and where each attempt resumed from.
+class RunListener final : public LifecycleListener {
+ public:
+  explicit RunListener(JobRunRecorder* recorder) : recorder_(recorder) {}
+
+  void OnJobEvent(const JobRecord& job, const LifecycleEvent& event) override {
+    LifecycleEvent e = event;
+    e.time -= kEpoch;
+    const uint64_t id = job.id.value();
+    switch (event.kind) {
+      case LifecycleEvent::Kind::kSubmitted:
+        ++pending_;
+        break;
+      case LifecycleEvent::Kind::kStarted:
+        --pending_;
+        running_.insert(id);
+        resumed_from_[id] = job.resumed_from;
+        break;
+      case LifecycleEvent::Kind::kRequeued:
+        running_.erase(id);
+        ++pending_;
+        break;
+      case LifecycleEvent::Kind::kFinished:
+        if (running_.erase(id) == 0) {
+          --pending_;
+        }
+        break;
+      case LifecycleEvent::Kind::kSignalled:
+        break;
+    }
+    recorder_->OnJobEvent(job, e);
+  }
+
+  int64_t pending() const { return pending_; }
+  size_t running() const { return running_.size(); }
+  Micros resumed_from(uint64_t id) const {
+    auto it = resumed_from_.find(id);
+    return it == resumed_from_.end() ? 0 : it->second;
+  }
+
+ private:
+  JobRunRecorder* recorder_;
+  int64_t pending_ = 0;
+  std::set<uint64_t> running_;
+  std::unordered_map<uint64_t, Micros> resumed_from_;
+};
+
+// One node's agent: the tasks it runs and the exits it has yet to report.
+struct FakeAgent {
+  std::string node;
+  std::string id;
+  std::set<Key> running;
+  std::vector<TaskReport> exits;
+};
+
+class ControllerRun {
+ public:
+  ControllerRun(const std::vector<SimJob>& jobs, const JobSimOptions& options,
+                const QueueTree& tree)
+      : jobs_(jobs),
+        options_(options),
+        tree_(tree),
+        recorder_(tree, JobRunRecorder::Options{options.record_events, options.record_usage}),
+        listener_(&recorder_),
+        clock_(kEpoch) {}
+
+  ~ControllerRun() {
+    controller_.reset();
+    if (!dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+  }
+
+  Status Open(const std::vector<NodeSpec>& nodes, const QueueTreeSpec& queues,
+              const GpuCatalog& catalog) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "tessera-run-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return InternalError("cannot make a scratch directory for the controller");
+    }
+    dir_ = tmpl;
+    ControllerOptions o;
+    o.data_dir = dir_;
+    o.scheduler_policy = options_.policy;
+    o.placement = options_.placement;
+    o.seed = options_.seed;
+    o.node_timeout = 1'000'000LL * 1'000'000;  // the fake agents never fall silent
+    o.lifecycle_listener = &listener_;
+    TESSERA_ASSIGN_OR_RETURN(controller_, Controller::Open(o, &store_, catalog, clock_,
+                                                           QueueTreeYaml(queues, catalog)));
+    for (const NodeSpec& n : nodes) {
+      RegisterRequest r;
+      r.agent_id = "agent-" + n.name;
+      r.inventory.spec = n;
+      for (size_t g = 0; g < n.gpus.size(); ++g) {
+        r.inventory.gpu_uuids.push_back("GPU-" + n.name + "-" + std::to_string(g));
+      }
+      r.inventory.mig_instances.resize(n.gpus.size());
+      TESSERA_RETURN_IF_ERROR(controller_->Register(r, "127.0.0.1").status());
+      agents_.push_back(FakeAgent{n.name, r.agent_id, {}, {}});
+      agent_of_[n.name] = agents_.size() - 1;
+      gpus_ += static_cast<int64_t>(n.gpus.size());
+    }
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      Push(jobs_[i].spec.submit_time, EventKind::kArrival, Key{i, 0, 0});
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<JobSimResult> Run() {
+    int64_t events = 0;
+    while (!events_.empty()) {
+      const Micros now = events_.top().time;
+      clock_.Set(kEpoch + now);
+      bool changed = false;
+      while (!events_.empty() && events_.top().time == now) {
+        const Event e = events_.top();
+        events_.pop();
+        ++events;
+        switch (e.kind) {
+          case EventKind::kArrival:
+            TESSERA_RETURN_IF_ERROR(Submit(std::get<0>(e.key)));
+            changed = true;
+            break;
+          case EventKind::kWorkDone:
+            changed = Exit(e.key, 0) || changed;
+            break;
+          case EventKind::kStopDeadline:
+            changed = Exit(e.key, 15) || changed;
+            break;
+          case EventKind::kTick:
+            tick_pending_ = false;
+            changed = true;
+            break;
+        }
+      }
+      if (changed) {
+        TESSERA_RETURN_IF_ERROR(Exchange(now));  // the exits
+        TESSERA_RETURN_IF_ERROR(controller_->RunCycle());
+        recorder_.EndCycle(now, controller_->CheckInvariants());
+        TESSERA_RETURN_IF_ERROR(Exchange(now));  // the launches and stops
+      }
+      if (listener_.pending() > 0 && !tick_pending_ && options_.tick > 0) {
+        Push(now + options_.tick, EventKind::kTick, Key{});
+        tick_pending_ = true;
+      }
+      if (listener_.running() == 0 && arrivals_left_ == 0 && !Busy()) {
+        break;  // nothing runs or will arrive: what still waits can never start
+      }
+    }
+    JobSimResult result = recorder_.Take(events);
+    result.run.cluster_gpus = gpus_;
+    result.run.policy = options_.policy.name;
+    return result;
+  }
+
+ private:
+  void Push(Micros time, EventKind kind, Key key) {
+    if (kind == EventKind::kArrival) {
+      ++arrivals_left_;
+    }
+    events_.push(Event{time, kind, seq_++, key});
+  }
+
+  // Whether an agent still has an exit to report (the controller has yet to hear it).
+  bool Busy() const {
+    return std::any_of(agents_.begin(), agents_.end(),
+                       [](const FakeAgent& a) { return !a.exits.empty(); });
+  }
+
+  Status Submit(size_t index) {
+    --arrivals_left_;
+    const SimJob& job = jobs_[index];
+    JobSubmission submission;
+    submission.spec = job.spec;
+    submission.command = {"true"};
+    JobOutcome o;
+    o.name = job.spec.name;
+    o.gpus = job.spec.TotalGpus();
+    o.submit = job.spec.submit_time;
+    o.actual = job.duration;
+    // Ids are given in submission order from 1 on a fresh store; track it before the
+    // submission so that its own event is recorded.
+    const uint64_t id = index_of_.size() + 1;
+    TESSERA_ASSIGN_OR_RETURN(QueueId queue, tree_.FindQueue(job.spec.queue));
+    recorder_.Track(JobId(id), queue, index, std::move(o));
+    bool created = false;
+    TESSERA_ASSIGN_OR_RETURN(
+        nlohmann::json view,
+        controller_->Submit(Principal{Role::kAdmin, "", "scenario"}, std::move(submission), "",
+                            &created));
+    if (view["id"].get<uint64_t>() != id) {
+      return InternalError("the controller numbered job '" + job.spec.name + "' " +
+                           view["id"].dump() + ", not " + std::to_string(id));
+    }
+    index_of_[id] = index;
+    return Status::Ok();
+  }
+
+  // The task `key` ends (its work done, or stopped); false when it no longer runs.
+  bool Exit(const Key& key, int signal) {
+    auto it = task_node_.find(key);
+    if (it == task_node_.end()) {
+      return false;
+    }
+    FakeAgent& agent = agents_[agent_of_.at(it->second)];
+    if (agent.running.erase(key) == 0) {
+      return false;
+    }
+    const auto [job, task, attempt] = key;
+    const SimJob& sim = jobs_[index_of_.at(job)];
+    TaskReport r;
+    r.key = TaskKey{job, task, attempt};
+    r.state = TaskState::kExited;
+    r.signal = signal;
+    r.checkpointed = signal != 0 && (sim.spec.checkpoint_on_signal ||
+                                     options_.policy.options.lossless_preemption);
+    agent.exits.push_back(r);
+    return true;
+  }
+
+  // Every agent's heartbeat at `now`: its reports, then what the controller sends back.
+  Status Exchange(Micros now) {
+    for (FakeAgent& agent : agents_) {
+      HeartbeatRequest request;
+      request.node = agent.node;
+      request.agent_id = agent.id;
+      for (const Key& k : agent.running) {
+        TaskReport r;
+        r.key = TaskKey{std::get<0>(k), std::get<1>(k), std::get<2>(k)};
+        request.tasks.push_back(r);
+      }
+      for (TaskReport& r : agent.exits) {
+        request.tasks.push_back(std::move(r));
+      }
+      agent.exits.clear();
+      TESSERA_ASSIGN_OR_RETURN(HeartbeatResponse response, controller_->Heartbeat(request));
+      if (response.reregister) {
+        return InternalError("the controller lost the agent of node " + agent.node);
+      }
+      for (const TaskLaunch& l : response.launch) {
+        const Key key = KeyOf(l.key);
+        if (!launched_.insert(key).second) {
+          continue;  // sent again until reported running
+        }
+        agent.running.insert(key);
+        task_node_[key] = agent.node;
+        const SimJob& sim = jobs_[index_of_.at(l.key.job)];
+        const Micros left = sim.duration - listener_.resumed_from(l.key.job);
+        Push(now + std::max<Micros>(left, 0), EventKind::kWorkDone, key);
+      }
+      for (const TaskStop& s : response.stop) {
+        const Key key = KeyOf(s.key);
+        if (agent.running.count(key) == 0 || !stopping_.insert(key).second) {
+          continue;
+        }
+        Push(now + s.grace_ms * 1000, EventKind::kStopDeadline, key);
+      }
+    }
+    return Status::Ok();
+  }
+
+  const std::vector<SimJob>& jobs_;
+  const JobSimOptions& options_;
+  const QueueTree& tree_;
+  JobRunRecorder recorder_;
+  RunListener listener_;
+  ManualClock clock_;
+  InMemoryStore store_;
+  std::string dir_;
+  std::unique_ptr<Controller> controller_;
+  std::vector<FakeAgent> agents_;
+  std::map<std::string, size_t> agent_of_;
+  std::map<uint64_t, size_t> index_of_;  // controller id -> job index
+  std::map<Key, std::string> task_node_;
+  std::set<Key> launched_;
+  std::set<Key> stopping_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  uint64_t seq_ = 0;
+  int64_t arrivals_left_ = 0;
+  int64_t gpus_ = 0;
+  bool tick_pending_ = false;
+};
+
+}  // namespace
+
+StatusOr<JobSimResult> RunJobsThroughController(const std::vector<NodeSpec>& nodes,
+                                                const QueueTreeSpec& queues,
+                                                const std::vector<SimJob>& jobs,
+                                                const JobSimOptions& options,
+                                                const GpuCatalog& catalog) {
+  TESSERA_ASSIGN_OR_RETURN(QueueTree tree, QueueTree::Create(queues, catalog));
+  auto run = std::make_unique<ControllerRun>(jobs, options, tree);
+  TESSERA_RETURN_IF_ERROR(run->Open(nodes, queues, catalog));
+  return run->Run();
+}
+
+}  // namespace tessera

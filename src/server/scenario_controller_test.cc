@@ -1,0 +1,135 @@
+// The scenario suite through the controller (controller_job_runner.h): every
+// tests/scenarios/*.yaml as its own test. Its checks must pass, and every job's outcome
+// (first start, finish, preemptions, service, work lost) must equal the simulator's
+// under each policy the file names.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "server/controller_job_runner.h"
+#include "sim/job_sim.h"
+#include "sim/scenario.h"
+
+#ifndef TESSERA_SCENARIO_DIR
+#error "TESSERA_SCENARIO_DIR must name the scenario folder (set by CMake)"
+#endif
+
+namespace tessera {
+namespace {
+
+const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
+
+std::vector<std::string> ScenarioFiles() {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(TESSERA_SCENARIO_DIR, ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = std::filesystem::path(info.param).stem().string();
+  for (char& c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0) {
+      c = '_';
+    }
+  }
+  return name;
+}
+
+// The jobs whose outcomes differ between the two drivers, one line each.
+std::string OutcomeDiff(const JobRun& sim, const JobRun& live) {
+  std::ostringstream out;
+  if (sim.jobs.size() != live.jobs.size()) {
+    out << sim.jobs.size() << " jobs in the simulator, " << live.jobs.size()
+        << " through the controller\n";
+    return out.str();
+  }
+  auto s = [](Micros t) { return t < 0 ? std::string("-") : std::to_string(t / 1'000'000) + "s"; };
+  for (size_t i = 0; i < sim.jobs.size(); ++i) {
+    const JobOutcome& a = sim.jobs[i];
+    const JobOutcome& b = live.jobs[i];
+    if (a.first_start != b.first_start || a.finish != b.finish ||
+        a.preemptions != b.preemptions || a.service != b.service ||
+        a.lost_gpu_seconds != b.lost_gpu_seconds) {
+      out << a.name << ": simulator start " << s(a.first_start) << " finish " << s(a.finish)
+          << " preemptions " << a.preemptions << " service " << s(a.service) << " lost "
+          << a.lost_gpu_seconds << "; controller start " << s(b.first_start) << " finish "
+          << s(b.finish) << " preemptions " << b.preemptions << " service " << s(b.service)
+          << " lost " << b.lost_gpu_seconds << "\n";
+    }
+  }
+  if (sim.quota_violations != live.quota_violations) {
+    out << "quota violations: simulator " << sim.quota_violations << ", controller "
+        << live.quota_violations << "\n";
+  }
+  return out.str();
+}
+
+// Policies a live controller refuses (true runtimes, lossless preemption).
+bool IsOracle(const SchedulerPolicy& p) {
+  return p.options.runtime_source == RuntimeSource::kOracle || p.options.preempt_srtf ||
+         p.options.lossless_preemption;
+}
+
+class ScenarioThroughControllerTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ScenarioThroughControllerTest, PassesWithTheSimulatorsOutcome) {
+  StatusOr<Scenario> scenario = LoadScenarioFile(GetParam(), Catalog());
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  std::string diffs;
+  int runs = 0;         // through both drivers
+  int oracle_runs = 0;  // through the simulator only
+  JobRunner both = [&](const std::vector<NodeSpec>& nodes, const QueueTreeSpec& queues,
+                       const std::vector<SimJob>& jobs, const JobSimOptions& options,
+                       const GpuCatalog& catalog) -> StatusOr<JobSimResult> {
+    TESSERA_ASSIGN_OR_RETURN(JobSimResult sim,
+                             RunJobSimulation(nodes, queues, jobs, options, catalog));
+    StatusOr<JobSimResult> through =
+        RunJobsThroughController(nodes, queues, jobs, options, catalog);
+    if (IsOracle(options.policy)) {
+      // The controller refuses a policy that needs what a live cluster cannot know;
+      // those checks are the simulator's alone.
+      EXPECT_EQ(through.status().code(), StatusCode::kFailedPrecondition)
+          << options.policy.name << ": " << through.status().ToString();
+      ++oracle_runs;
+      return sim;
+    }
+    TESSERA_RETURN_IF_ERROR(through.status());
+    JobSimResult live = std::move(through).value();
+    ++runs;
+    std::string diff = OutcomeDiff(sim.run, live.run);
+    if (!diff.empty()) {
+      diffs += "policy " + options.policy.name + ":\n" + diff + "controller's events:\n" +
+               FormatSimEvents(live.events) + "simulator's events:\n" +
+               FormatSimEvents(sim.events);
+    }
+    return live;
+  };
+  StatusOr<ScenarioResult> result = RunScenario(*scenario, Catalog(), both);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_GT(runs + oracle_runs, 0);
+  if (oracle_runs > 0) {
+    std::cout << "policies needing an oracle, checked on the simulator only: " << oracle_runs
+              << " of " << runs + oracle_runs << " runs\n";
+  }
+  EXPECT_GT(result->checks, 0);
+  EXPECT_TRUE(result->ok()) << result->Report();
+  EXPECT_EQ(diffs, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioThroughControllerTest,
+                         ::testing::ValuesIn(ScenarioFiles()), TestName);
+
+}  // namespace
+}  // namespace tessera
