@@ -1079,6 +1079,8 @@ nlohmann::json Controller::JobJson(const Job& job, bool with_spec) const {
       {"end_time", TimeOrNull(row.end_us)},
       {"attempts", row.attempts},
       {"preemptions", row.preemptions},
+      // Saved progress the next attempt resumes from (its checkpoint), in seconds.
+      {"progress_seconds", static_cast<double>(row.progress_us) / 1e6},
       {"exit_code",
        ended && row.state != "cancelled" ? nlohmann::json(row.exit_code) : nlohmann::json(nullptr)},
       {"reason", reason},

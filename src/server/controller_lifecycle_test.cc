@@ -1,0 +1,183 @@
+// The controller's job lifecycle, step by step on a manual clock (no sleeps, no
+// threads): preemption, its grace period and the requeue from the checkpoint; a victim
+// that finishes within its grace; a gang whose task fails; a node that falls silent;
+// and the invariants the lifecycle checks after every cycle.
+#include <gtest/gtest.h>
+
+#include "server/controller_fixture.h"
+
+namespace tessera {
+namespace {
+
+// Two single-GPU jobs of team-a (node-1 has two whole H100s): `low` and `high`.
+constexpr const char* kLow =
+    "name: low\nresources: {gpus: 2, gpu_model: H100-80GB}\ncommand: [x]\n"
+    "checkpoint: {interval: 100}\n";
+constexpr const char* kHigh =
+    "name: high\npriority: 10\nresources: {gpus: 2, gpu_model: H100-80GB}\ncommand: [x]\n";
+
+class ControllerLifecycleTest : public ControllerTest {
+ protected:
+  void Tune(ControllerOptions& o) override {
+    o.policy = "priority+preempt";
+    o.node_timeout = node_timeout_;
+  }
+  nlohmann::json Job(uint64_t id) {
+    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, id);
+    EXPECT_TRUE(j.ok()) << j.status().ToString();
+    return j.ok() ? *j : nlohmann::json();
+  }
+  HeartbeatResponse Beat(std::vector<TaskReport> extra = {}) {
+    std::vector<TaskReport> reports = Running();
+    for (TaskReport& r : extra) {
+      std::erase_if(reports, [&](const TaskReport& x) { return x.key == r.key; });
+      reports.push_back(std::move(r));
+    }
+    auto r = controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, reports, {}});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : HeartbeatResponse{};
+  }
+  // The task of `job` exits (the agent reports it once, then forgets it).
+  void Exits(uint64_t job, int code, int signal, bool checkpointed) {
+    TaskReport t;
+    t.key = running_.at(job);
+    t.state = TaskState::kExited;
+    t.exit_code = code;
+    t.signal = signal;
+    t.checkpointed = checkpointed;
+    running_.erase(job);
+    Beat({t});
+  }
+  void ExpectInvariants() {
+    std::vector<std::string> broken = controller_->CheckInvariants();
+    EXPECT_TRUE(broken.empty()) << broken.front();
+  }
+
+  Micros node_timeout_ = 1000 * kHour;
+};
+
+TEST_F(ControllerLifecycleTest, PreemptionSignalsWaitsForTheGraceThenRequeuesFromTheCheckpoint) {
+  Register();
+  const uint64_t low = Submit("team-a", kLow);
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  clock_.Advance(250 * kSecond);
+  const uint64_t high = Submit("team-a", kHigh);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  // Signalled with the grace period; the victim still holds its GPUs, nothing starts.
+  HeartbeatResponse r = Beat();
+  ASSERT_EQ(r.stop.size(), 1u);
+  EXPECT_EQ(r.stop[0].key, running_.at(low));
+  EXPECT_EQ(r.stop[0].grace_ms, 30'000);
+  EXPECT_TRUE(r.launch.empty());
+  EXPECT_EQ(Job(low)["state"], "stopping");
+  EXPECT_EQ(Job(low)["preemptions"], 1);
+  EXPECT_EQ(Job(high)["state"], "pending");
+  ExpectInvariants();
+
+  // The victim checkpoints on its signal and exits at 270 s: it resumes from there, and
+  // the preemptor starts in the same cycle.
+  clock_.Advance(20 * kSecond);
+  Exits(low, 0, 15, /*checkpointed=*/true);
+  nlohmann::json j = Job(low);
+  EXPECT_EQ(j["state"], "pending");
+  EXPECT_EQ(j["progress_seconds"], 270);
+  std::vector<TaskLaunch> launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].key.job, high);
+  EXPECT_EQ(Job(high)["state"], "running");
+  ExpectInvariants();
+
+  // Without a checkpoint report the periodic checkpoint is what it keeps.
+  clock_.Advance(10 * kSecond);
+  Exits(high, 0, 0, false);
+  launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].key.job, low);
+  EXPECT_EQ(launches[0].key.attempt, 2);
+  ExpectInvariants();
+}
+
+TEST_F(ControllerLifecycleTest, AVictimThatEndsOnItsOwnWithinItsGraceSucceeds) {
+  Register();
+  const uint64_t low = Submit("team-a", kLow);
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  clock_.Advance(10 * kSecond);
+  Submit("team-a", kHigh);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  ASSERT_EQ(Beat().stop.size(), 1u);
+  // Exit 0 with no checkpoint report: its work was done, it is not run again.
+  clock_.Advance(5 * kSecond);
+  Exits(low, 0, 0, false);
+  nlohmann::json j = Job(low);
+  EXPECT_EQ(j["state"], "succeeded");
+  EXPECT_EQ(j["attempts"], 1);
+  ExpectInvariants();
+}
+
+TEST_F(ControllerLifecycleTest, AFailedTaskStopsItsGangAtOnceAndFailsTheJob) {
+  Register();
+  const uint64_t gang = Submit("team-a",
+                               "name: gang\nreplicas: 2\nresources: {gpus: 1, gpu_model: "
+                               "H100-80GB}\ncommand: [x]\n");
+  std::vector<TaskLaunch> launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 2u);
+  running_.clear();
+  TaskReport failed;
+  failed.key = launches[0].key;
+  failed.state = TaskState::kExited;
+  failed.exit_code = 3;
+  TaskReport alive;
+  alive.key = launches[1].key;
+  auto r = controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, {failed, alive}, {}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Job(gang)["state"], "stopping");
+  // The rest of the gang is stopped without grace.
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  r = controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, {alive}, {}});
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->stop.size(), 1u);
+  EXPECT_EQ(r->stop[0].key, launches[1].key);
+  EXPECT_EQ(r->stop[0].grace_ms, 0);
+  alive.state = TaskState::kExited;
+  alive.signal = 15;
+  ASSERT_TRUE(controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, {alive}, {}}).ok());
+  nlohmann::json j = Job(gang);
+  EXPECT_EQ(j["state"], "failed");
+  EXPECT_EQ(j["exit_code"], 3);
+  EXPECT_NE(j["reason"].get<std::string>().find("task 0 exited with code 3"), std::string::npos)
+      << j["reason"];
+  // Nothing is held any more: another job gets both GPUs.
+  Submit("team-a", kHigh);
+  EXPECT_EQ(CycleAndTake().size(), 1u);
+  ExpectInvariants();
+}
+
+class ControllerNodeTimeoutTest : public ControllerLifecycleTest {
+ protected:
+  ControllerNodeTimeoutTest() { node_timeout_ = 30 * kSecond; }
+};
+
+TEST_F(ControllerNodeTimeoutTest, ASilentNodesJobIsRequeuedAndRunsAgainWhenItReturns) {
+  Register();
+  const uint64_t id = Submit("team-a", kLow);
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  clock_.Advance(31 * kSecond);  // no heartbeat since
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  nlohmann::json j = Job(id);
+  EXPECT_EQ(j["state"], "pending");
+  EXPECT_NE(j["reason"].get<std::string>().find("node node-1 was lost"), std::string::npos)
+      << j["reason"];
+  ExpectInvariants();
+  // The agent comes back without the task (it killed it when it lost the controller):
+  // the job starts again as a new attempt.
+  running_.clear();
+  agent_id_ = "agent-2";
+  Register();
+  std::vector<TaskLaunch> launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].key.attempt, 2);
+  ExpectInvariants();
+}
+
+}  // namespace
+}  // namespace tessera
