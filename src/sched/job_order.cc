@@ -56,6 +56,28 @@ void QueueUsage::Remove(QueueId queue, const std::vector<Allocation>& allocation
   }
 }
 
+QueueUsage::Saved QueueUsage::Save() const {
+  Saved saved;
+  saved.at = now_;
+  for (QueueId q : tree_->queues()) {
+    saved.decayed.emplace_back(tree_->spec(q).name, decayed_[q.value()]);
+  }
+  return saved;
+}
+
+void QueueUsage::Restore(const Saved& saved) {
+  now_ = saved.at;
+  decayed_total_ = 0;
+  std::fill(decayed_.begin(), decayed_.end(), 0.0);
+  for (const auto& [name, usage] : saved.decayed) {
+    StatusOr<QueueId> q = tree_->Find(name);
+    if (q.ok() && tree_->is_queue(q.value()) && usage >= 0) {
+      decayed_[q.value().value()] = usage;
+      decayed_total_ += usage;
+    }
+  }
+}
+
 double QueueUsage::FairShareFactor(QueueId q) const {
   const double share = weight_total_ > 0
                            ? static_cast<double>(tree_->spec(q).weight) / weight_total_

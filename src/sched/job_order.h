@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -39,6 +41,16 @@ class QueueUsage {
   // Dominant resource share over GPU, CPU and memory, divided by the weight.
   double DominantShare(QueueId q) const;
   double decayed_gpu_seconds(QueueId q) const { return decayed_[q.value()]; }
+
+  // The decayed usage as of the last Advance, by queue name, to carry over to a new
+  // QueueUsage (another tree, a restart). Restore takes the queues it knows; usage of
+  // a queue that is gone is dropped. Allocations are not part of it (Add restores them).
+  struct Saved {
+    Micros at = 0;
+    std::vector<std::pair<std::string, double>> decayed;  // milli-GPU-seconds
+  };
+  Saved Save() const;
+  void Restore(const Saved& saved);
 
  private:
   struct Alloc {

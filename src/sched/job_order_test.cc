@@ -62,6 +62,41 @@ TEST(QueueUsageTest, IdleQueuesHaveNoUsageAndFactorOne) {
   EXPECT_EQ(usage.capacity_gpu_milli(), 8000);
 }
 
+TEST(QueueUsageTest, SavedUsageCarriesOverToANewTreeByQueueName) {
+  QueueTree tree = Tree({{"a", 1}, {"b", 1}});
+  QueueUsage usage(tree, 8000, 64000, 1024, 100 * kSecond);
+  usage.Add(tree.Find("a").value(), Alloc(2));
+  usage.Add(tree.Find("b").value(), Alloc(1));
+  usage.Advance(300 * kSecond);
+  const QueueUsage::Saved saved = usage.Save();
+  EXPECT_EQ(saved.at, 300 * kSecond);
+
+  // The same queues in another order, one gone and one new.
+  QueueTree other = Tree({{"c", 1}, {"b", 1}, {"a", 1}});
+  QueueUsage restored(other, 8000, 64000, 1024, 100 * kSecond);
+  restored.Restore(saved);
+  EXPECT_EQ(restored.decayed_gpu_seconds(other.Find("a").value()),
+            usage.decayed_gpu_seconds(tree.Find("a").value()));
+  EXPECT_EQ(restored.decayed_gpu_seconds(other.Find("b").value()),
+            usage.decayed_gpu_seconds(tree.Find("b").value()));
+  EXPECT_EQ(restored.decayed_gpu_seconds(other.Find("c").value()), 0.0);
+  EXPECT_GT(restored.decayed_gpu_seconds(other.Find("a").value()), 0.0);
+  EXPECT_LT(restored.FairShareFactor(other.Find("a").value()),
+            restored.FairShareFactor(other.Find("b").value()));
+  // Decay goes on from the saved instant, not from the start of time.
+  restored.Advance(400 * kSecond);
+  usage.Remove(tree.Find("a").value(), Alloc(2));
+  usage.Remove(tree.Find("b").value(), Alloc(1));
+  usage.Advance(400 * kSecond);
+  EXPECT_DOUBLE_EQ(restored.decayed_gpu_seconds(other.Find("a").value()),
+                   usage.decayed_gpu_seconds(tree.Find("a").value()));
+
+  QueueTree one = Tree({{"b", 1}});
+  QueueUsage only_b(one, 8000, 64000, 1024, 100 * kSecond);
+  only_b.Restore(saved);
+  EXPECT_EQ(only_b.FairShareFactor(one.Find("b").value()), 0.5);  // all usage is b's
+}
+
 TEST(QueueUsageTest, IntegratesAConstantAllocationExactly) {
   QueueTree tree = Tree({{"a", 1}, {"b", 1}});
   const QueueId a = tree.Find("a").value();

@@ -129,6 +129,13 @@ class JobScheduler {
 
   const SchedulerOptions& options() const { return options_; }
   const QueueUsage& usage() const { return usage_; }
+  // Fair-share usage integrated up to `now`, to carry over (QueueUsage::Save).
+  QueueUsage::Saved SaveUsage(Micros now) {
+    usage_.Advance(now);
+    return usage_.Save();
+  }
+  // Before the first cycle of a new scheduler: the usage history of an earlier one.
+  void RestoreUsage(const QueueUsage::Saved& saved) { usage_.Restore(saved); }
 
   // A job became pending (submitted, or requeued after eviction).
   void Enqueue(const JobRecord& job, Micros now);

@@ -153,4 +153,49 @@ void RuntimePredictor::Observe(const RuntimeFeatures& job, Micros runtime) {
   }
 }
 
+RuntimePredictor::State RuntimePredictor::Save() const {
+  State state;
+  state.observations = observations_;
+  for (const auto& [key, h] : histograms_) {
+    State::Histogram out;
+    out.key = key;
+    out.epoch = h.epoch;
+    out.total = h.total;
+    for (int b = 0; b < kBins; ++b) {
+      if (h.weight[b] > 0) {
+        out.bins.emplace_back(b, h.weight[b]);
+      }
+    }
+    state.histograms.push_back(std::move(out));
+  }
+  // Keys in order, so that equal states save equally.
+  std::sort(state.histograms.begin(), state.histograms.end(),
+            [](const State::Histogram& a, const State::Histogram& b) { return a.key < b.key; });
+  return state;
+}
+
+Status RuntimePredictor::Restore(const State& state) {
+  std::unordered_map<std::string, Histogram> histograms;
+  for (const State::Histogram& in : state.histograms) {
+    if (in.epoch < 0 || in.epoch > state.observations || !(in.total >= 0)) {
+      return InvalidArgumentError("runtime predictor: histogram '" + in.key +
+                                  "' has a bad epoch or total");
+    }
+    Histogram h;
+    h.epoch = in.epoch;
+    h.total = in.total;
+    for (const auto& [bin, weight] : in.bins) {
+      if (bin < 0 || bin >= kBins || !(weight >= 0)) {
+        return InvalidArgumentError("runtime predictor: histogram '" + in.key +
+                                    "' has a bad bin " + std::to_string(bin));
+      }
+      h.weight[static_cast<size_t>(bin)] = weight;
+    }
+    histograms[in.key] = std::move(h);
+  }
+  observations_ = state.observations;
+  histograms_ = std::move(histograms);
+  return Status::Ok();
+}
+
 }  // namespace tessera

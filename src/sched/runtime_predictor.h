@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/status.h"
 #include "model/queue_tree.h"
 #include "sched/job_record.h"
 
@@ -49,6 +51,23 @@ class RuntimePredictor {
   void Observe(const RuntimeFeatures& job, Micros runtime);
 
   int64_t observations() const { return observations_; }
+
+  // What the predictor has learned, to keep across restarts: each histogram's key,
+  // decay epoch, total and non-empty bins.
+  struct State {
+    struct Histogram {
+      std::string key;
+      int64_t epoch = 0;
+      double total = 0;
+      std::vector<std::pair<int, double>> bins;  // (bin, weight), weight > 0
+    };
+    int64_t observations = 0;
+    std::vector<Histogram> histograms;
+  };
+  State Save() const;
+  // Replaces what was learned by `state`; InvalidArgument (nothing changed) for a bin
+  // out of range, a negative weight or an epoch after the observation count.
+  Status Restore(const State& state);
 
  private:
   // Log2 histogram: 8 bins per octave from 1 s to 2^24 s.

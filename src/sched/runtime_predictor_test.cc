@@ -214,3 +214,49 @@ TEST(RuntimePredictorTest, OutOfRangeOptionsAreSanitized) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(RuntimePredictorTest, ARestoredPredictorPredictsAndLearnsAsTheOriginal) {
+  RuntimePredictor original;
+  for (int i = 0; i < 40; ++i) {
+    original.Observe(Job("t", "alice", "train", 8), (600 + 10 * i) * kSecond);
+    original.Observe(Job("t", "bob", "eval", 1), 60 * kSecond);
+    original.Observe(Job("u"), (3000 + i) * kSecond);
+  }
+  RuntimePredictor restored;
+  ASSERT_TRUE(restored.Restore(original.Save()).ok());
+  EXPECT_EQ(restored.observations(), original.observations());
+  for (const RuntimeFeatures& f :
+       {Job("t", "alice", "train", 8), Job("t", "bob", "eval", 1), Job("t", "carol", "x", 8),
+        Job("u"), Job("new")}) {
+    EXPECT_EQ(restored.Predict(f), original.Predict(f)) << f.tenant << "/" << f.name;
+  }
+  // Decay continues from the same epoch: both learn a shift alike.
+  for (int i = 0; i < 30; ++i) {
+    original.Observe(Job("t", "alice", "train", 8), 7200 * kSecond);
+    restored.Observe(Job("t", "alice", "train", 8), 7200 * kSecond);
+  }
+  EXPECT_EQ(restored.Predict(Job("t", "alice", "train", 8)),
+            original.Predict(Job("t", "alice", "train", 8)));
+  EXPECT_EQ(restored.Save().histograms.size(), original.Save().histograms.size());
+}
+
+TEST(RuntimePredictorTest, RestoreRejectsABadStateAndKeepsWhatItHad) {
+  RuntimePredictor p;
+  for (int i = 0; i < 10; ++i) {
+    p.Observe(Job("t"), 100 * kSecond);
+  }
+  const Micros before = p.Predict(Job("t"));
+  RuntimePredictor::State bad = p.Save();
+  bad.histograms[0].bins.emplace_back(100000, 1.0);
+  EXPECT_EQ(p.Restore(bad).code(), StatusCode::kInvalidArgument);
+  bad = p.Save();
+  bad.histograms[0].epoch = bad.observations + 1;
+  EXPECT_EQ(p.Restore(bad).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.Predict(Job("t")), before);
+}
+
+}  // namespace
+}  // namespace tessera

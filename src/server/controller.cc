@@ -197,6 +197,9 @@ Status Controller::Load(const std::string& queues_yaml) {
 
   TESSERA_RETURN_IF_ERROR(LoadDrains());
   TESSERA_RETURN_IF_ERROR(LoadIdentities());
+  LoadHistory();
+  history_saved_at_ = now;
+  history_observations_ = predictor_.observations();
   TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> usage,
                            store_->LoadUsage(0, std::numeric_limits<int64_t>::max()));
   for (const UsageRow& u : usage) {
@@ -371,9 +374,13 @@ Status Controller::RebuildScheduler() {
   }
   PolicyContext context{ScaleOf(*state_), nullptr};
   TESSERA_ASSIGN_OR_RETURN(Profile profile, MakeProfile(options_.placement, context));
+  CarryUsage(clock_->NowMicros());  // fair share outlives the scheduler
   scheduler_ = std::make_unique<JobScheduler>(*tree_, *state_, policy_.options,
                                               std::move(job_order), std::move(queue_order),
                                               std::move(profile), policy_.fairshare_half_life);
+  if (carried_usage_) {
+    scheduler_->RestoreUsage(*carried_usage_);
+  }
   lifecycle_->set_tree(tree_.get());
   lifecycle_->Bind(state_.get(), quota_.get(), scheduler_.get());
   for (auto& [id, job] : jobs_) {
@@ -964,6 +971,7 @@ Status Controller::RunCycle() {
         std::cerr << "tessera server: invariant broken after the cycle: " << broken.front() << "\n";
       }
     }
+    SaveHistory(now, out);
     Seal(out);
   }
   Status published = Publish(std::move(out));
@@ -1081,6 +1089,10 @@ nlohmann::json Controller::JobJson(const Job& job, bool with_spec) const {
       {"preemptions", row.preemptions},
       // Saved progress the next attempt resumes from (its checkpoint), in seconds.
       {"progress_seconds", static_cast<double>(row.progress_us) / 1e6},
+      // The runtime backfill and ordering expect (learned from finished jobs); null: none.
+      {"predicted_seconds", rec.predicted_runtime > 0
+                                ? nlohmann::json(static_cast<double>(rec.predicted_runtime) / 1e6)
+                                : nlohmann::json(nullptr)},
       {"exit_code",
        ended && row.state != "cancelled" ? nlohmann::json(row.exit_code) : nlohmann::json(nullptr)},
       {"reason", reason},
@@ -1280,6 +1292,7 @@ nlohmann::json Controller::Queues() {
                    {"tenant", tree_->is_queue(q) ? nlohmann::json(tree_->tenant(q))
                                                  : nlohmann::json(nullptr)},
                    {"weight", spec.weight},
+                   {"fair_share", FairShareJson(q)},
                    {"pending", c != counts.end() ? c->second.first : 0},
                    {"running", c != counts.end() ? c->second.second : 0},
                    {"resources", std::move(resources)}});
@@ -1326,6 +1339,7 @@ Status Controller::SetQueues(const std::string& yaml) {
     return s;
   }
   // Everything that pointed into the old tree is rebuilt against the new one.
+  CarryUsage(clock_->NowMicros());
   lifecycle_->Bind(nullptr, nullptr, nullptr);
   lifecycle_->set_tree(tree_.get());
   scheduler_.reset();

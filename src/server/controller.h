@@ -91,6 +91,9 @@ struct ControllerOptions {
   // Called (outside the lock) for each job whose start has just been made durable;
   // for benchmarks and tests.
   std::function<void(uint64_t job, Micros now)> on_started;
+  // How often what the scheduler learned (fair-share usage, runtime predictions) is
+  // written to the store; a crash loses at most this much of it.
+  Micros history_interval = 60'000'000;
   // Replaces `policy` and its bounds with this policy as is (scenario and what-if runs).
   std::optional<SchedulerPolicy> scheduler_policy;
   // Told every job transition, under the controller's lock (scenario runs, tests).
@@ -303,6 +306,15 @@ class Controller {
   std::string LogPath(uint64_t job, int task) const;
   void AppendLog(Job& job, int task, int64_t offset, const std::string& chunk);
 
+  // What the scheduler learned, across node changes and restarts (controller_history.cc).
+  void LoadHistory();
+  // Takes the scheduler's fair-share usage up to `now` before it is replaced.
+  void CarryUsage(Micros now);
+  // Into `out`, at most every history_interval: the usage and the predictor.
+  void SaveHistory(Micros now, Pending& out);
+  // A queue's fair-share usage and factor (null for a cohort or while rebuilding).
+  nlohmann::json FairShareJson(QueueId q) const;
+
   // Unix identities of the tenants' tasks (controller_identity.cc).
   Status LoadIdentities();
   // The tenant's uid:gid, assigned from the pool (durably, through `out`) when new;
@@ -355,6 +367,10 @@ class Controller {
   std::optional<Reservation> reservation_;  // the last cycle's
   Pcg32 rng_;
   RuntimePredictor predictor_;
+  // Fair-share usage waiting for the next scheduler (after a restart or a rebuild).
+  std::optional<QueueUsage::Saved> carried_usage_;
+  Micros history_saved_at_ = 0;
+  int64_t history_observations_ = 0;
   std::vector<JobRecord> records_;               // by id (0 unused)
   // Applies the core's decisions and every job's transitions (bound to state_, quota_
   // and scheduler_ once they are built).

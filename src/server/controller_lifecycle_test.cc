@@ -181,3 +181,78 @@ TEST_F(ControllerNodeTimeoutTest, ASilentNodesJobIsRequeuedAndRunsAgainWhenItRet
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// What the scheduler learned survives the node set changing and the controller
+// restarting: fair-share usage (decayed) and the runtime predictor.
+class ControllerHistoryTest : public ControllerTest {
+ protected:
+  void Tune(ControllerOptions& o) override { o.history_interval = 0; }
+
+  std::map<std::string, double> DecayedGpuHours() {
+    std::map<std::string, double> out;
+    const nlohmann::json queues = controller_->Queues();
+    for (const auto& q : queues["queues"]) {
+      if (q["kind"] == "queue" && !q["fair_share"].is_null()) {
+        out[q["name"].get<std::string>()] = q["fair_share"]["decayed_gpu_hours"].get<double>();
+      }
+    }
+    return out;
+  }
+  // The runtime a new "train" job is predicted to take, in seconds.
+  double PredictedTrain() {
+    const uint64_t id = Submit("team-a", kTrain);
+    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, id);
+    EXPECT_TRUE(j.ok());
+    auto c = controller_->Cancel(Principal{Role::kAdmin, "", "test"}, id);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return j.ok() && (*j)["predicted_seconds"].is_number() ? (*j)["predicted_seconds"].get<double>()
+                                                            : -1;
+  }
+
+  static constexpr const char* kTrain =
+      "name: train\nresources: {gpus: 2, gpu_model: H100-80GB}\ncommand: [x]\n";
+};
+
+TEST_F(ControllerHistoryTest, FairShareAndPredictionsSurviveNodeFlapsAndARestart) {
+  Register();
+  // Six 10-minute jobs of team-a, one after the other: an hour of 2 GPUs.
+  for (int i = 0; i < 6; ++i) {
+    const uint64_t id = Submit("team-a", kTrain);
+    ASSERT_EQ(CycleAndTake().size(), 1u);
+    clock_.Advance(10 * kMinute);
+    Exit(id);
+  }
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  const std::map<std::string, double> usage = DecayedGpuHours();
+  ASSERT_GT(usage.at("team-a"), 1.5);  // 2 GPU-hours, less a little decay
+  EXPECT_EQ(usage.at("team-b"), 0.0);
+  const double predicted = PredictedTrain();
+  EXPECT_NEAR(predicted, 600, 600 * 0.1);  // within a histogram bin of 10 minutes
+
+  // The node leaves and comes back 100 times (each time a new agent).
+  for (int flap = 0; flap < 100; ++flap) {
+    ASSERT_TRUE(controller_->FenceNode("node-1", "flap").ok());
+    ASSERT_TRUE(controller_->RunCycle().ok());
+    agent_id_ = "agent-flap-" + std::to_string(flap);
+    Register();
+    ASSERT_TRUE(controller_->RunCycle().ok());
+  }
+  EXPECT_EQ(DecayedGpuHours(), usage);
+  EXPECT_EQ(PredictedTrain(), predicted);
+
+  // And a restart.
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  Reopen();
+  Register();
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  const std::map<std::string, double> after = DecayedGpuHours();
+  EXPECT_NEAR(after.at("team-a"), usage.at("team-a"), 1e-9);
+  EXPECT_EQ(after.at("team-b"), 0.0);
+  EXPECT_EQ(PredictedTrain(), predicted);
+}
+
+}  // namespace
+}  // namespace tessera

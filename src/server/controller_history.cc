@@ -1,0 +1,149 @@
+// What the scheduler has learned, kept across node changes and restarts: each queue's
+// decayed fair-share usage and the runtime predictor's histograms. Both live in the
+// store (keys "scheduler/fairshare" and "scheduler/predictor"), written with a cycle's
+// batch at most every ControllerOptions::history_interval, and read back by Open. A
+// crash loses at most that interval of usage and what finished within it.
+#include <iostream>
+#include <string>
+#include <utility>
+
+#include "server/controller.h"
+
+namespace tessera {
+namespace {
+
+constexpr const char* kFairShareKey = "scheduler/fairshare";
+constexpr const char* kPredictorKey = "scheduler/predictor";
+
+nlohmann::json UsageJson(const QueueUsage::Saved& saved) {
+  nlohmann::json queues = nlohmann::json::object();
+  for (const auto& [name, usage] : saved.decayed) {
+    queues[name] = usage;
+  }
+  return {{"at_us", saved.at}, {"decayed_milli_gpu_seconds", std::move(queues)}};
+}
+
+StatusOr<QueueUsage::Saved> UsageFromJson(const nlohmann::json& j) {
+  QueueUsage::Saved saved;
+  if (!j.is_object() || !j.contains("at_us") || !j["at_us"].is_number_integer() ||
+      !j.contains("decayed_milli_gpu_seconds") || !j["decayed_milli_gpu_seconds"].is_object()) {
+    return InvalidArgumentError("stored fair-share usage is malformed");
+  }
+  saved.at = j["at_us"].get<Micros>();
+  for (const auto& [name, v] : j["decayed_milli_gpu_seconds"].items()) {
+    if (!v.is_number() || v.get<double>() < 0) {
+      return InvalidArgumentError("stored fair-share usage of queue '" + name + "' is malformed");
+    }
+    saved.decayed.emplace_back(name, v.get<double>());
+  }
+  return saved;
+}
+
+nlohmann::json PredictorJson(const RuntimePredictor::State& state) {
+  nlohmann::json histograms = nlohmann::json::array();
+  for (const RuntimePredictor::State::Histogram& h : state.histograms) {
+    nlohmann::json bins = nlohmann::json::array();
+    for (const auto& [bin, weight] : h.bins) {
+      bins.push_back({bin, weight});
+    }
+    histograms.push_back(
+        {{"key", h.key}, {"epoch", h.epoch}, {"total", h.total}, {"bins", std::move(bins)}});
+  }
+  return {{"observations", state.observations}, {"histograms", std::move(histograms)}};
+}
+
+StatusOr<RuntimePredictor::State> PredictorFromJson(const nlohmann::json& j) {
+  RuntimePredictor::State state;
+  const Status bad = InvalidArgumentError("stored runtime predictor is malformed");
+  if (!j.is_object() || !j.contains("observations") || !j["observations"].is_number_integer() ||
+      !j.contains("histograms") || !j["histograms"].is_array()) {
+    return bad;
+  }
+  state.observations = j["observations"].get<int64_t>();
+  for (const nlohmann::json& h : j["histograms"]) {
+    if (!h.is_object() || !h.contains("key") || !h["key"].is_string() || !h.contains("epoch") ||
+        !h["epoch"].is_number_integer() || !h.contains("total") || !h["total"].is_number() ||
+        !h.contains("bins") || !h["bins"].is_array()) {
+      return bad;
+    }
+    RuntimePredictor::State::Histogram out;
+    out.key = h["key"].get<std::string>();
+    out.epoch = h["epoch"].get<int64_t>();
+    out.total = h["total"].get<double>();
+    for (const nlohmann::json& b : h["bins"]) {
+      if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number()) {
+        return bad;
+      }
+      out.bins.emplace_back(b[0].get<int>(), b[1].get<double>());
+    }
+    state.histograms.push_back(std::move(out));
+  }
+  return state;
+}
+
+// A stored value that cannot be read is reported and ignored: the history is an
+// optimisation of fairness and backfill, not state a job depends on.
+std::optional<nlohmann::json> ReadJson(Store* store, const char* key) {
+  StatusOr<std::optional<std::string>> text = store->GetKv(key);
+  if (!text.ok() || !text->has_value()) {
+    return std::nullopt;
+  }
+  nlohmann::json j = nlohmann::json::parse(**text, nullptr, false);
+  if (j.is_discarded()) {
+    std::cerr << "tessera server: stored " << key << " is not JSON; starting without it\n";
+    return std::nullopt;
+  }
+  return j;
+}
+
+}  // namespace
+
+void Controller::LoadHistory() {
+  if (std::optional<nlohmann::json> j = ReadJson(store_, kFairShareKey)) {
+    StatusOr<QueueUsage::Saved> saved = UsageFromJson(*j);
+    if (saved.ok()) {
+      carried_usage_ = std::move(saved).value();
+    } else {
+      std::cerr << "tessera server: " << saved.status().message() << "; starting without it\n";
+    }
+  }
+  if (std::optional<nlohmann::json> j = ReadJson(store_, kPredictorKey)) {
+    StatusOr<RuntimePredictor::State> state = PredictorFromJson(*j);
+    Status s = state.ok() ? predictor_.Restore(*state) : state.status();
+    if (!s.ok()) {
+      std::cerr << "tessera server: " << s.message() << "; starting without it\n";
+    }
+  }
+}
+
+void Controller::CarryUsage(Micros now) {
+  if (scheduler_ != nullptr) {
+    carried_usage_ = scheduler_->SaveUsage(now);
+  }
+}
+
+void Controller::SaveHistory(Micros now, Pending& out) {
+  if (now - history_saved_at_ < options_.history_interval) {
+    return;
+  }
+  history_saved_at_ = now;
+  CarryUsage(now);
+  if (carried_usage_) {
+    out.batch.kv.emplace_back(kFairShareKey, UsageJson(*carried_usage_).dump());
+  }
+  if (predictor_.observations() != history_observations_) {
+    history_observations_ = predictor_.observations();
+    out.batch.kv.emplace_back(kPredictorKey, PredictorJson(predictor_.Save()).dump());
+  }
+}
+
+nlohmann::json Controller::FairShareJson(QueueId q) const {
+  if (scheduler_ == nullptr || rebuild_ || !tree_->is_queue(q)) {
+    return nullptr;
+  }
+  const QueueUsage& usage = scheduler_->usage();
+  return {{"decayed_gpu_hours", usage.decayed_gpu_seconds(q) / 1000.0 / 3600.0},
+          {"factor", usage.FairShareFactor(q)}};
+}
+
+}  // namespace tessera
