@@ -217,6 +217,9 @@ void JobLifecycle::Finish(JobRecord& job, JobEnd end, Micros now) {
   } else {
     return;  // already finished
   }
+  if (scheduler_ != nullptr) {
+    scheduler_->Forget(job);
+  }
   job.phase = JobPhase::kFinished;
   Emit(job, e);
 }

@@ -55,7 +55,7 @@ struct LifecycleEvent {
   };
   Kind kind = Kind::kSubmitted;
   Micros time = 0;
-  JobId job;
+  JobId job;  // the job's id as the driver knows it (the record's, unless it renumbers)
   JobId by;                     // kSignalled: the preemptor
   bool backfilled = false;      // kStarted
   bool borrowing = false;       // kStarted

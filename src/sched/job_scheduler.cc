@@ -151,6 +151,10 @@ void JobScheduler::Dequeue(const JobRecord& job) {
   }
 }
 
+void JobScheduler::Forget(const JobRecord& job) {
+  std::erase(preemptors_, job.id.value());
+}
+
 void JobScheduler::Released(const JobRecord& job, Micros now) {
   if (now >= 0) {
     usage_.Advance(now);

@@ -141,6 +141,9 @@ class JobScheduler {
   void Enqueue(const JobRecord& job, Micros now);
   // A pending job left without running (cancelled).
   void Dequeue(const JobRecord& job);
+  // The job is finished and its id may be reused for another job: forget it as a
+  // preemptor (a preemptor cancelled while its victims stop).
+  void Forget(const JobRecord& job);
   // The driver released a running or stopping job's resources at `now`. Fair-share
   // usage is integrated up to `now` first, so that the job's service since the last
   // cycle counts; a negative `now` skips that (the service since the last cycle is

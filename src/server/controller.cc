@@ -172,7 +172,8 @@ Status Controller::Load(const std::string& queues_yaml) {
   lifecycle_ = std::make_unique<JobLifecycle>(
       &records_, tree_.get(), &predictor_,
       JobLifecycle::Options{policy_.uses_predictor, /*lossless_preemption=*/false});
-  lifecycle_->set_listener(options_.lifecycle_listener);
+  forwarder_.controller = this;
+  lifecycle_->set_listener(options_.lifecycle_listener != nullptr ? &forwarder_ : nullptr);
   if (!stored) {
     WriteBatch b;
     b.kv.emplace_back(kQueuesKey, yaml);
@@ -211,7 +212,6 @@ Status Controller::Load(const std::string& queues_yaml) {
   for (JobRow& row : rows) {
     next_id_ = std::max(next_id_, row.id + 1);
   }
-  records_.resize(next_id_);
   for (JobRow& row : rows) {
     nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
     if (spec.is_discarded()) {
@@ -230,8 +230,8 @@ Status Controller::Load(const std::string& queues_yaml) {
     if (!job.row.idempotency_key.empty()) {
       idempotency_[QueueKey(job.row.tenant, job.row.idempotency_key)] = id;
     }
-    JobRecord& rec = records_[id];
-    rec.id = JobId(id);
+    job.slot = AllocSlot(id);
+    JobRecord& rec = Rec(job);
     // Known before the first cycle: an agent may report an exit before then.
     if (StatusOr<QueueId> q = tree_->FindQueue(job.row.queue); q.ok()) {
       rec.queue = q.value();
@@ -245,6 +245,7 @@ Status Controller::Load(const std::string& queues_yaml) {
     const std::string& st = job.row.state;
     if (Terminal(st)) {
       rec.phase = JobPhase::kFinished;
+      finished_order_.push_back(id);
     } else if (st == "pending") {
       rec.phase = JobPhase::kPending;
     } else {
@@ -280,6 +281,7 @@ Status Controller::Load(const std::string& queues_yaml) {
       }
     }
   }
+  Archive(now);  // the oldest finished jobs stay in the store only
   return Status::Ok();
 }
 
@@ -384,7 +386,7 @@ Status Controller::RebuildScheduler() {
   lifecycle_->set_tree(tree_.get());
   lifecycle_->Bind(state_.get(), quota_.get(), scheduler_.get());
   for (auto& [id, job] : jobs_) {
-    JobRecord& rec = records_[id];
+    JobRecord& rec = Rec(job);
     if (!job.durable || rec.phase == JobPhase::kFinished) {
       continue;
     }
@@ -413,6 +415,40 @@ Status Controller::RebuildScheduler() {
 }
 
 // ---- users -------------------------------------------------------------------
+
+uint32_t Controller::AllocSlot(uint64_t id) {
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(records_.size());
+    records_.emplace_back();
+    slot_job_.push_back(0);
+  }
+  records_[slot] = JobRecord{};
+  records_[slot].id = JobId(slot);
+  records_[slot].phase = JobPhase::kFinished;
+  slot_job_[slot] = id;
+  return slot;
+}
+
+void Controller::FreeSlot(uint32_t slot) {
+  records_[slot] = JobRecord{};  // frees the spec and what it held
+  records_[slot].id = JobId(slot);
+  records_[slot].phase = JobPhase::kFinished;
+  slot_job_[slot] = 0;
+  free_slots_.push_back(slot);
+}
+
+void Controller::EventForwarder::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
+  LifecycleEvent e = event;
+  e.job = JobId(controller->slot_job_[event.job.value()]);
+  if (event.by.valid()) {
+    e.by = JobId(controller->slot_job_[event.by.value()]);
+  }
+  controller->options_.lifecycle_listener->OnJobEvent(job, e);
+}
 
 Controller::Job* Controller::FindJob(uint64_t id) {
   auto it = jobs_.find(id);
@@ -461,8 +497,10 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     }
     if (!idempotency_key.empty()) {
       auto it = idempotency_.find(QueueKey(tenant, idempotency_key));
-      if (it != idempotency_.end()) {
-        const Job& existing = jobs_.at(it->second);
+      std::optional<Job> archived;
+      const Job* found = it != idempotency_.end() ? FindOrLoad(it->second, &archived) : nullptr;
+      if (found != nullptr) {
+        const Job& existing = *found;
         if (!existing.durable) {
           return AbortedError("a submission with this idempotency key is in progress; retry");
         }
@@ -481,9 +519,6 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
       }
     }
     id = next_id_++;
-    records_.resize(next_id_);
-    records_[id].id = JobId(id);
-    records_[id].phase = JobPhase::kFinished;  // invisible to the core until durable
     job.spec.submit_time = now;
     row.id = id;
     row.tenant = tenant;
@@ -497,6 +532,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     Job& j = jobs_[id];
     j.row = row;
     j.submission = std::move(job);
+    j.slot = AllocSlot(id);  // finished (invisible to the core) until durable
     if (!idempotency_key.empty()) {
       idempotency_[QueueKey(tenant, idempotency_key)] = id;
     }
@@ -510,13 +546,14 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     if (!j.row.idempotency_key.empty()) {
       idempotency_.erase(QueueKey(j.row.tenant, j.row.idempotency_key));
     }
+    FreeSlot(j.slot);
     jobs_.erase(id);
     store_failed_ = true;
     return UnavailableError("could not make the job durable: " + s.message());
   }
   j.durable = true;
   ++submitted_[j.row.queue];
-  JobRecord& rec = records_[id];
+  JobRecord& rec = Rec(j);
   rec.spec = j.submission.spec;
   rec.phase = JobPhase::kPending;
   rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
@@ -530,7 +567,8 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
 
 StatusOr<nlohmann::json> Controller::GetJob(const Principal& who, uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  Job* job = FindJob(id);
+  std::optional<Job> archived;
+  const Job* job = FindOrLoad(id, &archived);
   if (job == nullptr || !Visible(who, *job)) {
     return NotFoundError("no job " + std::to_string(id));
   }
@@ -542,19 +580,22 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
   nlohmann::json result;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Job* job = FindJob(id);
-    if (job == nullptr || !Visible(who, *job)) {
+    std::optional<Job> archived;
+    const Job* found = FindOrLoad(id, &archived);
+    if (found == nullptr || !Visible(who, *found)) {
       return NotFoundError("no job " + std::to_string(id));
     }
-    if (Terminal(job->row.state)) {
+    if (Terminal(found->row.state)) {  // archived jobs are all terminal
       return FailedPreconditionError("job " + std::to_string(id) + " has already " +
-                                     (job->row.state == "cancelled" ? "been cancelled"
-                                                                    : job->row.state));
+                                     (found->row.state == "cancelled" ? "been cancelled"
+                                                                      : found->row.state));
     }
+    Job* job = FindJob(id);
     const Micros now = clock_->NowMicros();
-    JobRecord& rec = records_[id];
+    JobRecord& rec = Rec(*job);
     if (rec.phase == JobPhase::kPending) {
       lifecycle_->Finish(rec, JobEnd::kCancelled, now);
+      out.finished.push_back(id);
       job->row.state = "cancelled";
       job->row.end_us = now;
       job->row.reason = "cancelled before it started";
@@ -580,7 +621,8 @@ StatusOr<LogChunk> Controller::ReadLog(const Principal& who, uint64_t id, int ta
   LogChunk chunk;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Job* job = FindJob(id);
+    std::optional<Job> archived;
+    const Job* job = FindOrLoad(id, &archived);
     if (job == nullptr || !Visible(who, *job)) {
       return NotFoundError("no job " + std::to_string(id));
     }
@@ -637,7 +679,7 @@ void Controller::Seal(Pending& out) {
       continue;
     }
     Job& job = it->second;
-    const JobRecord& rec = records_[id];
+    const JobRecord& rec = Rec(job);
     if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
         !rec.allocations.empty() && rec.allocations.size() == job.tasks.size()) {
       std::vector<StoredTask> tasks;
@@ -665,7 +707,7 @@ std::string Controller::CheckpointDir(const Job& job) const {
 }
 
 TaskLaunch Controller::MakeLaunch(const Job& job, int task) const {
-  const JobRecord& rec = records_[job.row.id];
+  const JobRecord& rec = Rec(job);
   const Allocation& a = rec.allocations[static_cast<size_t>(task)];
   const NodeSpec& node = state_->spec(a.node);
   const GpuModel* model = nullptr;
@@ -747,7 +789,7 @@ TaskLaunch Controller::MakeLaunch(const Job& job, int task) const {
 
 void Controller::StartJob(Job& job, const StartDecision& d, Micros now, Pending& out) {
   const uint64_t id = job.row.id;
-  const JobRecord& rec = records_[id];  // the lifecycle made it running
+  const JobRecord& rec = Rec(job);  // the lifecycle made it running
   job.after = AfterStop::kNone;
   job.checkpointed = false;
   job.tasks.assign(rec.allocations.size(), TaskRun{});
@@ -769,7 +811,7 @@ void Controller::StartJob(Job& job, const StartDecision& d, Micros now, Pending&
 }
 
 void Controller::StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pending& out) {
-  JobRecord& rec = records_[job.row.id];
+  JobRecord& rec = Rec(job);
   if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
     return;
   }
@@ -827,7 +869,7 @@ void Controller::TaskExited(Job& job, int task, int exit_code, int signal, Micro
 
 void Controller::Finalize(Job& job, Micros now, Pending& out) {
   const uint64_t id = job.row.id;
-  JobRecord& rec = records_[id];
+  JobRecord& rec = Rec(job);
   if (rec.run_start > 0 && now > rec.run_start) {
     out.batch.usage.push_back(
         UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
@@ -878,6 +920,7 @@ void Controller::Finalize(Job& job, Micros now, Pending& out) {
       break;
   }
   lifecycle_->Finish(rec, end, now);
+  out.finished.push_back(id);
   job.row.end_us = now;
   ++finished_[{job.row.queue, job.row.state}];
 }
@@ -891,7 +934,7 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
   const std::string name = node.inventory.spec.name;
   std::cerr << "tessera server: node " << name << " is down: " << reason << "\n";
   for (auto& [id, job] : jobs_) {
-    const JobPhase phase = records_[id].phase;
+    const JobPhase phase = Rec(job).phase;
     if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
       continue;
     }
@@ -911,7 +954,7 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
       if (job.tasks[t].node == name && !job.tasks[t].exited) {
         job.tasks[t].exited = true;
         job.tasks[t].signal = 9;
-        lifecycle_->DetachTask(records_[id], t);
+        lifecycle_->DetachTask(Rec(job), t);
       }
     }
     // The rest of the gang stops at once: it restarts as a whole.
@@ -942,7 +985,7 @@ Status Controller::RunCycle() {
       Job* job = FindJob(key.job);
       auto n = nodes_.find(node);
       if (job == nullptr || n == nodes_.end() || !n->second.up || job->row.attempts != key.attempt ||
-          records_[key.job].phase != JobPhase::kRunning ||
+          Rec(*job).phase != JobPhase::kRunning ||
           static_cast<size_t>(key.task) >= job->tasks.size() ||
           job->tasks[static_cast<size_t>(key.task)].exited ||
           job->tasks[static_cast<size_t>(key.task)].node != node) {
@@ -954,13 +997,13 @@ Status Controller::RunCycle() {
       CycleResult result = lifecycle_->RunCycle(now, rng_);
       reservation_ = result.reservation;
       for (const StartDecision& d : result.starts) {
-        StartJob(jobs_.at(d.job.value()), d, now, out);
+        StartJob(JobAt(d.job), d, now, out);
       }
       for (const PreemptDecision& d : result.preemptions) {
-        Job& victim = jobs_.at(d.victim.value());
+        Job& victim = JobAt(d.victim);
         ++victim.row.preemptions;
         victim.cause = RequeueCause::kPreempted;
-        victim.row.reason = "preempted by job " + std::to_string(d.preemptor.value());
+        victim.row.reason = "preempted by job " + std::to_string(slot_job_[d.preemptor.value()]);
         ++decisions_["preempt"];
         ++preemptions_[victim.row.queue];
         StopJob(victim, AfterStop::kRequeue, std::max<Micros>(0, d.evict_at - now), now, out);
@@ -1003,15 +1046,18 @@ Status Controller::Publish(Pending out) {
       }
     }
   }
-  if (out.launches.empty() && out.stops.empty()) {
+  if (out.launches.empty() && out.stops.empty() && out.finished.empty()) {
     return Status::Ok();
   }
   std::lock_guard<std::mutex> lock(mu_);
+  // Their terminal rows are durable now: they may leave memory.
+  finished_order_.insert(finished_order_.end(), out.finished.begin(), out.finished.end());
+  Archive(clock_->NowMicros());
   for (auto& [node, launch] : out.launches) {
     auto n = nodes_.find(node);
     Job* job = FindJob(launch.key.job);
     if (n == nodes_.end() || job == nullptr || job->row.attempts != launch.key.attempt ||
-        records_[launch.key.job].phase != JobPhase::kRunning) {
+        Rec(*job).phase != JobPhase::kRunning) {
       continue;
     }
     n->second.launches.push_back(std::move(launch));
@@ -1034,7 +1080,11 @@ Status Controller::Publish(Pending out) {
 
 nlohmann::json Controller::JobJson(const Job& job, bool with_spec) const {
   const JobRow& row = job.row;
-  const JobRecord& rec = records_[row.id];
+  JobRecord archived;  // an archived job holds nothing and predicts nothing
+  if (job.slot == kArchived) {
+    archived.gpu_milli = job.submission.spec.TotalGpuMilli(*catalog_);
+  }
+  const JobRecord& rec = job.slot == kArchived ? archived : Rec(job);
   nlohmann::json tasks = nlohmann::json::array();
   for (size_t t = 0; t < job.submission.spec.tasks.size(); ++t) {
     nlohmann::json task = {{"index", t}, {"node", nullptr}, {"gpus", nlohmann::json::array()},
@@ -1123,7 +1173,7 @@ std::map<std::pair<std::string, int>, std::vector<Controller::GrantHolder>> Cont
     const {
   std::map<std::pair<std::string, int>, std::vector<GrantHolder>> holders;
   for (const auto& [id, job] : jobs_) {
-    const JobRecord& rec = records_[id];
+    const JobRecord& rec = Rec(job);
     if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
       continue;
     }
@@ -1143,7 +1193,7 @@ nlohmann::json Controller::NodesJson(const std::string& only, const Principal* v
   const auto holders = GpuHolders();
   std::map<std::string, std::pair<int64_t, int64_t>> used;  // cpu, memory
   for (const auto& [id, job] : jobs_) {
-    const JobRecord& rec = records_[id];
+    const JobRecord& rec = Rec(job);
     if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
       continue;
     }
@@ -1260,7 +1310,7 @@ nlohmann::json Controller::Queues() {
     if (!job.durable) {
       continue;
     }
-    const JobPhase phase = records_[id].phase;
+    const JobPhase phase = Rec(job).phase;
     if (phase == JobPhase::kPending) {
       ++counts[job.row.queue].first;
     } else if (phase != JobPhase::kFinished) {
@@ -1319,7 +1369,7 @@ Status Controller::SetQueues(const std::string& yaml) {
   Status s = ApplyQueueYaml(yaml);
   if (s.ok()) {
     for (const auto& [id, job] : jobs_) {
-      if (job.durable && records_[id].phase != JobPhase::kFinished &&
+      if (job.durable && Rec(job).phase != JobPhase::kFinished &&
           !tree_->FindQueue(job.row.queue).ok()) {
         s = FailedPreconditionError("queue '" + job.row.queue + "' has unfinished jobs (job " +
                                     std::to_string(id) + ")");
@@ -1351,7 +1401,7 @@ Status Controller::SetQueues(const std::string& yaml) {
 void Controller::AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) const {
   const Micros now = clock_->NowMicros();
   for (const auto& [id, job] : jobs_) {
-    const JobRecord& rec = records_[id];
+    const JobRecord& rec = Rec(job);
     if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
         rec.run_start < until && now > since) {
       rows->push_back(UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});

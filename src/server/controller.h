@@ -91,6 +91,9 @@ struct ControllerOptions {
   // Called (outside the lock) for each job whose start has just been made durable;
   // for benchmarks and tests.
   std::function<void(uint64_t job, Micros now)> on_started;
+  // Finished jobs kept in memory, newest first; older ones are archived: read from the
+  // store by id (GET, logs), no longer in listings. Bounds the controller's memory.
+  size_t finished_in_memory = 10'000;
   // How often what the scheduler learned (fair-share usage, runtime predictions) is
   // written to the store; a crash loses at most this much of it.
   Micros history_interval = 60'000'000;
@@ -247,6 +250,9 @@ class Controller {
     Micros checkpoint_progress = 0;
     // row.spec_json parsed, made on first view (the spec never changes).
     mutable std::shared_ptr<const nlohmann::json> spec_view;
+    // Its JobRecord's index in records_ (the core's JobId), reused once it is archived;
+    // kArchived for a job read back from the store.
+    uint32_t slot = 0;
     // Whether row.spec_json is well-formed JSON, checked once before a listing splices it
     // in: -1 not checked yet, 0 no (listed as null), 1 yes.
     mutable int8_t spec_text_ok = -1;
@@ -274,6 +280,7 @@ class Controller {
     WriteBatch batch;
     std::vector<std::pair<std::string, TaskLaunch>> launches;  // node, launch
     std::vector<std::pair<std::string, TaskStop>> stops;
+    std::vector<uint64_t> finished;  // jobs that reached a terminal state
   };
 
   Controller(ControllerOptions options, Store* store, const GpuCatalog& catalog,
@@ -284,8 +291,24 @@ class Controller {
   void Loop();
   void Wake();
 
+  static constexpr uint32_t kArchived = ~uint32_t{0};
+  // How long an archived job's Idempotency-Key is still honoured.
+  static constexpr Micros kIdempotencyRetention = 24LL * 3600 * 1'000'000;
+
   // All of these run with mu_ held.
   Job* FindJob(uint64_t id);
+  // A job in memory, or an archived one read from the store into `*archived` (read
+  // only: it is finished); null when there is none.
+  const Job* FindOrLoad(uint64_t id, std::optional<Job>* archived);
+  // Archives the oldest finished jobs beyond finished_in_memory (controller_archive.cc).
+  void Archive(Micros now);
+  // The core numbers jobs densely by slot, so that its per-job tables stay as small as
+  // the jobs in memory; the API's ids only grow.
+  JobRecord& Rec(const Job& job) { return records_[job.slot]; }
+  const JobRecord& Rec(const Job& job) const { return records_[job.slot]; }
+  Job& JobAt(JobId slot) { return jobs_.at(slot_job_[slot.value()]); }
+  uint32_t AllocSlot(uint64_t id);
+  void FreeSlot(uint32_t slot);
   bool Visible(const Principal& who, const Job& job) const;
   // Without `with_spec` the "spec" member is left out (listings splice in its text).
   nlohmann::json JobJson(const Job& job, bool with_spec = true) const;
@@ -371,7 +394,18 @@ class Controller {
   std::optional<QueueUsage::Saved> carried_usage_;
   Micros history_saved_at_ = 0;
   int64_t history_observations_ = 0;
-  std::vector<JobRecord> records_;               // by id (0 unused)
+  std::vector<JobRecord> records_;  // by slot
+  std::vector<uint64_t> slot_job_;  // slot -> job id (0: free)
+  std::vector<uint32_t> free_slots_;
+  std::deque<uint64_t> finished_order_;  // finished jobs in memory, oldest first
+  // Idempotency keys of archived jobs, by archive time: dropped after the retention.
+  std::deque<std::pair<Micros, std::string>> archived_keys_;
+  // Passes the lifecycle's events to options_.lifecycle_listener with the jobs' ids.
+  struct EventForwarder final : LifecycleListener {
+    Controller* controller = nullptr;
+    void OnJobEvent(const JobRecord& job, const LifecycleEvent& event) override;
+  };
+  EventForwarder forwarder_;
   // Applies the core's decisions and every job's transitions (bound to state_, quota_
   // and scheduler_ once they are built).
   std::unique_ptr<JobLifecycle> lifecycle_;

@@ -63,7 +63,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
       reported.insert({r.key.job, r.key.task, r.key.attempt});
     }
     for (auto& [id, job] : jobs_) {
-      const JobPhase phase = records_[id].phase;
+      const JobPhase phase = Rec(job).phase;
       if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
         continue;
       }
@@ -75,7 +75,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
         // An agent keeps every task it received until the task's end is durable here,
         // across its own restarts: one it does not report never reached it (the
         // launch was lost with a crash of either side). Send it again; nothing ran.
-        if (records_[id].phase == JobPhase::kRunning) {
+        if (Rec(job).phase == JobPhase::kRunning) {
           relaunch_.emplace_back(spec.name, TaskKey{id, static_cast<int>(t), job.row.attempts});
         } else {
           TaskExited(job, static_cast<int>(t), 0, 0, now, out);  // was being stopped anyway
@@ -88,7 +88,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
     for (const TaskReport& r : request.tasks) {
       Job* job = FindJob(r.key.job);
       if (r.state == TaskState::kRunning && job != nullptr &&
-          records_[r.key.job].phase == JobPhase::kStopping && job->row.attempts == r.key.attempt &&
+          Rec(*job).phase == JobPhase::kStopping && job->row.attempts == r.key.attempt &&
           static_cast<size_t>(r.key.task) < job->tasks.size() &&
           !job->tasks[static_cast<size_t>(r.key.task)].exited) {
         out.stops.emplace_back(spec.name, TaskStop{r.key, options_.stop_grace / 1000, 15});
@@ -114,8 +114,8 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
     const bool current = job != nullptr && job->row.attempts == r.key.attempt &&
                          r.key.task >= 0 && static_cast<size_t>(r.key.task) < job->tasks.size() &&
                          job->tasks[static_cast<size_t>(r.key.task)].node == name &&
-                         (records_[r.key.job].phase == JobPhase::kRunning ||
-                          records_[r.key.job].phase == JobPhase::kStopping);
+                         (Rec(*job).phase == JobPhase::kRunning ||
+                          Rec(*job).phase == JobPhase::kStopping);
     if (!current) {
       if (r.state == TaskState::kRunning) {
         out.stops.emplace_back(name, TaskStop{r.key, 0, 9});  // not ours (any more)
@@ -127,7 +127,7 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
     AppendLog(*job, r.key.task, r.log_offset, r.log_chunk);
     if (r.checkpointed && !job->checkpointed) {
       job->checkpointed = true;
-      job->checkpoint_progress = records_[r.key.job].Progress(now);
+      job->checkpoint_progress = Rec(*job).Progress(now);
     }
     if (r.state == TaskState::kFailedToStart) {
       job->row.reason = "task " + std::to_string(r.key.task) + " failed to start: " + r.message;
@@ -136,7 +136,7 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
         job->after = AfterStop::kFail;
       }
       TaskExited(*job, r.key.task, 127, 0, now, out);
-      if (records_[r.key.job].phase == JobPhase::kRunning) {
+      if (Rec(*job).phase == JobPhase::kRunning) {
         StopJob(*job, AfterStop::kFail, 0, now, out);
       }
     } else if (r.state == TaskState::kLost) {
@@ -149,7 +149,7 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
                           " was lost (" + r.message + ")";
       }
       TaskExited(*job, r.key.task, 0, 9, now, out);
-      if (records_[r.key.job].phase == JobPhase::kRunning) {
+      if (Rec(*job).phase == JobPhase::kRunning) {
         StopJob(*job, job->after, 0, now, out);
       }
     } else if (r.state == TaskState::kExited) {
@@ -202,7 +202,7 @@ std::string Controller::PendingReason(const Job& job) const {
   if (state_->node_count() == 0) {
     return "no node is up";
   }
-  const JobRecord& rec = records_[job.row.id];
+  const JobRecord& rec = Rec(job);
   // A task no node could hold even when empty: waiting will not help.
   for (const TaskRequest& t : rec.spec.tasks) {
     if (t.cpu.value() > capacity_.cpu) {

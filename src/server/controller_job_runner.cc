@@ -51,7 +51,7 @@ class RunListener final : public LifecycleListener {
   void OnJobEvent(const JobRecord& job, const LifecycleEvent& event) override {
     LifecycleEvent e = event;
     e.time -= kEpoch;
-    const uint64_t id = job.id.value();
+    const uint64_t id = event.job.value();
     switch (event.kind) {
       case LifecycleEvent::Kind::kSubmitted:
         ++pending_;

@@ -256,3 +256,75 @@ TEST_F(ControllerHistoryTest, FairShareAndPredictionsSurviveNodeFlapsAndARestart
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Finished jobs beyond the newest few leave memory; the store still answers for them.
+class ControllerArchiveTest : public ControllerTest {
+ protected:
+  void Tune(ControllerOptions& o) override { o.finished_in_memory = 2; }
+  const Principal admin_{Role::kAdmin, "", "test"};
+};
+
+TEST_F(ControllerArchiveTest, OldFinishedJobsAreReadFromTheStoreAndTheirSlotsReused) {
+  Register();
+  constexpr const char* kJob =
+      "name: short\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\n";
+  std::vector<uint64_t> ids;
+  bool created = false;
+  auto keyed = controller_->Submit(Principal{Role::kTenant, "team-a", "test"},
+                                   ParseJobYaml(kJob, catalog()).value(), "key-1", &created);
+  ASSERT_TRUE(keyed.ok() && created);
+  ids.push_back((*keyed)["id"].get<uint64_t>());
+  for (int i = 0; i < 5; ++i) {
+    ids.push_back(Submit("team-a", kJob));
+  }
+  // Six jobs, two GPUs: three rounds of two.
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_EQ(CycleAndTake().size(), 2u) << round;
+    clock_.Advance(kMinute);
+    for (uint64_t id : std::vector<uint64_t>(ids.begin() + 2 * round, ids.begin() + 2 * round + 2)) {
+      Exit(id);
+    }
+    std::vector<std::string> broken = controller_->CheckInvariants();
+    EXPECT_TRUE(broken.empty()) << broken.front();
+  }
+  // Only the two newest finished jobs are listed (listings cover what is in memory).
+  Controller::JobPage page = controller_->ListJobIds(admin_, JobFilter{}, 0, 100);
+  EXPECT_EQ(page.ids, (std::vector<uint64_t>{ids[5], ids[4]}));
+  // The others answer from the store, as they were.
+  for (uint64_t id : ids) {
+    auto j = controller_->GetJob(admin_, id);
+    ASSERT_TRUE(j.ok()) << id << ": " << j.status().ToString();
+    EXPECT_EQ((*j)["state"], "succeeded") << id;
+    EXPECT_EQ((*j)["attempts"], 1) << id;
+    EXPECT_EQ((*j)["gpus"], 1) << id;
+  }
+  EXPECT_EQ(controller_->GetJob(admin_, ids.back() + 1).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(controller_->Cancel(admin_, ids[0]).status().code(),
+            StatusCode::kFailedPrecondition);
+  // Another tenant still cannot see it.
+  EXPECT_EQ(controller_->GetJob(Principal{Role::kTenant, "team-b", "t"}, ids[0]).status().code(),
+            StatusCode::kNotFound);
+  // A retry with the archived job's key returns that job, not a new one.
+  auto retry = controller_->Submit(Principal{Role::kTenant, "team-a", "test"},
+                                   ParseJobYaml(kJob, catalog()).value(), "key-1", &created);
+  ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+  EXPECT_FALSE(created);
+  EXPECT_EQ((*retry)["id"], ids[0]);
+
+  // New jobs run on reused slots; a restart keeps the same view.
+  const uint64_t next = Submit("team-a", kJob);
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  Exit(next);
+  Reopen();
+  page = controller_->ListJobIds(admin_, JobFilter{}, 0, 100);
+  EXPECT_EQ(page.ids, (std::vector<uint64_t>{next, ids[5]}));
+  auto j = controller_->GetJob(admin_, ids[1]);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["state"], "succeeded");
+}
+
+}  // namespace
+}  // namespace tessera

@@ -45,7 +45,7 @@ std::string Controller::Metrics() {
     if (!job.durable) {
       continue;
     }
-    const JobRecord& rec = records_[id];
+    const JobRecord& rec = Rec(job);
     if (rec.phase == JobPhase::kPending) {
       ++jobs[{job.row.queue, "pending"}];
     } else if (rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) {

@@ -168,7 +168,7 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
     NodeInfo& node = it->second;
     std::vector<uint64_t> running;
     for (const auto& [id, job] : jobs_) {
-      const JobPhase phase = records_[id].phase;
+      const JobPhase phase = Rec(job).phase;
       if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
         continue;
       }

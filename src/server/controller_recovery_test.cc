@@ -162,6 +162,7 @@ class FailingStore : public Store {
     return fail ? UnavailableError("disk full") : inner_->Commit(std::move(batch));
   }
   StatusOr<std::vector<JobRow>> LoadJobs() override { return inner_->LoadJobs(); }
+  StatusOr<std::optional<JobRow>> LoadJob(uint64_t id) override { return inner_->LoadJob(id); }
   StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override {
     return inner_->LoadUsage(since_us, until_us);
   }

@@ -36,7 +36,7 @@ void JobRunRecorder::Track(JobId id, QueueId queue, size_t index, JobOutcome out
 }
 
 void JobRunRecorder::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
-  auto found = index_of_.find(job.id.value());
+  auto found = index_of_.find(event.job.value());
   if (found == index_of_.end()) {
     return;
   }
@@ -59,7 +59,7 @@ void JobRunRecorder::OnJobEvent(const JobRecord& job, const LifecycleEvent& even
       for (const Allocation& a : job.allocations) {
         milli += a.TotalGpuMilli().value();
       }
-      milli_of_[job.id.value()] = milli;
+      milli_of_[event.job.value()] = milli;
       tenant_milli_[tenant] += milli;
       usage_changed_ = true;
       if (options_.record_events && event.state != nullptr) {
@@ -87,7 +87,7 @@ void JobRunRecorder::OnJobEvent(const JobRecord& job, const LifecycleEvent& even
       if (!requeued) {
         o.finish = event.time;
       }
-      auto m = milli_of_.find(job.id.value());
+      auto m = milli_of_.find(event.job.value());
       if (m != milli_of_.end()) {
         tenant_milli_[tenant] -= m->second;
         usage_changed_ = true;

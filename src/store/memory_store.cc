@@ -74,6 +74,18 @@ Status InMemoryStore::Commit(WriteBatch batch) {
   return Status::Ok();
 }
 
+StatusOr<std::optional<JobRow>> InMemoryStore::LoadJob(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) {
+    return ClosedError();
+  }
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    return std::optional<JobRow>();
+  }
+  return std::optional<JobRow>(it->second);
+}
+
 StatusOr<std::vector<JobRow>> InMemoryStore::LoadJobs() {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) {

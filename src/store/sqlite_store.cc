@@ -95,6 +95,10 @@ constexpr std::string_view kLoadJobsSql =
     "SELECT id, tenant, queue, name, idempotency_key, spec_json, state, submit_us, start_us, "
     "end_us, attempts, preemptions, exit_code, reason, placement_json, progress_us "
     "FROM jobs ORDER BY id";
+constexpr std::string_view kLoadJobSql =
+    "SELECT id, tenant, queue, name, idempotency_key, spec_json, state, submit_us, start_us, "
+    "end_us, attempts, preemptions, exit_code, reason, placement_json, progress_us "
+    "FROM jobs WHERE id = ?1";
 constexpr std::string_view kLoadUsageSql =
     "SELECT job, tenant, queue, start_us, end_us, gpu_milli FROM usage "
     "WHERE start_us < ?2 AND (end_us > ?1 OR end_us = 0) ORDER BY start_us, seq";
@@ -342,7 +346,7 @@ struct SqliteStore::Statements {
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
   Stmt upsert_job, insert_usage, upsert_token, upsert_kv;
   // Reader.
-  Stmt load_jobs, load_usage, load_tokens, get_kv, list_kv;
+  Stmt load_jobs, load_job, load_usage, load_tokens, get_kv, list_kv;
 };
 
 SqliteStore::SqliteStore(std::string path, SqliteStoreOptions options)
@@ -382,6 +386,7 @@ Status SqliteStore::Init() {
   read_stmts_ = std::make_unique<Statements>();
   Statements& r = *read_stmts_;
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kLoadJobsSql, &r.load_jobs));
+  TESSERA_RETURN_IF_ERROR(Prepare(reader_, kLoadJobSql, &r.load_job));
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kLoadUsageSql, &r.load_usage));
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kLoadTokensSql, &r.load_tokens));
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kGetKvSql, &r.get_kv));
@@ -528,6 +533,32 @@ Status SqliteStore::ApplyBatch(const WriteBatch& batch) {
   return Status::Ok();
 }
 
+namespace {
+
+// The current row of a kLoadJobsSql or kLoadJobSql statement.
+JobRow ReadJobRow(sqlite3_stmt* s) {
+  JobRow job;
+  job.id = static_cast<uint64_t>(ColumnInt(s, 0));
+  job.tenant = ColumnText(s, 1);
+  job.queue = ColumnText(s, 2);
+  job.name = ColumnText(s, 3);
+  job.idempotency_key = ColumnText(s, 4);
+  job.spec_json = ColumnText(s, 5);
+  job.state = ColumnText(s, 6);
+  job.submit_us = ColumnInt(s, 7);
+  job.start_us = ColumnInt(s, 8);
+  job.end_us = ColumnInt(s, 9);
+  job.attempts = ColumnInt32(s, 10);
+  job.preemptions = ColumnInt32(s, 11);
+  job.exit_code = ColumnInt32(s, 12);
+  job.reason = ColumnText(s, 13);
+  job.placement_json = ColumnText(s, 14);
+  job.progress_us = ColumnInt(s, 15);
+  return job;
+}
+
+}  // namespace
+
 StatusOr<std::vector<JobRow>> SqliteStore::LoadJobs() {
   std::lock_guard<std::mutex> lock(read_mu_);
   if (reader_ == nullptr) {
@@ -538,28 +569,30 @@ StatusOr<std::vector<JobRow>> SqliteStore::LoadJobs() {
   std::vector<JobRow> out;
   int rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    JobRow& job = out.emplace_back();
-    job.id = static_cast<uint64_t>(ColumnInt(s, 0));
-    job.tenant = ColumnText(s, 1);
-    job.queue = ColumnText(s, 2);
-    job.name = ColumnText(s, 3);
-    job.idempotency_key = ColumnText(s, 4);
-    job.spec_json = ColumnText(s, 5);
-    job.state = ColumnText(s, 6);
-    job.submit_us = ColumnInt(s, 7);
-    job.start_us = ColumnInt(s, 8);
-    job.end_us = ColumnInt(s, 9);
-    job.attempts = ColumnInt32(s, 10);
-    job.preemptions = ColumnInt32(s, 11);
-    job.exit_code = ColumnInt32(s, 12);
-    job.reason = ColumnText(s, 13);
-    job.placement_json = ColumnText(s, 14);
-    job.progress_us = ColumnInt(s, 15);
+    out.push_back(ReadJobRow(s));
   }
   if (rc != SQLITE_DONE) {
     return SqliteError(reader_, rc, "load jobs");
   }
   return out;
+}
+
+StatusOr<std::optional<JobRow>> SqliteStore::LoadJob(uint64_t id) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  if (reader_ == nullptr) {
+    return ClosedError();
+  }
+  sqlite3_stmt* s = read_stmts_->load_job.get();
+  ScopedReset reset(s);
+  sqlite3_bind_int64(s, 1, static_cast<int64_t>(id));
+  const int rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) {
+    return std::optional<JobRow>(ReadJobRow(s));
+  }
+  if (rc != SQLITE_DONE) {
+    return SqliteError(reader_, rc, "load job");
+  }
+  return std::optional<JobRow>();
 }
 
 StatusOr<std::vector<UsageRow>> SqliteStore::LoadUsage(int64_t since_us, int64_t until_us) {

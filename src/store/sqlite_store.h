@@ -57,6 +57,7 @@ class SqliteStore final : public Store {
 
   Status Commit(WriteBatch batch) override;
   StatusOr<std::vector<JobRow>> LoadJobs() override;
+  StatusOr<std::optional<JobRow>> LoadJob(uint64_t id) override;
   StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override;
   StatusOr<std::vector<TokenRow>> LoadTokens() override;
   StatusOr<std::optional<std::string>> GetKv(std::string_view key) override;

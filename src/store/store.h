@@ -90,6 +90,8 @@ class Store {  // thread-safe
   // error means nothing of the batch was applied. FailedPrecondition after Close.
   virtual Status Commit(WriteBatch batch) = 0;
   virtual StatusOr<std::vector<JobRow>> LoadJobs() = 0;  // all, by id
+  // One job's row; nullopt when there is none.
+  virtual StatusOr<std::optional<JobRow>> LoadJob(uint64_t id) = 0;
   // Intervals overlapping [since_us, until_us) (open intervals reach to infinity), by
   // start_us then insertion order.
   virtual StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) = 0;
@@ -112,6 +114,7 @@ class InMemoryStore final : public Store {
 
   Status Commit(WriteBatch batch) override;
   StatusOr<std::vector<JobRow>> LoadJobs() override;
+  StatusOr<std::optional<JobRow>> LoadJob(uint64_t id) override;
   StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override;
   StatusOr<std::vector<TokenRow>> LoadTokens() override;
   StatusOr<std::optional<std::string>> GetKv(std::string_view key) override;

@@ -178,6 +178,24 @@ TEST_P(StoreTest, LoadsJobsById) {
   EXPECT_EQ(Ids(*jobs), (std::vector<uint64_t>{1, 3, 5}));
 }
 
+TEST_P(StoreTest, LoadsOneJobByIdWithEveryField) {
+  WriteBatch batch;
+  JobRow row = MakeJob(7, "team-b", "retry-key");
+  row.state = "failed";
+  row.exit_code = 3;
+  row.reason = "task 0 exited with code 3";
+  row.progress_us = 1234;
+  batch.jobs = {MakeJob(6), row};
+  ASSERT_TRUE(store_->Commit(batch).ok());
+  auto one = store_->LoadJob(7);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  ASSERT_TRUE(one->has_value());
+  EXPECT_EQ(**one, row);
+  auto none = store_->LoadJob(8);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
 TEST_P(StoreTest, LoadsTokensByHash) {
   WriteBatch batch;
   batch.tokens = {TokenRow{"c", "agent", "", "n1", 1}, TokenRow{"a", "admin", "", "root", 1},
