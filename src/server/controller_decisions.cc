@@ -1,0 +1,426 @@
+// Applying the core's decisions and the agents' reports: starts and their launches,
+// stops, exits, requeues and ends, lost nodes, the cycle, and making each step durable
+// before it is handed out.
+#include "server/controller.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <set>
+
+#include "server/controller_rows.h"
+
+namespace tessera {
+
+using namespace controller_rows;  // NOLINT: the controller's own helpers
+
+// ---- decisions ---------------------------------------------------------------
+
+void Controller::Seal(Pending& out) {
+  for (uint64_t id : out.dirty) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) {
+      continue;
+    }
+    Job& job = it->second;
+    const JobRecord& rec = Rec(job);
+    if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
+        !rec.allocations.empty() && rec.allocations.size() == job.tasks.size()) {
+      std::vector<StoredTask> tasks;
+      for (const TaskRun& r : job.tasks) {
+        tasks.push_back(StoredTask{r.node, r.exited, r.exit_code, r.signal});
+      }
+      static constexpr const char* kAfter[] = {"", "requeue", "cancel", "fail"};
+      job.row.placement_json =
+          PlacementJson(rec.allocations, tasks, rec.run_start,
+                        kAfter[static_cast<size_t>(job.after)])
+              .dump();
+    }
+    out.batch.jobs.push_back(job.row);
+  }
+  out.dirty.clear();
+}
+
+std::string Controller::CheckpointDir(const Job& job) const {
+  if (!job.submission.checkpoint_dir.empty()) {
+    return job.submission.checkpoint_dir;
+  }
+  const std::string root =
+      options_.checkpoint_root.empty() ? options_.data_dir + "/checkpoints" : options_.checkpoint_root;
+  return root + "/" + std::to_string(job.row.id);
+}
+
+TaskLaunch Controller::MakeLaunch(const Job& job, int task) const {
+  const JobRecord& rec = Rec(job);
+  const Allocation& a = rec.allocations[static_cast<size_t>(task)];
+  const NodeSpec& node = state_->spec(a.node);
+  const GpuModel* model = nullptr;
+  TaskLaunch l;
+  l.key = TaskKey{job.row.id, task, job.row.attempts};
+  l.job_name = job.row.name;
+  l.command = job.submission.command;
+  l.env = job.submission.env;
+  l.cpu_milli = a.cpu.value();
+  l.memory_mib = a.memory.value();
+  l.working_dir = job.submission.working_dir;
+  l.submit_dir = job.submission.submit_dir;
+  l.checkpoint_dir = CheckpointDir(job);
+  l.checkpoint_managed = job.submission.checkpoint_dir.empty();
+  if (std::optional<std::pair<int64_t, int64_t>> id = KnownIdentity(job.row.tenant)) {
+    l.uid = id->first;
+    l.gid = id->second;
+  }
+  std::set<int> numa;
+  for (const GpuGrant& g : a.gpus) {
+    const GpuSpec& gpu = node.gpus[static_cast<size_t>(g.gpu)];
+    model = &catalog_->Get(gpu.model);
+    numa.insert(gpu.numa_node);
+    if (g.is_mig()) {
+      l.mig.push_back(MigRequest{g.gpu, model->mig_profiles[static_cast<size_t>(g.mig_profile)].name,
+                                 g.mig_start});
+    } else {
+      l.gpus.push_back(g.gpu);
+    }
+    l.gpu_milli = g.milli.value();
+    l.gpu_memory_mib = g.memory.value();
+  }
+  l.numa_nodes.assign(numa.begin(), numa.end());
+
+  // The gang's rendezvous, as torchrun sets it: one process per task.
+  const int world = static_cast<int>(rec.allocations.size());
+  std::vector<std::string> node_order;
+  int local_rank = 0;
+  for (int t = 0; t < world; ++t) {
+    const std::string& n = job.tasks[static_cast<size_t>(t)].node;
+    if (std::find(node_order.begin(), node_order.end(), n) == node_order.end()) {
+      node_order.push_back(n);
+    }
+    if (t < task && n == job.tasks[static_cast<size_t>(task)].node) {
+      ++local_rank;
+    }
+  }
+  const std::string& mine = job.tasks[static_cast<size_t>(task)].node;
+  const int node_rank = static_cast<int>(
+      std::find(node_order.begin(), node_order.end(), mine) - node_order.begin());
+  auto master = nodes_.find(job.tasks[0].node);
+  l.env["MASTER_ADDR"] = master != nodes_.end() && !master->second.address.empty()
+                             ? master->second.address
+                             : "127.0.0.1";
+  l.env["MASTER_PORT"] = std::to_string(20000 + job.row.id % 20000);
+  l.env["WORLD_SIZE"] = std::to_string(world);
+  l.env["RANK"] = std::to_string(task);
+  l.env["LOCAL_RANK"] = std::to_string(local_rank);
+  l.env["NODE_RANK"] = std::to_string(node_rank);
+  l.env["LOCAL_WORLD_SIZE"] = std::to_string(
+      std::count_if(job.tasks.begin(), job.tasks.end(), [&](const TaskRun& r) { return r.node == mine; }));
+  l.env["TESSERA_JOB_ID"] = std::to_string(job.row.id);
+  l.env["TESSERA_JOB_NAME"] = job.row.name;
+  l.env["TESSERA_TASK_INDEX"] = std::to_string(task);
+  l.env["TESSERA_ATTEMPT"] = std::to_string(job.row.attempts);
+  l.env["TESSERA_TENANT"] = job.row.tenant;
+  l.env["TESSERA_QUEUE"] = job.row.queue;
+  l.env["TESSERA_CHECKPOINT_DIR"] = l.checkpoint_dir;
+  if (a.gpus.size() == 1 && !a.gpus[0].is_mig() && a.gpus[0].milli.value() < kWholeGpu.value()) {
+    // A software share: MPS enforces the compute share and the memory cap.
+    l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
+        std::to_string(std::max<int64_t>(1, a.gpus[0].milli.value() / 10));
+    if (a.gpus[0].memory.value() > 0) {
+      l.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(a.gpus[0].memory.value()) + "M";
+    }
+  }
+  return l;
+}
+
+void Controller::StartJob(Job& job, const StartDecision& d, Micros now, Pending& out) {
+  const uint64_t id = job.row.id;
+  const JobRecord& rec = Rec(job);  // the lifecycle made it running
+  job.after = AfterStop::kNone;
+  job.checkpointed = false;
+  job.tasks.assign(rec.allocations.size(), TaskRun{});
+  for (size_t t = 0; t < rec.allocations.size(); ++t) {
+    job.tasks[t].node = state_->spec(rec.allocations[t].node).name;
+  }
+  job.row.state = "running";
+  if (job.row.start_us == 0) {
+    job.row.start_us = now;
+  }
+  ++job.row.attempts;
+  job.row.reason = d.backfilled ? "backfilled" : "";
+  out.dirty.insert(id);
+  ++decisions_["start"];
+  (void)IdentityFor(job.row.tenant, out);  // made durable with the start
+  for (size_t t = 0; t < rec.allocations.size(); ++t) {
+    out.launches.emplace_back(job.tasks[t].node, MakeLaunch(job, static_cast<int>(t)));
+  }
+}
+
+void Controller::StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pending& out) {
+  JobRecord& rec = Rec(job);
+  if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
+    return;
+  }
+  // A cancel or a failure outranks a requeue already under way.
+  if (job.after == AfterStop::kNone || after == AfterStop::kCancel ||
+      (after == AfterStop::kFail && job.after == AfterStop::kRequeue)) {
+    job.after = after;
+  }
+  lifecycle_->Stopping(rec);
+  job.row.state = "stopping";
+  out.dirty.insert(job.row.id);
+  bool alive = false;
+  for (size_t t = 0; t < job.tasks.size(); ++t) {
+    if (!job.tasks[t].exited) {
+      alive = true;
+      out.stops.emplace_back(job.tasks[t].node,
+                             TaskStop{TaskKey{job.row.id, static_cast<int>(t), job.row.attempts},
+                                      grace / 1000, 15});
+    }
+  }
+  if (!alive) {
+    Finalize(job, now, out);
+  }
+}
+
+void Controller::TaskExited(Job& job, int task, int exit_code, int signal, Micros now,
+                            Pending& out) {
+  TaskRun& run = job.tasks[static_cast<size_t>(task)];
+  if (run.exited) {
+    return;
+  }
+  run.exited = true;
+  run.exit_code = exit_code;
+  run.signal = signal;
+  out.dirty.insert(job.row.id);
+  bool alive = false;
+  for (const TaskRun& r : job.tasks) {
+    alive = alive || !r.exited;
+  }
+  if (job.after == AfterStop::kNone && (exit_code != 0 || signal != 0)) {
+    job.row.reason = "task " + std::to_string(task) +
+                     (signal != 0 ? " was killed by signal " + std::to_string(signal)
+                                  : " exited with code " + std::to_string(exit_code));
+    job.row.exit_code = exit_code != 0 ? exit_code : 128 + signal;
+    if (alive) {
+      StopJob(job, AfterStop::kFail, 0, now, out);
+      return;
+    }
+    job.after = AfterStop::kFail;
+  }
+  if (!alive) {
+    Finalize(job, now, out);
+  }
+}
+
+void Controller::Finalize(Job& job, Micros now, Pending& out) {
+  const uint64_t id = job.row.id;
+  JobRecord& rec = Rec(job);
+  if (rec.run_start > 0 && now > rec.run_start) {
+    out.batch.usage.push_back(
+        UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
+    tenant_gpu_seconds_[job.row.tenant] +=
+        static_cast<double>(rec.gpu_milli) / 1000.0 * static_cast<double>(now - rec.run_start) / 1e6;
+  }
+  job.row.placement_json.clear();
+  out.dirty.insert(id);
+
+  bool failed = false;
+  for (const TaskRun& r : job.tasks) {
+    failed = failed || r.exit_code != 0 || r.signal != 0;
+  }
+  // A preempted job whose tasks all exited 0 without reporting a checkpoint ran to its
+  // end within its grace period: it is done, not stopped early (README, "Preemption
+  // protocol"). A checkpoint report, a signal or a non-zero code means resume it.
+  if (job.after == AfterStop::kRequeue && job.cause == RequeueCause::kPreempted && !failed &&
+      !job.checkpointed && !job.tasks.empty()) {
+    job.after = AfterStop::kNone;
+    job.row.reason.clear();
+  }
+  JobEnd end = JobEnd::kSucceeded;
+  switch (job.after) {
+    case AfterStop::kRequeue: {
+      lifecycle_->Requeue(rec, job.checkpointed ? job.checkpoint_progress : 0, job.cause, now);
+      job.row.progress_us = rec.resumed_from;
+      job.row.state = "pending";
+      job.tasks.clear();
+      job.after = AfterStop::kNone;
+      ++decisions_["requeue"];
+      return;
+    }
+    case AfterStop::kCancel:
+      job.row.state = "cancelled";
+      end = JobEnd::kCancelled;
+      break;
+    case AfterStop::kFail:
+      job.row.state = "failed";
+      end = JobEnd::kFailed;
+      break;
+    case AfterStop::kNone:
+      job.row.state = failed ? "failed" : "succeeded";
+      end = failed ? JobEnd::kFailed : JobEnd::kSucceeded;
+      if (!failed) {
+        job.row.exit_code = 0;
+        job.row.reason.clear();
+      }
+      break;
+  }
+  lifecycle_->Finish(rec, end, now);
+  out.finished.push_back(id);
+  job.row.end_us = now;
+  ++finished_[{job.row.queue, job.row.state}];
+}
+
+void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out) {
+  node.up = false;
+  node.reason = reason;
+  node.launches.clear();
+  node.stops.clear();
+  rebuild_ = true;
+  const std::string name = node.inventory.spec.name;
+  std::cerr << "tessera server: node " << name << " is down: " << reason << "\n";
+  for (auto& [id, job] : jobs_) {
+    const JobPhase phase = Rec(job).phase;
+    if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
+      continue;
+    }
+    bool touched = false;
+    for (const TaskRun& r : job.tasks) {
+      touched = touched || (r.node == name && !r.exited);
+    }
+    if (!touched) {
+      continue;
+    }
+    if (job.after == AfterStop::kNone) {
+      job.after = AfterStop::kRequeue;
+      job.cause = RequeueCause::kNodeLost;
+      job.row.reason = "requeued: node " + name + " was lost (" + reason + ")";
+    }
+    for (size_t t = 0; t < job.tasks.size(); ++t) {
+      if (job.tasks[t].node == name && !job.tasks[t].exited) {
+        job.tasks[t].exited = true;
+        job.tasks[t].signal = 9;
+        lifecycle_->DetachTask(Rec(job), t);
+      }
+    }
+    // The rest of the gang stops at once: it restarts as a whole.
+    StopJob(job, job.after, 0, now, out);
+  }
+}
+
+Status Controller::RunCycle() {
+  const auto started = std::chrono::steady_clock::now();
+  Pending out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Micros now = clock_->NowMicros();
+    for (auto& [name, node] : nodes_) {
+      const bool silent = now - node.last_seen > options_.node_timeout;
+      if (silent && (node.up || node.reason.rfind("waiting", 0) == 0)) {
+        NodeDown(node, "no heartbeat for " + std::to_string(options_.node_timeout / 1'000'000) + " s",
+                 now, out);
+      }
+    }
+    if (rebuild_) {
+      Status s = RebuildScheduler();
+      if (!s.ok()) {
+        return s;
+      }
+    }
+    for (const auto& [node, key] : std::exchange(relaunch_, {})) {
+      Job* job = FindJob(key.job);
+      auto n = nodes_.find(node);
+      if (job == nullptr || n == nodes_.end() || !n->second.up || job->row.attempts != key.attempt ||
+          Rec(*job).phase != JobPhase::kRunning ||
+          static_cast<size_t>(key.task) >= job->tasks.size() ||
+          job->tasks[static_cast<size_t>(key.task)].exited ||
+          job->tasks[static_cast<size_t>(key.task)].node != node) {
+        continue;
+      }
+      out.launches.emplace_back(node, MakeLaunch(*job, key.task));
+    }
+    if (state_->node_count() > 0 && scheduler_->pending() > 0) {
+      CycleResult result = lifecycle_->RunCycle(now, rng_);
+      reservation_ = result.reservation;
+      for (const StartDecision& d : result.starts) {
+        StartJob(JobAt(d.job), d, now, out);
+      }
+      for (const PreemptDecision& d : result.preemptions) {
+        Job& victim = JobAt(d.victim);
+        ++victim.row.preemptions;
+        victim.cause = RequeueCause::kPreempted;
+        victim.row.reason = "preempted by job " + std::to_string(slot_job_[d.preemptor.value()]);
+        ++decisions_["preempt"];
+        ++preemptions_[victim.row.queue];
+        StopJob(victim, AfterStop::kRequeue, std::max<Micros>(0, d.evict_at - now), now, out);
+      }
+      std::vector<std::string> broken = lifecycle_->CheckInvariants();
+      if (!broken.empty()) {
+        ++invariant_breaches_;
+        std::cerr << "tessera server: invariant broken after the cycle: " << broken.front() << "\n";
+      }
+    }
+    SaveHistory(now, out);
+    Seal(out);
+  }
+  Status published = Publish(std::move(out));
+  // Wall time, not the injected clock: this measures the controller itself.
+  cycle_seconds_.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  ++cycles_;
+  return published;
+}
+
+std::vector<std::string> Controller::CheckInvariants() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rebuild_ ? std::vector<std::string>{} : lifecycle_->CheckInvariants();
+}
+
+Status Controller::Publish(Pending out) {
+  if (!out.batch.empty()) {
+    Status s = store_->Commit(std::move(out.batch));
+    if (!s.ok()) {
+      store_failed_ = true;
+      return UnavailableError("state store: " + s.message());
+    }
+  }
+  if (options_.on_started) {
+    const Micros now = clock_->NowMicros();
+    for (const auto& [node, launch] : out.launches) {
+      if (launch.key.task == 0) {
+        options_.on_started(launch.key.job, now);
+      }
+    }
+  }
+  if (out.launches.empty() && out.stops.empty() && out.finished.empty()) {
+    return Status::Ok();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  // Their terminal rows are durable now: they may leave memory.
+  finished_order_.insert(finished_order_.end(), out.finished.begin(), out.finished.end());
+  Archive(clock_->NowMicros());
+  for (auto& [node, launch] : out.launches) {
+    auto n = nodes_.find(node);
+    Job* job = FindJob(launch.key.job);
+    if (n == nodes_.end() || job == nullptr || job->row.attempts != launch.key.attempt ||
+        Rec(*job).phase != JobPhase::kRunning) {
+      continue;
+    }
+    n->second.launches.push_back(std::move(launch));
+  }
+  for (auto& [node, stop] : out.stops) {
+    auto n = nodes_.find(node);
+    if (n == nodes_.end()) {
+      continue;
+    }
+    auto& stops = n->second.stops;
+    if (std::none_of(stops.begin(), stops.end(),
+                     [&](const TaskStop& s) { return s.key == stop.key; })) {
+      stops.push_back(stop);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessera

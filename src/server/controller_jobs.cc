@@ -1,0 +1,239 @@
+// The users' side of the controller: submissions (idempotent), job views, cancels and
+// task logs.
+#include "server/controller.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <set>
+
+#include "server/controller_rows.h"
+
+namespace tessera {
+
+using namespace controller_rows;  // NOLINT: the controller's own helpers
+
+Controller::Job* Controller::FindJob(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() || !it->second.durable ? nullptr : &it->second;
+}
+
+bool Controller::Visible(const Principal& who, const Job& job) const {
+  return who.role == Role::kAdmin || (who.role == Role::kTenant && who.tenant == job.row.tenant);
+}
+
+StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission job,
+                                            const std::string& idempotency_key, bool* created) {
+  *created = false;
+  if (who.role == Role::kAgent) {
+    return PermissionDeniedError("agents cannot submit jobs");
+  }
+  if (!healthy()) {
+    return UnavailableError("the state store failed; the controller accepts no changes");
+  }
+  const Micros now = clock_->NowMicros();
+  uint64_t id = 0;
+  JobRow row;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string tenant = who.tenant;
+    std::string& queue = job.spec.queue;
+    if (queue.empty()) {
+      for (QueueId q : tree_->queues()) {
+        if (who.role == Role::kAdmin || tree_->tenant(q) == tenant) {
+          queue = tree_->spec(q).name;
+          break;
+        }
+      }
+      if (queue.empty()) {
+        return FailedPreconditionError("tenant '" + tenant + "' has no queue");
+      }
+    }
+    StatusOr<QueueId> q = tree_->FindQueue(queue);
+    if (!q.ok()) {
+      return InvalidArgumentError("queue: no queue named '" + queue + "'");
+    }
+    if (who.role == Role::kAdmin) {
+      tenant = tree_->tenant(q.value());
+    } else if (tree_->tenant(q.value()) != tenant) {
+      return PermissionDeniedError("queue '" + queue + "' belongs to another tenant");
+    }
+    if (!idempotency_key.empty()) {
+      auto it = idempotency_.find(QueueKey(tenant, idempotency_key));
+      std::optional<Job> archived;
+      const Job* found = it != idempotency_.end() ? FindOrLoad(it->second, &archived) : nullptr;
+      if (found != nullptr) {
+        const Job& existing = *found;
+        if (!existing.durable) {
+          return AbortedError("a submission with this idempotency key is in progress; retry");
+        }
+        // A retry must be the same request; anything else under the same key is a client
+        // bug that silently returning the first job would hide. Where it was retried
+        // from (submit_dir) is not part of the request.
+        JobSubmission retry = job;
+        retry.submit_dir = existing.submission.submit_dir;
+        if (JobSubmissionToJson(retry, *catalog_) !=
+            JobSubmissionToJson(existing.submission, *catalog_)) {
+          return AlreadyExistsError("Idempotency-Key '" + idempotency_key +
+                                    "' was already used for job " + std::to_string(it->second) +
+                                    " with a different body; use a new key for a new job");
+        }
+        return JobJson(existing);
+      }
+    }
+    id = next_id_++;
+    job.spec.submit_time = now;
+    row.id = id;
+    row.tenant = tenant;
+    row.queue = queue;
+    row.name = job.spec.name;
+    row.idempotency_key = idempotency_key;
+    row.spec_json = JobSubmissionToJson(job, *catalog_).dump();
+    row.state = "pending";
+    row.submit_us = now;
+    row.reason = "waiting for the next scheduling cycle";
+    Job& j = jobs_[id];
+    j.row = row;
+    j.submission = std::move(job);
+    j.slot = AllocSlot(id);  // finished (invisible to the core) until durable
+    if (!idempotency_key.empty()) {
+      idempotency_[QueueKey(tenant, idempotency_key)] = id;
+    }
+  }
+  WriteBatch batch;
+  batch.jobs.push_back(std::move(row));
+  Status s = store_->Commit(std::move(batch));
+  std::lock_guard<std::mutex> lock(mu_);
+  Job& j = jobs_.at(id);
+  if (!s.ok()) {
+    if (!j.row.idempotency_key.empty()) {
+      idempotency_.erase(QueueKey(j.row.tenant, j.row.idempotency_key));
+    }
+    FreeSlot(j.slot);
+    jobs_.erase(id);
+    store_failed_ = true;
+    return UnavailableError("could not make the job durable: " + s.message());
+  }
+  j.durable = true;
+  ++submitted_[j.row.queue];
+  JobRecord& rec = Rec(j);
+  rec.spec = j.submission.spec;
+  rec.phase = JobPhase::kPending;
+  rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
+  rec.queue = tree_->FindQueue(j.row.queue).value();
+  // Enqueued now when the core is current, else by the rebuild before the next cycle.
+  lifecycle_->Submit(rec, now);
+  *created = true;
+  Wake();
+  return JobJson(j);
+}
+
+StatusOr<nlohmann::json> Controller::GetJob(const Principal& who, uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<Job> archived;
+  const Job* job = FindOrLoad(id, &archived);
+  if (job == nullptr || !Visible(who, *job)) {
+    return NotFoundError("no job " + std::to_string(id));
+  }
+  return JobJson(*job);
+}
+
+StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
+  Pending out;
+  nlohmann::json result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::optional<Job> archived;
+    const Job* found = FindOrLoad(id, &archived);
+    if (found == nullptr || !Visible(who, *found)) {
+      return NotFoundError("no job " + std::to_string(id));
+    }
+    if (Terminal(found->row.state)) {  // archived jobs are all terminal
+      return FailedPreconditionError("job " + std::to_string(id) + " has already " +
+                                     (found->row.state == "cancelled" ? "been cancelled"
+                                                                      : found->row.state));
+    }
+    Job* job = FindJob(id);
+    const Micros now = clock_->NowMicros();
+    JobRecord& rec = Rec(*job);
+    if (rec.phase == JobPhase::kPending) {
+      lifecycle_->Finish(rec, JobEnd::kCancelled, now);
+      out.finished.push_back(id);
+      job->row.state = "cancelled";
+      job->row.end_us = now;
+      job->row.reason = "cancelled before it started";
+      out.dirty.insert(id);
+    } else {
+      job->row.reason = "cancelled";
+      StopJob(*job, AfterStop::kCancel, options_.stop_grace, now, out);
+    }
+    Seal(out);
+    result = JobJson(*job);
+  }
+  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
+  return result;
+}
+
+std::string Controller::LogPath(uint64_t job, int task) const {
+  return options_.data_dir + "/logs/" + std::to_string(job) + "/" + std::to_string(task) + ".log";
+}
+
+StatusOr<LogChunk> Controller::ReadLog(const Principal& who, uint64_t id, int task,
+                                       int64_t offset, int64_t max_bytes) {
+  std::string path;
+  LogChunk chunk;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::optional<Job> archived;
+    const Job* job = FindOrLoad(id, &archived);
+    if (job == nullptr || !Visible(who, *job)) {
+      return NotFoundError("no job " + std::to_string(id));
+    }
+    const int replicas = static_cast<int>(job->submission.spec.tasks.size());
+    if (task < 0 || task >= replicas) {
+      return InvalidArgumentError("task must be in 0.." + std::to_string(replicas - 1));
+    }
+    path = LogPath(id, task);
+    chunk.job_state = job->row.state;
+  }
+  if (offset < 0) {
+    return InvalidArgumentError("offset must be >= 0");
+  }
+  std::ifstream in(path, std::ios::binary);
+  chunk.next_offset = offset;
+  if (!in) {
+    return chunk;  // no output yet
+  }
+  in.seekg(0, std::ios::end);
+  const int64_t size = in.tellg();
+  if (offset >= size) {
+    chunk.next_offset = std::max(offset, size);
+    return chunk;
+  }
+  const int64_t n = std::min(max_bytes, size - offset);
+  chunk.data.resize(static_cast<size_t>(n));
+  in.seekg(offset);
+  in.read(chunk.data.data(), n);
+  chunk.next_offset = offset + n;
+  return chunk;
+}
+
+void Controller::AppendLog(Job& job, int task, int64_t offset, const std::string& data) {
+  TaskRun& run = job.tasks[static_cast<size_t>(task)];
+  const int64_t end = offset + static_cast<int64_t>(data.size());
+  if (data.empty() || end <= run.log_received) {
+    return;  // already have it (a resent heartbeat)
+  }
+  const size_t skip = offset < run.log_received ? static_cast<size_t>(run.log_received - offset) : 0;
+  const std::string path = LogPath(job.row.id, task);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out.write(data.data() + skip, static_cast<std::streamsize>(data.size() - skip));
+  run.log_received = end;
+}
+
+}  // namespace tessera

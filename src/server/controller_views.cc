@@ -1,0 +1,389 @@
+// What the controller shows: jobs, nodes and who holds each GPU, queues, usage; and
+// the queue configuration.
+#include "server/controller.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <set>
+
+#include "base/time_format.h"
+
+#include "server/controller_rows.h"
+
+namespace tessera {
+
+using namespace controller_rows;  // NOLINT: the controller's own helpers
+
+// ---- views -------------------------------------------------------------------
+
+nlohmann::json Controller::JobJson(const Job& job, bool with_spec) const {
+  const JobRow& row = job.row;
+  JobRecord archived;  // an archived job holds nothing and predicts nothing
+  if (job.slot == kArchived) {
+    archived.gpu_milli = job.submission.spec.TotalGpuMilli(*catalog_);
+  }
+  const JobRecord& rec = job.slot == kArchived ? archived : Rec(job);
+  nlohmann::json tasks = nlohmann::json::array();
+  for (size_t t = 0; t < job.submission.spec.tasks.size(); ++t) {
+    nlohmann::json task = {{"index", t}, {"node", nullptr}, {"gpus", nlohmann::json::array()},
+                           {"state", "pending"}, {"exit_code", nullptr}};
+    if (t < job.tasks.size()) {
+      const TaskRun& run = job.tasks[t];
+      task["node"] = run.node;
+      task["state"] = run.exited ? "exited" : "running";
+      if (run.exited) {
+        task["exit_code"] = run.exit_code;
+      }
+      auto node = nodes_.find(run.node);
+      if (t < rec.allocations.size() && node != nodes_.end()) {
+        const NodeInventory& inv = node->second.inventory;
+        for (const GpuGrant& g : rec.allocations[t].gpus) {
+          const size_t gi = static_cast<size_t>(g.gpu);
+          nlohmann::json gpu = {{"index", g.gpu}, {"milli", g.milli.value()}, {"mig_profile", nullptr}};
+          if (gi < inv.spec.gpus.size()) {
+            const GpuModel& model = catalog_->Get(inv.spec.gpus[gi].model);
+            gpu["model"] = model.name;
+            if (g.is_mig()) {
+              gpu["mig_profile"] = model.mig_profiles[static_cast<size_t>(g.mig_profile)].name;
+            }
+          }
+          if (gi < inv.gpu_uuids.size()) {
+            gpu["uuid"] = inv.gpu_uuids[gi];
+          }
+          task["gpus"].push_back(std::move(gpu));
+        }
+      }
+    }
+    tasks.push_back(std::move(task));
+  }
+  const bool ended = Terminal(row.state);
+  std::string reason = row.reason;
+  if (row.state == "pending") {
+    // Why it was requeued, if it was, then why it waits now.
+    const bool requeued = reason.rfind("requeued", 0) == 0 || reason.rfind("preempted", 0) == 0;
+    reason = requeued ? reason + "; " + PendingReason(job) : PendingReason(job);
+  }
+  nlohmann::json out = {
+      {"id", row.id},
+      {"name", row.name},
+      {"tenant", row.tenant},
+      {"queue", row.queue},
+      {"state", row.state},
+      {"priority", job.submission.spec.priority},
+      {"submit_time", TimeOrNull(row.submit_us)},
+      {"start_time", TimeOrNull(row.start_us)},
+      {"end_time", TimeOrNull(row.end_us)},
+      {"attempts", row.attempts},
+      {"preemptions", row.preemptions},
+      // Saved progress the next attempt resumes from (its checkpoint), in seconds.
+      {"progress_seconds", static_cast<double>(row.progress_us) / 1e6},
+      // The runtime backfill and ordering expect (learned from finished jobs); null: none.
+      {"predicted_seconds", rec.predicted_runtime > 0
+                                ? nlohmann::json(static_cast<double>(rec.predicted_runtime) / 1e6)
+                                : nlohmann::json(nullptr)},
+      {"exit_code",
+       ended && row.state != "cancelled" ? nlohmann::json(row.exit_code) : nlohmann::json(nullptr)},
+      {"reason", reason},
+      {"gpus", job.submission.spec.TotalGpus()},
+      {"gpu_milli", rec.gpu_milli},
+      {"replicas", job.submission.spec.tasks.size()},
+      {"checkpoint_dir", CheckpointDir(job)},
+      {"run_as", RunAsJson(KnownIdentity(row.tenant))},
+      {"tasks", std::move(tasks)}};
+  if (with_spec) {
+    // Parsed once per job: the spec never changes.
+    if (job.spec_view == nullptr) {
+      nlohmann::json parsed = nlohmann::json::parse(row.spec_json, nullptr, false);
+      job.spec_view = std::make_shared<const nlohmann::json>(
+          parsed.is_discarded() ? nlohmann::json(nullptr) : std::move(parsed));
+    }
+    out["spec"] = *job.spec_view;
+  }
+  return out;
+}
+
+nlohmann::json Controller::Nodes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {{"nodes", NodesJson("")}};
+}
+
+std::map<std::pair<std::string, int>, std::vector<Controller::GrantHolder>> Controller::GpuHolders()
+    const {
+  std::map<std::pair<std::string, int>, std::vector<GrantHolder>> holders;
+  for (const auto& [id, job] : jobs_) {
+    const JobRecord& rec = Rec(job);
+    if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
+      continue;
+    }
+    for (size_t t = 0; t < rec.allocations.size() && t < job.tasks.size(); ++t) {
+      if (job.tasks[t].exited) {
+        continue;
+      }
+      for (const GpuGrant& g : rec.allocations[t].gpus) {
+        holders[{job.tasks[t].node, g.gpu}].push_back(GrantHolder{id, &job, &g});
+      }
+    }
+  }
+  return holders;
+}
+
+nlohmann::json Controller::NodesJson(const std::string& only, const Principal* viewer) const {
+  const auto holders = GpuHolders();
+  std::map<std::string, std::pair<int64_t, int64_t>> used;  // cpu, memory
+  for (const auto& [id, job] : jobs_) {
+    const JobRecord& rec = Rec(job);
+    if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
+      continue;
+    }
+    for (size_t t = 0; t < rec.allocations.size() && t < job.tasks.size(); ++t) {
+      if (job.tasks[t].exited || (!only.empty() && job.tasks[t].node != only)) {
+        continue;
+      }
+      const Allocation& a = rec.allocations[t];
+      auto& u = used[job.tasks[t].node];
+      u.first += a.cpu.value();
+      u.second += a.memory.value();
+    }
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, node] : nodes_) {
+    if (!only.empty() && name != only) {
+      continue;
+    }
+    const NodeSpec& spec = node.inventory.spec;
+    nlohmann::json gpus = nlohmann::json::array();
+    for (size_t g = 0; g < spec.gpus.size(); ++g) {
+      const GpuModel& model = catalog_->Get(spec.gpus[g].model);
+      const GpuTelemetry* sample = g < node.telemetry.size() ? &node.telemetry[g] : nullptr;
+      int64_t milli = 0;
+      nlohmann::json hs = nlohmann::json::array();
+      auto h = holders.find({name, static_cast<int>(g)});
+      if (h != holders.end()) {
+        for (const GrantHolder& x : h->second) {
+          const GpuGrant& grant = *x.grant;
+          milli += grant.milli.value();
+          nlohmann::json profile = nullptr;
+          std::string mig_uuid;
+          if (grant.is_mig()) {
+            profile = model.mig_profiles[static_cast<size_t>(grant.mig_profile)].name;
+            for (size_t i = 0; sample != nullptr && i < sample->mig.size(); ++i) {
+              if (sample->mig[i].start == grant.mig_start) {
+                mig_uuid = sample->mig[i].uuid;
+              }
+            }
+          }
+          // Another tenant's job: who holds the GPU (for capacity planning), not what.
+          const bool hidden = viewer != nullptr && viewer->role != Role::kAdmin &&
+                              !(viewer->role == Role::kTenant && viewer->tenant == x.info->row.tenant);
+          hs.push_back({{"job", hidden ? nlohmann::json(nullptr) : nlohmann::json(x.job)},
+                        {"job_name", hidden ? "(another tenant's job)" : x.info->row.name},
+                        {"tenant", x.info->row.tenant},
+                        {"queue", x.info->row.queue},
+                        {"milli", grant.milli.value()},
+                        {"memory_mib", grant.memory.value()},
+                        {"mig_profile", std::move(profile)},
+                        {"mig_start", grant.is_mig() ? nlohmann::json(grant.mig_start)
+                                                     : nlohmann::json(nullptr)},
+                        {"mig_uuid", mig_uuid}});
+        }
+      }
+      auto drain = node.gpu_drains.find(static_cast<int>(g));
+      const bool drained = drain != node.gpu_drains.end();
+      const bool lost = (sample != nullptr && sample->lost) ||
+                        (drained && drain->second.kind == HealthKindName(HealthKind::kLost));
+      nlohmann::json telemetry = nullptr;
+      if (sample != nullptr && node.up) {
+        nlohmann::json mig = nlohmann::json::array();
+        for (const MigTelemetry& m : sample->mig) {
+          mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"start", m.start},
+                         {"gi_id", m.gi_id}, {"fb_used_mib", m.fb_used_mib},
+                         {"fb_free_mib", m.fb_free_mib}});
+        }
+        telemetry = {{"util_pct", sample->util_pct},
+                     {"fb_used_mib", sample->fb_used_mib},
+                     {"fb_free_mib", sample->fb_free_mib},
+                     {"temp_c", sample->temp_c},
+                     {"power_w", static_cast<double>(sample->power_mw) / 1000.0},
+                     {"sm_clock_mhz", sample->sm_clock_mhz},
+                     {"last_xid", sample->last_xid},
+                     {"xid_count", sample->xid_count},
+                     {"ecc_sbe_volatile", sample->ecc_sbe_volatile},
+                     {"ecc_dbe_volatile", sample->ecc_dbe_volatile},
+                     {"lost", sample->lost},
+                     {"at", TimeOrNull(node.telemetry_at)},
+                     {"mig", std::move(mig)}};
+      }
+      gpus.push_back({{"index", g},
+                      {"uuid", g < node.inventory.gpu_uuids.size() ? node.inventory.gpu_uuids[g] : ""},
+                      {"model", model.name},
+                      {"memory_mib", model.memory.value()},
+                      {"mode", SharingModeName(spec.gpus[g].mode)},
+                      {"used_milli", milli},
+                      {"health", lost ? "lost" : drained ? "drained" : "ok"},
+                      {"drain", drained ? DrainJson(drain->second) : DrainJson(std::nullopt)},
+                      {"holders", std::move(hs)},
+                      {"telemetry", std::move(telemetry)}});
+    }
+    auto u = used.find(name);
+    out.push_back({{"name", name},
+                   {"state", node.up ? "up" : "down"},
+                   {"reason", node.reason},
+                   {"schedulable", node.up && !node.drain.has_value()},
+                   {"drain", DrainJson(node.drain)},
+                   {"address", node.address},
+                   {"last_heartbeat", TimeOrNull(node.last_seen)},
+                   {"cpu_milli", spec.cpu.value()},
+                   {"cpu_used_milli", u != used.end() ? u->second.first : 0},
+                   {"memory_mib", spec.memory.value()},
+                   {"memory_used_mib", u != used.end() ? u->second.second : 0},
+                   {"gpus", std::move(gpus)}});
+  }
+  return out;
+}
+
+nlohmann::json Controller::Queues() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, std::pair<int64_t, int64_t>> counts;  // pending, running
+  for (const auto& [id, job] : jobs_) {
+    if (!job.durable) {
+      continue;
+    }
+    const JobPhase phase = Rec(job).phase;
+    if (phase == JobPhase::kPending) {
+      ++counts[job.row.queue].first;
+    } else if (phase != JobPhase::kFinished) {
+      ++counts[job.row.queue].second;
+    }
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < tree_->size(); ++i) {
+    const QueueId q(i);
+    const QueueNodeSpec& spec = tree_->spec(q);
+    nlohmann::json resources = nlohmann::json::array();
+    for (size_t r = 0; r < tree_->resources().size(); ++r) {
+      const Quota& quota = tree_->quota(q, r);
+      auto opt = [](const std::optional<int64_t>& v) {
+        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+      };
+      resources.push_back({{"resource", ResourceNameString(tree_->resources()[r], *catalog_)},
+                           {"nominal", quota.nominal},
+                           {"borrowing_limit", opt(quota.borrowing_limit)},
+                           {"lending_limit", opt(quota.lending_limit)},
+                           {"used", quota_ != nullptr && !rebuild_ ? quota_->Usage(q, r) : 0}});
+    }
+    const QueueId parent = tree_->parent(q);
+    auto c = counts.find(spec.name);
+    out.push_back({{"name", spec.name},
+                   {"kind", tree_->is_queue(q) ? "queue" : "cohort"},
+                   {"parent", parent.valid() ? nlohmann::json(tree_->spec(parent).name)
+                                             : nlohmann::json(nullptr)},
+                   {"tenant", tree_->is_queue(q) ? nlohmann::json(tree_->tenant(q))
+                                                 : nlohmann::json(nullptr)},
+                   {"weight", spec.weight},
+                   {"fair_share", FairShareJson(q)},
+                   {"pending", c != counts.end() ? c->second.first : 0},
+                   {"running", c != counts.end() ? c->second.second : 0},
+                   {"resources", std::move(resources)}});
+  }
+  return {{"queues", std::move(out)}};
+}
+
+std::vector<std::string> Controller::Tenants() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (QueueId q : tree_->queues()) {
+    const std::string& t = tree_->tenant(q);
+    if (std::find(out.begin(), out.end(), t) == out.end()) {
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+Status Controller::SetQueues(const std::string& yaml) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_ptr<QueueTree> old = std::move(tree_);
+  const std::string old_yaml = queues_yaml_;
+  Status s = ApplyQueueYaml(yaml);
+  if (s.ok()) {
+    for (const auto& [id, job] : jobs_) {
+      if (job.durable && Rec(job).phase != JobPhase::kFinished &&
+          !tree_->FindQueue(job.row.queue).ok()) {
+        s = FailedPreconditionError("queue '" + job.row.queue + "' has unfinished jobs (job " +
+                                    std::to_string(id) + ")");
+        break;
+      }
+    }
+  }
+  if (s.ok()) {
+    WriteBatch b;
+    b.kv.emplace_back(kQueuesKey, yaml);
+    s = store_->Commit(std::move(b));
+  }
+  if (!s.ok()) {
+    tree_ = std::move(old);
+    queues_yaml_ = old_yaml;
+    rebuild_ = true;
+    return s;
+  }
+  // Everything that pointed into the old tree is rebuilt against the new one.
+  CarryUsage(clock_->NowMicros());
+  lifecycle_->Bind(nullptr, nullptr, nullptr);
+  lifecycle_->set_tree(tree_.get());
+  scheduler_.reset();
+  quota_.reset();
+  rebuild_ = true;
+  return Status::Ok();
+}
+
+void Controller::AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) const {
+  const Micros now = clock_->NowMicros();
+  for (const auto& [id, job] : jobs_) {
+    const JobRecord& rec = Rec(job);
+    if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
+        rec.run_start < until && now > since) {
+      rows->push_back(UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
+    }
+  }
+}
+
+StatusOr<nlohmann::json> Controller::Usage(Micros since, Micros until, const std::string& by,
+                                           const std::string& tenant) {
+  if (by != "tenant" && by != "queue" && by != "job") {
+    return InvalidArgumentError("by must be tenant, queue or job, got '" + by + "'");
+  }
+  if (until <= since) {
+    return InvalidArgumentError("until must be after since");
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> rows, store_->LoadUsage(since, until));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    AppendRunningUsage(since, until, &rows);
+  }
+  std::map<std::string, std::pair<double, std::set<uint64_t>>> groups;
+  for (const UsageRow& r : rows) {
+    const Micros begin = std::max(r.start_us, since);
+    const Micros end = std::min(r.end_us, until);
+    if (end <= begin || (!tenant.empty() && r.tenant != tenant)) {
+      continue;
+    }
+    const std::string key = by == "tenant" ? r.tenant : by == "queue" ? r.queue : std::to_string(r.job);
+    auto& g = groups[key];
+    g.first += static_cast<double>(r.gpu_milli) / 1000.0 * static_cast<double>(end - begin) / 3.6e9;
+    g.second.insert(r.job);
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [key, g] : groups) {
+    out.push_back({{"key", key}, {"gpu_hours", g.first}, {"jobs", g.second.size()}});
+  }
+  return nlohmann::json{{"since", FormatRfc3339(since)},
+                        {"until", FormatRfc3339(until)},
+                        {"by", by},
+                        {"rows", std::move(out)}};
+}
+
+}  // namespace tessera
