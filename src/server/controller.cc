@@ -26,6 +26,7 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
       store_(store),
       catalog_(&catalog),
       clock_(&clock),
+      logs_(options_.data_dir + "/logs"),
       rng_(options_.seed) {}
 
 Controller::~Controller() { Stop(); }

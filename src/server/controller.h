@@ -58,6 +58,7 @@
 #include "sched/job_scheduler.h"
 #include "server/auth.h"
 #include "server/gpu_health.h"
+#include "server/job_logs.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
 #include "store/store.h"
@@ -109,12 +110,6 @@ struct JobFilter {
   std::string queue;
   std::string tenant;
   size_t limit = 1000;
-};
-
-struct LogChunk {
-  std::string data;
-  int64_t next_offset = 0;
-  std::string job_state;
 };
 
 // Usage of GPUs over a window, grouped by tenant, queue or job.
@@ -281,6 +276,7 @@ class Controller {
     std::vector<std::pair<std::string, TaskLaunch>> launches;  // node, launch
     std::vector<std::pair<std::string, TaskStop>> stops;
     std::vector<uint64_t> finished;  // jobs that reached a terminal state
+    std::vector<LogAppend> logs;     // new task output, written outside the lock
   };
 
   Controller(ControllerOptions options, Store* store, const GpuCatalog& catalog,
@@ -326,8 +322,8 @@ class Controller {
   std::string PendingReason(const Job& job) const;
   TaskLaunch MakeLaunch(const Job& job, int task) const;
   std::string CheckpointDir(const Job& job) const;
-  std::string LogPath(uint64_t job, int task) const;
-  void AppendLog(Job& job, int task, int64_t offset, const std::string& chunk);
+  // The part of a reported chunk not written yet, into `out`.
+  void AppendLog(Job& job, int task, int64_t offset, const std::string& chunk, Pending& out);
 
   // What the scheduler learned, across node changes and restarts (controller_history.cc).
   void LoadHistory();
@@ -373,6 +369,7 @@ class Controller {
   const GpuCatalog* catalog_;
   const Clock* clock_;
 
+  JobLogs logs_;  // its own lock
   mutable std::mutex mu_;
   SchedulerPolicy policy_;
   std::string queues_yaml_;

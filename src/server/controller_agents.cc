@@ -124,7 +124,7 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
     }
     // The launch reached the agent: stop resending it.
     std::erase_if(node.launches, [&](const TaskLaunch& l) { return l.key == r.key; });
-    AppendLog(*job, r.key.task, r.log_offset, r.log_chunk);
+    AppendLog(*job, r.key.task, r.log_offset, r.log_chunk, out);
     if (r.checkpointed && !job->checkpointed) {
       job->checkpointed = true;
       job->checkpoint_progress = Rec(*job).Progress(now);

@@ -378,6 +378,12 @@ std::vector<std::string> Controller::CheckInvariants() const {
 }
 
 Status Controller::Publish(Pending out) {
+  if (!out.logs.empty()) {
+    Status written = logs_.Append(out.logs);
+    if (!written.ok()) {
+      std::cerr << "tessera server: " << written.message() << "\n";
+    }
+  }
   if (!out.batch.empty()) {
     Status s = store_->Commit(std::move(out.batch));
     if (!s.ok()) {

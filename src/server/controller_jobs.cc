@@ -177,14 +177,9 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
   return result;
 }
 
-std::string Controller::LogPath(uint64_t job, int task) const {
-  return options_.data_dir + "/logs/" + std::to_string(job) + "/" + std::to_string(task) + ".log";
-}
-
 StatusOr<LogChunk> Controller::ReadLog(const Principal& who, uint64_t id, int task,
                                        int64_t offset, int64_t max_bytes) {
-  std::string path;
-  LogChunk chunk;
+  std::string state;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::optional<Job> archived;
@@ -196,43 +191,22 @@ StatusOr<LogChunk> Controller::ReadLog(const Principal& who, uint64_t id, int ta
     if (task < 0 || task >= replicas) {
       return InvalidArgumentError("task must be in 0.." + std::to_string(replicas - 1));
     }
-    path = LogPath(id, task);
-    chunk.job_state = job->row.state;
+    state = job->row.state;
   }
-  if (offset < 0) {
-    return InvalidArgumentError("offset must be >= 0");
-  }
-  std::ifstream in(path, std::ios::binary);
-  chunk.next_offset = offset;
-  if (!in) {
-    return chunk;  // no output yet
-  }
-  in.seekg(0, std::ios::end);
-  const int64_t size = in.tellg();
-  if (offset >= size) {
-    chunk.next_offset = std::max(offset, size);
-    return chunk;
-  }
-  const int64_t n = std::min(max_bytes, size - offset);
-  chunk.data.resize(static_cast<size_t>(n));
-  in.seekg(offset);
-  in.read(chunk.data.data(), n);
-  chunk.next_offset = offset + n;
+  TESSERA_ASSIGN_OR_RETURN(LogChunk chunk, logs_.Read(id, task, offset, max_bytes));
+  chunk.job_state = std::move(state);
   return chunk;
 }
 
-void Controller::AppendLog(Job& job, int task, int64_t offset, const std::string& data) {
+void Controller::AppendLog(Job& job, int task, int64_t offset, const std::string& data,
+                           Pending& out) {
   TaskRun& run = job.tasks[static_cast<size_t>(task)];
   const int64_t end = offset + static_cast<int64_t>(data.size());
   if (data.empty() || end <= run.log_received) {
     return;  // already have it (a resent heartbeat)
   }
   const size_t skip = offset < run.log_received ? static_cast<size_t>(run.log_received - offset) : 0;
-  const std::string path = LogPath(job.row.id, task);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  std::ofstream out(path, std::ios::binary | std::ios::app);
-  out.write(data.data() + skip, static_cast<std::streamsize>(data.size() - skip));
+  out.logs.push_back(LogAppend{job.row.id, task, data.substr(skip)});
   run.log_received = end;
 }
 
