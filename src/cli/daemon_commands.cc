@@ -170,6 +170,7 @@ struct ServerFlags {
   std::string queues_file;
   std::string policy = "tessera";
   std::string node_timeout = "30s";
+  int64_t finished_in_memory = 10'000;
   std::string stop_grace = "30s";
   std::string checkpoint_root;
   bool no_fsync = false;
@@ -195,6 +196,11 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                   "A node silent this long is lost and its jobs run again; its agent fences "
                   "its tasks a little before (tasks also end when the controller is down "
                   "this long)")
+      ->capture_default_str();
+  cmd->add_option("--finished-in-memory", f->finished_in_memory,
+                  "Finished jobs kept in memory (newest); older ones are read from the store "
+                  "and no longer listed")
+      ->check(CLI::Range(int64_t{0}, int64_t{100'000'000}))
       ->capture_default_str();
   cmd->add_option("--uid-pool", f->uid_pool,
                   "Unix uids given to tenants for their tasks, one each (FIRST-LAST)")
@@ -274,6 +280,7 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
   o.controller.policy = f.policy;
   o.controller.checkpoint_root = f.checkpoint_root;
   TESSERA_ASSIGN_OR_RETURN(o.controller.node_timeout, ParseDurationMicros(f.node_timeout));
+  o.controller.finished_in_memory = static_cast<size_t>(f.finished_in_memory);
   TESSERA_ASSIGN_OR_RETURN(o.controller.stop_grace, ParseDurationMicros(f.stop_grace));
   TESSERA_RETURN_IF_ERROR(ParseIdentities(f, &o.controller));
   if (o.controller.node_timeout < 2'000'000) {
