@@ -173,6 +173,15 @@ struct UsageOptions {
 int RunUsage(const ClientConfig& config, const UsageOptions& options, const Clock& clock,
              std::ostream& out, std::ostream& err);
 
+// `tessera nodes remove NODE` / `revoke` (admin): forgets the node, or cuts its
+// credential off at once.
+int RunNodesRemove(const ClientConfig& config, const std::string& node, std::ostream& out,
+                   std::ostream& err, bool revoke);
+
+// The directory `tessera submit` runs in, as the shell names it ($PWD when it is this
+// directory); "" when it cannot be sent.
+std::string CurrentDirForJobs();
+
 // Registers submit, jobs, show, cancel, logs, nodes, queues and usage on `app`; the one
 // that runs sets `exit_code`. Each takes --server, --token, --ca-cert and --insecure.
 void AddClusterCommands(CLI::App& app, int* exit_code);

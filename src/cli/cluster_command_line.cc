@@ -1,0 +1,263 @@
+// The cluster commands' command line: each subcommand's flags (CLI11), resolved to a
+// connection and handed to its Run* function (cluster_commands.h).
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "api/units.h"
+#include "cli/api_client.h"
+#include "cli/cluster_commands.h"
+
+namespace tessera {
+
+namespace {
+
+void AddConnectionFlags(CLI::App* cmd, ConnectionFlags* flags) {
+  cmd->add_option("--server", flags->server,
+                  "controller URL, http:// or https:// (env TESSERA_SERVER; default " +
+                      std::string(kDefaultServer) + ")");
+  cmd->add_option("--token", flags->token,
+                  "API token (env TESSERA_TOKEN, or a file named by TESSERA_TOKEN_FILE)");
+  cmd->add_option("--ca-cert", flags->ca_cert,
+                  "PEM file of CA certificates for https:// (env TESSERA_CA_CERT)");
+  cmd->add_flag("--insecure", flags->insecure, "skip TLS certificate verification");
+}
+
+// Resolves the connection and runs `run`, setting `*exit_code`.
+void Dispatch(const ConnectionFlags& flags, int* exit_code,
+              const std::function<int(const ClientConfig&)>& run) {
+  StatusOr<ClientConfig> config = ResolveClientConfig(flags, ProcessEnvironment());
+  if (!config.ok()) {
+    *exit_code = ReportError(config.status(), std::cerr);
+    return;
+  }
+  *exit_code = run(*config);
+}
+
+}  // namespace
+
+void AddClusterCommands(CLI::App& app, int* exit_code) {
+  // submit
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<SubmitOptions>();
+    CLI::App* cmd = app.add_subcommand("submit", "Submit a job: -f job.yaml, or flags -- COMMAND");
+    cmd->add_option("-f,--file", o->file,
+                    "job spec, YAML or JSON ('-': stdin), sent as written plus submit_dir");
+    cmd->add_option("--name", o->name, "job name");
+    cmd->add_option("--queue", o->queue, "queue (default: the tenant's)");
+    cmd->add_option("--replicas", o->replicas, "tasks started together (a gang)");
+    cmd->add_option("--gpus", o->gpus, "GPUs per replica");
+    cmd->add_option("--gpu-model", o->gpu_model, "GPU model, e.g. H100-80GB");
+    cmd->add_option("--gpu-fraction", o->gpu_fraction, "a share of one GPU, e.g. 0.5");
+    cmd->add_option("--gpu-memory", o->gpu_memory, "GPU memory per GPU, e.g. 20GiB");
+    cmd->add_option("--mig", o->mig, "MIG profile, e.g. 3g.40gb");
+    cmd->add_option("--cpu", o->cpu, "CPU cores per replica, e.g. 8 or 500m");
+    cmd->add_option("--memory", o->memory, "memory per replica, e.g. 64GiB");
+    cmd->add_option("--priority", o->priority, "priority (higher runs first)");
+    cmd->add_option("--checkpoint-interval", o->checkpoint_interval,
+                    "how often the job checkpoints, e.g. 30m");
+    cmd->add_option("--runtime-limit", o->runtime_limit, "wall-time limit, e.g. 24h");
+    // One value per --env, so the command may follow without --.
+    cmd->add_option("--env", o->env, "environment variable KEY=VALUE (repeatable)")
+        ->allow_extra_args(false);
+    cmd->add_option("--idempotency-key", o->idempotency_key,
+                    "a retried submit with the same key makes no second job");
+    cmd->add_option("command", o->command, "the command and its arguments, after --");
+    cmd->add_option("-o,--output", o->output, "json: print the job");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      o->submit_dir = CurrentDirForJobs();
+      Dispatch(*flags, exit_code,
+               [&](const ClientConfig& c) { return RunSubmit(c, *o, std::cout, std::cerr); });
+    });
+  }
+  // jobs
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<JobsOptions>();
+    CLI::App* cmd = app.add_subcommand("jobs", "List jobs (default: pending and running)");
+    cmd->add_option("--state", o->state, "comma-separated states, e.g. pending,running");
+    cmd->add_option("--queue", o->queue, "only this queue");
+    cmd->add_option("--tenant", o->tenant, "only this tenant");
+    cmd->add_flag("--all", o->all, "jobs in every state, finished ones too");
+    cmd->add_option("--limit", o->limit, "at most this many jobs");
+    cmd->add_option("-o,--output", o->output, "wide or json");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+        return RunJobs(c, *o, SystemClock(), std::cout, std::cerr);
+      });
+    });
+  }
+  // wait
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<WaitOptions>();
+    auto timeout = std::make_shared<std::string>("10m");
+    CLI::App* cmd = app.add_subcommand(
+        "wait", "Wait until jobs end (exit 1 if one failed) or, with --for running, start");
+    cmd->add_option("jobs", o->jobs, "job ids")->required();
+    cmd->add_option("--for", o->until, "done or running")->capture_default_str();
+    cmd->add_option("--timeout", *timeout, "give up after this long (exit 124)")
+        ->capture_default_str();
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, timeout, exit_code] {
+      StatusOr<int64_t> t = ParseDurationMicros(*timeout);
+      if (!t.ok()) {
+        *exit_code = ReportError(InvalidArgumentError("--timeout: " + t.status().message()), std::cerr);
+        return;
+      }
+      o->timeout = t.value();
+      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+        return RunWait(c, *o, SystemClock(), std::cout, std::cerr);
+      });
+    });
+  }
+  // show
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<ShowOptions>();
+    CLI::App* cmd = app.add_subcommand("show", "A job in detail: state and why, placement, times");
+    cmd->add_option("job", o->job, "job id")->required();
+    cmd->add_option("-o,--output", o->output, "json");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+        return RunShow(c, *o, SystemClock(), std::cout, std::cerr);
+      });
+    });
+  }
+  // cancel
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<CancelOptions>();
+    CLI::App* cmd = app.add_subcommand("cancel", "Cancel jobs");
+    cmd->add_option("jobs", o->jobs, "job ids")->required();
+    cmd->add_option("-o,--output", o->output, "json");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code,
+               [&](const ClientConfig& c) { return RunCancel(c, *o, std::cout, std::cerr); });
+    });
+  }
+  // logs
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<LogsOptions>();
+    CLI::App* cmd = app.add_subcommand("logs", "A task's output");
+    cmd->add_option("job", o->job, "job id")->required();
+    cmd->add_option("--task", o->task, "task index")->capture_default_str();
+    cmd->add_flag("-f,--follow", o->follow, "keep printing until the job ends");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code,
+               [&](const ClientConfig& c) { return RunLogs(c, *o, std::cout, std::cerr); });
+    });
+  }
+  // drain, resume
+  for (const bool drain : {true, false}) {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<DrainOptions>();
+    o->drain = drain;
+    CLI::App* cmd = app.add_subcommand(
+        drain ? "drain" : "resume",
+        drain ? "Take a node or one GPU out of service for new work (admin)"
+              : "Put a drained node or GPU back in service (admin)");
+    cmd->add_option("node", o->node, "node name")->required();
+    cmd->add_option("--gpu", o->gpu, "only this GPU (index on the node)");
+    if (drain) {
+      cmd->add_option("--reason", o->reason, "why (shown in `tessera nodes`)")->required();
+    }
+    cmd->add_option("-o,--output", o->output, "json");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code,
+               [&](const ClientConfig& c) { return RunDrain(c, *o, std::cout, std::cerr); });
+    });
+  }
+  // nodes
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<NodesOptions>();
+    CLI::App* cmd = app.add_subcommand("nodes", "Nodes and, with --gpus, who holds each GPU");
+    cmd->add_flag("--gpus", o->gpus, "add a GPU map");
+    cmd->add_option("-o,--output", o->output, "json");
+    AddConnectionFlags(cmd, flags.get());
+    std::vector<CLI::App*> actions;
+    for (const bool revoke : {false, true}) {
+      auto action_flags = std::make_shared<ConnectionFlags>();
+      auto node = std::make_shared<std::string>();
+      CLI::App* action = cmd->add_subcommand(
+          revoke ? "revoke" : "remove",
+          revoke ? "Revoke a node's credential: its agent is refused, its work runs elsewhere "
+                   "(admin)"
+                 : "Forget a node so its name may join afresh (admin; refused while jobs run "
+                   "there)");
+      action->add_option("node", *node, "node name")->required();
+      AddConnectionFlags(action, action_flags.get());
+      action->callback([action_flags, node, exit_code, revoke] {
+        Dispatch(*action_flags, exit_code, [&](const ClientConfig& c) {
+          return RunNodesRemove(c, *node, std::cout, std::cerr, revoke);
+        });
+      });
+      actions.push_back(action);
+    }
+    cmd->callback([flags, o, exit_code, actions] {
+      if (std::any_of(actions.begin(), actions.end(), [](CLI::App* a) { return a->parsed(); })) {
+        return;
+      }
+      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+        return RunNodes(c, *o, SystemClock(), std::cout, std::cerr);
+      });
+    });
+  }
+  // queues [set]
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<QueuesOptions>();
+    CLI::App* cmd = app.add_subcommand("queues", "Queues: quotas, usage, pending and running");
+    cmd->add_option("-o,--output", o->output, "json");
+    AddConnectionFlags(cmd, flags.get());
+
+    auto set_flags = std::make_shared<ConnectionFlags>();
+    auto set_o = std::make_shared<QueuesSetOptions>();
+    CLI::App* set = cmd->add_subcommand("set", "Replace the queue configuration (admin)");
+    set->add_option("-f,--file", set_o->file, "queue configuration YAML ('-': stdin)")->required();
+    set->add_option("-o,--output", set_o->output, "json");
+    AddConnectionFlags(set, set_flags.get());
+    set->callback([set_flags, set_o, exit_code] {
+      Dispatch(*set_flags, exit_code, [&](const ClientConfig& c) {
+        return RunQueuesSet(c, *set_o, std::cout, std::cerr);
+      });
+    });
+    cmd->callback([flags, o, exit_code, set] {
+      if (set->parsed()) {
+        return;
+      }
+      Dispatch(*flags, exit_code,
+               [&](const ClientConfig& c) { return RunQueues(c, *o, std::cout, std::cerr); });
+    });
+  }
+  // usage
+  {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto o = std::make_shared<UsageOptions>();
+    CLI::App* cmd = app.add_subcommand("usage", "GPU-hours per tenant, queue or job");
+    cmd->add_option("--since", o->since, "start: 2026-11-01, RFC 3339, or ago: 24h, 7d")
+        ->capture_default_str();
+    cmd->add_option("--until", o->until, "end: now, a date, RFC 3339, or ago")
+        ->capture_default_str();
+    cmd->add_option("--by", o->by, "tenant, queue or job")->capture_default_str();
+    cmd->add_option("-o,--output", o->output, "json or csv");
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, o, exit_code] {
+      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+        return RunUsage(c, *o, SystemClock(), std::cout, std::cerr);
+      });
+    });
+  }
+}
+
+}  // namespace tessera
