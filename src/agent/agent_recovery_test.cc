@@ -122,6 +122,20 @@ class AgentRecoveryTest : public ::testing::Test {
     return false;
   }
 
+  // Waits until the task's supervisor (the first number of its record's "shim" file) has
+  // ended: it writes "exit" just before it does, and the agent reports an end only then.
+  static bool WaitForShimEnd(const std::string& task_dir) {
+    const std::string text = ReadTextFile(task_dir + "/shim").value_or("");
+    const pid_t pid = static_cast<pid_t>(std::atoll(text.c_str()));
+    for (int i = 0; i < 200 && pid > 0; ++i) {
+      if (!Alive(pid)) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
   static bool Alive(pid_t pid) {
     if (::kill(pid, 0) != 0) {
       return false;
@@ -142,6 +156,7 @@ TEST_F(AgentRecoveryTest, AnExitIsKeptWhenTheControllerAsksToRegisterAgain) {
   StartAgent(false);
   Send(Launch(1, {"sh", "-c", "exit 3"}));
   ASSERT_TRUE(WaitForFile(TaskDir(1) + "/exit")) << "the task did not end";
+  ASSERT_TRUE(WaitForShimEnd(TaskDir(1))) << "the task's supervisor did not end";
   HeartbeatResponse again;
   again.reregister = true;
   controller_.Answer(again);

@@ -146,14 +146,19 @@ Status Controller::Load(const std::string& queues_yaml) {
     rec.resumed_from = job.row.progress_us;
     rec.preemptions = job.row.preemptions;
     rec.eligible_since = job.row.submit_us;
-    const std::string& st = job.row.state;
-    if (Terminal(st)) {
+    std::optional<JobState> state = ParseJobState(job.row.state);
+    if (!state) {
+      return InternalError("job " + std::to_string(id) + ": unknown stored state '" +
+                           job.row.state + "'");
+    }
+    job.state = *state;
+    if (Terminal(job.state)) {
       rec.phase = JobPhase::kFinished;
       finished_order_.push_back(id);
-    } else if (st == "pending") {
+    } else if (job.state == JobState::kPending) {
       rec.phase = JobPhase::kPending;
     } else {
-      rec.phase = st == "stopping" ? JobPhase::kStopping : JobPhase::kRunning;
+      rec.phase = job.state == JobState::kStopping ? JobPhase::kStopping : JobPhase::kRunning;
       std::vector<StoredTask> stored_tasks;
       std::string after;
       TESSERA_RETURN_IF_ERROR(

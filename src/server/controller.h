@@ -59,6 +59,7 @@
 #include "server/auth.h"
 #include "server/gpu_health.h"
 #include "server/job_logs.h"
+#include "server/job_state.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
 #include "store/store.h"
@@ -235,7 +236,12 @@ class Controller {
     int64_t log_received = 0;  // bytes of this attempt's output written to the log
   };
   struct Job {
-    JobRow row;
+    JobRow row;  // row.state is `state`'s name: set both through SetState
+    JobState state = JobState::kPending;
+    void SetState(JobState s) {
+      state = s;
+      row.state = std::string(JobStateName(s));
+    }
     JobSubmission submission;
     bool durable = false;        // acknowledged; invisible until then
     std::vector<TaskRun> tasks;  // of the current attempt

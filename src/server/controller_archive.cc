@@ -53,6 +53,7 @@ const Controller::Job* Controller::FindOrLoad(uint64_t id, std::optional<Job>* a
   }
   Job& job = archived->emplace();
   job.row = std::move(**row);
+  job.state = ParseJobState(job.row.state).value_or(JobState::kFailed);
   job.durable = true;
   job.slot = kArchived;
   nlohmann::json spec = nlohmann::json::parse(job.row.spec_json, nullptr, false);

@@ -143,7 +143,7 @@ void Controller::StartJob(Job& job, const StartDecision& d, Micros now, Pending&
   for (size_t t = 0; t < rec.allocations.size(); ++t) {
     job.tasks[t].node = state_->spec(rec.allocations[t].node).name;
   }
-  job.row.state = "running";
+  job.SetState(JobState::kRunning);
   if (job.row.start_us == 0) {
     job.row.start_us = now;
   }
@@ -168,7 +168,7 @@ void Controller::StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pe
     job.after = after;
   }
   lifecycle_->Stopping(rec);
-  job.row.state = "stopping";
+  job.SetState(JobState::kStopping);
   out.dirty.insert(job.row.id);
   bool alive = false;
   for (size_t t = 0; t < job.tasks.size(); ++t) {
@@ -243,22 +243,22 @@ void Controller::Finalize(Job& job, Micros now, Pending& out) {
     case AfterStop::kRequeue: {
       lifecycle_->Requeue(rec, job.checkpointed ? job.checkpoint_progress : 0, job.cause, now);
       job.row.progress_us = rec.resumed_from;
-      job.row.state = "pending";
+      job.SetState(JobState::kPending);
       job.tasks.clear();
       job.after = AfterStop::kNone;
       ++decisions_["requeue"];
       return;
     }
     case AfterStop::kCancel:
-      job.row.state = "cancelled";
+      job.SetState(JobState::kCancelled);
       end = JobEnd::kCancelled;
       break;
     case AfterStop::kFail:
-      job.row.state = "failed";
+      job.SetState(JobState::kFailed);
       end = JobEnd::kFailed;
       break;
     case AfterStop::kNone:
-      job.row.state = failed ? "failed" : "succeeded";
+      job.SetState(failed ? JobState::kFailed : JobState::kSucceeded);
       end = failed ? JobEnd::kFailed : JobEnd::kSucceeded;
       if (!failed) {
         job.row.exit_code = 0;

@@ -151,10 +151,10 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
     if (found == nullptr || !Visible(who, *found)) {
       return NotFoundError("no job " + std::to_string(id));
     }
-    if (Terminal(found->row.state)) {  // archived jobs are all terminal
+    if (Terminal(found->state)) {  // archived jobs are all terminal
       return FailedPreconditionError("job " + std::to_string(id) + " has already " +
-                                     (found->row.state == "cancelled" ? "been cancelled"
-                                                                      : found->row.state));
+                                     (found->state == JobState::kCancelled ? "been cancelled"
+                                                                           : found->row.state));
     }
     Job* job = FindJob(id);
     const Micros now = clock_->NowMicros();
@@ -162,7 +162,7 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
     if (rec.phase == JobPhase::kPending) {
       lifecycle_->Finish(rec, JobEnd::kCancelled, now);
       out.finished.push_back(id);
-      job->row.state = "cancelled";
+      job->SetState(JobState::kCancelled);
       job->row.end_us = now;
       job->row.reason = "cancelled before it started";
       out.dirty.insert(id);

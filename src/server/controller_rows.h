@@ -21,9 +21,6 @@ inline constexpr const char* kQueuesKey = "queues.yaml";
 
 
 
-inline bool Terminal(const std::string& state) {
-  return state == "succeeded" || state == "failed" || state == "cancelled";
-}
 
 inline nlohmann::json TimeOrNull(Micros t) {
   return t > 0 ? nlohmann::json(FormatRfc3339(t)) : nlohmann::json(nullptr);

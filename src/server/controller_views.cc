@@ -60,9 +60,9 @@ nlohmann::json Controller::JobJson(const Job& job, bool with_spec) const {
     }
     tasks.push_back(std::move(task));
   }
-  const bool ended = Terminal(row.state);
+  const bool ended = Terminal(job.state);
   std::string reason = row.reason;
-  if (row.state == "pending") {
+  if (job.state == JobState::kPending) {
     // Why it was requeued, if it was, then why it waits now.
     const bool requeued = reason.rfind("requeued", 0) == 0 || reason.rfind("preempted", 0) == 0;
     reason = requeued ? reason + "; " + PendingReason(job) : PendingReason(job);
@@ -86,7 +86,8 @@ nlohmann::json Controller::JobJson(const Job& job, bool with_spec) const {
                                 ? nlohmann::json(static_cast<double>(rec.predicted_runtime) / 1e6)
                                 : nlohmann::json(nullptr)},
       {"exit_code",
-       ended && row.state != "cancelled" ? nlohmann::json(row.exit_code) : nlohmann::json(nullptr)},
+       ended && job.state != JobState::kCancelled ? nlohmann::json(row.exit_code)
+                                                  : nlohmann::json(nullptr)},
       {"reason", reason},
       {"gpus", job.submission.spec.TotalGpus()},
       {"gpu_milli", rec.gpu_milli},

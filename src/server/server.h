@@ -122,7 +122,10 @@ class Server {
                                                                           Access access);
   explicit Server(ServerOptions options, const GpuCatalog& catalog);
   Status Init();
-  void Routes();
+  void Routes();  // health, then the groups below, then the error handlers
+  void JobRoutes();
+  void DrainRoutes();
+  void ViewRoutes();
   // The agent and node-membership endpoints (server_nodes.cc).
   void NodeRoutes();
   // Loads a node credential row (role node, node_revoked or removed); false for others.

@@ -1,11 +1,15 @@
-// Internal to the server's HTTP handlers (server.cc, server_nodes.cc): JSON answers,
-// error answers and JSON request bodies. Not part of the server's interface.
+// Internal to the server's HTTP handlers (server.cc, server_jobs.cc, server_nodes.cc):
+// JSON answers, error answers, JSON request bodies and query parameters. Not part of the server's interface.
 // Thread safety: stateless functions.
 #pragma once
 
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <string>
 
 #include "api/http_errors.h"
 #include "base/status.h"
@@ -30,6 +34,34 @@ inline StatusOr<nlohmann::json> ParseBody(const httplib::Request& req) {
     return InvalidArgumentError("request body is not valid JSON");
   }
   return j;
+}
+
+inline StatusOr<uint64_t> ParseId(const std::string& text) {
+  uint64_t id = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || p != text.data() + text.size() || id == 0) {
+    return NotFoundError("no job '" + text + "'");
+  }
+  return id;
+}
+
+inline StatusOr<int64_t> ParseIntParam(const httplib::Request& req, const char* name, int64_t def) {
+  if (!req.has_param(name)) {
+    return def;
+  }
+  const std::string v = req.get_param_value(name);
+  int64_t out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size() || out < 0) {
+    return InvalidArgumentError(std::string(name) + ": expected a non-negative integer, got '" + v +
+                                "'");
+  }
+  return out;
+}
+
+inline bool IsYaml(const httplib::Request& req) {
+  const std::string type = req.get_header_value("Content-Type");
+  return type.find("yaml") != std::string::npos;
 }
 
 }  // namespace tessera::server_internal
