@@ -37,7 +37,10 @@ void Dispatch(const ConnectionFlags& flags, int* exit_code,
 
 }  // namespace
 
-void AddClusterCommands(CLI::App& app, int* exit_code) {
+namespace {
+
+// submit, jobs, wait, show, cancel, logs.
+void AddJobCommands(CLI::App& app, int* exit_code) {
   // submit
   {
     auto flags = std::make_shared<ConnectionFlags>();
@@ -156,6 +159,10 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
                [&](const ClientConfig& c) { return RunLogs(c, *o, std::cout, std::cerr); });
     });
   }
+}
+
+// drain, resume, nodes, queues, usage.
+void AddClusterStateCommands(CLI::App& app, int* exit_code) {
   // drain, resume
   for (const bool drain : {true, false}) {
     auto flags = std::make_shared<ConnectionFlags>();
@@ -258,6 +265,13 @@ void AddClusterCommands(CLI::App& app, int* exit_code) {
       });
     });
   }
+}
+
+}  // namespace
+
+void AddClusterCommands(CLI::App& app, int* exit_code) {
+  AddJobCommands(app, exit_code);
+  AddClusterStateCommands(app, exit_code);
 }
 
 }  // namespace tessera

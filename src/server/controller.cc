@@ -112,6 +112,10 @@ Status Controller::Load(const std::string& queues_yaml) {
                                      static_cast<double>(u.end_us - u.start_us) / 1e6;
   }
 
+  return LoadJobRows(now);
+}
+
+Status Controller::LoadJobRows(Micros now) {
   TESSERA_ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_->LoadJobs());
   for (JobRow& row : rows) {
     next_id_ = std::max(next_id_, row.id + 1);

@@ -288,6 +288,9 @@ class Controller {
   Controller(ControllerOptions options, Store* store, const GpuCatalog& catalog,
              const Clock& clock);
   Status Load(const std::string& queues_yaml);
+  // The jobs of the store: pending ones queued, running and stopping ones with their
+  // placement (waiting for their nodes), the oldest finished ones archived.
+  Status LoadJobRows(Micros now);
   Status ApplyQueueYaml(const std::string& yaml);
   Status RebuildScheduler();
   void Loop();
@@ -366,6 +369,9 @@ class Controller {
   // tenants' jobs are shown without their ids and names.
   nlohmann::json NodesJson(const std::string& only, const Principal* viewer = nullptr) const;
   static nlohmann::json DrainJson(const std::optional<DrainInfo>& drain);
+
+  // Part of Metrics(): the queues' quota, the agents, each GPU's allocation and drain.
+  void WriteQuotaAndGpus(MetricsWriter& w) const;
 
   // Makes `out` durable (without mu_), then hands out its launches and stops.
   Status Publish(Pending out);

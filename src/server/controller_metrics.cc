@@ -32,78 +32,8 @@ struct GpuHolder {
 
 }  // namespace
 
-std::string Controller::Metrics() {
-  std::lock_guard<std::mutex> lock(mu_);
-  const Micros now = clock_->NowMicros();
-  MetricsWriter w;
-
-  // Jobs per queue and state; every configured queue appears, with zeros.
-  std::map<std::pair<std::string, std::string>, int64_t> jobs;  // (queue, state)
-  std::map<std::string, double> tenant_in_use;
-  std::map<std::string, double> tenant_seconds = tenant_gpu_seconds_;
-  for (const auto& [id, job] : jobs_) {
-    if (!job.durable) {
-      continue;
-    }
-    const JobRecord& rec = Rec(job);
-    if (rec.phase == JobPhase::kPending) {
-      ++jobs[{job.row.queue, "pending"}];
-    } else if (rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) {
-      ++jobs[{job.row.queue, "running"}];
-      tenant_in_use[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0;
-      if (rec.run_start > 0 && now > rec.run_start) {
-        tenant_seconds[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0 *
-                                          static_cast<double>(now - rec.run_start) / 1e6;
-      }
-    }
-  }
-  w.Family("tessera_jobs", MetricType::kGauge, "Jobs by queue, tenant and state (running includes stopping).");
-  std::set<std::string> tenants;
-  for (QueueId q : tree_->queues()) {
-    const std::string& name = tree_->spec(q).name;
-    tenants.insert(tree_->tenant(q));
-    for (const char* state : {"pending", "running"}) {
-      auto it = jobs.find({name, state});
-      w.Sample({{"queue", name}, {"tenant", tree_->tenant(q)}, {"state", state}},
-               static_cast<double>(it != jobs.end() ? it->second : 0));
-    }
-  }
-  w.Family("tessera_jobs_submitted_total", MetricType::kCounter,
-           "Jobs acknowledged since the controller started, by queue.");
-  for (QueueId q : tree_->queues()) {
-    auto it = submitted_.find(tree_->spec(q).name);
-    w.Sample({{"queue", tree_->spec(q).name}},
-             static_cast<double>(it != submitted_.end() ? it->second : 0));
-  }
-  w.Family("tessera_jobs_finished_total", MetricType::kCounter,
-           "Jobs that ended since the controller started, by queue and final state.");
-  for (QueueId q : tree_->queues()) {
-    for (const char* state : {"succeeded", "failed", "cancelled"}) {
-      auto it = finished_.find({tree_->spec(q).name, state});
-      w.Sample({{"queue", tree_->spec(q).name}, {"state", state}},
-               static_cast<double>(it != finished_.end() ? it->second : 0));
-    }
-  }
-  w.Family("tessera_preemptions_total", MetricType::kCounter,
-           "Jobs preempted since the controller started, by the victim's queue.");
-  for (QueueId q : tree_->queues()) {
-    auto it = preemptions_.find(tree_->spec(q).name);
-    w.Sample({{"queue", tree_->spec(q).name}},
-             static_cast<double>(it != preemptions_.end() ? it->second : 0));
-  }
-
-  w.Family("tessera_scheduler_cycles_total", MetricType::kCounter, "Scheduling cycles run.");
-  w.Sample({}, static_cast<double>(cycles_.load()));
-  w.Family("tessera_scheduler_cycle_duration_seconds", MetricType::kHistogram,
-           "Wall time of a scheduling cycle, including making its decisions durable.");
-  w.Sample({}, cycle_seconds_.Read());
-  w.Family("tessera_scheduler_decisions_total", MetricType::kCounter,
-           "Scheduling decisions: jobs started, preempted and requeued.");
-  for (const char* d : {"start", "preempt", "requeue"}) {
-    auto it = decisions_.find(d);
-    w.Sample({{"decision", d}}, static_cast<double>(it != decisions_.end() ? it->second : 0));
-  }
-
+// Queues' quota, the agents, and each GPU's allocation and drain (mu_ held).
+void Controller::WriteQuotaAndGpus(MetricsWriter& w) const {
   w.Family("tessera_queue_quota", MetricType::kGauge,
            "Quota per queue or cohort and resource (GPUs, CPUs, bytes): nominal, borrowing "
            "limit, in use, and borrowed (in use above nominal).");
@@ -188,6 +118,81 @@ std::string Controller::Metrics() {
       w.Sample(labels, 1);
     }
   }
+}
+
+std::string Controller::Metrics() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Micros now = clock_->NowMicros();
+  MetricsWriter w;
+
+  // Jobs per queue and state; every configured queue appears, with zeros.
+  std::map<std::pair<std::string, std::string>, int64_t> jobs;  // (queue, state)
+  std::map<std::string, double> tenant_in_use;
+  std::map<std::string, double> tenant_seconds = tenant_gpu_seconds_;
+  for (const auto& [id, job] : jobs_) {
+    if (!job.durable) {
+      continue;
+    }
+    const JobRecord& rec = Rec(job);
+    if (rec.phase == JobPhase::kPending) {
+      ++jobs[{job.row.queue, "pending"}];
+    } else if (rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) {
+      ++jobs[{job.row.queue, "running"}];
+      tenant_in_use[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0;
+      if (rec.run_start > 0 && now > rec.run_start) {
+        tenant_seconds[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0 *
+                                          static_cast<double>(now - rec.run_start) / 1e6;
+      }
+    }
+  }
+  w.Family("tessera_jobs", MetricType::kGauge, "Jobs by queue, tenant and state (running includes stopping).");
+  std::set<std::string> tenants;
+  for (QueueId q : tree_->queues()) {
+    const std::string& name = tree_->spec(q).name;
+    tenants.insert(tree_->tenant(q));
+    for (const char* state : {"pending", "running"}) {
+      auto it = jobs.find({name, state});
+      w.Sample({{"queue", name}, {"tenant", tree_->tenant(q)}, {"state", state}},
+               static_cast<double>(it != jobs.end() ? it->second : 0));
+    }
+  }
+  w.Family("tessera_jobs_submitted_total", MetricType::kCounter,
+           "Jobs acknowledged since the controller started, by queue.");
+  for (QueueId q : tree_->queues()) {
+    auto it = submitted_.find(tree_->spec(q).name);
+    w.Sample({{"queue", tree_->spec(q).name}},
+             static_cast<double>(it != submitted_.end() ? it->second : 0));
+  }
+  w.Family("tessera_jobs_finished_total", MetricType::kCounter,
+           "Jobs that ended since the controller started, by queue and final state.");
+  for (QueueId q : tree_->queues()) {
+    for (const char* state : {"succeeded", "failed", "cancelled"}) {
+      auto it = finished_.find({tree_->spec(q).name, state});
+      w.Sample({{"queue", tree_->spec(q).name}, {"state", state}},
+               static_cast<double>(it != finished_.end() ? it->second : 0));
+    }
+  }
+  w.Family("tessera_preemptions_total", MetricType::kCounter,
+           "Jobs preempted since the controller started, by the victim's queue.");
+  for (QueueId q : tree_->queues()) {
+    auto it = preemptions_.find(tree_->spec(q).name);
+    w.Sample({{"queue", tree_->spec(q).name}},
+             static_cast<double>(it != preemptions_.end() ? it->second : 0));
+  }
+
+  w.Family("tessera_scheduler_cycles_total", MetricType::kCounter, "Scheduling cycles run.");
+  w.Sample({}, static_cast<double>(cycles_.load()));
+  w.Family("tessera_scheduler_cycle_duration_seconds", MetricType::kHistogram,
+           "Wall time of a scheduling cycle, including making its decisions durable.");
+  w.Sample({}, cycle_seconds_.Read());
+  w.Family("tessera_scheduler_decisions_total", MetricType::kCounter,
+           "Scheduling decisions: jobs started, preempted and requeued.");
+  for (const char* d : {"start", "preempt", "requeue"}) {
+    auto it = decisions_.find(d);
+    w.Sample({{"decision", d}}, static_cast<double>(it != decisions_.end() ? it->second : 0));
+  }
+
+  WriteQuotaAndGpus(w);
 
   w.Family("tessera_tenant_gpus_in_use", MetricType::kGauge,
            "GPUs held by each tenant's running jobs (shares and MIG slices by their fraction).");

@@ -386,7 +386,9 @@ void Server::Routes() {
   JobRoutes();
   DrainRoutes();
   ViewRoutes();
+  ConfigRoutes();
   NodeRoutes();
+  NodeAdminRoutes();
 
   s.set_error_handler([](const Req&, Res& res) {
     if (res.status == 404 && res.body.empty()) {
@@ -472,17 +474,13 @@ void Server::DrainRoutes() {
   s.Post(R"(/v1/nodes/([^/]+)/resume)", authed(drain_route(false)));
 }
 
-// Metrics, usage, queues and tenants.
+// Metrics and the usage series.
 void Server::ViewRoutes() {
   httplib::Server& s = *http_;
   using Req = httplib::Request;
   using Res = httplib::Response;
   auto authed = [this](RouteHandler f, Access access = Access::kUser) {
     return Authed(std::move(f), access);
-  };
-  auto admin_only = [](const Principal& who) -> Status {
-    return who.role == Role::kAdmin ? Status::Ok()
-                                    : PermissionDeniedError("only an admin may do this");
   };
 
   s.Get("/metrics", authed(
@@ -527,6 +525,21 @@ void Server::ViewRoutes() {
           }
           SendJson(res, out.value());
         }));
+
+}
+
+// Queues, usage and tenants.
+void Server::ConfigRoutes() {
+  httplib::Server& s = *http_;
+  using Req = httplib::Request;
+  using Res = httplib::Response;
+  auto authed = [this](RouteHandler f, Access access = Access::kUser) {
+    return Authed(std::move(f), access);
+  };
+  auto admin_only = [](const Principal& who) -> Status {
+    return who.role == Role::kAdmin ? Status::Ok()
+                                    : PermissionDeniedError("only an admin may do this");
+  };
 
   s.Get("/v1/queues", authed([this](const Principal&, const Req&, Res& res) {
           SendJson(res, controller_->Queues());

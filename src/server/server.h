@@ -126,8 +126,10 @@ class Server {
   void JobRoutes();
   void DrainRoutes();
   void ViewRoutes();
+  void ConfigRoutes();
   // The agent and node-membership endpoints (server_nodes.cc).
   void NodeRoutes();
+  void NodeAdminRoutes();
   // Loads a node credential row (role node, node_revoked or removed); false for others.
   bool LoadNodeCredential(const TokenRow& row);
   // 403 text for a revoked credential's bearer header; "" when it is not one.

@@ -75,6 +75,7 @@ std::string Server::RevokedMessage(const std::string& authorization) {
          ") before it can join again";
 }
 
+// The agents' registration and heartbeats.
 void Server::NodeRoutes() {
   httplib::Server& s = *http_;
   using Req = httplib::Request;
@@ -179,6 +180,14 @@ void Server::NodeRoutes() {
                SendJson(res, ToJson(out.value()));
              },
              Access::kAgent));
+
+}
+
+// Admin: forgetting a node and revoking its credential.
+void Server::NodeAdminRoutes() {
+  httplib::Server& s = *http_;
+  using Req = httplib::Request;
+  using Res = httplib::Response;
 
   // Admin: DELETE /v1/nodes/{name} (the CLI's client posts to /remove).
   auto remove = [this](const Principal& who, const Req& req, Res& res) {

@@ -67,8 +67,8 @@ struct RunView {
 
 std::string When(Micros t) { return t < 0 ? "never" : Seconds(t); }
 
-// Evaluates one check; returns the diff, "" when it holds.
-std::string Evaluate(const ScenarioCheck& c, const RunView& run) {
+// Checks of when and where jobs start.
+std::string EvaluateStarts(const ScenarioCheck& c, const RunView& run) {
   std::ostringstream out;
   const auto& events = run.result->events;
   if (c.kind == "start_order") {
@@ -128,7 +128,17 @@ std::string Evaluate(const ScenarioCheck& c, const RunView& run) {
         }
       }
     }
-  } else if (c.kind == "preempted") {
+  } else {
+    out << "  unknown check\n";
+  }
+  return out.str();
+}
+
+// Checks of preemptions and the work they cost.
+std::string EvaluatePreemptions(const ScenarioCheck& c, const RunView& run) {
+  std::ostringstream out;
+  const auto& events = run.result->events;
+if (c.kind == "preempted") {
     for (const auto& [victim, preemptor] : c.pairs) {
       const std::string& by = preemptor;  // a plain reference: lambdas cannot capture bindings
       std::vector<const SimEvent*> p = run.Of(victim, SimEvent::Kind::kPreempt);
@@ -167,7 +177,17 @@ std::string Evaluate(const ScenarioCheck& c, const RunView& run) {
     if (total > c.number) {
       out << "  expected at most " << c.number << " preemptions, actual " << total << "\n";
     }
-  } else if (c.kind == "backfilled" || c.kind == "not_backfilled" || c.kind == "borrowing" ||
+  } else {
+    out << "  unknown check\n";
+  }
+  return out.str();
+}
+
+// Checks of backfill, borrowing, who runs when, work lost, and the end of the run.
+std::string EvaluateOutcomes(const ScenarioCheck& c, const RunView& run) {
+  std::ostringstream out;
+  const auto& events = run.result->events;
+if (c.kind == "backfilled" || c.kind == "not_backfilled" || c.kind == "borrowing" ||
              c.kind == "not_borrowing") {
     const bool want = !StartsWith(c.kind, "not_");
     const bool backfill = EndsWith(c.kind, "backfilled");
@@ -245,6 +265,21 @@ std::string Evaluate(const ScenarioCheck& c, const RunView& run) {
     out << "  unknown check\n";
   }
   return out.str();
+}
+
+// Evaluates one check; returns the diff, "" when it holds.
+std::string Evaluate(const ScenarioCheck& c, const RunView& run) {
+  static const std::set<std::string, std::less<>> kStarts = {"start_order", "starts", "finishes",
+                                                             "on_nodes", "same_node", "same_rack"};
+  static const std::set<std::string, std::less<>> kPreemptions = {
+      "preempted", "not_preempted", "preemptions_of", "max_preemptions"};
+  if (kStarts.count(c.kind) > 0) {
+    return EvaluateStarts(c, run);
+  }
+  if (kPreemptions.count(c.kind) > 0) {
+    return EvaluatePreemptions(c, run);
+  }
+  return EvaluateOutcomes(c, run);
 }
 
 }  // namespace
