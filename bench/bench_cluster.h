@@ -1,17 +1,18 @@
 // Shared by the benchmarks that drive a controller in process (submit_bench,
-// read_during_cycles_bench): fake nodes registered straight with the controller.
+// read_during_cycles_bench, finished_jobs_memory_bench): fake nodes registered
+// straight with the controller.
 // Thread safety: call before the benchmark's clients start.
 #pragma once
 
 #include <string>
 
-#include "server/server.h"
+#include "server/controller.h"
 
 namespace tessera::bench {
 
 // Registers nodes node-0..node-(n-1), each 64 CPUs, 512 GiB and `gpus` exclusive
 // H100-80GB cards with made-up UUIDs. False when a registration is refused.
-inline bool RegisterFakeNodes(Server& server, int nodes, int gpus) {
+inline bool RegisterFakeNodes(Controller& controller, int nodes, int gpus) {
   const GpuCatalog& catalog = GpuCatalog::Default();
   const GpuModelId h100 = catalog.Find("H100-80GB").value();
   for (int n = 0; n < nodes; ++n) {
@@ -23,7 +24,7 @@ inline bool RegisterFakeNodes(Server& server, int nodes, int gpus) {
       reg.inventory.gpu_uuids.push_back("GPU-" + std::to_string(n) + "-" + std::to_string(g));
       reg.inventory.mig_instances.emplace_back();
     }
-    if (!server.controller().Register(reg, "127.0.0.1").ok()) {
+    if (!controller.Register(reg, "127.0.0.1").ok()) {
       return false;
     }
   }

@@ -21,6 +21,7 @@
 
 #include "api/job_codec.h"
 #include "base/clock.h"
+#include "bench_cluster.h"
 #include "server/controller.h"
 
 namespace {
@@ -101,20 +102,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   Controller& controller = **opened;
-  const GpuModelId h100 = catalog.Find("H100-80GB").value();
-  for (int n = 0; n < kNodes; ++n) {
-    RegisterRequest reg;
-    reg.agent_id = "bench";
-    reg.inventory.spec = MakeUniformNode("node-" + std::to_string(n), MilliCpu(64000),
-                                         MiB(512 * 1024), h100, kGpus, SharingMode::kExclusive);
-    for (int g = 0; g < kGpus; ++g) {
-      reg.inventory.gpu_uuids.push_back("GPU-" + std::to_string(n) + "-" + std::to_string(g));
-      reg.inventory.mig_instances.emplace_back();
-    }
-    if (!controller.Register(reg, "127.0.0.1").ok()) {
-      std::fprintf(stderr, "registration refused\n");
-      return 1;
-    }
+  if (!bench::RegisterFakeNodes(controller, kNodes, kGpus)) {
+    std::fprintf(stderr, "registration refused\n");
+    return 1;
   }
   StatusOr<JobSubmission> job = ParseJobYaml(
       "name: step\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [train.py, --epochs, "

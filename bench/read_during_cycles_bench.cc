@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   }
   tessera::Server& s = **server;
   constexpr int kNodes = 16;
-  if (!tessera::bench::RegisterFakeNodes(s, kNodes, 8)) {
+  if (!tessera::bench::RegisterFakeNodes(s.controller(), kNodes, 8)) {
     return 1;
   }
   const std::string token = s.CreateTenantToken("team-a", "a").value();

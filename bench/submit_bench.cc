@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   if (!(*server)->Start().ok()) {
     return 1;
   }
-  if (!tessera::bench::RegisterFakeNodes(**server, nodes, 8)) {
+  if (!tessera::bench::RegisterFakeNodes((*server)->controller(), nodes, 8)) {
     return 1;
   }
   std::printf("controller on %s: %d fake nodes x 8 GPUs, store fsync %s\n", (*server)->url().c_str(),

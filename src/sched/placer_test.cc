@@ -14,6 +14,7 @@
 #include "base/rng.h"
 #include "model/node.h"
 #include "sched/gpu_selection.h"
+#include "sched/testing/scheduler_harness.h"
 #include "state/testing/test_cluster.h"
 
 namespace tessera {
@@ -29,39 +30,10 @@ using ::tessera::testing::Whole;
 // ---------------------------------------------------------------------------------
 // Test plugins.
 
-// CPU and memory: never when the node is too small, not now when it is busy.
-class CpuFilter final : public FilterPlugin {
- public:
-  std::string_view name() const override { return "cpu"; }
-  FilterResult Filter(const NodeLedger& node, const TaskRequest& r) const override {
-    if (r.cpu > node.spec().cpu || r.memory > node.spec().memory) {
-      return FilterResult::Never("cpu never");
-    }
-    if (r.cpu > node.free_cpu() || r.memory > node.free_memory()) {
-      return FilterResult::NotNow("cpu busy");
-    }
-    return FilterResult::Fits();
-  }
-};
-
-// GPUs: never when the node has too few, not now when too few fit now.
-class GpuFilter final : public FilterPlugin {
- public:
-  std::string_view name() const override { return "gpu"; }
-  FilterResult Filter(const NodeLedger& node, const TaskRequest& r) const override {
-    if (r.cpu_only()) {
-      return FilterResult::Fits();
-    }
-    if (node.gpu_count() < r.gpu_count) {
-      return FilterResult::Never("too few gpus");
-    }
-    int fitting = 0;
-    for (const GpuLedger& g : node.gpus()) {
-      fitting += GpuFitsRequest(g, r) ? 1 : 0;
-    }
-    return fitting >= r.gpu_count ? FilterResult::Fits() : FilterResult::NotNow("gpus busy");
-  }
-};
+// CPU, memory and GPUs: the harness's filters (never when the node is too small, not
+// now when it is busy).
+using ::tessera::testing::CpuFilter;
+using ::tessera::testing::GpuFilter;
 
 struct Counters {
   int prescore = 0;

@@ -303,8 +303,10 @@ class Controller {
   // All of these run with mu_ held.
   Job* FindJob(uint64_t id);
   // A job in memory, or an archived one read from the store into `*archived` (read
-  // only: it is finished); null when there is none.
-  const Job* FindOrLoad(uint64_t id, std::optional<Job>* archived);
+  // only: it is finished); null when there is none. `lock` (on mu_) is released while
+  // the store is read: pointers into the controller's state taken before do not survive.
+  const Job* FindOrLoad(uint64_t id, std::optional<Job>* archived,
+                        std::unique_lock<std::mutex>& lock);
   // Archives the oldest finished jobs beyond finished_in_memory (controller_archive.cc).
   void Archive(Micros now);
   // The core numbers jobs densely by slot, so that its per-job tables stay as small as

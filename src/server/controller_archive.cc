@@ -40,14 +40,18 @@ void Controller::Archive(Micros now) {
   }
 }
 
-const Controller::Job* Controller::FindOrLoad(uint64_t id, std::optional<Job>* archived) {
+const Controller::Job* Controller::FindOrLoad(uint64_t id, std::optional<Job>* archived,
+                                              std::unique_lock<std::mutex>& lock) {
   if (Job* job = FindJob(id)) {
     return job;
   }
   if (id == 0 || id >= next_id_) {
     return nullptr;
   }
+  // An archived job never changes: read it without holding up the others.
+  lock.unlock();
   StatusOr<std::optional<JobRow>> row = store_->LoadJob(id);
+  lock.lock();
   if (!row.ok() || !row->has_value()) {
     return nullptr;
   }

@@ -38,7 +38,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   uint64_t id = 0;
   JobRow row;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     std::string tenant = who.tenant;
     std::string& queue = job.spec.queue;
     if (queue.empty()) {
@@ -64,7 +64,8 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     if (!idempotency_key.empty()) {
       auto it = idempotency_.find(QueueKey(tenant, idempotency_key));
       std::optional<Job> archived;
-      const Job* found = it != idempotency_.end() ? FindOrLoad(it->second, &archived) : nullptr;
+      const Job* found =
+          it != idempotency_.end() ? FindOrLoad(it->second, &archived, lock) : nullptr;
       if (found != nullptr) {
         const Job& existing = *found;
         if (!existing.durable) {
@@ -132,9 +133,9 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
 }
 
 StatusOr<nlohmann::json> Controller::GetJob(const Principal& who, uint64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   std::optional<Job> archived;
-  const Job* job = FindOrLoad(id, &archived);
+  const Job* job = FindOrLoad(id, &archived, lock);
   if (job == nullptr || !Visible(who, *job)) {
     return NotFoundError("no job " + std::to_string(id));
   }
@@ -145,9 +146,9 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
   Pending out;
   nlohmann::json result;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     std::optional<Job> archived;
-    const Job* found = FindOrLoad(id, &archived);
+    const Job* found = FindOrLoad(id, &archived, lock);
     if (found == nullptr || !Visible(who, *found)) {
       return NotFoundError("no job " + std::to_string(id));
     }
@@ -181,9 +182,9 @@ StatusOr<LogChunk> Controller::ReadLog(const Principal& who, uint64_t id, int ta
                                        int64_t offset, int64_t max_bytes) {
   std::string state;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     std::optional<Job> archived;
-    const Job* job = FindOrLoad(id, &archived);
+    const Job* job = FindOrLoad(id, &archived, lock);
     if (job == nullptr || !Visible(who, *job)) {
       return NotFoundError("no job " + std::to_string(id));
     }

@@ -15,6 +15,7 @@
 #include "server/controller_job_runner.h"
 #include "sim/job_sim.h"
 #include "sim/scenario.h"
+#include "sim/testing/scenario_files.h"
 
 #ifndef TESSERA_SCENARIO_DIR
 #error "TESSERA_SCENARIO_DIR must name the scenario folder (set by CMake)"
@@ -25,27 +26,7 @@ namespace {
 
 const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
 
-std::vector<std::string> ScenarioFiles() {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(TESSERA_SCENARIO_DIR, ec)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
-      files.push_back(entry.path().string());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
-  std::string name = std::filesystem::path(info.param).stem().string();
-  for (char& c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) == 0) {
-      c = '_';
-    }
-  }
-  return name;
-}
+std::vector<std::string> ScenarioFiles() { return testing::ScenarioFiles(TESSERA_SCENARIO_DIR); }
 
 // The jobs whose outcomes differ between the two drivers, one line each.
 std::string OutcomeDiff(const JobRun& sim, const JobRun& live) {
@@ -127,7 +108,7 @@ TEST_P(ScenarioThroughControllerTest, PassesWithTheSimulatorsOutcome) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioThroughControllerTest,
-                         ::testing::ValuesIn(ScenarioFiles()), TestName);
+                         ::testing::ValuesIn(ScenarioFiles()), testing::ScenarioTestName);
 
 }  // namespace
 }  // namespace tessera

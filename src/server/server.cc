@@ -42,12 +42,12 @@ Status ParseWindow(const httplib::Request& req, Micros* since, Micros* until) {
   return Status::Ok();
 }
 
-
-using server_internal::ParseBody;
-using server_internal::SendError;
+using server_internal::AdminOnly;
 using server_internal::IsYaml;
+using server_internal::ParseBody;
 using server_internal::ParseId;
 using server_internal::ParseIntParam;
+using server_internal::SendError;
 using server_internal::SendJson;
 
 // A pool that grows while every worker is busy (up to max) and keeps `min` ready: a
@@ -415,22 +415,15 @@ void Server::DrainRoutes() {
   httplib::Server& s = *http_;
   using Req = httplib::Request;
   using Res = httplib::Response;
-  auto authed = [this](RouteHandler f, Access access = Access::kUser) {
-    return Authed(std::move(f), access);
-  };
-  auto admin_only = [](const Principal& who) -> Status {
-    return who.role == Role::kAdmin ? Status::Ok()
-                                    : PermissionDeniedError("only an admin may do this");
-  };
 
-  s.Get("/v1/nodes", authed([this](const Principal& who, const Req&, Res& res) {
+  s.Get("/v1/nodes", Authed([this](const Principal& who, const Req&, Res& res) {
           SendJson(res, controller_->Nodes(who));
         }));
 
   // Admin: POST /v1/nodes/{name}/drain {"reason", "gpu"?} and /resume {"gpu"?}.
-  auto drain_route = [this, admin_only](bool drain) {
-    return [this, admin_only, drain](const Principal& who, const Req& req, Res& res) {
-      Status st = admin_only(who);
+  auto drain_route = [this](bool drain) {
+    return [this, drain](const Principal& who, const Req& req, Res& res) {
+      Status st = AdminOnly(who);
       nlohmann::json body = nlohmann::json::object();
       if (st.ok() && !req.body.empty()) {
         body = nlohmann::json::parse(req.body, nullptr, false);
@@ -470,8 +463,8 @@ void Server::DrainRoutes() {
       SendJson(res, out.value());
     };
   };
-  s.Post(R"(/v1/nodes/([^/]+)/drain)", authed(drain_route(true)));
-  s.Post(R"(/v1/nodes/([^/]+)/resume)", authed(drain_route(false)));
+  s.Post(R"(/v1/nodes/([^/]+)/drain)", Authed(drain_route(true)));
+  s.Post(R"(/v1/nodes/([^/]+)/resume)", Authed(drain_route(false)));
 }
 
 // Metrics and the usage series.
@@ -479,24 +472,21 @@ void Server::ViewRoutes() {
   httplib::Server& s = *http_;
   using Req = httplib::Request;
   using Res = httplib::Response;
-  auto authed = [this](RouteHandler f, Access access = Access::kUser) {
-    return Authed(std::move(f), access);
-  };
 
-  s.Get("/metrics", authed(
+  s.Get("/metrics", Authed(
                         [this](const Principal&, const Req&, Res& res) {
                           res.set_content(controller_->Metrics(),
                                           "text/plain; version=0.0.4; charset=utf-8");
                         },
                         Access::kMetrics));
-  s.Get("/metrics/gpus", authed(
+  s.Get("/metrics/gpus", Authed(
                              [this](const Principal&, const Req&, Res& res) {
                                res.set_content(controller_->GpuMetrics(),
                                                "text/plain; version=0.0.4; charset=utf-8");
                              },
                              Access::kMetrics));
 
-  s.Get("/v1/usage/series", authed([this](const Principal& who, const Req& req, Res& res) {
+  s.Get("/v1/usage/series", Authed([this](const Principal& who, const Req& req, Res& res) {
           const Micros now = clock_.NowMicros();
           Micros since = now - 3600LL * 1'000'000;
           Micros until = now;
@@ -525,7 +515,6 @@ void Server::ViewRoutes() {
           }
           SendJson(res, out.value());
         }));
-
 }
 
 // Queues, usage and tenants.
@@ -533,20 +522,13 @@ void Server::ConfigRoutes() {
   httplib::Server& s = *http_;
   using Req = httplib::Request;
   using Res = httplib::Response;
-  auto authed = [this](RouteHandler f, Access access = Access::kUser) {
-    return Authed(std::move(f), access);
-  };
-  auto admin_only = [](const Principal& who) -> Status {
-    return who.role == Role::kAdmin ? Status::Ok()
-                                    : PermissionDeniedError("only an admin may do this");
-  };
 
-  s.Get("/v1/queues", authed([this](const Principal&, const Req&, Res& res) {
+  s.Get("/v1/queues", Authed([this](const Principal&, const Req&, Res& res) {
           SendJson(res, controller_->Queues());
         }));
 
-  s.Put("/v1/queues", authed([this, admin_only](const Principal& who, const Req& req, Res& res) {
-          Status st = admin_only(who);
+  s.Put("/v1/queues", Authed([this](const Principal& who, const Req& req, Res& res) {
+          Status st = AdminOnly(who);
           if (st.ok()) {
             st = controller_->SetQueues(req.body);
           }
@@ -557,7 +539,7 @@ void Server::ConfigRoutes() {
           SendJson(res, controller_->Queues());
         }));
 
-  s.Get("/v1/usage", authed([this](const Principal& who, const Req& req, Res& res) {
+  s.Get("/v1/usage", Authed([this](const Principal& who, const Req& req, Res& res) {
           const Micros now = clock_.NowMicros();
           Micros since = now - 24LL * 3600 * 1'000'000;
           Micros until = now;
@@ -576,8 +558,8 @@ void Server::ConfigRoutes() {
           SendJson(res, out.value());
         }));
 
-  s.Get("/v1/tenants", authed([this, admin_only](const Principal& who, const Req&, Res& res) {
-          Status st = admin_only(who);
+  s.Get("/v1/tenants", Authed([this](const Principal& who, const Req&, Res& res) {
+          Status st = AdminOnly(who);
           if (!st.ok()) {
             SendError(res, st);
             return;
@@ -585,8 +567,8 @@ void Server::ConfigRoutes() {
           SendJson(res, {{"tenants", controller_->Tenants()}});
         }));
 
-  s.Post("/v1/tenants", authed([this, admin_only](const Principal& who, const Req& req, Res& res) {
-           Status st = admin_only(who);
+  s.Post("/v1/tenants", Authed([this](const Principal& who, const Req& req, Res& res) {
+           Status st = AdminOnly(who);
            StatusOr<nlohmann::json> body = ParseBody(req);
            if (st.ok() && !body.ok()) {
              st = body.status();

@@ -118,8 +118,8 @@ class Server {
       std::function<void(const Principal&, const httplib::Request&, httplib::Response&)>;
   // Wraps a handler: per-address throttling of failed authentication, authentication,
   // MayCall(role, access), the per-token rate limit for users.
-  std::function<void(const httplib::Request&, httplib::Response&)> Authed(RouteHandler f,
-                                                                          Access access);
+  std::function<void(const httplib::Request&, httplib::Response&)> Authed(
+      RouteHandler f, Access access = Access::kUser);
   explicit Server(ServerOptions options, const GpuCatalog& catalog);
   Status Init();
   void Routes();  // health, then the groups below, then the error handlers

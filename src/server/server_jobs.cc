@@ -73,11 +73,8 @@ void Server::JobRoutes() {
   httplib::Server& s = *http_;
   using Req = httplib::Request;
   using Res = httplib::Response;
-  auto authed = [this](RouteHandler f, Access access = Access::kUser) {
-    return Authed(std::move(f), access);
-  };
 
-  s.Post("/v1/jobs", authed([this](const Principal& who, const Req& req, Res& res) {
+  s.Post("/v1/jobs", Authed([this](const Principal& who, const Req& req, Res& res) {
            StatusOr<JobSubmission> job =
                IsYaml(req) ? ParseJobYaml(req.body, *catalog_) : ParseJobJson(req.body, *catalog_);
            if (!job.ok()) {
@@ -97,7 +94,7 @@ void Server::JobRoutes() {
            SendJson(res, out.value(), created ? 201 : 200);
          }));
 
-  s.Get("/v1/jobs", authed([this](const Principal& who, const Req& req, Res& res) {
+  s.Get("/v1/jobs", Authed([this](const Principal& who, const Req& req, Res& res) {
           JobFilter filter;
           const std::string states = req.get_param_value("state");
           for (std::string_view st : Split(states, ',')) {
@@ -130,7 +127,7 @@ void Server::JobRoutes() {
           StreamJobPage(controller_.get(), res, std::move(page));
         }));
 
-  s.Get(R"(/v1/jobs/([^/]+))", authed([this](const Principal& who, const Req& req, Res& res) {
+  s.Get(R"(/v1/jobs/([^/]+))", Authed([this](const Principal& who, const Req& req, Res& res) {
           StatusOr<uint64_t> id = ParseId(req.matches[1]);
           StatusOr<nlohmann::json> out = id.ok() ? controller_->GetJob(who, id.value())
                                                  : StatusOr<nlohmann::json>(id.status());
@@ -142,7 +139,7 @@ void Server::JobRoutes() {
         }));
 
   s.Post(
-      R"(/v1/jobs/([^/]+)/cancel)", authed([this](const Principal& who, const Req& req, Res& res) {
+      R"(/v1/jobs/([^/]+)/cancel)", Authed([this](const Principal& who, const Req& req, Res& res) {
         StatusOr<uint64_t> id = ParseId(req.matches[1]);
         StatusOr<nlohmann::json> out =
             id.ok() ? controller_->Cancel(who, id.value()) : StatusOr<nlohmann::json>(id.status());
@@ -153,7 +150,7 @@ void Server::JobRoutes() {
         SendJson(res, out.value());
       }));
 
-  s.Get(R"(/v1/jobs/([^/]+)/logs)", authed([this](const Principal& who, const Req& req, Res& res) {
+  s.Get(R"(/v1/jobs/([^/]+)/logs)", Authed([this](const Principal& who, const Req& req, Res& res) {
           StatusOr<uint64_t> id = ParseId(req.matches[1]);
           if (!id.ok()) {
             SendError(res, id.status());

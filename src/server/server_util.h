@@ -5,14 +5,14 @@
 
 #include <httplib.h>
 
-#include <nlohmann/json.hpp>
-
 #include <charconv>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "api/http_errors.h"
 #include "base/status.h"
+#include "server/auth.h"
 
 namespace tessera::server_internal {
 
@@ -62,6 +62,12 @@ inline StatusOr<int64_t> ParseIntParam(const httplib::Request& req, const char* 
 inline bool IsYaml(const httplib::Request& req) {
   const std::string type = req.get_header_value("Content-Type");
   return type.find("yaml") != std::string::npos;
+}
+
+// OK for the admin; PermissionDenied for everyone else.
+inline Status AdminOnly(const Principal& who) {
+  return who.role == Role::kAdmin ? Status::Ok()
+                                  : PermissionDeniedError("only an admin may do this");
 }
 
 }  // namespace tessera::server_internal

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/testing/scenario_files.h"
+
 #ifndef TESSERA_SCENARIO_DIR
 #error "TESSERA_SCENARIO_DIR must name the scenario folder (set by CMake)"
 #endif
@@ -21,27 +23,7 @@ const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
 
 constexpr size_t kMinScenarios = 20;
 
-std::vector<std::string> ScenarioFiles() {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(TESSERA_SCENARIO_DIR, ec)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
-      files.push_back(entry.path().string());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
-  std::string name = std::filesystem::path(info.param).stem().string();
-  for (char& c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) == 0) {
-      c = '_';
-    }
-  }
-  return name;
-}
+std::vector<std::string> ScenarioFiles() { return testing::ScenarioFiles(TESSERA_SCENARIO_DIR); }
 
 class ScenarioTest : public ::testing::TestWithParam<std::string> {};
 
@@ -54,7 +36,8 @@ TEST_P(ScenarioTest, Passes) {
   EXPECT_TRUE(result->ok()) << result->Report();
 }
 
-INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioTest, ::testing::ValuesIn(ScenarioFiles()), TestName);
+INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioTest, ::testing::ValuesIn(ScenarioFiles()),
+                         testing::ScenarioTestName);
 
 TEST(ScenarioSuiteTest, FolderHoldsTheSuite) {
   const std::vector<std::string> files = ScenarioFiles();
