@@ -33,6 +33,7 @@ struct GpuSpec {
   SharingMode mode = SharingMode::kShared;
   int numa_node = 0;
   int nvlink_domain = -1;  // -1: no NVLink
+  bool operator==(const GpuSpec&) const = default;
 };
 
 struct NodeSpec {
@@ -47,6 +48,7 @@ struct NodeSpec {
   std::string_view Label(std::string_view key) const;
   // Whether every GPU of the node is of one model (true for a node without GPUs).
   bool Homogeneous() const;
+  bool operator==(const NodeSpec&) const = default;
 };
 
 // Checks a spec for impossible values (negative capacity, NUMA index out of range,

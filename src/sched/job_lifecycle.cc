@@ -236,7 +236,7 @@ Status JobLifecycle::Restore(JobRecord& job) {
     return Status::Ok();
   }
   job.held.resize(job.allocations.size(), 0);
-  std::vector<Allocation> held;
+  job.charge.clear();  // charged again below, in this core
   for (size_t t = 0; t < job.allocations.size(); ++t) {
     if (job.held[t] == 0) {
       continue;
@@ -248,15 +248,54 @@ Status JobLifecycle::Restore(JobRecord& job) {
                            " no longer fits its node: " + s.message());
     }
     Hold(job.allocations[t], +1);
-    held.push_back(job.allocations[t]);
+  }
+  Recharge(job);
+  return Status::Ok();
+}
+
+void JobLifecycle::Recharge(JobRecord& job) {
+  if (!job.charge.empty()) {
+    quota_->Remove(job.queue, job.charge);
+    Charge(job, -1);
+  }
+  std::vector<Allocation> held;
+  for (size_t t = 0; t < job.allocations.size(); ++t) {
+    if (t < job.held.size() && job.held[t] != 0) {
+      held.push_back(job.allocations[t]);
+    }
   }
   job.charge = scheduler_->ChargeOf(job, &held, *state_);
   quota_->Add(job.queue, job.charge);
   Charge(job, +1);
-  if (job.phase == JobPhase::kRunning && held.size() == job.allocations.size()) {
+  if (job.phase == JobPhase::kRunning && !job.counted && held.size() == job.allocations.size()) {
     scheduler_->Adopt(job);
     job.counted = true;
   }
+}
+
+Status JobLifecycle::AttachTask(JobRecord& job, size_t task) {
+  if (!bound()) {
+    return FailedPreconditionError("the lifecycle is not bound to a core");
+  }
+  if (job.phase != JobPhase::kRunning && job.phase != JobPhase::kStopping) {
+    return Status::Ok();
+  }
+  if (task >= job.allocations.size()) {
+    return InvalidArgumentError("job " + std::to_string(job.id.value()) + " has no task " +
+                                std::to_string(task));
+  }
+  job.held.resize(job.allocations.size(), 0);
+  if (job.held[task] != 0) {
+    return Status::Ok();
+  }
+  Status s = state_->Allocate(job.allocations[task]);
+  if (!s.ok()) {
+    return InternalError("job " + std::to_string(job.id.value()) + " task " + std::to_string(task) +
+                         " does not fit its node: " + s.message());
+  }
+  Hold(job.allocations[task], +1);
+  job.held[task] = 1;
+  Recharge(job);
   return Status::Ok();
 }
 

@@ -15,8 +15,10 @@
 // simulator its events and outcomes, the server durability, agents and rows.
 //
 // The core it acts on (ClusterState, QuotaLedger, JobScheduler) is bound by the driver
-// and may be rebound when the driver rebuilds it (the server does when its node set
-// changes); Restore then puts a job back. While unbound, releases only settle the job.
+// and may be rebound when the driver rebuilds it (the server does when its queue tree
+// changes or it restarts); Restore then puts a job back. Node changes happen in place:
+// the driver detaches a lost node's tasks and attaches those of a node that rejoined.
+// While unbound, releases only settle the job.
 //
 // Invariants (CheckInvariants, which drivers run after every cycle): the ledgers hold
 // exactly what the lifecycle placed (GPU and CPU totals), each queue's quota usage is
@@ -105,6 +107,12 @@ class JobLifecycle {
   // Task `task` of a running or stopping job lost its node: its allocation is released
   // now; the rest of the job is released when its attempt ends.
   void DetachTask(JobRecord& job, size_t task);
+  // The inverse: task `task` of a running or stopping job is on a node that joined the
+  // bound cluster since (after a driver restart, before its agent came back): its
+  // allocation (node id set by the driver) is held again, the job's charge follows,
+  // and a running job whose tasks are all held counts as running for the scheduler.
+  // Internal error when it does not fit.
+  Status AttachTask(JobRecord& job, size_t task);
   // A running or stopping job's attempt ended early: releases it and makes it pending
   // again from max(its periodic checkpoint, `checkpoint`) (all of its progress when
   // lossless), counting a preemption when it was stopping for another job.
@@ -130,6 +138,9 @@ class JobLifecycle {
   Micros Release(JobRecord& job, Micros now);
   void Hold(const Allocation& allocation, int sign);
   void Charge(const JobRecord& job, int sign);
+  // The job's charge for what it holds now, in the quota and the tally; a running job
+  // holding all its tasks is adopted by the scheduler.
+  void Recharge(JobRecord& job);
 
   std::vector<JobRecord>* jobs_;
   const QueueTree* tree_;

@@ -184,6 +184,44 @@ TEST(JobLifecycleTest, RestoreAfterRebindPutsBackWhatIsHeld) {
   EXPECT_TRUE(h.lifecycle().CheckInvariants().empty());
 }
 
+TEST(JobLifecycleTest, AttachingATaskWhoseNodeCameBackHoldsAndChargesItAgain) {
+  Harness h({GpuNode("n0"), GpuNode("n1")}, QuotaQueue(), SchedulerOptions{});
+  JobId split = h.Submit(Gang("split", "q", {8, 4}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+  // After a driver restart: the core is built before n1's agent is back.
+  ClusterState state = Cluster({GpuNode("n0"), GpuNode("n1")});
+  QuotaLedger quota(h.tree());
+  JobScheduler scheduler(h.tree(), state, SchedulerOptions{}, nullptr, nullptr, TestProfile(),
+                         7LL * 24 * kHour);
+  h.job(split).held[1] = 0;
+  h.lifecycle().Bind(&state, &quota, &scheduler);
+  ASSERT_TRUE(h.lifecycle().Restore(h.job(split)).ok());
+  EXPECT_EQ(quota.Usage(h.queue("q"), 0), 8'000);
+  EXPECT_FALSE(h.job(split).counted);
+
+  ASSERT_TRUE(h.lifecycle().AttachTask(h.job(split), 1).ok());
+  EXPECT_EQ(h.job(split).held, (std::vector<uint8_t>{1, 1}));
+  EXPECT_EQ(state.allocated_gpu_milli().value(), 12'000);
+  EXPECT_EQ(quota.Usage(h.queue("q"), 0), 12'000);
+  EXPECT_TRUE(h.job(split).counted);  // the whole gang is held: it runs
+  EXPECT_TRUE(h.lifecycle().CheckInvariants().empty());
+  ASSERT_TRUE(h.lifecycle().AttachTask(h.job(split), 1).ok());  // already held: nothing
+  EXPECT_EQ(state.allocated_gpu_milli().value(), 12'000);
+  EXPECT_EQ(h.lifecycle().AttachTask(h.job(split), 2).code(), StatusCode::kInvalidArgument);
+
+  // What no longer fits its node is refused, and nothing is held for it.
+  h.lifecycle().DetachTask(h.job(split), 1);
+  Allocation squatter = h.job(split).allocations[1];
+  ASSERT_TRUE(state.Allocate(squatter).ok());
+  EXPECT_EQ(h.lifecycle().AttachTask(h.job(split), 1).code(), StatusCode::kInternal);
+  EXPECT_EQ(h.job(split).held[1], 0);
+  ASSERT_TRUE(state.Release(squatter).ok());
+  h.lifecycle().Finish(h.job(split), JobEnd::kSucceeded, kSecond);
+  EXPECT_EQ(state.allocated_gpu_milli().value(), 0);
+  EXPECT_EQ(quota.Usage(h.queue("q"), 0), 0);
+  EXPECT_TRUE(h.lifecycle().CheckInvariants().empty());
+}
+
 TEST(JobLifecycleTest, TheInvariantCheckCatchesWhatTheLifecycleDidNotDo) {
   Harness h({GpuNode("n0")}, QuotaQueue(), PriorityPreemption());
   JobId low = h.Submit(Gang("low", "q", {8}), 0);

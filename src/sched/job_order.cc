@@ -19,6 +19,12 @@ QueueUsage::QueueUsage(const QueueTree& tree, int64_t capacity_gpu_milli,
   }
 }
 
+void QueueUsage::SetCapacity(int64_t gpu_milli, int64_t cpu_milli, int64_t memory_mib) {
+  cap_gpu_ = std::max<int64_t>(gpu_milli, 1);
+  cap_cpu_ = std::max<int64_t>(cpu_milli, 1);
+  cap_mem_ = std::max<int64_t>(memory_mib, 1);
+}
+
 void QueueUsage::Advance(Micros now) {
   if (now <= now_) {
     return;

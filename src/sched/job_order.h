@@ -35,6 +35,8 @@ class QueueUsage {
 
   int64_t gpu_milli(QueueId q) const { return alloc_[q.value()].gpu_milli; }
   int64_t capacity_gpu_milli() const { return cap_gpu_; }
+  // The cluster's size changed (the dominant share's denominators); usage is kept.
+  void SetCapacity(int64_t gpu_milli, int64_t cpu_milli, int64_t memory_mib);
   // Slurm's classic fair-share factor 2^(-U/S): U the queue's share of all decayed
   // usage, S its weight over all queues' weights. 1 for an idle queue, 0.5 at par.
   double FairShareFactor(QueueId q) const;

@@ -27,6 +27,9 @@ std::vector<std::vector<NodeId>> GroupByLabel(const ClusterState& state, std::st
   std::unordered_map<std::string, size_t> index;
   for (size_t i = 0; i < state.node_count(); ++i) {
     NodeId id(static_cast<uint32_t>(i));
+    if (!state.present(id)) {
+      continue;
+    }
     std::string_view value = state.spec(id).Label(key);
     if (value.empty()) {
       groups.push_back({id});
@@ -41,6 +44,13 @@ std::vector<std::vector<NodeId>> GroupByLabel(const ClusterState& state, std::st
   return groups;
 }
 
+int64_t TotalMemory(const ClusterState& state) {
+  int64_t m = 0;
+  for (const NodeLedger& n : state.nodes()) {
+    m += n.spec().memory.value();  // 0 for an absent node
+  }
+  return m;
+}
 
 // A hash of what a gang asks for, to remember capacity failures within a cycle.
 uint64_t ShapeHash(const JobSpec& spec) {
@@ -71,16 +81,8 @@ JobScheduler::JobScheduler(const QueueTree& tree, const ClusterState& state,
       job_order_(std::move(job_order)),
       queue_order_(std::move(queue_order)),
       placer_(std::move(placement)),
-      usage_(
-          tree, state.total_gpu_milli().value(), state.total_cpu().value(),
-          [&state] {
-            int64_t m = 0;
-            for (const NodeLedger& n : state.nodes()) {
-              m += n.spec().memory.value();
-            }
-            return m;
-          }(),
-          fairshare_half_life),
+      usage_(tree, state.total_gpu_milli().value(), state.total_cpu().value(), TotalMemory(state),
+             fairshare_half_life),
       queues_(tree.size()),
       racks_(GroupByLabel(state, "rack")),
       nvlink_groups_(GroupByLabel(state, "nvlink-domain")) {
@@ -112,6 +114,14 @@ JobScheduler::JobScheduler(const QueueTree& tree, const ClusterState& state,
 }
 
 // ---- bookkeeping -------------------------------------------------------------
+
+void JobScheduler::NodesChanged(const ClusterState& state, Profile placement) {
+  usage_.SetCapacity(state.total_gpu_milli().value(), state.total_cpu().value(),
+                     TotalMemory(state));
+  racks_ = GroupByLabel(state, "rack");
+  nvlink_groups_ = GroupByLabel(state, "nvlink-domain");
+  placer_ = Placer(std::move(placement));
+}
 
 void JobScheduler::Enqueue(const JobRecord& job, Micros now) {
   const uint64_t id = job.id.value();
@@ -319,7 +329,9 @@ bool JobScheduler::PlaceGang(const JobRecord& job, ClusterState& state, Rng& rng
     case TopologyScope::kNode:
       singles.reserve(state.node_count());
       for (size_t i = 0; i < state.node_count(); ++i) {
-        singles.push_back({NodeId(static_cast<uint32_t>(i))});
+        if (state.present(NodeId(static_cast<uint32_t>(i)))) {
+          singles.push_back({NodeId(static_cast<uint32_t>(i))});
+        }
       }
       groups = &singles;
       break;

@@ -137,6 +137,11 @@ class JobScheduler {
   // Before the first cycle of a new scheduler: the usage history of an earlier one.
   void RestoreUsage(const QueueUsage::Saved& saved) { usage_.Restore(saved); }
 
+  // The node set of `state` changed in place (ClusterState::AddNode and the like):
+  // the node groups and fair share's capacity follow it, and `placement` (made for the
+  // new cluster's scale) replaces the placer. Queues, running jobs and usage are kept.
+  void NodesChanged(const ClusterState& state, Profile placement);
+
   // A job became pending (submitted, or requeued after eviction).
   void Enqueue(const JobRecord& job, Micros now);
   // A pending job left without running (cancelled).

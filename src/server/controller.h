@@ -292,7 +292,22 @@ class Controller {
   // placement (waiting for their nodes), the oldest finished ones archived.
   Status LoadJobRows(Micros now);
   Status ApplyQueueYaml(const std::string& yaml);
+  // Builds the core afresh from the nodes that are up (at the first cycle, and after
+  // the queue tree changed), putting every job back.
   Status RebuildScheduler();
+  // Node changes in place (controller_nodes.cc); with mu_ held. A failure falls back
+  // to a rebuild before the next cycle (logged).
+  // The node registered: added to the core (or its spec updated, deferred while it
+  // holds work), its drains applied, and the tasks it still runs held again.
+  void NodeJoined(const NodeInfo& node);
+  // The node left (its tasks detached by NodeDown): removed from the core.
+  void NodeLeft(const std::string& name);
+  // Updates the nodes whose spec changed once they hold nothing.
+  void ApplyRespecs();
+  // After the node set changed: capacity, the placer's scale, the scheduler's groups.
+  void NodesChanged();
+  void NoteCapacity();
+  StatusOr<Profile> MakePlacement() const;
   void Loop();
   void Wake();
 
@@ -392,6 +407,9 @@ class Controller {
   std::unique_ptr<QuotaLedger> quota_;
   std::unique_ptr<JobScheduler> scheduler_;
   bool rebuild_ = true;
+  uint64_t rebuilds_ = 0;
+  // Up nodes whose new spec waits for them to hold nothing (drained until then).
+  std::set<std::string> respec_;
   // The largest node's capacity, per GPU model and mode (for "never fits" reasons).
   struct Capacity {
     int64_t cpu = 0, memory = 0;

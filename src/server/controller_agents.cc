@@ -42,7 +42,6 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
     if (fresh) {
       node.seq = next_node_seq_++;
     }
-    const bool changed = !node.up || node.agent_id != request.agent_id;
     if (node.up && node.agent_id != request.agent_id) {
       std::cerr << "tessera server: node " << spec.name << " re-registered by a new agent\n";
     }
@@ -54,9 +53,6 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
     node.last_seen = now;
     node.launches.clear();
     node.stops.clear();
-    if (changed) {
-      rebuild_ = true;
-    }
     // Reconcile: what the agent runs against what the controller believes.
     std::set<std::tuple<uint64_t, int, int>> reported;
     for (const TaskReport& r : request.tasks) {
@@ -83,6 +79,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
       }
     }
     HandleReports(node, request.tasks, now, out);
+    NodeJoined(node);  // after reconciling: what still runs there is held again
     // Stops decided before this controller restarted, or sent to the agent's previous
     // connection: send them again for what still runs here.
     for (const TaskReport& r : request.tasks) {

@@ -277,7 +277,6 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
   node.reason = reason;
   node.launches.clear();
   node.stops.clear();
-  rebuild_ = true;
   const std::string name = node.inventory.spec.name;
   std::cerr << "tessera server: node " << name << " is down: " << reason << "\n";
   for (auto& [id, job] : jobs_) {
@@ -286,8 +285,11 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
       continue;
     }
     bool touched = false;
-    for (const TaskRun& r : job.tasks) {
-      touched = touched || (r.node == name && !r.exited);
+    for (size_t t = 0; t < job.tasks.size(); ++t) {
+      if (job.tasks[t].node == name) {
+        touched = touched || !job.tasks[t].exited;
+        lifecycle_->DetachTask(Rec(job), t);  // the node leaves the core holding nothing
+      }
     }
     if (!touched) {
       continue;
@@ -307,6 +309,7 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
     // The rest of the gang stops at once: it restarts as a whole.
     StopJob(job, job.after, 0, now, out);
   }
+  NodeLeft(name);
 }
 
 Status Controller::RunCycle() {
@@ -327,6 +330,8 @@ Status Controller::RunCycle() {
       if (!s.ok()) {
         return s;
       }
+    } else {
+      ApplyRespecs();
     }
     for (const auto& [node, key] : std::exchange(relaunch_, {})) {
       Job* job = FindJob(key.job);

@@ -77,7 +77,9 @@ void Controller::ApplyDrains(const NodeInfo& node) {
   if (!id.ok()) {
     return;
   }
-  (void)state_->SetNodeDrained(id.value(), node.drain.has_value());
+  // A node waiting to take a new inventory takes no work on the old one.
+  (void)state_->SetNodeDrained(
+      id.value(), node.drain.has_value() || respec_.count(node.inventory.spec.name) > 0);
   const int gpus = state_->node(id.value()).gpu_count();
   for (int g = 0; g < gpus; ++g) {
     (void)state_->SetGpuDrained(id.value(), g, node.gpu_drains.count(g) > 0);

@@ -182,6 +182,10 @@ std::string Controller::Metrics() {
 
   w.Family("tessera_scheduler_cycles_total", MetricType::kCounter, "Scheduling cycles run.");
   w.Sample({}, static_cast<double>(cycles_.load()));
+  w.Family("tessera_scheduler_rebuilds_total", MetricType::kCounter,
+           "Times the scheduler's cluster was built afresh (first cycle, queue changes); node "
+           "events change it in place.");
+  w.Sample({}, static_cast<double>(rebuilds_));
   w.Family("tessera_scheduler_cycle_duration_seconds", MetricType::kHistogram,
            "Wall time of a scheduling cycle, including making its decisions durable.");
   w.Sample({}, cycle_seconds_.Read());

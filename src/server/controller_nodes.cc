@@ -200,7 +200,6 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
     }
     Seal(out);
     nodes_.erase(it);
-    rebuild_ = true;
     std::cerr << "tessera server: node " << name << " removed by the admin\n";
   }
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));

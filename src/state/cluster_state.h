@@ -2,6 +2,10 @@
 //
 // Nodes are numbered 0..n-1 in the order given (NodeId is the index). All changes go
 // through Allocate/Release, which keep the totals consistent with the ledgers.
+// The node set changes in place (AddNode, RemoveNode, UpdateNode), as a server's agents
+// come and go: a node that leaves keeps its id, absent (no capacity, drained, not found
+// by name), and gets it back when it rejoins, so tables keyed by NodeId stay valid and
+// ids grow only with the number of distinct node names.
 // Copyable, so that a what-if simulation can fork the live state.
 // Thread safety: none; its driver serialises access (the server's controller runs each
 // scheduling cycle on it under the controller's lock; the simulator owns it outright).
@@ -33,11 +37,25 @@ class ClusterState {
   ~ClusterState() = default;
 
   const GpuCatalog& catalog() const { return *catalog_; }
+  // Node ids in use, absent nodes included.
   size_t node_count() const { return ledgers_.size(); }
-  const NodeSpec& spec(NodeId id) const { return (*specs_)[id.value()]; }
+  size_t present_count() const { return present_count_; }
+  bool present(NodeId id) const { return id.value() < present_.size() && present_[id.value()]; }
+  const NodeSpec& spec(NodeId id) const { return *specs_[id.value()]; }
   const NodeLedger& node(NodeId id) const { return ledgers_[id.value()]; }
   const std::vector<NodeLedger>& nodes() const { return ledgers_; }
+  // NotFound for an unknown or absent node.
   StatusOr<NodeId> FindNode(std::string_view name) const;
+
+  // A node joins, with its old id when a node of that name left before, else the next
+  // one. InvalidArgument for a bad spec, AlreadyExists when the name is present.
+  StatusOr<NodeId> AddNode(NodeSpec spec);
+  // The node leaves. FailedPrecondition while it holds anything: its driver releases
+  // what runs there first.
+  Status RemoveNode(NodeId id);
+  // An empty present node's spec changes (same name). FailedPrecondition while it holds
+  // anything. Drains are cleared: the driver applies its own again.
+  Status UpdateNode(NodeId id, NodeSpec spec);
 
   int64_t total_gpus() const { return total_gpus_; }
   MilliGpu total_gpu_milli() const { return MilliGpu(total_gpus_ * kMilliPerGpu); }
@@ -66,13 +84,20 @@ class ClusterState {
   ClusterState() = default;
   void BuildLedgers();
   void RecordChange(NodeId id);
+  Status CheckEmptyPresent(NodeId id, std::string_view what) const;
+  // Puts `spec` in slot `i` (present) or an empty stand-in (absent), fixing the totals.
+  void SetSlot(size_t i, std::shared_ptr<const NodeSpec> spec, bool present);
   static uint64_t NextUid();
 
   const GpuCatalog* catalog_ = nullptr;
-  // Specs are shared between copies: they never change after Create.
-  std::shared_ptr<const std::vector<NodeSpec>> specs_;
+  // Each spec is immutable and shared between copies (ledgers point at it); a node
+  // change puts a new one in its slot. The name index is shared until a copy adds a
+  // name (copy on write), absent nodes included.
+  std::vector<std::shared_ptr<const NodeSpec>> specs_;
   std::shared_ptr<const std::unordered_map<std::string, NodeId>> by_name_;
   std::vector<NodeLedger> ledgers_;
+  std::vector<uint8_t> present_;
+  size_t present_count_ = 0;
   int64_t total_gpus_ = 0;
   int64_t allocated_gpu_milli_ = 0;
   MilliCpu total_cpu_{0};

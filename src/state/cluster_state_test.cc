@@ -57,6 +57,88 @@ TEST(ClusterStateTest, RejectsDuplicateNamesAndBadSpecs) {
   EXPECT_EQ(s->Allocate(bad).code(), StatusCode::kInvalidArgument);
 }
 
+// The node set changes in place: an id per name, kept while the node is away.
+TEST(ClusterStateMembershipTest, NodesLeaveAndRejoinUnderTheirIds) {
+  ClusterState cs = Cluster(TwoNodes());
+  const NodeId a = *cs.FindNode("a");
+  ASSERT_TRUE(cs.RemoveNode(a).ok());
+  EXPECT_FALSE(cs.present(a));
+  EXPECT_EQ(cs.present_count(), 1u);
+  EXPECT_EQ(cs.node_count(), 2u);  // the id stays reserved
+  EXPECT_EQ(cs.total_gpus(), 1);
+  EXPECT_EQ(cs.total_cpu().value(), 16000);
+  EXPECT_EQ(cs.FindNode("a").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(cs.node(a).drained());
+  EXPECT_EQ(cs.node(a).gpu_count(), 0);
+  Allocation on_a{a, MilliCpu(1000), MiB(0), {}};
+  EXPECT_EQ(cs.Allocate(on_a).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cs.RemoveNode(a).code(), StatusCode::kInvalidArgument);
+
+  // Back with another spec: the same id, the new capacity.
+  NodeSpec bigger =
+      MakeUniformNode("a", MilliCpu(32000), MiB(65536), Model("T4"), 4, SharingMode::kShared);
+  StatusOr<NodeId> again = cs.AddNode(bigger);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, a);
+  EXPECT_EQ(cs.total_gpus(), 5);
+  EXPECT_EQ(cs.total_cpu().value(), 48000);
+  EXPECT_FALSE(cs.node(a).drained());
+  EXPECT_EQ(cs.AddNode(bigger).status().code(), StatusCode::kAlreadyExists);
+
+  // A new name takes the next id.
+  StatusOr<NodeId> c = cs.AddNode(
+      MakeUniformNode("c", MilliCpu(8000), MiB(1024), Model("A10"), 1, SharingMode::kExclusive));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->value(), 2u);
+  EXPECT_EQ(*cs.FindNode("c"), *c);
+  NodeSpec bad = bigger;
+  bad.name = "d";
+  bad.memory = MiB(-1);
+  EXPECT_EQ(cs.AddNode(bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cs.node_count(), 3u);
+}
+
+TEST(ClusterStateMembershipTest, ANodeHoldingWorkNeitherLeavesNorChanges) {
+  ClusterState cs = Cluster(TwoNodes());
+  const NodeId b = *cs.FindNode("b");
+  Allocation cpu_only{b, MilliCpu(1), MiB(0), {}};  // the smallest hold counts
+  ASSERT_TRUE(cs.Allocate(cpu_only).ok());
+  EXPECT_EQ(cs.RemoveNode(b).code(), StatusCode::kFailedPrecondition);
+  NodeSpec other = cs.spec(b);
+  other.cpu = MilliCpu(4000);
+  EXPECT_EQ(cs.UpdateNode(b, other).code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(cs.present(b));
+  ASSERT_TRUE(cs.Release(cpu_only).ok());
+  ASSERT_TRUE(cs.UpdateNode(b, other).ok());
+  EXPECT_EQ(cs.spec(b).cpu.value(), 4000);
+  EXPECT_EQ(cs.total_cpu().value(), 20000);
+  other.name = "renamed";
+  EXPECT_EQ(cs.UpdateNode(b, other).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ClusterStateMembershipTest, ChangesAreRecordedAndCopiesKeepTheirOwnNodes) {
+  ClusterState cs = Cluster(TwoNodes());
+  const uint64_t from = cs.change_seq();
+  const NodeId a = *cs.FindNode("a");
+  ASSERT_TRUE(cs.RemoveNode(a).ok());
+  ClusterState fork = cs;  // the fork keeps "a" absent whatever the source does next
+  StatusOr<NodeId> c = cs.AddNode(
+      MakeUniformNode("c", MilliCpu(8000), MiB(1024), Model("A10"), 1, SharingMode::kExclusive));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(cs.AddNode(TwoNodes()[0]).ok());
+  std::vector<NodeId> changed;
+  ASSERT_TRUE(cs.ChangesSince(from, &changed));
+  EXPECT_EQ(changed, (std::vector<NodeId>{a, *c, a}));
+  EXPECT_EQ(fork.node_count(), 2u);
+  EXPECT_FALSE(fork.present(a));
+  EXPECT_EQ(fork.FindNode("c").status().code(), StatusCode::kNotFound);
+  // The fork's ledgers still read their own specs after the source replaced them.
+  const NodeId b = *fork.FindNode("b");
+  EXPECT_EQ(fork.node(b).spec().name, "b");
+  EXPECT_EQ(fork.node(a).spec().name, "a");
+  EXPECT_EQ(fork.total_gpus(), 1);
+}
+
 ClusterState MakeState() { return Cluster(TwoNodes()); }
 
 Allocation CpuOn(uint32_t node, int64_t cpu) {
