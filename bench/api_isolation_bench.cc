@@ -98,20 +98,136 @@ void Report(const char* phase, const std::vector<double>& ms, int errors, double
   std::printf("\n");
 }
 
+// False (after printing the usage) for a flag it does not know.
+bool ParseFlags(int argc, char** argv, double* seconds, bool* free_listings) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+      *seconds = std::max(1.0, std::min(15.0, std::atof(argv[++i])));
+    } else if (std::strcmp(argv[i], "--free-listings") == 0) {
+      *free_listings = true;
+    } else {
+      std::fprintf(stderr, "usage: api_isolation_bench [--seconds S] [--free-listings]\n");
+      return false;
+    }
+  }
+  return true;
+}
+
+// Tenant A's 1,200 jobs, then tenant B's one job, whose id it returns (0: refused).
+uint64_t SubmitJobs(int port, const std::string& a, const std::string& b) {
+  const char* job = R"({"name": "j", "command": ["/bin/true"], "resources": {"gpus": 1}})";
+  httplib::Client c("127.0.0.1", port);
+  c.set_keep_alive(true);
+  c.set_bearer_token_auth(a.c_str());
+  for (int i = 0; i < 1200; ++i) {
+    httplib::Result r = c.Post("/v1/jobs", job, "application/json");
+    if (!r || r->status != 201) {
+      // The rate limit: wait for the bucket and retry.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      --i;
+    }
+  }
+  httplib::Client cb("127.0.0.1", port);
+  cb.set_bearer_token_auth(b.c_str());
+  httplib::Result r = cb.Post("/v1/jobs", job, "application/json");
+  if (!r || r->status != 201) {
+    std::fprintf(stderr, "cannot submit tenant B's job\n");
+    return 0;
+  }
+  return nlohmann::json::parse(r->body)["id"].get<uint64_t>();
+}
+
+// What one listing costs on its own: the price every phase below pays 30 times a second.
+void MeasureOneListing(int port, const std::string& a) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_keep_alive(true);
+  c.set_bearer_token_auth(a.c_str());
+  std::vector<double> ms;
+  size_t bytes = 0;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = Clock::now();
+    httplib::Result r = c.Get("/v1/jobs?limit=1000");
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    bytes = r ? r->body.size() : 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // within its rate
+  }
+  std::printf("one listing of ?limit=1000 alone: p50 %.2f ms, %zu bytes\n", Percentile(ms, 0.5),
+              bytes);
+}
+
+// What tenant B probes, for how long, and its latency without load.
+struct ProbeTarget {
+  int port = 0;
+  std::string token;
+  uint64_t job = 0;
+  double seconds = 0;
+  double quiet_p99 = 0;
+};
+
+// Tenant B's latency while 40 slow clients hold connections open.
+void SlowConnectionsPhase(const ProbeTarget& b) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> slow;
+  for (int i = 0; i < 40; ++i) {
+    slow.emplace_back(SlowClient, b.port, std::cref(stop));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int errors = 0;
+  std::vector<double> ms = Probe(b.port, b.token, b.job, b.seconds, &errors);
+  Report("40 slow connections", ms, errors, b.quiet_p99);
+  stop = true;
+  for (std::thread& t : slow) {
+    t.join();
+  }
+}
+
+// Tenant A lists 1,000 of its jobs from 4 connections: paced at `per_second` in all
+// (the issue's case: 30/s, within its rate limit), or 0: as fast as it is answered,
+// ignoring 429s (a flood; on this machine its clients share the 2 cores with the
+// server, so this phase also measures CPU contention).
+void ListingPhase(const char* name, double per_second, const std::string& a, const ProbeTarget& b) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> listed{0}, limited{0};
+  std::vector<std::thread> flood;
+  for (int i = 0; i < 4; ++i) {
+    flood.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", b.port);
+      c.set_keep_alive(true);
+      c.set_bearer_token_auth(a.c_str());
+      auto next = Clock::now() + std::chrono::milliseconds(i * 10);
+      while (!stop.load()) {
+        if (per_second > 0) {
+          std::this_thread::sleep_until(next);
+          next += std::chrono::duration_cast<Clock::duration>(
+              std::chrono::duration<double>(4.0 / per_second));
+        }
+        httplib::Result r = c.Get("/v1/jobs?limit=1000");
+        if (r && r->status == 200) {
+          ++listed;
+        } else if (r && r->status == 429) {
+          ++limited;
+        }
+      }
+    });
+  }
+  int errors = 0;
+  std::vector<double> ms = Probe(b.port, b.token, b.job, b.seconds, &errors);
+  Report(name, ms, errors, b.quiet_p99);
+  stop = true;
+  for (std::thread& t : flood) {
+    t.join();
+  }
+  std::printf("  tenant A: %d listings of 1000 answered, %d refused (429) = %.1f/s answered\n",
+              listed.load(), limited.load(), listed.load() / b.seconds);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   double seconds = 8;
   bool free_listings = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
-      seconds = std::max(1.0, std::min(15.0, std::atof(argv[++i])));
-    } else if (std::strcmp(argv[i], "--free-listings") == 0) {
-      free_listings = true;
-    } else {
-      std::fprintf(stderr, "usage: api_isolation_bench [--seconds S] [--free-listings]\n");
-      return 2;
-    }
+  if (!ParseFlags(argc, argv, &seconds, &free_listings)) {
+    return 2;
   }
   char tmpl[] = "/tmp/tessera-isolation-bench-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) {
@@ -133,114 +249,23 @@ int main(int argc, char** argv) {
   tessera::Server& s = **server;
   const std::string a = s.CreateTenantToken("team-a", "a").value();
   const std::string b = s.CreateTenantToken("team-b", "b").value();
-  const char* job = R"({"name": "j", "command": ["/bin/true"], "resources": {"gpus": 1}})";
-  uint64_t b_job = 0;
-  {
-    httplib::Client c("127.0.0.1", s.port());
-    c.set_keep_alive(true);
-    c.set_bearer_token_auth(a.c_str());
-    for (int i = 0; i < 1200; ++i) {
-      httplib::Result r = c.Post("/v1/jobs", job, "application/json");
-      if (!r || r->status != 201) {
-        // The rate limit: wait for the bucket and retry.
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        --i;
-      }
-    }
-    httplib::Client cb("127.0.0.1", s.port());
-    cb.set_bearer_token_auth(b.c_str());
-    httplib::Result r = cb.Post("/v1/jobs", job, "application/json");
-    if (!r || r->status != 201) {
-      std::fprintf(stderr, "cannot submit tenant B's job\n");
-      return 1;
-    }
-    b_job = nlohmann::json::parse(r->body)["id"].get<uint64_t>();
+  const uint64_t b_job = SubmitJobs(s.port(), a, b);
+  if (b_job == 0) {
+    return 1;
   }
   std::printf(
       "tenant A: 1200 jobs; tenant B probes GET /v1/jobs/%llu every 10 ms, %.0f s a phase%s\n",
       static_cast<unsigned long long>(b_job), seconds,
       free_listings ? "; listings not charged by size" : "");
-
-  {
-    // What one listing costs on its own: the price every phase below pays 30 times a second.
-    httplib::Client c("127.0.0.1", s.port());
-    c.set_keep_alive(true);
-    c.set_bearer_token_auth(a.c_str());
-    std::vector<double> ms;
-    size_t bytes = 0;
-    for (int i = 0; i < 5; ++i) {
-      const auto t0 = Clock::now();
-      httplib::Result r = c.Get("/v1/jobs?limit=1000");
-      ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-      bytes = r ? r->body.size() : 0;
-      std::this_thread::sleep_for(std::chrono::milliseconds(600));  // within its rate
-    }
-    std::printf("one listing of ?limit=1000 alone: p50 %.2f ms, %zu bytes\n", Percentile(ms, 0.5),
-                bytes);
-  }
+  MeasureOneListing(s.port(), a);
 
   int errors = 0;
   std::vector<double> quiet = Probe(s.port(), b, b_job, seconds, &errors);
-  const double quiet_p99 = Percentile(quiet, 0.99);
+  const ProbeTarget target{s.port(), b, b_job, seconds, Percentile(quiet, 0.99)};
   Report("quiet", quiet, errors, 0);
-
-  std::atomic<bool> stop{false};
-  {
-    std::vector<std::thread> slow;
-    for (int i = 0; i < 40; ++i) {
-      slow.emplace_back(SlowClient, s.port(), std::cref(stop));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    errors = 0;
-    std::vector<double> ms = Probe(s.port(), b, b_job, seconds, &errors);
-    Report("40 slow connections", ms, errors, quiet_p99);
-    stop = true;
-    for (std::thread& t : slow) {
-      t.join();
-    }
-  }
-
-  // Tenant A lists 1,000 of its jobs from 4 connections: paced at `per_second` in all
-  // (the issue's case: 30/s, within its rate limit), or 0: as fast as it is answered,
-  // ignoring 429s (a flood; on this machine its clients share the 2 cores with the
-  // server, so this phase also measures CPU contention).
-  auto flood_phase = [&](const char* name, double per_second) {
-    stop = false;
-    std::atomic<int> listed{0}, limited{0};
-    std::vector<std::thread> flood;
-    for (int i = 0; i < 4; ++i) {
-      flood.emplace_back([&, i] {
-        httplib::Client c("127.0.0.1", s.port());
-        c.set_keep_alive(true);
-        c.set_bearer_token_auth(a.c_str());
-        auto next = Clock::now() + std::chrono::milliseconds(i * 10);
-        while (!stop.load()) {
-          if (per_second > 0) {
-            std::this_thread::sleep_until(next);
-            next += std::chrono::duration_cast<Clock::duration>(
-                std::chrono::duration<double>(4.0 / per_second));
-          }
-          httplib::Result r = c.Get("/v1/jobs?limit=1000");
-          if (r && r->status == 200) {
-            ++listed;
-          } else if (r && r->status == 429) {
-            ++limited;
-          }
-        }
-      });
-    }
-    errors = 0;
-    std::vector<double> ms = Probe(s.port(), b, b_job, seconds, &errors);
-    Report(name, ms, errors, quiet_p99);
-    stop = true;
-    for (std::thread& t : flood) {
-      t.join();
-    }
-    std::printf("  tenant A: %d listings of 1000 answered, %d refused (429) = %.1f/s answered\n",
-                listed.load(), limited.load(), listed.load() / seconds);
-  };
-  flood_phase("tenant A listing 1000 jobs at 30/s", 30);
-  flood_phase("tenant A flooding ?limit=1000 (unpaced)", 0);
+  SlowConnectionsPhase(target);
+  ListingPhase("tenant A listing 1000 jobs at 30/s", 30, a, target);
+  ListingPhase("tenant A flooding ?limit=1000 (unpaced)", 0, a, target);
   server->reset();
   std::filesystem::remove_all(dir);
   return 0;

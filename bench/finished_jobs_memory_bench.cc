@@ -61,25 +61,84 @@ double RssMib() {
   return 0;
 }
 
+constexpr int kNodes = 250;
+constexpr int kGpus = 8;
+constexpr int64_t kRound = kNodes * kGpus;
+
+// False (after printing the usage) for a flag it does not know.
+bool ParseFlags(int argc, char** argv, int64_t* jobs, int64_t* keep) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--jobs") == 0) {
+      *jobs = std::atoll(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--keep") == 0) {
+      *keep = std::atoll(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "usage: finished_jobs_memory_bench [--jobs N] [--keep K]\n");
+      return false;
+    }
+  }
+  return true;
+}
+
+// One round: submits `n` jobs, runs a cycle, launches them on the nodes' heartbeats and
+// reports them exited with the next ones. False (after saying why) when any step fails.
+bool RunRound(Controller& controller, ManualClock& clock, const Principal& tenant,
+              const JobSubmission& job, int64_t n, std::vector<std::vector<TaskReport>>& running) {
+  for (int64_t i = 0; i < n; ++i) {
+    bool created = false;
+    if (!controller.Submit(tenant, job, "", &created).ok()) {
+      std::fprintf(stderr, "submit failed\n");
+      return false;
+    }
+  }
+  clock.Advance(1'000'000);
+  if (!controller.RunCycle().ok()) {
+    std::fprintf(stderr, "cycle failed\n");
+    return false;
+  }
+  int64_t started = 0;
+  for (int node = 0; node < kNodes; ++node) {
+    auto r =
+        controller.Heartbeat(HeartbeatRequest{"node-" + std::to_string(node), "bench", {}, {}});
+    if (!r.ok()) {
+      std::fprintf(stderr, "heartbeat failed\n");
+      return false;
+    }
+    for (const TaskLaunch& l : r->launch) {
+      TaskReport exit;
+      exit.key = l.key;
+      exit.state = TaskState::kExited;
+      running[static_cast<size_t>(node)].push_back(exit);
+      ++started;
+    }
+  }
+  clock.Advance(60'000'000);
+  for (int node = 0; node < kNodes; ++node) {
+    std::vector<TaskReport>& exits = running[static_cast<size_t>(node)];
+    if (!controller.Heartbeat(HeartbeatRequest{"node-" + std::to_string(node), "bench", exits, {}})
+             .ok()) {
+      std::fprintf(stderr, "heartbeat failed\n");
+      return false;
+    }
+    exits.clear();
+  }
+  if (started != n) {
+    std::fprintf(stderr, "round started %lld of %lld jobs\n", static_cast<long long>(started),
+                 static_cast<long long>(n));
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int64_t jobs = 1'000'000;
   int64_t keep = -1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--jobs") == 0) {
-      jobs = std::atoll(argv[i + 1]);
-    } else if (std::strcmp(argv[i], "--keep") == 0) {
-      keep = std::atoll(argv[i + 1]);
-    } else {
-      std::fprintf(stderr, "usage: finished_jobs_memory_bench [--jobs N] [--keep K]\n");
-      return 2;
-    }
+  if (!ParseFlags(argc, argv, &jobs, &keep)) {
+    return 2;
   }
   const GpuCatalog& catalog = GpuCatalog::Default();
-  constexpr int kNodes = 250;
-  constexpr int kGpus = 8;
-  constexpr int64_t kRound = kNodes * kGpus;
   std::string dir = (std::filesystem::temp_directory_path() / "tessera-mem-XXXXXX").string();
   if (mkdtemp(dir.data()) == nullptr) {
     std::perror("mkdtemp");
@@ -126,47 +185,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<TaskReport>> running(kNodes);
   while (finished < jobs) {
     const int64_t n = std::min(kRound, jobs - finished);
-    for (int64_t i = 0; i < n; ++i) {
-      bool created = false;
-      if (!controller.Submit(tenant, *job, "", &created).ok()) {
-        std::fprintf(stderr, "submit failed\n");
-        return 1;
-      }
-    }
-    clock.Advance(1'000'000);
-    if (!controller.RunCycle().ok()) {
-      std::fprintf(stderr, "cycle failed\n");
-      return 1;
-    }
-    int64_t started = 0;
-    for (int node = 0; node < kNodes; ++node) {
-      auto r = controller.Heartbeat(HeartbeatRequest{"node-" + std::to_string(node), "bench", {}, {}});
-      if (!r.ok()) {
-        std::fprintf(stderr, "heartbeat failed\n");
-        return 1;
-      }
-      for (const TaskLaunch& l : r->launch) {
-        TaskReport exit;
-        exit.key = l.key;
-        exit.state = TaskState::kExited;
-        running[static_cast<size_t>(node)].push_back(exit);
-        ++started;
-      }
-    }
-    clock.Advance(60'000'000);
-    for (int node = 0; node < kNodes; ++node) {
-      std::vector<TaskReport>& exits = running[static_cast<size_t>(node)];
-      if (!controller
-               .Heartbeat(HeartbeatRequest{"node-" + std::to_string(node), "bench", exits, {}})
-               .ok()) {
-        std::fprintf(stderr, "heartbeat failed\n");
-        return 1;
-      }
-      exits.clear();
-    }
-    if (started != n) {
-      std::fprintf(stderr, "round started %lld of %lld jobs\n", static_cast<long long>(started),
-                   static_cast<long long>(n));
+    if (!RunRound(controller, clock, tenant, *job, n, running)) {
       return 1;
     }
     finished += n;

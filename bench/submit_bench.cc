@@ -26,23 +26,82 @@
 using tessera::bench::Clock;
 using tessera::bench::Percentile;
 
-int main(int argc, char** argv) {
-  int jobs = 10000, clients = 16, nodes = 1250;
+namespace {
+
+struct Flags {
+  int jobs = 10000;
+  int clients = 16;
+  int nodes = 1250;
   bool fsync = true;
+};
+
+// False (after printing the usage) for a flag it does not know.
+bool ParseFlags(int argc, char** argv, Flags* flags) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--jobs") == 0 && i + 1 < argc) {
-      jobs = std::atoi(argv[++i]);
+      flags->jobs = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--clients") == 0 && i + 1 < argc) {
-      clients = std::atoi(argv[++i]);
+      flags->clients = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--nodes") == 0 && i + 1 < argc) {
-      nodes = std::atoi(argv[++i]);
+      flags->nodes = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--no-fsync") == 0) {
-      fsync = false;
+      flags->fsync = false;
     } else {
-      std::fprintf(stderr, "usage: submit_bench [--jobs N] [--clients C] [--nodes M] [--no-fsync]\n");
-      return 2;
+      std::fprintf(stderr,
+                   "usage: submit_bench [--jobs N] [--clients C] [--nodes M] [--no-fsync]\n");
+      return false;
     }
   }
+  return true;
+}
+
+// Submits jobs 0..jobs-1 over `clients` concurrent keep-alive connections, recording when
+// each was sent in `submitted` (by job id). Returns the job id of each (0: refused).
+std::vector<uint64_t> SubmitAll(int port, const std::string& token, int jobs, int clients,
+                                std::vector<Clock::time_point>& submitted,
+                                std::atomic<int>& failures) {
+  std::atomic<int> next{0};
+  std::vector<uint64_t> id_of(static_cast<size_t>(jobs));
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&] {
+      httplib::Client client("127.0.0.1", port);
+      client.set_bearer_token_auth(token.c_str());
+      client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);
+      for (int i = next++; i < jobs; i = next++) {
+        const std::string body =
+            R"({"name": "j)" + std::to_string(i) +
+            R"(", "command": "true", "resources": {"gpus": 1, "cpu": "0.1", "memory": "64MiB"}})";
+        const auto sent = Clock::now();
+        auto r = client.Post("/v1/jobs", body, "application/json");
+        if (!r || r->status != 201) {
+          ++failures;
+          continue;
+        }
+        const uint64_t id =
+            static_cast<uint64_t>(std::atoll(r->body.substr(r->body.find("\"id\":") + 5).c_str()));
+        if (id < submitted.size()) {
+          submitted[id] = sent;
+        }
+        id_of[static_cast<size_t>(i)] = id;
+      }
+    });
+  }
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  return id_of;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  if (!ParseFlags(argc, argv, &flags)) {
+    return 2;
+  }
+  const int jobs = flags.jobs, clients = flags.clients, nodes = flags.nodes;
   char tmpl[] = "/tmp/tessera-submit-bench-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) {
     return 1;
@@ -57,7 +116,7 @@ int main(int argc, char** argv) {
   tessera::ServerOptions o;
   o.data_dir = dir;
   o.port = 0;
-  o.fsync = fsync;
+  o.fsync = flags.fsync;
   o.threads = clients + 4;
   o.rate_per_second = 0;  // no limit
   o.controller.node_timeout = 3600LL * 1'000'000;
@@ -80,42 +139,14 @@ int main(int argc, char** argv) {
   if (!tessera::bench::RegisterFakeNodes((*server)->controller(), nodes, 8)) {
     return 1;
   }
-  std::printf("controller on %s: %d fake nodes x 8 GPUs, store fsync %s\n", (*server)->url().c_str(),
-              nodes, fsync ? "on" : "off");
+  std::printf("controller on %s: %d fake nodes x 8 GPUs, store fsync %s\n",
+              (*server)->url().c_str(), nodes, flags.fsync ? "on" : "off");
 
   const std::string admin = (*server)->admin_token();
-  std::atomic<int> next{0};
   std::atomic<int> failures{0};
-  std::vector<uint64_t> id_of(static_cast<size_t>(jobs));
   const auto t0 = Clock::now();
-  std::vector<std::thread> threads;
-  for (int c = 0; c < clients; ++c) {
-    threads.emplace_back([&] {
-      httplib::Client client("127.0.0.1", (*server)->port());
-      client.set_bearer_token_auth(admin.c_str());
-      client.set_keep_alive(true);
-      client.set_tcp_nodelay(true);
-      for (int i = next++; i < jobs; i = next++) {
-        const std::string body = R"({"name": "j)" + std::to_string(i) +
-                                 R"(", "command": "true", "resources": {"gpus": 1, "cpu": "0.1", "memory": "64MiB"}})";
-        const auto sent = Clock::now();
-        auto r = client.Post("/v1/jobs", body, "application/json");
-        if (!r || r->status != 201) {
-          ++failures;
-          continue;
-        }
-        const uint64_t id = static_cast<uint64_t>(std::atoll(
-            r->body.substr(r->body.find("\"id\":") + 5).c_str()));
-        if (id < submitted.size()) {
-          submitted[id] = sent;
-        }
-        id_of[static_cast<size_t>(i)] = id;
-      }
-    });
-  }
-  for (std::thread& t : threads) {
-    t.join();
-  }
+  const std::vector<uint64_t> id_of =
+      SubmitAll((*server)->port(), admin, jobs, clients, submitted, failures);
   const auto t_submitted = Clock::now();
   const int expected = jobs - failures.load();
   const auto deadline = Clock::now() + std::chrono::seconds(300);

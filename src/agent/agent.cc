@@ -498,124 +498,39 @@ void Agent::Launch(const TaskLaunch& l) {
   t.launch = l;
   t.id = id;
   t.dir = TaskRecordDir(options_.data_dir, id);
-  auto fail = [&](std::string message) {
-    std::cerr << "tessera agent: task " << id << " failed to start: " << message << "\n";
-    t.exited = true;
-    t.failed_to_start = true;
-    t.exit_code = 127;
-    t.message = std::move(message);
-    ReleaseTask(t);
-    // Durable, so that the failure is reported even if this agent restarts first.
-    TaskRecord rec{t.launch, t.log_path, {}, {}};
-    if (SaveTaskRecord(t.dir, rec).ok()) {
-      (void)WriteTaskMarker(t.dir, "failed", t.message);
-    }
-    tasks_[id] = std::move(t);
-  };
+  if (Status started = StartTask(t); !started.ok()) {
+    FailLaunch(std::move(t), started.message());
+    return;
+  }
+  tasks_[id] = std::move(t);
+}
 
-  StatusOr<std::pair<int64_t, int64_t>> run_as = RunAs(l);
-  if (!run_as.ok()) {
-    return fail(run_as.status().message());
+void Agent::FailLaunch(LocalTask t, std::string message) {
+  std::cerr << "tessera agent: task " << t.id << " failed to start: " << message << "\n";
+  t.exited = true;
+  t.failed_to_start = true;
+  t.exit_code = 127;
+  t.message = std::move(message);
+  ReleaseTask(t);
+  // Durable, so that the failure is reported even if this agent restarts first.
+  TaskRecord rec{t.launch, t.log_path, {}, {}};
+  if (SaveTaskRecord(t.dir, rec).ok()) {
+    (void)WriteTaskMarker(t.dir, "failed", t.message);
   }
-  const auto [uid, gid] = *run_as;
+  const std::string id = t.id;
+  tasks_[id] = std::move(t);
+}
 
-  // The agent's own ledger: never hand out a GPU slice twice.
-  for (int g : l.gpus) {
-    if (g < 0 || static_cast<size_t>(g) >= gpus_.size()) {
-      return fail("GPU index " + std::to_string(g) + " does not exist on this node");
-    }
-    const int64_t want = l.gpus.size() > 1 ? 1000 : std::max<int64_t>(l.gpu_milli, 1);
-    if (gpu_used_[g] + want > 1000) {
-      ++double_bookings_;
-      return fail("GPU " + std::to_string(g) + " would be double-booked (" +
-                  std::to_string(gpu_used_[g]) + " milli already in use)");
-    }
-  }
-  for (int g : l.gpus) {
-    const int64_t want = l.gpus.size() > 1 ? 1000 : std::max<int64_t>(l.gpu_milli, 1);
-    gpu_used_[g] += want;
-    t.gpu_use.emplace_back(g, want);
-  }
+Status Agent::StartTask(LocalTask& t) {
+  const TaskLaunch& l = t.launch;
+  TESSERA_ASSIGN_OR_RETURN(const auto run_as, RunAs(l));
+  const auto [uid, gid] = run_as;
+  TESSERA_RETURN_IF_ERROR(ReserveGpus(t));
   std::vector<std::string> visible;
-  std::set<int> numa(l.numa_nodes.begin(), l.numa_nodes.end());
   std::vector<GpuDeviceGrant> granted;
-  auto minor_of = [&](int g) {
-    const DiscoveredGpu& gpu = gpus_[static_cast<size_t>(g)];
-    return gpu.minor >= 0 ? gpu.minor : gpu.index;
-  };
-  for (int g : l.gpus) {
-    visible.push_back(gpus_[static_cast<size_t>(g)].uuid);
-    granted.push_back({minor_of(g)});
-  }
-  for (const MigRequest& m : l.mig) {
-    StatusOr<MigInstanceInfo> inst = backend_->CreateMigInstance(m.gpu, m.profile, m.start);
-    if (!inst.ok()) {
-      ++double_bookings_;
-      return fail("MIG " + m.profile + " at slot " + std::to_string(m.start) + " of GPU " +
-                  std::to_string(m.gpu) + ": " + inst.status().message());
-    }
-    t.mig.emplace_back(m.gpu, inst->uuid);
-    visible.push_back(inst->uuid);
-    // A MIG client needs its parent card's device node and its instance's capabilities.
-    granted.push_back({minor_of(m.gpu), inst->gpu_instance, inst->compute_instance});
-  }
-
-  std::map<std::string, std::string> env = l.env;
-  if (visible.empty()) {
-    env["CUDA_VISIBLE_DEVICES"] = "";
-    env["NVIDIA_VISIBLE_DEVICES"] = "void";
-  } else {
-    env["CUDA_VISIBLE_DEVICES"] = Join(visible, ",");
-    env["NVIDIA_VISIBLE_DEVICES"] = Join(visible, ",");
-  }
-  StatusOr<JobSandbox> box = PrepareJobSandbox(options_.data_dir, l.key.job, uid, gid);
-  if (!box.ok()) {
-    return fail(box.status().message());
-  }
-  if (!Reachable(box->dir, uid, gid)) {
-    return fail(CheckDataDirReachable(options_.data_dir).message());
-  }
-  env["HOME"] = box->home;
-  env["TMPDIR"] = box->tmp;
-  if (!l.checkpoint_dir.empty()) {
-    Status ckpt = PrepareCheckpointDir(l.checkpoint_dir, l.checkpoint_managed, uid, gid);
-    if (!ckpt.ok()) {
-      return fail("checkpoint directory: " + ckpt.message());
-    }
-  }
-  std::vector<int> cpus;
-  for (int node : numa) {
-    std::vector<int> c = CpusOfNumaNode(node);
-    cpus.insert(cpus.end(), c.begin(), c.end());
-  }
-  LaunchSpec spec;
-  spec.id = id;
-  spec.argv = l.command;
-  spec.env = std::move(env);
+  TESSERA_RETURN_IF_ERROR(GrantDevices(t, &visible, &granted));
   std::string note;
-  spec.working_dir =
-      l.working_dir.empty() ? DefaultWorkingDir(l, box->dir, uid, gid, &note) : l.working_dir;
-  spec.log_path = options_.data_dir + "/logs/" + id + ".log";
-  spec.cpus = std::move(cpus);
-  spec.cpu_milli = l.cpu_milli;
-  spec.memory_mib = l.memory_mib;
-  spec.state_dir = t.dir;
-  spec.uid = uid;
-  spec.gid = gid;
-  std::vector<int> minors;
-  for (size_t g = 0; g < gpus_.size(); ++g) {
-    minors.push_back(minor_of(static_cast<int>(g)));
-  }
-  StatusOr<std::vector<std::string>> hidden =
-      HiddenGpuDevices(options_.device_dir, options_.nvidia_caps_dir, minors, granted);
-  if (!hidden.ok()) {
-    return fail("GPU devices: " + hidden.status().message());
-  }
-  spec.hidden_devices = std::move(*hidden);
-  if (lease_ > 0) {
-    spec.lease_file = std::filesystem::absolute(options_.data_dir + "/lease").string();
-    spec.lease_us = lease_;
-  }
+  TESSERA_ASSIGN_OR_RETURN(LaunchSpec spec, BuildLaunchSpec(t, uid, gid, visible, granted, &note));
   t.log_path = spec.log_path;
   if (!note.empty()) {
     std::error_code ec;
@@ -623,18 +538,13 @@ void Agent::Launch(const TaskLaunch& l) {
     std::ofstream(spec.log_path, std::ios::app) << note;
   }
   // Recorded before it starts: a restarted agent must know of every task that may run.
-  if (Status saved = SaveTaskRecord(t.dir, TaskRecord{l, t.log_path, t.gpu_use, t.mig});
-      !saved.ok()) {
-    return fail(saved.message());
-  }
+  TESSERA_RETURN_IF_ERROR(SaveTaskRecord(t.dir, TaskRecord{l, t.log_path, t.gpu_use, t.mig}));
   StatusOr<int> pid = launcher_->Start(spec);
   if (!pid.ok() && !spec.cpus.empty() && pid.status().code() == StatusCode::kInvalidArgument) {
     spec.cpus.clear();  // the NUMA node's CPUs are not ours to use (a container)
     pid = launcher_->Start(spec);
   }
-  if (!pid.ok()) {
-    return fail(pid.status().message());
-  }
+  TESSERA_RETURN_IF_ERROR(pid.status());
   std::vector<GpuLoad> load;
   for (const auto& [g, milli] : t.gpu_use) {
     load.push_back({g, "", milli, l.gpu_memory_mib});
@@ -643,9 +553,120 @@ void Agent::Launch(const TaskLaunch& l) {
     load.push_back({g, uuid, kMilliPerGpu, l.gpu_memory_mib});
   }
   if (!load.empty()) {
-    backend_->SetTaskLoad(id, std::move(load));
+    backend_->SetTaskLoad(t.id, std::move(load));
   }
-  tasks_[id] = std::move(t);
+  return Status::Ok();
+}
+
+Status Agent::ReserveGpus(LocalTask& t) {
+  const TaskLaunch& l = t.launch;
+  for (int g : l.gpus) {
+    if (g < 0 || static_cast<size_t>(g) >= gpus_.size()) {
+      return InvalidArgumentError("GPU index " + std::to_string(g) +
+                                  " does not exist on this node");
+    }
+    const int64_t want = l.gpus.size() > 1 ? 1000 : std::max<int64_t>(l.gpu_milli, 1);
+    if (gpu_used_[g] + want > 1000) {
+      ++double_bookings_;
+      return FailedPreconditionError("GPU " + std::to_string(g) + " would be double-booked (" +
+                                     std::to_string(gpu_used_[g]) + " milli already in use)");
+    }
+  }
+  for (int g : l.gpus) {
+    const int64_t want = l.gpus.size() > 1 ? 1000 : std::max<int64_t>(l.gpu_milli, 1);
+    gpu_used_[g] += want;
+    t.gpu_use.emplace_back(g, want);
+  }
+  return Status::Ok();
+}
+
+int Agent::GpuMinor(int g) const {
+  const DiscoveredGpu& gpu = gpus_[static_cast<size_t>(g)];
+  return gpu.minor >= 0 ? gpu.minor : gpu.index;
+}
+
+Status Agent::GrantDevices(LocalTask& t, std::vector<std::string>* visible,
+                           std::vector<GpuDeviceGrant>* granted) {
+  for (int g : t.launch.gpus) {
+    visible->push_back(gpus_[static_cast<size_t>(g)].uuid);
+    granted->push_back({GpuMinor(g)});
+  }
+  for (const MigRequest& m : t.launch.mig) {
+    StatusOr<MigInstanceInfo> inst = backend_->CreateMigInstance(m.gpu, m.profile, m.start);
+    if (!inst.ok()) {
+      ++double_bookings_;
+      return FailedPreconditionError("MIG " + m.profile + " at slot " + std::to_string(m.start) +
+                                     " of GPU " + std::to_string(m.gpu) + ": " +
+                                     inst.status().message());
+    }
+    t.mig.emplace_back(m.gpu, inst->uuid);
+    visible->push_back(inst->uuid);
+    // A MIG client needs its parent card's device node and its instance's capabilities.
+    granted->push_back({GpuMinor(m.gpu), inst->gpu_instance, inst->compute_instance});
+  }
+  return Status::Ok();
+}
+
+StatusOr<LaunchSpec> Agent::BuildLaunchSpec(const LocalTask& t, int64_t uid, int64_t gid,
+                                            const std::vector<std::string>& visible,
+                                            const std::vector<GpuDeviceGrant>& granted,
+                                            std::string* note) {
+  const TaskLaunch& l = t.launch;
+  std::map<std::string, std::string> env = l.env;
+  if (visible.empty()) {
+    env["CUDA_VISIBLE_DEVICES"] = "";
+    env["NVIDIA_VISIBLE_DEVICES"] = "void";
+  } else {
+    env["CUDA_VISIBLE_DEVICES"] = Join(visible, ",");
+    env["NVIDIA_VISIBLE_DEVICES"] = Join(visible, ",");
+  }
+  TESSERA_ASSIGN_OR_RETURN(JobSandbox box,
+                           PrepareJobSandbox(options_.data_dir, l.key.job, uid, gid));
+  if (!Reachable(box.dir, uid, gid)) {
+    return FailedPreconditionError(CheckDataDirReachable(options_.data_dir).message());
+  }
+  env["HOME"] = box.home;
+  env["TMPDIR"] = box.tmp;
+  if (!l.checkpoint_dir.empty()) {
+    Status ckpt = PrepareCheckpointDir(l.checkpoint_dir, l.checkpoint_managed, uid, gid);
+    if (!ckpt.ok()) {
+      return Status(ckpt.code(), "checkpoint directory: " + ckpt.message());
+    }
+  }
+  std::set<int> numa(l.numa_nodes.begin(), l.numa_nodes.end());
+  std::vector<int> cpus;
+  for (int node : numa) {
+    std::vector<int> c = CpusOfNumaNode(node);
+    cpus.insert(cpus.end(), c.begin(), c.end());
+  }
+  LaunchSpec spec;
+  spec.id = t.id;
+  spec.argv = l.command;
+  spec.env = std::move(env);
+  spec.working_dir =
+      l.working_dir.empty() ? DefaultWorkingDir(l, box.dir, uid, gid, note) : l.working_dir;
+  spec.log_path = options_.data_dir + "/logs/" + t.id + ".log";
+  spec.cpus = std::move(cpus);
+  spec.cpu_milli = l.cpu_milli;
+  spec.memory_mib = l.memory_mib;
+  spec.state_dir = t.dir;
+  spec.uid = uid;
+  spec.gid = gid;
+  std::vector<int> minors;
+  for (size_t g = 0; g < gpus_.size(); ++g) {
+    minors.push_back(GpuMinor(static_cast<int>(g)));
+  }
+  StatusOr<std::vector<std::string>> hidden =
+      HiddenGpuDevices(options_.device_dir, options_.nvidia_caps_dir, minors, granted);
+  if (!hidden.ok()) {
+    return Status(hidden.status().code(), "GPU devices: " + hidden.status().message());
+  }
+  spec.hidden_devices = std::move(*hidden);
+  if (lease_ > 0) {
+    spec.lease_file = std::filesystem::absolute(options_.data_dir + "/lease").string();
+    spec.lease_us = lease_;
+  }
+  return spec;
 }
 
 void Agent::StopTask(const TaskStop& stop) {

@@ -44,6 +44,7 @@
 
 #include "agent/gpu_backend.h"
 #include "agent/task_launcher.h"
+#include "agent/task_sandbox.h"
 #include "api/agent_protocol.h"
 #include "base/clock.h"
 #include "base/status.h"
@@ -129,6 +130,24 @@ class Agent {
   Status Register();
   Status Heartbeat();
   void Launch(const TaskLaunch& launch);
+  // The steps of Launch (all require mu_). A task that fails to start is kept, to be
+  // reported, with its GPUs released.
+  void FailLaunch(LocalTask task, std::string message);
+  // Reserves the task's GPUs, prepares its sandbox and starts it; on an error, what it
+  // reserved stays in `task` for FailLaunch to release.
+  Status StartTask(LocalTask& task);
+  // The agent's own ledger: never hand out a GPU slice twice.
+  Status ReserveGpus(LocalTask& task);
+  // The task's GPUs and new MIG instances: their UUIDs and device nodes.
+  Status GrantDevices(LocalTask& task, std::vector<std::string>* visible,
+                      std::vector<GpuDeviceGrant>* granted);
+  // Environment, job sandbox, checkpoint directory, CPUs, device fence and lease;
+  // `note` gets what the task's log should say about its working directory.
+  StatusOr<LaunchSpec> BuildLaunchSpec(const LocalTask& task, int64_t uid, int64_t gid,
+                                       const std::vector<std::string>& visible,
+                                       const std::vector<GpuDeviceGrant>& granted,
+                                       std::string* note);
+  int GpuMinor(int gpu) const;  // its device node: <device_dir>/nvidia<minor>
   void StopTask(const TaskStop& stop);
   void Sweep();  // reap exits, enforce kill deadlines, notice checkpoints
   void ReleaseTask(LocalTask& task);

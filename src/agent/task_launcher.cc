@@ -278,6 +278,158 @@ StatusOr<Spawned> ForkShim(const LaunchSpec& spec, const ShimPlan& plan) {
   return InternalError("task " + spec.id + ": its shim ended before reporting");
 }
 
+// Creates the state directory, cleared of an earlier attempt's files (unless its shim runs).
+Status PrepareStateDir(const LaunchSpec& spec, ShimPlan* plan) {
+  std::error_code ec;
+  std::filesystem::path state_path(plan->state_dir);
+  if (state_path.has_parent_path()) {
+    std::filesystem::create_directories(state_path.parent_path(), ec);
+  }
+  if (::mkdir(plan->state_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return InternalError("task " + spec.id + ": cannot create " + plan->state_dir + ": " +
+                         ErrnoText(errno));
+  }
+  if (!std::filesystem::is_directory(plan->state_dir, ec)) {
+    return InvalidArgumentError("task " + spec.id + ": state_dir " + plan->state_dir +
+                                " is not a directory");
+  }
+  if (std::optional<std::string> text = ReadTextFile(plan->state_dir + "/shim")) {
+    std::optional<ShimRecord> old = ParseShimRecord(*text);
+    if (old && Alive(old->shim, old->starttime)) {
+      return AlreadyExistsError("task " + spec.id + ": the shim of an earlier start (pid " +
+                                std::to_string(old->shim) + ") still runs in " + plan->state_dir);
+    }
+  }
+  RemoveStateFiles(plan->state_dir);
+  plan->shim_tmp = plan->state_dir + "/shim.tmp";
+  plan->shim_file = plan->state_dir + "/shim";
+  plan->exit_tmp = plan->state_dir + "/exit.tmp";
+  plan->exit_file = plan->state_dir + "/exit";
+  if (spec.lease_us > 0) {
+    plan->lease_file = spec.lease_file;
+    plan->lease_ns = spec.lease_us * 1000;
+  }
+  return Status::Ok();
+}
+
+// The task's stdin (/dev/null), its log (appended) and its working directory.
+Status OpenStdio(const LaunchSpec& spec, ShimPlan* plan) {
+  std::filesystem::path log_path(spec.log_path);
+  if (log_path.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(log_path.parent_path(), ec);
+    if (ec) {
+      return InternalError("task " + spec.id + ": cannot create the log directory " +
+                           log_path.parent_path().string() + ": " + ec.message());
+    }
+  }
+  plan->log_fd =
+      UniqueFd(::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (plan->log_fd.get() < 0) {
+    return InternalError("task " + spec.id + ": cannot open log " + spec.log_path + ": " +
+                         ErrnoText(errno));
+  }
+  plan->null_fd = UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (plan->null_fd.get() < 0) {
+    return InternalError("task " + spec.id + ": cannot open /dev/null: " + ErrnoText(errno));
+  }
+  // Absolute: the shim leaves the agent's working directory.
+  plan->working_dir = spec.working_dir;
+  if (plan->working_dir.empty()) {
+    plan->working_dir = log_path.has_parent_path() ? log_path.parent_path().string() : ".";
+  }
+  plan->working_dir = Absolute(plan->working_dir);
+  return Status::Ok();
+}
+
+// What the leader needs to exec: identity, argv, environment (the base, then the task's),
+// program paths (searched in the task's PATH like execvp, but by the agent), CPU affinity.
+void PlanExec(const LaunchSpec& spec, const std::map<std::string, std::string>& base_env,
+              ShimPlan* plan) {
+  if (spec.uid >= 0) {
+    plan->uid = static_cast<uint32_t>(spec.uid);
+    plan->gid = static_cast<uint32_t>(spec.gid);
+    plan->set_ids = ::geteuid() == 0;
+    plan->check_uid = true;
+  }
+  std::map<std::string, std::string> env = base_env;
+  for (const auto& [key, value] : spec.env) {
+    env[key] = value;
+  }
+  for (const auto& [key, value] : env) {
+    plan->env_storage.push_back(key + "=" + value);
+  }
+  plan->argv_storage = spec.argv;
+  for (std::string& s : plan->argv_storage) {
+    plan->argv.push_back(s.data());
+  }
+  plan->argv.push_back(nullptr);
+  for (std::string& s : plan->env_storage) {
+    plan->envp.push_back(s.data());
+  }
+  plan->envp.push_back(nullptr);
+
+  const std::string& program = spec.argv[0];
+  if (program.find('/') != std::string::npos) {
+    plan->candidates.push_back(program);
+  } else {
+    for (std::string_view dir : Split(env["PATH"], ':')) {
+      if (!dir.empty()) {
+        plan->candidates.push_back(std::string(dir) + "/" + program);
+      }
+    }
+  }
+
+  if (!spec.cpus.empty()) {
+    constexpr size_t kBits = 8 * sizeof(unsigned long);
+    int max_cpu = *std::max_element(spec.cpus.begin(), spec.cpus.end());
+    // At least the size of cpu_set_t, as the kernel expects whole words.
+    size_t words = std::max(static_cast<size_t>(max_cpu) / kBits + 1,
+                            sizeof(cpu_set_t) / sizeof(unsigned long));
+    plan->cpu_mask.assign(words, 0);
+    for (int cpu : spec.cpus) {
+      plan->cpu_mask[static_cast<size_t>(cpu) / kBits] |= 1UL << (static_cast<size_t>(cpu) % kBits);
+    }
+  }
+}
+
+// The device fence: the hidden devices that exist and the empty 0000 file mounted on them.
+Status PrepareHiddenDevices(const LaunchSpec& spec, ShimPlan* plan) {
+  for (const std::string& path : spec.hidden_devices) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      plan->hidden.push_back(path);
+    }
+  }
+  if (!plan->hidden.empty()) {
+    plan->hidden_source = plan->state_dir + "/hidden-device";
+    UniqueFd fd(::open(plan->hidden_source.c_str(),
+                       O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0));
+    if (fd.get() < 0 || ::fchmod(fd.get(), 0) != 0) {
+      return InternalError("task " + spec.id + ": cannot create " + plan->hidden_source + ": " +
+                           ErrnoText(errno));
+    }
+  }
+  return Status::Ok();
+}
+
+// Creates the task's cgroup with its limits and opens it for the leader to join. Sets
+// *cgroup_dir as soon as the cgroup exists, so that the caller removes it on failure.
+Status PrepareCgroup(CgroupTree& cgroups, const LaunchSpec& spec, ShimPlan* plan,
+                     std::string* cgroup_dir) {
+  TESSERA_ASSIGN_OR_RETURN(*cgroup_dir,
+                           cgroups.CreateTaskGroup(spec.id, spec.cpu_milli, spec.memory_mib));
+  plan->cgroup_kill = *cgroup_dir + "/cgroup.kill";
+  plan->cgroup_procs = *cgroup_dir + "/cgroup.procs";
+  plan->cgroup_procs_fd = UniqueFd(::open(plan->cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC));
+  if (plan->cgroup_procs_fd.get() < 0) {
+    return InternalError("task " + spec.id + ": cannot open " + plan->cgroup_procs + ": " +
+                         ErrnoText(errno));
+  }
+  // Before the task exists, so a later launcher can always find its cgroup.
+  return WriteStateFile(plan->state_dir + "/cgroup", *cgroup_dir + "\n");
+}
+
 }  // namespace
 
 // The thread that forks every shim, alive as long as the launcher. It blocks all
@@ -469,146 +621,19 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
     return static_cast<int>(result->leader);
   };
 
-  // The state directory, cleared of an earlier attempt's files.
-  std::error_code ec;
-  std::filesystem::path state_path(plan.state_dir);
-  if (state_path.has_parent_path()) {
-    std::filesystem::create_directories(state_path.parent_path(), ec);
+  if (Status prepared = PrepareStateDir(spec, &plan); !prepared.ok()) {
+    return finish(prepared);
   }
-  if (::mkdir(plan.state_dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return finish(InternalError("task " + spec.id + ": cannot create " + plan.state_dir + ": " +
-                                ErrnoText(errno)));
+  if (Status opened = OpenStdio(spec, &plan); !opened.ok()) {
+    return finish(opened);
   }
-  if (!std::filesystem::is_directory(plan.state_dir, ec)) {
-    return finish(InvalidArgumentError("task " + spec.id + ": state_dir " + plan.state_dir +
-                                       " is not a directory"));
+  PlanExec(spec, base_env_, &plan);
+  if (Status fenced = PrepareHiddenDevices(spec, &plan); !fenced.ok()) {
+    return finish(fenced);
   }
-  if (std::optional<std::string> text = ReadTextFile(plan.state_dir + "/shim")) {
-    std::optional<ShimRecord> old = ParseShimRecord(*text);
-    if (old && Alive(old->shim, old->starttime)) {
-      return finish(AlreadyExistsError("task " + spec.id + ": the shim of an earlier start (pid " +
-                                       std::to_string(old->shim) + ") still runs in " +
-                                       plan.state_dir));
-    }
-  }
-  RemoveStateFiles(plan.state_dir);
-  plan.shim_tmp = plan.state_dir + "/shim.tmp";
-  plan.shim_file = plan.state_dir + "/shim";
-  plan.exit_tmp = plan.state_dir + "/exit.tmp";
-  plan.exit_file = plan.state_dir + "/exit";
-  if (spec.lease_us > 0) {
-    plan.lease_file = spec.lease_file;
-    plan.lease_ns = spec.lease_us * 1000;
-  }
-
-  // Log file, appended; its directory is the default working directory.
-  std::filesystem::path log_path(spec.log_path);
-  if (log_path.has_parent_path()) {
-    std::filesystem::create_directories(log_path.parent_path(), ec);
-    if (ec) {
-      return finish(InternalError("task " + spec.id + ": cannot create the log directory " +
-                                  log_path.parent_path().string() + ": " + ec.message()));
-    }
-  }
-  plan.log_fd =
-      UniqueFd(::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  if (plan.log_fd.get() < 0) {
-    return finish(InternalError("task " + spec.id + ": cannot open log " + spec.log_path + ": " +
-                                ErrnoText(errno)));
-  }
-  plan.null_fd = UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (plan.null_fd.get() < 0) {
-    return finish(
-        InternalError("task " + spec.id + ": cannot open /dev/null: " + ErrnoText(errno)));
-  }
-  // Absolute: the shim leaves the agent's working directory.
-  plan.working_dir = spec.working_dir;
-  if (plan.working_dir.empty()) {
-    plan.working_dir = log_path.has_parent_path() ? log_path.parent_path().string() : ".";
-  }
-  plan.working_dir = Absolute(plan.working_dir);
-
-  if (spec.uid >= 0) {
-    plan.uid = static_cast<uint32_t>(spec.uid);
-    plan.gid = static_cast<uint32_t>(spec.gid);
-    plan.set_ids = ::geteuid() == 0;
-    plan.check_uid = true;
-  }
-
-  // Environment: the base, then the task's own variables.
-  std::map<std::string, std::string> env = base_env_;
-  for (const auto& [key, value] : spec.env) {
-    env[key] = value;
-  }
-  for (const auto& [key, value] : env) {
-    plan.env_storage.push_back(key + "=" + value);
-  }
-  plan.argv_storage = spec.argv;
-  for (std::string& s : plan.argv_storage) {
-    plan.argv.push_back(s.data());
-  }
-  plan.argv.push_back(nullptr);
-  for (std::string& s : plan.env_storage) {
-    plan.envp.push_back(s.data());
-  }
-  plan.envp.push_back(nullptr);
-
-  // Program candidates, searched in the task's PATH like execvp, but in this process.
-  const std::string& program = spec.argv[0];
-  if (program.find('/') != std::string::npos) {
-    plan.candidates.push_back(program);
-  } else {
-    for (std::string_view dir : Split(env["PATH"], ':')) {
-      if (!dir.empty()) {
-        plan.candidates.push_back(std::string(dir) + "/" + program);
-      }
-    }
-  }
-
-  if (!spec.cpus.empty()) {
-    constexpr size_t kBits = 8 * sizeof(unsigned long);
-    int max_cpu = *std::max_element(spec.cpus.begin(), spec.cpus.end());
-    // At least the size of cpu_set_t, as the kernel expects whole words.
-    size_t words = std::max(static_cast<size_t>(max_cpu) / kBits + 1,
-                            sizeof(cpu_set_t) / sizeof(unsigned long));
-    plan.cpu_mask.assign(words, 0);
-    for (int cpu : spec.cpus) {
-      plan.cpu_mask[static_cast<size_t>(cpu) / kBits] |= 1UL << (static_cast<size_t>(cpu) % kBits);
-    }
-  }
-
-  for (const std::string& path : spec.hidden_devices) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) {
-      plan.hidden.push_back(path);
-    }
-  }
-  if (!plan.hidden.empty()) {
-    plan.hidden_source = plan.state_dir + "/hidden-device";
-    UniqueFd fd(::open(plan.hidden_source.c_str(),
-                       O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0));
-    if (fd.get() < 0 || ::fchmod(fd.get(), 0) != 0) {
-      return finish(InternalError("task " + spec.id + ": cannot create " + plan.hidden_source +
-                                  ": " + ErrnoText(errno)));
-    }
-  }
-
   if (cgroups_ != nullptr && cgroups_->usable()) {
-    auto dir = cgroups_->CreateTaskGroup(spec.id, spec.cpu_milli, spec.memory_mib);
-    if (!dir.ok()) {
-      return finish(dir.status());
-    }
-    cgroup_dir = *dir;
-    plan.cgroup_kill = cgroup_dir + "/cgroup.kill";
-    plan.cgroup_procs = cgroup_dir + "/cgroup.procs";
-    plan.cgroup_procs_fd = UniqueFd(::open(plan.cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC));
-    if (plan.cgroup_procs_fd.get() < 0) {
-      return finish(InternalError("task " + spec.id + ": cannot open " + plan.cgroup_procs + ": " +
-                                  ErrnoText(errno)));
-    }
-    // Before the task exists, so a later launcher can always find its cgroup.
-    if (Status saved = WriteStateFile(plan.state_dir + "/cgroup", cgroup_dir + "\n"); !saved.ok()) {
-      return finish(saved);
+    if (Status grouped = PrepareCgroup(*cgroups_, spec, &plan, &cgroup_dir); !grouped.ok()) {
+      return finish(grouped);
     }
   }
 

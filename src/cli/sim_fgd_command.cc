@@ -34,10 +34,9 @@ struct FgdOptions {
   bool json = false;
 };
 
-Status Run(const FgdOptions& o) {
-  const GpuCatalog& catalog = GpuCatalog::Default();
+StatusOr<std::vector<std::string>> ParsePolicies(std::string_view list) {
   std::vector<std::string> policies;
-  for (std::string_view p : Split(o.policies, ',')) {
+  for (std::string_view p : Split(list, ',')) {
     std::string name(Trim(p));
     if (name.empty()) {
       continue;
@@ -51,7 +50,11 @@ Status Run(const FgdOptions& o) {
   if (policies.empty()) {
     return InvalidArgumentError("--policy lists no policy");
   }
-  TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> seed_list, ParseIntList(o.seeds));
+  return policies;
+}
+
+StatusOr<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> seed_list, ParseIntList(text));
   std::vector<uint64_t> seeds;
   for (int64_t s : seed_list) {
     if (s < 0) {
@@ -59,28 +62,27 @@ Status Run(const FgdOptions& o) {
     }
     seeds.push_back(static_cast<uint64_t>(s));
   }
-  if (o.tune < 1.0 || o.tune > 10.0) {
-    return InvalidArgumentError("--tune must be in 1..10 (the paper uses 1.3)");
-  }
+  return seeds;
+}
 
-  TESSERA_ASSIGN_OR_RETURN(std::vector<NodeSpec> node_specs, ReadOpenbNodes(o.nodes, catalog));
-  TESSERA_ASSIGN_OR_RETURN(ClusterState cluster,
-                           ClusterState::Create(std::move(node_specs), catalog));
-  if (cluster.total_gpus() == 0) {
-    return InvalidArgumentError("'" + o.nodes + "' lists no GPU");
-  }
-  std::vector<std::unique_ptr<PodList>> traces;
-  std::vector<std::unique_ptr<FragmentationModel>> typical;
-  for (const std::string& path : o.pods) {
+// Each pod list, and the typical tasks FGD scores fragmentation against.
+Status LoadPodTraces(const std::vector<std::string>& paths, const GpuCatalog& catalog,
+                     std::vector<std::unique_ptr<PodList>>* traces,
+                     std::vector<std::unique_ptr<FragmentationModel>>* typical) {
+  for (const std::string& path : paths) {
     TESSERA_ASSIGN_OR_RETURN(PodList list, ReadOpenbPods(path, catalog));
     if (list.pods.empty()) {
       return InvalidArgumentError("'" + path + "' has no pods");
     }
-    typical.push_back(std::make_unique<FragmentationModel>(FindTypicalTasks(list.Requests())));
-    traces.push_back(std::make_unique<PodList>(std::move(list)));
+    typical->push_back(std::make_unique<FragmentationModel>(FindTypicalTasks(list.Requests())));
+    traces->push_back(std::make_unique<PodList>(std::move(list)));
   }
+  return Status::Ok();
+}
 
-  AuthorsResults authors;
+// The authors' results to compare with: --expected, else the copy beside the trace when
+// there is one, else none.
+StatusOr<AuthorsResults> LoadAuthorsResults(const FgdOptions& o) {
   std::string expected = o.expected;
   if (expected.empty()) {
     auto guess = std::filesystem::path(o.nodes).parent_path() / ".." / "fgd-kss-expected-results" /
@@ -89,39 +91,20 @@ Status Run(const FgdOptions& o) {
       expected = guess.lexically_normal().string();
     }
   }
-  if (!expected.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(authors, ReadAuthorsResults(expected));
+  if (expected.empty()) {
+    return AuthorsResults{};
   }
+  return ReadAuthorsResults(expected);
+}
 
-  std::error_code ec;
-  std::filesystem::create_directories(o.out, ec);
-  if (ec) {
-    return UnavailableError("cannot create '" + o.out + "': " + ec.message());
-  }
-
-  FgdGridSpec grid;
-  grid.cluster = &cluster;
-  for (size_t i = 0; i < traces.size(); ++i) {
-    grid.traces.push_back(traces[i].get());
-    grid.typical.push_back(typical[i].get());
-  }
-  grid.policies = policies;
-  grid.seeds = seeds;
-  grid.tune_ratio = o.tune;
-  grid.jobs = o.jobs;
-  if (o.tie_break == "random") {
-    grid.tie_break = TieBreak::kRandom;
-  } else if (o.tie_break == "node-order") {
-    grid.tie_break = TieBreak::kNodePriority;
-  } else {
-    return InvalidArgumentError("--tie-break must be random or node-order");
-  }
-
+// Runs every trace x policy x seed, showing the progress on stderr; *wall: the seconds
+// it took.
+StatusOr<std::vector<FgdRunResult>> RunGrid(const FgdGridSpec& grid, double* wall) {
   const bool tty = isatty(STDERR_FILENO) != 0;
-  const size_t total = traces.size() * policies.size() * seeds.size();
+  const size_t total = grid.traces.size() * grid.policies.size() * grid.seeds.size();
   std::fprintf(stderr, "tessera sim fgd: %zu runs (%zu traces x %zu policies x %zu seeds) on %s\n",
-               total, traces.size(), policies.size(), seeds.size(),
-               o.jobs > 0 ? (std::to_string(o.jobs) + " threads").c_str() : "every core");
+               total, grid.traces.size(), grid.policies.size(), grid.seeds.size(),
+               grid.jobs > 0 ? (std::to_string(grid.jobs) + " threads").c_str() : "every core");
   auto started = std::chrono::steady_clock::now();
   size_t last_reported_decile = 0;
   auto progress = [&](const FgdGridProgress& p) {
@@ -143,9 +126,16 @@ Status Run(const FgdOptions& o) {
     }
   };
   TESSERA_ASSIGN_OR_RETURN(std::vector<FgdRunResult> runs, RunFgdGrid(grid, progress));
-  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  *wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return runs;
+}
 
-  std::vector<FgdSummaryRow> rows = Summarize(runs, authors, policies);
+// The per-run CSVs, the summary and one plot per trace under --out; the summary also on
+// stdout.
+Status WriteResults(const FgdOptions& o, const std::vector<FgdRunResult>& runs,
+                    const std::vector<FgdSummaryRow>& rows,
+                    const std::vector<std::unique_ptr<PodList>>& traces,
+                    const std::vector<std::string>& policies, double wall) {
   const std::filesystem::path dir(o.out);
   TESSERA_RETURN_IF_ERROR(WriteTextFile(dir / "analysis_allo_discrete.csv",
                                         DiscreteCsv(runs, DiscreteMetric::kAlloc, o.tune)));
@@ -171,6 +161,55 @@ Status Run(const FgdOptions& o) {
               << dir.string() << "/\n";
   }
   return Status::Ok();
+}
+
+Status Run(const FgdOptions& o) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> policies, ParsePolicies(o.policies));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<uint64_t> seeds, ParseSeeds(o.seeds));
+  if (o.tune < 1.0 || o.tune > 10.0) {
+    return InvalidArgumentError("--tune must be in 1..10 (the paper uses 1.3)");
+  }
+
+  TESSERA_ASSIGN_OR_RETURN(std::vector<NodeSpec> node_specs, ReadOpenbNodes(o.nodes, catalog));
+  TESSERA_ASSIGN_OR_RETURN(ClusterState cluster,
+                           ClusterState::Create(std::move(node_specs), catalog));
+  if (cluster.total_gpus() == 0) {
+    return InvalidArgumentError("'" + o.nodes + "' lists no GPU");
+  }
+  std::vector<std::unique_ptr<PodList>> traces;
+  std::vector<std::unique_ptr<FragmentationModel>> typical;
+  TESSERA_RETURN_IF_ERROR(LoadPodTraces(o.pods, catalog, &traces, &typical));
+  TESSERA_ASSIGN_OR_RETURN(AuthorsResults authors, LoadAuthorsResults(o));
+
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  if (ec) {
+    return UnavailableError("cannot create '" + o.out + "': " + ec.message());
+  }
+
+  FgdGridSpec grid;
+  grid.cluster = &cluster;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    grid.traces.push_back(traces[i].get());
+    grid.typical.push_back(typical[i].get());
+  }
+  grid.policies = policies;
+  grid.seeds = seeds;
+  grid.tune_ratio = o.tune;
+  grid.jobs = o.jobs;
+  if (o.tie_break == "random") {
+    grid.tie_break = TieBreak::kRandom;
+  } else if (o.tie_break == "node-order") {
+    grid.tie_break = TieBreak::kNodePriority;
+  } else {
+    return InvalidArgumentError("--tie-break must be random or node-order");
+  }
+
+  double wall = 0;
+  TESSERA_ASSIGN_OR_RETURN(std::vector<FgdRunResult> runs, RunGrid(grid, &wall));
+  std::vector<FgdSummaryRow> rows = Summarize(runs, authors, policies);
+  return WriteResults(o, runs, rows, traces, policies, wall);
 }
 
 }  // namespace

@@ -63,11 +63,9 @@ std::string DefaultTracesDir() {
   return env != nullptr && *env != '\0' ? std::string(env) : std::string("../shared/traces");
 }
 
-Status Run(const JobsOptions& o) {
-  const GpuCatalog& catalog = GpuCatalog::Default();
-  const std::string traces_dir = o.traces_dir.empty() ? DefaultTracesDir() : o.traces_dir;
+StatusOr<std::vector<SchedulerPolicy>> ParsePolicies(std::string_view list) {
   std::vector<SchedulerPolicy> policies;
-  for (std::string_view p : Split(o.policies, ',')) {
+  for (std::string_view p : Split(list, ',')) {
     if (Trim(p).empty()) {
       continue;
     }
@@ -77,27 +75,36 @@ Status Run(const JobsOptions& o) {
   if (policies.empty()) {
     return InvalidArgumentError("--policy lists no policy");
   }
-  if (o.load < 0 || o.load > 10) {
-    return InvalidArgumentError("--load must be in (0, 10] (0: the trace's own timing)");
-  }
-  if (o.checkpoint_minutes < 0) {
-    return InvalidArgumentError("--checkpoint-minutes must be >= 0");
-  }
+  return policies;
+}
 
-  TESSERA_ASSIGN_OR_RETURN(JobTrace trace, ReadJobTrace(o.trace, traces_dir));
+// What every policy replays: the trace's jobs on the cluster.
+struct Replay {
+  JobTrace trace;
+  ClusterSetup setup;
+  std::vector<SimJob> jobs;
+};
+
+// Reads the trace (scaled to --load), builds the cluster and the jobs, and says on stderr
+// what is about to run.
+StatusOr<Replay> LoadReplay(const JobsOptions& o, const std::string& traces_dir,
+                            const GpuCatalog& catalog, size_t policy_count) {
+  Replay r;
+  TESSERA_ASSIGN_OR_RETURN(r.trace, ReadJobTrace(o.trace, traces_dir));
+  JobTrace& trace = r.trace;
   if (o.limit > 0 && static_cast<size_t>(o.limit) < trace.jobs.size()) {
     trace.jobs.resize(static_cast<size_t>(o.limit));
   }
   if (trace.jobs.empty()) {
     return InvalidArgumentError("trace '" + o.trace + "' has no jobs");
   }
-  TESSERA_ASSIGN_OR_RETURN(ClusterSetup setup,
+  TESSERA_ASSIGN_OR_RETURN(r.setup,
                            MakeClusterPreset(o.cluster, TraceTenants(trace), traces_dir, catalog));
   if (!o.queues.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(setup.queues, LoadQueueTreeFile(o.queues, catalog));
+    TESSERA_ASSIGN_OR_RETURN(r.setup.queues, LoadQueueTreeFile(o.queues, catalog));
   }
   int64_t cluster_gpus = 0;
-  for (const NodeSpec& n : setup.nodes) {
+  for (const NodeSpec& n : r.setup.nodes) {
     cluster_gpus += static_cast<int64_t>(n.gpus.size());
   }
   const double own_load = OfferedLoad(trace, cluster_gpus);
@@ -106,23 +113,29 @@ Status Run(const JobsOptions& o) {
     factor = ScaleToLoad(&trace, cluster_gpus, o.load);
   }
   WorkloadOptions w;
-  w.gpus_per_node = setup.gpus_per_node;
+  w.gpus_per_node = r.setup.gpus_per_node;
   w.checkpoint_interval = static_cast<Micros>(o.checkpoint_minutes * 60e6);
   w.checkpoint_on_signal = o.checkpoint_on_signal;
   w.seed = o.seed;
-  const std::vector<SimJob> jobs = JobsFromTrace(trace, w);
+  r.jobs = JobsFromTrace(trace, w);
   std::fprintf(stderr,
                "tessera sim jobs: %zu jobs of '%s' (%d rows skipped) on %s: %lld GPUs in %zu "
                "nodes; offered load %.3f%s; %zu policies\n",
-               jobs.size(), trace.name.c_str(), trace.skipped, o.cluster.c_str(),
-               static_cast<long long>(cluster_gpus), setup.nodes.size(), own_load,
+               r.jobs.size(), trace.name.c_str(), trace.skipped, o.cluster.c_str(),
+               static_cast<long long>(cluster_gpus), r.setup.nodes.size(), own_load,
                o.load > 0 ? (" scaled to " + std::to_string(o.load) + " (arrivals x" +
                              std::to_string(factor) + ")")
                                 .c_str()
                           : "",
-               policies.size());
+               policy_count);
+  return r;
+}
 
-  // One thread per policy, bounded by the cores.
+// Simulates the replay under each policy, one thread per policy bounded by the cores
+// (or --jobs), showing their progress on stderr unless --quiet.
+std::vector<StatusOr<JobSimResult>> RunPolicies(const JobsOptions& o,
+                                                const std::vector<SchedulerPolicy>& policies,
+                                                const Replay& replay, const GpuCatalog& catalog) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t threads =
       std::min(policies.size(), static_cast<size_t>(o.threads > 0 ? o.threads : cores));
@@ -164,7 +177,8 @@ Status Run(const JobsOptions& o) {
       options.policy = policies[i];
       options.seed = o.seed;
       options.progress = [&report, i](double f) { report(i, f); };
-      results[i] = RunJobSimulation(setup.nodes, setup.queues, jobs, options, catalog);
+      results[i] =
+          RunJobSimulation(replay.setup.nodes, replay.setup.queues, replay.jobs, options, catalog);
       report(i, 1.0);
     }
   };
@@ -178,22 +192,13 @@ Status Run(const JobsOptions& o) {
   if (tty && !o.quiet) {
     std::fputs("\n", stderr);
   }
+  return results;
+}
 
-  std::vector<JobSummary> rows;
-  std::vector<JobRun> runs;
-  for (size_t i = 0; i < policies.size(); ++i) {
-    if (!results[i].ok()) {
-      return results[i].status();
-    }
-    JobSimResult& r = results[i].value();
-    r.run.trace = trace.name;
-    for (const std::string& v : r.violations) {
-      std::fprintf(stderr, "quota violation under %s: %s\n", policies[i].name.c_str(), v.c_str());
-    }
-    rows.push_back(Summarize(r.run));
-    runs.push_back(std::move(r.run));
-  }
-
+// The summary, the plots and (with --per-job) the per-job CSVs under --out; the summary
+// also on stdout.
+Status WriteResults(const JobsOptions& o, const std::vector<JobSummary>& rows,
+                    const std::vector<JobRun>& runs) {
   std::error_code ec;
   std::filesystem::create_directories(o.out, ec);
   if (ec) {
@@ -216,6 +221,36 @@ Status Run(const JobsOptions& o) {
     std::cout << JobSummaryTable(rows) << "\nresults in " << dir.string() << "/\n";
   }
   return Status::Ok();
+}
+
+Status Run(const JobsOptions& o) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  const std::string traces_dir = o.traces_dir.empty() ? DefaultTracesDir() : o.traces_dir;
+  TESSERA_ASSIGN_OR_RETURN(std::vector<SchedulerPolicy> policies, ParsePolicies(o.policies));
+  if (o.load < 0 || o.load > 10) {
+    return InvalidArgumentError("--load must be in (0, 10] (0: the trace's own timing)");
+  }
+  if (o.checkpoint_minutes < 0) {
+    return InvalidArgumentError("--checkpoint-minutes must be >= 0");
+  }
+  TESSERA_ASSIGN_OR_RETURN(Replay replay, LoadReplay(o, traces_dir, catalog, policies.size()));
+  std::vector<StatusOr<JobSimResult>> results = RunPolicies(o, policies, replay, catalog);
+
+  std::vector<JobSummary> rows;
+  std::vector<JobRun> runs;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    if (!results[i].ok()) {
+      return results[i].status();
+    }
+    JobSimResult& r = results[i].value();
+    r.run.trace = replay.trace.name;
+    for (const std::string& v : r.violations) {
+      std::fprintf(stderr, "quota violation under %s: %s\n", policies[i].name.c_str(), v.c_str());
+    }
+    rows.push_back(Summarize(r.run));
+    runs.push_back(std::move(r.run));
+  }
+  return WriteResults(o, rows, runs);
 }
 
 }  // namespace

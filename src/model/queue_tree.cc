@@ -46,6 +46,22 @@ Status CheckQuota(const QueueNodeSpec& node, const QueueQuota& q, const GpuCatal
   return Status::Ok();
 }
 
+// Priority classes: unique, named.
+Status CheckPriorityClasses(const std::vector<PriorityClass>& classes) {
+  for (size_t i = 0; i < classes.size(); ++i) {
+    const PriorityClass& pc = classes[i];
+    if (pc.name.empty()) {
+      return InvalidArgumentError("priority class #" + std::to_string(i) + " has no name");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (classes[j].name == pc.name) {
+        return InvalidArgumentError("duplicate priority class '" + pc.name + "'");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string ResourceNameString(const ResourceName& name, const GpuCatalog& catalog) {
@@ -103,18 +119,24 @@ StatusOr<QueueTree> QueueTree::Create(QueueTreeSpec spec, const GpuCatalog& cata
   tree.catalog_ = &catalog;
   tree.nodes_ = std::move(spec.nodes);
   tree.priority_classes_ = std::move(spec.priority_classes);
-  const size_t n = tree.nodes_.size();
+  TESSERA_RETURN_IF_ERROR(tree.IndexNodes());
+  TESSERA_RETURN_IF_ERROR(tree.LinkParents());
+  TESSERA_RETURN_IF_ERROR(tree.CheckNoCycles());
+  TESSERA_RETURN_IF_ERROR(CheckPriorityClasses(tree.priority_classes_));
+  tree.DeriveTables();
+  return tree;
+}
 
-  // Names, weights and quotas, node by node.
-  for (size_t i = 0; i < n; ++i) {
-    const QueueNodeSpec& node = tree.nodes_[i];
+Status QueueTree::IndexNodes() {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const QueueNodeSpec& node = nodes_[i];
     if (node.name.empty()) {
       return InvalidArgumentError("node #" + std::to_string(i) + " of the queue tree has no name");
     }
-    auto [it, inserted] = tree.by_name_.emplace(node.name, QueueId(static_cast<uint32_t>(i)));
+    auto [it, inserted] = by_name_.emplace(node.name, QueueId(static_cast<uint32_t>(i)));
     if (!inserted) {
       return InvalidArgumentError("duplicate name '" + node.name +
-                                  "': " + Describe(tree.nodes_[it->second.value()]) + " and " +
+                                  "': " + Describe(nodes_[it->second.value()]) + " and " +
                                   Describe(node) + " (names are unique across queues and cohorts)");
     }
     if (node.weight <= 0) {
@@ -122,110 +144,105 @@ StatusOr<QueueTree> QueueTree::Create(QueueTreeSpec spec, const GpuCatalog& cata
                                   std::to_string(node.weight));
     }
     for (size_t a = 0; a < node.quotas.size(); ++a) {
-      TESSERA_RETURN_IF_ERROR(CheckQuota(node, node.quotas[a], catalog));
+      TESSERA_RETURN_IF_ERROR(CheckQuota(node, node.quotas[a], *catalog_));
       for (size_t b = 0; b < a; ++b) {
         if (node.quotas[a].resource == node.quotas[b].resource) {
           return InvalidArgumentError(Describe(node) + " declares a quota on " +
-                                      ResourceNameString(node.quotas[a].resource, catalog) +
+                                      ResourceNameString(node.quotas[a].resource, *catalog_) +
                                       " twice");
         }
       }
-      if (std::find(tree.resources_.begin(), tree.resources_.end(), node.quotas[a].resource) ==
-          tree.resources_.end()) {
-        tree.resources_.push_back(node.quotas[a].resource);
+      if (std::find(resources_.begin(), resources_.end(), node.quotas[a].resource) ==
+          resources_.end()) {
+        resources_.push_back(node.quotas[a].resource);
       }
     }
   }
+  return Status::Ok();
+}
 
-  // Parents: they exist and are cohorts (so queues stay leaves).
-  tree.parents_.assign(n, QueueId());
-  tree.children_.assign(n, {});
+Status QueueTree::LinkParents() {
+  const size_t n = nodes_.size();
+  parents_.assign(n, QueueId());
+  children_.assign(n, {});
   for (size_t i = 0; i < n; ++i) {
-    const QueueNodeSpec& node = tree.nodes_[i];
+    const QueueNodeSpec& node = nodes_[i];
     if (node.parent.empty()) {
       continue;
     }
-    auto it = tree.by_name_.find(node.parent);
-    if (it == tree.by_name_.end()) {
+    auto it = by_name_.find(node.parent);
+    if (it == by_name_.end()) {
       return InvalidArgumentError(Describe(node) + " has parent '" + node.parent +
                                   "', which does not exist");
     }
-    if (!tree.nodes_[it->second.value()].cohort) {
+    if (!nodes_[it->second.value()].cohort) {
       return InvalidArgumentError(Describe(node) + " has parent '" + node.parent +
                                   "', which is a queue; only cohorts have children");
     }
-    tree.parents_[i] = it->second;
-    tree.children_[it->second.value()].push_back(QueueId(static_cast<uint32_t>(i)));
+    parents_[i] = it->second;
+    children_[it->second.value()].push_back(QueueId(static_cast<uint32_t>(i)));
   }
+  return Status::Ok();
+}
 
-  // No cycles: every chain of parents reaches a root within n steps.
+Status QueueTree::CheckNoCycles() const {
+  // Every chain of parents reaches a root within n steps.
+  const size_t n = nodes_.size();
   for (size_t i = 0; i < n; ++i) {
     QueueId at(static_cast<uint32_t>(i));
-    std::vector<std::string> chain = {tree.nodes_[i].name};
-    for (size_t steps = 0; tree.parents_[at.value()].valid(); ++steps) {
-      at = tree.parents_[at.value()];
-      chain.push_back(tree.nodes_[at.value()].name);
+    std::vector<std::string> chain = {nodes_[i].name};
+    for (size_t steps = 0; parents_[at.value()].valid(); ++steps) {
+      at = parents_[at.value()];
+      chain.push_back(nodes_[at.value()].name);
       if (at.value() == i || steps >= n) {
-        return InvalidArgumentError(Describe(tree.nodes_[i]) +
+        return InvalidArgumentError(Describe(nodes_[i]) +
                                     ": its chain of parents loops: " + Join(chain, " -> "));
       }
     }
   }
+  return Status::Ok();
+}
 
-  // Priority classes: unique, named.
-  for (size_t i = 0; i < tree.priority_classes_.size(); ++i) {
-    const PriorityClass& pc = tree.priority_classes_[i];
-    if (pc.name.empty()) {
-      return InvalidArgumentError("priority class #" + std::to_string(i) + " has no name");
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (tree.priority_classes_[j].name == pc.name) {
-        return InvalidArgumentError("duplicate priority class '" + pc.name + "'");
-      }
-    }
-  }
-
-  // Derived tables.
+void QueueTree::DeriveTables() {
+  const size_t n = nodes_.size();
   for (size_t i = 0; i < n; ++i) {
-    const QueueNodeSpec& node = tree.nodes_[i];
+    const QueueNodeSpec& node = nodes_[i];
     if (!node.cohort) {
-      tree.queues_.emplace_back(static_cast<uint32_t>(i));
+      queues_.emplace_back(static_cast<uint32_t>(i));
     }
-    tree.tenants_.push_back(node.tenant.empty() ? node.name : node.tenant);
+    tenants_.push_back(node.tenant.empty() ? node.name : node.tenant);
   }
 
   // Post-order from every root, in spec order: children before their parent.
-  tree.bottom_up_.reserve(n);
+  bottom_up_.reserve(n);
   std::vector<std::pair<QueueId, size_t>> stack;  // node, next child to visit
   for (size_t i = 0; i < n; ++i) {
-    if (tree.parents_[i].valid()) {
+    if (parents_[i].valid()) {
       continue;
     }
     stack.emplace_back(QueueId(static_cast<uint32_t>(i)), 0);
     while (!stack.empty()) {
       auto& [id, next] = stack.back();
-      const std::vector<QueueId>& kids = tree.children_[id.value()];
+      const std::vector<QueueId>& kids = children_[id.value()];
       if (next < kids.size()) {
         QueueId child = kids[next++];
         stack.emplace_back(child, 0);  // invalidates `id` and `next`; not used below
         continue;
       }
-      tree.bottom_up_.push_back(id);
+      bottom_up_.push_back(id);
       stack.pop_back();
     }
   }
 
-  const size_t r_count = tree.resources_.size();
-  tree.quotas_.assign(n * r_count, Quota{});
+  const size_t r_count = resources_.size();
+  quotas_.assign(n * r_count, Quota{});
   for (size_t i = 0; i < n; ++i) {
-    for (const QueueQuota& q : tree.nodes_[i].quotas) {
-      size_t r = static_cast<size_t>(
-          std::find(tree.resources_.begin(), tree.resources_.end(), q.resource) -
-          tree.resources_.begin());
-      tree.quotas_[i * r_count + r] = q.quota;
+    for (const QueueQuota& q : nodes_[i].quotas) {
+      size_t r = static_cast<size_t>(std::find(resources_.begin(), resources_.end(), q.resource) -
+                                     resources_.begin());
+      quotas_[i * r_count + r] = q.quota;
     }
   }
-  return tree;
 }
 
 const std::string& QueueTree::tenant(QueueId id) const { return tenants_[id.value()]; }

@@ -113,6 +113,12 @@ class QueueTree {
  private:
   QueueTree() = default;
 
+  // The steps of Create, in this order.
+  Status IndexNodes();   // names, weights and quotas, node by node; fills resources_
+  Status LinkParents();  // parents exist and are cohorts (so queues stay leaves)
+  Status CheckNoCycles() const;
+  void DeriveTables();  // queues_, tenants_, bottom_up_ and quotas_
+
   const GpuCatalog* catalog_ = nullptr;
   std::vector<QueueNodeSpec> nodes_;
   std::vector<QueueId> parents_;

@@ -288,29 +288,47 @@ std::string JobSummaryJson(const std::vector<JobSummary>& rows) {
   return nlohmann::ordered_json{{"summary", std::move(summary)}}.dump(2) + "\n";
 }
 
-std::string JctCdfSvg(const std::vector<JobRun>& runs) {
-  constexpr double kW = 720;
-  constexpr double kH = 420;
-  constexpr double kLeft = 56;
-  constexpr double kRight = 190;
-  constexpr double kTop = 40;
-  constexpr double kBottom = 52;
-  constexpr size_t kMaxPoints = 500;
-  constexpr double kMinSeconds = 1;  // shorter JCTs are drawn at 1 s
-  constexpr size_t kLegendChars = 22;
+namespace {
+namespace cdf_plot {
 
-  struct Series {
-    std::string label;
-    std::vector<double> jct;  // sorted, seconds
-  };
+// Layout of JctCdfSvg: the plot area, with the legend in the right margin.
+constexpr double kW = 720;
+constexpr double kH = 420;
+constexpr double kLeft = 56;
+constexpr double kRight = 190;
+constexpr double kTop = 40;
+constexpr double kBottom = 52;
+constexpr double kPlotW = kW - kLeft - kRight;
+constexpr double kPlotH = kH - kTop - kBottom;
+constexpr size_t kMaxPoints = 500;
+constexpr double kMinSeconds = 1;  // shorter JCTs are drawn at 1 s
+constexpr size_t kLegendChars = 22;
+constexpr std::array<std::pair<double, const char*>, 10> kTicks = {{
+    {1, "1 s"},
+    {10, "10 s"},
+    {60, "1 min"},
+    {600, "10 min"},
+    {3600, "1 h"},
+    {21600, "6 h"},
+    {86400, "1 d"},
+    {864000, "10 d"},
+    {8640000, "100 d"},
+    {86400000, "1000 d"},
+}};
+
+struct Series {
+  std::string label;
+  std::vector<double> jct;  // sorted, seconds
+};
+
+// One series per run: its finished jobs' JCTs, labelled by policy (and trace when the
+// runs replay different traces).
+std::vector<Series> CollectSeries(const std::vector<JobRun>& runs) {
   bool one_trace = true;
   for (const JobRun& run : runs) {
     one_trace = one_trace && run.trace == runs.front().trace;
   }
   std::vector<Series> series;
-  double lo = 0;
-  double hi = 0;
-  bool any = false;
   for (const JobRun& run : runs) {
     Series s{one_trace ? run.policy : run.policy + " / " + run.trace, {}};
     for (const JobOutcome& job : run.jobs) {
@@ -319,134 +337,163 @@ std::string JctCdfSvg(const std::vector<JobRun>& runs) {
       }
     }
     std::sort(s.jct.begin(), s.jct.end());
-    if (!s.jct.empty()) {
-      lo = any ? std::min(lo, s.jct.front()) : s.jct.front();
-      hi = any ? std::max(hi, s.jct.back()) : s.jct.back();
-      any = true;
-    }
     series.push_back(std::move(s));
   }
-  // The x axis runs from the last tick at or below the shortest JCT to the first tick at
-  // or above the longest, so that both ends are labelled.
-  static constexpr std::array<std::pair<double, const char*>, 10> kTicks = {{
-      {1, "1 s"},
-      {10, "10 s"},
-      {60, "1 min"},
-      {600, "10 min"},
-      {3600, "1 h"},
-      {21600, "6 h"},
-      {86400, "1 d"},
-      {864000, "10 d"},
-      {8640000, "100 d"},
-      {86400000, "1000 d"},
-  }};
+  return series;
+}
+
+// Where seconds and fractions land in the plot; x is log-scale.
+struct Scale {
+  bool any = false;  // whether any run finished a job
   double lo_exp = 0;
   double hi_exp = std::log10(86400.0);  // an empty plot spans 1 s to 1 d
-  if (any) {
-    for (const auto& tick : kTicks) {
-      if (tick.first <= lo) {
-        lo_exp = std::log10(tick.first);
-      }
-    }
-    hi_exp = std::ceil(std::log10(hi));
-    for (auto it = kTicks.rbegin(); it != kTicks.rend(); ++it) {
-      if (it->first >= hi && std::log10(it->first) > lo_exp) {
-        hi_exp = std::log10(it->first);
-      }
-    }
-    if (hi_exp <= lo_exp) {
-      hi_exp = lo_exp + 1;
+
+  double X(double seconds) const {
+    return kLeft + (std::log10(seconds) - lo_exp) / (hi_exp - lo_exp) * kPlotW;
+  }
+  static double Y(double fraction) { return kTop + kPlotH - fraction * kPlotH; }
+};
+
+// The x axis runs from the last tick at or below the shortest JCT to the first tick at
+// or above the longest, so that both ends are labelled.
+Scale FitScale(const std::vector<Series>& series) {
+  Scale scale;
+  double lo = 0;
+  double hi = 0;
+  for (const Series& s : series) {
+    if (!s.jct.empty()) {
+      lo = scale.any ? std::min(lo, s.jct.front()) : s.jct.front();
+      hi = scale.any ? std::max(hi, s.jct.back()) : s.jct.back();
+      scale.any = true;
     }
   }
+  if (!scale.any) {
+    return scale;
+  }
+  for (const auto& tick : kTicks) {
+    if (tick.first <= lo) {
+      scale.lo_exp = std::log10(tick.first);
+    }
+  }
+  scale.hi_exp = std::ceil(std::log10(hi));
+  for (auto it = kTicks.rbegin(); it != kTicks.rend(); ++it) {
+    if (it->first >= hi && std::log10(it->first) > scale.lo_exp) {
+      scale.hi_exp = std::log10(it->first);
+    }
+  }
+  if (scale.hi_exp <= scale.lo_exp) {
+    scale.hi_exp = scale.lo_exp + 1;
+  }
+  return scale;
+}
 
-  const double pw = kW - kLeft - kRight;
-  const double ph = kH - kTop - kBottom;
-  auto x_of = [&](double seconds) {
-    return kLeft + (std::log10(seconds) - lo_exp) / (hi_exp - lo_exp) * pw;
-  };
-  auto y_of = [&](double y) { return kTop + ph - y * ph; };
-
-  std::ostringstream svg;
-  SvgHeader(svg, kW, kH);
-  SvgText(svg, kW / 2, 22, "middle", "CDF of job completion time", "font-size=\"15\"");
+// Grid, tick labels, frame and axis titles.
+void DrawAxes(std::ostringstream& svg, const Scale& scale) {
   double last_label_x = -1e9;
   for (const auto& [seconds, label] : kTicks) {
     double exp = std::log10(seconds);
-    if (exp < lo_exp - 1e-9 || exp > hi_exp + 1e-9) {
+    if (exp < scale.lo_exp - 1e-9 || exp > scale.hi_exp + 1e-9) {
       continue;
     }
-    double x = x_of(seconds);
-    SvgLine(svg, x, y_of(0), x, y_of(1), "stroke=\"#e4e4e4\"");
+    double x = scale.X(seconds);
+    SvgLine(svg, x, Scale::Y(0), x, Scale::Y(1), "stroke=\"#e4e4e4\"");
     if (x - last_label_x >= 30) {  // skip a label that would overlap its neighbour
-      SvgText(svg, x, y_of(0) + 16, "middle", label);
+      SvgText(svg, x, Scale::Y(0) + 16, "middle", label);
       last_label_x = x;
     }
   }
   for (int tick = 0; tick <= 4; ++tick) {
     double y = tick * 0.25;
-    SvgLine(svg, kLeft, y_of(y), kLeft + pw, y_of(y), "stroke=\"#e4e4e4\"");
-    SvgText(svg, kLeft - 6, y_of(y) + 4, "end", TickLabel(y));
+    SvgLine(svg, kLeft, Scale::Y(y), kLeft + kPlotW, Scale::Y(y), "stroke=\"#e4e4e4\"");
+    SvgText(svg, kLeft - 6, Scale::Y(y) + 4, "end", TickLabel(y));
   }
-  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw << "\" height=\"" << ph
-      << "\" fill=\"none\" stroke=\"#333\"/>\n";
-  SvgText(svg, kLeft + pw / 2, kH - 12, "middle", "Job completion time (log scale)");
-  svg << "<text transform=\"translate(16," << kTop + ph / 2
+  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kPlotW << "\" height=\""
+      << kPlotH << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  SvgText(svg, kLeft + kPlotW / 2, kH - 12, "middle", "Job completion time (log scale)");
+  svg << "<text transform=\"translate(16," << kTop + kPlotH / 2
       << ") rotate(-90)\" text-anchor=\"middle\">Fraction of finished jobs</text>\n";
-  if (!any) {
-    SvgText(svg, kLeft + pw / 2, kTop + ph / 2, "middle", "no finished jobs", "fill=\"#777\"");
+  if (!scale.any) {
+    SvgText(svg, kLeft + kPlotW / 2, kTop + kPlotH / 2, "middle", "no finished jobs",
+            "fill=\"#777\"");
   }
+}
 
-  for (size_t si = 0; si < series.size(); ++si) {
-    const Series& s = series[si];
-    const char* color = kPalette[si % kPalette.size()];
-    const size_t n = s.jct.size();
-    if (n > 0) {
-      // Evenly spaced ranks, first and last included; y is the rank's cumulative fraction.
-      const size_t m = std::min(n, kMaxPoints);
-      svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.8\" points=\"";
-      svg << Fixed(x_of(s.jct[0]), 1) << ',' << Fixed(y_of(0), 1);  // from 0
-      for (size_t k = 0; k < m; ++k) {
-        size_t i = m == 1 ? 0 : (k * (n - 1) + (m - 1) / 2) / (m - 1);
-        double y = static_cast<double>(i + 1) / static_cast<double>(n);
-        svg << ' ' << Fixed(x_of(s.jct[i]), 1) << ',' << Fixed(y_of(y), 1);
-      }
-      svg << "\"/>\n";
-    }
-    // Legend: the name (shortened if long) and, below it, the median.
-    double ly = kTop + 10 + static_cast<double>(si) * 34;
-    SvgLine(svg, kW - kRight + 12, ly, kW - kRight + 36, ly,
-            std::string("stroke=\"") + color + "\" stroke-width=\"3\"");
-    std::string label =
-        s.label.size() > kLegendChars ? s.label.substr(0, kLegendChars - 3) + "..." : s.label;
-    SvgText(svg, kW - kRight + 42, ly + 4, "start", XmlEscape(label));
-    SvgText(svg, kW - kRight + 42, ly + 18, "start",
-            n > 0
-                ? "p50 " + HumanDuration(Percentile(s.jct, 50)) + ", " + std::to_string(n) + " jobs"
+// The series' CDF as a polyline of at most kMaxPoints points.
+void DrawCurve(std::ostringstream& svg, const Scale& scale, const Series& s, const char* color) {
+  const size_t n = s.jct.size();
+  if (n == 0) {
+    return;
+  }
+  // Evenly spaced ranks, first and last included; y is the rank's cumulative fraction.
+  const size_t m = std::min(n, kMaxPoints);
+  svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.8\" points=\"";
+  svg << Fixed(scale.X(s.jct[0]), 1) << ',' << Fixed(Scale::Y(0), 1);  // from 0
+  for (size_t k = 0; k < m; ++k) {
+    size_t i = m == 1 ? 0 : (k * (n - 1) + (m - 1) / 2) / (m - 1);
+    double y = static_cast<double>(i + 1) / static_cast<double>(n);
+    svg << ' ' << Fixed(scale.X(s.jct[i]), 1) << ',' << Fixed(Scale::Y(y), 1);
+  }
+  svg << "\"/>\n";
+}
+
+// The legend's entry for series `si`: the name (shortened if long) and, below it, the
+// median.
+void DrawLegendEntry(std::ostringstream& svg, const Series& s, size_t si, const char* color) {
+  const size_t n = s.jct.size();
+  double ly = kTop + 10 + static_cast<double>(si) * 34;
+  SvgLine(svg, kW - kRight + 12, ly, kW - kRight + 36, ly,
+          std::string("stroke=\"") + color + "\" stroke-width=\"3\"");
+  std::string label =
+      s.label.size() > kLegendChars ? s.label.substr(0, kLegendChars - 3) + "..." : s.label;
+  SvgText(svg, kW - kRight + 42, ly + 4, "start", XmlEscape(label));
+  SvgText(svg, kW - kRight + 42, ly + 18, "start",
+          n > 0 ? "p50 " + HumanDuration(Percentile(s.jct, 50)) + ", " + std::to_string(n) + " jobs"
                 : std::string("no finished jobs"),
-            "font-size=\"10\" fill=\"#555\"");
+          "font-size=\"10\" fill=\"#555\"");
+}
+
+}  // namespace cdf_plot
+}  // namespace
+
+std::string JctCdfSvg(const std::vector<JobRun>& runs) {
+  const std::vector<cdf_plot::Series> series = cdf_plot::CollectSeries(runs);
+  const cdf_plot::Scale scale = cdf_plot::FitScale(series);
+  std::ostringstream svg;
+  SvgHeader(svg, cdf_plot::kW, cdf_plot::kH);
+  SvgText(svg, cdf_plot::kW / 2, 22, "middle", "CDF of job completion time", "font-size=\"15\"");
+  cdf_plot::DrawAxes(svg, scale);
+  for (size_t si = 0; si < series.size(); ++si) {
+    const char* color = kPalette[si % kPalette.size()];
+    cdf_plot::DrawCurve(svg, scale, series[si], color);
+    cdf_plot::DrawLegendEntry(svg, series[si], si, color);
   }
   svg << "</svg>\n";
   return svg.str();
 }
 
-std::string TenantUsageSvg(const JobRun& run) {
-  constexpr double kW = 720;
-  constexpr int kColumns = 2;
-  constexpr double kPanelW = kW / kColumns;
-  constexpr double kPanelH = 180;
-  constexpr double kTitleH = 34;
-  constexpr double kPadLeft = 46;
-  constexpr double kPadRight = 14;
-  constexpr double kPadTop = 26;
-  constexpr double kPadBottom = 34;
-  constexpr size_t kBuckets = 200;  // two points per bucket: about 400 per panel
+namespace {
+namespace usage_plot {
 
-  // Panels: each tenant with a quota, then the rest together.
-  struct Panel {
-    std::string title;
-    std::vector<size_t> tenants;
-    double quota_gpus = 0;  // 0: no quota line
-  };
+// Layout of TenantUsageSvg: a title, then panels in rows of kColumns.
+constexpr double kW = 720;
+constexpr int kColumns = 2;
+constexpr double kPanelW = kW / kColumns;
+constexpr double kPanelH = 180;
+constexpr double kTitleH = 34;
+constexpr double kPadLeft = 46;
+constexpr double kPadRight = 14;
+constexpr double kPadTop = 26;
+constexpr double kPadBottom = 34;
+constexpr size_t kBuckets = 200;  // two points per bucket: about 400 per panel
+
+struct Panel {
+  std::string title;
+  std::vector<size_t> tenants;
+  double quota_gpus = 0;  // 0: no quota line
+};
+
+// Each tenant with a quota, then the rest together.
+std::vector<Panel> MakePanels(const JobRun& run) {
   std::vector<Panel> panels;
   Panel others{"tenants without quota", {}, 0};
   for (size_t t = 0; t < run.tenants.size(); ++t) {
@@ -465,8 +512,18 @@ std::string TenantUsageSvg(const JobRun& run) {
     }
     panels.push_back(std::move(others));
   }
+  return panels;
+}
 
-  // Time axis: the usage samples and the jobs' lifetimes, in hours from the start.
+// The time axis: the usage samples and the jobs' lifetimes, in hours from the start.
+struct TimeAxis {
+  Micros t0 = 0;
+  double span_h = 0;
+
+  double HoursOf(Micros t) const { return Seconds(t - t0) / kSecondsPerHour; }
+};
+
+TimeAxis FitTimeAxis(const JobRun& run) {
   Micros t0 = 0;
   Micros t1 = 0;
   bool any_time = false;
@@ -488,9 +545,125 @@ std::string TenantUsageSvg(const JobRun& run) {
   if (t1 <= t0) {
     t1 = t0 + static_cast<Micros>(kSecondsPerHour * kMicrosPerSecond);
   }
-  const double span_h = Seconds(t1 - t0) / kSecondsPerHour;
-  auto hours_of = [&](Micros t) { return Seconds(t - t0) / kSecondsPerHour; };
+  return {t0, Seconds(t1 - t0) / kSecondsPerHour};
+}
 
+// The panel's usage in GPUs as a step function: (hours, GPUs) at each change. *peak:
+// the most GPUs at once.
+std::vector<std::pair<double, double>> UsageSteps(const JobRun& run, const Panel& panel,
+                                                  const TimeAxis& axis, double* peak) {
+  std::vector<std::pair<double, double>> steps;
+  steps.reserve(run.usage.size());
+  *peak = 0;
+  for (const UsageSample& sample : run.usage) {
+    int64_t milli = 0;
+    for (size_t t : panel.tenants) {
+      milli += t < sample.gpu_milli.size() ? sample.gpu_milli[t] : 0;
+    }
+    double gpus = static_cast<double>(milli) / 1000;
+    if (!steps.empty() && steps.back().second == gpus) {
+      continue;
+    }
+    steps.emplace_back(axis.HoursOf(sample.time), gpus);
+    *peak = std::max(*peak, gpus);
+  }
+  return steps;
+}
+
+// Polyline points: exact steps when few; otherwise the maximum per time bucket, so that
+// short peaks stay visible.
+std::vector<std::pair<double, double>> StepPoints(
+    const std::vector<std::pair<double, double>>& steps, double span_h) {
+  std::vector<std::pair<double, double>> points;
+  if (steps.size() * 2 + 1 <= kBuckets * 2) {
+    double prev = 0;
+    for (const auto& [h, gpus] : steps) {
+      points.emplace_back(h, prev);
+      points.emplace_back(h, gpus);
+      prev = gpus;
+    }
+    points.emplace_back(span_h, prev);
+    return points;
+  }
+  std::vector<double> bucket_max(kBuckets, 0);
+  const double bucket_h = span_h / kBuckets;
+  auto bucket_of = [&](double h) {
+    auto b = static_cast<int64_t>(std::floor(h / bucket_h));
+    return static_cast<size_t>(std::clamp<int64_t>(b, 0, kBuckets - 1));
+  };
+  // A step holds from its time to the next step's: it counts in every bucket it spans.
+  for (size_t i = 0; i < steps.size(); ++i) {
+    size_t from = bucket_of(steps[i].first);
+    size_t to = i + 1 < steps.size() ? bucket_of(steps[i + 1].first) : kBuckets - 1;
+    for (size_t b = from; b <= to; ++b) {
+      bucket_max[b] = std::max(bucket_max[b], steps[i].second);
+    }
+  }
+  for (size_t b = 0; b < kBuckets; ++b) {
+    if (b > 0 && bucket_max[b] == bucket_max[b - 1]) {
+      points.back().first = static_cast<double>(b + 1) * bucket_h;
+      continue;
+    }
+    points.emplace_back(static_cast<double>(b) * bucket_h, bucket_max[b]);
+    points.emplace_back(static_cast<double>(b + 1) * bucket_h, bucket_max[b]);
+  }
+  return points;
+}
+
+// Panel `pi` of the grid: its title, axes, usage line and quota line.
+void DrawPanel(std::ostringstream& svg, size_t pi, const Panel& panel, double span_h, double peak,
+               const std::vector<std::pair<double, double>>& points) {
+  const double ox = static_cast<double>(pi % kColumns) * kPanelW;
+  const double oy = kTitleH + static_cast<double>(pi / kColumns) * kPanelH;
+  const double left = ox + kPadLeft;
+  const double top = oy + kPadTop;
+  const double pw = kPanelW - kPadLeft - kPadRight;
+  const double ph = kPanelH - kPadTop - kPadBottom;
+  const double y_step = NiceStep(std::max({peak, panel.quota_gpus, 1.0}) * 1.08, 4);
+  const double y_max = std::ceil(std::max({peak, panel.quota_gpus, 1.0}) * 1.08 / y_step) * y_step;
+  const double x_step = NiceStep(span_h, 5);
+  auto x_of = [&](double h) { return left + h / span_h * pw; };
+  auto y_of = [&](double g) { return top + ph - g / y_max * ph; };
+
+  std::string title = XmlEscape(panel.title);
+  if (panel.quota_gpus > 0) {
+    title += " (quota " + TickLabel(panel.quota_gpus) + ", peak " + TickLabel(peak) + " GPUs)";
+  } else {
+    title += " (peak " + TickLabel(peak) + " GPUs)";
+  }
+  SvgText(svg, left + pw / 2, oy + 16, "middle", title, "font-size=\"11\"");
+  for (double y = 0; y <= y_max + 1e-9; y += y_step) {
+    SvgLine(svg, left, y_of(y), left + pw, y_of(y), "stroke=\"#eee\"");
+    SvgText(svg, left - 4, y_of(y) + 4, "end", TickLabel(y), "font-size=\"10\"");
+  }
+  for (double x = 0; x <= span_h + 1e-9; x += x_step) {
+    SvgText(svg, x_of(x), top + ph + 13, "middle", TickLabel(x), "font-size=\"10\"");
+  }
+  svg << "<rect x=\"" << Fixed(left, 1) << "\" y=\"" << Fixed(top, 1) << "\" width=\""
+      << Fixed(pw, 1) << "\" height=\"" << Fixed(ph, 1) << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  SvgText(svg, left + pw / 2, top + ph + 27, "middle", "hours", "font-size=\"10\" fill=\"#555\"");
+  svg << "<polyline fill=\"none\" stroke=\"" << kPalette[0] << "\" stroke-width=\"1.2\" points=\"";
+  for (size_t i = 0; i < points.size(); ++i) {
+    svg << (i > 0 ? " " : "") << Fixed(x_of(points[i].first), 1) << ','
+        << Fixed(y_of(points[i].second), 1);
+  }
+  svg << "\"/>\n";
+  if (panel.quota_gpus > 0) {
+    SvgLine(svg, left, y_of(panel.quota_gpus), left + pw, y_of(panel.quota_gpus),
+            "stroke=\"#d62728\" stroke-dasharray=\"5 4\"");
+  }
+}
+
+}  // namespace usage_plot
+}  // namespace
+
+std::string TenantUsageSvg(const JobRun& run) {
+  using usage_plot::kColumns;
+  using usage_plot::kPanelH;
+  using usage_plot::kTitleH;
+  using usage_plot::kW;
+  const std::vector<usage_plot::Panel> panels = usage_plot::MakePanels(run);
+  const usage_plot::TimeAxis axis = usage_plot::FitTimeAxis(run);
   const auto rows = static_cast<int>((panels.size() + kColumns - 1) / kColumns);
   const double height = kTitleH + std::max(1, rows) * kPanelH + 8;
   std::ostringstream svg;
@@ -503,102 +676,12 @@ std::string TenantUsageSvg(const JobRun& run) {
   if (panels.empty()) {
     SvgText(svg, kW / 2, kTitleH + kPanelH / 2, "middle", "no tenants", "fill=\"#777\"");
   }
-
   for (size_t pi = 0; pi < panels.size(); ++pi) {
-    const Panel& panel = panels[pi];
-    // The panel's usage in GPUs as a step function: (hours, GPUs) at each change.
-    std::vector<std::pair<double, double>> steps;
-    steps.reserve(run.usage.size());
     double peak = 0;
-    for (const UsageSample& sample : run.usage) {
-      int64_t milli = 0;
-      for (size_t t : panel.tenants) {
-        milli += t < sample.gpu_milli.size() ? sample.gpu_milli[t] : 0;
-      }
-      double gpus = static_cast<double>(milli) / 1000;
-      if (!steps.empty() && steps.back().second == gpus) {
-        continue;
-      }
-      steps.emplace_back(hours_of(sample.time), gpus);
-      peak = std::max(peak, gpus);
-    }
-    // Polyline points: exact steps when few; otherwise the maximum per time bucket,
-    // so that short peaks stay visible.
-    std::vector<std::pair<double, double>> points;
-    if (steps.size() * 2 + 1 <= kBuckets * 2) {
-      double prev = 0;
-      for (const auto& [h, gpus] : steps) {
-        points.emplace_back(h, prev);
-        points.emplace_back(h, gpus);
-        prev = gpus;
-      }
-      points.emplace_back(span_h, prev);
-    } else {
-      std::vector<double> bucket_max(kBuckets, 0);
-      const double bucket_h = span_h / kBuckets;
-      auto bucket_of = [&](double h) {
-        auto b = static_cast<int64_t>(std::floor(h / bucket_h));
-        return static_cast<size_t>(std::clamp<int64_t>(b, 0, kBuckets - 1));
-      };
-      // A step holds from its time to the next step's: it counts in every bucket it spans.
-      for (size_t i = 0; i < steps.size(); ++i) {
-        size_t from = bucket_of(steps[i].first);
-        size_t to = i + 1 < steps.size() ? bucket_of(steps[i + 1].first) : kBuckets - 1;
-        for (size_t b = from; b <= to; ++b) {
-          bucket_max[b] = std::max(bucket_max[b], steps[i].second);
-        }
-      }
-      for (size_t b = 0; b < kBuckets; ++b) {
-        if (b > 0 && bucket_max[b] == bucket_max[b - 1]) {
-          points.back().first = static_cast<double>(b + 1) * bucket_h;
-          continue;
-        }
-        points.emplace_back(static_cast<double>(b) * bucket_h, bucket_max[b]);
-        points.emplace_back(static_cast<double>(b + 1) * bucket_h, bucket_max[b]);
-      }
-    }
-
-    const double ox = static_cast<double>(pi % kColumns) * kPanelW;
-    const double oy = kTitleH + static_cast<double>(pi / kColumns) * kPanelH;
-    const double left = ox + kPadLeft;
-    const double top = oy + kPadTop;
-    const double pw = kPanelW - kPadLeft - kPadRight;
-    const double ph = kPanelH - kPadTop - kPadBottom;
-    const double y_step = NiceStep(std::max({peak, panel.quota_gpus, 1.0}) * 1.08, 4);
-    const double y_max =
-        std::ceil(std::max({peak, panel.quota_gpus, 1.0}) * 1.08 / y_step) * y_step;
-    const double x_step = NiceStep(span_h, 5);
-    auto x_of = [&](double h) { return left + h / span_h * pw; };
-    auto y_of = [&](double g) { return top + ph - g / y_max * ph; };
-
-    std::string title = XmlEscape(panel.title);
-    if (panel.quota_gpus > 0) {
-      title += " (quota " + TickLabel(panel.quota_gpus) + ", peak " + TickLabel(peak) + " GPUs)";
-    } else {
-      title += " (peak " + TickLabel(peak) + " GPUs)";
-    }
-    SvgText(svg, left + pw / 2, oy + 16, "middle", title, "font-size=\"11\"");
-    for (double y = 0; y <= y_max + 1e-9; y += y_step) {
-      SvgLine(svg, left, y_of(y), left + pw, y_of(y), "stroke=\"#eee\"");
-      SvgText(svg, left - 4, y_of(y) + 4, "end", TickLabel(y), "font-size=\"10\"");
-    }
-    for (double x = 0; x <= span_h + 1e-9; x += x_step) {
-      SvgText(svg, x_of(x), top + ph + 13, "middle", TickLabel(x), "font-size=\"10\"");
-    }
-    svg << "<rect x=\"" << Fixed(left, 1) << "\" y=\"" << Fixed(top, 1) << "\" width=\""
-        << Fixed(pw, 1) << "\" height=\"" << Fixed(ph, 1) << "\" fill=\"none\" stroke=\"#333\"/>\n";
-    SvgText(svg, left + pw / 2, top + ph + 27, "middle", "hours", "font-size=\"10\" fill=\"#555\"");
-    svg << "<polyline fill=\"none\" stroke=\"" << kPalette[0]
-        << "\" stroke-width=\"1.2\" points=\"";
-    for (size_t i = 0; i < points.size(); ++i) {
-      svg << (i > 0 ? " " : "") << Fixed(x_of(points[i].first), 1) << ','
-          << Fixed(y_of(points[i].second), 1);
-    }
-    svg << "\"/>\n";
-    if (panel.quota_gpus > 0) {
-      SvgLine(svg, left, y_of(panel.quota_gpus), left + pw, y_of(panel.quota_gpus),
-              "stroke=\"#d62728\" stroke-dasharray=\"5 4\"");
-    }
+    std::vector<std::pair<double, double>> steps =
+        usage_plot::UsageSteps(run, panels[pi], axis, &peak);
+    usage_plot::DrawPanel(svg, pi, panels[pi], axis.span_h, peak,
+                          usage_plot::StepPoints(steps, axis.span_h));
   }
   svg << "</svg>\n";
   return svg.str();
