@@ -16,6 +16,7 @@
 
 #include "api/json_fields.h"
 #include "api/units.h"
+#include "api/yaml_reader.h"
 #include "base/strings.h"
 
 namespace tessera {
@@ -413,14 +414,6 @@ class JobDecoder {
 
 // ---- YAML to JSON -------------------------------------------------------------------
 
-std::string Position(const YAML::Mark& mark) {
-  if (mark.is_null()) {
-    return "";
-  }
-  return " (line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1) +
-         ")";
-}
-
 // Converts a YAML tree to JSON with the YAML 1.2 core schema for plain scalars: null,
 // true/false and decimal integers get their types; anything else (quoted scalars,
 // floats, durations) stays a string, so "0.25" keeps its exact text. Records the
@@ -486,7 +479,7 @@ class YamlConverter {
     while (!path.empty()) {
       auto it = marks_.find(path);
       if (it != marks_.end() && !it->second.is_null()) {
-        return Position(it->second);
+        return YamlReader::At(it->second);
       }
       size_t cut = path.back() == ']' ? path.rfind('[') : path.rfind('.');
       path = cut == std::string::npos ? std::string() : path.substr(0, cut);
@@ -540,7 +533,7 @@ class YamlConverter {
 
   static Status Fail(const std::string& path, const YAML::Node& node, const std::string& message) {
     std::string out = path.empty() ? message : ToValidUtf8(path.substr(0, 200)) + ": " + message;
-    return InvalidArgumentError("job spec: " + ToValidUtf8(out) + Position(node.Mark()));
+    return InvalidArgumentError("job spec: " + ToValidUtf8(out) + YamlReader::At(node));
   }
 
   std::map<std::string, YAML::Mark> marks_;
@@ -597,7 +590,7 @@ StatusOr<JobSubmission> ParseYaml(std::string_view text, const GpuCatalog& catal
     }
     root = YAML::Load(input);
   } catch (const YAML::Exception& e) {
-    return InvalidArgumentError("job spec: " + ToValidUtf8(e.msg) + Position(e.mark));
+    return InvalidArgumentError("job spec: " + ToValidUtf8(e.msg) + YamlReader::At(e.mark));
   }
   if (root.IsNull()) {
     return InvalidArgumentError("job spec: the document is empty");
@@ -674,7 +667,7 @@ StatusOr<JobSubmission> ParseJobYaml(std::string_view text, const GpuCatalog& ca
   try {
     return ParseYaml(text, catalog);
   } catch (const YAML::Exception& e) {
-    return InvalidArgumentError("job spec: " + ToValidUtf8(e.msg) + Position(e.mark));
+    return InvalidArgumentError("job spec: " + ToValidUtf8(e.msg) + YamlReader::At(e.mark));
   } catch (const std::exception& e) {
     return InvalidArgumentError(std::string("job spec: ") + ToValidUtf8(e.what()));
   }

@@ -8,103 +8,13 @@
 #include <utility>
 #include <vector>
 
+#include "api/yaml_reader.h"
 #include "base/strings.h"
 
 namespace tessera {
 namespace {
 
-// " (line 3, column 7)" for a node read from text; "" for one built in code.
-std::string At(const YAML::Node& node) {
-  if (!node.IsDefined()) {
-    return "";
-  }
-  YAML::Mark mark = node.Mark();
-  if (mark.is_null()) {
-    return "";
-  }
-  return " (line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1) +
-         ")";
-}
-
-Status ErrorAt(std::string_view path, const YAML::Node& node, std::string_view message) {
-  std::string out(path);
-  if (!out.empty()) {
-    out += ": ";
-  }
-  out += message;
-  out += At(node);
-  return InvalidArgumentError(std::move(out));
-}
-
-std::string NodeType(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-      return "nothing";
-    case YAML::NodeType::Scalar:
-      return "'" + node.Scalar() + "'";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a map";
-    case YAML::NodeType::Undefined:
-      break;
-  }
-  return "an undefined node";
-}
-
-// Calls visit(key, value, path of the value) for each entry of the map at `path`,
-// rejecting keys that are not scalars, repeated or not in `allowed`.
-Status ForEachKey(
-    const YAML::Node& map, const std::string& path, const std::vector<std::string_view>& allowed,
-    const std::function<Status(const std::string&, const YAML::Node&, const std::string&)>& visit) {
-  if (!map.IsMap()) {
-    return ErrorAt(path, map, "expected a map, got " + NodeType(map));
-  }
-  std::vector<std::string> seen;
-  for (const auto& entry : map) {
-    // Copies: the iterator hands out a temporary pair of handles.
-    const YAML::Node key = entry.first;
-    const YAML::Node value = entry.second;
-    if (!key.IsScalar()) {
-      return ErrorAt(path, key, "expected a plain key, got " + NodeType(key));
-    }
-    const std::string& name = key.Scalar();
-    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-      std::vector<std::string> expected(allowed.begin(), allowed.end());
-      return ErrorAt(path, key,
-                     "unknown key '" + name + "'; expected one of " + Join(expected, ", "));
-    }
-    if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
-      return ErrorAt(path, key, "key '" + name + "' appears twice");
-    }
-    seen.push_back(name);
-    std::string child_path = path.empty() ? name : path + "." + name;
-    TESSERA_RETURN_IF_ERROR(visit(name, value, child_path));
-  }
-  return Status::Ok();
-}
-
-// A scalar string; null reads as "" (so `parent:` and `parent: ""` agree).
-StatusOr<std::string> ReadString(const YAML::Node& node, const std::string& path) {
-  if (node.IsNull()) {
-    return std::string();
-  }
-  if (!node.IsScalar()) {
-    return ErrorAt(path, node, "expected a string, got " + NodeType(node));
-  }
-  return node.Scalar();
-}
-
-StatusOr<int64_t> ReadInt(const YAML::Node& node, const std::string& path) {
-  if (!node.IsScalar()) {
-    return ErrorAt(path, node, "expected an integer, got " + NodeType(node));
-  }
-  StatusOr<int64_t> value = ParseInt64(node.Scalar());
-  if (!value.ok()) {
-    return ErrorAt(path, node, value.status().message());
-  }
-  return *value;
-}
+const YamlReader kYaml;
 
 // Units per kind: the scale of a bare number, and the accepted suffixes.
 struct Unit {
@@ -200,12 +110,13 @@ StatusOr<int64_t> ParseQuantityText(std::string_view text, ResourceKind kind) {
 
 StatusOr<int64_t> ReadQuantity(const YAML::Node& node, ResourceKind kind, const std::string& path) {
   if (!node.IsScalar()) {
-    return ErrorAt(path, node,
-                   "expected " + std::string(UnitHint(kind)) + ", got " + NodeType(node));
+    return kYaml.Error(
+        path, node,
+        "expected " + std::string(UnitHint(kind)) + ", got " + YamlReader::Describe(node));
   }
   StatusOr<int64_t> value = ParseQuantityText(node.Scalar(), kind);
   if (!value.ok()) {
-    return ErrorAt(path, node, value.status().message());
+    return kYaml.Error(path, node, value.status().message());
   }
   return *value;
 }
@@ -213,25 +124,26 @@ StatusOr<int64_t> ReadQuantity(const YAML::Node& node, ResourceKind kind, const 
 // quota: {gpu: 8, cpu: {nominal: 64, borrowingLimit: 16}}
 Status ReadQuotas(const YAML::Node& map, const std::string& path, const GpuCatalog& catalog,
                   std::vector<QueueQuota>& out) {
-  return ForEachKey(
+  return kYaml.ForEachKey(
       map, path, {},
       [&](const std::string& key, const YAML::Node& value,
           const std::string& value_path) -> Status {
         StatusOr<ResourceName> resource = ParseResourceName(key, catalog);
         if (!resource.ok()) {
-          return ErrorAt(value_path, value, resource.status().message());
+          return kYaml.Error(value_path, value, resource.status().message());
         }
         for (const QueueQuota& q : out) {
           if (q.resource == *resource) {
-            return ErrorAt(value_path, value,
-                           "quota on " + ResourceNameString(*resource, catalog) + " is set twice");
+            return kYaml.Error(
+                value_path, value,
+                "quota on " + ResourceNameString(*resource, catalog) + " is set twice");
           }
         }
         QueueQuota quota;
         quota.resource = *resource;
         const ResourceKind kind = resource->kind;
         if (value.IsMap()) {
-          TESSERA_RETURN_IF_ERROR(ForEachKey(
+          TESSERA_RETURN_IF_ERROR(kYaml.ForEachKey(
               value, value_path, {"nominal", "borrowingLimit", "lendingLimit"},
               [&](const std::string& field, const YAML::Node& amount,
                   const std::string& amount_path) -> Status {
@@ -261,29 +173,29 @@ StatusOr<QueueNodeSpec> ReadNode(const YAML::Node& entry, const std::string& pat
   const std::vector<std::string_view> keys =
       cohort ? std::vector<std::string_view>{"name", "parent", "quota", "weight"}
              : std::vector<std::string_view>{"name", "cohort", "tenant", "weight", "quota"};
-  TESSERA_RETURN_IF_ERROR(
-      ForEachKey(entry, path, keys,
-                 [&](const std::string& key, const YAML::Node& value,
-                     const std::string& value_path) -> Status {
-                   if (key == "name") {
-                     TESSERA_ASSIGN_OR_RETURN(node.name, ReadString(value, value_path));
-                   } else if (key == "parent" || key == "cohort") {
-                     TESSERA_ASSIGN_OR_RETURN(node.parent, ReadString(value, value_path));
-                   } else if (key == "tenant") {
-                     TESSERA_ASSIGN_OR_RETURN(node.tenant, ReadString(value, value_path));
-                   } else if (key == "weight") {
-                     TESSERA_ASSIGN_OR_RETURN(node.weight, ReadInt(value, value_path));
-                     if (node.weight <= 0) {
-                       return ErrorAt(value_path, value,
-                                      "weight must be > 0, got " + std::to_string(node.weight));
-                     }
-                   } else {
-                     return ReadQuotas(value, value_path, catalog, node.quotas);
-                   }
-                   return Status::Ok();
-                 }));
+  TESSERA_RETURN_IF_ERROR(kYaml.ForEachKey(
+      entry, path, keys,
+      [&](const std::string& key, const YAML::Node& value,
+          const std::string& value_path) -> Status {
+        if (key == "name") {
+          TESSERA_ASSIGN_OR_RETURN(node.name, kYaml.String(value, value_path));
+        } else if (key == "parent" || key == "cohort") {
+          TESSERA_ASSIGN_OR_RETURN(node.parent, kYaml.String(value, value_path));
+        } else if (key == "tenant") {
+          TESSERA_ASSIGN_OR_RETURN(node.tenant, kYaml.String(value, value_path));
+        } else if (key == "weight") {
+          TESSERA_ASSIGN_OR_RETURN(node.weight, kYaml.Int(value, value_path));
+          if (node.weight <= 0) {
+            return kYaml.Error(value_path, value,
+                               "weight must be > 0, got " + std::to_string(node.weight));
+          }
+        } else {
+          return ReadQuotas(value, value_path, catalog, node.quotas);
+        }
+        return Status::Ok();
+      }));
   if (node.name.empty()) {
-    return ErrorAt(path, entry, std::string(cohort ? "a cohort" : "a queue") + " needs a name");
+    return kYaml.Error(path, entry, std::string(cohort ? "a cohort" : "a queue") + " needs a name");
   }
   return node;
 }
@@ -291,44 +203,30 @@ StatusOr<QueueNodeSpec> ReadNode(const YAML::Node& entry, const std::string& pat
 StatusOr<PriorityClass> ReadPriorityClass(const YAML::Node& entry, const std::string& path) {
   PriorityClass pc;
   bool has_value = false;
-  TESSERA_RETURN_IF_ERROR(ForEachKey(
+  TESSERA_RETURN_IF_ERROR(kYaml.ForEachKey(
       entry, path, {"name", "value"},
       [&](const std::string& key, const YAML::Node& value,
           const std::string& value_path) -> Status {
         if (key == "name") {
-          TESSERA_ASSIGN_OR_RETURN(pc.name, ReadString(value, value_path));
+          TESSERA_ASSIGN_OR_RETURN(pc.name, kYaml.String(value, value_path));
           return Status::Ok();
         }
-        TESSERA_ASSIGN_OR_RETURN(int64_t v, ReadInt(value, value_path));
+        TESSERA_ASSIGN_OR_RETURN(int64_t v, kYaml.Int(value, value_path));
         if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
-          return ErrorAt(value_path, value, "priority " + std::to_string(v) + " is out of range");
+          return kYaml.Error(value_path, value,
+                             "priority " + std::to_string(v) + " is out of range");
         }
         pc.value = static_cast<int32_t>(v);
         has_value = true;
         return Status::Ok();
       }));
   if (pc.name.empty()) {
-    return ErrorAt(path, entry, "a priority class needs a name");
+    return kYaml.Error(path, entry, "a priority class needs a name");
   }
   if (!has_value) {
-    return ErrorAt(path, entry, "priority class '" + pc.name + "' needs a value");
+    return kYaml.Error(path, entry, "priority class '" + pc.name + "' needs a value");
   }
   return pc;
-}
-
-// Calls read(entry, path) for each entry of the list at `path`; null is an empty list.
-Status ForEachEntry(const YAML::Node& list, const std::string& path,
-                    const std::function<Status(const YAML::Node&, const std::string&)>& read) {
-  if (list.IsNull()) {
-    return Status::Ok();
-  }
-  if (!list.IsSequence()) {
-    return ErrorAt(path, list, "expected a list, got " + NodeType(list));
-  }
-  for (size_t i = 0; i < list.size(); ++i) {
-    TESSERA_RETURN_IF_ERROR(read(YAML::Node(list[i]), path + "[" + std::to_string(i) + "]"));
-  }
-  return Status::Ok();
 }
 
 StatusOr<QueueTreeSpec> Parse(const YAML::Node& root, const GpuCatalog& catalog) {
@@ -340,18 +238,19 @@ StatusOr<QueueTreeSpec> Parse(const YAML::Node& root, const GpuCatalog& catalog)
   // queues() and resources() follow the file within each kind.
   std::vector<QueueNodeSpec> cohorts;
   std::vector<QueueNodeSpec> queues;
-  TESSERA_RETURN_IF_ERROR(ForEachKey(
+  TESSERA_RETURN_IF_ERROR(kYaml.ForEachKey(
       root, "", {"priorityClasses", "cohorts", "queues"},
       [&](const std::string& key, const YAML::Node& value, const std::string& path) -> Status {
         if (key == "priorityClasses") {
-          return ForEachEntry(value, path, [&](const YAML::Node& entry, const std::string& p) {
-            TESSERA_ASSIGN_OR_RETURN(PriorityClass pc, ReadPriorityClass(entry, p));
-            spec.priority_classes.push_back(std::move(pc));
-            return Status::Ok();
-          });
+          return kYaml.ForEachEntry(
+              value, path, [&](const YAML::Node& entry, const std::string& p) {
+                TESSERA_ASSIGN_OR_RETURN(PriorityClass pc, ReadPriorityClass(entry, p));
+                spec.priority_classes.push_back(std::move(pc));
+                return Status::Ok();
+              });
         }
         const bool cohort = key == "cohorts";
-        return ForEachEntry(value, path, [&](const YAML::Node& entry, const std::string& p) {
+        return kYaml.ForEachEntry(value, path, [&](const YAML::Node& entry, const std::string& p) {
           TESSERA_ASSIGN_OR_RETURN(QueueNodeSpec node, ReadNode(entry, p, cohort, catalog));
           (cohort ? cohorts : queues).push_back(std::move(node));
           return Status::Ok();

@@ -79,7 +79,7 @@ Status Parser::ReadCluster(const YAML::Node& node, const std::string& path,
           } else if (key == "prefix") {
             TESSERA_ASSIGN_OR_RETURN(prefix, String(v, p));
           } else if (key == "names") {
-            TESSERA_ASSIGN_OR_RETURN(given, Names(v, p));
+            TESSERA_ASSIGN_OR_RETURN(given, Strings(v, p));
           } else if (key == "gpus") {
             TESSERA_ASSIGN_OR_RETURN(gpus, NonNegative(v, p));
             if (gpus > 64) {
@@ -183,7 +183,7 @@ Status Parser::ReadTask(const YAML::Node& node, const std::string& path,
         } else if (key == "models") {
           std::string spec;
           if (v.IsSequence()) {
-            TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> list, Names(v, p));
+            TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> list, Strings(v, p));
             spec = Join(list, "|");
           } else {
             TESSERA_ASSIGN_OR_RETURN(spec, String(v, p));

@@ -12,7 +12,7 @@ Status Parser::ReadCheck(const std::string& kind, const YAML::Node& value, const
   // A list of jobs; "prefix*" stands for every job whose name starts with prefix,
   // in file order (e.g. the jobs of a `repeat`).
   auto job_list = [&]() -> Status {
-    TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> names, Names(value, path));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> names, Strings(value, path));
     for (size_t i = 0; i < names.size(); ++i) {
       const std::string& name = names[i];
       if (name.empty() || name.back() != '*') {
@@ -109,7 +109,8 @@ Status Parser::ReadCheck(const std::string& kind, const YAML::Node& value, const
     Status st = ForEachKey(value, path, {},
                            [&](const std::string& job, const YAML::Node& v, const std::string& p) {
                              TESSERA_RETURN_IF_ERROR(KnownJob(job, v, p));
-                             TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> nodes, Names(v, p));
+                             TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> nodes,
+                                                      Strings(v, p));
                              c->nodes.emplace_back(job, std::move(nodes));
                              return Status::Ok();
                            });
@@ -130,7 +131,7 @@ Status Parser::ReadCheck(const std::string& kind, const YAML::Node& value, const
           }
           std::vector<std::string> jobs;
           if (!v.IsNull()) {
-            TESSERA_ASSIGN_OR_RETURN(jobs, Names(v, p));
+            TESSERA_ASSIGN_OR_RETURN(jobs, Strings(v, p));
           }
           for (size_t i = 0; i < jobs.size(); ++i) {
             TESSERA_RETURN_IF_ERROR(KnownJob(jobs[i], v[i], p));
@@ -160,7 +161,7 @@ Status Parser::ReadExpect(const YAML::Node& node, const std::string& path, Scena
       if (policy.IsScalar() && policy.Scalar() == kAllPresets) {
         policies = SchedulerPresetNames();
       } else if (policy.IsSequence()) {
-        TESSERA_ASSIGN_OR_RETURN(policies, Names(policy, ppath));
+        TESSERA_ASSIGN_OR_RETURN(policies, Strings(policy, ppath));
         for (size_t i = 0; i < policies.size(); ++i) {
           TESSERA_RETURN_IF_ERROR(CheckPolicy(policies[i], policy[i], ppath));
         }
