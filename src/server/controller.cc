@@ -27,7 +27,8 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
       catalog_(&catalog),
       clock_(&clock),
       logs_(options_.data_dir + "/logs"),
-      rng_(options_.seed) {}
+      rng_(options_.seed),
+      identities_({options_.run_as, options_.uid_pool_start, options_.uid_pool_size}) {}
 
 Controller::~Controller() { Stop(); }
 
@@ -101,7 +102,7 @@ Status Controller::Load(const std::string& queues_yaml) {
   }
 
   TESSERA_RETURN_IF_ERROR(LoadDrains());
-  TESSERA_RETURN_IF_ERROR(LoadIdentities());
+  TESSERA_RETURN_IF_ERROR(identities_.Load(*store_));
   LoadHistory();
   history_saved_at_ = now;
   history_observations_ = predictor_.observations();

@@ -52,14 +52,15 @@
 #include "model/gpu_catalog.h"
 #include "model/queue_tree.h"
 #include "plugins/job_policies.h"
-#include "sched/runtime_predictor.h"
 #include "sched/job_lifecycle.h"
 #include "sched/job_record.h"
 #include "sched/job_scheduler.h"
+#include "sched/runtime_predictor.h"
 #include "server/auth.h"
 #include "server/gpu_health.h"
 #include "server/job_logs.h"
 #include "server/job_state.h"
+#include "server/tenant_identities.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
 #include "store/store.h"
@@ -360,13 +361,6 @@ class Controller {
   // A queue's fair-share usage and factor (null for a cohort or while rebuilding).
   nlohmann::json FairShareJson(QueueId q) const;
 
-  // Unix identities of the tenants' tasks (controller_identity.cc).
-  Status LoadIdentities();
-  // The tenant's uid:gid, assigned from the pool (durably, through `out`) when new;
-  // {-1, -1} when the pool is exhausted.
-  std::pair<int64_t, int64_t> IdentityFor(const std::string& tenant, Pending& out);
-  std::optional<std::pair<int64_t, int64_t>> KnownIdentity(const std::string& tenant) const;
-
   // Drains (controller_health.cc).
   Status LoadDrains();
   // NotFound for an unknown node, InvalidArgument for a GPU index it does not have.
@@ -443,7 +437,7 @@ class Controller {
   std::map<uint64_t, Job> jobs_;  // ordered: listings walk it newest first
   std::unordered_map<std::string, uint64_t> idempotency_;  // tenant + '\x1f' + key
   std::map<std::string, NodeInfo> nodes_;       // by name
-  std::map<std::string, std::pair<int64_t, int64_t>> identities_;  // tenant -> uid, gid
+  TenantIdentities identities_;
   // Launches to send again: an agent registered without a task placed on it, which
   // it therefore never received (agents keep every task they got until its end is
   // durable here). Built at the next cycle, once the node is in the cluster state.

@@ -69,7 +69,7 @@ TaskLaunch Controller::MakeLaunch(const Job& job, int task) const {
   l.submit_dir = job.submission.submit_dir;
   l.checkpoint_dir = CheckpointDir(job);
   l.checkpoint_managed = job.submission.checkpoint_dir.empty();
-  if (std::optional<std::pair<int64_t, int64_t>> id = KnownIdentity(job.row.tenant)) {
+  if (std::optional<std::pair<int64_t, int64_t>> id = identities_.Known(job.row.tenant)) {
     l.uid = id->first;
     l.gid = id->second;
   }
@@ -151,7 +151,7 @@ void Controller::StartJob(Job& job, const StartDecision& d, Micros now, Pending&
   job.row.reason = d.backfilled ? "backfilled" : "";
   out.dirty.insert(id);
   ++decisions_["start"];
-  (void)IdentityFor(job.row.tenant, out);  // made durable with the start
+  (void)identities_.For(job.row.tenant, out.batch);  // made durable with the start
   for (size_t t = 0; t < rec.allocations.size(); ++t) {
     out.launches.emplace_back(job.tasks[t].node, MakeLaunch(job, static_cast<int>(t)));
   }

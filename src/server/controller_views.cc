@@ -85,15 +85,14 @@ nlohmann::json Controller::JobJson(const Job& job, bool with_spec) const {
       {"predicted_seconds", rec.predicted_runtime > 0
                                 ? nlohmann::json(static_cast<double>(rec.predicted_runtime) / 1e6)
                                 : nlohmann::json(nullptr)},
-      {"exit_code",
-       ended && job.state != JobState::kCancelled ? nlohmann::json(row.exit_code)
-                                                  : nlohmann::json(nullptr)},
+      {"exit_code", ended && job.state != JobState::kCancelled ? nlohmann::json(row.exit_code)
+                                                               : nlohmann::json(nullptr)},
       {"reason", reason},
       {"gpus", job.submission.spec.TotalGpus()},
       {"gpu_milli", rec.gpu_milli},
       {"replicas", job.submission.spec.tasks.size()},
       {"checkpoint_dir", CheckpointDir(job)},
-      {"run_as", RunAsJson(KnownIdentity(row.tenant))},
+      {"run_as", RunAsJson(identities_.Known(row.tenant))},
       {"tasks", std::move(tasks)}};
   if (with_spec) {
     // Parsed once per job: the spec never changes.

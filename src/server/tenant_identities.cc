@@ -1,12 +1,8 @@
-// The Unix identities tasks run as: one uid:gid per tenant, from the controller's
-// run_as table or its pool, kept in the store under "uid/<tenant>" so that a tenant
-// keeps its identity on every node (shared filesystems) and across restarts.
+#include "server/tenant_identities.h"
+
 #include <charconv>
 #include <iostream>
 #include <set>
-
-#include "base/strings.h"
-#include "server/controller.h"
 
 namespace tessera {
 namespace {
@@ -30,57 +26,54 @@ bool ParseIdentity(const std::string& text, int64_t* uid, int64_t* gid) {
 
 }  // namespace
 
-Status Controller::LoadIdentities() {
-  TESSERA_ASSIGN_OR_RETURN(auto stored, store_->ListKv(kIdentityKeyPrefix));
+Status TenantIdentities::Load(Store& store) {
+  TESSERA_ASSIGN_OR_RETURN(auto stored, store.ListKv(kIdentityKeyPrefix));
   for (const auto& [key, text] : stored) {
     int64_t uid = 0;
     int64_t gid = 0;
     if (!ParseIdentity(text, &uid, &gid)) {
       return InternalError("stored identity '" + key + "' is not uid:gid");
     }
-    identities_[key.substr(std::string(kIdentityKeyPrefix).size())] = {uid, gid};
+    assigned_[key.substr(std::string(kIdentityKeyPrefix).size())] = {uid, gid};
   }
-  // Two tenants sharing a uid would share everything a uid guards.
   for (const auto& [tenant, id] : options_.run_as) {
-    for (const auto& [other, held] : identities_) {
+    for (const auto& [other, held] : assigned_) {
       if (other != tenant && held.first == id.first) {
         return InvalidArgumentError("--run-as " + tenant + "=" + std::to_string(id.first) +
-                                    ": uid " + std::to_string(id.first) +
-                                    " is already tenant " + other + "'s");
+                                    ": uid " + std::to_string(id.first) + " is already tenant " +
+                                    other + "'s");
       }
     }
   }
   return Status::Ok();
 }
 
-std::optional<std::pair<int64_t, int64_t>> Controller::KnownIdentity(
-    const std::string& tenant) const {
+std::optional<TenantIdentities::Identity> TenantIdentities::Known(const std::string& tenant) const {
   if (auto it = options_.run_as.find(tenant); it != options_.run_as.end()) {
     return it->second;
   }
-  if (auto it = identities_.find(tenant); it != identities_.end()) {
+  if (auto it = assigned_.find(tenant); it != assigned_.end()) {
     return it->second;
   }
   return std::nullopt;
 }
 
-std::pair<int64_t, int64_t> Controller::IdentityFor(const std::string& tenant, Pending& out) {
-  if (std::optional<std::pair<int64_t, int64_t>> known = KnownIdentity(tenant)) {
+TenantIdentities::Identity TenantIdentities::For(const std::string& tenant, WriteBatch& batch) {
+  if (std::optional<Identity> known = Known(tenant)) {
     return *known;
   }
   // The lowest pool uid nobody holds, neither from the pool nor from run_as.
   std::set<int64_t> taken;
-  for (const auto& [name, id] : identities_) {
+  for (const auto& [name, id] : assigned_) {
     taken.insert(id.first);
   }
   for (const auto& [name, id] : options_.run_as) {
     taken.insert(id.first);
   }
-  for (int64_t uid = options_.uid_pool_start;
-       uid < options_.uid_pool_start + options_.uid_pool_size; ++uid) {
+  for (int64_t uid = options_.pool_start; uid < options_.pool_start + options_.pool_size; ++uid) {
     if (taken.count(uid) == 0) {
-      identities_[tenant] = {uid, uid};
-      out.batch.kv.emplace_back(kIdentityKeyPrefix + tenant, IdentityText(uid, uid));
+      assigned_[tenant] = {uid, uid};
+      batch.kv.emplace_back(kIdentityKeyPrefix + tenant, IdentityText(uid, uid));
       return {uid, uid};
     }
   }
