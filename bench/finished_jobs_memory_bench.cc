@@ -7,14 +7,12 @@
 // jobs in memory (default its own default, 10,000; --keep 0 keeps none).
 //
 // Usage: finished_jobs_memory_bench [--jobs N] [--keep K]
-#include <malloc.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +20,7 @@
 #include "api/job_codec.h"
 #include "base/clock.h"
 #include "bench_cluster.h"
+#include "bench_util.h"
 #include "server/controller.h"
 
 namespace {
@@ -49,17 +48,7 @@ class DiscardingStore final : public Store {
   Status Close() override { return Status::Ok(); }
 };
 
-// Resident set size in MiB (VmRSS), after returning freed memory to the system.
-double RssMib() {
-  malloc_trim(0);
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      return std::atof(line.c_str() + 6) / 1024.0;
-    }
-  }
-  return 0;
-}
+using tessera::bench::RssMib;
 
 constexpr int kNodes = 250;
 constexpr int kGpus = 8;

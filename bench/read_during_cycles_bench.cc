@@ -181,8 +181,8 @@ int main(int argc, char** argv) {
   const size_t waiting = count("pending");
   std::printf(
       "%d fake nodes x 8 GPUs; %zu jobs running, %zu pending (%d submissions "
-      "failed; submitted in %.1f s); %.0f s a phase\n",
-      kNodes, running, waiting, failures.load(), setup_s, seconds);
+      "failed; submitted in %.1f s); %.0f s a phase; resident memory %.1f MiB\n",
+      kNodes, running, waiting, failures.load(), setup_s, seconds, tessera::bench::RssMib());
   Phase("GET /v1/jobs (page of 100)", s.port(), token, "/v1/jobs", admin, seconds);
   Phase("GET /v1/jobs/{id}", s.port(), token, "/v1/jobs/" + std::to_string(last_id.load()), admin,
         seconds);

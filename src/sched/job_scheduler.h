@@ -171,6 +171,14 @@ class JobScheduler {
   ResourceVector ChargeOf(const JobRecord& job, const std::vector<Allocation>* allocations,
                           const ClusterState& state) const;
 
+  // Where ChargeOf puts a pending job's demand among the tree's resources (-1: none).
+  struct DemandIndex {
+    int any_gpu = -1, cpu = -1, memory = -1, gpu_memory = -1;
+  };
+  DemandIndex demand_index() const {
+    return {any_gpu_index_, cpu_index_, memory_index_, gpu_memory_index_};
+  }
+
   // Least-attained-service level of a job at `now` (0 = least served).
   int LasLevel(const JobRecord& job, Micros now) const;
   // The runtime estimate the options select.

@@ -27,6 +27,7 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
       catalog_(&catalog),
       clock_(&clock),
       logs_(options_.data_dir + "/logs"),
+      views_(catalog),
       rng_(options_.seed),
       identities_({options_.run_as, options_.uid_pool_start, options_.uid_pool_size}) {}
 
@@ -50,7 +51,7 @@ Status Controller::ApplyQueueYaml(const std::string& yaml) {
   }
   TESSERA_ASSIGN_OR_RETURN(QueueTreeSpec spec, ParseQueueTreeYaml(root, *catalog_));
   TESSERA_ASSIGN_OR_RETURN(QueueTree tree, QueueTree::Create(std::move(spec), *catalog_));
-  tree_ = std::make_unique<QueueTree>(std::move(tree));
+  tree_ = std::make_shared<QueueTree>(std::move(tree));
   queues_yaml_ = yaml;
   rebuild_ = true;
   return Status::Ok();
@@ -113,7 +114,12 @@ Status Controller::Load(const std::string& queues_yaml) {
                                      static_cast<double>(u.end_us - u.start_us) / 1e6;
   }
 
-  return LoadJobRows(now);
+  TESSERA_RETURN_IF_ERROR(LoadJobRows(now));
+  for (const auto& [id, job] : jobs_) {
+    PublishView(job);
+  }
+  PublishWaitContext();
+  return Status::Ok();
 }
 
 Status Controller::LoadJobRows(Micros now) {

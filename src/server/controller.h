@@ -60,6 +60,7 @@
 #include "server/gpu_health.h"
 #include "server/job_logs.h"
 #include "server/job_state.h"
+#include "server/job_views.h"
 #include "server/tenant_identities.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
@@ -106,14 +107,6 @@ struct ControllerOptions {
   LifecycleListener* lifecycle_listener = nullptr;
 };
 
-// Filters of ListJobs; empty means any.
-struct JobFilter {
-  std::vector<std::string> states;
-  std::string queue;
-  std::string tenant;
-  size_t limit = 1000;
-};
-
 // Usage of GPUs over a window, grouped by tenant, queue or job.
 struct UsageRowView {
   std::string key;
@@ -142,7 +135,10 @@ class Controller {
   // tenant returns the first job and sets *created to false.
   StatusOr<nlohmann::json> Submit(const Principal& who, JobSubmission job,
                                   const std::string& idempotency_key, bool* created);
+  // GET /v1/jobs/{id}: from the published views (without the controller's lock), or
+  // for a job archived out of memory from the store.
   StatusOr<nlohmann::json> GetJob(const Principal& who, uint64_t id);
+  StatusOr<std::string> GetJobText(const Principal& who, uint64_t id);
   StatusOr<nlohmann::json> Cancel(const Principal& who, uint64_t id);
   StatusOr<LogChunk> ReadLog(const Principal& who, uint64_t id, int task, int64_t offset,
                              int64_t max_bytes);
@@ -174,17 +170,17 @@ class Controller {
   // The tenants named by the queue configuration.
   std::vector<std::string> Tenants();
 
-  // A page of ListJobs (newest first): at most `limit` ids of jobs visible to `who` below
-  // `after` (0: from the newest); `more` when others follow the last one.
+  // A page of ListJobs (newest first, jobs in memory): at most `limit` jobs visible to
+  // `who` below `after` (0: from the newest); `more` when others follow the last one.
+  // Read from the published views: neither this nor JobText takes the controller's lock.
   struct JobPage {
     std::vector<uint64_t> ids;
+    std::vector<std::shared_ptr<const JobView>> jobs;
     bool more = false;
   };
   JobPage ListJobIds(const Principal& who, const JobFilter& filter, uint64_t after, size_t limit);
-  // The JSON texts of the jobs `ids` (as GET /v1/jobs/{id}), skipping ids that are gone.
-  // Callers render a long page in slices: each slice holds the lock once, and the text is
-  // encoded after it is released.
-  std::vector<std::string> JobsJsonText(std::span<const uint64_t> ids);
+  // A listed job's JSON text, as GET /v1/jobs/{id} shows it.
+  std::string JobText(const JobView& view) const { return views_.Text(view); }
   // GET /v1/nodes as `who` sees it: a tenant sees which tenant holds each GPU but not
   // the job ids or names of other tenants' jobs; the admin sees everything.
   nlohmann::json Nodes(const Principal& who);
@@ -334,7 +330,14 @@ class Controller {
   void FreeSlot(uint32_t slot);
   bool Visible(const Principal& who, const Job& job) const;
   // Without `with_spec` the "spec" member is left out (listings splice in its text).
-  nlohmann::json JobJson(const Job& job, bool with_spec = true) const;
+  nlohmann::json JobJson(const Job& job, bool with_spec = true, bool with_reason = true) const;
+  // The job's view, published for the API's reads (job_views.h); with mu_ held, after
+  // every change of the job (Seal, Submit, Load).
+  void PublishView(const Job& job);
+  // A job's reason as its view holds it (job_views.h): fixed, or worked out when pending.
+  void FillReason(const Job& job, JobView& view) const;
+  // After every cycle: what pending jobs' reasons are worked out from.
+  void PublishWaitContext();
   void Seal(Pending& out);  // the dirty jobs' rows into the batch
   void StartJob(Job& job, const StartDecision& d, Micros now, Pending& out);
   void StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pending& out);
@@ -345,8 +348,6 @@ class Controller {
                      Pending& out);
   // Usage intervals of the running jobs that overlap [since, until), up to now.
   void AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) const;
-  // Why a pending job waits, in words a user can act on.
-  std::string PendingReason(const Job& job) const;
   TaskLaunch MakeLaunch(const Job& job, int task) const;
   std::string CheckpointDir(const Job& job) const;
   // The part of a reported chunk not written yet, into `out`.
@@ -392,11 +393,12 @@ class Controller {
   const GpuCatalog* catalog_;
   const Clock* clock_;
 
-  JobLogs logs_;  // its own lock
+  JobLogs logs_;         // its own lock
+  PublishedJobs views_;  // its own lock: what the API's job reads see
   mutable std::mutex mu_;
   SchedulerPolicy policy_;
   std::string queues_yaml_;
-  std::unique_ptr<QueueTree> tree_;
+  std::shared_ptr<QueueTree> tree_;  // shared with the published wait context
   std::unique_ptr<ClusterState> state_;
   std::unique_ptr<QuotaLedger> quota_;
   std::unique_ptr<JobScheduler> scheduler_;
@@ -404,12 +406,7 @@ class Controller {
   uint64_t rebuilds_ = 0;
   // Up nodes whose new spec waits for them to hold nothing (drained until then).
   std::set<std::string> respec_;
-  // The largest node's capacity, per GPU model and mode (for "never fits" reasons).
-  struct Capacity {
-    int64_t cpu = 0, memory = 0;
-    std::map<std::pair<uint32_t, int>, int> gpus;  // (model, mode) -> most on one node
-  };
-  Capacity capacity_;
+  NodeCapacity capacity_;                   // the largest node's, for "never fits" reasons
   std::optional<Reservation> reservation_;  // the last cycle's
   Pcg32 rng_;
   RuntimePredictor predictor_;

@@ -1,5 +1,5 @@
 // Controller: the agents' side (registration, heartbeats and the reports they carry)
-// and why a pending job waits (declared in controller.h).
+// (declared in controller.h).
 #include "server/controller.h"
 
 #include <algorithm>
@@ -190,65 +190,6 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
   Wake();
   return response;
-}
-
-std::string Controller::PendingReason(const Job& job) const {
-  if (state_ == nullptr || rebuild_) {
-    return "waiting for the next scheduling cycle";
-  }
-  if (state_->node_count() == 0) {
-    return "no node is up";
-  }
-  const JobRecord& rec = Rec(job);
-  // A task no node could hold even when empty: waiting will not help.
-  for (const TaskRequest& t : rec.spec.tasks) {
-    if (t.cpu.value() > capacity_.cpu) {
-      return "never fits: a task asks " + std::to_string(t.cpu.value() / 1000) +
-             " CPUs, the largest node has " + std::to_string(capacity_.cpu / 1000);
-    }
-    if (t.memory.value() > capacity_.memory) {
-      return "never fits: a task asks " + std::to_string(t.memory.value()) +
-             " MiB of memory, the largest node has " + std::to_string(capacity_.memory);
-    }
-    if (t.gpu_count == 0) {
-      continue;
-    }
-    int best = 0;
-    for (const auto& [key, count] : capacity_.gpus) {
-      const GpuModelId model(key.first);
-      const auto mode = static_cast<SharingMode>(key.second);
-      if (!t.models.empty() && !t.models.Contains(model)) {
-        continue;
-      }
-      const bool ok = t.wants_mig() ? mode == SharingMode::kMig &&
-                                          catalog_->Get(model).FindMigProfile(t.mig_profile).has_value()
-                      : t.fractional() ? mode == SharingMode::kShared
-                                       : mode != SharingMode::kMig;
-      if (ok) {
-        best = std::max(best, count);
-      }
-    }
-    if (best < t.gpu_count) {
-      std::string what = t.wants_mig()    ? "a GPU in MIG mode with profile " + t.mig_profile
-                         : t.fractional() ? std::string("a GPU in shared mode")
-                                          : std::to_string(t.gpu_count) + " GPUs on one node";
-      if (!t.models.empty()) {
-        what += " of the models asked for";
-      }
-      return "never fits: no node that is up has " + what;
-    }
-  }
-  if (reservation_ && reservation_->job == rec.id) {
-    return "next to start: resources are reserved for it (expected " +
-           FormatRfc3339(reservation_->start) + ")";
-  }
-  const ResourceVector charge = scheduler_->ChargeOf(rec, nullptr, *state_);
-  if (!charge.empty() && quota_->Check(rec.queue, charge) == QuotaFit::kNo) {
-    return "waiting for quota: queue " + job.row.queue +
-           " and its cohort have no unused quota for it now";
-  }
-  return "waiting for resources (" + std::to_string(rec.spec.TotalGpus()) +
-         " GPUs); jobs ahead of it or running hold them";
 }
 
 }  // namespace tessera

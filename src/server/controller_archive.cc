@@ -29,6 +29,7 @@ void Controller::Archive(Micros now) {
       archived_keys_.emplace_back(now, job.row.tenant + '\x1f' + job.row.idempotency_key);
     }
     FreeSlot(job.slot);
+    views_.Erase(id);
     jobs_.erase(it);
   }
   while (!archived_keys_.empty() && now - archived_keys_.front().first > kIdempotencyRetention) {

@@ -81,7 +81,7 @@ Status Controller::RebuildScheduler() {
 }
 
 void Controller::NoteCapacity() {
-  capacity_ = Capacity{};
+  capacity_ = NodeCapacity{};
   reservation_.reset();
   for (size_t n = 0; n < state_->node_count(); ++n) {
     const NodeSpec& spec = state_->spec(NodeId(n));

@@ -40,6 +40,7 @@ void Controller::Seal(Pending& out) {
               .dump();
     }
     out.batch.jobs.push_back(job.row);
+    PublishView(job);
   }
   out.dirty.clear();
 }
@@ -345,7 +346,7 @@ Status Controller::RunCycle() {
       }
       out.launches.emplace_back(node, MakeLaunch(*job, key.task));
     }
-    if (state_->node_count() > 0 && scheduler_->pending() > 0) {
+    if (state_->present_count() > 0 && scheduler_->pending() > 0) {
       CycleResult result = lifecycle_->RunCycle(now, rng_);
       reservation_ = result.reservation;
       for (const StartDecision& d : result.starts) {
@@ -368,6 +369,7 @@ Status Controller::RunCycle() {
     }
     SaveHistory(now, out);
     Seal(out);
+    PublishWaitContext();
   }
   Status published = Publish(std::move(out));
   // Wall time, not the injected clock: this measures the controller itself.

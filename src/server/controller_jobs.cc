@@ -127,19 +127,36 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   rec.queue = tree_->FindQueue(j.row.queue).value();
   // Enqueued now when the core is current, else by the rebuild before the next cycle.
   lifecycle_->Submit(rec, now);
+  PublishView(j);
   *created = true;
   Wake();
   return JobJson(j);
 }
 
 StatusOr<nlohmann::json> Controller::GetJob(const Principal& who, uint64_t id) {
+  TESSERA_ASSIGN_OR_RETURN(std::string text, GetJobText(who, id));
+  nlohmann::json out = nlohmann::json::parse(text, nullptr, false);
+  if (out.is_discarded()) {
+    return InternalError("job " + std::to_string(id) + ": its view is not JSON");
+  }
+  return out;
+}
+
+StatusOr<std::string> Controller::GetJobText(const Principal& who, uint64_t id) {
+  if (std::shared_ptr<const JobView> view = views_.Get(id)) {
+    if (!PublishedJobs::Visible(who, view->tenant)) {
+      return NotFoundError("no job " + std::to_string(id));
+    }
+    return views_.Text(*view);
+  }
+  // Not published: archived out of memory (read from the store), or no such job.
   std::unique_lock<std::mutex> lock(mu_);
   std::optional<Job> archived;
   const Job* job = FindOrLoad(id, &archived, lock);
   if (job == nullptr || !Visible(who, *job)) {
     return NotFoundError("no job " + std::to_string(id));
   }
-  return JobJson(*job);
+  return JobJson(*job).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {

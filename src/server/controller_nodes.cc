@@ -91,62 +91,14 @@ Status Controller::CheckInventoryBounds(const NodeInventory& inventory) {
 
 Controller::JobPage Controller::ListJobIds(const Principal& who, const JobFilter& filter,
                                            uint64_t after, size_t limit) {
+  PublishedJobs::Page published = views_.List(who, filter, after, limit);
   JobPage page;
-  std::lock_guard<std::mutex> lock(mu_);
-  // Newest first from below `after`, stopping at the first job past the page: a page
-  // costs its own rows (and the jobs it skips), not the whole table.
-  auto it = after == 0 ? jobs_.end() : jobs_.lower_bound(after);
-  while (it != jobs_.begin()) {
-    --it;
-    const Job& job = it->second;
-    if (!job.durable || !Visible(who, job)) {
-      continue;
-    }
-    if (!filter.states.empty() && std::find(filter.states.begin(), filter.states.end(),
-                                            job.row.state) == filter.states.end()) {
-      continue;
-    }
-    if ((!filter.queue.empty() && job.row.queue != filter.queue) ||
-        (!filter.tenant.empty() && job.row.tenant != filter.tenant)) {
-      continue;
-    }
-    if (page.ids.size() == limit) {
-      page.more = true;
-      break;
-    }
-    page.ids.push_back(it->first);
+  page.more = published.more;
+  page.jobs = std::move(published.jobs);
+  for (const auto& view : page.jobs) {
+    page.ids.push_back(view->id);
   }
   return page;
-}
-
-std::vector<std::string> Controller::JobsJsonText(std::span<const uint64_t> ids) {
-  // The spec is most of a job's view and never changes: its stored text is spliced in
-  // rather than copied as a tree, built, encoded and freed for every listing.
-  std::vector<std::pair<nlohmann::json, std::string>> views;
-  views.reserve(ids.size());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (uint64_t id : ids) {
-      if (const Job* job = FindJob(id); job != nullptr) {
-        if (job->spec_text_ok < 0) {
-          job->spec_text_ok = nlohmann::json::accept(job->row.spec_json) ? 1 : 0;
-        }
-        views.emplace_back(JobJson(*job, /*with_spec=*/false),
-                           job->spec_text_ok == 1 ? job->row.spec_json : std::string());
-      }
-    }
-  }
-  std::vector<std::string> out;
-  out.reserve(views.size());
-  for (auto& [view, spec] : views) {
-    std::string text = view.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    text.pop_back();  // the closing brace
-    text += ",\"spec\":";
-    text += spec.empty() ? "null" : spec;
-    text += '}';
-    out.push_back(std::move(text));
-  }
-  return out;
 }
 
 nlohmann::json Controller::Nodes(const Principal& who) {

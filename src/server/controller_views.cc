@@ -20,7 +20,7 @@ using namespace controller_rows;  // NOLINT: the controller's own helpers
 
 // ---- views -------------------------------------------------------------------
 
-nlohmann::json Controller::JobJson(const Job& job, bool with_spec) const {
+nlohmann::json Controller::JobJson(const Job& job, bool with_spec, bool with_reason) const {
   const JobRow& row = job.row;
   JobRecord archived;  // an archived job holds nothing and predicts nothing
   if (job.slot == kArchived) {
@@ -61,12 +61,6 @@ nlohmann::json Controller::JobJson(const Job& job, bool with_spec) const {
     tasks.push_back(std::move(task));
   }
   const bool ended = Terminal(job.state);
-  std::string reason = row.reason;
-  if (job.state == JobState::kPending) {
-    // Why it was requeued, if it was, then why it waits now.
-    const bool requeued = reason.rfind("requeued", 0) == 0 || reason.rfind("preempted", 0) == 0;
-    reason = requeued ? reason + "; " + PendingReason(job) : PendingReason(job);
-  }
   nlohmann::json out = {
       {"id", row.id},
       {"name", row.name},
@@ -87,13 +81,17 @@ nlohmann::json Controller::JobJson(const Job& job, bool with_spec) const {
                                 : nlohmann::json(nullptr)},
       {"exit_code", ended && job.state != JobState::kCancelled ? nlohmann::json(row.exit_code)
                                                                : nlohmann::json(nullptr)},
-      {"reason", reason},
       {"gpus", job.submission.spec.TotalGpus()},
       {"gpu_milli", rec.gpu_milli},
       {"replicas", job.submission.spec.tasks.size()},
       {"checkpoint_dir", CheckpointDir(job)},
       {"run_as", RunAsJson(identities_.Known(row.tenant))},
       {"tasks", std::move(tasks)}};
+  if (with_reason) {
+    JobView view;
+    FillReason(job, view);
+    out["reason"] = views_.ReasonOf(view);
+  }
   if (with_spec) {
     // Parsed once per job: the spec never changes.
     if (job.spec_view == nullptr) {
@@ -104,6 +102,66 @@ nlohmann::json Controller::JobJson(const Job& job, bool with_spec) const {
     out["spec"] = *job.spec_view;
   }
   return out;
+}
+
+void Controller::FillReason(const Job& job, JobView& view) const {
+  view.pending = job.state == JobState::kPending;
+  view.reason = job.row.reason;
+  if (view.pending) {
+    // Why it was requeued, if it was, then (at read time) why it waits now.
+    const bool requeued =
+        view.reason.rfind("requeued", 0) == 0 || view.reason.rfind("preempted", 0) == 0;
+    if (!requeued) {
+      view.reason.clear();
+    }
+    view.demand = DemandOf(job.row.id, job.row.queue, job.submission.spec, *catalog_);
+  }
+}
+
+void Controller::PublishView(const Job& job) {
+  if (!job.durable || job.slot == kArchived) {
+    return;
+  }
+  auto view = std::make_shared<JobView>();
+  view->id = job.row.id;
+  view->tenant = job.row.tenant;
+  view->queue = job.row.queue;
+  view->state = job.row.state;
+  FillReason(job, *view);
+  // The spec is most of a job's view and never changes: its stored text is spliced in
+  // rather than parsed into a tree.
+  if (job.spec_text_ok < 0) {
+    job.spec_text_ok = nlohmann::json::accept(job.row.spec_json) ? 1 : 0;
+  }
+  std::string body = JobJson(job, /*with_spec=*/false, /*with_reason=*/false)
+                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  body.pop_back();  // the closing brace
+  body += ",\"spec\":";
+  body += job.spec_text_ok == 1 ? job.row.spec_json : std::string("null");
+  view->body = std::move(body);
+  views_.Put(std::move(view));
+}
+
+void Controller::PublishWaitContext() {
+  auto c = std::make_shared<WaitContext>();
+  c->built = state_ != nullptr && quota_ != nullptr && scheduler_ != nullptr && !rebuild_;
+  if (c->built) {
+    c->nodes_up = state_->present_count();
+    c->capacity = capacity_;
+    if (reservation_ && reservation_->job.valid() && reservation_->job.value() < slot_job_.size()) {
+      c->reserved_job = slot_job_[reservation_->job.value()];
+      c->reserved_start = reservation_->start;
+    }
+    c->tree = tree_;
+    c->quota = std::make_shared<const QuotaLedger>(*quota_);
+    c->resources = tree_->resources().size();
+    const JobScheduler::DemandIndex index = scheduler_->demand_index();
+    c->any_gpu = index.any_gpu;
+    c->cpu = index.cpu;
+    c->memory = index.memory;
+    c->gpu_memory = index.gpu_memory;
+  }
+  views_.SetContext(std::move(c));
 }
 
 nlohmann::json Controller::Nodes() {
@@ -306,7 +364,7 @@ std::vector<std::string> Controller::Tenants() {
 
 Status Controller::SetQueues(const std::string& yaml) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::unique_ptr<QueueTree> old = std::move(tree_);
+  std::shared_ptr<QueueTree> old = std::move(tree_);
   const std::string old_yaml = queues_yaml_;
   Status s = ApplyQueueYaml(yaml);
   if (s.ok()) {
@@ -337,6 +395,7 @@ Status Controller::SetQueues(const std::string& yaml) {
   scheduler_.reset();
   quota_.reset();
   rebuild_ = true;
+  PublishWaitContext();  // reasons say so until the next cycle
   return Status::Ok();
 }
 

@@ -1,0 +1,128 @@
+// PublishedJobs: the jobs as the API reads them (GET /v1/jobs and /v1/jobs/{id}),
+// published by the controller whenever a job changes, so that reads take only this
+// table's lock, never the controller's, which a scheduling cycle holds for its length.
+//
+// A view is immutable once published; a change publishes a new one (readers keep the
+// one they hold). A pending job's reason is not part of its view: it is worked out at
+// read time from the job's demand and the wait context the controller publishes after
+// every cycle, so it is as of the last cycle without the cycle rewriting the view of
+// every pending job. Jobs archived out of the controller's memory leave the table; the
+// controller answers for them from the store.
+// Thread safety: every method may be called from any thread; none holds the table's
+// lock for more than a short, bounded step.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "model/gpu_catalog.h"
+#include "model/job.h"
+#include "model/node.h"
+#include "model/queue_tree.h"
+#include "server/auth.h"
+#include "state/quota_ledger.h"
+
+namespace tessera {
+
+// Filters of a job listing; empty means any.
+struct JobFilter {
+  std::vector<std::string> states;
+  std::string queue;
+  std::string tenant;
+  size_t limit = 1000;
+};
+
+// The largest node that is up, per GPU model and mode (for "never fits" reasons).
+struct NodeCapacity {
+  int64_t cpu = 0, memory = 0;
+  std::map<std::pair<uint32_t, int>, int> gpus;  // (model, mode) -> most on one node
+};
+
+// What pending jobs' reasons are worked out from, as of the last cycle.
+struct WaitContext {
+  bool built = false;  // false: the core is built at the next cycle
+  size_t nodes_up = 0;
+  NodeCapacity capacity;
+  uint64_t reserved_job = 0;  // the job resources are reserved for (0: none)
+  Micros reserved_start = 0;  // when it is expected to start
+  // The queues' quota usage; `tree` keeps the ledger's tree alive. Null: not built.
+  std::shared_ptr<const QueueTree> tree;
+  std::shared_ptr<const QuotaLedger> quota;
+  // Where a pending job's demand is charged among the quota's resources (as
+  // JobScheduler::ChargeOf does): an index per kind, -1 when not a quota resource.
+  size_t resources = 0;
+  int any_gpu = -1, cpu = -1, memory = -1, gpu_memory = -1;
+};
+
+// What a pending job asks for, for its reason.
+struct PendingDemand {
+  uint64_t job = 0;
+  std::string queue;
+  std::vector<TaskRequest> tasks;
+  int64_t gpu_milli = 0, cpu = 0, memory = 0, gpu_memory = 0;  // totals over its tasks
+  int gpus = 0;
+};
+
+PendingDemand DemandOf(uint64_t id, const std::string& queue, const JobSpec& spec,
+                       const GpuCatalog& catalog);
+// Why the job waits, in words a user can act on.
+std::string PendingReasonOf(const PendingDemand& job, const WaitContext& context,
+                            const GpuCatalog& catalog);
+
+struct JobView {
+  uint64_t id = 0;
+  std::string tenant, queue, state;
+  // The job's JSON object without its closing brace and without "reason".
+  std::string body;
+  // Not pending: the reason. Pending: why it was requeued, if it was ("" otherwise);
+  // why it waits now is added at read time.
+  std::string reason;
+  bool pending = false;
+  PendingDemand demand;  // when pending
+};
+
+class PublishedJobs {
+ public:
+  explicit PublishedJobs(const GpuCatalog& catalog) : catalog_(&catalog) {}
+
+  void Put(std::shared_ptr<const JobView> view);
+  void Erase(uint64_t id);
+  void SetContext(std::shared_ptr<const WaitContext> context);
+  std::shared_ptr<const WaitContext> context() const;
+  // The reason a job shows now (a pending one's worked out from the context).
+  std::string ReasonOf(const JobView& view) const;
+
+  // Null when the job is not published (unknown, not yet durable, or archived).
+  std::shared_ptr<const JobView> Get(uint64_t id) const;
+  // The job's JSON text as GET /v1/jobs/{id} shows it.
+  std::string Text(const JobView& view) const;
+
+  // Newest first from below `after` (0: from the newest): at most `limit` jobs visible
+  // to `who` that pass `filter`; `more` when others follow the last one. A page costs
+  // its own rows (and the jobs it skips), not the whole table.
+  struct Page {
+    std::vector<std::shared_ptr<const JobView>> jobs;
+    bool more = false;
+  };
+  Page List(const Principal& who, const JobFilter& filter, uint64_t after, size_t limit) const;
+
+  static bool Visible(const Principal& who, const std::string& tenant) {
+    return who.role == Role::kAdmin || (who.role == Role::kTenant && who.tenant == tenant);
+  }
+
+ private:
+  const GpuCatalog* catalog_;
+  // A plain mutex, held for a lookup, an insert or a bounded step of a listing's walk:
+  // a reader-preferring lock could starve the controller's publishing under read load.
+  mutable std::mutex mu_;
+  std::map<uint64_t, std::shared_ptr<const JobView>> jobs_;
+  std::shared_ptr<const WaitContext> context_ = std::make_shared<WaitContext>();
+};
+
+}  // namespace tessera

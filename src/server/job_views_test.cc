@@ -1,0 +1,118 @@
+#include "server/job_views.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sched/testing/scheduler_harness.h"
+
+namespace tessera {
+namespace {
+
+using namespace ::tessera::testing;  // NOLINT: the core's test builders
+
+const Principal kAdmin{Role::kAdmin, "", "test"};
+
+std::shared_ptr<const JobView> View(uint64_t id, std::string tenant, std::string state,
+                                    std::string queue = "q") {
+  auto v = std::make_shared<JobView>();
+  v->id = id;
+  v->tenant = std::move(tenant);
+  v->queue = std::move(queue);
+  v->state = std::move(state);
+  v->body = "{\"id\":" + std::to_string(id);
+  v->reason = "fixed";
+  return v;
+}
+
+std::vector<uint64_t> Ids(const PublishedJobs::Page& page) {
+  std::vector<uint64_t> out;
+  for (const auto& v : page.jobs) {
+    out.push_back(v->id);
+  }
+  return out;
+}
+
+TEST(PublishedJobsTest, ListsNewestFirstAcrossStepsWithFiltersVisibilityAndPages) {
+  PublishedJobs jobs(GpuCatalog::Default());
+  // 1000 jobs (the walk takes the lock in steps of 256): team-a's every 7th is running.
+  for (uint64_t id = 1; id <= 1000; ++id) {
+    const bool a = id % 2 == 0;
+    jobs.Put(View(id, a ? "team-a" : "team-b", a && id % 7 == 0 ? "running" : "pending"));
+  }
+  JobFilter running;
+  running.states = {"running"};
+  PublishedJobs::Page page = jobs.List(kAdmin, running, 0, 3);
+  EXPECT_EQ(Ids(page), (std::vector<uint64_t>{994, 980, 966}));
+  EXPECT_TRUE(page.more);
+  // The next page resumes below the last id; the last page says there is no more.
+  page = jobs.List(kAdmin, running, 966, 1000);
+  EXPECT_EQ(page.jobs.size(), 68u);  // 71 multiples of 14 up to 994, less the first 3
+  EXPECT_EQ(page.jobs.back()->id, 14u);
+  EXPECT_FALSE(page.more);
+  // A tenant sees only its own jobs, whatever it filters by.
+  const Principal b{Role::kTenant, "team-b", "t"};
+  EXPECT_TRUE(jobs.List(b, running, 0, 10).jobs.empty());
+  page = jobs.List(b, JobFilter{}, 0, 1000);
+  EXPECT_EQ(page.jobs.size(), 500u);
+  EXPECT_EQ(page.jobs.front()->id, 999u);
+  EXPECT_EQ(jobs.List(Principal{Role::kNode, "", "node-1"}, JobFilter{}, 0, 10).jobs.size(), 0u);
+
+  jobs.Erase(994);
+  EXPECT_EQ(jobs.Get(994), nullptr);
+  EXPECT_EQ(jobs.List(kAdmin, running, 0, 1).jobs.front()->id, 980u);
+  EXPECT_EQ(jobs.Text(*jobs.Get(980)), R"({"id":980,"reason":"fixed"})");
+}
+
+TEST(PublishedJobsTest, APendingJobsReasonIsWorkedOutFromTheLatestContext) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  PublishedJobs jobs(catalog);
+  auto pending = std::make_shared<JobView>(*View(7, "team-a", "pending"));
+  pending->pending = true;
+  pending->reason = "";
+  pending->demand = DemandOf(7, "q", Gang("g", "q", {2}), catalog);
+  jobs.Put(pending);
+  auto reason = [&] { return nlohmann::json::parse(jobs.Text(*jobs.Get(7)))["reason"]; };
+  EXPECT_EQ(reason(), "waiting for the next scheduling cycle");  // no context yet
+
+  auto tree = std::make_shared<QueueTree>(
+      QueueTree::Create(Tree({QueueNode("q", "", {Q(kGpu, 2000)})}), catalog).value());
+  auto quota = std::make_shared<QuotaLedger>(*tree);
+  auto context = [&](size_t nodes_up, int gpus_on_largest) {
+    auto c = std::make_shared<WaitContext>();
+    c->built = true;
+    c->nodes_up = nodes_up;
+    c->capacity.cpu = 128000;
+    c->capacity.memory = 1 << 20;
+    c->capacity.gpus[{catalog.Find("H100-80GB").value().value(),
+                      static_cast<int>(SharingMode::kExclusive)}] = gpus_on_largest;
+    c->tree = tree;
+    c->quota = quota;
+    c->resources = tree->resources().size();
+    c->any_gpu = 0;
+    return c;
+  };
+  jobs.SetContext(context(0, 8));
+  EXPECT_EQ(reason(), "no node is up");
+  jobs.SetContext(context(2, 1));
+  EXPECT_EQ(reason(), "never fits: no node that is up has 2 GPUs on one node");
+  jobs.SetContext(context(2, 8));
+  EXPECT_EQ(reason(), "waiting for resources (2 GPUs); jobs ahead of it or running hold them");
+  // The queue's quota is used up (by another job's 1 GPU of its 2).
+  quota->Add(tree->FindQueue("q").value(), ResourceVector{1000});
+  EXPECT_EQ(reason(), "waiting for quota: queue q and its cohort have no unused quota for it now");
+  auto reserved = context(2, 8);
+  reserved->reserved_job = 7;
+  reserved->reserved_start = 1'800'000'000LL * 1'000'000;
+  jobs.SetContext(reserved);
+  EXPECT_EQ(reason().get<std::string>().rfind("next to start: resources are reserved", 0), 0u);
+
+  // A requeued job says why, then why it waits.
+  auto requeued = std::make_shared<JobView>(*pending);
+  requeued->reason = "requeued: node n1 was lost";
+  jobs.Put(requeued);
+  EXPECT_EQ(reason().get<std::string>().rfind("requeued: node n1 was lost; next to start", 0), 0u);
+}
+
+}  // namespace
+}  // namespace tessera
