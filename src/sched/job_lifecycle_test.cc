@@ -153,20 +153,34 @@ TEST(JobLifecycleTest, CancellingAPendingJobTakesItOutOfTheQueue) {
   EXPECT_TRUE(h.Cycle(3 * kSecond).starts.empty());
 }
 
+// A core built afresh for the harness's two nodes, as a driver builds when it restarts,
+// and bound to the harness's lifecycle.
+struct FreshCore {
+  explicit FreshCore(Harness& h)
+      : state(Cluster({GpuNode("n0"), GpuNode("n1")})),
+        quota(h.tree()),
+        scheduler(h.tree(), state, SchedulerOptions{}, nullptr, nullptr, TestProfile(),
+                  7LL * 24 * kHour) {
+    h.lifecycle().Bind(&state, &quota, &scheduler);
+  }
+  ClusterState state;
+  QuotaLedger quota;
+  JobScheduler scheduler;
+};
+
 TEST(JobLifecycleTest, RestoreAfterRebindPutsBackWhatIsHeld) {
   Harness h({GpuNode("n0"), GpuNode("n1")}, QuotaQueue(), SchedulerOptions{});
   JobId whole = h.Submit(Gang("whole", "q", {4}), 0);
   JobId split = h.Submit(Gang("split", "q", {8, 4}), 0);
   JobId waiting = h.Submit(Gang("waiting", "q", {8, 8}), 0);
   ASSERT_EQ(h.Cycle(0).starts.size(), 2u);
-  // A fresh core, as a driver builds when its node set changes: the split gang's
-  // second task is no longer held (its node was lost).
-  ClusterState state = Cluster({GpuNode("n0"), GpuNode("n1")});
-  QuotaLedger quota(h.tree());
-  JobScheduler scheduler(h.tree(), state, SchedulerOptions{}, nullptr, nullptr, TestProfile(),
-                         7LL * 24 * kHour);
+  // A fresh core, as a driver builds when it restarts: the split gang's second task is
+  // no longer held (its node was lost).
   h.job(split).held[1] = 0;
-  h.lifecycle().Bind(&state, &quota, &scheduler);
+  FreshCore core(h);
+  ClusterState& state = core.state;
+  QuotaLedger& quota = core.quota;
+  JobScheduler& scheduler = core.scheduler;
   for (JobRecord& j : h.jobs()) {
     ASSERT_TRUE(h.lifecycle().Restore(j).ok());
   }
@@ -189,12 +203,10 @@ TEST(JobLifecycleTest, AttachingATaskWhoseNodeCameBackHoldsAndChargesItAgain) {
   JobId split = h.Submit(Gang("split", "q", {8, 4}), 0);
   ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
   // After a driver restart: the core is built before n1's agent is back.
-  ClusterState state = Cluster({GpuNode("n0"), GpuNode("n1")});
-  QuotaLedger quota(h.tree());
-  JobScheduler scheduler(h.tree(), state, SchedulerOptions{}, nullptr, nullptr, TestProfile(),
-                         7LL * 24 * kHour);
   h.job(split).held[1] = 0;
-  h.lifecycle().Bind(&state, &quota, &scheduler);
+  FreshCore core(h);
+  ClusterState& state = core.state;
+  QuotaLedger& quota = core.quota;
   ASSERT_TRUE(h.lifecycle().Restore(h.job(split)).ok());
   EXPECT_EQ(quota.Usage(h.queue("q"), 0), 8'000);
   EXPECT_FALSE(h.job(split).counted);

@@ -67,6 +67,16 @@ class GpuFilter final : public FilterPlugin {
   }
 };
 
+// Both states hold the same allocations, node by node (a failed attempt left no trace).
+inline void ExpectSameUsage(const ClusterState& a, const ClusterState& b) {
+  ASSERT_EQ(a.node_count(), b.node_count());
+  for (size_t i = 0; i < a.node_count(); ++i) {
+    EXPECT_TRUE(a.nodes()[i].SameUsage(b.nodes()[i])) << "node " << i;
+  }
+  EXPECT_EQ(a.allocated_gpu_milli(), b.allocated_gpu_milli());
+  EXPECT_EQ(a.allocated_cpu(), b.allocated_cpu());
+}
+
 inline Profile TestProfile() {
   Profile p;
   p.name = "test";

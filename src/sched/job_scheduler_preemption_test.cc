@@ -1,0 +1,349 @@
+// The job scheduler's preemption: reclaim of borrowed quota, priority, LAS and SRTF,
+// the victims it picks and the bounds on them. Order, placement, quota, backfill and
+// charges are in job_scheduler_test.cc.
+#include "sched/job_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/rng.h"
+#include "model/node.h"
+#include "model/queue_tree.h"
+#include "sched/gpu_selection.h"
+#include "sched/testing/scheduler_harness.h"
+#include "state/testing/test_cluster.h"
+
+namespace tessera {
+namespace {
+
+using ::tessera::testing::Catalog;
+using ::tessera::testing::Model;
+
+using namespace ::tessera::testing;  // NOLINT: the harness and its builders
+
+// ---------------------------------------------------------------------------------
+// Preemption.
+
+// A borrower's job started at t=0 with `gpus` GPUs and a checkpoint interval.
+JobSpec Borrower(std::string name, int gpus, Micros interval) {
+  JobSpec s = Gang(std::move(name), "b", {gpus});
+  s.checkpoint_interval = interval;
+  return s;
+}
+
+// b (nominal 4) borrows a's idle quota and fills the 8-GPU node with four 2-GPU jobs;
+// a then asks for 2 GPUs of its nominal 8. Preempted at 1970 s with a 30 s grace, the
+// victims have run 2000 s when evicted; with checkpoints every 0 / 600 / 700 / 1500 s
+// they lose 2000 / 200 / 600 / 500 s of 2 GPUs: 4000 / 400 / 1200 / 1000 GPU-s.
+void ExpectReclaimTakesCheapestBorrower(int64_t a_nominal_milli) {
+  SchedulerOptions o;
+  o.preempt_reclaim = true;
+  ASSERT_EQ(o.grace, 30 * kSecond);
+  Harness h({GpuNode("n0")}, TwoQueueCohort(a_nominal_milli, 4000), o);
+  JobId v1 = h.Submit(Borrower("v1", 2, 0), 0);
+  JobId v2 = h.Submit(Borrower("v2", 2, 600 * kSecond), 0);
+  JobId v3 = h.Submit(Borrower("v3", 2, 700 * kSecond), 0);
+  JobId v4 = h.Submit(Borrower("v4", 2, 1500 * kSecond), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 4u);
+  ASSERT_TRUE(h.quota().IsBorrowing(h.queue("b")));
+  const Micros now = 1970 * kSecond;
+  JobId p = h.Submit(Gang("p", "a", {2}, 0, now), now);
+  CycleResult r = h.Cycle(now);
+  EXPECT_TRUE(r.starts.empty());
+  ASSERT_EQ(r.preemptions.size(), 1u);
+  EXPECT_EQ(r.preemptions[0].victim, v2);
+  EXPECT_EQ(r.preemptions[0].preemptor, p);
+  EXPECT_DOUBLE_EQ(r.preemptions[0].lost_gpu_seconds, 400.0);
+  EXPECT_EQ(r.preemptions[0].evict_at, now + o.grace);
+  EXPECT_EQ(h.job(v2).SavedProgress(now + o.grace, false), 1800 * kSecond);
+  EXPECT_EQ(h.job(v1).phase, JobPhase::kRunning);
+  EXPECT_EQ(h.job(v3).phase, JobPhase::kRunning);
+  EXPECT_EQ(h.job(v4).phase, JobPhase::kRunning);
+  // Deciding changed nothing: the victim still holds its GPUs and charge.
+  EXPECT_EQ(h.state().allocated_gpu_milli().value(), 8000);
+  EXPECT_EQ(h.quota().Usage(h.queue("b"), 0), 8000);
+
+  // After the grace period the victim is evicted and the preemptor starts on its GPUs.
+  h.Evict(v2, now + o.grace);
+  EXPECT_EQ(h.job(v2).resumed_from, 1800 * kSecond);
+  r = h.Cycle(now + o.grace);
+  ASSERT_EQ(Started(r), std::vector<uint64_t>{p.value()});
+  EXPECT_FALSE(r.starts[0].borrowing);
+  EXPECT_TRUE(r.preemptions.empty());
+}
+
+// Cohort quota (a 8 + b 4 = 12) above the cluster's 8 GPUs: a's request fits the quota
+// that is free, only the cluster is full.
+TEST(JobSchedulerTest, ReclaimTakesTheBorrowerThatLosesLeastWork) {
+  ExpectReclaimTakesCheapestBorrower(8000);
+}
+
+// Cohort quota equal to the cluster (a 4 + b 4 = 8 GPUs), the usual setup (the
+// philly-vc preset bills exactly the cluster's GPUs): b borrows all of a's quota, so
+// nothing is available to a now, yet a's request is within its nominal quota and must
+// reclaim. Regression: reclaim used to be decided by QuotaLedger::Check(a, charge,
+// /*allow_borrowing=*/false) == kNominal, which is kNo here (Available(a) is 0), so no
+// queue ever got its lent quota back by preemption. Kueue's rule is usage + request
+// <= nominal.
+TEST(JobSchedulerTest, ReclaimWorksWhenTheCohortQuotaEqualsTheCluster) {
+  ExpectReclaimTakesCheapestBorrower(4000);
+}
+
+TEST(JobSchedulerTest, ReclaimCountsPreemptionsInFlight) {
+  // a 4 + b 4 on an 8-GPU node; b borrows everything with four 2-GPU jobs. Three 2-GPU
+  // jobs of a arrive together: the first two fit a's nominal 4 GPUs and each reclaims
+  // one victim; the third would take a beyond its nominal quota once the first two
+  // start, so it takes nothing, and b is left exactly at its nominal quota.
+  SchedulerOptions o;
+  o.preempt_reclaim = true;
+  Harness h({GpuNode("n0")}, TwoQueueCohort(4000, 4000), o);
+  std::vector<JobId> v;
+  for (int i = 0; i < 4; ++i) {
+    v.push_back(h.Submit(Borrower("v" + std::to_string(i), 2, (i + 1) * 10 * kSecond), 0));
+  }
+  ASSERT_EQ(h.Cycle(0).starts.size(), 4u);
+  const Micros now = 100 * kSecond;
+  JobId p1 = h.Submit(Gang("p1", "a", {2}, 0, now), now);
+  JobId p2 = h.Submit(Gang("p2", "a", {2}, 0, now), now);
+  JobId p3 = h.Submit(Gang("p3", "a", {2}, 0, now), now);
+  CycleResult r = h.Cycle(now);
+  ASSERT_EQ(r.preemptions.size(), 2u);
+  EXPECT_EQ(r.preemptions[0].preemptor, p1);
+  EXPECT_EQ(r.preemptions[1].preemptor, p2);
+  EXPECT_NE(r.preemptions[0].victim, r.preemptions[1].victim);
+  // Still nothing for p3 while the victims stop.
+  r = h.Cycle(now + 10 * kSecond);
+  EXPECT_TRUE(r.preemptions.empty());
+  for (JobId id : v) {
+    if (h.job(id).phase == JobPhase::kStopping) {
+      h.Evict(id, now + o.grace);
+    }
+  }
+  r = h.Cycle(now + o.grace);
+  EXPECT_EQ(Started(r), (std::vector<uint64_t>{p1.value(), p2.value()}));
+  EXPECT_TRUE(r.preemptions.empty());
+  EXPECT_EQ(h.job(p3).phase, JobPhase::kPending);
+  EXPECT_EQ(h.quota().Usage(h.queue("a"), 0), 4000);
+  EXPECT_EQ(h.quota().Usage(h.queue("b"), 0), 4000);
+  EXPECT_FALSE(h.quota().IsBorrowing(h.queue("b")));
+}
+
+TEST(JobSchedulerTest, ReclaimChoosesAMinimalVictimSet) {
+  // Quota a 12 + b 2 (cohort above the 8-GPU node). b runs c1 (1 GPU), c2 (1 GPU), c3
+  // (4 GPUs) and a non-preemptible 2-GPU job. At t=1000 s with no grace, c1 / c2 / c3
+  // lose 100 / 200 / 4000 GPU-s. a's 4-GPU job needs c3's 4 GPUs, and only c3:
+  // c1 and c2 are taken first (cheapest) and must then be given back.
+  SchedulerOptions o;
+  o.preempt_reclaim = true;
+  o.grace = 0;
+  Harness h({GpuNode("n0")}, TwoQueueCohort(12000, 2000), o);
+  JobId c1 = h.Submit(Borrower("c1", 1, 900 * kSecond), 0);
+  JobId c2 = h.Submit(Borrower("c2", 1, 800 * kSecond), 0);
+  JobId c3 = h.Submit(Borrower("c3", 4, 0), 0);
+  JobSpec keep = Borrower("keep", 2, 0);
+  keep.preemptible = false;
+  h.Submit(keep, 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 4u);
+  const Micros now = 1000 * kSecond;
+  JobId p = h.Submit(Gang("p", "a", {4}, 0, now), now);
+  const ClusterState before = h.state();
+  CycleResult r = h.Cycle(now);
+  ASSERT_EQ(Victims(r), std::vector<uint64_t>{c3.value()});
+  EXPECT_EQ(r.preemptions[0].preemptor, p);
+  EXPECT_DOUBLE_EQ(r.preemptions[0].lost_gpu_seconds, 4000.0);
+  EXPECT_EQ(h.job(c1).phase, JobPhase::kRunning);
+  EXPECT_EQ(h.job(c2).phase, JobPhase::kRunning);
+  ExpectSameUsage(h.state(), before);
+  EXPECT_EQ(h.quota().Usage(h.queue("b"), 0), 8000);
+}
+
+TEST(JobSchedulerTest, ReclaimNeverTakesFromAQueueWithinItsQuota) {
+  // b uses exactly its nominal 4 and a asks beyond its own nominal 4: no victim.
+  SchedulerOptions o;
+  o.preempt_reclaim = true;
+  Harness h({GpuNode("n0")}, TwoQueueCohort(4000, 4000), o);
+  h.Submit(Gang("a1", "a", {4}), 0);
+  h.Submit(Gang("b1", "b", {4}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 2u);
+  h.Submit(Gang("a2", "a", {2}), kSecond);
+  CycleResult r = h.Cycle(kSecond);
+  EXPECT_TRUE(r.starts.empty());
+  EXPECT_TRUE(r.preemptions.empty());
+}
+
+TEST(JobSchedulerTest, PriorityPreemptionNeverPicksAJobAlreadyStopping) {
+  SchedulerOptions o;
+  o.preempt_priority = true;
+  Harness h({GpuNode("n0")}, OneQueue(), o);
+  // l1 is the cheaper victim (checkpointed recently), l2 the costlier.
+  JobSpec s1 = Gang("l1", "q", {4});
+  s1.checkpoint_interval = 100 * kSecond;
+  JobId l1 = h.Submit(s1, 0);
+  JobId l2 = h.Submit(Gang("l2", "q", {4}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 2u);
+  JobId h1 = h.Submit(Gang("h1", "q", {4}, 10, 100 * kSecond), 100 * kSecond);
+  CycleResult r = h.Cycle(100 * kSecond);
+  ASSERT_EQ(Victims(r), std::vector<uint64_t>{l1.value()});
+  EXPECT_EQ(r.preemptions[0].preemptor, h1);
+  // l1 is stopping (still holding its GPUs); h2 must take l2, not l1 again, and h1
+  // (victims in flight) must not look for more.
+  JobId h2 = h.Submit(Gang("h2", "q", {4}, 10, 110 * kSecond), 110 * kSecond);
+  r = h.Cycle(110 * kSecond);
+  EXPECT_TRUE(r.starts.empty());
+  ASSERT_EQ(Victims(r), std::vector<uint64_t>{l2.value()});
+  EXPECT_EQ(r.preemptions[0].preemptor, h2);
+  // Nothing left to preempt: both low jobs are stopping.
+  h.Submit(Gang("h3", "q", {4}, 10, 120 * kSecond), 120 * kSecond);
+  r = h.Cycle(120 * kSecond);
+  EXPECT_TRUE(r.preemptions.empty());
+  EXPECT_TRUE(r.starts.empty());
+  // The victims leave; their preemptors start, first come first.
+  h.Evict(l1, 130 * kSecond);
+  h.Evict(l2, 130 * kSecond);
+  r = h.Cycle(130 * kSecond);
+  EXPECT_EQ(Started(r), (std::vector<uint64_t>{h1.value(), h2.value()}));
+}
+
+TEST(JobSchedulerTest, OneCycleNeverPicksTheSameVictimTwice) {
+  SchedulerOptions o;
+  o.preempt_priority = true;
+  Harness h({GpuNode("n0")}, OneQueue(), o);
+  JobId l1 = h.Submit(Gang("l1", "q", {4}), 0);
+  JobId l2 = h.Submit(Gang("l2", "q", {4}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 2u);
+  h.Submit(Gang("h1", "q", {4}, 10, kSecond), kSecond);
+  h.Submit(Gang("h2", "q", {4}, 10, kSecond), kSecond);
+  CycleResult r = h.Cycle(kSecond);
+  std::vector<uint64_t> v = Victims(r);
+  std::sort(v.begin(), v.end());
+  EXPECT_EQ(v, (std::vector<uint64_t>{l1.value(), l2.value()}));
+}
+
+TEST(JobSchedulerTest, PriorityPreemptionStaysWithinTheQueue) {
+  SchedulerOptions o;
+  o.preempt_priority = true;
+  Harness h({GpuNode("n0")}, Tree({QueueNode("a"), QueueNode("b")}), o);
+  JobId low = h.Submit(Gang("low", "b", {8}, 0), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+  // Another queue's high-priority job cannot preempt it.
+  h.Submit(Gang("other", "a", {8}, 100, kSecond), kSecond);
+  CycleResult r = h.Cycle(kSecond);
+  EXPECT_TRUE(r.preemptions.empty());
+  EXPECT_EQ(h.job(low).phase, JobPhase::kRunning);
+  // Its own queue's can.
+  JobId same = h.Submit(Gang("same", "b", {8}, 1, 2 * kSecond), 2 * kSecond);
+  r = h.Cycle(2 * kSecond);
+  ASSERT_EQ(Victims(r), std::vector<uint64_t>{low.value()});
+  EXPECT_EQ(r.preemptions[0].preemptor, same);
+}
+
+TEST(JobSchedulerTest, EqualPriorityDoesNotPreempt) {
+  SchedulerOptions o;
+  o.preempt_priority = true;
+  Harness h({GpuNode("n0")}, OneQueue(), o);
+  h.Submit(Gang("a", "q", {8}, 5), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+  h.Submit(Gang("b", "q", {8}, 5, kSecond), kSecond);
+  EXPECT_TRUE(h.Cycle(kSecond).preemptions.empty());
+}
+
+TEST(JobSchedulerTest, MinRunBeforePreemptionProtectsYoungJobs) {
+  SchedulerOptions o;
+  o.preempt_priority = true;
+  o.min_run_before_preemption = 60 * kSecond;
+  Harness h({GpuNode("n0")}, OneQueue(), o);
+  JobId low = h.Submit(Gang("low", "q", {8}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+  h.Submit(Gang("high", "q", {8}, 10, 59 * kSecond), 59 * kSecond);
+  EXPECT_TRUE(h.Cycle(59 * kSecond).preemptions.empty());
+  EXPECT_EQ(Victims(h.Cycle(60 * kSecond)), std::vector<uint64_t>{low.value()});
+}
+
+TEST(JobSchedulerTest, MinRunBeforeReclaimSparesPriorityPreemption) {
+  SchedulerOptions o;
+  o.preempt_priority = true;
+  o.preempt_las = true;
+  o.min_run_before_reclaim = 3600 * kSecond;
+  Harness h({GpuNode("n0")}, OneQueue(), o);
+  JobId low = h.Submit(Gang("low", "q", {8}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+  // 8 GPUs x 500 s of service make it a LAS victim, but it is younger than the bound.
+  h.Submit(Gang("same", "q", {8}, 0, 500 * kSecond), 500 * kSecond);
+  EXPECT_TRUE(h.Cycle(500 * kSecond).preemptions.empty());
+  // A higher priority is not held back by it.
+  h.Submit(Gang("high", "q", {8}, 10, 510 * kSecond), 510 * kSecond);
+  EXPECT_EQ(Victims(h.Cycle(510 * kSecond)), std::vector<uint64_t>{low.value()});
+}
+
+TEST(JobSchedulerTest, LasLevelsFollowTheThresholds) {
+  Harness h({GpuNode("n0")}, OneQueue(), SchedulerOptions{});
+  ASSERT_EQ(h.scheduler().options().las_thresholds, (std::vector<double>{3200.0, 32000.0}));
+  JobRecord r;
+  r.gpu_milli = 4000;
+  for (const auto& [attained, level] : std::vector<std::pair<double, int>>{
+           {0, 0}, {3199.9, 0}, {3200, 1}, {31999, 1}, {32000, 2}, {1e9, 2}}) {
+    r.attained_gpu_seconds = attained;
+    EXPECT_EQ(h.scheduler().LasLevel(r, 0), level) << attained;
+  }
+  // A running job's current attempt counts: 4 GPUs x 800 s = 3200 GPU-s.
+  r.attained_gpu_seconds = 0;
+  r.phase = JobPhase::kRunning;
+  r.run_start = 1000 * kSecond;
+  EXPECT_EQ(h.scheduler().LasLevel(r, 1799 * kSecond), 0);
+  EXPECT_EQ(h.scheduler().LasLevel(r, 1800 * kSecond), 1);
+  r.attained_gpu_seconds = 28800;  // + 3200 = 32000
+  EXPECT_EQ(h.scheduler().LasLevel(r, 1800 * kSecond), 2);
+  r.phase = JobPhase::kPending;  // a pending job: attained only
+  EXPECT_EQ(h.scheduler().LasLevel(r, 1800 * kSecond), 1);
+
+  SchedulerOptions custom;
+  custom.las_thresholds = {10.0};
+  Harness h2({GpuNode("n0")}, OneQueue(), custom);
+  r.attained_gpu_seconds = 9.99;
+  EXPECT_EQ(h2.scheduler().LasLevel(r, 0), 0);
+  r.attained_gpu_seconds = 10;
+  EXPECT_EQ(h2.scheduler().LasLevel(r, 0), 1);
+}
+
+TEST(JobSchedulerTest, LasPreemptsAJobOnlyOnceItReachesAHigherLevel) {
+  SchedulerOptions o;
+  o.preempt_las = true;
+  Harness h({GpuNode("n0")}, Tree({QueueNode("a"), QueueNode("b")}), o);
+  JobId old = h.Submit(Gang("old", "a", {8}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+  // 8 GPUs x 300 s = 2400 GPU-s: level 0, like the newcomer.
+  JobId fresh = h.Submit(Gang("fresh", "b", {8}, 0, 300 * kSecond), 300 * kSecond);
+  EXPECT_TRUE(h.Cycle(300 * kSecond).preemptions.empty());
+  // 8 x 400 = 3200: level 1; LAS preempts across queues.
+  CycleResult r = h.Cycle(400 * kSecond);
+  ASSERT_EQ(Victims(r), std::vector<uint64_t>{old.value()});
+  EXPECT_EQ(r.preemptions[0].preemptor, fresh);
+}
+
+TEST(JobSchedulerTest, SrtfPreemptsTheJobWithMoreTimeLeft) {
+  SchedulerOptions o;
+  o.preempt_srtf = true;
+  o.runtime_source = RuntimeSource::kOracle;
+  Harness h({GpuNode("n0")}, OneQueue(), o);
+  JobId lng = h.Submit(Gang("long", "q", {8}), 0, 0, 1000 * kSecond);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+  // At 100 s long has 900 s left: a 950 s job does not preempt it, a 500 s job does.
+  h.Submit(Gang("mid", "q", {8}, 0, 100 * kSecond), 100 * kSecond, 0, 950 * kSecond);
+  EXPECT_TRUE(h.Cycle(100 * kSecond).preemptions.empty());
+  JobId shrt = h.Submit(Gang("short", "q", {8}, 0, 101 * kSecond), 101 * kSecond, 0, 500 * kSecond);
+  CycleResult r = h.Cycle(101 * kSecond);
+  ASSERT_EQ(Victims(r), std::vector<uint64_t>{lng.value()});
+  EXPECT_EQ(r.preemptions[0].preemptor, shrt);
+}
+
+}  // namespace
+}  // namespace tessera
