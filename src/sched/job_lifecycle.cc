@@ -237,19 +237,25 @@ Status JobLifecycle::Restore(JobRecord& job) {
   }
   job.held.resize(job.allocations.size(), 0);
   job.charge.clear();  // charged again below, in this core
+  std::string misfit;
   for (size_t t = 0; t < job.allocations.size(); ++t) {
     if (job.held[t] == 0) {
       continue;
     }
     Status s = state_->Allocate(job.allocations[t]);
     if (!s.ok()) {
-      job.held[t] = 0;
-      return InternalError("job " + std::to_string(job.id.value()) + " task " + std::to_string(t) +
-                           " no longer fits its node: " + s.message());
+      job.held[t] = 0;  // the rest is still held: the job stays consistent
+      if (misfit.empty()) {
+        misfit = "task " + std::to_string(t) + " no longer fits its node: " + s.message();
+      }
+      continue;
     }
     Hold(job.allocations[t], +1);
   }
   Recharge(job);
+  if (!misfit.empty()) {
+    return InternalError("job " + std::to_string(job.id.value()) + " " + misfit);
+  }
   return Status::Ok();
 }
 

@@ -125,7 +125,8 @@ class JobLifecycle {
   // stopping ones get their held allocations (`held` true, nodes set by the driver to
   // the new ClusterState's ids) and their charge back, and a running one whose tasks
   // are all held counts as running for the scheduler. Internal error when a held
-  // allocation no longer fits.
+  // allocation no longer fits: that task is then not held, the rest is, and the job is
+  // charged for what it holds (the driver should stop it).
   Status Restore(JobRecord& job);
 
   // What breaks the invariants above now; empty when they hold.

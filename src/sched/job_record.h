@@ -56,6 +56,10 @@ struct JobRecord {
   std::vector<uint8_t> held;   // per allocation: 1 while the ClusterState holds it
   bool counted = false;        // the JobScheduler counts it as running
 
+  // Whether allocation `t` is held in the ClusterState (a task whose node was lost is
+  // not); a record without the tally (built outside a lifecycle) holds all of them.
+  bool Holds(size_t t) const { return t >= held.size() || held[t] != 0; }
+
   Micros Progress(Micros now) const {
     return phase == JobPhase::kRunning || phase == JobPhase::kStopping
                ? resumed_from + (now - run_start)

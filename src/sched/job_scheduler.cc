@@ -396,10 +396,17 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
   struct Free {
     int64_t gpus, cpu, memory;
   };
+  // Nodes that are gone never hold the reservation: they start too far below zero for
+  // anything released there to make room.
+  constexpr int64_t kUnusable = int64_t{1} << 50;
   std::vector<Free> free(n);
   int64_t free_gpus = 0;
   for (size_t i = 0; i < n; ++i) {
     const NodeLedger& node = state.nodes()[i];
+    if (!state.present(NodeId(static_cast<uint32_t>(i)))) {
+      free[i] = {-kUnusable, -kUnusable, -kUnusable};
+      continue;
+    }
     int64_t idle = 0;
     for (const GpuLedger& g : node.gpus()) {
       idle += g.idle() ? 1 : 0;
@@ -468,12 +475,19 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
     std::pop_heap(ends.begin(), ends.end(), std::greater<>());
     const auto [end, id] = ends.back();
     ends.pop_back();
-    for (const Allocation& a : jobs[id].allocations) {
+    const JobRecord& ending = jobs[id];
+    for (size_t t = 0; t < ending.allocations.size(); ++t) {
+      if (!ending.Holds(t)) {
+        continue;  // its node was lost: nothing comes free there
+      }
+      const Allocation& a = ending.allocations[t];
       Free& f = free[a.node.value()];
       f.gpus += static_cast<int64_t>(a.gpus.size());
       f.cpu += a.cpu.value();
       f.memory += a.memory.value();
-      free_gpus += static_cast<int64_t>(a.gpus.size());
+      if (f.gpus > -kUnusable / 2) {
+        free_gpus += static_cast<int64_t>(a.gpus.size());
+      }
     }
     if (free_gpus >= needed_gpus && fits(&nodes)) {
       std::sort(nodes.begin(), nodes.end());

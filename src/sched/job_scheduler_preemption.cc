@@ -129,15 +129,22 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
     return {};
   }
 
+  // What a victim frees is what it holds: a task whose node was lost holds nothing.
   auto take = [&](uint64_t id) {
     JobRecord& v = jobs[id];
     quota.Remove(v.queue, v.charge);
-    Unplace(state, v.allocations);
+    for (size_t t = v.allocations.size(); t-- > 0;) {
+      if (v.Holds(t)) {
+        MustSucceed(state.Release(v.allocations[t]));
+      }
+    }
   };
   auto give_back = [&](uint64_t id) {
     JobRecord& v = jobs[id];
-    for (const Allocation& a : v.allocations) {
-      MustSucceed(state.Allocate(a));
+    for (size_t t = 0; t < v.allocations.size(); ++t) {
+      if (v.Holds(t)) {
+        MustSucceed(state.Allocate(v.allocations[t]));
+      }
     }
     quota.Add(v.queue, v.charge);
   };

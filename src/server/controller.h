@@ -291,12 +291,15 @@ class Controller {
   Status ApplyQueueYaml(const std::string& yaml);
   // Builds the core afresh from the nodes that are up (at the first cycle, and after
   // the queue tree changed), putting every job back.
-  Status RebuildScheduler();
+  Status RebuildScheduler(Micros now, Pending& out);
   // Node changes in place (controller_nodes.cc); with mu_ held. A failure falls back
   // to a rebuild before the next cycle (logged).
   // The node registered: added to the core (or its spec updated, deferred while it
   // holds work), its drains applied, and the tasks it still runs held again.
-  void NodeJoined(const NodeInfo& node);
+  void NodeJoined(const NodeInfo& node, Micros now, Pending& out);
+  // A running job whose task no longer fits its node (its agent came back with less)
+  // is stopped and requeued rather than held on resources that are gone.
+  void RequeueMisfit(Job& job, const std::string& why, Micros now, Pending& out);
   // The node left (its tasks detached by NodeDown): removed from the core.
   void NodeLeft(const std::string& name);
   // Updates the nodes whose spec changed once they hold nothing.

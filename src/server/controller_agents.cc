@@ -79,7 +79,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
       }
     }
     HandleReports(node, request.tasks, now, out);
-    NodeJoined(node);  // after reconciling: what still runs there is held again
+    NodeJoined(node, now, out);  // after reconciling: what still runs there is held again
     // Stops decided before this controller restarted, or sent to the agent's previous
     // connection: send them again for what still runs here.
     for (const TaskReport& r : request.tasks) {

@@ -11,7 +11,7 @@ namespace tessera {
 
 // ---- the cluster as the core sees it ----------------------------------------------
 
-Status Controller::RebuildScheduler() {
+Status Controller::RebuildScheduler(Micros now, Pending& out) {
   std::vector<const NodeInfo*> up;
   for (const auto& [name, node] : nodes_) {
     if (node.up) {
@@ -49,6 +49,7 @@ Status Controller::RebuildScheduler() {
   }
   lifecycle_->set_tree(tree_.get());
   lifecycle_->Bind(state_.get(), quota_.get(), scheduler_.get());
+  std::vector<std::pair<uint64_t, std::string>> misfits;  // jobs whose held task no longer fits
   for (auto& [id, job] : jobs_) {
     JobRecord& rec = Rec(job);
     if (!job.durable || rec.phase == JobPhase::kFinished) {
@@ -72,12 +73,27 @@ Status Controller::RebuildScheduler() {
         rec.held[t] = 1;
       }
     }
-    TESSERA_RETURN_IF_ERROR(lifecycle_->Restore(rec));
+    if (Status restored = lifecycle_->Restore(rec); !restored.ok()) {
+      misfits.emplace_back(id, restored.message());
+    }
   }
   rebuild_ = false;
   respec_.clear();  // every up node's spec is current in the new core
   ++rebuilds_;
+  for (const auto& [id, why] : misfits) {
+    RequeueMisfit(jobs_.at(id), why, now, out);
+  }
   return Status::Ok();
+}
+
+void Controller::RequeueMisfit(Job& job, const std::string& why, Micros now, Pending& out) {
+  std::cerr << "tessera server: " << why << "; requeued\n";
+  if (job.after == AfterStop::kNone) {
+    job.after = AfterStop::kRequeue;
+    job.cause = RequeueCause::kTaskLost;
+    job.row.reason = "requeued: its node came back without room for it (" + why + ")";
+  }
+  StopJob(job, job.after, 0, now, out);
 }
 
 void Controller::NoteCapacity() {
@@ -104,7 +120,7 @@ StatusOr<Profile> Controller::MakePlacement() const {
 
 // ---- node changes in place ----------------------------------------------------------
 
-void Controller::NodeJoined(const NodeInfo& node) {
+void Controller::NodeJoined(const NodeInfo& node, Micros now, Pending& out) {
   if (state_ == nullptr || rebuild_) {
     return;  // the rebuild before the next cycle takes the node as it is
   }
@@ -129,10 +145,14 @@ void Controller::NodeJoined(const NodeInfo& node) {
         continue;
       }
       rec.held.resize(rec.allocations.size(), 0);
-      for (size_t t = 0; t < job.tasks.size() && s.ok(); ++t) {
-        if (job.tasks[t].node == spec.name && !job.tasks[t].exited && rec.held[t] == 0) {
-          rec.allocations[t].node = id.value();
-          s = lifecycle_->AttachTask(rec, t);
+      for (size_t t = 0; t < job.tasks.size() && t < rec.allocations.size(); ++t) {
+        if (job.tasks[t].node != spec.name || job.tasks[t].exited || rec.held[t] != 0) {
+          continue;
+        }
+        rec.allocations[t].node = id.value();
+        if (Status attached = lifecycle_->AttachTask(rec, t); !attached.ok()) {
+          RequeueMisfit(job, attached.message(), now, out);
+          break;
         }
       }
     }

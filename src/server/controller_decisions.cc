@@ -152,7 +152,16 @@ void Controller::StartJob(Job& job, const StartDecision& d, Micros now, Pending&
   job.row.reason = d.backfilled ? "backfilled" : "";
   out.dirty.insert(id);
   ++decisions_["start"];
+  const bool new_identity = !identities_.Known(job.row.tenant).has_value();
   (void)identities_.For(job.row.tenant, out.batch);  // made durable with the start
+  if (new_identity) {
+    // Once per tenant: its other jobs' views show the identity they will run as.
+    for (const auto& [other_id, other] : jobs_) {
+      if (other_id != id && other.row.tenant == job.row.tenant) {
+        PublishView(other);
+      }
+    }
+  }
   for (size_t t = 0; t < rec.allocations.size(); ++t) {
     out.launches.emplace_back(job.tasks[t].node, MakeLaunch(job, static_cast<int>(t)));
   }
@@ -317,7 +326,7 @@ Status Controller::RunCycle() {
   const auto started = std::chrono::steady_clock::now();
   Pending out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     const Micros now = clock_->NowMicros();
     for (auto& [name, node] : nodes_) {
       const bool silent = now - node.last_seen > options_.node_timeout;
@@ -327,8 +336,13 @@ Status Controller::RunCycle() {
       }
     }
     if (rebuild_) {
-      Status s = RebuildScheduler();
+      Status s = RebuildScheduler(now, out);
       if (!s.ok()) {
+        // What was decided before (a node lost) is still made durable and handed out.
+        Seal(out);
+        PublishWaitContext();
+        lock.unlock();
+        (void)Publish(std::move(out));
         return s;
       }
     } else {

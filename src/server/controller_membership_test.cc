@@ -19,6 +19,7 @@ class ControllerMembershipTest : public ControllerTest {
   void Tune(ControllerOptions& o) override {
     o.node_timeout = 30 * kSecond;
     o.history_interval = 0;
+    o.policy = "priority+preempt";
   }
 
   // node-2: node-1's inventory under another name, played by its own agent.
@@ -145,6 +146,91 @@ TEST_F(ControllerMembershipTest, ANodeWithANewInventoryTakesItOnceItsWorkHasEnde
   EXPECT_EQ(Job(second)["state"], "running");
   EXPECT_EQ(Job(third)["state"], "running");
   EXPECT_EQ(Rebuilds(), 1u);
+  ExpectInvariants();
+}
+
+// After a restart a node comes back with less than its running task holds (a GPU gone):
+// the task is not held on resources that are gone; the job is stopped and requeued, and
+// scheduling goes on without a rebuild.
+TEST_F(ControllerMembershipTest, ARunningTaskThatNoLongerFitsItsReturningNodeIsRequeued) {
+  Register();
+  const uint64_t job = Submit("team-a", kTwoGpus);
+  ASSERT_EQ(CycleAndTake().size(), 1u);  // both H100s of node-1
+
+  Reopen();
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  RegisterRequest smaller = Inventory();  // one H100 fewer
+  smaller.inventory.spec.gpus.erase(smaller.inventory.spec.gpus.begin());
+  smaller.inventory.gpu_uuids.erase(smaller.inventory.gpu_uuids.begin());
+  smaller.inventory.mig_instances.resize(3);
+  smaller.tasks = Running();
+  auto r = controller_->Register(smaller, "127.0.0.1");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Job(job)["state"], "stopping");
+  ExpectInvariants();
+  // The agent is told to stop the task; it ends, and the job waits for room again.
+  auto hb = controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, Running(), {}});
+  ASSERT_TRUE(hb.ok());
+  ASSERT_EQ(hb->stop.size(), 1u);
+  EXPECT_EQ(hb->stop[0].key.job, job);
+  TaskReport killed;
+  killed.key = running_.at(job);
+  killed.state = TaskState::kExited;
+  killed.signal = 9;
+  running_.erase(job);
+  ASSERT_TRUE(controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, {killed}, {}}).ok());
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  nlohmann::json j = Job(job);
+  EXPECT_EQ(j["state"], "pending");
+  EXPECT_NE(j["reason"].get<std::string>().find("came back without room"), std::string::npos)
+      << j["reason"];
+  EXPECT_EQ(Rebuilds(), 1u);
+  ExpectInvariants();
+}
+
+// A gang whose task on one node has ended keeps running on the other; that node is then
+// lost. The gang holds nothing there any more, and a preemption that picks it frees only
+// what it holds.
+TEST_F(ControllerMembershipTest, AGangThatLostANodeWhereItsTaskEndedIsAVictimOfWhatItHolds) {
+  Register();
+  ASSERT_TRUE(controller_->Register(Node2("agent-2"), "127.0.0.1").ok());
+  constexpr const char* kGang =
+      "name: gang\nreplicas: 2\nresources: {gpus: 2, gpu_model: H100-80GB}\ncommand: [x]\n";
+  const uint64_t gang = Submit("team-a", kGang);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  Beat1();
+  std::vector<TaskLaunch> on2 = Beat2("agent-2");
+  ASSERT_EQ(on2.size(), 1u);
+  ASSERT_EQ(running_.count(gang), 1u);  // task 0 on node-1
+  TaskReport done;
+  done.key = on2[0].key;
+  done.state = TaskState::kExited;
+  ASSERT_TRUE(controller_->Heartbeat(HeartbeatRequest{"node-2", "agent-2", {done}, {}}).ok());
+  EXPECT_EQ(Job(gang)["state"], "running");
+
+  clock_.Advance(31 * kSecond);
+  Beat1();
+  ASSERT_TRUE(controller_->RunCycle().ok());  // node-2 is lost
+  EXPECT_EQ(Job(gang)["state"], "running");
+  ExpectInvariants();
+
+  constexpr const char* kUrgent =
+      "name: urgent\npriority: 10\nresources: {gpus: 2, gpu_model: H100-80GB}\ncommand: [x]\n";
+  const uint64_t urgent = Submit("team-a", kUrgent);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(gang)["state"], "stopping");
+  EXPECT_EQ(Job(urgent)["state"], "pending");
+  ExpectInvariants();
+  TaskReport killed;  // task 0 ends on its signal
+  killed.key = running_.at(gang);
+  killed.state = TaskState::kExited;
+  killed.signal = 15;
+  running_.erase(gang);
+  ASSERT_TRUE(controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, {killed}, {}}).ok());
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  Beat1();
+  EXPECT_EQ(Job(urgent)["state"], "running");
+  EXPECT_EQ(Job(gang)["state"], "pending");
   ExpectInvariants();
 }
 
