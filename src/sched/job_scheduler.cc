@@ -396,8 +396,8 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
   struct Free {
     int64_t gpus, cpu, memory;
   };
-  // Nodes that are gone never hold the reservation: they start too far below zero for
-  // anything released there to make room.
+  // Nodes that are gone never hold the reservation: they start below any demand (no held
+  // allocation is ever on them, so nothing is released there).
   constexpr int64_t kUnusable = int64_t{1} << 50;
   std::vector<Free> free(n);
   int64_t free_gpus = 0;
@@ -485,9 +485,7 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
       f.gpus += static_cast<int64_t>(a.gpus.size());
       f.cpu += a.cpu.value();
       f.memory += a.memory.value();
-      if (f.gpus > -kUnusable / 2) {
-        free_gpus += static_cast<int64_t>(a.gpus.size());
-      }
+      free_gpus += static_cast<int64_t>(a.gpus.size());  // held: never on a node that is gone
     }
     if (free_gpus >= needed_gpus && fits(&nodes)) {
       std::sort(nodes.begin(), nodes.end());

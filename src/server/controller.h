@@ -174,9 +174,9 @@ class Controller {
   // `who` below `after` (0: from the newest); `more` when others follow the last one.
   // Read from the published views: neither this nor JobText takes the controller's lock.
   struct JobPage {
-    std::vector<uint64_t> ids;
     std::vector<std::shared_ptr<const JobView>> jobs;
     bool more = false;
+    std::vector<uint64_t> ids() const;
   };
   JobPage ListJobIds(const Principal& who, const JobFilter& filter, uint64_t after, size_t limit);
   // A listed job's JSON text, as GET /v1/jobs/{id} shows it.
@@ -344,6 +344,9 @@ class Controller {
   void Seal(Pending& out);  // the dirty jobs' rows into the batch
   void StartJob(Job& job, const StartDecision& d, Micros now, Pending& out);
   void StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pending& out);
+  // The job's attempt is to end in a requeue for `cause`, with `reason`, unless its end
+  // was already decided (a cancel, a failure, an earlier requeue).
+  void PlanRequeue(Job& job, RequeueCause cause, std::string reason);
   void TaskExited(Job& job, int task, int exit_code, int signal, Micros now, Pending& out);
   void Finalize(Job& job, Micros now, Pending& out);
   void NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out);

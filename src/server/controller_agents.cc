@@ -139,12 +139,9 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
     } else if (r.state == TaskState::kLost) {
       // Gone without a known outcome (its agent killed it, or lost its supervisor): as
       // for a lost node, the job runs again from its checkpoint.
-      if (job->after == AfterStop::kNone) {
-        job->after = AfterStop::kRequeue;
-        job->cause = RequeueCause::kTaskLost;
-        job->row.reason = "requeued: task " + std::to_string(r.key.task) + " on " + name +
-                          " was lost (" + r.message + ")";
-      }
+      PlanRequeue(*job, RequeueCause::kTaskLost,
+                  "requeued: task " + std::to_string(r.key.task) + " on " + name + " was lost (" +
+                      r.message + ")");
       TaskExited(*job, r.key.task, 0, 9, now, out);
       if (Rec(*job).phase == JobPhase::kRunning) {
         StopJob(*job, job->after, 0, now, out);

@@ -88,11 +88,8 @@ Status Controller::RebuildScheduler(Micros now, Pending& out) {
 
 void Controller::RequeueMisfit(Job& job, const std::string& why, Micros now, Pending& out) {
   std::cerr << "tessera server: " << why << "; requeued\n";
-  if (job.after == AfterStop::kNone) {
-    job.after = AfterStop::kRequeue;
-    job.cause = RequeueCause::kTaskLost;
-    job.row.reason = "requeued: its node came back without room for it (" + why + ")";
-  }
+  PlanRequeue(job, RequeueCause::kTaskLost,
+              "requeued: its node came back without room for it (" + why + ")");
   StopJob(job, job.after, 0, now, out);
 }
 

@@ -194,6 +194,14 @@ void Controller::StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pe
   }
 }
 
+void Controller::PlanRequeue(Job& job, RequeueCause cause, std::string reason) {
+  if (job.after == AfterStop::kNone) {
+    job.after = AfterStop::kRequeue;
+    job.cause = cause;
+    job.row.reason = std::move(reason);
+  }
+}
+
 void Controller::TaskExited(Job& job, int task, int exit_code, int signal, Micros now,
                             Pending& out) {
   TaskRun& run = job.tasks[static_cast<size_t>(task)];
@@ -304,11 +312,8 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
     if (!touched) {
       continue;
     }
-    if (job.after == AfterStop::kNone) {
-      job.after = AfterStop::kRequeue;
-      job.cause = RequeueCause::kNodeLost;
-      job.row.reason = "requeued: node " + name + " was lost (" + reason + ")";
-    }
+    PlanRequeue(job, RequeueCause::kNodeLost,
+                "requeued: node " + name + " was lost (" + reason + ")");
     for (size_t t = 0; t < job.tasks.size(); ++t) {
       if (job.tasks[t].node == name && !job.tasks[t].exited) {
         job.tasks[t].exited = true;

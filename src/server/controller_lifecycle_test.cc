@@ -292,7 +292,7 @@ TEST_F(ControllerArchiveTest, OldFinishedJobsAreReadFromTheStoreAndTheirSlotsReu
   }
   // Only the two newest finished jobs are listed (listings cover what is in memory).
   Controller::JobPage page = controller_->ListJobIds(admin_, JobFilter{}, 0, 100);
-  EXPECT_EQ(page.ids, (std::vector<uint64_t>{ids[5], ids[4]}));
+  EXPECT_EQ(page.ids(), (std::vector<uint64_t>{ids[5], ids[4]}));
   // The others answer from the store, as they were.
   for (uint64_t id : ids) {
     auto j = controller_->GetJob(admin_, id);
@@ -320,7 +320,7 @@ TEST_F(ControllerArchiveTest, OldFinishedJobsAreReadFromTheStoreAndTheirSlotsReu
   Exit(next);
   Reopen();
   page = controller_->ListJobIds(admin_, JobFilter{}, 0, 100);
-  EXPECT_EQ(page.ids, (std::vector<uint64_t>{next, ids[5]}));
+  EXPECT_EQ(page.ids(), (std::vector<uint64_t>{next, ids[5]}));
   auto j = controller_->GetJob(admin_, ids[1]);
   ASSERT_TRUE(j.ok());
   EXPECT_EQ((*j)["state"], "succeeded");

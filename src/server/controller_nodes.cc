@@ -92,13 +92,16 @@ Status Controller::CheckInventoryBounds(const NodeInventory& inventory) {
 Controller::JobPage Controller::ListJobIds(const Principal& who, const JobFilter& filter,
                                            uint64_t after, size_t limit) {
   PublishedJobs::Page published = views_.List(who, filter, after, limit);
-  JobPage page;
-  page.more = published.more;
-  page.jobs = std::move(published.jobs);
-  for (const auto& view : page.jobs) {
-    page.ids.push_back(view->id);
+  return JobPage{std::move(published.jobs), published.more};
+}
+
+std::vector<uint64_t> Controller::JobPage::ids() const {
+  std::vector<uint64_t> out;
+  out.reserve(jobs.size());
+  for (const auto& view : jobs) {
+    out.push_back(view->id);
   }
-  return page;
+  return out;
 }
 
 nlohmann::json Controller::Nodes(const Principal& who) {

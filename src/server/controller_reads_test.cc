@@ -35,7 +35,7 @@ class ControllerReadsTest : public ControllerTest {
       std::future<nlohmann::json> read = std::async(std::launch::async, [c, admin, other] {
         Controller::JobPage page = c->ListJobIds(admin, JobFilter{}, 0, 10);
         auto job = c->GetJob(admin, other);
-        nlohmann::json out = {{"listed", page.ids.size()}};
+        nlohmann::json out = {{"listed", page.jobs.size()}};
         out["job"] = job.ok() ? *job : nlohmann::json(job.status().ToString());
         return out;
       });

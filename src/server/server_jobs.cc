@@ -41,15 +41,16 @@ void StreamJobPage(Controller* controller, httplib::Response& res,
                                                            size_t, httplib::DataSink& sink) {
     const size_t at = progress->next;
     std::string text = at == 0 ? "{\"jobs\":[" : "";
-    if (at >= page->ids.size()) {
-      const bool more = page->more && !page->ids.empty();
+    if (at >= page->jobs.size()) {
+      const bool more = page->more && !page->jobs.empty();
       text += "],\"next\":" +
-              (more ? "\"" + std::to_string(page->ids.back()) + "\"" : std::string("null")) + "}";
+              (more ? "\"" + std::to_string(page->jobs.back()->id) + "\"" : std::string("null")) +
+              "}";
       sink.write(text.data(), text.size());
       sink.done();
       return true;
     }
-    const size_t n = std::min(kPageSlice, page->ids.size() - at);
+    const size_t n = std::min(kPageSlice, page->jobs.size() - at);
     RestoreThreadPriority();  // the lock is never held at the lower priority
     for (size_t i = at; i < at + n; ++i) {
       if (progress->written) {
@@ -121,7 +122,7 @@ void Server::JobRoutes() {
           // spends its rate on them rather than the controller's time that others need.
           limiter_->Charge(
               HashToken(req.get_header_value("Authorization")),
-              static_cast<double>(page->ids.size()) / std::max(options_.list_rows_per_token, 1.0));
+              static_cast<double>(page->jobs.size()) / std::max(options_.list_rows_per_token, 1.0));
           StreamJobPage(controller_.get(), res, std::move(page));
         }));
 
