@@ -76,7 +76,7 @@ Status Controller::Load(const std::string& queues_yaml) {
   const std::string yaml = stored ? *stored : queues_yaml;
   TESSERA_RETURN_IF_ERROR(ApplyQueueYaml(yaml));
   lifecycle_ = std::make_unique<JobLifecycle>(
-      &records_, tree_.get(), &predictor_,
+      jobs_.records(), tree_.get(), &predictor_,
       JobLifecycle::Options{policy_.uses_predictor, /*lossless_preemption=*/false});
   forwarder_.controller = this;
   lifecycle_->set_listener(options_.lifecycle_listener != nullptr ? &forwarder_ : nullptr);
@@ -115,7 +115,7 @@ Status Controller::Load(const std::string& queues_yaml) {
   }
 
   TESSERA_RETURN_IF_ERROR(LoadJobRows(now));
-  for (const auto& [id, job] : jobs_) {
+  for (const auto& [id, job] : jobs_.all()) {
     PublishView(job);
   }
   PublishWaitContext();
@@ -125,7 +125,7 @@ Status Controller::Load(const std::string& queues_yaml) {
 Status Controller::LoadJobRows(Micros now) {
   TESSERA_ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_->LoadJobs());
   for (JobRow& row : rows) {
-    next_id_ = std::max(next_id_, row.id + 1);
+    jobs_.NoteStoredId(row.id);
   }
   for (JobRow& row : rows) {
     nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
@@ -137,16 +137,15 @@ Status Controller::LoadJobRows(Micros now) {
       return InternalError("job " + std::to_string(row.id) + ": " + sub.status().message());
     }
     const uint64_t id = row.id;
-    Job& job = jobs_[id];
+    LiveJob& job = jobs_.Add(id);
     job.durable = true;
     job.submission = std::move(sub).value();
     job.submission.spec.queue = row.queue;
     job.row = std::move(row);
     if (!job.row.idempotency_key.empty()) {
-      idempotency_[QueueKey(job.row.tenant, job.row.idempotency_key)] = id;
+      jobs_.AddKey(job.row.tenant, job.row.idempotency_key, id);
     }
-    job.slot = AllocSlot(id);
-    JobRecord& rec = Rec(job);
+    JobRecord& rec = jobs_.Rec(job);
     // Known before the first cycle: an agent may report an exit before then.
     if (StatusOr<QueueId> q = tree_->FindQueue(job.row.queue); q.ok()) {
       rec.queue = q.value();
@@ -165,7 +164,7 @@ Status Controller::LoadJobRows(Micros now) {
     job.state = *state;
     if (Terminal(job.state)) {
       rec.phase = JobPhase::kFinished;
-      finished_order_.push_back(id);
+      jobs_.NoteFinished(id);
     } else if (job.state == JobState::kPending) {
       rec.phase = JobPhase::kPending;
     } else {
@@ -251,36 +250,11 @@ void Controller::Loop() {
   }
 }
 
-uint32_t Controller::AllocSlot(uint64_t id) {
-  uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<uint32_t>(records_.size());
-    records_.emplace_back();
-    slot_job_.push_back(0);
-  }
-  records_[slot] = JobRecord{};
-  records_[slot].id = JobId(slot);
-  records_[slot].phase = JobPhase::kFinished;
-  slot_job_[slot] = id;
-  return slot;
-}
-
-void Controller::FreeSlot(uint32_t slot) {
-  records_[slot] = JobRecord{};  // frees the spec and what it held
-  records_[slot].id = JobId(slot);
-  records_[slot].phase = JobPhase::kFinished;
-  slot_job_[slot] = 0;
-  free_slots_.push_back(slot);
-}
-
 void Controller::EventForwarder::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
   LifecycleEvent e = event;
-  e.job = JobId(controller->slot_job_[event.job.value()]);
+  e.job = JobId(controller->jobs_.IdAt(event.job));
   if (event.by.valid()) {
-    e.by = JobId(controller->slot_job_[event.by.value()]);
+    e.by = JobId(controller->jobs_.IdAt(event.by));
   }
   controller->options_.lifecycle_listener->OnJobEvent(job, e);
 }

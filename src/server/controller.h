@@ -60,6 +60,7 @@
 #include "server/gpu_health.h"
 #include "server/job_logs.h"
 #include "server/job_state.h"
+#include "server/job_table.h"
 #include "server/job_views.h"
 #include "server/tenant_identities.h"
 #include "state/cluster_state.h"
@@ -218,42 +219,11 @@ class Controller {
   const GpuCatalog& catalog() const { return *catalog_; }
 
  private:
-  enum class AfterStop : uint8_t { kNone, kRequeue, kCancel, kFail };
   struct DrainInfo {
     std::string reason;
     std::string by;    // "admin" or "health"
     std::string kind;  // "admin", or the HealthKind name
     Micros since = 0;
-  };
-  struct TaskRun {
-    std::string node;  // node name
-    bool exited = false;
-    int exit_code = 0;
-    int signal = 0;
-    int64_t log_received = 0;  // bytes of this attempt's output written to the log
-  };
-  struct Job {
-    JobRow row;  // row.state is `state`'s name: set both through SetState
-    JobState state = JobState::kPending;
-    void SetState(JobState s) {
-      state = s;
-      row.state = std::string(JobStateName(s));
-    }
-    JobSubmission submission;
-    bool durable = false;        // acknowledged; invisible until then
-    std::vector<TaskRun> tasks;  // of the current attempt
-    AfterStop after = AfterStop::kNone;
-    RequeueCause cause = RequeueCause::kPreempted;  // with after == kRequeue
-    bool checkpointed = false;   // reported a checkpoint since its preemption signal
-    Micros checkpoint_progress = 0;
-    // row.spec_json parsed, made on first view (the spec never changes).
-    mutable std::shared_ptr<const nlohmann::json> spec_view;
-    // Its JobRecord's index in records_ (the core's JobId), reused once it is archived;
-    // kArchived for a job read back from the store.
-    uint32_t slot = 0;
-    // Whether row.spec_json is well-formed JSON, checked once before a listing splices it
-    // in: -1 not checked yet, 0 no (listed as null), 1 yes.
-    mutable int8_t spec_text_ok = -1;
   };
   struct NodeInfo {
     NodeInventory inventory;
@@ -299,7 +269,7 @@ class Controller {
   void NodeJoined(const NodeInfo& node, Micros now, Pending& out);
   // A running job whose task no longer fits its node (its agent came back with less)
   // is stopped and requeued rather than held on resources that are gone.
-  void RequeueMisfit(Job& job, const std::string& why, Micros now, Pending& out);
+  void RequeueMisfit(LiveJob& job, const std::string& why, Micros now, Pending& out);
   // The node left (its tasks detached by NodeDown): removed from the core.
   void NodeLeft(const std::string& name);
   // Updates the nodes whose spec changed once they hold nothing.
@@ -311,53 +281,41 @@ class Controller {
   void Loop();
   void Wake();
 
-  static constexpr uint32_t kArchived = ~uint32_t{0};
-  // How long an archived job's Idempotency-Key is still honoured.
-  static constexpr Micros kIdempotencyRetention = 24LL * 3600 * 1'000'000;
-
   // All of these run with mu_ held.
-  Job* FindJob(uint64_t id);
   // A job in memory, or an archived one read from the store into `*archived` (read
   // only: it is finished); null when there is none. `lock` (on mu_) is released while
   // the store is read: pointers into the controller's state taken before do not survive.
-  const Job* FindOrLoad(uint64_t id, std::optional<Job>* archived,
-                        std::unique_lock<std::mutex>& lock);
+  const LiveJob* FindOrLoad(uint64_t id, std::optional<LiveJob>* archived,
+                            std::unique_lock<std::mutex>& lock);
   // Archives the oldest finished jobs beyond finished_in_memory (controller_archive.cc).
   void Archive(Micros now);
-  // The core numbers jobs densely by slot, so that its per-job tables stay as small as
-  // the jobs in memory; the API's ids only grow.
-  JobRecord& Rec(const Job& job) { return records_[job.slot]; }
-  const JobRecord& Rec(const Job& job) const { return records_[job.slot]; }
-  Job& JobAt(JobId slot) { return jobs_.at(slot_job_[slot.value()]); }
-  uint32_t AllocSlot(uint64_t id);
-  void FreeSlot(uint32_t slot);
-  bool Visible(const Principal& who, const Job& job) const;
+  bool Visible(const Principal& who, const LiveJob& job) const;
   // Without `with_spec` the "spec" member is left out (listings splice in its text).
-  nlohmann::json JobJson(const Job& job, bool with_spec = true, bool with_reason = true) const;
+  nlohmann::json JobJson(const LiveJob& job, bool with_spec = true, bool with_reason = true) const;
   // The job's view, published for the API's reads (job_views.h); with mu_ held, after
   // every change of the job (Seal, Submit, Load).
-  void PublishView(const Job& job);
+  void PublishView(const LiveJob& job);
   // A job's reason as its view holds it (job_views.h): fixed, or worked out when pending.
-  void FillReason(const Job& job, JobView& view) const;
+  void FillReason(const LiveJob& job, JobView& view) const;
   // After every cycle: what pending jobs' reasons are worked out from.
   void PublishWaitContext();
   void Seal(Pending& out);  // the dirty jobs' rows into the batch
-  void StartJob(Job& job, const StartDecision& d, Micros now, Pending& out);
-  void StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pending& out);
+  void StartJob(LiveJob& job, const StartDecision& d, Micros now, Pending& out);
+  void StopJob(LiveJob& job, AfterStop after, Micros grace, Micros now, Pending& out);
   // The job's attempt is to end in a requeue for `cause`, with `reason`, unless its end
   // was already decided (a cancel, a failure, an earlier requeue).
-  void PlanRequeue(Job& job, RequeueCause cause, std::string reason);
-  void TaskExited(Job& job, int task, int exit_code, int signal, Micros now, Pending& out);
-  void Finalize(Job& job, Micros now, Pending& out);
+  void PlanRequeue(LiveJob& job, RequeueCause cause, std::string reason);
+  void TaskExited(LiveJob& job, int task, int exit_code, int signal, Micros now, Pending& out);
+  void Finalize(LiveJob& job, Micros now, Pending& out);
   void NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out);
   void HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
                      Pending& out);
   // Usage intervals of the running jobs that overlap [since, until), up to now.
   void AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) const;
-  TaskLaunch MakeLaunch(const Job& job, int task) const;
-  std::string CheckpointDir(const Job& job) const;
+  TaskLaunch MakeLaunch(const LiveJob& job, int task) const;
+  std::string CheckpointDir(const LiveJob& job) const;
   // The part of a reported chunk not written yet, into `out`.
-  void AppendLog(Job& job, int task, int64_t offset, const std::string& chunk, Pending& out);
+  void AppendLog(LiveJob& job, int task, int64_t offset, const std::string& chunk, Pending& out);
 
   // What the scheduler learned, across node changes and restarts (controller_history.cc).
   void LoadHistory();
@@ -379,7 +337,7 @@ class Controller {
   // Who holds each GPU now: (node, GPU index) -> the grants of running tasks there.
   struct GrantHolder {
     uint64_t job;
-    const Job* info;
+    const LiveJob* info;
     const GpuGrant* grant;
   };
   std::map<std::pair<std::string, int>, std::vector<GrantHolder>> GpuHolders() const;
@@ -420,12 +378,7 @@ class Controller {
   std::optional<QueueUsage::Saved> carried_usage_;
   Micros history_saved_at_ = 0;
   int64_t history_observations_ = 0;
-  std::vector<JobRecord> records_;  // by slot
-  std::vector<uint64_t> slot_job_;  // slot -> job id (0: free)
-  std::vector<uint32_t> free_slots_;
-  std::deque<uint64_t> finished_order_;  // finished jobs in memory, oldest first
-  // Idempotency keys of archived jobs, by archive time: dropped after the retention.
-  std::deque<std::pair<Micros, std::string>> archived_keys_;
+  JobTable jobs_;
   // Passes the lifecycle's events to options_.lifecycle_listener with the jobs' ids.
   struct EventForwarder final : LifecycleListener {
     Controller* controller = nullptr;
@@ -437,15 +390,12 @@ class Controller {
   std::unique_ptr<JobLifecycle> lifecycle_;
   uint64_t invariant_breaches_ = 0;  // cycles after which CheckInvariants found any
   static constexpr const char* kNodeKeyPrefix = "node/";  // + name: the node's inventory
-  std::map<uint64_t, Job> jobs_;  // ordered: listings walk it newest first
-  std::unordered_map<std::string, uint64_t> idempotency_;  // tenant + '\x1f' + key
   std::map<std::string, NodeInfo> nodes_;       // by name
   TenantIdentities identities_;
   // Launches to send again: an agent registered without a task placed on it, which
   // it therefore never received (agents keep every task they got until its end is
   // durable here). Built at the next cycle, once the node is in the cluster state.
   std::vector<std::pair<std::string, TaskKey>> relaunch_;
-  uint64_t next_id_ = 1;
   uint64_t next_node_seq_ = 0;
   std::atomic<bool> store_failed_{false};
   std::atomic<uint64_t> foreign_reports_{0};

@@ -58,8 +58,8 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
     for (const TaskReport& r : request.tasks) {
       reported.insert({r.key.job, r.key.task, r.key.attempt});
     }
-    for (auto& [id, job] : jobs_) {
-      const JobPhase phase = Rec(job).phase;
+    for (auto& [id, job] : jobs_.all()) {
+      const JobPhase phase = jobs_.Rec(job).phase;
       if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
         continue;
       }
@@ -71,7 +71,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
         // An agent keeps every task it received until the task's end is durable here,
         // across its own restarts: one it does not report never reached it (the
         // launch was lost with a crash of either side). Send it again; nothing ran.
-        if (Rec(job).phase == JobPhase::kRunning) {
+        if (jobs_.Rec(job).phase == JobPhase::kRunning) {
           relaunch_.emplace_back(spec.name, TaskKey{id, static_cast<int>(t), job.row.attempts});
         } else {
           TaskExited(job, static_cast<int>(t), 0, 0, now, out);  // was being stopped anyway
@@ -83,9 +83,9 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
     // Stops decided before this controller restarted, or sent to the agent's previous
     // connection: send them again for what still runs here.
     for (const TaskReport& r : request.tasks) {
-      Job* job = FindJob(r.key.job);
+      LiveJob* job = jobs_.Find(r.key.job);
       if (r.state == TaskState::kRunning && job != nullptr &&
-          Rec(*job).phase == JobPhase::kStopping && job->row.attempts == r.key.attempt &&
+          jobs_.Rec(*job).phase == JobPhase::kStopping && job->row.attempts == r.key.attempt &&
           static_cast<size_t>(r.key.task) < job->tasks.size() &&
           !job->tasks[static_cast<size_t>(r.key.task)].exited) {
         out.stops.emplace_back(spec.name, TaskStop{r.key, options_.stop_grace / 1000, 15});
@@ -107,12 +107,12 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
                                Pending& out) {
   const std::string& name = node.inventory.spec.name;
   for (const TaskReport& r : reports) {
-    Job* job = FindJob(r.key.job);
-    const bool current = job != nullptr && job->row.attempts == r.key.attempt &&
-                         r.key.task >= 0 && static_cast<size_t>(r.key.task) < job->tasks.size() &&
+    LiveJob* job = jobs_.Find(r.key.job);
+    const bool current = job != nullptr && job->row.attempts == r.key.attempt && r.key.task >= 0 &&
+                         static_cast<size_t>(r.key.task) < job->tasks.size() &&
                          job->tasks[static_cast<size_t>(r.key.task)].node == name &&
-                         (Rec(*job).phase == JobPhase::kRunning ||
-                          Rec(*job).phase == JobPhase::kStopping);
+                         (jobs_.Rec(*job).phase == JobPhase::kRunning ||
+                          jobs_.Rec(*job).phase == JobPhase::kStopping);
     if (!current) {
       if (r.state == TaskState::kRunning) {
         out.stops.emplace_back(name, TaskStop{r.key, 0, 9});  // not ours (any more)
@@ -124,7 +124,7 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
     AppendLog(*job, r.key.task, r.log_offset, r.log_chunk, out);
     if (r.checkpointed && !job->checkpointed) {
       job->checkpointed = true;
-      job->checkpoint_progress = Rec(*job).Progress(now);
+      job->checkpoint_progress = jobs_.Rec(*job).Progress(now);
     }
     if (r.state == TaskState::kFailedToStart) {
       job->row.reason = "task " + std::to_string(r.key.task) + " failed to start: " + r.message;
@@ -133,7 +133,7 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
         job->after = AfterStop::kFail;
       }
       TaskExited(*job, r.key.task, 127, 0, now, out);
-      if (Rec(*job).phase == JobPhase::kRunning) {
+      if (jobs_.Rec(*job).phase == JobPhase::kRunning) {
         StopJob(*job, AfterStop::kFail, 0, now, out);
       }
     } else if (r.state == TaskState::kLost) {
@@ -143,7 +143,7 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
                   "requeued: task " + std::to_string(r.key.task) + " on " + name + " was lost (" +
                       r.message + ")");
       TaskExited(*job, r.key.task, 0, 9, now, out);
-      if (Rec(*job).phase == JobPhase::kRunning) {
+      if (jobs_.Rec(*job).phase == JobPhase::kRunning) {
         StopJob(*job, job->after, 0, now, out);
       }
     } else if (r.state == TaskState::kExited) {
@@ -174,7 +174,7 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
     }
     // Stops stay until the task is gone; launches until the agent reports the task.
     std::erase_if(node.stops, [&](const TaskStop& s) {
-      Job* job = FindJob(s.key.job);
+      LiveJob* job = jobs_.Find(s.key.job);
       return job == nullptr || job->row.attempts != s.key.attempt ||
              static_cast<size_t>(s.key.task) >= job->tasks.size() ||
              job->tasks[static_cast<size_t>(s.key.task)].exited;

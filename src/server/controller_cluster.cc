@@ -50,8 +50,8 @@ Status Controller::RebuildScheduler(Micros now, Pending& out) {
   lifecycle_->set_tree(tree_.get());
   lifecycle_->Bind(state_.get(), quota_.get(), scheduler_.get());
   std::vector<std::pair<uint64_t, std::string>> misfits;  // jobs whose held task no longer fits
-  for (auto& [id, job] : jobs_) {
-    JobRecord& rec = Rec(job);
+  for (auto& [id, job] : jobs_.all()) {
+    JobRecord& rec = jobs_.Rec(job);
     if (!job.durable || rec.phase == JobPhase::kFinished) {
       continue;
     }
@@ -81,12 +81,12 @@ Status Controller::RebuildScheduler(Micros now, Pending& out) {
   respec_.clear();  // every up node's spec is current in the new core
   ++rebuilds_;
   for (const auto& [id, why] : misfits) {
-    RequeueMisfit(jobs_.at(id), why, now, out);
+    RequeueMisfit(jobs_.all().at(id), why, now, out);
   }
   return Status::Ok();
 }
 
-void Controller::RequeueMisfit(Job& job, const std::string& why, Micros now, Pending& out) {
+void Controller::RequeueMisfit(LiveJob& job, const std::string& why, Micros now, Pending& out) {
   std::cerr << "tessera server: " << why << "; requeued\n";
   PlanRequeue(job, RequeueCause::kTaskLost,
               "requeued: its node came back without room for it (" + why + ")");
@@ -136,8 +136,8 @@ void Controller::NodeJoined(const NodeInfo& node, Micros now, Pending& out) {
   if (s.ok()) {
     ApplyDrains(node);
     // Tasks it still runs (after a restart of the controller, the node's come back).
-    for (auto& [job_id, job] : jobs_) {
-      JobRecord& rec = Rec(job);
+    for (auto& [job_id, job] : jobs_.all()) {
+      JobRecord& rec = jobs_.Rec(job);
       if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
         continue;
       }

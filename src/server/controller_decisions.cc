@@ -21,12 +21,12 @@ using namespace controller_rows;  // NOLINT: the controller's own helpers
 
 void Controller::Seal(Pending& out) {
   for (uint64_t id : out.dirty) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) {
+    auto it = jobs_.all().find(id);
+    if (it == jobs_.all().end()) {
       continue;
     }
-    Job& job = it->second;
-    const JobRecord& rec = Rec(job);
+    LiveJob& job = it->second;
+    const JobRecord& rec = jobs_.Rec(job);
     if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
         !rec.allocations.empty() && rec.allocations.size() == job.tasks.size()) {
       std::vector<StoredTask> tasks;
@@ -45,7 +45,7 @@ void Controller::Seal(Pending& out) {
   out.dirty.clear();
 }
 
-std::string Controller::CheckpointDir(const Job& job) const {
+std::string Controller::CheckpointDir(const LiveJob& job) const {
   if (!job.submission.checkpoint_dir.empty()) {
     return job.submission.checkpoint_dir;
   }
@@ -54,8 +54,8 @@ std::string Controller::CheckpointDir(const Job& job) const {
   return root + "/" + std::to_string(job.row.id);
 }
 
-TaskLaunch Controller::MakeLaunch(const Job& job, int task) const {
-  const JobRecord& rec = Rec(job);
+TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
+  const JobRecord& rec = jobs_.Rec(job);
   const Allocation& a = rec.allocations[static_cast<size_t>(task)];
   const NodeSpec& node = state_->spec(a.node);
   const GpuModel* model = nullptr;
@@ -135,9 +135,9 @@ TaskLaunch Controller::MakeLaunch(const Job& job, int task) const {
   return l;
 }
 
-void Controller::StartJob(Job& job, const StartDecision& d, Micros now, Pending& out) {
+void Controller::StartJob(LiveJob& job, const StartDecision& d, Micros now, Pending& out) {
   const uint64_t id = job.row.id;
-  const JobRecord& rec = Rec(job);  // the lifecycle made it running
+  const JobRecord& rec = jobs_.Rec(job);  // the lifecycle made it running
   job.after = AfterStop::kNone;
   job.checkpointed = false;
   job.tasks.assign(rec.allocations.size(), TaskRun{});
@@ -156,7 +156,7 @@ void Controller::StartJob(Job& job, const StartDecision& d, Micros now, Pending&
   (void)identities_.For(job.row.tenant, out.batch);  // made durable with the start
   if (new_identity) {
     // Once per tenant: its other jobs' views show the identity they will run as.
-    for (const auto& [other_id, other] : jobs_) {
+    for (const auto& [other_id, other] : jobs_.all()) {
       if (other_id != id && other.row.tenant == job.row.tenant) {
         PublishView(other);
       }
@@ -167,8 +167,8 @@ void Controller::StartJob(Job& job, const StartDecision& d, Micros now, Pending&
   }
 }
 
-void Controller::StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pending& out) {
-  JobRecord& rec = Rec(job);
+void Controller::StopJob(LiveJob& job, AfterStop after, Micros grace, Micros now, Pending& out) {
+  JobRecord& rec = jobs_.Rec(job);
   if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
     return;
   }
@@ -194,7 +194,7 @@ void Controller::StopJob(Job& job, AfterStop after, Micros grace, Micros now, Pe
   }
 }
 
-void Controller::PlanRequeue(Job& job, RequeueCause cause, std::string reason) {
+void Controller::PlanRequeue(LiveJob& job, RequeueCause cause, std::string reason) {
   if (job.after == AfterStop::kNone) {
     job.after = AfterStop::kRequeue;
     job.cause = cause;
@@ -202,7 +202,7 @@ void Controller::PlanRequeue(Job& job, RequeueCause cause, std::string reason) {
   }
 }
 
-void Controller::TaskExited(Job& job, int task, int exit_code, int signal, Micros now,
+void Controller::TaskExited(LiveJob& job, int task, int exit_code, int signal, Micros now,
                             Pending& out) {
   TaskRun& run = job.tasks[static_cast<size_t>(task)];
   if (run.exited) {
@@ -232,9 +232,9 @@ void Controller::TaskExited(Job& job, int task, int exit_code, int signal, Micro
   }
 }
 
-void Controller::Finalize(Job& job, Micros now, Pending& out) {
+void Controller::Finalize(LiveJob& job, Micros now, Pending& out) {
   const uint64_t id = job.row.id;
-  JobRecord& rec = Rec(job);
+  JobRecord& rec = jobs_.Rec(job);
   if (rec.run_start > 0 && now > rec.run_start) {
     out.batch.usage.push_back(
         UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
@@ -297,8 +297,8 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
   node.stops.clear();
   const std::string name = node.inventory.spec.name;
   std::cerr << "tessera server: node " << name << " is down: " << reason << "\n";
-  for (auto& [id, job] : jobs_) {
-    const JobPhase phase = Rec(job).phase;
+  for (auto& [id, job] : jobs_.all()) {
+    const JobPhase phase = jobs_.Rec(job).phase;
     if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
       continue;
     }
@@ -306,7 +306,7 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
     for (size_t t = 0; t < job.tasks.size(); ++t) {
       if (job.tasks[t].node == name) {
         touched = touched || !job.tasks[t].exited;
-        lifecycle_->DetachTask(Rec(job), t);  // the node leaves the core holding nothing
+        lifecycle_->DetachTask(jobs_.Rec(job), t);  // the node leaves the core holding nothing
       }
     }
     if (!touched) {
@@ -318,7 +318,7 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
       if (job.tasks[t].node == name && !job.tasks[t].exited) {
         job.tasks[t].exited = true;
         job.tasks[t].signal = 9;
-        lifecycle_->DetachTask(Rec(job), t);
+        lifecycle_->DetachTask(jobs_.Rec(job), t);
       }
     }
     // The rest of the gang stops at once: it restarts as a whole.
@@ -354,10 +354,10 @@ Status Controller::RunCycle() {
       ApplyRespecs();
     }
     for (const auto& [node, key] : std::exchange(relaunch_, {})) {
-      Job* job = FindJob(key.job);
+      LiveJob* job = jobs_.Find(key.job);
       auto n = nodes_.find(node);
-      if (job == nullptr || n == nodes_.end() || !n->second.up || job->row.attempts != key.attempt ||
-          Rec(*job).phase != JobPhase::kRunning ||
+      if (job == nullptr || n == nodes_.end() || !n->second.up ||
+          job->row.attempts != key.attempt || jobs_.Rec(*job).phase != JobPhase::kRunning ||
           static_cast<size_t>(key.task) >= job->tasks.size() ||
           job->tasks[static_cast<size_t>(key.task)].exited ||
           job->tasks[static_cast<size_t>(key.task)].node != node) {
@@ -369,13 +369,13 @@ Status Controller::RunCycle() {
       CycleResult result = lifecycle_->RunCycle(now, rng_);
       reservation_ = result.reservation;
       for (const StartDecision& d : result.starts) {
-        StartJob(JobAt(d.job), d, now, out);
+        StartJob(jobs_.JobAt(d.job), d, now, out);
       }
       for (const PreemptDecision& d : result.preemptions) {
-        Job& victim = JobAt(d.victim);
+        LiveJob& victim = jobs_.JobAt(d.victim);
         ++victim.row.preemptions;
         victim.cause = RequeueCause::kPreempted;
-        victim.row.reason = "preempted by job " + std::to_string(slot_job_[d.preemptor.value()]);
+        victim.row.reason = "preempted by job " + std::to_string(jobs_.IdAt(d.preemptor));
         ++decisions_["preempt"];
         ++preemptions_[victim.row.queue];
         StopJob(victim, AfterStop::kRequeue, std::max<Micros>(0, d.evict_at - now), now, out);
@@ -430,13 +430,13 @@ Status Controller::Publish(Pending out) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   // Their terminal rows are durable now: they may leave memory.
-  finished_order_.insert(finished_order_.end(), out.finished.begin(), out.finished.end());
+  jobs_.NoteFinished(out.finished);
   Archive(clock_->NowMicros());
   for (auto& [node, launch] : out.launches) {
     auto n = nodes_.find(node);
-    Job* job = FindJob(launch.key.job);
+    LiveJob* job = jobs_.Find(launch.key.job);
     if (n == nodes_.end() || job == nullptr || job->row.attempts != launch.key.attempt ||
-        Rec(*job).phase != JobPhase::kRunning) {
+        jobs_.Rec(*job).phase != JobPhase::kRunning) {
       continue;
     }
     n->second.launches.push_back(std::move(launch));

@@ -16,12 +16,7 @@ namespace tessera {
 
 using namespace controller_rows;  // NOLINT: the controller's own helpers
 
-Controller::Job* Controller::FindJob(uint64_t id) {
-  auto it = jobs_.find(id);
-  return it == jobs_.end() || !it->second.durable ? nullptr : &it->second;
-}
-
-bool Controller::Visible(const Principal& who, const Job& job) const {
+bool Controller::Visible(const Principal& who, const LiveJob& job) const {
   return who.role == Role::kAdmin || (who.role == Role::kTenant && who.tenant == job.row.tenant);
 }
 
@@ -62,12 +57,11 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
       return PermissionDeniedError("queue '" + queue + "' belongs to another tenant");
     }
     if (!idempotency_key.empty()) {
-      auto it = idempotency_.find(QueueKey(tenant, idempotency_key));
-      std::optional<Job> archived;
-      const Job* found =
-          it != idempotency_.end() ? FindOrLoad(it->second, &archived, lock) : nullptr;
+      std::optional<uint64_t> first = jobs_.FindKey(tenant, idempotency_key);
+      std::optional<LiveJob> archived;
+      const LiveJob* found = first ? FindOrLoad(*first, &archived, lock) : nullptr;
       if (found != nullptr) {
-        const Job& existing = *found;
+        const LiveJob& existing = *found;
         if (!existing.durable) {
           return AbortedError("a submission with this idempotency key is in progress; retry");
         }
@@ -79,13 +73,13 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
         if (JobSubmissionToJson(retry, *catalog_) !=
             JobSubmissionToJson(existing.submission, *catalog_)) {
           return AlreadyExistsError("Idempotency-Key '" + idempotency_key +
-                                    "' was already used for job " + std::to_string(it->second) +
+                                    "' was already used for job " + std::to_string(*first) +
                                     " with a different body; use a new key for a new job");
         }
         return JobJson(existing);
       }
     }
-    id = next_id_++;
+    id = jobs_.TakeId();
     job.spec.submit_time = now;
     row.id = id;
     row.tenant = tenant;
@@ -96,31 +90,26 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     row.state = "pending";
     row.submit_us = now;
     row.reason = "waiting for the next scheduling cycle";
-    Job& j = jobs_[id];
+    LiveJob& j = jobs_.Add(id);  // finished (invisible to the core) until durable
     j.row = row;
     j.submission = std::move(job);
-    j.slot = AllocSlot(id);  // finished (invisible to the core) until durable
     if (!idempotency_key.empty()) {
-      idempotency_[QueueKey(tenant, idempotency_key)] = id;
+      jobs_.AddKey(tenant, idempotency_key, id);
     }
   }
   WriteBatch batch;
   batch.jobs.push_back(std::move(row));
   Status s = store_->Commit(std::move(batch));
   std::lock_guard<std::mutex> lock(mu_);
-  Job& j = jobs_.at(id);
+  LiveJob& j = jobs_.all().at(id);
   if (!s.ok()) {
-    if (!j.row.idempotency_key.empty()) {
-      idempotency_.erase(QueueKey(j.row.tenant, j.row.idempotency_key));
-    }
-    FreeSlot(j.slot);
-    jobs_.erase(id);
+    jobs_.Remove(id);
     store_failed_ = true;
     return UnavailableError("could not make the job durable: " + s.message());
   }
   j.durable = true;
   ++submitted_[j.row.queue];
-  JobRecord& rec = Rec(j);
+  JobRecord& rec = jobs_.Rec(j);
   rec.spec = j.submission.spec;
   rec.phase = JobPhase::kPending;
   rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
@@ -151,8 +140,8 @@ StatusOr<std::string> Controller::GetJobText(const Principal& who, uint64_t id) 
   }
   // Not published: archived out of memory (read from the store), or no such job.
   std::unique_lock<std::mutex> lock(mu_);
-  std::optional<Job> archived;
-  const Job* job = FindOrLoad(id, &archived, lock);
+  std::optional<LiveJob> archived;
+  const LiveJob* job = FindOrLoad(id, &archived, lock);
   if (job == nullptr || !Visible(who, *job)) {
     return NotFoundError("no job " + std::to_string(id));
   }
@@ -164,8 +153,8 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
   nlohmann::json result;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    std::optional<Job> archived;
-    const Job* found = FindOrLoad(id, &archived, lock);
+    std::optional<LiveJob> archived;
+    const LiveJob* found = FindOrLoad(id, &archived, lock);
     if (found == nullptr || !Visible(who, *found)) {
       return NotFoundError("no job " + std::to_string(id));
     }
@@ -174,9 +163,9 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
                                      (found->state == JobState::kCancelled ? "been cancelled"
                                                                            : found->row.state));
     }
-    Job* job = FindJob(id);
+    LiveJob* job = jobs_.Find(id);
     const Micros now = clock_->NowMicros();
-    JobRecord& rec = Rec(*job);
+    JobRecord& rec = jobs_.Rec(*job);
     if (rec.phase == JobPhase::kPending) {
       lifecycle_->Finish(rec, JobEnd::kCancelled, now);
       out.finished.push_back(id);
@@ -200,8 +189,8 @@ StatusOr<LogChunk> Controller::ReadLog(const Principal& who, uint64_t id, int ta
   std::string state;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    std::optional<Job> archived;
-    const Job* job = FindOrLoad(id, &archived, lock);
+    std::optional<LiveJob> archived;
+    const LiveJob* job = FindOrLoad(id, &archived, lock);
     if (job == nullptr || !Visible(who, *job)) {
       return NotFoundError("no job " + std::to_string(id));
     }
@@ -216,7 +205,7 @@ StatusOr<LogChunk> Controller::ReadLog(const Principal& who, uint64_t id, int ta
   return chunk;
 }
 
-void Controller::AppendLog(Job& job, int task, int64_t offset, const std::string& data,
+void Controller::AppendLog(LiveJob& job, int task, int64_t offset, const std::string& data,
                            Pending& out) {
   TaskRun& run = job.tasks[static_cast<size_t>(task)];
   const int64_t end = offset + static_cast<int64_t>(data.size());

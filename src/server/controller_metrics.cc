@@ -129,11 +129,11 @@ std::string Controller::Metrics() {
   std::map<std::pair<std::string, std::string>, int64_t> jobs;  // (queue, state)
   std::map<std::string, double> tenant_in_use;
   std::map<std::string, double> tenant_seconds = tenant_gpu_seconds_;
-  for (const auto& [id, job] : jobs_) {
+  for (const auto& [id, job] : jobs_.all()) {
     if (!job.durable) {
       continue;
     }
-    const JobRecord& rec = Rec(job);
+    const JobRecord& rec = jobs_.Rec(job);
     if (rec.phase == JobPhase::kPending) {
       ++jobs[{job.row.queue, "pending"}];
     } else if (rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) {

@@ -122,8 +122,8 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
     }
     NodeInfo& node = it->second;
     std::vector<uint64_t> running;
-    for (const auto& [id, job] : jobs_) {
-      const JobPhase phase = Rec(job).phase;
+    for (const auto& [id, job] : jobs_.all()) {
+      const JobPhase phase = jobs_.Rec(job).phase;
       if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
         continue;
       }
@@ -212,7 +212,7 @@ void Controller::CountForeignReports(const std::string& node,
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (const TaskReport& r : reports) {
-    Job* job = FindJob(r.key.job);
+    LiveJob* job = jobs_.Find(r.key.job);
     if (job == nullptr || r.key.task < 0 || static_cast<size_t>(r.key.task) >= job->tasks.size() ||
         job->row.attempts != r.key.attempt) {
       continue;  // stale or unknown: the usual reconciliation answers it

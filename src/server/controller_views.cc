@@ -20,13 +20,13 @@ using namespace controller_rows;  // NOLINT: the controller's own helpers
 
 // ---- views -------------------------------------------------------------------
 
-nlohmann::json Controller::JobJson(const Job& job, bool with_spec, bool with_reason) const {
+nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with_reason) const {
   const JobRow& row = job.row;
   JobRecord archived;  // an archived job holds nothing and predicts nothing
-  if (job.slot == kArchived) {
+  if (job.slot == JobTable::kArchived) {
     archived.gpu_milli = job.submission.spec.TotalGpuMilli(*catalog_);
   }
-  const JobRecord& rec = job.slot == kArchived ? archived : Rec(job);
+  const JobRecord& rec = job.slot == JobTable::kArchived ? archived : jobs_.Rec(job);
   nlohmann::json tasks = nlohmann::json::array();
   for (size_t t = 0; t < job.submission.spec.tasks.size(); ++t) {
     nlohmann::json task = {{"index", t}, {"node", nullptr}, {"gpus", nlohmann::json::array()},
@@ -104,7 +104,7 @@ nlohmann::json Controller::JobJson(const Job& job, bool with_spec, bool with_rea
   return out;
 }
 
-void Controller::FillReason(const Job& job, JobView& view) const {
+void Controller::FillReason(const LiveJob& job, JobView& view) const {
   view.pending = job.state == JobState::kPending;
   view.reason = job.row.reason;
   if (view.pending) {
@@ -118,8 +118,8 @@ void Controller::FillReason(const Job& job, JobView& view) const {
   }
 }
 
-void Controller::PublishView(const Job& job) {
-  if (!job.durable || job.slot == kArchived) {
+void Controller::PublishView(const LiveJob& job) {
+  if (!job.durable || job.slot == JobTable::kArchived) {
     return;
   }
   auto view = std::make_shared<JobView>();
@@ -148,8 +148,9 @@ void Controller::PublishWaitContext() {
   if (c->built) {
     c->nodes_up = state_->present_count();
     c->capacity = capacity_;
-    if (reservation_ && reservation_->job.valid() && reservation_->job.value() < slot_job_.size()) {
-      c->reserved_job = slot_job_[reservation_->job.value()];
+    if (reservation_ && reservation_->job.valid() &&
+        reservation_->job.value() < jobs_.slot_count()) {
+      c->reserved_job = jobs_.IdAt(reservation_->job);
       c->reserved_start = reservation_->start;
     }
     c->tree = tree_;
@@ -172,8 +173,8 @@ nlohmann::json Controller::Nodes() {
 std::map<std::pair<std::string, int>, std::vector<Controller::GrantHolder>> Controller::GpuHolders()
     const {
   std::map<std::pair<std::string, int>, std::vector<GrantHolder>> holders;
-  for (const auto& [id, job] : jobs_) {
-    const JobRecord& rec = Rec(job);
+  for (const auto& [id, job] : jobs_.all()) {
+    const JobRecord& rec = jobs_.Rec(job);
     if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
       continue;
     }
@@ -192,8 +193,8 @@ std::map<std::pair<std::string, int>, std::vector<Controller::GrantHolder>> Cont
 nlohmann::json Controller::NodesJson(const std::string& only, const Principal* viewer) const {
   const auto holders = GpuHolders();
   std::map<std::string, std::pair<int64_t, int64_t>> used;  // cpu, memory
-  for (const auto& [id, job] : jobs_) {
-    const JobRecord& rec = Rec(job);
+  for (const auto& [id, job] : jobs_.all()) {
+    const JobRecord& rec = jobs_.Rec(job);
     if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
       continue;
     }
@@ -306,11 +307,11 @@ nlohmann::json Controller::NodesJson(const std::string& only, const Principal* v
 nlohmann::json Controller::Queues() {
   std::lock_guard<std::mutex> lock(mu_);
   std::map<std::string, std::pair<int64_t, int64_t>> counts;  // pending, running
-  for (const auto& [id, job] : jobs_) {
+  for (const auto& [id, job] : jobs_.all()) {
     if (!job.durable) {
       continue;
     }
-    const JobPhase phase = Rec(job).phase;
+    const JobPhase phase = jobs_.Rec(job).phase;
     if (phase == JobPhase::kPending) {
       ++counts[job.row.queue].first;
     } else if (phase != JobPhase::kFinished) {
@@ -368,8 +369,8 @@ Status Controller::SetQueues(const std::string& yaml) {
   const std::string old_yaml = queues_yaml_;
   Status s = ApplyQueueYaml(yaml);
   if (s.ok()) {
-    for (const auto& [id, job] : jobs_) {
-      if (job.durable && Rec(job).phase != JobPhase::kFinished &&
+    for (const auto& [id, job] : jobs_.all()) {
+      if (job.durable && jobs_.Rec(job).phase != JobPhase::kFinished &&
           !tree_->FindQueue(job.row.queue).ok()) {
         s = FailedPreconditionError("queue '" + job.row.queue + "' has unfinished jobs (job " +
                                     std::to_string(id) + ")");
@@ -401,8 +402,8 @@ Status Controller::SetQueues(const std::string& yaml) {
 
 void Controller::AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) const {
   const Micros now = clock_->NowMicros();
-  for (const auto& [id, job] : jobs_) {
-    const JobRecord& rec = Rec(job);
+  for (const auto& [id, job] : jobs_.all()) {
+    const JobRecord& rec = jobs_.Rec(job);
     if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
         rec.run_start < until && now > since) {
       rows->push_back(UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});

@@ -1,0 +1,103 @@
+#include "server/job_table.h"
+
+#include "server/controller_rows.h"
+
+namespace tessera {
+
+using controller_rows::QueueKey;
+
+LiveJob* JobTable::Find(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() || !it->second.durable ? nullptr : &it->second;
+}
+
+LiveJob& JobTable::Add(uint64_t id) {
+  LiveJob& job = jobs_[id];
+  job.slot = AllocSlot(id);
+  return job;
+}
+
+void JobTable::Remove(uint64_t id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    return;
+  }
+  const LiveJob& job = it->second;
+  if (!job.row.idempotency_key.empty()) {
+    idempotency_.erase(QueueKey(job.row.tenant, job.row.idempotency_key));
+  }
+  FreeSlot(job.slot);
+  jobs_.erase(it);
+}
+
+std::optional<uint64_t> JobTable::FindKey(const std::string& tenant, const std::string& key) const {
+  auto it = idempotency_.find(QueueKey(tenant, key));
+  if (it == idempotency_.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+void JobTable::AddKey(const std::string& tenant, const std::string& key, uint64_t id) {
+  idempotency_[QueueKey(tenant, key)] = id;
+}
+
+uint32_t JobTable::AllocSlot(uint64_t id) {
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(records_.size());
+    records_.emplace_back();
+    slot_job_.push_back(0);
+  }
+  records_[slot] = JobRecord{};
+  records_[slot].id = JobId(slot);
+  records_[slot].phase = JobPhase::kFinished;
+  slot_job_[slot] = id;
+  return slot;
+}
+
+void JobTable::FreeSlot(uint32_t slot) {
+  records_[slot] = JobRecord{};  // frees the spec and what it held
+  records_[slot].id = JobId(slot);
+  records_[slot].phase = JobPhase::kFinished;
+  slot_job_[slot] = 0;
+  free_slots_.push_back(slot);
+}
+
+std::vector<uint64_t> JobTable::Archive(Micros now, size_t keep) {
+  std::vector<uint64_t> archived;
+  size_t scans = finished_order_.size();
+  while (finished_order_.size() > keep && scans-- > 0) {
+    const uint64_t id = finished_order_.front();
+    finished_order_.pop_front();
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) {
+      continue;
+    }
+    LiveJob& job = it->second;
+    const JobRecord& rec = Rec(job);
+    if (rec.phase != JobPhase::kFinished || rec.victims_in_flight > 0) {
+      finished_order_.push_back(id);  // a victim still reports to it: later
+      continue;
+    }
+    if (!job.row.idempotency_key.empty()) {
+      archived_keys_.emplace_back(now, QueueKey(job.row.tenant, job.row.idempotency_key));
+    }
+    FreeSlot(job.slot);
+    archived.push_back(id);
+    jobs_.erase(it);
+  }
+  while (!archived_keys_.empty() && now - archived_keys_.front().first > kIdempotencyRetention) {
+    auto key = idempotency_.find(archived_keys_.front().second);
+    if (key != idempotency_.end() && jobs_.find(key->second) == jobs_.end()) {
+      idempotency_.erase(key);
+    }
+    archived_keys_.pop_front();
+  }
+  return archived;
+}
+
+}  // namespace tessera

@@ -1,0 +1,142 @@
+// JobTable: the controller's jobs in memory. It owns every job the controller holds
+// (durable or being made durable), the idempotency keys that find them again, the
+// dense numbering of jobs for the core (slots) and which finished jobs are to leave
+// memory (archiving).
+//
+// Invariants: every job in the table holds a slot, and slot_job_[job.slot] is its id;
+// a free slot maps to 0 and its JobRecord is empty and finished (invisible to the
+// core). Ids only grow (next_id_ is above every id ever stored); slots are reused once
+// a job is archived or its submission failed. An idempotency key names a job in memory,
+// or an archived one for kIdempotencyRetention after it left memory.
+//
+// Thread safety: none of its own. It is part of the controller's core state, guarded
+// by the controller's core lock (Controller::mu_): the caller holds it for every call
+// and for as long as it keeps a pointer or reference into the table.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "api/job_codec.h"
+#include "base/clock.h"
+#include "base/strong_id.h"
+#include "sched/job_lifecycle.h"
+#include "sched/job_record.h"
+#include "server/job_state.h"
+#include "store/store.h"
+
+namespace tessera {
+
+// How a stopping job's attempt ends once all its tasks have exited.
+enum class AfterStop : uint8_t { kNone, kRequeue, kCancel, kFail };
+
+// One task of a job's current attempt.
+struct TaskRun {
+  std::string node;  // node name
+  bool exited = false;
+  int exit_code = 0;
+  int signal = 0;
+  int64_t log_received = 0;  // bytes of this attempt's output written to the log
+};
+
+// A job as the live controller holds it: its stored row, its submission and the
+// progress of its attempt; the core's view of it is its JobRecord (JobTable::Rec).
+struct LiveJob {
+  JobRow row;  // row.state is `state`'s name: set both through SetState
+  JobState state = JobState::kPending;
+  void SetState(JobState s) {
+    state = s;
+    row.state = std::string(JobStateName(s));
+  }
+  JobSubmission submission;
+  bool durable = false;        // acknowledged; invisible until then
+  std::vector<TaskRun> tasks;  // of the current attempt
+  AfterStop after = AfterStop::kNone;
+  RequeueCause cause = RequeueCause::kPreempted;  // with after == kRequeue
+  bool checkpointed = false;  // reported a checkpoint since its preemption signal
+  Micros checkpoint_progress = 0;
+  // row.spec_json parsed, made on first view (the spec never changes).
+  mutable std::shared_ptr<const nlohmann::json> spec_view;
+  // Its JobRecord's index in the table's records (the core's JobId), reused once it is
+  // archived; JobTable::kArchived for a job read back from the store.
+  uint32_t slot = 0;
+  // Whether row.spec_json is well-formed JSON, checked once before a listing splices it
+  // in: -1 not checked yet, 0 no (listed as null), 1 yes.
+  mutable int8_t spec_text_ok = -1;
+};
+
+class JobTable {
+ public:
+  // The slot of a job read back from the store: it has no JobRecord.
+  static constexpr uint32_t kArchived = ~uint32_t{0};
+  // How long an archived job's Idempotency-Key is still honoured.
+  static constexpr Micros kIdempotencyRetention = 24LL * 3600 * 1'000'000;
+
+  // Every job in memory by id, acknowledged or not; ordered: listings walk it newest
+  // first.
+  std::map<uint64_t, LiveJob>& all() { return jobs_; }
+  const std::map<uint64_t, LiveJob>& all() const { return jobs_; }
+  // An acknowledged job in memory; null for one archived, unknown or not durable yet.
+  LiveJob* Find(uint64_t id);
+  // A new job under `id`, with a slot whose record is finished (invisible to the core)
+  // until the caller fills it in.
+  LiveJob& Add(uint64_t id);
+  // Forgets a job that never became durable: its slot and idempotency key with it.
+  void Remove(uint64_t id);
+
+  // The id for the next submission.
+  uint64_t TakeId() { return next_id_++; }
+  // A job read from the store: later submissions get higher ids.
+  void NoteStoredId(uint64_t id) { next_id_ = std::max(next_id_, id + 1); }
+  // Whether a job `id` may exist, in memory or archived in the store.
+  bool MayExist(uint64_t id) const { return id != 0 && id < next_id_; }
+
+  // The job submitted by `tenant` with Idempotency-Key `key`, in memory or archived.
+  std::optional<uint64_t> FindKey(const std::string& tenant, const std::string& key) const;
+  void AddKey(const std::string& tenant, const std::string& key, uint64_t id);
+
+  // The core numbers jobs densely by slot, so that its per-job tables stay as small as
+  // the jobs in memory; the API's ids only grow.
+  std::vector<JobRecord>* records() { return &records_; }  // for the JobLifecycle
+  JobRecord& Rec(const LiveJob& job) { return records_[job.slot]; }
+  const JobRecord& Rec(const LiveJob& job) const { return records_[job.slot]; }
+  LiveJob& JobAt(JobId slot) { return jobs_.at(slot_job_[slot.value()]); }
+  // The id of the job in `slot` (0: free).
+  uint64_t IdAt(JobId slot) const { return slot_job_[slot.value()]; }
+  size_t slot_count() const { return slot_job_.size(); }
+
+  // Jobs whose terminal rows are durable: candidates for archiving, oldest first.
+  void NoteFinished(uint64_t id) { finished_order_.push_back(id); }
+  void NoteFinished(const std::vector<uint64_t>& ids) {
+    finished_order_.insert(finished_order_.end(), ids.begin(), ids.end());
+  }
+  // Archives the oldest finished jobs beyond the newest `keep`: they leave memory (and
+  // their slots are reused) once no victim still stops for them; their keys are
+  // remembered until the retention passes. Returns the ids that left.
+  std::vector<uint64_t> Archive(Micros now, size_t keep);
+
+ private:
+  uint32_t AllocSlot(uint64_t id);
+  void FreeSlot(uint32_t slot);
+
+  std::map<uint64_t, LiveJob> jobs_;
+  std::unordered_map<std::string, uint64_t> idempotency_;  // tenant + '\x1f' + key
+  // Idempotency keys of archived jobs, by archive time: dropped after the retention.
+  std::deque<std::pair<Micros, std::string>> archived_keys_;
+  std::vector<JobRecord> records_;  // by slot
+  std::vector<uint64_t> slot_job_;  // slot -> job id (0: free)
+  std::vector<uint32_t> free_slots_;
+  std::deque<uint64_t> finished_order_;  // finished jobs in memory, oldest first
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace tessera
