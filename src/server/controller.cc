@@ -94,8 +94,7 @@ Status Controller::Load(const std::string& queues_yaml) {
       return InternalError("stored node '" + key + "' is not JSON");
     }
     TESSERA_ASSIGN_OR_RETURN(NodeInventory inv, NodeInventoryFromJson(j, *catalog_));
-    NodeInfo& n = nodes_[inv.spec.name];
-    n.seq = next_node_seq_++;
+    NodeInfo& n = nodes_.Add(inv.spec.name);
     n.inventory = std::move(inv);
     n.up = false;
     n.reason = "waiting for its agent after a controller restart";
@@ -189,9 +188,8 @@ Status Controller::LoadJobRows(Micros now) {
                                                                          : AfterStop::kNone;
       // A node nobody has heard of since the restart: known only through this job.
       for (const std::string& n : task_nodes) {
-        if (nodes_.find(n) == nodes_.end()) {
-          NodeInfo& info = nodes_[n];
-          info.seq = next_node_seq_++;
+        if (nodes_.Find(n) == nullptr) {
+          NodeInfo& info = nodes_.Add(n);
           info.inventory.spec.name = n;
           info.up = false;
           info.reason = "waiting for its agent after a controller restart";

@@ -62,6 +62,7 @@
 #include "server/job_state.h"
 #include "server/job_table.h"
 #include "server/job_views.h"
+#include "server/node_registry.h"
 #include "server/tenant_identities.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
@@ -219,29 +220,6 @@ class Controller {
   const GpuCatalog& catalog() const { return *catalog_; }
 
  private:
-  struct DrainInfo {
-    std::string reason;
-    std::string by;    // "admin" or "health"
-    std::string kind;  // "admin", or the HealthKind name
-    Micros since = 0;
-  };
-  struct NodeInfo {
-    NodeInventory inventory;
-    std::string agent_id;
-    std::string address;
-    bool up = false;
-    std::string reason;
-    Micros last_seen = 0;
-    std::vector<TaskLaunch> launches;  // durable, not yet handed out
-    std::vector<TaskStop> stops;
-    std::optional<DrainInfo> drain;      // the whole node
-    std::map<int, DrainInfo> gpu_drains;  // by GPU index
-    std::vector<GpuTelemetry> telemetry;  // the last sample, by GPU index
-    std::string telemetry_agent;          // the agent whose counters it holds
-    Micros telemetry_at = 0;
-    // Nodes are numbered in the core in the order they first became known.
-    uint64_t seq = 0;
-  };
   // What a locked step decided, to make durable and then hand out.
   struct Pending {
     std::set<uint64_t> dirty;  // jobs whose rows changed
@@ -328,8 +306,6 @@ class Controller {
 
   // Drains (controller_health.cc).
   Status LoadDrains();
-  // NotFound for an unknown node, InvalidArgument for a GPU index it does not have.
-  StatusOr<NodeInfo*> FindNodeGpu(const std::string& name, int gpu);
   void ApplyDrains(const NodeInfo& node);  // to state_, when it is current
   void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out);
   void HandleTelemetry(NodeInfo& node, const std::string& agent_id,
@@ -368,8 +344,6 @@ class Controller {
   std::unique_ptr<JobScheduler> scheduler_;
   bool rebuild_ = true;
   uint64_t rebuilds_ = 0;
-  // Up nodes whose new spec waits for them to hold nothing (drained until then).
-  std::set<std::string> respec_;
   NodeCapacity capacity_;                   // the largest node's, for "never fits" reasons
   std::optional<Reservation> reservation_;  // the last cycle's
   Pcg32 rng_;
@@ -390,13 +364,8 @@ class Controller {
   std::unique_ptr<JobLifecycle> lifecycle_;
   uint64_t invariant_breaches_ = 0;  // cycles after which CheckInvariants found any
   static constexpr const char* kNodeKeyPrefix = "node/";  // + name: the node's inventory
-  std::map<std::string, NodeInfo> nodes_;       // by name
+  NodeRegistry nodes_;
   TenantIdentities identities_;
-  // Launches to send again: an agent registered without a task placed on it, which
-  // it therefore never received (agents keep every task they got until its end is
-  // durable here). Built at the next cycle, once the node is in the cluster state.
-  std::vector<std::pair<std::string, TaskKey>> relaunch_;
-  uint64_t next_node_seq_ = 0;
   std::atomic<bool> store_failed_{false};
   std::atomic<uint64_t> foreign_reports_{0};
 

@@ -37,11 +37,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
   {
     std::lock_guard<std::mutex> lock(mu_);
     const Micros now = clock_->NowMicros();
-    auto [slot, fresh] = nodes_.try_emplace(spec.name);
-    NodeInfo& node = slot->second;
-    if (fresh) {
-      node.seq = next_node_seq_++;
-    }
+    NodeInfo& node = nodes_.FindOrAdd(spec.name);
     if (node.up && node.agent_id != request.agent_id) {
       std::cerr << "tessera server: node " << spec.name << " re-registered by a new agent\n";
     }
@@ -72,7 +68,8 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
         // across its own restarts: one it does not report never reached it (the
         // launch was lost with a crash of either side). Send it again; nothing ran.
         if (jobs_.Rec(job).phase == JobPhase::kRunning) {
-          relaunch_.emplace_back(spec.name, TaskKey{id, static_cast<int>(t), job.row.attempts});
+          nodes_.relaunch().emplace_back(spec.name,
+                                         TaskKey{id, static_cast<int>(t), job.row.attempts});
         } else {
           TaskExited(job, static_cast<int>(t), 0, 0, now, out);  // was being stopped anyway
         }
@@ -160,8 +157,8 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
   HeartbeatResponse response;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = nodes_.find(request.node);
-    if (it == nodes_.end() || !it->second.up || it->second.agent_id != request.agent_id) {
+    auto it = nodes_.all().find(request.node);
+    if (it == nodes_.all().end() || !it->second.up || it->second.agent_id != request.agent_id) {
       response.reregister = true;
       return response;
     }

@@ -13,7 +13,7 @@ namespace tessera {
 
 Status Controller::RebuildScheduler(Micros now, Pending& out) {
   std::vector<const NodeInfo*> up;
-  for (const auto& [name, node] : nodes_) {
+  for (const auto& [name, node] : nodes_.all()) {
     if (node.up) {
       up.push_back(&node);
     }
@@ -26,7 +26,7 @@ Status Controller::RebuildScheduler(Micros now, Pending& out) {
   }
   TESSERA_ASSIGN_OR_RETURN(ClusterState state, ClusterState::Create(std::move(specs), *catalog_));
   state_ = std::make_unique<ClusterState>(std::move(state));
-  for (const auto& [name, node] : nodes_) {
+  for (const auto& [name, node] : nodes_.all()) {
     if (node.up) {
       ApplyDrains(node);
     }
@@ -78,7 +78,7 @@ Status Controller::RebuildScheduler(Micros now, Pending& out) {
     }
   }
   rebuild_ = false;
-  respec_.clear();  // every up node's spec is current in the new core
+  nodes_.respec().clear();  // every up node's spec is current in the new core
   ++rebuilds_;
   for (const auto& [id, why] : misfits) {
     RequeueMisfit(jobs_.all().at(id), why, now, out);
@@ -129,9 +129,9 @@ void Controller::NodeJoined(const NodeInfo& node, Micros now, Pending& out) {
     s = added.status();
     id = added;
   } else if (state_->spec(id.value()) != spec) {
-    respec_.insert(spec.name);  // drained below; updated once it holds nothing
+    nodes_.respec().insert(spec.name);  // drained below; updated once it holds nothing
   } else {
-    respec_.erase(spec.name);
+    nodes_.respec().erase(spec.name);
   }
   if (s.ok()) {
     ApplyDrains(node);
@@ -164,7 +164,7 @@ void Controller::NodeJoined(const NodeInfo& node, Micros now, Pending& out) {
 }
 
 void Controller::NodeLeft(const std::string& name) {
-  respec_.erase(name);
+  nodes_.respec().erase(name);
   if (state_ == nullptr || rebuild_) {
     return;
   }
@@ -184,11 +184,11 @@ void Controller::NodeLeft(const std::string& name) {
 
 void Controller::ApplyRespecs() {
   bool changed = false;
-  for (auto it = respec_.begin(); it != respec_.end();) {
-    auto node = nodes_.find(*it);
+  for (auto it = nodes_.respec().begin(); it != nodes_.respec().end();) {
+    auto node = nodes_.all().find(*it);
     StatusOr<NodeId> id = state_->FindNode(*it);
-    if (node == nodes_.end() || !node->second.up || !id.ok()) {
-      it = respec_.erase(it);
+    if (node == nodes_.all().end() || !node->second.up || !id.ok()) {
+      it = nodes_.respec().erase(it);
       continue;
     }
     if (!state_->UpdateNode(id.value(), node->second.inventory.spec).ok()) {
@@ -196,7 +196,7 @@ void Controller::ApplyRespecs() {
       continue;
     }
     std::cerr << "tessera server: node " << *it << " takes its new inventory\n";
-    it = respec_.erase(it);
+    it = nodes_.respec().erase(it);
     ApplyDrains(node->second);
     changed = true;
   }

@@ -106,8 +106,8 @@ TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
   const std::string& mine = job.tasks[static_cast<size_t>(task)].node;
   const int node_rank = static_cast<int>(
       std::find(node_order.begin(), node_order.end(), mine) - node_order.begin());
-  auto master = nodes_.find(job.tasks[0].node);
-  l.env["MASTER_ADDR"] = master != nodes_.end() && !master->second.address.empty()
+  auto master = nodes_.all().find(job.tasks[0].node);
+  l.env["MASTER_ADDR"] = master != nodes_.all().end() && !master->second.address.empty()
                              ? master->second.address
                              : "127.0.0.1";
   l.env["MASTER_PORT"] = std::to_string(20000 + job.row.id % 20000);
@@ -333,7 +333,7 @@ Status Controller::RunCycle() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     const Micros now = clock_->NowMicros();
-    for (auto& [name, node] : nodes_) {
+    for (auto& [name, node] : nodes_.all()) {
       const bool silent = now - node.last_seen > options_.node_timeout;
       if (silent && (node.up || node.reason.rfind("waiting", 0) == 0)) {
         NodeDown(node, "no heartbeat for " + std::to_string(options_.node_timeout / 1'000'000) + " s",
@@ -353,10 +353,10 @@ Status Controller::RunCycle() {
     } else {
       ApplyRespecs();
     }
-    for (const auto& [node, key] : std::exchange(relaunch_, {})) {
+    for (const auto& [node, key] : std::exchange(nodes_.relaunch(), {})) {
       LiveJob* job = jobs_.Find(key.job);
-      auto n = nodes_.find(node);
-      if (job == nullptr || n == nodes_.end() || !n->second.up ||
+      auto n = nodes_.all().find(node);
+      if (job == nullptr || n == nodes_.all().end() || !n->second.up ||
           job->row.attempts != key.attempt || jobs_.Rec(*job).phase != JobPhase::kRunning ||
           static_cast<size_t>(key.task) >= job->tasks.size() ||
           job->tasks[static_cast<size_t>(key.task)].exited ||
@@ -433,17 +433,17 @@ Status Controller::Publish(Pending out) {
   jobs_.NoteFinished(out.finished);
   Archive(clock_->NowMicros());
   for (auto& [node, launch] : out.launches) {
-    auto n = nodes_.find(node);
+    auto n = nodes_.all().find(node);
     LiveJob* job = jobs_.Find(launch.key.job);
-    if (n == nodes_.end() || job == nullptr || job->row.attempts != launch.key.attempt ||
+    if (n == nodes_.all().end() || job == nullptr || job->row.attempts != launch.key.attempt ||
         jobs_.Rec(*job).phase != JobPhase::kRunning) {
       continue;
     }
     n->second.launches.push_back(std::move(launch));
   }
   for (auto& [node, stop] : out.stops) {
-    auto n = nodes_.find(node);
-    if (n == nodes_.end()) {
+    auto n = nodes_.all().find(node);
+    if (n == nodes_.all().end()) {
       continue;
     }
     auto& stops = n->second.stops;

@@ -44,7 +44,7 @@ Status Controller::LoadDrains() {
       return DrainInfo{d["reason"].get<std::string>(), d.value("by", "admin"),
                        d.value("kind", "admin"), d["since_us"].get<int64_t>()};
     };
-    NodeInfo& node = nodes_[name];
+    NodeInfo& node = nodes_.all()[name];
     if (node.inventory.spec.name.empty()) {
       node.inventory.spec.name = name;
       node.reason = "waiting for its agent after a controller restart";
@@ -79,7 +79,7 @@ void Controller::ApplyDrains(const NodeInfo& node) {
   }
   // A node waiting to take a new inventory takes no work on the old one.
   (void)state_->SetNodeDrained(
-      id.value(), node.drain.has_value() || respec_.count(node.inventory.spec.name) > 0);
+      id.value(), node.drain.has_value() || nodes_.AwaitsRespec(node.inventory.spec.name));
   const int gpus = state_->node(id.value()).gpu_count();
   for (int g = 0; g < gpus; ++g) {
     (void)state_->SetGpuDrained(id.value(), g, node.gpu_drains.count(g) > 0);
@@ -162,19 +162,6 @@ void Controller::HandleTelemetry(NodeInfo& node, const std::string& agent_id,
   node.telemetry_at = now;
 }
 
-StatusOr<Controller::NodeInfo*> Controller::FindNodeGpu(const std::string& name, int gpu) {
-  auto it = nodes_.find(name);
-  if (it == nodes_.end()) {
-    return NotFoundError("no node '" + name + "'");
-  }
-  const size_t gpus = it->second.inventory.spec.gpus.size();
-  if (gpu >= static_cast<int>(gpus)) {
-    return InvalidArgumentError("node " + name + " has " + std::to_string(gpus) + " GPUs; no GPU " +
-                                std::to_string(gpu));
-  }
-  return &it->second;
-}
-
 StatusOr<nlohmann::json> Controller::Drain(const std::string& name, int gpu, const std::string& reason) {
   if (reason.empty()) {
     return InvalidArgumentError("a drain needs a reason");
@@ -183,7 +170,7 @@ StatusOr<nlohmann::json> Controller::Drain(const std::string& name, int gpu, con
   nlohmann::json result;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    TESSERA_ASSIGN_OR_RETURN(NodeInfo * found, FindNodeGpu(name, gpu));
+    TESSERA_ASSIGN_OR_RETURN(NodeInfo * found, nodes_.FindGpu(name, gpu));
     NodeInfo& node = *found;
     SetDrain(node, gpu, DrainInfo{reason, "admin", "admin", clock_->NowMicros()}, out);
     result = NodesJson(name).at(0);
@@ -197,7 +184,7 @@ StatusOr<nlohmann::json> Controller::Resume(const std::string& name, int gpu) {
   nlohmann::json result;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    TESSERA_ASSIGN_OR_RETURN(NodeInfo * found, FindNodeGpu(name, gpu));
+    TESSERA_ASSIGN_OR_RETURN(NodeInfo * found, nodes_.FindGpu(name, gpu));
     NodeInfo& node = *found;
     const bool drained = gpu < 0 ? node.drain.has_value() : node.gpu_drains.count(gpu) > 0;
     if (drained) {

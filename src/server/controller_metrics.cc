@@ -61,7 +61,7 @@ void Controller::WriteQuotaAndGpus(MetricsWriter& w) const {
   }
 
   int64_t up = 0, down = 0;
-  for (const auto& [name, node] : nodes_) {
+  for (const auto& [name, node] : nodes_.all()) {
     (node.up ? up : down) += 1;
   }
   w.Family("tessera_agents", MetricType::kGauge, "Nodes whose agent is up or down.");
@@ -76,7 +76,7 @@ void Controller::WriteQuotaAndGpus(MetricsWriter& w) const {
     const DrainInfo* drain;
   };
   std::vector<GpuRow> rows;
-  for (const auto& [name, node] : nodes_) {
+  for (const auto& [name, node] : nodes_.all()) {
     if (!node.up || state_ == nullptr || rebuild_) {
       continue;
     }
@@ -237,7 +237,7 @@ std::string Controller::GpuMetrics() {
     const MigTelemetry* mig;  // null: the whole GPU
   };
   std::vector<Row> rows;
-  for (const auto& [name, node] : nodes_) {
+  for (const auto& [name, node] : nodes_.all()) {
     if (!node.up) {
       continue;
     }

@@ -116,8 +116,8 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
   Pending out;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = nodes_.find(name);
-    if (it == nodes_.end()) {
+    auto it = nodes_.all().find(name);
+    if (it == nodes_.all().end()) {
       return NotFoundError("no node '" + name + "'");
     }
     NodeInfo& node = it->second;
@@ -154,7 +154,7 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
       out.batch.kv.push_back(std::move(kv));
     }
     Seal(out);
-    nodes_.erase(it);
+    nodes_.all().erase(it);
     std::cerr << "tessera server: node " << name << " removed by the admin\n";
   }
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
@@ -166,8 +166,8 @@ Status Controller::FenceNode(const std::string& name, const std::string& reason)
   Pending out;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = nodes_.find(name);
-    if (it == nodes_.end()) {
+    auto it = nodes_.all().find(name);
+    if (it == nodes_.all().end()) {
       return NotFoundError("no node '" + name + "'");
     }
     // No new work from now on; the running work is requeued only when the node is
@@ -187,7 +187,7 @@ Status Controller::ForgetRemovedNodes() {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, value] : removed) {
     if (!value.empty()) {
-      nodes_.erase(key.substr(std::string(kRemovedNodePrefix).size()));
+      nodes_.all().erase(key.substr(std::string(kRemovedNodePrefix).size()));
       rebuild_ = true;
     }
   }

@@ -38,8 +38,8 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
       if (run.exited) {
         task["exit_code"] = run.exit_code;
       }
-      auto node = nodes_.find(run.node);
-      if (t < rec.allocations.size() && node != nodes_.end()) {
+      auto node = nodes_.all().find(run.node);
+      if (t < rec.allocations.size() && node != nodes_.all().end()) {
         const NodeInventory& inv = node->second.inventory;
         for (const GpuGrant& g : rec.allocations[t].gpus) {
           const size_t gi = static_cast<size_t>(g.gpu);
@@ -209,7 +209,7 @@ nlohmann::json Controller::NodesJson(const std::string& only, const Principal* v
     }
   }
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& [name, node] : nodes_) {
+  for (const auto& [name, node] : nodes_.all()) {
     if (!only.empty() && name != only) {
       continue;
     }

@@ -1,0 +1,86 @@
+// NodeRegistry: the nodes the controller knows, as their agents reported them: each
+// node's inventory, its agent and liveness, the launches and stops waiting for its next
+// heartbeat, its drains and its last telemetry. Also the nodes whose new inventory waits
+// until they hold nothing (respec) and the launches to send again to agents that
+// registered without them (relaunch).
+//
+// Invariants: nodes are numbered (NodeInfo::seq) in the order they first became known,
+// and a node keeps its number while it is known, up or down; the core adds nodes in that
+// order. A node in respec() is up and drained in the core until its spec is updated.
+//
+// Thread safety: none of its own. It is part of the controller's core state, guarded by
+// the controller's core lock (Controller::mu_): the caller holds it for every call and
+// for as long as it keeps a pointer or reference into the registry.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/agent_protocol.h"
+#include "base/clock.h"
+#include "base/status.h"
+
+namespace tessera {
+
+// Why a node or GPU takes no new work.
+struct DrainInfo {
+  std::string reason;
+  std::string by;    // "admin" or "health"
+  std::string kind;  // "admin", or the HealthKind name
+  Micros since = 0;
+};
+
+struct NodeInfo {
+  NodeInventory inventory;
+  std::string agent_id;
+  std::string address;
+  bool up = false;
+  std::string reason;
+  Micros last_seen = 0;
+  std::vector<TaskLaunch> launches;  // durable, not yet handed out
+  std::vector<TaskStop> stops;
+  std::optional<DrainInfo> drain;       // the whole node
+  std::map<int, DrainInfo> gpu_drains;  // by GPU index
+  std::vector<GpuTelemetry> telemetry;  // the last sample, by GPU index
+  std::string telemetry_agent;          // the agent whose counters it holds
+  Micros telemetry_at = 0;
+  // Nodes are numbered in the core in the order they first became known.
+  uint64_t seq = 0;
+};
+
+class NodeRegistry {
+ public:
+  // Every known node by name, up or down.
+  std::map<std::string, NodeInfo>& all() { return nodes_; }
+  const std::map<std::string, NodeInfo>& all() const { return nodes_; }
+  // Null for an unknown node.
+  NodeInfo* Find(const std::string& name);
+  // A node not known yet, numbered after every other.
+  NodeInfo& Add(const std::string& name);
+  // The node, added (numbered after every other) when it is not known yet.
+  NodeInfo& FindOrAdd(const std::string& name);
+  // NotFound for an unknown node, InvalidArgument for a GPU index it does not have.
+  StatusOr<NodeInfo*> FindGpu(const std::string& name, int gpu);
+
+  // Up nodes whose new spec waits for them to hold nothing (drained until then).
+  std::set<std::string>& respec() { return respec_; }
+  bool AwaitsRespec(const std::string& name) const { return respec_.count(name) > 0; }
+  // Launches to send again: an agent registered without a task placed on it, which
+  // it therefore never received (agents keep every task they got until its end is
+  // durable in the controller). Built at the next cycle, once the node is in the
+  // cluster state.
+  std::vector<std::pair<std::string, TaskKey>>& relaunch() { return relaunch_; }
+
+ private:
+  std::map<std::string, NodeInfo> nodes_;
+  uint64_t next_seq_ = 0;
+  std::set<std::string> respec_;
+  std::vector<std::pair<std::string, TaskKey>> relaunch_;
+};
+
+}  // namespace tessera
