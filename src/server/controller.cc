@@ -28,7 +28,7 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
       clock_(&clock),
       logs_(options_.data_dir + "/logs"),
       views_(catalog),
-      rng_(options_.seed),
+      core_(catalog, options_.seed, options_.placement),
       identities_({options_.run_as, options_.uid_pool_start, options_.uid_pool_size}) {}
 
 Controller::~Controller() { Stop(); }
@@ -42,44 +42,15 @@ StatusOr<std::unique_ptr<Controller>> Controller::Open(ControllerOptions options
   return c;
 }
 
-Status Controller::ApplyQueueYaml(const std::string& yaml) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(std::string("queue configuration: ") + e.what());
-  }
-  TESSERA_ASSIGN_OR_RETURN(QueueTreeSpec spec, ParseQueueTreeYaml(root, *catalog_));
-  TESSERA_ASSIGN_OR_RETURN(QueueTree tree, QueueTree::Create(std::move(spec), *catalog_));
-  tree_ = std::make_shared<QueueTree>(std::move(tree));
-  queues_yaml_ = yaml;
-  rebuild_ = true;
-  return Status::Ok();
-}
-
 Status Controller::Load(const std::string& queues_yaml) {
-  if (options_.scheduler_policy) {
-    policy_ = *options_.scheduler_policy;
-  } else {
-    TESSERA_ASSIGN_OR_RETURN(policy_, ParseSchedulerPolicy(options_.policy));
-    policy_.options.min_run_before_reclaim =
-        std::max(policy_.options.min_run_before_reclaim, options_.min_run_before_reclaim);
-  }
-  const SchedulerOptions& so = policy_.options;
-  if (so.runtime_source == RuntimeSource::kOracle || so.preempt_srtf || so.lossless_preemption) {
-    return FailedPreconditionError(
-        "policy '" + policy_.name +
-        "' is an oracle reference: it needs jobs' true runtimes or preemptions that lose no "
-        "work, which only the simulator has; choose another policy for a live cluster");
-  }
+  TESSERA_RETURN_IF_ERROR(core_.ChoosePolicy(options_.scheduler_policy, options_.policy,
+                                             options_.min_run_before_reclaim));
   TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> stored, store_->GetKv(kQueuesKey));
   const std::string yaml = stored ? *stored : queues_yaml;
-  TESSERA_RETURN_IF_ERROR(ApplyQueueYaml(yaml));
-  lifecycle_ = std::make_unique<JobLifecycle>(
-      jobs_.records(), tree_.get(), &predictor_,
-      JobLifecycle::Options{policy_.uses_predictor, /*lossless_preemption=*/false});
+  TESSERA_RETURN_IF_ERROR(core_.ApplyQueueYaml(yaml));
   forwarder_.controller = this;
-  lifecycle_->set_listener(options_.lifecycle_listener != nullptr ? &forwarder_ : nullptr);
+  core_.MakeLifecycle(jobs_.records(),
+                      options_.lifecycle_listener != nullptr ? &forwarder_ : nullptr);
   if (!stored) {
     WriteBatch b;
     b.kv.emplace_back(kQueuesKey, yaml);
@@ -105,12 +76,12 @@ Status Controller::Load(const std::string& queues_yaml) {
   TESSERA_RETURN_IF_ERROR(identities_.Load(*store_));
   LoadHistory();
   history_saved_at_ = now;
-  history_observations_ = predictor_.observations();
+  history_observations_ = core_.predictor().observations();
   TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> usage,
                            store_->LoadUsage(0, std::numeric_limits<int64_t>::max()));
   for (const UsageRow& u : usage) {
-    tenant_gpu_seconds_[u.tenant] += static_cast<double>(u.gpu_milli) / 1000.0 *
-                                     static_cast<double>(u.end_us - u.start_us) / 1e6;
+    counters_.tenant_gpu_seconds[u.tenant] += static_cast<double>(u.gpu_milli) / 1000.0 *
+                                              static_cast<double>(u.end_us - u.start_us) / 1e6;
   }
 
   TESSERA_RETURN_IF_ERROR(LoadJobRows(now));
@@ -146,7 +117,7 @@ Status Controller::LoadJobRows(Micros now) {
     }
     JobRecord& rec = jobs_.Rec(job);
     // Known before the first cycle: an agent may report an exit before then.
-    if (StatusOr<QueueId> q = tree_->FindQueue(job.row.queue); q.ok()) {
+    if (StatusOr<QueueId> q = core_.tree().FindQueue(job.row.queue); q.ok()) {
       rec.queue = q.value();
     }
     rec.spec = job.submission.spec;

@@ -1,6 +1,6 @@
-// Controller: the real-time driver of the scheduling core. It owns the jobs, the
-// nodes reported by agents, the ClusterState and QuotaLedger, and persists every
-// change through a Store.
+// Controller: the real-time driver of the scheduling core, and the facade of the live
+// controller's services. It wires them, holds the one core lock, persists every change
+// through a Store and hands decisions to the agents.
 //
 // Life of a job: Submit validates it, makes it durable (the Store's group commit)
 // and only then acknowledges it and hands it to the JobScheduler. A cycle starts
@@ -17,13 +17,46 @@
 // task the controller does not know as running is told to stop it. Every report
 // an agent receives an answer to has been made durable first.
 //
-// Nodes come and go (agents register, go silent, come back): the ClusterState
-// holds the nodes that are up, and is rebuilt (with the scheduler) when that set
-// changes; running jobs are carried over by node name.
+// Nodes come and go (agents register, go silent, come back): the ClusterState holds
+// the nodes that are up, and each node event changes it in place (NodeJoined, NodeLeft,
+// ApplyRespecs in controller_cluster.cc), keeping the scheduler, its queues and fair
+// share. The core is built afresh only at the first cycle, after the queue tree changed,
+// or when an in-place change failed (RebuildScheduler); running jobs are then put back
+// by node name.
 //
-// Thread safety: every public method may be called from any thread; one mutex
-// guards the state, released while waiting for the Store. RunCycle is called by
-// the scheduling loop (Start) or directly by tests.
+// Services, each with its own header contract:
+//   JobTable (job_table.h)        jobs in memory, idempotency keys, slots, archiving
+//   NodeRegistry (node_registry.h) nodes and agents, drains, respecs, relaunches
+//   CoreSession (core_session.h)  policy, queue tree, cluster state, quotas, scheduler,
+//                                 lifecycle, what the core learned
+//   ControllerCounters (controller_counters.h)  what Metrics() reports of the controller
+//   TenantIdentities (tenant_identities.h)      tenants' Unix identities
+//   JobLogs (job_logs.h)          task output on disk
+//   PublishedJobs (job_views.h)   immutable job views and the wait context for reads
+// JSON views live here (controller_views.cc, controller_nodes.cc, controller_metrics.cc),
+// not in those services; HTTP routes per resource are in server_*.cc.
+//
+// Lock discipline:
+//   - mu_, the core lock, guards JobTable, NodeRegistry, CoreSession, TenantIdentities
+//     and the counters that are not atomic. Those services have no lock of their own:
+//     every method that touches them takes mu_ (the private ones run with it held).
+//   - JobLogs and PublishedJobs have their own locks: task output is written and read
+//     without mu_, and the API's job reads (GetJob, ListJobIds, JobText) never wait for
+//     a cycle. The server's token registry, rate limiter and authentication throttle are
+//     thread-safe on their own and never touch mu_.
+//   - The store is never waited on with mu_ held: a locked step collects what it
+//     decided into a Pending, which Publish makes durable without mu_ and hands out
+//     once durable; FindOrLoad releases mu_ while reading an archived job. The one
+//     exception is SetQueues, an admin's rare call, which commits the new queue
+//     configuration under mu_ so that no cycle runs on one that failed to commit.
+//   - Lock order: the server's node-credential lock (held across a first registration,
+//     a removal or a fence) before mu_; mu_ before the published views' lock (views are
+//     published under mu_), and before loop_mu_ (Wake may be called under it); the
+//     loop releases loop_mu_ before a cycle takes mu_. JobLogs' lock is never taken
+//     with mu_ held.
+//
+// Thread safety: every public method may be called from any thread. RunCycle is
+// called by the scheduling loop (Start) or directly by tests.
 #pragma once
 
 #include <atomic>
@@ -57,6 +90,8 @@
 #include "sched/job_scheduler.h"
 #include "sched/runtime_predictor.h"
 #include "server/auth.h"
+#include "server/controller_counters.h"
+#include "server/core_session.h"
 #include "server/gpu_health.h"
 #include "server/job_logs.h"
 #include "server/job_state.h"
@@ -202,7 +237,7 @@ class Controller {
   // Upper bounds on what an agent may claim (InvalidArgument naming the field).
   static Status CheckInventoryBounds(const NodeInventory& inventory);
   // Task reports dropped because they named a task not placed on the reporting node.
-  uint64_t foreign_reports() const { return foreign_reports_.load(); }
+  uint64_t foreign_reports() const { return counters_.foreign_reports.load(); }
   // Counts (and logs) a report from `node` on a task not placed there.
   void CountForeignReports(const std::string& node, const std::vector<TaskReport>& reports);
 
@@ -236,7 +271,6 @@ class Controller {
   // The jobs of the store: pending ones queued, running and stopping ones with their
   // placement (waiting for their nodes), the oldest finished ones archived.
   Status LoadJobRows(Micros now);
-  Status ApplyQueueYaml(const std::string& yaml);
   // Builds the core afresh from the nodes that are up (at the first cycle, and after
   // the queue tree changed), putting every job back.
   Status RebuildScheduler(Micros now, Pending& out);
@@ -252,10 +286,6 @@ class Controller {
   void NodeLeft(const std::string& name);
   // Updates the nodes whose spec changed once they hold nothing.
   void ApplyRespecs();
-  // After the node set changed: capacity, the placer's scale, the scheduler's groups.
-  void NodesChanged();
-  void NoteCapacity();
-  StatusOr<Profile> MakePlacement() const;
   void Loop();
   void Wake();
 
@@ -297,8 +327,6 @@ class Controller {
 
   // What the scheduler learned, across node changes and restarts (controller_history.cc).
   void LoadHistory();
-  // Takes the scheduler's fair-share usage up to `now` before it is replaced.
-  void CarryUsage(Micros now);
   // Into `out`, at most every history_interval: the usage and the predictor.
   void SaveHistory(Micros now, Pending& out);
   // A queue's fair-share usage and factor (null for a cohort or while rebuilding).
@@ -306,7 +334,7 @@ class Controller {
 
   // Drains (controller_health.cc).
   Status LoadDrains();
-  void ApplyDrains(const NodeInfo& node);  // to state_, when it is current
+  void ApplyDrains(const NodeInfo& node);  // to the core's state, when it is current
   void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out);
   void HandleTelemetry(NodeInfo& node, const std::string& agent_id,
                        std::vector<GpuTelemetry> sample, Micros now, Pending& out);
@@ -335,48 +363,24 @@ class Controller {
 
   JobLogs logs_;         // its own lock
   PublishedJobs views_;  // its own lock: what the API's job reads see
+  // The core lock, and what it guards down to counters_ (see the top of this file).
   mutable std::mutex mu_;
-  SchedulerPolicy policy_;
-  std::string queues_yaml_;
-  std::shared_ptr<QueueTree> tree_;  // shared with the published wait context
-  std::unique_ptr<ClusterState> state_;
-  std::unique_ptr<QuotaLedger> quota_;
-  std::unique_ptr<JobScheduler> scheduler_;
-  bool rebuild_ = true;
-  uint64_t rebuilds_ = 0;
-  NodeCapacity capacity_;                   // the largest node's, for "never fits" reasons
-  std::optional<Reservation> reservation_;  // the last cycle's
-  Pcg32 rng_;
-  RuntimePredictor predictor_;
-  // Fair-share usage waiting for the next scheduler (after a restart or a rebuild).
-  std::optional<QueueUsage::Saved> carried_usage_;
+  JobTable jobs_;
+  CoreSession core_;  // after jobs_: its lifecycle points into the table's records
+  // When the scheduler's history was last written, and the predictor's observations then.
   Micros history_saved_at_ = 0;
   int64_t history_observations_ = 0;
-  JobTable jobs_;
   // Passes the lifecycle's events to options_.lifecycle_listener with the jobs' ids.
   struct EventForwarder final : LifecycleListener {
     Controller* controller = nullptr;
     void OnJobEvent(const JobRecord& job, const LifecycleEvent& event) override;
   };
   EventForwarder forwarder_;
-  // Applies the core's decisions and every job's transitions (bound to state_, quota_
-  // and scheduler_ once they are built).
-  std::unique_ptr<JobLifecycle> lifecycle_;
-  uint64_t invariant_breaches_ = 0;  // cycles after which CheckInvariants found any
   static constexpr const char* kNodeKeyPrefix = "node/";  // + name: the node's inventory
   NodeRegistry nodes_;
   TenantIdentities identities_;
+  ControllerCounters counters_;  // for Metrics(); its atomics without mu_
   std::atomic<bool> store_failed_{false};
-  std::atomic<uint64_t> foreign_reports_{0};
-
-  // Metrics (guarded by mu_ unless atomic).
-  Histogram cycle_seconds_{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}};
-  std::atomic<uint64_t> cycles_{0};
-  std::map<std::string, uint64_t> decisions_;              // start, preempt, requeue
-  std::map<std::string, uint64_t> preemptions_;            // by victim queue
-  std::map<std::string, uint64_t> submitted_;              // by queue
-  std::map<std::pair<std::string, std::string>, uint64_t> finished_;  // (queue, state)
-  std::map<std::string, double> tenant_gpu_seconds_;       // finished intervals, all time
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

@@ -57,7 +57,7 @@ std::string Controller::CheckpointDir(const LiveJob& job) const {
 TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
   const JobRecord& rec = jobs_.Rec(job);
   const Allocation& a = rec.allocations[static_cast<size_t>(task)];
-  const NodeSpec& node = state_->spec(a.node);
+  const NodeSpec& node = core_.state()->spec(a.node);
   const GpuModel* model = nullptr;
   TaskLaunch l;
   l.key = TaskKey{job.row.id, task, job.row.attempts};
@@ -142,7 +142,7 @@ void Controller::StartJob(LiveJob& job, const StartDecision& d, Micros now, Pend
   job.checkpointed = false;
   job.tasks.assign(rec.allocations.size(), TaskRun{});
   for (size_t t = 0; t < rec.allocations.size(); ++t) {
-    job.tasks[t].node = state_->spec(rec.allocations[t].node).name;
+    job.tasks[t].node = core_.state()->spec(rec.allocations[t].node).name;
   }
   job.SetState(JobState::kRunning);
   if (job.row.start_us == 0) {
@@ -151,7 +151,7 @@ void Controller::StartJob(LiveJob& job, const StartDecision& d, Micros now, Pend
   ++job.row.attempts;
   job.row.reason = d.backfilled ? "backfilled" : "";
   out.dirty.insert(id);
-  ++decisions_["start"];
+  ++counters_.decisions["start"];
   const bool new_identity = !identities_.Known(job.row.tenant).has_value();
   (void)identities_.For(job.row.tenant, out.batch);  // made durable with the start
   if (new_identity) {
@@ -177,7 +177,7 @@ void Controller::StopJob(LiveJob& job, AfterStop after, Micros grace, Micros now
       (after == AfterStop::kFail && job.after == AfterStop::kRequeue)) {
     job.after = after;
   }
-  lifecycle_->Stopping(rec);
+  core_.lifecycle()->Stopping(rec);
   job.SetState(JobState::kStopping);
   out.dirty.insert(job.row.id);
   bool alive = false;
@@ -238,8 +238,8 @@ void Controller::Finalize(LiveJob& job, Micros now, Pending& out) {
   if (rec.run_start > 0 && now > rec.run_start) {
     out.batch.usage.push_back(
         UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
-    tenant_gpu_seconds_[job.row.tenant] +=
-        static_cast<double>(rec.gpu_milli) / 1000.0 * static_cast<double>(now - rec.run_start) / 1e6;
+    counters_.tenant_gpu_seconds[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0 *
+                                                    static_cast<double>(now - rec.run_start) / 1e6;
   }
   job.row.placement_json.clear();
   out.dirty.insert(id);
@@ -259,12 +259,13 @@ void Controller::Finalize(LiveJob& job, Micros now, Pending& out) {
   JobEnd end = JobEnd::kSucceeded;
   switch (job.after) {
     case AfterStop::kRequeue: {
-      lifecycle_->Requeue(rec, job.checkpointed ? job.checkpoint_progress : 0, job.cause, now);
+      core_.lifecycle()->Requeue(rec, job.checkpointed ? job.checkpoint_progress : 0, job.cause,
+                                 now);
       job.row.progress_us = rec.resumed_from;
       job.SetState(JobState::kPending);
       job.tasks.clear();
       job.after = AfterStop::kNone;
-      ++decisions_["requeue"];
+      ++counters_.decisions["requeue"];
       return;
     }
     case AfterStop::kCancel:
@@ -284,10 +285,10 @@ void Controller::Finalize(LiveJob& job, Micros now, Pending& out) {
       }
       break;
   }
-  lifecycle_->Finish(rec, end, now);
+  core_.lifecycle()->Finish(rec, end, now);
   out.finished.push_back(id);
   job.row.end_us = now;
-  ++finished_[{job.row.queue, job.row.state}];
+  ++counters_.finished[{job.row.queue, job.row.state}];
 }
 
 void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out) {
@@ -306,7 +307,8 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
     for (size_t t = 0; t < job.tasks.size(); ++t) {
       if (job.tasks[t].node == name) {
         touched = touched || !job.tasks[t].exited;
-        lifecycle_->DetachTask(jobs_.Rec(job), t);  // the node leaves the core holding nothing
+        // The node leaves the core holding nothing.
+        core_.lifecycle()->DetachTask(jobs_.Rec(job), t);
       }
     }
     if (!touched) {
@@ -318,7 +320,7 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
       if (job.tasks[t].node == name && !job.tasks[t].exited) {
         job.tasks[t].exited = true;
         job.tasks[t].signal = 9;
-        lifecycle_->DetachTask(jobs_.Rec(job), t);
+        core_.lifecycle()->DetachTask(jobs_.Rec(job), t);
       }
     }
     // The rest of the gang stops at once: it restarts as a whole.
@@ -340,7 +342,7 @@ Status Controller::RunCycle() {
                  now, out);
       }
     }
-    if (rebuild_) {
+    if (core_.rebuild_pending()) {
       Status s = RebuildScheduler(now, out);
       if (!s.ok()) {
         // What was decided before (a node lost) is still made durable and handed out.
@@ -365,9 +367,9 @@ Status Controller::RunCycle() {
       }
       out.launches.emplace_back(node, MakeLaunch(*job, key.task));
     }
-    if (state_->present_count() > 0 && scheduler_->pending() > 0) {
-      CycleResult result = lifecycle_->RunCycle(now, rng_);
-      reservation_ = result.reservation;
+    if (core_.state()->present_count() > 0 && core_.scheduler()->pending() > 0) {
+      CycleResult result = core_.lifecycle()->RunCycle(now, core_.rng());
+      core_.reservation() = result.reservation;
       for (const StartDecision& d : result.starts) {
         StartJob(jobs_.JobAt(d.job), d, now, out);
       }
@@ -376,13 +378,13 @@ Status Controller::RunCycle() {
         ++victim.row.preemptions;
         victim.cause = RequeueCause::kPreempted;
         victim.row.reason = "preempted by job " + std::to_string(jobs_.IdAt(d.preemptor));
-        ++decisions_["preempt"];
-        ++preemptions_[victim.row.queue];
+        ++counters_.decisions["preempt"];
+        ++counters_.preemptions[victim.row.queue];
         StopJob(victim, AfterStop::kRequeue, std::max<Micros>(0, d.evict_at - now), now, out);
       }
-      std::vector<std::string> broken = lifecycle_->CheckInvariants();
+      std::vector<std::string> broken = core_.lifecycle()->CheckInvariants();
       if (!broken.empty()) {
-        ++invariant_breaches_;
+        ++counters_.invariant_breaches;
         std::cerr << "tessera server: invariant broken after the cycle: " << broken.front() << "\n";
       }
     }
@@ -392,15 +394,15 @@ Status Controller::RunCycle() {
   }
   Status published = Publish(std::move(out));
   // Wall time, not the injected clock: this measures the controller itself.
-  cycle_seconds_.Observe(
+  counters_.cycle_seconds.Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-  ++cycles_;
+  ++counters_.cycles;
   return published;
 }
 
 std::vector<std::string> Controller::CheckInvariants() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return rebuild_ ? std::vector<std::string>{} : lifecycle_->CheckInvariants();
+  return core_.CheckInvariants();
 }
 
 Status Controller::Publish(Pending out) {

@@ -70,19 +70,19 @@ Status Controller::LoadDrains() {
 }
 
 void Controller::ApplyDrains(const NodeInfo& node) {
-  if (state_ == nullptr) {
+  if (core_.state() == nullptr) {
     return;
   }
-  StatusOr<NodeId> id = state_->FindNode(node.inventory.spec.name);
+  StatusOr<NodeId> id = core_.state()->FindNode(node.inventory.spec.name);
   if (!id.ok()) {
     return;
   }
   // A node waiting to take a new inventory takes no work on the old one.
-  (void)state_->SetNodeDrained(
+  (void)core_.state()->SetNodeDrained(
       id.value(), node.drain.has_value() || nodes_.AwaitsRespec(node.inventory.spec.name));
-  const int gpus = state_->node(id.value()).gpu_count();
+  const int gpus = core_.state()->node(id.value()).gpu_count();
   for (int g = 0; g < gpus; ++g) {
-    (void)state_->SetGpuDrained(id.value(), g, node.gpu_drains.count(g) > 0);
+    (void)core_.state()->SetGpuDrained(id.value(), g, node.gpu_drains.count(g) > 0);
   }
 }
 
@@ -102,7 +102,7 @@ void Controller::SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drai
   } else {
     node.gpu_drains.erase(gpu);
   }
-  if (!rebuild_ && node.up) {
+  if (!core_.rebuild_pending() && node.up) {
     ApplyDrains(node);
   }
   nlohmann::json stored = {{"node", nullptr}, {"gpus", nlohmann::json::object()}};

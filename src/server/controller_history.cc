@@ -102,23 +102,17 @@ void Controller::LoadHistory() {
   if (std::optional<nlohmann::json> j = ReadJson(store_, kFairShareKey)) {
     StatusOr<QueueUsage::Saved> saved = UsageFromJson(*j);
     if (saved.ok()) {
-      carried_usage_ = std::move(saved).value();
+      core_.carried_usage() = std::move(saved).value();
     } else {
       std::cerr << "tessera server: " << saved.status().message() << "; starting without it\n";
     }
   }
   if (std::optional<nlohmann::json> j = ReadJson(store_, kPredictorKey)) {
     StatusOr<RuntimePredictor::State> state = PredictorFromJson(*j);
-    Status s = state.ok() ? predictor_.Restore(*state) : state.status();
+    Status s = state.ok() ? core_.predictor().Restore(*state) : state.status();
     if (!s.ok()) {
       std::cerr << "tessera server: " << s.message() << "; starting without it\n";
     }
-  }
-}
-
-void Controller::CarryUsage(Micros now) {
-  if (scheduler_ != nullptr) {
-    carried_usage_ = scheduler_->SaveUsage(now);
   }
 }
 
@@ -127,21 +121,21 @@ void Controller::SaveHistory(Micros now, Pending& out) {
     return;
   }
   history_saved_at_ = now;
-  CarryUsage(now);
-  if (carried_usage_) {
-    out.batch.kv.emplace_back(kFairShareKey, UsageJson(*carried_usage_).dump());
+  core_.CarryUsage(now);
+  if (core_.carried_usage()) {
+    out.batch.kv.emplace_back(kFairShareKey, UsageJson(*core_.carried_usage()).dump());
   }
-  if (predictor_.observations() != history_observations_) {
-    history_observations_ = predictor_.observations();
-    out.batch.kv.emplace_back(kPredictorKey, PredictorJson(predictor_.Save()).dump());
+  if (core_.predictor().observations() != history_observations_) {
+    history_observations_ = core_.predictor().observations();
+    out.batch.kv.emplace_back(kPredictorKey, PredictorJson(core_.predictor().Save()).dump());
   }
 }
 
 nlohmann::json Controller::FairShareJson(QueueId q) const {
-  if (scheduler_ == nullptr || rebuild_ || !tree_->is_queue(q)) {
+  if (core_.scheduler() == nullptr || core_.rebuild_pending() || !core_.tree().is_queue(q)) {
     return nullptr;
   }
-  const QueueUsage& usage = scheduler_->usage();
+  const QueueUsage& usage = core_.scheduler()->usage();
   return {{"decayed_gpu_hours", usage.decayed_gpu_seconds(q) / 1000.0 / 3600.0},
           {"factor", usage.FairShareFactor(q)}};
 }

@@ -37,9 +37,9 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     std::string tenant = who.tenant;
     std::string& queue = job.spec.queue;
     if (queue.empty()) {
-      for (QueueId q : tree_->queues()) {
-        if (who.role == Role::kAdmin || tree_->tenant(q) == tenant) {
-          queue = tree_->spec(q).name;
+      for (QueueId q : core_.tree().queues()) {
+        if (who.role == Role::kAdmin || core_.tree().tenant(q) == tenant) {
+          queue = core_.tree().spec(q).name;
           break;
         }
       }
@@ -47,13 +47,13 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
         return FailedPreconditionError("tenant '" + tenant + "' has no queue");
       }
     }
-    StatusOr<QueueId> q = tree_->FindQueue(queue);
+    StatusOr<QueueId> q = core_.tree().FindQueue(queue);
     if (!q.ok()) {
       return InvalidArgumentError("queue: no queue named '" + queue + "'");
     }
     if (who.role == Role::kAdmin) {
-      tenant = tree_->tenant(q.value());
-    } else if (tree_->tenant(q.value()) != tenant) {
+      tenant = core_.tree().tenant(q.value());
+    } else if (core_.tree().tenant(q.value()) != tenant) {
       return PermissionDeniedError("queue '" + queue + "' belongs to another tenant");
     }
     if (!idempotency_key.empty()) {
@@ -108,14 +108,14 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     return UnavailableError("could not make the job durable: " + s.message());
   }
   j.durable = true;
-  ++submitted_[j.row.queue];
+  ++counters_.submitted[j.row.queue];
   JobRecord& rec = jobs_.Rec(j);
   rec.spec = j.submission.spec;
   rec.phase = JobPhase::kPending;
   rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
-  rec.queue = tree_->FindQueue(j.row.queue).value();
+  rec.queue = core_.tree().FindQueue(j.row.queue).value();
   // Enqueued now when the core is current, else by the rebuild before the next cycle.
-  lifecycle_->Submit(rec, now);
+  core_.lifecycle()->Submit(rec, now);
   PublishView(j);
   *created = true;
   Wake();
@@ -167,7 +167,7 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
     const Micros now = clock_->NowMicros();
     JobRecord& rec = jobs_.Rec(*job);
     if (rec.phase == JobPhase::kPending) {
-      lifecycle_->Finish(rec, JobEnd::kCancelled, now);
+      core_.lifecycle()->Finish(rec, JobEnd::kCancelled, now);
       out.finished.push_back(id);
       job->SetState(JobState::kCancelled);
       job->row.end_us = now;

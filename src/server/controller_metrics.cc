@@ -37,14 +37,14 @@ void Controller::WriteQuotaAndGpus(MetricsWriter& w) const {
   w.Family("tessera_queue_quota", MetricType::kGauge,
            "Quota per queue or cohort and resource (GPUs, CPUs, bytes): nominal, borrowing "
            "limit, in use, and borrowed (in use above nominal).");
-  const bool ledger = quota_ != nullptr && !rebuild_;
-  for (size_t i = 0; i < tree_->size(); ++i) {
+  const bool ledger = core_.quota() != nullptr && !core_.rebuild_pending();
+  for (size_t i = 0; i < core_.tree().size(); ++i) {
     const QueueId q(i);
-    for (size_t r = 0; r < tree_->resources().size(); ++r) {
-      const ResourceName& res = tree_->resources()[r];
-      const Quota& quota = tree_->quota(q, r);
-      const int64_t used = ledger ? quota_->Usage(q, r) : 0;
-      MetricLabels labels = {{"queue", tree_->spec(q).name},
+    for (size_t r = 0; r < core_.tree().resources().size(); ++r) {
+      const ResourceName& res = core_.tree().resources()[r];
+      const Quota& quota = core_.tree().quota(q, r);
+      const int64_t used = ledger ? core_.quota()->Usage(q, r) : 0;
+      MetricLabels labels = {{"queue", core_.tree().spec(q).name},
                              {"resource", ResourceNameString(res, *catalog_)},
                              {"kind", ""}};
       auto sample = [&](const char* kind, int64_t value) {
@@ -77,14 +77,14 @@ void Controller::WriteQuotaAndGpus(MetricsWriter& w) const {
   };
   std::vector<GpuRow> rows;
   for (const auto& [name, node] : nodes_.all()) {
-    if (!node.up || state_ == nullptr || rebuild_) {
+    if (!node.up || core_.state() == nullptr || core_.rebuild_pending()) {
       continue;
     }
-    StatusOr<NodeId> id = state_->FindNode(name);
+    StatusOr<NodeId> id = core_.state()->FindNode(name);
     if (!id.ok()) {
       continue;
     }
-    const NodeLedger& ledger_node = state_->node(id.value());
+    const NodeLedger& ledger_node = core_.state()->node(id.value());
     for (int g = 0; g < ledger_node.gpu_count(); ++g) {
       const double used = static_cast<double>(ledger_node.gpus()[static_cast<size_t>(g)].used_milli().value()) / 1000.0;
       auto d = node.gpu_drains.find(g);
@@ -128,7 +128,7 @@ std::string Controller::Metrics() {
   // Jobs per queue and state; every configured queue appears, with zeros.
   std::map<std::pair<std::string, std::string>, int64_t> jobs;  // (queue, state)
   std::map<std::string, double> tenant_in_use;
-  std::map<std::string, double> tenant_seconds = tenant_gpu_seconds_;
+  std::map<std::string, double> tenant_seconds = counters_.tenant_gpu_seconds;
   for (const auto& [id, job] : jobs_.all()) {
     if (!job.durable) {
       continue;
@@ -147,53 +147,54 @@ std::string Controller::Metrics() {
   }
   w.Family("tessera_jobs", MetricType::kGauge, "Jobs by queue, tenant and state (running includes stopping).");
   std::set<std::string> tenants;
-  for (QueueId q : tree_->queues()) {
-    const std::string& name = tree_->spec(q).name;
-    tenants.insert(tree_->tenant(q));
+  for (QueueId q : core_.tree().queues()) {
+    const std::string& name = core_.tree().spec(q).name;
+    tenants.insert(core_.tree().tenant(q));
     for (const char* state : {"pending", "running"}) {
       auto it = jobs.find({name, state});
-      w.Sample({{"queue", name}, {"tenant", tree_->tenant(q)}, {"state", state}},
+      w.Sample({{"queue", name}, {"tenant", core_.tree().tenant(q)}, {"state", state}},
                static_cast<double>(it != jobs.end() ? it->second : 0));
     }
   }
   w.Family("tessera_jobs_submitted_total", MetricType::kCounter,
            "Jobs acknowledged since the controller started, by queue.");
-  for (QueueId q : tree_->queues()) {
-    auto it = submitted_.find(tree_->spec(q).name);
-    w.Sample({{"queue", tree_->spec(q).name}},
-             static_cast<double>(it != submitted_.end() ? it->second : 0));
+  for (QueueId q : core_.tree().queues()) {
+    auto it = counters_.submitted.find(core_.tree().spec(q).name);
+    w.Sample({{"queue", core_.tree().spec(q).name}},
+             static_cast<double>(it != counters_.submitted.end() ? it->second : 0));
   }
   w.Family("tessera_jobs_finished_total", MetricType::kCounter,
            "Jobs that ended since the controller started, by queue and final state.");
-  for (QueueId q : tree_->queues()) {
+  for (QueueId q : core_.tree().queues()) {
     for (const char* state : {"succeeded", "failed", "cancelled"}) {
-      auto it = finished_.find({tree_->spec(q).name, state});
-      w.Sample({{"queue", tree_->spec(q).name}, {"state", state}},
-               static_cast<double>(it != finished_.end() ? it->second : 0));
+      auto it = counters_.finished.find({core_.tree().spec(q).name, state});
+      w.Sample({{"queue", core_.tree().spec(q).name}, {"state", state}},
+               static_cast<double>(it != counters_.finished.end() ? it->second : 0));
     }
   }
   w.Family("tessera_preemptions_total", MetricType::kCounter,
            "Jobs preempted since the controller started, by the victim's queue.");
-  for (QueueId q : tree_->queues()) {
-    auto it = preemptions_.find(tree_->spec(q).name);
-    w.Sample({{"queue", tree_->spec(q).name}},
-             static_cast<double>(it != preemptions_.end() ? it->second : 0));
+  for (QueueId q : core_.tree().queues()) {
+    auto it = counters_.preemptions.find(core_.tree().spec(q).name);
+    w.Sample({{"queue", core_.tree().spec(q).name}},
+             static_cast<double>(it != counters_.preemptions.end() ? it->second : 0));
   }
 
   w.Family("tessera_scheduler_cycles_total", MetricType::kCounter, "Scheduling cycles run.");
-  w.Sample({}, static_cast<double>(cycles_.load()));
+  w.Sample({}, static_cast<double>(counters_.cycles.load()));
   w.Family("tessera_scheduler_rebuilds_total", MetricType::kCounter,
            "Times the scheduler's cluster was built afresh (first cycle, queue changes); node "
            "events change it in place.");
-  w.Sample({}, static_cast<double>(rebuilds_));
+  w.Sample({}, static_cast<double>(core_.rebuilds()));
   w.Family("tessera_scheduler_cycle_duration_seconds", MetricType::kHistogram,
            "Wall time of a scheduling cycle, including making its decisions durable.");
-  w.Sample({}, cycle_seconds_.Read());
+  w.Sample({}, counters_.cycle_seconds.Read());
   w.Family("tessera_scheduler_decisions_total", MetricType::kCounter,
            "Scheduling decisions: jobs started, preempted and requeued.");
   for (const char* d : {"start", "preempt", "requeue"}) {
-    auto it = decisions_.find(d);
-    w.Sample({{"decision", d}}, static_cast<double>(it != decisions_.end() ? it->second : 0));
+    auto it = counters_.decisions.find(d);
+    w.Sample({{"decision", d}},
+             static_cast<double>(it != counters_.decisions.end() ? it->second : 0));
   }
 
   WriteQuotaAndGpus(w);
@@ -337,11 +338,11 @@ StatusOr<nlohmann::json> Controller::UsageSeries(Micros since, Micros until, Mic
   {
     std::lock_guard<std::mutex> lock(mu_);
     AppendRunningUsage(since, until, &rows);
-    for (QueueId q : tree_->queues()) {
-      double& gpus = quota_gpus[tree_->tenant(q)];
-      for (size_t r = 0; r < tree_->resources().size(); ++r) {
-        if (tree_->resources()[r].kind == ResourceKind::kGpu) {
-          gpus += static_cast<double>(tree_->quota(q, r).nominal) / 1000.0;
+    for (QueueId q : core_.tree().queues()) {
+      double& gpus = quota_gpus[core_.tree().tenant(q)];
+      for (size_t r = 0; r < core_.tree().resources().size(); ++r) {
+        if (core_.tree().resources()[r].kind == ResourceKind::kGpu) {
+          gpus += static_cast<double>(core_.tree().quota(q, r).nominal) / 1000.0;
         }
       }
     }

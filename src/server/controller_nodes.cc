@@ -188,7 +188,7 @@ Status Controller::ForgetRemovedNodes() {
   for (const auto& [key, value] : removed) {
     if (!value.empty()) {
       nodes_.all().erase(key.substr(std::string(kRemovedNodePrefix).size()));
-      rebuild_ = true;
+      core_.RequestRebuild();
     }
   }
   return Status::Ok();
@@ -219,7 +219,7 @@ void Controller::CountForeignReports(const std::string& node,
     }
     const std::string& placed = job->tasks[static_cast<size_t>(r.key.task)].node;
     if (placed != node) {
-      ++foreign_reports_;
+      ++counters_.foreign_reports;
       std::cerr << "tessera server: node " << node << " reported on task " << r.key.task
                 << " of job " << r.key.job << " (attempt " << r.key.attempt << "), placed on "
                 << placed << ": ignored\n";

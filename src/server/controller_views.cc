@@ -144,19 +144,20 @@ void Controller::PublishView(const LiveJob& job) {
 
 void Controller::PublishWaitContext() {
   auto c = std::make_shared<WaitContext>();
-  c->built = state_ != nullptr && quota_ != nullptr && scheduler_ != nullptr && !rebuild_;
+  c->built = core_.state() != nullptr && core_.quota() != nullptr && core_.scheduler() != nullptr &&
+             !core_.rebuild_pending();
   if (c->built) {
-    c->nodes_up = state_->present_count();
-    c->capacity = capacity_;
-    if (reservation_ && reservation_->job.valid() &&
-        reservation_->job.value() < jobs_.slot_count()) {
-      c->reserved_job = jobs_.IdAt(reservation_->job);
-      c->reserved_start = reservation_->start;
+    c->nodes_up = core_.state()->present_count();
+    c->capacity = core_.capacity();
+    if (core_.reservation() && core_.reservation()->job.valid() &&
+        core_.reservation()->job.value() < jobs_.slot_count()) {
+      c->reserved_job = jobs_.IdAt(core_.reservation()->job);
+      c->reserved_start = core_.reservation()->start;
     }
-    c->tree = tree_;
-    c->quota = std::make_shared<const QuotaLedger>(*quota_);
-    c->resources = tree_->resources().size();
-    const JobScheduler::DemandIndex index = scheduler_->demand_index();
+    c->tree = core_.shared_tree();
+    c->quota = std::make_shared<const QuotaLedger>(*core_.quota());
+    c->resources = core_.tree().resources().size();
+    const JobScheduler::DemandIndex index = core_.scheduler()->demand_index();
     c->any_gpu = index.any_gpu;
     c->cpu = index.cpu;
     c->memory = index.memory;
@@ -319,29 +320,31 @@ nlohmann::json Controller::Queues() {
     }
   }
   nlohmann::json out = nlohmann::json::array();
-  for (size_t i = 0; i < tree_->size(); ++i) {
+  for (size_t i = 0; i < core_.tree().size(); ++i) {
     const QueueId q(i);
-    const QueueNodeSpec& spec = tree_->spec(q);
+    const QueueNodeSpec& spec = core_.tree().spec(q);
     nlohmann::json resources = nlohmann::json::array();
-    for (size_t r = 0; r < tree_->resources().size(); ++r) {
-      const Quota& quota = tree_->quota(q, r);
+    for (size_t r = 0; r < core_.tree().resources().size(); ++r) {
+      const Quota& quota = core_.tree().quota(q, r);
       auto opt = [](const std::optional<int64_t>& v) {
         return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
       };
-      resources.push_back({{"resource", ResourceNameString(tree_->resources()[r], *catalog_)},
+      resources.push_back({{"resource", ResourceNameString(core_.tree().resources()[r], *catalog_)},
                            {"nominal", quota.nominal},
                            {"borrowing_limit", opt(quota.borrowing_limit)},
                            {"lending_limit", opt(quota.lending_limit)},
-                           {"used", quota_ != nullptr && !rebuild_ ? quota_->Usage(q, r) : 0}});
+                           {"used", core_.quota() != nullptr && !core_.rebuild_pending()
+                                        ? core_.quota()->Usage(q, r)
+                                        : 0}});
     }
-    const QueueId parent = tree_->parent(q);
+    const QueueId parent = core_.tree().parent(q);
     auto c = counts.find(spec.name);
     out.push_back({{"name", spec.name},
-                   {"kind", tree_->is_queue(q) ? "queue" : "cohort"},
-                   {"parent", parent.valid() ? nlohmann::json(tree_->spec(parent).name)
+                   {"kind", core_.tree().is_queue(q) ? "queue" : "cohort"},
+                   {"parent", parent.valid() ? nlohmann::json(core_.tree().spec(parent).name)
                                              : nlohmann::json(nullptr)},
-                   {"tenant", tree_->is_queue(q) ? nlohmann::json(tree_->tenant(q))
-                                                 : nlohmann::json(nullptr)},
+                   {"tenant", core_.tree().is_queue(q) ? nlohmann::json(core_.tree().tenant(q))
+                                                       : nlohmann::json(nullptr)},
                    {"weight", spec.weight},
                    {"fair_share", FairShareJson(q)},
                    {"pending", c != counts.end() ? c->second.first : 0},
@@ -354,8 +357,8 @@ nlohmann::json Controller::Queues() {
 std::vector<std::string> Controller::Tenants() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;
-  for (QueueId q : tree_->queues()) {
-    const std::string& t = tree_->tenant(q);
+  for (QueueId q : core_.tree().queues()) {
+    const std::string& t = core_.tree().tenant(q);
     if (std::find(out.begin(), out.end(), t) == out.end()) {
       out.push_back(t);
     }
@@ -365,13 +368,12 @@ std::vector<std::string> Controller::Tenants() {
 
 Status Controller::SetQueues(const std::string& yaml) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::shared_ptr<QueueTree> old = std::move(tree_);
-  const std::string old_yaml = queues_yaml_;
-  Status s = ApplyQueueYaml(yaml);
+  CoreSession::Queues old = core_.TakeQueues();
+  Status s = core_.ApplyQueueYaml(yaml);
   if (s.ok()) {
     for (const auto& [id, job] : jobs_.all()) {
       if (job.durable && jobs_.Rec(job).phase != JobPhase::kFinished &&
-          !tree_->FindQueue(job.row.queue).ok()) {
+          !core_.tree().FindQueue(job.row.queue).ok()) {
         s = FailedPreconditionError("queue '" + job.row.queue + "' has unfinished jobs (job " +
                                     std::to_string(id) + ")");
         break;
@@ -384,18 +386,11 @@ Status Controller::SetQueues(const std::string& yaml) {
     s = store_->Commit(std::move(b));
   }
   if (!s.ok()) {
-    tree_ = std::move(old);
-    queues_yaml_ = old_yaml;
-    rebuild_ = true;
+    core_.RestoreQueues(std::move(old));
     return s;
   }
   // Everything that pointed into the old tree is rebuilt against the new one.
-  CarryUsage(clock_->NowMicros());
-  lifecycle_->Bind(nullptr, nullptr, nullptr);
-  lifecycle_->set_tree(tree_.get());
-  scheduler_.reset();
-  quota_.reset();
-  rebuild_ = true;
+  core_.DropScheduler(clock_->NowMicros());
   PublishWaitContext();  // reasons say so until the next cycle
   return Status::Ok();
 }

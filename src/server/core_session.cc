@@ -1,0 +1,151 @@
+#include "server/core_session.h"
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <utility>
+
+#include "api/queue_config.h"
+#include "plugins/registry.h"
+
+namespace tessera {
+
+CoreSession::CoreSession(const GpuCatalog& catalog, uint64_t seed, std::string placement)
+    : catalog_(&catalog), placement_(std::move(placement)), rng_(seed) {}
+
+Status CoreSession::ChoosePolicy(const std::optional<SchedulerPolicy>& given,
+                                 const std::string& name, Micros min_run_before_reclaim) {
+  if (given) {
+    policy_ = *given;
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(policy_, ParseSchedulerPolicy(name));
+    policy_.options.min_run_before_reclaim =
+        std::max(policy_.options.min_run_before_reclaim, min_run_before_reclaim);
+  }
+  const SchedulerOptions& so = policy_.options;
+  if (so.runtime_source == RuntimeSource::kOracle || so.preempt_srtf || so.lossless_preemption) {
+    return FailedPreconditionError(
+        "policy '" + policy_.name +
+        "' is an oracle reference: it needs jobs' true runtimes or preemptions that lose no "
+        "work, which only the simulator has; choose another policy for a live cluster");
+  }
+  return Status::Ok();
+}
+
+Status CoreSession::ApplyQueueYaml(const std::string& yaml) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(std::string("queue configuration: ") + e.what());
+  }
+  TESSERA_ASSIGN_OR_RETURN(QueueTreeSpec spec, ParseQueueTreeYaml(root, *catalog_));
+  TESSERA_ASSIGN_OR_RETURN(QueueTree tree, QueueTree::Create(std::move(spec), *catalog_));
+  tree_ = std::make_shared<QueueTree>(std::move(tree));
+  queues_yaml_ = yaml;
+  rebuild_ = true;
+  return Status::Ok();
+}
+
+void CoreSession::MakeLifecycle(std::vector<JobRecord>* records, LifecycleListener* listener) {
+  lifecycle_ = std::make_unique<JobLifecycle>(
+      records, tree_.get(), &predictor_,
+      JobLifecycle::Options{policy_.uses_predictor, /*lossless_preemption=*/false});
+  lifecycle_->set_listener(listener);
+}
+
+Status CoreSession::BuildState(std::vector<NodeSpec> nodes) {
+  TESSERA_ASSIGN_OR_RETURN(ClusterState state, ClusterState::Create(std::move(nodes), *catalog_));
+  state_ = std::make_unique<ClusterState>(std::move(state));
+  return Status::Ok();
+}
+
+Status CoreSession::BuildScheduler(Micros now) {
+  quota_ = std::make_unique<QuotaLedger>(*tree_);
+  NoteCapacity();
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<JobOrderPlugin> job_order,
+                           MakeJobOrder(policy_.job_order, policy_.options));
+  std::unique_ptr<QueueOrderPlugin> queue_order;
+  if (!policy_.queue_order.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(queue_order, MakeQueueOrder(policy_.queue_order));
+  }
+  TESSERA_ASSIGN_OR_RETURN(Profile profile, MakePlacement());
+  CarryUsage(now);  // fair share outlives the scheduler
+  scheduler_ = std::make_unique<JobScheduler>(*tree_, *state_, policy_.options,
+                                              std::move(job_order), std::move(queue_order),
+                                              std::move(profile), policy_.fairshare_half_life);
+  if (carried_usage_) {
+    scheduler_->RestoreUsage(*carried_usage_);
+  }
+  lifecycle_->set_tree(tree_.get());
+  lifecycle_->Bind(state_.get(), quota_.get(), scheduler_.get());
+  return Status::Ok();
+}
+
+void CoreSession::FinishRebuild() {
+  rebuild_ = false;
+  ++rebuilds_;
+}
+
+void CoreSession::DropScheduler(Micros now) {
+  CarryUsage(now);
+  lifecycle_->Bind(nullptr, nullptr, nullptr);
+  lifecycle_->set_tree(tree_.get());
+  scheduler_.reset();
+  quota_.reset();
+  rebuild_ = true;
+}
+
+CoreSession::Queues CoreSession::TakeQueues() { return Queues{std::move(tree_), queues_yaml_}; }
+
+void CoreSession::RestoreQueues(Queues old) {
+  tree_ = std::move(old.tree);
+  queues_yaml_ = std::move(old.yaml);
+  rebuild_ = true;
+}
+
+void CoreSession::NoteCapacity() {
+  capacity_ = NodeCapacity{};
+  reservation_.reset();
+  for (size_t n = 0; n < state_->node_count(); ++n) {
+    const NodeSpec& spec = state_->spec(NodeId(n));
+    capacity_.cpu = std::max(capacity_.cpu, spec.cpu.value());
+    capacity_.memory = std::max(capacity_.memory, spec.memory.value());
+    std::map<std::pair<uint32_t, int>, int> here;
+    for (const GpuSpec& g : spec.gpus) {
+      ++here[{g.model.value(), static_cast<int>(g.mode)}];
+    }
+    for (const auto& [key, count] : here) {
+      capacity_.gpus[key] = std::max(capacity_.gpus[key], count);
+    }
+  }
+}
+
+StatusOr<Profile> CoreSession::MakePlacement() const {
+  PolicyContext context{ScaleOf(*state_), nullptr};
+  return MakeProfile(placement_, context);
+}
+
+void CoreSession::NodesChanged() {
+  NoteCapacity();
+  StatusOr<Profile> profile = MakePlacement();
+  if (!profile.ok()) {
+    std::cerr << "tessera server: placement after a node change: " << profile.status().ToString()
+              << "; rebuilding the scheduler's cluster\n";
+    rebuild_ = true;
+    return;
+  }
+  scheduler_->NodesChanged(*state_, std::move(profile).value());
+}
+
+std::vector<std::string> CoreSession::CheckInvariants() const {
+  return rebuild_ ? std::vector<std::string>{} : lifecycle_->CheckInvariants();
+}
+
+void CoreSession::CarryUsage(Micros now) {
+  if (scheduler_ != nullptr) {
+    carried_usage_ = scheduler_->SaveUsage(now);
+  }
+}
+
+}  // namespace tessera
