@@ -35,22 +35,12 @@ bool IsNameChar(char c) {
          c == '_' || c == '-';
 }
 
-std::string_view GpuTopologyName(GpuTopology t) {
-  switch (t) {
-    case GpuTopology::kPreferLocal:
-      return "prefer-local";
-    case GpuTopology::kRequireLocal:
-      return "require-local";
-    case GpuTopology::kAny:
-      return "any";
-  }
-  return "prefer-local";
-}
-
 // Reads a JSON document (from JSON text, YAML or code) into a JobSubmission.
 class JobDecoder {
  public:
-  explicit JobDecoder(const GpuCatalog& catalog) : catalog_(catalog) {}
+  // `embedded`: the job sits in another format's document (may be null).
+  explicit JobDecoder(const GpuCatalog& catalog, const EmbeddedJobOptions* embedded = nullptr)
+      : catalog_(catalog), embedded_(embedded) {}
 
   const std::string& error_path() const { return r_.error_path(); }
 
@@ -62,10 +52,14 @@ class JobDecoder {
 
  private:
   Status Top(const Json& j, JobSubmission* job) {
-    TESSERA_RETURN_IF_ERROR(r_.CheckObject(
-        j, "",
-        {"name", "queue", "user", "priority", "command", "env", "working_dir", "submit_dir",
-         "replicas", "resources", "topology", "checkpoint", "runtime_limit", "preemptible"}));
+    std::vector<std::string_view> keys = {
+        "name",     "queue",       "user",          "priority",   "command",
+        "env",      "working_dir", "submit_dir",    "replicas",   "resources",
+        "topology", "checkpoint",  "runtime_limit", "preemptible"};
+    if (embedded_ != nullptr) {
+      keys.insert(keys.end(), embedded_->extra_keys.begin(), embedded_->extra_keys.end());
+    }
+    TESSERA_RETURN_IF_ERROR(r_.CheckObject(j, "", keys));
     JobSpec& spec = job->spec;
     if (const Json* v = FindField(j, "name")) {
       TESSERA_ASSIGN_OR_RETURN(spec.name, Name(*v, "name"));
@@ -83,16 +77,13 @@ class JobDecoder {
       }
     }
     if (const Json* v = FindField(j, "priority")) {
-      TESSERA_ASSIGN_OR_RETURN(int64_t p,
-                               r_.Int(*v, "priority", std::numeric_limits<int32_t>::min(),
-                                      std::numeric_limits<int32_t>::max()));
-      spec.priority = static_cast<int32_t>(p);
+      TESSERA_ASSIGN_OR_RETURN(spec.priority, Priority(*v));
     }
-    const Json* command = FindField(j, "command");
-    if (command == nullptr) {
+    if (const Json* command = FindField(j, "command")) {
+      TESSERA_RETURN_IF_ERROR(Command(*command, &job->command));
+    } else if (embedded_ == nullptr) {
       return r_.Error("command", "is required: a list of arguments, or one string run by /bin/sh");
     }
-    TESSERA_RETURN_IF_ERROR(Command(*command, &job->command));
     if (const Json* v = FindField(j, "env")) {
       TESSERA_RETURN_IF_ERROR(Env(*v, &job->env));
     }
@@ -133,6 +124,23 @@ class JobDecoder {
       return r_.Error("", valid.message());
     }
     return Status::Ok();
+  }
+
+  // A number, or where the enclosing format names them, a priority class.
+  StatusOr<int32_t> Priority(const Json& v) {
+    if (v.is_string() && embedded_ != nullptr && embedded_->priority_class) {
+      const std::string& name = v.get_ref<const std::string&>();
+      if (std::optional<int32_t> p = embedded_->priority_class(name)) {
+        return *p;
+      }
+      if (!ParseInt64(name).ok()) {
+        return r_.Error("priority", "'" + ToValidUtf8(name.substr(0, 80)) +
+                                        "' is neither a number nor a priority class");
+      }
+    }
+    TESSERA_ASSIGN_OR_RETURN(int64_t p, r_.Int(v, "priority", std::numeric_limits<int32_t>::min(),
+                                               std::numeric_limits<int32_t>::max()));
+    return static_cast<int32_t>(p);
   }
 
   StatusOr<std::string> Name(const Json& v, std::string_view path) {
@@ -409,6 +417,7 @@ class JobDecoder {
   }
 
   const GpuCatalog& catalog_;
+  const EmbeddedJobOptions* embedded_;
   FieldReader r_;
 };
 
@@ -673,85 +682,54 @@ StatusOr<JobSubmission> ParseJobYaml(std::string_view text, const GpuCatalog& ca
   }
 }
 
+StatusOr<JobSubmission> ReadEmbeddedJob(const YAML::Node& node, const GpuCatalog& catalog,
+                                        const EmbeddedJobOptions& options) {
+  // Paths are the job's own ("resources.gpus"); errors name them from the document's root.
+  auto located = [&](const std::string& path, const std::string& message) {
+    std::string full = options.path;
+    std::string rest = message;
+    if (!path.empty() && message.rfind(path + ": ", 0) == 0) {
+      full = ChildPath(options.path, path);
+      rest = message.substr(path.size() + 2);
+    }
+    return full.empty() ? rest : full + ": " + rest;
+  };
+  try {
+    if (!node.IsMap()) {
+      return InvalidArgumentError(
+          located("", "expected a job spec (a map of keys), got " + YamlReader::Describe(node)) +
+          YamlReader::At(node));
+    }
+    YamlConverter converter;
+    StatusOr<Json> json = converter.Convert(node, options.path, 0);
+    if (!json.ok()) {
+      // "job spec: path: message (line L, column C)", the path already the document's.
+      std::string message = json.status().message();
+      message.erase(0, std::string_view("job spec: ").size());
+      return InvalidArgumentError(message);
+    }
+    JobDecoder decoder(catalog, &options);
+    StatusOr<JobSubmission> job = decoder.Decode(*json);
+    if (!job.ok()) {
+      const std::string& at = decoder.error_path();
+      return InvalidArgumentError(
+          located(at, job.status().message()) +
+          converter.PositionOf(at.empty() ? options.path : ChildPath(options.path, at)));
+    }
+    return job;
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(located("", ToValidUtf8(e.msg)) + YamlReader::At(e.mark));
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(located("", ToValidUtf8(e.what())));
+  }
+}
+
 StatusOr<JobSubmission> ParseJobText(std::string_view text, const GpuCatalog& catalog) {
   std::string_view t = Trim(text);
   if (!t.empty() && t[0] == '{') {
     return ParseJobJson(text, catalog);
   }
   return ParseJobYaml(text, catalog);
-}
-
-nlohmann::json JobSubmissionToJson(const JobSubmission& job, const GpuCatalog& catalog) {
-  const JobSpec& spec = job.spec;
-  Json j = Json::object();
-  if (!spec.name.empty()) {
-    j["name"] = spec.name;
-  }
-  if (!spec.queue.empty()) {
-    j["queue"] = spec.queue;
-  }
-  if (!spec.user.empty()) {
-    j["user"] = spec.user;
-  }
-  j["priority"] = spec.priority;
-  j["command"] = job.command;
-  if (!job.env.empty()) {
-    j["env"] = job.env;
-  }
-  if (!job.working_dir.empty()) {
-    j["working_dir"] = job.working_dir;
-  }
-  if (!job.submit_dir.empty()) {
-    j["submit_dir"] = job.submit_dir;
-  }
-  j["replicas"] = spec.tasks.size();
-
-  const TaskRequest task = spec.tasks.empty() ? TaskRequest{} : spec.tasks.front();
-  Json r = Json::object();
-  if (task.wants_mig()) {
-    r["gpus"] = 1;
-    r["mig"] = task.mig_profile;
-  } else if (task.gpu_count > 0) {
-    r["gpus"] = task.gpu_count;
-    if (task.gpu_milli != kWholeGpu) {
-      r["gpu_milli"] = task.gpu_milli.value();
-    }
-  } else {
-    r["gpus"] = 0;
-  }
-  if (task.gpu_memory.value() != 0) {
-    r["gpu_memory"] = FormatMiB(task.gpu_memory.value());
-  }
-  if (!task.models.empty()) {
-    Json models = Json::array();
-    for (const GpuModel& m : catalog.models()) {
-      if (task.models.Contains(m.id)) {
-        models.push_back(m.name);
-      }
-    }
-    r["gpu_model"] = std::move(models);
-  }
-  r["cpu"] = FormatCpuMilli(task.cpu.value());
-  r["memory"] = FormatMiB(task.memory.value());
-  r["gpu_topology"] = std::string(GpuTopologyName(task.topology));
-  j["resources"] = std::move(r);
-
-  j["topology"] = {{"scope", std::string(TopologyScopeName(spec.topology.scope))},
-                   {"hard", spec.topology.hard}};
-  Json ckpt = Json::object();
-  if (spec.checkpoint_interval != 0) {
-    ckpt["interval"] = FormatDuration(spec.checkpoint_interval);
-  }
-  ckpt["on_signal"] = spec.checkpoint_on_signal;
-  if (!job.checkpoint_dir.empty()) {
-    ckpt["dir"] = job.checkpoint_dir;
-  }
-  j["checkpoint"] = std::move(ckpt);
-  if (spec.runtime_limit != 0) {
-    j["runtime_limit"] = FormatDuration(spec.runtime_limit);
-  }
-  j["preemptible"] = spec.preemptible;
-  return j;
 }
 
 }  // namespace tessera

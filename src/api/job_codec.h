@@ -37,8 +37,10 @@
 // Thread safety: pure functions; the catalog is only read.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +48,10 @@
 #include "base/status.h"
 #include "model/gpu_catalog.h"
 #include "model/job.h"
+
+namespace YAML {
+class Node;
+}
 
 namespace tessera {
 
@@ -78,6 +84,25 @@ StatusOr<JobSubmission> ParseJobJson(std::string_view text, const GpuCatalog& ca
 StatusOr<JobSubmission> ParseJobYaml(std::string_view text, const GpuCatalog& catalog);
 // JSON or YAML, told apart by the first non-blank character ('{' is JSON).
 StatusOr<JobSubmission> ParseJobText(std::string_view text, const GpuCatalog& catalog);
+
+// How ReadEmbeddedJob reads a job spec that sits inside another YAML format.
+struct EmbeddedJobOptions {
+  // The job's path in its document ("jobs[3]"), prefixing every error's path.
+  std::string path;
+  // The enclosing format's own keys beside the job's (read by the caller, ignored here).
+  std::vector<std::string_view> extra_keys;
+  // Resolves a priority written as a name (a queue tree's priority class); null: numbers
+  // only.
+  std::function<std::optional<int32_t>(const std::string& name)> priority_class;
+};
+
+// The job spec at `node`, a map inside another YAML document (a scenario file's jobs):
+// the fields, defaults, checks and messages of a job file, so that one job-request
+// language serves the API and the simulator. `command` may be left out (such a job is
+// scheduled, never run). InvalidArgument "path: message (line L, column C)", the path
+// starting with options.path.
+StatusOr<JobSubmission> ReadEmbeddedJob(const YAML::Node& node, const GpuCatalog& catalog,
+                                        const EmbeddedJobOptions& options);
 
 // The submission in the format above: quantities as exact strings ("64GiB", "500m",
 // "1h30m"), a software share as gpu_milli, models by canonical name. Reads back with

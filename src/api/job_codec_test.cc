@@ -1,8 +1,10 @@
 #include "api/job_codec.h"
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "api/json_fields.h"
@@ -459,6 +461,64 @@ TEST(JobCodecTest, SubmitDirRoundTripsAndIsChecked) {
   EXPECT_NE(JsonError(Json{{"command", "x"}, {"submit_dir", longest + "d"}}.dump())
                 .find("submit_dir: longer than 4096 bytes"),
             std::string::npos);
+}
+
+// ---- a job spec inside another document (scenario files) ----------------------------
+
+StatusOr<JobSubmission> Embedded(const std::string& job_lines) {
+  const YAML::Node doc = YAML::Load("jobs:\n  - name: a\n" + job_lines);
+  EmbeddedJobOptions options;
+  options.path = "jobs[0]";
+  options.extra_keys = {"submit"};
+  options.priority_class = [](const std::string& name) -> std::optional<int32_t> {
+    if (name == "high") {
+      return 100;
+    }
+    return std::nullopt;
+  };
+  return ReadEmbeddedJob(doc["jobs"][0], Catalog(), options);
+}
+
+void ExpectEmbeddedError(const std::string& job_lines, const std::string& starts,
+                         const std::string& contains) {
+  StatusOr<JobSubmission> job = Embedded(job_lines);
+  ASSERT_FALSE(job.ok()) << job_lines;
+  EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(job.status().message().rfind(starts, 0), 0u) << job.status().message();
+  EXPECT_NE(job.status().message().find(contains), std::string::npos) << job.status().message();
+}
+
+TEST(EmbeddedJobTest, ReadsTheJobFileFieldsWithTheEnclosingFormatsKeys) {
+  StatusOr<JobSubmission> job = Embedded(
+      "    submit: 5\n    priority: high\n    replicas: 2\n    resources: {mig: 3g.40gb}\n");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->spec.name, "a");
+  EXPECT_EQ(job->spec.priority, 100);
+  EXPECT_TRUE(job->command.empty());
+  // The same request as the job file with the same fields, defaults included.
+  const JobSubmission file = Yaml("command: [x]\nreplicas: 2\nresources: {mig: 3g.40gb}\n");
+  EXPECT_EQ(job->spec.tasks, file.spec.tasks);
+  EXPECT_EQ(job->spec.tasks[0].gpu_milli.value(), 0);
+  EXPECT_EQ(job->spec.tasks[0].cpu.value(), 1000);
+  ASSERT_TRUE(Embedded("    priority: -3\n").ok());
+  EXPECT_EQ(Embedded("    priority: -3\n")->spec.priority, -3);
+  // Outside another format the command stays required.
+  EXPECT_NE(YamlError("resources: {gpus: 1}\n").find("command"), std::string::npos);
+}
+
+TEST(EmbeddedJobTest, ErrorsCarryTheDocumentsPathAndLine) {
+  ExpectEmbeddedError("    resources: {gpus: 65}\n", "jobs[0].resources.gpus: ", "(line 3");
+  ExpectEmbeddedError("    sumbit: 5\n", "jobs[0]: unknown key 'sumbit'", "did you mean 'submit'");
+  ExpectEmbeddedError("    priority: urgent\n",
+                      "jobs[0].priority: ", "neither a number nor a priority class");
+  ExpectEmbeddedError("    resources: {gpus: 2, mig: 1g.10gb}\n",
+                      "jobs[0].resources.gpus: ", "MIG");
+  EmbeddedJobOptions at_four;
+  at_four.path = "jobs[4]";
+  StatusOr<JobSubmission> list = ReadEmbeddedJob(YAML::Load("[1, 2]"), Catalog(), at_four);
+  ASSERT_FALSE(list.ok());
+  EXPECT_EQ(list.status().message().rfind("jobs[4]: expected a job spec", 0), 0u)
+      << list.status().message();
 }
 
 }  // namespace

@@ -320,11 +320,11 @@ Status FieldReader::Error(std::string_view path, std::string_view message) {
 }
 
 Status FieldReader::CheckObject(const Json& value, std::string_view path,
-                                std::initializer_list<std::string_view> allowed) {
+                                std::span<const std::string_view> allowed) {
   if (!value.is_object()) {
     return Error(path, "expected an object (a map of keys), got " + DescribeJson(value));
   }
-  if (allowed.size() == 0) {
+  if (allowed.empty()) {
     return Status::Ok();
   }
   for (const auto& [key, unused] : value.items()) {

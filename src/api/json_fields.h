@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -70,7 +71,12 @@ class FieldReader {
   // an unknown key is an error naming it and its place, with a suggestion for a
   // likely typo.
   Status CheckObject(const Json& value, std::string_view path,
-                     std::initializer_list<std::string_view> allowed = {});
+                     std::span<const std::string_view> allowed);
+  Status CheckObject(const Json& value, std::string_view path,
+                     std::initializer_list<std::string_view> allowed = {}) {
+    return CheckObject(value, path,
+                       std::span<const std::string_view>(allowed.begin(), allowed.size()));
+  }
   Status CheckArray(const Json& value, std::string_view path, size_t max_items);
 
   // A JSON string: valid UTF-8, no NUL byte, at most max_bytes.

@@ -56,6 +56,12 @@ Status ValidateTaskRequest(const TaskRequest& r, const GpuCatalog& catalog,
       return InvalidArgumentError("a MIG task takes exactly one instance (gpu_count 1), got " +
                                   std::to_string(r.gpu_count));
     }
+    // One form per request, so that equal requests compare equal: the profile alone
+    // sizes a MIG instance.
+    if (r.gpu_milli.value() != 0 || r.gpu_memory.value() != 0) {
+      return InvalidArgumentError(
+          "a MIG instance is sized by its profile: gpu_milli and gpu_memory must be 0");
+    }
     bool found = false;
     for (const GpuModel& m : catalog.models()) {
       if (r.models.Allows(m.id) && m.FindMigProfile(r.mig_profile)) {

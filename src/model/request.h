@@ -4,7 +4,8 @@
 //   gpu_count == 0                    CPU-only task
 //   gpu_count == 1, gpu_milli < 1000  a software share of one GPU (plus gpu_memory cap)
 //   gpu_count >= 1, gpu_milli == 1000 whole GPUs
-//   mig_profile set                   one MIG instance of that profile (gpu_count == 1)
+//   mig_profile set                   one MIG instance of that profile (gpu_count == 1,
+//                                     gpu_milli and gpu_memory 0: the profile sizes it)
 // Multi-GPU tasks always take whole GPUs. `models` restricts the GPU models (empty:
 // any). Thread safety: values.
 #pragma once

@@ -72,6 +72,18 @@ TEST(RequestTest, RejectsWithActionableMessages) {
   TaskRequest cpu_with_gpu_mem;
   cpu_with_gpu_mem.gpu_memory = MiB(10);
   EXPECT_FALSE(ValidateTaskRequest(cpu_with_gpu_mem, c).ok());
+
+  // A MIG instance has one form: its profile sizes it, so a whole-GPU share or a
+  // memory cap beside the profile is refused rather than read two ways.
+  TaskRequest mig_as_whole = Share(1000);
+  mig_as_whole.mig_profile = "1g.10gb";
+  s = ValidateTaskRequest(mig_as_whole, c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("sized by its profile"), std::string::npos) << s.message();
+  TaskRequest mig_with_memory = Share(0);
+  mig_with_memory.mig_profile = "1g.10gb";
+  mig_with_memory.gpu_memory = MiB(10240);
+  EXPECT_FALSE(ValidateTaskRequest(mig_with_memory, c).ok());
 }
 
 }  // namespace

@@ -201,6 +201,17 @@ class JobScheduler {
     int32_t priority;
     Micros run_start;
     uint64_t id;
+    int las_level;  // at the cycle's time
+    uint32_t queue;
+  };
+  // The running jobs of one queue and LAS level, put in victim order (their costs
+  // worked out) by the first search that may take from them in a cycle.
+  struct VictimGroup {
+    uint32_t queue = 0;
+    int las_level = 0;
+    std::vector<VictimCandidate> jobs;
+    uint32_t filled_stamp = 0;  // the cycle `jobs` holds
+    uint32_t sorted_stamp = 0;  // the cycle `jobs` was sorted in
   };
 
   bool PlaceGang(const JobRecord& job, ClusterState& state, Rng& rng,
@@ -208,7 +219,24 @@ class JobScheduler {
   bool PlaceTasksWithin(const JobRecord& job, ClusterState& state, Rng& rng,
                         std::span<const NodeId> nodes, std::vector<Allocation>* out);
   static void Unplace(ClusterState& state, const std::vector<Allocation>& allocations);
-  bool CanPreempt(const JobRecord& victim, const JobRecord& preemptor, bool reclaim, Micros now) const;
+  // The LAS levels are the jobs' at `now` (CycleLasLevel).
+  bool CanPreempt(const JobRecord& victim, int victim_level, const JobRecord& preemptor,
+                  int preemptor_level, bool reclaim, Micros now) const;
+  // LasLevel within a cycle, computed once per job: `now` does not move during a cycle,
+  // and a job started or stopped at `now` keeps its attained service.
+  int CycleLasLevel(const JobRecord& job, Micros now);
+  // Cheapest work lost first; then soonest evicted; then lowest priority; then the most
+  // recently started; ids last, so the order is total and every partial sort agrees.
+  static bool CheaperVictim(const VictimCandidate& a, const VictimCandidate& b);
+  // Groups the running jobs for this cycle's searches (once per cycle).
+  void GroupVictims(const std::vector<JobRecord>& jobs, Micros now);
+  // Whether some running job of the group could pass CanPreempt for `preemptor`: a
+  // group that cannot is skipped without looking at its jobs.
+  bool MayPreemptFrom(const VictimGroup& group, const JobRecord& preemptor, int preemptor_level,
+                      bool reclaim) const;
+  // The group's jobs in victim order, their costs at `now`.
+  const std::vector<VictimCandidate>& SortedGroup(VictimGroup& group,
+                                                  const std::vector<JobRecord>& jobs, Micros now);
   // Finds a minimal, cheapest victim set letting `job` start; empty when none.
   std::vector<JobId> FindVictims(JobRecord& job, std::vector<JobRecord>& jobs, ClusterState& state,
                                  QuotaLedger& quota, Micros now, Rng& rng,
@@ -236,8 +264,14 @@ class JobScheduler {
   std::vector<uint32_t> seen_;                  // by id: cycle stamp (tried this cycle)
   std::vector<uint32_t> victim_stamp_;          // by id: cycle stamp (chosen as a victim)
   uint32_t cycle_stamp_ = 0;
-  std::vector<VictimCandidate> victim_order_;  // running jobs, cheapest victim first
-  uint32_t victim_order_stamp_ = 0;            // the cycle victim_order_ was built in
+  // Running jobs grouped by queue and LAS level (queue * levels + level): a search
+  // merges only the groups it may take from, back into the one victim order, and
+  // only those groups are sorted.
+  std::vector<VictimGroup> victim_groups_;
+  std::vector<size_t> victim_groups_used_;  // the groups holding jobs this cycle
+  uint32_t victim_order_stamp_ = 0;         // the cycle they were grouped in
+  std::vector<uint32_t> las_stamp_;         // by id: cycle stamp of las_level_
+  std::vector<int> las_level_;
   int64_t cpu_only_pending_ = 0;
   size_t pending_count_ = 0;
   std::vector<std::vector<NodeId>> racks_;           // node groups by "rack" label

@@ -12,8 +12,83 @@ using job_scheduler_internal::FreeMilli;
 using job_scheduler_internal::LedgerOverlay;
 using job_scheduler_internal::MustSucceed;
 
-bool JobScheduler::CanPreempt(const JobRecord& victim, const JobRecord& preemptor, bool reclaim,
-                              Micros now) const {
+int JobScheduler::CycleLasLevel(const JobRecord& job, Micros now) {
+  const uint64_t id = job.id.value();
+  if (las_stamp_.size() <= id) {
+    las_stamp_.resize(id + 1, 0);
+    las_level_.resize(id + 1, 0);
+  }
+  if (las_stamp_[id] != cycle_stamp_) {
+    las_stamp_[id] = cycle_stamp_;
+    las_level_[id] = LasLevel(job, now);
+  }
+  return las_level_[id];
+}
+
+bool JobScheduler::CheaperVictim(const VictimCandidate& a, const VictimCandidate& b) {
+  if (a.cost != b.cost) return a.cost < b.cost;
+  if (a.evict_at != b.evict_at) return a.evict_at < b.evict_at;
+  if (a.priority != b.priority) return a.priority < b.priority;
+  if (a.run_start != b.run_start) return a.run_start > b.run_start;
+  return a.id < b.id;
+}
+
+void JobScheduler::GroupVictims(const std::vector<JobRecord>& jobs, Micros now) {
+  if (victim_order_stamp_ == cycle_stamp_) {
+    return;
+  }
+  victim_order_stamp_ = cycle_stamp_;
+  const size_t levels = options_.las_thresholds.size() + 1;
+  victim_groups_.resize(tree_->size() * levels);
+  victim_groups_used_.clear();
+  for (uint64_t id : running_) {
+    const JobRecord& v = jobs[id];
+    if (v.phase != JobPhase::kRunning) {
+      continue;
+    }
+    const int level = CycleLasLevel(v, now);
+    const size_t g = v.queue.value() * levels + static_cast<size_t>(level);
+    VictimGroup& group = victim_groups_[g];
+    if (group.filled_stamp != cycle_stamp_) {
+      group.filled_stamp = cycle_stamp_;
+      group.queue = v.queue.value();
+      group.las_level = level;
+      group.jobs.clear();
+      victim_groups_used_.push_back(g);
+    }
+    // The cost and eviction time are worked out when the group is sorted.
+    group.jobs.push_back({0.0, 0, v.spec.priority, v.run_start, id, level, v.queue.value()});
+  }
+}
+
+const std::vector<JobScheduler::VictimCandidate>& JobScheduler::SortedGroup(
+    VictimGroup& group, const std::vector<JobRecord>& jobs, Micros now) {
+  if (group.sorted_stamp != cycle_stamp_) {
+    group.sorted_stamp = cycle_stamp_;
+    for (VictimCandidate& c : group.jobs) {
+      const JobRecord& v = jobs[c.id];
+      c.cost = options_.victims_by_cost ? VictimCost(v, now) : -static_cast<double>(c.las_level);
+      c.evict_at = EvictionTime(v, now);
+    }
+    std::sort(
+        group.jobs.begin(), group.jobs.end(),
+        [](const VictimCandidate& a, const VictimCandidate& b) { return CheaperVictim(a, b); });
+  }
+  return group.jobs;
+}
+
+bool JobScheduler::MayPreemptFrom(const VictimGroup& group, const JobRecord& preemptor,
+                                  int preemptor_level, bool reclaim) const {
+  // CanPreempt's ways to say yes, for any job of the group.
+  const bool same_queue = group.queue == preemptor.queue.value();
+  return (options_.preempt_priority && same_queue) || (reclaim && !same_queue) ||
+         (options_.preempt_las && group.las_level > preemptor_level &&
+          (options_.las_protected_level == 0 || group.las_level < options_.las_protected_level)) ||
+         options_.preempt_srtf;
+}
+
+bool JobScheduler::CanPreempt(const JobRecord& victim, int victim_level, const JobRecord& preemptor,
+                              int preemptor_level, bool reclaim, Micros now) const {
   if (victim.phase != JobPhase::kRunning || !victim.spec.preemptible) {
     return false;
   }
@@ -40,8 +115,8 @@ bool JobScheduler::CanPreempt(const JobRecord& victim, const JobRecord& preempto
     return false;
   }
   if (options_.preempt_las) {
-    const int level = LasLevel(victim, now);
-    if (level > LasLevel(preemptor, now) &&
+    const int level = victim_level;
+    if (level > preemptor_level &&
         (options_.las_protected_level == 0 || level < options_.las_protected_level)) {
       return true;
     }
@@ -87,39 +162,39 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   }
   const bool reclaim = options_.preempt_reclaim && within_nominal;
 
-  // Running jobs in victim order (cheapest first), sorted once per cycle: the order
-  // does not depend on the preemptor, only which of them it may take does.
-  if (victim_order_stamp_ != cycle_stamp_) {
-    victim_order_stamp_ = cycle_stamp_;
-    victim_order_.clear();
-    for (uint64_t id : running_) {
-      const JobRecord& v = jobs[id];
-      if (v.phase != JobPhase::kRunning) {
-        continue;
-      }
-      const double key =
-          options_.victims_by_cost ? VictimCost(v, now) : -static_cast<double>(LasLevel(v, now));
-      victim_order_.push_back({key, EvictionTime(v, now), v.spec.priority, v.run_start, id});
+  // Running jobs in victim order (cheapest first), built once per cycle: the order
+  // does not depend on the preemptor, only which of them it may take does. The groups
+  // it may not take from are left out; the others are merged back into victim order.
+  GroupVictims(jobs, now);
+  const int job_level = CycleLasLevel(job, now);
+  // A heap of each group's next job (the group's jobs, and an index into them), the
+  // cheapest on top.
+  using Head = std::pair<const std::vector<VictimCandidate>*, size_t>;
+  auto later = [](const Head& x, const Head& y) {
+    return CheaperVictim((*y.first)[y.second], (*x.first)[x.second]);
+  };
+  std::vector<Head> heads;
+  for (size_t g : victim_groups_used_) {
+    VictimGroup& group = victim_groups_[g];
+    if (MayPreemptFrom(group, job, job_level, reclaim)) {
+      heads.emplace_back(&SortedGroup(group, jobs, now), 0);
     }
-    // Cheapest work lost first; then soonest evicted; then lowest priority; then the
-    // most recently started.
-    std::sort(victim_order_.begin(), victim_order_.end(),
-              [](const VictimCandidate& a, const VictimCandidate& b) {
-                if (a.cost != b.cost) return a.cost < b.cost;
-                if (a.evict_at != b.evict_at) return a.evict_at < b.evict_at;
-                if (a.priority != b.priority) return a.priority < b.priority;
-                if (a.run_start != b.run_start) return a.run_start > b.run_start;
-                return a.id < b.id;
-              });
   }
+  std::make_heap(heads.begin(), heads.end(), later);
   const auto keep = static_cast<size_t>(options_.max_victim_candidates);
   std::vector<VictimCandidate> candidates;
   int64_t reachable = FreeMilli(state);
-  for (const VictimCandidate& c : victim_order_) {
-    if (candidates.size() >= keep) {
-      break;
+  while (!heads.empty() && candidates.size() < keep) {
+    std::pop_heap(heads.begin(), heads.end(), later);
+    const auto [group, index] = heads.back();
+    heads.pop_back();
+    if (index + 1 < group->size()) {
+      heads.emplace_back(group, index + 1);
+      std::push_heap(heads.begin(), heads.end(), later);
     }
-    if (victim_stamp_[c.id] != cycle_stamp_ && CanPreempt(jobs[c.id], job, reclaim, now)) {
+    const VictimCandidate& c = (*group)[index];
+    if (victim_stamp_[c.id] != cycle_stamp_ &&
+        CanPreempt(jobs[c.id], c.las_level, job, job_level, reclaim, now)) {
       candidates.push_back(c);
       reachable += jobs[c.id].gpu_milli;
     }
@@ -152,7 +227,7 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   // borrows, and then the job must fit its own nominal quota.
   auto is_reclaim = [&](const JobRecord& v) {
     return v.queue != job.queue &&
-           !(options_.preempt_las && LasLevel(v, now) > LasLevel(job, now) &&
+           !(options_.preempt_las && CycleLasLevel(v, now) > job_level &&
              v.spec.priority <= job.spec.priority) &&
            !(options_.preempt_srtf && v.spec.priority <= job.spec.priority &&
              v.RemainingBy(v.oracle_runtime, now) > job.RemainingBy(job.oracle_runtime, now));
@@ -204,7 +279,5 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   }
   return victims;
 }
-
-// ---- reservation -------------------------------------------------------------------
 
 }  // namespace tessera

@@ -329,6 +329,41 @@ TEST(JobSchedulerTest, LasPreemptsAJobOnlyOnceItReachesAHigherLevel) {
   EXPECT_EQ(r.preemptions[0].preemptor, fresh);
 }
 
+// The search takes running jobs grouped by queue and LAS level, and merges the groups
+// it may take from: the victims must still be the cheapest across all of them, in
+// victim order.
+TEST(JobSchedulerTest, VictimsAreTheCheapestAcrossQueuesAndLasLevels) {
+  SchedulerOptions o;
+  o.preempt_las = true;
+  o.las_thresholds = {500.0, 3000.0};
+  Harness h({GpuNode("n0")},
+            Tree({QueueNode("a"), QueueNode("b"), QueueNode("c"), QueueNode("d"), QueueNode("e")}),
+            o);
+  auto running = [&](std::string name, std::string queue, int gpus, Micros interval) {
+    JobSpec s = Gang(std::move(name), std::move(queue), {gpus});
+    s.checkpoint_interval = interval;
+    return h.Submit(std::move(s), 0);
+  };
+  // At 1000 s: a1 has 4000 GPU-s (level 2), the others 2000 or 1000 (level 1). Evicted
+  // at 1030 s they lose a1 4 x 1030, b1 2 x 1030, c1 1 x 30 and d1 1 x 330 GPU-s.
+  JobId a1 = running("a1", "a", 4, 0);
+  JobId b1 = running("b1", "b", 2, 0);
+  JobId c1 = running("c1", "c", 1, 500 * kSecond);
+  JobId d1 = running("d1", "d", 1, 700 * kSecond);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 4u);
+  const Micros now = 1000 * kSecond;
+  ASSERT_EQ(h.scheduler().LasLevel(h.job(a1), now), 2);
+  ASSERT_EQ(h.scheduler().LasLevel(h.job(c1), now), 1);
+  JobId p = h.Submit(Gang("p", "e", {2}, 0, now), now);
+  CycleResult r = h.Cycle(now);
+  ASSERT_EQ(Victims(r), (std::vector<uint64_t>{c1.value(), d1.value()}));
+  EXPECT_DOUBLE_EQ(r.preemptions[0].lost_gpu_seconds, 30.0);
+  EXPECT_DOUBLE_EQ(r.preemptions[1].lost_gpu_seconds, 330.0);
+  EXPECT_EQ(r.preemptions[0].preemptor, p);
+  EXPECT_EQ(h.job(a1).phase, JobPhase::kRunning);
+  EXPECT_EQ(h.job(b1).phase, JobPhase::kRunning);
+}
+
 TEST(JobSchedulerTest, SrtfPreemptsTheJobWithMoreTimeLeft) {
   SchedulerOptions o;
   o.preempt_srtf = true;

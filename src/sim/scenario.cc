@@ -1,5 +1,6 @@
 #include "sim/scenario.h"
 
+#include "api/job_codec.h"
 #include "sim/scenario_parser.h"
 
 namespace tessera {
@@ -153,209 +154,46 @@ Status Parser::ReadCluster(const YAML::Node& node, const std::string& path,
   });
 }
 
-Status Parser::ReadTask(const YAML::Node& node, const std::string& path,
-                        std::vector<TaskRequest>* out) const {
-  TaskRequest t;
-  std::optional<int64_t> gpus_milli;
-  std::optional<int64_t> milli;
-  int64_t count = 1;
-  TESSERA_RETURN_IF_ERROR(ForEachKey(
-      node, path, {"gpus", "milli", "gpu_memory", "mig", "cpu", "memory", "models", "count"},
-      [&](const std::string& key, const YAML::Node& v, const std::string& p) -> Status {
-        if (key == "gpus") {
-          TESSERA_ASSIGN_OR_RETURN(gpus_milli, Quantity(v, ResourceKind::kGpu, p));
-        } else if (key == "milli") {
-          TESSERA_ASSIGN_OR_RETURN(milli, NonNegative(v, p));
-          if (*milli < 1 || *milli > kMilliPerGpu) {
-            return Error(p, v, "milli must be in 1..1000");
-          }
-        } else if (key == "gpu_memory") {
-          TESSERA_ASSIGN_OR_RETURN(int64_t m, Quantity(v, ResourceKind::kGpuMemory, p));
-          t.gpu_memory = MiB(m);
-        } else if (key == "mig") {
-          TESSERA_ASSIGN_OR_RETURN(t.mig_profile, String(v, p));
-        } else if (key == "cpu") {
-          TESSERA_ASSIGN_OR_RETURN(int64_t c, Quantity(v, ResourceKind::kCpu, p));
-          t.cpu = MilliCpu(c);
-        } else if (key == "memory") {
-          TESSERA_ASSIGN_OR_RETURN(int64_t m, Quantity(v, ResourceKind::kMemory, p));
-          t.memory = MiB(m);
-        } else if (key == "models") {
-          std::string spec;
-          if (v.IsSequence()) {
-            TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> list, Strings(v, p));
-            spec = Join(list, "|");
-          } else {
-            TESSERA_ASSIGN_OR_RETURN(spec, String(v, p));
-          }
-          StatusOr<GpuModelSet> set = catalog_.ParseModelSet(spec);
-          if (!set.ok()) {
-            return Error(p, v, set.status().message());
-          }
-          t.models = *set;
-        } else {
-          TESSERA_ASSIGN_OR_RETURN(count, NonNegative(v, p));
-          if (count < 1 || count > 1024) {
-            return Error(p, v, "count must be in 1..1024");
-          }
-        }
-        return Status::Ok();
-      }));
-  return FinishTask(std::move(t), gpus_milli, milli, count, node, path, out);
-}
-
-Status Parser::FinishTask(TaskRequest t, std::optional<int64_t> gpus_milli,
-                          std::optional<int64_t> milli, int64_t count, const YAML::Node& node,
-                          const std::string& path, std::vector<TaskRequest>* out) const {
-  if (gpus_milli && *gpus_milli > kMilliPerGpu && *gpus_milli % kMilliPerGpu != 0) {
-    return Error(path, node, "a task takes whole GPUs or a share of one GPU");
-  }
-  if (!t.mig_profile.empty()) {
-    if ((gpus_milli && *gpus_milli != kMilliPerGpu) || milli) {
-      return Error(path, node, "a MIG task takes one instance: no milli, gpus 1 at most");
-    }
-    t.gpu_count = 1;
-    t.gpu_milli = kWholeGpu;
-  } else if (milli) {
-    if (gpus_milli && *gpus_milli != kMilliPerGpu) {
-      return Error(path, node, "a task with milli takes one GPU (gpus: 1)");
-    }
-    t.gpu_count = 1;
-    t.gpu_milli = MilliGpu(*milli);
-  } else if (gpus_milli) {
-    if (*gpus_milli < kMilliPerGpu) {
-      t.gpu_count = *gpus_milli > 0 ? 1 : 0;
-      t.gpu_milli = MilliGpu(*gpus_milli);
-    } else {
-      t.gpu_count = static_cast<int>(*gpus_milli / kMilliPerGpu);
-      t.gpu_milli = kWholeGpu;
-    }
-  }
-  Status valid = ValidateTaskRequest(t, catalog_);
-  if (!valid.ok()) {
-    return Error(path, node, valid.message());
-  }
-  for (int64_t i = 0; i < count; ++i) {
-    out->push_back(t);
-  }
-  return Status::Ok();
-}
-
 Status Parser::ReadJob(const YAML::Node& node, const std::string& path, const QueueTree& tree,
                        const std::string& default_queue, std::vector<SimJob>* out) const {
+  // The job is the API's job spec (api/job_codec.h); the scenario adds when it arrives,
+  // how long it runs and how often it repeats.
+  EmbeddedJobOptions fields;
+  fields.path = path;
+  fields.extra_keys = {"submit", "duration", "repeat"};
+  fields.priority_class = [&tree](const std::string& name) { return tree.PriorityOf(name); };
+  StatusOr<JobSubmission> submission = ReadEmbeddedJob(node, catalog_, fields);
+  if (!submission.ok()) {
+    const std::string m = submission.status().message();
+    return InvalidArgumentError(file_.empty() ? m : file_ + ": " + m);
+  }
   SimJob job;
+  job.spec = std::move(submission->spec);
+  JobSpec& spec = job.spec;
   int64_t repeat = 1;
   Micros every = 0;
-  JobSpec& spec = job.spec;
   bool has_duration = false;
-  bool has_gpus = false;
-  bool has_tasks = false;
-  YAML::Node queue_node;
-  TESSERA_RETURN_IF_ERROR(ForEachKey(
-      node, path,
-      {"name", "queue", "submit", "duration", "priority", "gpus", "tasks", "topology",
-       "checkpoint_interval", "checkpoint_on_signal", "runtime_limit", "preemptible", "user",
-       "repeat"},
-      [&](const std::string& key, const YAML::Node& v, const std::string& p) -> Status {
-        if (key == "name") {
-          TESSERA_ASSIGN_OR_RETURN(spec.name, String(v, p));
-        } else if (key == "queue") {
-          TESSERA_ASSIGN_OR_RETURN(spec.queue, String(v, p));
-          queue_node = v;
-        } else if (key == "submit") {
-          TESSERA_ASSIGN_OR_RETURN(spec.submit_time, Time(v, p));
-        } else if (key == "duration") {
-          TESSERA_ASSIGN_OR_RETURN(job.duration, Time(v, p));
-          if (job.duration <= 0) {
-            return Error(p, v, "duration must be > 0");
-          }
-          has_duration = true;
-        } else if (key == "priority") {
-          if (!v.IsScalar()) {
-            return Error(p, v, "expected a number or a priority class, got " + Describe(v));
-          }
-          StatusOr<int64_t> n = ParseInt64(v.Scalar());
-          if (n.ok()) {
-            if (*n < INT32_MIN || *n > INT32_MAX) {
-              return Error(p, v, "priority out of range");
-            }
-            spec.priority = static_cast<int32_t>(*n);
-          } else if (std::optional<int32_t> c = tree.PriorityOf(v.Scalar())) {
-            spec.priority = *c;
-          } else {
-            return Error(p, v, "'" + v.Scalar() + "' is neither a number nor a priority class");
-          }
-        } else if (key == "gpus") {
-          has_gpus = true;
-          TESSERA_ASSIGN_OR_RETURN(int64_t m, Quantity(v, ResourceKind::kGpu, p));
-          return FinishTask(TaskRequest{}, m, std::nullopt, 1, v, p, &spec.tasks);
-        } else if (key == "tasks") {
-          has_tasks = true;
-          return ForEachEntry(v, p, [&](const YAML::Node& e, const std::string& ep) {
-            return ReadTask(e, ep, &spec.tasks);
-          });
-        } else if (key == "topology") {
-          return ForEachKey(
-              v, p, {"scope", "hard"},
-              [&](const std::string& tk, const YAML::Node& tv, const std::string& tp) -> Status {
-                if (tk == "hard") {
-                  TESSERA_ASSIGN_OR_RETURN(spec.topology.hard, Bool(tv, tp));
-                  return Status::Ok();
-                }
-                TESSERA_ASSIGN_OR_RETURN(std::string s, String(tv, tp));
-                StatusOr<TopologyScope> scope = ParseTopologyScope(s);
-                if (!scope.ok()) {
-                  return Error(tp, tv, scope.status().message());
-                }
-                spec.topology.scope = *scope;
-                return Status::Ok();
-              });
-        } else if (key == "checkpoint_interval") {
-          TESSERA_ASSIGN_OR_RETURN(spec.checkpoint_interval, Time(v, p));
-        } else if (key == "checkpoint_on_signal") {
-          TESSERA_ASSIGN_OR_RETURN(spec.checkpoint_on_signal, Bool(v, p));
-        } else if (key == "runtime_limit") {
-          TESSERA_ASSIGN_OR_RETURN(spec.runtime_limit, Time(v, p));
-        } else if (key == "preemptible") {
-          TESSERA_ASSIGN_OR_RETURN(spec.preemptible, Bool(v, p));
-        } else if (key == "repeat") {
-          bool has_count = false;
-          Status st = ForEachKey(
-              v, p, {"count", "every"},
-              [&](const std::string& rk, const YAML::Node& rv, const std::string& rp) -> Status {
-                if (rk == "count") {
-                  TESSERA_ASSIGN_OR_RETURN(repeat, NonNegative(rv, rp));
-                  if (repeat < 1 || repeat > 10000) {
-                    return Error(rp, rv, "count must be in 1..10000");
-                  }
-                  has_count = true;
-                } else {
-                  TESSERA_ASSIGN_OR_RETURN(every, Time(rv, rp));
-                }
-                return Status::Ok();
-              });
-          if (!st.ok()) {
-            return st;
-          }
-          if (!has_count) {
-            return Error(p, v, "repeat needs a count");
-          }
-        } else {
-          TESSERA_ASSIGN_OR_RETURN(spec.user, String(v, p));
-        }
-        return Status::Ok();
-      }));
+  TESSERA_RETURN_IF_ERROR(
+      ForEachKey(node, path, {},
+                 [&](const std::string& key, const YAML::Node& v, const std::string& p) -> Status {
+                   if (key == "submit") {
+                     TESSERA_ASSIGN_OR_RETURN(spec.submit_time, Time(v, p));
+                   } else if (key == "duration") {
+                     TESSERA_ASSIGN_OR_RETURN(job.duration, Time(v, p));
+                     if (job.duration <= 0) {
+                       return Error(p, v, "duration must be > 0");
+                     }
+                     has_duration = true;
+                   } else if (key == "repeat") {
+                     return ReadRepeat(v, p, &repeat, &every);
+                   }
+                   return Status::Ok();
+                 }));
   if (spec.name.empty()) {
     return Error(path, node, "a job needs a name");
   }
   if (!has_duration) {
     return Error(path, node, "job '" + spec.name + "' needs a duration");
-  }
-  if (has_gpus == has_tasks) {
-    return Error(path, node, "job '" + spec.name + "' needs either gpus or tasks (not both)");
-  }
-  if (spec.tasks.empty()) {
-    return Error(path, node, "job '" + spec.name + "' has no tasks");
   }
   if (spec.queue.empty()) {
     if (default_queue.empty()) {
@@ -363,11 +201,7 @@ Status Parser::ReadJob(const YAML::Node& node, const std::string& path, const Qu
     }
     spec.queue = default_queue;
   } else if (StatusOr<QueueId> q = tree.FindQueue(spec.queue); !q.ok()) {
-    return Error(path + ".queue", queue_node, q.status().message());
-  }
-  Status valid = ValidateJobSpec(spec, catalog_);
-  if (!valid.ok()) {
-    return Error(path, node, valid.message());
+    return Error(path + ".queue", node["queue"], q.status().message());
   }
   if (repeat == 1 && every == 0) {
     out->push_back(std::move(job));
@@ -378,6 +212,29 @@ Status Parser::ReadJob(const YAML::Node& node, const std::string& path, const Qu
     copy.spec.name = spec.name + "-" + std::to_string(i);
     copy.spec.submit_time = spec.submit_time + i * every;
     out->push_back(std::move(copy));
+  }
+  return Status::Ok();
+}
+
+Status Parser::ReadRepeat(const YAML::Node& node, const std::string& path, int64_t* count,
+                          Micros* every) const {
+  bool has_count = false;
+  TESSERA_RETURN_IF_ERROR(
+      ForEachKey(node, path, {"count", "every"},
+                 [&](const std::string& key, const YAML::Node& v, const std::string& p) -> Status {
+                   if (key == "count") {
+                     TESSERA_ASSIGN_OR_RETURN(*count, NonNegative(v, p));
+                     if (*count < 1 || *count > 10000) {
+                       return Error(p, v, "count must be in 1..10000");
+                     }
+                     has_count = true;
+                   } else {
+                     TESSERA_ASSIGN_OR_RETURN(*every, Time(v, p));
+                   }
+                   return Status::Ok();
+                 }));
+  if (!has_count) {
+    return Error(path, node, "repeat needs a count");
   }
   return Status::Ok();
 }

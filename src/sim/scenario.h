@@ -31,21 +31,23 @@
 //   queues:                            # api/queue_config.h; default one queue "default"
 //     cohorts: [{name: org}]
 //     queues: [{name: a, cohort: org, quota: {gpu: 4}}]
-//   jobs:
-//     - name: j1
-//       queue: a                       # default: the only queue
+//   jobs:                              # each the API's job spec (api/job_codec.h), read
+//     - name: j1                       #   by the same parser, plus submit, duration and
+//       queue: a                       #   repeat; command may be left out
 //       submit: 0                      # seconds
 //       duration: 100                  # seconds of work when never interrupted
 //       priority: 10                   # a number or a priority class name
-//       gpus: 8                        # one task of whole GPUs ("0.5" / "500m": a share)
-//       tasks:                         # or the gang, one entry per task
-//         - {gpus: 8, count: 2}        # count: that many identical tasks
-//         - {milli: 500, gpu_memory: 10Gi}
-//         - {mig: 3g.40gb}
-//         - {gpus: 1, cpu: 8, memory: 64Gi, models: "A100-80GB|H100-80GB"}
+//       replicas: 2                    # the gang: that many copies of the task
+//       resources:                     # per replica
+//         gpus: 8                      # whole GPUs
+//         gpu_fraction: 0.5            # or gpu_milli: 500: a share of one GPU
+//         gpu_memory: 10Gi
+//         mig: 3g.40gb                 # one MIG instance
+//         cpu: 8                       # default 1
+//         memory: 64Gi                 # default 1Gi
+//         gpu_model: [A100-80GB, H100-80GB]
 //       topology: {scope: node, hard: true}   # node | nvlink | rack | any
-//       checkpoint_interval: 100       # seconds
-//       checkpoint_on_signal: true
+//       checkpoint: {interval: 100, on_signal: true}   # seconds
 //       runtime_limit: 600             # seconds (what backfill-limit trusts)
 //       preemptible: true
 //       user: alice

@@ -73,15 +73,11 @@ class Parser : private YamlReader {
   Status ReadOptions(const YAML::Node& node, const std::string& path, ScenarioOptions* o) const;
   Status ReadCluster(const YAML::Node& node, const std::string& path,
                      std::vector<NodeSpec>* nodes) const;
-  Status ReadTask(const YAML::Node& node, const std::string& path,
-                  std::vector<TaskRequest>* out) const;
-  // Completes a task from its GPU fields and appends `count` copies.
-  Status FinishTask(TaskRequest t, std::optional<int64_t> gpus_milli, std::optional<int64_t> milli,
-                    int64_t count, const YAML::Node& node, const std::string& path,
-                    std::vector<TaskRequest>* out) const;
-  // One entry of `jobs`: one job, or with `repeat` several named "<name>-<i>".
   Status ReadJob(const YAML::Node& node, const std::string& path, const QueueTree& tree,
                  const std::string& default_queue, std::vector<SimJob>* out) const;
+  // repeat: {count, every}.
+  Status ReadRepeat(const YAML::Node& node, const std::string& path, int64_t* count,
+                    Micros* every) const;
   Status ReadExpect(const YAML::Node& node, const std::string& path, Scenario* s) const;
   Status ReadCheck(const std::string& kind, const YAML::Node& value, const YAML::Node& key,
                    const std::string& path, ScenarioCheck* check) const;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "api/job_codec.h"
 #include "sim/testing/scenario_files.h"
 
 #ifndef TESSERA_SCENARIO_DIR
@@ -52,8 +53,8 @@ policy: fifo
 cluster:
   - {count: 1, prefix: n, gpus: 4}
 jobs:
-  - {name: a, submit: 0, duration: 100, gpus: 4}
-  - {name: b, submit: 10, duration: 50, gpus: 2}
+  - {name: a, submit: 0, duration: 100, resources: {gpus: 4}}
+  - {name: b, submit: 10, duration: 50, resources: {gpus: 2}}
 expect:
   - start_order: [a, b]
   - starts: {a: 0, b: 100}
@@ -128,11 +129,12 @@ jobs:
     queue: a
     duration: 10
     priority: high
-    tasks: [{gpus: 8, count: 2}]
+    replicas: 2
+    resources: {gpus: 8}
     topology: {scope: rack, hard: true}
-  - {name: share, queue: b, duration: 10, tasks: [{milli: 250, gpu_memory: 8Gi}]}
-  - {name: half, queue: b, duration: 10, gpus: 0.5}
-  - {name: mig, queue: b, duration: 10, tasks: [{mig: 3g.40gb}]}
+  - {name: share, queue: b, duration: 10, resources: {gpu_milli: 250, gpu_memory: 8Gi}}
+  - {name: half, queue: b, duration: 10, resources: {gpu_fraction: 0.5}}
+  - {name: mig, queue: b, duration: 10, resources: {mig: 3g.40gb}}
 expect:
   - same_rack: [gang]
   - policy: [fifo, priority]
@@ -160,6 +162,16 @@ expect:
   EXPECT_EQ(s->jobs[1].spec.tasks[0].gpu_memory.value(), 8 * 1024);
   EXPECT_EQ(s->jobs[2].spec.tasks[0].gpu_milli.value(), 500);
   EXPECT_EQ(s->jobs[3].spec.tasks[0].mig_profile, "3g.40gb");
+  // One job-request language: each task is exactly what the API's job file with the
+  // same resources asks for (MIG instances included).
+  for (int j = 1; j <= 3; ++j) {
+    const char* resources[] = {"", "{gpu_milli: 250, gpu_memory: 8Gi}", "{gpu_fraction: 0.5}",
+                               "{mig: 3g.40gb}"};
+    StatusOr<JobSubmission> api =
+        ParseJobYaml(std::string("command: [x]\nresources: ") + resources[j] + "\n", Catalog());
+    ASSERT_TRUE(api.ok()) << api.status().ToString();
+    EXPECT_EQ(s->jobs[j].spec.tasks, api->spec.tasks) << s->jobs[j].spec.name;
+  }
   // 1 + 2x2 + one per preset.
   EXPECT_EQ(s->checks.size(), 5u + SchedulerPresetNames().size());
   const std::vector<std::string> policies = s->Policies();
@@ -173,7 +185,7 @@ TEST(ScenarioParserTest, RepeatMakesNumberedJobs) {
 policy: fifo
 cluster: [{gpus: 1}]
 jobs:
-  - {name: s, submit: 10, duration: 50, gpus: 1, repeat: {count: 3, every: 60}}
+  - {name: s, submit: 10, duration: 50, resources: {gpus: 1}, repeat: {count: 3, every: 60}}
 expect:
   - starts: {s-0: 10, s-1: 70, s-2: 130}
 )";
@@ -215,16 +227,22 @@ TEST(ScenarioParserTest, ErrorsNameTheFileThePathAndTheLine) {
   ExpectError(Minimal("gpus: 4}", "gpus: four}"), {"cluster[0].gpus", "line 4"});
   ExpectError(Minimal("gpus: 4}\njobs", "gpus: 4, model: B200}\njobs"),
               {"unknown GPU model 'B200'", "line 4"});
-  ExpectError(Minimal("duration: 100, gpus: 4", "duration: 100, gpus: 4x"),
-              {"jobs[0].gpus", "bad quantity '4x'", "line 6"});
-  ExpectError(Minimal("duration: 100, gpus: 4", "duration: -5, gpus: 4"),
+  ExpectError(
+      Minimal("duration: 100, resources: {gpus: 4}", "duration: 100, resources: {gpus: 4x}"),
+      {"jobs[0].resources.gpus", "line 6"});
+  ExpectError(Minimal("duration: 100, resources", "duration: -5, resources"),
               {"jobs[0].duration", "whole seconds", "line 6"});
-  ExpectError(Minimal("duration: 100, gpus: 4", "gpus: 4"), {"needs a duration", "line 6"});
+  ExpectError(Minimal("duration: 100, resources", "resources"), {"needs a duration", "line 6"});
   ExpectError(Minimal("{name: b,", "{name: a,"), {"job name 'a' is used twice", "line 7"});
   ExpectError(Minimal("{name: b, submit: 10", "{name: b, queue: nope, submit: 10"),
               {"jobs[1].queue", "nope", "line 7"});
-  ExpectError(Minimal("duration: 50, gpus: 2", "duration: 50, gpus: 2, tasks: [{gpus: 1}]"),
-              {"either gpus or tasks", "line 7"});
+  // The job is the API's job spec: its keys, its messages, its suggestions.
+  ExpectError(Minimal("duration: 50, resources", "duration: 50, resource"),
+              {"jobs[1]", "unknown key 'resource'", "did you mean 'resources'", "line 7"});
+  ExpectError(Minimal("{name: b, submit: 10", "{name: b, sumbit: 10"),
+              {"jobs[1]", "unknown key 'sumbit'", "did you mean 'submit'", "line 7"});
+  ExpectError(Minimal("duration: 50, resources: {gpus: 2}", "duration: 50, resources: {gpus: 65}"),
+              {"jobs[1].resources.gpus", "between 0 and 64", "line 7"});
   ExpectError(Minimal("start_order: [a, b]", "start_order: [a, c]"),
               {"expect[0].start_order", "no job named 'c'", "line 9"});
   ExpectError(Minimal("starts: {a: 0, b: 100}", "starts: {a: 0, zed: 100}"),
@@ -236,15 +254,17 @@ TEST(ScenarioParserTest, ErrorsNameTheFileThePathAndTheLine) {
               {"key 'all_finish' appears twice", "line 12"});
   ExpectError(Minimal("{count: 1, prefix: n, gpus: 4}", "{count: 1, prefix: n, gpus: 4, ram: 1}"),
               {"cluster[0]", "unknown key 'ram'", "line 4"});
-  ExpectError(Minimal("{name: a, submit: 0, duration: 100, gpus: 4}",
-                      "{name: a, duration: 100, tasks: [{gpus: 1, mig: 3g.40gb, milli: 5}]}"),
-              {"jobs[0].tasks[0]", "MIG", "line 6"});
-  ExpectError(Minimal("{name: a, submit: 0, duration: 100, gpus: 4}",
-                      "{name: a, duration: 100, gpus: 4, topology: {scope: planet}}"),
+  ExpectError(Minimal("{name: a, submit: 0, duration: 100, resources: {gpus: 4}}",
+                      "{name: a, duration: 100, resources: {gpus: 2, mig: 3g.40gb}}"),
+              {"jobs[0].resources.gpus", "MIG", "line 6"});
+  ExpectError(Minimal("{name: a, submit: 0, duration: 100, resources: {gpus: 4}}",
+                      "{name: a, duration: 100, resources: {gpus: 4}, topology: {scope: planet}}"),
               {"jobs[0].topology.scope", "planet", "line 6"});
-  ExpectError(Minimal("{name: a, submit: 0, duration: 100, gpus: 4}",
-                      "{name: a, duration: 100, gpus: 4, priority: urgent}"),
+  ExpectError(Minimal("{name: a, submit: 0, duration: 100, resources: {gpus: 4}}",
+                      "{name: a, duration: 100, resources: {gpus: 4}, priority: urgent}"),
               {"jobs[0].priority", "neither a number nor a priority class", "line 6"});
+  ExpectError(Minimal("name: a, submit: 0", "name: 'a b', submit: 0"),
+              {"jobs[0].name", "not a valid name", "line 6"});
   ExpectError(Minimal("- all_finish: true", "- policy: tiresias"),
               {"needs a check besides its policy", "line 12"});
   ExpectError(Minimal("- all_finish: true", "- {policy: bogus, all_finish: true}"),
