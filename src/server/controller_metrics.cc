@@ -6,6 +6,7 @@
 
 #include "base/time_format.h"
 #include "server/controller.h"
+#include "server/usage_report.h"
 
 namespace tessera {
 namespace {
@@ -322,17 +323,7 @@ std::string Controller::GpuMetrics() {
 
 StatusOr<nlohmann::json> Controller::UsageSeries(Micros since, Micros until, Micros step,
                                                  const std::string& tenant) {
-  if (until <= since) {
-    return InvalidArgumentError("until must be after since");
-  }
-  if (step <= 0) {
-    return InvalidArgumentError("step must be positive");
-  }
-  const int64_t buckets = (until - since + step - 1) / step;
-  if (buckets > 1000) {
-    return InvalidArgumentError("the window holds " + std::to_string(buckets) +
-                                " steps; at most 1000: use a larger step");
-  }
+  TESSERA_RETURN_IF_ERROR(CheckUsageSeriesQuery(since, until, step));
   TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> rows, store_->LoadUsage(since, until));
   std::map<std::string, double> quota_gpus;
   {
@@ -347,56 +338,7 @@ StatusOr<nlohmann::json> Controller::UsageSeries(Micros since, Micros until, Mic
       }
     }
   }
-  // milli-GPU x microseconds per tenant and bucket.
-  std::map<std::string, std::vector<double>> held;
-  for (const auto& [t, q] : quota_gpus) {
-    if (tenant.empty() || t == tenant) {
-      held[t].assign(static_cast<size_t>(buckets), 0.0);
-    }
-  }
-  for (const UsageRow& r : rows) {
-    if (!tenant.empty() && r.tenant != tenant) {
-      continue;
-    }
-    const Micros begin = std::max(r.start_us, since);
-    const Micros end = std::min(r.end_us, until);
-    if (end <= begin) {
-      continue;
-    }
-    std::vector<double>& series = held[r.tenant];
-    series.resize(static_cast<size_t>(buckets), 0.0);
-    for (int64_t b = (begin - since) / step; b < buckets; ++b) {
-      const Micros lo = std::max(begin, since + b * step);
-      const Micros hi = std::min(end, since + (b + 1) * step);
-      if (hi <= lo) {
-        break;
-      }
-      series[static_cast<size_t>(b)] += static_cast<double>(r.gpu_milli) * static_cast<double>(hi - lo);
-    }
-  }
-  nlohmann::json times = nlohmann::json::array();
-  for (int64_t b = 0; b < buckets; ++b) {
-    times.push_back(FormatRfc3339(since + b * step));
-  }
-  nlohmann::json series = nlohmann::json::array();
-  for (const auto& [t, values] : held) {
-    nlohmann::json gpus = nlohmann::json::array();
-    for (int64_t b = 0; b < buckets; ++b) {
-      // The last bucket may be shorter than a step.
-      const Micros width = std::min(step, until - (since + b * step));
-      gpus.push_back(values[static_cast<size_t>(b)] / 1000.0 / static_cast<double>(width));
-    }
-    auto q = quota_gpus.find(t);
-    series.push_back({{"key", t},
-                      {"gpus", std::move(gpus)},
-                      {"quota_gpus", q != quota_gpus.end() ? nlohmann::json(q->second) : nlohmann::json(nullptr)}});
-  }
-  return nlohmann::json{{"since", FormatRfc3339(since)},
-                        {"until", FormatRfc3339(until)},
-                        {"step_s", static_cast<double>(step) / 1e6},
-                        {"by", "tenant"},
-                        {"times", std::move(times)},
-                        {"series", std::move(series)}};
+  return ::tessera::UsageSeries(rows, since, until, step, tenant, quota_gpus);
 }
 
 }  // namespace tessera

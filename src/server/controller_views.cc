@@ -1,7 +1,5 @@
 // What the controller shows: jobs, nodes and who holds each GPU, queues, usage; and
 // the queue configuration.
-#include "server/controller.h"
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -11,8 +9,9 @@
 #include <set>
 
 #include "base/time_format.h"
-
+#include "server/controller.h"
 #include "server/controller_rows.h"
+#include "server/usage_report.h"
 
 namespace tessera {
 
@@ -408,37 +407,13 @@ void Controller::AppendRunningUsage(Micros since, Micros until, std::vector<Usag
 
 StatusOr<nlohmann::json> Controller::Usage(Micros since, Micros until, const std::string& by,
                                            const std::string& tenant) {
-  if (by != "tenant" && by != "queue" && by != "job") {
-    return InvalidArgumentError("by must be tenant, queue or job, got '" + by + "'");
-  }
-  if (until <= since) {
-    return InvalidArgumentError("until must be after since");
-  }
+  TESSERA_RETURN_IF_ERROR(CheckUsageQuery(since, until, by));
   TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> rows, store_->LoadUsage(since, until));
   {
     std::lock_guard<std::mutex> lock(mu_);
     AppendRunningUsage(since, until, &rows);
   }
-  std::map<std::string, std::pair<double, std::set<uint64_t>>> groups;
-  for (const UsageRow& r : rows) {
-    const Micros begin = std::max(r.start_us, since);
-    const Micros end = std::min(r.end_us, until);
-    if (end <= begin || (!tenant.empty() && r.tenant != tenant)) {
-      continue;
-    }
-    const std::string key = by == "tenant" ? r.tenant : by == "queue" ? r.queue : std::to_string(r.job);
-    auto& g = groups[key];
-    g.first += static_cast<double>(r.gpu_milli) / 1000.0 * static_cast<double>(end - begin) / 3.6e9;
-    g.second.insert(r.job);
-  }
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& [key, g] : groups) {
-    out.push_back({{"key", key}, {"gpu_hours", g.first}, {"jobs", g.second.size()}});
-  }
-  return nlohmann::json{{"since", FormatRfc3339(since)},
-                        {"until", FormatRfc3339(until)},
-                        {"by", by},
-                        {"rows", std::move(out)}};
+  return SumUsage(rows, since, until, by, tenant);
 }
 
 }  // namespace tessera

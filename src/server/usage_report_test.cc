@@ -1,0 +1,86 @@
+#include "server/usage_report.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tessera {
+namespace {
+
+constexpr Micros kHour = 3'600'000'000;
+
+UsageRow Row(uint64_t job, const std::string& tenant, Micros start, Micros end, int64_t milli) {
+  return UsageRow{job, tenant, tenant + "-q", start, end, milli};
+}
+
+TEST(UsageReportTest, SumsGpuHoursInsideTheWindowPerKey) {
+  const std::vector<UsageRow> rows = {
+      Row(10, "a", 0, 2 * kHour, 2000),          // 2 GPUs, half inside [1h, 3h): 2 GPU-hours
+      Row(9, "a", kHour, 2 * kHour, 500),        // a half share for an hour: 0.5
+      Row(11, "b", 3 * kHour, 4 * kHour, 8000),  // outside the window
+      Row(12, "b", 2 * kHour, 5 * kHour, 1000),  // 1 GPU for the hour inside
+  };
+  nlohmann::json by_tenant = SumUsage(rows, kHour, 3 * kHour, "tenant", "");
+  ASSERT_EQ(by_tenant["rows"].size(), 2u);
+  EXPECT_EQ(by_tenant["rows"][0]["key"], "a");
+  EXPECT_DOUBLE_EQ(by_tenant["rows"][0]["gpu_hours"].get<double>(), 2.5);
+  EXPECT_EQ(by_tenant["rows"][0]["jobs"], 2);
+  EXPECT_DOUBLE_EQ(by_tenant["rows"][1]["gpu_hours"].get<double>(), 1.0);
+  EXPECT_EQ(by_tenant["rows"][1]["jobs"], 1);  // job 11 lies outside
+
+  // Job ids sort as numbers: 9 before 10.
+  nlohmann::json by_job = SumUsage(rows, kHour, 3 * kHour, "job", "a");
+  ASSERT_EQ(by_job["rows"].size(), 2u);
+  EXPECT_EQ(by_job["rows"][0]["key"], "9");
+  EXPECT_EQ(by_job["rows"][1]["key"], "10");
+  EXPECT_EQ(by_job["by"], "job");
+
+  nlohmann::json by_queue = SumUsage(rows, kHour, 3 * kHour, "queue", "b");
+  ASSERT_EQ(by_queue["rows"].size(), 1u);
+  EXPECT_EQ(by_queue["rows"][0]["key"], "b-q");
+}
+
+TEST(UsageReportTest, RefusesBadQueriesBeforeAnyRowIsRead) {
+  EXPECT_TRUE(CheckUsageQuery(0, 1, "tenant").ok());
+  Status by = CheckUsageQuery(0, 1, "user");
+  EXPECT_EQ(by.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(by.message().find("tenant, queue or job"), std::string::npos);
+  EXPECT_FALSE(CheckUsageQuery(5, 5, "job").ok());
+  EXPECT_TRUE(CheckUsageSeriesQuery(0, kHour, kHour / 1000).ok());
+  EXPECT_FALSE(CheckUsageSeriesQuery(0, kHour, 0).ok());
+  EXPECT_FALSE(CheckUsageSeriesQuery(kHour, 0, 1).ok());
+  Status buckets = CheckUsageSeriesQuery(0, kHour, kHour / 1001);
+  EXPECT_NE(buckets.message().find("at most 1000"), std::string::npos) << buckets.message();
+}
+
+TEST(UsageReportTest, SeriesAverageTheGpusHeldPerBucket) {
+  const std::vector<UsageRow> rows = {
+      Row(1, "a", 0, kHour / 2, 1000),                  // 1 GPU for half of the first hour
+      Row(2, "b", kHour, 2 * kHour + kHour / 4, 4000),  // 4 GPUs over the second hour and on
+  };
+  const std::map<std::string, double> quota = {{"a", 8.0}, {"c", 2.0}};
+  // Three buckets of an hour over [0, 2.5h): the last one is half an hour long.
+  nlohmann::json s = UsageSeries(rows, 0, 2 * kHour + kHour / 2, kHour, "", quota);
+  ASSERT_EQ(s["times"].size(), 3u);
+  ASSERT_EQ(s["series"].size(), 3u);  // a and c from the quota, b from its rows
+  const nlohmann::json& a = s["series"][0];
+  EXPECT_EQ(a["key"], "a");
+  EXPECT_DOUBLE_EQ(a["gpus"][0].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(a["gpus"][1].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(a["quota_gpus"].get<double>(), 8.0);
+  const nlohmann::json& b = s["series"][1];
+  EXPECT_EQ(b["key"], "b");
+  EXPECT_DOUBLE_EQ(b["gpus"][1].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(b["gpus"][2].get<double>(), 2.0);  // a quarter hour of a half-hour bucket
+  EXPECT_TRUE(b["quota_gpus"].is_null());
+  const nlohmann::json& c = s["series"][2];
+  EXPECT_DOUBLE_EQ(c["gpus"][0].get<double>(), 0.0);
+
+  nlohmann::json only_b = UsageSeries(rows, 0, 2 * kHour, kHour, "b", quota);
+  ASSERT_EQ(only_b["series"].size(), 1u);
+  EXPECT_EQ(only_b["series"][0]["key"], "b");
+}
+
+}  // namespace
+}  // namespace tessera
