@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
   o.rate_per_second = 0;  // no limit
   o.controller.node_timeout = 3600LL * 1'000'000;
   o.controller.policy = "fifo";
-  o.controller.on_started = [&](uint64_t job, tessera::Micros) {
+  o.controller.on_started = [&](tessera::JobNumber number, tessera::Micros) {
+    const uint64_t job = number.value();
     if (job < started.size()) {
       started[job] = Clock::now();
       ++started_count;

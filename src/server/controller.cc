@@ -95,7 +95,7 @@ Status Controller::Load(const std::string& queues_yaml) {
 Status Controller::LoadJobRows(Micros now) {
   TESSERA_ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_->LoadJobs());
   for (JobRow& row : rows) {
-    jobs_.NoteStoredId(row.id);
+    jobs_.NoteStoredId(JobNumber(row.id));
   }
   for (JobRow& row : rows) {
     nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
@@ -106,7 +106,7 @@ Status Controller::LoadJobRows(Micros now) {
     if (!sub.ok()) {
       return InternalError("job " + std::to_string(row.id) + ": " + sub.status().message());
     }
-    const uint64_t id = row.id;
+    const JobNumber id(row.id);
     LiveJob& job = jobs_.Add(id);
     job.durable = true;
     job.submission = std::move(sub).value();
@@ -128,8 +128,8 @@ Status Controller::LoadJobRows(Micros now) {
     rec.eligible_since = job.row.submit_us;
     std::optional<JobState> state = ParseJobState(job.row.state);
     if (!state) {
-      return InternalError("job " + std::to_string(id) + ": unknown stored state '" +
-                           job.row.state + "'");
+      return InternalError("job " + ToString(id) + ": unknown stored state '" + job.row.state +
+                           "'");
     }
     job.state = *state;
     if (Terminal(job.state)) {
@@ -221,9 +221,10 @@ void Controller::Loop() {
 
 void Controller::EventForwarder::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
   LifecycleEvent e = event;
-  e.job = JobId(controller->jobs_.IdAt(event.job));
+  // The listener hears the API's ids, not the core's slots.
+  e.job = JobId(controller->jobs_.IdAt(event.job).value());
   if (event.by.valid()) {
-    e.by = JobId(controller->jobs_.IdAt(event.by));
+    e.by = JobId(controller->jobs_.IdAt(event.by).value());
   }
   controller->options_.lifecycle_listener->OnJobEvent(job, e);
 }

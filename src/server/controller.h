@@ -131,7 +131,7 @@ struct ControllerOptions {
   int64_t uid_pool_size = 100'000;
   // Called (outside the lock) for each job whose start has just been made durable;
   // for benchmarks and tests.
-  std::function<void(uint64_t job, Micros now)> on_started;
+  std::function<void(JobNumber job, Micros now)> on_started;
   // Finished jobs kept in memory, newest first; older ones are archived: read from the
   // store by id (GET, logs), no longer in listings. Bounds the controller's memory.
   size_t finished_in_memory = 10'000;
@@ -174,10 +174,10 @@ class Controller {
                                   const std::string& idempotency_key, bool* created);
   // GET /v1/jobs/{id}: from the published views (without the controller's lock), or
   // for a job archived out of memory from the store.
-  StatusOr<nlohmann::json> GetJob(const Principal& who, uint64_t id);
-  StatusOr<std::string> GetJobText(const Principal& who, uint64_t id);
-  StatusOr<nlohmann::json> Cancel(const Principal& who, uint64_t id);
-  StatusOr<LogChunk> ReadLog(const Principal& who, uint64_t id, int task, int64_t offset,
+  StatusOr<nlohmann::json> GetJob(const Principal& who, JobNumber id);
+  StatusOr<std::string> GetJobText(const Principal& who, JobNumber id);
+  StatusOr<nlohmann::json> Cancel(const Principal& who, JobNumber id);
+  StatusOr<LogChunk> ReadLog(const Principal& who, JobNumber id, int task, int64_t offset,
                              int64_t max_bytes);
   nlohmann::json Nodes();
   nlohmann::json Queues();
@@ -213,9 +213,9 @@ class Controller {
   struct JobPage {
     std::vector<std::shared_ptr<const JobView>> jobs;
     bool more = false;
-    std::vector<uint64_t> ids() const;
+    std::vector<JobNumber> ids() const;
   };
-  JobPage ListJobIds(const Principal& who, const JobFilter& filter, uint64_t after, size_t limit);
+  JobPage ListJobIds(const Principal& who, const JobFilter& filter, JobNumber after, size_t limit);
   // A listed job's JSON text, as GET /v1/jobs/{id} shows it.
   std::string JobText(const JobView& view) const { return views_.Text(view); }
   // GET /v1/nodes as `who` sees it: a tenant sees which tenant holds each GPU but not
@@ -257,11 +257,11 @@ class Controller {
  private:
   // What a locked step decided, to make durable and then hand out.
   struct Pending {
-    std::set<uint64_t> dirty;  // jobs whose rows changed
+    std::set<JobNumber> dirty;  // jobs whose rows changed
     WriteBatch batch;
     std::vector<std::pair<std::string, TaskLaunch>> launches;  // node, launch
     std::vector<std::pair<std::string, TaskStop>> stops;
-    std::vector<uint64_t> finished;  // jobs that reached a terminal state
+    std::vector<JobNumber> finished;  // jobs that reached a terminal state
     std::vector<LogAppend> logs;     // new task output, written outside the lock
   };
 
@@ -293,7 +293,7 @@ class Controller {
   // A job in memory, or an archived one read from the store into `*archived` (read
   // only: it is finished); null when there is none. `lock` (on mu_) is released while
   // the store is read: pointers into the controller's state taken before do not survive.
-  const LiveJob* FindOrLoad(uint64_t id, std::optional<LiveJob>* archived,
+  const LiveJob* FindOrLoad(JobNumber id, std::optional<LiveJob>* archived,
                             std::unique_lock<std::mutex>& lock);
   // Archives the oldest finished jobs beyond finished_in_memory (controller_archive.cc).
   void Archive(Micros now);
@@ -340,7 +340,7 @@ class Controller {
                        std::vector<GpuTelemetry> sample, Micros now, Pending& out);
   // Who holds each GPU now: (node, GPU index) -> the grants of running tasks there.
   struct GrantHolder {
-    uint64_t job;
+    JobNumber job;
     const LiveJob* info;
     const GpuGrant* grant;
   };

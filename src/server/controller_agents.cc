@@ -61,15 +61,15 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
       }
       for (size_t t = 0; t < job.tasks.size(); ++t) {
         if (job.tasks[t].node != spec.name || job.tasks[t].exited ||
-            reported.count({id, static_cast<int>(t), job.row.attempts}) > 0) {
+            reported.count({id.value(), static_cast<int>(t), job.row.attempts}) > 0) {
           continue;
         }
         // An agent keeps every task it received until the task's end is durable here,
         // across its own restarts: one it does not report never reached it (the
         // launch was lost with a crash of either side). Send it again; nothing ran.
         if (jobs_.Rec(job).phase == JobPhase::kRunning) {
-          nodes_.relaunch().emplace_back(spec.name,
-                                         TaskKey{id, static_cast<int>(t), job.row.attempts});
+          nodes_.relaunch().emplace_back(
+              spec.name, TaskKey{id.value(), static_cast<int>(t), job.row.attempts});
         } else {
           TaskExited(job, static_cast<int>(t), 0, 0, now, out);  // was being stopped anyway
         }
@@ -80,7 +80,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
     // Stops decided before this controller restarted, or sent to the agent's previous
     // connection: send them again for what still runs here.
     for (const TaskReport& r : request.tasks) {
-      LiveJob* job = jobs_.Find(r.key.job);
+      LiveJob* job = jobs_.Find(JobNumber(r.key.job));
       if (r.state == TaskState::kRunning && job != nullptr &&
           jobs_.Rec(*job).phase == JobPhase::kStopping && job->row.attempts == r.key.attempt &&
           static_cast<size_t>(r.key.task) < job->tasks.size() &&
@@ -104,7 +104,7 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
                                Pending& out) {
   const std::string& name = node.inventory.spec.name;
   for (const TaskReport& r : reports) {
-    LiveJob* job = jobs_.Find(r.key.job);
+    LiveJob* job = jobs_.Find(JobNumber(r.key.job));
     const bool current = job != nullptr && job->row.attempts == r.key.attempt && r.key.task >= 0 &&
                          static_cast<size_t>(r.key.task) < job->tasks.size() &&
                          job->tasks[static_cast<size_t>(r.key.task)].node == name &&
@@ -171,7 +171,7 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
     }
     // Stops stay until the task is gone; launches until the agent reports the task.
     std::erase_if(node.stops, [&](const TaskStop& s) {
-      LiveJob* job = jobs_.Find(s.key.job);
+      LiveJob* job = jobs_.Find(JobNumber(s.key.job));
       return job == nullptr || job->row.attempts != s.key.attempt ||
              static_cast<size_t>(s.key.task) >= job->tasks.size() ||
              job->tasks[static_cast<size_t>(s.key.task)].exited;

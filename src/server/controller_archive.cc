@@ -11,12 +11,12 @@
 namespace tessera {
 
 void Controller::Archive(Micros now) {
-  for (uint64_t id : jobs_.Archive(now, options_.finished_in_memory)) {
+  for (JobNumber id : jobs_.Archive(now, options_.finished_in_memory)) {
     views_.Erase(id);
   }
 }
 
-const LiveJob* Controller::FindOrLoad(uint64_t id, std::optional<LiveJob>* archived,
+const LiveJob* Controller::FindOrLoad(JobNumber id, std::optional<LiveJob>* archived,
                                       std::unique_lock<std::mutex>& lock) {
   if (LiveJob* job = jobs_.Find(id)) {
     return job;
@@ -26,7 +26,7 @@ const LiveJob* Controller::FindOrLoad(uint64_t id, std::optional<LiveJob>* archi
   }
   // An archived job never changes: read it without holding up the others.
   lock.unlock();
-  StatusOr<std::optional<JobRow>> row = store_->LoadJob(id);
+  StatusOr<std::optional<JobRow>> row = store_->LoadJob(id.value());
   lock.lock();
   if (!row.ok() || !row->has_value()) {
     return nullptr;

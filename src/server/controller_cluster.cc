@@ -31,7 +31,7 @@ Status Controller::RebuildScheduler(Micros now, Pending& out) {
     }
   }
   TESSERA_RETURN_IF_ERROR(core_.BuildScheduler(clock_->NowMicros()));
-  std::vector<std::pair<uint64_t, std::string>> misfits;  // jobs whose held task no longer fits
+  std::vector<std::pair<JobNumber, std::string>> misfits;  // jobs whose held task no longer fits
   for (auto& [id, job] : jobs_.all()) {
     JobRecord& rec = jobs_.Rec(job);
     if (!job.durable || rec.phase == JobPhase::kFinished) {
@@ -39,7 +39,7 @@ Status Controller::RebuildScheduler(Micros now, Pending& out) {
     }
     StatusOr<QueueId> q = core_.tree().FindQueue(job.row.queue);
     if (!q.ok()) {
-      return InternalError("job " + std::to_string(id) + ": queue '" + job.row.queue +
+      return InternalError("job " + ToString(id) + ": queue '" + job.row.queue +
                            "' is not in the configuration");
     }
     rec.queue = q.value();

@@ -20,7 +20,7 @@ using namespace controller_rows;  // NOLINT: the controller's own helpers
 // ---- decisions ---------------------------------------------------------------
 
 void Controller::Seal(Pending& out) {
-  for (uint64_t id : out.dirty) {
+  for (JobNumber id : out.dirty) {
     auto it = jobs_.all().find(id);
     if (it == jobs_.all().end()) {
       continue;
@@ -136,7 +136,7 @@ TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
 }
 
 void Controller::StartJob(LiveJob& job, const StartDecision& d, Micros now, Pending& out) {
-  const uint64_t id = job.row.id;
+  const JobNumber id = job.id();
   const JobRecord& rec = jobs_.Rec(job);  // the lifecycle made it running
   job.after = AfterStop::kNone;
   job.checkpointed = false;
@@ -179,7 +179,7 @@ void Controller::StopJob(LiveJob& job, AfterStop after, Micros grace, Micros now
   }
   core_.lifecycle()->Stopping(rec);
   job.SetState(JobState::kStopping);
-  out.dirty.insert(job.row.id);
+  out.dirty.insert(job.id());
   bool alive = false;
   for (size_t t = 0; t < job.tasks.size(); ++t) {
     if (!job.tasks[t].exited) {
@@ -211,7 +211,7 @@ void Controller::TaskExited(LiveJob& job, int task, int exit_code, int signal, M
   run.exited = true;
   run.exit_code = exit_code;
   run.signal = signal;
-  out.dirty.insert(job.row.id);
+  out.dirty.insert(job.id());
   bool alive = false;
   for (const TaskRun& r : job.tasks) {
     alive = alive || !r.exited;
@@ -233,11 +233,11 @@ void Controller::TaskExited(LiveJob& job, int task, int exit_code, int signal, M
 }
 
 void Controller::Finalize(LiveJob& job, Micros now, Pending& out) {
-  const uint64_t id = job.row.id;
+  const JobNumber id = job.id();
   JobRecord& rec = jobs_.Rec(job);
   if (rec.run_start > 0 && now > rec.run_start) {
     out.batch.usage.push_back(
-        UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
+        UsageRow{id.value(), job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
     counters_.tenant_gpu_seconds[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0 *
                                                     static_cast<double>(now - rec.run_start) / 1e6;
   }
@@ -356,7 +356,7 @@ Status Controller::RunCycle() {
       ApplyRespecs();
     }
     for (const auto& [node, key] : std::exchange(nodes_.relaunch(), {})) {
-      LiveJob* job = jobs_.Find(key.job);
+      LiveJob* job = jobs_.Find(JobNumber(key.job));
       auto n = nodes_.all().find(node);
       if (job == nullptr || n == nodes_.all().end() || !n->second.up ||
           job->row.attempts != key.attempt || jobs_.Rec(*job).phase != JobPhase::kRunning ||
@@ -377,7 +377,7 @@ Status Controller::RunCycle() {
         LiveJob& victim = jobs_.JobAt(d.victim);
         ++victim.row.preemptions;
         victim.cause = RequeueCause::kPreempted;
-        victim.row.reason = "preempted by job " + std::to_string(jobs_.IdAt(d.preemptor));
+        victim.row.reason = "preempted by job " + ToString(jobs_.IdAt(d.preemptor));
         ++counters_.decisions["preempt"];
         ++counters_.preemptions[victim.row.queue];
         StopJob(victim, AfterStop::kRequeue, std::max<Micros>(0, d.evict_at - now), now, out);
@@ -423,7 +423,7 @@ Status Controller::Publish(Pending out) {
     const Micros now = clock_->NowMicros();
     for (const auto& [node, launch] : out.launches) {
       if (launch.key.task == 0) {
-        options_.on_started(launch.key.job, now);
+        options_.on_started(JobNumber(launch.key.job), now);
       }
     }
   }
@@ -436,7 +436,7 @@ Status Controller::Publish(Pending out) {
   Archive(clock_->NowMicros());
   for (auto& [node, launch] : out.launches) {
     auto n = nodes_.all().find(node);
-    LiveJob* job = jobs_.Find(launch.key.job);
+    LiveJob* job = jobs_.Find(JobNumber(launch.key.job));
     if (n == nodes_.all().end() || job == nullptr || job->row.attempts != launch.key.attempt ||
         jobs_.Rec(*job).phase != JobPhase::kRunning) {
       continue;

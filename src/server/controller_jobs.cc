@@ -30,7 +30,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     return UnavailableError("the state store failed; the controller accepts no changes");
   }
   const Micros now = clock_->NowMicros();
-  uint64_t id = 0;
+  JobNumber id;
   JobRow row;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -57,7 +57,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
       return PermissionDeniedError("queue '" + queue + "' belongs to another tenant");
     }
     if (!idempotency_key.empty()) {
-      std::optional<uint64_t> first = jobs_.FindKey(tenant, idempotency_key);
+      std::optional<JobNumber> first = jobs_.FindKey(tenant, idempotency_key);
       std::optional<LiveJob> archived;
       const LiveJob* found = first ? FindOrLoad(*first, &archived, lock) : nullptr;
       if (found != nullptr) {
@@ -73,7 +73,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
         if (JobSubmissionToJson(retry, *catalog_) !=
             JobSubmissionToJson(existing.submission, *catalog_)) {
           return AlreadyExistsError("Idempotency-Key '" + idempotency_key +
-                                    "' was already used for job " + std::to_string(*first) +
+                                    "' was already used for job " + ToString(*first) +
                                     " with a different body; use a new key for a new job");
         }
         return JobJson(existing);
@@ -81,7 +81,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     }
     id = jobs_.TakeId();
     job.spec.submit_time = now;
-    row.id = id;
+    row.id = id.value();
     row.tenant = tenant;
     row.queue = queue;
     row.name = job.spec.name;
@@ -122,19 +122,19 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   return JobJson(j);
 }
 
-StatusOr<nlohmann::json> Controller::GetJob(const Principal& who, uint64_t id) {
+StatusOr<nlohmann::json> Controller::GetJob(const Principal& who, JobNumber id) {
   TESSERA_ASSIGN_OR_RETURN(std::string text, GetJobText(who, id));
   nlohmann::json out = nlohmann::json::parse(text, nullptr, false);
   if (out.is_discarded()) {
-    return InternalError("job " + std::to_string(id) + ": its view is not JSON");
+    return InternalError("job " + ToString(id) + ": its view is not JSON");
   }
   return out;
 }
 
-StatusOr<std::string> Controller::GetJobText(const Principal& who, uint64_t id) {
+StatusOr<std::string> Controller::GetJobText(const Principal& who, JobNumber id) {
   if (std::shared_ptr<const JobView> view = views_.Get(id)) {
     if (!PublishedJobs::Visible(who, view->tenant)) {
-      return NotFoundError("no job " + std::to_string(id));
+      return NotFoundError("no job " + ToString(id));
     }
     return views_.Text(*view);
   }
@@ -143,12 +143,12 @@ StatusOr<std::string> Controller::GetJobText(const Principal& who, uint64_t id) 
   std::optional<LiveJob> archived;
   const LiveJob* job = FindOrLoad(id, &archived, lock);
   if (job == nullptr || !Visible(who, *job)) {
-    return NotFoundError("no job " + std::to_string(id));
+    return NotFoundError("no job " + ToString(id));
   }
   return JobJson(*job).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
+StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, JobNumber id) {
   Pending out;
   nlohmann::json result;
   {
@@ -156,12 +156,12 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
     std::optional<LiveJob> archived;
     const LiveJob* found = FindOrLoad(id, &archived, lock);
     if (found == nullptr || !Visible(who, *found)) {
-      return NotFoundError("no job " + std::to_string(id));
+      return NotFoundError("no job " + ToString(id));
     }
     if (Terminal(found->state)) {  // archived jobs are all terminal
-      return FailedPreconditionError("job " + std::to_string(id) + " has already " +
-                                     (found->state == JobState::kCancelled ? "been cancelled"
-                                                                           : found->row.state));
+      return FailedPreconditionError(
+          "job " + ToString(id) + " has already " +
+          (found->state == JobState::kCancelled ? "been cancelled" : found->row.state));
     }
     LiveJob* job = jobs_.Find(id);
     const Micros now = clock_->NowMicros();
@@ -184,15 +184,15 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, uint64_t id) {
   return result;
 }
 
-StatusOr<LogChunk> Controller::ReadLog(const Principal& who, uint64_t id, int task,
-                                       int64_t offset, int64_t max_bytes) {
+StatusOr<LogChunk> Controller::ReadLog(const Principal& who, JobNumber id, int task, int64_t offset,
+                                       int64_t max_bytes) {
   std::string state;
   {
     std::unique_lock<std::mutex> lock(mu_);
     std::optional<LiveJob> archived;
     const LiveJob* job = FindOrLoad(id, &archived, lock);
     if (job == nullptr || !Visible(who, *job)) {
-      return NotFoundError("no job " + std::to_string(id));
+      return NotFoundError("no job " + ToString(id));
     }
     const int replicas = static_cast<int>(job->submission.spec.tasks.size());
     if (task < 0 || task >= replicas) {
@@ -213,7 +213,7 @@ void Controller::AppendLog(LiveJob& job, int task, int64_t offset, const std::st
     return;  // already have it (a resent heartbeat)
   }
   const size_t skip = offset < run.log_received ? static_cast<size_t>(run.log_received - offset) : 0;
-  out.logs.push_back(LogAppend{job.row.id, task, data.substr(skip)});
+  out.logs.push_back(LogAppend{job.id(), task, data.substr(skip)});
   run.log_received = end;
 }
 

@@ -23,7 +23,7 @@ class ControllerLifecycleTest : public ControllerTest {
     o.node_timeout = node_timeout_;
   }
   nlohmann::json Job(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, id);
+    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : nlohmann::json();
   }
@@ -204,9 +204,9 @@ class ControllerHistoryTest : public ControllerTest {
   // The runtime a new "train" job is predicted to take, in seconds.
   double PredictedTrain() {
     const uint64_t id = Submit("team-a", kTrain);
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, id);
+    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok());
-    auto c = controller_->Cancel(Principal{Role::kAdmin, "", "test"}, id);
+    auto c = controller_->Cancel(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     return j.ok() && (*j)["predicted_seconds"].is_number() ? (*j)["predicted_seconds"].get<double>()
                                                             : -1;
@@ -291,21 +291,24 @@ TEST_F(ControllerArchiveTest, OldFinishedJobsAreReadFromTheStoreAndTheirSlotsReu
     EXPECT_TRUE(broken.empty()) << broken.front();
   }
   // Only the two newest finished jobs are listed (listings cover what is in memory).
-  Controller::JobPage page = controller_->ListJobIds(admin_, JobFilter{}, 0, 100);
-  EXPECT_EQ(page.ids(), (std::vector<uint64_t>{ids[5], ids[4]}));
+  Controller::JobPage page = controller_->ListJobIds(admin_, JobFilter{}, JobNumber(0), 100);
+  EXPECT_EQ(page.ids(), (std::vector<JobNumber>{JobNumber(ids[5]), JobNumber(ids[4])}));
   // The others answer from the store, as they were.
   for (uint64_t id : ids) {
-    auto j = controller_->GetJob(admin_, id);
+    auto j = controller_->GetJob(admin_, JobNumber(id));
     ASSERT_TRUE(j.ok()) << id << ": " << j.status().ToString();
     EXPECT_EQ((*j)["state"], "succeeded") << id;
     EXPECT_EQ((*j)["attempts"], 1) << id;
     EXPECT_EQ((*j)["gpus"], 1) << id;
   }
-  EXPECT_EQ(controller_->GetJob(admin_, ids.back() + 1).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(controller_->Cancel(admin_, ids[0]).status().code(),
+  EXPECT_EQ(controller_->GetJob(admin_, JobNumber(ids.back() + 1)).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(controller_->Cancel(admin_, JobNumber(ids[0])).status().code(),
             StatusCode::kFailedPrecondition);
   // Another tenant still cannot see it.
-  EXPECT_EQ(controller_->GetJob(Principal{Role::kTenant, "team-b", "t"}, ids[0]).status().code(),
+  EXPECT_EQ(controller_->GetJob(Principal{Role::kTenant, "team-b", "t"}, JobNumber(ids[0]))
+                .status()
+                .code(),
             StatusCode::kNotFound);
   // A retry with the archived job's key returns that job, not a new one.
   auto retry = controller_->Submit(Principal{Role::kTenant, "team-a", "test"},
@@ -319,9 +322,9 @@ TEST_F(ControllerArchiveTest, OldFinishedJobsAreReadFromTheStoreAndTheirSlotsReu
   ASSERT_EQ(CycleAndTake().size(), 1u);
   Exit(next);
   Reopen();
-  page = controller_->ListJobIds(admin_, JobFilter{}, 0, 100);
-  EXPECT_EQ(page.ids(), (std::vector<uint64_t>{next, ids[5]}));
-  auto j = controller_->GetJob(admin_, ids[1]);
+  page = controller_->ListJobIds(admin_, JobFilter{}, JobNumber(0), 100);
+  EXPECT_EQ(page.ids(), (std::vector<JobNumber>{JobNumber(next), JobNumber(ids[5])}));
+  auto j = controller_->GetJob(admin_, JobNumber(ids[1]));
   ASSERT_TRUE(j.ok());
   EXPECT_EQ((*j)["state"], "succeeded");
 }

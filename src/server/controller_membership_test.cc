@@ -43,7 +43,7 @@ class ControllerMembershipTest : public ControllerTest {
     return r.ok() ? r->launch : std::vector<TaskLaunch>{};
   }
   nlohmann::json Job(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, id);
+    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : nlohmann::json();
   }

@@ -26,7 +26,7 @@ double QuotaValue(const ResourceName& r, int64_t value) {
 }
 
 struct GpuHolder {
-  uint64_t job;
+  JobNumber job;
   std::string tenant;
   int mig_start;  // -1: not a MIG grant
 };
@@ -263,7 +263,7 @@ std::string Controller::GpuMetrics() {
           rows.push_back(Row{labels("", "", "", ""), &t, nullptr});
         }
         for (const GpuHolder& x : here) {
-          rows.push_back(Row{labels("", "", x.tenant, std::to_string(x.job)), &t, nullptr});
+          rows.push_back(Row{labels("", "", x.tenant, ToString(x.job)), &t, nullptr});
         }
         continue;
       }
@@ -273,7 +273,7 @@ std::string Controller::GpuMetrics() {
         for (const GpuHolder& x : here) {
           if (x.mig_start == m.start) {
             tenant = x.tenant;
-            job = std::to_string(x.job);
+            job = ToString(x.job);
           }
         }
         rows.push_back(Row{labels(m.profile, std::to_string(m.gi_id), tenant, job), &t, &m});

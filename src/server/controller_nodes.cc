@@ -90,13 +90,13 @@ Status Controller::CheckInventoryBounds(const NodeInventory& inventory) {
 }
 
 Controller::JobPage Controller::ListJobIds(const Principal& who, const JobFilter& filter,
-                                           uint64_t after, size_t limit) {
+                                           JobNumber after, size_t limit) {
   PublishedJobs::Page published = views_.List(who, filter, after, limit);
   return JobPage{std::move(published.jobs), published.more};
 }
 
-std::vector<uint64_t> Controller::JobPage::ids() const {
-  std::vector<uint64_t> out;
+std::vector<JobNumber> Controller::JobPage::ids() const {
+  std::vector<JobNumber> out;
   out.reserve(jobs.size());
   for (const auto& view : jobs) {
     out.push_back(view->id);
@@ -121,7 +121,7 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
       return NotFoundError("no node '" + name + "'");
     }
     NodeInfo& node = it->second;
-    std::vector<uint64_t> running;
+    std::vector<JobNumber> running;
     for (const auto& [id, job] : jobs_.all()) {
       const JobPhase phase = jobs_.Rec(job).phase;
       if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
@@ -136,7 +136,7 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
       std::sort(running.begin(), running.end());
       std::string ids;
       for (size_t i = 0; i < running.size() && i < 10; ++i) {
-        ids += (i == 0 ? "" : ", ") + std::to_string(running[i]);
+        ids += (i == 0 ? "" : ", ") + ToString(running[i]);
       }
       return FailedPreconditionError(
           "node '" + name + "' is up and runs " + std::to_string(running.size()) + " job(s) (" +
@@ -212,7 +212,7 @@ void Controller::CountForeignReports(const std::string& node,
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (const TaskReport& r : reports) {
-    LiveJob* job = jobs_.Find(r.key.job);
+    LiveJob* job = jobs_.Find(JobNumber(r.key.job));
     if (job == nullptr || r.key.task < 0 || static_cast<size_t>(r.key.task) >= job->tasks.size() ||
         job->row.attempts != r.key.attempt) {
       continue;  // stale or unknown: the usual reconciliation answers it

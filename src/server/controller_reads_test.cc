@@ -33,8 +33,8 @@ class ControllerReadsTest : public ControllerTest {
       const Principal admin{Role::kAdmin, "", "test"};
       const uint64_t other = test->other_;
       std::future<nlohmann::json> read = std::async(std::launch::async, [c, admin, other] {
-        Controller::JobPage page = c->ListJobIds(admin, JobFilter{}, 0, 10);
-        auto job = c->GetJob(admin, other);
+        Controller::JobPage page = c->ListJobIds(admin, JobFilter{}, JobNumber(0), 10);
+        auto job = c->GetJob(admin, JobNumber(other));
         nlohmann::json out = {{"listed", page.jobs.size()}};
         out["job"] = job.ok() ? *job : nlohmann::json(job.status().ToString());
         return out;
@@ -72,7 +72,7 @@ TEST_F(ControllerReadsTest, AJobIsReadAndListedWhileTheCycleHoldsTheControllersL
   EXPECT_EQ(listener_.seen["job"]["state"], "pending");
   EXPECT_EQ(listener_.seen["job"]["reason"], "waiting for the next scheduling cycle");
 
-  auto after = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, other_);
+  auto after = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(other_));
   ASSERT_TRUE(after.ok());
   EXPECT_EQ((*after)["state"], "running");
 }

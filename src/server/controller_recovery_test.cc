@@ -15,7 +15,7 @@ constexpr const char* kOneGpu =
 class ControllerRecoveryTest : public ControllerTest {
  protected:
   nlohmann::json Job(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, id);
+    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : nlohmann::json();
   }
@@ -141,7 +141,7 @@ TEST_F(ControllerRecoveryTest, ACancelInFlightSurvivesARestart) {
   const uint64_t id = Submit("team-a", kOneGpu);
   std::vector<TaskLaunch> launches = CycleAndTake();
   ASSERT_EQ(launches.size(), 1u);
-  ASSERT_TRUE(controller_->Cancel(Principal{Role::kAdmin, "", "test"}, id).ok());
+  ASSERT_TRUE(controller_->Cancel(Principal{Role::kAdmin, "", "test"}, JobNumber(id)).ok());
   Reopen();
   RegisterRequest req = Inventory();
   req.tasks = {Report(launches[0].key, TaskState::kRunning)};

@@ -113,7 +113,7 @@ void Controller::FillReason(const LiveJob& job, JobView& view) const {
     if (!requeued) {
       view.reason.clear();
     }
-    view.demand = DemandOf(job.row.id, job.row.queue, job.submission.spec, *catalog_);
+    view.demand = DemandOf(job.id(), job.row.queue, job.submission.spec, *catalog_);
   }
 }
 
@@ -122,7 +122,7 @@ void Controller::PublishView(const LiveJob& job) {
     return;
   }
   auto view = std::make_shared<JobView>();
-  view->id = job.row.id;
+  view->id = job.id();
   view->tenant = job.row.tenant;
   view->queue = job.row.queue;
   view->state = job.row.state;
@@ -238,7 +238,7 @@ nlohmann::json Controller::NodesJson(const std::string& only, const Principal* v
           // Another tenant's job: who holds the GPU (for capacity planning), not what.
           const bool hidden = viewer != nullptr && viewer->role != Role::kAdmin &&
                               !(viewer->role == Role::kTenant && viewer->tenant == x.info->row.tenant);
-          hs.push_back({{"job", hidden ? nlohmann::json(nullptr) : nlohmann::json(x.job)},
+          hs.push_back({{"job", hidden ? nlohmann::json(nullptr) : nlohmann::json(x.job.value())},
                         {"job_name", hidden ? "(another tenant's job)" : x.info->row.name},
                         {"tenant", x.info->row.tenant},
                         {"queue", x.info->row.queue},
@@ -374,7 +374,7 @@ Status Controller::SetQueues(const std::string& yaml) {
       if (job.durable && jobs_.Rec(job).phase != JobPhase::kFinished &&
           !core_.tree().FindQueue(job.row.queue).ok()) {
         s = FailedPreconditionError("queue '" + job.row.queue + "' has unfinished jobs (job " +
-                                    std::to_string(id) + ")");
+                                    ToString(id) + ")");
         break;
       }
     }
@@ -400,7 +400,8 @@ void Controller::AppendRunningUsage(Micros since, Micros until, std::vector<Usag
     const JobRecord& rec = jobs_.Rec(job);
     if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
         rec.run_start < until && now > since) {
-      rows->push_back(UsageRow{id, job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
+      rows->push_back(
+          UsageRow{id.value(), job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
     }
   }
 }

@@ -7,8 +7,8 @@
 
 namespace tessera {
 
-std::string JobLogs::Path(uint64_t job, int task) const {
-  return dir_ + "/" + std::to_string(job) + "/" + std::to_string(task) + ".log";
+std::string JobLogs::Path(JobNumber job, int task) const {
+  return dir_ + "/" + ToString(job) + "/" + std::to_string(task) + ".log";
 }
 
 Status JobLogs::Append(const std::vector<LogAppend>& appends) {
@@ -27,8 +27,7 @@ Status JobLogs::Append(const std::vector<LogAppend>& appends) {
   return result;
 }
 
-StatusOr<LogChunk> JobLogs::Read(uint64_t job, int task, int64_t offset,
-                                 int64_t max_bytes) const {
+StatusOr<LogChunk> JobLogs::Read(JobNumber job, int task, int64_t offset, int64_t max_bytes) const {
   if (offset < 0) {
     return InvalidArgumentError("offset must be >= 0");
   }

@@ -12,11 +12,12 @@
 #include <vector>
 
 #include "base/status.h"
+#include "server/job_number.h"
 
 namespace tessera {
 
 struct LogAppend {
-  uint64_t job = 0;
+  JobNumber job;
   int task = 0;
   std::string data;
 };
@@ -31,13 +32,13 @@ class JobLogs {
  public:
   explicit JobLogs(std::string dir) : dir_(std::move(dir)) {}
 
-  std::string Path(uint64_t job, int task) const;
+  std::string Path(JobNumber job, int task) const;
   // Appends each in order; Unavailable naming the file when one cannot be written (the
   // others are still tried).
   Status Append(const std::vector<LogAppend>& appends);
   // Up to `max_bytes` from `offset` (>= 0); an empty chunk at the end or before any
   // output. Fills data and next_offset only.
-  StatusOr<LogChunk> Read(uint64_t job, int task, int64_t offset, int64_t max_bytes) const;
+  StatusOr<LogChunk> Read(JobNumber job, int task, int64_t offset, int64_t max_bytes) const;
 
  private:
   std::string dir_;

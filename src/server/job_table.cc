@@ -6,18 +6,18 @@ namespace tessera {
 
 using controller_rows::QueueKey;
 
-LiveJob* JobTable::Find(uint64_t id) {
+LiveJob* JobTable::Find(JobNumber id) {
   auto it = jobs_.find(id);
   return it == jobs_.end() || !it->second.durable ? nullptr : &it->second;
 }
 
-LiveJob& JobTable::Add(uint64_t id) {
+LiveJob& JobTable::Add(JobNumber id) {
   LiveJob& job = jobs_[id];
   job.slot = AllocSlot(id);
   return job;
 }
 
-void JobTable::Remove(uint64_t id) {
+void JobTable::Remove(JobNumber id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) {
     return;
@@ -30,7 +30,8 @@ void JobTable::Remove(uint64_t id) {
   jobs_.erase(it);
 }
 
-std::optional<uint64_t> JobTable::FindKey(const std::string& tenant, const std::string& key) const {
+std::optional<JobNumber> JobTable::FindKey(const std::string& tenant,
+                                           const std::string& key) const {
   auto it = idempotency_.find(QueueKey(tenant, key));
   if (it == idempotency_.end()) {
     return std::nullopt;
@@ -38,11 +39,11 @@ std::optional<uint64_t> JobTable::FindKey(const std::string& tenant, const std::
   return it->second;
 }
 
-void JobTable::AddKey(const std::string& tenant, const std::string& key, uint64_t id) {
+void JobTable::AddKey(const std::string& tenant, const std::string& key, JobNumber id) {
   idempotency_[QueueKey(tenant, key)] = id;
 }
 
-uint32_t JobTable::AllocSlot(uint64_t id) {
+uint32_t JobTable::AllocSlot(JobNumber id) {
   uint32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -50,7 +51,7 @@ uint32_t JobTable::AllocSlot(uint64_t id) {
   } else {
     slot = static_cast<uint32_t>(records_.size());
     records_.emplace_back();
-    slot_job_.push_back(0);
+    slot_job_.emplace_back();
   }
   records_[slot] = JobRecord{};
   records_[slot].id = JobId(slot);
@@ -63,15 +64,15 @@ void JobTable::FreeSlot(uint32_t slot) {
   records_[slot] = JobRecord{};  // frees the spec and what it held
   records_[slot].id = JobId(slot);
   records_[slot].phase = JobPhase::kFinished;
-  slot_job_[slot] = 0;
+  slot_job_[slot] = JobNumber();
   free_slots_.push_back(slot);
 }
 
-std::vector<uint64_t> JobTable::Archive(Micros now, size_t keep) {
-  std::vector<uint64_t> archived;
+std::vector<JobNumber> JobTable::Archive(Micros now, size_t keep) {
+  std::vector<JobNumber> archived;
   size_t scans = finished_order_.size();
   while (finished_order_.size() > keep && scans-- > 0) {
-    const uint64_t id = finished_order_.front();
+    const JobNumber id = finished_order_.front();
     finished_order_.pop_front();
     auto it = jobs_.find(id);
     if (it == jobs_.end()) {

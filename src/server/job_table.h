@@ -4,7 +4,7 @@
 // memory (archiving).
 //
 // Invariants: every job in the table holds a slot, and slot_job_[job.slot] is its id;
-// a free slot maps to 0 and its JobRecord is empty and finished (invisible to the
+// a free slot maps to no job and its JobRecord is empty and finished (invisible to the
 // core). Ids only grow (next_id_ is above every id ever stored); slots are reused once
 // a job is archived or its submission failed. An idempotency key names a job in memory,
 // or an archived one for kIdempotencyRetention after it left memory.
@@ -31,6 +31,7 @@
 #include "base/strong_id.h"
 #include "sched/job_lifecycle.h"
 #include "sched/job_record.h"
+#include "server/job_number.h"
 #include "server/job_state.h"
 #include "store/store.h"
 
@@ -53,6 +54,7 @@ struct TaskRun {
 struct LiveJob {
   JobRow row;  // row.state is `state`'s name: set both through SetState
   JobState state = JobState::kPending;
+  JobNumber id() const { return JobNumber(row.id); }  // the row holds it as an integer
   void SetState(JobState s) {
     state = s;
     row.state = std::string(JobStateName(s));
@@ -83,26 +85,26 @@ class JobTable {
 
   // Every job in memory by id, acknowledged or not; ordered: listings walk it newest
   // first.
-  std::map<uint64_t, LiveJob>& all() { return jobs_; }
-  const std::map<uint64_t, LiveJob>& all() const { return jobs_; }
+  std::map<JobNumber, LiveJob>& all() { return jobs_; }
+  const std::map<JobNumber, LiveJob>& all() const { return jobs_; }
   // An acknowledged job in memory; null for one archived, unknown or not durable yet.
-  LiveJob* Find(uint64_t id);
+  LiveJob* Find(JobNumber id);
   // A new job under `id`, with a slot whose record is finished (invisible to the core)
   // until the caller fills it in.
-  LiveJob& Add(uint64_t id);
+  LiveJob& Add(JobNumber id);
   // Forgets a job that never became durable: its slot and idempotency key with it.
-  void Remove(uint64_t id);
+  void Remove(JobNumber id);
 
   // The id for the next submission.
-  uint64_t TakeId() { return next_id_++; }
+  JobNumber TakeId() { return JobNumber(next_id_++); }
   // A job read from the store: later submissions get higher ids.
-  void NoteStoredId(uint64_t id) { next_id_ = std::max(next_id_, id + 1); }
+  void NoteStoredId(JobNumber id) { next_id_ = std::max(next_id_, id.value() + 1); }
   // Whether a job `id` may exist, in memory or archived in the store.
-  bool MayExist(uint64_t id) const { return id != 0 && id < next_id_; }
+  bool MayExist(JobNumber id) const { return id.value() != 0 && id.value() < next_id_; }
 
   // The job submitted by `tenant` with Idempotency-Key `key`, in memory or archived.
-  std::optional<uint64_t> FindKey(const std::string& tenant, const std::string& key) const;
-  void AddKey(const std::string& tenant, const std::string& key, uint64_t id);
+  std::optional<JobNumber> FindKey(const std::string& tenant, const std::string& key) const;
+  void AddKey(const std::string& tenant, const std::string& key, JobNumber id);
 
   // The core numbers jobs densely by slot, so that its per-job tables stay as small as
   // the jobs in memory; the API's ids only grow.
@@ -110,33 +112,33 @@ class JobTable {
   JobRecord& Rec(const LiveJob& job) { return records_[job.slot]; }
   const JobRecord& Rec(const LiveJob& job) const { return records_[job.slot]; }
   LiveJob& JobAt(JobId slot) { return jobs_.at(slot_job_[slot.value()]); }
-  // The id of the job in `slot` (0: free).
-  uint64_t IdAt(JobId slot) const { return slot_job_[slot.value()]; }
+  // The id of the job in `slot` (invalid: free).
+  JobNumber IdAt(JobId slot) const { return slot_job_[slot.value()]; }
   size_t slot_count() const { return slot_job_.size(); }
 
   // Jobs whose terminal rows are durable: candidates for archiving, oldest first.
-  void NoteFinished(uint64_t id) { finished_order_.push_back(id); }
-  void NoteFinished(const std::vector<uint64_t>& ids) {
+  void NoteFinished(JobNumber id) { finished_order_.push_back(id); }
+  void NoteFinished(const std::vector<JobNumber>& ids) {
     finished_order_.insert(finished_order_.end(), ids.begin(), ids.end());
   }
   // Archives the oldest finished jobs beyond the newest `keep`: they leave memory (and
   // their slots are reused) once no victim still stops for them; their keys are
   // remembered until the retention passes. Returns the ids that left.
-  std::vector<uint64_t> Archive(Micros now, size_t keep);
+  std::vector<JobNumber> Archive(Micros now, size_t keep);
 
  private:
-  uint32_t AllocSlot(uint64_t id);
+  uint32_t AllocSlot(JobNumber id);
   void FreeSlot(uint32_t slot);
 
-  std::map<uint64_t, LiveJob> jobs_;
-  std::unordered_map<std::string, uint64_t> idempotency_;  // tenant + '\x1f' + key
+  std::map<JobNumber, LiveJob> jobs_;
+  std::unordered_map<std::string, JobNumber> idempotency_;  // tenant + '\x1f' + key
   // Idempotency keys of archived jobs, by archive time: dropped after the retention.
   std::deque<std::pair<Micros, std::string>> archived_keys_;
   std::vector<JobRecord> records_;  // by slot
-  std::vector<uint64_t> slot_job_;  // slot -> job id (0: free)
+  std::vector<JobNumber> slot_job_;  // slot -> job id (invalid: free)
   std::vector<uint32_t> free_slots_;
-  std::deque<uint64_t> finished_order_;  // finished jobs in memory, oldest first
-  uint64_t next_id_ = 1;
+  std::deque<JobNumber> finished_order_;  // finished jobs in memory, oldest first
+  uint64_t next_id_ = 1;                  // ids start at 1
 };
 
 }  // namespace tessera

@@ -8,7 +8,7 @@
 
 namespace tessera {
 
-PendingDemand DemandOf(uint64_t id, const std::string& queue, const JobSpec& spec,
+PendingDemand DemandOf(JobNumber id, const std::string& queue, const JobSpec& spec,
                        const GpuCatalog& catalog) {
   PendingDemand d;
   d.job = id;
@@ -103,7 +103,7 @@ std::string PendingReasonOf(const PendingDemand& job, const WaitContext& c,
       return never;
     }
   }
-  if (c.reserved_job != 0 && c.reserved_job == job.job) {
+  if (c.reserved_job.valid() && c.reserved_job == job.job) {
     return "next to start: resources are reserved for it (expected " +
            FormatRfc3339(c.reserved_start) + ")";
   }
@@ -120,7 +120,7 @@ void PublishedJobs::Put(std::shared_ptr<const JobView> view) {
   jobs_[view->id] = std::move(view);
 }
 
-void PublishedJobs::Erase(uint64_t id) {
+void PublishedJobs::Erase(JobNumber id) {
   std::lock_guard<std::mutex> lock(mu_);
   jobs_.erase(id);
 }
@@ -130,7 +130,7 @@ void PublishedJobs::SetContext(std::shared_ptr<const WaitContext> context) {
   context_ = std::move(context);
 }
 
-std::shared_ptr<const JobView> PublishedJobs::Get(uint64_t id) const {
+std::shared_ptr<const JobView> PublishedJobs::Get(JobNumber id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : it->second;
@@ -159,16 +159,16 @@ std::string PublishedJobs::Text(const JobView& view) const {
 }
 
 PublishedJobs::Page PublishedJobs::List(const Principal& who, const JobFilter& filter,
-                                        uint64_t after, size_t limit) const {
+                                        JobNumber after, size_t limit) const {
   // Newest first, in steps of a bounded number of jobs per hold of the lock, resuming
   // below the last job seen: a filter that skips many jobs does not hold up publishing.
   constexpr size_t kStep = 256;
   Page page;
-  uint64_t below = after;  // 0: from the newest
+  JobNumber below = after;  // 0: from the newest
   bool done = false;
   while (!done) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = below == 0 ? jobs_.end() : jobs_.lower_bound(below);
+    auto it = below.value() == 0 ? jobs_.end() : jobs_.lower_bound(below);
     for (size_t steps = 0;; ++steps) {
       if (it == jobs_.begin()) {
         done = true;

@@ -26,6 +26,7 @@
 #include "model/node.h"
 #include "model/queue_tree.h"
 #include "server/auth.h"
+#include "server/job_number.h"
 #include "state/quota_ledger.h"
 
 namespace tessera {
@@ -49,7 +50,7 @@ struct WaitContext {
   bool built = false;  // false: the core is built at the next cycle
   size_t nodes_up = 0;
   NodeCapacity capacity;
-  uint64_t reserved_job = 0;  // the job resources are reserved for (0: none)
+  JobNumber reserved_job;     // the job resources are reserved for (invalid: none)
   Micros reserved_start = 0;  // when it is expected to start
   // The queues' quota usage; `tree` keeps the ledger's tree alive. Null: not built.
   std::shared_ptr<const QueueTree> tree;
@@ -62,21 +63,21 @@ struct WaitContext {
 
 // What a pending job asks for, for its reason.
 struct PendingDemand {
-  uint64_t job = 0;
+  JobNumber job;
   std::string queue;
   std::vector<TaskRequest> tasks;
   int64_t gpu_milli = 0, cpu = 0, memory = 0, gpu_memory = 0;  // totals over its tasks
   int gpus = 0;
 };
 
-PendingDemand DemandOf(uint64_t id, const std::string& queue, const JobSpec& spec,
+PendingDemand DemandOf(JobNumber id, const std::string& queue, const JobSpec& spec,
                        const GpuCatalog& catalog);
 // Why the job waits, in words a user can act on.
 std::string PendingReasonOf(const PendingDemand& job, const WaitContext& context,
                             const GpuCatalog& catalog);
 
 struct JobView {
-  uint64_t id = 0;
+  JobNumber id;
   std::string tenant, queue, state;
   // The job's JSON object without its closing brace and without "reason".
   std::string body;
@@ -92,25 +93,25 @@ class PublishedJobs {
   explicit PublishedJobs(const GpuCatalog& catalog) : catalog_(&catalog) {}
 
   void Put(std::shared_ptr<const JobView> view);
-  void Erase(uint64_t id);
+  void Erase(JobNumber id);
   void SetContext(std::shared_ptr<const WaitContext> context);
   std::shared_ptr<const WaitContext> context() const;
   // The reason a job shows now (a pending one's worked out from the context).
   std::string ReasonOf(const JobView& view) const;
 
   // Null when the job is not published (unknown, not yet durable, or archived).
-  std::shared_ptr<const JobView> Get(uint64_t id) const;
+  std::shared_ptr<const JobView> Get(JobNumber id) const;
   // The job's JSON text as GET /v1/jobs/{id} shows it.
   std::string Text(const JobView& view) const;
 
-  // Newest first from below `after` (0: from the newest): at most `limit` jobs visible
-  // to `who` that pass `filter`; `more` when others follow the last one. A page costs
-  // its own rows (and the jobs it skips), not the whole table.
+  // Newest first from below `after` (JobNumber(0), below every id: from the newest): at most
+  // `limit` jobs visible to `who` that pass `filter`; `more` when others follow the last one. A
+  // page costs its own rows (and the jobs it skips), not the whole table.
   struct Page {
     std::vector<std::shared_ptr<const JobView>> jobs;
     bool more = false;
   };
-  Page List(const Principal& who, const JobFilter& filter, uint64_t after, size_t limit) const;
+  Page List(const Principal& who, const JobFilter& filter, JobNumber after, size_t limit) const;
 
   static bool Visible(const Principal& who, const std::string& tenant) {
     return who.role == Role::kAdmin || (who.role == Role::kTenant && who.tenant == tenant);
@@ -121,7 +122,7 @@ class PublishedJobs {
   // A plain mutex, held for a lookup, an insert or a bounded step of a listing's walk:
   // a reader-preferring lock could starve the controller's publishing under read load.
   mutable std::mutex mu_;
-  std::map<uint64_t, std::shared_ptr<const JobView>> jobs_;
+  std::map<JobNumber, std::shared_ptr<const JobView>> jobs_;
   std::shared_ptr<const WaitContext> context_ = std::make_shared<WaitContext>();
 };
 

@@ -3,11 +3,21 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "sched/testing/scheduler_harness.h"
 
 namespace tessera {
 namespace {
+
+// The API's job ids and the core's slots do not mix: neither converts to the other, and
+// an integer becomes a JobNumber only when said so (at the store, HTTP and agent
+// boundaries).
+static_assert(!std::is_convertible_v<JobId, JobNumber> &&
+              !std::is_constructible_v<JobNumber, JobId>);
+static_assert(!std::is_convertible_v<JobNumber, JobId> &&
+              !std::is_constructible_v<JobId, JobNumber>);
+static_assert(!std::is_convertible_v<uint64_t, JobNumber>);
 
 using namespace ::tessera::testing;  // NOLINT: the core's test builders
 
@@ -16,7 +26,7 @@ const Principal kAdmin{Role::kAdmin, "", "test"};
 std::shared_ptr<const JobView> View(uint64_t id, std::string tenant, std::string state,
                                     std::string queue = "q") {
   auto v = std::make_shared<JobView>();
-  v->id = id;
+  v->id = JobNumber(id);
   v->tenant = std::move(tenant);
   v->queue = std::move(queue);
   v->state = std::move(state);
@@ -28,7 +38,7 @@ std::shared_ptr<const JobView> View(uint64_t id, std::string tenant, std::string
 std::vector<uint64_t> Ids(const PublishedJobs::Page& page) {
   std::vector<uint64_t> out;
   for (const auto& v : page.jobs) {
-    out.push_back(v->id);
+    out.push_back(v->id.value());
   }
   return out;
 }
@@ -42,26 +52,28 @@ TEST(PublishedJobsTest, ListsNewestFirstAcrossStepsWithFiltersVisibilityAndPages
   }
   JobFilter running;
   running.states = {"running"};
-  PublishedJobs::Page page = jobs.List(kAdmin, running, 0, 3);
+  PublishedJobs::Page page = jobs.List(kAdmin, running, JobNumber(0), 3);
   EXPECT_EQ(Ids(page), (std::vector<uint64_t>{994, 980, 966}));
   EXPECT_TRUE(page.more);
   // The next page resumes below the last id; the last page says there is no more.
-  page = jobs.List(kAdmin, running, 966, 1000);
+  page = jobs.List(kAdmin, running, JobNumber(966), 1000);
   EXPECT_EQ(page.jobs.size(), 68u);  // 71 multiples of 14 up to 994, less the first 3
-  EXPECT_EQ(page.jobs.back()->id, 14u);
+  EXPECT_EQ(page.jobs.back()->id.value(), 14u);
   EXPECT_FALSE(page.more);
   // A tenant sees only its own jobs, whatever it filters by.
   const Principal b{Role::kTenant, "team-b", "t"};
-  EXPECT_TRUE(jobs.List(b, running, 0, 10).jobs.empty());
-  page = jobs.List(b, JobFilter{}, 0, 1000);
+  EXPECT_TRUE(jobs.List(b, running, JobNumber(0), 10).jobs.empty());
+  page = jobs.List(b, JobFilter{}, JobNumber(0), 1000);
   EXPECT_EQ(page.jobs.size(), 500u);
-  EXPECT_EQ(page.jobs.front()->id, 999u);
-  EXPECT_EQ(jobs.List(Principal{Role::kNode, "", "node-1"}, JobFilter{}, 0, 10).jobs.size(), 0u);
+  EXPECT_EQ(page.jobs.front()->id.value(), 999u);
+  EXPECT_EQ(
+      jobs.List(Principal{Role::kNode, "", "node-1"}, JobFilter{}, JobNumber(0), 10).jobs.size(),
+      0u);
 
-  jobs.Erase(994);
-  EXPECT_EQ(jobs.Get(994), nullptr);
-  EXPECT_EQ(jobs.List(kAdmin, running, 0, 1).jobs.front()->id, 980u);
-  EXPECT_EQ(jobs.Text(*jobs.Get(980)), R"({"id":980,"reason":"fixed"})");
+  jobs.Erase(JobNumber(994));
+  EXPECT_EQ(jobs.Get(JobNumber(994)), nullptr);
+  EXPECT_EQ(jobs.List(kAdmin, running, JobNumber(0), 1).jobs.front()->id.value(), 980u);
+  EXPECT_EQ(jobs.Text(*jobs.Get(JobNumber(980))), R"({"id":980,"reason":"fixed"})");
 }
 
 TEST(PublishedJobsTest, APendingJobsReasonIsWorkedOutFromTheLatestContext) {
@@ -70,9 +82,9 @@ TEST(PublishedJobsTest, APendingJobsReasonIsWorkedOutFromTheLatestContext) {
   auto pending = std::make_shared<JobView>(*View(7, "team-a", "pending"));
   pending->pending = true;
   pending->reason = "";
-  pending->demand = DemandOf(7, "q", Gang("g", "q", {2}), catalog);
+  pending->demand = DemandOf(JobNumber(7), "q", Gang("g", "q", {2}), catalog);
   jobs.Put(pending);
-  auto reason = [&] { return nlohmann::json::parse(jobs.Text(*jobs.Get(7)))["reason"]; };
+  auto reason = [&] { return nlohmann::json::parse(jobs.Text(*jobs.Get(JobNumber(7))))["reason"]; };
   EXPECT_EQ(reason(), "waiting for the next scheduling cycle");  // no context yet
 
   auto tree = std::make_shared<QueueTree>(
@@ -102,7 +114,7 @@ TEST(PublishedJobsTest, APendingJobsReasonIsWorkedOutFromTheLatestContext) {
   quota->Add(tree->FindQueue("q").value(), ResourceVector{1000});
   EXPECT_EQ(reason(), "waiting for quota: queue q and its cohort have no unused quota for it now");
   auto reserved = context(2, 8);
-  reserved->reserved_job = 7;
+  reserved->reserved_job = JobNumber(7);
   reserved->reserved_start = 1'800'000'000LL * 1'000'000;
   jobs.SetContext(reserved);
   EXPECT_EQ(reason().get<std::string>().rfind("next to start: resources are reserved", 0), 0u);

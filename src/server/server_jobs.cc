@@ -44,8 +44,7 @@ void StreamJobPage(Controller* controller, httplib::Response& res,
     if (at >= page->jobs.size()) {
       const bool more = page->more && !page->jobs.empty();
       text += "],\"next\":" +
-              (more ? "\"" + std::to_string(page->jobs.back()->id) + "\"" : std::string("null")) +
-              "}";
+              (more ? "\"" + ToString(page->jobs.back()->id) + "\"" : std::string("null")) + "}";
       sink.write(text.data(), text.size());
       sink.done();
       return true;
@@ -117,7 +116,7 @@ void Server::JobRoutes() {
           // Larger asks get the largest page; "next" tells the client to go on.
           const size_t limit_rows = static_cast<size_t>(std::min(limit.value(), kMaxPage));
           auto page = std::make_shared<Controller::JobPage>(controller_->ListJobIds(
-              who, filter, static_cast<uint64_t>(after.value()), limit_rows));
+              who, filter, JobNumber(static_cast<uint64_t>(after.value())), limit_rows));
           // A listing costs in proportion to what it returns, so a tenant polling big pages
           // spends its rate on them rather than the controller's time that others need.
           limiter_->Charge(
@@ -127,7 +126,7 @@ void Server::JobRoutes() {
         }));
 
   s.Get(R"(/v1/jobs/([^/]+))", Authed([this](const Principal& who, const Req& req, Res& res) {
-          StatusOr<uint64_t> id = ParseId(req.matches[1]);
+          StatusOr<JobNumber> id = ParseId(req.matches[1]);
           StatusOr<std::string> out = id.ok() ? controller_->GetJobText(who, id.value())
                                               : StatusOr<std::string>(id.status());
           if (!out.ok()) {
@@ -140,7 +139,7 @@ void Server::JobRoutes() {
 
   s.Post(
       R"(/v1/jobs/([^/]+)/cancel)", Authed([this](const Principal& who, const Req& req, Res& res) {
-        StatusOr<uint64_t> id = ParseId(req.matches[1]);
+        StatusOr<JobNumber> id = ParseId(req.matches[1]);
         StatusOr<nlohmann::json> out =
             id.ok() ? controller_->Cancel(who, id.value()) : StatusOr<nlohmann::json>(id.status());
         if (!out.ok()) {
@@ -151,7 +150,7 @@ void Server::JobRoutes() {
       }));
 
   s.Get(R"(/v1/jobs/([^/]+)/logs)", Authed([this](const Principal& who, const Req& req, Res& res) {
-          StatusOr<uint64_t> id = ParseId(req.matches[1]);
+          StatusOr<JobNumber> id = ParseId(req.matches[1]);
           if (!id.ok()) {
             SendError(res, id.status());
             return;

@@ -13,6 +13,7 @@
 #include "api/http_errors.h"
 #include "base/status.h"
 #include "server/auth.h"
+#include "server/job_number.h"
 
 namespace tessera::server_internal {
 
@@ -36,13 +37,14 @@ inline StatusOr<nlohmann::json> ParseBody(const httplib::Request& req) {
   return j;
 }
 
-inline StatusOr<uint64_t> ParseId(const std::string& text) {
+// A job id in a request path: the HTTP boundary's integer, as a JobNumber.
+inline StatusOr<JobNumber> ParseId(const std::string& text) {
   uint64_t id = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
   if (ec != std::errc() || p != text.data() + text.size() || id == 0) {
     return NotFoundError("no job '" + text + "'");
   }
-  return id;
+  return JobNumber(id);
 }
 
 inline StatusOr<int64_t> ParseIntParam(const httplib::Request& req, const char* name, int64_t def) {
