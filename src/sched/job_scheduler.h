@@ -214,6 +214,22 @@ class JobScheduler {
     uint32_t sorted_stamp = 0;  // the cycle `jobs` was sorted in
   };
 
+  // The cycle (job_scheduler_cycle.cc): what it has decided and remembers so far, and
+  // its steps.
+  struct CycleContext;
+  void VisitPreemptorsAndStarving(CycleContext& c);
+  void VisitQueuesInOrder(CycleContext& c);
+  void Visit(CycleContext& c, uint64_t id);
+  // Starts the job, preempts for it, reserves for it or skips it.
+  void TryJob(CycleContext& c, JobRecord& job);
+  // False when the job cannot be placed now; true when it started or its placement was
+  // refused (its queue's quota, the reservation).
+  bool TryStart(CycleContext& c, JobRecord& job);
+  // Whether victims were chosen for the job.
+  bool TryPreempt(CycleContext& c, JobRecord& job, uint64_t shape);
+  void SkipQueue(CycleContext& c, QueueId q) const;
+  bool Exhausted(const CycleContext& c) const;
+
   bool PlaceGang(const JobRecord& job, ClusterState& state, Rng& rng,
                  std::vector<Allocation>* out);
   bool PlaceTasksWithin(const JobRecord& job, ClusterState& state, Rng& rng,
@@ -237,6 +253,11 @@ class JobScheduler {
   // The group's jobs in victim order, their costs at `now`.
   const std::vector<VictimCandidate>& SortedGroup(VictimGroup& group,
                                                   const std::vector<JobRecord>& jobs, Micros now);
+  // Up to max_victim_candidates running jobs `job` may preempt, cheapest first; adds
+  // the GPU milli they hold to *reachable.
+  std::vector<VictimCandidate> VictimCandidates(const JobRecord& job,
+                                                const std::vector<JobRecord>& jobs, bool reclaim,
+                                                Micros now, int64_t* reachable);
   // Finds a minimal, cheapest victim set letting `job` start; empty when none.
   std::vector<JobId> FindVictims(JobRecord& job, std::vector<JobRecord>& jobs, ClusterState& state,
                                  QuotaLedger& quota, Micros now, Rng& rng,

@@ -1,17 +1,40 @@
-// Helpers shared by the files of JobScheduler (job_scheduler.cc, the cycle and
-// placement; job_scheduler_preemption.cc, victims). Not part of the scheduler's API.
-// Thread safety: as JobScheduler's.
+// Helpers shared by the files of JobScheduler (job_scheduler.cc, placement;
+// job_scheduler_cycle.cc, the cycle; job_scheduler_preemption.cc, victims). Not part of the
+// scheduler's API. Thread safety: as JobScheduler's.
 #pragma once
 
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "model/job.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
 
 namespace tessera::job_scheduler_internal {
+
+inline constexpr size_t kNotRunning = static_cast<size_t>(-1);  // running_pos_ of others
+
+// A hash of what a gang asks for, to remember capacity failures within a cycle.
+inline uint64_t ShapeHash(const JobSpec& spec) {
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+  mix(static_cast<uint64_t>(spec.topology.scope) * 2 + (spec.topology.hard ? 1 : 0));
+  for (const TaskRequest& t : spec.tasks) {
+    mix(static_cast<uint64_t>(t.cpu.value()));
+    mix(static_cast<uint64_t>(t.memory.value()));
+    mix(static_cast<uint64_t>(t.gpu_count));
+    mix(static_cast<uint64_t>(t.gpu_milli.value()));
+    mix(static_cast<uint64_t>(t.gpu_memory.value()));
+    mix(std::hash<std::string>{}(t.mig_profile));
+    mix(t.models.bits());
+    mix(static_cast<uint64_t>(t.topology));
+  }
+  return h;
+}
 
 inline int64_t FreeMilli(const ClusterState& state) {
   return state.total_gpu_milli().value() - state.allocated_gpu_milli().value();

@@ -129,6 +129,48 @@ bool JobScheduler::CanPreempt(const JobRecord& victim, int victim_level, const J
   return false;
 }
 
+std::vector<JobScheduler::VictimCandidate> JobScheduler::VictimCandidates(
+    const JobRecord& job, const std::vector<JobRecord>& jobs, bool reclaim, Micros now,
+    int64_t* reachable) {
+  // Running jobs in victim order (cheapest first), built once per cycle: the order
+  // does not depend on the preemptor, only which of them it may take does. The groups
+  // it may not take from are left out; the others are merged back into victim order.
+  GroupVictims(jobs, now);
+  const int job_level = CycleLasLevel(job, now);
+  // A heap of each group's next job (the group's jobs, and an index into them), the
+  // cheapest on top.
+  using Head = std::pair<const std::vector<VictimCandidate>*, size_t>;
+  auto later = [](const Head& x, const Head& y) {
+    return CheaperVictim((*y.first)[y.second], (*x.first)[x.second]);
+  };
+  std::vector<Head> heads;
+  for (size_t g : victim_groups_used_) {
+    VictimGroup& group = victim_groups_[g];
+    if (MayPreemptFrom(group, job, job_level, reclaim)) {
+      heads.emplace_back(&SortedGroup(group, jobs, now), 0);
+    }
+  }
+  std::make_heap(heads.begin(), heads.end(), later);
+  const auto keep = static_cast<size_t>(options_.max_victim_candidates);
+  std::vector<VictimCandidate> candidates;
+  while (!heads.empty() && candidates.size() < keep) {
+    std::pop_heap(heads.begin(), heads.end(), later);
+    const auto [group, index] = heads.back();
+    heads.pop_back();
+    if (index + 1 < group->size()) {
+      heads.emplace_back(group, index + 1);
+      std::push_heap(heads.begin(), heads.end(), later);
+    }
+    const VictimCandidate& c = (*group)[index];
+    if (victim_stamp_[c.id] != cycle_stamp_ &&
+        CanPreempt(jobs[c.id], c.las_level, job, job_level, reclaim, now)) {
+      candidates.push_back(c);
+      *reachable += jobs[c.id].gpu_milli;
+    }
+  }
+  return candidates;
+}
+
 std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobRecord>& jobs,
                                              ClusterState& state, QuotaLedger& quota, Micros now,
                                              Rng& rng, std::vector<double>* costs) {
@@ -162,43 +204,9 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   }
   const bool reclaim = options_.preempt_reclaim && within_nominal;
 
-  // Running jobs in victim order (cheapest first), built once per cycle: the order
-  // does not depend on the preemptor, only which of them it may take does. The groups
-  // it may not take from are left out; the others are merged back into victim order.
-  GroupVictims(jobs, now);
-  const int job_level = CycleLasLevel(job, now);
-  // A heap of each group's next job (the group's jobs, and an index into them), the
-  // cheapest on top.
-  using Head = std::pair<const std::vector<VictimCandidate>*, size_t>;
-  auto later = [](const Head& x, const Head& y) {
-    return CheaperVictim((*y.first)[y.second], (*x.first)[x.second]);
-  };
-  std::vector<Head> heads;
-  for (size_t g : victim_groups_used_) {
-    VictimGroup& group = victim_groups_[g];
-    if (MayPreemptFrom(group, job, job_level, reclaim)) {
-      heads.emplace_back(&SortedGroup(group, jobs, now), 0);
-    }
-  }
-  std::make_heap(heads.begin(), heads.end(), later);
-  const auto keep = static_cast<size_t>(options_.max_victim_candidates);
-  std::vector<VictimCandidate> candidates;
   int64_t reachable = FreeMilli(state);
-  while (!heads.empty() && candidates.size() < keep) {
-    std::pop_heap(heads.begin(), heads.end(), later);
-    const auto [group, index] = heads.back();
-    heads.pop_back();
-    if (index + 1 < group->size()) {
-      heads.emplace_back(group, index + 1);
-      std::push_heap(heads.begin(), heads.end(), later);
-    }
-    const VictimCandidate& c = (*group)[index];
-    if (victim_stamp_[c.id] != cycle_stamp_ &&
-        CanPreempt(jobs[c.id], c.las_level, job, job_level, reclaim, now)) {
-      candidates.push_back(c);
-      reachable += jobs[c.id].gpu_milli;
-    }
-  }
+  const std::vector<VictimCandidate> candidates =
+      VictimCandidates(job, jobs, reclaim, now, &reachable);
   // Not even every candidate together would make room: skip the search.
   if (candidates.empty() || reachable < job.gpu_milli) {
     return {};
@@ -223,6 +231,7 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
     }
     quota.Add(v.queue, v.charge);
   };
+  const int job_level = CycleLasLevel(job, now);
   // Whether the job may count on a victim from another queue: only while that queue
   // borrows, and then the job must fit its own nominal quota.
   auto is_reclaim = [&](const JobRecord& v) {

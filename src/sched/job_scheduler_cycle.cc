@@ -1,0 +1,271 @@
+// JobScheduler's cycle (declared in job_scheduler.h): which pending jobs it tries, in
+// what order, and what it does with each (start, preempt for, reserve, skip).
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <set>
+#include <tuple>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "sched/job_scheduler.h"
+#include "sched/job_scheduler_internal.h"
+
+namespace tessera {
+
+using job_scheduler_internal::FreeMilli;
+using job_scheduler_internal::kNotRunning;
+using job_scheduler_internal::ShapeHash;
+
+// What one cycle has decided and remembers so far.
+struct JobScheduler::CycleContext {
+  std::vector<JobRecord>& jobs;
+  ClusterState& state;
+  QuotaLedger& quota;
+  Micros now;
+  Rng& rng;
+  CycleResult out;
+  int searches = 0;  // victim searches left
+  std::vector<uint8_t> queue_blocked;
+  std::vector<int> skips;
+  std::unordered_set<uint64_t> failed_shapes;    // gangs that did not fit
+  std::unordered_set<uint64_t> failed_searches;  // victim searches that found none
+  std::vector<JobId> started;
+};
+
+namespace {
+
+bool Touches(const std::vector<Allocation>& allocations, const std::vector<NodeId>& nodes) {
+  for (const Allocation& a : allocations) {
+    if (std::binary_search(nodes.begin(), nodes.end(), a.node)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& state,
+                                   QuotaLedger& quota, Micros now, Rng& rng) {
+  usage_.Advance(now);
+  if (seen_.size() < jobs.size()) {
+    seen_.resize(jobs.size(), 0);
+    victim_stamp_.resize(jobs.size(), 0);
+  }
+  if (running_pos_.size() < jobs.size()) {
+    running_pos_.resize(jobs.size(), kNotRunning);
+  }
+  ++cycle_stamp_;
+  const bool preempting = options_.preempt_priority || options_.preempt_reclaim ||
+                          options_.preempt_las || options_.preempt_srtf;
+  CycleContext c{jobs,
+                 state,
+                 quota,
+                 now,
+                 rng,
+                 {},
+                 preempting ? options_.max_preemption_searches : 0,
+                 std::vector<uint8_t>(tree_->size(), 0),
+                 std::vector<int>(tree_->size(), 0),
+                 {},
+                 {},
+                 {}};
+  VisitPreemptorsAndStarving(c);
+  VisitQueuesInOrder(c);
+  for (JobId id : c.started) {
+    Dequeue(jobs[id.value()]);
+  }
+  return std::move(c.out);
+}
+
+void JobScheduler::SkipQueue(CycleContext& c, QueueId q) const {
+  if (++c.skips[q.value()] >= options_.max_skips_per_queue) {
+    c.queue_blocked[q.value()] = 1;
+  }
+}
+
+bool JobScheduler::Exhausted(const CycleContext& c) const {
+  return c.out.tested >= options_.max_jobs_tested ||
+         (FreeMilli(c.state) == 0 && c.searches == 0 && cpu_only_pending_ == 0);
+}
+
+void JobScheduler::Visit(CycleContext& c, uint64_t id) {
+  if (seen_[id] == cycle_stamp_) {
+    return;
+  }
+  seen_[id] = cycle_stamp_;
+  JobRecord& job = c.jobs[id];
+  // A job waiting for its victims does not start elsewhere meanwhile: its victims
+  // are evicted anyway, and what they free would go to another job (often another
+  // queue's preemptor, whose own victims then free room for a third: a loop).
+  if (job.phase != JobPhase::kPending || c.queue_blocked[job.queue.value()] ||
+      job.victims_in_flight > 0) {
+    return;
+  }
+  TryJob(c, job);
+}
+
+bool JobScheduler::TryStart(CycleContext& c, JobRecord& job) {
+  const QueueId q = job.queue;
+  std::vector<Allocation> allocations;
+  if (!PlaceGang(job, c.state, c.rng, &allocations)) {
+    return false;
+  }
+  const ResourceVector charge = ChargeOf(job, &allocations, c.state);
+  const QuotaFit fit = c.quota.Check(q, charge, options_.borrowing);
+  const bool delays_reserved =
+      c.out.reservation && c.out.reservation->job != job.id &&
+      c.now + job.RemainingBy(RuntimeEstimate(job), c.now) > c.out.reservation->start &&
+      Touches(allocations, c.out.reservation->nodes);
+  if (fit == QuotaFit::kNo || delays_reserved) {
+    Unplace(c.state, allocations);
+    SkipQueue(c, q);
+    return true;  // tried: the job stays pending
+  }
+  c.quota.Add(q, charge);
+  usage_.Add(q, allocations);
+  running_pos_[job.id.value()] = running_.size();
+  running_.push_back(job.id.value());
+  c.started.push_back(job.id);
+  c.out.starts.push_back(StartDecision{job.id, std::move(allocations), charge,
+                                       fit == QuotaFit::kBorrow, c.out.reservation.has_value()});
+  return true;
+}
+
+bool JobScheduler::TryPreempt(CycleContext& c, JobRecord& job, uint64_t shape) {
+  // A search that failed fails again for a job of the same queue, shape, priority
+  // and LAS level in the same cycle: remember it instead of scanning the running jobs.
+  const uint64_t search_key =
+      shape ^ (uint64_t{job.queue.value()} << 40) ^
+      (static_cast<uint64_t>(static_cast<uint32_t>(job.spec.priority)) << 8) ^
+      static_cast<uint64_t>(LasLevel(job, c.now));
+  // (Not under SRTF, where the outcome also depends on the job's remaining time.)
+  const bool known_to_fail = !options_.preempt_srtf && c.failed_searches.contains(search_key);
+  if (c.searches <= 0 || job.victims_in_flight != 0 || known_to_fail) {
+    return false;
+  }
+  --c.searches;
+  std::vector<double> costs;
+  std::vector<JobId> victims = FindVictims(job, c.jobs, c.state, c.quota, c.now, c.rng, &costs);
+  if (victims.empty()) {
+    c.failed_searches.insert(search_key);
+    return false;
+  }
+  for (size_t i = 0; i < victims.size(); ++i) {
+    c.out.preemptions.push_back(PreemptDecision{
+        victims[i], job.id, EvictionTime(c.jobs[victims[i].value()], c.now), costs[i]});
+  }
+  preemptors_.push_back(job.id.value());
+  return true;
+}
+
+void JobScheduler::TryJob(CycleContext& c, JobRecord& job) {
+  ++c.out.tested;
+  const QueueId q = job.queue;
+  const ResourceVector pre = ChargeOf(job, nullptr, c.state);
+  const QuotaFit pre_fit = c.quota.Check(q, pre, options_.borrowing);
+  const uint64_t shape = ShapeHash(job.spec);  // keys the per-cycle failure memos
+  if (pre_fit != QuotaFit::kNo) {
+    if (!c.failed_shapes.contains(shape) && job.gpu_milli <= FreeMilli(c.state) &&
+        TryStart(c, job)) {
+      return;
+    }
+    if (job.gpu_milli > 0) {
+      c.failed_shapes.insert(shape);
+    }
+  }
+  // Blocked, by quota or by capacity.
+  if (TryPreempt(c, job, shape)) {
+    return;
+  }
+  if (pre_fit == QuotaFit::kNo) {
+    SkipQueue(c, q);
+    return;
+  }
+  // A starving job blocked by capacity reserves even without backfill: going first
+  // is not enough for a large gang while smaller jobs take each GPU that frees up.
+  const bool starving =
+      options_.starvation_limit > 0 && job.eligible_since + options_.starvation_limit <= c.now;
+  if ((options_.backfill == Backfill::kEasy || starving) && !c.out.reservation &&
+      job.victims_in_flight == 0) {
+    c.out.reservation = Reserve(job, c.jobs, c.state, c.now);
+  }
+  if (options_.strict_fifo) {
+    c.queue_blocked[q.value()] = 1;
+  } else {
+    SkipQueue(c, q);
+  }
+}
+
+void JobScheduler::VisitPreemptorsAndStarving(CycleContext& c) {
+  // Jobs whose victims are gone, then starving jobs, oldest first.
+  std::vector<std::pair<Micros, uint64_t>> front;
+  std::erase_if(preemptors_, [&](uint64_t id) {
+    const JobRecord& j = c.jobs[id];
+    return j.phase != JobPhase::kPending && j.victims_in_flight == 0;
+  });
+  for (uint64_t id : preemptors_) {
+    if (c.jobs[id].phase == JobPhase::kPending) {
+      front.emplace_back(c.jobs[id].spec.submit_time, id);
+    }
+  }
+  std::sort(front.begin(), front.end());
+  for (const auto& [t, id] : front) {
+    Visit(c, id);
+  }
+  if (options_.starvation_limit > 0) {
+    for (const auto& [since, id] : by_eligible_) {
+      if (since + options_.starvation_limit > c.now || Exhausted(c)) {
+        break;
+      }
+      Visit(c, id);
+    }
+  }
+}
+
+void JobScheduler::VisitQueuesInOrder(CycleContext& c) {
+  // Everyone else: merge the queues' sorted jobs by (priority, queue key, job key).
+  struct Head {
+    int64_t priority_rank;
+    double major, minor;
+    Micros submit;
+    uint64_t id;
+    uint32_t queue;
+    std::set<Entry>::const_iterator it;
+    bool operator>(const Head& o) const {
+      return std::tie(priority_rank, major, minor, submit, id) >
+             std::tie(o.priority_rank, o.major, o.minor, o.submit, o.id);
+    }
+  };
+  const bool additive = queue_order_ != nullptr && queue_order_->additive();
+  auto make_head = [&](uint32_t q, std::set<Entry>::const_iterator it) {
+    const double qk = queue_order_ ? queue_order_->Key(QueueId(q), usage_) : 0.0;
+    return Head{it->priority_rank,
+                additive ? qk + it->key : qk,
+                additive ? 0.0 : it->key,
+                it->submit,
+                it->id,
+                q,
+                it};
+  };
+  std::priority_queue<Head, std::vector<Head>, std::greater<>> heap;
+  for (QueueId q : tree_->queues()) {
+    const auto& set = queues_[q.value()].jobs;
+    if (!set.empty()) {
+      heap.push(make_head(q.value(), set.begin()));
+    }
+  }
+  while (!heap.empty() && !Exhausted(c)) {
+    Head h = heap.top();
+    heap.pop();
+    Visit(c, h.id);
+    auto next = std::next(h.it);
+    if (next != queues_[h.queue].jobs.end() && !c.queue_blocked[h.queue]) {
+      heap.push(make_head(h.queue, next));
+    }
+  }
+}
+
+}  // namespace tessera
