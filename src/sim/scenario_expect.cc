@@ -1,41 +1,105 @@
 // The `expect:` part of a scenario file: each check, its payload and its line.
 #include "sim/scenario.h"
-
 #include "sim/scenario_parser.h"
 
 namespace tessera::scenario_internal {
+
+// A list of jobs; "prefix*" stands for every job whose name starts with prefix, in
+// file order (e.g. the jobs of a `repeat`).
+Status Parser::ReadJobList(const YAML::Node& value, const std::string& path,
+                           ScenarioCheck* c) const {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> names, Strings(value, path));
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    if (name.empty() || name.back() != '*') {
+      TESSERA_RETURN_IF_ERROR(KnownJob(name, value[i], path));
+      c->names.push_back(name);
+      continue;
+    }
+    const std::string_view prefix(name.data(), name.size() - 1);
+    const size_t before = c->names.size();
+    for (const std::string& job : job_order_) {
+      if (StartsWith(job, prefix)) {
+        c->names.push_back(job);
+      }
+    }
+    if (c->names.size() == before) {
+      return Error(path, value[i], "no job name starts with '" + std::string(prefix) + "'");
+    }
+  }
+  if (c->names.empty()) {
+    return Error(path, value, "names no job");
+  }
+  return Status::Ok();
+}
+
+// The checks keyed by job or time: preempted, on_nodes, running_at.
+Status Parser::ReadKeyedCheck(const std::string& kind, const YAML::Node& value,
+                              const std::string& path, ScenarioCheck* c) const {
+  if (kind == "preempted") {
+    if (value.IsSequence()) {
+      TESSERA_RETURN_IF_ERROR(ReadJobList(value, path, c));
+      for (const std::string& n : c->names) {
+        c->pairs.emplace_back(n, "");
+      }
+      c->names.clear();
+      return Status::Ok();
+    }
+    Status st = ForEachKey(
+        value, path, {}, [&](const std::string& victim, const YAML::Node& v, const std::string& p) {
+          TESSERA_RETURN_IF_ERROR(KnownJob(victim, v, p));
+          TESSERA_ASSIGN_OR_RETURN(std::string by, String(v, p));
+          TESSERA_RETURN_IF_ERROR(KnownJob(by, v, p));
+          c->pairs.emplace_back(victim, std::move(by));
+          return Status::Ok();
+        });
+    if (!st.ok()) {
+      return st;
+    }
+    if (c->pairs.empty()) {
+      return Error(path, value, "names no job");
+    }
+    return Status::Ok();
+  }
+  if (kind == "on_nodes") {
+    Status st = ForEachKey(
+        value, path, {}, [&](const std::string& job, const YAML::Node& v, const std::string& p) {
+          TESSERA_RETURN_IF_ERROR(KnownJob(job, v, p));
+          TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> nodes, Strings(v, p));
+          c->nodes.emplace_back(job, std::move(nodes));
+          return Status::Ok();
+        });
+    if (!st.ok()) {
+      return st;
+    }
+    if (c->nodes.empty()) {
+      return Error(path, value, "names no job");
+    }
+    return Status::Ok();
+  }
+  return ForEachKey(
+      value, path, {}, [&](const std::string& time, const YAML::Node& v, const std::string& p) {
+        StatusOr<int64_t> t = ParseInt64(time);
+        if (!t.ok() || *t < 0) {
+          return Error(p, v, "expected a time in whole seconds as the key, got '" + time + "'");
+        }
+        std::vector<std::string> jobs;
+        if (!v.IsNull()) {
+          TESSERA_ASSIGN_OR_RETURN(jobs, Strings(v, p));
+        }
+        for (size_t i = 0; i < jobs.size(); ++i) {
+          TESSERA_RETURN_IF_ERROR(KnownJob(jobs[i], v[i], p));
+        }
+        c->at.emplace_back(*t * kSecond, std::move(jobs));
+        return Status::Ok();
+      });
+}
 
 Status Parser::ReadCheck(const std::string& kind, const YAML::Node& value, const YAML::Node& key,
                          const std::string& path, ScenarioCheck* c) const {
   c->kind = kind;
   c->line = LineOf(key);
-  // A list of jobs; "prefix*" stands for every job whose name starts with prefix,
-  // in file order (e.g. the jobs of a `repeat`).
-  auto job_list = [&]() -> Status {
-    TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> names, Strings(value, path));
-    for (size_t i = 0; i < names.size(); ++i) {
-      const std::string& name = names[i];
-      if (name.empty() || name.back() != '*') {
-        TESSERA_RETURN_IF_ERROR(KnownJob(name, value[i], path));
-        c->names.push_back(name);
-        continue;
-      }
-      const std::string_view prefix(name.data(), name.size() - 1);
-      const size_t before = c->names.size();
-      for (const std::string& job : job_order_) {
-        if (StartsWith(job, prefix)) {
-          c->names.push_back(job);
-        }
-      }
-      if (c->names.size() == before) {
-        return Error(path, value[i], "no job name starts with '" + std::string(prefix) + "'");
-      }
-    }
-    if (c->names.empty()) {
-      return Error(path, value, "names no job");
-    }
-    return Status::Ok();
-  };
+  auto job_list = [&] { return ReadJobList(value, path, c); };
   // {job: value} with values read by `read`.
   auto job_map =
       [&](const std::function<StatusOr<int64_t>(const YAML::Node&, const std::string&)>& read)
@@ -80,65 +144,8 @@ Status Parser::ReadCheck(const std::string& kind, const YAML::Node& value, const
     TESSERA_ASSIGN_OR_RETURN(c->flag, Bool(value, path));
     return Status::Ok();
   }
-  if (kind == "preempted") {
-    if (value.IsSequence()) {
-      TESSERA_RETURN_IF_ERROR(job_list());
-      for (const std::string& n : c->names) {
-        c->pairs.emplace_back(n, "");
-      }
-      c->names.clear();
-      return Status::Ok();
-    }
-    Status st = ForEachKey(
-        value, path, {}, [&](const std::string& victim, const YAML::Node& v, const std::string& p) {
-          TESSERA_RETURN_IF_ERROR(KnownJob(victim, v, p));
-          TESSERA_ASSIGN_OR_RETURN(std::string by, String(v, p));
-          TESSERA_RETURN_IF_ERROR(KnownJob(by, v, p));
-          c->pairs.emplace_back(victim, std::move(by));
-          return Status::Ok();
-        });
-    if (!st.ok()) {
-      return st;
-    }
-    if (c->pairs.empty()) {
-      return Error(path, value, "names no job");
-    }
-    return Status::Ok();
-  }
-  if (kind == "on_nodes") {
-    Status st = ForEachKey(value, path, {},
-                           [&](const std::string& job, const YAML::Node& v, const std::string& p) {
-                             TESSERA_RETURN_IF_ERROR(KnownJob(job, v, p));
-                             TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> nodes,
-                                                      Strings(v, p));
-                             c->nodes.emplace_back(job, std::move(nodes));
-                             return Status::Ok();
-                           });
-    if (!st.ok()) {
-      return st;
-    }
-    if (c->nodes.empty()) {
-      return Error(path, value, "names no job");
-    }
-    return Status::Ok();
-  }
-  if (kind == "running_at") {
-    return ForEachKey(
-        value, path, {}, [&](const std::string& time, const YAML::Node& v, const std::string& p) {
-          StatusOr<int64_t> t = ParseInt64(time);
-          if (!t.ok() || *t < 0) {
-            return Error(p, v, "expected a time in whole seconds as the key, got '" + time + "'");
-          }
-          std::vector<std::string> jobs;
-          if (!v.IsNull()) {
-            TESSERA_ASSIGN_OR_RETURN(jobs, Strings(v, p));
-          }
-          for (size_t i = 0; i < jobs.size(); ++i) {
-            TESSERA_RETURN_IF_ERROR(KnownJob(jobs[i], v[i], p));
-          }
-          c->at.emplace_back(*t * kSecond, std::move(jobs));
-          return Status::Ok();
-        });
+  if (kind == "preempted" || kind == "on_nodes" || kind == "running_at") {
+    return ReadKeyedCheck(kind, value, path, c);
   }
   return Error(path, key,
                "unknown check '" + kind +

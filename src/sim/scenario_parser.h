@@ -81,6 +81,9 @@ class Parser : private YamlReader {
   Status ReadExpect(const YAML::Node& node, const std::string& path, Scenario* s) const;
   Status ReadCheck(const std::string& kind, const YAML::Node& value, const YAML::Node& key,
                    const std::string& path, ScenarioCheck* check) const;
+  Status ReadJobList(const YAML::Node& value, const std::string& path, ScenarioCheck* c) const;
+  Status ReadKeyedCheck(const std::string& kind, const YAML::Node& value, const std::string& path,
+                        ScenarioCheck* c) const;
   Status KnownJob(const std::string& name, const YAML::Node& node, const std::string& path) const {
     if (!job_names_.contains(name)) {
       return Error(path, node, "no job named '" + name + "'");
