@@ -33,6 +33,9 @@
 //   TenantIdentities (tenant_identities.h)      tenants' Unix identities
 //   JobLogs (job_logs.h)          task output on disk
 //   PublishedJobs (job_views.h)   immutable job views and the wait context for reads
+//   usage_report.h                GPU-hours and usage series from usage intervals (pure)
+// A job is named by its JobNumber (job_number.h) and its state is a JobState
+// (job_state.h); both are written to the store as plain values.
 // JSON views live here (controller_views.cc, controller_nodes.cc, controller_metrics.cc),
 // not in those services; HTTP routes per resource are in server_*.cc.
 //
@@ -142,13 +145,6 @@ struct ControllerOptions {
   std::optional<SchedulerPolicy> scheduler_policy;
   // Told every job transition, under the controller's lock (scenario runs, tests).
   LifecycleListener* lifecycle_listener = nullptr;
-};
-
-// Usage of GPUs over a window, grouped by tenant, queue or job.
-struct UsageRowView {
-  std::string key;
-  double gpu_hours = 0;
-  int64_t jobs = 0;
 };
 
 class Controller {
@@ -271,10 +267,10 @@ class Controller {
   // The jobs of the store: pending ones queued, running and stopping ones with their
   // placement (waiting for their nodes), the oldest finished ones archived.
   Status LoadJobRows(Micros now);
-  // Builds the core afresh from the nodes that are up (at the first cycle, and after
-  // the queue tree changed), putting every job back.
+  // Builds the core afresh from the nodes that are up (at the first cycle, after the
+  // queue tree changed, after an in-place node change failed), putting every job back.
   Status RebuildScheduler(Micros now, Pending& out);
-  // Node changes in place (controller_nodes.cc); with mu_ held. A failure falls back
+  // Node changes in place (controller_cluster.cc); with mu_ held. A failure falls back
   // to a rebuild before the next cycle (logged).
   // The node registered: added to the core (or its spec updated, deferred while it
   // holds work), its drains applied, and the tasks it still runs held again.

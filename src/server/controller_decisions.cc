@@ -318,9 +318,8 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
                 "requeued: node " + name + " was lost (" + reason + ")");
     for (size_t t = 0; t < job.tasks.size(); ++t) {
       if (job.tasks[t].node == name && !job.tasks[t].exited) {
-        job.tasks[t].exited = true;
+        job.tasks[t].exited = true;  // detached above
         job.tasks[t].signal = 9;
-        core_.lifecycle()->DetachTask(jobs_.Rec(job), t);
       }
     }
     // The rest of the gang stops at once: it restarts as a whole.

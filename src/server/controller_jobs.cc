@@ -87,7 +87,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     row.name = job.spec.name;
     row.idempotency_key = idempotency_key;
     row.spec_json = JobSubmissionToJson(job, *catalog_).dump();
-    row.state = "pending";
+    row.state = std::string(JobStateName(JobState::kPending));
     row.submit_us = now;
     row.reason = "waiting for the next scheduling cycle";
     LiveJob& j = jobs_.Add(id);  // finished (invisible to the core) until durable

@@ -47,16 +47,19 @@ class ControllerMembershipTest : public ControllerTest {
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : nlohmann::json();
   }
-  uint64_t Rebuilds() {
+  uint64_t Counter(const std::string& name) {
     std::smatch m;
     const std::string text = controller_->Metrics();
-    static const std::regex kLine("\ntessera_scheduler_rebuilds_total ([0-9]+)\n");
-    EXPECT_TRUE(std::regex_search(text, m, kLine));
+    const std::regex line("\n" + name + " ([0-9]+)\n");
+    EXPECT_TRUE(std::regex_search(text, m, line)) << name;
     return m.empty() ? 0 : std::stoull(m[1]);
   }
+  uint64_t Rebuilds() { return Counter("tessera_scheduler_rebuilds_total"); }
   void ExpectInvariants() {
     std::vector<std::string> broken = controller_->CheckInvariants();
     EXPECT_TRUE(broken.empty()) << broken.front();
+    // And no cycle found them broken either.
+    EXPECT_EQ(Counter("tessera_scheduler_invariant_breaches_total"), 0u);
   }
 };
 

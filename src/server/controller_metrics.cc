@@ -187,6 +187,10 @@ std::string Controller::Metrics() {
            "Times the scheduler's cluster was built afresh (first cycle, queue changes); node "
            "events change it in place.");
   w.Sample({}, static_cast<double>(core_.rebuilds()));
+  w.Family("tessera_scheduler_invariant_breaches_total", MetricType::kCounter,
+           "Cycles after which the core's ledger or quota invariants did not hold (a bug: "
+           "alert on any).");
+  w.Sample({}, static_cast<double>(counters_.invariant_breaches));
   w.Family("tessera_scheduler_cycle_duration_seconds", MetricType::kHistogram,
            "Wall time of a scheduling cycle, including making its decisions durable.");
   w.Sample({}, counters_.cycle_seconds.Read());
