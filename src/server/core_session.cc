@@ -10,6 +10,12 @@
 
 namespace tessera {
 
+SchedulerPolicy WithServerBounds(SchedulerPolicy policy, Micros min_run_before_reclaim) {
+  policy.options.min_run_before_reclaim =
+      std::max(policy.options.min_run_before_reclaim, min_run_before_reclaim);
+  return policy;
+}
+
 CoreSession::CoreSession(const GpuCatalog& catalog, uint64_t seed, std::string placement)
     : catalog_(&catalog), placement_(std::move(placement)), rng_(seed) {}
 
@@ -18,9 +24,8 @@ Status CoreSession::ChoosePolicy(const std::optional<SchedulerPolicy>& given,
   if (given) {
     policy_ = *given;
   } else {
-    TESSERA_ASSIGN_OR_RETURN(policy_, ParseSchedulerPolicy(name));
-    policy_.options.min_run_before_reclaim =
-        std::max(policy_.options.min_run_before_reclaim, min_run_before_reclaim);
+    TESSERA_ASSIGN_OR_RETURN(SchedulerPolicy named, ParseSchedulerPolicy(name));
+    policy_ = WithServerBounds(std::move(named), min_run_before_reclaim);
   }
   const SchedulerOptions& so = policy_.options;
   if (so.runtime_source == RuntimeSource::kOracle || so.preempt_srtf || so.lossless_preemption) {

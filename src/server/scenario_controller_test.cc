@@ -1,7 +1,8 @@
 // The scenario suite through the controller (controller_job_runner.h): every
 // tests/scenarios/*.yaml as its own test. Its checks must pass, and every job's outcome
 // (first start, finish, preemptions, service, work lost) must equal the simulator's
-// under each policy the file names.
+// under each policy the file names, and again under the bounds the server puts on a
+// named policy.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "server/controller.h"
 #include "server/controller_job_runner.h"
+#include "server/core_session.h"
 #include "sim/job_sim.h"
 #include "sim/scenario.h"
 #include "sim/testing/scenario_files.h"
@@ -71,6 +74,7 @@ TEST_P(ScenarioThroughControllerTest, PassesWithTheSimulatorsOutcome) {
   std::string diffs;
   int runs = 0;         // through both drivers
   int oracle_runs = 0;  // through the simulator only
+  int bounded_runs = 0;  // through both, with the server's policy bounds
   JobRunner both = [&](const std::vector<NodeSpec>& nodes, const QueueTreeSpec& queues,
                        const std::vector<SimJob>& jobs, const JobSimOptions& options,
                        const GpuCatalog& catalog) -> StatusOr<JobSimResult> {
@@ -95,12 +99,32 @@ TEST_P(ScenarioThroughControllerTest, PassesWithTheSimulatorsOutcome) {
                FormatSimEvents(live.events) + "simulator's events:\n" +
                FormatSimEvents(sim.events);
     }
+    // Under the bounds a live controller puts on a named policy the drivers must still
+    // agree (the file's checks are written for the policy as is, so only agreement is
+    // asked there).
+    JobSimOptions bounded = options;
+    bounded.policy = WithServerBounds(options.policy, ControllerOptions{}.min_run_before_reclaim);
+    if (bounded.policy.options.min_run_before_reclaim !=
+        options.policy.options.min_run_before_reclaim) {
+      TESSERA_ASSIGN_OR_RETURN(JobSimResult sim_bounded,
+                               RunJobSimulation(nodes, queues, jobs, bounded, catalog));
+      TESSERA_ASSIGN_OR_RETURN(JobSimResult live_bounded,
+                               RunJobsThroughController(nodes, queues, jobs, bounded, catalog));
+      ++bounded_runs;
+      std::string bounded_diff = OutcomeDiff(sim_bounded.run, live_bounded.run);
+      if (!bounded_diff.empty()) {
+        diffs += "policy " + options.policy.name + " with the server's bounds:\n" + bounded_diff +
+                 "controller's events:\n" + FormatSimEvents(live_bounded.events) +
+                 "simulator's events:\n" + FormatSimEvents(sim_bounded.events);
+      }
+    }
     return live;
   };
   StatusOr<ScenarioResult> result = RunScenario(*scenario, Catalog(), both);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_GT(runs + oracle_runs, 0);
-  std::cout << "runs through both drivers: " << runs
+  std::cout << "runs through both drivers: " << runs << " (and " << bounded_runs
+            << " with the server's policy bounds)"
             << "; policies needing an oracle, on the simulator only: " << oracle_runs << "\n";
   EXPECT_GT(result->checks, 0);
   EXPECT_TRUE(result->ok()) << result->Report();
