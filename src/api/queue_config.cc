@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <limits>
+#include <sstream>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -342,24 +344,30 @@ StatusOr<QueueTreeSpec> ParseQueueTreeYaml(const YAML::Node& root, const GpuCata
   }
 }
 
-StatusOr<QueueTreeSpec> LoadQueueTreeFile(const std::string& path, const GpuCatalog& catalog) {
+StatusOr<QueueTreeSpec> ParseQueueTreeText(std::string_view yaml, const GpuCatalog& catalog,
+                                           const std::string& source) {
+  // The kit's format: "source: [path: ]message (line L, column C)".
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    return NotFoundError("cannot read queue config '" + path + "'");
+    root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    std::string where;
-    if (!e.mark.is_null()) {
-      where = ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
-    }
-    return InvalidArgumentError(path + where + ": " + e.msg);
+    return InvalidArgumentError(source + ": " + e.msg + YamlReader::At(e.mark));
   }
   StatusOr<QueueTreeSpec> spec = ParseQueueTreeYaml(root, catalog);
   if (!spec.ok()) {
-    return Status(spec.status().code(), path + ": " + spec.status().message());
+    return Status(spec.status().code(), source + ": " + spec.status().message());
   }
   return spec;
+}
+
+StatusOr<QueueTreeSpec> LoadQueueTreeFile(const std::string& path, const GpuCatalog& catalog) {
+  std::ifstream in(path);
+  if (!in) {
+    return NotFoundError("cannot read queue config '" + path + "'");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseQueueTreeText(text.str(), catalog, path);
 }
 
 }  // namespace tessera

@@ -23,9 +23,10 @@
 // Thread safety: functions, no shared state.
 #pragma once
 
-#include <string>
-
 #include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "model/gpu_catalog.h"
@@ -34,6 +35,10 @@
 namespace tessera {
 
 StatusOr<QueueTreeSpec> ParseQueueTreeYaml(const YAML::Node& root, const GpuCatalog& catalog);
+// YAML text (an admin's PUT /v1/queues, the store's copy); errors start with `source`.
+StatusOr<QueueTreeSpec> ParseQueueTreeText(std::string_view yaml, const GpuCatalog& catalog,
+                                           const std::string& source = "queue configuration");
+// A file; NotFound when it cannot be read, errors otherwise start with its path.
 StatusOr<QueueTreeSpec> LoadQueueTreeFile(const std::string& path, const GpuCatalog& catalog);
 // The YAML text of `spec`, which ParseQueueTreeYaml reads back as `spec` (quantities in
 // their ledger units: "1500m" GPUs and CPUs, MiB).

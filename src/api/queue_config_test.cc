@@ -398,6 +398,23 @@ TEST_F(QueueConfigFileTest, SyntaxErrorNamesFileAndLine) {
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(spec.status().message().find(path + ":"), std::string::npos) << spec.status().message();
+  // The kit's one format: the position as "(line L, column C)".
+  EXPECT_NE(spec.status().message().find("(line "), std::string::npos) << spec.status().message();
+}
+
+TEST(QueueConfigTextTest, TextErrorsUseTheKitsFormat) {
+  StatusOr<QueueTreeSpec> syntax = ParseQueueTreeText("queues: [\n", Catalog());
+  ASSERT_FALSE(syntax.ok());
+  EXPECT_EQ(syntax.status().message().rfind("queue configuration: ", 0), 0u)
+      << syntax.status().message();
+  EXPECT_NE(syntax.status().message().find("(line "), std::string::npos)
+      << syntax.status().message();
+  StatusOr<QueueTreeSpec> content =
+      ParseQueueTreeText("queues:\n  - name: a\n    quota: {gpu: 12x}\n", Catalog(), "PUT");
+  ASSERT_FALSE(content.ok());
+  EXPECT_EQ(content.status().message().rfind("PUT: queues[0].quota.gpu", 0), 0u)
+      << content.status().message();
+  EXPECT_TRUE(ParseQueueTreeText("queues:\n  - name: a\n", Catalog()).ok());
 }
 
 TEST_F(QueueConfigFileTest, ContentErrorNamesFileAndLine) {

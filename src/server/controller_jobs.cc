@@ -187,18 +187,27 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, JobNumber id) 
 StatusOr<LogChunk> Controller::ReadLog(const Principal& who, JobNumber id, int task, int64_t offset,
                                        int64_t max_bytes) {
   std::string state;
-  {
+  int replicas = 0;
+  // A published job without the controller's lock (as GetJobText); an archived one from
+  // the store.
+  if (std::shared_ptr<const JobView> view = views_.Get(id)) {
+    if (!PublishedJobs::Visible(who, view->tenant)) {
+      return NotFoundError("no job " + ToString(id));
+    }
+    replicas = view->tasks;
+    state = view->state;
+  } else {
     std::unique_lock<std::mutex> lock(mu_);
     std::optional<LiveJob> archived;
     const LiveJob* job = FindOrLoad(id, &archived, lock);
     if (job == nullptr || !Visible(who, *job)) {
       return NotFoundError("no job " + ToString(id));
     }
-    const int replicas = static_cast<int>(job->submission.spec.tasks.size());
-    if (task < 0 || task >= replicas) {
-      return InvalidArgumentError("task must be in 0.." + std::to_string(replicas - 1));
-    }
+    replicas = static_cast<int>(job->submission.spec.tasks.size());
     state = job->row.state;
+  }
+  if (task < 0 || task >= replicas) {
+    return InvalidArgumentError("task must be in 0.." + std::to_string(replicas - 1));
   }
   TESSERA_ASSIGN_OR_RETURN(LogChunk chunk, logs_.Read(id, task, offset, max_bytes));
   chunk.job_state = std::move(state);

@@ -1,4 +1,4 @@
-// API reads of jobs do not wait for the scheduling cycle: they are served from the
+// API reads of jobs and their logs do not wait for the scheduling cycle: they are served from the
 // published views, not under the controller's lock, which the cycle holds. Shown
 // without timing: a read is made from inside the cycle, while the lock is held, and
 // must complete before the cycle may go on.
@@ -35,8 +35,10 @@ class ControllerReadsTest : public ControllerTest {
       std::future<nlohmann::json> read = std::async(std::launch::async, [c, admin, other] {
         Controller::JobPage page = c->ListJobIds(admin, JobFilter{}, JobNumber(0), 10);
         auto job = c->GetJob(admin, JobNumber(other));
+        auto log = c->ReadLog(admin, JobNumber(other), 0, 0, 1024);
         nlohmann::json out = {{"listed", page.jobs.size()}};
         out["job"] = job.ok() ? *job : nlohmann::json(job.status().ToString());
+        out["log_state"] = log.ok() ? log->job_state : log.status().ToString();
         return out;
       });
       // Bounded: a read that needed the lock could not finish while it is held here.
@@ -71,6 +73,7 @@ TEST_F(ControllerReadsTest, AJobIsReadAndListedWhileTheCycleHoldsTheControllersL
   // As of the last publication: the cycle's own start is not published yet.
   EXPECT_EQ(listener_.seen["job"]["state"], "pending");
   EXPECT_EQ(listener_.seen["job"]["reason"], "waiting for the next scheduling cycle");
+  EXPECT_EQ(listener_.seen["log_state"], "pending");  // logs are read without the lock too
 
   auto after = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(other_));
   ASSERT_TRUE(after.ok());

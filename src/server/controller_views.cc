@@ -123,6 +123,7 @@ void Controller::PublishView(const LiveJob& job) {
   }
   auto view = std::make_shared<JobView>();
   view->id = job.id();
+  view->tasks = static_cast<int>(job.submission.spec.tasks.size());
   view->tenant = job.row.tenant;
   view->queue = job.row.queue;
   view->state = job.row.state;

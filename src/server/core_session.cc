@@ -38,13 +38,7 @@ Status CoreSession::ChoosePolicy(const std::optional<SchedulerPolicy>& given,
 }
 
 Status CoreSession::ApplyQueueYaml(const std::string& yaml) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(std::string("queue configuration: ") + e.what());
-  }
-  TESSERA_ASSIGN_OR_RETURN(QueueTreeSpec spec, ParseQueueTreeYaml(root, *catalog_));
+  TESSERA_ASSIGN_OR_RETURN(QueueTreeSpec spec, ParseQueueTreeText(yaml, *catalog_));
   TESSERA_ASSIGN_OR_RETURN(QueueTree tree, QueueTree::Create(std::move(spec), *catalog_));
   tree_ = std::make_shared<QueueTree>(std::move(tree));
   queues_yaml_ = yaml;

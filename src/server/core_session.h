@@ -4,10 +4,11 @@
 // rebuilds (fair-share usage carried over, the runtime predictor) and the last cycle's
 // reservation.
 //
-// Life: the policy and queue tree are chosen once at Open (ChoosePolicy, ApplyQueueYaml,
-// MakeLifecycle); the cluster state, quota ledger and scheduler are built at the first
-// cycle and again only after the queue tree changed (BuildState, BuildScheduler,
-// FinishRebuild), or after an in-place node change failed (RequestRebuild). Between
+// Life: the policy is chosen once at Open (ChoosePolicy, MakeLifecycle); the queue tree
+// at Open and again when an admin replaces it (ApplyQueueYaml). The cluster state, quota
+// ledger and scheduler are built at the first cycle and again only after the queue tree
+// changed (BuildState, BuildScheduler, FinishRebuild), or after an in-place node change
+// failed (RequestRebuild). Between
 // rebuilds nodes join and leave the ClusterState in place and NodesChanged regroups the
 // scheduler.
 //

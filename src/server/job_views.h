@@ -85,6 +85,7 @@ struct JobView {
   // why it waits now is added at read time.
   std::string reason;
   bool pending = false;
+  int tasks = 0;         // the gang's size (its logs are tasks 0..tasks-1)
   PendingDemand demand;  // when pending
 };
 
