@@ -202,7 +202,6 @@ class JobScheduler {
     Micros run_start;
     uint64_t id;
     int las_level;  // at the cycle's time
-    uint32_t queue;
   };
   // The running jobs of one queue and LAS level, put in victim order (their costs
   // worked out) by the first search that may take from them in a cycle.

@@ -57,7 +57,7 @@ void JobScheduler::GroupVictims(const std::vector<JobRecord>& jobs, Micros now) 
       victim_groups_used_.push_back(g);
     }
     // The cost and eviction time are worked out when the group is sorted.
-    group.jobs.push_back({0.0, 0, v.spec.priority, v.run_start, id, level, v.queue.value()});
+    group.jobs.push_back({0.0, 0, v.spec.priority, v.run_start, id, level});
   }
 }
 
