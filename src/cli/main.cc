@@ -1,14 +1,18 @@
-// The `tessera` command: one binary for the scheduler's drivers and tools.
+// The `tessera` command: the user commands, the simulators and tools. The daemons
+// (server, agent, up) are in `tesserad`, which it runs for them (cli/daemon_exec.h).
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "cli/cluster_commands.h"
-#include "cli/daemon_commands.h"
+#include "cli/daemon_exec.h"
 #include "cli/sim_fgd_command.h"
 #include "cli/sim_jobs_command.h"
 #include "cli/top_command.h"
 
 int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::bad_alloc ends it
+  if (argc > 1 && tessera::IsDaemonCommand(argv[1])) {
+    return tessera::ExecDaemon(argc, argv);
+  }
   CLI::App app{"Tessera: a multi-tenant GPU cluster scheduler", "tessera"};
   app.set_version_flag("--version", "tessera 0.1.0");
   app.require_subcommand(1);
@@ -20,7 +24,11 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::ba
   tessera::AddSimJobsCommand(*sim, &exit_code);
   tessera::AddClusterCommands(app, &exit_code);
   tessera::AddTopCommand(app, &exit_code);
-  tessera::AddDaemonCommands(app, &exit_code);
+  // Listed for --help only: main hands them to tesserad before parsing.
+  app.add_subcommand("server", "Run the controller");
+  app.add_subcommand("agent", "Run a node agent");
+  app.add_subcommand(
+      "up", "Run a one-machine cluster: the controller and one agent (fake GPUs without NVML)");
 
   try {
     app.parse(argc, argv);
