@@ -176,8 +176,11 @@ Status Agent::Init() {
     std::ifstream in(options_.data_dir + "/node.credential");
     std::string credential;
     std::getline(in, credential);
-    client_->set_bearer_token_auth(credential.empty() ? options_.token.c_str() : credential.c_str());
+    bearer_ = credential.empty() ? options_.token : credential;
+    client_->set_bearer_token_auth(bearer_.c_str());
   }
+  channel_ = std::make_unique<AgentChannelClient>(
+      [this](const HeartbeatResponse& commands) { OnPush(commands); });
   client_->set_connection_timeout(2, 0);
   client_->set_read_timeout(10, 0);
   client_->set_write_timeout(10, 0);
@@ -237,6 +240,7 @@ void Agent::Start() {
   }
   stopping_ = false;
   loop_ = std::thread([this] { Loop(); });
+  exit_watch_ = std::thread([this] { WatchExits(); });
 }
 
 void Agent::Stop() {
@@ -247,6 +251,13 @@ void Agent::Stop() {
   loop_cv_.notify_all();
   if (loop_.joinable()) {
     loop_.join();
+  }
+  if (exit_watch_.joinable()) {
+    launcher_->Interrupt();
+    exit_watch_.join();
+  }
+  if (channel_ != nullptr) {
+    (void)channel_->Close();  // no more pushes
   }
   if (launcher_ == nullptr) {
     return;
@@ -282,7 +293,9 @@ void Agent::Loop() {
     } else {
       backoff = 200'000;
     }
-    loop_cv_.wait_for(lock, std::chrono::microseconds(wait), [this] { return stopping_; });
+    loop_cv_.wait_for(lock, std::chrono::microseconds(wait),
+                      [this] { return stopping_ || report_now_; });
+    report_now_ = false;
   }
 }
 
@@ -353,8 +366,13 @@ Status Agent::Register() {
     if (!written || ::rename(tmp.c_str(), credential_path.c_str()) != 0) {
       return UnavailableError("cannot write the node credential to " + credential_path);
     }
-    client_->set_bearer_token_auth(resp.credential.c_str());
+    bearer_ = resp.credential;
+    client_->set_bearer_token_auth(bearer_.c_str());
   }
+  // A new registration gets a new stream (the controller forgot the old one's agent).
+  (void)channel_->Close();
+  channel_port_ = resp.channel_port;
+  channel_retry_at_ = 0;
   if (options_.heartbeat_interval <= 0 && resp.heartbeat_interval_ms > 0) {
     interval_ = resp.heartbeat_interval_ms * 1000;
   }
@@ -415,77 +433,6 @@ std::vector<TaskReport> Agent::Reports(std::vector<std::pair<std::string, int64_
     out.push_back(std::move(r));
   }
   return out;
-}
-
-Status Agent::Heartbeat() {
-  HeartbeatRequest req;
-  req.node = options_.node_name;
-  req.agent_id = agent_id_;
-  std::vector<std::pair<std::string, int64_t>> shipped;
-  req.tasks = Reports(&shipped);
-  req.gpus = TakeTelemetry();
-  const Micros sent = SystemClock().NowMicros();
-  last_status_ = 0;
-  StatusOr<nlohmann::json> answer = Post("/v1/agents/heartbeat", ToJson(req));
-  if (!answer.ok()) {
-    if (last_status_ == 503) {
-      // A controller whose store failed takes no reports but is alive and hands out
-      // nothing: the node is not lost, so its tasks need not fence themselves.
-      Renew(sent);
-    }
-    unsent_telemetry_ = std::move(req.gpus);  // goes with the next heartbeat
-    return answer.status();
-  }
-  TESSERA_ASSIGN_OR_RETURN(HeartbeatResponse resp, HeartbeatResponseFromJson(*answer));
-  if (resp.reregister) {
-    // This controller did not take the reports (it restarted, or lost this agent):
-    // keep every one of them for the registration.
-    registered_ = false;
-    return Register();
-  }
-  Renew(sent);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // Delivered and durable: advance the log offsets, forget the ends reported.
-    for (const auto& [id, offset] : shipped) {
-      auto it = tasks_.find(id);
-      if (it != tasks_.end()) {
-        it->second.log_shipped = offset;
-      }
-    }
-    Acknowledge(req.tasks);
-  }
-  for (const TaskLaunch& l : resp.launch) {
-    Launch(l);
-  }
-  for (const TaskStop& s : resp.stop) {
-    StopTask(s);
-  }
-  return Status::Ok();
-}
-
-std::vector<GpuTelemetry> Agent::TakeTelemetry() {
-  if (options_.telemetry_interval <= 0) {
-    return {};
-  }
-  const Micros now = clock_->NowMicros();
-  if (telemetry_read_ && now - telemetry_at_ < options_.telemetry_interval) {
-    return std::exchange(unsent_telemetry_, {});
-  }
-  telemetry_read_ = true;
-  telemetry_at_ = now;
-  StatusOr<std::vector<GpuTelemetry>> sample = [&] {
-    std::lock_guard<std::mutex> lock(mu_);  // the backend has one caller at a time
-    return backend_->ReadTelemetry();
-  }();
-  if (!sample.ok()) {
-    if (telemetry_errors_.insert(sample.status().ToString()).second) {
-      std::cerr << "tessera agent: reading GPU telemetry: " << sample.status().ToString() << "\n";
-    }
-    return std::exchange(unsent_telemetry_, {});
-  }
-  unsent_telemetry_.clear();
-  return std::move(sample).value();
 }
 
 void Agent::Launch(const TaskLaunch& l) {

@@ -3,6 +3,12 @@
 // node's tasks (running, exited with their codes, checkpoints, new log output) and
 // receives the tasks to launch and to stop.
 //
+// Channel: when the registration names the controller's agent channel, heartbeats go
+// over that stream (agent/agent_channel_client.h), and launches and stops arrive on it
+// the moment they are durable. The agent heartbeats at once when a task ends (an exit
+// watcher waits on the shims' pidfds) or a launch arrives, and at least every interval;
+// without the channel (or while it is down) heartbeats go over HTTP.
+//
 // Delivery: the controller resends a launch until a heartbeat reports that task and
 // a stop until the task has exited; the agent ignores keys it has seen. Exit reports
 // are resent until a heartbeat carrying them is answered (the controller makes them
@@ -42,6 +48,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/agent_channel_client.h"
 #include "agent/gpu_backend.h"
 #include "agent/task_launcher.h"
 #include "agent/task_sandbox.h"
@@ -129,6 +136,13 @@ class Agent {
   void Loop();
   Status Register();
   Status Heartbeat();
+  // One heartbeat's exchange (agent_heartbeat.cc): on the channel when it is open or can
+  // be opened, else over HTTP. `store_failed`: the controller is alive but took nothing.
+  StatusOr<HeartbeatResponse> Exchange(const HeartbeatRequest& request, bool* store_failed);
+  bool UseChannel();  // opens the channel when due; false: use HTTP this time
+  void OnPush(const HeartbeatResponse& commands);  // the channel's reader thread
+  void ReportSoon();  // the loop heartbeats now rather than at its interval
+  void WatchExits();  // the exit watcher's thread: a task's end makes the loop report it
   void Launch(const TaskLaunch& launch);
   // The steps of Launch (all require mu_). A task that fails to start is kept, to be
   // reported, with its GPUs released.
@@ -175,6 +189,12 @@ class Agent {
   NodeInventory inventory_;
   std::unique_ptr<TaskLauncher> launcher_;
   std::unique_ptr<httplib::Client> client_;
+  std::string bearer_;  // the node's credential, or the join token until it has one
+  // The agent channel (on the loop thread; pushes arrive on its reader thread).
+  std::unique_ptr<AgentChannelClient> channel_;
+  int64_t channel_port_ = 0;  // from the last registration; 0: none
+  Micros channel_retry_at_ = 0;
+  std::string channel_error_;  // the last one logged
   std::string agent_id_;
   bool registered_ = false;
   Micros interval_ = 500'000;
@@ -197,7 +217,9 @@ class Agent {
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
   bool stopping_ = false;
+  bool report_now_ = false;  // guarded by loop_mu_
   std::thread loop_;
+  std::thread exit_watch_;
 };
 
 }  // namespace tessera

@@ -3,6 +3,7 @@
 # checkpoint-on-preemption protocol.
 set(TESSERA_LAUNCH_SOURCES
   task_launcher.cc
+  task_exit_watch.cc
   task_shim.cc
   cpu_topology.cc
   cgroups.cc

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -505,12 +506,14 @@ TaskLauncher::TaskLauncher(Options options) : options_(std::move(options)) {
     }
   }
   spawner_ = std::make_unique<Spawner>();
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }
 
 TaskLauncher::~TaskLauncher() {
   spawner_.reset();
   std::lock_guard<std::mutex> lock(mu_);
   RetryCgroupRemovals();
+  CloseWatchFds();
 }
 
 void TaskLauncher::AddWarning(std::string text) {
@@ -618,6 +621,7 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
     task.outcome.id = spec.id;
     task.outcome.pid = result->leader;
     tasks_[spec.id] = std::move(task);
+    Interrupt();  // watch it too
     return static_cast<int>(result->leader);
   };
 
@@ -678,6 +682,7 @@ Status TaskLauncher::Adopt(const std::string& id, const std::string& state_dir) 
     (void)KillLeftovers(task.shim_pid, task.shim_starttime, task.cgroup_dir);
   }
   tasks_[id] = std::move(task);
+  Interrupt();  // watch it too
   return Status::Ok();
 }
 
@@ -772,6 +777,9 @@ std::vector<TaskExit> TaskLauncher::Reap() {
       pending_cgroup_removals_.push_back(task.cgroup_dir);
     }
     exits.push_back(std::move(task.outcome));
+    if (task.pidfd >= 0) {
+      retired_pidfds_.push_back(task.pidfd);
+    }
     it = tasks_.erase(it);
   }
   RetryCgroupRemovals();

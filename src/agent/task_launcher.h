@@ -150,6 +150,13 @@ class TaskLauncher {
   // Non-blocking: the tasks whose shim ended since the last call.
   std::vector<TaskExit> Reap();
 
+  // Waits up to `timeout_ms` for a task's shim to end (then Reap has it to report), on
+  // pidfds, so that an agent reports an exit the moment it happens; true when one did.
+  // Each end wakes it once. Returns early (false) on Interrupt or when a task starts.
+  // One caller at a time (the agent's exit watcher).
+  bool WaitForExit(int timeout_ms);
+  void Interrupt();
+
   // True from a successful Start or Adopt until Reap reports the task's end.
   bool Running(std::string_view id) const;
 
@@ -173,12 +180,15 @@ class TaskLauncher {
     bool leftovers = false;     // ended without an exit file: kill until nothing is left
     int64_t give_up_at_ms = 0;  // steady clock; leftovers that do not die by then stay
     TaskExit outcome;
+    int pidfd = -1;         // the shim's, opened by WaitForExit
+    bool end_seen = false;  // WaitForExit saw the pidfd ready: not watched again
   };
   class Spawner;
 
   void AddWarning(std::string text);  // requires mu_
   void RetryCgroupRemovals();         // requires mu_
   bool ShimEnded(Task& task);         // requires mu_
+  void CloseWatchFds();               // requires mu_; the destructor's
 
   const Options options_;
   std::map<std::string, std::string> base_env_;
@@ -190,6 +200,10 @@ class TaskLauncher {
   std::set<std::string, std::less<>> starting_;     // ids inside Start
   std::vector<std::string> pending_cgroup_removals_;
   std::vector<std::string> warnings_;
+  // WaitForExit's: an eventfd that interrupts it, and the pidfds of reaped tasks, which
+  // it closes (not Reap: a poll may still hold them).
+  int wake_fd_ = -1;
+  std::vector<int> retired_pidfds_;
 };
 
 }  // namespace tessera

@@ -613,6 +613,9 @@ nlohmann::json ToJson(const RegisterResponse& response) {
   if (!response.credential.empty()) {
     j["credential"] = response.credential;
   }
+  if (response.channel_port > 0) {
+    j["channel_port"] = response.channel_port;
+  }
   return j;
 }
 
@@ -708,6 +711,7 @@ StatusOr<RegisterResponse> RegisterResponseFromJson(const nlohmann::json& j) {
                                          &response.node_timeout_ms));
         TESSERA_RETURN_IF_ERROR(
             d.OptString(j, "", "credential", kMaxIdLength, &response.credential));
+        TESSERA_RETURN_IF_ERROR(d.OptInt(j, "", "channel_port", 0, 65535, &response.channel_port));
         return response;
       });
 }

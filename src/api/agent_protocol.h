@@ -1,7 +1,10 @@
-// The controller <-> node agent protocol: JSON messages over HTTP.
+// The controller <-> node agent protocol: JSON messages over HTTP, and over the agent
+// channel (api/agent_channel.proto), a stream that carries the same heartbeats and pushes
+// launches and stops the moment they are durable.
 //
 //   agent -> controller  POST register   RegisterRequest  -> RegisterResponse
 //   agent -> controller  POST heartbeat  HeartbeatRequest -> HeartbeatResponse
+//                        (or the channel, when RegisterResponse names its port)
 //
 // The agent registers with its inventory and the tasks it still runs (after a restart
 // of either side), then heartbeats every heartbeat_interval_ms with the state of its
@@ -189,6 +192,9 @@ struct RegisterResponse {
   // join token); "" otherwise. The agent keeps it (<data_dir>/node.credential, 0600)
   // and sends it as its bearer token from then on; the controller keeps its hash only.
   std::string credential;
+  // The agent channel's port on the controller's host (api/agent_channel.proto): the
+  // agent opens its stream there. 0: no channel; the agent heartbeats over HTTP.
+  int64_t channel_port = 0;
   bool operator==(const RegisterResponse&) const = default;
 };
 

@@ -240,6 +240,12 @@ class Controller {
   // ---- agents ----
   StatusOr<RegisterResponse> Register(const RegisterRequest& request, const std::string& address);
   StatusOr<HeartbeatResponse> Heartbeat(const HeartbeatRequest& request);
+  // Where a node's new launches and stops go the moment they are durable (the agent
+  // channel); none: they wait for the node's next heartbeat, which carries them anyway.
+  // Called under the controller's lock, so in the order decided: it must not block or
+  // call back into the controller.
+  using PushSink = std::function<void(const std::string& node, const HeartbeatResponse& commands)>;
+  void SetPushSink(PushSink sink);
 
   // One scheduling cycle now: node timeouts, the core cycle, durable decisions.
   Status RunCycle();
@@ -351,6 +357,7 @@ class Controller {
 
   // Makes `out` durable (without mu_), then hands out its launches and stops.
   Status Publish(Pending out);
+  PushSink push_sink_;  // guarded by mu_
 
   ControllerOptions options_;
   Store* store_;

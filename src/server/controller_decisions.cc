@@ -1,16 +1,16 @@
 // Applying the core's decisions and the agents' reports: starts and their launches,
 // stops, exits, requeues and ends, lost nodes, the cycle, and making each step durable
 // before it is handed out.
-#include "server/controller.h"
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <set>
 
+#include "server/controller.h"
 #include "server/controller_rows.h"
 
 namespace tessera {
@@ -433,12 +433,16 @@ Status Controller::Publish(Pending out) {
   // Their terminal rows are durable now: they may leave memory.
   jobs_.NoteFinished(out.finished);
   Archive(clock_->NowMicros());
+  std::map<std::string, HeartbeatResponse> pushes;
   for (auto& [node, launch] : out.launches) {
     auto n = nodes_.all().find(node);
     LiveJob* job = jobs_.Find(JobNumber(launch.key.job));
     if (n == nodes_.all().end() || job == nullptr || job->row.attempts != launch.key.attempt ||
         jobs_.Rec(*job).phase != JobPhase::kRunning) {
       continue;
+    }
+    if (push_sink_) {
+      pushes[node].launch.push_back(launch);
     }
     n->second.launches.push_back(std::move(launch));
   }
@@ -451,9 +455,20 @@ Status Controller::Publish(Pending out) {
     if (std::none_of(stops.begin(), stops.end(),
                      [&](const TaskStop& s) { return s.key == stop.key; })) {
       stops.push_back(stop);
+      if (push_sink_) {
+        pushes[node].stop.push_back(stop);
+      }
     }
   }
+  for (const auto& [node, commands] : pushes) {
+    push_sink_(node, commands);
+  }
   return Status::Ok();
+}
+
+void Controller::SetPushSink(PushSink sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  push_sink_ = std::move(sink);
 }
 
 }  // namespace tessera

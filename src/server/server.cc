@@ -18,6 +18,7 @@
 #include "api/units.h"
 #include "base/strings.h"
 #include "base/time_format.h"
+#include "server/agent_channel_server.h"
 #include "server/auth.h"
 #include "server/dashboard.h"
 #include "server/rate_limiter.h"
@@ -605,6 +606,7 @@ Status Server::Start() {
     std::cerr << "tessera server: cannot set the listen backlog to " << options_.listen_backlog
               << "\n";
   }
+  TESSERA_RETURN_IF_ERROR(StartChannel());
   controller_->Start();
   serve_ = std::thread([this] { http_->listen_after_bind(); });
   return Status::Ok();
@@ -620,6 +622,10 @@ void Server::Stop() {
   }
   if (serve_.joinable()) {
     serve_.join();
+  }
+  if (channel_ != nullptr) {
+    controller_->SetPushSink(nullptr);
+    channel_->Stop();
   }
   if (controller_ != nullptr) {
     controller_->Stop();

@@ -11,11 +11,12 @@
 //   GET  /v1/usage?since=&until=&by=tenant|queue|job
 //   GET  /v1/usage/series?since=&until=&step=5m   GPUs in use per tenant over time
 //   POST /v1/nodes/{name}/drain {"reason", "gpu"?}   POST /v1/nodes/{name}/resume {"gpu"?} (admin)
-//   DELETE /v1/nodes/{name} (or POST /v1/nodes/{name}/remove)   POST /v1/nodes/{name}/revoke (admin)
-//   GET  /metrics  GET /metrics/gpus (DCGM exporter names)   (metrics or admin token)
-//   GET  /  the web dashboard (static assets without a token; their data calls need one)
-//   GET  /v1/tenants (admin)  POST /v1/tenants (admin) {"name"} -> {"token"} once
-//   POST /v1/agents/register  POST /v1/agents/heartbeat   (node credential; join token)
+//   DELETE /v1/nodes/{name} (or POST /v1/nodes/{name}/remove)   POST /v1/nodes/{name}/revoke
+//   (admin) GET  /metrics  GET /metrics/gpus (DCGM exporter names)   (metrics or admin token) GET
+//   /  the web dashboard (static assets without a token; their data calls need one) GET /v1/tenants
+//   (admin)  POST /v1/tenants (admin) {"name"} -> {"token"} once POST /v1/agents/register  POST
+//   /v1/agents/heartbeat   (node credential; join token) the agent channel: gRPC on agent_port
+//   (server/agent_channel_server.h), node credential
 // Tokens: an admin token, an agent join token and a metrics token are made on first
 // start and written (mode 0600) to <data>/admin.token, join.token and metrics.token
 // (the latter for Prometheus: it reads /metrics and nothing else); the store keeps
@@ -61,12 +62,18 @@ struct Response;
 
 namespace tessera {
 
+class AgentChannelServer;
 class TokenRegistry;
 
 struct ServerOptions {
   std::string data_dir;                // required; created when absent
   std::string host = "127.0.0.1";
   int port = 7450;                     // 0: any free port (see Server::port())
+  // The agent channel (gRPC, api/agent_channel.proto) on host: agents learn the port
+  // when they register. 0: any free port (see Server::agent_port()); -1: no channel,
+  // agents heartbeat over HTTP.
+  int agent_port = 0;
+  int agent_workers = 4;               // threads handling agents' messages
   std::string tls_cert, tls_key;       // both set: HTTPS
   std::string queues_yaml;             // queue configuration used when the store has none
   bool fsync = true;                   // the store's synchronous=FULL
@@ -101,6 +108,7 @@ class Server {
   void Stop();
 
   int port() const { return port_; }
+  int agent_port() const;  // 0: no agent channel
   std::string url() const;
   const std::string& admin_token() const { return admin_token_; }
   const std::string& join_token() const { return join_token_; }
@@ -130,6 +138,11 @@ class Server {
   // The agent and node-membership endpoints (server_nodes.cc).
   void NodeRoutes();
   void NodeAdminRoutes();
+  // The agent channel (server_channel.cc): started before the scheduling loop, so that
+  // its first decisions are pushed.
+  Status StartChannel();
+  // The node whose credential `authorization` carries, for the agent channel.
+  StatusOr<std::string> AuthenticateNode(const std::string& authorization, const std::string& peer);
   // Loads a node credential row (role node, node_revoked or removed); false for others.
   bool LoadNodeCredential(const TokenRow& row);
   // 403 text for a revoked credential's bearer header; "" when it is not one.
@@ -154,6 +167,7 @@ class Server {
   int listen_fd_ = -1;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<AgentChannelServer> channel_;
   std::thread serve_;
   int port_ = 0;
   std::string admin_token_, join_token_, metrics_token_;

@@ -106,6 +106,7 @@ void Server::NodeRoutes() {
                 SendError(res, out.status());
                 return;
               }
+              out->channel_port = agent_port();
               SendJson(res, ToJson(out.value()));
               return;
             }
@@ -146,6 +147,7 @@ void Server::NodeRoutes() {
             std::cerr << "tessera server: node " << name << " joined from " << req.remote_addr
                       << " and got its credential\n";
             out->credential = credential;
+            out->channel_port = agent_port();
             SendJson(res, ToJson(out.value()));
           },
           Access::kAgent));

@@ -1,0 +1,210 @@
+#include "agent/agent_channel_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <iostream>
+#include <utility>
+
+#include "api/agent_channel.grpc.pb.h"
+
+namespace tessera {
+
+using channel::AgentMessage;
+
+namespace {
+
+using channel::ControllerMessage;
+
+std::chrono::system_clock::time_point After(Micros timeout) {
+  return std::chrono::system_clock::now() + std::chrono::microseconds(timeout);
+}
+
+Status FromGrpc(const grpc::Status& s, const std::string& what) {
+  const std::string message = what + ": " + s.error_message();
+  switch (s.error_code()) {
+    case grpc::StatusCode::OK:
+      return UnavailableError(what + ": the controller ended the stream");
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return PermissionDeniedError(message);
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return UnauthenticatedError(message);
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return InvalidArgumentError(message);
+    default:
+      return UnavailableError(message);
+  }
+}
+
+}  // namespace
+
+struct AgentChannelClient::Impl {
+  PushHandler on_push;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<channel::AgentChannel::Stub> stub;
+  std::unique_ptr<grpc::ClientContext> context;
+  std::unique_ptr<grpc::ClientReaderWriter<AgentMessage, ControllerMessage>> stream;
+  std::thread reader;
+  std::string where;  // "the agent channel at host:port"
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  uint64_t next_seq = 1;
+  uint64_t waiting_for = 0;
+  std::optional<ControllerMessage> answer;
+  bool broken = false;
+
+  void Read() {
+    ControllerMessage m;
+    while (stream->Read(&m)) {
+      if (m.ack() == 0) {
+        Deliver(m);
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      if (m.ack() == waiting_for) {
+        answer = std::move(m);
+        cv.notify_all();
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    broken = true;
+    cv.notify_all();
+  }
+
+  void Deliver(const ControllerMessage& m) {
+    nlohmann::json j = nlohmann::json::parse(m.commands(), nullptr, false);
+    StatusOr<HeartbeatResponse> commands =
+        j.is_discarded() ? StatusOr<HeartbeatResponse>(InvalidArgumentError("not JSON"))
+                         : HeartbeatResponseFromJson(j);
+    if (!commands.ok()) {
+      std::cerr << "tessera agent: a push from the controller: " << commands.status().ToString()
+                << "\n";
+      return;
+    }
+    on_push(commands.value());
+  }
+};
+
+AgentChannelClient::AgentChannelClient(PushHandler on_push) : impl_(std::make_unique<Impl>()) {
+  impl_->on_push = std::move(on_push);
+}
+
+AgentChannelClient::~AgentChannelClient() { (void)Close(); }
+
+bool AgentChannelClient::open() const { return impl_->stream != nullptr; }
+
+StatusOr<HeartbeatResponse> AgentChannelClient::Open(const AgentChannelTarget& target,
+                                                     Micros timeout) {
+  (void)Close();
+  Impl& c = *impl_;
+  const std::string host =
+      target.host.find(':') != std::string::npos ? "[" + target.host + "]" : target.host;
+  const std::string address = host + ":" + std::to_string(target.port);
+  c.where = "the agent channel at " + address;
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (target.tls) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = target.ca_cert_pem;
+    credentials = grpc::SslCredentials(ssl);
+  }
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetMaxReceiveMessageSize(64 << 20);
+  c.channel = grpc::CreateCustomChannel(address, credentials, args);
+  if (!c.channel->WaitForConnected(After(timeout))) {
+    c.channel.reset();
+    return UnavailableError("cannot reach " + c.where);
+  }
+  c.stub = channel::AgentChannel::NewStub(c.channel);
+  c.context = std::make_unique<grpc::ClientContext>();
+  c.context->AddMetadata("authorization", "Bearer " + target.credential);
+  c.stream = c.stub->Connect(c.context.get());
+  c.broken = false;
+  c.next_seq = 1;
+  c.reader = std::thread([&c] { c.Read(); });
+  AgentMessage hello;
+  hello.set_node(target.node);
+  hello.set_agent_id(target.agent_id);
+  bool store_failed = false;
+  return Send(std::move(hello), timeout, &store_failed);
+}
+
+StatusOr<HeartbeatResponse> AgentChannelClient::Exchange(const HeartbeatRequest& request,
+                                                         Micros timeout, bool* store_failed) {
+  AgentMessage m;
+  m.set_heartbeat(ToJson(request).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return Send(std::move(m), timeout, store_failed);
+}
+
+StatusOr<HeartbeatResponse> AgentChannelClient::Send(AgentMessage m, Micros timeout,
+                                                     bool* store_failed) {
+  Impl& c = *impl_;
+  *store_failed = false;
+  if (c.stream == nullptr) {
+    return UnavailableError("the agent channel is not open");
+  }
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    m.set_seq(c.next_seq++);
+    c.waiting_for = m.seq();
+    c.answer.reset();
+  }
+  bool answered = false;
+  if (c.stream->Write(m)) {
+    std::unique_lock<std::mutex> lock(c.mu);
+    answered = c.cv.wait_for(lock, std::chrono::microseconds(timeout), [&c] {
+      return c.answer.has_value() || c.broken;
+    }) && c.answer.has_value();
+  }
+  if (!answered) {
+    const bool timed_out = !c.broken;
+    Status ended = Close();
+    return timed_out ? UnavailableError(c.where + ": no answer within " +
+                                        std::to_string(timeout / 1000) + " ms")
+                     : ended;
+  }
+  ControllerMessage reply;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    reply = std::move(*c.answer);
+    c.answer.reset();
+  }
+  if (!reply.error().empty()) {
+    *store_failed = true;
+    return UnavailableError("the controller took no reports: " + reply.error());
+  }
+  nlohmann::json j = nlohmann::json::parse(reply.commands(), nullptr, false);
+  if (j.is_discarded()) {
+    return InternalError(c.where + ": an answer that is not JSON");
+  }
+  return HeartbeatResponseFromJson(j);
+}
+
+Status AgentChannelClient::Close() {
+  Impl& c = *impl_;
+  if (c.stream == nullptr) {
+    return UnavailableError("the agent channel is not open");
+  }
+  bool broken = false;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    broken = c.broken;
+  }
+  if (!broken) {
+    c.context->TryCancel();
+  }
+  if (c.reader.joinable()) {
+    c.reader.join();
+  }
+  const grpc::Status end = c.stream->Finish();
+  c.stream.reset();
+  c.context.reset();
+  c.stub.reset();
+  c.channel.reset();
+  return FromGrpc(end, c.where);
+}
+
+}  // namespace tessera

@@ -1,0 +1,207 @@
+// Agent: heartbeats, over the agent channel when the controller offers one, else over
+// HTTP, and the telemetry they carry (declared in agent.h).
+#include <httplib.h>
+
+#include <fstream>
+#include <iostream>
+#include <utility>
+
+#include "agent/agent.h"
+#include "agent/agent_channel_client.h"
+
+namespace tessera {
+namespace {
+
+// How long the agent waits for the answer to a heartbeat on the channel: the controller
+// answers once the reports are durable, which takes a commit.
+constexpr Micros kChannelAnswerTimeout = 10'000'000;
+constexpr Micros kChannelConnectTimeout = 2'000'000;
+constexpr Micros kChannelRetry = 1'000'000;
+
+// "https://ctl.example:7450/" -> "ctl.example"; "http://[::1]:7450" -> "::1".
+std::string UrlHost(const std::string& url) {
+  std::string rest = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
+  if (!rest.empty() && rest[0] == '[') {
+    return rest.substr(1, rest.find(']') - 1);
+  }
+  return rest.substr(0, rest.find_first_of(":/"));
+}
+
+}  // namespace
+
+Status Agent::Heartbeat() {
+  HeartbeatRequest req;
+  req.node = options_.node_name;
+  req.agent_id = agent_id_;
+  std::vector<std::pair<std::string, int64_t>> shipped;
+  req.tasks = Reports(&shipped);
+  req.gpus = TakeTelemetry();
+  const Micros sent = SystemClock().NowMicros();
+  bool store_failed = false;
+  StatusOr<HeartbeatResponse> answer = Exchange(req, &store_failed);
+  if (!answer.ok()) {
+    if (store_failed) {
+      // A controller whose store failed takes no reports but is alive and hands out
+      // nothing: the node is not lost, so its tasks need not fence themselves.
+      Renew(sent);
+    }
+    unsent_telemetry_ = std::move(req.gpus);  // goes with the next heartbeat
+    return answer.status();
+  }
+  HeartbeatResponse resp = std::move(answer).value();
+  if (resp.reregister) {
+    // This controller did not take the reports (it restarted, or lost this agent):
+    // keep every one of them for the registration.
+    registered_ = false;
+    return Register();
+  }
+  Renew(sent);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Delivered and durable: advance the log offsets, forget the ends reported.
+    for (const auto& [id, offset] : shipped) {
+      auto it = tasks_.find(id);
+      if (it != tasks_.end()) {
+        it->second.log_shipped = offset;
+      }
+    }
+    Acknowledge(req.tasks);
+  }
+  for (const TaskLaunch& l : resp.launch) {
+    Launch(l);
+  }
+  for (const TaskStop& s : resp.stop) {
+    StopTask(s);
+  }
+  return Status::Ok();
+}
+
+StatusOr<HeartbeatResponse> Agent::Exchange(const HeartbeatRequest& request, bool* store_failed) {
+  *store_failed = false;
+  if (UseChannel()) {
+    StatusOr<HeartbeatResponse> answer =
+        channel_->Exchange(request, kChannelAnswerTimeout, store_failed);
+    if (answer.ok() || *store_failed) {
+      return answer;
+    }
+    std::cerr << "tessera agent: " << answer.status().ToString()
+              << "; heartbeats go over HTTP until the channel is back\n";
+    (void)channel_->Close();
+    channel_retry_at_ = clock_->NowMicros() + kChannelRetry;
+  }
+  last_status_ = 0;
+  StatusOr<nlohmann::json> answer = Post("/v1/agents/heartbeat", ToJson(request));
+  if (!answer.ok()) {
+    *store_failed = last_status_ == 503;
+    return answer.status();
+  }
+  return HeartbeatResponseFromJson(*answer);
+}
+
+bool Agent::UseChannel() {
+  if (channel_port_ <= 0) {
+    return false;
+  }
+  if (channel_->open()) {
+    return true;
+  }
+  const Micros now = clock_->NowMicros();
+  if (now < channel_retry_at_) {
+    return false;
+  }
+  channel_retry_at_ = now + kChannelRetry;
+  AgentChannelTarget target;
+  target.host = UrlHost(options_.server_url);
+  target.port = static_cast<int>(channel_port_);
+  target.credential = bearer_;
+  target.tls = options_.server_url.rfind("https://", 0) == 0;
+  if (target.tls && options_.insecure) {
+    if (channel_error_.empty()) {
+      channel_error_ = "unverified";
+      std::cerr << "tessera agent: the agent channel verifies the controller's certificate, "
+                   "which --insecure does not: heartbeats go over HTTP\n";
+    }
+    return false;
+  }
+  if (target.tls && !options_.ca_cert.empty()) {
+    std::ifstream in(options_.ca_cert);
+    target.ca_cert_pem.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  target.node = options_.node_name;
+  target.agent_id = agent_id_;
+  StatusOr<HeartbeatResponse> hello = channel_->Open(target, kChannelConnectTimeout);
+  if (!hello.ok()) {
+    if (channel_error_ != hello.status().ToString()) {
+      channel_error_ = hello.status().ToString();
+      std::cerr << "tessera agent: " << channel_error_ << "; heartbeats go over HTTP\n";
+    }
+    return false;
+  }
+  channel_error_.clear();
+  if (hello->reregister) {
+    (void)channel_->Close();
+    return false;  // the HTTP heartbeat hears it too, and the agent registers again
+  }
+  OnPush(hello.value());
+  return true;
+}
+
+void Agent::OnPush(const HeartbeatResponse& commands) {
+  for (const TaskLaunch& l : commands.launch) {
+    Launch(l);
+  }
+  for (const TaskStop& s : commands.stop) {
+    StopTask(s);
+  }
+  if (!commands.launch.empty()) {
+    ReportSoon();  // that it runs, or why it could not start
+  }
+}
+
+void Agent::ReportSoon() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    report_now_ = true;
+  }
+  loop_cv_.notify_all();
+}
+
+void Agent::WatchExits() {
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(loop_mu_);
+      if (stopping_) {
+        return;
+      }
+    }
+    if (launcher_->WaitForExit(1000)) {
+      ReportSoon();
+    }
+  }
+}
+
+std::vector<GpuTelemetry> Agent::TakeTelemetry() {
+  if (options_.telemetry_interval <= 0) {
+    return {};
+  }
+  const Micros now = clock_->NowMicros();
+  if (telemetry_read_ && now - telemetry_at_ < options_.telemetry_interval) {
+    return std::exchange(unsent_telemetry_, {});
+  }
+  telemetry_read_ = true;
+  telemetry_at_ = now;
+  StatusOr<std::vector<GpuTelemetry>> sample = [&] {
+    std::lock_guard<std::mutex> lock(mu_);  // the backend has one caller at a time
+    return backend_->ReadTelemetry();
+  }();
+  if (!sample.ok()) {
+    if (telemetry_errors_.insert(sample.status().ToString()).second) {
+      std::cerr << "tessera agent: reading GPU telemetry: " << sample.status().ToString() << "\n";
+    }
+    return std::exchange(unsent_telemetry_, {});
+  }
+  unsent_telemetry_.clear();
+  return std::move(sample).value();
+}
+
+}  // namespace tessera
