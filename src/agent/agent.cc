@@ -180,7 +180,7 @@ Status Agent::Init() {
     client_->set_bearer_token_auth(bearer_.c_str());
   }
   channel_ = std::make_unique<AgentChannelClient>(
-      [this](const HeartbeatResponse& commands) { OnPush(commands); });
+      [this](const HeartbeatResponse& commands) { OnPush(commands); }, [this] { ReportSoon(); });
   client_->set_connection_timeout(2, 0);
   client_->set_read_timeout(10, 0);
   client_->set_write_timeout(10, 0);
@@ -373,6 +373,7 @@ Status Agent::Register() {
   (void)channel_->Close();
   channel_port_ = resp.channel_port;
   channel_retry_at_ = 0;
+  channel_backoff_ = 0;
   if (options_.heartbeat_interval <= 0 && resp.heartbeat_interval_ms > 0) {
     interval_ = resp.heartbeat_interval_ms * 1000;
   }
@@ -380,7 +381,7 @@ Status Agent::Register() {
   const Micros timeout = resp.node_timeout_ms * 1000;
   lease_ = timeout <= 0 ? 0 : timeout - std::max<Micros>(1'000'000, timeout / 10);
   Renew(sent);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   for (const auto& [id, offset] : shipped) {
     auto it = tasks_.find(id);
     if (it != tasks_.end()) {
@@ -392,6 +393,8 @@ Status Agent::Register() {
   registered_ = true;
   std::cerr << "tessera agent: registered node " << resp.node << " with "
             << inventory_.spec.gpus.size() << " GPUs (" << backend_->Describe() << ")\n";
+  lock.unlock();
+  (void)UseChannel();  // at once: launches are pushed only once the stream is open
   return Status::Ok();
 }
 

@@ -194,6 +194,7 @@ class Agent {
   std::unique_ptr<AgentChannelClient> channel_;
   int64_t channel_port_ = 0;  // from the last registration; 0: none
   Micros channel_retry_at_ = 0;
+  Micros channel_backoff_ = 0;  // grows while the channel cannot be opened
   std::string channel_error_;  // the last one logged
   std::string agent_id_;
   bool registered_ = false;

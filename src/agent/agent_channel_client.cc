@@ -40,6 +40,7 @@ Status FromGrpc(const grpc::Status& s, const std::string& what) {
 
 struct AgentChannelClient::Impl {
   PushHandler on_push;
+  std::function<void()> on_end;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<channel::AgentChannel::Stub> stub;
   std::unique_ptr<grpc::ClientContext> context;
@@ -53,6 +54,7 @@ struct AgentChannelClient::Impl {
   uint64_t waiting_for = 0;
   std::optional<ControllerMessage> answer;
   bool broken = false;
+  bool closing = false;  // Close cancelled the stream
 
   void Read() {
     ControllerMessage m;
@@ -67,9 +69,16 @@ struct AgentChannelClient::Impl {
         cv.notify_all();
       }
     }
-    std::lock_guard<std::mutex> lock(mu);
-    broken = true;
-    cv.notify_all();
+    bool cancelled = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      broken = true;
+      cancelled = closing;
+      cv.notify_all();
+    }
+    if (!cancelled) {
+      on_end();
+    }
   }
 
   void Deliver(const ControllerMessage& m) {
@@ -86,8 +95,10 @@ struct AgentChannelClient::Impl {
   }
 };
 
-AgentChannelClient::AgentChannelClient(PushHandler on_push) : impl_(std::make_unique<Impl>()) {
+AgentChannelClient::AgentChannelClient(PushHandler on_push, std::function<void()> on_end)
+    : impl_(std::make_unique<Impl>()) {
   impl_->on_push = std::move(on_push);
+  impl_->on_end = std::move(on_end);
 }
 
 AgentChannelClient::~AgentChannelClient() { (void)Close(); }
@@ -123,6 +134,7 @@ StatusOr<HeartbeatResponse> AgentChannelClient::Open(const AgentChannelTarget& t
   c.context->AddMetadata("authorization", "Bearer " + target.credential);
   c.stream = c.stub->Connect(c.context.get());
   c.broken = false;
+  c.closing = false;
   c.next_seq = 1;
   c.reader = std::thread([&c] { c.Read(); });
   AgentMessage hello;
@@ -192,6 +204,7 @@ Status AgentChannelClient::Close() {
   {
     std::lock_guard<std::mutex> lock(c.mu);
     broken = c.broken;
+    c.closing = true;
   }
   if (!broken) {
     c.context->TryCancel();

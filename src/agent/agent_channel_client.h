@@ -40,7 +40,9 @@ struct AgentChannelTarget {
 class AgentChannelClient {
  public:
   using PushHandler = std::function<void(const HeartbeatResponse& commands)>;
-  explicit AgentChannelClient(PushHandler on_push);
+  // `on_end` runs on the reader thread when the stream ends by itself (the controller
+  // went away or ended it), so that the agent reconnects without waiting.
+  AgentChannelClient(PushHandler on_push, std::function<void()> on_end);
   ~AgentChannelClient();
   AgentChannelClient(const AgentChannelClient&) = delete;
   AgentChannelClient& operator=(const AgentChannelClient&) = delete;

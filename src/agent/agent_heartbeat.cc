@@ -2,6 +2,7 @@
 // HTTP, and the telemetry they carry (declared in agent.h).
 #include <httplib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <utility>
@@ -17,6 +18,7 @@ namespace {
 constexpr Micros kChannelAnswerTimeout = 10'000'000;
 constexpr Micros kChannelConnectTimeout = 2'000'000;
 constexpr Micros kChannelRetry = 1'000'000;
+constexpr Micros kChannelMaxRetry = 30'000'000;
 
 // "https://ctl.example:7450/" -> "ctl.example"; "http://[::1]:7450" -> "::1".
 std::string UrlHost(const std::string& url) {
@@ -109,7 +111,9 @@ bool Agent::UseChannel() {
   if (now < channel_retry_at_) {
     return false;
   }
-  channel_retry_at_ = now + kChannelRetry;
+  // Retried sooner after a stream that broke than after one that could not be opened.
+  channel_backoff_ = std::clamp<Micros>(channel_backoff_ * 2, kChannelRetry, kChannelMaxRetry);
+  channel_retry_at_ = now + channel_backoff_;
   AgentChannelTarget target;
   target.host = UrlHost(options_.server_url);
   target.port = static_cast<int>(channel_port_);
@@ -138,6 +142,7 @@ bool Agent::UseChannel() {
     return false;
   }
   channel_error_.clear();
+  channel_backoff_ = 0;
   if (hello->reregister) {
     (void)channel_->Close();
     return false;  // the HTTP heartbeat hears it too, and the agent registers again

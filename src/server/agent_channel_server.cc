@@ -40,6 +40,7 @@ struct StreamState {
   std::string authorization;
   std::string peer;
   bool greeted = false;
+  bool installed = false;  // the node's stream (in Impl::streams)
 };
 
 struct Work {
@@ -79,6 +80,8 @@ struct AgentChannelServer::Impl final : channel::AgentChannel::CallbackService {
   void Handle(Work& w);
   // The hello: the credential's node must be the one named.
   Status Greet(StreamState& s, const AgentMessage& m);
+  // Makes `s` its node's stream, ending the one it replaces.
+  void Install(const std::shared_ptr<StreamState>& s);
   void Answer(const std::shared_ptr<StreamState>& s, uint64_t ack,
               const StatusOr<HeartbeatResponse>& answer);
   void Forget(const std::shared_ptr<StreamState>& s) {
@@ -268,15 +271,6 @@ void AgentChannelServer::Impl::Handle(Work& w) {
       Stream::Resume(w.state);
       return;
     }
-    std::shared_ptr<StreamState> replaced;
-    {
-      std::lock_guard<std::mutex> lock(streams_mu);
-      std::shared_ptr<StreamState>& slot = streams[s.node];
-      replaced = std::exchange(slot, w.state);
-    }
-    if (replaced != nullptr) {
-      Stream::Close(replaced, grpc::Status(grpc::StatusCode::ABORTED, "replaced by a new stream"));
-    }
   } else {
     nlohmann::json body = nlohmann::json::parse(w.message.heartbeat(), nullptr, false);
     StatusOr<HeartbeatRequest> r =
@@ -297,8 +291,24 @@ void AgentChannelServer::Impl::Handle(Work& w) {
   request.node = s.node;
   request.agent_id = s.agent_id;
   controller->CountForeignReports(s.node, request.tasks);
-  Answer(w.state, w.message.seq(), controller->Heartbeat(request));
+  StatusOr<HeartbeatResponse> answer = controller->Heartbeat(request);
+  if (!s.installed && answer.ok() && !answer->reregister) {
+    Install(w.state);  // the controller knows this agent: pushes for its node go here
+  }
+  Answer(w.state, w.message.seq(), answer);
   Stream::Resume(w.state);
+}
+
+void AgentChannelServer::Impl::Install(const std::shared_ptr<StreamState>& s) {
+  s->installed = true;
+  std::shared_ptr<StreamState> replaced;
+  {
+    std::lock_guard<std::mutex> lock(streams_mu);
+    replaced = std::exchange(streams[s->node], s);
+  }
+  if (replaced != nullptr && replaced != s) {
+    Stream::Close(replaced, grpc::Status(grpc::StatusCode::ABORTED, "replaced by a new stream"));
+  }
 }
 
 void AgentChannelServer::Impl::Answer(const std::shared_ptr<StreamState>& s, uint64_t ack,

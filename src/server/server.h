@@ -109,6 +109,8 @@ class Server {
 
   int port() const { return port_; }
   int agent_port() const;  // 0: no agent channel
+  size_t channel_streams() const;   // agents connected on the channel
+  uint64_t channel_pushes() const;  // push messages sent on it
   std::string url() const;
   const std::string& admin_token() const { return admin_token_; }
   const std::string& join_token() const { return join_token_; }

@@ -52,6 +52,10 @@ Status Server::StartChannel() {
 
 int Server::agent_port() const { return channel_ == nullptr ? 0 : channel_->port(); }
 
+size_t Server::channel_streams() const { return channel_ == nullptr ? 0 : channel_->streams(); }
+
+uint64_t Server::channel_pushes() const { return channel_ == nullptr ? 0 : channel_->pushes(); }
+
 StatusOr<std::string> Server::AuthenticateNode(const std::string& authorization,
                                                const std::string& peer) {
   StatusOr<Principal> who = tokens_->Authenticate(authorization);
