@@ -277,7 +277,16 @@ siginfo_t WaitForLeader(const ShimPlan& plan, pid_t leader, pid_t self, bool* fe
         ::kill(-leader, SIGKILL);
         (void)KillTaskProcesses(self, self, self, nullptr, nullptr);
       }
-      Pause(kLeasePollNs);
+      // Every signal is blocked in the shim, so a child's end leaves SIGCHLD pending:
+      // wait for it rather than sleep, so the task's exit is seen at once, and look at
+      // the lease at least every kLeasePollNs.
+      sigset_t chld;
+      ::sigemptyset(&chld);
+      ::sigaddset(&chld, SIGCHLD);
+      struct timespec ts {
+        0, kLeasePollNs
+      };
+      (void)::sigtimedwait(&chld, nullptr, &ts);
       continue;
     }
     if (info.si_pid == leader) {
