@@ -179,12 +179,18 @@ struct ServerFlags {
   int gpu_temp_limit = 90;
   std::string uid_pool = "200000-299999";
   std::vector<std::string> run_as;  // TENANT=UID[:GID]
+  int agent_port = 0;
 };
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_option("--data", f->data_dir, "Data directory: state.db, tokens, logs, checkpoints")
       ->capture_default_str();
   cmd->add_option("--listen", f->listen, "Address of the HTTP API (HOST:PORT; port 0: any free)")
+      ->capture_default_str();
+  cmd->add_option("--agent-port", f->agent_port,
+                  "Port of the agent channel (gRPC, on the --listen host; agents learn it when "
+                  "they register). 0: any free port; -1: none, agents heartbeat over HTTP")
+      ->check(CLI::Range(-1, 65535))
       ->capture_default_str();
   cmd->add_option("--tls-cert", f->tls_cert, "TLS certificate (PEM); with --tls-key serves HTTPS");
   cmd->add_option("--tls-key", f->tls_key, "TLS private key (PEM)");
@@ -269,6 +275,7 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
   ServerOptions o;
   o.data_dir = f.data_dir;
   TESSERA_RETURN_IF_ERROR(ParseListen(f.listen, &o.host, &o.port));
+  o.agent_port = f.agent_port;
   o.tls_cert = f.tls_cert;
   o.tls_key = f.tls_key;
   if (!f.queues_file.empty()) {
@@ -416,6 +423,9 @@ int RunServer(ServerFlags flags) {
     return Fail(s, "server");
   }
   std::cout << "tessera server: listening on " << (*server)->url() << "\n"
+            << "  agents:      port " << (*server)->agent_port()
+            << ((*server)->agent_port() > 0 ? " (agent channel)" : " (none: HTTP heartbeats)")
+            << "\n"
             << "  admin token: " << flags.data_dir << "/admin.token\n"
             << "  join token:  " << flags.data_dir << "/join.token\n"
             << "  metrics:     " << (*server)->url() << "/metrics and /metrics/gpus (token: "
@@ -539,6 +549,7 @@ int RunUp(ServerFlags sflags, AgentFlags aflags) {
   (*agent)->Start();
   std::cout << "Tessera is up: a one-machine cluster.\n"
             << "  API:           " << srv.url() << "\n"
+            << "  agent channel: port " << srv.agent_port() << "\n"
             << "  dashboard:     " << srv.url() << "/ (sign in with a token below)\n"
             << "  metrics:       " << srv.url() << "/metrics and /metrics/gpus (token: "
             << sflags.data_dir << "/metrics.token)\n"
