@@ -239,6 +239,7 @@ void Agent::Start() {
     return;
   }
   stopping_ = false;
+  StartLaunchers();
   loop_ = std::thread([this] { Loop(); });
   exit_watch_ = std::thread([this] { WatchExits(); });
 }
@@ -259,6 +260,7 @@ void Agent::Stop() {
   if (channel_ != nullptr) {
     (void)channel_->Close();  // no more pushes
   }
+  StopLaunchers();
   if (launcher_ == nullptr) {
     return;
   }
@@ -438,76 +440,6 @@ std::vector<TaskReport> Agent::Reports(std::vector<std::pair<std::string, int64_
   return out;
 }
 
-void Agent::Launch(const TaskLaunch& l) {
-  const std::string id = TaskRecordId(l.key);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!seen_.insert(id).second || tasks_.count(id) > 0) {
-    return;  // a resend
-  }
-  LocalTask t;
-  t.launch = l;
-  t.id = id;
-  t.dir = TaskRecordDir(options_.data_dir, id);
-  if (Status started = StartTask(t); !started.ok()) {
-    FailLaunch(std::move(t), started.message());
-    return;
-  }
-  tasks_[id] = std::move(t);
-}
-
-void Agent::FailLaunch(LocalTask t, std::string message) {
-  std::cerr << "tessera agent: task " << t.id << " failed to start: " << message << "\n";
-  t.exited = true;
-  t.failed_to_start = true;
-  t.exit_code = 127;
-  t.message = std::move(message);
-  ReleaseTask(t);
-  // Durable, so that the failure is reported even if this agent restarts first.
-  TaskRecord rec{t.launch, t.log_path, {}, {}};
-  if (SaveTaskRecord(t.dir, rec).ok()) {
-    (void)WriteTaskMarker(t.dir, "failed", t.message);
-  }
-  const std::string id = t.id;
-  tasks_[id] = std::move(t);
-}
-
-Status Agent::StartTask(LocalTask& t) {
-  const TaskLaunch& l = t.launch;
-  TESSERA_ASSIGN_OR_RETURN(const auto run_as, RunAs(l));
-  const auto [uid, gid] = run_as;
-  TESSERA_RETURN_IF_ERROR(ReserveGpus(t));
-  std::vector<std::string> visible;
-  std::vector<GpuDeviceGrant> granted;
-  TESSERA_RETURN_IF_ERROR(GrantDevices(t, &visible, &granted));
-  std::string note;
-  TESSERA_ASSIGN_OR_RETURN(LaunchSpec spec, BuildLaunchSpec(t, uid, gid, visible, granted, &note));
-  t.log_path = spec.log_path;
-  if (!note.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(options_.data_dir + "/logs", ec);
-    std::ofstream(spec.log_path, std::ios::app) << note;
-  }
-  // Recorded before it starts: a restarted agent must know of every task that may run.
-  TESSERA_RETURN_IF_ERROR(SaveTaskRecord(t.dir, TaskRecord{l, t.log_path, t.gpu_use, t.mig}));
-  StatusOr<int> pid = launcher_->Start(spec);
-  if (!pid.ok() && !spec.cpus.empty() && pid.status().code() == StatusCode::kInvalidArgument) {
-    spec.cpus.clear();  // the NUMA node's CPUs are not ours to use (a container)
-    pid = launcher_->Start(spec);
-  }
-  TESSERA_RETURN_IF_ERROR(pid.status());
-  std::vector<GpuLoad> load;
-  for (const auto& [g, milli] : t.gpu_use) {
-    load.push_back({g, "", milli, l.gpu_memory_mib});
-  }
-  for (const auto& [g, uuid] : t.mig) {
-    load.push_back({g, uuid, kMilliPerGpu, l.gpu_memory_mib});
-  }
-  if (!load.empty()) {
-    backend_->SetTaskLoad(t.id, std::move(load));
-  }
-  return Status::Ok();
-}
-
 Status Agent::ReserveGpus(LocalTask& t) {
   const TaskLaunch& l = t.launch;
   for (int g : l.gpus) {
@@ -635,7 +567,10 @@ void Agent::StopTask(const TaskStop& stop) {
     (void)WritePreemptMarker(t.launch.checkpoint_dir, t.kill_at, "preempted");
   }
   const int sig = stop.grace_ms <= 0 ? SIGKILL : (stop.signal > 0 ? stop.signal : SIGTERM);
-  (void)launcher_->Signal(id, sig);
+  t.stop_signal = sig;
+  if (!t.starting) {
+    (void)launcher_->Signal(id, sig);  // else sent once it has started
+  }
   t.killed = sig == SIGKILL;
 }
 
@@ -694,7 +629,7 @@ void Agent::Sweep() {
   }
   const Micros now = clock_->NowMicros();
   for (auto& [id, t] : tasks_) {
-    if (t.exited || t.signalled_at == 0) {
+    if (t.exited || t.signalled_at == 0 || t.starting) {
       continue;
     }
     if (!t.checkpointed && !t.launch.checkpoint_dir.empty() &&

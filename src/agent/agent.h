@@ -40,6 +40,8 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -127,6 +129,8 @@ class Agent {
     Micros kill_at = 0;
     bool killed = false;
     bool checkpointed = false;
+    bool starting = false;  // prepared, its shim not yet started (by a launch thread)
+    int stop_signal = 15;   // what a stop sent; resent once a starting task has started
     std::vector<std::pair<int, std::string>> mig;  // created instances: gpu, uuid
     std::vector<std::pair<int, int64_t>> gpu_use;  // ledger entries: gpu, milli
   };
@@ -143,13 +147,19 @@ class Agent {
   void OnPush(const HeartbeatResponse& commands);  // the channel's reader thread
   void ReportSoon();  // the loop heartbeats now rather than at its interval
   void WatchExits();  // the exit watcher's thread: a task's end makes the loop report it
+  // Prepares the task under mu_ and lists it as starting; a launch thread then records
+  // and starts it (agent_launch.cc). Without the loop (RunOnce), it starts inline.
   void Launch(const TaskLaunch& launch);
-  // The steps of Launch (all require mu_). A task that fails to start is kept, to be
-  // reported, with its GPUs released.
+  // A task that fails to start is kept, to be reported, with its GPUs released (mu_).
   void FailLaunch(LocalTask task, std::string message);
-  // Reserves the task's GPUs, prepares its sandbox and starts it; on an error, what it
-  // reserved stays in `task` for FailLaunch to release.
-  Status StartTask(LocalTask& task);
+  // Reserves the task's GPUs and plans its sandbox (mu_); on an error, what it reserved
+  // stays in `task` for FailLaunch to release.
+  Status PrepareTask(LocalTask& task, LaunchSpec* spec);
+  // Records and starts a prepared task (without mu_), then marks it started or failed.
+  void Spawn(const std::string& id, LaunchSpec spec);
+  void LaunchLoop();
+  void StartLaunchers();
+  void StopLaunchers();  // after the last Launch: waits for the launches in flight
   // The agent's own ledger: never hand out a GPU slice twice.
   Status ReserveGpus(LocalTask& task);
   // The task's GPUs and new MIG instances: their UUIDs and device nodes.
@@ -219,6 +229,14 @@ class Agent {
   std::condition_variable loop_cv_;
   bool stopping_ = false;
   bool report_now_ = false;  // guarded by loop_mu_
+  // Launch threads: they start prepared tasks, two at a time.
+  static constexpr int kLaunchThreads = 2;
+  std::mutex launch_mu_;
+  std::condition_variable launch_cv_;
+  std::deque<std::function<void()>> launch_queue_;
+  int launches_in_flight_ = 0;
+  bool launch_stopping_ = false;
+  std::vector<std::thread> launchers_;
   std::thread loop_;
   std::thread exit_watch_;
 };

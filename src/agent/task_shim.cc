@@ -109,22 +109,23 @@ bool WriteAll(int fd, const char* data, size_t size) {
   return true;
 }
 
-// Writes `text` to `tmp`, fsyncs it and renames it to `path`, then fsyncs `dir`.
+// Writes `text` to `tmp`, fsyncs it (when `durable`) and renames it to `path`, then
+// fsyncs `dir` (when `durable`).
 int WriteFileAtomically(const char* tmp, const char* path, const char* dir, const char* text,
-                        size_t size) {
+                        size_t size, bool durable) {
   int fd = ::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     return errno;
   }
   int err = 0;
-  if (!WriteAll(fd, text, size) || ::fsync(fd) != 0) {
+  if (!WriteAll(fd, text, size) || (durable && ::fsync(fd) != 0)) {
     err = errno != 0 ? errno : EIO;
   }
   ::close(fd);
   if (err == 0 && ::rename(tmp, path) != 0) {
     err = errno;
   }
-  if (err == 0) {
+  if (err == 0 && durable) {
     int dir_fd = ::open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd >= 0) {
       ::fsync(dir_fd);
@@ -413,10 +414,14 @@ pid_t PidOfName(const char* name) {
     record.AddNumber(own.starttime);
     record.Add("\n");
   }
+  // Not fsynced: the record serves a restarted agent, which finds it in the page cache;
+  // after a crash of the machine the shim is gone with it, and a task whose record did
+  // not reach the disk is reported lost, as it should be. It is on every launch's path.
   int err = record.size == 0
                 ? EIO
                 : WriteFileAtomically(plan.shim_tmp.c_str(), plan.shim_file.c_str(),
-                                      plan.state_dir.c_str(), record.c_str(), record.size);
+                                      plan.state_dir.c_str(), record.c_str(), record.size,
+                                      /*durable=*/false);
   if (err != 0) {
     ::kill(leader, SIGKILL);  // Start fails: a task nobody could adopt must not run
     Report(report_fd, kReportError, kStageShimRecord, err, 0);
@@ -443,8 +448,10 @@ pid_t PidOfName(const char* name) {
     outcome.AddNumber(static_cast<uint64_t>(info.si_status));
   }
   outcome.Add("\n");
+  // Durable: after a crash of the machine, a task that ended is reported so, not lost
+  // (and not run again).
   (void)WriteFileAtomically(plan.exit_tmp.c_str(), plan.exit_file.c_str(), plan.state_dir.c_str(),
-                            outcome.c_str(), outcome.size);
+                            outcome.c_str(), outcome.size, /*durable=*/true);
   ::_exit(0);
 }
 

@@ -1,0 +1,168 @@
+// Agent: launching tasks (declared in agent.h). A launch is prepared under the agent's
+// lock (its GPUs reserved, its sandbox planned) and the task is then listed as starting;
+// the slow part (its durable record, the fork of its shim) runs on a launch thread
+// without the lock, so that launches overlap each other and the node's reports.
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <utility>
+
+#include "agent/agent.h"
+#include "agent/task_records.h"
+
+namespace tessera {
+
+void Agent::Launch(const TaskLaunch& l) {
+  const std::string id = TaskRecordId(l.key);
+  auto spec = std::make_shared<LaunchSpec>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!seen_.insert(id).second || tasks_.count(id) > 0) {
+      return;  // a resend
+    }
+    LocalTask t;
+    t.launch = l;
+    t.id = id;
+    t.dir = TaskRecordDir(options_.data_dir, id);
+    if (Status prepared = PrepareTask(t, spec.get()); !prepared.ok()) {
+      FailLaunch(std::move(t), prepared.message());
+      return;
+    }
+    t.starting = true;
+    tasks_[id] = std::move(t);
+  }
+  {
+    std::lock_guard<std::mutex> lock(launch_mu_);
+    if (!launchers_.empty()) {
+      launch_queue_.push_back([this, id, spec] { Spawn(id, *spec); });
+      ++launches_in_flight_;
+      launch_cv_.notify_one();
+      return;
+    }
+  }
+  Spawn(id, *spec);
+}
+
+void Agent::FailLaunch(LocalTask t, std::string message) {
+  std::cerr << "tessera agent: task " << t.id << " failed to start: " << message << "\n";
+  t.exited = true;
+  t.failed_to_start = true;
+  t.exit_code = 127;
+  t.message = std::move(message);
+  ReleaseTask(t);
+  // Durable, so that the failure is reported even if this agent restarts first.
+  TaskRecord rec{t.launch, t.log_path, {}, {}};
+  if (SaveTaskRecord(t.dir, rec).ok()) {
+    (void)WriteTaskMarker(t.dir, "failed", t.message);
+  }
+  const std::string id = t.id;
+  tasks_[id] = std::move(t);
+}
+
+Status Agent::PrepareTask(LocalTask& t, LaunchSpec* spec) {
+  const TaskLaunch& l = t.launch;
+  TESSERA_ASSIGN_OR_RETURN(const auto run_as, RunAs(l));
+  const auto [uid, gid] = run_as;
+  TESSERA_RETURN_IF_ERROR(ReserveGpus(t));
+  std::vector<std::string> visible;
+  std::vector<GpuDeviceGrant> granted;
+  TESSERA_RETURN_IF_ERROR(GrantDevices(t, &visible, &granted));
+  std::string note;
+  TESSERA_ASSIGN_OR_RETURN(*spec, BuildLaunchSpec(t, uid, gid, visible, granted, &note));
+  t.log_path = spec->log_path;
+  if (!note.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.data_dir + "/logs", ec);
+    std::ofstream(spec->log_path, std::ios::app) << note;
+  }
+  return Status::Ok();
+}
+
+void Agent::Spawn(const std::string& id, LaunchSpec spec) {
+  TaskRecord record;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) {
+      return;
+    }
+    record = TaskRecord{it->second.launch, it->second.log_path, it->second.gpu_use, it->second.mig};
+  }
+  // Recorded before it starts: a restarted agent must know of every task that may run.
+  Status started = SaveTaskRecord(TaskRecordDir(options_.data_dir, id), record);
+  if (started.ok()) {
+    StatusOr<int> pid = launcher_->Start(spec);
+    if (!pid.ok() && !spec.cpus.empty() && pid.status().code() == StatusCode::kInvalidArgument) {
+      spec.cpus.clear();  // the NUMA node's CPUs are not ours to use (a container)
+      pid = launcher_->Start(spec);
+    }
+    started = pid.status();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) {
+    return;
+  }
+  LocalTask& t = it->second;
+  t.starting = false;
+  if (!started.ok()) {
+    LocalTask failed = std::move(t);
+    tasks_.erase(it);
+    FailLaunch(std::move(failed), started.message());
+    return;
+  }
+  std::vector<GpuLoad> load;
+  for (const auto& [g, milli] : t.gpu_use) {
+    load.push_back({g, "", milli, t.launch.gpu_memory_mib});
+  }
+  for (const auto& [g, uuid] : t.mig) {
+    load.push_back({g, uuid, kMilliPerGpu, t.launch.gpu_memory_mib});
+  }
+  if (!load.empty()) {
+    backend_->SetTaskLoad(t.id, std::move(load));
+  }
+  if (t.signalled_at > 0) {
+    (void)launcher_->Signal(id, t.stop_signal);  // asked to stop while it was starting
+  }
+}
+
+void Agent::LaunchLoop() {
+  std::unique_lock<std::mutex> lock(launch_mu_);
+  while (true) {
+    launch_cv_.wait(lock, [this] { return launch_stopping_ || !launch_queue_.empty(); });
+    if (launch_queue_.empty()) {
+      return;
+    }
+    std::function<void()> job = std::move(launch_queue_.front());
+    launch_queue_.pop_front();
+    lock.unlock();
+    job();
+    lock.lock();
+    --launches_in_flight_;
+    launch_cv_.notify_all();
+  }
+}
+
+void Agent::StartLaunchers() {
+  std::lock_guard<std::mutex> lock(launch_mu_);
+  launch_stopping_ = false;
+  for (int i = 0; i < kLaunchThreads; ++i) {
+    launchers_.emplace_back([this] { LaunchLoop(); });
+  }
+}
+
+void Agent::StopLaunchers() {
+  {
+    std::unique_lock<std::mutex> lock(launch_mu_);
+    launch_cv_.wait(lock, [this] { return launches_in_flight_ == 0; });
+    launch_stopping_ = true;
+  }
+  launch_cv_.notify_all();
+  for (std::thread& t : launchers_) {
+    t.join();
+  }
+  launchers_.clear();
+}
+
+}  // namespace tessera
