@@ -9,10 +9,10 @@
 // --batch B submits through POST /v1/jobs/batch, B jobs a request. --default-rate keeps
 // the server's default per-tenant rate limit (one tenant's token for every client) and
 // counts its 429s as refused rather than failed: what a burst of N jobs from one tenant
-// gets through.
+// gets through; --rate R BURST does the same under another limit.
 //
 // Usage: submit_bench [--jobs N] [--clients C] [--nodes M] [--batch B] [--default-rate]
-//                     [--no-fsync]
+//                     [--rate R BURST] [--no-fsync]
 #include <httplib.h>
 #include <stdlib.h>
 
@@ -45,12 +45,13 @@ struct Flags {
   int nodes = 1250;
   int batch = 0;  // jobs per POST /v1/jobs/batch; 0: one POST /v1/jobs each
   bool default_rate = false;
+  double rate = -1, burst = -1;  // >= 0: this rate limit instead (with --default-rate)
   bool fsync = true;
 };
 
 constexpr const char* kUsage =
     "usage: submit_bench [--jobs N] [--clients C] [--nodes M] [--batch B] [--default-rate] "
-    "[--no-fsync]\n";
+    "[--rate R BURST] [--no-fsync]\n";
 
 // False (after printing the usage) for a flag it does not know.
 bool ParseFlags(int argc, char** argv, Flags* flags) {
@@ -65,6 +66,10 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
       flags->batch = std::max(0, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--default-rate") == 0) {
       flags->default_rate = true;
+    } else if (std::strcmp(argv[i], "--rate") == 0 && i + 2 < argc) {
+      flags->default_rate = true;
+      flags->rate = std::atof(argv[++i]);
+      flags->burst = std::atof(argv[++i]);
     } else if (std::strcmp(argv[i], "--no-fsync") == 0) {
       flags->fsync = false;
     } else {
@@ -230,6 +235,9 @@ int main(int argc, char** argv) {
   o.threads = clients + 4;
   if (!flags.default_rate) {
     o.rate_per_second = 0;  // no limit
+  } else if (flags.rate >= 0) {
+    o.rate_per_second = flags.rate;
+    o.rate_burst = flags.burst;
   }
   o.controller.node_timeout = 3600LL * 1'000'000;
   o.controller.policy = "fifo";
@@ -252,14 +260,16 @@ int main(int argc, char** argv) {
   if (!tessera::bench::RegisterFakeNodes((*server)->controller(), nodes, 8)) {
     return 1;
   }
-  std::printf(
-      "controller on %s: %d fake nodes x 8 GPUs, store fsync %s, %s, rate limit %s\n",
-      (*server)->url().c_str(), nodes, flags.fsync ? "on" : "off",
-      flags.batch > 0 ? ("batches of " + std::to_string(flags.batch)).c_str() : "one job a request",
-      flags.default_rate ? ("default (" + std::to_string(int(o.rate_per_second)) + "/s, burst " +
-                            std::to_string(int(o.rate_burst)) + ")")
-                               .c_str()
-                         : "off");
+  const std::string limit = !flags.default_rate
+                                ? std::string("off")
+                                : std::to_string(int(o.rate_per_second)) + "/s, burst " +
+                                      std::to_string(int(o.rate_burst)) +
+                                      (flags.rate < 0 ? " (the default)" : "");
+  const std::string grouping =
+      flags.batch > 0 ? "batches of " + std::to_string(flags.batch) : "one job a request";
+  std::printf("controller on %s: %d fake nodes x 8 GPUs, store fsync %s, %s, rate limit %s\n",
+              (*server)->url().c_str(), nodes, flags.fsync ? "on" : "off", grouping.c_str(),
+              limit.c_str());
 
   const std::string admin = (*server)->admin_token();
   Outcome out;
