@@ -226,7 +226,7 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
     }
   }
   Status s = store_->Commit(std::move(batch));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (!s.ok()) {
     for (JobNumber id : ids) {
       jobs_.Remove(id);
@@ -234,10 +234,20 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
     store_failed_ = true;
     return UnavailableError("could not make the jobs durable: " + s.message());
   }
+  // A slice at a time, so that cycles, heartbeats and other submissions are not held up
+  // for the whole of a large batch (all of it is durable already; the jobs not yet
+  // acknowledged stay invisible).
+  constexpr size_t kAcknowledgeSlice = 256;
   nlohmann::json out = nlohmann::json::array();
-  for (JobNumber id : ids) {
-    Acknowledge(jobs_.all().at(id), now);
-    out.push_back(id.value());
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0 && i % kAcknowledgeSlice == 0) {
+      lock.unlock();
+      lock.lock();
+    }
+    LiveJob& j = jobs_.all().at(ids[i]);
+    j.spec_text_ok = 1;  // written by the JSON library just now
+    Acknowledge(j, now);
+    out.push_back(ids[i].value());
   }
   *created = true;
   Wake();
