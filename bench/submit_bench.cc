@@ -2,9 +2,17 @@
 // GPU each) submitted over HTTP by concurrent clients to a controller whose store
 // fsyncs every commit, on fake nodes with room for all of them. A job counts as
 // started when its start decision is durable (the moment its launch may go to an
-// agent). Prints jobs per second and the submit-to-start latency percentiles.
+// agent). Prints jobs per second, the submit-to-start latency percentiles, the
+// failures by cause and the kernel's TCP counters over the run (listen queue
+// overflows, SYN retransmissions: a dropped connect costs a client 1 s).
 //
-// Usage: submit_bench [--jobs N] [--clients C] [--nodes M] [--no-fsync]
+// --batch B submits through POST /v1/jobs/batch, B jobs a request. --default-rate keeps
+// the server's default per-tenant rate limit (one tenant's token for every client) and
+// counts its 429s as refused rather than failed: what a burst of N jobs from one tenant
+// gets through; --rate R BURST does the same under another limit.
+//
+// Usage: submit_bench [--jobs N] [--clients C] [--nodes M] [--batch B] [--default-rate]
+//                     [--rate R BURST] [--no-fsync]
 #include <httplib.h>
 #include <stdlib.h>
 
@@ -14,7 +22,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,8 +43,15 @@ struct Flags {
   int jobs = 10000;
   int clients = 16;
   int nodes = 1250;
+  int batch = 0;  // jobs per POST /v1/jobs/batch; 0: one POST /v1/jobs each
+  bool default_rate = false;
+  double rate = -1, burst = -1;  // >= 0: this rate limit instead (with --default-rate)
   bool fsync = true;
 };
+
+constexpr const char* kUsage =
+    "usage: submit_bench [--jobs N] [--clients C] [--nodes M] [--batch B] [--default-rate] "
+    "[--rate R BURST] [--no-fsync]\n";
 
 // False (after printing the usage) for a flag it does not know.
 bool ParseFlags(int argc, char** argv, Flags* flags) {
@@ -44,54 +62,151 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
       flags->clients = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--nodes") == 0 && i + 1 < argc) {
       flags->nodes = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {
+      flags->batch = std::max(0, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--default-rate") == 0) {
+      flags->default_rate = true;
+    } else if (std::strcmp(argv[i], "--rate") == 0 && i + 2 < argc) {
+      flags->default_rate = true;
+      flags->rate = std::atof(argv[++i]);
+      flags->burst = std::atof(argv[++i]);
     } else if (std::strcmp(argv[i], "--no-fsync") == 0) {
       flags->fsync = false;
     } else {
-      std::fprintf(stderr,
-                   "usage: submit_bench [--jobs N] [--clients C] [--nodes M] [--no-fsync]\n");
+      std::fprintf(stderr, "%s", kUsage);
       return false;
     }
   }
   return true;
 }
 
+// The kernel's TCP counters (/proc/net/snmp and /proc/net/netstat) by name.
+std::map<std::string, long long> TcpCounters() {
+  std::map<std::string, long long> out;
+  for (const char* file : {"/proc/net/snmp", "/proc/net/netstat"}) {
+    std::ifstream in(file);
+    std::string names, values;
+    while (std::getline(in, names) && std::getline(in, values)) {
+      std::istringstream n(names), v(values);
+      std::string prefix, name, value;
+      n >> prefix;
+      v >> value;
+      while (n >> name && v >> value) {
+        out[prefix + name] = std::atoll(value.c_str());
+      }
+    }
+  }
+  return out;
+}
+
+const char* const kTcpCounters[] = {"Tcp:ActiveOpens",        "Tcp:RetransSegs",
+                                    "TcpExt:ListenOverflows", "TcpExt:ListenDrops",
+                                    "TcpExt:TCPSynRetrans",   "TcpExt:TCPReqQFullDrop",
+                                    "TcpExt:TCPTimeouts",     "Tcp:EstabResets"};
+
+// What each client saw: job ids by index, failures by cause, refusals (429).
+struct Outcome {
+  std::vector<uint64_t> id_of;
+  std::atomic<int> failures{0};
+  std::atomic<int> refused{0};
+  std::mutex mu;
+  std::map<std::string, int> causes;
+  std::vector<double> request_ms;
+  void Fail(const std::string& cause) {
+    ++failures;
+    std::lock_guard<std::mutex> lock(mu);
+    ++causes[cause];
+  }
+};
+
+std::string JobBody(int i) {
+  return R"({"name": "j)" + std::to_string(i) +
+         R"(", "command": "true", "resources": {"gpus": 1, "cpu": "0.1", "memory": "64MiB"}})";
+}
+
+// Submits jobs [first, first + n) in one request; true when they were taken.
+bool SubmitSome(httplib::Client& client, int first, int n, bool batch,
+                std::vector<Clock::time_point>& submitted, Outcome& out) {
+  std::string body;
+  if (batch) {
+    body = R"({"jobs": [)";
+    for (int i = first; i < first + n; ++i) {
+      body += (i > first ? "," : "") + JobBody(i);
+    }
+    body += "]}";
+  } else {
+    body = JobBody(first);
+  }
+  const auto sent = Clock::now();
+  auto r = client.Post(batch ? "/v1/jobs/batch" : "/v1/jobs", body, "application/json");
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
+  if (!r || r->status != 201) {
+    if (r && r->status == 429) {
+      out.refused += n;
+    } else {
+      out.Fail(r ? "HTTP " + std::to_string(r->status) : httplib::to_string(r.error()));
+    }
+    return false;
+  }
+  std::vector<uint64_t> ids;
+  if (batch) {
+    ids = nlohmann::json::parse(r->body)["ids"].get<std::vector<uint64_t>>();
+  } else {
+    ids.push_back(
+        static_cast<uint64_t>(std::atoll(r->body.substr(r->body.find("\"id\":") + 5).c_str())));
+  }
+  std::lock_guard<std::mutex> lock(out.mu);
+  out.request_ms.push_back(ms);
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (ids[k] < submitted.size()) {
+      submitted[ids[k]] = sent;
+    }
+    out.id_of[static_cast<size_t>(first) + k] = ids[k];
+  }
+  return true;
+}
+
 // Submits jobs 0..jobs-1 over `clients` concurrent keep-alive connections, recording when
-// each was sent in `submitted` (by job id). Returns the job id of each (0: refused).
-std::vector<uint64_t> SubmitAll(int port, const std::string& token, int jobs, int clients,
-                                std::vector<Clock::time_point>& submitted,
-                                std::atomic<int>& failures) {
+// each was sent in `submitted` (by job id) and each job's id in out.id_of (0: not taken).
+void SubmitAll(int port, const std::string& token, const Flags& flags,
+               std::vector<Clock::time_point>& submitted, Outcome& out) {
   std::atomic<int> next{0};
-  std::vector<uint64_t> id_of(static_cast<size_t>(jobs));
+  out.id_of.assign(static_cast<size_t>(flags.jobs), 0);
+  const int step = std::max(flags.batch, 1);
   std::vector<std::thread> threads;
-  for (int c = 0; c < clients; ++c) {
+  for (int c = 0; c < flags.clients; ++c) {
     threads.emplace_back([&] {
       httplib::Client client("127.0.0.1", port);
       client.set_bearer_token_auth(token.c_str());
       client.set_keep_alive(true);
       client.set_tcp_nodelay(true);
-      for (int i = next++; i < jobs; i = next++) {
-        const std::string body =
-            R"({"name": "j)" + std::to_string(i) +
-            R"(", "command": "true", "resources": {"gpus": 1, "cpu": "0.1", "memory": "64MiB"}})";
-        const auto sent = Clock::now();
-        auto r = client.Post("/v1/jobs", body, "application/json");
-        if (!r || r->status != 201) {
-          ++failures;
-          continue;
-        }
-        const uint64_t id =
-            static_cast<uint64_t>(std::atoll(r->body.substr(r->body.find("\"id\":") + 5).c_str()));
-        if (id < submitted.size()) {
-          submitted[id] = sent;
-        }
-        id_of[static_cast<size_t>(i)] = id;
+      for (int i = next.fetch_add(step); i < flags.jobs; i = next.fetch_add(step)) {
+        SubmitSome(client, i, std::min(step, flags.jobs - i), flags.batch > 0, submitted, out);
       }
     });
   }
   for (std::thread& t : threads) {
     t.join();
   }
-  return id_of;
+}
+
+void PrintCauses(const Outcome& out) {
+  for (const auto& [cause, count] : out.causes) {
+    std::printf("  failed: %d x %s\n", count, cause.c_str());
+  }
+}
+
+void PrintTcpDelta(const std::map<std::string, long long>& before,
+                   const std::map<std::string, long long>& after) {
+  std::printf("tcp over the run:");
+  for (const char* name : kTcpCounters) {
+    auto b = before.find(name);
+    auto a = after.find(name);
+    if (a != after.end() && b != before.end()) {
+      std::printf(" %s +%lld", std::strchr(name, ':') + 1, a->second - b->second);
+    }
+  }
+  std::printf("\n");
 }
 
 }  // namespace
@@ -118,7 +233,12 @@ int main(int argc, char** argv) {
   o.port = 0;
   o.fsync = flags.fsync;
   o.threads = clients + 4;
-  o.rate_per_second = 0;  // no limit
+  if (!flags.default_rate) {
+    o.rate_per_second = 0;  // no limit
+  } else if (flags.rate >= 0) {
+    o.rate_per_second = flags.rate;
+    o.rate_burst = flags.burst;
+  }
   o.controller.node_timeout = 3600LL * 1'000'000;
   o.controller.policy = "fifo";
   o.controller.on_started = [&](tessera::JobNumber number, tessera::Micros) {
@@ -140,42 +260,61 @@ int main(int argc, char** argv) {
   if (!tessera::bench::RegisterFakeNodes((*server)->controller(), nodes, 8)) {
     return 1;
   }
-  std::printf("controller on %s: %d fake nodes x 8 GPUs, store fsync %s\n",
-              (*server)->url().c_str(), nodes, flags.fsync ? "on" : "off");
+  const std::string limit = !flags.default_rate
+                                ? std::string("off")
+                                : std::to_string(int(o.rate_per_second)) + "/s, burst " +
+                                      std::to_string(int(o.rate_burst)) +
+                                      (flags.rate < 0 ? " (the default)" : "");
+  const std::string grouping =
+      flags.batch > 0 ? "batches of " + std::to_string(flags.batch) : "one job a request";
+  std::printf("controller on %s: %d fake nodes x 8 GPUs, store fsync %s, %s, rate limit %s\n",
+              (*server)->url().c_str(), nodes, flags.fsync ? "on" : "off", grouping.c_str(),
+              limit.c_str());
 
   const std::string admin = (*server)->admin_token();
-  std::atomic<int> failures{0};
+  Outcome out;
+  const auto tcp_before = TcpCounters();
   const auto t0 = Clock::now();
-  const std::vector<uint64_t> id_of =
-      SubmitAll((*server)->port(), admin, jobs, clients, submitted, failures);
+  SubmitAll((*server)->port(), admin, flags, submitted, out);
   const auto t_submitted = Clock::now();
-  const int expected = jobs - failures.load();
+  const int expected = jobs - out.failures.load() * std::max(flags.batch, 1) - out.refused.load();
   const auto deadline = Clock::now() + std::chrono::seconds(300);
   while (started_count.load() < expected && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const auto t_end = Clock::now();
+  const auto tcp_after = TcpCounters();
   std::vector<double> latency_ms;
   Clock::time_point last = t0;
-  for (uint64_t id : id_of) {
+  for (uint64_t id : out.id_of) {
     if (id != 0 && started[id] != Clock::time_point{}) {
-      latency_ms.push_back(std::chrono::duration<double, std::milli>(started[id] - submitted[id]).count());
+      latency_ms.push_back(
+          std::chrono::duration<double, std::milli>(started[id] - submitted[id]).count());
       last = std::max(last, started[id]);
     }
   }
   const double submit_s = std::chrono::duration<double>(t_submitted - t0).count();
   const double total_s = std::chrono::duration<double>(last - t0).count();
-  std::printf("jobs submitted: %d (%d failed), started: %d%s\n", expected, failures.load(),
-              started_count.load(), t_end >= deadline ? " (TIMED OUT)" : "");
-  std::printf("submit phase: %.2f s = %.0f submissions/s (acknowledged once durable)\n", submit_s,
+  std::printf(
+      "jobs submitted: %d (%d requests failed, %d jobs refused by the rate limit = %.1f%%), "
+      "started: %d%s\n",
+      expected, out.failures.load(), out.refused.load(),
+      100.0 * out.refused.load() / std::max(jobs, 1), started_count.load(),
+      t_end >= deadline ? " (TIMED OUT)" : "");
+  PrintCauses(out);
+  std::printf("submit phase: %.2f s = %.0f jobs/s acknowledged (durable)\n", submit_s,
               expected / submit_s);
   std::printf("submit-to-start: %.2f s for all = %.0f jobs/s\n", total_s,
               static_cast<double>(latency_ms.size()) / total_s);
   std::printf("latency submit->durable start: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms\n",
-              Percentile(latency_ms, 0.5), Percentile(latency_ms, 0.9), Percentile(latency_ms, 0.99),
-              Percentile(latency_ms, 1.0));
+              Percentile(latency_ms, 0.5), Percentile(latency_ms, 0.9),
+              Percentile(latency_ms, 0.99), Percentile(latency_ms, 1.0));
+  std::printf("request round trip: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+              Percentile(out.request_ms, 0.5), Percentile(out.request_ms, 0.99),
+              Percentile(out.request_ms, 1.0));
+  PrintTcpDelta(tcp_before, tcp_after);
   (*server)->Stop();
   server->reset();
   std::filesystem::remove_all(dir);
-  return failures.load() == 0 && started_count.load() >= expected ? 0 : 1;
+  return out.failures.load() == 0 && started_count.load() >= expected ? 0 : 1;
 }

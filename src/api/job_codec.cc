@@ -1,6 +1,5 @@
 #include "api/job_codec.h"
 
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -81,7 +80,7 @@ class JobDecoder {
     }
     if (const Json* command = FindField(j, "command")) {
       TESSERA_RETURN_IF_ERROR(Command(*command, &job->command));
-    } else if (embedded_ == nullptr) {
+    } else if (embedded_ == nullptr || embedded_->require_command) {
       return r_.Error("command", "is required: a list of arguments, or one string run by /bin/sh");
     }
     if (const Json* v = FindField(j, "env")) {
@@ -550,35 +549,17 @@ class YamlConverter {
   size_t bytes_ = 0;
 };
 
-// Receives parser events and drops them.
-class IgnoreEvents final : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark& /*mark*/) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& /*mark*/, YAML::anchor_t /*anchor*/) override {}
-  void OnAlias(const YAML::Mark& /*mark*/, YAML::anchor_t /*anchor*/) override {}
-  void OnScalar(const YAML::Mark& /*mark*/, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
-                const std::string& /*value*/) override {}
-  void OnSequenceStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/,
-                       YAML::anchor_t /*anchor*/, YAML::EmitterStyle::value /*style*/) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
-                  YAML::EmitterStyle::value /*style*/) override {}
-  void OnMapEnd() override {}
-};
-
-// The number of documents in `text`, counting no further than 2. YAML::LoadAll must
-// not be used on user input: yaml-cpp 0.7 reports a stray token after a document
-// ("{},") as an endless run of empty documents, and LoadAll never returns.
-int CountYamlDocuments(const std::string& text) {
-  std::istringstream in(text);
-  YAML::Parser parser(in);
-  IgnoreEvents ignore;
-  int documents = 0;
-  while (documents < 2 && parser.HandleNextDocument(ignore)) {
-    ++documents;
+// A message about the field at `path` of a job ("resources.gpus: ..."), named from the
+// root of the document that holds the job at `prefix` ("jobs[3].resources.gpus: ...").
+std::string Located(const std::string& prefix, const std::string& path,
+                    const std::string& message) {
+  std::string full = prefix;
+  std::string rest = message;
+  if (!path.empty() && message.rfind(path + ": ", 0) == 0) {
+    full = ChildPath(prefix, path);
+    rest = message.substr(path.size() + 2);
   }
-  return documents;
+  return full.empty() ? rest : full + ": " + rest;
 }
 
 StatusOr<JobSubmission> ParseYaml(std::string_view text, const GpuCatalog& catalog) {
@@ -589,7 +570,7 @@ StatusOr<JobSubmission> ParseYaml(std::string_view text, const GpuCatalog& catal
   const std::string input(text);
   YAML::Node root;
   try {
-    const int documents = CountYamlDocuments(input);
+    const int documents = YamlReader::CountDocuments(input);
     if (documents > 1) {
       return InvalidArgumentError(
           "job spec: expected one YAML document, found more (or text after the document)");
@@ -662,6 +643,20 @@ StatusOr<JobSubmission> JobSubmissionFromJson(const nlohmann::json& j, const Gpu
   }
 }
 
+StatusOr<JobSubmission> JobSubmissionFromJsonAt(const nlohmann::json& j, const GpuCatalog& catalog,
+                                                const std::string& path) {
+  JobDecoder decoder(catalog);
+  try {
+    StatusOr<JobSubmission> job = decoder.Decode(j);
+    if (!job.ok()) {
+      return InvalidArgumentError(Located(path, decoder.error_path(), job.status().message()));
+    }
+    return job;
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(Located(path, "", ToValidUtf8(e.what())));
+  }
+}
+
 StatusOr<JobSubmission> ParseJobJson(std::string_view text, const GpuCatalog& catalog) {
   if (text.size() > kMaxJobTextBytes) {
     return InvalidArgumentError("job spec: text of " + std::to_string(text.size()) +
@@ -684,15 +679,8 @@ StatusOr<JobSubmission> ParseJobYaml(std::string_view text, const GpuCatalog& ca
 
 StatusOr<JobSubmission> ReadEmbeddedJob(const YAML::Node& node, const GpuCatalog& catalog,
                                         const EmbeddedJobOptions& options) {
-  // Paths are the job's own ("resources.gpus"); errors name them from the document's root.
   auto located = [&](const std::string& path, const std::string& message) {
-    std::string full = options.path;
-    std::string rest = message;
-    if (!path.empty() && message.rfind(path + ": ", 0) == 0) {
-      full = ChildPath(options.path, path);
-      rest = message.substr(path.size() + 2);
-    }
-    return full.empty() ? rest : full + ": " + rest;
+    return Located(options.path, path, message);
   };
   try {
     if (!node.IsMap()) {

@@ -80,6 +80,10 @@ inline constexpr size_t kMaxNameLength = 128;
 inline constexpr size_t kMaxPathLength = 4096;
 
 StatusOr<JobSubmission> JobSubmissionFromJson(const nlohmann::json& j, const GpuCatalog& catalog);
+// The job at `path` inside a larger document ("jobs[3]"): JobSubmissionFromJson's
+// checks, each error naming its field from the document's root ("jobs[3].replicas: ...").
+StatusOr<JobSubmission> JobSubmissionFromJsonAt(const nlohmann::json& j, const GpuCatalog& catalog,
+                                                const std::string& path);
 StatusOr<JobSubmission> ParseJobJson(std::string_view text, const GpuCatalog& catalog);
 StatusOr<JobSubmission> ParseJobYaml(std::string_view text, const GpuCatalog& catalog);
 // JSON or YAML, told apart by the first non-blank character ('{' is JSON).
@@ -94,13 +98,15 @@ struct EmbeddedJobOptions {
   // Resolves a priority written as a name (a queue tree's priority class); null: numbers
   // only.
   std::function<std::optional<int32_t>(const std::string& name)> priority_class;
+  // Whether `command` is required, as in a job file (a batch of jobs to run).
+  bool require_command = false;
 };
 
 // The job spec at `node`, a map inside another YAML document (a scenario file's jobs):
 // the fields, defaults, checks and messages of a job file, so that one job-request
-// language serves the API and the simulator. `command` may be left out (such a job is
-// scheduled, never run). InvalidArgument "path: message (line L, column C)", the path
-// starting with options.path.
+// language serves the API and the simulator. `command` may be left out unless
+// options.require_command (such a job is scheduled, never run). InvalidArgument "path: message
+// (line L, column C)", the path starting with options.path.
 StatusOr<JobSubmission> ReadEmbeddedJob(const YAML::Node& node, const GpuCatalog& catalog,
                                         const EmbeddedJobOptions& options);
 

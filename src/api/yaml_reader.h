@@ -51,6 +51,12 @@ class YamlReader {
   // A list of strings.
   StatusOr<std::vector<std::string>> Strings(const YAML::Node& node, const std::string& path) const;
 
+  // The number of YAML documents in `text`, counting no further than `limit`. Use it
+  // before YAML::Load on user input, never YAML::LoadAll: yaml-cpp 0.7 reports a stray
+  // token after a document ("{},") as an endless run of empty documents, and LoadAll
+  // never returns. Throws YAML::Exception on malformed text, as the parser does.
+  static int CountDocuments(const std::string& text, int limit = 2);
+
   // " (line 3, column 7)" for a node read from text; "" for one built in code.
   static std::string At(const YAML::Node& node);
   static std::string At(const YAML::Mark& mark);

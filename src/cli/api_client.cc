@@ -244,6 +244,33 @@ StatusOr<nlohmann::json> ApiClient::GetJson(std::string_view path, const QueryPa
   return ParseJsonBody(response.body, "GET " + std::string(path));
 }
 
+StatusOr<SubmittedBatch> SubmitJobBatch(ApiClient& client, const std::string& body,
+                                        const std::string& content_type,
+                                        const std::string& idempotency_key) {
+  ExtraHeaders headers;
+  if (!idempotency_key.empty()) {
+    headers.emplace_back("Idempotency-Key", idempotency_key);
+  }
+  TESSERA_ASSIGN_OR_RETURN(ApiResponse response,
+                           client.Post("/v1/jobs/batch", body, content_type, headers));
+  TESSERA_ASSIGN_OR_RETURN(nlohmann::json answer,
+                           ParseJsonBody(response.body, "POST /v1/jobs/batch"));
+  SubmittedBatch out;
+  out.created = response.status != 200;
+  const nlohmann::json* ids =
+      answer.is_object() && answer.contains("ids") ? &answer["ids"] : nullptr;
+  if (ids == nullptr || !ids->is_array()) {
+    return InternalError("the controller's answer to POST /v1/jobs/batch has no job ids");
+  }
+  for (const nlohmann::json& id : *ids) {
+    if (!id.is_number_integer()) {
+      return InternalError("the controller's answer to POST /v1/jobs/batch has a bad job id");
+    }
+    out.ids.push_back(id.get<int64_t>());
+  }
+  return out;
+}
+
 StatusOr<nlohmann::json> ParseJsonBody(const std::string& body, std::string_view what) {
   nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {

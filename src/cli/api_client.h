@@ -112,6 +112,18 @@ class ApiClient {
   std::unique_ptr<httplib::Client> client_;
 };
 
+// What POST /v1/jobs/batch answered: the ids of the batch's jobs in order; `created`
+// false when the controller already had the batch (a retry under its Idempotency-Key).
+struct SubmittedBatch {
+  std::vector<int64_t> ids;
+  bool created = true;
+};
+// Posts a batch document (api/job_batch.h: {"jobs": [...]} or YAML `jobs:`), with
+// `idempotency_key` unless it is empty.
+StatusOr<SubmittedBatch> SubmitJobBatch(ApiClient& client, const std::string& body,
+                                        const std::string& content_type,
+                                        const std::string& idempotency_key);
+
 // A 2xx body as JSON; Internal naming `what` when it is not JSON.
 StatusOr<nlohmann::json> ParseJsonBody(const std::string& body, std::string_view what);
 

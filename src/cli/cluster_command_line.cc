@@ -47,7 +47,8 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     auto o = std::make_shared<SubmitOptions>();
     CLI::App* cmd = app.add_subcommand("submit", "Submit a job: -f job.yaml, or flags -- COMMAND");
     cmd->add_option("-f,--file", o->file,
-                    "job spec, YAML or JSON ('-': stdin), sent as written plus submit_dir");
+                    "job spec, YAML or JSON ('-': stdin), sent as written plus submit_dir; a "
+                    "file with a 'jobs:' list of specs is one batch, submitted all or none");
     cmd->add_option("--name", o->name, "job name");
     cmd->add_option("--queue", o->queue, "queue (default: the tenant's)");
     cmd->add_option("--replicas", o->replicas, "tasks started together (a gang)");

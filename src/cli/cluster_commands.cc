@@ -1,5 +1,7 @@
 #include "cli/cluster_commands.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -15,8 +17,7 @@
 #include <thread>
 #include <utility>
 
-#include <yaml-cpp/yaml.h>
-
+#include "api/job_batch.h"
 #include "api/json_fields.h"
 #include "api/units.h"
 #include "base/strings.h"
@@ -267,6 +268,27 @@ std::string WithSubmitDir(const std::string& body, bool is_json, const std::stri
   }
 }
 
+// A file of several jobs (a `jobs:` list): one POST /v1/jobs/batch, all or none; the
+// ids one a line, in the file's order.
+int SubmitBatchFile(const ClientConfig& config, const SubmitOptions& o, const std::string& body,
+                    const std::string& content_type, std::ostream& out, std::ostream& err) {
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(SubmittedBatch batch,
+                               SubmitJobBatch(*client, body, content_type, o.idempotency_key), err);
+  if (o.output == "json") {
+    out << json{{"ids", batch.ids}}.dump() << "\n";
+  } else {
+    for (int64_t id : batch.ids) {
+      out << id << "\n";
+    }
+  }
+  if (!batch.created) {
+    err << "tessera: these " << batch.ids.size()
+        << " jobs were already submitted with this idempotency key\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunSubmit(const ClientConfig& config, const SubmitOptions& o, std::ostream& out,
@@ -293,6 +315,9 @@ int RunSubmit(const ClientConfig& config, const SubmitOptions& o, std::ostream& 
     content_type = EndsWith(o.file, ".json") || trimmed.front() == '{' ? "application/json"
                                                                        : "application/yaml";
     body = WithSubmitDir(body, content_type == "application/json", o.submit_dir);
+    if (LooksLikeJobBatch(body)) {
+      return SubmitBatchFile(config, o, body, content_type, out, err);
+    }
   } else {
     TESSERA_CLI_ASSIGN_OR_REPORT(json spec, BuildJobSpec(o), err);
     body = spec.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -34,7 +34,8 @@ namespace tessera {
 
 // `tessera submit`. Either `file` (a YAML or JSON job spec sent as is; "-" reads
 // stdin) or the flags and `command`; numeric flags are kept as typed and checked by
-// BuildJobSpec. Empty strings are "not given".
+// BuildJobSpec. Empty strings are "not given". A file holding a batch (a `jobs:` list,
+// api/job_batch.h) goes to POST /v1/jobs/batch and prints the ids one a line.
 struct SubmitOptions {
   std::string file;
   std::string name;

@@ -202,6 +202,59 @@ TEST(SubmitTest, SendsTheSubmitDirectoryWithFlagsAndFiles) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(SubmitTest, AFileOfSeveralJobsIsOneBatch) {
+  char tmpl[] = "/tmp/tessera_cli_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string yaml = "jobs:\n  - command: [a]\n  - command: [b]\n  - command: [c]\n";
+  std::ofstream(dir + "/jobs.yaml") << yaml;
+  std::ofstream(dir + "/jobs.json") << R"({"jobs": [{"command": ["a"]}]})";
+
+  FakeController ctl;
+  ctl.Reply("POST", "/v1/jobs/batch", 201, R"({"ids": [7, 8, 9]})");
+  SubmitOptions o;
+  o.file = dir + "/jobs.yaml";
+  o.idempotency_key = "nightly";
+  o.submit_dir = "/home/u";
+  std::ostringstream out, err;
+  EXPECT_EQ(RunSubmit(ctl.Config(), o, out, err), 0) << err.str();
+  EXPECT_EQ(out.str(), "7\n8\n9\n");
+  EXPECT_EQ(err.str(), "");
+  o.file = dir + "/jobs.json";
+  o.output = "json";
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunSubmit(ctl.Config(), o, out2, err2), 0) << err2.str();
+  EXPECT_EQ(json::parse(out2.str()), json::parse(R"({"ids": [7, 8, 9]})"));
+
+  const std::vector<SeenRequest> seen = ctl.requests();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].path, "/v1/jobs/batch");
+  EXPECT_EQ(seen[0].content_type, "application/yaml");
+  EXPECT_EQ(seen[0].idempotency_key, "nightly");
+  // The batch's submit_dir, after the user's lines.
+  EXPECT_EQ(seen[0].body, yaml + "submit_dir: \"/home/u\"\n");
+  EXPECT_EQ(json::parse(seen[1].body)["submit_dir"], "/home/u");
+
+  // A retry the controller had already: the same ids, and a word about it.
+  FakeController again;
+  again.Reply("POST", "/v1/jobs/batch", 200, R"({"ids": [7, 8, 9]})");
+  o.file = dir + "/jobs.yaml";
+  o.output = "";
+  std::ostringstream out3, err3;
+  EXPECT_EQ(RunSubmit(again.Config(), o, out3, err3), 0) << err3.str();
+  EXPECT_EQ(out3.str(), "7\n8\n9\n");
+  EXPECT_NE(err3.str().find("already submitted"), std::string::npos);
+  // A refused batch: the controller's message, nothing on stdout.
+  FakeController refuse;
+  refuse.Reply("POST", "/v1/jobs/batch", 400,
+               Error("InvalidArgument", "jobs[2].resources.gpus: must be between 0 and 64"));
+  std::ostringstream out4, err4;
+  EXPECT_EQ(RunSubmit(refuse.Config(), o, out4, err4), 2);
+  EXPECT_EQ(err4.str(), "tessera: jobs[2].resources.gpus: must be between 0 and 64\n");
+  EXPECT_EQ(out4.str(), "");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(SubmitTest, ServerRejectionPrintsTheMessageAndExits2) {
   FakeController ctl;
   ctl.Reply("POST", "/v1/jobs", 400, Error("InvalidArgument", "unknown GPU model 'H900'"));

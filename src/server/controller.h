@@ -168,6 +168,14 @@ class Controller {
   // tenant returns the first job and sets *created to false.
   StatusOr<nlohmann::json> Submit(const Principal& who, JobSubmission job,
                                   const std::string& idempotency_key, bool* created);
+  // POST /v1/jobs/batch: every job checked (queue, tenant), then all of them made
+  // durable in one store commit and acknowledged together, or none. Returns {"ids": [...]}
+  // in the order given; the ids are consecutive. Errors name the job ("jobs[3].queue:
+  // ..."). `idempotency_key` non-empty: a retry of the same batch by the same tenant
+  // returns the first ids and sets *created to false; another batch under the key is
+  // AlreadyExists, one still being made durable Aborted.
+  StatusOr<nlohmann::json> SubmitBatch(const Principal& who, std::vector<JobSubmission> jobs,
+                                       const std::string& idempotency_key, bool* created);
   // GET /v1/jobs/{id}: from the published views (without the controller's lock), or
   // for a job archived out of memory from the store.
   StatusOr<nlohmann::json> GetJob(const Principal& who, JobNumber id);
@@ -300,6 +308,16 @@ class Controller {
   // Archives the oldest finished jobs beyond finished_in_memory (controller_archive.cc).
   void Archive(Micros now);
   bool Visible(const Principal& who, const LiveJob& job) const;
+  // A submission's queue (its tenant's first when `queue` is empty, filled in) checked
+  // against `who`; returns the queue's tenant.
+  StatusOr<std::string> ResolveQueue(const Principal& who, std::string& queue) const;
+  // A new job's row is durable: counted, handed to the core, published.
+  void Acknowledge(LiveJob& job, Micros now);
+  // A batch whose idempotency key was used: the first batch's ids when it is the same
+  // batch (`tenants`: each job's tenant). `lock` (on mu_) may be released.
+  StatusOr<nlohmann::json> RetriedBatch(const std::vector<JobSubmission>& jobs,
+                                        const std::vector<std::string>& tenants,
+                                        const std::string& key, std::unique_lock<std::mutex>& lock);
   // Without `with_spec` the "spec" member is left out (listings splice in its text).
   nlohmann::json JobJson(const LiveJob& job, bool with_spec = true, bool with_reason = true) const;
   // The job's view, published for the API's reads (job_views.h); with mu_ held, after

@@ -20,6 +20,32 @@ bool Controller::Visible(const Principal& who, const LiveJob& job) const {
   return who.role == Role::kAdmin || (who.role == Role::kTenant && who.tenant == job.row.tenant);
 }
 
+StatusOr<std::string> Controller::ResolveQueue(const Principal& who, std::string& queue) const {
+  std::string tenant = who.tenant;
+  if (queue.empty()) {
+    for (QueueId q : core_.tree().queues()) {
+      if (who.role == Role::kAdmin || core_.tree().tenant(q) == tenant) {
+        queue = core_.tree().spec(q).name;
+        break;
+      }
+    }
+    if (queue.empty()) {
+      return FailedPreconditionError("tenant '" + tenant + "' has no queue");
+    }
+  }
+  StatusOr<QueueId> q = core_.tree().FindQueue(queue);
+  if (!q.ok()) {
+    return InvalidArgumentError("queue: no queue named '" + queue + "'");
+  }
+  if (who.role == Role::kAdmin) {
+    return core_.tree().tenant(q.value());
+  }
+  if (core_.tree().tenant(q.value()) != tenant) {
+    return PermissionDeniedError("queue '" + queue + "' belongs to another tenant");
+  }
+  return tenant;
+}
+
 StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission job,
                                             const std::string& idempotency_key, bool* created) {
   *created = false;
@@ -34,28 +60,12 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   JobRow row;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    std::string tenant = who.tenant;
-    std::string& queue = job.spec.queue;
-    if (queue.empty()) {
-      for (QueueId q : core_.tree().queues()) {
-        if (who.role == Role::kAdmin || core_.tree().tenant(q) == tenant) {
-          queue = core_.tree().spec(q).name;
-          break;
-        }
-      }
-      if (queue.empty()) {
-        return FailedPreconditionError("tenant '" + tenant + "' has no queue");
-      }
+    StatusOr<std::string> resolved = ResolveQueue(who, job.spec.queue);
+    if (!resolved.ok()) {
+      return resolved.status();
     }
-    StatusOr<QueueId> q = core_.tree().FindQueue(queue);
-    if (!q.ok()) {
-      return InvalidArgumentError("queue: no queue named '" + queue + "'");
-    }
-    if (who.role == Role::kAdmin) {
-      tenant = core_.tree().tenant(q.value());
-    } else if (core_.tree().tenant(q.value()) != tenant) {
-      return PermissionDeniedError("queue '" + queue + "' belongs to another tenant");
-    }
+    const std::string tenant = std::move(resolved).value();
+    const std::string& queue = job.spec.queue;
     if (!idempotency_key.empty()) {
       std::optional<JobNumber> first = jobs_.FindKey(tenant, idempotency_key);
       std::optional<LiveJob> archived;
@@ -107,6 +117,183 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     store_failed_ = true;
     return UnavailableError("could not make the job durable: " + s.message());
   }
+  Acknowledge(j, now);
+  *created = true;
+  Wake();
+  return JobJson(j);
+}
+
+namespace {
+
+// The Idempotency-Key of the i-th job of a batch submitted under `key`: a byte that no
+// HTTP header carries keeps it apart from every single submission's key.
+std::string BatchJobKey(const std::string& key, size_t i) {
+  return key + '\x1f' + std::to_string(i);
+}
+
+std::string JobPath(size_t i) { return "jobs[" + std::to_string(i) + "]"; }
+
+// `s` about the i-th job of a batch: "jobs[3].queue: ..." or "jobs[3]: ...".
+Status AtJob(size_t i, const Status& s) {
+  const std::string& m = s.message();
+  return Status(s.code(), JobPath(i) + (m.rfind("queue: ", 0) == 0 ? "." : ": ") + m);
+}
+
+Status BatchKeyReused(const std::string& key) {
+  return AlreadyExistsError("Idempotency-Key '" + key +
+                            "' was already used for a batch of other jobs; use a new key for a "
+                            "new batch");
+}
+
+}  // namespace
+
+StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
+                                                 std::vector<JobSubmission> jobs,
+                                                 const std::string& key, bool* created) {
+  *created = false;
+  if (who.role == Role::kAgent) {
+    return PermissionDeniedError("agents cannot submit jobs");
+  }
+  if (!healthy()) {
+    return UnavailableError("the state store failed; the controller accepts no changes");
+  }
+  if (jobs.empty()) {
+    return InvalidArgumentError("jobs: a batch needs at least one job");
+  }
+  const size_t n = jobs.size();
+  std::vector<std::string> tenants(n);
+  auto resolve = [&](std::vector<std::string>& out) -> Status {
+    for (size_t i = 0; i < n; ++i) {
+      StatusOr<std::string> tenant = ResolveQueue(who, jobs[i].spec.queue);
+      if (!tenant.ok()) {
+        return AtJob(i, tenant.status());
+      }
+      out[i] = std::move(tenant).value();
+    }
+    return Status::Ok();
+  };
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    TESSERA_RETURN_IF_ERROR(resolve(tenants));
+    if (!key.empty() && jobs_.FindKey(tenants[0], BatchJobKey(key, 0))) {
+      return RetriedBatch(jobs, tenants, key, lock);
+    }
+  }
+  // The rows' spec text, the costly part of a submission, is written without the lock.
+  const Micros now = clock_->NowMicros();
+  std::vector<std::string> specs(n);
+  for (size_t i = 0; i < n; ++i) {
+    jobs[i].spec.submit_time = now;
+    specs[i] = JobSubmissionToJson(jobs[i], *catalog_).dump();
+  }
+  WriteBatch batch;
+  batch.jobs.reserve(n);
+  std::vector<JobNumber> ids;
+  ids.reserve(n);
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::vector<std::string> again(n);
+    TESSERA_RETURN_IF_ERROR(resolve(again));
+    if (again != tenants) {
+      return AbortedError("the queue configuration changed during the submission; retry");
+    }
+    for (size_t i = 0; !key.empty() && i < n; ++i) {
+      if (jobs_.FindKey(tenants[i], BatchJobKey(key, i))) {
+        return i == 0 ? AbortedError("a batch with this idempotency key is in progress; retry")
+                      : BatchKeyReused(key);
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const JobNumber id = jobs_.TakeId();
+      JobRow row;
+      row.id = id.value();
+      row.tenant = tenants[i];
+      row.queue = jobs[i].spec.queue;
+      row.name = jobs[i].spec.name;
+      row.idempotency_key = key.empty() ? "" : BatchJobKey(key, i);
+      row.spec_json = std::move(specs[i]);
+      row.state = std::string(JobStateName(JobState::kPending));
+      row.submit_us = now;
+      row.reason = "waiting for the next scheduling cycle";
+      LiveJob& j = jobs_.Add(id);  // finished (invisible to the core) until durable
+      j.row = row;
+      j.submission = std::move(jobs[i]);
+      if (!key.empty()) {
+        jobs_.AddKey(row.tenant, row.idempotency_key, id);
+      }
+      batch.jobs.push_back(std::move(row));
+      ids.push_back(id);
+    }
+  }
+  Status s = store_->Commit(std::move(batch));
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!s.ok()) {
+    for (JobNumber id : ids) {
+      jobs_.Remove(id);
+    }
+    store_failed_ = true;
+    return UnavailableError("could not make the jobs durable: " + s.message());
+  }
+  // A slice at a time, so that cycles, heartbeats and other submissions are not held up
+  // for the whole of a large batch (all of it is durable already; the jobs not yet
+  // acknowledged stay invisible).
+  constexpr size_t kAcknowledgeSlice = 256;
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0 && i % kAcknowledgeSlice == 0) {
+      lock.unlock();
+      lock.lock();
+    }
+    LiveJob& j = jobs_.all().at(ids[i]);
+    j.spec_text_ok = 1;  // written by the JSON library just now
+    Acknowledge(j, now);
+    out.push_back(ids[i].value());
+  }
+  *created = true;
+  Wake();
+  return nlohmann::json{{"ids", std::move(out)}};
+}
+
+StatusOr<nlohmann::json> Controller::RetriedBatch(const std::vector<JobSubmission>& jobs,
+                                                  const std::vector<std::string>& tenants,
+                                                  const std::string& key,
+                                                  std::unique_lock<std::mutex>& lock) {
+  const size_t n = jobs.size();
+  nlohmann::json ids = nlohmann::json::array();
+  std::vector<JobSubmission> first;  // the first batch's jobs, compared without the lock
+  first.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::optional<JobNumber> id = jobs_.FindKey(tenants[i], BatchJobKey(key, i));
+    std::optional<LiveJob> archived;
+    const LiveJob* found = id ? FindOrLoad(*id, &archived, lock) : nullptr;
+    if (found == nullptr) {
+      return BatchKeyReused(key);
+    }
+    if (!found->durable) {
+      return AbortedError("a batch with this idempotency key is in progress; retry");
+    }
+    first.push_back(found->submission);
+    ids.push_back(id->value());
+  }
+  // A longer first batch has a job beyond this one's last.
+  for (const std::string& tenant : std::set<std::string>(tenants.begin(), tenants.end())) {
+    if (jobs_.FindKey(tenant, BatchJobKey(key, n))) {
+      return BatchKeyReused(key);
+    }
+  }
+  lock.unlock();
+  for (size_t i = 0; i < n; ++i) {
+    // As for a single job, where it was retried from is not part of the request.
+    JobSubmission retry = jobs[i];
+    retry.submit_dir = first[i].submit_dir;
+    if (JobSubmissionToJson(retry, *catalog_) != JobSubmissionToJson(first[i], *catalog_)) {
+      return BatchKeyReused(key);
+    }
+  }
+  return nlohmann::json{{"ids", std::move(ids)}};
+}
+
+void Controller::Acknowledge(LiveJob& j, Micros now) {
   j.durable = true;
   ++counters_.submitted[j.row.queue];
   JobRecord& rec = jobs_.Rec(j);
@@ -117,9 +304,6 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   // Enqueued now when the core is current, else by the rebuild before the next cycle.
   core_.lifecycle()->Submit(rec, now);
   PublishView(j);
-  *created = true;
-  Wake();
-  return JobJson(j);
 }
 
 StatusOr<nlohmann::json> Controller::GetJob(const Principal& who, JobNumber id) {

@@ -4,6 +4,7 @@
 // requeued, and tasks run as their tenant's Unix identity.
 #include <gtest/gtest.h>
 
+#include "api/job_batch.h"
 #include "server/controller_fixture.h"
 
 namespace tessera {
@@ -215,6 +216,81 @@ TEST_F(ControllerRecoveryTest, AfterAFailedCommitNoReportIsTakenUntilARestart) {
   EXPECT_TRUE(CycleAndTake().empty()) << "the finished task was launched again";
   EXPECT_EQ(Job(id)["state"], "succeeded");
   EXPECT_EQ(Job(id)["attempts"], 1);
+}
+
+// A batch of jobs: the jobs of one POST /v1/jobs/batch, parsed as the server does.
+std::vector<JobSubmission> Batch(int n, const std::string& gpus = "1") {
+  std::string text = R"({"jobs": [)";
+  for (int i = 0; i < n; ++i) {
+    text += std::string(i > 0 ? "," : "") + R"({"name": "b)" + std::to_string(i) +
+            R"(", "command": ["x"], "resources": {"gpus": )" + gpus +
+            R"(, "gpu_model": "H100-80GB"}})";
+  }
+  StatusOr<std::vector<JobSubmission>> jobs =
+      ParseJobBatch(text + "]}", BatchFormat::kJson, GpuCatalog::Default());
+  EXPECT_TRUE(jobs.ok()) << jobs.status().ToString();
+  return jobs.ok() ? *jobs : std::vector<JobSubmission>{};
+}
+
+std::vector<uint64_t> Ids(const StatusOr<nlohmann::json>& out) {
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  return out.ok() ? (*out)["ids"].get<std::vector<uint64_t>>() : std::vector<uint64_t>{};
+}
+
+// The jobs of an acknowledged batch are durable together: after a restart every one
+// is there, once, and the cycle starts those that fit.
+TEST_F(ControllerRecoveryTest, AnAcknowledgedBatchSurvivesARestartAndIsScheduled) {
+  const Principal a{Role::kTenant, "team-a", "test"};
+  bool created = false;
+  const std::vector<uint64_t> ids =
+      Ids(controller_->SubmitBatch(a, Batch(3), "batch-key", &created));
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_TRUE(created);
+  EXPECT_EQ(ids[1], ids[0] + 1);
+  EXPECT_EQ(ids[2], ids[0] + 2);
+  Reopen();
+  for (uint64_t id : ids) {
+    EXPECT_EQ(Job(id)["state"], "pending") << id;
+    EXPECT_EQ(Job(id)["queue"], "team-a") << id;
+  }
+  // The key survives too: the retry gets the same ids and makes nothing new.
+  EXPECT_EQ(Ids(controller_->SubmitBatch(a, Batch(3), "batch-key", &created)), ids);
+  EXPECT_FALSE(created);
+  Register();  // two whole H100s
+  const std::vector<TaskLaunch> launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 2u);
+  int running = 0;
+  for (uint64_t id : ids) {
+    running += Job(id)["state"] == "running" ? 1 : 0;
+  }
+  EXPECT_EQ(running, 2);
+  const Controller::JobPage page = controller_->ListJobIds(a, JobFilter{}, JobNumber(), 100);
+  EXPECT_EQ(page.jobs.size(), 3u) << "a job of the batch is there twice, or one is missing";
+}
+
+// The batch's one commit fails: none of its jobs is acknowledged or stays.
+TEST_F(ControllerRecoveryTest, ABatchWhoseCommitFailedLeavesNoJob) {
+  FailingStore failing(store_.get());
+  controller_.reset();
+  ControllerOptions options;
+  options.data_dir = dir_;
+  options.node_timeout = 1000 * kHour;
+  auto opened = Controller::Open(options, &failing, catalog(), clock_, DefaultQueuesYaml());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  controller_ = std::move(opened).value();
+  failing.fail = true;
+  bool created = true;
+  const Principal a{Role::kTenant, "team-a", "test"};
+  StatusOr<nlohmann::json> out = controller_->SubmitBatch(a, Batch(4), "k", &created);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(created);
+  EXPECT_TRUE(controller_->ListJobIds(a, JobFilter{}, JobNumber(), 100).jobs.empty());
+  Reopen();  // on the real store
+  EXPECT_TRUE(controller_->ListJobIds(a, JobFilter{}, JobNumber(), 100).jobs.empty());
+  for (uint64_t id = 1; id <= 4; ++id) {
+    EXPECT_FALSE(controller_->GetJob(a, JobNumber(id)).ok()) << id;
+  }
 }
 
 class ControllerIdentityTest : public ControllerRecoveryTest {

@@ -394,7 +394,7 @@ void Server::Routes() {
   s.set_error_handler([](const Req&, Res& res) {
     if (res.status == 404 && res.body.empty()) {
       SendError(res, NotFoundError("no such endpoint"));
-    } else if (res.status == 413) {
+    } else if (res.status == 413 && res.body.empty()) {  // a handler's own 413 keeps its message
       SendError(res, InvalidArgumentError("request body too large"));
       res.status = 413;
     }

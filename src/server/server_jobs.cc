@@ -1,4 +1,5 @@
-// The job endpoints of the HTTP API: submit, list (streamed), get, cancel, logs.
+// The job endpoints of the HTTP API: submit (one job or a batch), list (streamed), get,
+// cancel, logs.
 #include <httplib.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/job_batch.h"
 #include "api/job_codec.h"
 #include "base/strings.h"
 #include "server/server.h"
@@ -66,7 +68,7 @@ void StreamJobPage(Controller* controller, httplib::Response& res,
 
 }  // namespace
 
-// POST/GET /v1/jobs, GET /v1/jobs/{id}, its cancel and its logs.
+// POST/GET /v1/jobs, POST /v1/jobs/batch, GET /v1/jobs/{id}, its cancel and its logs.
 void Server::JobRoutes() {
   httplib::Server& s = *http_;
   using Req = httplib::Request;
@@ -86,6 +88,35 @@ void Server::JobRoutes() {
              SendError(res, out.status());
              if (out.status().code() == StatusCode::kAlreadyExists) {
                res.status = 422;  // the key's first job had another body
+             }
+             return;
+           }
+           SendJson(res, out.value(), created ? 201 : 200);
+         }));
+
+  // A batch: validated whole, committed in one store commit, charged by its jobs.
+  s.Post("/v1/jobs/batch", Authed([this](const Principal& who, const Req& req, Res& res) {
+           StatusOr<std::vector<JobSubmission>> jobs = ParseJobBatch(
+               req.body, IsYaml(req) ? BatchFormat::kYaml : BatchFormat::kJson, *catalog_);
+           if (!jobs.ok()) {
+             SendError(res, jobs.status());
+             if (jobs.status().code() == StatusCode::kOutOfRange) {
+               res.status = 413;  // over a batch's bounds
+             }
+             return;
+           }
+           // Allow took one token; each job costs its share, so that a tenant's
+           // sustained submissions are bounded however they are grouped.
+           limiter_->Charge(
+               HashToken(req.get_header_value("Authorization")),
+               static_cast<double>(jobs->size()) / std::max(options_.batch_jobs_per_token, 1.0));
+           bool created = false;
+           StatusOr<nlohmann::json> out = controller_->SubmitBatch(
+               who, std::move(jobs).value(), req.get_header_value("Idempotency-Key"), &created);
+           if (!out.ok()) {
+             SendError(res, out.status());
+             if (out.status().code() == StatusCode::kAlreadyExists) {
+               res.status = 422;  // the key's first batch had other jobs
              }
              return;
            }

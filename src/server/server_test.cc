@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "api/agent_protocol.h"
+#include "api/job_batch.h"
 #include "server/server_fixture.h"
 
 namespace tessera {
@@ -349,18 +350,156 @@ TEST_F(ServerTest, JobListsArePaginated) {
   EXPECT_EQ(nlohmann::json::parse(Client(team_b_).Get("/v1/jobs")->body)["jobs"].size(), 0u);
 }
 
-TEST_F(ServerTest, ListingsCostInProportionToTheirRows) {
-  for (int i = 0; i < 300; ++i) {
-    ASSERT_EQ(SubmitJson(team_a_, kJob)->status, 201);
+// {"jobs": [...]} of n one-GPU jobs; `bad` >= 0 asks for 65 GPUs in that one.
+std::string BatchBody(int n, int bad = -1, const std::string& queue = "") {
+  std::string body = R"({"jobs": [)";
+  for (int i = 0; i < n; ++i) {
+    body += std::string(i > 0 ? "," : "") + R"({"name": "b)" + std::to_string(i) +
+            (queue.empty() ? "" : R"(", "queue": ")" + queue) +
+            R"(", "command": ["/bin/true"], "resources": {"gpus": )" + (i == bad ? "65" : "1") +
+            "}}";
   }
-  // The default bucket (burst 400) pays for a few 300-row listings (31 tokens each), not
-  // the hundreds of requests their count alone would allow.
+  return body + "]}";
+}
+
+std::vector<uint64_t> BatchIds(const httplib::Result& r) {
+  return nlohmann::json::parse(r->body)["ids"].get<std::vector<uint64_t>>();
+}
+
+TEST_F(ServerTest, ABatchSubmitsEveryJobOnceInOrder) {
+  httplib::Client c = Client(team_a_);
+  httplib::Result r = c.Post("/v1/jobs/batch", BatchBody(5), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::vector<uint64_t> ids = BatchIds(r);
+  ASSERT_EQ(ids.size(), 5u);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    r = c.Get(("/v1/jobs/" + std::to_string(ids[i])).c_str());
+    ASSERT_EQ(r->status, 200);
+    const nlohmann::json job = nlohmann::json::parse(r->body);
+    EXPECT_EQ(job["name"], "b" + std::to_string(i));
+    EXPECT_EQ(job["tenant"], "team-a");
+    EXPECT_EQ(job["state"], "pending");
+  }
+  EXPECT_EQ(JobCount(), 5u);
+  // YAML, a `jobs:` list, as the single endpoint takes YAML.
+  r = c.Post("/v1/jobs/batch", "jobs:\n  - command: [/bin/true]\n  - command: [/bin/true]\n",
+             "application/yaml");
+  ASSERT_EQ(r->status, 201) << r->body;
+  EXPECT_EQ(BatchIds(r), (std::vector<uint64_t>{ids[4] + 1, ids[4] + 2}));
+  EXPECT_EQ(JobCount(), 7u);
+}
+
+TEST_F(ServerTest, OneBadJobRefusesTheWholeBatchNamingIt) {
+  httplib::Client c = Client(team_a_);
+  httplib::Result r = c.Post("/v1/jobs/batch", BatchBody(6, 3), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(ErrorMessage(r).rfind("jobs[3].resources.gpus: must be between 0 and 64", 0), 0u)
+      << ErrorMessage(r);
+  // Another tenant's queue in one job: checked before anything is committed.
+  r = c.Post("/v1/jobs/batch",
+             R"({"jobs": [{"command": "true"}, {"command": "true", "queue": "team-b"}]})",
+             "application/json");
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(ErrorMessage(r), "jobs[1]: queue 'team-b' belongs to another tenant");
+  r = c.Post("/v1/jobs/batch", R"({"jobs": [{"command": "true", "queue": "nope"}]})",
+             "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(ErrorMessage(r), "jobs[0].queue: no queue named 'nope'");
+  r = c.Post("/v1/jobs/batch", "jobs:\n  - command: [x]\n  - {command: [x], replicas: 0}\n",
+             "application/yaml");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(ErrorMessage(r).rfind("jobs[1].replicas: ", 0), 0u) << ErrorMessage(r);
+  EXPECT_EQ(JobCount(), 0u);
+}
+
+TEST_F(ServerTest, ABatchRetriedWithItsKeyGetsTheSameIds) {
+  httplib::Client c = Client(team_a_);
+  const httplib::Headers key = {{"Idempotency-Key", "nightly-1"}};
+  httplib::Result first = c.Post("/v1/jobs/batch", key, BatchBody(4), "application/json");
+  ASSERT_EQ(first->status, 201) << first->body;
+  httplib::Result again = c.Post("/v1/jobs/batch", key, BatchBody(4), "application/json");
+  ASSERT_EQ(again->status, 200) << again->body;
+  EXPECT_EQ(BatchIds(first), BatchIds(again));
+  EXPECT_EQ(JobCount(), 4u);
+  // Other jobs under the key, or fewer or more of them, are a client's mistake.
+  for (const std::string& body :
+       {BatchBody(3), BatchBody(5), std::string(R"({"jobs": [{"command": "other"}]})")}) {
+    httplib::Result r = c.Post("/v1/jobs/batch", key, body, "application/json");
+    EXPECT_EQ(r->status, 422) << body;
+  }
+  // The key is the tenant's: team B's batch under it is its own.
+  httplib::Result b = Client(team_b_).Post("/v1/jobs/batch", key, BatchBody(4), "application/json");
+  EXPECT_EQ(b->status, 201);
+  EXPECT_EQ(JobCount(), 8u);
+  // Acknowledged means durable: after a restart the jobs and the key are still there.
+  server_->Stop();
+  server_.reset();
+  StartServer();
+  httplib::Result after =
+      Client(team_a_).Post("/v1/jobs/batch", key, BatchBody(4), "application/json");
+  ASSERT_EQ(after->status, 200) << after->body;
+  EXPECT_EQ(BatchIds(after), BatchIds(first));
+  EXPECT_EQ(JobCount(), 8u);
+}
+
+TEST_F(ServerTest, ABatchOverItsBoundsIs413) {
+  std::string body = R"({"jobs": [)";
+  for (size_t i = 0; i <= kMaxBatchJobs; ++i) {
+    body += std::string(i > 0 ? "," : "") + R"({"command": "x"})";
+  }
+  httplib::Client c = Client(team_a_);
+  c.set_read_timeout(60, 0);  // a debug build under a parallel test run reads it slowly
+  httplib::Result r = c.Post("/v1/jobs/batch", body + "]}", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_NE(ErrorMessage(r).find("10001 jobs in one batch, more than 10000"), std::string::npos)
+      << ErrorMessage(r);
+  r = Client(team_a_).Post("/v1/jobs/batch", R"({"jobs": []})", "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(JobCount(), 0u);
+}
+
+class ServerRateTest : public ServerFixture {
+ protected:
+  ServerRateTest() : ServerFixture("server-rate-test") {}
+  void Tune(ServerOptions& o) override {
+    o.rate_per_second = 1;
+    o.rate_burst = 40;
+    o.batch_jobs_per_token = 10;
+  }
+};
+
+TEST_F(ServerRateTest, ABatchCostsInProportionToItsJobs) {
+  httplib::Client c = Client(team_a_);
+  // 300 jobs cost 31 tokens of the 40: what is left pays for a few requests, not 40.
+  ASSERT_EQ(c.Post("/v1/jobs/batch", BatchBody(300), "application/json")->status, 201);
+  int ok = 0;
+  for (int i = 0; i < 20; ++i) {
+    ok += c.Get("/v1/jobs/1")->status == 200 ? 1 : 0;
+  }
+  EXPECT_LE(ok, 10);
+  httplib::Result r = c.Post("/v1/jobs/batch", BatchBody(1), "application/json");
+  EXPECT_EQ(r->status, 429);
+  // Tenant B's bucket is its own.
+  EXPECT_EQ(Client(team_b_).Post("/v1/jobs/batch", BatchBody(1), "application/json")->status, 201);
+}
+
+TEST_F(ServerRateTest, ListingsCostInProportionToTheirRows) {
+  // As the admin, whose bucket is not team A's.
+  ASSERT_EQ(Client(server_->admin_token())
+                .Post("/v1/jobs/batch", BatchBody(300, -1, "team-a"), "application/json")
+                ->status,
+            201);
+  // The bucket (burst 40) pays for a 300-row listing (31 tokens), not the 40 requests
+  // their count alone would allow.
   httplib::Client c = Client(team_a_);
   int ok = 0;
   for (int i = 0; i < 40; ++i) {
     ok += c.Get("/v1/jobs?limit=1000")->status == 200 ? 1 : 0;
   }
-  EXPECT_LT(ok, 20);
+  EXPECT_LT(ok, 3);
   httplib::Result r = c.Get("/v1/jobs?limit=1000");
   EXPECT_EQ(r->status, 429);
   EXPECT_EQ(r->get_header_value("Retry-After"), "1");
