@@ -175,7 +175,7 @@ struct ServerFlags {
   std::string checkpoint_root;
   bool no_fsync = false;
   bool init = false;
-  double rate = 200;
+  double rate = ServerOptions{}.rate_per_second;
   int gpu_temp_limit = 90;
   std::string uid_pool = "200000-299999";
   std::vector<std::string> run_as;  // TENANT=UID[:GID]
@@ -223,7 +223,8 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                 "not: every job is forgotten and new tokens are made");
   cmd->add_flag("--no-fsync", f->no_fsync,
                 "Commit without fsync (durable against a crash of the process, not of the machine)");
-  cmd->add_option("--rate", f->rate, "Requests per second per token")->capture_default_str();
+  cmd->add_option("--rate", f->rate, "Requests per second per token (burst: 4 s of it)")
+      ->capture_default_str();
   cmd->add_option("--gpu-temp-limit", f->gpu_temp_limit,
                   "A GPU this hot (C) is drained until it cools 5 C below")
       ->capture_default_str();
@@ -283,7 +284,8 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
   }
   o.fsync = !f.no_fsync;
   o.rate_per_second = f.rate;
-  o.rate_burst = 2 * f.rate;
+  // The default's ratio of burst to rate (4 s of it: a burst of thousands of jobs).
+  o.rate_burst = f.rate * (ServerOptions{}.rate_burst / ServerOptions{}.rate_per_second);
   o.controller.policy = f.policy;
   o.controller.checkpoint_root = f.checkpoint_root;
   TESSERA_ASSIGN_OR_RETURN(o.controller.node_timeout, ParseDurationMicros(f.node_timeout));
