@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -165,7 +166,8 @@ void CloseAllExcept(const int* keep, size_t n) {
   close_range(next, ~0U);
 }
 
-// Runs in the leader, forked by the shim. Only async-signal-safe calls.
+// Runs in the leader, started by the shim on its own stack in the shim's memory (until
+// it execs). Only async-signal-safe calls; it writes nothing the shim reads.
 [[noreturn]] void LeaderMain(const ShimPlan& plan, int report_fd, int log_fd, int null_fd,
                              int cgroup_fd) {
   if (::setpgid(0, 0) != 0) {
@@ -239,6 +241,18 @@ void CloseAllExcept(const int* keep, size_t n) {
     }
   }
   Fail(report_fd, kStageExec, denied && err != ENOEXEC ? EACCES : err);
+}
+
+struct LeaderArgs {
+  const ShimPlan* plan;
+  int report_fd, log_fd, null_fd, cgroup_fd;
+};
+
+constexpr size_t kLeaderStackBytes = 256 << 10;
+
+int LeaderEntry(void* p) {
+  const LeaderArgs& a = *static_cast<const LeaderArgs*>(p);
+  LeaderMain(*a.plan, a.report_fd, a.log_fd, a.null_fd, a.cgroup_fd);
 }
 
 // How often a leased shim looks at its lease file.
@@ -390,13 +404,21 @@ pid_t PidOfName(const char* name) {
   }
 
   const pid_t self = ::getpid();
-  const pid_t leader = ::fork();
+  // The leader shares the shim's memory until it execs (CLONE_VM | CLONE_VFORK, as
+  // posix_spawn does; the shim waits meanwhile), so that starting it does not copy the
+  // agent's address space a second time. It has its own stack, file table, signal
+  // handlers and credentials, and makes only system calls.
+  LeaderArgs args{&plan, report_fd, log_fd, null_fd, cgroup_fd};
+  void* stack = ::mmap(nullptr, kLeaderStackBytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  const pid_t leader = stack == MAP_FAILED
+                           ? -1
+                           : ::clone(LeaderEntry, static_cast<char*>(stack) + kLeaderStackBytes,
+                                     CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   if (leader < 0) {
     Fail(report_fd, kStageShimFork, errno);
   }
-  if (leader == 0) {
-    LeaderMain(plan, report_fd, log_fd, null_fd, cgroup_fd);
-  }
+  ::munmap(stack, kLeaderStackBytes);
   // Also from this side, so the group exists once Start returns.
   ::setpgid(leader, leader);
   ::close(log_fd);
