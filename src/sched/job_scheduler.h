@@ -250,6 +250,9 @@ class JobScheduler {
   // group that cannot is skipped without looking at its jobs.
   bool MayPreemptFrom(const VictimGroup& group, const JobRecord& preemptor, int preemptor_level,
                       bool reclaim) const;
+  // Whether any job could pass CanPreempt for `preemptor`, by what it and the options
+  // allow, before the running jobs are grouped (false: none could).
+  bool MayPreemptAny(const JobRecord& preemptor, int preemptor_level, bool reclaim) const;
   // The group's jobs in victim order, their costs at `now`.
   const std::vector<VictimCandidate>& SortedGroup(VictimGroup& group,
                                                   const std::vector<JobRecord>& jobs, Micros now);
@@ -299,6 +302,7 @@ class JobScheduler {
   uint32_t in_flight_stamp_ = 0;
   std::vector<uint32_t> las_stamp_;         // by id: cycle stamp of las_level_
   std::vector<int> las_level_;
+  int32_t lowest_priority_ = INT32_MAX;  // of the jobs ever enqueued or adopted
   int64_t cpu_only_pending_ = 0;
   size_t pending_count_ = 0;
   std::vector<std::vector<NodeId>> racks_;           // node groups by "rack" label

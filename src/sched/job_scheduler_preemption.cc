@@ -92,6 +92,17 @@ bool JobScheduler::MayPreemptFrom(const VictimGroup& group, const JobRecord& pre
          (options_.preempt_srtf && not_above);
 }
 
+bool JobScheduler::MayPreemptAny(const JobRecord& preemptor, int preemptor_level,
+                                 bool reclaim) const {
+  // MayPreemptFrom for the best group there could be, whatever runs.
+  const int top_level = static_cast<int>(options_.las_thresholds.size());
+  const bool las_above =
+      preemptor_level < top_level &&
+      (options_.las_protected_level == 0 || preemptor_level + 1 < options_.las_protected_level);
+  return (options_.preempt_priority && lowest_priority_ < preemptor.spec.priority) || reclaim ||
+         (options_.preempt_las && las_above) || options_.preempt_srtf;
+}
+
 bool JobScheduler::CanPreempt(const JobRecord& victim, int victim_level, const JobRecord& preemptor,
                               int preemptor_level, bool reclaim, Micros now) const {
   if (victim.phase != JobPhase::kRunning || !victim.spec.preemptible) {
@@ -221,6 +232,30 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
       static_cast<int64_t>(job.phase == JobPhase::kPending
                                ? std::count(preemptors_.begin(), preemptors_.end(), job.id.value())
                                : 0);
+  // Reclaim applies when the job would fit its own nominal quota: usage plus charge
+  // within nominal, with the preemptions in flight done (a queue's usage moves only
+  // with its own charges). (Not QuotaLedger::Check, which also wants the quota
+  // available now: what the queue lent out is exactly what reclaim takes back.)
+  const ResourceVector& queue_in_flight = in_flight_[job.queue.value()];
+  bool within_nominal = true;
+  for (size_t r = 0; r < pre.size(); ++r) {
+    const int64_t usage = quota.Usage(job.queue, r) + queue_in_flight[r] - own * pre[r];
+    if (pre[r] > 0 && usage + pre[r] > tree_->quota(job.queue, r).nominal) {
+      within_nominal = false;
+    }
+  }
+  const bool reclaim = options_.preempt_reclaim && within_nominal;
+  if (!MayPreemptAny(job, CycleLasLevel(job, now), reclaim)) {
+    return {};  // without grouping the running jobs
+  }
+
+  int64_t reachable = FreeMilli(state);
+  const std::vector<VictimCandidate> candidates =
+      VictimCandidates(job, jobs, reclaim, now, &reachable);
+  // Not even every candidate together would make room: skip the search.
+  if (candidates.empty() || reachable < job.gpu_milli) {
+    return {};
+  }
   LedgerOverlay in_flight(quota);
   auto nonzero = [](const ResourceVector& v) {
     return std::any_of(v.begin(), v.end(), [](int64_t x) { return x != 0; });
@@ -238,24 +273,6 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
     } else if (nonzero(in_flight_[q])) {
       in_flight.Add(queue, in_flight_[q]);
     }
-  }
-  // Reclaim applies when the job would fit its own nominal quota: usage plus charge
-  // within nominal. (Not QuotaLedger::Check, which also wants the quota available
-  // now: what the queue lent out is exactly what reclaim takes back.)
-  bool within_nominal = true;
-  for (size_t r = 0; r < pre.size(); ++r) {
-    if (pre[r] > 0 && quota.Usage(job.queue, r) + pre[r] > tree_->quota(job.queue, r).nominal) {
-      within_nominal = false;
-    }
-  }
-  const bool reclaim = options_.preempt_reclaim && within_nominal;
-
-  int64_t reachable = FreeMilli(state);
-  const std::vector<VictimCandidate> candidates =
-      VictimCandidates(job, jobs, reclaim, now, &reachable);
-  // Not even every candidate together would make room: skip the search.
-  if (candidates.empty() || reachable < job.gpu_milli) {
-    return {};
   }
 
   // What a victim frees is what it holds: a task whose node was lost holds nothing.
