@@ -8,6 +8,8 @@
 //     avg_jct_h, to show the run did the real work.
 //
 // Build the release preset and run: build/release/bench/job_sim_bench
+// (--benchmark_filter='policy:[34]/load_pct:80': tiresias and tessera at 80% load, the
+// replays docs/benchmarks.md times before and after the victim search's changes).
 // The traces folder comes from TESSERA_TRACES_DIR, else the path CMake recorded.
 #include <benchmark/benchmark.h>
 

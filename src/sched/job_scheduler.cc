@@ -119,6 +119,7 @@ void JobScheduler::Enqueue(const JobRecord& job, Micros now) {
   }
   Entry e{by_priority ? -static_cast<int64_t>(job.spec.priority) : 0, key, job.spec.submit_time,
           id};
+  lowest_priority_ = std::min(lowest_priority_, job.spec.priority);
   queues_[job.queue.value()].jobs.insert(e);
   by_eligible_.emplace(job.eligible_since, id);
   entry_of_[id] = e;
@@ -170,6 +171,7 @@ void JobScheduler::Adopt(const JobRecord& job) {
   if (running_pos_[id] != kNotRunning) {
     return;
   }
+  lowest_priority_ = std::min(lowest_priority_, job.spec.priority);
   usage_.Add(job.queue, job.allocations);
   running_pos_[id] = running_.size();
   running_.push_back(id);

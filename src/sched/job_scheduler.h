@@ -208,6 +208,7 @@ class JobScheduler {
   struct VictimGroup {
     uint32_t queue = 0;
     int las_level = 0;
+    int32_t min_priority = 0;  // of its jobs
     std::vector<VictimCandidate> jobs;
     uint32_t filled_stamp = 0;  // the cycle `jobs` holds
     uint32_t sorted_stamp = 0;  // the cycle `jobs` was sorted in
@@ -249,6 +250,9 @@ class JobScheduler {
   // group that cannot is skipped without looking at its jobs.
   bool MayPreemptFrom(const VictimGroup& group, const JobRecord& preemptor, int preemptor_level,
                       bool reclaim) const;
+  // Whether any job could pass CanPreempt for `preemptor`, by what it and the options
+  // allow, before the running jobs are grouped (false: none could).
+  bool MayPreemptAny(const JobRecord& preemptor, int preemptor_level, bool reclaim) const;
   // The group's jobs in victim order, their costs at `now`.
   const std::vector<VictimCandidate>& SortedGroup(VictimGroup& group,
                                                   const std::vector<JobRecord>& jobs, Micros now);
@@ -257,6 +261,10 @@ class JobScheduler {
   std::vector<VictimCandidate> VictimCandidates(const JobRecord& job,
                                                 const std::vector<JobRecord>& jobs, bool reclaim,
                                                 Micros now, int64_t* reachable);
+  // The charges of this cycle's preemptions in flight, summed per queue once per cycle
+  // (victims' as refunds, waiting preemptors' as charges), then kept up to date.
+  void CountInFlight(const std::vector<JobRecord>& jobs, const ClusterState& state);
+  void AddInFlight(QueueId queue, const ResourceVector& charge, int sign);
   // Finds a minimal, cheapest victim set letting `job` start; empty when none.
   std::vector<JobId> FindVictims(JobRecord& job, std::vector<JobRecord>& jobs, ClusterState& state,
                                  QuotaLedger& quota, Micros now, Rng& rng,
@@ -290,8 +298,11 @@ class JobScheduler {
   std::vector<VictimGroup> victim_groups_;
   std::vector<size_t> victim_groups_used_;  // the groups holding jobs this cycle
   uint32_t victim_order_stamp_ = 0;         // the cycle they were grouped in
+  std::vector<ResourceVector> in_flight_;   // by queue (CountInFlight)
+  uint32_t in_flight_stamp_ = 0;
   std::vector<uint32_t> las_stamp_;         // by id: cycle stamp of las_level_
   std::vector<int> las_level_;
+  int32_t lowest_priority_ = INT32_MAX;  // of the jobs ever enqueued or adopted
   int64_t cpu_only_pending_ = 0;
   size_t pending_count_ = 0;
   std::vector<std::vector<NodeId>> racks_;           // node groups by "rack" label

@@ -158,6 +158,7 @@ bool JobScheduler::TryPreempt(CycleContext& c, JobRecord& job, uint64_t shape) {
         victims[i], job.id, EvictionTime(c.jobs[victims[i].value()], c.now), costs[i]});
   }
   preemptors_.push_back(job.id.value());
+  AddInFlight(job.queue, ChargeOf(job, nullptr, c.state), +1);
   return true;
 }
 

@@ -54,8 +54,10 @@ void JobScheduler::GroupVictims(const std::vector<JobRecord>& jobs, Micros now) 
       group.queue = v.queue.value();
       group.las_level = level;
       group.jobs.clear();
+      group.min_priority = v.spec.priority;
       victim_groups_used_.push_back(g);
     }
+    group.min_priority = std::min(group.min_priority, v.spec.priority);
     // The cost and eviction time are worked out when the group is sorted.
     group.jobs.push_back({0.0, 0, v.spec.priority, v.run_start, id, level});
   }
@@ -79,12 +81,26 @@ const std::vector<JobScheduler::VictimCandidate>& JobScheduler::SortedGroup(
 
 bool JobScheduler::MayPreemptFrom(const VictimGroup& group, const JobRecord& preemptor,
                                   int preemptor_level, bool reclaim) const {
-  // CanPreempt's ways to say yes, for any job of the group.
+  // CanPreempt's ways to say yes, for the group's job of the lowest priority.
   const bool same_queue = group.queue == preemptor.queue.value();
-  return (options_.preempt_priority && same_queue) || (reclaim && !same_queue) ||
-         (options_.preempt_las && group.las_level > preemptor_level &&
+  const bool not_above = group.min_priority <= preemptor.spec.priority;
+  return (options_.preempt_priority && same_queue &&
+          group.min_priority < preemptor.spec.priority) ||
+         (reclaim && !same_queue) ||
+         (options_.preempt_las && not_above && group.las_level > preemptor_level &&
           (options_.las_protected_level == 0 || group.las_level < options_.las_protected_level)) ||
-         options_.preempt_srtf;
+         (options_.preempt_srtf && not_above);
+}
+
+bool JobScheduler::MayPreemptAny(const JobRecord& preemptor, int preemptor_level,
+                                 bool reclaim) const {
+  // MayPreemptFrom for the best group there could be, whatever runs.
+  const int top_level = static_cast<int>(options_.las_thresholds.size());
+  const bool las_above =
+      preemptor_level < top_level &&
+      (options_.las_protected_level == 0 || preemptor_level + 1 < options_.las_protected_level);
+  return (options_.preempt_priority && lowest_priority_ < preemptor.spec.priority) || reclaim ||
+         (options_.preempt_las && las_above) || options_.preempt_srtf;
 }
 
 bool JobScheduler::CanPreempt(const JobRecord& victim, int victim_level, const JobRecord& preemptor,
@@ -171,6 +187,36 @@ std::vector<JobScheduler::VictimCandidate> JobScheduler::VictimCandidates(
   return candidates;
 }
 
+void JobScheduler::CountInFlight(const std::vector<JobRecord>& jobs, const ClusterState& state) {
+  if (in_flight_stamp_ == cycle_stamp_) {
+    return;
+  }
+  in_flight_stamp_ = cycle_stamp_;
+  in_flight_.assign(tree_->size(), ResourceVector(tree_->resources().size(), 0));
+  for (uint64_t id : running_) {
+    const JobRecord& v = jobs[id];
+    if (v.phase == JobPhase::kStopping || victim_stamp_[id] == cycle_stamp_) {
+      AddInFlight(v.queue, v.charge, -1);
+    }
+  }
+  for (uint64_t id : preemptors_) {
+    const JobRecord& p = jobs[id];
+    if (p.phase == JobPhase::kPending) {
+      AddInFlight(p.queue, ChargeOf(p, nullptr, state), +1);
+    }
+  }
+}
+
+void JobScheduler::AddInFlight(QueueId queue, const ResourceVector& charge, int sign) {
+  if (in_flight_stamp_ != cycle_stamp_) {
+    return;  // counted when the cycle's first search builds the sums
+  }
+  ResourceVector& sum = in_flight_[queue.value()];
+  for (size_t r = 0; r < charge.size() && r < sum.size(); ++r) {
+    sum[r] += sign * charge[r];
+  }
+}
+
 std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobRecord>& jobs,
                                              ClusterState& state, QuotaLedger& quota, Micros now,
                                              Rng& rng, std::vector<double>* costs) {
@@ -179,30 +225,29 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   // preemptor holds none until it starts. Seen as they are, two preemptors would
   // reclaim the same borrowed quota twice, pushing the lender below its nominal
   // quota, which it would then reclaim back: a preemption loop.
-  LedgerOverlay in_flight(quota);
-  for (uint64_t id : running_) {
-    const JobRecord& v = jobs[id];
-    if (v.phase == JobPhase::kStopping || victim_stamp_[id] == cycle_stamp_) {
-      in_flight.Remove(v.queue, v.charge);
-    }
-  }
-  for (uint64_t id : preemptors_) {
-    const JobRecord& p = jobs[id];
-    if (id != job.id.value() && p.phase == JobPhase::kPending) {
-      in_flight.Add(p.queue, ChargeOf(p, nullptr, state));
-    }
-  }
-  // Reclaim applies when the job would fit its own nominal quota: usage plus charge
-  // within nominal. (Not QuotaLedger::Check, which also wants the quota available
-  // now: what the queue lent out is exactly what reclaim takes back.)
+  CountInFlight(jobs, state);
   const ResourceVector pre = ChargeOf(job, nullptr, state);
+  // The job's own demand, counted for the other preemptors, is not counted for itself.
+  const auto own =
+      static_cast<int64_t>(job.phase == JobPhase::kPending
+                               ? std::count(preemptors_.begin(), preemptors_.end(), job.id.value())
+                               : 0);
+  // Reclaim applies when the job would fit its own nominal quota: usage plus charge
+  // within nominal, with the preemptions in flight done (a queue's usage moves only
+  // with its own charges). (Not QuotaLedger::Check, which also wants the quota
+  // available now: what the queue lent out is exactly what reclaim takes back.)
+  const ResourceVector& queue_in_flight = in_flight_[job.queue.value()];
   bool within_nominal = true;
   for (size_t r = 0; r < pre.size(); ++r) {
-    if (pre[r] > 0 && quota.Usage(job.queue, r) + pre[r] > tree_->quota(job.queue, r).nominal) {
+    const int64_t usage = quota.Usage(job.queue, r) + queue_in_flight[r] - own * pre[r];
+    if (pre[r] > 0 && usage + pre[r] > tree_->quota(job.queue, r).nominal) {
       within_nominal = false;
     }
   }
   const bool reclaim = options_.preempt_reclaim && within_nominal;
+  if (!MayPreemptAny(job, CycleLasLevel(job, now), reclaim)) {
+    return {};  // without grouping the running jobs
+  }
 
   int64_t reachable = FreeMilli(state);
   const std::vector<VictimCandidate> candidates =
@@ -210,6 +255,24 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   // Not even every candidate together would make room: skip the search.
   if (candidates.empty() || reachable < job.gpu_milli) {
     return {};
+  }
+  LedgerOverlay in_flight(quota);
+  auto nonzero = [](const ResourceVector& v) {
+    return std::any_of(v.begin(), v.end(), [](int64_t x) { return x != 0; });
+  };
+  for (size_t q = 0; q < in_flight_.size(); ++q) {
+    const QueueId queue(static_cast<uint32_t>(q));
+    if (own > 0 && queue == job.queue) {
+      ResourceVector delta = in_flight_[q];
+      for (size_t r = 0; r < delta.size(); ++r) {
+        delta[r] -= own * pre[r];
+      }
+      if (nonzero(delta)) {
+        in_flight.Add(queue, delta);
+      }
+    } else if (nonzero(in_flight_[q])) {
+      in_flight.Add(queue, in_flight_[q]);
+    }
   }
 
   // What a victim frees is what it holds: a task whose node was lost holds nothing.
@@ -283,6 +346,7 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   }
   for (uint64_t id : chosen) {
     victim_stamp_[id] = cycle_stamp_;  // not a victim twice in one cycle
+    AddInFlight(jobs[id].queue, jobs[id].charge, -1);
     victims.push_back(JobId(id));
     costs->push_back(VictimCost(jobs[id], now));
   }
