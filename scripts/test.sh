@@ -2,7 +2,7 @@
 # Sets up, builds and runs every test with ctest (ci preset: the dev build's tests,
 # optimised without debug info or benchmarks, two at a time with the end-to-end tests
 # one after another), then the job-spec fuzzer for a bounded time (FUZZ_SECONDS,
-# default 60), then the core's tests (base, model, state, sched, plugins, api, sim,
+# default 60, while the next build compiles), then the core's tests (base, model, state, sched, plugins, api, sim,
 # store, metrics: label `core`) again under AddressSanitizer and
 # UndefinedBehaviorSanitizer (asan-ubsan preset).
 set -euo pipefail
@@ -21,11 +21,23 @@ cmake --preset ci -DTESSERA_TRACES_DIR="$traces"
 cmake --build --preset ci
 ctest --preset ci
 
-echo "== fuzz the job-spec parser for ${FUZZ_SECONDS:-60} s"
-./scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+# The fuzzer (one process, one core) runs while the sanitizer build compiles; its
+# output is printed once both are done.
+echo "== fuzz the job-spec parser for ${FUZZ_SECONDS:-60} s, beside the asan-ubsan build"
+mkdir -p build
+fuzz_log=build/fuzz.log
+./scripts/fuzz.sh "${FUZZ_SECONDS:-60}" > "$fuzz_log" 2>&1 &
+fuzz_pid=$!
 
 echo "== asan-ubsan build: core tests"
 cmake --preset asan-ubsan -DTESSERA_TRACES_DIR="$traces"
 cmake --build --preset asan-ubsan --target core_tests
+fuzz_rc=0
+wait "$fuzz_pid" || fuzz_rc=$?
+cat "$fuzz_log"
+if ((fuzz_rc != 0)); then
+  echo "test: the fuzzer failed (exit $fuzz_rc)" >&2
+  exit "$fuzz_rc"
+fi
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --preset asan-ubsan

@@ -596,3 +596,21 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
 }
 
 }  // namespace tessera
+
+// `tesserad`: the daemons in their own binary, so that the user commands of `tessera` do
+// not load the agent channel's libraries (gRPC and its dependencies add about 12 ms to
+// every process start); `tessera server|agent|up` runs it (cli/daemon_exec.h). Here
+// rather than in a file of its own: CLI11 is most of a compile.
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::bad_alloc ends it
+  CLI::App app{"Tessera's daemons: the controller and the node agent", "tessera"};
+  app.set_version_flag("--version", "tessera 0.1.0");
+  app.require_subcommand(1);
+  int exit_code = 0;
+  tessera::AddDaemonCommands(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return exit_code;
+}
