@@ -1,4 +1,5 @@
-// TaskLauncher: waiting for tasks to end (declared in task_launcher.h).
+// TaskLauncher: waiting for tasks to end, and the accessors of what it runs (declared in
+// task_launcher.h).
 #include <poll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -85,6 +86,22 @@ void TaskLauncher::CloseWatchFds() {
   if (wake_fd_ >= 0) {
     ::close(wake_fd_);
   }
+}
+
+bool TaskLauncher::Running(std::string_view id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tasks_.find(id) != tasks_.end();
+}
+
+std::string TaskLauncher::CgroupOf(std::string_view id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  return it == tasks_.end() ? std::string() : it->second.cgroup_dir;
+}
+
+std::vector<std::string> TaskLauncher::Warnings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return warnings_;
 }
 
 }  // namespace tessera

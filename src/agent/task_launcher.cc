@@ -786,20 +786,4 @@ std::vector<TaskExit> TaskLauncher::Reap() {
   return exits;
 }
 
-bool TaskLauncher::Running(std::string_view id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return tasks_.find(id) != tasks_.end();
-}
-
-std::string TaskLauncher::CgroupOf(std::string_view id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = tasks_.find(id);
-  return it == tasks_.end() ? std::string() : it->second.cgroup_dir;
-}
-
-std::vector<std::string> TaskLauncher::Warnings() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return warnings_;
-}
-
 }  // namespace tessera
