@@ -384,14 +384,7 @@ Status Agent::Register() {
   lease_ = timeout <= 0 ? 0 : timeout - std::max<Micros>(1'000'000, timeout / 10);
   Renew(sent);
   std::unique_lock<std::mutex> lock(mu_);
-  for (const auto& [id, offset] : shipped) {
-    auto it = tasks_.find(id);
-    if (it != tasks_.end()) {
-      it->second.log_shipped = offset;
-    }
-  }
-  // What this registration reported is durable at the controller now.
-  Acknowledge(req.tasks);
+  Delivered(shipped, req.tasks);  // what this registration reported is durable now
   registered_ = true;
   std::cerr << "tessera agent: registered node " << resp.node << " with "
             << inventory_.spec.gpus.size() << " GPUs (" << backend_->Describe() << ")\n";

@@ -144,6 +144,7 @@ class Agent {
   // be opened, else over HTTP. `store_failed`: the controller is alive but took nothing.
   StatusOr<HeartbeatResponse> Exchange(const HeartbeatRequest& request, bool* store_failed);
   bool UseChannel();  // opens the channel when due; false: use HTTP this time
+  void Apply(const HeartbeatResponse& commands);   // its launches, then its stops
   void OnPush(const HeartbeatResponse& commands);  // the channel's reader thread
   void ReportSoon();  // the loop heartbeats now rather than at its interval
   void WatchExits();  // the exit watcher's thread: a task's end makes the loop report it
@@ -179,6 +180,10 @@ class Agent {
   void Recover();
   // Forgets the tasks whose end the controller has durably recorded (requires mu_).
   void Acknowledge(const std::vector<TaskReport>& reported);
+  // An exchange was answered (requires mu_): advances the log offsets shipped, then
+  // Acknowledge.
+  void Delivered(const std::vector<std::pair<std::string, int64_t>>& shipped,
+                 const std::vector<TaskReport>& reported);
   // The uid/gid a launch runs as, or why it may not run.
   StatusOr<std::pair<int64_t, int64_t>> RunAs(const TaskLaunch& launch);
   // Records a successful exchange that was sent at `sent_wall_us` (the lease file).

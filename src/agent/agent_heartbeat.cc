@@ -60,21 +60,9 @@ Status Agent::Heartbeat() {
   Renew(sent);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // Delivered and durable: advance the log offsets, forget the ends reported.
-    for (const auto& [id, offset] : shipped) {
-      auto it = tasks_.find(id);
-      if (it != tasks_.end()) {
-        it->second.log_shipped = offset;
-      }
-    }
-    Acknowledge(req.tasks);
+    Delivered(shipped, req.tasks);
   }
-  for (const TaskLaunch& l : resp.launch) {
-    Launch(l);
-  }
-  for (const TaskStop& s : resp.stop) {
-    StopTask(s);
-  }
+  Apply(resp);
   return Status::Ok();
 }
 
@@ -151,13 +139,17 @@ bool Agent::UseChannel() {
   return true;
 }
 
-void Agent::OnPush(const HeartbeatResponse& commands) {
+void Agent::Apply(const HeartbeatResponse& commands) {
   for (const TaskLaunch& l : commands.launch) {
     Launch(l);
   }
   for (const TaskStop& s : commands.stop) {
     StopTask(s);
   }
+}
+
+void Agent::OnPush(const HeartbeatResponse& commands) {
+  Apply(commands);
   if (!commands.launch.empty()) {
     ReportSoon();  // that it runs, or why it could not start
   }

@@ -92,6 +92,17 @@ void Agent::Recover() {
   }
 }
 
+void Agent::Delivered(const std::vector<std::pair<std::string, int64_t>>& shipped,
+                      const std::vector<TaskReport>& reported) {
+  for (const auto& [id, offset] : shipped) {
+    auto it = tasks_.find(id);
+    if (it != tasks_.end()) {
+      it->second.log_shipped = offset;
+    }
+  }
+  Acknowledge(reported);
+}
+
 void Agent::Acknowledge(const std::vector<TaskReport>& reported) {
   std::set<uint64_t> jobs;
   for (const TaskReport& r : reported) {
