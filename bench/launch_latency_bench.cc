@@ -29,6 +29,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -88,6 +89,10 @@ class Bench {
     a.data_dir = dir + "/agent";
     a.fake_gpus = "8xH100-80GB";
     a.use_cgroups = false;
+    // As tesserad: shims spawned from tessera-shim (in the build directory's root).
+    std::error_code ec;
+    std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    a.shim_program = (self.parent_path().parent_path() / "tessera-shim").string();
     a.allow_root_tasks = true;
     a.telemetry_interval = 0;
     auto agent = tessera::Agent::Create(a, tessera::GpuCatalog::Default());

@@ -1,6 +1,7 @@
 #include "agent/agent.h"
 
 #include <fcntl.h>
+#include <httplib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,12 +15,11 @@
 #include <thread>
 #include <utility>
 
-#include <httplib.h>
-
 #include "agent/checkpoint_protocol.h"
 #include "agent/cpu_topology.h"
 #include "agent/fake_gpus.h"
 #include "agent/nvml_backend.h"
+#include "agent/shim_start.h"
 #include "agent/task_records.h"
 #include "agent/task_sandbox.h"
 #include "api/http_errors.h"
@@ -161,6 +161,12 @@ Status Agent::Init() {
 
   TaskLauncher::Options lo;
   lo.use_cgroups = options_.use_cgroups;
+  lo.shim_program =
+      options_.shim_program.empty() ? ShimProgramBesideThisExecutable() : options_.shim_program;
+  if (lo.shim_program.empty()) {
+    std::cerr << "tessera agent: warning: tessera-shim is not installed beside this program; "
+                 "every task start forks the agent instead (slower)\n";
+  }
   launcher_ = std::make_unique<TaskLauncher>(lo);
   {
     std::lock_guard<std::mutex> lock(mu_);

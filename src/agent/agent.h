@@ -75,6 +75,9 @@ struct AgentOptions {
   int64_t cpu_milli = 0;         // 0: the machine's CPUs
   int64_t memory_mib = 0;        // 0: the machine's memory
   bool use_cgroups = true;
+  // The tessera-shim to spawn per task; "": the one beside this executable, and without
+  // one, forked shims (agent/shim_start.h).
+  std::string shim_program;
   std::string ca_cert;           // for https:// controllers
   bool insecure = false;
   Micros heartbeat_interval = 0;  // 0: what the controller says

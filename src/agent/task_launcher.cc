@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "agent/cpu_topology.h"
+#include "agent/shim_start.h"
 #include "agent/task_shim.h"
 #include "base/file_util.h"
 #include "base/strings.h"
@@ -208,75 +209,6 @@ bool ChildExited(pid_t pid) {
     return errno != EINTR;
   }
   return info.si_pid != 0;
-}
-
-void ReapChild(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-}
-
-void RemoveStateFiles(const std::string& state_dir) {
-  for (const char* name : {"shim", "shim.tmp", "exit", "exit.tmp", "cgroup", "cgroup.tmp"}) {
-    ::unlink((state_dir + "/" + name).c_str());
-  }
-}
-
-struct Spawned {
-  pid_t shim = 0;
-  pid_t leader = 0;
-};
-
-// Forks the shim; runs on the Spawner thread. Returns the pids or the failure.
-StatusOr<Spawned> ForkShim(const LaunchSpec& spec, const ShimPlan& plan) {
-  std::array<int, 2> fds{};
-  if (::pipe2(fds.data(), O_CLOEXEC) != 0) {
-    return InternalError("task " + spec.id + ": pipe: " + ErrnoText(errno));
-  }
-  UniqueFd read_end(fds[0]);
-  UniqueFd write_end(fds[1]);
-  pid_t shim = ::fork();
-  if (shim == 0) {
-    RunShim(plan, write_end.get());
-  }
-  write_end.Reset();
-  if (shim < 0) {
-    return ResourceExhaustedError("task " + spec.id + ": fork: " + ErrnoText(errno));
-  }
-  // Until EOF: the shim closes its end after reporting, the leader on exec.
-  std::optional<ShimReport> error;
-  pid_t leader = 0;
-  ShimReport report{};
-  size_t got = 0;
-  while (true) {
-    ssize_t n =
-        ::read(read_end.get(), reinterpret_cast<char*>(&report) + got, sizeof(report) - got);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      break;
-    }
-    got += static_cast<size_t>(n);
-    if (got == sizeof(report)) {
-      if (report.kind == kReportLeader) {
-        leader = report.value;
-      } else if (!error) {
-        error = report;
-      }
-      got = 0;
-    }
-  }
-  if (leader > 0 && !error) {
-    return Spawned{shim, leader};
-  }
-  // The shim exits on its own: at once, or once the failed leader's remains are gone.
-  ReapChild(shim);
-  RemoveStateFiles(plan.state_dir);
-  if (error) {
-    return ShimErrorStatus(spec, plan, *error);
-  }
-  return InternalError("task " + spec.id + ": its shim ended before reporting");
 }
 
 // Creates the state directory, cleared of an earlier attempt's files (unless its shim runs).
@@ -642,7 +574,11 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
   }
 
   StatusOr<Spawned> spawned = InternalError("not spawned");
-  spawner_->Run([&] { spawned = ForkShim(spec, plan); });
+  if (!options_.shim_program.empty()) {
+    spawned = SpawnShim(spec, plan, options_.shim_program);
+  } else {
+    spawner_->Run([&] { spawned = ForkShim(spec, plan); });
+  }
   return finish(std::move(spawned));
 }
 

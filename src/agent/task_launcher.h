@@ -111,6 +111,9 @@ class TaskLauncher {
     // available (hybrid v1/v2 hosts), for containment: when a task ends, every process
     // it spawned is killed, including those that left its process group.
     bool cgroups_without_controllers = false;
+    // The tessera-shim program to posix_spawn for each task (agent/shim_start.h); "":
+    // fork the shim from this process instead, which costs a copy of its address space.
+    std::string shim_program;
   };
 
   TaskLauncher();  // default Options

@@ -356,7 +356,7 @@ TEST_F(LauncherTest, ConcurrentStartsAndReaps) {
 TEST_F(LauncherTest, UnusableCgroupParentWarnsOnceAndRunsWithoutLimits) {
   TaskLauncher::Options options;
   options.cgroup_parent = root_ + "/not-a-cgroup";
-  TestLauncher launcher(options);
+  TestLauncher launcher(WithShim(options));
   std::vector<std::string> warnings = launcher.Warnings();
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("CPU and memory limits are not enforced"), std::string::npos)
@@ -441,7 +441,7 @@ TEST_F(LauncherTest, CgroupContainsProcessesThatLeaveTheGroup) {
     TaskLauncher::Options options;
     options.cgroup_parent = parent;
     options.cgroups_without_controllers = true;
-    TestLauncher launcher(options);
+    TestLauncher launcher(WithShim(options));
     LaunchSpec spec = Shell("9.1.0", "cat /proc/self/cgroup; setsid sh -c 'echo $$ > " + pid_file +
                                          "; exec sleep 30' & wait");
     auto pid = launcher.Start(spec);

@@ -189,10 +189,19 @@ class LauncherTest : public ::testing::Test {
     return pid;
   }
 
+  // The suite runs twice (launcher.cmake): shims forked, and shims spawned from the
+  // tessera-shim that TESSERA_TEST_SHIM_PROGRAM names.
+  static TaskLauncher::Options WithShim(TaskLauncher::Options options) {
+    if (const char* program = std::getenv("TESSERA_TEST_SHIM_PROGRAM")) {  // NOLINT
+      options.shim_program = program;
+    }
+    return options;
+  }
+
   TaskLauncher::Options NoCgroups() {
     TaskLauncher::Options options;
     options.use_cgroups = false;
-    return options;
+    return WithShim(options);
   }
 
   std::string root_;

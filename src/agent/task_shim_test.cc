@@ -206,6 +206,28 @@ TEST_F(LauncherTest, KillEndsOneTask) {
   EXPECT_TRUE(launcher.Running("bystander"));
 }
 
+// The shim is the program the launcher was told to spawn, or a fork of this one.
+TEST_F(LauncherTest, TheShimIsTheConfiguredProgram) {
+  TestLauncher launcher(NoCgroups());
+  StatusOr<int> leader = launcher.Start(Shell("which-shim", "sleep 100"));
+  ASSERT_TRUE(leader.ok()) << leader.status().message();
+  std::string stat = ReadAll("/proc/" + std::to_string(*leader) + "/stat");
+  size_t paren = stat.rfind(')');
+  ASSERT_NE(paren, std::string::npos);
+  int shim = std::atoi(stat.c_str() + paren + 4);  // ") S PPID"
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(shim) + "/exe", ec);
+  ASSERT_FALSE(ec) << ec.message();
+  const char* program = std::getenv("TESSERA_TEST_SHIM_PROGRAM");  // NOLINT
+  if (program != nullptr) {
+    EXPECT_EQ(exe, std::filesystem::canonical(program));
+  } else {
+    EXPECT_EQ(exe, std::filesystem::read_symlink("/proc/self/exe"));
+  }
+  ASSERT_TRUE(launcher.Kill("which-shim").ok());
+  ASSERT_TRUE(WaitExit(launcher, "which-shim").has_value());
+}
+
 class ShimAsRootTest : public LauncherTest {
  protected:
   void SetUp() override {
