@@ -116,6 +116,11 @@ struct ControllerOptions {
   // the live controller does not have yet).
   std::string placement = "bestfit";
   Micros cycle_interval = 50'000;       // the scheduling loop's period
+  // A report of an exit runs the core's cycle at once, so that the report and the
+  // starts it allows share one commit and the launches go out as it returns. Off:
+  // only the loop's cycles decide (the scenario runner, which runs cycles where the
+  // simulator does: once after all of an instant's events).
+  bool cycle_on_exit = true;
   Micros heartbeat_interval = 500'000;  // told to agents
   Micros node_timeout = 30'000'000;     // a node silent this long is lost
   Micros stop_grace = 30'000'000;       // grace for cancelled / failed gangs
@@ -328,6 +333,9 @@ class Controller {
   // After every cycle: what pending jobs' reasons are worked out from.
   void PublishWaitContext();
   void Seal(Pending& out);  // the dirty jobs' rows into the batch
+  // The core's cycle: starts and preemptions into `out`. False when it had nothing to
+  // decide on (no nodes, or no pending job). mu_ held.
+  bool RunCoreCycle(Micros now, Pending& out);
   void StartJob(LiveJob& job, const StartDecision& d, Micros now, Pending& out);
   void StopJob(LiveJob& job, AfterStop after, Micros grace, Micros now, Pending& out);
   // The job's attempt is to end in a requeue for `cause`, with `reason`, unless its end

@@ -26,6 +26,7 @@ struct ControllerCounters {
   Histogram cycle_seconds{
       {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}};
   std::atomic<uint64_t> cycles{0};
+  uint64_t report_cycles = 0;  // core cycles run on an agent's report of an exit (mu_)
   std::map<std::string, uint64_t> decisions;                         // start, preempt, requeue
   std::map<std::string, uint64_t> preemptions;                       // by victim queue
   std::map<std::string, uint64_t> submitted;                         // by queue

@@ -328,6 +328,29 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
   NodeLeft(name);
 }
 
+bool Controller::RunCoreCycle(Micros now, Pending& out) {
+  if (core_.state()->present_count() == 0 || core_.scheduler()->pending() == 0) {
+    return false;
+  }
+  {
+    CycleResult result = core_.lifecycle()->RunCycle(now, core_.rng());
+    core_.reservation() = result.reservation;
+    for (const StartDecision& d : result.starts) {
+      StartJob(jobs_.JobAt(d.job), d, now, out);
+    }
+    for (const PreemptDecision& d : result.preemptions) {
+      LiveJob& victim = jobs_.JobAt(d.victim);
+      ++victim.row.preemptions;
+      victim.cause = RequeueCause::kPreempted;
+      victim.row.reason = "preempted by job " + ToString(jobs_.IdAt(d.preemptor));
+      ++counters_.decisions["preempt"];
+      ++counters_.preemptions[victim.row.queue];
+      StopJob(victim, AfterStop::kRequeue, std::max<Micros>(0, d.evict_at - now), now, out);
+    }
+  }
+  return true;
+}
+
 Status Controller::RunCycle() {
   const auto started = std::chrono::steady_clock::now();
   Pending out;
@@ -366,21 +389,7 @@ Status Controller::RunCycle() {
       }
       out.launches.emplace_back(node, MakeLaunch(*job, key.task));
     }
-    if (core_.state()->present_count() > 0 && core_.scheduler()->pending() > 0) {
-      CycleResult result = core_.lifecycle()->RunCycle(now, core_.rng());
-      core_.reservation() = result.reservation;
-      for (const StartDecision& d : result.starts) {
-        StartJob(jobs_.JobAt(d.job), d, now, out);
-      }
-      for (const PreemptDecision& d : result.preemptions) {
-        LiveJob& victim = jobs_.JobAt(d.victim);
-        ++victim.row.preemptions;
-        victim.cause = RequeueCause::kPreempted;
-        victim.row.reason = "preempted by job " + ToString(jobs_.IdAt(d.preemptor));
-        ++counters_.decisions["preempt"];
-        ++counters_.preemptions[victim.row.queue];
-        StopJob(victim, AfterStop::kRequeue, std::max<Micros>(0, d.evict_at - now), now, out);
-      }
+    if (RunCoreCycle(now, out)) {
       std::vector<std::string> broken = core_.lifecycle()->CheckInvariants();
       if (!broken.empty()) {
         ++counters_.invariant_breaches;

@@ -131,6 +131,7 @@ class ControllerRun {
     o.seed = options_.seed;
     o.node_timeout = 1'000'000LL * 1'000'000;  // the fake agents never fall silent
     o.lifecycle_listener = &listener_;
+    o.cycle_on_exit = false;  // cycles where the simulator runs them (see the header)
     TESSERA_ASSIGN_OR_RETURN(controller_, Controller::Open(o, &store_, catalog, clock_,
                                                            QueueTreeYaml(queues, catalog)));
     for (const NodeSpec& n : nodes) {

@@ -183,6 +183,10 @@ std::string Controller::Metrics() {
 
   w.Family("tessera_scheduler_cycles_total", MetricType::kCounter, "Scheduling cycles run.");
   w.Sample({}, static_cast<double>(counters_.cycles.load()));
+  w.Family("tessera_scheduler_report_cycles_total", MetricType::kCounter,
+           "Core cycles run on an agent's report of an exit, so that the report and the starts "
+           "it allows share one commit.");
+  w.Sample({}, static_cast<double>(counters_.report_cycles));
   w.Family("tessera_scheduler_rebuilds_total", MetricType::kCounter,
            "Times the scheduler's cluster was built afresh (first cycle, queue changes); node "
            "events change it in place.");

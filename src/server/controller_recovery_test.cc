@@ -84,8 +84,57 @@ TEST_F(ControllerRecoveryTest, LaunchTheAgentNeverGotIsSentAgainAsTheSameAttempt
 }
 
 // A task whose outcome is unknown (its agent killed it, or its supervisor died) is not
-// a failure: the job runs again as a new attempt.
+// a failure: the job runs again as a new attempt. With cycles on exits (the default) the
+// report itself starts it; without, it waits for the loop's cycle with the loss as its
+// reason.
 TEST_F(ControllerRecoveryTest, LostTaskIsRequeuedAsANewAttempt) {
+  Register();
+  const uint64_t id = Submit("team-a", kOneGpu);
+  std::vector<TaskLaunch> first = CycleAndTake();
+  ASSERT_EQ(first.size(), 1u);
+  TaskReport lost = Report(first[0].key, TaskState::kLost);
+  lost.message = "the agent stopped and killed it";
+  running_.clear();
+  Beat({lost});
+  nlohmann::json j = Job(id);
+  EXPECT_EQ(j["state"], "running");
+  EXPECT_EQ(j["attempts"], 2);
+  std::vector<TaskLaunch> second = CycleAndTake();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].key.attempt, 2);
+}
+
+// The report of an exit decides what takes the freed GPUs: the next job's launch is
+// durable and pushed before the report's answer returns, with no loop cycle between.
+TEST_F(ControllerRecoveryTest, AnExitStartsTheNextJobBeforeItsAnswerReturns) {
+  Register();
+  const char* both = "name: two\nresources: {gpus: 2, gpu_model: H100-80GB}\ncommand: [x]\n";
+  const uint64_t a = Submit("team-a", both);
+  const uint64_t b = Submit("team-a", both);
+  std::vector<TaskLaunch> first = CycleAndTake();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].key.job, a);
+  EXPECT_EQ(Job(b)["state"], "pending");
+  std::vector<TaskLaunch> pushed;
+  controller_->SetPushSink([&](const std::string& node, const HeartbeatResponse& commands) {
+    EXPECT_EQ(node, "node-1");
+    pushed.insert(pushed.end(), commands.launch.begin(), commands.launch.end());
+  });
+  running_.clear();
+  Beat({Report(first[0].key, TaskState::kExited, 0)});
+  EXPECT_EQ(Job(a)["state"], "succeeded");
+  EXPECT_EQ(Job(b)["state"], "running");
+  ASSERT_EQ(pushed.size(), 1u);
+  EXPECT_EQ(pushed[0].key.job, b);
+  EXPECT_EQ(pushed[0].key.attempt, 1);
+  controller_->SetPushSink(nullptr);
+}
+
+class ControllerRecoveryWithoutExitCyclesTest : public ControllerRecoveryTest {
+  void Tune(ControllerOptions& options) override { options.cycle_on_exit = false; }
+};
+
+TEST_F(ControllerRecoveryWithoutExitCyclesTest, LostTaskWaitsForTheLoopWithItsReason) {
   Register();
   const uint64_t id = Submit("team-a", kOneGpu);
   std::vector<TaskLaunch> first = CycleAndTake();
