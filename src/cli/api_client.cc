@@ -1,7 +1,5 @@
 #include "cli/api_client.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -24,28 +22,6 @@ std::string Lower(std::string_view text) {
 bool HasControlCharacter(std::string_view text) {
   return std::any_of(text.begin(), text.end(),
                      [](unsigned char c) { return c < 0x20 || c == 0x7f; });
-}
-
-std::string TransportProblem(httplib::Error error) {
-  switch (error) {
-    case httplib::Error::Connection:
-      return "connection failed";
-    case httplib::Error::ConnectionTimeout:
-      return "timed out connecting";
-    case httplib::Error::Read:
-      return "no answer (read failed)";
-    case httplib::Error::Write:
-      return "sending the request failed";
-    case httplib::Error::SSLConnection:
-      return "TLS handshake failed";
-    case httplib::Error::SSLLoadingCerts:
-      return "cannot load the CA certificates";
-    case httplib::Error::SSLServerVerification:
-      return "the server's TLS certificate is not trusted (give --ca-cert FILE or "
-             "TESSERA_CA_CERT, or --insecure to skip verification)";
-    default:
-      return httplib::to_string(error);
-  }
 }
 
 }  // namespace
@@ -148,51 +124,53 @@ StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(const ClientConfig& confi
       return bad("the port must be 1..65535");
     }
   }
-  auto client = std::make_unique<httplib::Client>(scheme + "://" + host_port);
-  if (!client->is_valid()) {
-    return bad("the HTTP client does not accept it");
+  HttpTarget target;
+  target.tls = scheme == "https";
+  target.port = target.tls ? 443 : 80;
+  target.host = host_port;
+  if (size_t colon = host_port.rfind(':');
+      colon != std::string::npos && host_port.find(']', colon) == std::string::npos) {
+    target.host = host_port.substr(0, colon);
+    target.port = static_cast<int>(*ParseInt64(host_port.substr(colon + 1)));
   }
-  client->set_tcp_nodelay(true);
-  client->set_connection_timeout(config.connect_timeout_ms / 1000,
-                                 (config.connect_timeout_ms % 1000) * 1000);
-  client->set_read_timeout(config.read_timeout_ms / 1000, (config.read_timeout_ms % 1000) * 1000);
-  client->set_write_timeout(config.read_timeout_ms / 1000, (config.read_timeout_ms % 1000) * 1000);
-  if (!config.token.empty()) {
-    client->set_bearer_token_auth(config.token);
+  if (target.host.empty() || (target.host.front() == '[') != (target.host.back() == ']')) {
+    return bad("no host");
   }
-  if (scheme == "https") {
-    if (!config.ca_cert.empty()) {
-      client->set_ca_cert_path(config.ca_cert);
-    }
-    client->enable_server_certificate_verification(!config.insecure);
-  }
+  target.ca_cert = config.ca_cert;
+  target.insecure = config.insecure;
+  target.connect_timeout_ms = config.connect_timeout_ms;
+  target.io_timeout_ms = config.read_timeout_ms;
   while (!url.empty() && url.back() == '/') {
     url.pop_back();
   }
-  return std::unique_ptr<ApiClient>(
-      new ApiClient(std::move(url), std::move(prefix), config.token, std::move(client)));
+  return std::unique_ptr<ApiClient>(new ApiClient(std::move(url), std::move(prefix), config.token,
+                                                  std::make_unique<HttpTransport>(target)));
 }
 
 ApiClient::ApiClient(std::string url, std::string prefix, std::string token,
-                     std::unique_ptr<httplib::Client> client)
+                     std::unique_ptr<HttpTransport> transport)
     : url_(std::move(url)),
       prefix_(std::move(prefix)),
       token_(std::move(token)),
-      client_(std::move(client)) {}
+      transport_(std::move(transport)) {}
 
 ApiClient::~ApiClient() = default;
 
-StatusOr<ApiResponse> ApiClient::Finish(httplib::Result& result) {
-  if (!result) {
+StatusOr<ApiResponse> ApiClient::Send(std::string_view method, const std::string& path,
+                                      HttpHeaders headers, const std::string& body) {
+  headers.emplace_back("Accept", "application/json");
+  if (!token_.empty()) {
+    headers.emplace_back("Authorization", "Bearer " + token_);
+  }
+  StatusOr<HttpAnswer> answer = transport_->Send(method, prefix_ + path, headers, body);
+  if (!answer.ok()) {
     return UnavailableError("cannot reach the controller at " + url_ + ": " +
-                            TransportProblem(result.error()));
+                            answer.status().message());
   }
   ApiResponse response;
-  response.status = result->status;
-  response.body = std::move(result->body);
-  for (const auto& [key, value] : result->headers) {
-    response.headers.emplace_back(key, value);
-  }
+  response.status = answer->status;
+  response.body = std::move(answer->body);
+  response.headers = std::move(answer->headers);
   if (response.status < 200 || response.status > 299) {
     Status status = StatusFromHttpError(response.status, response.body);
     if (response.status == 401 && token_.empty()) {
@@ -206,37 +184,33 @@ StatusOr<ApiResponse> ApiClient::Finish(httplib::Result& result) {
 }
 
 StatusOr<ApiResponse> ApiClient::Get(std::string_view path, const QueryParams& query) {
-  std::string full = prefix_ + std::string(path);
+  std::string full(path);
   char sep = '?';
   for (const auto& [key, value] : query) {
     full += sep;
     full += PercentEncode(key) + "=" + PercentEncode(value);
     sep = '&';
   }
-  httplib::Result result = client_->Get(full, httplib::Headers{{"Accept", "application/json"}});
-  return Finish(result);
+  return Send("GET", full, {}, "");
 }
 
 StatusOr<ApiResponse> ApiClient::Post(std::string_view path, const std::string& body,
                                       const std::string& content_type,
                                       const ExtraHeaders& headers) {
-  httplib::Headers h{{"Accept", "application/json"}};
+  HttpHeaders h{{"Content-Type", content_type}};
   for (const auto& [key, value] : headers) {
-    if (HasControlCharacter(key) || HasControlCharacter(value)) {
+    if (key.empty() || HasControlCharacter(key) || HasControlCharacter(value) ||
+        key.find(':') != std::string::npos) {
       return InvalidArgumentError("header '" + key + "' holds control characters");
     }
-    h.emplace(key, value);
+    h.emplace_back(key, value);
   }
-  httplib::Result result = client_->Post(prefix_ + std::string(path), h, body, content_type);
-  return Finish(result);
+  return Send("POST", std::string(path), std::move(h), body);
 }
 
 StatusOr<ApiResponse> ApiClient::Put(std::string_view path, const std::string& body,
                                      const std::string& content_type) {
-  httplib::Result result =
-      client_->Put(prefix_ + std::string(path), httplib::Headers{{"Accept", "application/json"}},
-                   body, content_type);
-  return Finish(result);
+  return Send("PUT", std::string(path), {{"Content-Type", content_type}}, body);
 }
 
 StatusOr<nlohmann::json> ApiClient::GetJson(std::string_view path, const QueryParams& query) {

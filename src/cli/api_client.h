@@ -31,11 +31,7 @@
 #include <vector>
 
 #include "base/status.h"
-
-namespace httplib {
-class Client;
-class Result;
-}  // namespace httplib
+#include "cli/http_transport.h"
 
 namespace tessera {
 
@@ -103,13 +99,14 @@ class ApiClient {
 
  private:
   ApiClient(std::string url, std::string prefix, std::string token,
-            std::unique_ptr<httplib::Client> client);
-  StatusOr<ApiResponse> Finish(httplib::Result& result);
+            std::unique_ptr<HttpTransport> transport);
+  StatusOr<ApiResponse> Send(std::string_view method, const std::string& path, HttpHeaders headers,
+                             const std::string& body);
 
   std::string url_;
   std::string prefix_;
   std::string token_;
-  std::unique_ptr<httplib::Client> client_;
+  std::unique_ptr<HttpTransport> transport_;
 };
 
 // What POST /v1/jobs/batch answered: the ids of the batch's jobs in order; `created`
