@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "api/agent_channel.grpc.pb.h"
+#include "metrics/exposition.h"
 #include "server/controller.h"
 
 namespace tessera {
@@ -46,6 +47,7 @@ struct StreamState {
 struct Work {
   std::shared_ptr<StreamState> state;
   AgentMessage message;
+  std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now();
 };
 
 }  // namespace
@@ -65,6 +67,10 @@ struct AgentChannelServer::Impl final : channel::AgentChannel::CallbackService {
   mutable std::mutex streams_mu;
   std::map<std::string, std::shared_ptr<StreamState>> streams;  // node -> its stream
   std::atomic<uint64_t> pushes{0};
+  // Arrival of an agent's message to its answer (the wait for a worker and the durable
+  // commit included).
+  Histogram answer_seconds{
+      {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}};
 
   grpc::ServerBidiReactor<AgentMessage, ControllerMessage>* Connect(
       grpc::CallbackServerContext* context) override;
@@ -296,6 +302,8 @@ void AgentChannelServer::Impl::Handle(Work& w) {
     Install(w.state);  // the controller knows this agent: pushes for its node go here
   }
   Answer(w.state, w.message.seq(), answer);
+  answer_seconds.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - w.received).count());
   Stream::Resume(w.state);
 }
 
@@ -412,5 +420,20 @@ size_t AgentChannelServer::streams() const {
 }
 
 uint64_t AgentChannelServer::pushes() const { return impl_->pushes.load(); }
+
+std::string AgentChannelServer::Metrics() const {
+  MetricsWriter w;
+  w.Family("tessera_agent_channel_streams", MetricType::kGauge,
+           "Agents connected on the agent channel (streams past their hello).");
+  w.Sample({}, static_cast<double>(streams()));
+  w.Family("tessera_agent_channel_pushes_total", MetricType::kCounter,
+           "Launches and stops pushed to agents the moment they were durable.");
+  w.Sample({}, static_cast<double>(pushes()));
+  w.Family("tessera_agent_channel_answer_seconds", MetricType::kHistogram,
+           "From an agent's message arriving to its answer, the durable commit of its reports "
+           "included.");
+  w.Sample({}, impl_->answer_seconds.Read());
+  return w.Take();
+}
 
 }  // namespace tessera

@@ -64,6 +64,8 @@ class AgentChannelServer {
   void Push(const std::string& node, const HeartbeatResponse& commands);
   size_t streams() const;   // open streams with a node (after their hello)
   uint64_t pushes() const;  // push messages handed to streams
+  // The channel's families in the Prometheus text format (for /metrics).
+  std::string Metrics() const;
 
   struct Impl;
 

@@ -476,7 +476,7 @@ void Server::ViewRoutes() {
 
   s.Get("/metrics", Authed(
                         [this](const Principal&, const Req&, Res& res) {
-                          res.set_content(controller_->Metrics(),
+                          res.set_content(controller_->Metrics() + ChannelMetrics(),
                                           "text/plain; version=0.0.4; charset=utf-8");
                         },
                         Access::kMetrics));

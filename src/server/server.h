@@ -117,6 +117,7 @@ class Server {
   int agent_port() const;  // 0: no agent channel
   size_t channel_streams() const;   // agents connected on the channel
   uint64_t channel_pushes() const;  // push messages sent on it
+  std::string ChannelMetrics() const;  // its /metrics families; "" without a channel
   std::string url() const;
   const std::string& admin_token() const { return admin_token_; }
   const std::string& join_token() const { return join_token_; }

@@ -56,6 +56,10 @@ size_t Server::channel_streams() const { return channel_ == nullptr ? 0 : channe
 
 uint64_t Server::channel_pushes() const { return channel_ == nullptr ? 0 : channel_->pushes(); }
 
+std::string Server::ChannelMetrics() const {
+  return channel_ == nullptr ? "" : channel_->Metrics();
+}
+
 StatusOr<std::string> Server::AuthenticateNode(const std::string& authorization,
                                                const std::string& peer) {
   StatusOr<Principal> who = tokens_->Authenticate(authorization);

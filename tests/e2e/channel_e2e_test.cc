@@ -158,6 +158,20 @@ TEST_F(ChannelTest, LaunchesArePushedAndExitsReportedWithoutWaitingForAHeartbeat
   // Ten launches and ten exits in a row, each far quicker than one heartbeat.
   EXPECT_LT(seconds, 20.0);
   EXPECT_GE(server_->channel_pushes(), 10U);
+
+  // The channel's own figures on /metrics.
+  httplib::Client c("127.0.0.1", server_->port());
+  c.set_bearer_token_auth(server_->metrics_token().c_str());
+  httplib::Result m = c.Get("/metrics");
+  ASSERT_TRUE(m && m->status == 200) << (m ? m->body : "no answer");
+  EXPECT_NE(m->body.find("\ntessera_agent_channel_streams 1\n"), std::string::npos);
+  auto value = [&](const std::string& name) {
+    size_t at = m->body.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(m->body.substr(at + name.size() + 2));
+  };
+  EXPECT_GE(value("tessera_agent_channel_pushes_total"), 10.0);
+  // Each job's exit report and its hello and launch answers at least.
+  EXPECT_GE(value("tessera_agent_channel_answer_seconds_count"), 10.0);
 }
 
 TEST_F(ChannelTest, AStopIsPushedAtOnce) {
