@@ -76,17 +76,6 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
       }
     }
     HandleReports(node, request.tasks, now, out);
-    // An exit frees what its job held: decide what takes it now, so that the report and
-    // the starts it allows share one commit (the scheduling loop would make a second)
-    // and the launches are pushed the moment it returns. Both are durable together or
-    // not at all, and the agent keeps the report until it has the answer.
-    const bool ended =
-        std::any_of(request.tasks.begin(), request.tasks.end(),
-                    [](const TaskReport& r) { return r.state != TaskState::kRunning; });
-    if (ended && options_.cycle_on_exit && !core_.rebuild_pending()) {
-      RunCoreCycle(now, out);
-      ++counters_.report_cycles;
-    }
     NodeJoined(node, now, out);  // after reconciling: what still runs there is held again
     // Stops decided before this controller restarted, or sent to the agent's previous
     // connection: send them again for what still runs here.

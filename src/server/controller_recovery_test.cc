@@ -25,6 +25,21 @@ class ControllerRecoveryTest : public ControllerTest {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : HeartbeatResponse{};
   }
+  // A one-GPU job started, then reported lost by its agent; returns its id.
+  uint64_t StartAndLoseOneJob() {
+    Register();
+    const uint64_t id = Submit("team-a", kOneGpu);
+    std::vector<TaskLaunch> first = CycleAndTake();
+    EXPECT_EQ(first.size(), 1u);
+    if (first.empty()) {
+      return id;
+    }
+    TaskReport lost = Report(first[0].key, TaskState::kLost);
+    lost.message = "the agent stopped and killed it";
+    running_.clear();
+    Beat({lost});
+    return id;
+  }
   static TaskReport Report(const TaskKey& key, TaskState state, int exit_code = 0,
                            int signal = 0) {
     TaskReport t;
@@ -88,14 +103,7 @@ TEST_F(ControllerRecoveryTest, LaunchTheAgentNeverGotIsSentAgainAsTheSameAttempt
 // report itself starts it; without, it waits for the loop's cycle with the loss as its
 // reason.
 TEST_F(ControllerRecoveryTest, LostTaskIsRequeuedAsANewAttempt) {
-  Register();
-  const uint64_t id = Submit("team-a", kOneGpu);
-  std::vector<TaskLaunch> first = CycleAndTake();
-  ASSERT_EQ(first.size(), 1u);
-  TaskReport lost = Report(first[0].key, TaskState::kLost);
-  lost.message = "the agent stopped and killed it";
-  running_.clear();
-  Beat({lost});
+  const uint64_t id = StartAndLoseOneJob();
   nlohmann::json j = Job(id);
   EXPECT_EQ(j["state"], "running");
   EXPECT_EQ(j["attempts"], 2);
@@ -135,14 +143,7 @@ class ControllerRecoveryWithoutExitCyclesTest : public ControllerRecoveryTest {
 };
 
 TEST_F(ControllerRecoveryWithoutExitCyclesTest, LostTaskWaitsForTheLoopWithItsReason) {
-  Register();
-  const uint64_t id = Submit("team-a", kOneGpu);
-  std::vector<TaskLaunch> first = CycleAndTake();
-  ASSERT_EQ(first.size(), 1u);
-  TaskReport lost = Report(first[0].key, TaskState::kLost);
-  lost.message = "the agent stopped and killed it";
-  running_.clear();
-  Beat({lost});
+  const uint64_t id = StartAndLoseOneJob();
   nlohmann::json j = Job(id);
   EXPECT_EQ(j["state"], "pending");
   EXPECT_NE(j["reason"].get<std::string>().find("was lost (the agent stopped"), std::string::npos)
