@@ -146,7 +146,9 @@ void AgentFleet::Impl::RegisterOne(SimAgent& a, httplib::Client& client) {
     a.credential = resp->credential;
   }
   a.channel_port = resp->channel_port;
-  if (resp->heartbeat_interval_ms > 0) {
+  if (options.heartbeat_interval > 0) {
+    a.interval = options.heartbeat_interval;
+  } else if (resp->heartbeat_interval_ms > 0) {
     a.interval = resp->heartbeat_interval_ms * 1000;
   }
   const Micros timeout = resp->node_timeout_ms * 1000;
@@ -460,15 +462,28 @@ FleetStats AgentFleet::Stats() const {
   return s;
 }
 
-int AgentFleet::StreamingSince(SteadyTime since) const {
+namespace {
+
+template <typename Agents, typename Pred>
+int CountAgents(const Agents& agents, SteadyTime since, Pred pred) {
   const Micros t =
       std::chrono::duration_cast<std::chrono::microseconds>(since.time_since_epoch()).count();
   int n = 0;
-  for (const auto& a : impl_->agents) {
+  for (const auto& a : agents) {
     std::lock_guard<std::mutex> lock(a->mu);
-    n += a->open && a->registered_at >= t ? 1 : 0;
+    n += a->registered_at >= t && pred(*a) ? 1 : 0;
   }
   return n;
+}
+
+}  // namespace
+
+int AgentFleet::StreamingSince(SteadyTime since) const {
+  return CountAgents(impl_->agents, since, [](const SimAgent& a) { return a.open; });
+}
+
+int AgentFleet::RegisteredSince(SteadyTime since) const {
+  return CountAgents(impl_->agents, since, [](const SimAgent&) { return true; });
 }
 
 LatencyHistogram& AgentFleet::heartbeat_rtt() { return impl_->rtt; }

@@ -76,6 +76,7 @@ struct FleetOptions {
   Micros telemetry_interval = 1'000'000;  // as the agent's default; 0: no telemetry
   Micros task_run = 0;  // how long a task runs when its env has no FLEET_RUN_MS; 0: it ends at once
   Micros answer_timeout = 10'000'000;  // as the agent: then the stream is reopened
+  Micros heartbeat_interval = 0;       // as the agent's --heartbeat; 0: the controller's
   int timer_threads = 2;               // send heartbeats, end tasks, retry
 };
 
@@ -123,6 +124,8 @@ class AgentFleet {
   FleetStats Stats() const;
   // Agents that registered at or after `since` and whose stream is open now.
   int StreamingSince(SteadyTime since) const;
+  // Agents whose last answered registration was at or after `since`.
+  int RegisteredSince(SteadyTime since) const;
   // Round trip of each answered heartbeat, from its write to its answer.
   LatencyHistogram& heartbeat_rtt();
   std::vector<TaskCount> TaskCounts() const;
