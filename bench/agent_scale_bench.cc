@@ -25,8 +25,9 @@
 // they register again, into the run's directory, which is then kept.
 //
 // Usage: agent_scale_bench [--agents 100,1000,10000] [--steady-s 20] [--jobs 2000]
-//                          [--register-clients 8] [--telemetry-ms 1000] [--sigterm]
-//                          [--no-fsync] [--perf]
+//                          [--register-clients 8] [--heartbeat-ms MS] [--telemetry-ms 1000]
+//                          [--sigterm] [--no-fsync] [--perf]
+// --heartbeat-ms overrides the controller's interval, as `tessera agent --heartbeat` does.
 #include <httplib.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -64,6 +65,7 @@ struct Flags {
   int jobs = 2000;
   int register_clients = 8;
   int telemetry_ms = 1000;
+  int heartbeat_ms = 0;  // 0: the controller's default
   bool sigterm = false;
   bool fsync = true;
   bool perf = false;
@@ -71,7 +73,8 @@ struct Flags {
 
 constexpr const char* kUsage =
     "usage: agent_scale_bench [--agents 100,1000,10000] [--steady-s S] [--jobs N] "
-    "[--register-clients C] [--telemetry-ms MS] [--sigterm] [--no-fsync] [--perf]\n";
+    "[--register-clients C] [--heartbeat-ms MS] [--telemetry-ms MS] [--sigterm] [--no-fsync] "
+    "[--perf]\n";
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
   for (int i = 1; i < argc; ++i) {
@@ -89,6 +92,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->jobs = std::max(0, std::atoi(argv[++i]));
     } else if (a == "--register-clients" && more) {
       f->register_clients = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--heartbeat-ms" && more) {
+      f->heartbeat_ms = std::max(0, std::atoi(argv[++i]));
     } else if (a == "--telemetry-ms" && more) {
       f->telemetry_ms = std::max(0, std::atoi(argv[++i]));
     } else if (a == "--sigterm") {
@@ -143,6 +148,18 @@ double RssMib(pid_t pid) {
   return line.empty() ? 0 : std::atof(line.c_str() + 6) / 1024.0;
 }
 
+// The value of the first sample of `name` in a Prometheus text exposition; 0 if none.
+double Metric(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name, 0) == 0 && line.size() > name.size() &&
+        (line[name.size()] == ' ' || line[name.size()] == '{')) {
+      return std::atof(line.c_str() + line.rfind(' ') + 1);
+    }
+  }
+  return 0;
+}
+
 double SelfCpuSeconds() {
   rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
@@ -157,6 +174,7 @@ struct Row {
   double cpu_pct = 0, rss_mib = 0, fleet_cpu_pct = 0;
   double healthz_p50 = 0, healthz_p99 = 0, jobs_p50 = 0, jobs_p99 = 0;
   double hb_p50 = 0, hb_p99 = 0, hb_per_s = 0;
+  double cycles_per_s = 0, cycle_ms = 0;  // the scheduling loop over the steady window
   double start_jobs_s = 0, done_jobs_s = 0;
   double healthy_s = 0, reregister_s = 0, reregister_cpu_s = 0;
   tessera::fleet::FleetStats stats;
@@ -231,9 +249,9 @@ class Run {
     }
     const std::string out = dir_ + "/perf-" + std::to_string(row_.agents) + "-" + what + ".data";
     return std::make_unique<Process>(
-        std::vector<std::string>{"/usr/bin/perf", "record", "-F", "499", "--call-graph", "dwarf",
-                                 "-p", std::to_string(server_->pid()), "-o", out, "--", "sleep",
-                                 std::to_string(seconds)},
+        std::vector<std::string>{"/usr/bin/perf", "record", "-F", "199", "--call-graph",
+                                 "dwarf,16384", "-p", std::to_string(server_->pid()), "-o", out,
+                                 "--", "sleep", std::to_string(seconds)},
         dir_ + "/perf.log");
   }
 
@@ -252,6 +270,7 @@ class Run {
     o.agents = n;
     o.register_clients = flags_.register_clients;
     o.telemetry_interval = flags_.telemetry_ms * 1000;
+    o.heartbeat_interval = flags_.heartbeat_ms * 1000;
     auto made = tessera::fleet::AgentFleet::Create(o, tessera::GpuCatalog::Default());
     if (!made.ok()) {
       return Fail(made.status().ToString());
@@ -259,7 +278,7 @@ class Run {
     fleet_ = std::move(made).value();
     const auto joined_from = Clock::now();
     const auto join_bound = std::chrono::milliseconds(60'000 + 30 * n);
-    auto perf = Perf("join", static_cast<int>(join_bound.count() / 1000));
+    auto perf = Perf("join", 60);
     fleet_->Start();
     const bool joined = WaitFor([&] { return fleet_->Stats().streaming == n; }, join_bound);
     if (perf != nullptr) {
@@ -285,6 +304,7 @@ class Run {
     auto perf = Perf("steady", flags_.steady_s);
     fleet_->heartbeat_rtt().Reset();
     const uint64_t hb0 = fleet_->Stats().heartbeats;
+    const std::string metrics0 = Metrics();
     const double cpu0 = CpuSeconds(server_->pid());
     const double self0 = SelfCpuSeconds();
     const auto t0 = Clock::now();
@@ -317,6 +337,14 @@ class Run {
     row_.hb_p99 = fleet_->heartbeat_rtt().PercentileMs(0.99);
     stop = true;
     prober.join();
+    const std::string metrics1 = Metrics();
+    const char* kCycles = "tessera_scheduler_cycles_total";
+    const char* kCycleSum = "tessera_scheduler_cycle_duration_seconds_sum";
+    const char* kCycleCount = "tessera_scheduler_cycle_duration_seconds_count";
+    row_.cycles_per_s = (Metric(metrics1, kCycles) - Metric(metrics0, kCycles)) / window;
+    const double count = Metric(metrics1, kCycleCount) - Metric(metrics0, kCycleCount);
+    row_.cycle_ms =
+        count > 0 ? (Metric(metrics1, kCycleSum) - Metric(metrics0, kCycleSum)) / count * 1000 : 0;
     row_.rss_mib = RssMib(server_->pid());
     row_.healthz_p50 = Percentile(healthz_ms, 0.5);
     row_.healthz_p99 = Percentile(healthz_ms, 0.99);
@@ -325,6 +353,14 @@ class Run {
     if (perf != nullptr) {
       (void)perf->Wait(30s);
     }
+  }
+
+  std::string Metrics() {
+    httplib::Client c(url_);
+    c.set_bearer_token_auth(admin_.c_str());
+    c.set_read_timeout(30, 0);
+    auto r = c.Get("/metrics");
+    return r && r->status == 200 ? r->body : "";
   }
 
   // True when it failed.
@@ -380,23 +416,33 @@ class Run {
     row_.healthy_s = Seconds(restarted_at);
     auto perf = Perf("restart", 30);
     const auto bound = std::chrono::milliseconds(60'000 + 10 * n);
-    // When a half, nine tenths and all of them were back.
-    std::string progress;
-    int mark = 0;
-    const int marks[] = {n / 2, n * 9 / 10, n};
+    // When a half, nine tenths and all of them had registered again, and were streaming.
+    struct Progress {
+      std::string text;
+      int mark = 0;
+      void Note(int now, int n, double at) {
+        const int marks[] = {n / 2, n * 9 / 10, n};
+        for (; mark < 3 && now >= marks[mark]; ++mark) {
+          char line[64];
+          std::snprintf(line, sizeof line, "%s%d at %.1f s", mark == 0 ? "" : ", ", marks[mark],
+                        at);
+          text += line;
+        }
+      }
+    } registered, streaming;
     const bool back = WaitFor(
         [&] {
+          const double at = Seconds(restarted_at);
+          registered.Note(fleet_->RegisteredSince(killed_at), n, at);
           const int now = fleet_->StreamingSince(killed_at);
-          for (; mark < 3 && now >= marks[mark]; ++mark) {
-            char text[64];
-            std::snprintf(text, sizeof text, "%s%d at %.1f s", mark == 0 ? "" : ", ", marks[mark],
-                          Seconds(restarted_at));
-            progress += text;
-          }
+          streaming.Note(now, n, at);
           return now == n;
         },
         bound);
     row_.reregister_s = Seconds(restarted_at);
+    std::printf("  %d agents: registered again: %s; streaming again: %s\n", n,
+                registered.text.empty() ? "none" : registered.text.c_str(),
+                streaming.text.empty() ? "none" : streaming.text.c_str());
     row_.reregister_cpu_s = CpuSeconds(server_->pid());
     if (perf != nullptr) {
       perf->Signal(SIGINT);
@@ -406,8 +452,8 @@ class Run {
       return Fail(std::to_string(fleet_->StreamingSince(killed_at)) + " of " + std::to_string(n) +
                   " agents back " + std::to_string(bound.count() / 1000) + " s after the restart");
     }
-    std::printf("  %d agents: back after the restart: %s (healthy after %.1f s)\n", n,
-                progress.c_str(), row_.healthy_s);
+    std::printf("  %d agents: all back %.1f s after the restart (healthy after %.1f s)\n", n,
+                row_.reregister_s, row_.healthy_s);
     return false;
   }
 
@@ -444,9 +490,10 @@ void PrintTable(const std::vector<Row>& rows, const Flags& flags) {
   for (const Row& r : rows) {
     const tessera::fleet::FleetStats& s = r.stats;
     std::printf(
-        "  %d agents: registrations %llu (errors %llu), streams opened %llu, ended %llu, "
-        "answer timeouts %llu, store errors %llu, double bookings %llu, fenced %llu\n",
-        r.agents, static_cast<unsigned long long>(s.registrations),
+        "  %d agents: scheduling cycles %.0f/s of %.2f ms on average in the steady window; "
+        "registrations %llu (errors %llu), streams opened %llu, ended %llu, answer timeouts "
+        "%llu, store errors %llu, double bookings %llu, fenced %llu\n",
+        r.agents, r.cycles_per_s, r.cycle_ms, static_cast<unsigned long long>(s.registrations),
         static_cast<unsigned long long>(s.register_errors),
         static_cast<unsigned long long>(s.connects), static_cast<unsigned long long>(s.stream_ends),
         static_cast<unsigned long long>(s.answer_timeouts),
@@ -473,11 +520,13 @@ int main(int argc, char** argv) {
   files.rlim_cur = files.rlim_max;
   ::setrlimit(RLIMIT_NOFILE, &files);
   std::printf(
-      "agent_scale_bench: open files %llu -> %llu (hard), %u CPUs, heartbeat: the controller's "
-      "default, telemetry every %d ms, store fsync %s, restart by %s\n",
+      "agent_scale_bench: open files %llu -> %llu (hard), %u CPUs, heartbeat %s, telemetry "
+      "every %d ms, store fsync %s, restart by %s\n",
       static_cast<unsigned long long>(soft), static_cast<unsigned long long>(files.rlim_max),
-      std::thread::hardware_concurrency(), flags.telemetry_ms, flags.fsync ? "on" : "off",
-      flags.sigterm ? "SIGTERM" : "kill -9");
+      std::thread::hardware_concurrency(),
+      flags.heartbeat_ms > 0 ? (std::to_string(flags.heartbeat_ms) + " ms").c_str()
+                             : "the controller's default",
+      flags.telemetry_ms, flags.fsync ? "on" : "off", flags.sigterm ? "SIGTERM" : "kill -9");
   ::signal(SIGPIPE, SIG_IGN);
   std::vector<Row> rows;
   for (int n : flags.agents) {
