@@ -100,16 +100,6 @@ void SplitNumber(std::string_view text, std::string_view* number, std::string_vi
   *suffix = Trim(text.substr(i));
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-  }
-  return out;
-}
-
 struct Unit {
   std::string_view name;
   int64_t mul;
@@ -151,7 +141,7 @@ StatusOr<int64_t> ParseMemoryMiB(std::string_view text) {
                                                   {"gib", 1024, 1},
                                                   {"ti", 1024 * 1024, 1},
                                                   {"tib", 1024 * 1024, 1}}};
-  const std::string unit = Lower(suffix);
+  const std::string unit = AsciiLower(suffix);
   const Unit* found = nullptr;
   for (const Unit& u : kUnits) {
     if (u.name == unit) {

@@ -18,6 +18,16 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
   }
 }
 
+std::string AsciiLower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') {
+      c = static_cast<char>(c - 'A' + 'a');
+    }
+  }
+  return out;
+}
+
 std::string_view Trim(std::string_view text) {
   constexpr std::string_view kSpace = " \t\r\n";
   size_t begin = text.find_first_not_of(kSpace);

@@ -14,6 +14,8 @@ namespace tessera {
 
 std::vector<std::string_view> Split(std::string_view text, char sep);
 std::string_view Trim(std::string_view text);
+// A-Z to a-z; other bytes unchanged (no locale).
+std::string AsciiLower(std::string_view text);
 bool StartsWith(std::string_view text, std::string_view prefix);
 bool EndsWith(std::string_view text, std::string_view suffix);
 

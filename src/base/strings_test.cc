@@ -42,3 +42,15 @@ TEST(StringsTest, ParseIntListRangesAndItems) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(AsciiLowerTest, LowersOnlyAsciiLetters) {
+  EXPECT_EQ(AsciiLower("H100-80GB Gi"), "h100-80gb gi");
+  EXPECT_EQ(AsciiLower("\xC3\x89t\xC3\xA9"), "\xC3\x89t\xC3\xA9");  // UTF-8 left as is
+  EXPECT_EQ(AsciiLower(""), "");
+}
+
+}  // namespace
+}  // namespace tessera

@@ -12,13 +12,6 @@
 namespace tessera {
 namespace {
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 bool HasControlCharacter(std::string_view text) {
   return std::any_of(text.begin(), text.end(),
                      [](unsigned char c) { return c < 0x20 || c == 0x7f; });
@@ -71,15 +64,15 @@ StatusOr<ClientConfig> ResolveClientConfig(const ConnectionFlags& flags, const E
   if (!config.ca_cert.empty() && !std::ifstream(config.ca_cert)) {
     return InvalidArgumentError("cannot read the CA certificate file '" + config.ca_cert + "'");
   }
-  const std::string insecure = Lower(from_env("TESSERA_INSECURE"));
+  const std::string insecure = AsciiLower(from_env("TESSERA_INSECURE"));
   config.insecure = flags.insecure || insecure == "1" || insecure == "true" || insecure == "yes";
   return config;
 }
 
 std::string ApiResponse::Header(std::string_view name) const {
-  const std::string want = Lower(name);
+  const std::string want = AsciiLower(name);
   for (const auto& [key, value] : headers) {
-    if (Lower(key) == want) {
+    if (AsciiLower(key) == want) {
       return value;
     }
   }
@@ -94,7 +87,7 @@ StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(const ClientConfig& confi
   std::string scheme = "http";
   std::string rest = url;
   if (size_t colon = url.find("://"); colon != std::string::npos) {
-    scheme = Lower(url.substr(0, colon));
+    scheme = AsciiLower(url.substr(0, colon));
     rest = url.substr(colon + 3);
   } else {
     url = "http://" + url;

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -40,13 +41,6 @@ constexpr const char* kBadAnswer = "the answer is not HTTP/1.1";
 // A body larger than this is refused rather than read into memory.
 constexpr size_t kMaxBody = size_t{1} << 30;
 constexpr size_t kMaxHead = 64 << 10;
-
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -148,6 +142,19 @@ struct HttpTransport::Connection {
       data.remove_prefix(static_cast<size_t>(n));
     }
     return true;
+  }
+
+  // Reads until `buffered` holds a CRLF; returns where it starts, or npos when the
+  // connection ended, failed or sent a line longer than an answer's head may be.
+  size_t FillLine() {
+    size_t eol = buffered.find("\r\n");
+    while (eol == std::string::npos) {
+      if (buffered.size() > kMaxHead || ReadSome(&buffered) <= 0) {
+        return std::string::npos;
+      }
+      eol = buffered.find("\r\n");
+    }
+    return eol;
   }
 
   // Appends what arrives next to `out`: its size, 0 at the end of the connection, -1 on
@@ -361,7 +368,7 @@ bool ParseHead(std::string_view text, ParsedHead* head) {
 
 std::optional<std::string> HeaderValue(const HttpHeaders& headers, std::string_view name) {
   for (const auto& [key, value] : headers) {
-    if (Lower(key) == name) {
+    if (AsciiLower(key) == name) {
       return value;
     }
   }
@@ -442,40 +449,28 @@ StatusOr<HttpAnswer> HttpTransport::Send(std::string_view method, const std::str
     answer.status = head.status;
     answer.headers = std::move(head.headers);
     const std::string encoding =
-        Lower(HeaderValue(answer.headers, "transfer-encoding").value_or(""));
+        AsciiLower(HeaderValue(answer.headers, "transfer-encoding").value_or(""));
     const std::optional<std::string> length = HeaderValue(answer.headers, "content-length");
-    bool keep =
-        head.http11 && Lower(HeaderValue(answer.headers, "connection").value_or("")) != "close";
+    bool keep = head.http11 &&
+                AsciiLower(HeaderValue(answer.headers, "connection").value_or("")) != "close";
     const bool no_body = answer.status == 204 || answer.status == 304 || method == "HEAD";
     if (no_body) {
       // Nothing follows the head.
     } else if (encoding.find("chunked") != std::string::npos) {
       // Chunks: "<hex size>[;ext]\r\n<data>\r\n" ... "0\r\n" [trailers] "\r\n".
       while (true) {
-        size_t eol = in.find("\r\n");
-        while (eol == std::string::npos) {
-          if (in.size() > kMaxHead || c.ReadSome(&in) <= 0) {
-            connection_.reset();
-            return UnavailableError(kReadFailed);
-          }
-          eol = in.find("\r\n");
+        const size_t eol = c.FillLine();
+        if (eol == std::string::npos) {
+          connection_.reset();
+          return UnavailableError(kReadFailed);
         }
         std::string_view size_text = std::string_view(in).substr(0, eol);
-        size_text = size_text.substr(0, size_text.find(';'));
+        size_text = Trim(size_text.substr(0, size_text.find(';')));
         size_t size = 0;
-        bool ok = !Trim(size_text).empty();
-        for (char ch : Trim(size_text)) {
-          int digit = std::isxdigit(static_cast<unsigned char>(ch)) == 0 ? -1
-                      : std::isdigit(static_cast<unsigned char>(ch)) != 0
-                          ? ch - '0'
-                          : std::tolower(static_cast<unsigned char>(ch)) - 'a' + 10;
-          if (digit < 0 || size > (kMaxBody >> 4)) {
-            ok = false;
-            break;
-          }
-          size = size * 16 + static_cast<size_t>(digit);
-        }
-        if (!ok || answer.body.size() + size > kMaxBody) {
+        const char* end = size_text.data() + size_text.size();
+        auto [stop, err] = std::from_chars(size_text.data(), end, size, 16);
+        if (size_text.empty() || err != std::errc() || stop != end ||
+            size > kMaxBody - answer.body.size()) {
           connection_.reset();
           return UnavailableError(kBadAnswer);
         }
@@ -483,16 +478,13 @@ StatusOr<HttpAnswer> HttpTransport::Send(std::string_view method, const std::str
         if (size == 0) {
           // Trailers, if any, up to the blank line.
           while (true) {
-            size_t end = in.find("\r\n");
-            while (end == std::string::npos) {
-              if (in.size() > kMaxHead || c.ReadSome(&in) <= 0) {
-                connection_.reset();
-                return UnavailableError(kReadFailed);
-              }
-              end = in.find("\r\n");
+            const size_t line = c.FillLine();
+            if (line == std::string::npos) {
+              connection_.reset();
+              return UnavailableError(kReadFailed);
             }
-            in.erase(0, end + 2);
-            if (end == 0) {
+            in.erase(0, line + 2);
+            if (line == 0) {
               break;
             }
           }

@@ -46,13 +46,6 @@ GpuModel Model(std::string name, int64_t memory_mib, std::vector<std::string> al
   return m;
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 }  // namespace
 
 std::optional<int> GpuModel::FindMigProfile(std::string_view profile_name) const {
@@ -101,13 +94,13 @@ GpuCatalog::GpuCatalog(std::vector<GpuModel> models) : models_(std::move(models)
 }
 
 StatusOr<GpuModelId> GpuCatalog::Find(std::string_view name) const {
-  std::string want = Lower(Trim(name));
+  std::string want = AsciiLower(Trim(name));
   for (const GpuModel& m : models_) {
-    if (Lower(m.name) == want) {
+    if (AsciiLower(m.name) == want) {
       return m.id;
     }
     for (const std::string& alias : m.aliases) {
-      if (Lower(alias) == want) {
+      if (AsciiLower(alias) == want) {
         return m.id;
       }
     }
