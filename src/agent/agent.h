@@ -109,6 +109,9 @@ class Agent {
   void Stop();
   // One register-or-heartbeat exchange and its consequences.
   Status RunOnce();
+  // The wait between heartbeats now (the controller's, unless the options set one); read
+  // it from the thread that runs RunOnce or the loop.
+  Micros heartbeat_interval() const { return interval_; }
 
   const NodeInventory& inventory() const { return inventory_; }
   std::string describe_gpus() const { return backend_->Describe(); }

@@ -58,6 +58,9 @@ Status Agent::Heartbeat() {
     return Register();
   }
   Renew(sent);
+  if (options_.heartbeat_interval <= 0 && resp.heartbeat_interval_ms > 0) {
+    interval_ = resp.heartbeat_interval_ms * 1000;  // the controller paces its fleet
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     Delivered(shipped, req.tasks);

@@ -145,6 +145,18 @@ TEST_F(AgentTelemetryTest, HeartbeatsCarrySamplesOfTheFakeGpus) {
   EXPECT_EQ(gpus[1].ecc_dbe_aggregate, 2);
 }
 
+TEST_F(AgentTelemetryTest, TheAgentTakesTheIntervalTheControllerPacesItsFleetTo) {
+  Start(1'000'000);
+  EXPECT_EQ(agent_->heartbeat_interval(), 1'000'000);  // the registration's answer
+  HeartbeatResponse paced;
+  paced.heartbeat_interval_ms = 5000;
+  controller_.Answer(paced);
+  Beat();
+  EXPECT_EQ(agent_->heartbeat_interval(), 5'000'000);
+  Beat();  // an answer without an interval (as a push has none) changes nothing
+  EXPECT_EQ(agent_->heartbeat_interval(), 5'000'000);
+}
+
 TEST_F(AgentTelemetryTest, ASampleWhoseHeartbeatFailedGoesWithTheNext) {
   Start(kInterval);
   Fault(R"({"gpu":1,"xid":31})");

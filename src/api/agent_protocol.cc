@@ -646,9 +646,13 @@ nlohmann::json ToJson(const HeartbeatResponse& response) {
   for (const TaskStop& s : response.stop) {
     stop.push_back(ToJson(s));
   }
-  return {{"launch", std::move(launch)},
-          {"stop", std::move(stop)},
-          {"reregister", response.reregister}};
+  Json j = {{"launch", std::move(launch)},
+            {"stop", std::move(stop)},
+            {"reregister", response.reregister}};
+  if (response.heartbeat_interval_ms > 0) {
+    j["heartbeat_interval_ms"] = response.heartbeat_interval_ms;
+  }
+  return j;
 }
 
 StatusOr<NodeInventory> NodeInventoryFromJson(const nlohmann::json& j, const GpuCatalog& catalog) {
@@ -764,6 +768,8 @@ StatusOr<HeartbeatResponse> HeartbeatResponseFromJson(const nlohmann::json& j) {
           return listed;
         }
         TESSERA_RETURN_IF_ERROR(d.OptBool(j, "", "reregister", &response.reregister));
+        TESSERA_RETURN_IF_ERROR(d.OptInt(j, "", "heartbeat_interval_ms", 0, kMaxHeartbeatMs,
+                                         &response.heartbeat_interval_ms));
         return response;
       });
 }

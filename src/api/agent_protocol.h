@@ -210,6 +210,9 @@ struct HeartbeatResponse {
   std::vector<TaskLaunch> launch;
   std::vector<TaskStop> stop;
   bool reregister = false;  // the controller does not know this agent: register again
+  // In answers: the interval from now on (the controller stretches it as its fleet
+  // grows). 0: unchanged (pushes, older controllers).
+  int64_t heartbeat_interval_ms = 0;
   bool operator==(const HeartbeatResponse&) const = default;
 };
 

@@ -199,6 +199,7 @@ TEST(AgentProtocolTest, HeartbeatRoundTrips) {
   resp.launch = {Launch()};
   resp.stop = {TaskStop{{7, 0, 1}, 5000, 2}, TaskStop{}};
   resp.reregister = true;
+  resp.heartbeat_interval_ms = 5000;
   StatusOr<HeartbeatResponse> resp_back = HeartbeatResponseFromJson(Wire(ToJson(resp)));
   ASSERT_TRUE(resp_back.ok()) << resp_back.status().ToString();
   EXPECT_EQ(*resp_back, resp);
@@ -210,6 +211,9 @@ TEST(AgentProtocolTest, HeartbeatRoundTrips) {
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->launch.empty());
   EXPECT_FALSE(empty->reregister);
+  EXPECT_EQ(empty->heartbeat_interval_ms, 0);  // a push, or an older controller: unchanged
+  EXPECT_FALSE(ToJson(*empty).contains("heartbeat_interval_ms"));
+  EXPECT_FALSE(HeartbeatResponseFromJson(Json{{"heartbeat_interval_ms", -1}}).ok());
   EXPECT_EQ(HeartbeatRequestFromJson(Json{{"node", "n"}}).status().message(),
             "agent_id: is required");
 }

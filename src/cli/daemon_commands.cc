@@ -181,6 +181,7 @@ struct ServerFlags {
   std::string uid_pool = "200000-299999";
   std::vector<std::string> run_as;  // TENANT=UID[:GID]
   int agent_port = 0;
+  int64_t max_heartbeat_rate = ControllerOptions{}.max_heartbeats_per_second;
 };
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
@@ -203,6 +204,12 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                   "A node silent this long is lost and its jobs run again; its agent fences "
                   "its tasks a little before (tasks also end when the controller is down "
                   "this long)")
+      ->capture_default_str();
+  cmd->add_option("--max-heartbeat-rate", f->max_heartbeat_rate,
+                  "Heartbeats a second the whole fleet sends at most: the interval told to "
+                  "agents grows with the number of nodes, up to a quarter of --node-timeout "
+                  "(launches and exits never wait for a heartbeat). 0: never stretched")
+      ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}))
       ->capture_default_str();
   cmd->add_option("--finished-in-memory", f->finished_in_memory,
                   "Finished jobs kept in memory (newest); older ones are read from the store "
@@ -291,6 +298,7 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
   o.controller.checkpoint_root = f.checkpoint_root;
   TESSERA_ASSIGN_OR_RETURN(o.controller.node_timeout, ParseDurationMicros(f.node_timeout));
   o.controller.finished_in_memory = static_cast<size_t>(f.finished_in_memory);
+  o.controller.max_heartbeats_per_second = f.max_heartbeat_rate;
   TESSERA_ASSIGN_OR_RETURN(o.controller.stop_grace, ParseDurationMicros(f.stop_grace));
   TESSERA_RETURN_IF_ERROR(ParseIdentities(f, &o.controller));
   if (o.controller.node_timeout < 2'000'000) {

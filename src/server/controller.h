@@ -121,8 +121,13 @@ struct ControllerOptions {
   // only the loop's cycles decide (the scenario runner, which runs cycles where the
   // simulator does: once after all of an instant's events).
   bool cycle_on_exit = true;
-  Micros heartbeat_interval = 500'000;  // told to agents
+  Micros heartbeat_interval = 500'000;  // told to agents: the shortest interval
   Micros node_timeout = 30'000'000;     // a node silent this long is lost
+  // The fleet's heartbeats are spread to at most this many a second: the interval told
+  // to agents grows with the number of known nodes (to at most a quarter of
+  // node_timeout). Launches and exits do not wait for heartbeats (the agent channel);
+  // only liveness, telemetry and task output travel with them.
+  int64_t max_heartbeats_per_second = 2'000;
   Micros stop_grace = 30'000'000;       // grace for cancelled / failed gangs
   // Overrides the policy's bound: a job runs this long before reclaim or LAS may
   // preempt it (priority preemption is immediate). Live jobs restart from scratch
@@ -303,6 +308,8 @@ class Controller {
   void ApplyRespecs();
   void Loop();
   void Wake();
+  // The heartbeat interval told to agents now (see max_heartbeats_per_second); mu_ held.
+  Micros HeartbeatIntervalLocked() const;
 
   // All of these run with mu_ held.
   // A job in memory, or an archived one read from the store into `*archived` (read
@@ -409,6 +416,7 @@ class Controller {
   NodeRegistry nodes_;
   TenantIdentities identities_;
   ControllerCounters counters_;  // for Metrics(); its atomics without mu_
+  Micros next_silence_check_ = 0;  // the loop's next walk for silent nodes; mu_
   std::atomic<bool> store_failed_{false};
 
   std::mutex loop_mu_;

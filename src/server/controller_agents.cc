@@ -92,12 +92,24 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
                               ToJson(request.inventory, *catalog_).dump());
     Seal(out);
     response.node = spec.name;
-    response.heartbeat_interval_ms = options_.heartbeat_interval / 1000;
+    response.heartbeat_interval_ms = HeartbeatIntervalLocked() / 1000;
     response.node_timeout_ms = options_.node_timeout / 1000;
   }
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
   Wake();
   return response;
+}
+
+Micros Controller::HeartbeatIntervalLocked() const {
+  const Micros floor = options_.heartbeat_interval;
+  if (options_.max_heartbeats_per_second <= 0) {
+    return floor;
+  }
+  const auto nodes = static_cast<Micros>(nodes_.all().size());
+  const Micros spread = nodes * 1'000'000 / options_.max_heartbeats_per_second;
+  // Several heartbeats within the timeout, whatever the fleet (a lost one is no loss).
+  const Micros ceiling = std::max(floor, options_.node_timeout / 4);
+  return std::clamp(spread, floor, ceiling);
 }
 
 void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
@@ -189,11 +201,17 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
     });
     response.launch = node.launches;
     response.stop = node.stops;
+    response.heartbeat_interval_ms = HeartbeatIntervalLocked() / 1000;
     Seal(out);
   }
+  // Only a change of durable state (an exit, a drain) can let the loop decide anything
+  // new; a heartbeat that only says "alive" must not run a cycle over every node.
+  const bool changed = !out.batch.empty();
   // The agent forgets what it reported once it has this answer: make it durable first.
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
-  Wake();
+  if (changed) {
+    Wake();
+  }
   return response;
 }
 

@@ -332,6 +332,7 @@ bool Controller::RunCoreCycle(Micros now, Pending& out) {
   if (core_.state()->present_count() == 0 || core_.scheduler()->pending() == 0) {
     return false;
   }
+  core_.ApplyNodeChanges();
   {
     CycleResult result = core_.lifecycle()->RunCycle(now, core_.rng());
     core_.reservation() = result.reservation;
@@ -357,11 +358,17 @@ Status Controller::RunCycle() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     const Micros now = clock_->NowMicros();
-    for (auto& [name, node] : nodes_.all()) {
-      const bool silent = now - node.last_seen > options_.node_timeout;
-      if (silent && (node.up || node.reason.rfind("waiting", 0) == 0)) {
-        NodeDown(node, "no heartbeat for " + std::to_string(options_.node_timeout / 1'000'000) + " s",
-                 now, out);
+    // A walk over every node, so not at every cycle (cycles follow every exit): a lost
+    // node is noticed at most a tenth of the timeout (and at most 1 s) late.
+    if (now >= next_silence_check_) {
+      next_silence_check_ = now + std::min<Micros>(1'000'000, options_.node_timeout / 10);
+      for (auto& [name, node] : nodes_.all()) {
+        const bool silent = now - node.last_seen > options_.node_timeout;
+        if (silent && (node.up || node.reason.rfind("waiting", 0) == 0)) {
+          NodeDown(node,
+                   "no heartbeat for " + std::to_string(options_.node_timeout / 1'000'000) + " s",
+                   now, out);
+        }
       }
     }
     if (core_.rebuild_pending()) {

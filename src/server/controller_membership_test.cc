@@ -239,3 +239,85 @@ TEST_F(ControllerMembershipTest, AGangThatLostANodeWhereItsTaskEndedIsAVictimOfW
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A fleet paced to 2 heartbeats a second, with the default 500 ms floor and a 30 s
+// timeout (a ceiling of 7.5 s).
+class ControllerHeartbeatPaceTest : public ControllerTest {
+ protected:
+  void Tune(ControllerOptions& o) override {
+    o.node_timeout = 30 * kSecond;
+    o.heartbeat_interval = 500'000;
+    o.max_heartbeats_per_second = 2;
+  }
+  StatusOr<RegisterResponse> Join(int n) {
+    RegisterRequest r = Inventory();
+    r.agent_id = "agent-" + std::to_string(n);
+    r.inventory.spec.name = "node-" + std::to_string(n);
+    return controller_->Register(r, "127.0.0.1");
+  }
+};
+
+TEST_F(ControllerHeartbeatPaceTest, TheIntervalStretchesWithTheFleetUpToAQuarterOfTheTimeout) {
+  auto first = Join(1);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->heartbeat_interval_ms, 500);  // 1 node at 2/s: the floor
+  for (int n = 2; n <= 4; ++n) {
+    ASSERT_TRUE(Join(n).ok());
+  }
+  // 4 nodes at 2 a second: each every 2 s, in registrations' and heartbeats' answers.
+  auto hb = controller_->Heartbeat(HeartbeatRequest{"node-1", "agent-1", {}, {}});
+  ASSERT_TRUE(hb.ok()) << hb.status().ToString();
+  EXPECT_EQ(hb->heartbeat_interval_ms, 2000);
+  auto fifth = Join(5);
+  ASSERT_TRUE(fifth.ok());
+  EXPECT_EQ(fifth->heartbeat_interval_ms, 2500);
+  for (int n = 6; n <= 40; ++n) {
+    ASSERT_TRUE(Join(n).ok());
+  }
+  // 40 nodes would be 20 s; the timeout allows 7.5 s.
+  hb = controller_->Heartbeat(HeartbeatRequest{"node-7", "agent-7", {}, {}});
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(hb->heartbeat_interval_ms, 7500);
+  // A stretched fleet is not lost for it: 7.5 s of silence is no timeout.
+  clock_.Advance(7'500'000);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  hb = controller_->Heartbeat(HeartbeatRequest{"node-7", "agent-7", {}, {}});
+  ASSERT_TRUE(hb.ok());
+  EXPECT_FALSE(hb->reregister);
+}
+
+TEST_F(ControllerHeartbeatPaceTest, NodesThatJoinedBetweenCyclesAreAllPlacedOnAtTheNextCycle) {
+  // Joins only mark the scheduler's groups and capacity stale; the next cycle must see
+  // every node. 9 two-GPU jobs (a node's whole H100s each; the cohort's 18 GPUs) wait
+  // on one node; 8 nodes join without a cycle between them; the next cycle starts all
+  // the 8 that waited.
+  ASSERT_TRUE(Join(1).ok());
+  std::vector<uint64_t> jobs;
+  for (int j = 0; j < 9; ++j) {
+    jobs.push_back(Submit(j % 2 == 0 ? "team-a" : "team-b", kTwoGpus));
+  }
+  ASSERT_TRUE(controller_->RunCycle().ok());  // builds the core: one job starts
+  for (int n = 2; n <= 9; ++n) {
+    ASSERT_TRUE(Join(n).ok());
+  }
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  for (uint64_t id : jobs) {
+    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    EXPECT_EQ((*j)["state"], "running") << j->dump();
+  }
+  for (int n = 1; n <= 9; ++n) {
+    const std::string name = "node-" + std::to_string(n);
+    auto hb = controller_->Heartbeat(HeartbeatRequest{name, "agent-" + std::to_string(n), {}, {}});
+    ASSERT_TRUE(hb.ok());
+    EXPECT_EQ(hb->launch.size(), 1u) << name;
+  }
+  std::vector<std::string> broken = controller_->CheckInvariants();
+  EXPECT_TRUE(broken.empty()) << broken.front();
+}
+
+}  // namespace
+}  // namespace tessera

@@ -143,6 +143,7 @@ void Controller::PublishView(const LiveJob& job) {
 }
 
 void Controller::PublishWaitContext() {
+  core_.ApplyNodeChanges();  // the capacity it publishes
   auto c = std::make_shared<WaitContext>();
   c->built = core_.state() != nullptr && core_.quota() != nullptr && core_.scheduler() != nullptr &&
              !core_.rebuild_pending();

@@ -9,8 +9,8 @@
 // ledger and scheduler are built at the first cycle and again only after the queue tree
 // changed (BuildState, BuildScheduler, FinishRebuild), or after an in-place node change
 // failed (RequestRebuild). Between
-// rebuilds nodes join and leave the ClusterState in place and NodesChanged regroups the
-// scheduler.
+// rebuilds nodes join and leave the ClusterState in place, and ApplyNodeChanges regroups
+// the scheduler before its next decision.
 //
 // Invariants: while rebuild_pending() is false, state(), quota() and scheduler() are
 // non-null and the lifecycle is bound to them and to tree(); JobLifecycle::
@@ -90,9 +90,13 @@ class CoreSession {
   Queues TakeQueues();
   void RestoreQueues(Queues old);
 
-  // After the node set changed: capacity, the placer's scale, the scheduler's groups.
-  // A failure falls back to a rebuild (logged).
-  void NodesChanged();
+  // The node set changed: capacity, the placer's scale and the scheduler's groups are
+  // recomputed (O(nodes)) by the next ApplyNodeChanges, once for any number of changes,
+  // so that a fleet of N agents registering costs O(N), not O(N^2).
+  void NodesChanged() { nodes_changed_ = true; }
+  // Before a decision or a published capacity: brings them up to date. A failure falls
+  // back to a rebuild (logged).
+  void ApplyNodeChanges();
   // What breaks the core's invariants now; empty when they hold or while rebuilding.
   std::vector<std::string> CheckInvariants() const;
   // Takes the scheduler's fair-share usage up to `now` (before it is replaced or stored).
@@ -138,6 +142,7 @@ class CoreSession {
   // and scheduler_ once they are built).
   std::unique_ptr<JobLifecycle> lifecycle_;
   bool rebuild_ = true;
+  bool nodes_changed_ = false;  // since the last ApplyNodeChanges or build
   uint64_t rebuilds_ = 0;
   NodeCapacity capacity_;
   std::optional<Reservation> reservation_;

@@ -48,6 +48,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -172,6 +173,7 @@ class Server {
   };
   std::mutex cred_mu_;
   std::map<std::string, NodeCredential> node_creds_;
+  std::set<std::string> joining_;               // names whose first registration is under way
   std::map<std::string, std::string> revoked_;  // hash -> node name
   int listen_fd_ = -1;
   std::unique_ptr<Controller> controller_;

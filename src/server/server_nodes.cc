@@ -110,18 +110,35 @@ void Server::NodeRoutes() {
               SendJson(res, ToJson(out.value()));
               return;
             }
-            // The join token: only a name without a credential, which then gets one. One at a
-            // time, so that two agents racing for a new name cannot both get a credential.
-            std::lock_guard<std::mutex> lock(cred_mu_);
-            if (node_creds_.count(name) > 0) {
-              SendError(
-                  res,
-                  PermissionDeniedError(
-                      "node '" + name + "' is already registered: its agent must use the node's " +
-                      "credential (node.credential in its data directory), or the admin must " +
-                      "remove the node first (tessera nodes remove " + name + ")"));
-              return;
+            // The join token: only a name without a credential, which then gets one. The
+            // name is claimed first, so that two agents racing for it cannot both get a
+            // credential; the commits run outside the lock, so that new nodes join side by
+            // side rather than one at a time.
+            {
+              std::lock_guard<std::mutex> lock(cred_mu_);
+              if (node_creds_.count(name) > 0) {
+                SendError(res,
+                          PermissionDeniedError(
+                              "node '" + name + "' is already registered: its agent must use " +
+                              "the node's credential (node.credential in its data directory), " +
+                              "or the admin must remove the node first (tessera nodes remove " +
+                              name + ")"));
+                return;
+              }
+              if (!joining_.insert(name).second) {
+                SendError(res, UnavailableError("another agent is registering node '" + name +
+                                                "' at this moment"));
+                return;
+              }
             }
+            struct Unclaim {
+              Server* server;
+              const std::string& name;
+              ~Unclaim() {
+                std::lock_guard<std::mutex> lock(server->cred_mu_);
+                server->joining_.erase(name);
+              }
+            } unclaim{this, name};
             if (Status cleared = controller_->ClearRemovedNode(name); !cleared.ok()) {
               SendError(res, UnavailableError("state store: " + cleared.message()));
               return;
@@ -142,8 +159,11 @@ void Server::NodeRoutes() {
                                               committed.message()));
               return;
             }
-            tokens_->Add(row.hash, Principal{Role::kNode, "", name});
-            node_creds_[name] = NodeCredential{row.hash, false};
+            {
+              std::lock_guard<std::mutex> lock(cred_mu_);
+              tokens_->Add(row.hash, Principal{Role::kNode, "", name});
+              node_creds_[name] = NodeCredential{row.hash, false};
+            }
             std::cerr << "tessera server: node " << name << " joined from " << req.remote_addr
                       << " and got its credential\n";
             out->credential = credential;
@@ -199,6 +219,11 @@ void Server::NodeAdminRoutes() {
     }
     const std::string name = req.matches[1];
     std::lock_guard<std::mutex> lock(cred_mu_);
+    if (joining_.count(name) > 0) {
+      SendError(res, UnavailableError("node '" + name + "' is registering at this moment; " +
+                                      "remove it once it has"));
+      return;
+    }
     auto cred = node_creds_.find(name);
     WriteBatch extra;
     if (cred != node_creds_.end()) {

@@ -95,9 +95,10 @@ StatusOr<NodeId> ClusterState::AddNode(NodeSpec spec) {
     if (slot + 1 >= NodeId::kInvalidValue) {
       return InvalidArgumentError("too many nodes");
     }
-    auto by_name = std::make_shared<std::unordered_map<std::string, NodeId>>(*by_name_);
-    by_name->emplace(spec.name, NodeId(static_cast<uint32_t>(slot)));
-    by_name_ = std::move(by_name);
+    if (by_name_.use_count() > 1) {
+      by_name_ = std::make_shared<std::unordered_map<std::string, NodeId>>(*by_name_);
+    }
+    by_name_->emplace(spec.name, NodeId(static_cast<uint32_t>(slot)));
   }
   SetSlot(slot, std::make_shared<const NodeSpec>(std::move(spec)), true);
   return NodeId(static_cast<uint32_t>(slot));

@@ -91,10 +91,11 @@ class ClusterState {
 
   const GpuCatalog* catalog_ = nullptr;
   // Each spec is immutable and shared between copies (ledgers point at it); a node
-  // change puts a new one in its slot. The name index is shared until a copy adds a
-  // name (copy on write), absent nodes included.
+  // change puts a new one in its slot. The name index is shared between copies until
+  // one adds a name (copy on write; a state no copy shares adds in place, so a fleet
+  // joining one node at a time costs O(nodes), not O(nodes^2)), absent nodes included.
   std::vector<std::shared_ptr<const NodeSpec>> specs_;
-  std::shared_ptr<const std::unordered_map<std::string, NodeId>> by_name_;
+  std::shared_ptr<std::unordered_map<std::string, NodeId>> by_name_;
   std::vector<NodeLedger> ledgers_;
   std::vector<uint8_t> present_;
   size_t present_count_ = 0;

@@ -417,6 +417,9 @@ void AgentFleet::Impl::OnMessage(SimAgent& a, uint64_t epoch, const ControllerMe
     return;
   }
   a.last_contact = a.sent_at;
+  if (options.heartbeat_interval <= 0 && commands.heartbeat_interval_ms > 0) {
+    a.interval = commands.heartbeat_interval_ms * 1000;  // as the agent: the fleet's pace
+  }
   if (hello) {
     a.open = true;
     a.backoff = 0;
