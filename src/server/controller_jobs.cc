@@ -302,7 +302,6 @@ void Controller::Acknowledge(LiveJob& j, Micros now) {
   rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
   rec.queue = core_.tree().FindQueue(j.row.queue).value();
   // Enqueued now when the core is current, else by the rebuild before the next cycle.
-  core_.ApplyNodeChanges();
   core_.lifecycle()->Submit(rec, now);
   PublishView(j);
 }
