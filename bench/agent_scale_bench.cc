@@ -160,6 +160,12 @@ double Metric(const std::string& text, const std::string& name) {
   return 0;
 }
 
+// The samples of a histogram family above `le` (its +Inf bucket less that bucket).
+double Above(const std::string& text, const std::string& family, const std::string& le) {
+  return Metric(text, family + "_bucket{le=\"+Inf\"}") -
+         Metric(text, family + "_bucket{le=\"" + le + "\"}");
+}
+
 double SelfCpuSeconds() {
   rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
@@ -415,6 +421,9 @@ class Run {
     }
     row_.healthy_s = Seconds(restarted_at);
     auto perf = Perf("restart", 30);
+    fleet_->hello_rtt().Reset();
+    fleet_->heartbeat_rtt().Reset();
+    const tessera::fleet::FleetStats before = fleet_->Stats();
     const auto bound = std::chrono::milliseconds(60'000 + 10 * n);
     // When a half, nine tenths and all of them had registered again, and were streaming.
     struct Progress {
@@ -444,6 +453,25 @@ class Run {
                 registered.text.empty() ? "none" : registered.text.c_str(),
                 streaming.text.empty() ? "none" : streaming.text.c_str());
     row_.reregister_cpu_s = CpuSeconds(server_->pid());
+    {
+      // The controller's side of each answer (a worker's wait and the commit), against the
+      // round trip the agents saw: what the network, gRPC and the fleet's own threads add.
+      const std::string m = Metrics();
+      const std::string family = "tessera_agent_channel_answer_seconds";
+      std::printf(
+          "  %d agents: the controller answered %.0f agent messages since its restart, "
+          "%.0f after more than 1 s, %.0f after more than 5 s\n",
+          n, Metric(m, family + "_count"), Above(m, family, "1"), Above(m, family, "5"));
+      const tessera::fleet::FleetStats after = fleet_->Stats();
+      std::printf(
+          "  %d agents: while they came back, the agents saw hellos answered in %.1f / "
+          "%.1f ms (p50 / p99, the stream's set-up included), heartbeats in %.1f / %.1f "
+          "ms; %llu answers were not seen within 10 s, %llu of them hellos\n",
+          n, fleet_->hello_rtt().PercentileMs(0.5), fleet_->hello_rtt().PercentileMs(0.99),
+          fleet_->heartbeat_rtt().PercentileMs(0.5), fleet_->heartbeat_rtt().PercentileMs(0.99),
+          static_cast<unsigned long long>(after.answer_timeouts - before.answer_timeouts),
+          static_cast<unsigned long long>(after.hello_timeouts - before.hello_timeouts));
+    }
     if (perf != nullptr) {
       perf->Signal(SIGINT);
       (void)perf->Wait(30s);

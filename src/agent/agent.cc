@@ -186,7 +186,14 @@ Status Agent::Init() {
     client_->set_bearer_token_auth(bearer_.c_str());
   }
   channel_ = std::make_unique<AgentChannelClient>(
-      [this](const HeartbeatResponse& commands) { OnPush(commands); }, [this] { ReportSoon(); });
+      [this](const HeartbeatResponse& commands) { OnPush(commands); },
+      [this] {
+        {
+          std::lock_guard<std::mutex> lock(loop_mu_);
+          stream_ended_ = true;
+        }
+        loop_cv_.notify_all();
+      });
   client_->set_connection_timeout(2, 0);
   client_->set_read_timeout(10, 0);
   client_->set_write_timeout(10, 0);
@@ -287,6 +294,9 @@ void Agent::Stop() {
 }
 
 void Agent::Loop() {
+  // The most a broken stream's agent waits before it reports (spread over up to this).
+  constexpr Micros kMaxReturnSpread = 5'000'000;
+  using Steady = std::chrono::steady_clock;
   Micros backoff = 200'000;
   std::unique_lock<std::mutex> lock(loop_mu_);
   while (!stopping_) {
@@ -296,13 +306,24 @@ void Agent::Loop() {
     Micros wait = interval_;
     if (!s.ok()) {
       std::cerr << "tessera agent: " << s.ToString() << "\n";
-      wait = backoff;
+      // 75-125 %: agents that lost the same controller do not retry in step.
+      wait =
+          backoff * 3 / 4 + static_cast<Micros>(jitter_() % static_cast<uint32_t>(backoff / 2 + 1));
       backoff = std::min<Micros>(backoff * 2, 5'000'000);
     } else {
       backoff = 200'000;
     }
-    loop_cv_.wait_for(lock, std::chrono::microseconds(wait),
-                      [this] { return stopping_ || report_now_; });
+    Steady::time_point until = Steady::now() + std::chrono::microseconds(wait);
+    while (!stopping_ && !report_now_ && loop_cv_.wait_until(lock, until, [this] {
+      return stopping_ || report_now_ || stream_ended_;
+    })) {
+      if (stream_ended_) {
+        stream_ended_ = false;
+        const Micros spread = std::clamp<Micros>(interval_, 1, kMaxReturnSpread);
+        until = std::min(until, Steady::now() + std::chrono::microseconds(
+                                                    jitter_() % static_cast<uint32_t>(spread)));
+      }
+    }
     report_now_ = false;
   }
 }

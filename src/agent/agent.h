@@ -45,6 +45,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -240,6 +241,11 @@ class Agent {
   std::condition_variable loop_cv_;
   bool stopping_ = false;
   bool report_now_ = false;  // guarded by loop_mu_
+  // The stream ended by itself (guarded by loop_mu_): the loop reports at a random point
+  // of the next min(heartbeat, kMaxReturnSpread), so that the agents of a controller that
+  // restarted come back spread over the interval it sized to its fleet.
+  bool stream_ended_ = false;
+  std::minstd_rand jitter_{std::random_device{}()};  // guarded by loop_mu_
   // Launch threads: they start prepared tasks, two at a time.
   static constexpr int kLaunchThreads = 2;
   std::mutex launch_mu_;

@@ -41,7 +41,8 @@ Status FromGrpc(const grpc::Status& s, const std::string& what) {
 struct AgentChannelClient::Impl {
   PushHandler on_push;
   std::function<void()> on_end;
-  std::shared_ptr<grpc::Channel> channel;
+  std::shared_ptr<grpc::Channel> channel;  // kept across streams to the same place
+  std::string channel_key;                 // address and TLS settings it was made with
   std::unique_ptr<channel::AgentChannel::Stub> stub;
   std::unique_ptr<grpc::ClientContext> context;
   std::unique_ptr<grpc::ClientReaderWriter<AgentMessage, ControllerMessage>> stream;
@@ -113,20 +114,29 @@ StatusOr<HeartbeatResponse> AgentChannelClient::Open(const AgentChannelTarget& t
       target.host.find(':') != std::string::npos ? "[" + target.host + "]" : target.host;
   const std::string address = host + ":" + std::to_string(target.port);
   c.where = "the agent channel at " + address;
-  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
-  if (target.tls) {
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = target.ca_cert_pem;
-    credentials = grpc::SslCredentials(ssl);
+  // The next stream rides the connection the last one had while it lives: a controller
+  // that answers "register again" then sets up one connection per agent, not two.
+  const std::string key = address + (target.tls ? "\ntls\n" + target.ca_cert_pem : "");
+  if (c.channel == nullptr || c.channel_key != key) {
+    std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+    if (target.tls) {
+      grpc::SslCredentialsOptions ssl;
+      ssl.pem_root_certs = target.ca_cert_pem;
+      credentials = grpc::SslCredentials(ssl);
+    }
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    // A controller back after a restart is reached within seconds, not gRPC's 2 minutes.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 1'000);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 10'000);
+    args.SetMaxReceiveMessageSize(64 << 20);
+    c.channel = grpc::CreateCustomChannel(address, credentials, args);
+    c.channel_key = key;
   }
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  args.SetMaxReceiveMessageSize(64 << 20);
-  c.channel = grpc::CreateCustomChannel(address, credentials, args);
   if (!c.channel->WaitForConnected(After(timeout))) {
-    c.channel.reset();
+    c.channel.reset();  // the next try starts afresh, not in this one's backoff
     return UnavailableError("cannot reach " + c.where);
   }
   c.stub = channel::AgentChannel::NewStub(c.channel);
@@ -216,7 +226,6 @@ Status AgentChannelClient::Close() {
   c.stream.reset();
   c.context.reset();
   c.stub.reset();
-  c.channel.reset();
   return FromGrpc(end, c.where);
 }
 

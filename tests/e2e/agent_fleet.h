@@ -17,8 +17,11 @@
 //     seen is ignored, as the agent does; one that would take a GPU a live task holds is
 //     refused (failed to start) and counted as a double booking;
 //   - a task's end is kept and reported until an answered exchange carried it;
-//   - a stream that ends is reopened after a bounded backoff (200 ms doubling to 5 s);
-//     an answer that says "register again" makes it register again;
+//   - a stream that ends is reopened, on the same gRPC channel (connection) while that
+//     lives, as the agent does: one that was working within a heartbeat interval (at a
+//     random point of it, as an agent notices at its next heartbeat), one that failed to
+//     open after a bounded backoff (200 ms doubling to 5 s, 75-125 %); an answer that
+//     says "register again" makes it register again;
 //   - with no exchange answered for its lease (the node timeout less max(1 s, 10 %)) it
 //     fences its tasks: they end and are reported lost, as the agent's supervisors do.
 //
@@ -98,6 +101,7 @@ struct FleetStats {
   uint64_t heartbeats = 0;       // heartbeats answered
   uint64_t store_errors = 0;     // answers that said the controller's store failed
   uint64_t answer_timeouts = 0;  // heartbeats not answered within answer_timeout
+  uint64_t hello_timeouts = 0;   // of those, a new stream's hello
   uint64_t launches = 0;         // launch messages received
   uint64_t tasks_started = 0;
   uint64_t exits_acknowledged = 0;  // ended tasks whose report was answered
@@ -128,6 +132,7 @@ class AgentFleet {
   int RegisteredSince(SteadyTime since) const;
   // Round trip of each answered heartbeat, from its write to its answer.
   LatencyHistogram& heartbeat_rtt();
+  LatencyHistogram& hello_rtt();  // a new stream's opening to its hello's answer
   std::vector<TaskCount> TaskCounts() const;
   // A line per double booking: node, GPU, the task that held it and the one refused.
   std::vector<std::string> Clashes() const;

@@ -101,6 +101,7 @@ struct SimAgent {
   std::string credential;  // "": not handed out yet, the join token is used
   bool registering = false;
   int64_t channel_port = 0;
+  int64_t channel_at = 0;  // the port `channel` was made for
   Micros interval = 500'000;
   Micros lease = 0;          // 0: no fencing
   Micros last_contact = 0;   // when the last answered exchange was sent
@@ -159,9 +160,10 @@ struct AgentFleet::Impl {
   int live_streams = 0;
 
   std::atomic<uint64_t> registrations{0}, register_errors{0}, connects{0}, stream_ends{0},
-      heartbeats{0}, store_errors{0}, answer_timeouts{0}, launches{0}, tasks_started{0},
-      exits_acknowledged{0}, running{0}, double_bookings{0}, fenced{0};
+      heartbeats{0}, store_errors{0}, answer_timeouts{0}, hello_timeouts{0}, launches{0},
+      tasks_started{0}, exits_acknowledged{0}, running{0}, double_bookings{0}, fenced{0};
   LatencyHistogram rtt;
+  LatencyHistogram hello_rtt;  // a stream's opening to its hello's answer
   mutable std::mutex counts_mu;
   std::unordered_map<TaskKey, TaskCount> counts;
   std::vector<std::string> clashes;
@@ -184,7 +186,7 @@ struct AgentFleet::Impl {
 
   // agent_fleet_stream.cc
   void Connect(SimAgent& a);                          // requires a.mu
-  void RetryConnect(SimAgent& a);                     // requires a.mu
+  void RetryConnect(SimAgent& a, bool was_open);      // requires a.mu
   void ReportSoon(SimAgent& a);                       // requires a.mu
   void ScheduleHeartbeat(SimAgent& a, Micros delay);  // requires a.mu
   void SendHeartbeat(SimAgent& a, uint64_t token);

@@ -255,11 +255,18 @@ double LatencyHistogram::PercentileMs(double p) const {
 
 namespace {
 
+std::minstd_rand& Rng() {
+  thread_local std::minstd_rand rng(std::random_device{}());
+  return rng;
+}
+
 // 75..125 % of `us`: agents that lost one controller do not all come back at once.
 Micros Jitter(Micros us) {
-  thread_local std::minstd_rand rng(std::random_device{}());
-  return us * 3 / 4 + static_cast<Micros>(rng() % static_cast<uint32_t>(us / 2 + 1));
+  return us * 3 / 4 + static_cast<Micros>(Rng()() % static_cast<uint32_t>(us / 2 + 1));
 }
+
+// 0..100 % of `us`.
+Micros Spread(Micros us) { return static_cast<Micros>(Rng()() % static_cast<uint32_t>(us + 1)); }
 
 constexpr Micros kMinBackoff = 200'000;
 constexpr Micros kMaxBackoff = 5'000'000;
@@ -275,15 +282,22 @@ void AgentFleet::Impl::Connect(SimAgent& a) {
   }
   ++a.epoch;
   a.open = false;
-  grpc::ChannelArguments args;
-  // A connection of its own, as an agent process has; gRPC would share one otherwise.
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  args.SetMaxReceiveMessageSize(64 << 20);
-  std::shared_ptr<grpc::Channel> ch = grpc::CreateCustomChannel(
-      host + ":" + std::to_string(a.channel_port), grpc::InsecureChannelCredentials(), args);
+  // As the agent: the next stream rides the connection the last one had, if it lives.
+  std::shared_ptr<grpc::Channel> ch = a.channel;
+  if (ch == nullptr || a.channel_at != a.channel_port) {
+    grpc::ChannelArguments args;
+    // A connection of its own, as an agent process has; gRPC would share one otherwise.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 1'000);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 10'000);
+    args.SetMaxReceiveMessageSize(64 << 20);
+    ch = grpc::CreateCustomChannel(host + ":" + std::to_string(a.channel_port),
+                                   grpc::InsecureChannelCredentials(), args);
+    a.channel_at = a.channel_port;
+  }
   AgentMessage hello;
   a.next_seq = 1;
   hello.set_seq(a.next_seq++);
@@ -303,13 +317,23 @@ void AgentFleet::Impl::Connect(SimAgent& a) {
   a.channel = std::move(ch);  // after the new one holds the callback queue
 }
 
-void AgentFleet::Impl::RetryConnect(SimAgent& a) {
+void AgentFleet::Impl::RetryConnect(SimAgent& a, bool was_open) {
   if (stopping) {
     return;
   }
-  a.backoff = std::clamp<Micros>(a.backoff * 2, kMinBackoff, kMaxBackoff);
+  Micros delay = 0;
+  if (was_open) {
+    // As the agent: a stream that was working comes back within a heartbeat interval,
+    // which the controller sized to its fleet, so a fleet that lost its controller returns
+    // at the paced rate rather than all at once.
+    a.backoff = 0;
+    delay = Spread(std::max(a.interval, kMinBackoff));
+  } else {
+    a.backoff = std::clamp<Micros>(a.backoff * 2, kMinBackoff, kMaxBackoff);
+    delay = Jitter(a.backoff);
+  }
   const uint64_t epoch = a.epoch;
-  timers->At(NowUs() + Jitter(a.backoff), [this, &a, epoch] {
+  timers->At(NowUs() + delay, [this, &a, epoch] {
     std::lock_guard<std::mutex> lock(a.mu);
     if (a.epoch == epoch && !a.open && !a.registering) {
       Connect(a);
@@ -400,6 +424,9 @@ void AgentFleet::Impl::OnMessage(SimAgent& a, uint64_t epoch, const ControllerMe
   const Micros now = NowUs();
   const bool hello = m.ack() == a.hello_seq;
   a.outstanding = 0;
+  if (hello) {
+    hello_rtt.Add(now - a.sent_at);  // the connection's set-up included
+  }
   if (!m.error().empty()) {
     // The store failed: nothing was taken, but the controller is alive.
     ++store_errors;
@@ -441,11 +468,12 @@ void AgentFleet::Impl::OnStreamEnd(SimAgent& a, uint64_t epoch) {
   if (epoch != a.epoch) {
     return;
   }
+  const bool was_open = a.open;
   a.open = false;
   a.outstanding = 0;
   a.in_flight.clear();
   if (!a.registering) {
-    RetryConnect(a);
+    RetryConnect(a, was_open);
   }
 }
 

@@ -13,10 +13,12 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agent/agent.h"
 #include "agent/agent_channel_client.h"
@@ -235,6 +237,52 @@ TEST_F(ChannelTest, OnlyANodesOwnCredentialOpensItsStream) {
   // The real agent's stream still works.
   const uint64_t id = Submit();
   EXPECT_TRUE(WaitFor([&] { return State(id) == "succeeded"; }, std::chrono::seconds(10)));
+}
+
+// After "register again" the agent's next stream rides the connection it has: a fleet
+// that lost its controller sets up one connection per agent, not two. The peer address a
+// stream arrives from (the client's port) tells the connections apart.
+TEST_F(ChannelTest, TheNextStreamRidesTheSameConnection) {
+  std::mutex mu;
+  std::vector<std::string> peers;
+  AgentChannelOptions o;
+  o.authenticate = [&](const std::string&, const std::string& peer) -> StatusOr<std::string> {
+    std::lock_guard<std::mutex> lock(mu);
+    peers.push_back(peer);
+    return std::string("n9");
+  };
+  auto channel = AgentChannelServer::Start(o, server_->controller());
+  ASSERT_TRUE(channel.ok()) << channel.status().ToString();
+  AgentChannelClient client([](const HeartbeatResponse&) {}, [] {});
+  AgentChannelTarget t;
+  t.host = "127.0.0.1";
+  t.port = (*channel)->port();
+  t.node = "n9";
+  t.agent_id = "unknown-agent";
+  t.credential = "anything";
+  for (int i = 0; i < 3; ++i) {
+    StatusOr<HeartbeatResponse> hello = client.Open(t, 5'000'000);
+    ASSERT_TRUE(hello.ok()) << hello.status().ToString();
+    EXPECT_TRUE(hello->reregister);  // the controller does not know this agent
+    (void)client.Close();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(peers.size(), 3U);
+    EXPECT_NE(peers[0].find("127.0.0.1:"), std::string::npos) << peers[0];
+    EXPECT_EQ(peers[1], peers[0]);
+    EXPECT_EQ(peers[2], peers[0]);
+  }
+  // A channel server elsewhere: a connection of its own.
+  auto other = AgentChannelServer::Start(o, server_->controller());
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  t.port = (*other)->port();
+  StatusOr<HeartbeatResponse> hello = client.Open(t, 5'000'000);
+  ASSERT_TRUE(hello.ok()) << hello.status().ToString();
+  (void)client.Close();
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(peers.size(), 4U);
+  EXPECT_NE(peers[3], peers[0]);
 }
 
 }  // namespace
