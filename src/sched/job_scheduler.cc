@@ -382,6 +382,52 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
   // Nodes that are gone never hold the reservation: they start below any demand (no held
   // allocation is ever on them, so nothing is released there).
   constexpr int64_t kUnusable = int64_t{1} << 50;
+  // One node takes the whole job: its tasks' sum (scope node), or its only task.
+  const bool one_node = job.spec.topology.scope == TopologyScope::kNode;
+  const bool one_place = one_node || job.spec.tasks.size() == 1;
+  Free want{0, 0, 0};
+  for (const TaskRequest& t : job.spec.tasks) {
+    want.gpus += t.gpu_count;
+    want.cpu += t.cpu.value();
+    want.memory += t.memory.value();
+  }
+  // Free capacity only grows as jobs end, so a job that needs one place can fit, at any
+  // release, only on a node it fits now or on one freed since: those are all a check looks
+  // at (and each check forgets the ones it found too small). It picks what a scan of every
+  // node would (the first fit for scope node; for one task the tightest, then the first),
+  // since no other node fits.
+  std::vector<uint32_t> candidates;
+  // A gang of like tasks fits, tightest node first, exactly when the nodes hold as many
+  // such tasks between them (a task placed takes one of its node's, and no other's):
+  // that count is kept as nodes free up, and the greedy fit runs only once it suffices.
+  const auto tasks = static_cast<int64_t>(job.spec.tasks.size());
+  const TaskRequest* like = nullptr;
+  if (!one_place && tasks > 1) {
+    like = &job.spec.tasks[0];
+    for (const TaskRequest& t : job.spec.tasks) {
+      if (t.gpu_count != like->gpu_count || t.cpu != like->cpu || t.memory != like->memory) {
+        like = nullptr;
+        break;
+      }
+    }
+    if (like != nullptr && like->gpu_count <= 0 && like->cpu.value() <= 0 &&
+        like->memory.value() <= 0) {
+      like = nullptr;  // any node holds any number
+    }
+  }
+  auto holds = [&](const Free& f) {
+    int64_t k = tasks;
+    auto per = [&k](int64_t have, int64_t need) {
+      if (need > 0) {
+        k = std::min(k, std::max<int64_t>(have, 0) / need);
+      }
+    };
+    per(f.gpus, like->gpu_count);
+    per(f.cpu, like->cpu.value());
+    per(f.memory, like->memory.value());
+    return k;
+  };
+  int64_t slots = 0;  // like tasks the nodes hold, each node's count capped at `tasks`
   std::vector<Free> free(n);
   int64_t free_gpus = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -396,30 +442,48 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
     }
     free[i] = {idle, node.free_cpu().value(), node.free_memory().value()};
     free_gpus += idle;
+    if (one_place && free[i].gpus >= want.gpus && free[i].cpu >= want.cpu &&
+        free[i].memory >= want.memory) {
+      candidates.push_back(static_cast<uint32_t>(i));
+    }
+    if (like != nullptr) {
+      slots += holds(free[i]);
+    }
   }
-  int64_t needed_gpus = 0;
-  for (const TaskRequest& t : job.spec.tasks) {
-    needed_gpus += t.gpu_count;
-  }
-  auto fits = [&](std::vector<NodeId>* nodes) {
-    std::vector<Free> left = free;
-    nodes->clear();
-    const bool one_node = job.spec.topology.scope == TopologyScope::kNode;
-    if (one_node) {
-      int64_t g = 0, c = 0, m = 0;
-      for (const TaskRequest& t : job.spec.tasks) {
-        g += t.gpu_count;
-        c += t.cpu.value();
-        m += t.memory.value();
+  const int64_t needed_gpus = want.gpus;
+  auto fits_one = [&](std::vector<NodeId>* nodes) {
+    size_t best = n;
+    auto consider = [&](size_t i) {
+      const Free& f = free[i];
+      if (f.gpus < want.gpus || f.cpu < want.cpu || f.memory < want.memory) {
+        return;
       }
-      for (size_t i = 0; i < n; ++i) {
-        if (left[i].gpus >= g && left[i].cpu >= c && left[i].memory >= m) {
-          nodes->push_back(NodeId(static_cast<uint32_t>(i)));
-          return true;
-        }
+      if (best == n ||
+          (one_node ? i < best
+                    : f.gpus < free[best].gpus || (f.gpus == free[best].gpus && i < best))) {
+        best = i;
       }
+    };
+    for (uint32_t i : candidates) {
+      consider(i);
+    }
+    candidates.clear();
+    if (best == n) {
       return false;
     }
+    nodes->assign(1, NodeId(static_cast<uint32_t>(best)));
+    return true;
+  };
+  std::vector<Free> left;
+  auto fits = [&](std::vector<NodeId>* nodes) {
+    if (one_place) {
+      return fits_one(nodes);
+    }
+    if (like != nullptr && slots < tasks) {
+      return false;
+    }
+    left.assign(free.begin(), free.end());
+    nodes->clear();
     for (const TaskRequest& t : job.spec.tasks) {
       size_t best = n;
       for (size_t i = 0; i < n; ++i) {
@@ -465,9 +529,18 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
       }
       const Allocation& a = ending.allocations[t];
       Free& f = free[a.node.value()];
+      if (one_place) {
+        candidates.push_back(a.node.value());
+      }
+      if (like != nullptr) {
+        slots -= holds(f);
+      }
       f.gpus += static_cast<int64_t>(a.gpus.size());
       f.cpu += a.cpu.value();
       f.memory += a.memory.value();
+      if (like != nullptr) {
+        slots += holds(f);
+      }
       free_gpus += static_cast<int64_t>(a.gpus.size());  // held: never on a node that is gone
     }
     if (free_gpus >= needed_gpus && fits(&nodes)) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -286,6 +287,146 @@ TEST(JobSchedulerTest, BackfillMayUseNodesTheReservationDoesNotNeed) {
   ASSERT_EQ(Started(r), std::vector<uint64_t>{lng.value()});
   EXPECT_TRUE(r.starts[0].backfilled);
   EXPECT_EQ(h.NodesOf(lng), std::vector<uint32_t>{1});
+}
+
+// Reserve looks, at each release, only at the nodes that could newly fit a one-place job
+// and counts how many like tasks the nodes hold for a gang: the reservation must be the
+// one a scan of every node at every release gives (computed here from the jobs' ends).
+TEST(JobSchedulerTest, ReservationIsWhatAFullScanAtEveryReleaseFinds) {
+  struct Free {
+    int64_t gpus, cpu;
+  };
+  int blocked = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE(seed);
+    std::mt19937_64 rng(seed);
+    auto pick = [&rng](int64_t lo, int64_t hi) {
+      return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+    };
+    SchedulerOptions o;
+    o.backfill = Backfill::kEasy;
+    o.runtime_source = RuntimeSource::kPredicted;
+    std::vector<NodeSpec> nodes;
+    const int64_t node_count = pick(2, 6);
+    for (int64_t i = 0; i < node_count; ++i) {
+      // Some nodes short of CPU, so that CPU, not GPUs, can be what a job waits for.
+      nodes.push_back(MakeUniformNode("n" + std::to_string(i),
+                                      MilliCpu(pick(0, 2) == 0 ? 6000 : 64000), MiB(1 << 20),
+                                      Model("H100-80GB"), 8, SharingMode::kExclusive));
+    }
+    Harness h(nodes, OneQueue(), o, SubmitOrder(true));
+    std::vector<JobId> running;
+    for (int k = 0; k < 14; ++k) {
+      JobSpec r = Gang("r" + std::to_string(k), "q",
+                       pick(0, 3) == 0 ? std::vector<int>{static_cast<int>(pick(1, 4)),
+                                                          static_cast<int>(pick(1, 4))}
+                                       : std::vector<int>{static_cast<int>(pick(1, 4))});
+      for (TaskRequest& t : r.tasks) {
+        t.cpu = MilliCpu(pick(1, 3) * 1000);
+      }
+      running.push_back(h.Submit(r, 0, pick(1, 8) * 10 * kSecond));
+    }
+    h.Cycle(0);
+    for (JobId r : running) {
+      if (h.job(r).phase == JobPhase::kPending) {
+        h.scheduler().Dequeue(h.job(r));  // only big is tried next
+      }
+    }
+    // The blocked job: one task, like tasks, unlike tasks, or all on one node.
+    const int64_t shape = pick(0, 3);
+    std::vector<int> gpus;
+    if (shape == 0) {
+      gpus = {static_cast<int>(pick(5, 8))};
+    } else if (shape == 1) {
+      gpus.assign(static_cast<size_t>(pick(2, 4)), static_cast<int>(pick(3, 8)));
+    } else {
+      gpus = {static_cast<int>(pick(2, 8)), static_cast<int>(pick(2, 8))};
+    }
+    JobSpec big = Gang("big", "q", gpus, 0, kSecond);
+    for (TaskRequest& t : big.tasks) {
+      t.cpu = MilliCpu(pick(1, 4) * 1000);
+    }
+    if (shape == 3) {
+      big.topology.scope = TopologyScope::kNode;
+    }
+    const JobId id = h.Submit(big, kSecond, kHour);
+    // What a full scan finds, from the state before the cycle.
+    std::vector<Free> free(static_cast<size_t>(node_count));
+    for (size_t i = 0; i < free.size(); ++i) {
+      const NodeLedger& n = h.state().nodes()[i];
+      int64_t idle = 0;
+      for (const GpuLedger& g : n.gpus()) {
+        idle += g.idle() ? 1 : 0;
+      }
+      free[i] = {idle, n.free_cpu().value()};
+    }
+    std::vector<std::pair<Micros, uint64_t>> ends;
+    for (JobId r : running) {
+      if (h.job(r).phase == JobPhase::kRunning) {
+        ends.emplace_back(h.job(r).run_start + h.job(r).predicted_runtime, r.value());
+      }
+    }
+    std::sort(ends.begin(), ends.end());
+    auto scan = [&](std::vector<NodeId>* out) {
+      std::vector<Free> left = free;
+      out->clear();
+      if (big.topology.scope == TopologyScope::kNode) {
+        int64_t g = 0, c = 0;
+        for (const TaskRequest& t : big.tasks) {
+          g += t.gpu_count;
+          c += t.cpu.value();
+        }
+        for (size_t i = 0; i < left.size(); ++i) {
+          if (left[i].gpus >= g && left[i].cpu >= c) {
+            out->push_back(NodeId(static_cast<uint32_t>(i)));
+            return true;
+          }
+        }
+        return false;
+      }
+      for (const TaskRequest& t : big.tasks) {
+        size_t best = left.size();
+        for (size_t i = 0; i < left.size(); ++i) {
+          if (left[i].gpus >= t.gpu_count && left[i].cpu >= t.cpu.value() &&
+              (best == left.size() || left[i].gpus < left[best].gpus)) {
+            best = i;
+          }
+        }
+        if (best == left.size()) {
+          return false;
+        }
+        left[best].gpus -= t.gpu_count;
+        left[best].cpu -= t.cpu.value();
+        out->push_back(NodeId(static_cast<uint32_t>(best)));
+      }
+      return true;
+    };
+    std::optional<Reservation> want;
+    std::vector<NodeId> at;
+    for (const auto& [end, job] : ends) {
+      for (const Allocation& a : h.jobs()[job].allocations) {
+        free[a.node.value()].gpus += static_cast<int64_t>(a.gpus.size());
+        free[a.node.value()].cpu += a.cpu.value();
+      }
+      if (scan(&at)) {
+        std::sort(at.begin(), at.end());
+        at.erase(std::unique(at.begin(), at.end()), at.end());
+        want = Reservation{id, std::max(end, kSecond), at};
+        break;
+      }
+    }
+    CycleResult r = h.Cycle(kSecond);
+    if (h.job(id).phase != JobPhase::kPending || r.tested == 0) {
+      continue;  // it fitted at once, or a full cluster ended the cycle before it
+    }
+    ++blocked;
+    ASSERT_EQ(r.reservation.has_value(), want.has_value());
+    if (want) {
+      EXPECT_EQ(r.reservation->start, want->start);
+      EXPECT_EQ(r.reservation->nodes, want->nodes);
+    }
+  }
+  EXPECT_GT(blocked, 150);  // most draws are blocked, so the comparison has teeth
 }
 
 TEST(JobSchedulerTest, StrictFifoBlocksOnlyTheBlockedQueue) {
