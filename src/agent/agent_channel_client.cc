@@ -6,6 +6,7 @@
 #include <iostream>
 #include <utility>
 
+#include "agent/agent_channel_args.h"
 #include "api/agent_channel.grpc.pb.h"
 
 namespace tessera {
@@ -124,15 +125,7 @@ StatusOr<HeartbeatResponse> AgentChannelClient::Open(const AgentChannelTarget& t
       ssl.pem_root_certs = target.ca_cert_pem;
       credentials = grpc::SslCredentials(ssl);
     }
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    // A controller back after a restart is reached within seconds, not gRPC's 2 minutes.
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 1'000);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 10'000);
-    args.SetMaxReceiveMessageSize(64 << 20);
-    c.channel = grpc::CreateCustomChannel(address, credentials, args);
+    c.channel = grpc::CreateCustomChannel(address, credentials, AgentChannelArguments());
     c.channel_key = key;
   }
   if (!c.channel->WaitForConnected(After(timeout))) {

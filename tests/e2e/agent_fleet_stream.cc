@@ -5,6 +5,7 @@
 #include <chrono>
 #include <random>
 
+#include "agent/agent_channel_args.h"
 #include "e2e/agent_fleet_internal.h"
 
 namespace tessera::fleet {
@@ -285,15 +286,9 @@ void AgentFleet::Impl::Connect(SimAgent& a) {
   // As the agent: the next stream rides the connection the last one had, if it lives.
   std::shared_ptr<grpc::Channel> ch = a.channel;
   if (ch == nullptr || a.channel_at != a.channel_port) {
-    grpc::ChannelArguments args;
+    grpc::ChannelArguments args = AgentChannelArguments();
     // A connection of its own, as an agent process has; gRPC would share one otherwise.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 1'000);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 10'000);
-    args.SetMaxReceiveMessageSize(64 << 20);
     ch = grpc::CreateCustomChannel(host + ":" + std::to_string(a.channel_port),
                                    grpc::InsecureChannelCredentials(), args);
     a.channel_at = a.channel_port;
