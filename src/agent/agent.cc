@@ -307,8 +307,7 @@ void Agent::Loop() {
     if (!s.ok()) {
       std::cerr << "tessera agent: " << s.ToString() << "\n";
       // 75-125 %: agents that lost the same controller do not retry in step.
-      wait =
-          backoff * 3 / 4 + static_cast<Micros>(jitter_() % static_cast<uint32_t>(backoff / 2 + 1));
+      wait = backoff * 3 / 4 + jitter_.Uniform(static_cast<uint32_t>(backoff / 2 + 1));
       backoff = std::min<Micros>(backoff * 2, 5'000'000);
     } else {
       backoff = 200'000;
@@ -320,8 +319,8 @@ void Agent::Loop() {
       if (stream_ended_) {
         stream_ended_ = false;
         const Micros spread = std::clamp<Micros>(interval_, 1, kMaxReturnSpread);
-        until = std::min(until, Steady::now() + std::chrono::microseconds(
-                                                    jitter_() % static_cast<uint32_t>(spread)));
+        until = std::min(until, Steady::now() + std::chrono::microseconds(jitter_.Uniform(
+                                                    static_cast<uint32_t>(spread))));
       }
     }
     report_now_ = false;

@@ -57,6 +57,7 @@
 #include "agent/task_sandbox.h"
 #include "api/agent_protocol.h"
 #include "base/clock.h"
+#include "base/rng.h"
 #include "base/status.h"
 #include "model/gpu_catalog.h"
 
@@ -245,7 +246,8 @@ class Agent {
   // of the next min(heartbeat, kMaxReturnSpread), so that the agents of a controller that
   // restarted come back spread over the interval it sized to its fleet.
   bool stream_ended_ = false;
-  std::minstd_rand jitter_{std::random_device{}()};  // guarded by loop_mu_
+  // Jitter for the loop's retries and returns (guarded by loop_mu_).
+  Pcg32 jitter_{(uint64_t{std::random_device{}()} << 32) | std::random_device{}()};
   // Launch threads: they start prepared tasks, two at a time.
   static constexpr int kLaunchThreads = 2;
   std::mutex launch_mu_;

@@ -450,7 +450,6 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
       slots += holds(free[i]);
     }
   }
-  const int64_t needed_gpus = want.gpus;
   auto fits_one = [&](std::vector<NodeId>* nodes) {
     size_t best = n;
     auto consider = [&](size_t i) {
@@ -543,7 +542,7 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
       }
       free_gpus += static_cast<int64_t>(a.gpus.size());  // held: never on a node that is gone
     }
-    if (free_gpus >= needed_gpus && fits(&nodes)) {
+    if (free_gpus >= want.gpus && fits(&nodes)) {
       std::sort(nodes.begin(), nodes.end());
       nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
       return Reservation{job.id, end, std::move(nodes)};
