@@ -312,25 +312,29 @@ siginfo_t WaitForLeader(const ShimPlan& plan, pid_t leader, pid_t self, bool* fe
   }
 }
 
+// Reaps the shim's exited children; true while one still runs.
+bool ReapChildren() {
+  while (true) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0 || (pid < 0 && errno == EINTR)) {
+      continue;
+    }
+    return pid == 0;
+  }
+}
+
 // Kills and reaps everything left of the task, bounded.
 void CleanUp(const ShimPlan& plan, pid_t self) {
   const char* kill_file = plan.cgroup_kill.empty() ? nullptr : plan.cgroup_kill.c_str();
   const char* procs_file = plan.cgroup_procs.empty() ? nullptr : plan.cgroup_procs.c_str();
   for (int round = 0; round < kCleanupRounds; ++round) {
-    int live = KillTaskProcesses(self, self, self, kill_file, procs_file);
-    bool children = false;
-    while (true) {
-      int status = 0;
-      pid_t pid = ::waitpid(-1, &status, WNOHANG);
-      if (pid > 0) {
-        continue;
-      }
-      if (pid < 0 && errno == EINTR) {
-        continue;
-      }
-      children = pid == 0;
-      break;
-    }
+    // Every process of the session descends from the shim, its leader, and one whose
+    // parent dies is re-parented to the shim (a subreaper): with no child left there is
+    // no descendant, so the walk of /proc (most of a short task's clean-up) is skipped.
+    const pid_t scan = ReapChildren() ? self : 0;
+    int live = KillTaskProcesses(scan, scan, self, kill_file, procs_file);
+    const bool children = ReapChildren();
     if (live == 0 && !children) {
       return;
     }
