@@ -16,7 +16,7 @@ run against a Slurm already configured on this machine (sbatch, squeue and scanc
 PATH, 8 GPUs as gres on one node), alternating with Tessera, and the ratio is printed.
 
 Usage: bench/cluster_throughput.py [--tessera build/tessera] [--jobs 1000] [--mixed 500]
-                                   [--runs 3] [--slurm]
+                                   [--runs 3] [--rest 0] [--slurm]
 Standard library only.
 """
 import argparse
@@ -164,11 +164,18 @@ def wait_idle(cluster, limit=600):
     return time.time()
 
 
-def one_by_one(cluster, n):
+def one_by_one(cluster, n, latencies):
     start = time.time()
     for _ in range(n):
+        t = time.perf_counter()
         cluster.submit(1)
+        latencies.append(time.perf_counter() - t)
     return n / (wait_idle(cluster) - start)
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def drain(cluster, n):
@@ -194,9 +201,9 @@ def mixed(cluster, n, seed):
     return n / (wait_idle(cluster) - start)
 
 
-def run_phases(cluster, args, run):
+def run_phases(cluster, args, run, latencies):
     figures = {
-        "one-by-one": one_by_one(cluster, args.jobs),
+        "one-by-one": one_by_one(cluster, args.jobs, latencies),
         "drain": drain(cluster, args.jobs),
         "mixed": mixed(cluster, args.mixed, seed=run),
     }
@@ -213,9 +220,12 @@ def main():
     p.add_argument("--mixed", type=int, default=500)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--slurm", action="store_true", help="also run the phases on Slurm")
+    p.add_argument("--rest", type=float, default=0,
+                   help="seconds to stay idle before each run (file systems that delay "
+                        "reusing deleted inodes make back-to-back runs slower)")
     args = p.parse_args()
-    if args.jobs < 1 or args.mixed < 1 or args.runs < 1:
-        p.error("--jobs, --mixed and --runs must be positive")
+    if args.jobs < 1 or args.mixed < 1 or args.runs < 1 or args.rest < 0:
+        p.error("--jobs, --mixed and --runs must be positive, --rest not negative")
 
     results = {"tessera": [], "slurm": []}
     for run in range(args.runs):
@@ -223,14 +233,18 @@ def main():
         if run % 2 == 1:
             systems.reverse()  # alternate which goes first
         for system in systems:
+            time.sleep(args.rest)
             cluster = Tessera(args.tessera) if system == "tessera" else Slurm()
+            latencies = []
             try:
-                figures = run_phases(cluster, args, run)
+                figures = run_phases(cluster, args, run, latencies)
             finally:
                 cluster.close()
             results[system].append(figures)
             print(f"run {run + 1} {system:8s} " +
-                  "  ".join(f"{k} {v:7.1f} jobs/s" for k, v in figures.items()), flush=True)
+                  "  ".join(f"{k} {v:7.1f} jobs/s" for k, v in figures.items()) +
+                  f"  (one-by-one submit p50 {percentile(latencies, 0.5) * 1e3:.2f} ms, "
+                  f"p99 {percentile(latencies, 0.99) * 1e3:.2f} ms)", flush=True)
 
     print(f"\nmedian of {args.runs} runs, jobs/s "
           f"({args.jobs} one-GPU jobs; {args.mixed} mixed 1/2/8-GPU jobs; 8 GPUs):")
