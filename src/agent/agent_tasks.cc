@@ -121,7 +121,7 @@ void Agent::Acknowledge(const std::vector<TaskReport>& reported) {
     const bool more = std::any_of(tasks_.begin(), tasks_.end(),
                                   [&](const auto& kv) { return kv.second.launch.key.job == job; });
     if (!more) {
-      RemoveJobSandbox(options_.data_dir, job);
+      RetireJobSandbox(options_.data_dir, job);
     }
   }
 }

@@ -109,17 +109,16 @@ StatusOr<JobSandbox> PrepareJobSandbox(const std::string& data_dir, uint64_t job
   box.dir = jobs + "/" + std::to_string(job);
   box.home = box.dir + "/home";
   box.tmp = box.dir + "/tmp";
+  struct stat st {};
+  if (::lstat(box.dir.c_str(), &st) != 0 && errno == ENOENT) {
+    (void)TakeSpareSandbox(data_dir, box.dir, uid, gid);
+  }
   for (const std::string& d : {box.dir, box.home, box.tmp}) {
     TESSERA_ASSIGN_OR_RETURN(bool made, MakeDir(d, 0700));
     (void)made;
     TESSERA_RETURN_IF_ERROR(ChownDir(d, uid, gid, 0700));
   }
   return box;
-}
-
-void RemoveJobSandbox(const std::string& data_dir, uint64_t job) {
-  std::error_code ec;
-  std::filesystem::remove_all(data_dir + "/jobs/" + std::to_string(job), ec);
 }
 
 ScopedFsIdentity::ScopedFsIdentity(int64_t uid, int64_t gid) {

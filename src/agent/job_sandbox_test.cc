@@ -1,0 +1,149 @@
+// Spare job directories: the next job of the same owner gets them back empty, with
+// nothing a task left in them followed or kept, and nobody else gets them.
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "agent/task_sandbox.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+class JobSandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-job-sandbox-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    data_ = root_ + "/agent";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  JobSandbox Prepare(uint64_t job, int64_t uid = -1, int64_t gid = -1) {
+    StatusOr<JobSandbox> box = PrepareJobSandbox(data_, job, uid, gid);
+    EXPECT_TRUE(box.ok()) << box.status().message();
+    return box.ok() ? *box : JobSandbox{};
+  }
+  static ino_t Inode(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+    return st.st_ino;
+  }
+  static std::set<std::string> Entries(const std::string& dir) {
+    std::set<std::string> names;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      names.insert(e.path().filename().string());
+    }
+    return names;
+  }
+  std::string Spares() const { return data_ + "/jobs/.spare"; }
+
+  std::string root_, data_;
+};
+
+TEST_F(JobSandboxTest, TheNextJobOfTheSameOwnerGetsTheDirectoriesBackEmpty) {
+  const JobSandbox first = Prepare(1);
+  const ino_t home = Inode(first.home);
+  const std::string outside = root_ + "/outside";
+  std::ofstream(outside) << "keep";
+  std::ofstream(first.home + "/.bashrc") << "x";
+  fs::create_directories(first.tmp + "/a/b/c");
+  std::ofstream(first.tmp + "/a/b/c/d") << "x";
+  std::ofstream(first.dir + "/result.txt") << "x";
+  fs::create_directory(first.dir + "/out");
+  fs::create_symlink(outside, first.home + "/link");
+  fs::create_directory_symlink(root_, first.tmp + "/dirlink");
+  ASSERT_EQ(::setxattr(first.home.c_str(), "user.left", "1", 1, 0), 0) << "user xattrs on /tmp";
+  ASSERT_EQ(::chmod(first.home.c_str(), 0755), 0);
+
+  RetireJobSandbox(data_, 1);
+  EXPECT_FALSE(fs::exists(first.dir));
+  EXPECT_EQ(Entries(Spares()).size(), 1u);
+
+  const JobSandbox second = Prepare(2);
+  EXPECT_EQ(Inode(second.home), home) << "the spare was not reused";
+  EXPECT_EQ(Entries(second.dir), (std::set<std::string>{"home", "tmp"}));
+  EXPECT_TRUE(Entries(second.home).empty());
+  EXPECT_TRUE(Entries(second.tmp).empty());
+  EXPECT_TRUE(Entries(Spares()).empty());
+  EXPECT_EQ(fs::status(second.home).permissions(), fs::perms::owner_all);
+  char value[8];
+  EXPECT_LT(::getxattr(second.home.c_str(), "user.left", value, sizeof(value)), 0)
+      << "an attribute of the last job survived";
+  // What the links pointed to is untouched.
+  EXPECT_TRUE(fs::exists(outside));
+  EXPECT_TRUE(fs::exists(root_ + "/outside"));
+  EXPECT_TRUE(fs::is_directory(data_));
+}
+
+TEST_F(JobSandboxTest, ADirectoryWhoseHomeIsNoLongerADirectoryIsRemovedNotKept) {
+  const JobSandbox first = Prepare(1);
+  const std::string victim = root_ + "/victim";
+  fs::create_directories(victim);
+  std::ofstream(victim + "/file") << "keep";
+  fs::remove(first.home);
+  fs::create_directory_symlink(victim, first.home);
+
+  RetireJobSandbox(data_, 1);
+  EXPECT_FALSE(fs::exists(first.dir));
+  EXPECT_TRUE(Entries(Spares()).empty());
+  EXPECT_TRUE(fs::exists(victim + "/file")) << "the retirement followed a link";
+
+  const JobSandbox second = Prepare(2);
+  EXPECT_TRUE(fs::is_directory(fs::symlink_status(second.home)));
+}
+
+TEST_F(JobSandboxTest, AtMostTheLimitIsKept) {
+  const int jobs = kMaxSpareSandboxes + 5;
+  for (int j = 1; j <= jobs; ++j) {
+    Prepare(j);
+  }
+  for (int j = 1; j <= jobs; ++j) {
+    RetireJobSandbox(data_, j);
+  }
+  EXPECT_EQ(Entries(Spares()).size(), static_cast<size_t>(kMaxSpareSandboxes));
+  EXPECT_EQ(Entries(data_ + "/jobs"), std::set<std::string>{".spare"});
+}
+
+TEST_F(JobSandboxTest, ASpareServesOnlyItsOwnOwner) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root (directories of other uids)";
+  }
+  const JobSandbox first = Prepare(1, 60001, 60001);
+  const ino_t home = Inode(first.home);
+  RetireJobSandbox(data_, 1);
+
+  const JobSandbox other = Prepare(2, 60002, 60002);
+  EXPECT_NE(Inode(other.home), home) << "another uid got the spare";
+  struct stat st {};
+  ASSERT_EQ(::stat(other.home.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 60002u);
+  EXPECT_EQ(Entries(Spares()).size(), 1u);
+
+  const JobSandbox same = Prepare(3, 60001, 60001);
+  EXPECT_EQ(Inode(same.home), home);
+  ASSERT_EQ(::stat(same.dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 60001u);
+  EXPECT_EQ(st.st_gid, 60001u);
+}
+
+TEST_F(JobSandboxTest, AJobThatHasItsDirectoriesKeepsThem) {
+  Prepare(1);
+  RetireJobSandbox(data_, 1);
+  std::ofstream(Prepare(2).home + "/mine") << "x";
+  // A second task of job 2 finds job 2's directories, not a spare's or new ones.
+  const JobSandbox again = Prepare(2);
+  EXPECT_TRUE(fs::exists(again.home + "/mine"));
+}
+
+}  // namespace
+}  // namespace tessera
