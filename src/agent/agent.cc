@@ -282,7 +282,7 @@ void Agent::Stop() {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& [id, t] : tasks_) {
         if (!t.exited) {
-          (void)WriteTaskMarker(t.dir, "lost", "the agent stopped and killed it");
+          (void)WriteTaskMarker(t.record, "lost", "the agent stopped and killed it");
         }
       }
     }
@@ -550,7 +550,7 @@ StatusOr<LaunchSpec> Agent::BuildLaunchSpec(const LocalTask& t, int64_t uid, int
   spec.cpus = std::move(cpus);
   spec.cpu_milli = l.cpu_milli;
   spec.memory_mib = l.memory_mib;
-  spec.state_dir = t.dir;
+  spec.state_file = t.record;
   spec.uid = uid;
   spec.gid = gid;
   std::vector<int> minors;
@@ -615,7 +615,7 @@ void Agent::Sweep() {
   }
   for (const TaskExit& e : launcher_->Reap()) {
     if (orphans_.erase(e.id) > 0) {
-      RemoveTaskRecord(TaskRecordDir(options_.data_dir, e.id));
+      RemoveTaskRecord(TaskRecordPath(options_.data_dir, e.id));
       continue;
     }
     auto it = tasks_.find(e.id);
@@ -626,7 +626,7 @@ void Agent::Sweep() {
     t.exited = true;
     t.exit_code = e.signal != 0 ? 0 : e.exit_code;
     t.signal = e.signal;
-    std::optional<std::string> why = ReadTaskMarker(t.dir, "lost");
+    std::optional<std::string> why = ReadTaskMarker(t.record, "lost");
     if (why && e.status_known && e.signal == SIGKILL) {
       // Killed by this agent's stop; a task that ended on its own just before keeps its
       // real outcome.

@@ -124,7 +124,7 @@ class Agent {
   struct LocalTask {
     TaskLaunch launch;
     std::string id;        // launcher id: job.task.attempt
-    std::string dir;       // its record directory (task_records.h)
+    std::string record;    // its record, also its state file (task_records.h)
     std::string log_path;
     int64_t log_shipped = 0;
     bool exited = false;

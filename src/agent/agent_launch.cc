@@ -24,7 +24,7 @@ void Agent::Launch(const TaskLaunch& l) {
     LocalTask t;
     t.launch = l;
     t.id = id;
-    t.dir = TaskRecordDir(options_.data_dir, id);
+    t.record = TaskRecordPath(options_.data_dir, id);
     if (Status prepared = PrepareTask(t, spec.get()); !prepared.ok()) {
       FailLaunch(std::move(t), prepared.message());
       return;
@@ -53,8 +53,8 @@ void Agent::FailLaunch(LocalTask t, std::string message) {
   ReleaseTask(t);
   // Durable, so that the failure is reported even if this agent restarts first.
   TaskRecord rec{t.launch, t.log_path, {}, {}};
-  if (SaveTaskRecord(t.dir, rec).ok()) {
-    (void)WriteTaskMarker(t.dir, "failed", t.message);
+  if (SaveTaskRecord(t.record, rec).ok()) {
+    (void)WriteTaskMarker(t.record, "failed", t.message);
   }
   const std::string id = t.id;
   tasks_[id] = std::move(t);
@@ -90,7 +90,7 @@ void Agent::Spawn(const std::string& id, LaunchSpec spec) {
     record = TaskRecord{it->second.launch, it->second.log_path, it->second.gpu_use, it->second.mig};
   }
   // Recorded before it starts: a restarted agent must know of every task that may run.
-  Status started = SaveTaskRecord(TaskRecordDir(options_.data_dir, id), record);
+  Status started = SaveTaskRecord(TaskRecordPath(options_.data_dir, id), record);
   if (started.ok()) {
     StatusOr<int> pid = launcher_->Start(spec);
     if (!pid.ok() && !spec.cpus.empty() && pid.status().code() == StatusCode::kInvalidArgument) {

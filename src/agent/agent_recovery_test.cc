@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/task_state_file.h"
 #include "agent/testing/fake_controller.h"
 #include "base/file_util.h"
 
@@ -82,8 +83,8 @@ class AgentRecoveryTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
 
-  std::string TaskDir(uint64_t job) const {
-    return dir_ + "/agent/tasks/" + std::to_string(job) + ".0.1";
+  std::string TaskRecord(uint64_t job) const {
+    return dir_ + "/agent/tasks/" + std::to_string(job) + ".0.1.task";
   }
   std::string Log(uint64_t job) const {
     return ReadTextFile(dir_ + "/agent/logs/" + std::to_string(job) + ".0.1.log").value_or("");
@@ -122,10 +123,21 @@ class AgentRecoveryTest : public ::testing::Test {
     return false;
   }
 
-  // Waits until the task's supervisor (the first number of its record's "shim" file) has
-  // ended: it writes "exit" just before it does, and the agent reports an end only then.
-  static bool WaitForShimEnd(const std::string& task_dir) {
-    const std::string text = ReadTextFile(task_dir + "/shim").value_or("");
+  // Polls until the task's state file says how it ended.
+  static bool WaitForEnd(const std::string& record) {
+    for (int i = 0; i < 200; ++i) {
+      if (!ReadTaskState(record).end.empty()) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  // Waits until the task's supervisor (the first number of its record's "shim" line) has
+  // ended: it writes the end just before it does, and the agent reports an end only then.
+  static bool WaitForShimEnd(const std::string& record) {
+    const std::string text = ReadTaskState(record).shim;
     const pid_t pid = static_cast<pid_t>(std::atoll(text.c_str()));
     for (int i = 0; i < 200 && pid > 0; ++i) {
       if (!Alive(pid)) {
@@ -155,8 +167,8 @@ class AgentRecoveryTest : public ::testing::Test {
 TEST_F(AgentRecoveryTest, AnExitIsKeptWhenTheControllerAsksToRegisterAgain) {
   StartAgent(false);
   Send(Launch(1, {"sh", "-c", "exit 3"}));
-  ASSERT_TRUE(WaitForFile(TaskDir(1) + "/exit")) << "the task did not end";
-  ASSERT_TRUE(WaitForShimEnd(TaskDir(1))) << "the task's supervisor did not end";
+  ASSERT_TRUE(WaitForEnd(TaskRecord(1))) << "the task did not end";
+  ASSERT_TRUE(WaitForShimEnd(TaskRecord(1))) << "the task's supervisor did not end";
   HeartbeatResponse again;
   again.reregister = true;
   controller_.Answer(again);
@@ -167,7 +179,7 @@ TEST_F(AgentRecoveryTest, AnExitIsKeptWhenTheControllerAsksToRegisterAgain) {
                             << controller_.registrations().back().dump();
   EXPECT_EQ(r["state"], "exited");
   EXPECT_EQ(r["exit_code"], 3);
-  EXPECT_FALSE(std::filesystem::exists(TaskDir(1))) << "the record outlived its acknowledgment";
+  EXPECT_FALSE(std::filesystem::exists(TaskRecord(1))) << "the record outlived its acknowledgment";
 }
 
 // An agent restart (an upgrade) keeps the task running; the new agent re-attaches it
@@ -177,7 +189,7 @@ TEST_F(AgentRecoveryTest, ARestartedAgentReattachesARunningTask) {
   Send(Launch(2, {"sh", "-c", "sleep 1; exit 4"}));
   agent_->Stop();
   agent_.reset();
-  EXPECT_FALSE(std::filesystem::exists(TaskDir(2) + "/exit")) << "the task ended with its agent";
+  EXPECT_EQ(ReadTaskState(TaskRecord(2)).end, "") << "the task ended with its agent";
   StartAgent(true);
   Json r = ReportOf(controller_.registrations().back(), 2);
   ASSERT_FALSE(r.is_null()) << "the new agent did not report the task";
@@ -293,11 +305,11 @@ TEST_F(AgentRecoveryTest, ATaskFencesItselfWhenTheLeaseExpires) {
   StartAgent(false);
   Send(Launch(8, {"sleep", "30"}));
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(WaitForFile(TaskDir(8) + "/exit")) << "the task outlived its lease";
+  ASSERT_TRUE(WaitForEnd(TaskRecord(8))) << "the task outlived its lease";
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(waited, 5.0);
-  EXPECT_EQ(ReadTextFile(TaskDir(8) + "/exit").value_or(""), "fenced\n");
+  EXPECT_EQ(ReadTaskState(TaskRecord(8)).end, "fenced");
   Json r = BeatUntil(8, "lost");
   ASSERT_FALSE(r.is_null());
   EXPECT_NE(r["message"].get<std::string>().find("lease"), std::string::npos) << r["message"];

@@ -39,13 +39,13 @@ StatusOr<std::pair<int64_t, int64_t>> Agent::RunAs(const TaskLaunch& l) {
 
 void Agent::Recover() {
   for (const std::string& id : ListTaskRecords(options_.data_dir)) {
-    const std::string dir = TaskRecordDir(options_.data_dir, id);
-    StatusOr<TaskRecord> rec = LoadTaskRecord(dir);
+    const std::string path = TaskRecordPath(options_.data_dir, id);
+    StatusOr<TaskRecord> rec = LoadTaskRecord(path);
     if (!rec.ok()) {
       // Nothing to report it with, but whatever runs of it must not hold GPUs unseen.
-      std::cerr << "tessera agent: " << dir << ": " << rec.status().message()
+      std::cerr << "tessera agent: " << path << ": " << rec.status().message()
                 << "; killing what runs of that task\n";
-      if (launcher_->Adopt(id, dir).ok()) {
+      if (launcher_->Adopt(id, path).ok()) {
         (void)launcher_->Kill(id);
         orphans_.insert(id);
       }
@@ -54,10 +54,10 @@ void Agent::Recover() {
     LocalTask t;
     t.launch = rec->launch;
     t.id = id;
-    t.dir = dir;
+    t.record = path;
     t.log_path = rec->log_path;
     seen_.insert(id);
-    if (std::optional<std::string> why = ReadTaskMarker(dir, "failed")) {
+    if (std::optional<std::string> why = ReadTaskMarker(path, "failed")) {
       t.exited = true;
       t.failed_to_start = true;
       t.exit_code = 127;
@@ -67,7 +67,7 @@ void Agent::Recover() {
     }
     t.gpu_use = rec->gpu_use;
     t.mig = rec->mig;
-    Status adopted = launcher_->Adopt(id, dir);
+    Status adopted = launcher_->Adopt(id, path);
     if (!adopted.ok()) {
       // Recorded but never started (the agent stopped in between): nothing ran.
       t.exited = true;
@@ -113,7 +113,7 @@ void Agent::Acknowledge(const std::vector<TaskReport>& reported) {
     if (it == tasks_.end() || !it->second.exited) {
       continue;
     }
-    RemoveTaskRecord(it->second.dir);
+    RemoveTaskRecord(it->second.record);
     jobs.insert(r.key.job);
     tasks_.erase(it);
   }

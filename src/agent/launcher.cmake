@@ -4,6 +4,7 @@
 set(TESSERA_LAUNCH_SOURCES
   task_launcher.cc
   task_exit_watch.cc
+  task_state_file.cc
   task_shim.cc
   shim_plan_codec.cc
   shim_start.cc
@@ -13,6 +14,7 @@ set(TESSERA_LAUNCH_SOURCES
 set(TESSERA_LAUNCH_TEST_SOURCES
   task_launcher_test.cc
   task_shim_test.cc
+  task_state_file_test.cc
   shim_plan_codec_test.cc
   cpu_topology_test.cc
   cgroups_test.cc

@@ -9,7 +9,7 @@ namespace tessera {
 namespace {
 
 // Bumped whenever a field is added, so that a shim never misreads another build's plan.
-constexpr uint64_t kMagic = 0x5445535348494d02ULL;  // "TESSHIM", version 2
+constexpr uint64_t kMagic = 0x5445535348494d03ULL;  // "TESSHIM", version 3
 
 class Writer {
  public:
@@ -98,11 +98,7 @@ std::string EncodeShimPlan(const ShimPlan& plan) {
   w.Number(plan.check_uid ? 1 : 0);
   w.Number(plan.uid);
   w.Number(plan.gid);
-  w.Text(plan.state_dir);
-  w.Text(plan.shim_tmp);
-  w.Text(plan.shim_file);
-  w.Text(plan.exit_tmp);
-  w.Text(plan.exit_file);
+  w.Text(plan.state_file);
   w.Text(plan.cgroup_kill);
   w.Text(plan.cgroup_procs);
   w.Text(plan.hidden_source);
@@ -128,9 +124,7 @@ Status DecodeShimPlan(const std::string& bytes, ShimPlan* plan, bool* has_cgroup
     }
   }
   ok = ok && r.Number(&cgroup) && r.Number(&set_ids) && r.Number(&check_uid) && r.Number(&uid) &&
-       r.Number(&gid) && r.Text(&plan->state_dir) && r.Text(&plan->shim_tmp) &&
-       r.Text(&plan->shim_file) && r.Text(&plan->exit_tmp) && r.Text(&plan->exit_file) &&
-       r.Text(&plan->cgroup_kill) && r.Text(&plan->cgroup_procs) && r.Text(&plan->hidden_source) &&
+       r.Number(&gid) && r.Text(&plan->state_file) && r.Text(&plan->cgroup_kill) && r.Text(&plan->cgroup_procs) && r.Text(&plan->hidden_source) &&
        r.Texts(&plan->hidden) && r.Text(&plan->lease_file) && r.Number(&lease_ns) && r.done() &&
        !plan->argv_storage.empty() && uid <= UINT32_MAX && gid <= UINT32_MAX;
   if (!ok) {

@@ -18,11 +18,7 @@ ShimPlan SamplePlan() {
   plan.check_uid = true;
   plan.uid = 4294967294U;
   plan.gid = 1001;
-  plan.state_dir = "/s";
-  plan.shim_tmp = "/s/shim.tmp";
-  plan.shim_file = "/s/shim";
-  plan.exit_tmp = "/s/exit.tmp";
-  plan.exit_file = "/s/exit";
+  plan.state_file = "/s/1.0.1.task";
   plan.cgroup_kill = "/cg/cgroup.kill";
   plan.cgroup_procs = "/cg/cgroup.procs";
   plan.hidden_source = "/s/hidden-device";
@@ -47,11 +43,7 @@ TEST(ShimPlanCodecTest, EveryFieldRoundTrips) {
   EXPECT_TRUE(out.check_uid);
   EXPECT_EQ(out.uid, in.uid);
   EXPECT_EQ(out.gid, in.gid);
-  EXPECT_EQ(out.state_dir, in.state_dir);
-  EXPECT_EQ(out.shim_tmp, in.shim_tmp);
-  EXPECT_EQ(out.shim_file, in.shim_file);
-  EXPECT_EQ(out.exit_tmp, in.exit_tmp);
-  EXPECT_EQ(out.exit_file, in.exit_file);
+  EXPECT_EQ(out.state_file, in.state_file);
   EXPECT_EQ(out.cgroup_kill, in.cgroup_kill);
   EXPECT_EQ(out.cgroup_procs, in.cgroup_procs);
   EXPECT_EQ(out.hidden_source, in.hidden_source);

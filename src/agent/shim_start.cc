@@ -18,6 +18,7 @@
 
 #include "agent/shim_plan_codec.h"
 #include "agent/task_launcher.h"
+#include "agent/task_state_file.h"
 #include "agent/task_shim.h"
 
 namespace tessera {
@@ -34,10 +35,8 @@ void ReapChild(pid_t pid) {
   }
 }
 
-void RemoveStateFiles(const std::string& state_dir) {
-  for (const char* name : {"shim", "shim.tmp", "exit", "exit.tmp", "cgroup", "cgroup.tmp"}) {
-    ::unlink((state_dir + "/" + name).c_str());
-  }
+Status ClearStateFile(const std::string& state_file) {
+  return AppendStateLine(state_file, "clear", /*durable=*/false);
 }
 
 namespace {
@@ -74,7 +73,7 @@ StatusOr<Spawned> AwaitShimReport(const LaunchSpec& spec, const ShimPlan& plan, 
   }
   // The shim exits on its own: at once, or once the failed leader's remains are gone.
   ReapChild(shim);
-  RemoveStateFiles(plan.state_dir);
+  (void)ClearStateFile(plan.state_file);
   if (error) {
     return ShimErrorStatus(spec, plan, *error);
   }

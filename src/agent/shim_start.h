@@ -40,7 +40,8 @@ std::string ShimProgramBesideThisExecutable();
 // Waits for the child `pid` (the caller's) to end and collects it.
 void ReapChild(pid_t pid);
 
-// Removes what a shim leaves in its state directory (records, exit file, cgroup name).
-void RemoveStateFiles(const std::string& state_dir);
+// Appends "clear" to a task's state file: what the launcher and the shim wrote before
+// no longer holds (agent/task_state_file.h).
+Status ClearStateFile(const std::string& state_file);
 
 }  // namespace tessera

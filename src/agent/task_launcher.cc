@@ -27,6 +27,7 @@
 
 #include "agent/cpu_topology.h"
 #include "agent/shim_start.h"
+#include "agent/task_state_file.h"
 #include "agent/task_shim.h"
 #include "base/file_util.h"
 #include "base/strings.h"
@@ -89,8 +90,8 @@ Status ValidateSpec(const LaunchSpec& spec) {
   if (spec.cpu_milli < 0 || spec.memory_mib < 0) {
     return InvalidArgumentError("task " + spec.id + ": cpu_milli and memory_mib must be >= 0");
   }
-  if (spec.state_dir.empty() || HasNul(spec.state_dir)) {
-    return InvalidArgumentError("task " + spec.id + ": state_dir must be a directory path");
+  if (spec.state_file.empty() || HasNul(spec.state_file)) {
+    return InvalidArgumentError("task " + spec.id + ": state_file must be a file path");
   }
   constexpr int64_t kMaxId = 0xfffffffeLL;  // (uid_t)-1 means "unchanged" to the kernel
   if (spec.uid < -1 || spec.uid > kMaxId || spec.gid < -1 || spec.gid > kMaxId ||
@@ -125,18 +126,6 @@ std::string Absolute(const std::string& path) {
   return ec ? path : abs.lexically_normal().string();
 }
 
-// Small state files of the launcher, replaced atomically.
-Status WriteStateFile(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (fd.get() < 0 ||
-      ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-      ::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    return InternalError("cannot write " + path + ": " + ErrnoText(errno));
-  }
-  return Status::Ok();
-}
-
 struct ShimRecord {
   pid_t shim = 0;
   pid_t leader = 0;
@@ -159,13 +148,10 @@ std::optional<ShimRecord> ParseShimRecord(std::string_view text) {
                     static_cast<uint64_t>(*start)};
 }
 
-// Fills `exit` from <state_dir>/exit; false when there is none (or it is unreadable).
-bool ReadExitFile(const std::string& state_dir, TaskExit* exit) {
-  std::optional<std::string> text = ReadTextFile(state_dir + "/exit");
-  if (!text) {
-    return false;
-  }
-  std::vector<std::string_view> fields = Split(Trim(*text), ' ');
+// Fills `exit` from the state file's end line; false when there is none (or it is not one).
+bool ReadExit(const std::string& state_file, TaskExit* exit) {
+  const std::string end = ReadTaskState(state_file).end;
+  std::vector<std::string_view> fields = Split(end, ' ');
   if (fields.size() == 1 && fields[0] == "fenced") {
     exit->exit_code = -1;
     exit->signal = SIGKILL;
@@ -211,33 +197,44 @@ bool ChildExited(pid_t pid) {
   return info.si_pid != 0;
 }
 
-// Creates the state directory, cleared of an earlier attempt's files (unless its shim runs).
-Status PrepareStateDir(const LaunchSpec& spec, ShimPlan* plan) {
+// The directory of the state file.
+std::string StateParent(const std::string& state_file) {
+  const std::filesystem::path path(state_file);
+  return path.has_parent_path() ? path.parent_path().string() : ".";
+}
+
+// Makes the state file, durably (the shim's last line must survive a crash of the
+// machine, and is then fdatasync'ed alone), or, for a new start of the same attempt,
+// clears what an earlier start wrote in it, unless that start's shim still runs.
+Status PrepareStateFile(const LaunchSpec& spec, ShimPlan* plan) {
+  const std::string& path = plan->state_file;
+  const std::string parent = StateParent(path);
   std::error_code ec;
-  std::filesystem::path state_path(plan->state_dir);
-  if (state_path.has_parent_path()) {
-    std::filesystem::create_directories(state_path.parent_path(), ec);
-  }
-  if (::mkdir(plan->state_dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return InternalError("task " + spec.id + ": cannot create " + plan->state_dir + ": " +
-                         ErrnoText(errno));
-  }
-  if (!std::filesystem::is_directory(plan->state_dir, ec)) {
-    return InvalidArgumentError("task " + spec.id + ": state_dir " + plan->state_dir +
-                                " is not a directory");
-  }
-  if (std::optional<std::string> text = ReadTextFile(plan->state_dir + "/shim")) {
-    std::optional<ShimRecord> old = ParseShimRecord(*text);
-    if (old && Alive(old->shim, old->starttime)) {
+  std::filesystem::create_directories(parent, ec);
+  UniqueFd made(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (made.get() >= 0) {
+    UniqueFd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir.get() < 0 || ::fsync(dir.get()) != 0) {
+      return InternalError("task " + spec.id + ": cannot sync " + parent + ": " + ErrnoText(errno));
+    }
+  } else if (errno != EEXIST) {
+    return InternalError("task " + spec.id + ": cannot create " + path + ": " + ErrnoText(errno));
+  } else {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return InvalidArgumentError("task " + spec.id + ": state_file " + path +
+                                  " is not a regular file");
+    }
+    const TaskStateLines old = ReadTaskState(path);
+    std::optional<ShimRecord> shim = ParseShimRecord(old.shim);
+    if (shim && Alive(shim->shim, shim->starttime)) {
       return AlreadyExistsError("task " + spec.id + ": the shim of an earlier start (pid " +
-                                std::to_string(old->shim) + ") still runs in " + plan->state_dir);
+                                std::to_string(shim->shim) + ") still runs for " + path);
+    }
+    if (old.any) {
+      TESSERA_RETURN_IF_ERROR(ClearStateFile(path));
     }
   }
-  RemoveStateFiles(plan->state_dir);
-  plan->shim_tmp = plan->state_dir + "/shim.tmp";
-  plan->shim_file = plan->state_dir + "/shim";
-  plan->exit_tmp = plan->state_dir + "/exit.tmp";
-  plan->exit_file = plan->state_dir + "/exit";
   if (spec.lease_us > 0) {
     plan->lease_file = spec.lease_file;
     plan->lease_ns = spec.lease_us * 1000;
@@ -335,9 +332,9 @@ Status PrepareHiddenDevices(const LaunchSpec& spec, ShimPlan* plan) {
     }
   }
   if (!plan->hidden.empty()) {
-    plan->hidden_source = plan->state_dir + "/hidden-device";
-    UniqueFd fd(::open(plan->hidden_source.c_str(),
-                       O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0));
+    // One for every task of the directory: never written, only mounted over devices.
+    plan->hidden_source = StateParent(plan->state_file) + "/hidden-device";
+    UniqueFd fd(::open(plan->hidden_source.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0));
     if (fd.get() < 0 || ::fchmod(fd.get(), 0) != 0) {
       return InternalError("task " + spec.id + ": cannot create " + plan->hidden_source + ": " +
                            ErrnoText(errno));
@@ -359,8 +356,9 @@ Status PrepareCgroup(CgroupTree& cgroups, const LaunchSpec& spec, ShimPlan* plan
     return InternalError("task " + spec.id + ": cannot open " + plan->cgroup_procs + ": " +
                          ErrnoText(errno));
   }
-  // Before the task exists, so a later launcher can always find its cgroup.
-  return WriteStateFile(plan->state_dir + "/cgroup", *cgroup_dir + "\n");
+  // Before the task exists, so a later launcher can always find its cgroup. Not synced:
+  // after a crash of the machine the cgroup is gone too.
+  return AppendStateLine(plan->state_file, "cgroup " + *cgroup_dir, /*durable=*/false);
 }
 
 }  // namespace
@@ -501,7 +499,7 @@ bool TaskLauncher::ShimEnded(Task& task) {
     return false;
   }
   task.ended = true;
-  if (!ReadExitFile(task.state_dir, &task.outcome)) {
+  if (!ReadExit(task.state_file, &task.outcome)) {
     task.outcome.exit_code = -1;
     task.outcome.signal = 0;
     task.outcome.status_known = false;
@@ -531,7 +529,7 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
   }
   std::string cgroup_dir;
   ShimPlan plan;
-  plan.state_dir = Absolute(spec.state_dir);
+  plan.state_file = Absolute(spec.state_file);
   auto finish = [&](StatusOr<Spawned> result) -> StatusOr<int> {
     std::lock_guard<std::mutex> lock(mu_);
     starting_.erase(spec.id);
@@ -548,7 +546,7 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
     ProcStat stat;
     task.shim_starttime = ReadProcStat(result->shim, &stat) ? stat.starttime : 0;
     task.child = true;
-    task.state_dir = plan.state_dir;
+    task.state_file = plan.state_file;
     task.cgroup_dir = cgroup_dir;
     task.outcome.id = spec.id;
     task.outcome.pid = result->leader;
@@ -557,7 +555,7 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
     return static_cast<int>(result->leader);
   };
 
-  if (Status prepared = PrepareStateDir(spec, &plan); !prepared.ok()) {
+  if (Status prepared = PrepareStateFile(spec, &plan); !prepared.ok()) {
     return finish(prepared);
   }
   if (Status opened = OpenStdio(spec, &plan); !opened.ok()) {
@@ -582,27 +580,25 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
   return finish(std::move(spawned));
 }
 
-Status TaskLauncher::Adopt(const std::string& id, const std::string& state_dir) {
+Status TaskLauncher::Adopt(const std::string& id, const std::string& state_file) {
   if (!ValidId(id)) {
     return InvalidArgumentError("task id '" + id + "' is not valid");
   }
-  const std::string dir = Absolute(state_dir);
-  std::optional<std::string> text = ReadTextFile(dir + "/shim");
-  if (!text) {
-    return NotFoundError("task " + id + ": no shim file in " + dir);
+  const std::string path = Absolute(state_file);
+  const TaskStateLines state = ReadTaskState(path);
+  if (state.shim.empty()) {
+    return NotFoundError("task " + id + ": no shim recorded in " + path);
   }
-  std::optional<ShimRecord> record = ParseShimRecord(*text);
+  std::optional<ShimRecord> record = ParseShimRecord(state.shim);
   if (!record) {
-    return InvalidArgumentError("task " + id + ": cannot parse " + dir + "/shim");
+    return InvalidArgumentError("task " + id + ": cannot parse the shim line of " + path);
   }
   Task task;
   task.shim_pid = record->shim;
   task.leader_pid = record->leader;
   task.shim_starttime = record->starttime;
-  task.state_dir = dir;
-  if (std::optional<std::string> cgroup = ReadTextFile(dir + "/cgroup")) {
-    task.cgroup_dir = std::string(Trim(*cgroup));
-  }
+  task.state_file = path;
+  task.cgroup_dir = state.cgroup;
   task.outcome.id = id;
   task.outcome.pid = record->leader;
   ProcStat stat;
@@ -699,7 +695,7 @@ std::vector<TaskExit> TaskLauncher::Reap() {
       ++it;
       continue;
     }
-    // Without an exit file the shim did not finish its work: finish it here, holding the
+    // Without an end line the shim did not finish its work: finish it here, holding the
     // shim's zombie (when it is ours) so its pid keeps naming the task's session.
     if (task.leftovers && KillLeftovers(task.shim_pid, task.shim_starttime, task.cgroup_dir) > 0 &&
         NowMs() < task.give_up_at_ms) {

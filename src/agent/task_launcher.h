@@ -12,15 +12,18 @@
 //   process group, every process of its session, every orphan reparented to it and, with
 //   cgroups, every process of the task's cgroup (which catches processes that left both
 //   session and group); it reaps them (giving up after ~5 s on processes that do not
-//   die) and only then writes <state_dir>/exit ("exit CODE" or "signal SIG"), atomically,
-//   and exits. The exit file is the durable record of how a task ended; it exists only
-//   once nothing of the task is left.
-// - <state_dir>/shim ("SHIM_PID LEADER_PID SHIM_STARTTIME", the start time being field 22
-//   of /proc/SHIM_PID/stat, which tells a live shim from a reused pid) is written by the
-//   shim itself before Start returns; <state_dir>/cgroup names the task's cgroup, if any.
-//   With them a later launcher (a restarted agent) can Adopt the task.
+//   die) and only then appends how the task ended ("exit CODE", "signal SIG" or
+//   "fenced") to the task's state file (agent/task_state_file.h), fdatasync'ed, and
+//   exits. That line is the durable record of how a task ended; it exists only once
+//   nothing of the task is left.
+// - The shim's line in the state file ("shim SHIM_PID LEADER_PID SHIM_STARTTIME", the
+//   start time being field 22 of /proc/SHIM_PID/stat, which tells a live shim from a
+//   reused pid) is appended by the shim itself before Start returns; a "cgroup" line
+//   names the task's cgroup, if any. With them a later launcher (a restarted agent) can
+//   Adopt the task. A start appends "clear" first when an earlier start of the same
+//   state file left lines, and so does a start that fails.
 // - Reap reports a task only once its shim has exited, so no process of it remains. A
-//   shim that died without an exit file (SIGKILLed) leaves the task's status unknown;
+//   shim that died without writing the end (SIGKILLed) leaves the task's status unknown;
 //   its leftovers are killed (session, cgroup) before the task is reported.
 // - The environment is a minimal base taken from the agent once, at construction (PATH,
 //   HOME, USER, LANG, TZ, TMPDIR where set; PATH defaults to /usr/local/bin:/usr/bin:/bin),
@@ -32,9 +35,10 @@
 //   policy (the agent refuses uid 0); a launcher that is not root can only run tasks as
 //   its own uid and gid.
 // - Device fence: each existing path of LaunchSpec::hidden_devices is covered, in a
-//   private mount namespace of the shim and the task, by <state_dir>/hidden-device, an
-//   empty regular file of mode 0000 owned by the agent's user, so a non-root task gets
-//   EACCES opening it; the rest of the filesystem is the agent's.
+//   private mount namespace of the shim and the task, by `hidden-device` beside the state
+//   file, an empty regular file of mode 0000 owned by the agent's user (one for all the
+//   tasks of that directory), so a non-root task gets EACCES opening it; the rest of the
+//   filesystem is the agent's.
 // - Failures before the program runs (no such program, permission, bad working directory,
 //   CPUs that do not exist, identity, device fence) are errors of Start, carried from the
 //   shim and the leader by a close-on-exec pipe; Start never reports them as exit code 127.
@@ -73,16 +77,17 @@ struct LaunchSpec {
   std::vector<int> cpus;                   // CPU affinity; empty: inherit the agent's
   int64_t cpu_milli = 0;                   // cgroup v2 cpu.max quota; 0: none
   int64_t memory_mib = 0;                  // cgroup v2 memory.max; 0: none
-  // Required: the task's own directory for the shim and exit files (created with mode
-  // 0700 if missing; a relative path is taken from the agent's working directory).
-  std::string state_dir;
+  // Required: the task's state file (agent/task_state_file.h), created with mode 0600
+  // if missing (and its directory with it); its lines other than the launcher's are the
+  // caller's. A relative path is taken from the agent's working directory.
+  std::string state_file;
   int64_t uid = -1;  // >= 0: run as this uid (gid then required); -1: as the agent
   int64_t gid = -1;  // >= 0 with uid
   // Device nodes the task must not open (absolute paths); missing ones are skipped.
   std::vector<std::string> hidden_devices;
   // Self-fencing: with lease_us > 0 the shim kills the task once lease_file's
   // modification time is more than lease_us in the past (the agent renews it with each
-  // answer of the controller), even when no agent runs; the exit file then says
+  // answer of the controller), even when no agent runs; the end line then says
   // "fenced". A missing lease file does not expire. lease_file must be absolute.
   std::string lease_file;
   int64_t lease_us = 0;
@@ -124,19 +129,19 @@ class TaskLauncher {
 
   // Starts the task; returns the pid of its leader (also its process group id).
   // InvalidArgument for a bad spec or CPUs that are not usable; AlreadyExists for the id
-  // of a task not yet reaped, or a state_dir whose shim still runs; NotFound for a missing
+  // of a task not yet reaped, or a state file whose shim still runs; NotFound for a missing
   // program or working directory; PermissionDenied when the program cannot be executed
   // or the identity cannot be taken (a launcher that is not root asked for another uid);
   // FailedPrecondition when a device cannot be hidden; Internal otherwise.
   StatusOr<int> Start(const LaunchSpec& spec);
 
-  // Re-attaches the task an earlier launcher started with this id and state_dir. A live
+  // Re-attaches the task an earlier launcher started with this id and state file. A live
   // shim (its pid runs with the recorded start time): the task counts as running. A
-  // shim that is gone: Reap reports the exit file's status, or, without one, the status
+  // shim that is gone: Reap reports the status its end line says, or, without one, the status
   // as unknown, after killing what is left of the task (its session and cgroup).
-  // NotFound when state_dir has no shim file; AlreadyExists for an id already known;
-  // InvalidArgument for a bad id or an unreadable shim file.
-  Status Adopt(const std::string& id, const std::string& state_dir);
+  // NotFound when the state file has no shim line (since its last clear); AlreadyExists
+  // for an id already known; InvalidArgument for a bad id or an unreadable shim line.
+  Status Adopt(const std::string& id, const std::string& state_file);
 
   // Sends `signal` (0 only checks) to the task's leader's process group. NotFound when the
   // id is unknown or its exit was already reaped, or the group is gone.
@@ -177,10 +182,10 @@ class TaskLauncher {
     int leader_pid = 0;
     uint64_t shim_starttime = 0;
     bool child = false;  // the shim is this process's child: waited for by pid
-    std::string state_dir;
+    std::string state_file;
     std::string cgroup_dir;
     bool ended = false;         // the shim is gone; `outcome` holds the exit
-    bool leftovers = false;     // ended without an exit file: kill until nothing is left
+    bool leftovers = false;     // ended without an end line: kill until nothing is left
     int64_t give_up_at_ms = 0;  // steady clock; leftovers that do not die by then stay
     TaskExit outcome;
     int pidfd = -1;         // the shim's, opened by WaitForExit

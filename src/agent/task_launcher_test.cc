@@ -43,7 +43,7 @@ TEST_F(LauncherTest, EnvironmentIsTheBasePlusTheSpecOnly) {
   spec.argv = {"env"};  // found through PATH
   spec.env = {{"TESSERA_RANK", "3"}, {"LANG", "C.UTF-8"}};
   spec.log_path = root_ + "/env.log";
-  spec.state_dir = StateDir("1.0.0");
+  spec.state_file = StateFile("1.0.0");
   auto pid = launcher.Start(spec);
   ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   EXPECT_GT(*pid, 0);
@@ -235,7 +235,7 @@ TEST_F(LauncherTest, InvalidSpecsAreRejected) {
   negative.memory_mib = -1;
   EXPECT_EQ(launcher.Start(negative).status().code(), StatusCode::kInvalidArgument);
   LaunchSpec no_state = Shell("nostate", "true");
-  no_state.state_dir.clear();
+  no_state.state_file.clear();
   EXPECT_EQ(launcher.Start(no_state).status().code(), StatusCode::kInvalidArgument);
   LaunchSpec uid_only = Shell("uidonly", "true");
   uid_only.uid = 1000;
@@ -294,7 +294,7 @@ TEST_F(LauncherTest, KillAllEndsRunningTasks) {
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_EQ(exits[0].signal, SIGKILL);
   EXPECT_TRUE(exits[0].status_known);
-  EXPECT_EQ(ReadAll(StateDir("forever") + "/exit"), "signal 9\n");
+  EXPECT_EQ(End("forever"), "signal 9");
 }
 
 TEST_F(LauncherTest, TasksOutliveTheThreadThatStartedThem) {

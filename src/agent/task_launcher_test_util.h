@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "agent/task_launcher.h"
+#include "agent/task_state_file.h"
 #include "base/strings.h"
 
 namespace tessera::launcher_testing {
@@ -100,16 +101,31 @@ class LauncherTest : public ::testing::Test {
     spec.id = id;
     spec.argv = {"/bin/sh", "-c", script};
     spec.log_path = root_ + "/logs/" + id + ".log";
-    spec.state_dir = StateDir(id);
+    spec.state_file = StateFile(id);
     return spec;
   }
 
-  std::string StateDir(const std::string& id) { return root_ + "/state/" + id; }
+  std::string StateFile(const std::string& id) { return root_ + "/state/" + id + ".task"; }
 
-  // The shim file's fields: shim pid, leader pid, shim start time.
+  // How the task ended, as its state file says ("exit 0", "signal 9", "fenced"); "" when
+  // it does not say.
+  std::string End(const std::string& id) { return ReadTaskState(StateFile(id)).end; }
+
+  // Polls until the state file says how the task ended.
+  bool WaitForEnd(const std::string& id) {
+    for (auto end = Clock::now() + kDeadline; Clock::now() < end;) {
+      if (!End(id).empty()) {
+        return true;
+      }
+      std::this_thread::sleep_for(kPoll);
+    }
+    return false;
+  }
+
+  // The shim line's fields: shim pid, leader pid, shim start time.
   std::vector<int64_t> ShimRecord(const std::string& id) {
     std::vector<int64_t> fields;
-    const std::string text = ReadAll(StateDir(id) + "/shim");
+    const std::string text = ReadTaskState(StateFile(id)).shim;
     for (std::string_view field : Split(Trim(text), ' ')) {
       auto value = ParseInt64(field);
       fields.push_back(value.ok() ? *value : -1);
@@ -178,7 +194,7 @@ class LauncherTest : public ::testing::Test {
   int KillShim(const std::string& id) {
     std::vector<int64_t> shim = ShimRecord(id);
     if (shim.size() != 3u || shim[0] <= 1) {
-      ADD_FAILURE() << "no shim pid in " << StateDir(id) << "/shim";
+      ADD_FAILURE() << "no shim pid in " << StateFile(id);
       return -1;
     }
     const int pid = static_cast<int>(shim[0]);

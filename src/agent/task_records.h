@@ -2,20 +2,25 @@
 // restart (graceful, a crash, an upgrade) neither loses a task's exit nor forgets a
 // task that still runs.
 //
-// Layout: one directory per task attempt, `<data_dir>/tasks/<launcher id>/` (mode 0700,
-// root's), which is also the launcher's state directory (its shim and exit files):
-//   record.json   the launch as the controller sent it, the log path, the GPU ledger
-//                 entries and the MIG instances the agent made for it; written
-//                 atomically before the task is started
-//   failed        a launch that could not start, with the reason (reported as
+// Layout: one state file per task attempt, `<data_dir>/tasks/<launcher id>.task` (mode
+// 0600, root's; agent/task_state_file.h), which is also the launcher's state file:
+//   line 1        the launch as the controller sent it, the log path, the GPU ledger
+//                 entries and the MIG instances the agent made for it (JSON); the file
+//                 is made with it atomically (fsynced) before the task is started
+//   launcher and shim lines (task_launcher.h)
+//   failed ...    a launch that could not start, with the reason (reported as
 //                 failed_to_start)
-//   lost          the agent itself killed the task (it stopped, or fenced its tasks),
+//   lost ...      the agent itself killed the task (it stopped, or fenced its tasks),
 //                 with the reason: the exit is reported as "lost", so the controller
 //                 requeues the job instead of counting a failure
-// The directory is removed only once the controller has durably recorded the task's
-// end (the answer to the heartbeat or registration that reported it).
+// The file is removed only once the controller has durably recorded the task's end (the
+// answer to the heartbeat or registration that reported it).
 //
-// Thread safety: stateless functions; callers serialise per directory.
+// Earlier versions kept a directory per attempt, `<data_dir>/tasks/<launcher id>/`, with
+// record.json, the markers and the launcher's files in it. Such records are still
+// listed, loaded, marked, adopted and removed, so that an upgrade keeps its tasks.
+//
+// Thread safety: stateless functions; callers serialise per record.
 #pragma once
 
 #include <string>
@@ -39,23 +44,26 @@ std::string TaskRecordId(const TaskKey& key);
 
 // `<data_dir>/tasks`.
 std::string TaskRecordsRoot(const std::string& data_dir);
-// `<data_dir>/tasks/<id>`.
-std::string TaskRecordDir(const std::string& data_dir, const std::string& id);
+// The record of `id`: `<data_dir>/tasks/<id>.task`, or the directory of an earlier
+// version where that exists.
+std::string TaskRecordPath(const std::string& data_dir, const std::string& id);
 
-// Creates the directory (0700) and writes record.json atomically (fsynced).
-Status SaveTaskRecord(const std::string& dir, const TaskRecord& record);
-// NotFound without record.json; InvalidArgument when it does not parse.
-StatusOr<TaskRecord> LoadTaskRecord(const std::string& dir);
+// Makes the record file with its first line, atomically and durably (written aside,
+// fsynced, renamed, the directory fsynced); replaces an earlier one.
+Status SaveTaskRecord(const std::string& path, const TaskRecord& record);
+// NotFound without a record; InvalidArgument when it does not parse.
+StatusOr<TaskRecord> LoadTaskRecord(const std::string& path);
 
-// The ids (directory names) of the records under `<data_dir>/tasks`, sorted.
+// The ids of the records under `<data_dir>/tasks`, sorted. Removes what a save cut off
+// by a crash left behind (such a task never started).
 std::vector<std::string> ListTaskRecords(const std::string& data_dir);
 
-// Marker files: "failed" and "lost" with a one-line reason.
-Status WriteTaskMarker(const std::string& dir, const std::string& name, const std::string& reason);
+// Markers "failed" and "lost" with a one-line reason, durable before it returns.
+Status WriteTaskMarker(const std::string& path, const std::string& name, const std::string& reason);
 // The reason, or nullopt when there is no such marker.
-std::optional<std::string> ReadTaskMarker(const std::string& dir, const std::string& name);
+std::optional<std::string> ReadTaskMarker(const std::string& path, const std::string& name);
 
-// Removes the directory and everything in it; missing is fine.
-void RemoveTaskRecord(const std::string& dir);
+// Removes the record; missing is fine.
+void RemoveTaskRecord(const std::string& path);
 
 }  // namespace tessera

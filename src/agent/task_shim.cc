@@ -112,27 +112,18 @@ bool WriteAll(int fd, const char* data, size_t size) {
 
 // Writes `text` to `tmp`, fsyncs it (when `durable`) and renames it to `path`, then
 // fsyncs `dir` (when `durable`).
-int WriteFileAtomically(const char* tmp, const char* path, const char* dir, const char* text,
-                        size_t size, bool durable) {
-  int fd = ::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+// Appends whole lines to the task's state file; `durable`: on the disk before it returns
+// (the launcher made the file's own entry durable when it created it).
+int AppendToStateFile(const char* path, const char* text, size_t size, bool durable) {
+  int fd = ::open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     return errno;
   }
   int err = 0;
-  if (!WriteAll(fd, text, size) || (durable && ::fsync(fd) != 0)) {
+  if (!WriteAll(fd, text, size) || (durable && ::fdatasync(fd) != 0)) {
     err = errno != 0 ? errno : EIO;
   }
   ::close(fd);
-  if (err == 0 && ::rename(tmp, path) != 0) {
-    err = errno;
-  }
-  if (err == 0 && durable) {
-    int dir_fd = ::open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd >= 0) {
-      ::fsync(dir_fd);
-      ::close(dir_fd);
-    }
-  }
   return err;
 }
 
@@ -433,6 +424,7 @@ pid_t PidOfName(const char* name) {
   ProcStat own;
   Text<96> record;
   if (ReadProcStat(self, &own)) {
+    record.Add("shim ");
     record.AddNumber(static_cast<uint64_t>(self));
     record.Add(" ");
     record.AddNumber(static_cast<uint64_t>(leader));
@@ -445,9 +437,8 @@ pid_t PidOfName(const char* name) {
   // not reach the disk is reported lost, as it should be. It is on every launch's path.
   int err = record.size == 0
                 ? EIO
-                : WriteFileAtomically(plan.shim_tmp.c_str(), plan.shim_file.c_str(),
-                                      plan.state_dir.c_str(), record.c_str(), record.size,
-                                      /*durable=*/false);
+                : AppendToStateFile(plan.state_file.c_str(), record.c_str(), record.size,
+                                    /*durable=*/false);
   if (err != 0) {
     ::kill(leader, SIGKILL);  // Start fails: a task nobody could adopt must not run
     Report(report_fd, kReportError, kStageShimRecord, err, 0);
@@ -476,8 +467,8 @@ pid_t PidOfName(const char* name) {
   outcome.Add("\n");
   // Durable: after a crash of the machine, a task that ended is reported so, not lost
   // (and not run again).
-  (void)WriteFileAtomically(plan.exit_tmp.c_str(), plan.exit_file.c_str(), plan.state_dir.c_str(),
-                            outcome.c_str(), outcome.size, /*durable=*/true);
+  (void)AppendToStateFile(plan.state_file.c_str(), outcome.c_str(), outcome.size,
+                          /*durable=*/true);
   ::_exit(0);
 }
 
@@ -665,7 +656,7 @@ Status ShimErrorStatus(const LaunchSpec& spec, const ShimPlan& plan, const ShimR
       return FailedPreconditionError(task + "cannot hide " + path + ": " + text);
     }
     case kStageShimRecord:
-      return InternalError(task + "cannot write " + plan.shim_file + ": " + text);
+      return InternalError(task + "cannot write " + plan.state_file + ": " + text);
     case kStageShimFork:
       return ResourceExhaustedError(task + "fork: " + text);
     case kStageCgroup:

@@ -6,9 +6,9 @@
 //           setsid (its pid names the task's session), PR_SET_CHILD_SUBREAPER (every
 //           orphan of the task becomes its child), no parent-death signal (it outlives the
 //           agent), optionally a private mount namespace with devices hidden; forks the
-//           leader, writes <state_dir>/shim, reports the leader's pid, waits for the
-//           leader, kills and reaps everything left of the task (bounded, ~5 s), then
-//           writes <state_dir>/exit and exits.
+//           leader, appends its "shim" line to the task's state file, reports the
+//           leader's pid, waits for the leader, kills and reaps everything left of the
+//           task (bounded, ~5 s), then appends how the task ended (fdatasync) and exits.
 //   leader: its own process group, its cgroup, stdio, affinity, working directory, user
 //           and group, default signals, exec. A failure before exec is reported with its
 //           stage and errno.
@@ -66,7 +66,7 @@ enum ShimStage : int32_t {
   kStageDeviceNamespace,
   kStageDeviceHide,  // ShimReport::value: the index in ShimPlan::hidden
   kStageShimFork,
-  kStageShimRecord,  // <state_dir>/shim
+  kStageShimRecord,  // the state file's "shim" line
   kStageGroup,
   kStageCgroup,
   kStageStdio,
@@ -104,9 +104,7 @@ struct ShimPlan {
   uint32_t gid = 0;
 
   // The shim (all paths absolute).
-  std::string state_dir;
-  std::string shim_tmp, shim_file;  // <state_dir>/shim.tmp, <state_dir>/shim
-  std::string exit_tmp, exit_file;  // <state_dir>/exit.tmp, <state_dir>/exit
+  std::string state_file;            // the task's state file (task_launcher.h), which exists
   std::string cgroup_kill;          // <cgroup>/cgroup.kill; "" without a cgroup
   std::string cgroup_procs;         // <cgroup>/cgroup.procs; "" without a cgroup
   std::string hidden_source;        // the empty 0000 file mounted over each hidden path

@@ -46,17 +46,6 @@ std::vector<int> ParsePids(const std::string& text) {
   return pids;
 }
 
-// Polls until `path` exists.
-bool WaitForFile(const std::string& path) {
-  for (auto end = Clock::now() + kDeadline; Clock::now() < end;) {
-    if (std::filesystem::exists(path)) {
-      return true;
-    }
-    std::this_thread::sleep_for(kPoll);
-  }
-  return std::filesystem::exists(path);
-}
-
 TEST_F(LauncherTest, EveryDescendantDiesWithTheLeader) {
   TestLauncher launcher(NoCgroups());
   std::string pids = root_ + "/workers.pid";
@@ -93,7 +82,7 @@ TEST_F(LauncherTest, EveryDescendantDiesWithTheLeader) {
   for (int pid : workers) {
     EXPECT_TRUE(ProcessGone(pid)) << "worker " << pid << " survived its task";
   }
-  EXPECT_EQ(ReadAll(StateDir("workers") + "/exit"), "exit 0\n");
+  EXPECT_EQ(End("workers"), "exit 0");
 }
 
 TEST_F(LauncherTest, TaskSurvivesTheLauncherAndIsAdopted) {
@@ -114,8 +103,8 @@ TEST_F(LauncherTest, TaskSurvivesTheLauncherAndIsAdopted) {
   EXPECT_FALSE(ProcessGone(static_cast<int>(shim[0])));
 
   TestLauncher second(NoCgroups());
-  ASSERT_TRUE(second.Adopt("adopt.1", StateDir("adopt.1")).ok());
-  EXPECT_EQ(second.Adopt("adopt.1", StateDir("adopt.1")).code(), StatusCode::kAlreadyExists);
+  ASSERT_TRUE(second.Adopt("adopt.1", StateFile("adopt.1")).ok());
+  EXPECT_EQ(second.Adopt("adopt.1", StateFile("adopt.1")).code(), StatusCode::kAlreadyExists);
   EXPECT_EQ(second.Start(spec).status().code(), StatusCode::kAlreadyExists);
   EXPECT_TRUE(second.Running("adopt.1"));
   EXPECT_TRUE(second.Reap().empty());
@@ -126,7 +115,7 @@ TEST_F(LauncherTest, TaskSurvivesTheLauncherAndIsAdopted) {
   EXPECT_EQ(exit->signal, SIGTERM);
   EXPECT_EQ(exit->exit_code, -1);
   EXPECT_EQ(exit->pid, leader);
-  EXPECT_EQ(ReadAll(StateDir("adopt.1") + "/exit"), "signal 15\n");
+  EXPECT_EQ(End("adopt.1"), "signal 15");
   EXPECT_TRUE(ProcessGone(leader));
   EXPECT_FALSE(second.Running("adopt.1"));
 }
@@ -139,11 +128,11 @@ TEST_F(LauncherTest, ExitWithoutALauncherIsReportedOnAdoption) {
     ASSERT_TRUE(first.Start(spec).ok());
   }
   std::ofstream(go) << "go\n";
-  ASSERT_TRUE(WaitForFile(StateDir("adopt.2") + "/exit"));
-  EXPECT_EQ(ReadAll(StateDir("adopt.2") + "/exit"), "exit 7\n");
+  ASSERT_TRUE(WaitForEnd("adopt.2"));
+  EXPECT_EQ(End("adopt.2"), "exit 7");
 
   TestLauncher second(NoCgroups());
-  ASSERT_TRUE(second.Adopt("adopt.2", StateDir("adopt.2")).ok());
+  ASSERT_TRUE(second.Adopt("adopt.2", StateFile("adopt.2")).ok());
   EXPECT_TRUE(second.Running("adopt.2"));  // until reaped
   EXPECT_EQ(second.Signal("adopt.2", SIGTERM).code(), StatusCode::kNotFound);
   auto exit = WaitExit(second, "adopt.2");
@@ -170,7 +159,7 @@ TEST_F(LauncherTest, AdoptingAKilledShimKillsTheRestWithStatusUnknown) {
   EXPECT_FALSE(ProcessGone(worker));
 
   TestLauncher second(NoCgroups());
-  ASSERT_TRUE(second.Adopt("adopt.3", StateDir("adopt.3")).ok());
+  ASSERT_TRUE(second.Adopt("adopt.3", StateFile("adopt.3")).ok());
   auto exit = WaitExit(second, "adopt.3");
   ASSERT_TRUE(exit.has_value());
   EXPECT_FALSE(exit->status_known);
@@ -178,7 +167,7 @@ TEST_F(LauncherTest, AdoptingAKilledShimKillsTheRestWithStatusUnknown) {
   EXPECT_EQ(exit->signal, 0);
   EXPECT_TRUE(ProcessGone(leader));
   EXPECT_TRUE(ProcessGone(worker));
-  EXPECT_FALSE(std::filesystem::exists(StateDir("adopt.3") + "/exit"));
+  EXPECT_EQ(End("adopt.3"), "");
 }
 
 TEST_F(LauncherTest, KilledShimOfAnOwnTaskIsReportedWithStatusUnknown) {
@@ -272,7 +261,7 @@ TEST_F(ShimAsRootTest, AnotherUidNeedsRoot) {
     }
     TaskLauncher launcher(NoCgroups());
     LaunchSpec spec = Shell("other", "true");
-    spec.state_dir = "/tmp";  // never created: refused before
+    spec.state_file = "/tmp/other.task";  // never created: refused before
     spec.uid = kTenant;
     spec.gid = kTenant;
     auto started = launcher.Start(spec);

@@ -1,0 +1,101 @@
+// The agent's task records: one state file per attempt, and the directories of earlier
+// versions still listed, loaded, marked and removed.
+#include "agent/task_records.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/task_state_file.h"
+#include "base/file_util.h"
+
+namespace tessera {
+namespace {
+
+class TaskRecordsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-task-records-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    data_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(data_); }
+
+  static TaskRecord Record(uint64_t job) {
+    TaskRecord r;
+    r.launch.key = TaskKey{job, 0, 1};
+    r.launch.command = {"sh", "-c", "echo 'two\nlines'"};
+    r.log_path = "/logs/" + std::to_string(job) + ".log";
+    r.gpu_use = {{0, 1000}, {3, 500}};
+    r.mig = {{1, "MIG-abc"}};
+    return r;
+  }
+
+  std::string data_;
+};
+
+TEST_F(TaskRecordsTest, ARecordIsOneFileWhoseFirstLineIsTheLaunch) {
+  const std::string path = TaskRecordPath(data_, "5.0.1");
+  EXPECT_EQ(path, data_ + "/tasks/5.0.1.task");
+  ASSERT_TRUE(SaveTaskRecord(path, Record(5)).ok());
+  ASSERT_TRUE(AppendStateLine(path, "shim 1 2 3", false).ok());
+  ASSERT_TRUE(WriteTaskMarker(path, "lost", "the agent\nstopped").ok());
+
+  StatusOr<TaskRecord> loaded = LoadTaskRecord(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->launch.key.job, 5u);
+  EXPECT_EQ(loaded->launch.command, Record(5).launch.command);
+  EXPECT_EQ(loaded->log_path, "/logs/5.log");
+  EXPECT_EQ(loaded->gpu_use, Record(5).gpu_use);
+  EXPECT_EQ(loaded->mig, Record(5).mig);
+  EXPECT_EQ(ReadTaskMarker(path, "lost"), "the agent stopped");
+  EXPECT_EQ(ReadTaskMarker(path, "failed"), std::nullopt);
+  EXPECT_EQ(ReadTaskState(path).shim, "1 2 3");
+  // Only the file: no directory, no file beside it.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(data_ + "/tasks"),
+                          std::filesystem::directory_iterator()),
+            1);
+  RemoveTaskRecord(path);
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST_F(TaskRecordsTest, ListingFindsBothLayoutsAndDropsCutOffSaves) {
+  ASSERT_TRUE(SaveTaskRecord(TaskRecordPath(data_, "7.0.1"), Record(7)).ok());
+  const std::string legacy = data_ + "/tasks/6.0.1";
+  std::filesystem::create_directories(legacy);
+  std::ofstream(data_ + "/tasks/8.0.1.task.tmp") << "{\"launch\"";  // a crash while saving
+  std::ofstream(data_ + "/tasks/hidden-device");
+  EXPECT_EQ(ListTaskRecords(data_), (std::vector<std::string>{"6.0.1", "7.0.1"}));
+  EXPECT_FALSE(std::filesystem::exists(data_ + "/tasks/8.0.1.task.tmp"));
+  EXPECT_EQ(TaskRecordPath(data_, "6.0.1"), legacy);
+}
+
+TEST_F(TaskRecordsTest, AnEarlierVersionsDirectoryIsLoadedAndMarkedInPlace) {
+  const std::string legacy = data_ + "/tasks/6.0.1";
+  std::filesystem::create_directories(legacy);
+  ASSERT_TRUE(SaveTaskRecord(legacy, Record(6)).ok());
+  EXPECT_TRUE(std::filesystem::exists(legacy + "/record.json"));
+  StatusOr<TaskRecord> loaded = LoadTaskRecord(legacy);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->launch.key.job, 6u);
+  ASSERT_TRUE(WriteTaskMarker(legacy, "failed", "no such program").ok());
+  EXPECT_EQ(ReadTextFile(legacy + "/failed"), "no such program\n");
+  EXPECT_EQ(ReadTaskMarker(legacy, "failed"), "no such program");
+  RemoveTaskRecord(legacy);
+  EXPECT_FALSE(std::filesystem::exists(legacy));
+}
+
+TEST_F(TaskRecordsTest, ARecordThatDoesNotParseIsSaidSo) {
+  const std::string path = TaskRecordPath(data_, "9.0.1");
+  EXPECT_EQ(LoadTaskRecord(path).status().code(), StatusCode::kNotFound);
+  std::filesystem::create_directories(data_ + "/tasks");
+  std::ofstream(path) << "shim 1 2 3\n";
+  EXPECT_EQ(LoadTaskRecord(path).status().code(), StatusCode::kInvalidArgument);
+  std::ofstream(path) << "{\"launch\":{\"key\"";  // cut off
+  EXPECT_EQ(LoadTaskRecord(path).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tessera
