@@ -18,6 +18,32 @@ namespace {
 
 constexpr std::string_view kSuffix = ".task";
 constexpr std::string_view kSaving = ".task.tmp";
+// Retired record files kept for reuse (task_records.h).
+constexpr size_t kMaxSpareRecords = 64;
+
+std::string SpareRoot(const std::string& tasks_dir) { return tasks_dir + "/.spare"; }
+
+// The names in `dir` but "." and "..".
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    names.push_back(entry.path().filename().string());
+  }
+  return names;
+}
+
+// Moves a spare record file to `to`; false when there is none.
+bool TakeSpare(const std::string& tasks_dir, const std::string& to) {
+  const std::string spares = SpareRoot(tasks_dir);
+  for (const std::string& name : Names(spares)) {
+    // A rename that fails (a concurrent save took it first) tries the next.
+    if (::rename((spares + "/" + name).c_str(), to.c_str()) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
 
 std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
@@ -30,6 +56,9 @@ bool IsDirectory(const std::string& path) {
 // or the new, never half.
 Status WriteAtomically(const std::string& path, const std::string& tmp, const std::string& content) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    (void)::fchmod(fd, 0600);  // a reused file keeps its mode otherwise
+  }
   if (fd < 0) {
     return InternalError("cannot write " + tmp + ": " + ErrnoText(errno));
   }
@@ -123,7 +152,9 @@ Status SaveTaskRecord(const std::string& path, const TaskRecord& record) {
   if (IsDirectory(path)) {
     return WriteAtomically(path + "/record.json", path + "/record.json.tmp", line);
   }
-  return WriteAtomically(path, path + ".tmp", line);
+  const std::string tmp = path + ".tmp";
+  (void)TakeSpare(dir, tmp);  // else a new file
+  return WriteAtomically(path, tmp, line);
 }
 
 StatusOr<TaskRecord> LoadTaskRecord(const std::string& path) {
@@ -152,6 +183,9 @@ std::vector<std::string> ListTaskRecords(const std::string& data_dir) {
   for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
     const std::string name = entry.path().filename().string();
     std::error_code type_ec;
+    if (name.front() == '.') {
+      continue;  // the spares; no task id starts with '.'
+    }
     if (entry.is_directory(type_ec)) {
       ids.push_back(name);  // an earlier version's
     } else if (EndsWith(name, kSaving)) {
@@ -196,6 +230,16 @@ std::optional<std::string> ReadTaskMarker(const std::string& path, const std::st
 }
 
 void RemoveTaskRecord(const std::string& path) {
+  if (!IsDirectory(path)) {
+    const std::string tasks_dir = path.substr(0, path.rfind('/'));
+    const std::string spares = SpareRoot(tasks_dir);
+    const std::string name = path.substr(path.rfind('/') + 1);
+    if ((::mkdir(spares.c_str(), 0700) == 0 || errno == EEXIST) &&
+        Names(spares).size() < kMaxSpareRecords &&
+        ::rename(path.c_str(), (spares + "/" + name).c_str()) == 0) {
+      return;
+    }
+  }
   std::error_code ec;
   std::filesystem::remove_all(path, ec);
 }

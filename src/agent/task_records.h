@@ -14,7 +14,11 @@
 //                 with the reason: the exit is reported as "lost", so the controller
 //                 requeues the job instead of counting a failure
 // The file is removed only once the controller has durably recorded the task's end (the
-// answer to the heartbeat or registration that reported it).
+// answer to the heartbeat or registration that reported it). Removed files are kept,
+// up to 64, in `<data_dir>/tasks/.spare/` and reused, emptied, as the next records (as
+// databases recycle their log segments): on a file system that does not soon reuse a
+// freed inode (ext4 without a journal), each inode a task freed slowed every later
+// creation of a file, a task's log and record included.
 //
 // Earlier versions kept a directory per attempt, `<data_dir>/tasks/<launcher id>/`, with
 // record.json, the markers and the launcher's files in it. Such records are still
@@ -48,8 +52,9 @@ std::string TaskRecordsRoot(const std::string& data_dir);
 // version where that exists.
 std::string TaskRecordPath(const std::string& data_dir, const std::string& id);
 
-// Makes the record file with its first line, atomically and durably (written aside,
-// fsynced, renamed, the directory fsynced); replaces an earlier one.
+// Makes the record file with its first line, atomically and durably (written aside in a
+// spare file or a new one, fsynced, renamed, the directory fsynced); replaces an earlier
+// one.
 Status SaveTaskRecord(const std::string& path, const TaskRecord& record);
 // NotFound without a record; InvalidArgument when it does not parse.
 StatusOr<TaskRecord> LoadTaskRecord(const std::string& path);
@@ -63,7 +68,7 @@ Status WriteTaskMarker(const std::string& path, const std::string& name, const s
 // The reason, or nullopt when there is no such marker.
 std::optional<std::string> ReadTaskMarker(const std::string& path, const std::string& name);
 
-// Removes the record; missing is fine.
+// Removes the record (keeps the file as a spare when there is room); missing is fine.
 void RemoveTaskRecord(const std::string& path);
 
 }  // namespace tessera

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -59,6 +60,46 @@ TEST_F(TaskRecordsTest, ARecordIsOneFileWhoseFirstLineIsTheLaunch) {
             1);
   RemoveTaskRecord(path);
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST_F(TaskRecordsTest, ARemovedRecordsFileServesTheNextRecordEmptied) {
+  const std::string first = TaskRecordPath(data_, "5.0.1");
+  ASSERT_TRUE(SaveTaskRecord(first, Record(5)).ok());
+  ASSERT_TRUE(AppendStateLine(first, "shim 1 2 3", false).ok());
+  ASSERT_TRUE(AppendStateLine(first, "exit 0", true).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(first.c_str(), &st), 0);
+  const ino_t inode = st.st_ino;
+  RemoveTaskRecord(first);
+  EXPECT_FALSE(std::filesystem::exists(first));
+  EXPECT_TRUE(ListTaskRecords(data_).empty()) << "a spare was listed as a record";
+
+  const std::string next = TaskRecordPath(data_, "6.0.1");
+  ASSERT_TRUE(SaveTaskRecord(next, Record(6)).ok());
+  ASSERT_EQ(::stat(next.c_str(), &st), 0);
+  EXPECT_EQ(st.st_ino, inode) << "the spare was not reused";
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  const TaskStateLines state = ReadTaskState(next);
+  EXPECT_EQ(state.shim, "") << "a line of the last task survived";
+  EXPECT_EQ(state.end, "");
+  EXPECT_EQ(StateFileLines(ReadTextFile(next).value_or("")).size(), 1u);
+  StatusOr<TaskRecord> loaded = LoadTaskRecord(next);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->launch.key.job, 6u);
+  EXPECT_EQ(ListTaskRecords(data_), std::vector<std::string>{"6.0.1"});
+}
+
+TEST_F(TaskRecordsTest, AtMostSixtyFourSparesAreKept) {
+  for (int job = 1; job <= 70; ++job) {
+    ASSERT_TRUE(SaveTaskRecord(TaskRecordPath(data_, std::to_string(job) + ".0.1"), Record(job)).ok());
+  }
+  for (int job = 1; job <= 70; ++job) {
+    RemoveTaskRecord(TaskRecordPath(data_, std::to_string(job) + ".0.1"));
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(data_ + "/tasks/.spare"),
+                          std::filesystem::directory_iterator()),
+            64);
+  EXPECT_TRUE(ListTaskRecords(data_).empty());
 }
 
 TEST_F(TaskRecordsTest, ListingFindsBothLayoutsAndDropsCutOffSaves) {
