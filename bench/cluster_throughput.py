@@ -16,7 +16,7 @@ run against a Slurm already configured on this machine (sbatch, squeue and scanc
 PATH, 8 GPUs as gres on one node), alternating with Tessera, and the ratio is printed.
 
 Usage: bench/cluster_throughput.py [--tessera build/tessera] [--jobs 1000] [--mixed 500]
-                                   [--runs 3] [--rest 0] [--slurm]
+                                   [--runs 3] [--rest 0] [--keep] [--slurm]
 Standard library only.
 """
 import argparse
@@ -34,6 +34,7 @@ import urllib.request
 
 
 LEFT_BEHIND = []  # data directories of runs that ended, removed at exit
+KEEP = False  # --keep: leave them
 
 
 def free_port():
@@ -226,10 +227,16 @@ def main():
     p.add_argument("--mixed", type=int, default=500)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--slurm", action="store_true", help="also run the phases on Slurm")
+    p.add_argument("--keep", action="store_true",
+                   help="leave the runs' data directories (and print where), e.g. for "
+                        "invocations in a row: removing them slows the next run's file "
+                        "creations where freed inodes are not soon reused")
     p.add_argument("--rest", type=float, default=0,
                    help="seconds to stay idle before each run (file systems that delay "
                         "reusing deleted inodes make back-to-back runs slower)")
     args = p.parse_args()
+    global KEEP
+    KEEP = args.keep
     if args.jobs < 1 or args.mixed < 1 or args.runs < 1 or args.rest < 0:
         p.error("--jobs, --mixed and --runs must be positive, --rest not negative")
 
@@ -270,5 +277,8 @@ if __name__ == "__main__":
         rc = main()
     finally:
         for path in LEFT_BEHIND:
-            shutil.rmtree(path, ignore_errors=True)
+            if KEEP:
+                print("left " + path)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
     sys.exit(rc)

@@ -150,10 +150,15 @@ class Bench {
   bool Collect(uint64_t id) {
     httplib::Client c("127.0.0.1", server_->port());
     c.set_bearer_token_auth(token_.c_str());
-    // A job's view may say "succeeded" a moment before its last output is appended.
+    // A job's view may say "succeeded" a moment before its last output is appended: wait
+    // for both lines (the GPU, then the time), each ended.
+    auto complete = [](const std::string& body) {
+      const size_t gpu = body.find("gpu ");
+      const size_t line = gpu == std::string::npos ? gpu : body.find('\n', gpu);
+      return line != std::string::npos && body.size() > line + 1 && body.back() == '\n';
+    };
     httplib::Result r = c.Get("/v1/jobs/" + std::to_string(id) + "/logs?task=0");
-    for (int i = 0; i < 100 && r && r->status == 200 && r->body.find("gpu ") == std::string::npos;
-         ++i) {
+    for (int i = 0; i < 100 && r && r->status == 200 && !complete(r->body); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       r = c.Get("/v1/jobs/" + std::to_string(id) + "/logs?task=0");
     }
