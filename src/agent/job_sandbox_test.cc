@@ -11,6 +11,7 @@
 #include <set>
 
 #include "agent/task_sandbox.h"
+#include "base/testing/temp_dir.h"
 
 namespace tessera {
 namespace {
@@ -19,13 +20,7 @@ namespace fs = std::filesystem;
 
 class JobSandboxTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tessera-job-sandbox-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    data_ = root_ + "/agent";
-  }
-  void TearDown() override { fs::remove_all(root_); }
+  void SetUp() override { ASSERT_TRUE(tmp_.ok()); }
 
   JobSandbox Prepare(uint64_t job, int64_t uid = -1, int64_t gid = -1) {
     StatusOr<JobSandbox> box = PrepareJobSandbox(data_, job, uid, gid);
@@ -47,7 +42,9 @@ class JobSandboxTest : public ::testing::Test {
   }
   std::string Spares() const { return data_ + "/jobs/.spare"; }
 
-  std::string root_, data_;
+  testing::TempDir tmp_{"tessera-job-sandbox-test-"};
+  const std::string root_ = tmp_.path();
+  const std::string data_ = root_ + "/agent";
 };
 
 TEST_F(JobSandboxTest, TheNextJobOfTheSameOwnerGetsTheDirectoriesBackEmpty) {

@@ -11,18 +11,14 @@
 
 #include "agent/task_state_file.h"
 #include "base/file_util.h"
+#include "base/testing/temp_dir.h"
 
 namespace tessera {
 namespace {
 
 class TaskRecordsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tessera-task-records-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    data_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(data_); }
+  void SetUp() override { ASSERT_TRUE(tmp_.ok()); }
 
   static TaskRecord Record(uint64_t job) {
     TaskRecord r;
@@ -34,7 +30,8 @@ class TaskRecordsTest : public ::testing::Test {
     return r;
   }
 
-  std::string data_;
+  testing::TempDir tmp_{"tessera-task-records-test-"};
+  const std::string data_ = tmp_.path();
 };
 
 TEST_F(TaskRecordsTest, ARecordIsOneFileWhoseFirstLineIsTheLaunch) {

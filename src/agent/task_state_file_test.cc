@@ -11,25 +11,22 @@
 #include <fstream>
 
 #include "agent/task_launcher.h"
+#include "base/testing/temp_dir.h"
 
 namespace tessera {
 namespace {
 
 class TaskStateFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tessera-state-file-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    path_ = root_ + "/1.0.1.task";
-  }
-  void TearDown() override { std::filesystem::remove_all(root_); }
+  void SetUp() override { ASSERT_TRUE(tmp_.ok()); }
 
   void Write(const std::string& path, const std::string& text) {
     std::ofstream(path, std::ios::binary) << text;
   }
 
-  std::string root_, path_;
+  testing::TempDir tmp_{"tessera-state-file-test-"};
+  const std::string root_ = tmp_.path();
+  const std::string path_ = root_ + "/1.0.1.task";
 };
 
 TEST_F(TaskStateFileTest, OnlyWholeLinesCount) {

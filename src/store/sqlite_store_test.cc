@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "store/testing/temp_dir.h"
+#include "base/testing/temp_dir.h"
 
 namespace tessera {
 namespace {
@@ -77,7 +77,7 @@ class SqliteStoreTest : public ::testing::Test {
     return store.ok() ? std::move(store).value() : nullptr;
   }
 
-  testing::TempDir dir_;
+  testing::TempDir dir_{"tessera_store_"};
   std::string path_ = dir_.File("tessera.db");
 };
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "store/sqlite_store.h"
-#include "store/testing/temp_dir.h"
+#include "base/testing/temp_dir.h"
 
 namespace tessera {
 namespace {
@@ -53,7 +53,7 @@ class StoreTest : public ::testing::TestWithParam<StoreFactory> {
     ASSERT_NE(store_, nullptr);
   }
 
-  testing::TempDir dir_;
+  testing::TempDir dir_{"tessera_store_"};
   std::unique_ptr<Store> store_;
 };
 

@@ -1,4 +1,4 @@
-// TempDir: a scratch directory for store tests, made with mkdtemp under the system temp
+// TempDir: a scratch directory for tests, made with mkdtemp under the system temp
 // directory ($TMPDIR or /tmp) and removed with everything in it on destruction.
 // Thread safety: a value owned by one test.
 #pragma once
@@ -13,9 +13,10 @@ namespace tessera::testing {
 
 class TempDir {
  public:
-  TempDir() {
+  // `prefix`: the start of the directory's name, which says whose it is.
+  explicit TempDir(const std::string& prefix = "tessera_test_") {
     std::string pattern =
-        (std::filesystem::temp_directory_path() / "tessera_store_XXXXXX").string();
+        (std::filesystem::temp_directory_path() / (prefix + "XXXXXX")).string();
     if (mkdtemp(pattern.data()) != nullptr) {
       path_ = pattern;
     }
