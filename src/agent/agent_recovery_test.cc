@@ -189,6 +189,7 @@ TEST_F(AgentRecoveryTest, ARestartedAgentReattachesARunningTask) {
   Send(Launch(2, {"sh", "-c", "sleep 1; exit 4"}));
   agent_->Stop();
   agent_.reset();
+  ASSERT_NE(ReadTaskState(TaskRecord(2)).shim, "") << "no record of the task's shim";
   EXPECT_EQ(ReadTaskState(TaskRecord(2)).end, "") << "the task ended with its agent";
   StartAgent(true);
   Json r = ReportOf(controller_.registrations().back(), 2);

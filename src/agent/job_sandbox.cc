@@ -1,7 +1,8 @@
 // Spare job directories (task_sandbox.h): an ended job's directories are emptied and
 // kept for the next job of the same owner, instead of being removed and made again.
 // Everything here works on directory descriptors opened with O_NOFOLLOW, so a link a
-// task left in its directories is removed, never followed.
+// task left in its directories is removed, never followed; a directory is the agent's
+// before anything in it is removed.
 #include <dirent.h>
 #include <stdio.h>
 #include <fcntl.h>
@@ -55,37 +56,59 @@ bool ListNames(int fd, std::vector<std::string>* names) {
   return true;
 }
 
-bool RemoveContents(int fd, int depth);
+bool RemoveContents(int fd, uid_t owner, int depth);
 
-// Removes the entry `name` of the directory `fd`, a directory with all it holds.
-bool RemoveEntry(int fd, const std::string& name, int depth) {
-  if (::unlinkat(fd, name.c_str(), 0) == 0) {
-    return true;
+// Removes the entry `name` of the directory `fd`, a directory with all it holds. False
+// on an error, and for an entry of another uid than `owner` (removed all the same).
+bool RemoveEntry(int fd, const std::string& name, uid_t owner, int depth) {
+  struct stat st {};
+  if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return false;
   }
-  if (errno != EISDIR || depth >= kMaxDepth) {
+  const bool own = st.st_uid == owner;
+  if (!S_ISDIR(st.st_mode)) {
+    return ::unlinkat(fd, name.c_str(), 0) == 0 && own;
+  }
+  if (depth >= kMaxDepth) {
     return false;
   }
   UniqueFd sub = OpenDir(fd, name.c_str());
-  return sub.get() >= 0 && RemoveContents(sub.get(), depth + 1) &&
-         ::unlinkat(fd, name.c_str(), AT_REMOVEDIR) == 0;
+  return sub.get() >= 0 && RemoveContents(sub.get(), owner, depth + 1) &&
+         ::unlinkat(fd, name.c_str(), AT_REMOVEDIR) == 0 && own;
 }
 
-bool RemoveContents(int fd, int depth) {
+bool RemoveContents(int fd, uid_t owner, int depth) {
   std::vector<std::string> names;
   if (!ListNames(fd, &names)) {
     return false;
   }
+  bool all = true;
   for (const std::string& name : names) {
-    if (!RemoveEntry(fd, name, depth)) {
-      return false;
-    }
+    all = RemoveEntry(fd, name, owner, depth) && all;
   }
-  return true;
+  return all;
 }
 
-// Drops the extended attributes a task may have set on a directory it owned (its ACLs
-// among them), except security labels, and restores mode 0700.
-bool Reset(int fd) {
+// Whether the directory carries an access or default ACL.
+bool HasAcl(int fd) {
+  return ::fgetxattr(fd, "system.posix_acl_access", nullptr, 0) >= 0 ||
+         ::fgetxattr(fd, "system.posix_acl_default", nullptr, 0) >= 0;
+}
+
+// Takes the directory from its owner before anything is removed: the agent's own, 0700,
+// without the extended attributes a task may have set (security labels stay). False
+// when the directory is not `owner`'s or had been opened to anyone else (group or other
+// bits, an ACL): a process of another uid may hold it open, and would see what the next
+// job puts there.
+bool LockDown(int fd, const struct stat& owner) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_uid != owner.st_uid || st.st_gid != owner.st_gid ||
+      (st.st_mode & 077) != 0 || HasAcl(fd)) {
+    return false;
+  }
+  if (::fchown(fd, ::geteuid(), ::getegid()) != 0 || ::fchmod(fd, 0700) != 0) {
+    return false;
+  }
   std::array<char, 4096> names{};
   const ssize_t size = ::flistxattr(fd, names.data(), names.size());
   if (size < 0 && errno != ENOTSUP) {
@@ -99,34 +122,37 @@ bool Reset(int fd) {
       return false;
     }
   }
-  return ::fchmod(fd, 0700) == 0;
+  return true;
 }
 
-// Leaves the job directory `fd` as PrepareJobSandbox makes it: home/ and tmp/, empty,
-// owned as the job directory is; everything else in it removed. False when that cannot
-// be done (home or tmp replaced by something else, a tree too deep, an error).
+// Leaves the job directory `fd` with only home/ and tmp/, empty, all three the agent's
+// (PrepareJobSandbox gives them to the next job's owner). Each is locked down before it
+// is emptied, so nothing can be added meanwhile. False when the directories cannot be
+// kept: home or tmp replaced by something else or opened to others, an entry of another
+// uid in them, a tree too deep, an error.
 bool Empty(int fd, const struct stat& owner) {
+  if (!LockDown(fd, owner)) {
+    return false;
+  }
   std::vector<std::string> names;
   if (!ListNames(fd, &names)) {
     return false;
   }
   int kept = 0;
+  bool clean = true;
   for (const std::string& name : names) {
     if (name != "home" && name != "tmp") {
-      if (!RemoveEntry(fd, name, 0)) {
-        return false;
-      }
+      clean = RemoveEntry(fd, name, owner.st_uid, 0) && clean;
       continue;
     }
     UniqueFd sub = OpenDir(fd, name.c_str());
-    struct stat st {};
-    if (sub.get() < 0 || ::fstat(sub.get(), &st) != 0 || st.st_uid != owner.st_uid ||
-        st.st_gid != owner.st_gid || !RemoveContents(sub.get(), 1) || !Reset(sub.get())) {
+    if (sub.get() < 0 || !LockDown(sub.get(), owner)) {
       return false;
     }
+    clean = RemoveContents(sub.get(), owner.st_uid, 1) && clean;
     ++kept;
   }
-  return kept == 2 && Reset(fd);
+  return clean && kept == 2;
 }
 
 // Empties `dir` and moves it among the spares; false when it is not kept.
@@ -146,6 +172,7 @@ bool KeepAsSpare(const std::string& data_dir, const std::string& dir, uint64_t j
   if (fd.get() < 0 || ::fstat(fd.get(), &owner) != 0 || !Empty(fd.get(), owner)) {
     return false;
   }
+  // Named by the owner it had: only a job of that uid and gid may take it.
   const std::string name =
       std::to_string(owner.st_uid) + "." + std::to_string(owner.st_gid) + "." + std::to_string(job);
   return ::renameat(AT_FDCWD, dir.c_str(), root.get(), name.c_str()) == 0;

@@ -60,11 +60,22 @@ TEST_F(JobSandboxTest, TheNextJobOfTheSameOwnerGetsTheDirectoriesBackEmpty) {
   fs::create_symlink(outside, first.home + "/link");
   fs::create_directory_symlink(root_, first.tmp + "/dirlink");
   ASSERT_EQ(::setxattr(first.home.c_str(), "user.left", "1", 1, 0), 0) << "user xattrs on /tmp";
-  ASSERT_EQ(::chmod(first.home.c_str(), 0755), 0);
 
   RetireJobSandbox(data_, 1);
   EXPECT_FALSE(fs::exists(first.dir));
-  EXPECT_EQ(Entries(Spares()).size(), 1u);
+  const std::set<std::string> spares = Entries(Spares());
+  ASSERT_EQ(spares.size(), 1u);
+  // Kept as the agent's, closed to everyone else, until a job takes it.
+  const std::string spare = Spares() + "/" + *spares.begin();
+  for (const std::string& d : {spare, spare + "/home", spare + "/tmp"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(d.c_str(), &st), 0) << d;
+    EXPECT_EQ(st.st_uid, ::geteuid()) << d;
+    EXPECT_EQ(st.st_mode & 07777, 0700u) << d;
+  }
+  char left[8];
+  EXPECT_LT(::getxattr((spare + "/home").c_str(), "user.left", left, sizeof(left)), 0)
+      << "an attribute of the last job survived";
 
   const JobSandbox second = Prepare(2);
   EXPECT_EQ(Inode(second.home), home) << "the spare was not reused";
@@ -72,14 +83,30 @@ TEST_F(JobSandboxTest, TheNextJobOfTheSameOwnerGetsTheDirectoriesBackEmpty) {
   EXPECT_TRUE(Entries(second.home).empty());
   EXPECT_TRUE(Entries(second.tmp).empty());
   EXPECT_TRUE(Entries(Spares()).empty());
-  EXPECT_EQ(fs::status(second.home).permissions(), fs::perms::owner_all);
-  char value[8];
-  EXPECT_LT(::getxattr(second.home.c_str(), "user.left", value, sizeof(value)), 0)
-      << "an attribute of the last job survived";
   // What the links pointed to is untouched.
   EXPECT_TRUE(fs::exists(outside));
-  EXPECT_TRUE(fs::exists(root_ + "/outside"));
-  EXPECT_TRUE(fs::is_directory(data_));
+  EXPECT_TRUE(fs::is_directory(root_));
+}
+
+TEST_F(JobSandboxTest, ADirectoryOpenedToOthersIsRemovedNotKept) {
+  const JobSandbox first = Prepare(1);
+  std::ofstream(first.tmp + "/shared") << "x";
+  ASSERT_EQ(::chmod(first.tmp.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(first.tmp.c_str(), 0700), 0);  // closed again: still kept
+  RetireJobSandbox(data_, 1);
+  EXPECT_EQ(Entries(Spares()).size(), 1u);
+
+  const JobSandbox second = Prepare(2);
+  ASSERT_EQ(::chmod(second.tmp.c_str(), 0757), 0);
+  RetireJobSandbox(data_, 2);
+  EXPECT_FALSE(fs::exists(second.dir));
+  EXPECT_TRUE(Entries(Spares()).empty()) << "a directory others may hold open was kept";
+
+  const JobSandbox third = Prepare(3);
+  ASSERT_EQ(::chmod(third.dir.c_str(), 0710), 0);
+  RetireJobSandbox(data_, 3);
+  EXPECT_FALSE(fs::exists(third.dir));
+  EXPECT_TRUE(Entries(Spares()).empty());
 }
 
 TEST_F(JobSandboxTest, ADirectoryWhoseHomeIsNoLongerADirectoryIsRemovedNotKept) {
@@ -131,6 +158,19 @@ TEST_F(JobSandboxTest, ASpareServesOnlyItsOwnOwner) {
   ASSERT_EQ(::stat(same.dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 60001u);
   EXPECT_EQ(st.st_gid, 60001u);
+}
+
+TEST_F(JobSandboxTest, AnEntryOfAnotherUidMeansRemoval) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root (files of other uids)";
+  }
+  const JobSandbox first = Prepare(1, 60001, 60001);
+  const std::string planted = first.home + "/planted";
+  std::ofstream(planted) << "x";
+  ASSERT_EQ(::chown(planted.c_str(), 60002, 60002), 0);
+  RetireJobSandbox(data_, 1);
+  EXPECT_FALSE(fs::exists(first.dir));
+  EXPECT_TRUE(Entries(Spares()).empty()) << "kept although another uid had put a file there";
 }
 
 TEST_F(JobSandboxTest, AJobThatHasItsDirectoriesKeepsThem) {

@@ -21,7 +21,8 @@
 //   reused pid) is appended by the shim itself before Start returns; a "cgroup" line
 //   names the task's cgroup, if any. With them a later launcher (a restarted agent) can
 //   Adopt the task. A start appends "clear" first when an earlier start of the same
-//   state file left lines, and so does a start that fails.
+//   state file left lines, and so does a start whose shim ran and then failed (one that
+//   failed before its shim ran leaves at most a "cgroup" line, which adopts nothing).
 // - Reap reports a task only once its shim has exited, so no process of it remains. A
 //   shim that died without writing the end (SIGKILLed) leaves the task's status unknown;
 //   its leftovers are killed (session, cgroup) before the task is reported.

@@ -190,7 +190,7 @@ class LauncherTest : public ::testing::Test {
   }
 
   // Kills the shim of task `id` with SIGKILL; its pid, or -1 (a test failure) when its
-  // shim file names none or the kill fails.
+  // state file names no shim or the kill fails.
   int KillShim(const std::string& id) {
     std::vector<int64_t> shim = ShimRecord(id);
     if (shim.size() != 3u || shim[0] <= 1) {

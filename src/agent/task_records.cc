@@ -153,7 +153,14 @@ Status SaveTaskRecord(const std::string& path, const TaskRecord& record) {
     return WriteAtomically(path + "/record.json", path + "/record.json.tmp", line);
   }
   const std::string tmp = path + ".tmp";
-  (void)TakeSpare(dir, tmp);  // else a new file
+  if (TakeSpare(dir, tmp)) {
+    // A spare must be no other name's file: after a crash of the machine, an unsynced
+    // rename into the spares can leave a record and a spare naming one inode.
+    struct stat st {};
+    if (::lstat(tmp.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+      ::unlink(tmp.c_str());
+    }
+  }
   return WriteAtomically(path, tmp, line);
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,33 @@ TEST_F(TaskRecordsTest, ARemovedRecordsFileServesTheNextRecordEmptied) {
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   EXPECT_EQ(loaded->launch.key.job, 6u);
   EXPECT_EQ(ListTaskRecords(data_), std::vector<std::string>{"6.0.1"});
+}
+
+TEST_F(TaskRecordsTest, ASpareThatIsAlsoALiveRecordIsNotReused) {
+  // What a crash can leave of an unsynced rename: a record and a spare naming one file.
+  const std::string live = TaskRecordPath(data_, "5.0.1");
+  ASSERT_TRUE(SaveTaskRecord(live, Record(5)).ok());
+  std::filesystem::create_directories(data_ + "/tasks/.spare");
+  ASSERT_EQ(::link(live.c_str(), (data_ + "/tasks/.spare/4.0.1.task").c_str()), 0);
+  ASSERT_TRUE(SaveTaskRecord(TaskRecordPath(data_, "6.0.1"), Record(6)).ok());
+  StatusOr<TaskRecord> kept = LoadTaskRecord(live);
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  EXPECT_EQ(kept->launch.key.job, 5u) << "the live record was overwritten through its spare";
+}
+
+TEST_F(TaskRecordsTest, ARecordSavedAgainReplacesTheFirst) {
+  const std::string path = TaskRecordPath(data_, "5.0.1");
+  ASSERT_TRUE(SaveTaskRecord(path, Record(5)).ok());
+  ASSERT_TRUE(AppendStateLine(path, "shim 1 2 3", false).ok());
+  TaskRecord again = Record(5);
+  again.gpu_use.clear();
+  ASSERT_TRUE(SaveTaskRecord(path, again).ok());
+  ASSERT_TRUE(WriteTaskMarker(path, "failed", "no such program").ok());
+  StatusOr<TaskRecord> loaded = LoadTaskRecord(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_TRUE(loaded->gpu_use.empty());
+  EXPECT_EQ(ReadTaskState(path).shim, "");
+  EXPECT_EQ(ReadTaskMarker(path, "failed"), "no such program");
 }
 
 TEST_F(TaskRecordsTest, AtMostSixtyFourSparesAreKept) {

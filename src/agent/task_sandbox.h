@@ -4,12 +4,20 @@
 //
 // - Each job gets `<data_dir>/jobs/<job>/` (mode 0700, owned by the task's uid), with
 //   `home/` and `tmp/` inside (HOME and TMPDIR), empty when its first task starts.
-//   Directories of an ended job are emptied and kept (at most kMaxSpareSandboxes, under
-//   `<data_dir>/jobs/.spare`, root's, 0700) for the next job of the same uid:gid only:
-//   on a file system that will not soon reuse a deleted inode (ext4 without a journal),
-//   making and removing three directories per job was the largest cost of a short job. `<data_dir>` and `<data_dir>/jobs` are
-//   0711: a task can reach its own job directory but cannot list anyone's, and the
-//   rest of the agent's data (logs, task records, its credential) is root's, 0700/0600.
+//   `<data_dir>` and `<data_dir>/jobs` are 0711: a task can reach its own job directory
+//   but cannot list anyone's, and the rest of the agent's data (logs, task records, its
+//   credential) is root's, 0700/0600.
+// - Spares: on a file system that will not soon reuse a freed inode (ext4 without a
+//   journal), making and removing three directories per job was the largest cost of a
+//   short job. So when a job ends its three directories are first taken back (the
+//   agent's, 0700, extended attributes but security labels dropped), then emptied, and
+//   kept under `<data_dir>/jobs/.spare` (0700; at most kMaxSpareSandboxes) for the next
+//   job of the same uid:gid only. They are removed instead when home or tmp was replaced
+//   or had been opened to others (group or other bits, an ACL: a process of another uid
+//   might hold it open), or held an entry of another uid. What remains possible: a
+//   process of another uid that opened the directory while its owner allowed that, and
+//   the owner closed it again before the job ended, can still list (not open) the names
+//   in it during the owner's next job.
 // - The checkpoint directory: the controller's own (`managed`: under its checkpoint
 //   root, named by job id) is made by the agent and given to the task's uid; one that
 //   exists must already be that uid's. A directory the job's spec named is made, and

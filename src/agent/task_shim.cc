@@ -110,8 +110,6 @@ bool WriteAll(int fd, const char* data, size_t size) {
   return true;
 }
 
-// Writes `text` to `tmp`, fsyncs it (when `durable`) and renames it to `path`, then
-// fsyncs `dir` (when `durable`).
 // Appends whole lines to the task's state file; `durable`: on the disk before it returns
 // (the launcher made the file's own entry durable when it created it).
 int AppendToStateFile(const char* path, const char* text, size_t size, bool durable) {

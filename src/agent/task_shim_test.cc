@@ -167,7 +167,8 @@ TEST_F(LauncherTest, AdoptingAKilledShimKillsTheRestWithStatusUnknown) {
   EXPECT_EQ(exit->signal, 0);
   EXPECT_TRUE(ProcessGone(leader));
   EXPECT_TRUE(ProcessGone(worker));
-  EXPECT_EQ(End("adopt.3"), "");
+  EXPECT_NE(ReadTaskState(StateFile("adopt.3")).shim, "");
+  EXPECT_EQ(End("adopt.3"), "") << "a killed shim wrote an end";
 }
 
 TEST_F(LauncherTest, KilledShimOfAnOwnTaskIsReportedWithStatusUnknown) {
