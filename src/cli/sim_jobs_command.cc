@@ -260,7 +260,9 @@ void AddSimJobsCommand(CLI::App& sim, int* exit_code) {
   CLI::App* cmd = sim.add_subcommand(
       "jobs", "Replay a job trace under scheduling policies (quotas, fair share, preemption)");
   cmd->add_option("--trace", opts->trace,
-                  "philly:PATH, tiresias:PATH or pollux:PATH (a bare PATH is Philly)")
+                  "philly:PATH, tiresias:PATH, pollux:PATH (a bare PATH is Philly), or "
+                  "synthetic[:jobs=N,seed=S,gpus=1:70/8:30,median=30m,sigma=1.5,max=7d,"
+                  "tenants=N]")
       ->required();
   cmd->add_option(
          "--cluster", opts->cluster,

@@ -576,6 +576,9 @@ StatusOr<JobTrace> ReadPolluxWorkload(const std::string& path, const std::string
 }
 
 StatusOr<JobTrace> ReadJobTrace(std::string_view spec, const std::string& traces_dir) {
+  if (spec == "synthetic") {
+    return MakeSyntheticTrace("");
+  }
   const size_t colon = spec.find(':');
   if (colon != std::string_view::npos) {
     const std::string_view kind = spec.substr(0, colon);
@@ -585,6 +588,9 @@ StatusOr<JobTrace> ReadJobTrace(std::string_view spec, const std::string& traces
     }
     if (kind == "tiresias") {
       return ReadTiresiasTrace(path);
+    }
+    if (kind == "synthetic") {
+      return MakeSyntheticTrace(spec.substr(colon + 1));
     }
     if (kind == "pollux") {
       return ReadPolluxWorkload(path,
@@ -597,8 +603,8 @@ StatusOr<JobTrace> ReadJobTrace(std::string_view spec, const std::string& traces
         !std::filesystem::exists(std::string(spec), ec)) {
       return InvalidArgumentError("unknown trace kind '" + std::string(kind) + "' in '" +
                                   std::string(spec) +
-                                  "': expected philly:PATH, tiresias:PATH, pollux:PATH or a "
-                                  "bare PATH (read as Philly)");
+                                  "': expected philly:PATH, tiresias:PATH, pollux:PATH, "
+                                  "synthetic:PARAMS or a bare PATH (read as Philly)");
     }
   }
   return ReadPhillyTrace(std::string(spec));

@@ -44,8 +44,20 @@ StatusOr<JobTrace> ReadTiresiasTrace(const std::string& path);
 // (replicas, local batch) point. One GPU per replica.
 StatusOr<JobTrace> ReadPolluxWorkload(const std::string& path, const std::string& profiles_dir);
 
-// "philly:PATH", "tiresias:PATH" or "pollux:PATH" (the profiles are looked up in
-// `traces_dir`/sia/traces). A bare PATH is read as Philly.
+// A seeded synthetic trace (synthetic_trace.cc) from "KEY=VALUE,..." (each optional):
+//   jobs=1000      how many jobs (1 to 1,000,000)
+//   seed=1         the generator's seed: the same seed gives the same trace
+//   gpus=1:70/2:10/4:10/8:10   GPUs per job and their relative weights
+//   median=30m     the median duration; durations are log-normal around it
+//   sigma=1.5      the log-normal's shape (0: every job the median; 0 to 5)
+//   max=7d         durations are clipped to [1s, max]
+//   tenants=0      jobs spread uniformly over tenants t0..tN-1 (0: no tenant)
+// Submissions are Poisson, one a minute on average; `--load` rescales them.
+StatusOr<JobTrace> MakeSyntheticTrace(std::string_view params);
+
+// "philly:PATH", "tiresias:PATH", "pollux:PATH" (the profiles are looked up in
+// `traces_dir`/sia/traces) or "synthetic:PARAMS" (above; "synthetic" alone takes the
+// defaults). A bare PATH is read as Philly.
 StatusOr<JobTrace> ReadJobTrace(std::string_view spec, const std::string& traces_dir);
 
 // GPU-seconds demanded over (cluster GPUs x the submission span, first to last).

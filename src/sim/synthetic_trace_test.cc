@@ -1,0 +1,92 @@
+// The synthetic trace: the same seed gives the same jobs, sizes follow their weights,
+// durations their log-normal, and a bad parameter is named.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "sim/job_trace.h"
+
+namespace tessera {
+namespace {
+
+constexpr Micros kMinute = 60'000'000;
+
+TEST(SyntheticTraceTest, TheSameSeedGivesTheSameJobsAnotherSeedOthers) {
+  StatusOr<JobTrace> a = MakeSyntheticTrace("jobs=500,seed=7,tenants=3");
+  StatusOr<JobTrace> b = ReadJobTrace("synthetic:jobs=500,seed=7,tenants=3", "");
+  StatusOr<JobTrace> c = MakeSyntheticTrace("jobs=500,seed=8,tenants=3");
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << a.status().message();
+  ASSERT_EQ(a->jobs.size(), 500u);
+  EXPECT_EQ(a->name, "synthetic");
+  bool all_same = true;
+  bool any_differs = false;
+  for (size_t i = 0; i < a->jobs.size(); ++i) {
+    const TraceJob& x = a->jobs[i];
+    const TraceJob& y = b->jobs[i];
+    const TraceJob& z = c->jobs[i];
+    all_same = all_same && x.submit == y.submit && x.duration == y.duration &&
+               x.gpus == y.gpus && x.tenant == y.tenant && x.name == y.name;
+    any_differs = any_differs || x.duration != z.duration || x.submit != z.submit;
+  }
+  EXPECT_TRUE(all_same);
+  EXPECT_TRUE(any_differs);
+}
+
+TEST(SyntheticTraceTest, SizesFollowTheirWeightsAndDurationsTheirMedian) {
+  StatusOr<JobTrace> t = MakeSyntheticTrace("jobs=20000,gpus=1:60/4:30/16:10,median=20m,"
+                                            "sigma=1,max=1d,tenants=4");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  std::map<int, int> sizes;
+  std::set<std::string> tenants;
+  std::vector<Micros> durations;
+  Micros last = 0;
+  for (const TraceJob& j : t->jobs) {
+    ++sizes[j.gpus];
+    tenants.insert(j.tenant);
+    durations.push_back(j.duration);
+    EXPECT_GE(j.submit, last) << "not sorted by submission";
+    last = j.submit;
+    EXPECT_GE(j.duration, 1'000'000);
+    EXPECT_LE(j.duration, 24 * 60 * kMinute);
+  }
+  EXPECT_EQ(t->jobs.front().submit, 0);
+  ASSERT_EQ(sizes.size(), 3u);
+  EXPECT_NEAR(sizes[1] / 20000.0, 0.60, 0.02);
+  EXPECT_NEAR(sizes[4] / 20000.0, 0.30, 0.02);
+  EXPECT_NEAR(sizes[16] / 20000.0, 0.10, 0.02);
+  EXPECT_EQ(tenants, (std::set<std::string>{"t0", "t1", "t2", "t3"}));
+  std::nth_element(durations.begin(), durations.begin() + 10000, durations.end());
+  EXPECT_NEAR(static_cast<double>(durations[10000]) / (20.0 * kMinute), 1.0, 0.05);
+  // One a minute on average (before --load rescales them).
+  EXPECT_NEAR(static_cast<double>(last) / (19999.0 * kMinute), 1.0, 0.05);
+}
+
+TEST(SyntheticTraceTest, SigmaZeroGivesEveryJobTheMedian) {
+  StatusOr<JobTrace> t = MakeSyntheticTrace("jobs=50,sigma=0,median=90s,gpus=8:1");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  for (const TraceJob& j : t->jobs) {
+    EXPECT_EQ(j.duration, 90'000'000);
+    EXPECT_EQ(j.gpus, 8);
+    EXPECT_EQ(j.tenant, "");
+  }
+  StatusOr<JobTrace> defaults = ReadJobTrace("synthetic", "");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->jobs.size(), 1000u);
+}
+
+TEST(SyntheticTraceTest, ABadParameterIsNamed) {
+  for (const char* bad : {"jobs=0", "jobs=x", "seed=-1", "gpus=1:0", "gpus=0:5", "gpus=1",
+                          "gpus=", "median=0s", "median=2d,max=1d", "sigma=-1", "sigma=9",
+                          "sigma=1x", "tenants=-2", "colour=red", "jobs"}) {
+    StatusOr<JobTrace> t = MakeSyntheticTrace(bad);
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(t.status().message().find("synthetic trace"), std::string::npos) << bad;
+  }
+  EXPECT_NE(MakeSyntheticTrace("colour=red").status().message().find("'colour'"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera
