@@ -173,6 +173,7 @@ JobSummary Summarize(const JobRun& run) {
       in_system += gpus * job_jct;
     } else {
       ++s.unfinished;
+      s.never_started += job.first_start < 0 ? 1 : 0;
     }
     if (job.predicted > 0 && job.actual > 0) {
       log_error.push_back(std::abs(
@@ -254,6 +255,15 @@ std::string JobSummaryTable(const std::vector<JobSummary>& rows) {
         << std::setw(7) << Fixed(r.jain, 3) << std::setw(9) << r.preemptions << std::setw(10)
         << Fixed(r.lost_gpu_hours, 1) << std::setw(8) << r.quota_violations << '\n';
   }
+  // Jobs that never finished are in no JCT figure: say so rather than let the averages
+  // flatter the policy that starved them.
+  for (const JobSummary& r : rows) {
+    if (r.unfinished > 0) {
+      out << r.policy << ": " << r.unfinished << " job" << (r.unfinished == 1 ? "" : "s")
+          << " never finished (" << r.never_started << " never started); the JCT figures "
+          << "leave them out, the wait figures leave out those that never started\n";
+    }
+  }
   return out.str();
 }
 
@@ -265,6 +275,7 @@ std::string JobSummaryJson(const std::vector<JobSummary>& rows) {
         {"policy", r.policy},
         {"jobs", r.jobs},
         {"unfinished", r.unfinished},
+        {"never_started", r.never_started},
         {"avg_jct_s", Round6(r.avg_jct_s)},
         {"median_jct_s", Round6(r.median_jct_s)},
         {"p95_jct_s", Round6(r.p95_jct_s)},

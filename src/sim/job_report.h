@@ -53,6 +53,7 @@ struct JobSummary {
   std::string policy;
   int64_t jobs = 0;           // finished jobs
   int64_t unfinished = 0;     // jobs that never finished
+  int64_t never_started = 0;  // of those, jobs that never started
   double avg_jct_s = 0, median_jct_s = 0, p95_jct_s = 0, p99_jct_s = 0;
   double avg_wait_s = 0, median_wait_s = 0, p99_wait_s = 0;  // submit to first start
   double makespan_s = 0;      // first submit to last finish

@@ -148,6 +148,17 @@ TEST(JobReportTest, SummarizeHandMadeRun) {
   EXPECT_EQ(s.policy, "fifo");
   EXPECT_EQ(s.jobs, 4);        // A B C D
   EXPECT_EQ(s.unfinished, 2);  // E F
+  EXPECT_EQ(s.never_started, 1);  // F
+  // The table says what its averages leave out.
+  const std::string table = JobSummaryTable({s});
+  EXPECT_NE(table.find("fifo: 2 jobs never finished (1 never started); the JCT figures leave "
+                       "them out"),
+            std::string::npos)
+      << table;
+  JobSummary all_done = s;
+  all_done.unfinished = 0;
+  all_done.never_started = 0;
+  EXPECT_EQ(JobSummaryTable({all_done}).find("never finished"), std::string::npos);
   // JCT over A B C D: 100 120 240 360.
   EXPECT_DOUBLE_EQ(s.avg_jct_s, 205);     // 820 / 4
   EXPECT_DOUBLE_EQ(s.median_jct_s, 120);  // rank ceil(2) = 2
@@ -225,6 +236,7 @@ TEST(JobReportTest, JsonParsesBackWithEveryField) {
   const std::vector<std::string> keys = {"policy",
                                          "jobs",
                                          "unfinished",
+                                         "never_started",
                                          "avg_jct_s",
                                          "median_jct_s",
                                          "p95_jct_s",
@@ -257,6 +269,7 @@ TEST(JobReportTest, JsonParsesBackWithEveryField) {
   EXPECT_TRUE(row["jobs"].is_number_integer());
   EXPECT_EQ(row["jobs"], 4);
   EXPECT_EQ(row["unfinished"], 2);
+  EXPECT_EQ(row["never_started"], 1);
   EXPECT_DOUBLE_EQ(row["avg_jct_s"].get<double>(), 205);
   EXPECT_DOUBLE_EQ(row["median_jct_s"].get<double>(), 120);
   EXPECT_DOUBLE_EQ(row["p95_jct_s"].get<double>(), 360);
@@ -286,7 +299,10 @@ TEST(JobReportTest, TableIsAlignedWithUnits) {
   for (std::string line; std::getline(in, line);) {
     lines.push_back(line);
   }
-  ASSERT_EQ(lines.size(), 3u);
+  // The header, a row per policy, then a line per policy that left jobs unfinished.
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[3].rfind("fifo: 2 jobs never finished", 0), 0u);
+  EXPECT_EQ(lines[4].rfind("a-rather-long-policy: 2 jobs never finished", 0), 0u);
   EXPECT_NE(lines[0].find("policy"), std::string::npos);
   EXPECT_NE(lines[0].find("p99JCT(s)"), std::string::npos);  // the run lasts 400 s
   EXPECT_NE(lines[0].find("util%"), std::string::npos);
