@@ -43,6 +43,15 @@ def run_cell(args, trace, cluster, load, checkpoint, seed):
     return json.loads(out.stdout)["summary"]
 
 
+def trace_label(trace):
+    """philly:PATH -> philly:FILE; synthetic:PARAMS without its seed."""
+    kind, _, rest = trace.partition(":")
+    if kind == "synthetic":
+        params = [p for p in rest.split(",") if p and not p.startswith("seed=")]
+        return "synthetic" + (":" + ",".join(params) if params else "")
+    return kind + ":" + os.path.basename(rest) if rest else kind
+
+
 def rank(rows):
     """Adds rank and gap (to the best real policy's average JCT) to each row."""
     real = [r for r in rows if r["policy"] not in ORACLES and r["jobs"] > 0]
@@ -56,7 +65,8 @@ def rank(rows):
 
 def heatmap(cells, policies, path):
     """One row per cell, one column per policy, coloured by the gap to the best."""
-    cw, ch, left, top = 90, 18, 420, 40
+    cw, ch, top = 90, 18, 40
+    left = 16 + 7 * max((len(c["label"]) for c in cells), default=0)  # about 7 px a character
     width, height = left + cw * len(policies) + 10, top + ch * len(cells) + 10
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'font-family="sans-serif" font-size="11">',
@@ -117,7 +127,7 @@ def main():
     combos = list(itertools.product(traces, clusters, loads, checkpoints, seeds))
     for n, (trace, cluster, load, checkpoint, seed) in enumerate(combos, 1):
         rows = rank(run_cell(args, trace, cluster, load, checkpoint, seed))
-        label = f"{trace.split(':')[0]} {cluster} load {load} {checkpoint} seed {seed}"
+        label = f"{trace_label(trace)} {cluster} load {load} {checkpoint} seed {seed}"
         cells.append({"trace": trace, "cluster": cluster, "load": load,
                       "checkpoint": checkpoint, "seed": seed, "label": label, "rows": rows})
         print(f"[{n}/{len(combos)}] {label}: " + "  ".join(
