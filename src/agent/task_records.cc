@@ -56,12 +56,10 @@ bool IsDirectory(const std::string& path) {
 // or the new, never half.
 Status WriteAtomically(const std::string& path, const std::string& tmp, const std::string& content) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd >= 0) {
-    (void)::fchmod(fd, 0600);  // a reused file keeps its mode otherwise
-  }
   if (fd < 0) {
     return InternalError("cannot write " + tmp + ": " + ErrnoText(errno));
   }
+  (void)::fchmod(fd, 0600);  // a reused spare keeps its mode otherwise
   size_t done = 0;
   while (done < content.size()) {
     ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -84,6 +82,7 @@ Status WriteAtomically(const std::string& path, const std::string& tmp, const st
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     return InternalError("cannot rename " + tmp + ": " + ErrnoText(errno));
   }
+  // The rename itself is durable only once its directory is.
   const std::string dir = path.substr(0, path.rfind('/'));
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {

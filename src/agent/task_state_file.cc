@@ -71,13 +71,15 @@ Status AppendStateLine(const std::string& path, std::string_view line, bool dura
   text += '\n';
   // One write: appends of whole lines by the shim and the agent do not interleave.
   const ssize_t n = ::write(fd, text.data(), text.size());
-  const int err = n == static_cast<ssize_t>(text.size()) ? 0 : (n < 0 ? errno : EIO);
-  const bool synced = err == 0 && (!durable || ::fdatasync(fd) == 0);
-  const int sync_err = errno;
+  int err = 0;
+  if (n != static_cast<ssize_t>(text.size())) {
+    err = n < 0 ? errno : EIO;
+  } else if (durable && ::fdatasync(fd) != 0) {
+    err = errno;
+  }
   ::close(fd);
-  if (err != 0 || !synced) {
-    return InternalError("cannot append to " + path + ": " +
-                         std::generic_category().message(err != 0 ? err : sync_err));
+  if (err != 0) {
+    return InternalError("cannot append to " + path + ": " + std::generic_category().message(err));
   }
   return Status::Ok();
 }
