@@ -16,8 +16,23 @@
 // nodes stay able to use their GPUs. Among equal levels a share goes to the GPU
 // it fills best (in 100-milli steps); remaining ties go by node order (TieBreak).
 //
+// GPU models. When some typical tasks are pinned to GPU models, both terms are
+// computed per model, from the typical tasks that may run on it: a node of model M
+// counts fragmentation only for the tasks that could land on M (a task pinned to
+// other models can never use M's idle GPU, so FGD's "all of it is fragment" for
+// that task says nothing about how M is packed), and its stranded GPU uses the CPU
+// and memory per GPU of those tasks (M's GPUs are fed by what may run on M, not by
+// the whole workload). Weights stay each task's share of the whole workload. Without
+// pinned typical tasks every model sees the whole workload, and the score is the
+// same as before. Nodes with mixed GPU models use the whole workload.
+//
 // Thread safety: immutable after construction; Score is reentrant.
 #pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "plugins/fgd.h"
 #include "sched/framework.h"
@@ -30,15 +45,39 @@ class TesseraScorer final : public ScorePlugin {
   std::string_view name() const override { return "tessera"; }
   NodeScore Score(const NodeLedger& node, const TaskRequest& request) override;
 
-  // Idle GPU milli the given free CPU and memory cannot feed.
+  // Idle GPU milli the given free CPU and memory cannot feed, at the whole workload's
+  // ratios (StrandedGpuOn: at those of the tasks that may use `model`).
   double StrandedGpu(double free_cpu, double free_memory, double free_gpu) const;
-  double cpu_per_gpu() const { return cpu_per_gpu_; }
-  double memory_per_gpu() const { return memory_per_gpu_; }
+  double StrandedGpuOn(GpuModelId model, double free_cpu, double free_memory,
+                       double free_gpu) const;
+  double cpu_per_gpu() const { return views_[0].cpu_per_gpu; }
+  double memory_per_gpu() const { return views_[0].memory_per_gpu; }
+  double cpu_per_gpu(GpuModelId model) const { return ViewOf(model).cpu_per_gpu; }
+  double memory_per_gpu(GpuModelId model) const { return ViewOf(model).memory_per_gpu; }
+  // The fragmentation model a node of `model` is judged by (the typical tasks that
+  // may use it; the whole workload when none is pinned).
+  const FragmentationModel& fragmentation(GpuModelId model) const { return *ViewOf(model).model; }
+  // How many distinct per-model views there are (1 when no typical task is pinned).
+  int view_count() const { return static_cast<int>(views_.size()); }
 
  private:
-  const FragmentationModel* model_;
-  double cpu_per_gpu_ = 0;     // milli-CPU per milli-GPU of the typical GPU tasks
-  double memory_per_gpu_ = 0;  // MiB per milli-GPU of the typical GPU tasks
+  struct View {
+    const FragmentationModel* model = nullptr;  // views_[0]: the scorer's own model
+    double cpu_per_gpu = 0;     // milli-CPU per milli-GPU of the view's typical GPU tasks
+    double memory_per_gpu = 0;  // MiB per milli-GPU of the view's typical GPU tasks
+  };
+  const View& ViewOf(GpuModelId model) const {
+    return views_[view_of_model_[model.value() % GpuModelSet::kMaxModels]];
+  }
+  // The view for a node: its GPUs' model's, or the whole workload's for a node
+  // without GPUs or with mixed models.
+  const View& ViewOf(const NodeLedger& node) const;
+  static View MakeView(const FragmentationModel* model);
+  static double Stranded(const View& v, double free_cpu, double free_memory, double free_gpu);
+
+  std::vector<View> views_;
+  std::vector<std::unique_ptr<FragmentationModel>> owned_;  // the per-model models
+  std::array<uint8_t, GpuModelSet::kMaxModels> view_of_model_{};
 };
 
 }  // namespace tessera

@@ -593,5 +593,130 @@ TEST(TesseraScorerPropertyTest, ScoreMatchesReferenceAndIsDeterministic) {
   EXPECT_GT(infeasible, 10);
 }
 
+// ---------------------------------------------------------------------------------
+// GPU models: both terms per model, from the typical tasks that may use it.
+
+GpuModelId ModelA() { return ::tessera::testing::Model("T4"); }
+GpuModelId ModelB() { return ::tessera::testing::Model("V100M16"); }
+
+TypicalTask PinnedToB(TypicalTask t) {
+  t.models.Add(ModelB());
+  return t;
+}
+
+TEST(TesseraScorerModelTest, WithoutPinnedTasksEveryModelSeesTheWholeWorkload) {
+  FragmentationModel m = ModelOf({Typical(4000, 500, 1, 6), Typical(16000, 1000, 2, 2)});
+  TesseraScorer s(&m);
+  EXPECT_EQ(s.view_count(), 1);
+  EXPECT_EQ(&s.fragmentation(ModelA()), &m);
+  EXPECT_EQ(&s.fragmentation(ModelB()), &m);
+  EXPECT_DOUBLE_EQ(s.cpu_per_gpu(ModelA()), s.cpu_per_gpu());
+}
+
+TEST(TesseraScorerModelTest, RatiosCountOnlyTheTasksThatMayUseTheModel) {
+  FragmentationModel m = ModelOf({
+      Typical(4000, 500, 1, 6, 8192),                // any model
+      PinnedToB(Typical(16000, 1000, 1, 2, 32768)),  // B only
+      Typical(2000, 0, 0, 5),                        // CPU only
+  });
+  TesseraScorer s(&m);
+  EXPECT_EQ(s.view_count(), 2);  // B's, and A's = every other model's
+  // Whole workload: CPU 6 * 4000 + 2 * 16000 = 56000 over 3000 + 2000 milli.
+  EXPECT_DOUBLE_EQ(s.cpu_per_gpu(), 56000.0 / 5000.0);
+  EXPECT_DOUBLE_EQ(s.cpu_per_gpu(ModelB()), 56000.0 / 5000.0);
+  // A: only the 6 unpinned shares, 24000 CPU over 3000 milli.
+  EXPECT_DOUBLE_EQ(s.cpu_per_gpu(ModelA()), 8.0);
+  EXPECT_DOUBLE_EQ(s.memory_per_gpu(ModelA()), 6 * 8192.0 / 3000.0);
+  EXPECT_DOUBLE_EQ(s.StrandedGpuOn(ModelA(), 8000, 1 << 20, 2000), 1000.0);  // feeds 1000
+  // A's view keeps the unpinned and CPU-only tasks, at the whole workload's scale.
+  const FragmentationModel& a = s.fragmentation(ModelA());
+  ASSERT_EQ(a.workload().tasks.size(), 2U);
+  EXPECT_EQ(a.workload().tasks[0].cpu.value(), 4000);
+  EXPECT_EQ(a.workload().tasks[1].gpu_milli.value(), 0);
+  EXPECT_EQ(a.scale(), m.scale());
+  EXPECT_EQ(s.fragmentation(ModelB()).workload().tasks.size(), 3U);
+}
+
+// Typical tasks: 1 x (8000 CPU, 1 GPU) of any model and 9 x (0 CPU, 1 GPU) pinned to
+// B, so the whole workload's ratio is 8000 / 10000 = 0.8 CPU per milli-GPU while what
+// may run on A needs 8. Two 2-GPU A nodes, "scarce" with 9 cores (it can feed one
+// of its GPUs: 875 milli stranded) and "plenty" with 64; a 1-core one-GPU task.
+// Right: scarce, whose second GPU is stranded anyway; plenty keeps room for two.
+// Ignoring models, nothing is stranded at 0.8 and the B-pinned tasks count all of
+// either node's idle GPU, so both nodes score alike and node order decides.
+TEST(TesseraScorerModelTest, StrandedGpuAtTheRatioOfWhatMayRunThere) {
+  FragmentationModel m =
+      ModelOf({Typical(8000, 1000, 1, 1), PinnedToB(Typical(0, 1000, 1, 9))});
+  TesseraScorer s(&m);
+  FgdScorer fgd(&m);
+  TestNode scarce(T4Node(2, 9000));
+  TestNode plenty(T4Node(2, 64000));
+  const TaskRequest r = WholeReq(1000, 1);
+  // Model-blind: no stranding at 0.8 on either node, before or after, and FGD's
+  // score (9 x 1000 of idle removed / 10 = 900: level 71) is the same on both.
+  EXPECT_EQ(s.StrandedGpu(9000, 0, 2000), 0.0);
+  EXPECT_EQ(s.StrandedGpu(8000, 0, 1000), 0.0);
+  EXPECT_EQ(fgd.Score(scarce.ledger, r).score, 71);
+  EXPECT_EQ(fgd.Score(plenty.ledger, r).score, 71);
+  // Model-aware: on scarce the stranded GPU falls from 2000 - 9000 / 8 = 875 to 0, no
+  // fragmentation change: level SigmoidScore(875) = 70, key 70 * 16 + 10.
+  EXPECT_EQ(s.StrandedGpuOn(ModelA(), 9000, 0, 2000), 875.0);
+  EXPECT_EQ(s.Score(scarce.ledger, r).score, 1130);
+  // On plenty nothing changes: level 50.
+  EXPECT_EQ(s.Score(plenty.ledger, r).score, 810);
+}
+
+// 1 x (4000 CPU, 1 GPU) of any model, 9 x (0 CPU, 1 GPU) pinned to B. A 6-GPU task
+// (6 cores) on one of two 8-GPU A nodes: "scarce" (9 cores) or "plenty" (64).
+// Right: scarce; it can feed only two 4-core tasks anyway, and plenty keeps eight.
+// Ignoring models, the pinned tasks' "all idle is fragment" adds 9 x 6000 / 10 =
+// 5400 to both gains, past where FGD's sigmoid saturates (level 99 from 4595 on):
+// scarce's -200 of fragmentation is lost and the two tie.
+TEST(TesseraScorerModelTest, PinnedTasksElsewhereDoNotDrownTheDifference) {
+  FragmentationModel m =
+      ModelOf({Typical(4000, 1000, 1, 1), PinnedToB(Typical(0, 1000, 1, 9))});
+  TesseraScorer s(&m);
+  FgdScorer fgd(&m);
+  TestNode scarce(T4Node(8, 9000));
+  TestNode plenty(T4Node(8, 64000));
+  const TaskRequest r = WholeReq(6000, 6);
+  EXPECT_EQ(fgd.Score(scarce.ledger, r).score, 99);  // (54000 - 2000) / 10 = 5200
+  EXPECT_EQ(fgd.Score(plenty.ledger, r).score, 99);  // 54000 / 10 = 5400
+  // Model-aware, scarce: fragmentation 0 -> 2000 (3 cores < 4: the last two GPUs are
+  // lost to the A task), -200; stranded 8000 - 9000 / 4 = 5750 -> 2000 - 3000 / 4 =
+  // 1250, +4500. Gain 4300: level 98, key 98 * 16 + 10.
+  EXPECT_EQ(s.Score(scarce.ledger, r).score, 1578);
+  // plenty: nothing changes for the A task: level 50.
+  EXPECT_EQ(s.Score(plenty.ledger, r).score, 810);
+}
+
+// On a node of model M the score is that of a scorer whose workload is the typical
+// tasks M admits, weighed at the whole workload's scale.
+TEST(TesseraScorerModelTest, ScoreOnAModelIsTheScoreOfItsTasks) {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    Pcg32 rng(seed + 9000);
+    FragmentationModel base = RandomWorkload(rng);
+    TypicalWorkload w = base.workload();
+    for (TypicalTask& t : w.tasks) {
+      if (t.gpu_milli.value() > 0 && rng.Uniform(2) == 0) {
+        t.models.Add(rng.Uniform(2) == 0 ? ModelA() : ModelB());
+      }
+    }
+    TypicalWorkload on_a = w;
+    std::erase_if(on_a.tasks, [](const TypicalTask& t) { return !t.models.Allows(ModelA()); });
+    FragmentationModel full(w);
+    FragmentationModel only_a(on_a);
+    ASSERT_EQ(only_a.scale(), full.scale());
+    TesseraScorer s(&full);
+    TesseraScorer ref(&only_a);
+    TestNode n(T4Node(1 + static_cast<int>(rng.Uniform(8)), 32000, 65536));
+    TakeRandomShares(rng, n, /*with_memory=*/true);
+    for (const TaskRequest& r : {ShareReq(2000, 300, 1024), ShareReq(0, 1000), WholeReq(4000, 1),
+                                 WholeReq(1000, 2, 2048), Cpu(3000, 4096)}) {
+      EXPECT_EQ(s.Score(n.ledger, r).score, ref.Score(n.ledger, r).score) << "seed " << seed;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera
