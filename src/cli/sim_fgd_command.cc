@@ -32,7 +32,48 @@ struct FgdOptions {
   std::string tie_break = "node-order";
   int jobs = 0;
   bool json = false;
+  std::string pin;                // percents of GPU pods to pin, e.g. "25,50"; 0: as read
+  std::string pin_to = "subset";  // subset, single, or both comma-separated
+  uint64_t pin_seed = 1;
 };
+
+// The pinned variants asked for: every percent of --pin with every mode of --pin-to;
+// none (the lists as read) without --pin.
+StatusOr<std::vector<PinSpec>> ParsePins(const FgdOptions& o) {
+  std::vector<PinSpec> pins;
+  if (Trim(o.pin).empty()) {
+    pins.push_back(PinSpec{});
+    return pins;
+  }
+  StatusOr<std::vector<int64_t>> parsed = ParseIntList(o.pin);
+  if (!parsed.ok()) {
+    return InvalidArgumentError("--pin: " + parsed.status().message());
+  }
+  const std::vector<int64_t>& percents = *parsed;
+  std::vector<PinMode> modes;
+  for (std::string_view m : Split(o.pin_to, ',')) {
+    if (Trim(m) == "subset") {
+      modes.push_back(PinMode::kSubset);
+    } else if (Trim(m) == "single") {
+      modes.push_back(PinMode::kSingle);
+    } else {
+      return InvalidArgumentError("--pin-to must list subset and/or single, got '" +
+                                  std::string(m) + "'");
+    }
+  }
+  for (int64_t p : percents) {
+    if (p < 0 || p > 100) {
+      return InvalidArgumentError("--pin percents must be in 0..100, got " + std::to_string(p));
+    }
+    for (PinMode m : modes) {
+      pins.push_back(PinSpec{static_cast<int>(p), m, o.pin_seed});
+      if (p == 0) {
+        break;  // the list as read, once
+      }
+    }
+  }
+  return pins;
+}
 
 StatusOr<std::vector<std::string>> ParsePolicies(std::string_view list) {
   std::vector<std::string> policies;
@@ -65,17 +106,22 @@ StatusOr<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
   return seeds;
 }
 
-// Each pod list, and the typical tasks FGD scores fragmentation against.
+// Each pod list (each of its pinned variants with --pin), and the typical tasks FGD
+// scores fragmentation against.
 Status LoadPodTraces(const std::vector<std::string>& paths, const GpuCatalog& catalog,
+                     const std::vector<NodeSpec>& nodes, const std::vector<PinSpec>& pins,
                      std::vector<std::unique_ptr<PodList>>* traces,
                      std::vector<std::unique_ptr<FragmentationModel>>* typical) {
   for (const std::string& path : paths) {
-    TESSERA_ASSIGN_OR_RETURN(PodList list, ReadOpenbPods(path, catalog));
-    if (list.pods.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(PodList read, ReadOpenbPods(path, catalog));
+    if (read.pods.empty()) {
       return InvalidArgumentError("'" + path + "' has no pods");
     }
-    typical->push_back(std::make_unique<FragmentationModel>(FindTypicalTasks(list.Requests())));
-    traces->push_back(std::make_unique<PodList>(std::move(list)));
+    for (const PinSpec& pin : pins) {
+      TESSERA_ASSIGN_OR_RETURN(PodList list, PinPodsToModels(read, nodes, pin));
+      typical->push_back(std::make_unique<FragmentationModel>(FindTypicalTasks(list.Requests())));
+      traces->push_back(std::make_unique<PodList>(std::move(list)));
+    }
   }
   return Status::Ok();
 }
@@ -171,15 +217,16 @@ Status Run(const FgdOptions& o) {
     return InvalidArgumentError("--tune must be in 1..10 (the paper uses 1.3)");
   }
 
+  TESSERA_ASSIGN_OR_RETURN(std::vector<PinSpec> pins, ParsePins(o));
+
   TESSERA_ASSIGN_OR_RETURN(std::vector<NodeSpec> node_specs, ReadOpenbNodes(o.nodes, catalog));
-  TESSERA_ASSIGN_OR_RETURN(ClusterState cluster,
-                           ClusterState::Create(std::move(node_specs), catalog));
+  TESSERA_ASSIGN_OR_RETURN(ClusterState cluster, ClusterState::Create(node_specs, catalog));
   if (cluster.total_gpus() == 0) {
     return InvalidArgumentError("'" + o.nodes + "' lists no GPU");
   }
   std::vector<std::unique_ptr<PodList>> traces;
   std::vector<std::unique_ptr<FragmentationModel>> typical;
-  TESSERA_RETURN_IF_ERROR(LoadPodTraces(o.pods, catalog, &traces, &typical));
+  TESSERA_RETURN_IF_ERROR(LoadPodTraces(o.pods, catalog, node_specs, pins, &traces, &typical));
   TESSERA_ASSIGN_OR_RETURN(AuthorsResults authors, LoadAuthorsResults(o));
 
   std::error_code ec;
@@ -240,6 +287,15 @@ void AddSimFgdCommand(CLI::App& sim, int* exit_code) {
   cmd->add_option("--expected", opts->expected,
                   "the authors' analysis_allo_discrete.csv to compare with (default: found "
                   "beside the trace when present)");
+  cmd->add_option("--pin", opts->pin,
+                  "model-constrained variants: percents of GPU pods to pin to GPU models "
+                  "their request fits, e.g. 25,50 (0: the list as read); each pod list "
+                  "becomes one variant per percent and --pin-to mode, named LIST-pinP[one]");
+  cmd->add_option("--pin-to", opts->pin_to,
+                  "subset (a random non-empty subset of the fitting models), single (one "
+                  "model), or subset,single")
+      ->capture_default_str();
+  cmd->add_option("--pin-seed", opts->pin_seed, "seed of the pinning draw")->capture_default_str();
   cmd->add_flag("--json", opts->json, "print the summary as one JSON object on stdout");
   // A later --policy, --seeds, --out or --tune overrides an earlier one, so wrapper
   // scripts can pass defaults and users still choose.

@@ -173,7 +173,12 @@ std::string DiscreteCsv(const std::vector<FgdRunResult>& runs, DiscreteMetric me
 std::string SummaryTable(const std::vector<FgdSummaryRow>& rows) {
   std::ostringstream out;
   out << "Unallocated GPU % at 100% arrived (median over seeds; lower is better)\n\n";
-  out << std::left << std::setw(13) << "trace" << std::setw(15) << "policy" << std::right
+  // Wide enough for the longest name (pinned variants such as "multigpu50-pin75one").
+  int width = 13;
+  for (const FgdSummaryRow& r : rows) {
+    width = std::max(width, static_cast<int>(r.trace.size()) + 1);
+  }
+  out << std::left << std::setw(width) << "trace" << std::setw(15) << "policy" << std::right
       << std::setw(6) << "seeds" << std::setw(9) << "median" << std::setw(8) << "p25"
       << std::setw(8) << "p75" << std::setw(10) << "authors" << std::setw(8) << "diff"
       << std::setw(10) << "s/run" << '\n';
@@ -183,7 +188,7 @@ std::string SummaryTable(const std::vector<FgdSummaryRow>& rows) {
       out << '\n';
     }
     last_trace = r.trace;
-    out << std::left << std::setw(13) << r.trace << std::setw(15) << r.policy << std::right
+    out << std::left << std::setw(width) << r.trace << std::setw(15) << r.policy << std::right
         << std::setw(6) << r.seeds << std::setw(9) << Fixed(r.unallocated_at_100.median, 2)
         << std::setw(8) << Fixed(r.unallocated_at_100.p25, 2) << std::setw(8)
         << Fixed(r.unallocated_at_100.p75, 2);

@@ -318,6 +318,30 @@ TEST(SummarizeTest, CsvTableAndJson) {
 
 // --- DiscreteCsv ---------------------------------------------------------------------------
 
+// A pinned variant's long name widens the trace column instead of running into the
+// policy: every row's policy starts in the same column.
+TEST(SummarizeTest, TableColumnFitsLongTraceNames) {
+  FgdSummaryRow a;
+  a.trace = "default";
+  a.policy = "fgd";
+  a.seeds = 1;
+  FgdSummaryRow b = a;
+  b.trace = "multigpu50-pin75one";
+  b.policy = "tessera";
+  std::vector<std::string> lines = Lines(SummaryTable({a, b}));
+  std::vector<size_t> policy_columns;
+  for (const std::string& l : lines) {
+    for (const char* p : {" fgd ", " tessera "}) {
+      if (size_t at = l.find(p); at != std::string::npos) {
+        policy_columns.push_back(at);
+      }
+    }
+  }
+  ASSERT_EQ(policy_columns.size(), 2U) << SummaryTable({a, b});
+  EXPECT_EQ(policy_columns[0], policy_columns[1]);
+  EXPECT_EQ(policy_columns[0], b.trace.size());
+}
+
 TEST(DiscreteCsvTest, AuthorsShape) {
   FgdRunResult a = MakeRun("default", "fgd", 42, 95.5);
   a.alloc_pct[0] = 0.25;

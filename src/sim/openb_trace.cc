@@ -1,9 +1,11 @@
 #include "sim/openb_trace.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "base/rng.h"
 #include "base/strings.h"
 
 namespace tessera {
@@ -187,6 +189,83 @@ StatusOr<PodList> ReadOpenbPods(const std::string& path, const GpuCatalog& catal
     list.pods.push_back(std::move(pod));
   }
   return list;
+}
+
+std::string PinnedTraceName(const std::string& trace, const PinSpec& spec) {
+  if (spec.percent == 0) {
+    return trace;
+  }
+  return trace + "-pin" + std::to_string(spec.percent) +
+         (spec.mode == PinMode::kSingle ? "one" : "");
+}
+
+StatusOr<PodList> PinPodsToModels(const PodList& pods, const std::vector<NodeSpec>& nodes,
+                                  const PinSpec& spec) {
+  if (spec.percent < 0 || spec.percent > 100) {
+    return InvalidArgumentError("pin percent must be in 0..100, got " +
+                                std::to_string(spec.percent));
+  }
+  PodList out = pods;
+  out.trace = PinnedTraceName(pods.trace, spec);
+  std::vector<size_t> gpu_pods;
+  for (size_t i = 0; i < pods.pods.size(); ++i) {
+    const TaskRequest& r = pods.pods[i].request;
+    if (!r.cpu_only() && r.models.empty()) {
+      gpu_pods.push_back(i);
+    }
+  }
+  Pcg32 rng(spec.seed);
+  // The first `pinned` of a shuffled copy are pinned; they are then visited in list
+  // order so each pod's draw does not depend on the shuffle's later steps.
+  rng.Shuffle(std::span<size_t>(gpu_pods));
+  const auto pinned = static_cast<size_t>(
+      (static_cast<int64_t>(gpu_pods.size()) * spec.percent + 50) / 100);
+  gpu_pods.resize(pinned);
+  std::sort(gpu_pods.begin(), gpu_pods.end());
+  for (size_t i : gpu_pods) {
+    TaskRequest& r = out.pods[i].request;
+    // GPUs on the nodes of each model that could host the pod alone.
+    std::vector<std::pair<GpuModelId, int64_t>> fitting;
+    for (const NodeSpec& n : nodes) {
+      if (n.gpus.empty() || !n.Homogeneous() || n.cpu < r.cpu || n.memory < r.memory ||
+          static_cast<int>(n.gpus.size()) < r.gpu_count) {
+        continue;
+      }
+      const GpuModelId m = n.gpus[0].model;
+      auto it = std::find_if(fitting.begin(), fitting.end(),
+                             [&](const auto& f) { return f.first == m; });
+      if (it == fitting.end()) {
+        fitting.emplace_back(m, 0);
+        it = fitting.end() - 1;
+      }
+      it->second += static_cast<int64_t>(n.gpus.size());
+    }
+    if (fitting.empty()) {
+      continue;
+    }
+    // A fixed order, so the draw depends on the models, not on the node list's order.
+    std::sort(fitting.begin(), fitting.end());
+    const size_t k = spec.mode == PinMode::kSingle
+                         ? 1
+                         : 1 + rng.Uniform(static_cast<uint32_t>(fitting.size()));
+    GpuModelSet models;
+    for (size_t drawn = 0; drawn < k; ++drawn) {
+      int64_t total = 0;
+      for (const auto& f : fitting) {
+        total += f.second;
+      }
+      auto pick = static_cast<int64_t>(rng.UniformDouble() * static_cast<double>(total));
+      size_t j = 0;
+      while (j + 1 < fitting.size() && pick >= fitting[j].second) {
+        pick -= fitting[j].second;
+        ++j;
+      }
+      models.Add(fitting[j].first);
+      fitting.erase(fitting.begin() + static_cast<std::ptrdiff_t>(j));
+    }
+    r.models = models;
+  }
+  return out;
 }
 
 }  // namespace tessera

@@ -40,4 +40,30 @@ StatusOr<PodList> ReadOpenbPods(const std::string& path, const GpuCatalog& catal
 // "default" for ".../openb_pod_list_default.csv"; otherwise the file's stem.
 std::string TraceNameFromPath(const std::string& path);
 
+// Model-constrained variants of a pod list. The published pod lists pin no pod to a
+// GPU model (`gpu_spec` is empty throughout), so a scorer's handling of pinned pods
+// is tested on variants: `percent` % of the GPU pods (exactly, rounded; chosen by the
+// seed) are pinned to GPU models their request fits, i.e. models with at least one
+// node in `nodes` whose CPU, memory and GPU count could host the pod when empty.
+// kSingle pins to one such model; kSubset to a non-empty subset, its size uniform in
+// 1..(fitting models). Models are drawn without replacement in proportion to the
+// fitting nodes' GPU count, as demand for a model tends to follow its supply (a
+// uniform draw would pin as many pods to a model of 2 GPUs as to one of 4,000).
+// A pod that fits no node, or is already pinned, is left as it is.
+enum class PinMode { kSubset, kSingle };
+
+struct PinSpec {
+  int percent = 0;  // 0..100
+  PinMode mode = PinMode::kSubset;
+  uint64_t seed = 1;
+};
+
+// "default-pin50" (kSubset) or "default-pin50one" (kSingle); `trace` for percent 0.
+std::string PinnedTraceName(const std::string& trace, const PinSpec& spec);
+
+// The variant of `pods` described by `spec`, named by PinnedTraceName. Pure: the
+// same inputs give the same pins on every platform.
+StatusOr<PodList> PinPodsToModels(const PodList& pods, const std::vector<NodeSpec>& nodes,
+                                  const PinSpec& spec);
+
 }  // namespace tessera

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -434,6 +435,176 @@ TEST(OpenbRealTraceTest, DefaultPodListHas8152Pods) {
   }
   EXPECT_NEAR(static_cast<double>(milli) / 6'212'000.0 * 100.0, 97.98, 0.005);
   EXPECT_GT(cpu_only, 0);
+}
+
+// --- model-constrained variants --------------------------------------------------------
+
+// Nodes: one 2-GPU A10 node (16 cores), ten 8-GPU G2 nodes (96 cores) and a 4-GPU T4
+// node (8 cores): 2, 80 and 4 GPUs.
+std::vector<NodeSpec> PinNodes() {
+  const GpuCatalog& c = GpuCatalog::Default();
+  std::vector<NodeSpec> nodes;
+  nodes.push_back(MakeUniformNode("a10", MilliCpu(16000), MiB(65536), *c.Find("A10"), 2,
+                                  SharingMode::kShared));
+  for (int i = 0; i < 10; ++i) {
+    nodes.push_back(MakeUniformNode("g2-" + std::to_string(i), MilliCpu(96000), MiB(1 << 19),
+                                    *c.Find("G2"), 8, SharingMode::kShared));
+  }
+  nodes.push_back(MakeUniformNode("t4", MilliCpu(8000), MiB(65536), *c.Find("T4"), 4,
+                                  SharingMode::kShared));
+  return nodes;
+}
+
+TracePod Pod(const std::string& name, int64_t cpu, int gpus, int64_t milli) {
+  TracePod p;
+  p.name = name;
+  p.request.cpu = MilliCpu(cpu);
+  p.request.memory = MiB(1024);
+  p.request.gpu_count = gpus;
+  p.request.gpu_milli = MilliGpu(milli);
+  return p;
+}
+
+// 1000 one-GPU shares that fit every model, 100 CPU-only pods, 100 four-GPU pods
+// (G2 or T4), 100 pods of 32 cores (G2 only) and 10 of 200 cores (no node).
+PodList PinPods() {
+  PodList list;
+  list.trace = "mini";
+  for (int i = 0; i < 1000; ++i) {
+    list.pods.push_back(Pod("share-" + std::to_string(i), 2000, 1, 500));
+  }
+  for (int i = 0; i < 100; ++i) {
+    list.pods.push_back(Pod("cpu-" + std::to_string(i), 2000, 0, 0));
+    list.pods.push_back(Pod("four-" + std::to_string(i), 4000, 4, 1000));
+    list.pods.push_back(Pod("big-cpu-" + std::to_string(i), 32000, 1, 1000));
+  }
+  for (int i = 0; i < 10; ++i) {
+    list.pods.push_back(Pod("huge-" + std::to_string(i), 200000, 1, 1000));
+  }
+  return list;
+}
+
+int Pinned(const PodList& list) {
+  return static_cast<int>(std::count_if(list.pods.begin(), list.pods.end(),
+                                        [](const TracePod& p) { return !p.request.models.empty(); }));
+}
+
+TEST(PinPodsTest, NamesTheVariant) {
+  EXPECT_EQ(PinnedTraceName("default", PinSpec{50, PinMode::kSubset, 1}), "default-pin50");
+  EXPECT_EQ(PinnedTraceName("default", PinSpec{25, PinMode::kSingle, 1}), "default-pin25one");
+  EXPECT_EQ(PinnedTraceName("default", PinSpec{0, PinMode::kSingle, 1}), "default");
+}
+
+TEST(PinPodsTest, PinsTheGivenShareOfGpuPodsToModelsTheyFit) {
+  const GpuCatalog& c = GpuCatalog::Default();
+  const GpuModelId a10 = *c.Find("A10");
+  const GpuModelId g2 = *c.Find("G2");
+  const GpuModelId t4 = *c.Find("T4");
+  const PodList pods = PinPods();
+  for (PinMode mode : {PinMode::kSubset, PinMode::kSingle}) {
+    StatusOr<PodList> v = PinPodsToModels(pods, PinNodes(), PinSpec{25, mode, 7});
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_EQ(v->trace, mode == PinMode::kSingle ? "mini-pin25one" : "mini-pin25");
+    ASSERT_EQ(v->pods.size(), pods.pods.size());
+    // 25% of the 1210 GPU pods, rounded: 303 drawn, less the huge pods among them,
+    // which fit no node and stay unpinned.
+    int huge_drawn = 0;
+    std::map<size_t, int> sizes;
+    for (size_t i = 0; i < pods.pods.size(); ++i) {
+      const TracePod& p = v->pods[i];
+      EXPECT_EQ(p.name, pods.pods[i].name);
+      const GpuModelSet& m = p.request.models;
+      if (p.name.starts_with("cpu-") || p.name.starts_with("huge-")) {
+        EXPECT_TRUE(m.empty()) << p.name;
+      }
+      if (m.empty()) {
+        continue;
+      }
+      ++sizes[m.size()];
+      if (p.name.starts_with("four-")) {
+        EXPECT_FALSE(m.Contains(a10)) << p.name;  // 2 GPUs
+      }
+      if (p.name.starts_with("big-cpu-")) {
+        EXPECT_TRUE(m == [&] { GpuModelSet only; only.Add(g2); return only; }()) << p.name;
+      }
+      EXPECT_TRUE(m.Contains(a10) || m.Contains(g2) || m.Contains(t4));
+    }
+    // The huge pods cannot be told apart from unpinned ones, so count through a 100%
+    // variant: every GPU pod that fits somewhere is pinned there.
+    StatusOr<PodList> all = PinPodsToModels(pods, PinNodes(), PinSpec{100, mode, 7});
+    ASSERT_TRUE(all.ok());
+    EXPECT_EQ(Pinned(*all), 1200);
+    huge_drawn = 303 - Pinned(*v);
+    EXPECT_GE(huge_drawn, 0);
+    EXPECT_LE(huge_drawn, 10);
+    if (mode == PinMode::kSingle) {
+      EXPECT_EQ(sizes.size(), 1U);
+      EXPECT_TRUE(sizes.contains(1));
+    } else {
+      EXPECT_TRUE(sizes.contains(1));
+      EXPECT_TRUE(sizes.contains(2));
+      EXPECT_TRUE(sizes.contains(3));  // shares fit all three models
+      EXPECT_FALSE(sizes.contains(4));
+    }
+  }
+}
+
+TEST(PinPodsTest, ModelsAreDrawnInProportionToTheirGpus) {
+  // Single pins of the 1000 shares: A10 has 2 of 86 GPUs, G2 80, T4 4.
+  StatusOr<PodList> v = PinPodsToModels(PinPods(), PinNodes(), PinSpec{100, PinMode::kSingle, 3});
+  ASSERT_TRUE(v.ok());
+  const GpuCatalog& c = GpuCatalog::Default();
+  std::map<std::string, int> per_model;
+  for (const TracePod& p : v->pods) {
+    if (!p.name.starts_with("share-")) {
+      continue;
+    }
+    for (const char* name : {"A10", "G2", "T4"}) {
+      if (p.request.models.Contains(*c.Find(name))) {
+        ++per_model[name];
+      }
+    }
+  }
+  // Expected 23, 930 and 47 of 1000; the bounds are loose (a uniform draw gives 333).
+  EXPECT_GT(per_model["A10"], 5);
+  EXPECT_LT(per_model["A10"], 60);
+  EXPECT_GT(per_model["G2"], 880);
+  EXPECT_GT(per_model["T4"], 20);
+  EXPECT_LT(per_model["T4"], 90);
+}
+
+TEST(PinPodsTest, ReproducibleFromTheSeedAndZeroIsTheListAsRead) {
+  const PodList pods = PinPods();
+  auto models = [](const PodList& l) {
+    std::vector<uint64_t> bits;
+    for (const TracePod& p : l.pods) {
+      bits.push_back(p.request.models.bits());
+    }
+    return bits;
+  };
+  StatusOr<PodList> a = PinPodsToModels(pods, PinNodes(), PinSpec{50, PinMode::kSubset, 11});
+  StatusOr<PodList> b = PinPodsToModels(pods, PinNodes(), PinSpec{50, PinMode::kSubset, 11});
+  StatusOr<PodList> c = PinPodsToModels(pods, PinNodes(), PinSpec{50, PinMode::kSubset, 12});
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(models(*a), models(*b));
+  EXPECT_NE(models(*a), models(*c));
+  StatusOr<PodList> zero = PinPodsToModels(pods, PinNodes(), PinSpec{0, PinMode::kSubset, 11});
+  ASSERT_TRUE(zero.ok());
+  EXPECT_EQ(zero->trace, "mini");
+  EXPECT_EQ(Pinned(*zero), 0);
+  EXPECT_FALSE(PinPodsToModels(pods, PinNodes(), PinSpec{101, PinMode::kSubset, 1}).ok());
+  EXPECT_FALSE(PinPodsToModels(pods, PinNodes(), PinSpec{-1, PinMode::kSubset, 1}).ok());
+}
+
+// Already pinned pods keep their models and do not count towards the share.
+TEST(PinPodsTest, KeepsExistingPins) {
+  PodList pods = PinPods();
+  const GpuModelId t4 = *GpuCatalog::Default().Find("T4");
+  pods.pods[0].request.models.Add(t4);
+  StatusOr<PodList> v = PinPodsToModels(pods, PinNodes(), PinSpec{100, PinMode::kSubset, 5});
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->pods[0].request.models == pods.pods[0].request.models);
+  EXPECT_EQ(Pinned(*v), 1200);
 }
 
 }  // namespace
