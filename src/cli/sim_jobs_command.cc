@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "api/queue_config.h"
+#include "api/units.h"
 #include "base/strings.h"
 #include "cli/output_files.h"
 #include "plugins/job_policies.h"
@@ -38,6 +39,8 @@ struct JobsOptions {
   uint64_t seed = 42;
   double checkpoint_minutes = 30;
   bool checkpoint_on_signal = false;
+  std::string restart_overhead = "60s";
+  std::string checkpoint_wait = "30m";
   int threads = 0;
   bool json = false;
   bool quiet = false;
@@ -227,6 +230,22 @@ Status Run(const JobsOptions& o) {
   const GpuCatalog& catalog = GpuCatalog::Default();
   const std::string traces_dir = o.traces_dir.empty() ? DefaultTracesDir() : o.traces_dir;
   TESSERA_ASSIGN_OR_RETURN(std::vector<SchedulerPolicy> policies, ParsePolicies(o.policies));
+  StatusOr<int64_t> overhead = ParseDurationMicros(o.restart_overhead);
+  if (!overhead.ok() || overhead.value() < 0) {
+    return InvalidArgumentError("--restart-overhead: '" + o.restart_overhead +
+                                "' is not a duration >= 0 (e.g. 60s, 2m)");
+  }
+  StatusOr<int64_t> wait = ParseDurationMicros(o.checkpoint_wait);
+  if (!wait.ok() || wait.value() < 0) {
+    return InvalidArgumentError("--checkpoint-wait: '" + o.checkpoint_wait +
+                                "' is not a duration >= 0 (e.g. 30m, 0)");
+  }
+  // The same preemption model for every policy: what a preemption costs and how long
+  // a victim may run on to its next checkpoint are the cluster's, not a policy's.
+  for (SchedulerPolicy& p : policies) {
+    p.options.restart_overhead = overhead.value();
+    p.options.checkpoint_wait = wait.value();
+  }
   if (o.load < 0 || o.load > 10) {
     return InvalidArgumentError("--load must be in (0, 10] (0: the trace's own timing)");
   }
@@ -286,6 +305,15 @@ void AddSimJobsCommand(CLI::App& sim, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--checkpoint-on-signal", opts->checkpoint_on_signal,
                 "jobs save their progress when preempted (within the grace period)");
+  cmd->add_option("--restart-overhead", opts->restart_overhead,
+                  "GPU time every resumption after a preemption spends before progress "
+                  "(restoring the checkpoint), for every policy")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-wait", opts->checkpoint_wait,
+                  "for every policy, a victim whose next periodic checkpoint comes within this "
+                  "time is evicted right after it; others after the 30 s grace (0: always "
+                  "after the grace)")
+      ->capture_default_str();
   cmd->add_option("--traces-dir", opts->traces_dir,
                   "where the public traces are (default: $TESSERA_TRACES_DIR or ../shared/traces)");
   cmd->add_option("--out", opts->out, "output directory")->capture_default_str();

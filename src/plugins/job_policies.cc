@@ -145,8 +145,7 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
     o.backfill = Backfill::kEasy;
     o.runtime_source = RuntimeSource::kUserLimit;
   } else if (token == "ckpt-grace") {
-    o.evict_at_checkpoint = true;
-    o.grace = 30LL * 60 * 1'000'000;
+    o.checkpoint_wait = 30LL * 60 * 1'000'000;
   } else if (StartsWith(token, "sjf-width=")) {
     char* end = nullptr;
     const std::string value(token.substr(10));

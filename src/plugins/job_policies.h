@@ -17,8 +17,8 @@
 //   preempt-srtf    preempt jobs with more remaining time (oracle)
 //   backfill        EASY backfill trusting learned runtime predictions
 //   backfill-limit  EASY backfill trusting the users' runtime limits
-//   ckpt-grace      victims get up to 30 min to reach their next checkpoint and
-//                   are evicted then, losing nothing (default grace: 30 s)
+//   ckpt-grace      a victim whose next periodic checkpoint comes within 30 min is
+//                   evicted right after it, losing nothing; others after the 30 s grace
 //   las-protect     preempt-las spares jobs in the last LAS level (proven long)
 //   resume-first    preempted jobs resume before jobs that never ran
 //   max-preempt=N   a job preempted N times is not preempted again

@@ -55,7 +55,7 @@ struct Expected {
   bool victims_by_cost = true;
   bool uses_predictor = false;
   Micros grace = 30 * kSecond;
-  bool evict_at_checkpoint = false;
+  Micros checkpoint_wait = 0;
   double sjf_gpu_exponent = 1.0;
 };
 
@@ -77,7 +77,7 @@ void ExpectPolicy(const SchedulerPolicy& p, const Expected& e) {
   EXPECT_EQ(o.victims_by_cost, e.victims_by_cost);
   EXPECT_EQ(p.uses_predictor, e.uses_predictor);
   EXPECT_EQ(o.grace, e.grace);
-  EXPECT_EQ(o.evict_at_checkpoint, e.evict_at_checkpoint);
+  EXPECT_EQ(o.checkpoint_wait, e.checkpoint_wait);
   EXPECT_EQ(o.sjf_gpu_exponent, e.sjf_gpu_exponent);
   // Defaults no preset changes.
   EXPECT_EQ(p.fairshare_half_life, 7 * 24 * kHour);
@@ -158,8 +158,7 @@ TEST(JobPoliciesTest, EveryPresetParsesWithItsDocumentedFeatures) {
     e.preempt_las = true;
     e.starvation_limit = 8 * kHour;
     e.uses_predictor = true;
-    e.grace = 30 * 60 * kSecond;  // ckpt-grace: up to 30 min to reach a checkpoint
-    e.evict_at_checkpoint = true;
+    e.checkpoint_wait = 30 * 60 * kSecond;  // ckpt-grace: up to 30 min to reach a checkpoint
     e.sjf_gpu_exponent = 0.5;
     ExpectPolicy(Parse("tessera"), e);
   }

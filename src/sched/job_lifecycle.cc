@@ -84,6 +84,9 @@ CycleResult JobLifecycle::RunCycle(Micros now, Rng& rng) {
     job.held.assign(job.allocations.size(), 1);
     job.counted = true;
     job.run_start = now;
+    // A resumption spends the restart overhead before it makes progress again.
+    job.startup = job.starts > 0 ? scheduler_->options().restart_overhead : 0;
+    ++job.starts;
     job.nominated = false;
     for (const Allocation& a : job.allocations) {
       Hold(a, +1);

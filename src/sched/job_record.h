@@ -2,12 +2,14 @@
 // and read by the scheduling cycle.
 //
 // Progress is measured in microseconds of work at full speed. A running job's
-// progress grows with wall time; periodic checkpoints happen at multiples of its
+// progress grows with wall time once its start-up (a resumption's restart overhead)
+// is over; periodic checkpoints happen at multiples of its
 // checkpoint interval, so preempting it at progress p keeps
 // max(resumed_from, p rounded down to the interval) unless it checkpoints on signal.
 // Thread safety: values.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -39,10 +41,12 @@ struct JobRecord {
   ResourceVector charge;  // what the queue is charged
   Micros run_start = 0;
   Micros resumed_from = 0;  // progress when this attempt started (its checkpoint)
+  Micros startup = 0;       // time after run_start without progress (restart overhead)
 
   // Across attempts.
   double attained_gpu_seconds = 0;  // service received, for least-attained-service
   int preemptions = 0;
+  int starts = 0;                   // attempts started
   Micros predicted_runtime = 0;     // whole-job runtime estimate; 0: unknown
   Micros oracle_runtime = -1;       // the true runtime (simulator only; -1 unknown)
   Micros eligible_since = 0;        // last submission or requeue
@@ -62,7 +66,7 @@ struct JobRecord {
 
   Micros Progress(Micros now) const {
     return phase == JobPhase::kRunning || phase == JobPhase::kStopping
-               ? resumed_from + (now - run_start)
+               ? resumed_from + std::max<Micros>(0, now - run_start - startup)
                : resumed_from;
   }
   // Progress a preemption at `now` would keep.

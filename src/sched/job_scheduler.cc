@@ -253,26 +253,33 @@ Micros JobScheduler::RuntimeEstimate(const JobRecord& job) const {
 }
 
 Micros JobScheduler::EvictionTime(const JobRecord& victim, Micros now) const {
-  const Micros latest = now + options_.grace;
+  const Micros after_grace = now + options_.grace;
   const Micros interval = victim.spec.checkpoint_interval;
-  if (!options_.evict_at_checkpoint || victim.spec.checkpoint_on_signal || interval <= 0) {
-    return latest;
+  if (options_.checkpoint_wait <= 0 || victim.spec.checkpoint_on_signal || interval <= 0) {
+    return after_grace;
   }
   const Micros progress = victim.Progress(now);
   const Micros next = (progress / interval + 1) * interval;  // next checkpoint, in progress
-  const Micros at = now + (progress % interval == 0 ? 0 : next - progress);
-  return std::min(at, latest);
+  // Progress stands still during a resumption's start-up: the checkpoint comes later.
+  const Micros startup_left = std::max<Micros>(0, victim.run_start + victim.startup - now);
+  const Micros at = now + (progress % interval == 0 && startup_left == 0
+                               ? 0
+                               : startup_left + next - progress);
+  return at <= now + options_.checkpoint_wait ? at : after_grace;
 }
 
 double JobScheduler::VictimCost(const JobRecord& victim, Micros now) const {
+  // Every resumption costs the restart overhead on all the victim's GPUs.
+  const double gpus = static_cast<double>(victim.gpu_milli) / 1000.0;
+  const double restart = gpus * static_cast<double>(options_.restart_overhead) / 1e6;
   if (options_.lossless_preemption) {
-    return 0.0;
+    return restart;
   }
-  // The victim keeps running through its grace period, then loses what it has not saved.
+  // The victim keeps running until its eviction, then loses what it has not saved.
   const Micros at = EvictionTime(victim, now);
   const Micros lost =
       victim.Progress(at) - victim.SavedProgress(at, victim.spec.checkpoint_on_signal);
-  return static_cast<double>(victim.gpu_milli) / 1000.0 * static_cast<double>(lost) / 1e6;
+  return restart + gpus * static_cast<double>(lost) / 1e6;
 }
 
 // ---- placement -------------------------------------------------------------------
@@ -508,9 +515,9 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
     const JobRecord& r = jobs[id];
     // A job started earlier in this cycle is still pending in its record: it starts now.
     const Micros start = r.phase == JobPhase::kPending ? now : r.run_start;
-    Micros end = start + (RuntimeEstimate(r) - r.resumed_from);
+    Micros end = start + r.startup + (RuntimeEstimate(r) - r.resumed_from);
     if (r.phase == JobPhase::kStopping) {
-      end = now + options_.grace;
+      end = EvictionTime(r, now);
     }
     ends.emplace_back(std::max(end, now), id);
   }

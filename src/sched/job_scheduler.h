@@ -68,9 +68,14 @@ struct SchedulerOptions {
   // job (a large gang included) waits forever.
   Micros starvation_limit = 0;
   Micros grace = 30'000'000;  // time a victim gets to checkpoint before eviction
-  // Evict each victim at its next periodic checkpoint when that comes within
-  // `grace` (so it loses nothing), instead of when the grace period ends.
-  bool evict_at_checkpoint = false;
+  // When > 0: a victim whose next periodic checkpoint comes within this time is evicted
+  // right after it (losing nothing); others, and jobs that checkpoint on the signal, are
+  // evicted when the grace period ends. Waiting longer for a checkpoint that comes later
+  // would only lose the extra work too.
+  Micros checkpoint_wait = 0;
+  // GPU time a resumed job spends before it makes progress again (restoring its
+  // checkpoint, warming up): part of what preempting a job costs.
+  Micros restart_overhead = 0;
   // Preempted jobs resume before jobs that never ran (bounds their delay).
   bool resume_first = false;
   // Victims by work lost (checkpoint-aware), or as Tiresias does: most attained

@@ -59,7 +59,8 @@ class RunListener final : public LifecycleListener {
       case LifecycleEvent::Kind::kStarted:
         --pending_;
         running_.insert(id);
-        resumed_from_[id] = job.resumed_from;
+        // Its start-up (restart overhead) makes the attempt run that much longer.
+        resumed_from_[id] = job.resumed_from - job.startup;
         break;
       case LifecycleEvent::Kind::kRequeued:
         running_.erase(id);
@@ -78,6 +79,7 @@ class RunListener final : public LifecycleListener {
 
   int64_t pending() const { return pending_; }
   size_t running() const { return running_.size(); }
+  // The progress the attempt started from, less its start-up (restart overhead).
   Micros resumed_from(uint64_t id) const {
     auto it = resumed_from_.find(id);
     return it == resumed_from_.end() ? 0 : it->second;

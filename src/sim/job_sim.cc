@@ -186,7 +186,7 @@ class Simulation {
       const JobRecord& job = jobs_[d.job.value()];
       ++running_;
       const int attempt = ++attempts_[d.job.value()];
-      Push(now + (job.oracle_runtime - job.resumed_from), EventKind::kFinish, d.job.value(),
+      Push(now + job.startup + (job.oracle_runtime - job.resumed_from), EventKind::kFinish, d.job.value(),
            attempt);
     }
     for (const PreemptDecision& d : result.preemptions) {

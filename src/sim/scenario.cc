@@ -11,10 +11,15 @@ Status Parser::ReadOptions(const YAML::Node& node, const std::string& path,
   return ForEachKey(
       node, path,
       {"grace_seconds", "tick_seconds", "starvation_seconds", "min_run_seconds", "las_thresholds",
-       "fairshare_half_life_seconds", "lossless_preemption", "placement", "seed"},
+       "fairshare_half_life_seconds", "lossless_preemption", "placement", "seed",
+       "restart_overhead_seconds", "checkpoint_wait_seconds"},
       [&](const std::string& key, const YAML::Node& v, const std::string& p) -> Status {
         if (key == "grace_seconds") {
           TESSERA_ASSIGN_OR_RETURN(o->grace, Time(v, p));
+        } else if (key == "restart_overhead_seconds") {
+          TESSERA_ASSIGN_OR_RETURN(o->restart_overhead, Time(v, p));
+        } else if (key == "checkpoint_wait_seconds") {
+          TESSERA_ASSIGN_OR_RETURN(o->checkpoint_wait, Time(v, p));
         } else if (key == "tick_seconds") {
           TESSERA_ASSIGN_OR_RETURN(o->tick, Time(v, p));
         } else if (key == "starvation_seconds") {

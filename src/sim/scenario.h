@@ -14,6 +14,8 @@
 //     las_thresholds: [3200, 32000]    # GPU-seconds (Tiresias' queues)
 //     fairshare_half_life_seconds: 604800
 //     lossless_preemption: false
+//     restart_overhead_seconds: 60     # a resumption's time before progress (default 0)
+//     checkpoint_wait_seconds: 1800    # evict at a checkpoint that comes this soon
 //     placement: bestfit               # task placement profile (plugins/registry.h)
 //     seed: 42
 //   cluster:                           # groups of identical nodes
@@ -105,6 +107,8 @@ struct ScenarioOptions {
   std::optional<std::vector<double>> las_thresholds;
   std::optional<Micros> fairshare_half_life;
   std::optional<bool> lossless_preemption;
+  std::optional<Micros> restart_overhead;
+  std::optional<Micros> checkpoint_wait;
   std::string placement = "bestfit";
   uint64_t seed = 42;
 };

@@ -360,6 +360,8 @@ StatusOr<ScenarioResult> RunScenario(const Scenario& scenario, const GpuCatalog&
         o.min_run_before_preemption.value_or(so.min_run_before_preemption);
     so.las_thresholds = o.las_thresholds.value_or(so.las_thresholds);
     so.lossless_preemption = o.lossless_preemption.value_or(so.lossless_preemption);
+    so.restart_overhead = o.restart_overhead.value_or(so.restart_overhead);
+    so.checkpoint_wait = o.checkpoint_wait.value_or(so.checkpoint_wait);
     policy->fairshare_half_life = o.fairshare_half_life.value_or(policy->fairshare_half_life);
 
     JobSimOptions options;
