@@ -1,5 +1,6 @@
 #include "sim/cluster_preset.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -18,21 +19,27 @@ constexpr int64_t kMaxNodes = 100'000;
 constexpr std::string_view kPhillyCohort = "philly";
 constexpr std::string_view kAcceptedForms =
     "expected \"philly-vc\" or NxGxMODEL such as \"64x8xH100-80GB\" (N >= 1 nodes of "
-    "1..16 GPUs of a known model)";
+    "1..16 GPUs of a known model), or several joined by '+' for a mix of models";
 
 // `count` nodes of `gpus` GPUs of `model`: 2 NUMA nodes with the GPUs split evenly,
 // one NVLink domain per node, `kNodesPerRack` nodes per rack.
-std::vector<NodeSpec> MakeNodes(int64_t count, int gpus, GpuModelId model) {
-  std::vector<NodeSpec> nodes;
-  nodes.reserve(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
+// Appends `count` nodes, numbered (and racked) after those already in `nodes`.
+void AddNodes(int64_t count, int gpus, GpuModelId model, std::vector<NodeSpec>* nodes) {
+  const int64_t first = static_cast<int64_t>(nodes->size());
+  for (int64_t i = first; i < first + count; ++i) {
     NodeSpec n =
         MakeUniformNode("node-" + std::to_string(i), MilliCpu(kPresetCpuMilliPerGpu * gpus),
                         MiB(kPresetMemoryMiBPerGpu * gpus), model, gpus, SharingMode::kExclusive,
                         kNumaNodesPerNode, /*nvlink=*/true);
     n.labels.push_back({"rack", "r" + std::to_string(i / kNodesPerRack)});
-    nodes.push_back(std::move(n));
+    nodes->push_back(std::move(n));
   }
+}
+
+std::vector<NodeSpec> MakeNodes(int64_t count, int gpus, GpuModelId model) {
+  std::vector<NodeSpec> nodes;
+  nodes.reserve(static_cast<size_t>(count));
+  AddNodes(count, gpus, model, &nodes);
   return nodes;
 }
 
@@ -181,20 +188,28 @@ StatusOr<ClusterSetup> PhillyVcPreset(const std::vector<std::string>& tenants,
   return setup;
 }
 
-StatusOr<ClusterSetup> GenericPreset(std::string_view spec, const std::vector<std::string>& tenants,
-                                     const GpuCatalog& catalog) {
+struct NodeGroup {
+  int64_t count = 0;
+  int gpus = 0;
+  GpuModelId model;
+};
+
+StatusOr<NodeGroup> ParseNodeGroup(std::string_view spec, std::string_view part,
+                                   const GpuCatalog& catalog) {
   auto bad = [&](const std::string& why) {
     return InvalidArgumentError("cluster preset '" + std::string(spec) + "': " + why + "; " +
                                 std::string(kAcceptedForms));
   };
-  const size_t x1 = spec.find('x');
-  const size_t x2 = x1 == std::string_view::npos ? x1 : spec.find('x', x1 + 1);
+  part = Trim(part);
+  const size_t x1 = part.find('x');
+  const size_t x2 = x1 == std::string_view::npos ? x1 : part.find('x', x1 + 1);
   if (x2 == std::string_view::npos) {
-    return bad("unknown preset");
+    return bad(part == spec ? std::string("unknown preset")
+                            : "'" + std::string(part) + "' is not NxGxMODEL");
   }
-  StatusOr<int64_t> n = ParseInt64(spec.substr(0, x1));
-  StatusOr<int64_t> g = ParseInt64(spec.substr(x1 + 1, x2 - x1 - 1));
-  const std::string_view model_name = spec.substr(x2 + 1);
+  StatusOr<int64_t> n = ParseInt64(part.substr(0, x1));
+  StatusOr<int64_t> g = ParseInt64(part.substr(x1 + 1, x2 - x1 - 1));
+  const std::string_view model_name = part.substr(x2 + 1);
   if (!n.ok()) {
     return bad("node count: " + n.status().message());
   }
@@ -213,9 +228,24 @@ StatusOr<ClusterSetup> GenericPreset(std::string_view spec, const std::vector<st
   if (!model.ok()) {
     return bad("unknown GPU model '" + std::string(model_name) + "'");
   }
+  return NodeGroup{*n, static_cast<int>(*g), *model};
+}
+
+// "NxGxMODEL", or several joined by '+' (a heterogeneous cluster). Jobs are split into
+// tasks of at most the smallest node's GPUs, so that every task fits every node.
+StatusOr<ClusterSetup> GenericPreset(std::string_view spec, const std::vector<std::string>& tenants,
+                                     const GpuCatalog& catalog) {
   ClusterSetup setup;
-  setup.gpus_per_node = static_cast<int>(*g);
-  setup.nodes = MakeNodes(*n, setup.gpus_per_node, *model);
+  for (std::string_view part : Split(spec, '+')) {
+    TESSERA_ASSIGN_OR_RETURN(NodeGroup group, ParseNodeGroup(spec, part, catalog));
+    if (static_cast<int64_t>(setup.nodes.size()) + group.count > kMaxNodes) {
+      return InvalidArgumentError("cluster preset '" + std::string(spec) + "': more than " +
+                                  std::to_string(kMaxNodes) + " nodes");
+    }
+    AddNodes(group.count, group.gpus, group.model, &setup.nodes);
+    setup.gpus_per_node =
+        setup.gpus_per_node == 0 ? group.gpus : std::min(setup.gpus_per_node, group.gpus);
+  }
   std::vector<std::string> queues = TenantQueues(tenants);
   if (queues.empty()) {
     queues.push_back("default");

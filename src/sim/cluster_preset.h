@@ -5,7 +5,10 @@
 // (tenant) whose nominal GPU quota is its GPUs, all in one cohort "philly"; every
 // tenant of the trace that is not in the file gets a queue with no nominal quota.
 // "NxGxMODEL" (e.g. "64x8xH100-80GB"): N nodes of G GPUs, 16 nodes per rack, one
-// queue per tenant of the trace with no quota (nothing limited).
+// queue per tenant of the trace with no quota (nothing limited). Several joined by '+'
+// (e.g. "16x8xH100-80GB+32x4xV100-32GB") make a heterogeneous cluster; jobs are then
+// split into tasks of at most the smallest node's GPUs, and every model runs a job at
+// the same speed (the traces carry no per-model runtimes).
 // Thread safety: functions, no shared state.
 #pragma once
 

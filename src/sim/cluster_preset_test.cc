@@ -210,6 +210,36 @@ TEST_F(ClusterPresetTest, GenericNodesTimesGpusTimesModel) {
   EXPECT_EQ(sixteen->nodes[1].gpus.size(), 16u);
 }
 
+TEST_F(ClusterPresetTest, HeterogeneousMixOfGroups) {
+  StatusOr<ClusterSetup> setup =
+      MakeClusterPreset("10x8xH100-80GB + 12x4xV100-32GB", {"t"}, dir_, catalog());
+  ASSERT_TRUE(setup.ok()) << setup.status().ToString();
+  ASSERT_EQ(setup->nodes.size(), 22u);
+  // Tasks are cut to the smallest node, so that every task fits every node.
+  EXPECT_EQ(setup->gpus_per_node, 4);
+  const GpuModelId h100 = *catalog().Find("H100-80GB");
+  const GpuModelId v100 = *catalog().Find("V100-32GB");
+  std::set<std::string> names;
+  for (size_t i = 0; i < setup->nodes.size(); ++i) {
+    const NodeSpec& n = setup->nodes[i];
+    ASSERT_TRUE(ValidateNodeSpec(n, catalog()).ok()) << n.name;
+    EXPECT_EQ(n.gpus.size(), i < 10 ? 8u : 4u) << n.name;
+    EXPECT_EQ(n.gpus.at(0).model, i < 10 ? h100 : v100) << n.name;
+    names.insert(n.name);
+  }
+  EXPECT_EQ(names.size(), 22u);  // numbered across the groups
+  EXPECT_EQ(setup->nodes[16].Label("rack"), "r1");
+  ASSERT_EQ(setup->queues.nodes.size(), 1u);
+
+  for (const char* spec : {"4x8xH100+", "4x8xH100+philly-vc", "4x8xH100+4x8xNoSuchGpu",
+                           "60000x8xH100+60000x8xH100"}) {
+    SCOPED_TRACE(spec);
+    StatusOr<ClusterSetup> s = MakeClusterPreset(spec, {}, dir_, catalog());
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
 TEST_F(ClusterPresetTest, BadSpecsSayWhatIsAccepted) {
   for (const char* spec : {"0x8xH100-80GB", "4x0xH100", "4x17xH100", "4x8xNoSuchGpu", "4x8",
                            "x8xH100", "four x8xH100", "-1x8xH100", "philly", "", "4x8x"}) {
