@@ -1,23 +1,34 @@
 #!/usr/bin/env python3
 """Job policies judged on a matrix of cases: traces x clusters x loads x checkpoint
-models x seeds, each cell one `tessera sim jobs --json` run of every policy.
+models x seeds, each cell one `tessera sim jobs --json --per-job` run of every policy.
 
-For each cell it prints every policy's average JCT, its rank among the real policies
-(the `srtf` oracle is shown but not ranked) and its gap to the best of them, with the
-jobs left unfinished and Jain's index; then, per policy, the cells where it is within
-2 % of the best, the worst gap and the lowest Jain. Every policy of a cell runs with
-the same checkpoint model. Writes matrix.json and heatmap.svg (gap to the best per cell
-and policy) to --out.
+Every policy of a cell runs under the same preemption model: the cell's checkpoint
+model (periodic at the job's interval, or on signal), the same checkpoint wait and the
+same restart overhead per preemption (sim jobs' defaults unless --restart-overhead is
+given). For each cell it prints every policy's average JCT, its rank among the real
+policies (the `srtf` oracle is shown but not ranked) and its gap to the best of them,
+with the jobs left unfinished. Where the cluster has quotas and `static-vc` is among
+the policies, it also reports finish-time fairness: per tenant with a quota
+rho = average JCT under the policy / average JCT under static-vc (the tenant alone on
+its quota), the largest rho, the share of jobs with a per-job rho above 1, and whether
+the sharing incentive holds (no such tenant worse on average than under static-vc).
 
-Usage: bench/policy_matrix.py [--tessera build/tessera]
-         [--trace philly:PATH]... [--trace synthetic:jobs=2000,seed={seed}]...
-         [--cluster philly-vc] [--cluster 16x4xH100-80GB]...
+Then it checks the goals of --judge (default `tessera`) in every cell: average JCT
+within 2 % of the best real policy, Jain >= 0.9, the sharing incentive, and no cell
+where on-signal checkpoints make it worse than periodic ones; it names the cells that
+miss one. Writes matrix.json, table.md and heatmap.svg to --out, and prints the time.
+
+Usage: bench/policy_matrix.py --standard [--tessera build/tessera] [--out DIR]
+       bench/policy_matrix.py [--trace philly:PATH]... [--cluster 16x4xH100-80GB]...
          [--loads 0.5,0.8,1.0] [--checkpoint periodic,signal] [--seeds 1,2,3]
-         [--policies fifo,slurm,tiresias,srtf,tessera] [--limit N] [--out out/matrix]
-A trace with "{seed}" in it is generated anew for each seed; every run also gets the
-seed as `--seed` (tie-breaks, users' runtime limits). Standard library only.
+         [--policies fifo,static-vc,slurm,tiresias,srtf,tessera] [--limit N]
+`--standard` runs a fixed set of cells in which every trace, cluster, load band and
+checkpoint model appears (about 15 minutes on 2 cores). A trace with "{seed}" in it is
+generated anew for each seed; every run also gets the seed as `--seed` (tie-breaks,
+users' runtime limits). Standard library only.
 """
 import argparse
+import csv
 import itertools
 import json
 import os
@@ -26,21 +37,100 @@ import sys
 import time
 
 ORACLES = {"srtf"}  # knows every job's runtime: shown, not ranked
+REFERENCE = "static-vc"  # each tenant alone on its quota
+GAP_GOAL, JAIN_GOAL = 0.02, 0.9
+
+TRACES = os.environ.get("TESSERA_TRACES_DIR", "../shared/traces")
+PHILLY = "philly:" + os.path.join(TRACES, "sia/traces/philly.csv")
+TIRESIAS = "tiresias:" + os.path.join(TRACES, "tiresias/60_job.csv")
+POLLUX = "pollux:" + os.path.join(TRACES, "pollux-adaptdl-workloads/workloads/workload-{n}.csv")
+SYNTHETIC = "synthetic:jobs=2000,seed={seed}"
+MIXED = "16x8xH100-80GB+16x8xA100-80GB+32x4xV100-32GB"
 
 
-def run_cell(args, trace, cluster, load, checkpoint, seed):
+def standard_groups():
+    """(trace, cluster, loads, extra sim-jobs arguments) groups; each runs both
+    checkpoint models and every seed. Philly runs whole on philly-vc (thinned, its few
+    very long jobs leave the cluster nearly idle) and thinned to every 4th job on the
+    clusters without quotas, to fit the time bound."""
+    groups = [
+        (PHILLY, "philly-vc", [0.8, 1.2], []),
+        (PHILLY, "352x8xP100", [1.0], ["--every", "4"]),
+        (PHILLY, "64x8xH100-80GB", [0.8], ["--every", "4"]),
+        (TIRESIAS, "16x4xV100-32GB", [0.5, 1.0, 1.3], []),
+        (SYNTHETIC, "64x8xH100-80GB", [0.5, 0.9, 1.3], []),
+        (SYNTHETIC, MIXED, [0.9], []),
+    ]
+    # The eight Pollux workloads, each at one load, the loads spread over the bands.
+    pollux_loads = [0.5, 0.8, 1.0, 1.3]
+    for n in range(1, 9):
+        groups.append((POLLUX.replace("{n}", str(n)), "16x4xV100-32GB",
+                       [pollux_loads[(n - 1) % len(pollux_loads)]], []))
+    return groups
+
+
+def run_cell(args, index, trace, cluster, load, checkpoint, seed, extra):
+    out_dir = os.path.join(args.out, "runs", str(index))
     cmd = [args.tessera, "sim", "jobs", "--trace", trace.replace("{seed}", str(seed)),
            "--cluster", cluster, "--policy", args.policies, "--load", str(load),
-           "--seed", str(seed), "--json", "-q", "-j", str(args.threads),
-           "--out", os.path.join(args.out, "runs")]
+           "--seed", str(seed), "--json", "-q", "-j", str(args.threads), "--per-job",
+           "--out", out_dir]
     if checkpoint == "signal":
         cmd.append("--checkpoint-on-signal")
-    if args.limit:
-        cmd += ["--limit", str(args.limit)]
+    cmd += extra
+    if args.restart_overhead:
+        cmd += ["--restart-overhead", args.restart_overhead]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(" ".join(cmd) + ": " + out.stderr.strip())
-    return json.loads(out.stdout)["summary"]
+    rows = json.loads(out.stdout)["summary"]
+    fairness(rows, out_dir)
+    return rows
+
+
+def per_job(out_dir, policy):
+    """name -> (tenant, JCT seconds or None when unfinished)."""
+    jobs = {}
+    with open(os.path.join(out_dir, f"jobs_{policy}.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            done = r["finish_s"] != ""
+            jobs[r["name"]] = (r["tenant"], int(r["finish_s"]) - int(r["submit_s"]) if done else None)
+    return jobs
+
+
+def fairness(rows, out_dir):
+    """Adds rho_max, rho_over_1 and sharing_incentive to each row (None without quotas
+    or without the reference policy)."""
+    names = [r["policy"] for r in rows]
+    if REFERENCE not in names:
+        return
+    alone = per_job(out_dir, REFERENCE)
+    # Tenants with a quota: those that finished a job alone on it.
+    tenants = {}
+    for tenant, jct in alone.values():
+        if jct is not None:
+            tenants.setdefault(tenant, []).append(jct)
+    for r in rows:
+        r["rho_max"] = r["rho_over_1"] = r["sharing_incentive"] = None
+        if not tenants or r["policy"] == REFERENCE:
+            continue
+        shared = per_job(out_dir, r["policy"])
+        over, counted, per_tenant = 0, 0, {}
+        for name, (tenant, jct_alone) in alone.items():
+            jct = shared.get(name, (tenant, None))[1]
+            if jct_alone is None or jct_alone <= 0:
+                continue
+            # A job the policy never finished counts as infinitely late.
+            rho = jct / jct_alone if jct is not None else float("inf")
+            counted += 1
+            over += rho > 1
+            per_tenant.setdefault(tenant, [0.0, 0.0])
+            per_tenant[tenant][0] += jct if jct is not None else float("inf")
+            per_tenant[tenant][1] += jct_alone
+        rhos = [s / a for s, a in per_tenant.values() if a > 0]
+        r["rho_max"] = max(rhos) if rhos else None
+        r["rho_over_1"] = over / counted if counted else None
+        r["sharing_incentive"] = all(x <= 1.0 for x in rhos)
 
 
 def trace_label(trace):
@@ -73,7 +163,7 @@ def heatmap(cells, policies, path):
              f'<text x="4" y="16">gap of each policy\'s average JCT to the best real policy '
              f'(green 0 %, red 20 % or more; grey: oracle or no finished job)</text>']
     for i, p in enumerate(policies):
-        parts.append(f'<text x="{left + i * cw + 4}" y="{top - 6}">{p}</text>')
+        parts.append(f'<text x="{left + i * cw + 4}" y="{top - 6}">{p[:14]}</text>')
     for j, cell in enumerate(cells):
         y = top + j * ch
         parts.append(f'<text x="4" y="{y + 13}">{cell["label"]}</text>')
@@ -86,7 +176,7 @@ def heatmap(cells, policies, path):
             else:
                 f = min(max(gap / 0.2, 0.0), 1.0)
                 colour = f"rgb({int(60 + 195 * f)},{int(200 - 140 * f)},90)"
-                text = f"{gap * 100:+.1f}%"
+                text = f"#{r['rank']} {gap * 100:+.1f}%"
             parts.append(f'<rect x="{left + i * cw}" y="{y}" width="{cw - 2}" height="{ch - 2}" '
                          f'fill="{colour}"/><text x="{left + i * cw + 4}" y="{y + 13}">{text}</text>')
     parts.append("</svg>")
@@ -94,21 +184,72 @@ def heatmap(cells, policies, path):
         f.write("\n".join(parts) + "\n")
 
 
+def fmt(x, spec, none="-"):
+    return none if x is None else format(x, spec)
+
+
+def table(cells, policies):
+    """Markdown: one line per cell and policy."""
+    lines = ["| cell | policy | avg JCT (h) | rank | gap | unfinished | Jain | max rho | "
+             "jobs rho>1 | sharing incentive | preemptions |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        for r in c["rows"]:
+            if r["policy"] not in policies:
+                continue
+            si = r.get("sharing_incentive")
+            lines.append(
+                f"| {c['label']} | {r['policy']} | {r['avg_jct_s'] / 3600:.3f} | "
+                f"{fmt(r['rank'], 'd')} | {fmt(r['gap'] and r['gap'] * 100, '+.1f')}% | "
+                f"{r['unfinished']} | {r['jain']:.3f} | {fmt(r.get('rho_max'), '.2f')} | "
+                f"{fmt(r.get('rho_over_1') and r['rho_over_1'] * 100, '.1f')}% | "
+                f"{'-' if si is None else ('yes' if si else 'NO')} | {r['preemptions']} |")
+    return "\n".join(lines) + "\n"
+
+
+def judge(cells, policy):
+    """The cells where `policy` misses a goal, as (label, reason) pairs."""
+    misses = []
+    by_key = {}
+    for c in cells:
+        r = next((x for x in c["rows"] if x["policy"] == policy), None)
+        if r is None:
+            continue
+        if r["gap"] is not None and r["gap"] > GAP_GOAL:
+            misses.append((c["label"], f"avg JCT {r['gap'] * 100:+.1f}% from the best"))
+        if r["jain"] < JAIN_GOAL:
+            misses.append((c["label"], f"Jain {r['jain']:.3f}"))
+        if r.get("sharing_incentive") is False:
+            misses.append((c["label"], f"sharing incentive (max rho {r['rho_max']:.2f})"))
+        if r["unfinished"]:
+            misses.append((c["label"], f"{r['unfinished']} jobs unfinished"))
+        by_key[(c["trace"], c["cluster"], c["load"], c["seed"], c["checkpoint"])] = (c, r)
+    for (trace, cluster, load, seed, ckpt), (c, r) in by_key.items():
+        if ckpt != "signal":
+            continue
+        periodic = by_key.get((trace, cluster, load, seed, "periodic"))
+        if periodic and r["avg_jct_s"] > periodic[1]["avg_jct_s"]:
+            worse = r["avg_jct_s"] / periodic[1]["avg_jct_s"] - 1
+            misses.append((c["label"], f"on-signal checkpoints make it {worse * 100:.1f}% worse"))
+    return misses
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tessera", default="build/tessera")
+    p.add_argument("--standard", action="store_true", help="the standard set of cells")
     p.add_argument("--trace", action="append", dest="traces")
     p.add_argument("--cluster", action="append", dest="clusters")
     p.add_argument("--loads", default="0.5,0.8,1.0")
     p.add_argument("--checkpoint", default="periodic,signal")
     p.add_argument("--seeds", default="1,2,3")
-    p.add_argument("--policies", default="fifo,slurm,tiresias,srtf,tessera")
+    p.add_argument("--policies", default="fifo,static-vc,slurm,tiresias,srtf,tessera")
+    p.add_argument("--judge", default="tessera", help="the policy whose goals are checked")
     p.add_argument("--limit", type=int, default=0, help="replay only the first N jobs")
+    p.add_argument("--restart-overhead", default="", help="sim jobs' default unless given")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--out", default="out/matrix")
     args = p.parse_args()
-    traces = args.traces or ["synthetic:jobs=2000,seed={seed}"]
-    clusters = args.clusters or ["16x4xH100-80GB"]
     try:
         loads = [float(x) for x in args.loads.split(",")]
         seeds = [int(x) for x in args.seeds.split(",")]
@@ -119,38 +260,58 @@ def main():
         p.error("--checkpoint takes periodic and/or signal")
     if any(x <= 0 for x in loads):
         p.error("--loads must be positive")
+    if args.standard and (args.traces or args.clusters):
+        p.error("--standard names its own traces and clusters")
+    if args.standard:
+        groups = standard_groups()
+    else:
+        groups = [(t, c, loads, ["--limit", str(args.limit)] if args.limit else [])
+                  for t in (args.traces or [SYNTHETIC]) for c in (args.clusters or ["16x4xH100-80GB"])]
+    combos = [(t, c, load, ckpt, seed, extra) for t, c, group_loads, extra in groups
+              for load, ckpt, seed in itertools.product(group_loads, checkpoints, seeds)]
     policies = args.policies.split(",")
     os.makedirs(args.out, exist_ok=True)
 
     started = time.time()
     cells = []
-    combos = list(itertools.product(traces, clusters, loads, checkpoints, seeds))
-    for n, (trace, cluster, load, checkpoint, seed) in enumerate(combos, 1):
-        rows = rank(run_cell(args, trace, cluster, load, checkpoint, seed))
-        label = f"{trace_label(trace)} {cluster} load {load} {checkpoint} seed {seed}"
-        cells.append({"trace": trace, "cluster": cluster, "load": load,
+    for n, (trace, cluster, load, checkpoint, seed, extra) in enumerate(combos, 1):
+        rows = rank(run_cell(args, n, trace, cluster, load, checkpoint, seed, extra))
+        label = (f"{trace_label(trace)}{' ' + ' '.join(extra) if extra else ''} {cluster} "
+                 f"load {load} {checkpoint} seed {seed}")
+        cells.append({"trace": trace, "cluster": cluster, "load": load, "args": extra,
                       "checkpoint": checkpoint, "seed": seed, "label": label, "rows": rows})
-        print(f"[{n}/{len(combos)}] {label}: " + "  ".join(
+        print(f"[{n}/{len(combos)} {time.time() - started:.0f}s] {label}: " + "  ".join(
             f"{r['policy']} {r['avg_jct_s'] / 3600:.2f}h"
             + (f" #{r['rank']} {r['gap'] * 100:+.1f}%" if r["rank"] else "")
             + (f" ({r['unfinished']} unfinished)" if r["unfinished"] else "")
             for r in rows), flush=True)
+    seconds = time.time() - started
 
-    print(f"\n{len(cells)} cells in {time.time() - started:.0f} s")
-    print(f"{'policy':10s} {'within 2 %':>11s} {'worst gap':>10s} {'lowest jain':>12s}")
+    print(f"\n{len(cells)} cells in {seconds:.0f} s ({seconds / 60:.1f} min)")
+    print(f"{'policy':14s} {'within 2 %':>11s} {'worst gap':>10s} {'lowest jain':>12s} "
+          f"{'max rho':>8s} {'SI held':>9s}")
     for policy in policies:
-        if policy in ORACLES:
-            continue
-        mine = [r for c in cells for r in c["rows"] if r["policy"] == policy and r["gap"] is not None]
-        if not mine:
-            continue
-        within = sum(1 for r in mine if r["gap"] <= 0.02)
-        print(f"{policy:10s} {within:>5d} / {len(mine):<4d} {max(r['gap'] for r in mine) * 100:>9.1f}%"
-              f" {min(r['jain'] for r in mine):>12.3f}")
+        mine = [r for c in cells for r in c["rows"] if r["policy"] == policy]
+        ranked = [r for r in mine if r["gap"] is not None and policy not in ORACLES]
+        si = [r["sharing_incentive"] for r in mine if r.get("sharing_incentive") is not None]
+        rho = [r["rho_max"] for r in mine if r.get("rho_max") is not None]
+        within = sum(1 for r in ranked if r["gap"] <= GAP_GOAL)
+        print(f"{policy[:14]:14s} {within:>5d} / {len(ranked):<4d} "
+              f"{fmt(max((r['gap'] for r in ranked), default=None) and max(r['gap'] for r in ranked) * 100, '9.1f', '        -')}% "
+              f"{min(r['jain'] for r in mine):>12.3f} {fmt(max(rho, default=None), '8.2f', '       -')} "
+              f"{sum(si):>4d} / {len(si):<3d}")
+    misses = judge(cells, args.judge)
+    print(f"\n{args.judge}: {len(misses)} missed goals in {len(set(m[0] for m in misses))} of "
+          f"{len(cells)} cells")
+    for label, why in misses:
+        print(f"  {label}: {why}")
     with open(os.path.join(args.out, "matrix.json"), "w") as f:
-        json.dump({"cells": cells, "seconds": round(time.time() - started, 1)}, f, indent=1)
+        json.dump({"cells": cells, "seconds": round(seconds, 1), "judge": args.judge,
+                   "misses": [{"cell": m[0], "goal": m[1]} for m in misses]}, f, indent=1)
+    with open(os.path.join(args.out, "table.md"), "w") as f:
+        f.write(table(cells, policies))
     heatmap(cells, policies, os.path.join(args.out, "heatmap.svg"))
-    print(f"results in {args.out}/ (matrix.json, heatmap.svg)")
+    print(f"results in {args.out}/ (matrix.json, table.md, heatmap.svg)")
     return 0
 
 

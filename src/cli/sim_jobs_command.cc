@@ -36,6 +36,7 @@ struct JobsOptions {
   std::string out = "out/jobs";
   double load = 0;  // 0: the trace's own timing
   int64_t limit = 0;
+  int64_t every = 1;
   uint64_t seed = 42;
   double checkpoint_minutes = 30;
   bool checkpoint_on_signal = false;
@@ -95,6 +96,15 @@ StatusOr<Replay> LoadReplay(const JobsOptions& o, const std::string& traces_dir,
   Replay r;
   TESSERA_ASSIGN_OR_RETURN(r.trace, ReadJobTrace(o.trace, traces_dir));
   JobTrace& trace = r.trace;
+  if (o.every > 1) {
+    // Thinning keeps the trace's mix of jobs and its arrival pattern; --load then
+    // restores the offered load.
+    size_t kept = 0;
+    for (size_t i = 0; i < trace.jobs.size(); i += static_cast<size_t>(o.every)) {
+      trace.jobs[kept++] = std::move(trace.jobs[i]);
+    }
+    trace.jobs.resize(kept);
+  }
   if (o.limit > 0 && static_cast<size_t>(o.limit) < trace.jobs.size()) {
     trace.jobs.resize(static_cast<size_t>(o.limit));
   }
@@ -298,6 +308,10 @@ void AddSimJobsCommand(CLI::App& sim, int* exit_code) {
                   "compress arrivals to this offered load (GPU demand / capacity); default: the "
                   "trace's own timing");
   cmd->add_option("--limit", opts->limit, "replay only the first N jobs");
+  cmd->add_option("--every", opts->every,
+                  "replay every N-th job of the trace (a smaller sample of the same mix; "
+                  "before --limit)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
   cmd->add_option("--seed", opts->seed, "seed for tie-breaks and users' runtime limits")
       ->capture_default_str();
   cmd->add_option("--checkpoint-minutes", opts->checkpoint_minutes,

@@ -232,12 +232,14 @@ StatusOr<SchedulerPolicy> ParseSchedulerPolicy(std::string_view spec) {
       p.value().options.lossless_preemption = true;
     }
   } else if (spec == "tessera") {
-    // Chosen on Philly at 80% load (docs/job-simulator.md): shortest predicted
-    // job first with GPUs counted by their square root, Tiresias-style preemption of
-    // more-served jobs but only at the victims' checkpoints, quota reclaim, EASY
-    // backfill on learned runtimes, and an 8-hour starvation bound.
+    // Shortest predicted job first with GPUs counted by their square root,
+    // Tiresias-style preemption of more-served jobs at the victims' checkpoints, quota
+    // reclaim, EASY backfill on learned runtimes, and a 48-hour starvation bound: a
+    // bound, so that nothing waits forever, set above the waits of busy periods (an
+    // 8-hour bound put long gangs ahead whenever the cluster was loaded and cost 16 %
+    // of the average JCT on Philly at 0.8; docs/job-simulator.md, "The default").
     p = Combine(spec,
-                "sjf+sjf-width=0.5+preempt-las+reclaim+preempt+backfill+ckpt-grace+starve=8");
+                "sjf+sjf-width=0.5+preempt-las+reclaim+preempt+backfill+ckpt-grace+starve=48");
   } else {
     p = Combine(spec, spec);
   }

@@ -156,7 +156,7 @@ TEST(JobPoliciesTest, EveryPresetParsesWithItsDocumentedFeatures) {
     e.backfill = Backfill::kEasy;
     e.runtime_source = RuntimeSource::kPredicted;
     e.preempt_las = true;
-    e.starvation_limit = 8 * kHour;
+    e.starvation_limit = 48 * kHour;
     e.uses_predictor = true;
     e.checkpoint_wait = 30 * 60 * kSecond;  // ckpt-grace: up to 30 min to reach a checkpoint
     e.sjf_gpu_exponent = 0.5;
