@@ -54,7 +54,7 @@ def standard_groups():
     very long jobs leave the cluster nearly idle) and thinned to every 4th job on the
     clusters without quotas, to fit the time bound."""
     groups = [
-        (PHILLY, "philly-vc", [0.8, 1.2], []),
+        (PHILLY, "philly-vc", [0.9], []),
         (PHILLY, "352x8xP100", [1.0], ["--every", "4"]),
         (PHILLY, "64x8xH100-80GB", [0.8], ["--every", "4"]),
         (TIRESIAS, "16x4xV100-32GB", [0.5, 1.0, 1.3], []),
