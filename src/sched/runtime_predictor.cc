@@ -1,6 +1,7 @@
 #include "sched/runtime_predictor.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -32,8 +33,8 @@ void AppendField(std::string_view field, std::string* key) {
   key->push_back('|');
 }
 
-void AppendInt(int value, std::string* key) {
-  char digits[16];
+void AppendInt(int64_t value, std::string* key) {
+  char digits[24];
   auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), value);
   if (ec == std::errc()) key->append(digits, end);
   key->push_back('|');
@@ -53,12 +54,41 @@ RuntimePredictor::Options Sanitize(RuntimePredictor::Options options) {
                                               : std::clamp(options.decay, 0.0, 1.0);
   }
   if (options.default_runtime <= 0) options.default_runtime = defaults.default_runtime;
+  if (!(options.calibration_rate >= 0.0 && options.calibration_rate <= 1.0)) {
+    options.calibration_rate = std::isnan(options.calibration_rate)
+                                   ? defaults.calibration_rate
+                                   : std::clamp(options.calibration_rate, 0.0, 1.0);
+  }
   return options;
 }
 
+// A job name without its run number: "sweep-lr3-17" and "sweep-lr3-18" are the same
+// experiment resubmitted, so they share history at the stem level.
+std::string_view NameStem(std::string_view name) {
+  while (!name.empty()) {
+    const char c = name.back();
+    if ((c < '0' || c > '9') && c != '-' && c != '_' && c != '.' && c != ' ') break;
+    name.remove_suffix(1);
+  }
+  return name;
+}
+
+// The user's limit in whole seconds: users pick round limits, and the same limit
+// again signals the same kind of job.
+int64_t LimitSeconds(Micros limit) {
+  return limit > 0 ? limit / static_cast<Micros>(kMicrosPerSecond) : 0;
+}
+
+// Levels in order of specificity, most specific first: the order kBlended trusts
+// while no level has a track record (and among levels with equal records).
+constexpr std::array<int, 10> kSpecificity = {0, 4, 5, 6, 7, 1, 8, 2, 9, 3};
+
 }  // namespace
 
-RuntimePredictor::RuntimePredictor(Options options) : options_(Sanitize(options)) {}
+RuntimePredictor::RuntimePredictor(Options options)
+    : options_(Sanitize(options)), calibrated_quantile_(options_.quantile) {
+  RankLevels();
+}
 
 int RuntimePredictor::BinOf(Micros runtime) {
   const double seconds = static_cast<double>(runtime) / kMicrosPerSecond;
@@ -90,7 +120,38 @@ void RuntimePredictor::BuildKey(const RuntimeFeatures& job, int level,
     case 2:  // tenant
       AppendField(job.tenant, key);
       break;
-    default:  // all jobs
+    case 3:  // all jobs
+      break;
+    case 4:  // tenant, user, name stem, GPUs
+      AppendField(job.tenant, key);
+      AppendField(job.user, key);
+      AppendField(NameStem(job.name), key);
+      AppendInt(job.gpus, key);
+      key->push_back('s');
+      break;
+    case 5:  // tenant, user, limit
+      AppendField(job.tenant, key);
+      AppendField(job.user, key);
+      AppendInt(LimitSeconds(job.limit), key);
+      key->push_back('m');
+      break;
+    case 6:  // tenant, user
+      AppendField(job.tenant, key);
+      AppendField(job.user, key);
+      key->push_back('u');
+      break;
+    case 7:  // tenant, limit
+      AppendField(job.tenant, key);
+      AppendInt(LimitSeconds(job.limit), key);
+      key->push_back('l');
+      break;
+    case 8:  // limit
+      AppendInt(LimitSeconds(job.limit), key);
+      key->push_back('L');
+      break;
+    default:  // GPUs
+      AppendInt(job.gpus, key);
+      key->push_back('g');
       break;
   }
 }
@@ -104,8 +165,12 @@ double RuntimePredictor::DecayedTotal(const Histogram& h) const {
 // Bin b holds runtimes whose log2 (in 1/kBinsPerOctave octaves) rounds to b, so it
 // spans [b - 0.5, b + 0.5); the quantile interpolates linearly inside that span.
 Micros RuntimePredictor::Quantile(const Histogram& h) const {
+  return ValueOf(QuantileBin(h, options_.quantile));
+}
+
+double RuntimePredictor::QuantileBin(const Histogram& h, double quantile) {
   // Lazy decay scales every weight alike, so the raw weights give the quantile.
-  const double target = options_.quantile * h.total;
+  const double target = quantile * h.total;
   double cumulative = 0;
   int last = 0;
   for (int b = 0; b < kBins; ++b) {
@@ -114,16 +179,20 @@ Micros RuntimePredictor::Quantile(const Histogram& h) const {
     last = b;
     if (cumulative + w >= target) {
       const double fraction = std::clamp((target - cumulative) / w, 0.0, 1.0);
-      return ValueOf(b - 0.5 + fraction);
+      return std::max(b - 0.5 + fraction, 0.0);
     }
     cumulative += w;
   }
-  return ValueOf(last + 0.5);  // only reached through rounding in the sums
+  return last + 0.5;  // only reached through rounding in the sums
 }
 
 Micros RuntimePredictor::Predict(const RuntimeFeatures& job) const {
+  return options_.method == Method::kLevelCutoff ? PredictCutoff(job) : PredictBlended(job);
+}
+
+Micros RuntimePredictor::PredictCutoff(const RuntimeFeatures& job) const {
   const double needed = std::max(options_.min_samples, 0);
-  for (int level = 0; level < kLevels; ++level) {
+  for (int level = 0; level < kCutoffLevels; ++level) {
     BuildKey(job, level, &key_buffer_);
     auto it = histograms_.find(key_buffer_);
     if (it == histograms_.end()) continue;
@@ -135,21 +204,121 @@ Micros RuntimePredictor::Predict(const RuntimeFeatures& job) const {
   return job.limit > 0 ? job.limit : options_.default_runtime;
 }
 
-void RuntimePredictor::Observe(const RuntimeFeatures& job, Micros runtime) {
-  ++observations_;
-  const int bin = BinOf(runtime);
-  for (int level = 0; level < kLevels; ++level) {
+Micros RuntimePredictor::PredictBlended(const RuntimeFeatures& job) const {
+  // Walk the levels from the best track record down; each takes n / (n + shrink) of
+  // the weight still unassigned, so a well-populated level answers nearly alone and a
+  // sparse one is shrunk towards the next ones.
+  const double shrink = std::max(options_.min_samples, 1);
+  std::array<const Histogram*, kLevels> parts{};
+  std::array<double, kLevels> scale{};  // per unit of raw weight
+  int count = 0;
+  double remaining = 1.0;
+  for (int level : level_order_) {
     BuildKey(job, level, &key_buffer_);
-    Histogram& h = histograms_.try_emplace(key_buffer_).first->second;
-    if (h.epoch != observations_ && options_.decay != 1.0) {
-      const double scale =
-          std::pow(options_.decay, static_cast<double>(observations_ - h.epoch));
-      for (double& w : h.weight) w *= scale;
-      h.total *= scale;
+    auto it = histograms_.find(key_buffer_);
+    if (it == histograms_.end() || it->second.total <= 0) continue;
+    const double n = DecayedTotal(it->second);
+    if (!(n > 0)) continue;
+    const double share = remaining * n / (n + shrink);
+    parts[count] = &it->second;
+    scale[count] = share / it->second.total;
+    remaining -= share;
+    ++count;
+  }
+  if (count == 0) return job.limit > 0 ? job.limit : options_.default_runtime;
+
+  const double target = calibrated_quantile_ * (1.0 - remaining);
+  double cumulative = 0;
+  int last = 0;
+  Micros prediction = 0;
+  for (int b = 0; b < kBins; ++b) {
+    double w = 0;
+    for (int i = 0; i < count; ++i) w += scale[i] * parts[i]->weight[b];
+    if (w <= 0) continue;
+    last = b;
+    if (cumulative + w >= target) {
+      const double fraction = std::clamp((target - cumulative) / w, 0.0, 1.0);
+      prediction = ValueOf(b - 0.5 + fraction);
+      break;
     }
-    h.weight[bin] += 1.0;
-    h.total += 1.0;
-    h.epoch = observations_;
+    cumulative += w;
+  }
+  if (prediction == 0) prediction = ValueOf(last + 0.5);  // rounding in the sums
+  return job.limit > 0 ? std::min(prediction, job.limit) : prediction;
+}
+
+void RuntimePredictor::Add(Histogram* h, int bin) {
+  if (h->epoch != observations_ && options_.decay != 1.0) {
+    const double scale =
+        std::pow(options_.decay, static_cast<double>(observations_ - h->epoch));
+    for (double& w : h->weight) w *= scale;
+    h->total *= scale;
+  }
+  h->weight[bin] += 1.0;
+  h->total += 1.0;
+  h->epoch = observations_;
+}
+
+void RuntimePredictor::ScoreLevels(const RuntimeFeatures& job, int bin) {
+  // Each level with min_samples for this job is scored by the pinball loss of its own
+  // quantile (in bins): the proper score for a quantile forecast, so a level ranks by
+  // how well it would have answered alone where it had the data to.
+  const double q = options_.quantile;
+  const double needed = std::max(options_.min_samples, 1);
+  for (int level = 0; level < kLevels; ++level) {
+    LevelScore& score = scores_[level];
+    score.loss *= options_.decay;
+    score.count *= options_.decay;
+    BuildKey(job, level, &key_buffer_);
+    auto it = histograms_.find(key_buffer_);
+    if (it == histograms_.end() || it->second.total <= 0 ||
+        DecayedTotal(it->second) < needed) {
+      continue;
+    }
+    const double predicted = QuantileBin(it->second, q);
+    const double error = bin - predicted;
+    score.loss += error >= 0 ? q * error : (q - 1.0) * error;
+    score.count += 1.0;
+  }
+  RankLevels();
+}
+
+void RuntimePredictor::RankLevels() {
+  // A level with few scores leans on the all-jobs level's record, which every job
+  // updates once there are min_samples jobs at all.
+  constexpr double kPriorScores = 20;
+  const LevelScore& all = scores_[3];
+  const double prior = all.count > 0 ? all.loss / all.count : 0;
+  std::array<double, kLevels> mean{};
+  for (int level = 0; level < kLevels; ++level) {
+    mean[level] = (scores_[level].loss + kPriorScores * prior) /
+                  (scores_[level].count + kPriorScores);
+  }
+  level_order_ = kSpecificity;
+  std::stable_sort(level_order_.begin(), level_order_.end(),
+                   [&](int a, int b) { return mean[a] < mean[b]; });
+}
+
+void RuntimePredictor::Observe(const RuntimeFeatures& job, Micros runtime) {
+  const bool blended = options_.method == Method::kBlended;
+  const int bin = BinOf(runtime);
+  if (blended) {
+    if (options_.calibration_rate > 0) {
+      // Adaptive conformal inference: step the asked quantile up after a miss (runtime
+      // above the prediction) and down after a hit, so that misses settle at
+      // 1 - quantile of the jobs whatever the mixture's own bias. Bounded to [0, 1].
+      const bool miss = runtime > PredictBlended(job);
+      const double step =
+          options_.calibration_rate * ((miss ? 1.0 : 0.0) - (1.0 - options_.quantile));
+      calibrated_quantile_ = std::clamp(calibrated_quantile_ + step, 0.0, 1.0);
+    }
+    ScoreLevels(job, bin);
+  }
+  ++observations_;
+  const int levels = blended ? kLevels : kCutoffLevels;
+  for (int level = 0; level < levels; ++level) {
+    BuildKey(job, level, &key_buffer_);
+    Add(&histograms_.try_emplace(key_buffer_).first->second, bin);
   }
 }
 
@@ -168,6 +337,17 @@ RuntimePredictor::State RuntimePredictor::Save() const {
     }
     state.histograms.push_back(std::move(out));
   }
+  if (options_.method == Method::kBlended) {
+    State::Histogram calibration;
+    calibration.key = kCalibrationKey;
+    calibration.total = calibrated_quantile_;
+    calibration.bins.emplace_back(0, calibrated_quantile_);
+    for (int level = 0; level < kLevels; ++level) {
+      calibration.bins.emplace_back(1 + 2 * level, scores_[level].loss);
+      calibration.bins.emplace_back(2 + 2 * level, scores_[level].count);
+    }
+    state.histograms.push_back(std::move(calibration));
+  }
   // Keys in order, so that equal states save equally.
   std::sort(state.histograms.begin(), state.histograms.end(),
             [](const State::Histogram& a, const State::Histogram& b) { return a.key < b.key; });
@@ -176,7 +356,27 @@ RuntimePredictor::State RuntimePredictor::Save() const {
 
 Status RuntimePredictor::Restore(const State& state) {
   std::unordered_map<std::string, Histogram> histograms;
+  double calibrated = options_.quantile;
+  std::array<LevelScore, kLevels> scores{};
   for (const State::Histogram& in : state.histograms) {
+    if (in.key == kCalibrationKey) {
+      calibrated = -1;
+      for (const auto& [slot, value] : in.bins) {
+        if (slot < 0 || slot > 2 * kLevels || !(value >= 0)) {
+          return InvalidArgumentError("runtime predictor: bad calibration entry");
+        }
+        if (slot == 0) {
+          calibrated = value;
+        } else {
+          LevelScore& score = scores[(slot - 1) / 2];
+          ((slot - 1) % 2 == 0 ? score.loss : score.count) = value;
+        }
+      }
+      if (!(calibrated >= 0.0 && calibrated <= 1.0)) {
+        return InvalidArgumentError("runtime predictor: bad calibrated quantile");
+      }
+      continue;
+    }
     if (in.epoch < 0 || in.epoch > state.observations || !(in.total >= 0)) {
       return InvalidArgumentError("runtime predictor: histogram '" + in.key +
                                   "' has a bad epoch or total");
@@ -195,6 +395,9 @@ Status RuntimePredictor::Restore(const State& state) {
   }
   observations_ = state.observations;
   histograms_ = std::move(histograms);
+  calibrated_quantile_ = calibrated;
+  scores_ = scores;
+  RankLevels();
   return Status::Ok();
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -26,8 +27,16 @@ RuntimeFeatures Job(std::string tenant, std::string user = "u", std::string name
   return f;
 }
 
-RuntimePredictor::Options NoDecay() {
+// The tests from here to the Restore ones describe the level cut-off (the earlier
+// predictor, Method::kLevelCutoff); the blended method has its own below.
+RuntimePredictor::Options Cutoff() {
   RuntimePredictor::Options options;
+  options.method = RuntimePredictor::Method::kLevelCutoff;
+  return options;
+}
+
+RuntimePredictor::Options NoDecay() {
+  RuntimePredictor::Options options = Cutoff();
   options.decay = 1.0;
   return options;
 }
@@ -40,7 +49,7 @@ void ExpectNear(Micros actual, Micros expected, double relative) {
 }
 
 TEST(RuntimePredictorTest, NoDataFallsBackToLimitThenDefault) {
-  RuntimePredictor::Options options;
+  RuntimePredictor::Options options = Cutoff();
   options.default_runtime = 123 * kSecond;
   RuntimePredictor predictor(options);
   EXPECT_EQ(predictor.Predict(Job("a", "u", "n", 1, 50 * kSecond)), 50 * kSecond);
@@ -48,7 +57,7 @@ TEST(RuntimePredictorTest, NoDataFallsBackToLimitThenDefault) {
 }
 
 TEST(RuntimePredictorTest, OneObservationIsNotEnough) {
-  RuntimePredictor predictor;
+  RuntimePredictor predictor(Cutoff());
   predictor.Observe(Job("a"), 100 * kSecond);
   EXPECT_EQ(predictor.observations(), 1);
   EXPECT_EQ(predictor.Predict(Job("a", "u", "n", 1, 500 * kSecond)), 500 * kSecond);
@@ -56,7 +65,7 @@ TEST(RuntimePredictorTest, OneObservationIsNotEnough) {
 }
 
 TEST(RuntimePredictorTest, LearnsTenantRuntimeWithinOneBin) {
-  RuntimePredictor predictor;
+  RuntimePredictor predictor(Cutoff());
   for (int i = 0; i < 20; ++i) predictor.Observe(Job("a"), 100 * kSecond);
   ExpectNear(predictor.Predict(Job("a")), 100 * kSecond, kOneBin);
   // A new user and job name of the same tenant fall back to the tenant's levels.
@@ -79,7 +88,7 @@ TEST(RuntimePredictorTest, QuantilePicksTheSideOfABimodalDistribution) {
 }
 
 TEST(RuntimePredictorTest, QuantileWithDefaultDecay) {
-  RuntimePredictor predictor;  // decay 0.999: the two modes weigh nearly alike
+  RuntimePredictor predictor(Cutoff());  // decay 0.999: the two modes weigh nearly alike
   for (int i = 0; i < 50; ++i) {
     predictor.Observe(Job("a"), 10 * kSecond);
     predictor.Observe(Job("a"), 1000 * kSecond);
@@ -110,7 +119,7 @@ TEST(RuntimePredictorTest, GeneralLevelUsedWhenSpecificHasTooFewSamples) {
 }
 
 TEST(RuntimePredictorTest, AllJobsLevelServesAnUnknownTenant) {
-  RuntimePredictor predictor;
+  RuntimePredictor predictor(Cutoff());
   for (int i = 0; i < 20; ++i) predictor.Observe(Job("a"), 300 * kSecond);
   ExpectNear(predictor.Predict(Job("new-tenant")), 300 * kSecond, kOneBin);
 }
@@ -139,7 +148,7 @@ TEST(RuntimePredictorTest, SeparatorInFieldsDoesNotMixLevels) {
 }
 
 TEST(RuntimePredictorTest, LimitCapsThePrediction) {
-  RuntimePredictor predictor;
+  RuntimePredictor predictor(Cutoff());
   for (int i = 0; i < 20; ++i) predictor.Observe(Job("a"), 1000 * kSecond);
   EXPECT_EQ(predictor.Predict(Job("a", "u", "n", 1, 300 * kSecond)), 300 * kSecond);
   // A limit above the prediction leaves it alone.
@@ -148,7 +157,7 @@ TEST(RuntimePredictorTest, LimitCapsThePrediction) {
 }
 
 TEST(RuntimePredictorTest, DecayFollowsDrift) {
-  RuntimePredictor::Options options;
+  RuntimePredictor::Options options = Cutoff();
   options.decay = 0.99;
   RuntimePredictor predictor(options);
   for (int i = 0; i < 200; ++i) predictor.Observe(Job("a"), 10 * kSecond);
@@ -159,7 +168,7 @@ TEST(RuntimePredictorTest, DecayFollowsDrift) {
 }
 
 TEST(RuntimePredictorTest, DecayAppliesToLevelsNotUpdatedLately) {
-  RuntimePredictor::Options options;
+  RuntimePredictor::Options options = Cutoff();
   options.decay = 0.9;
   RuntimePredictor predictor(options);
   for (int i = 0; i < 10; ++i) predictor.Observe(Job("a"), 100 * kSecond);
@@ -188,7 +197,7 @@ TEST(RuntimePredictorTest, ExtremeRuntimesClampToTheEndBins) {
 
 TEST(RuntimePredictorTest, PredictionIsAlwaysPositive) {
   for (double quantile : {0.0, 0.5, 1.0}) {
-    RuntimePredictor::Options options;
+    RuntimePredictor::Options options = Cutoff();
     options.quantile = quantile;
     options.min_samples = 0;
     RuntimePredictor predictor(options);
@@ -201,7 +210,7 @@ TEST(RuntimePredictorTest, PredictionIsAlwaysPositive) {
 }
 
 TEST(RuntimePredictorTest, OutOfRangeOptionsAreSanitized) {
-  RuntimePredictor::Options options;
+  RuntimePredictor::Options options = Cutoff();
   options.quantile = 7.0;
   options.decay = 3.0;
   options.default_runtime = -1;
@@ -254,6 +263,166 @@ TEST(RuntimePredictorTest, RestoreRejectsABadStateAndKeepsWhatItHad) {
   EXPECT_EQ(p.Restore(bad).code(), StatusCode::kInvalidArgument);
   bad = p.Save();
   bad.histograms[0].epoch = bad.observations + 1;
+  EXPECT_EQ(p.Restore(bad).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.Predict(Job("t")), before);
+}
+
+}  // namespace
+}  // namespace tessera
+
+// Method::kBlended.
+namespace tessera {
+namespace {
+
+constexpr Micros kHour = 3600 * kSecond;
+
+TEST(BlendedPredictorTest, NoDataFallsBackToLimitThenDefault) {
+  RuntimePredictor predictor;
+  EXPECT_EQ(predictor.Predict(Job("a", "u", "n", 1, 50 * kSecond)), 50 * kSecond);
+  EXPECT_EQ(predictor.Predict(Job("a")), RuntimePredictor::Options{}.default_runtime);
+}
+
+TEST(BlendedPredictorTest, OneObservationAlreadyInforms) {
+  // Unlike the cut-off, one sample is used, shrunk towards nothing else known.
+  RuntimePredictor predictor;
+  predictor.Observe(Job("a"), 100 * kSecond);
+  ExpectNear(predictor.Predict(Job("a")), 100 * kSecond, kOneBin);
+  EXPECT_EQ(predictor.Predict(Job("a", "u", "n", 1, 50 * kSecond)), 50 * kSecond);
+}
+
+// One tenant and user whose runtimes the limit tells apart (10 s under a 2 h limit,
+// 1000 s under a 20 h one) and, separately, the job name (stem "quick" or "slow"):
+// the levels holding those features earn the best records and answer.
+TEST(BlendedPredictorTest, LearnsWhichFeatureCarriesTheRuntime) {
+  RuntimePredictor::Options options;
+  options.calibration_rate = 0;
+  RuntimePredictor by_limit(options);
+  RuntimePredictor by_name(options);
+  for (int i = 0; i < 100; ++i) {
+    by_limit.Observe(Job("a", "u", "job-" + std::to_string(i), 1, 2 * kHour), 10 * kSecond);
+    by_limit.Observe(Job("a", "u", "job-" + std::to_string(i), 1, 20 * kHour),
+                     1000 * kSecond);
+    by_name.Observe(Job("a", "u", "quick-" + std::to_string(i), 1, 20 * kHour),
+                    10 * kSecond);
+    by_name.Observe(Job("a", "u", "slow-" + std::to_string(i), 1, 20 * kHour),
+                    1000 * kSecond);
+  }
+  ExpectNear(by_limit.Predict(Job("a", "u", "job-new", 1, 2 * kHour)), 10 * kSecond, kOneBin);
+  ExpectNear(by_limit.Predict(Job("a", "u", "job-new", 1, 20 * kHour)), 1000 * kSecond,
+             kOneBin);
+  ExpectNear(by_name.Predict(Job("a", "u", "quick-1000", 1, 20 * kHour)), 10 * kSecond, kOneBin);
+  ExpectNear(by_name.Predict(Job("a", "u", "slow-1000", 1, 20 * kHour)), 1000 * kSecond,
+             kOneBin);
+
+  // The cut-off reads the (tenant, user, name, GPUs) level only for names it has
+  // seen; for a new one it falls to (tenant, GPUs), where both modes mix: the 0.7
+  // quantile lands on the 1000 s side for all.
+  RuntimePredictor cutoff(Cutoff());
+  for (int i = 0; i < 100; ++i) {
+    cutoff.Observe(Job("a", "u", "quick-" + std::to_string(i), 1), 10 * kSecond);
+    cutoff.Observe(Job("a", "u", "slow-" + std::to_string(i), 1), 1000 * kSecond);
+  }
+  ExpectNear(cutoff.Predict(Job("a", "u", "quick-1000", 1)), 1000 * kSecond, kOneBin);
+}
+
+TEST(BlendedPredictorTest, ColdStartByGpuCount) {
+  // Tenant a: 8-GPU jobs run 10,000 s, 1-GPU jobs 100 s. A new tenant's 8-GPU job
+  // borrows the (GPUs) level; the cut-off only had all jobs, mostly 1-GPU, to go by.
+  RuntimePredictor::Options options;
+  options.calibration_rate = 0;
+  RuntimePredictor predictor(options);
+  RuntimePredictor cutoff(Cutoff());
+  for (int i = 0; i < 200; ++i) {
+    const bool big = i % 4 == 0;
+    const Micros runtime = (big ? 10'000 : 100) * kSecond;
+    predictor.Observe(Job("a", "u", "n", big ? 8 : 1), runtime);
+    cutoff.Observe(Job("a", "u", "n", big ? 8 : 1), runtime);
+  }
+  ExpectNear(predictor.Predict(Job("b", "v", "m", 8)), 10'000 * kSecond, 2 * kOneBin);
+  ExpectNear(predictor.Predict(Job("b", "v", "m", 1)), 100 * kSecond, 2 * kOneBin);
+  ExpectNear(cutoff.Predict(Job("b", "v", "m", 8)), 100 * kSecond, kOneBin);
+}
+
+// Log-uniform runtimes over 4 octaves whose centre drifts up an octave per 1,000
+// jobs: with no decay every histogram lags, so its 0.7 quantile is too short for far
+// more than 30% of jobs. The online correction brings the share back near 30%.
+TEST(BlendedPredictorTest, CalibrationHoldsTheQuantileUnderDrift) {
+  auto too_short_share = [](RuntimePredictor::Options options) {
+    options.decay = 1.0;
+    RuntimePredictor predictor(options);
+    uint64_t state = 12345;
+    int misses = 0, scored = 0;
+    for (int i = 0; i < 6000; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      const double u = static_cast<double>(state >> 11) / 9007199254740992.0;
+      const auto runtime = static_cast<Micros>(100.0 * std::exp2(4 * u + i / 1000.0) * kSecond);
+      if (i >= 3000) {
+        ++scored;
+        misses += runtime > predictor.Predict(Job("a"));
+      }
+      predictor.Observe(Job("a"), runtime);
+    }
+    return static_cast<double>(misses) / scored;
+  };
+  RuntimePredictor::Options blended;
+  RuntimePredictor::Options uncorrected;
+  uncorrected.calibration_rate = 0;
+  EXPECT_GT(too_short_share(Cutoff()), 0.5);
+  EXPECT_GT(too_short_share(uncorrected), 0.5);
+  EXPECT_NEAR(too_short_share(blended), 0.3, 0.05);
+}
+
+TEST(BlendedPredictorTest, RestoresAStateSavedBeforeItExisted) {
+  // A state of the cut-off predictor: the four old levels, no calibration entry.
+  RuntimePredictor old(Cutoff());
+  for (int i = 0; i < 30; ++i) old.Observe(Job("t", "alice", "train", 8), 600 * kSecond);
+  const RuntimePredictor::State state = old.Save();
+  ASSERT_EQ(state.histograms.size(), 4u);
+  RuntimePredictor restored;
+  ASSERT_TRUE(restored.Restore(state).ok());
+  EXPECT_EQ(restored.observations(), 30);
+  EXPECT_DOUBLE_EQ(restored.calibrated_quantile(), RuntimePredictor::Options{}.quantile);
+  ExpectNear(restored.Predict(Job("t", "alice", "train", 8)), 600 * kSecond, kOneBin);
+  ExpectNear(restored.Predict(Job("t", "bob", "x", 8)), 600 * kSecond, kOneBin);
+}
+
+TEST(BlendedPredictorTest, SaveRestoreKeepsCalibrationAndRanking) {
+  RuntimePredictor original;
+  for (int i = 0; i < 300; ++i) {
+    const Micros limit = (i % 3 + 1) * kHour;
+    original.Observe(Job("t", "u", "job", 1, limit), limit / 7 + (i % 5) * kSecond);
+    original.Observe(Job("s", "v", "x-" + std::to_string(i % 7), 2), (60 + i) * kSecond);
+  }
+  EXPECT_NE(original.calibrated_quantile(), RuntimePredictor::Options{}.quantile);
+  RuntimePredictor restored;
+  ASSERT_TRUE(restored.Restore(original.Save()).ok());
+  EXPECT_DOUBLE_EQ(restored.calibrated_quantile(), original.calibrated_quantile());
+  for (int i = 0; i < 50; ++i) {
+    for (RuntimePredictor* p : {&original, &restored}) {
+      p->Observe(Job("t", "u", "job", 1, 2 * kHour), 900 * kSecond);
+    }
+  }
+  for (const RuntimeFeatures& f : {Job("t", "u", "job", 1, 2 * kHour),
+                                   Job("t", "w", "job", 1, 3 * kHour), Job("s", "v", "x-3", 2),
+                                   Job("new", "n", "n", 4)}) {
+    EXPECT_EQ(restored.Predict(f), original.Predict(f)) << f.tenant << "/" << f.name;
+  }
+  EXPECT_DOUBLE_EQ(restored.calibrated_quantile(), original.calibrated_quantile());
+}
+
+TEST(BlendedPredictorTest, RestoreRejectsABadCalibrationEntry) {
+  RuntimePredictor p;
+  for (int i = 0; i < 10; ++i) p.Observe(Job("t"), 100 * kSecond);
+  const Micros before = p.Predict(Job("t"));
+  RuntimePredictor::State bad = p.Save();
+  for (auto& h : bad.histograms) {
+    if (h.key == RuntimePredictor::kCalibrationKey) h.bins[0].second = 1.5;
+  }
+  EXPECT_EQ(p.Restore(bad).code(), StatusCode::kInvalidArgument);
+  bad = p.Save();
+  for (auto& h : bad.histograms) {
+    if (h.key == RuntimePredictor::kCalibrationKey) h.bins.emplace_back(99, 1.0);
+  }
   EXPECT_EQ(p.Restore(bad).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(p.Predict(Job("t")), before);
 }
