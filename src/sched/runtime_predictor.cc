@@ -209,6 +209,12 @@ Micros RuntimePredictor::PredictBlended(const RuntimeFeatures& job) const {
   // the weight still unassigned, so a well-populated level answers nearly alone and a
   // sparse one is shrunk towards the next ones.
   const double shrink = std::max(options_.min_samples, 1);
+  // Until min_samples jobs have finished at all, answer as with no data: a first
+  // sample or two would swing every prediction, and the drivers, which may apply a
+  // finish and a submission of the same instant in either order, would disagree.
+  if (observations_ < std::max(options_.min_samples, 1)) {
+    return job.limit > 0 ? job.limit : options_.default_runtime;
+  }
   std::array<const Histogram*, kLevels> parts{};
   std::array<double, kLevels> scale{};  // per unit of raw weight
   int count = 0;

@@ -282,12 +282,18 @@ TEST(BlendedPredictorTest, NoDataFallsBackToLimitThenDefault) {
   EXPECT_EQ(predictor.Predict(Job("a")), RuntimePredictor::Options{}.default_runtime);
 }
 
-TEST(BlendedPredictorTest, OneObservationAlreadyInforms) {
-  // Unlike the cut-off, one sample is used, shrunk towards nothing else known.
+TEST(BlendedPredictorTest, WaitsForMinSamplesJobsThenUsesSparseLevels) {
   RuntimePredictor predictor;
-  predictor.Observe(Job("a"), 100 * kSecond);
+  for (int i = 0; i < 4; ++i) predictor.Observe(Job("a"), 100 * kSecond);
+  EXPECT_EQ(predictor.Predict(Job("a", "u", "n", 1, 500 * kSecond)), 500 * kSecond);
+  EXPECT_EQ(predictor.Predict(Job("a")), RuntimePredictor::Options{}.default_runtime);
+  predictor.Observe(Job("b"), 100 * kSecond);
   ExpectNear(predictor.Predict(Job("a")), 100 * kSecond, kOneBin);
-  EXPECT_EQ(predictor.Predict(Job("a", "u", "n", 1, 50 * kSecond)), 50 * kSecond);
+  // Unlike the cut-off, tenant b's one sample already counts, shrunk towards the rest.
+  predictor.Observe(Job("b", "v", "m", 1), 10'000 * kSecond);
+  const Micros b = predictor.Predict(Job("b", "v", "m", 1));
+  EXPECT_GT(b, 150 * kSecond);
+  EXPECT_LT(b, 10'000 * kSecond);
 }
 
 // One tenant and user whose runtimes the limit tells apart (10 s under a 2 h limit,
