@@ -45,6 +45,11 @@ PHILLY = "philly:" + os.path.join(TRACES, "sia/traces/philly.csv")
 TIRESIAS = "tiresias:" + os.path.join(TRACES, "tiresias/60_job.csv")
 POLLUX = "pollux:" + os.path.join(TRACES, "pollux-adaptdl-workloads/workloads/workload-{n}.csv")
 SYNTHETIC = "synthetic:jobs=2000,seed={seed}"
+# Larger and longer jobs than the generator's defaults, the tail cut at two days, so
+# that the loads below keep the cluster busy (a heavier tail runs on alone long after
+# the last arrival, and the cluster then sits mostly idle whatever the load says).
+SYNTHETIC_BUSY = ("synthetic:jobs=3000,seed={seed},gpus=1:50/2:15/4:15/8:15/16:5,median=1h,"
+                  "sigma=1.5,max=2d")
 MIXED = "16x8xH100-80GB+16x8xA100-80GB+32x4xV100-32GB"
 
 
@@ -57,9 +62,10 @@ def standard_groups():
         (PHILLY, "philly-vc", [0.9], []),
         (PHILLY, "352x8xP100", [1.0], ["--every", "4"]),
         (PHILLY, "64x8xH100-80GB", [0.8], ["--every", "4"]),
-        (TIRESIAS, "16x4xV100-32GB", [0.5, 1.0, 1.3], []),
-        (SYNTHETIC, "64x8xH100-80GB", [0.5, 0.9, 1.3], []),
-        (SYNTHETIC, MIXED, [0.9], []),
+        # Tiresias' 60 jobs keep only a small cluster busy.
+        (TIRESIAS, "4x4xV100-32GB", [0.5, 1.0, 1.3], []),
+        (SYNTHETIC_BUSY, "64x8xH100-80GB", [0.5, 0.9, 1.3], []),
+        (SYNTHETIC_BUSY, MIXED, [0.9], []),
     ]
     # The eight Pollux workloads, each at one load, the loads spread over the bands.
     pollux_loads = [0.5, 0.8, 1.0, 1.3]
@@ -84,7 +90,8 @@ def run_cell(args, index, trace, cluster, load, checkpoint, seed, extra):
     if out.returncode != 0:
         raise RuntimeError(" ".join(cmd) + ": " + out.stderr.strip())
     rows = json.loads(out.stdout)["summary"]
-    fairness(rows, out_dir)
+    if has_quotas(cluster):
+        fairness(rows, out_dir)
     return rows
 
 
@@ -98,9 +105,15 @@ def per_job(out_dir, policy):
     return jobs
 
 
+def has_quotas(cluster):
+    """Whether the cluster preset gives tenants quotas (NxGxMODEL ones do not: static-vc
+    is then plain FIFO and rho would compare against it, not against a quota)."""
+    return cluster == "philly-vc"
+
+
 def fairness(rows, out_dir):
-    """Adds rho_max, rho_over_1 and sharing_incentive to each row (None without quotas
-    or without the reference policy)."""
+    """Adds rho_max, rho_over_1 and sharing_incentive to each row (None without the
+    reference policy)."""
     names = [r["policy"] for r in rows]
     if REFERENCE not in names:
         return
@@ -130,7 +143,8 @@ def fairness(rows, out_dir):
         rhos = [s / a for s, a in per_tenant.values() if a > 0]
         r["rho_max"] = max(rhos) if rhos else None
         r["rho_over_1"] = over / counted if counted else None
-        r["sharing_incentive"] = all(x <= 1.0 for x in rhos)
+        # Tolerance for rounding only: equal JCTs are no loss.
+        r["sharing_incentive"] = all(x <= 1.0 + 1e-9 for x in rhos)
 
 
 def trace_label(trace):
@@ -228,7 +242,9 @@ def judge(cells, policy):
         if ckpt != "signal":
             continue
         periodic = by_key.get((trace, cluster, load, seed, "periodic"))
-        if periodic and r["avg_jct_s"] > periodic[1]["avg_jct_s"]:
+        # Worse by more than rounding (0.1 %): two runs that keep the same schedule
+        # differ in the last digits of their averages.
+        if periodic and r["avg_jct_s"] > periodic[1]["avg_jct_s"] * 1.001:
             worse = r["avg_jct_s"] / periodic[1]["avg_jct_s"] - 1
             misses.append((c["label"], f"on-signal checkpoints make it {worse * 100:.1f}% worse"))
     return misses

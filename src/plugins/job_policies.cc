@@ -26,16 +26,21 @@ class FifoOrder final : public JobOrderPlugin {
 };
 
 // Tiresias' 2D-LAS: queue by attained GPU-seconds, FIFO within a queue.
-class LasOrder final : public JobOrderPlugin {
+class LasOrder : public JobOrderPlugin {
  public:
   explicit LasOrder(std::vector<double> thresholds) : thresholds_(std::move(thresholds)) {}
   std::string_view name() const override { return "las"; }
   double Key(const JobRecord& job, Micros /*now*/) const override {
+    return Level(job) * 1e12 + Seconds(job.spec.submit_time);
+  }
+
+ protected:
+  int Level(const JobRecord& job) const {
     int level = 0;
     for (double t : thresholds_) {
       level += job.attained_gpu_seconds >= t ? 1 : 0;
     }
-    return level * 1e12 + Seconds(job.spec.submit_time);
+    return level;
   }
 
  private:
@@ -67,6 +72,23 @@ class SjfOrder final : public JobOrderPlugin {
 
  private:
   double gpu_exponent_;  // 1: GPU-time; 0: time only
+};
+
+// LAS levels first, as Tiresias (robust when predictions are wrong: a long job
+// cannot stay ahead of new ones), then within a level shortest predicted remaining
+// GPU-time first instead of submission order.
+class LasSjfOrder final : public LasOrder {
+ public:
+  LasSjfOrder(std::vector<double> thresholds, double gpu_exponent)
+      : LasOrder(std::move(thresholds)), sjf_(gpu_exponent) {}
+  std::string_view name() const override { return "las-sjf"; }
+  double Key(const JobRecord& job, Micros now) const override {
+    // sjf keys are seconds: far below the 1e12 between levels.
+    return Level(job) * 1e12 + std::min(sjf_.Key(job, now), 1e11);
+  }
+
+ private:
+  SjfOrder sjf_;
 };
 
 class FairShareOrder final : public QueueOrderPlugin {
@@ -108,9 +130,9 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
   };
   SchedulerOptions& o = p->options;
   if (token == "fifo" || token == "priority" || token == "las" || token == "srtf" ||
-      token == "sjf") {
+      token == "sjf" || token == "las-sjf") {
     TESSERA_RETURN_IF_ERROR(set_order(token));
-    if (token == "sjf") {
+    if (token == "sjf" || token == "las-sjf") {
       p->uses_predictor = true;
     }
     if (token == "srtf") {
@@ -154,6 +176,15 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
       return InvalidArgumentError("sjf-width=E needs E in 0..2, got '" + std::string(token) + "'");
     }
     o.sjf_gpu_exponent = e;
+  } else if (StartsWith(token, "amortize=")) {
+    StatusOr<int64_t> n = ParseInt64(token.substr(9));
+    if (!n.ok() || n.value() <= 0 || n.value() > 1000) {
+      return InvalidArgumentError("amortize=N needs N in 1..1000, got '" + std::string(token) +
+                                  "'");
+    }
+    o.restart_amortization = static_cast<int>(n.value());
+  } else if (token == "victims-las") {
+    o.victims_by_cost = false;
   } else if (token == "las-protect") {
     o.las_protected_level = static_cast<int>(o.las_thresholds.size());
   } else if (token == "resume-first") {
@@ -175,9 +206,9 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
   } else {
     return InvalidArgumentError(
         "unknown policy component '" + std::string(token) +
-        "'; orders: fifo, priority, las, srtf, sjf, fairshare, drf, slurm; features: strict, "
+        "'; orders: fifo, priority, las, las-sjf, srtf, sjf, fairshare, drf, slurm; features: strict, "
         "no-borrow, reclaim, preempt, preempt-las, preempt-srtf, backfill, backfill-limit, "
-        "ckpt-grace, las-protect, resume-first, max-preempt=N, sjf-width=E, starve=H; presets: " + Join(SchedulerPresetNames(), ", "));
+        "ckpt-grace, victims-las, las-protect, resume-first, amortize=N, max-preempt=N, sjf-width=E, starve=H; presets: " + Join(SchedulerPresetNames(), ", "));
   }
   return Status::Ok();
 }
@@ -222,24 +253,22 @@ StatusOr<SchedulerPolicy> ParseSchedulerPolicy(std::string_view spec) {
   } else if (spec == "slurm") {
     p = Combine(spec, "slurm+priority+backfill-limit");
   } else if (spec == "tiresias") {
-    p = Combine(spec, "las+preempt-las");
-    if (p.ok()) {
-      p.value().options.victims_by_cost = false;
-    }
+    p = Combine(spec, "las+preempt-las+victims-las");
   } else if (spec == "srtf") {
     p = Combine(spec, "srtf+preempt-srtf");
     if (p.ok()) {
       p.value().options.lossless_preemption = true;
     }
   } else if (spec == "tessera") {
-    // Shortest predicted job first with GPUs counted by their square root,
-    // Tiresias-style preemption of more-served jobs at the victims' checkpoints, quota
-    // reclaim, EASY backfill on learned runtimes, and a 48-hour starvation bound: a
-    // bound, so that nothing waits forever, set above the waits of busy periods (an
-    // 8-hour bound put long gangs ahead whenever the cluster was loaded and cost 16 %
-    // of the average JCT on Philly at 0.8; docs/job-simulator.md, "The default").
+    // Tiresias' least-attained-service levels first (robust when predictions are
+    // wrong), shortest predicted remaining GPU-time (GPUs counted by their square root)
+    // within a level, preemption of more-served jobs (most served first, as Tiresias)
+    // only once a victim has run ten restart overheads, quota reclaim, priority
+    // preemption inside a queue, and victims evicted at a checkpoint that comes within
+    // 30 min. Why each, and what was dropped: docs/job-simulator.md, "The default".
     p = Combine(spec,
-                "sjf+sjf-width=0.5+preempt-las+reclaim+preempt+backfill+ckpt-grace+starve=48");
+                "las-sjf+sjf-width=0.5+preempt-las+victims-las+reclaim+preempt+ckpt-grace+"
+                "amortize=10");
   } else {
     p = Combine(spec, spec);
   }
@@ -253,8 +282,12 @@ StatusOr<std::unique_ptr<JobOrderPlugin>> MakeJobOrder(std::string_view name,
   if (name == "las") return std::unique_ptr<JobOrderPlugin>(new LasOrder(options.las_thresholds));
   if (name == "srtf") return std::unique_ptr<JobOrderPlugin>(new SrtfOrder());
   if (name == "sjf") return std::unique_ptr<JobOrderPlugin>(new SjfOrder(options.sjf_gpu_exponent));
+  if (name == "las-sjf") {
+    return std::unique_ptr<JobOrderPlugin>(
+        new LasSjfOrder(options.las_thresholds, options.sjf_gpu_exponent));
+  }
   return InvalidArgumentError("unknown job order '" + std::string(name) +
-                              "'; known: fifo, priority, las, srtf, sjf");
+                              "'; known: fifo, priority, las, las-sjf, srtf, sjf");
 }
 
 StatusOr<std::unique_ptr<QueueOrderPlugin>> MakeQueueOrder(std::string_view name) {

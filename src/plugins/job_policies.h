@@ -19,8 +19,11 @@
 //   backfill-limit  EASY backfill trusting the users' runtime limits
 //   ckpt-grace      a victim whose next periodic checkpoint comes within 30 min is
 //                   evicted right after it, losing nothing; others after the 30 s grace
+//   victims-las     victims most-served first (by LAS level), then the most
+//                   recently started, as Tiresias does (default: by what they lose)
 //   las-protect     preempt-las spares jobs in the last LAS level (proven long)
 //   resume-first    preempted jobs resume before jobs that never ran
+//   amortize=N      LAS/SRTF preempt a job only after it ran N restart overheads
 //   max-preempt=N   a job preempted N times is not preempted again
 //   sjf-width=E     sjf counts a job's GPUs as GPUs^E (default 1: GPU-time)
 //   starve=H        jobs waiting over H hours go first (no starvation)

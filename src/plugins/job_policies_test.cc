@@ -150,16 +150,15 @@ TEST(JobPoliciesTest, EveryPresetParsesWithItsDocumentedFeatures) {
   }
   {
     Expected e;
-    e.job_order = "sjf";
+    e.job_order = "las-sjf";
     e.preempt_reclaim = true;
     e.preempt_priority = true;
-    e.backfill = Backfill::kEasy;
-    e.runtime_source = RuntimeSource::kPredicted;
     e.preempt_las = true;
-    e.starvation_limit = 48 * kHour;
+    e.victims_by_cost = false;
     e.uses_predictor = true;
     e.checkpoint_wait = 30 * 60 * kSecond;  // ckpt-grace: up to 30 min to reach a checkpoint
     e.sjf_gpu_exponent = 0.5;
+    EXPECT_EQ(Parse("tessera").options.restart_amortization, 10);
     ExpectPolicy(Parse("tessera"), e);
   }
 }
@@ -183,7 +182,7 @@ TEST(JobPoliciesTest, EveryPresetBuildsItsOrders) {
 TEST(JobPoliciesTest, PresetNamesAreTrimmed) {
   SchedulerPolicy p = Parse("  tessera ");
   EXPECT_EQ(p.name, "tessera");
-  EXPECT_EQ(p.job_order, "sjf");
+  EXPECT_EQ(p.job_order, "las-sjf");
 }
 
 TEST(JobPoliciesTest, CombinationsSetEveryNamedFeature) {
@@ -353,6 +352,52 @@ TEST(JobPoliciesTest, SjfKeysByPredictedRemainingTimesGpus) {
   narrow.predicted_runtime = 700 * kSecond;
   EXPECT_LT(narrow.predicted_runtime * 1, wide.predicted_runtime * 8);
   EXPECT_LT(sjf->Key(narrow, 0), sjf->Key(wide, 0));
+}
+
+TEST(JobPoliciesTest, LasSjfKeysByLevelThenPredictedRemainingGpuTime) {
+  SchedulerOptions o;
+  o.sjf_gpu_exponent = 0.5;
+  auto order = Order("las-sjf", o);
+  EXPECT_EQ(order->name(), "las-sjf");
+  // Level 0: shortest predicted remaining time x sqrt(GPUs) first, whatever the
+  // submission order.
+  JobRecord late_short = Job(1000 * kSecond, 4000);
+  late_short.predicted_runtime = 100 * kSecond;
+  JobRecord early_long = Job(0, 1000);
+  early_long.predicted_runtime = 1000 * kSecond;
+  EXPECT_DOUBLE_EQ(order->Key(late_short, 0), 100.0 * 2);
+  EXPECT_LT(order->Key(late_short, 0), order->Key(early_long, 0));
+  // A more-served job comes after every less-served one, however short its prediction:
+  // a wrong prediction cannot keep a long job ahead.
+  JobRecord served_quick = Job(0, 1000);
+  served_quick.predicted_runtime = 1 * kSecond;
+  served_quick.attained_gpu_seconds = 3200;
+  EXPECT_LT(order->Key(early_long, 0), order->Key(served_quick, 0));
+  JobRecord served_slow = served_quick;
+  served_slow.predicted_runtime = 5000 * kSecond;
+  EXPECT_LT(order->Key(served_quick, 0), order->Key(served_slow, 0));
+  JobRecord most_served = Job(0, 1000);
+  most_served.predicted_runtime = 1 * kSecond;
+  most_served.attained_gpu_seconds = 32000;
+  EXPECT_LT(order->Key(served_slow, 0), order->Key(most_served, 0));
+  // A prediction beyond any level gap still keeps the job in its level.
+  JobRecord huge = Job(0, 16000);
+  huge.predicted_runtime = 4'000'000'000LL * kSecond;
+  EXPECT_LT(order->Key(huge, 0), order->Key(served_quick, 0));
+  SchedulerPolicy p = Parse("las-sjf+preempt-las");
+  EXPECT_TRUE(p.uses_predictor);
+}
+
+TEST(JobPoliciesTest, VictimsAndAmortizationTokens) {
+  SchedulerPolicy p = Parse("las+preempt-las+victims-las+amortize=10");
+  EXPECT_FALSE(p.options.victims_by_cost);
+  EXPECT_EQ(p.options.restart_amortization, 10);
+  EXPECT_EQ(Parse("las").options.restart_amortization, 0);
+  EXPECT_TRUE(Parse("las").options.victims_by_cost);
+  for (const char* bad : {"amortize=0", "amortize=-1", "amortize=x", "amortize=1001"}) {
+    std::string m = ParseError(std::string("las+") + bad);
+    EXPECT_NE(m.find(std::string("'") + bad + "'"), std::string::npos) << m;
+  }
 }
 
 TEST(JobPoliciesTest, SrtfKeysByTrueRemainingTime) {

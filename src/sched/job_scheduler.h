@@ -76,6 +76,10 @@ struct SchedulerOptions {
   // GPU time a resumed job spends before it makes progress again (restoring its
   // checkpoint, warming up): part of what preempting a job costs.
   Micros restart_overhead = 0;
+  // When > 0: a job is not preempted by LAS or SRTF (reclaim and priority still may)
+  // until it has run this many restart overheads since it started, so that restarts
+  // never take more than about 1/N of the GPU time. 0: off.
+  int restart_amortization = 0;
   // Preempted jobs resume before jobs that never ran (bounds their delay).
   bool resume_first = false;
   // Victims by work lost (checkpoint-aware), or as Tiresias does: most attained

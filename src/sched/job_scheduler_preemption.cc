@@ -130,6 +130,12 @@ bool JobScheduler::CanPreempt(const JobRecord& victim, int victim_level, const J
   if (victim.spec.priority > preemptor.spec.priority) {
     return false;
   }
+  // LAS and SRTF preemptions reorder work rather than give back a quota: each attempt
+  // first runs N restart overheads, so that restarts take at most about 1/N of it.
+  if (now - victim.run_start <
+      static_cast<Micros>(options_.restart_amortization) * options_.restart_overhead) {
+    return false;
+  }
   if (options_.preempt_las) {
     const int level = victim_level;
     if (level > preemptor_level &&

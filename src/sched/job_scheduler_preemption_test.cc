@@ -284,6 +284,30 @@ TEST(JobSchedulerTest, MinRunBeforeReclaimSparesPriorityPreemption) {
   EXPECT_EQ(Victims(h.Cycle(510 * kSecond)), std::vector<uint64_t>{low.value()});
 }
 
+// With restart_amortization N, a LAS victim must have run N restart overheads in its
+// current attempt; priority preemption is not held back.
+TEST(JobSchedulerTest, RestartAmortizationHoldsBackLasPreemptionOnly) {
+  SchedulerOptions o;
+  o.preempt_las = true;
+  o.preempt_priority = true;
+  o.restart_overhead = 60 * kSecond;
+  o.restart_amortization = 10;  // 600 s
+  Harness h({GpuNode("n0")}, OneQueue(), o);
+  JobId old = h.Submit(Gang("old", "q", {8}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+  // 8 x 400 s = 3200 GPU-s: level 1 and a LAS victim, but it has run only 400 s.
+  h.Submit(Gang("fresh", "q", {8}, 0, 400 * kSecond), 400 * kSecond);
+  EXPECT_TRUE(h.Cycle(400 * kSecond).preemptions.empty());
+  EXPECT_TRUE(h.Cycle(599 * kSecond).preemptions.empty());
+  EXPECT_EQ(Victims(h.Cycle(600 * kSecond)), std::vector<uint64_t>{old.value()});
+
+  Harness p({GpuNode("n0")}, OneQueue(), o);
+  JobId low = p.Submit(Gang("low", "q", {8}), 0);
+  ASSERT_EQ(p.Cycle(0).starts.size(), 1u);
+  p.Submit(Gang("high", "q", {8}, 10, 100 * kSecond), 100 * kSecond);
+  EXPECT_EQ(Victims(p.Cycle(100 * kSecond)), std::vector<uint64_t>{low.value()});
+}
+
 TEST(JobSchedulerTest, LasLevelsFollowTheThresholds) {
   Harness h({GpuNode("n0")}, OneQueue(), SchedulerOptions{});
   ASSERT_EQ(h.scheduler().options().las_thresholds, (std::vector<double>{3200.0, 32000.0}));
