@@ -255,7 +255,10 @@ Micros JobScheduler::RuntimeEstimate(const JobRecord& job) const {
 Micros JobScheduler::EvictionTime(const JobRecord& victim, Micros now) const {
   const Micros after_grace = now + options_.grace;
   const Micros interval = victim.spec.checkpoint_interval;
-  if (options_.checkpoint_wait <= 0 || victim.spec.checkpoint_on_signal || interval <= 0) {
+  // A job that also checkpoints on the signal waits for its periodic checkpoint all
+  // the same: it would lose nothing either way, and evicting it sooner only makes
+  // preemptions cheaper to trigger (more of them, each with its restart overhead).
+  if (options_.checkpoint_wait <= 0 || interval <= 0) {
     return after_grace;
   }
   const Micros progress = victim.Progress(now);

@@ -308,6 +308,37 @@ TEST(JobSchedulerTest, RestartAmortizationHoldsBackLasPreemptionOnly) {
   EXPECT_EQ(Victims(p.Cycle(100 * kSecond)), std::vector<uint64_t>{low.value()});
 }
 
+// With a checkpoint wait, a victim is evicted right after its next periodic checkpoint
+// when that comes within the wait, whether or not it also checkpoints on the signal;
+// otherwise when the grace ends. Its start-up after a resumption pushes the checkpoint
+// back.
+TEST(JobSchedulerTest, CheckpointWaitEvictsAtTheNextCheckpointOrAfterTheGrace) {
+  SchedulerOptions o;
+  o.preempt_priority = true;
+  o.checkpoint_wait = 600 * kSecond;
+  for (bool on_signal : {false, true}) {
+    for (Micros interval : {300 * kSecond, 1000 * kSecond}) {
+      SCOPED_TRACE(std::to_string(on_signal) + " " + std::to_string(interval));
+      Harness h({GpuNode("n0")}, OneQueue(), o);
+      JobSpec low = Gang("low", "q", {8});
+      low.checkpoint_interval = interval;
+      low.checkpoint_on_signal = on_signal;
+      JobId v = h.Submit(low, 0);
+      ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+      h.Submit(Gang("high", "q", {8}, 10, 100 * kSecond), 100 * kSecond);
+      CycleResult r = h.Cycle(100 * kSecond);
+      ASSERT_EQ(Victims(r), std::vector<uint64_t>{v.value()});
+      // Every 300 s: the checkpoint at 300 s comes within 600 s. Every 1000 s: not.
+      EXPECT_EQ(r.preemptions[0].evict_at, interval == 300 * kSecond
+                                               ? 300 * kSecond
+                                               : 100 * kSecond + o.grace);
+      // It loses work only when it neither reaches a checkpoint nor saves on the signal.
+      EXPECT_DOUBLE_EQ(r.preemptions[0].lost_gpu_seconds,
+                       on_signal || interval == 300 * kSecond ? 0.0 : 8 * 130.0);
+    }
+  }
+}
+
 TEST(JobSchedulerTest, LasLevelsFollowTheThresholds) {
   Harness h({GpuNode("n0")}, OneQueue(), SchedulerOptions{});
   ASSERT_EQ(h.scheduler().options().las_thresholds, (std::vector<double>{3200.0, 32000.0}));
