@@ -69,9 +69,9 @@ struct SchedulerOptions {
   Micros starvation_limit = 0;
   Micros grace = 30'000'000;  // time a victim gets to checkpoint before eviction
   // When > 0: a victim whose next periodic checkpoint comes within this time is evicted
-  // right after it (losing nothing); others, and jobs that checkpoint on the signal, are
-  // evicted when the grace period ends. Waiting longer for a checkpoint that comes later
-  // would only lose the extra work too.
+  // right after it (losing nothing), whether or not it also checkpoints on the signal;
+  // others are evicted when the grace period ends. Waiting longer for a checkpoint that
+  // comes later would only lose the extra work too.
   Micros checkpoint_wait = 0;
   // GPU time a resumed job spends before it makes progress again (restoring its
   // checkpoint, warming up): part of what preempting a job costs.

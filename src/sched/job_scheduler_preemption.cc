@@ -117,6 +117,11 @@ bool JobScheduler::CanPreempt(const JobRecord& victim, int victim_level, const J
   if (now - victim.run_start < std::max<Micros>(options_.min_run_before_preemption, 1)) {
     return false;
   }
+  // Nor is a job still in its start-up (restoring its checkpoint): its restart would be
+  // paid for nothing, and jobs preempting each other there could never progress.
+  if (now < victim.run_start + victim.startup) {
+    return false;
+  }
   const bool same_queue = victim.queue == preemptor.queue;
   if (options_.preempt_priority && same_queue && victim.spec.priority < preemptor.spec.priority) {
     return true;

@@ -15,7 +15,9 @@
 #include "model/gpu_catalog.h"
 #include "model/node.h"
 #include "sim/cluster_preset.h"
+#include "sim/job_trace.h"
 #include "sim/job_workload.h"
+#include "sim/testing/sim_testing.h"
 
 namespace tessera {
 namespace {
@@ -186,6 +188,48 @@ TEST(JobSimTest, EveryPresetKeepsQuotasAndFinishesEveryJob) {
         total += m;
       }
       EXPECT_LE(total, 64000);
+    }
+  }
+}
+
+// Restart overheads and checkpoint waits on: preemptive policies still finish every job.
+// (A job preempted again in every start-up never progressed: Pollux workload-6 under
+// sjf+sjf-width=0.5+preempt-las ran forever.)
+TEST(JobSimTest, PreemptiveCombinationsFinishEveryJobWithRestartOverheads) {
+  const std::string dir = ::tessera::testing::TracesDir("");
+  ASSERT_FALSE(dir.empty());
+  StatusOr<JobTrace> pollux =
+      ReadJobTrace("pollux:" + dir + "/pollux-adaptdl-workloads/workloads/workload-6.csv", dir);
+  ASSERT_TRUE(pollux.ok()) << pollux.status().ToString();
+  StatusOr<ClusterSetup> cluster =
+      MakeClusterPreset("16x4xV100-32GB", TraceTenants(*pollux), dir, Catalog());
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  for (bool on_signal : {false, true}) {
+    WorkloadOptions w;
+    w.gpus_per_node = cluster->gpus_per_node;
+    w.checkpoint_interval = 30LL * 60 * 1'000'000;
+    w.checkpoint_on_signal = on_signal;
+    const std::vector<SimJob> jobs = JobsFromTrace(*pollux, w);
+    for (const char* policy : {"tessera", "tiresias", "sjf+sjf-width=0.5+preempt-las",
+                               "sjf+preempt-las+reclaim+preempt+starve=1",
+                               "las-sjf+preempt-las+amortize=2"}) {
+      SCOPED_TRACE(std::string(policy) + (on_signal ? " on signal" : " periodic"));
+      JobSimOptions o = Options(policy);
+      o.policy.options.restart_overhead = 60'000'000;
+      o.policy.options.checkpoint_wait = 30LL * 60 * 1'000'000;
+      StatusOr<JobSimResult> r =
+          RunJobSimulation(cluster->nodes, cluster->queues, jobs, o, Catalog());
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_EQ(r->run.jobs.size(), jobs.size());
+      int64_t preemptions = 0;
+      for (const JobOutcome& j : r->run.jobs) {
+        ASSERT_GE(j.finish, 0) << j.name;
+        EXPECT_GE(j.finish - j.first_start, j.actual) << j.name;
+        preemptions += j.preemptions;
+      }
+      if (std::string_view(policy) != "tessera") {
+        EXPECT_GT(preemptions, 0);  // it means something only if jobs were preempted
+      }
     }
   }
 }
