@@ -10,7 +10,7 @@ packages=(
   libsqlite3-dev libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
   libgrpc++-dev libabsl-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   clang libclang-rt-14-dev
-  prometheus chromium nodejs
+  prometheus chromium nodejs python3
 )
 
 missing=()
