@@ -83,7 +83,7 @@ def run_cell(args, index, trace, cluster, load, checkpoint, seed, extra):
            "--out", out_dir]
     if checkpoint == "signal":
         cmd.append("--checkpoint-on-signal")
-    cmd += extra
+    cmd += extra + ["--checkpoint-minutes", str(args.checkpoint_minutes)]
     if args.restart_overhead:
         cmd += ["--restart-overhead", args.restart_overhead]
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -263,6 +263,11 @@ def main():
     p.add_argument("--judge", default="tessera", help="the policy whose goals are checked")
     p.add_argument("--limit", type=int, default=0, help="replay only the first N jobs")
     p.add_argument("--restart-overhead", default="", help="sim jobs' default unless given")
+    # Longer than the 30-minute checkpoint wait: with an interval at most the wait every
+    # victim reaches a checkpoint within it, loses nothing, and the two checkpoint models
+    # give the same schedule.
+    p.add_argument("--checkpoint-minutes", type=float, default=60,
+                   help="jobs' periodic checkpoint interval (default 60)")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--out", default="out/matrix")
     args = p.parse_args()
