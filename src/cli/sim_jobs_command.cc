@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "api/queue_config.h"
@@ -80,6 +81,16 @@ StatusOr<std::vector<SchedulerPolicy>> ParsePolicies(std::string_view list) {
     return InvalidArgumentError("--policy lists no policy");
   }
   return policies;
+}
+
+// A duration flag's value, which must be >= 0 (e.g. 60s, 30m, 0).
+StatusOr<Micros> FlagDuration(std::string_view flag, const std::string& text) {
+  StatusOr<int64_t> d = ParseDurationMicros(text);
+  if (!d.ok() || d.value() < 0) {
+    return InvalidArgumentError(std::string(flag) + ": '" + text +
+                                "' is not a duration >= 0 (e.g. 60s, 30m, 0)");
+  }
+  return d.value();
 }
 
 // What every policy replays: the trace's jobs on the cluster.
@@ -240,21 +251,14 @@ Status Run(const JobsOptions& o) {
   const GpuCatalog& catalog = GpuCatalog::Default();
   const std::string traces_dir = o.traces_dir.empty() ? DefaultTracesDir() : o.traces_dir;
   TESSERA_ASSIGN_OR_RETURN(std::vector<SchedulerPolicy> policies, ParsePolicies(o.policies));
-  StatusOr<int64_t> overhead = ParseDurationMicros(o.restart_overhead);
-  if (!overhead.ok() || overhead.value() < 0) {
-    return InvalidArgumentError("--restart-overhead: '" + o.restart_overhead +
-                                "' is not a duration >= 0 (e.g. 60s, 2m)");
-  }
-  StatusOr<int64_t> wait = ParseDurationMicros(o.checkpoint_wait);
-  if (!wait.ok() || wait.value() < 0) {
-    return InvalidArgumentError("--checkpoint-wait: '" + o.checkpoint_wait +
-                                "' is not a duration >= 0 (e.g. 30m, 0)");
-  }
+  TESSERA_ASSIGN_OR_RETURN(Micros overhead,
+                           FlagDuration("--restart-overhead", o.restart_overhead));
+  TESSERA_ASSIGN_OR_RETURN(Micros wait, FlagDuration("--checkpoint-wait", o.checkpoint_wait));
   // The same preemption model for every policy: what a preemption costs and how long
   // a victim may run on to its next checkpoint are the cluster's, not a policy's.
   for (SchedulerPolicy& p : policies) {
-    p.options.restart_overhead = overhead.value();
-    p.options.checkpoint_wait = wait.value();
+    p.options.restart_overhead = overhead;
+    p.options.checkpoint_wait = wait;
   }
   if (o.load < 0 || o.load > 10) {
     return InvalidArgumentError("--load must be in (0, 10] (0: the trace's own timing)");

@@ -119,6 +119,16 @@ class SlurmOrder final : public QueueOrderPlugin {
   bool additive() const override { return true; }
 };
 
+// N of a "key=N" token, N a count in 1..1000.
+StatusOr<int> CountAfter(std::string_view token, std::string_view key) {
+  StatusOr<int64_t> n = ParseInt64(token.substr(key.size()));
+  if (!n.ok() || n.value() <= 0 || n.value() > 1000) {
+    return InvalidArgumentError(std::string(key) + "N needs N in 1..1000, got '" +
+                                std::string(token) + "'");
+  }
+  return static_cast<int>(n.value());
+}
+
 Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) {
   auto set_order = [&](std::string_view order) -> Status {
     if (*have_order) {
@@ -177,12 +187,7 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
     }
     o.sjf_gpu_exponent = e;
   } else if (StartsWith(token, "amortize=")) {
-    StatusOr<int64_t> n = ParseInt64(token.substr(9));
-    if (!n.ok() || n.value() <= 0 || n.value() > 1000) {
-      return InvalidArgumentError("amortize=N needs N in 1..1000, got '" + std::string(token) +
-                                  "'");
-    }
-    o.restart_amortization = static_cast<int>(n.value());
+    TESSERA_ASSIGN_OR_RETURN(o.restart_amortization, CountAfter(token, "amortize="));
   } else if (token == "victims-las") {
     o.victims_by_cost = false;
   } else if (token == "las-protect") {
@@ -190,12 +195,7 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
   } else if (token == "resume-first") {
     o.resume_first = true;
   } else if (StartsWith(token, "max-preempt=")) {
-    StatusOr<int64_t> n = ParseInt64(token.substr(12));
-    if (!n.ok() || n.value() <= 0 || n.value() > 1000) {
-      return InvalidArgumentError("max-preempt=N needs N in 1..1000, got '" + std::string(token) +
-                                  "'");
-    }
-    o.max_preemptions_per_job = static_cast<int>(n.value());
+    TESSERA_ASSIGN_OR_RETURN(o.max_preemptions_per_job, CountAfter(token, "max-preempt="));
   } else if (StartsWith(token, "starve=")) {
     StatusOr<int64_t> hours = ParseInt64(token.substr(7));
     if (!hours.ok() || hours.value() <= 0) {
@@ -206,9 +206,11 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
   } else {
     return InvalidArgumentError(
         "unknown policy component '" + std::string(token) +
-        "'; orders: fifo, priority, las, las-sjf, srtf, sjf, fairshare, drf, slurm; features: strict, "
-        "no-borrow, reclaim, preempt, preempt-las, preempt-srtf, backfill, backfill-limit, "
-        "ckpt-grace, victims-las, las-protect, resume-first, amortize=N, max-preempt=N, sjf-width=E, starve=H; presets: " + Join(SchedulerPresetNames(), ", "));
+        "'; orders: fifo, priority, las, las-sjf, srtf, sjf, fairshare, drf, slurm; features: "
+        "strict, no-borrow, reclaim, preempt, preempt-las, preempt-srtf, backfill, "
+        "backfill-limit, ckpt-grace, victims-las, las-protect, resume-first, amortize=N, "
+        "max-preempt=N, sjf-width=E, starve=H; presets: " +
+        Join(SchedulerPresetNames(), ", "));
   }
   return Status::Ok();
 }

@@ -60,7 +60,7 @@ class RunListener final : public LifecycleListener {
         --pending_;
         running_.insert(id);
         // Its start-up (restart overhead) makes the attempt run that much longer.
-        resumed_from_[id] = job.resumed_from - job.startup;
+        work_left_offset_[id] = job.resumed_from - job.startup;
         break;
       case LifecycleEvent::Kind::kRequeued:
         running_.erase(id);
@@ -79,17 +79,18 @@ class RunListener final : public LifecycleListener {
 
   int64_t pending() const { return pending_; }
   size_t running() const { return running_.size(); }
-  // The progress the attempt started from, less its start-up (restart overhead).
-  Micros resumed_from(uint64_t id) const {
-    auto it = resumed_from_.find(id);
-    return it == resumed_from_.end() ? 0 : it->second;
+  // The attempt's work still to do is the job's duration less this: the progress it
+  // resumed from, less its start-up (restart overhead).
+  Micros work_left_offset(uint64_t id) const {
+    auto it = work_left_offset_.find(id);
+    return it == work_left_offset_.end() ? 0 : it->second;
   }
 
  private:
   JobRunRecorder* recorder_;
   int64_t pending_ = 0;
   std::set<uint64_t> running_;
-  std::unordered_map<uint64_t, Micros> resumed_from_;
+  std::unordered_map<uint64_t, Micros> work_left_offset_;
 };
 
 // One node's agent: the tasks it runs and the exits it has yet to report.
@@ -294,7 +295,7 @@ class ControllerRun {
         agent.running.insert(key);
         task_node_[key] = agent.node;
         const SimJob& sim = jobs_[index_of_.at(l.key.job)];
-        const Micros left = sim.duration - listener_.resumed_from(l.key.job);
+        const Micros left = sim.duration - listener_.work_left_offset(l.key.job);
         Push(now + std::max<Micros>(left, 0), EventKind::kWorkDone, key);
       }
       for (const TaskStop& s : response.stop) {
