@@ -389,8 +389,8 @@ class JobDecoder {
       TESSERA_ASSIGN_OR_RETURN(std::string scope, r_.String(*f, "topology.scope", 64));
       StatusOr<TopologyScope> parsed = ParseTopologyScope(scope);
       if (!parsed.ok()) {
-        return r_.Error("topology.scope",
-                        "expected node, nvlink, rack or any, got '" + scope.substr(0, 64) + "'");
+        return r_.Error("topology.scope", "expected node, nvlink, rack, block or any, got '" +
+                                              scope.substr(0, 64) + "'");
       }
       out->scope = *parsed;
     }

@@ -120,6 +120,20 @@ TEST(JobCodecTest, ReadsEveryFieldOfTheJsonFormat) {
   EXPECT_EQ(s.TotalGpus(), 16);
 }
 
+TEST(JobCodecTest, BlockScopeReadsAndRoundTrips) {
+  JobSubmission job = Json_(R"({"command": "x", "topology": {"scope": "block", "hard": true}})");
+  EXPECT_EQ(job.spec.topology.scope, TopologyScope::kBlock);
+  EXPECT_TRUE(job.spec.topology.hard);
+  JobSubmission soft = Yaml("command: x\ntopology: {scope: block}\n");
+  EXPECT_EQ(soft.spec.topology.scope, TopologyScope::kBlock);
+  EXPECT_FALSE(soft.spec.topology.hard);
+  StatusOr<JobSubmission> back =
+      ParseJobJson(JobSubmissionToJson(job, Catalog()).dump(), Catalog());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->spec.topology.scope, TopologyScope::kBlock);
+  EXPECT_TRUE(back->spec.topology.hard);
+}
+
 TEST(JobCodecTest, YamlReadsTheSameAsJson) {
   EXPECT_EQ(Yaml(kFullYaml), Json_(kFullJson));
   EXPECT_EQ(ParseJobText(kFullYaml, Catalog()).value(), Json_(kFullJson));
@@ -238,7 +252,7 @@ TEST(JobCodecTest, ErrorsNameTheField) {
                 .find("checkpoint.interval: 'soon' is not a duration"),
             std::string::npos);
   EXPECT_NE(JsonError(R"({"command": "x", "topology": {"scope": "galaxy"}})")
-                .find("topology.scope: expected node, nvlink, rack or any"),
+                .find("topology.scope: expected node, nvlink, rack, block or any"),
             std::string::npos);
   EXPECT_NE(JsonError(R"({"command": "x", "preemptible": "yes"})")
                 .find("preemptible: expected true or false, got the string 'yes'"),

@@ -10,6 +10,8 @@ std::string_view TopologyScopeName(TopologyScope scope) {
       return "any";
     case TopologyScope::kRack:
       return "rack";
+    case TopologyScope::kBlock:
+      return "block";
     case TopologyScope::kNvlinkDomain:
       return "nvlink";
     case TopologyScope::kNode:
@@ -19,13 +21,13 @@ std::string_view TopologyScopeName(TopologyScope scope) {
 }
 
 StatusOr<TopologyScope> ParseTopologyScope(std::string_view text) {
-  for (TopologyScope s : {TopologyScope::kAny, TopologyScope::kRack, TopologyScope::kNvlinkDomain,
-                          TopologyScope::kNode}) {
+  for (TopologyScope s : {TopologyScope::kAny, TopologyScope::kBlock, TopologyScope::kRack,
+                          TopologyScope::kNvlinkDomain, TopologyScope::kNode}) {
     if (text == TopologyScopeName(s)) {
       return s;
     }
   }
-  return InvalidArgumentError("topology must be one of node, nvlink, rack, any; got '" +
+  return InvalidArgumentError("topology must be one of node, nvlink, rack, block, any; got '" +
                               std::string(text) + "'");
 }
 

@@ -21,8 +21,11 @@
 namespace tessera {
 
 // How close a gang's tasks must be: on one node, one NVLink domain (nodes sharing
-// the node label "nvlink-domain", else one node), one rack (label "rack"), anywhere.
-enum class TopologyScope : uint8_t { kAny, kRack, kNvlinkDomain, kNode };
+// the node label "nvlink-domain", else one node), one rack (label "rack"), one block
+// (label "block": a block holds racks), anywhere. Nodes without the scope's label
+// form groups of their own. Values are kept stable (kBlock came last); the order
+// from tightest to widest is node, nvlink, rack, block, any.
+enum class TopologyScope : uint8_t { kAny, kRack, kNvlinkDomain, kNode, kBlock };
 
 std::string_view TopologyScopeName(TopologyScope scope);
 StatusOr<TopologyScope> ParseTopologyScope(std::string_view text);

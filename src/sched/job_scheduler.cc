@@ -66,6 +66,7 @@ JobScheduler::JobScheduler(const QueueTree& tree, const ClusterState& state,
              fairshare_half_life),
       queues_(tree.size()),
       racks_(GroupByLabel(state, "rack")),
+      blocks_(GroupByLabel(state, "block")),
       nvlink_groups_(GroupByLabel(state, "nvlink-domain")) {
   gpu_resource_index_.assign(state.catalog().models().size(), -1);
   const auto& resources = tree.resources();
@@ -100,6 +101,7 @@ void JobScheduler::NodesChanged(const ClusterState& state, Profile placement) {
   usage_.SetCapacity(state.total_gpu_milli().value(), state.total_cpu().value(),
                      TotalMemory(state));
   racks_ = GroupByLabel(state, "rack");
+  blocks_ = GroupByLabel(state, "block");
   nvlink_groups_ = GroupByLabel(state, "nvlink-domain");
   placer_ = Placer(std::move(placement));
 }
@@ -333,6 +335,9 @@ bool JobScheduler::PlaceGang(const JobRecord& job, ClusterState& state, Rng& rng
       break;
     case TopologyScope::kRack:
       groups = &racks_;
+      break;
+    case TopologyScope::kBlock:
+      groups = &blocks_;
       break;
     case TopologyScope::kAny:
       break;

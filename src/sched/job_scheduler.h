@@ -150,6 +150,9 @@ class JobScheduler {
   // the node groups and fair share's capacity follow it, and `placement` (made for the
   // new cluster's scale) replaces the placer. Queues, running jobs and usage are kept.
   void NodesChanged(const ClusterState& state, Profile placement);
+  // The placement profile alone changed (a new workload model): the placer and its
+  // score caches are replaced; nothing else is.
+  void SetPlacement(Profile placement) { placer_ = Placer(std::move(placement)); }
 
   // A job became pending (submitted, or requeued after eviction).
   void Enqueue(const JobRecord& job, Micros now);
@@ -192,6 +195,11 @@ class JobScheduler {
   int LasLevel(const JobRecord& job, Micros now) const;
   // The runtime estimate the options select.
   Micros RuntimeEstimate(const JobRecord& job) const;
+
+  // The pending jobs in the order a cycle at `now` would try them (job_scheduler_order.cc):
+  // preemptors whose victims are gone, starving jobs, then the queues merged; what a
+  // cycle would skip (blocked queues, its bounds) is not left out. For queue positions.
+  std::vector<JobId> PendingOrder(const std::vector<JobRecord>& jobs, Micros now);
 
  private:
   struct Entry {
@@ -315,6 +323,7 @@ class JobScheduler {
   int64_t cpu_only_pending_ = 0;
   size_t pending_count_ = 0;
   std::vector<std::vector<NodeId>> racks_;           // node groups by "rack" label
+  std::vector<std::vector<NodeId>> blocks_;          // by "block" label (a block holds racks)
   std::vector<std::vector<NodeId>> nvlink_groups_;   // by "nvlink-domain" label, else per node
   std::vector<int> gpu_resource_index_;              // per GpuModelId value: resource index or -1
   int any_gpu_index_ = -1, cpu_index_ = -1, memory_index_ = -1, gpu_memory_index_ = -1;

@@ -168,6 +168,58 @@ TEST(JobSchedulerTest, HardRackTopologyUsesOneRack) {
   EXPECT_EQ(used, (std::vector<uint32_t>{2, 3}));
 }
 
+// Two blocks of two racks of one node each: n0, n1 in block b0; n2, n3 in block b1.
+std::vector<NodeSpec> TwoBlocks() {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < 4; ++i) {
+    NodeSpec n = GpuNode("n" + std::to_string(i));
+    n.labels.push_back({"block", i < 2 ? "b0" : "b1"});
+    n.labels.push_back({"rack", "r" + std::to_string(i)});
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+TEST(JobSchedulerTest, HardBlockTopologyUsesOneBlockAcrossItsRacks) {
+  Harness h(TwoBlocks(), OneQueue(), SchedulerOptions{});
+  JobId x = h.Submit(Gang("x", "q", {8}), 0);  // fills n0 (block b0)
+  ASSERT_EQ(Started(h.Cycle(0)), std::vector<uint64_t>{x.value()});
+  JobSpec spec = Gang("g", "q", {8, 8});
+  spec.topology = TopologyPolicy{TopologyScope::kBlock, true};
+  JobId g = h.Submit(spec, kSecond);
+  ASSERT_EQ(Started(h.Cycle(kSecond)), std::vector<uint64_t>{g.value()});
+  std::vector<uint32_t> used = h.NodesOf(g);
+  std::sort(used.begin(), used.end());
+  EXPECT_EQ(used, (std::vector<uint32_t>{2, 3}));  // two racks, one block
+}
+
+TEST(JobSchedulerTest, BlockScopeHardWaitsAndSoftSpreads) {
+  for (bool hard : {true, false}) {
+    SCOPED_TRACE(hard);
+    // n0 and n2 have 4 GPUs: the only two 8-GPU nodes (n1, n3) lie in different blocks.
+    std::vector<NodeSpec> nodes = TwoBlocks();
+    for (int i : {0, 2}) {
+      NodeSpec small = GpuNode(nodes[i].name, 4);
+      small.labels = nodes[i].labels;
+      nodes[i] = std::move(small);
+    }
+    Harness h(std::move(nodes), OneQueue(), SchedulerOptions{});
+    JobSpec spec = Gang("g", "q", {8, 8});
+    spec.topology = TopologyPolicy{TopologyScope::kBlock, hard};
+    JobId g = h.Submit(spec, 0);
+    std::vector<uint64_t> started = Started(h.Cycle(0));
+    if (hard) {
+      EXPECT_TRUE(started.empty());
+      EXPECT_EQ(h.job(g).phase, JobPhase::kPending);
+    } else {
+      ASSERT_EQ(started, std::vector<uint64_t>{g.value()});
+      std::vector<uint32_t> used = h.NodesOf(g);
+      std::sort(used.begin(), used.end());
+      EXPECT_EQ(used, (std::vector<uint32_t>{1, 3}));
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------
 // Quota.
 
