@@ -1,0 +1,68 @@
+// FitCheck: could a job ever run on the cluster's nodes as they are (their specs and
+// drains), whatever else runs? The answer that lets the controller refuse a job at
+// submission and say "never fits" for a pending one.
+//
+// It runs the placer's Filter plugins (ResourceFit, GpuFit, GpuLocality: every
+// profile's filters) against EMPTY copies of the schedulable nodes (present and not
+// drained; drained GPUs stay unusable), task by task, then places the whole gang on
+// those empty copies first-fit (largest tasks first) as the placer would, within one
+// topology group (node, NVLink domain, rack, block) when the job's scope is hard.
+// The gangs users submit are `replicas` copies of one task, for which first-fit on
+// empty nodes is exact up to GPU locality and MIG geometry.
+//
+// A "never" answer names what is missing, e.g. "never fits: a task asks 90 GiB of GPU
+// memory per GPU; the largest GPU has 79.6 GiB (H100-80GB)".
+//
+// Pure: no I/O, no clock. Thread safety: a FitChecker is immutable after
+// construction; Check may be called from any thread concurrently.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/job.h"
+#include "sched/framework.h"
+#include "state/cluster_state.h"
+
+namespace tessera {
+
+struct FitVerdict {
+  bool fits = true;
+  std::string reason;  // when !fits: "never fits: ..." (or "no node is up")
+};
+
+class FitChecker {
+ public:
+  // The nodes present in `live`, with its drains, emptied. `filters` null: the
+  // filters every placement profile starts with.
+  explicit FitChecker(const ClusterState& live,
+                      std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> filters =
+                          nullptr);
+
+  // Nodes present (drained ones included).
+  size_t nodes() const { return node_count_; }
+  FitVerdict Check(const JobSpec& spec) const;
+
+  // ResourceFit, GpuFit, GpuLocality.
+  static std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> StandardFilters();
+
+ private:
+  // Why no schedulable node can hold `task` even when empty; "" when some can.
+  std::string TaskNeverFits(const TaskRequest& task) const;
+  // Tasks of `order` placed first-fit on `nodes` of a copy of the empty state.
+  size_t PlaceGang(const std::vector<const TaskRequest*>& order,
+                   const std::vector<NodeId>& nodes) const;
+  bool Passes(const NodeLedger& node, const TaskRequest& task) const;
+  // " (2 drained: node n3 GPU 5, node n4)" for the drained GPUs that could serve
+  // `task`; "" when none.
+  std::string DrainNote(const TaskRequest& task) const;
+
+  // The present nodes of the live state, empty, drains applied; null when none.
+  std::unique_ptr<ClusterState> empty_;
+  std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> filters_;
+  std::vector<NodeId> schedulable_;
+  size_t node_count_ = 0;
+};
+
+}  // namespace tessera
