@@ -121,6 +121,20 @@ Status ClusterState::UpdateNode(NodeId id, NodeSpec spec) {
   return Status::Ok();
 }
 
+Status ClusterState::RelabelNode(NodeId id,
+                                 std::vector<std::pair<std::string, std::string>> labels) {
+  if (!present(id)) {
+    return InvalidArgumentError("relabel: unknown node");
+  }
+  auto spec = std::make_shared<NodeSpec>(*specs_[id.value()]);
+  spec->labels = std::move(labels);
+  specs_[id.value()] = std::move(spec);
+  // Same capacity and GPUs: the ledger keeps what it holds and reads the new spec.
+  ledgers_[id.value()].RebindSpec(specs_[id.value()].get());
+  RecordChange(id);
+  return Status::Ok();
+}
+
 uint64_t ClusterState::NextUid() {
   static std::atomic<uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/quantity.h"
@@ -56,6 +57,10 @@ class ClusterState {
   // An empty present node's spec changes (same name). FailedPrecondition while it holds
   // anything. Drains are cleared: the driver applies its own again.
   Status UpdateNode(NodeId id, NodeSpec spec);
+  // A present node's labels change in place, even while it holds work: labels weigh
+  // nothing in the ledgers (the scheduler regroups at its next NodesChanged).
+  // InvalidArgument for an unknown node.
+  Status RelabelNode(NodeId id, std::vector<std::pair<std::string, std::string>> labels);
 
   int64_t total_gpus() const { return total_gpus_; }
   MilliGpu total_gpu_milli() const { return MilliGpu(total_gpus_ * kMilliPerGpu); }

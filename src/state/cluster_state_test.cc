@@ -116,6 +116,28 @@ TEST(ClusterStateMembershipTest, ANodeHoldingWorkNeitherLeavesNorChanges) {
   EXPECT_EQ(cs.UpdateNode(b, other).code(), StatusCode::kInvalidArgument);
 }
 
+TEST(ClusterStateMembershipTest, LabelsChangeInPlaceWhileTheNodeHoldsWork) {
+  ClusterState cs = Cluster(TwoNodes());
+  const NodeId b = *cs.FindNode("b");
+  Allocation cpu_only{b, MilliCpu(1000), MiB(0), {}};
+  ASSERT_TRUE(cs.Allocate(cpu_only).ok());
+  ClusterState fork = cs;
+  const uint64_t from = cs.change_seq();
+  ASSERT_TRUE(cs.RelabelNode(b, {{"block", "b1"}, {"rack", "r2"}}).ok());
+  EXPECT_EQ(cs.spec(b).Label("rack"), "r2");
+  EXPECT_EQ(cs.node(b).spec().Label("block"), "b1");
+  EXPECT_EQ(cs.node(b).used_cpu().value(), 1000);  // what it holds stays
+  EXPECT_EQ(cs.total_cpu().value(), 32000);
+  std::vector<NodeId> changed;
+  ASSERT_TRUE(cs.ChangesSince(from, &changed));
+  EXPECT_EQ(changed, std::vector<NodeId>{b});
+  EXPECT_EQ(fork.spec(b).Label("rack"), "");  // a fork keeps the labels it had
+  EXPECT_EQ(fork.node(b).spec().Label("rack"), "");
+  ASSERT_TRUE(cs.Release(cpu_only).ok());
+  ASSERT_TRUE(cs.RemoveNode(b).ok());
+  EXPECT_EQ(cs.RelabelNode(b, {}).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ClusterStateMembershipTest, ChangesAreRecordedAndCopiesKeepTheirOwnNodes) {
   ClusterState cs = Cluster(TwoNodes());
   const uint64_t from = cs.change_seq();

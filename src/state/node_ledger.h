@@ -41,6 +41,9 @@ class NodeLedger {
   NodeLedger(const NodeSpec* spec, const GpuCatalog& catalog);
 
   const NodeSpec& spec() const { return *spec_; }
+  // Reads `spec` from now on: one that differs from the current one in labels only
+  // (ClusterState::RelabelNode).
+  void RebindSpec(const NodeSpec* spec) { spec_ = spec; }
   MilliCpu free_cpu() const { return spec_->cpu - used_cpu_; }
   MiB free_memory() const { return spec_->memory - used_memory_; }
   MilliCpu used_cpu() const { return used_cpu_; }
