@@ -67,4 +67,16 @@ StatusOr<Profile> MakeProfile(std::string_view policy, const PolicyContext& cont
   return p;
 }
 
+bool PlacementNeedsWorkload(std::string_view policy) {
+  return policy == "fgd" || policy == "tessera";
+}
+
+StatusOr<Profile> MakeLearnedProfile(std::string_view policy, NodeScale scale,
+                                     const FragmentationModel* typical) {
+  if (PlacementNeedsWorkload(policy) && typical == nullptr) {
+    return MakeProfile("bestfit", PolicyContext{scale, nullptr});
+  }
+  return MakeProfile(policy, PolicyContext{scale, typical});
+}
+
 }  // namespace tessera

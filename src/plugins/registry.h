@@ -31,4 +31,13 @@ const std::vector<std::string>& PolicyNames();
 
 StatusOr<Profile> MakeProfile(std::string_view policy, const PolicyContext& context);
 
+// Whether the placement needs the workload's typical tasks (fgd, tessera).
+bool PlacementNeedsWorkload(std::string_view policy);
+
+// The placement for a driver that learns the workload as it goes (WorkloadLearner):
+// `policy`, or bestfit while a policy that needs typical tasks has none yet (no task
+// seen). `typical` may be null.
+StatusOr<Profile> MakeLearnedProfile(std::string_view policy, NodeScale scale,
+                                     const FragmentationModel* typical);
+
 }  // namespace tessera
