@@ -84,6 +84,20 @@ bool MemoryAgrees(int64_t model_mib, int64_t mib) {
 
 }  // namespace
 
+std::string NodeFabricDomain(const std::vector<DiscoveredGpu>& gpus) {
+  std::string domain;
+  for (const DiscoveredGpu& g : gpus) {
+    if (g.fabric_domain.empty()) {
+      continue;
+    }
+    if (!domain.empty() && domain != g.fabric_domain) {
+      return "";
+    }
+    domain = g.fabric_domain;
+  }
+  return domain;
+}
+
 StatusOr<GpuModelId> MatchCatalogModel(std::string_view product_name, int64_t memory_mib,
                                        const GpuCatalog& catalog) {
   const std::string normalized = NormalizeProductName(product_name);

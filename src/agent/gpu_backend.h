@@ -60,7 +60,14 @@ struct DiscoveredGpu {
   bool mig_enabled = false;
   std::vector<MigInstanceInfo> mig_instances;  // ascending start slot
   std::vector<int> cpus;  // CPU affinity (NVML, or all CPUs of its NUMA node); may be empty
+  // The multi-node NVLink fabric the GPU belongs to (NVL72-class), as
+  // "<clusterUuid>/<cliqueId>"; "" when the driver reports none.
+  std::string fabric_domain;
 };
+
+// The node's NVLink fabric domain: the one every GPU that reports a fabric agrees on;
+// "" when none reports one or they disagree (no label beats a wrong one).
+std::string NodeFabricDomain(const std::vector<DiscoveredGpu>& gpus);
 
 // Where one task runs, as the agent tells the backend (GpuBackend::SetTaskLoad).
 struct GpuLoad {

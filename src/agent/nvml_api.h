@@ -91,6 +91,31 @@ inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1 = 0x7;
 inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_COUNT = 0x8;
 inline constexpr unsigned int NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0x0;
 
+// GPU fabric (multi-node NVLink, NVL72-class systems; NVML 12.2+ and 12.4+ for the V call).
+inline constexpr unsigned int NVML_GPU_FABRIC_UUID_LEN = 16;
+using nvmlGpuFabricState_t = unsigned char;
+inline constexpr nvmlGpuFabricState_t NVML_GPU_FABRIC_STATE_NOT_SUPPORTED = 0;
+inline constexpr nvmlGpuFabricState_t NVML_GPU_FABRIC_STATE_COMPLETED = 3;
+
+typedef struct nvmlGpuFabricInfo_st {  // nvmlDeviceGetGpuFabricInfo (v1, no version field)
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;    // meaningful once state is COMPLETED
+  unsigned int cliqueId;  // the fabric clique (NVLink domain) within the cluster
+  nvmlGpuFabricState_t state;
+} nvmlGpuFabricInfo_t;
+
+typedef struct nvmlGpuFabricInfo_v2_st {  // nvmlDeviceGetGpuFabricInfoV, version 2
+  unsigned int version;                   // nvmlGpuFabricInfo_v2
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+  unsigned int healthMask;
+} nvmlGpuFabricInfo_v2_t;
+// NVML_STRUCT_VERSION(GpuFabricInfo, 2): the struct's size, and the version in the top byte.
+inline constexpr unsigned int nvmlGpuFabricInfo_v2 =
+    static_cast<unsigned int>(sizeof(nvmlGpuFabricInfo_v2_t)) | (2U << 24U);
+
 struct nvmlDevice_st;
 struct nvmlGpuInstance_st;
 struct nvmlComputeInstance_st;
@@ -223,6 +248,8 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned i
 nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpu_set_size,
                                       unsigned long* cpu_set);
 nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node);
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t* info);
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfo_v2_t* info);
 
 // Telemetry.
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization);

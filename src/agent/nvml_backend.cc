@@ -114,6 +114,7 @@ class NvmlBackend : public GpuBackend {
       }
       link_peers[i] = NvLinkPeers(api_, device);
       PlaceOnNuma(api_, sysfs_root_, device, bus_ids[i], &gpu);
+      gpu.fabric_domain = FabricDomain(api_, device);
       gpus.push_back(std::move(gpu));
     }
     AssignNvLinkDomains(bus_ids, link_peers, &gpus);
@@ -725,6 +726,8 @@ StatusOr<std::unique_ptr<GpuBackend>> LoadNvmlBackend(const GpuCatalog& catalog,
   Resolve(library, "nvmlDeviceGetMinorNumber", &api.DeviceGetMinorNumber);
   Resolve(library, "nvmlDeviceGetNvLinkState", &api.DeviceGetNvLinkState);
   Resolve(library, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &api.DeviceGetNvLinkRemotePciInfo);
+  Resolve(library, "nvmlDeviceGetGpuFabricInfo", &api.DeviceGetGpuFabricInfo);
+  Resolve(library, "nvmlDeviceGetGpuFabricInfoV", &api.DeviceGetGpuFabricInfoV);
   Resolve(library, "nvmlDeviceGetCpuAffinity", &api.DeviceGetCpuAffinity);
   Resolve(library, "nvmlDeviceGetNumaNodeId", &api.DeviceGetNumaNodeId);
   Resolve(library, "nvmlDeviceGetUtilizationRates", &api.DeviceGetUtilizationRates);

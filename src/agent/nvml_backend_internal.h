@@ -59,6 +59,8 @@ struct NvmlApi {
   decltype(&::nvmlDeviceGetNvLinkRemotePciInfo_v2) DeviceGetNvLinkRemotePciInfo = nullptr;
   decltype(&::nvmlDeviceGetCpuAffinity) DeviceGetCpuAffinity = nullptr;
   decltype(&::nvmlDeviceGetNumaNodeId) DeviceGetNumaNodeId = nullptr;
+  decltype(&::nvmlDeviceGetGpuFabricInfo) DeviceGetGpuFabricInfo = nullptr;
+  decltype(&::nvmlDeviceGetGpuFabricInfoV) DeviceGetGpuFabricInfoV = nullptr;
   decltype(&::nvmlDeviceGetUtilizationRates) DeviceGetUtilizationRates = nullptr;
   decltype(&::nvmlDeviceGetTemperature) DeviceGetTemperature = nullptr;
   decltype(&::nvmlDeviceGetPowerUsage) DeviceGetPowerUsage = nullptr;
@@ -243,5 +245,9 @@ void AssignNvLinkDomains(const std::vector<std::string>& bus_ids,
 // cpulist under `sysfs_root`).
 void PlaceOnNuma(const NvmlApi& api, const std::string& sysfs_root, nvmlDevice_t device,
                  const std::string& bus_id, DiscoveredGpu* gpu);
+// The GPU's NVLink fabric as "<clusterUuid>/<cliqueId>" (the V call, else the v1 one),
+// "" when neither exists, the driver answers NOT_SUPPORTED or anything else than a
+// completed registration, or the cluster UUID is all zeros.
+std::string FabricDomain(const NvmlApi& api, nvmlDevice_t device);
 
 }  // namespace tessera::nvml_internal

@@ -257,6 +257,46 @@ TEST_F(NvmlBackendTest, UnsupportedOptionalCallsDegrade) {
   EXPECT_EQ(gpus[4].memory_mib, 40960);
 }
 
+TEST_F(NvmlBackendTest, ReadsTheGpuFabricWhereTheDriverHasOne) {
+  auto backend = Load("4xH200", "fabric=7");
+  ASSERT_NE(backend, nullptr);
+  std::vector<DiscoveredGpu> gpus = Discover(*backend);
+  ASSERT_EQ(gpus.size(), 4u);
+  for (const DiscoveredGpu& g : gpus) {
+    EXPECT_EQ(g.fabric_domain, "6b1f2c3d-0000-4a5b-9c8d-112233445566/7") << g.index;
+  }
+  EXPECT_EQ(NodeFabricDomain(gpus), "6b1f2c3d-0000-4a5b-9c8d-112233445566/7");
+}
+
+TEST_F(NvmlBackendTest, NoFabricWhenUnsupportedPendingOrAbsent) {
+  for (const char* options : {"", "fabric=7,fabric_pending"}) {
+    SCOPED_TRACE(options);
+    auto backend = Load("2xH100-80GB", options);
+    ASSERT_NE(backend, nullptr);
+    std::vector<DiscoveredGpu> gpus = Discover(*backend);
+    ASSERT_EQ(gpus.size(), 2u);
+    EXPECT_EQ(gpus[0].fabric_domain, "");
+    EXPECT_EQ(NodeFabricDomain(gpus), "");
+  }
+  // The minimal library has no fabric call at all.
+  auto old = Load("2xH100-80GB", "fabric=7", TESSERA_FAKE_NVML_MINIMAL_PATH);
+  ASSERT_NE(old, nullptr);
+  std::vector<DiscoveredGpu> gpus = Discover(*old);
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[1].fabric_domain, "");
+}
+
+TEST(NodeFabricDomainTest, OnlyADomainEveryReportingGpuAgreesOn) {
+  std::vector<DiscoveredGpu> gpus(3);
+  EXPECT_EQ(NodeFabricDomain(gpus), "");
+  gpus[1].fabric_domain = "c/1";
+  EXPECT_EQ(NodeFabricDomain(gpus), "c/1");
+  gpus[2].fabric_domain = "c/1";
+  EXPECT_EQ(NodeFabricDomain(gpus), "c/1");
+  gpus[0].fabric_domain = "c/2";
+  EXPECT_EQ(NodeFabricDomain(gpus), "");
+}
+
 TEST_F(NvmlBackendTest, MigCreateAndDestroy) {
   auto backend = Load("1xA100-SXM4-80GB:mig,1xA100-SXM4-80GB,1xL40S");
   ASSERT_NE(backend, nullptr);

@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -114,6 +117,48 @@ void PlaceOnNuma(const NvmlApi& api_, const std::string& sysfs_root_, nvmlDevice
       }
     }
   }
+}
+
+namespace {
+
+std::string FormatFabric(const unsigned char (&uuid)[NVML_GPU_FABRIC_UUID_LEN],
+                         unsigned int clique) {
+  if (std::all_of(std::begin(uuid), std::end(uuid), [](unsigned char b) { return b == 0; })) {
+    return "";
+  }
+  std::string out;
+  char hex[3];
+  for (unsigned int i = 0; i < NVML_GPU_FABRIC_UUID_LEN; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) {
+      out += '-';
+    }
+    std::snprintf(hex, sizeof(hex), "%02x", uuid[i]);
+    out += hex;
+  }
+  return out + "/" + std::to_string(clique);
+}
+
+}  // namespace
+
+std::string FabricDomain(const NvmlApi& api_, nvmlDevice_t device) {
+  if (api_.DeviceGetGpuFabricInfoV) {
+    nvmlGpuFabricInfo_v2_t info = {};
+    info.version = nvmlGpuFabricInfo_v2;
+    if (api_.DeviceGetGpuFabricInfoV(device, &info) != NVML_SUCCESS ||
+        info.state != NVML_GPU_FABRIC_STATE_COMPLETED || info.status != NVML_SUCCESS) {
+      return "";
+    }
+    return FormatFabric(info.clusterUuid, info.cliqueId);
+  }
+  if (api_.DeviceGetGpuFabricInfo) {
+    nvmlGpuFabricInfo_t info = {};
+    if (api_.DeviceGetGpuFabricInfo(device, &info) != NVML_SUCCESS ||
+        info.state != NVML_GPU_FABRIC_STATE_COMPLETED || info.status != NVML_SUCCESS) {
+      return "";
+    }
+    return FormatFabric(info.clusterUuid, info.cliqueId);
+  }
+  return "";
 }
 
 }  // namespace tessera::nvml_internal

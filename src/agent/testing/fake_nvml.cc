@@ -12,7 +12,10 @@
 //                      T4, MYSTERY (a product no catalog knows).
 //   FAKE_NVML_OPTIONS  comma-separated: fail_init (nvmlInit_v2 answers DRIVER_NOT_LOADED),
 //                      no_nvlink, no_numa, no_affinity (those calls answer NOT_SUPPORTED),
-//                      driver=VERSION.
+//                      driver=VERSION, fabric=CLIQUE (every GPU is in the NVLink fabric
+//                      cluster 6b1f2c3d-0000-4a5b-9c8d-112233445566, clique CLIQUE; without
+//                      it nvmlDeviceGetGpuFabricInfoV answers NOT_SUPPORTED),
+//                      fabric_pending (the fabric registration has not completed).
 // GPU k has PCI bus id 00000000:<0x10+k>:00.0. An invalid spec makes nvmlInit_v2 fail
 // with NVML_ERROR_UNKNOWN.
 //
@@ -25,7 +28,7 @@
 //
 // Built twice: as libnvidia-ml-fake.so, and with FAKE_NVML_MINIMAL as
 // libnvidia-ml-fake-minimal.so, which lacks the optional functions (NVLink, NUMA, CPU
-// affinity, device minor numbers, NVML version, possible placements, compute instance profile info,
+// affinity, device minor numbers, NVML version, GPU fabric, possible placements, compute instance profile info,
 // utilisation, temperature, power, clocks, ECC counters and events) so that
 // tests see how the backend copes with an older driver. Thread safety: one mutex
 // around the whole state, as NVML is thread-safe.
@@ -207,6 +210,8 @@ struct State {
   std::string driver = "550.54.15";
   bool no_numa = false;
   bool no_affinity = false;
+  int fabric_clique = -1;  // -1: no fabric
+  bool fabric_pending = false;
   unsigned long long serial = 0;  // for unique MIG UUIDs
   std::map<std::string, nvmlReturn_t> fail_next;
   std::vector<std::unique_ptr<nvmlEventSet_st>> event_sets;
@@ -256,6 +261,8 @@ bool Configure(State& s) {
   s.driver = "550.54.15";
   s.no_numa = false;
   s.no_affinity = false;
+  s.fabric_clique = -1;
+  s.fabric_pending = false;
   bool no_nvlink = false;
   const char* options = std::getenv("FAKE_NVML_OPTIONS");
   for (std::string_view opt : SplitOn(options != nullptr ? options : "", ',')) {
@@ -271,6 +278,10 @@ bool Configure(State& s) {
       s.no_affinity = true;
     } else if (opt.substr(0, 7) == "driver=") {
       s.driver = std::string(opt.substr(7));
+    } else if (opt.substr(0, 7) == "fabric=") {
+      s.fabric_clique = std::atoi(std::string(opt.substr(7)).c_str());
+    } else if (opt == "fabric_pending") {
+      s.fabric_pending = true;
     }
   }
   const char* spec_env = std::getenv("FAKE_NVML_SPEC");
@@ -1099,6 +1110,28 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsig
     return NVML_ERROR_NOT_SUPPORTED;
   }
   *node = static_cast<unsigned int>(d->numa);
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device,
+                                                          nvmlGpuFabricInfo_v2_t* info) {
+  FAKE_LOCK;
+  FAKE_REQUIRE_INIT;
+  nvmlDevice_st* d = Physical(s, device);
+  if (d == nullptr || info == nullptr || info->version != nvmlGpuFabricInfo_v2) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (s.fabric_clique < 0) {
+    return NVML_ERROR_NOT_SUPPORTED;
+  }
+  static constexpr unsigned char kCluster[NVML_GPU_FABRIC_UUID_LEN] = {
+      0x6b, 0x1f, 0x2c, 0x3d, 0x00, 0x00, 0x4a, 0x5b,
+      0x9c, 0x8d, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66};
+  std::memcpy(info->clusterUuid, kCluster, sizeof(kCluster));
+  info->status = NVML_SUCCESS;
+  info->cliqueId = static_cast<unsigned int>(s.fabric_clique);
+  info->state = s.fabric_pending ? 2 : NVML_GPU_FABRIC_STATE_COMPLETED;
+  info->healthMask = 0;
   return NVML_SUCCESS;
 }
 #endif
