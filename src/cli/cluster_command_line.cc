@@ -8,6 +8,7 @@
 #include "api/units.h"
 #include "cli/api_client.h"
 #include "cli/cluster_commands.h"
+#include "cli/queues_import_command.h"
 
 namespace tessera {
 
@@ -221,7 +222,7 @@ void AddClusterStateCommands(CLI::App& app, int* exit_code) {
       });
     });
   }
-  // queues [set]
+  // queues [set | import]
   {
     auto flags = std::make_shared<ConnectionFlags>();
     auto o = std::make_shared<QueuesOptions>();
@@ -240,8 +241,29 @@ void AddClusterStateCommands(CLI::App& app, int* exit_code) {
         return RunQueuesSet(c, *set_o, std::cout, std::cerr);
       });
     });
-    cmd->callback([flags, o, exit_code, set] {
-      if (set->parsed()) {
+    auto import_flags = std::make_shared<ConnectionFlags>();
+    auto import_o = std::make_shared<QueuesImportOptions>();
+    CLI::App* import = cmd->add_subcommand(
+        "import", "Convert Kueue ClusterQueues, Cohorts and ResourceFlavors to a queue "
+                  "configuration (--apply: and replace the controller's, admin)");
+    import->add_option("file", import_o->file, "Kueue YAML, several documents ('-': stdin)")
+        ->required();
+    import->add_option("--out", import_o->out_file, "write the queue configuration to FILE");
+    import->add_flag("--apply", import_o->apply, "replace the controller's queue configuration");
+    import->add_flag("--lenient", import_o->lenient,
+                     "warn about Kueue fields without an equivalent and leave them out");
+    AddConnectionFlags(import, import_flags.get());
+    import->callback([import_flags, import_o, exit_code] {
+      if (!import_o->apply) {
+        *exit_code = RunQueuesImport(nullptr, *import_o, std::cout, std::cerr);
+        return;
+      }
+      Dispatch(*import_flags, exit_code, [&](const ClientConfig& c) {
+        return RunQueuesImport(&c, *import_o, std::cout, std::cerr);
+      });
+    });
+    cmd->callback([flags, o, exit_code, set, import] {
+      if (set->parsed() || import->parsed()) {
         return;
       }
       Dispatch(*flags, exit_code,

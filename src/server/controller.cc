@@ -180,9 +180,22 @@ void Controller::Start() {
   }
   stopping_ = false;
   loop_ = std::thread([this] { Loop(); });
+  // After a cycle, at most every eta_interval: the ETA refresh runs on its own thread.
+  eta_refresher_.Start(
+      [this] {
+        const uint64_t cycles = counters_.cycles.load();
+        if (cycles != eta_cycles_seen_.load()) {
+          eta_cycles_seen_.store(cycles);
+          if (auto refreshed = RefreshEtas(); !refreshed.ok()) {
+            std::cerr << "tessera server: ETA refresh: " << refreshed.status().ToString() << "\n";
+          }
+        }
+      },
+      options_.eta_interval);
 }
 
 void Controller::Stop() {
+  eta_refresher_.Stop();  // started last, stopped first
   {
     std::lock_guard<std::mutex> lock(loop_mu_);
     stopping_ = true;

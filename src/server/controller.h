@@ -155,6 +155,14 @@ struct ControllerOptions {
   std::optional<SchedulerPolicy> scheduler_policy;
   // Told every job transition, under the controller's lock (scenario runs, tests).
   LifecycleListener* lifecycle_listener = nullptr;
+  // Pending jobs' ETAs (controller_eta.cc): after a cycle, at most this often, a copy of
+  // the core is taken under the core lock and run forward on the refresh's own thread
+  // (sim/start_forecast.h); 0: no background refresh (RefreshEtas still works).
+  Micros eta_interval = 5'000'000;
+  Micros eta_horizon = 7LL * 24 * 3600 * 1'000'000;  // no ETA beyond now + this
+  int64_t eta_max_cycles = 20'000;                   // a refresh's budget of cycles
+  // A running job past its predicted runtime is expected to end at least this later.
+  Micros eta_overdue_floor = 30'000'000;
 };
 
 class Controller {
@@ -270,6 +278,16 @@ class Controller {
   // What breaks the core's invariants now (JobLifecycle::CheckInvariants); empty when
   // they hold. Every cycle checks them and counts the cycles that broke any.
   std::vector<std::string> CheckInvariants() const;
+
+  // Pending jobs' ETAs, positions and what blocks them (controller_eta.cc): a copy of the
+  // core taken under the core lock, run forward without it. kPredicted: running jobs end
+  // and pending ones run by the runtime predictor (what RefreshEtas publishes to the job
+  // views); kUserLimit: every job runs for its user's limit (Slurm's `--start`, for
+  // comparison). Null table: the core is not built yet. One forecast at a time.
+  enum class EtaRuntimes { kPredicted, kUserLimit };
+  StatusOr<std::shared_ptr<const EtaTable>> ForecastEtas(EtaRuntimes runtimes);
+  // ForecastEtas(kPredicted), published to the job views; returns the table.
+  StatusOr<std::shared_ptr<const EtaTable>> RefreshEtas();
 
   bool healthy() const { return !store_failed_.load(); }
   const GpuCatalog& catalog() const { return *catalog_; }
@@ -424,6 +442,12 @@ class Controller {
   bool wake_ = false;
   bool stopping_ = false;
   std::thread loop_;
+
+  // The ETA refresh (controller_eta.cc): its thread, one forecast at a time, and the
+  // cycle count it last ran after.
+  EtaRefresher eta_refresher_;
+  std::mutex eta_mu_;
+  std::atomic<uint64_t> eta_cycles_seen_{0};
 };
 
 }  // namespace tessera

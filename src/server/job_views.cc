@@ -149,11 +149,24 @@ std::string PublishedJobs::ReasonOf(const JobView& view) const {
   return view.reason.empty() ? why : view.reason + "; " + why;
 }
 
+void PublishedJobs::SetEtas(std::shared_ptr<const EtaTable> etas) {
+  std::lock_guard<std::mutex> lock(mu_);
+  etas_ = std::move(etas);
+}
+
+std::shared_ptr<const EtaTable> PublishedJobs::etas() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return etas_;
+}
+
 std::string PublishedJobs::Text(const JobView& view) const {
   std::string text = view.body;
   text += ",\"reason\":";
   text +=
       nlohmann::json(ReasonOf(view)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (view.pending) {
+    text += EtaFieldsJson(etas().get(), view.id);  // as of the last ETA refresh
+  }
   text += '}';
   return text;
 }

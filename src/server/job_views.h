@@ -26,6 +26,7 @@
 #include "model/node.h"
 #include "model/queue_tree.h"
 #include "server/auth.h"
+#include "server/job_eta.h"
 #include "server/job_number.h"
 #include "state/quota_ledger.h"
 
@@ -96,6 +97,9 @@ class PublishedJobs {
   void Put(std::shared_ptr<const JobView> view);
   void Erase(JobNumber id);
   void SetContext(std::shared_ptr<const WaitContext> context);
+  // The last ETA refresh (job_eta.h): a pending job's text shows its entry.
+  void SetEtas(std::shared_ptr<const EtaTable> etas);
+  std::shared_ptr<const EtaTable> etas() const;
   std::shared_ptr<const WaitContext> context() const;
   // The reason a job shows now (a pending one's worked out from the context).
   std::string ReasonOf(const JobView& view) const;
@@ -125,6 +129,7 @@ class PublishedJobs {
   mutable std::mutex mu_;
   std::map<JobNumber, std::shared_ptr<const JobView>> jobs_;
   std::shared_ptr<const WaitContext> context_ = std::make_shared<WaitContext>();
+  std::shared_ptr<const EtaTable> etas_;  // null until the first refresh
 };
 
 }  // namespace tessera
