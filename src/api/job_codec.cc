@@ -54,7 +54,7 @@ class JobDecoder {
     std::vector<std::string_view> keys = {
         "name",     "queue",       "user",          "priority",   "command",
         "env",      "working_dir", "submit_dir",    "replicas",   "resources",
-        "topology", "checkpoint",  "runtime_limit", "preemptible"};
+        "topology", "checkpoint",  "runtime_limit", "preemptible", "hold_if_unfit"};
     if (embedded_ != nullptr) {
       keys.insert(keys.end(), embedded_->extra_keys.begin(), embedded_->extra_keys.end());
     }
@@ -110,6 +110,9 @@ class JobDecoder {
     }
     if (const Json* v = FindField(j, "preemptible")) {
       TESSERA_ASSIGN_OR_RETURN(spec.preemptible, r_.Bool(*v, "preemptible"));
+    }
+    if (const Json* v = FindField(j, "hold_if_unfit")) {
+      TESSERA_ASSIGN_OR_RETURN(job->hold_if_unfit, r_.Bool(*v, "hold_if_unfit"));
     }
     spec.tasks.assign(static_cast<size_t>(replicas), task);
 
@@ -607,7 +610,8 @@ bool operator==(const JobSubmission& a, const JobSubmission& b) {
          x.runtime_limit == y.runtime_limit && x.checkpoint_interval == y.checkpoint_interval &&
          x.checkpoint_on_signal == y.checkpoint_on_signal && x.preemptible == y.preemptible &&
          a.command == b.command && a.env == b.env && a.working_dir == b.working_dir &&
-         a.submit_dir == b.submit_dir && a.checkpoint_dir == b.checkpoint_dir;
+         a.submit_dir == b.submit_dir && a.checkpoint_dir == b.checkpoint_dir &&
+         a.hold_if_unfit == b.hold_if_unfit;
 }
 
 bool IsValidJobName(std::string_view name) {

@@ -65,6 +65,9 @@ struct JobSubmission {
   // the node, so that relative paths in a command mean what they meant to the submitter.
   std::string submit_dir;      // "": not sent
   std::string checkpoint_dir;  // "": the controller assigns one
+  // A job that could never run on the current nodes is refused at submission unless
+  // this is set: then it is kept pending with its "never fits" reason (nodes may come).
+  bool hold_if_unfit = false;
 };
 
 // Field-by-field equality, JobSpec included (submit_time too).

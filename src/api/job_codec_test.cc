@@ -449,6 +449,19 @@ TEST(JobCodecTest, NamesAndEnvKeys) {
   EXPECT_FALSE(IsValidEnvName(""));
 }
 
+TEST(JobCodecTest, HoldIfUnfitRoundTrips) {
+  JobSubmission job = Json_(R"({"command": "make", "hold_if_unfit": true})");
+  EXPECT_TRUE(job.hold_if_unfit);
+  EXPECT_EQ(Yaml("command: make\nhold_if_unfit: true\n"), job);
+  Json j = JobSubmissionToJson(job, Catalog());
+  EXPECT_EQ(j["hold_if_unfit"], true);
+  EXPECT_EQ(ParseJobJson(j.dump(), Catalog()).value(), job);
+  EXPECT_FALSE(Json_(R"({"command": "make"})").hold_if_unfit);
+  EXPECT_FALSE(JobSubmissionToJson(Json_(R"({"command": "make"})"), Catalog()).contains("hold_if_unfit"));
+  EXPECT_NE(JsonError(R"({"command": "x", "hold_if_unfit": "yes"})").find("hold_if_unfit"),
+            std::string::npos);
+}
+
 TEST(JobCodecTest, SubmitDirRoundTripsAndIsChecked) {
   JobSubmission job = Json_(R"({"command": "make", "submit_dir": "/home/alice/run"})");
   EXPECT_EQ(job.submit_dir, "/home/alice/run");

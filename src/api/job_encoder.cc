@@ -93,6 +93,9 @@ nlohmann::json JobSubmissionToJson(const JobSubmission& job, const GpuCatalog& c
     j["runtime_limit"] = FormatDuration(spec.runtime_limit);
   }
   j["preemptible"] = spec.preemptible;
+  if (job.hold_if_unfit) {
+    j["hold_if_unfit"] = true;
+  }
   return j;
 }
 
