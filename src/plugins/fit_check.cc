@@ -87,9 +87,20 @@ std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> FitChecker::St
   return filters;
 }
 
-FitChecker::FitChecker(const ClusterState& live,
+FitChecker::FitChecker(const ClusterState& live, Copy copy,
                        std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> filters)
     : filters_(filters != nullptr ? std::move(filters) : StandardFilters()) {
+  if (copy == Copy::kAsIs) {
+    node_count_ = live.present_count();
+    empty_ = std::make_unique<ClusterState>(live);
+    for (size_t i = 0; i < live.node_count(); ++i) {
+      const NodeId id(static_cast<uint32_t>(i));
+      if (live.present(id) && !live.node(id).drained()) {
+        schedulable_.push_back(id);
+      }
+    }
+    return;
+  }
   std::vector<NodeSpec> specs;
   std::vector<NodeId> live_ids;
   for (size_t i = 0; i < live.node_count(); ++i) {
@@ -122,6 +133,15 @@ FitChecker::FitChecker(const ClusterState& live,
       schedulable_.push_back(id);
     }
   }
+}
+
+FilterResult FitChecker::Filter(const NodeLedger& node, const TaskRequest& task) const {
+  for (const auto& f : *filters_) {
+    if (FilterResult r = f->Filter(node, task); !r.fits()) {
+      return r;
+    }
+  }
+  return FilterResult::Fits();
 }
 
 bool FitChecker::Passes(const NodeLedger& node, const TaskRequest& task) const {
@@ -316,6 +336,64 @@ size_t FitChecker::PlaceGang(const std::vector<const TaskRequest*>& order,
   return placed;
 }
 
+std::vector<const TaskRequest*> FitChecker::Order(const JobSpec& spec) {
+  std::vector<const TaskRequest*> order;
+  for (const TaskRequest& t : spec.tasks) {
+    order.push_back(&t);
+  }
+  auto size = [](const TaskRequest* t) {
+    return std::make_tuple(t->gpu_count, t->gpu_milli.value(), t->gpu_memory.value(),
+                           t->cpu.value(), t->memory.value());
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const auto* a, const auto* b) { return size(a) > size(b); });
+  return order;
+}
+
+std::vector<std::vector<NodeId>> FitChecker::Groups(const JobSpec& spec) const {
+  if (spec.tasks.size() <= 1 || !spec.topology.hard ||
+      spec.topology.scope == TopologyScope::kAny) {
+    return {schedulable_};
+  }
+  // Nodes sharing the scope's label (nodes without it are groups of their own), as
+  // JobScheduler::PlaceGang groups them.
+  std::vector<std::vector<NodeId>> groups;
+  if (spec.topology.scope == TopologyScope::kNode) {
+    for (NodeId id : schedulable_) {
+      groups.push_back({id});
+    }
+    return groups;
+  }
+  const std::string key = ScopeLabel(spec.topology.scope);
+  std::unordered_map<std::string, size_t> index;
+  for (NodeId id : schedulable_) {
+    const std::string_view value = empty_->spec(id).Label(key);
+    if (value.empty()) {
+      groups.push_back({id});
+      continue;
+    }
+    auto [it, inserted] = index.try_emplace(std::string(value), groups.size());
+    if (inserted) {
+      groups.emplace_back();
+    }
+    groups[it->second].push_back(id);
+  }
+  return groups;
+}
+
+bool FitChecker::GangPlaces(const JobSpec& spec) const {
+  if (empty_ == nullptr) {
+    return false;
+  }
+  const std::vector<const TaskRequest*> order = Order(spec);
+  for (const std::vector<NodeId>& group : Groups(spec)) {
+    if (PlaceGang(order, group) == order.size()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 FitVerdict FitChecker::Check(const JobSpec& spec) const {
   if (empty_ == nullptr) {
     return {false, "no node is up"};
@@ -334,17 +412,7 @@ FitVerdict FitChecker::Check(const JobSpec& spec) const {
   if (spec.tasks.size() <= 1) {
     return {};
   }
-  // The whole gang, largest tasks first (equal ones kept together).
-  std::vector<const TaskRequest*> order;
-  for (const TaskRequest& t : spec.tasks) {
-    order.push_back(&t);
-  }
-  auto size = [](const TaskRequest* t) {
-    return std::make_tuple(t->gpu_count, t->gpu_milli.value(), t->gpu_memory.value(),
-                           t->cpu.value(), t->memory.value());
-  };
-  std::stable_sort(order.begin(), order.end(),
-                   [&](const auto* a, const auto* b) { return size(a) > size(b); });
+  const std::vector<const TaskRequest*> order = Order(spec);
   const size_t n = order.size();
   int64_t gpus = 0, cpu = 0, memory = 0;
   for (const TaskRequest& t : spec.tasks) {
@@ -390,29 +458,7 @@ FitVerdict FitChecker::Check(const JobSpec& spec) const {
                        " tasks do not fit together on the schedulable nodes even when empty (at "
                        "most " + std::to_string(placed) + " do)" + DrainNote(*order[0])};
   }
-  // Hard scope: the whole gang within one group of nodes sharing the scope's label
-  // (nodes without it are groups of their own), as JobScheduler::PlaceGang groups them.
-  std::vector<std::vector<NodeId>> groups;
-  if (spec.topology.scope == TopologyScope::kNode) {
-    for (NodeId id : schedulable_) {
-      groups.push_back({id});
-    }
-  } else {
-    const std::string key = ScopeLabel(spec.topology.scope);
-    std::unordered_map<std::string, size_t> index;
-    for (NodeId id : schedulable_) {
-      const std::string_view value = empty_->spec(id).Label(key);
-      if (value.empty()) {
-        groups.push_back({id});
-        continue;
-      }
-      auto [it, inserted] = index.try_emplace(std::string(value), groups.size());
-      if (inserted) {
-        groups.emplace_back();
-      }
-      groups[it->second].push_back(id);
-    }
-  }
+  const std::vector<std::vector<NodeId>> groups = Groups(spec);
   size_t best = 0;
   for (const std::vector<NodeId>& group : groups) {
     const size_t placed = PlaceGang(order, group);

@@ -34,15 +34,26 @@ struct FitVerdict {
 
 class FitChecker {
  public:
-  // The nodes present in `live`, with its drains, emptied. `filters` null: the
-  // filters every placement profile starts with.
-  explicit FitChecker(const ClusterState& live,
+  // kEmpty: the nodes present in `live`, with its drains, emptied (Check's "ever").
+  // kAsIs: a copy of `live` as it is (GangPlaces' "now").
+  enum class Copy { kEmpty, kAsIs };
+  // `filters` null: the filters every placement profile starts with.
+  explicit FitChecker(const ClusterState& live, Copy copy = Copy::kEmpty,
                       std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> filters =
                           nullptr);
 
   // Nodes present (drained ones included).
   size_t nodes() const { return node_count_; }
+  // Whether the job could ever run on the (empty) copy; kEmpty copies only.
   FitVerdict Check(const JobSpec& spec) const;
+  // Whether the whole gang could be placed on the copy as it is, first fit, within one
+  // group of its hard topology scope.
+  bool GangPlaces(const JobSpec& spec) const;
+
+  // The copy (kEmpty: null when no node is present).
+  const ClusterState& state() const { return *empty_; }
+  // The first filter the task fails on `node` of the copy, else Fits (drains aside).
+  FilterResult Filter(const NodeLedger& node, const TaskRequest& task) const;
 
   // ResourceFit, GpuFit, GpuLocality.
   static std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> StandardFilters();
@@ -53,6 +64,10 @@ class FitChecker {
   // Tasks of `order` placed first-fit on `nodes` of a copy of the empty state.
   size_t PlaceGang(const std::vector<const TaskRequest*>& order,
                    const std::vector<NodeId>& nodes) const;
+  // The gang's tasks, largest first (equal ones together), and the node groups it may
+  // use (one group of every schedulable node unless its scope is hard).
+  static std::vector<const TaskRequest*> Order(const JobSpec& spec);
+  std::vector<std::vector<NodeId>> Groups(const JobSpec& spec) const;
   bool Passes(const NodeLedger& node, const TaskRequest& task) const;
   // " (2 drained: node n3 GPU 5, node n4)" for the drained GPUs that could serve
   // `task`; "" when none.

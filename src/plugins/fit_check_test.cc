@@ -165,6 +165,21 @@ TEST(FitCheckTest, RequireLocalNeedsOneNvlinkDomainOrNuma) {
             "(require-local); no schedulable node has that many together");
 }
 
+TEST(FitCheckTest, GangPlacesOnTheLiveCopy) {
+  ClusterState state = Cluster({Node("n1", "H100-80GB", 8, SharingMode::kExclusive),
+                                Node("n2", "H100-80GB", 8, SharingMode::kExclusive)});
+  Allocation a;
+  a.node = NodeId(0);
+  a.cpu = MilliCpu(1000);
+  a.gpus.push_back(GpuGrant{0, kWholeGpu, MiB(0), -1, -1});
+  ASSERT_TRUE(state.Allocate(a).ok());
+  FitChecker now(state, FitChecker::Copy::kAsIs);
+  EXPECT_TRUE(now.GangPlaces(Gang(Whole(1), 15)));
+  EXPECT_FALSE(now.GangPlaces(Gang(Whole(1), 16)));
+  EXPECT_FALSE(now.GangPlaces(Gang(Whole(8), 2)));
+  EXPECT_TRUE(FitChecker(state).Check(Gang(Whole(8), 2)).fits);
+}
+
 TEST(FitCheckTest, LargeGangIsCheap) {
   std::vector<NodeSpec> nodes;
   for (int i = 0; i < 1000; ++i) {

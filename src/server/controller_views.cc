@@ -11,6 +11,7 @@
 #include "base/time_format.h"
 #include "server/controller.h"
 #include "server/controller_rows.h"
+#include "server/pending_reasons.h"
 #include "server/usage_report.h"
 
 namespace tessera {
@@ -163,6 +164,24 @@ void Controller::PublishWaitContext() {
     c->cpu = index.cpu;
     c->memory = index.memory;
     c->gpu_memory = index.gpu_memory;
+    // "Never fits" verdicts hold while the nodes and their drains do; the live copy
+    // only matters while jobs wait.
+    const std::shared_ptr<const WaitContext> last = views_.context();
+    c->fit = last->fit != nullptr && last->fit->fingerprint() == FitCache::Fingerprint(*core_.state())
+                 ? last->fit
+                 : std::make_shared<const FitCache>(*core_.state());
+    if (core_.scheduler()->pending() > 0) {
+      c->live = std::make_shared<const LiveCache>(*core_.state());
+    }
+    c->reclaim = core_.scheduler()->options().preempt_reclaim;
+    c->min_run_before_reclaim = core_.scheduler()->options().min_run_before_reclaim;
+    for (const JobRecord& rec : *jobs_.records()) {
+      if (rec.phase == JobPhase::kRunning && rec.queue.valid() &&
+          core_.quota()->IsBorrowing(rec.queue)) {
+        c->borrowers.push_back({core_.tree().spec(rec.queue).name, jobs_.IdAt(rec.id),
+                                rec.run_start});
+      }
+    }
   }
   views_.SetContext(std::move(c));
 }

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "base/time_format.h"
+#include "server/pending_reasons.h"
 
 namespace tessera {
 
@@ -14,6 +14,7 @@ PendingDemand DemandOf(JobNumber id, const std::string& queue, const JobSpec& sp
   d.job = id;
   d.queue = queue;
   d.tasks = spec.tasks;
+  d.topology = spec.topology;
   d.gpu_milli = spec.TotalGpuMilli(catalog);
   d.gpus = spec.TotalGpus();
   for (const TaskRequest& t : spec.tasks) {
@@ -22,97 +23,6 @@ PendingDemand DemandOf(JobNumber id, const std::string& queue, const JobSpec& sp
     d.gpu_memory += t.gpu_memory.value() * t.gpu_count;
   }
   return d;
-}
-
-namespace {
-
-// A task no node that is up could hold even when empty: waiting will not help.
-std::string NeverFits(const TaskRequest& t, const NodeCapacity& capacity,
-                      const GpuCatalog& catalog) {
-  if (t.cpu.value() > capacity.cpu) {
-    return "never fits: a task asks " + std::to_string(t.cpu.value() / 1000) +
-           " CPUs, the largest node has " + std::to_string(capacity.cpu / 1000);
-  }
-  if (t.memory.value() > capacity.memory) {
-    return "never fits: a task asks " + std::to_string(t.memory.value()) +
-           " MiB of memory, the largest node has " + std::to_string(capacity.memory);
-  }
-  if (t.gpu_count == 0) {
-    return "";
-  }
-  int best = 0;
-  for (const auto& [key, count] : capacity.gpus) {
-    const GpuModelId model(key.first);
-    const auto mode = static_cast<SharingMode>(key.second);
-    if (!t.models.empty() && !t.models.Contains(model)) {
-      continue;
-    }
-    const bool ok = t.wants_mig() ? mode == SharingMode::kMig &&
-                                        catalog.Get(model).FindMigProfile(t.mig_profile).has_value()
-                    : t.fractional() ? mode == SharingMode::kShared
-                                     : mode != SharingMode::kMig;
-    if (ok) {
-      best = std::max(best, count);
-    }
-  }
-  if (best >= t.gpu_count) {
-    return "";
-  }
-  std::string what = t.wants_mig()    ? "a GPU in MIG mode with profile " + t.mig_profile
-                     : t.fractional() ? std::string("a GPU in shared mode")
-                                      : std::to_string(t.gpu_count) + " GPUs on one node";
-  if (!t.models.empty()) {
-    what += " of the models asked for";
-  }
-  return "never fits: no node that is up has " + what;
-}
-
-bool OverQuota(const PendingDemand& job, const WaitContext& c) {
-  if (c.quota == nullptr || c.tree == nullptr || c.resources == 0) {
-    return false;
-  }
-  StatusOr<QueueId> q = c.tree->FindQueue(job.queue);
-  if (!q.ok()) {
-    return false;
-  }
-  ResourceVector charge(c.resources, 0);
-  auto add = [&charge](int index, int64_t v) {
-    if (index >= 0 && static_cast<size_t>(index) < charge.size()) {
-      charge[static_cast<size_t>(index)] += v;
-    }
-  };
-  add(c.any_gpu, job.gpu_milli);
-  add(c.cpu, job.cpu);
-  add(c.memory, job.memory);
-  add(c.gpu_memory, job.gpu_memory);
-  return c.quota->Check(q.value(), charge) == QuotaFit::kNo;
-}
-
-}  // namespace
-
-std::string PendingReasonOf(const PendingDemand& job, const WaitContext& c,
-                            const GpuCatalog& catalog) {
-  if (!c.built) {
-    return "waiting for the next scheduling cycle";
-  }
-  if (c.nodes_up == 0) {
-    return "no node is up";
-  }
-  for (const TaskRequest& t : job.tasks) {
-    if (std::string never = NeverFits(t, c.capacity, catalog); !never.empty()) {
-      return never;
-    }
-  }
-  if (c.reserved_job.valid() && c.reserved_job == job.job) {
-    return "next to start: resources are reserved for it (expected " +
-           FormatRfc3339(c.reserved_start) + ")";
-  }
-  if (OverQuota(job, c)) {
-    return "waiting for quota: queue " + job.queue +
-           " and its cohort have no unused quota for it now";
-  }
-  return "waiting for resources (" + std::to_string(job.gpus) +
-         " GPUs); jobs ahead of it or running hold them";
 }
 
 void PublishedJobs::Put(std::shared_ptr<const JobView> view) {

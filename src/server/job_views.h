@@ -40,13 +40,23 @@ struct JobFilter {
   size_t limit = 1000;
 };
 
-// The largest node that is up, per GPU model and mode (for "never fits" reasons).
+// The largest node that is up, per GPU model and mode.
 struct NodeCapacity {
   int64_t cpu = 0, memory = 0;
   std::map<std::pair<uint32_t, int>, int> gpus;  // (model, mode) -> most on one node
 };
 
-// What pending jobs' reasons are worked out from, as of the last cycle.
+class FitCache;
+class LiveCache;
+// A running job of a queue that borrows, for quota reasons.
+struct Borrower {
+  std::string queue;
+  JobNumber job;
+  Micros run_start = 0;
+};
+
+// What pending jobs' reasons are worked out from, as of the last cycle
+// (server/pending_reasons.h).
 struct WaitContext {
   bool built = false;  // false: the core is built at the next cycle
   size_t nodes_up = 0;
@@ -60,6 +70,14 @@ struct WaitContext {
   // JobScheduler::ChargeOf does): an index per kind, -1 when not a quota resource.
   size_t resources = 0;
   int any_gpu = -1, cpu = -1, memory = -1, gpu_memory = -1;
+  // "Never fits" against the nodes and drains (kept while they do not change); the
+  // live nodes as of the last cycle (null when no job was pending).
+  std::shared_ptr<const FitCache> fit;
+  std::shared_ptr<const LiveCache> live;
+  // The policy's reclaim rule and the running jobs of borrowing queues.
+  bool reclaim = false;
+  Micros min_run_before_reclaim = 0;
+  std::vector<Borrower> borrowers;
 };
 
 // What a pending job asks for, for its reason.
@@ -67,13 +85,14 @@ struct PendingDemand {
   JobNumber job;
   std::string queue;
   std::vector<TaskRequest> tasks;
+  TopologyPolicy topology;
   int64_t gpu_milli = 0, cpu = 0, memory = 0, gpu_memory = 0;  // totals over its tasks
   int gpus = 0;
 };
 
 PendingDemand DemandOf(JobNumber id, const std::string& queue, const JobSpec& spec,
                        const GpuCatalog& catalog);
-// Why the job waits, in words a user can act on.
+// Why the job waits, in words a user can act on (server/pending_reasons.cc).
 std::string PendingReasonOf(const PendingDemand& job, const WaitContext& context,
                             const GpuCatalog& catalog);
 

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "sched/testing/scheduler_harness.h"
+#include "server/pending_reasons.h"
 
 namespace tessera {
 namespace {
@@ -90,30 +91,47 @@ TEST(PublishedJobsTest, APendingJobsReasonIsWorkedOutFromTheLatestContext) {
   auto tree = std::make_shared<QueueTree>(
       QueueTree::Create(Tree({QueueNode("q", "", {Q(kGpu, 2000)})}), catalog).value());
   auto quota = std::make_shared<QuotaLedger>(*tree);
-  auto context = [&](size_t nodes_up, int gpus_on_largest) {
+  // One node of `gpus` H100s, `busy` of them taken.
+  auto context = [&](int gpus, int busy = 0) {
+    ClusterState state = ClusterState::Create({GpuNode("n1", gpus)}, catalog).value();
+    for (int g = 0; g < busy; ++g) {
+      Allocation a;
+      a.node = NodeId(0);
+      a.gpus.push_back(GpuGrant{g, kWholeGpu, MiB(0), -1, -1});
+      EXPECT_TRUE(state.Allocate(a).ok());
+    }
     auto c = std::make_shared<WaitContext>();
     c->built = true;
-    c->nodes_up = nodes_up;
-    c->capacity.cpu = 128000;
-    c->capacity.memory = 1 << 20;
-    c->capacity.gpus[{catalog.Find("H100-80GB").value().value(),
-                      static_cast<int>(SharingMode::kExclusive)}] = gpus_on_largest;
+    c->nodes_up = gpus > 0 ? 1 : 0;
+    c->fit = std::make_shared<const FitCache>(state);
+    c->live = std::make_shared<const LiveCache>(state);
     c->tree = tree;
     c->quota = quota;
     c->resources = tree->resources().size();
     c->any_gpu = 0;
     return c;
   };
-  jobs.SetContext(context(0, 8));
+  auto none = context(8);
+  none->nodes_up = 0;
+  jobs.SetContext(none);
   EXPECT_EQ(reason(), "no node is up");
-  jobs.SetContext(context(2, 1));
-  EXPECT_EQ(reason(), "never fits: no node that is up has 2 GPUs on one node");
-  jobs.SetContext(context(2, 8));
-  EXPECT_EQ(reason(), "waiting for resources (2 GPUs); jobs ahead of it or running hold them");
+  jobs.SetContext(context(1));
+  EXPECT_EQ(reason(),
+            "never fits: a task asks 2 GPUs on one node; a schedulable node has at most 1");
+  jobs.SetContext(context(8, 7));
+  EXPECT_EQ(reason(),
+            "waiting for resources: a task needs 2 free GPUs on one node; the most on a "
+            "schedulable node is 1 (1 in all); jobs ahead of it or running hold them");
+  jobs.SetContext(context(8));
+  EXPECT_EQ(reason(),
+            "waiting for its turn: it fits the free resources now; jobs ahead of it go first (at "
+            "the next scheduling cycle)");
   // The queue's quota is used up (by another job's 1 GPU of its 2).
   quota->Add(tree->FindQueue("q").value(), ResourceVector{1000});
-  EXPECT_EQ(reason(), "waiting for quota: queue q and its cohort have no unused quota for it now");
-  auto reserved = context(2, 8);
+  EXPECT_EQ(reason(),
+            "waiting for quota: the job asks 2 GPUs; queue q uses 1 GPU of its nominal 2 GPUs and "
+            "has 1 GPU left");
+  auto reserved = context(8);
   reserved->reserved_job = JobNumber(7);
   reserved->reserved_start = 1'800'000'000LL * 1'000'000;
   jobs.SetContext(reserved);
@@ -124,6 +142,36 @@ TEST(PublishedJobsTest, APendingJobsReasonIsWorkedOutFromTheLatestContext) {
   requeued->reason = "requeued: node n1 was lost";
   jobs.Put(requeued);
   EXPECT_EQ(reason().get<std::string>().rfind("requeued: node n1 was lost; next to start", 0), 0u);
+}
+
+// A queue under its nominal quota whose lent quota a borrower holds: the reason names
+// the borrower, its job and when reclaim may take it back.
+TEST(PublishedJobsTest, QuotaReasonNamesTheBorrowerAndReclaim) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  auto tree = std::make_shared<QueueTree>(
+      QueueTree::Create(TwoQueueCohort(8000, 0), catalog).value());
+  auto quota = std::make_shared<QuotaLedger>(*tree);
+  quota->Add(tree->FindQueue("b").value(), ResourceVector{8000});
+  auto c = std::make_shared<WaitContext>();
+  c->built = true;
+  c->nodes_up = 1;
+  c->tree = tree;
+  c->quota = quota;
+  c->resources = tree->resources().size();
+  c->any_gpu = 0;
+  c->borrowers.push_back({"b", JobNumber(12), 1'800'000'000LL * 1'000'000});
+  PendingDemand d = DemandOf(JobNumber(7), "a", Gang("g", "a", {8}), catalog);
+  EXPECT_EQ(PendingReasonOf(d, *c, catalog),
+            "waiting for quota: the job asks 8 GPUs; queue a of cohort c uses 0 GPUs of its "
+            "nominal 8 GPUs; the rest of its quota is lent to queue b (job 12); reclaim is off in "
+            "the policy: it waits for them to finish");
+  c->reclaim = true;
+  c->min_run_before_reclaim = 600'000'000;
+  EXPECT_EQ(PendingReasonOf(d, *c, catalog),
+            "waiting for quota: the job asks 8 GPUs; queue a of cohort c uses 0 GPUs of its "
+            "nominal 8 GPUs; the rest of its quota is lent to queue b (job 12); reclaim is on: "
+            "they are preempted to give it back once they have run 10m (from "
+            "2027-01-15T08:10:00Z)");
 }
 
 }  // namespace

@@ -1,0 +1,396 @@
+#include "server/pending_reasons.h"
+
+#include <algorithm>
+#include <functional>
+#include <string_view>
+
+#include "api/units.h"
+#include "base/time_format.h"
+#include "sched/gpu_selection.h"
+#include "server/job_views.h"
+
+namespace tessera {
+namespace {
+
+constexpr size_t kMaxMemo = 4096;  // distinct demands remembered per context
+
+void Mix(uint64_t& h, uint64_t v) {
+  h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+}
+
+// The memo key of a demand: its tasks run-length encoded (gangs repeat one task).
+std::string KeyOf(const std::vector<TaskRequest>& tasks, const TopologyPolicy& topology) {
+  std::string key = std::to_string(static_cast<int>(topology.scope)) + (topology.hard ? "h" : "s");
+  for (size_t i = 0; i < tasks.size();) {
+    size_t j = i;
+    while (j < tasks.size() && tasks[j] == tasks[i]) {
+      ++j;
+    }
+    const TaskRequest& t = tasks[i];
+    key += "|" + std::to_string(j - i) + "x" + std::to_string(t.cpu.value()) + "," +
+           std::to_string(t.memory.value()) + "," + std::to_string(t.gpu_count) + "," +
+           std::to_string(t.gpu_milli.value()) + "," + std::to_string(t.gpu_memory.value()) + "," +
+           t.mig_profile + "," + std::to_string(t.models.bits()) + "," +
+           std::to_string(static_cast<int>(t.topology));
+    i = j;
+  }
+  return key;
+}
+
+JobSpec SpecOf(const std::vector<TaskRequest>& tasks, const TopologyPolicy& topology) {
+  JobSpec spec;
+  spec.tasks = tasks;
+  spec.topology = topology;
+  return spec;
+}
+
+std::string Gpus(int64_t milli) {
+  return milli % kMilliPerGpu == 0 ? std::to_string(milli / kMilliPerGpu)
+                                   : FormatGpuFraction(milli);
+}
+
+std::string Cpus(int64_t milli) {
+  return milli % 1000 == 0 ? std::to_string(milli / 1000) : FormatCpuMilli(milli);
+}
+
+// "8 GPUs", "16 GiB of GPU memory", ... for a quota resource.
+std::string Amount(const ResourceName& r, int64_t v, const GpuCatalog& catalog) {
+  switch (r.kind) {
+    case ResourceKind::kGpu:
+      return Gpus(v) + (r.model.valid() ? " " + catalog.Get(r.model).name : std::string()) +
+             (v == kMilliPerGpu ? " GPU" : " GPUs");
+    case ResourceKind::kGpuMemory:
+      return FormatMiB(v) + " of GPU memory";
+    case ResourceKind::kCpu:
+      return Cpus(v) + " CPUs";
+    case ResourceKind::kMemory:
+      return FormatMiB(v) + " of memory";
+  }
+  return std::to_string(v);
+}
+
+// The cohort a queue takes part in: its root (where lending is settled), by name.
+QueueId RootOf(const QueueTree& tree, QueueId q) {
+  while (tree.parent(q).valid()) {
+    q = tree.parent(q);
+  }
+  return q;
+}
+
+std::string QuotaReason(const PendingDemand& job, const WaitContext& c,
+                        const GpuCatalog& catalog) {
+  if (c.quota == nullptr || c.tree == nullptr || c.resources == 0) {
+    return "";
+  }
+  const QueueTree& tree = *c.tree;
+  StatusOr<QueueId> found = tree.FindQueue(job.queue);
+  if (!found.ok()) {
+    return "";
+  }
+  const QueueId q = found.value();
+  ResourceVector charge(c.resources, 0);
+  auto add = [&charge](int index, int64_t v) {
+    if (index >= 0 && static_cast<size_t>(index) < charge.size()) {
+      charge[static_cast<size_t>(index)] += v;
+    }
+  };
+  add(c.any_gpu, job.gpu_milli);
+  add(c.cpu, job.cpu);
+  add(c.memory, job.memory);
+  add(c.gpu_memory, job.gpu_memory);
+  if (c.quota->Check(q, charge) != QuotaFit::kNo) {
+    return "";
+  }
+  for (size_t r = 0; r < c.resources; ++r) {
+    if (charge[r] <= 0 || charge[r] <= c.quota->Available(q, r)) {
+      continue;
+    }
+    const ResourceName& name = tree.resources()[r];
+    const int64_t used = c.quota->Usage(q, r);
+    const int64_t nominal = tree.quota(q, r).nominal;
+    const QueueId parent = tree.parent(q);
+    const std::string cohort = parent.valid() ? " of cohort " + tree.spec(parent).name : "";
+    std::string out = "waiting for quota: the job asks " + Amount(name, charge[r], catalog) +
+                      "; queue " + job.queue + cohort + " uses " + Amount(name, used, catalog) +
+                      " of its nominal " + Amount(name, nominal, catalog);
+    if (used + charge[r] > nominal) {
+      const int64_t room = c.quota->Available(q, r);
+      return out + (parent.valid() ? " and can borrow only " + Amount(name, room, catalog) +
+                                         " more from its cohort now"
+                                   : " and has " + Amount(name, room, catalog) + " left");
+    }
+    // Within its nominal quota: what it lent is in use by borrowing queues.
+    const QueueId root = RootOf(tree, q);
+    ResourceVector mask(c.resources, 0);
+    mask[r] = 1;
+    std::vector<std::string> borrowers;
+    for (QueueId other : tree.queues()) {
+      if (other != q && RootOf(tree, other) == root && c.quota->IsBorrowing(other, mask)) {
+        borrowers.push_back(tree.spec(other).name);
+      }
+    }
+    out += "; the rest of its quota is lent";
+    if (borrowers.empty()) {
+      return out + " and in use";
+    }
+    out += " to queue";
+    out += borrowers.size() == 1 ? " " : "s ";
+    for (size_t i = 0; i < borrowers.size(); ++i) {
+      out += (i == 0 ? "" : ", ") + borrowers[i];
+    }
+    // The borrowing queues' running jobs, oldest first: the ones reclaim may take.
+    std::vector<const Borrower*> jobs;
+    for (const Borrower& b : c.borrowers) {
+      if (std::find(borrowers.begin(), borrowers.end(), b.queue) != borrowers.end()) {
+        jobs.push_back(&b);
+      }
+    }
+    std::sort(jobs.begin(), jobs.end(),
+              [](const Borrower* a, const Borrower* b) { return a->run_start < b->run_start; });
+    if (!jobs.empty()) {
+      out += " (job";
+      out += jobs.size() == 1 ? " " : "s ";
+      for (size_t i = 0; i < jobs.size() && i < 3; ++i) {
+        out += (i == 0 ? "" : ", ") + ToString(jobs[i]->job);
+      }
+      out += jobs.size() > 3 ? " and " + std::to_string(jobs.size() - 3) + " more)" : ")";
+    }
+    if (!c.reclaim) {
+      return out + "; reclaim is off in the policy: it waits for them to finish";
+    }
+    out += "; reclaim is on: they are preempted to give it back";
+    if (c.min_run_before_reclaim > 0) {
+      out += " once they have run " + FormatDuration(c.min_run_before_reclaim);
+      if (!jobs.empty()) {
+        out += " (from " + FormatRfc3339(jobs.front()->run_start + c.min_run_before_reclaim) + ")";
+      }
+    }
+    return out;
+  }
+  return "waiting for quota: queue " + job.queue +
+         " and its cohort have no unused quota for it now";
+}
+
+}  // namespace
+
+FitCache::FitCache(const ClusterState& live)
+    : checker_(live), fingerprint_(Fingerprint(live)) {}
+
+uint64_t FitCache::Fingerprint(const ClusterState& state) {
+  uint64_t h = state.present_count();
+  for (size_t i = 0; i < state.node_count(); ++i) {
+    const NodeId id(static_cast<uint32_t>(i));
+    if (!state.present(id)) {
+      continue;
+    }
+    const NodeSpec& spec = state.spec(id);
+    const NodeLedger& node = state.node(id);
+    Mix(h, i);
+    Mix(h, std::hash<std::string>{}(spec.name));
+    Mix(h, static_cast<uint64_t>(spec.cpu.value()));
+    Mix(h, static_cast<uint64_t>(spec.memory.value()));
+    Mix(h, node.drained() ? 1 : 0);
+    for (size_t g = 0; g < spec.gpus.size(); ++g) {
+      const GpuSpec& gpu = spec.gpus[g];
+      Mix(h, (static_cast<uint64_t>(gpu.model.value()) << 32) ^
+                 (static_cast<uint64_t>(gpu.mode) << 24) ^
+                 (static_cast<uint64_t>(gpu.numa_node & 0xff) << 16) ^
+                 (static_cast<uint64_t>(gpu.nvlink_domain & 0xffff) << 1) ^
+                 (node.gpus()[g].drained() ? 1 : 0));
+    }
+    for (const auto& [k, v] : spec.labels) {
+      Mix(h, std::hash<std::string>{}(k + "=" + v));
+    }
+  }
+  return h;
+}
+
+FitVerdict FitCache::Check(const std::vector<TaskRequest>& tasks,
+                           const TopologyPolicy& topology) const {
+  const std::string key = KeyOf(tasks, topology);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = memo_.find(key); it != memo_.end()) {
+      return it->second;
+    }
+  }
+  FitVerdict v = checker_.Check(SpecOf(tasks, topology));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (memo_.size() >= kMaxMemo) {
+    memo_.clear();
+  }
+  memo_.emplace(key, v);
+  return v;
+}
+
+LiveCache::LiveCache(const ClusterState& live) : now_(live, FitChecker::Copy::kAsIs) {}
+
+std::string LiveCache::Short(const std::vector<TaskRequest>& tasks,
+                             const TopologyPolicy& topology) const {
+  const std::string key = KeyOf(tasks, topology);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = memo_.find(key); it != memo_.end()) {
+      return it->second;
+    }
+  }
+  std::string why = Compute(tasks, topology);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (memo_.size() >= kMaxMemo) {
+    memo_.clear();
+  }
+  memo_.emplace(key, why);
+  return why;
+}
+
+std::string LiveCache::Compute(const std::vector<TaskRequest>& tasks,
+                               const TopologyPolicy& topology) const {
+  const JobSpec spec = SpecOf(tasks, topology);
+  if (now_.GangPlaces(spec)) {
+    return "";
+  }
+  const ClusterState& state = now_.state();
+  const GpuCatalog& catalog = state.catalog();
+  int64_t gpus = 0;
+  for (const TaskRequest& t : tasks) {
+    gpus += t.gpu_count;
+  }
+  // The first task that fits no schedulable node alone names the resource.
+  for (const TaskRequest& t : tasks) {
+    std::map<std::string, int> busy;       // not-now filter reasons, by node count
+    std::vector<std::string> drained_room;  // drained nodes that would take it
+    bool fits = false;
+    int most_free_gpus = 0, free_gpus = 0;
+    int64_t most_cpu = 0, most_memory = 0;
+    for (size_t i = 0; i < state.node_count() && !fits; ++i) {
+      const NodeId id(static_cast<uint32_t>(i));
+      if (!state.present(id)) {
+        continue;
+      }
+      const NodeLedger& node = state.node(id);
+      const FilterResult r = now_.Filter(node, t);
+      if (node.drained()) {
+        if (r.fits()) {
+          drained_room.push_back(node.spec().name);
+        }
+        continue;
+      }
+      if (r.fits()) {
+        fits = true;
+        break;
+      }
+      if (r.code != FilterCode::kUnschedulable) {
+        continue;  // never on this node: not what it waits for
+      }
+      ++busy[std::string(r.reason)];
+      int here = 0;
+      for (const GpuLedger& gpu : node.gpus()) {
+        here += !t.cpu_only() && GpuFitsRequest(gpu, t) ? 1 : 0;
+      }
+      free_gpus += here;
+      most_free_gpus = std::max(most_free_gpus, here);
+      most_cpu = std::max(most_cpu, node.free_cpu().value());
+      most_memory = std::max(most_memory, node.free_memory().value());
+    }
+    if (fits) {
+      continue;
+    }
+    if (!drained_room.empty()) {
+      return "held by a drain: drained node" + std::string(drained_room.size() == 1 ? " " : "s ") +
+             drained_room.front() + (drained_room.size() > 1 ? " and others" : "") +
+             " would hold a task now; the schedulable nodes are busy";
+    }
+    std::string top;
+    int most = 0;
+    for (const auto& [reason, n] : busy) {
+      if (n > most) {
+        top = reason;
+        most = n;
+      }
+    }
+    std::string kind = t.wants_mig() ? "MIG " + t.mig_profile + " instance"
+                       : t.fractional()
+                           ? "GPU with " + FormatGpuFraction(t.gpu_milli.value()) + " of a GPU" +
+                                 (t.gpu_memory.value() > 0
+                                      ? " and " + FormatMiB(t.gpu_memory.value()) + " of its memory"
+                                      : std::string()) +
+                                 " free"
+                           : std::string("free GPU");
+    if (!t.models.empty()) {
+      std::string models;
+      for (const GpuModel& m : catalog.models()) {
+        if (t.models.Contains(m.id)) {
+          models += (models.empty() ? "" : "/") + m.name;
+        }
+      }
+      kind = models + " " + kind;
+    }
+    if (top == "not enough free CPU") {
+      return "waiting for resources: a task needs " + Cpus(t.cpu.value()) +
+             " free CPUs on one node; the most free on a schedulable node is " + Cpus(most_cpu) +
+             "; jobs ahead of it or running hold them";
+    }
+    if (top == "not enough free memory") {
+      return "waiting for resources: a task needs " + FormatMiB(t.memory.value()) +
+             " of free memory on one node; the most free on a schedulable node is " +
+             FormatMiB(most_memory) + "; jobs ahead of it or running hold them";
+    }
+    if (top == "no free MIG slot for the profile") {
+      return "waiting for resources: no schedulable GPU has a free slot for a MIG " +
+             t.mig_profile + " instance now; jobs ahead of it or running hold them";
+    }
+    if (top == "not enough free GPUs in one NVLink domain or NUMA node") {
+      return "waiting for resources: a task needs " + std::to_string(t.gpu_count) +
+             " free GPUs in one NVLink domain or NUMA node; no schedulable node has them now";
+    }
+    return "waiting for resources: a task needs " + std::to_string(t.gpu_count) + " " + kind +
+           (t.gpu_count == 1 ? "" : "s") + " on one node; the most on a schedulable node is " +
+           std::to_string(most_free_gpus) + " (" + std::to_string(free_gpus) +
+           " in all); jobs ahead of it or running hold them";
+  }
+  // Each task fits somewhere alone, not the gang together.
+  std::string where = topology.hard && topology.scope != TopologyScope::kAny
+                          ? " within one " + std::string(TopologyScopeName(topology.scope))
+                          : std::string();
+  return "waiting for resources: the gang's " + std::to_string(tasks.size()) + " tasks (" +
+         std::to_string(gpus) + " GPUs) do not fit together" + where +
+         " now; jobs ahead of it or running hold the rest";
+}
+
+std::string PendingReasonOf(const PendingDemand& job, const WaitContext& c,
+                            const GpuCatalog& catalog) {
+  if (!c.built) {
+    return "waiting for the next scheduling cycle";
+  }
+  if (c.nodes_up == 0) {
+    return "no node is up";
+  }
+  if (c.fit != nullptr) {
+    if (FitVerdict v = c.fit->Check(job.tasks, job.topology); !v.fits) {
+      return v.reason;
+    }
+  }
+  if (c.reserved_job.valid() && c.reserved_job == job.job) {
+    return "next to start: resources are reserved for it (expected " +
+           FormatRfc3339(c.reserved_start) + ")";
+  }
+  if (std::string quota = QuotaReason(job, c, catalog); !quota.empty()) {
+    return quota;
+  }
+  if (c.live != nullptr) {
+    std::string short_of = c.live->Short(job.tasks, job.topology);
+    if (!short_of.empty()) {
+      return short_of;
+    }
+    if (c.reserved_job.valid()) {
+      return "waiting for its turn: it fits now, but resources are reserved for job " +
+             ToString(c.reserved_job) + " (expected " + FormatRfc3339(c.reserved_start) + ")";
+    }
+    return "waiting for its turn: it fits the free resources now; jobs ahead of it go first "
+           "(at the next scheduling cycle)";
+  }
+  return "waiting for resources (" + std::to_string(job.gpus) +
+         " GPUs); jobs ahead of it or running hold them";
+}
+
+}  // namespace tessera

@@ -1,0 +1,64 @@
+// Why a pending job waits, from the core's own Filter plugins (plugins/fit_check.h):
+//
+//   never fits   the job could not run on the schedulable nodes even if they were empty
+//                (FitCache, against the node set and drains, rebuilt when they change);
+//   quota        its queue cannot take its charge now: which resource, how much the
+//                queue uses of its nominal quota, and when that quota is lent out, to
+//                which borrowing queue and jobs and whether reclaim will take it back;
+//   held by a drain / resources
+//                it does not fit the live nodes now (LiveCache, a copy of the cluster
+//                as of the last cycle): the resource that is short, or the drained
+//                nodes that would hold it.
+//
+// Both caches answer per distinct demand, computed once and then shared by every read
+// until the controller publishes the next wait context, so that API reads never wait
+// for a scheduling cycle and a listing of many pending jobs costs a lookup each.
+// Thread safety: both caches are immutable but for their internal, locked memo;
+// call from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "model/job.h"
+#include "plugins/fit_check.h"
+#include "state/cluster_state.h"
+
+namespace tessera {
+
+// "Never fits" verdicts against the present nodes and their drains.
+class FitCache {
+ public:
+  explicit FitCache(const ClusterState& live);
+  // Of the node set, the specs and the drains: equal fingerprints, equal verdicts.
+  static uint64_t Fingerprint(const ClusterState& state);
+  uint64_t fingerprint() const { return fingerprint_; }
+  size_t nodes() const { return checker_.nodes(); }
+  FitVerdict Check(const std::vector<TaskRequest>& tasks, const TopologyPolicy& topology) const;
+
+ private:
+  FitChecker checker_;
+  uint64_t fingerprint_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, FitVerdict> memo_;
+};
+
+// Why a job that could run on the empty nodes does not fit the live ones now.
+class LiveCache {
+ public:
+  explicit LiveCache(const ClusterState& live);
+  // "" when the whole gang fits now (it waits for its turn, not for resources).
+  std::string Short(const std::vector<TaskRequest>& tasks, const TopologyPolicy& topology) const;
+
+ private:
+  std::string Compute(const std::vector<TaskRequest>& tasks, const TopologyPolicy& topology) const;
+
+  FitChecker now_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::string> memo_;
+};
+
+}  // namespace tessera
