@@ -1,0 +1,86 @@
+#include "server/job_eta.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "base/time_format.h"
+
+namespace tessera {
+
+std::string EtaFieldsJson(const EtaTable* table, JobNumber id) {
+  const JobEta* e = nullptr;
+  if (table != nullptr) {
+    auto it = table->jobs.find(id.value());
+    e = it == table->jobs.end() ? nullptr : &it->second;
+  }
+  nlohmann::json j = nlohmann::json::object();
+  if (e == nullptr) {
+    j["eta"] = nullptr;
+    j["eta_note"] = "not estimated yet: waiting for the next ETA refresh";
+    j["position"] = nullptr;
+    j["queue_position"] = nullptr;
+    j["blocking"] = nullptr;
+  } else {
+    if (e->eta) {
+      j["eta"] = FormatRfc3339(*e->eta);
+    } else {
+      j["eta"] = nullptr;
+      j["eta_note"] = "no estimate before " + FormatRfc3339(table->horizon_end);
+    }
+    j["eta_computed_at"] = FormatRfc3339(table->computed_at);
+    j["position"] = e->position;
+    j["queue_position"] = e->queue_position;
+    nlohmann::json b = {{"kind", e->blocking}};
+    if (!e->blocking_queue.empty()) {
+      b["queue"] = e->blocking_queue;
+    }
+    if (!e->blocking_model.empty()) {
+      b["model"] = e->blocking_model;
+    }
+    if (e->blocking_job.valid()) {
+      b["job"] = e->blocking_job.value();
+    }
+    j["blocking"] = std::move(b);
+  }
+  std::string out;
+  for (const auto& [key, value] : j.items()) {
+    out += ',';
+    out += nlohmann::json(key).dump();
+    out += ':';
+    out += value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  return out;
+}
+
+void EtaRefresher::Start(std::function<void()> refresh, Micros interval) {
+  if (interval <= 0 || thread_.joinable()) {
+    return;
+  }
+  stopping_ = false;
+  thread_ = std::thread([this, refresh = std::move(refresh), interval] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      cv_.wait_for(lock, std::chrono::microseconds(interval), [this] { return stopping_; });
+      if (stopping_) {
+        break;
+      }
+      lock.unlock();
+      refresh();
+      lock.lock();
+    }
+  });
+}
+
+void EtaRefresher::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+}  // namespace tessera

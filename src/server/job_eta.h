@@ -1,0 +1,68 @@
+// Job ETAs as the API shows them: the last start forecast (sim/start_forecast.h) of
+// every pending job, published by the controller's ETA refresh (controller_eta.cc)
+// and read by PublishedJobs without the controller's lock.
+//
+// A pending job's view gets "eta" (RFC 3339, or null with "eta_note" saying why),
+// "position" and "queue_position" (its rank in the scheduler's order, overall and
+// within its queue, 1-based) and "blocking" (what it waits for at the snapshot, as an
+// object: {"kind": "gpus", "model": ...}, {"kind": "quota", "queue": ...},
+// {"kind": "reservation", "job": ...}, {"kind": "preemption"}, {"kind": "cpu"}).
+// Thread safety: an EtaTable is immutable once published; EtaFieldsJson is pure.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "server/job_number.h"
+
+namespace tessera {
+
+struct JobEta {
+  std::optional<Micros> eta;  // none: no estimate before the table's horizon
+  int64_t position = 0;
+  int64_t queue_position = 0;
+  std::string blocking;  // ForecastBlocking kind name; "none" when it starts now
+  std::string blocking_queue, blocking_model;
+  JobNumber blocking_job;  // "reservation": the job resources are reserved for
+};
+
+struct EtaTable {
+  Micros computed_at = 0;  // the snapshot's time
+  Micros horizon_end = 0;  // no estimate beyond this
+  int64_t pending = 0;     // pending jobs at the snapshot
+  std::unordered_map<uint64_t, JobEta> jobs;  // by JobNumber value
+};
+
+// The ETA fields of a pending job's JSON object, each with a leading comma. A job the
+// table does not hold (none published yet, or submitted since) gets nulls and a note.
+std::string EtaFieldsJson(const EtaTable* table, JobNumber id);
+
+// The refresh's own thread: calls `refresh` every `interval` of wall time until Stop
+// (the refresh decides whether a cycle ran since the last one). Start after the
+// controller's loop, Stop before it. Thread safety: Start and Stop from one thread.
+class EtaRefresher {
+ public:
+  EtaRefresher() = default;
+  EtaRefresher(const EtaRefresher&) = delete;
+  EtaRefresher& operator=(const EtaRefresher&) = delete;
+  ~EtaRefresher() { Stop(); }
+  // `interval` <= 0: does not start.
+  void Start(std::function<void()> refresh, Micros interval);
+  void Stop();  // idempotent; joins the thread
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tessera
