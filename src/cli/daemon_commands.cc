@@ -20,6 +20,7 @@
 #include "base/file_util.h"
 #include "base/strings.h"
 #include "model/gpu_catalog.h"
+#include "plugins/registry.h"
 #include "server/server.h"
 
 namespace tessera {
@@ -171,6 +172,7 @@ struct ServerFlags {
   std::string queues_file;
   std::string policy = "tessera";
   std::string node_timeout = "30s";
+  std::string placement = ControllerOptions{}.placement;
   int64_t finished_in_memory = 10'000;
   std::string stop_grace = "30s";
   std::string checkpoint_root;
@@ -201,6 +203,11 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_option("--policy", f->policy, "Scheduling policy (see `tessera sim jobs --help`)")
       ->capture_default_str();
   cmd->add_option("--node-timeout", f->node_timeout,
+  cmd->add_option("--placement", f->placement,
+                  "Task placement: " + Join(PolicyNames(), ", ") +
+                      " (tessera and fgd learn the workload's typical tasks from submissions)")
+      ->check(CLI::IsMember(PolicyNames()))
+      ->capture_default_str();
                   "A node silent this long is lost and its jobs run again; its agent fences "
                   "its tasks a little before (tasks also end when the controller is down "
                   "this long)")
@@ -296,6 +303,7 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
   o.rate_burst = f.rate * (ServerOptions{}.rate_burst / ServerOptions{}.rate_per_second);
   o.controller.policy = f.policy;
   o.controller.checkpoint_root = f.checkpoint_root;
+  o.controller.placement = f.placement;
   TESSERA_ASSIGN_OR_RETURN(o.controller.node_timeout, ParseDurationMicros(f.node_timeout));
   o.controller.finished_in_memory = static_cast<size_t>(f.finished_in_memory);
   o.controller.max_heartbeats_per_second = f.max_heartbeat_rate;

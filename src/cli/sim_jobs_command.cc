@@ -17,6 +17,7 @@
 #include "api/queue_config.h"
 #include "api/units.h"
 #include "base/strings.h"
+#include "plugins/registry.h"
 #include "cli/output_files.h"
 #include "plugins/job_policies.h"
 #include "sim/cluster_preset.h"
@@ -33,6 +34,7 @@ struct JobsOptions {
   std::string cluster = "philly-vc";
   std::string queues;  // YAML file replacing the preset's queue tree
   std::string policies = "fifo,static-vc,slurm,tiresias,srtf,tessera";
+  std::string placement = JobSimOptions{}.placement;
   std::string traces_dir;
   std::string out = "out/jobs";
   double load = 0;  // 0: the trace's own timing
@@ -199,6 +201,7 @@ std::vector<StatusOr<JobSimResult>> RunPolicies(const JobsOptions& o,
       }
       JobSimOptions options;
       options.policy = policies[i];
+      options.placement = o.placement;
       options.seed = o.seed;
       options.progress = [&report, i](double f) { report(i, f); };
       results[i] =
@@ -307,6 +310,12 @@ void AddSimJobsCommand(CLI::App& sim, int* exit_code) {
                   "comma-separated policies: presets fifo, fifo-strict, static-vc, priority, "
                   "fairshare, drf, slurm, tiresias, srtf, tessera, or combinations such as "
                   "fairshare+fifo+reclaim+backfill")
+      ->capture_default_str();
+  cmd->add_option("--placement", opts->placement,
+                  "task placement for every policy: " + Join(PolicyNames(), ", ") +
+                      " (tessera and fgd learn the workload's typical tasks from the "
+                      "jobs submitted, as the live controller does)")
+      ->check(CLI::IsMember(PolicyNames()))
       ->capture_default_str();
   cmd->add_option("--load", opts->load,
                   "compress arrivals to this offered load (GPU demand / capacity); default: the "

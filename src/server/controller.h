@@ -112,9 +112,9 @@ struct ControllerOptions {
   std::string data_dir;                 // logs/ and checkpoints/ live here
   std::string checkpoint_root;          // "": <data_dir>/checkpoints
   std::string policy = "tessera";       // plugins/job_policies.h preset or combination
-  // plugins/registry.h placement profile ("tessera" and "fgd" need a workload model
-  // the live controller does not have yet).
-  std::string placement = "bestfit";
+  // plugins/registry.h placement profile; "tessera" and "fgd" learn the workload's
+  // typical tasks from submissions (CoreSession::RefreshPlacement).
+  std::string placement = "tessera";
   Micros cycle_interval = 50'000;       // the scheduling loop's period
   // A report of an exit runs the core's cycle at once, so that the report and the
   // starts it allows share one commit and the launches go out as it returns. Off:
@@ -436,6 +436,7 @@ class Controller {
   ControllerCounters counters_;  // for Metrics(); its atomics without mu_
   Micros next_silence_check_ = 0;  // the loop's next walk for silent nodes; mu_
   std::atomic<bool> store_failed_{false};
+  int64_t history_workload_observed_ = 0;  // the learner's count last saved
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

@@ -333,6 +333,7 @@ bool Controller::RunCoreCycle(Micros now, Pending& out) {
     return false;
   }
   core_.ApplyNodeChanges();
+  core_.RefreshPlacement();
   {
     CycleResult result = core_.lifecycle()->RunCycle(now, core_.rng());
     core_.reservation() = result.reservation;

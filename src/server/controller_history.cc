@@ -1,6 +1,7 @@
 // What the scheduler has learned, kept across node changes and restarts: each queue's
-// decayed fair-share usage and the runtime predictor's histograms. Both live in the
-// store (keys "scheduler/fairshare" and "scheduler/predictor"), written with a cycle's
+// decayed fair-share usage, the runtime predictor's histograms and the workload's task
+// shapes (placement). They live in the store (keys "scheduler/fairshare",
+// "scheduler/predictor" and "scheduler/workload"), written with a cycle's
 // batch at most every ControllerOptions::history_interval, and read back by Open. A
 // crash loses at most that interval of usage and what finished within it.
 #include <iostream>
@@ -14,6 +15,7 @@ namespace {
 
 constexpr const char* kFairShareKey = "scheduler/fairshare";
 constexpr const char* kPredictorKey = "scheduler/predictor";
+constexpr const char* kWorkloadKey = "scheduler/workload";
 
 nlohmann::json UsageJson(const QueueUsage::Saved& saved) {
   nlohmann::json queues = nlohmann::json::object();
@@ -81,6 +83,37 @@ StatusOr<RuntimePredictor::State> PredictorFromJson(const nlohmann::json& j) {
   return state;
 }
 
+nlohmann::json WorkloadJson(const WorkloadLearner::Saved& saved) {
+  nlohmann::json shapes = nlohmann::json::array();
+  for (const WorkloadLearner::Shape& s : saved.shapes) {
+    shapes.push_back({s.cpu, s.gpu_milli, s.gpu_count, s.models, s.weight, s.memory_weighted});
+  }
+  return {{"observed", saved.observed},
+          {"shapes_cpu_milli_gpus_models_weight_memory", std::move(shapes)}};
+}
+
+StatusOr<WorkloadLearner::Saved> WorkloadFromJson(const nlohmann::json& j) {
+  const Status bad = InvalidArgumentError("stored workload model is malformed");
+  const char* key = "shapes_cpu_milli_gpus_models_weight_memory";
+  if (!j.is_object() || !j.contains("observed") || !j["observed"].is_number_integer() ||
+      !j.contains(key) || !j[key].is_array()) {
+    return bad;
+  }
+  WorkloadLearner::Saved saved;
+  saved.observed = j["observed"].get<int64_t>();
+  for (const nlohmann::json& s : j[key]) {
+    if (!s.is_array() || s.size() != 6 || !s[0].is_number_integer() ||
+        !s[1].is_number_integer() || !s[2].is_number_integer() || !s[3].is_number_unsigned() ||
+        !s[4].is_number() || !s[5].is_number()) {
+      return bad;
+    }
+    saved.shapes.push_back(WorkloadLearner::Shape{s[0].get<int64_t>(), s[1].get<int64_t>(),
+                                                  s[2].get<int32_t>(), s[3].get<uint64_t>(),
+                                                  s[4].get<double>(), s[5].get<double>()});
+  }
+  return saved;
+}
+
 // A stored value that cannot be read is reported and ignored: the history is an
 // optimisation of fairness and backfill, not state a job depends on.
 std::optional<nlohmann::json> ReadJson(Store* store, const char* key) {
@@ -114,6 +147,15 @@ void Controller::LoadHistory() {
       std::cerr << "tessera server: " << s.message() << "; starting without it\n";
     }
   }
+  if (std::optional<nlohmann::json> j = ReadJson(store_, kWorkloadKey)) {
+    StatusOr<WorkloadLearner::Saved> saved = WorkloadFromJson(*j);
+    Status s = saved.ok() ? core_.learner().Restore(*saved) : saved.status();
+    if (s.ok()) {
+      core_.learner().Refresh();  // the first scheduler places with it
+    } else {
+      std::cerr << "tessera server: " << s.message() << "; starting without it\n";
+    }
+  }
 }
 
 void Controller::SaveHistory(Micros now, Pending& out) {
@@ -128,6 +170,10 @@ void Controller::SaveHistory(Micros now, Pending& out) {
   if (core_.predictor().observations() != history_observations_) {
     history_observations_ = core_.predictor().observations();
     out.batch.kv.emplace_back(kPredictorKey, PredictorJson(core_.predictor().Save()).dump());
+  }
+  if (core_.learner().observed() != history_workload_observed_) {
+    history_workload_observed_ = core_.learner().observed();
+    out.batch.kv.emplace_back(kWorkloadKey, WorkloadJson(core_.learner().Save()).dump());
   }
 }
 

@@ -310,6 +310,7 @@ StatusOr<nlohmann::json> Controller::GetJob(const Principal& who, JobNumber id) 
   TESSERA_ASSIGN_OR_RETURN(std::string text, GetJobText(who, id));
   nlohmann::json out = nlohmann::json::parse(text, nullptr, false);
   if (out.is_discarded()) {
+  core_.ObserveSubmission(rec.spec);
     return InternalError("job " + ToString(id) + ": its view is not JSON");
   }
   return out;

@@ -133,8 +133,22 @@ void CoreSession::NoteCapacity() {
 }
 
 StatusOr<Profile> CoreSession::MakePlacement() const {
-  PolicyContext context{ScaleOf(*state_), nullptr};
-  return MakeProfile(placement_, context);
+  return MakeLearnedProfile(placement_, ScaleOf(*state_), learner_.model());
+}
+
+void CoreSession::RefreshPlacement() {
+  if (!PlacementNeedsWorkload(placement_) || !learner_.Refresh() || rebuild_ ||
+      scheduler_ == nullptr) {
+    return;  // a rebuild makes its placement from the model as it is then
+  }
+  StatusOr<Profile> profile = MakePlacement();
+  if (!profile.ok()) {
+    std::cerr << "tessera server: placement from the learned workload: "
+              << profile.status().ToString() << "; rebuilding the scheduler's cluster\n";
+    rebuild_ = true;
+    return;
+  }
+  scheduler_->SetPlacement(std::move(profile).value());
 }
 
 void CoreSession::ApplyNodeChanges() {

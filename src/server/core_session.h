@@ -34,6 +34,7 @@
 #include "model/gpu_catalog.h"
 #include "model/queue_tree.h"
 #include "plugins/job_policies.h"
+#include "plugins/workload_learner.h"
 #include "sched/framework.h"
 #include "sched/job_lifecycle.h"
 #include "sched/job_record.h"
@@ -97,6 +98,13 @@ class CoreSession {
   // Before a decision or a published capacity: brings them up to date. A failure falls
   // back to a rebuild (logged).
   void ApplyNodeChanges();
+  // A job was submitted: its tasks teach the workload model.
+  void ObserveSubmission(const JobSpec& spec) { learner_.ObserveJob(spec); }
+  // Before a decision: when the learned workload moved enough, a fragmentation-aware
+  // placement (tessera, fgd) is remade from it (bestfit stands in until the first task).
+  void RefreshPlacement();
+  WorkloadLearner& learner() { return learner_; }
+  const WorkloadLearner& learner() const { return learner_; }
   // What breaks the core's invariants now; empty when they hold or while rebuilding.
   std::vector<std::string> CheckInvariants() const;
   // Takes the scheduler's fair-share usage up to `now` (before it is replaced or stored).
@@ -148,6 +156,8 @@ class CoreSession {
   std::optional<Reservation> reservation_;
   Pcg32 rng_;
   RuntimePredictor predictor_;
+  // The workload's typical tasks, learned from submissions (fragmentation-aware placement).
+  WorkloadLearner learner_;
   std::optional<QueueUsage::Saved> carried_usage_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "base/rng.h"
 #include "plugins/registry.h"
+#include "plugins/workload_learner.h"
 #include "sched/job_lifecycle.h"
 #include "sched/job_scheduler.h"
 #include "sim/job_run_recorder.h"
@@ -52,8 +53,8 @@ class Simulation {
     if (!policy.queue_order.empty()) {
       TESSERA_ASSIGN_OR_RETURN(queue_order, MakeQueueOrder(policy.queue_order));
     }
-    PolicyContext context{ScaleOf(state_), nullptr};
-    TESSERA_ASSIGN_OR_RETURN(Profile profile, MakeProfile(options_.placement, context));
+    TESSERA_ASSIGN_OR_RETURN(Profile profile,
+                             MakeLearnedProfile(options_.placement, ScaleOf(state_), nullptr));
     scheduler_ = std::make_unique<JobScheduler>(tree_, state_, policy.options, std::move(job_order),
                                                 std::move(queue_order), std::move(profile),
                                                 policy.fairshare_half_life);
@@ -106,6 +107,7 @@ class Simulation {
           case EventKind::kArrival:
             --arrivals_left_;
             lifecycle_.Submit(jobs_[e.job], now);
+            learner_.ObserveJob(jobs_[e.job].spec);
             changed = true;
             break;
           case EventKind::kFinish:
@@ -180,7 +182,22 @@ class Simulation {
     return true;
   }
 
+  // As the live controller: the placement learns the workload from the jobs submitted
+  // (CoreSession::RefreshPlacement). The placement was made once at Init, so making it
+  // again with a model cannot fail.
+  void RefreshPlacement() {
+    if (!PlacementNeedsWorkload(options_.placement) || !learner_.Refresh()) {
+      return;
+    }
+    StatusOr<Profile> profile =
+        MakeLearnedProfile(options_.placement, ScaleOf(state_), learner_.model());
+    if (profile.ok()) {
+      scheduler_->SetPlacement(std::move(profile).value());
+    }
+  }
+
   void Cycle(Micros now) {
+    RefreshPlacement();
     CycleResult result = lifecycle_.RunCycle(now, rng_);
     for (const StartDecision& d : result.starts) {
       const JobRecord& job = jobs_[d.job.value()];
@@ -196,6 +213,7 @@ class Simulation {
   }
 
   ClusterState state_;
+  WorkloadLearner learner_;  // before scheduler_: its placement reads the model
   QueueTree tree_;
   QuotaLedger quota_;
   JobSimOptions options_;

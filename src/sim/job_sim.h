@@ -34,7 +34,9 @@ struct SimJob {
 
 struct JobSimOptions {
   SchedulerPolicy policy;
-  std::string placement = "bestfit";  // task placement profile (plugins/registry.h)
+  // Task placement profile (plugins/registry.h); "tessera" and "fgd" learn the workload
+  // from the jobs submitted, as the live controller does.
+  std::string placement = "tessera";
   uint64_t seed = 42;
   Micros tick = 300'000'000;          // cycle period while jobs wait
   RuntimePredictor::Options predictor;
