@@ -223,6 +223,8 @@ class ControllerRun {
     JobSubmission submission;
     submission.spec = job.spec;
     submission.command = {"true"};
+    // The simulator keeps a job that never fits pending (its outcome: never ran).
+    submission.hold_if_unfit = true;
     JobOutcome o;
     o.name = job.spec.name;
     o.gpus = job.spec.TotalGpus();

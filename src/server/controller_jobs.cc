@@ -11,6 +11,7 @@
 #include <set>
 
 #include "server/controller_rows.h"
+#include "server/pending_reasons.h"
 
 namespace tessera {
 
@@ -89,6 +90,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
         return JobJson(existing);
       }
     }
+    TESSERA_RETURN_IF_ERROR(CheckSubmissionFits(*views_.context(), job.spec, job.hold_if_unfit));
     id = jobs_.TakeId();
     job.spec.submit_time = now;
     row.id = id.value();
@@ -177,6 +179,13 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
     TESSERA_RETURN_IF_ERROR(resolve(tenants));
     if (!key.empty() && jobs_.FindKey(tenants[0], BatchJobKey(key, 0))) {
       return RetriedBatch(jobs, tenants, key, lock);
+    }
+  }
+  // Each job as a single submission: one that could never run refuses the batch.
+  const std::shared_ptr<const WaitContext> context = views_.context();
+  for (size_t i = 0; i < n; ++i) {
+    if (Status s = CheckSubmissionFits(*context, jobs[i].spec, jobs[i].hold_if_unfit); !s.ok()) {
+      return AtJob(i, s);
     }
   }
   // The rows' spec text, the costly part of a submission, is written without the lock.

@@ -357,6 +357,19 @@ std::string LiveCache::Compute(const std::vector<TaskRequest>& tasks,
          " now; jobs ahead of it or running hold the rest";
 }
 
+Status CheckSubmissionFits(const WaitContext& c, const JobSpec& spec, bool hold_if_unfit) {
+  if (hold_if_unfit || c.fit == nullptr || c.fit->nodes() == 0) {
+    return Status::Ok();
+  }
+  FitVerdict v = c.fit->Check(spec.tasks, spec.topology);
+  if (v.fits) {
+    return Status::Ok();
+  }
+  return InvalidArgumentError(v.reason +
+                              " (set hold_if_unfit, `tessera submit --hold-if-unfit`, to keep "
+                              "it pending until nodes that fit it join)");
+}
+
 std::string PendingReasonOf(const PendingDemand& job, const WaitContext& c,
                             const GpuCatalog& catalog) {
   if (!c.built) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "model/job.h"
 #include "plugins/fit_check.h"
 #include "state/cluster_state.h"
@@ -60,5 +61,12 @@ class LiveCache {
   mutable std::mutex mu_;
   mutable std::map<std::string, std::string> memo_;
 };
+
+struct WaitContext;
+
+// At submission: InvalidArgument naming what is missing when the job could never run on
+// the nodes of `context` (as of the last cycle) and does not ask to be held; Ok when it
+// could, when it asks to be held, and while no node is up (a cluster starting up).
+Status CheckSubmissionFits(const WaitContext& context, const JobSpec& spec, bool hold_if_unfit);
 
 }  // namespace tessera

@@ -293,7 +293,10 @@ TEST_F(DashboardTest, BrowserDrawsEveryGpuAndSliceWithItsTenant) {
   const json mig_a = {{"name", "tune-mig"},
                       {"resources", {{"mig", "3g.40gb"}, {"gpu_model", "A100-80GB"}}},
                       {"command", "sleep 600"}};
-  const json never = {{"name", "too-big"}, {"resources", {{"gpus", 64}}}, {"command", "sleep 600"}};
+  const json never = {{"name", "too-big"},
+                      {"resources", {{"gpus", 64}}},
+                      {"command", "sleep 600"},
+                      {"hold_if_unfit", true}};
   std::vector<uint64_t> running = {Submit(team_a, whole), Submit(team_b, share_b),
                                    Submit(team_a, share_a), Submit(team_b, mig_b),
                                    Submit(team_a, mig_a)};

@@ -1,0 +1,171 @@
+// Pending reasons and refusals at submission, through the controller: a share asking
+// more GPU memory than any card has, a gang larger than the schedulable GPUs (one
+// drained), a queue waiting for the quota it lent, a pending job whose nodes left,
+// and a cluster with no node yet.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "server/controller_fixture.h"
+
+namespace tessera {
+namespace {
+
+class ControllerReasonsTest : public ControllerTest {
+ protected:
+  // A node of 8 H100s in `mode`, registered by its own agent.
+  void AddNode(const std::string& name, SharingMode mode) {
+    RegisterRequest r;
+    r.agent_id = "agent-" + name;
+    r.inventory.spec = MakeUniformNode(name, MilliCpu(64000), MiB(512 * 1024),
+                                       catalog().Find("H100-80GB").value(), 8, mode);
+    for (int g = 0; g < 8; ++g) {
+      r.inventory.gpu_uuids.push_back(name + "-GPU-" + std::to_string(g));
+      r.inventory.mig_instances.emplace_back();
+    }
+    auto out = controller_->Register(r, "127.0.0.1");
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+  }
+
+  StatusOr<nlohmann::json> TrySubmit(const std::string& tenant, const std::string& yaml) {
+    StatusOr<JobSubmission> job = ParseJobYaml(yaml, catalog());
+    if (!job.ok()) {
+      return job.status();
+    }
+    bool created = false;
+    return controller_->Submit(Principal{Role::kTenant, tenant, "test"}, std::move(job).value(),
+                               "", &created);
+  }
+
+  nlohmann::json Job(uint64_t id) {
+    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    EXPECT_TRUE(j.ok()) << j.status().ToString();
+    return j.ok() ? *j : nlohmann::json{};
+  }
+  std::string Reason(uint64_t id) { return Job(id)["reason"].get<std::string>(); }
+};
+
+constexpr const char* kBigShare =
+    "command: [/bin/true]\nresources: {gpu_fraction: 0.5, gpu_memory: 90GiB}\n";
+constexpr const char* kSixteen = "command: [/bin/true]\nreplicas: 2\nresources: {gpus: 8}\n";
+
+// (a) A 90 GiB share on 80 GB cards: refused, or held with the reason.
+TEST_F(ControllerReasonsTest, ShareLargerThanAnyCardIsRefusedOrHeld) {
+  AddNode("n1", SharingMode::kShared);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  StatusOr<nlohmann::json> refused = TrySubmit("team-a", kBigShare);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            "never fits: a task asks 90 GiB of GPU memory per GPU; the largest GPU has 79.6 GiB "
+            "(H100-80GB) (set hold_if_unfit, `tessera submit --hold-if-unfit`, to keep it pending "
+            "until nodes that fit it join)");
+  const uint64_t held = Submit("team-a", std::string(kBigShare) + "hold_if_unfit: true\n");
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(held)["state"], "pending");
+  EXPECT_EQ(Reason(held),
+            "never fits: a task asks 90 GiB of GPU memory per GPU; the largest GPU has 79.6 GiB "
+            "(H100-80GB)");
+  // A share that fits runs.
+  const uint64_t fits = Submit("team-a", "command: [/bin/true]\nresources: {gpu_fraction: 0.5, "
+                                         "gpu_memory: 40GiB}\n");
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(fits)["state"], "running");
+}
+
+// (b) 16 GPUs asked of 16 with one drained and nothing running.
+TEST_F(ControllerReasonsTest, GangLargerThanTheSchedulableGpus) {
+  AddNode("n1", SharingMode::kExclusive);
+  AddNode("n3", SharingMode::kExclusive);
+  ASSERT_TRUE(controller_->Drain("n3", 5, "xid 79").ok());
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  StatusOr<nlohmann::json> refused = TrySubmit("team-a", kSixteen);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message().rfind(
+                "never fits: the job needs 16 GPUs; 15 are schedulable (1 drained on node n3)", 0),
+            0u)
+      << refused.status().message();
+  const uint64_t held = Submit("team-a", std::string(kSixteen) + "hold_if_unfit: true\n");
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Reason(held), "never fits: the job needs 16 GPUs; 15 are schedulable (1 drained on node n3)");
+  // The drain lifted: it runs.
+  ASSERT_TRUE(controller_->Resume("n3", 5).ok());
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(held)["state"], "running");
+}
+
+// (c) A queue under its nominal quota waits for what it lent.
+TEST_F(ControllerReasonsTest, QueueWaitingForItsLentQuotaNamesTheBorrower) {
+  AddNode("n1", SharingMode::kExclusive);
+  AddNode("n2", SharingMode::kExclusive);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  const uint64_t borrower = Submit("team-b", kSixteen);  // 8 of its own, 8 of team-a's
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  ASSERT_EQ(Job(borrower)["state"], "running");
+  const uint64_t waiting = Submit("team-a", "command: [/bin/true]\nresources: {gpus: 8}\n");
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  const std::string reason = Reason(waiting);
+  EXPECT_EQ(reason.rfind("waiting for quota: the job asks 8 GPUs; queue team-a of cohort cluster "
+                         "uses 0 GPUs of its nominal 8 GPUs; the rest of its quota is lent to "
+                         "queue team-b (job " +
+                             std::to_string(borrower) + ")",
+                         0),
+            0u)
+      << reason;
+  EXPECT_NE(reason.find("reclaim is"), std::string::npos) << reason;
+}
+
+// A pending job whose nodes leave (here: drained) shows why and stays pending.
+TEST_F(ControllerReasonsTest, PendingJobThatBecomesUnfitStaysPendingWithTheReason) {
+  AddNode("n1", SharingMode::kExclusive);
+  AddNode("n2", SharingMode::kExclusive);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  const uint64_t first = Submit("team-a", "command: [/bin/true]\nresources: {gpus: 8}\n");
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  ASSERT_EQ(Job(first)["state"], "running");
+  const uint64_t gang = Submit("team-b", kSixteen);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(gang)["state"], "pending");
+  EXPECT_EQ(Reason(gang).rfind("waiting for", 0), 0u) << Reason(gang);
+  ASSERT_TRUE(controller_->Drain("n2", -1, "maintenance").ok());
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(gang)["state"], "pending");
+  EXPECT_EQ(Reason(gang), "never fits: the job needs 16 GPUs; 8 are schedulable (8 drained on node n2)");
+}
+
+// A cluster starting up refuses nothing.
+TEST_F(ControllerReasonsTest, NoNodeYetAcceptsAndSaysSo) {
+  const uint64_t id = Submit("team-a", kSixteen);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Reason(id), "no node is up");
+  AddNode("n1", SharingMode::kExclusive);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Reason(id), "never fits: the job needs 16 GPUs; 8 are schedulable");
+}
+
+// A batch refuses a job that never fits, naming it, unless that job asks to be held.
+TEST_F(ControllerReasonsTest, BatchFollowsTheRulePerJob) {
+  AddNode("n1", SharingMode::kExclusive);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  auto job = [&](const std::string& yaml) { return ParseJobYaml(yaml, catalog()).value(); };
+  const Principal who{Role::kTenant, "team-a", "test"};
+  bool created = false;
+  auto refused = controller_->SubmitBatch(
+      who, {job("command: [/bin/true]\nresources: {gpus: 1}\n"), job(kSixteen)}, "", &created);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message().rfind("jobs[1]: never fits: the job needs 16 GPUs; 8 are "
+                                             "schedulable",
+                                             0),
+            0u)
+      << refused.status().message();
+  auto held = controller_->SubmitBatch(
+      who,
+      {job("command: [/bin/true]\nresources: {gpus: 1}\n"),
+       job(std::string(kSixteen) + "hold_if_unfit: true\n")},
+      "", &created);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  EXPECT_EQ((*held)["ids"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace tessera
