@@ -106,6 +106,7 @@ StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options, const GpuCa
   if (options.data_dir.empty()) {
     return InvalidArgumentError("the agent needs a data directory");
   }
+  TESSERA_RETURN_IF_ERROR(ValidateNodeLabels(options.labels));
   if (options.token.empty()) {
     return InvalidArgumentError("the agent needs the controller's join token");
   }
@@ -241,6 +242,17 @@ Status Agent::RefreshInventory() {
     inv.mig_instances.push_back(std::move(mig));
   }
   spec.numa_nodes = numa;
+  spec.labels = options_.labels;
+  const bool given = std::any_of(spec.labels.begin(), spec.labels.end(), [](const auto& l) {
+    return l.first == kNvlinkDomainLabel;
+  });
+  // The admin's label wins; a domain the driver reports that breaks the label syntax is
+  // left out rather than failing the registration.
+  if (std::string domain = NodeFabricDomain(gpus_);
+      !given && !domain.empty() && ValidateNodeLabel(kNvlinkDomainLabel, domain).ok()) {
+    spec.labels.emplace_back(std::string(kNvlinkDomainLabel), std::move(domain));
+    std::sort(spec.labels.begin(), spec.labels.end());
+  }
   std::lock_guard<std::mutex> lock(mu_);
   inventory_ = std::move(inv);
   return Status::Ok();

@@ -56,6 +56,7 @@
 #include "agent/task_launcher.h"
 #include "agent/task_sandbox.h"
 #include "api/agent_protocol.h"
+#include "api/node_labels.h"
 #include "base/clock.h"
 #include "base/rng.h"
 #include "base/status.h"
@@ -97,6 +98,9 @@ struct AgentOptions {
   // Stop() leaves the tasks running, for the next agent on this data directory to adopt
   // (a restart or an upgrade); false: Stop() kills them and they are reported lost.
   bool keep_tasks_on_stop = false;
+  // Node labels reported with the inventory (validated: api/node_labels.h). Without an
+  // "nvlink-domain" here, the GPUs' NVLink fabric (NVML's clusterUuid/cliqueId) gives one.
+  NodeLabels labels;
 };
 
 class Agent {

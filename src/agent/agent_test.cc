@@ -200,3 +200,34 @@ TEST_F(AgentTelemetryTest, AFailingReadIsLoggedOnceAndHeartbeatsGoOn) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(AgentLabelsTest, TheInventoryCarriesTheLabelsAndABadOneIsRefused) {
+  char dir[] = "/tmp/tessera_agent_labels_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  AgentOptions o;
+  o.server_url = "http://127.0.0.1:1";  // never reached: Create only discovers
+  o.token = "join-token";
+  o.node_name = "n1";
+  o.data_dir = dir;
+  o.fake_gpus = "2xH100-80GB";
+  o.use_cgroups = false;
+  o.labels = {{"block", "b2"}, {"rack", "r1"}};
+  auto agent = Agent::Create(o, GpuCatalog::Default());
+  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+  EXPECT_EQ((*agent)->inventory().spec.labels, o.labels);
+  EXPECT_EQ((*agent)->inventory().spec.Label("rack"), "r1");
+  agent->reset();
+  o.labels = {{"rack", "r 1"}};
+  auto bad = Agent::Create(o, GpuCatalog::Default());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("label 'rack=r 1'"), std::string::npos);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace tessera

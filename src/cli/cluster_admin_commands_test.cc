@@ -26,6 +26,7 @@ using namespace ::tessera::cli_testing;  // NOLINT: the fake controller and its 
 
 const char* kNodes = R"({"nodes": [
   {"name": "node-a", "state": "up", "reason": "", "last_heartbeat": "2026-11-29T21:09:55Z",
+   "labels": {"rack": "r1", "block": "b1"},
    "cpu_milli": 64000, "cpu_used_milli": 8000, "memory_mib": 1048576, "memory_used_mib": 262144,
    "gpus": [
      {"index": 0, "uuid": "GPU-a0", "model": "H100-80GB", "mode": "exclusive", "used_milli": 1000,
@@ -54,9 +55,11 @@ TEST(NodesTest, TableAndGpuMap) {
   std::ostringstream out, err;
   EXPECT_EQ(RunNodes(ctl.Config(), o, clock, out, err), 0) << err.str();
   EXPECT_EQ(out.str(),
-            "NAME    STATE  GPUS     MODEL      CPU   MEMORY       HEARTBEAT  REASON\n"
-            "node-a  up     1.871/4  H100-80GB  8/64  256GiB/1TiB  5s\n"
-            "node-b  down   0/1      A100-40GB  0/32  0MiB/512GiB  2m         no heartbeat for 2m\n"
+            "NAME    STATE  GPUS     MODEL      CPU   MEMORY       HEARTBEAT  LABELS            "
+            "REASON\n"
+            "node-a  up     1.871/4  H100-80GB  8/64  256GiB/1TiB  5s         block=b1,rack=r1\n"
+            "node-b  down   0/1      A100-40GB  0/32  0MiB/512GiB  2m         -                 "
+            "no heartbeat for 2m\n"
             "\n"
             "GPU map: [###.......] tenths of a GPU in use, [m:3g,1g...] MIG instances; then the "
             "jobs holding it\n"

@@ -310,7 +310,8 @@ std::string JobDetails(const json& job, Micros now) {
 }
 
 std::string NodesTable(const json& nodes, Micros now) {
-  Table table({"NAME", "STATE", "GPUS", "MODEL", "CPU", "MEMORY", "HEARTBEAT", "REASON"});
+  Table table(
+      {"NAME", "STATE", "GPUS", "MODEL", "CPU", "MEMORY", "HEARTBEAT", "LABELS", "REASON"});
   for (const json& node : nodes) {
     const json& gpus = Array(node, "gpus");
     int64_t used = 0;
@@ -320,6 +321,13 @@ std::string NodesTable(const json& nodes, Micros now) {
       const std::string model = Str(gpu, "model");
       if (!model.empty() && std::find(models.begin(), models.end(), model) == models.end()) {
         models.push_back(model);
+      }
+    }
+    std::string labels;  // "block=b1,rack=r1", by key
+    if (const json& l = node.value("labels", json()); l.is_object()) {
+      for (const auto& [key, value] : l.items()) {
+        labels += (labels.empty() ? "" : ",") + key + "=" +
+                  (value.is_string() ? value.get<std::string>() : "");
       }
     }
     std::string state = Str(node, "state");
@@ -336,7 +344,7 @@ std::string NodesTable(const json& nodes, Micros now) {
          FormatMilli(Int(node, "cpu_used_milli")) + "/" + FormatMilli(Int(node, "cpu_milli")),
          FormatMiBShort(Int(node, "memory_used_mib")) + "/" +
              FormatMiBShort(Int(node, "memory_mib")),
-         AgeSince(Time(node, "last_heartbeat"), now), reason});
+         AgeSince(Time(node, "last_heartbeat"), now), labels.empty() ? "-" : labels, reason});
   }
   std::string out = table.Render();
   // GPUs out of service, each with why.

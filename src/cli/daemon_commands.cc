@@ -16,6 +16,7 @@
 
 #include "agent/agent.h"
 #include "agent/nvml_backend.h"
+#include "api/node_labels.h"
 #include "api/units.h"
 #include "base/file_util.h"
 #include "base/strings.h"
@@ -338,6 +339,7 @@ struct AgentFlags {
   std::string nvidia_caps_dir = "/proc/driver/nvidia/capabilities";
   bool allow_root_tasks = false;
   bool stop_kills_tasks = false;
+  std::vector<std::string> labels;
 };
 
 void AddAgentFlags(CLI::App* cmd, AgentFlags* f, bool standalone) {
@@ -373,6 +375,10 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags* f, bool standalone) {
   cmd->add_option("--cpu", f->cpu, "CPUs offered (default: the machine's)");
   cmd->add_option("--memory", f->memory, "Memory offered, e.g. 64GiB (default: the machine's)");
   cmd->add_flag("--no-cgroups", f->no_cgroups, "Do not apply cgroup v2 CPU and memory limits");
+  cmd->add_option("--label", f->labels,
+                  "Node labels, e.g. rack=r1,block=b2 (repeatable): gangs with topology scope "
+                  "rack or block stay within one; nvlink-domain overrides the GPUs' fabric")
+      ->allow_extra_args(false);
 }
 
 // `standalone`: `tessera agent` (not `tessera up`, whose Ctrl-C stops the whole cluster
@@ -403,6 +409,7 @@ StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f, bool standalone) {
   o.nvidia_caps_dir = f.nvidia_caps_dir;
   o.allow_root_tasks = f.allow_root_tasks;
   o.keep_tasks_on_stop = standalone && !f.stop_kills_tasks;
+  TESSERA_ASSIGN_OR_RETURN(o.labels, ParseNodeLabelArgs(f.labels));
   if (!f.cpu.empty()) {
     TESSERA_ASSIGN_OR_RETURN(o.cpu_milli, ParseCpuMilli(f.cpu));
   }

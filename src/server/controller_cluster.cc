@@ -88,7 +88,16 @@ void Controller::NodeJoined(const NodeInfo& node, Micros now, Pending& out) {
     s = added.status();
     id = added;
   } else if (core_.state()->spec(id.value()) != spec) {
-    nodes_.respec().insert(spec.name);  // drained below; updated once it holds nothing
+    NodeSpec relabeled = core_.state()->spec(id.value());
+    relabeled.labels = spec.labels;
+    if (relabeled == spec) {
+      // Only its labels changed: they weigh nothing, so the node keeps its work and
+      // the scheduler regroups racks and blocks (NodesChanged below).
+      s = core_.state()->RelabelNode(id.value(), spec.labels);
+      nodes_.respec().erase(spec.name);
+    } else {
+      nodes_.respec().insert(spec.name);  // drained below; updated once it holds nothing
+    }
   } else {
     nodes_.respec().erase(spec.name);
   }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "api/node_labels.h"
 #include "base/time_format.h"
 #include "server/controller.h"
 #include "server/usage_report.h"
@@ -68,6 +69,20 @@ void Controller::WriteQuotaAndGpus(MetricsWriter& w) const {
   w.Family("tessera_agents", MetricType::kGauge, "Nodes whose agent is up or down.");
   w.Sample({{"state", "up"}}, static_cast<double>(up));
   w.Sample({{"state", "down"}}, static_cast<double>(down));
+  // Join on node to group any per-node series by rack, block or NVLink domain.
+  w.Family("tessera_node_info", MetricType::kGauge,
+           "1 for each known node, with its labels ('-' and '.' in keys become '_').");
+  for (const auto& [name, node] : nodes_.all()) {
+    MetricLabels labels = {{"node", name}};
+    std::set<std::string> seen = {"node"};
+    for (const auto& [key, value] : node.inventory.spec.labels) {
+      std::string metric_key = MetricLabelName(key);
+      if (seen.insert(metric_key).second) {  // "a-b" and "a_b": the first one
+        labels.emplace_back(std::move(metric_key), value);
+      }
+    }
+    w.Sample(labels, 1);
+  }
 
   // GPU allocation per GPU of the nodes that are up, from the scheduler's ledgers.
   double free = 0, allocated = 0, drained = 0;

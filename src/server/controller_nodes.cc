@@ -4,6 +4,7 @@
 #include <cctype>
 #include <iostream>
 
+#include "api/node_labels.h"
 #include "server/controller.h"
 
 namespace tessera {
@@ -56,6 +57,10 @@ Status Controller::CheckInventoryBounds(const NodeInventory& inventory) {
   if (spec.gpus.size() > kMaxGpus) {
     return InvalidArgumentError("inventory.gpus: at most " + std::to_string(kMaxGpus) +
                                 " GPUs, got " + std::to_string(spec.gpus.size()));
+  }
+  // Labels end up in metrics, views and the scheduler's groups: the agent's own syntax.
+  if (Status labels = ValidateNodeLabels(spec.labels); !labels.ok()) {
+    return InvalidArgumentError("inventory." + labels.message());
   }
   if (inventory.gpu_uuids.size() > spec.gpus.size()) {
     return InvalidArgumentError("inventory.gpus.uuid: more UUIDs than GPUs");

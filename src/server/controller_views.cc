@@ -309,7 +309,12 @@ nlohmann::json Controller::NodesJson(const std::string& only, const Principal* v
                       {"telemetry", std::move(telemetry)}});
     }
     auto u = used.find(name);
+    nlohmann::json labels = nlohmann::json::object();
+    for (const auto& [k, v] : spec.labels) {
+      labels[k] = v;
+    }
     out.push_back({{"name", name},
+                   {"labels", std::move(labels)},
                    {"state", node.up ? "up" : "down"},
                    {"reason", node.reason},
                    {"schedulable", node.up && !node.drain.has_value()},

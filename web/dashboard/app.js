@@ -295,7 +295,8 @@ function nodeCard(node) {
       `${gpus.length} GPU${gpus.length === 1 ? '' : 's'}`,
       Number.isFinite(node.cpu_milli) ? ` · CPU ${M.formatDecimal((node.cpu_used_milli || 0) / 1000, 1)}/${M.formatDecimal(node.cpu_milli / 1000, 1)}` : '',
       Number.isFinite(node.memory_mib) ? ` · memory ${M.formatMib(node.memory_used_mib || 0)}/${M.formatMib(node.memory_mib)}` : '',
-      node.address ? ` · ${node.address}` : ''));
+      node.address ? ` · ${node.address}` : ''),
+    M.nodeLabelsText(node) ? el('span', { class: 'node-labels', 'data-node-labels': node.name }, M.nodeLabelsText(node)) : null);
   const card = el('article', { class: `node${up ? '' : ' down'}`, 'data-node-card': node.name }, head);
   if (!up && node.reason) card.append(el('p', { class: 'node-reason' }, node.reason));
   if (node.drain && node.drain.reason) {

@@ -301,3 +301,10 @@ test('usage series from the API and from live samples', () => {
   assert.deepEqual(samples.map((x) => x.t), [4000, 7000]);
   assert.deepEqual(M.sampleSeries(samples, 'team-a'), { times: [4000, 7000], values: [0, 3] });
 });
+
+test('node labels read sorted by key, and nothing for a node without any', () => {
+  assert.equal(M.nodeLabelsText({ labels: { rack: 'r1', block: 'b1' } }), 'block=b1 · rack=r1');
+  assert.equal(M.nodeLabelsText({ labels: {} }), '');
+  assert.equal(M.nodeLabelsText({}), '');
+  assert.equal(M.nodeLabelsText(null), '');
+});
