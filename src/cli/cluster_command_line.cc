@@ -69,6 +69,9 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
         ->allow_extra_args(false);
     cmd->add_option("--idempotency-key", o->idempotency_key,
                     "a retried submit with the same key makes no second job");
+    cmd->add_flag("--hold-if-unfit", o->hold_if_unfit,
+                  "keep a job that could never run on the current nodes pending (with its "
+                  "'never fits' reason) instead of having it refused");
     cmd->add_option("command", o->command, "the command and its arguments, after --");
     cmd->add_option("-o,--output", o->output, "json: print the job");
     AddConnectionFlags(cmd, flags.get());

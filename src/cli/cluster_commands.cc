@@ -209,6 +209,9 @@ StatusOr<json> BuildJobSpec(const SubmitOptions& o) {
   if (!o.submit_dir.empty()) {
     spec["submit_dir"] = o.submit_dir;
   }
+  if (o.hold_if_unfit) {
+    spec["hold_if_unfit"] = true;
+  }
   return spec;
 }
 
@@ -231,41 +234,45 @@ std::string CurrentDirForJobs() {
 
 namespace {
 
-// The job file with `submit_dir` added and the rest of the text as written, so that the
-// controller's errors still point at the user's lines. A file that sets submit_dir
-// itself, or whose shape this cannot extend safely (checked by reading the result back),
-// is sent unchanged.
-std::string WithSubmitDir(const std::string& body, bool is_json, const std::string& dir) {
-  if (dir.empty()) {
-    return body;
-  }
-  const std::string value = json(dir).dump(-1, ' ', false, json::error_handler_t::replace);
+// The job file with `key: value` added (a string or a boolean) and the rest of the text
+// as written, so that the controller's errors still point at the user's lines. A file
+// that sets the key itself, or whose shape this cannot extend safely (checked by reading
+// the result back), is sent unchanged.
+std::string WithField(const std::string& body, bool is_json, const std::string& key,
+                      const json& value) {
+  const std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
   if (is_json) {
     const json doc = json::parse(body, nullptr, false);
-    if (!doc.is_object() || doc.contains("submit_dir")) {
+    if (!doc.is_object() || doc.contains(key)) {
       return body;
     }
     std::string out = body;
-    out.insert(body.find('{') + 1, "\"submit_dir\": " + value + (doc.empty() ? "" : ", "));
+    out.insert(body.find('{') + 1, "\"" + key + "\": " + text + (doc.empty() ? "" : ", "));
     const json back = json::parse(out, nullptr, false);
-    const bool added = back.is_object() && back.size() == doc.size() + 1 &&
-                       back.contains("submit_dir") && back["submit_dir"] == dir;
+    const bool added = back.is_object() && back.size() == doc.size() + 1 && back.contains(key) &&
+                       back[key] == value;
     return added ? out : body;
   }
   try {
     const YAML::Node doc = YAML::Load(body);
-    if (!doc.IsMap() || doc.Style() == YAML::EmitterStyle::Flow || doc["submit_dir"]) {
+    if (!doc.IsMap() || doc.Style() == YAML::EmitterStyle::Flow || doc[key]) {
       return body;
     }
     const std::string out =
-        body + (body.empty() || body.back() == '\n' ? "" : "\n") + "submit_dir: " + value + "\n";
+        body + (body.empty() || body.back() == '\n' ? "" : "\n") + key + ": " + text + "\n";
     const YAML::Node back = YAML::Load(out);
-    const bool added = back.IsMap() && back.size() == doc.size() + 1 && back["submit_dir"] &&
-                       back["submit_dir"].IsScalar() && back["submit_dir"].Scalar() == dir;
+    const bool added =
+        back.IsMap() && back.size() == doc.size() + 1 && back[key] && back[key].IsScalar() &&
+        (value.is_boolean() ? back[key].as<bool>() == value.get<bool>()
+                            : back[key].Scalar() == value.get<std::string>());
     return added ? out : body;
   } catch (const YAML::Exception&) {
     return body;  // the controller reports the error, with its line
   }
+}
+
+std::string WithSubmitDir(const std::string& body, bool is_json, const std::string& dir) {
+  return dir.empty() ? body : WithField(body, is_json, "submit_dir", json(dir));
 }
 
 // A file of several jobs (a `jobs:` list): one POST /v1/jobs/batch, all or none; the
@@ -316,7 +323,15 @@ int RunSubmit(const ClientConfig& config, const SubmitOptions& o, std::ostream& 
                                                                        : "application/yaml";
     body = WithSubmitDir(body, content_type == "application/json", o.submit_dir);
     if (LooksLikeJobBatch(body)) {
+      if (o.hold_if_unfit) {
+        return ReportError(InvalidArgumentError("--hold-if-unfit takes one job; in a file of "
+                                                "several, set hold_if_unfit: true on each job"),
+                           err);
+      }
       return SubmitBatchFile(config, o, body, content_type, out, err);
+    }
+    if (o.hold_if_unfit) {
+      body = WithField(body, content_type == "application/json", "hold_if_unfit", json(true));
     }
   } else {
     TESSERA_CLI_ASSIGN_OR_REPORT(json spec, BuildJobSpec(o), err);

@@ -56,12 +56,15 @@ struct SubmitOptions {
   std::vector<std::string> command;
   std::string output;      // "" or json
   std::string submit_dir;  // sent as the job's submit_dir (the CLI's current directory)
+  // Sent as hold_if_unfit: a job that could never run on the current nodes is kept
+  // pending with its reason instead of refused.
+  bool hold_if_unfit = false;
 };
 
 // The JSON job spec for the flags of `options` (not for `file`):
 //   {"name","queue","priority","command":[...],"env":{},"replicas",
 //    "resources":{"gpus","gpu_model","gpu_fraction","gpu_memory","mig","cpu","memory"},
-//    "checkpoint":{"interval"},"runtime_limit","submit_dir"}
+//    "checkpoint":{"interval"},"runtime_limit","submit_dir","hold_if_unfit"}
 // with only the given fields (command and env always). InvalidArgument on bad values
 // or a missing command.
 StatusOr<nlohmann::json> BuildJobSpec(const SubmitOptions& options);

@@ -202,6 +202,48 @@ TEST(SubmitTest, SendsTheSubmitDirectoryWithFlagsAndFiles) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(SubmitTest, HoldIfUnfitIsSentWithFlagsAndFiles) {
+  char tmpl[] = "/tmp/tessera_cli_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string yaml = "command: [true]\nresources:\n  gpus: 64\n";
+  std::ofstream(dir + "/job.yaml") << yaml;
+  std::ofstream(dir + "/job.json") << R"({"command": ["true"]})";
+  std::ofstream(dir + "/batch.yaml") << "jobs:\n  - command: [true]\n  - command: [true]\n";
+  FakeController ctl;
+  ctl.Reply("POST", "/v1/jobs", 201, kRunningJob.dump());
+  for (const std::string& file : std::vector<std::string>{"", "job.yaml", "job.json"}) {
+    SubmitOptions o;
+    o.hold_if_unfit = true;
+    if (file.empty()) {
+      o.command = {"true"};
+    } else {
+      o.file = dir + "/" + file;
+    }
+    std::ostringstream out, err;
+    EXPECT_EQ(RunSubmit(ctl.Config(), o, out, err), 0) << file << ": " << err.str();
+  }
+  const std::vector<SeenRequest> seen = ctl.requests();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(json::parse(seen[0].body)["hold_if_unfit"], true) << seen[0].body;
+  EXPECT_EQ(seen[1].body.substr(0, yaml.size()), yaml);
+  EXPECT_TRUE(YAML::Load(seen[1].body)["hold_if_unfit"].as<bool>()) << seen[1].body;
+  EXPECT_EQ(json::parse(seen[2].body)["hold_if_unfit"], true) << seen[2].body;
+  // Not set: not sent.
+  SubmitOptions plain;
+  plain.command = {"true"};
+  EXPECT_FALSE(BuildJobSpec(plain)->contains("hold_if_unfit"));
+  // A batch file takes it per job.
+  SubmitOptions batch;
+  batch.hold_if_unfit = true;
+  batch.file = dir + "/batch.yaml";
+  std::ostringstream out, err;
+  EXPECT_NE(RunSubmit(ctl.Config(), batch, out, err), 0);
+  EXPECT_NE(err.str().find("hold_if_unfit: true on each job"), std::string::npos) << err.str();
+  EXPECT_EQ(ctl.requests().size(), 3u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(SubmitTest, AFileOfSeveralJobsIsOneBatch) {
   char tmpl[] = "/tmp/tessera_cli_XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
