@@ -219,6 +219,57 @@ TEST_F(ServerTest, JobsSurviveARestart) {
   EXPECT_EQ(nlohmann::json::parse(r->body)["id"], id + 1);
 }
 
+// A job that could never run on the nodes: 400 naming what is missing, or with
+// hold_if_unfit pending with that reason; a batch says which job.
+TEST_F(ServerTest, JobThatNeverFitsIs400UnlessHeld) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  RegisterRequest reg;
+  reg.agent_id = "agent-1";
+  reg.inventory.spec = MakeUniformNode("n1", MilliCpu(32000), MiB(256 * 1024),
+                                       catalog.Find("H100-80GB").value(), 8, SharingMode::kShared);
+  for (int g = 0; g < 8; ++g) {
+    reg.inventory.gpu_uuids.push_back("GPU-test-" + std::to_string(g));
+    reg.inventory.mig_instances.emplace_back();
+  }
+  httplib::Result r = Client(server_->join_token())
+                          .Post("/v1/agents/register", ToJson(reg, catalog).dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+
+  const std::string never =
+      "never fits: a task asks 90 GiB of GPU memory per GPU; the largest GPU has 79.6 GiB "
+      "(H100-80GB)";
+  r = SubmitJson(team_a_, R"({"command": ["/bin/true"], "hold_if_unfit": true,
+                             "resources": {"gpu_fraction": 0.5, "gpu_memory": "90GiB"}})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string path = "/v1/jobs/" + std::to_string(nlohmann::json::parse(r->body)["id"].get<uint64_t>());
+  std::string reason;
+  for (int i = 0; i < 500 && reason != never; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    r = Client(team_a_).Get(path.c_str());
+    ASSERT_TRUE(r);
+    reason = nlohmann::json::parse(r->body)["reason"].get<std::string>();
+  }
+  EXPECT_EQ(reason, never);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["state"], "pending");
+
+  const size_t jobs = JobCount();
+  r = SubmitJson(team_a_, R"({"command": ["/bin/true"],
+                             "resources": {"gpu_fraction": 0.5, "gpu_memory": "90GiB"}})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(ErrorMessage(r).rfind(never, 0), 0u) << r->body;
+  EXPECT_NE(ErrorMessage(r).find("hold_if_unfit"), std::string::npos) << r->body;
+  r = Client(team_a_).Post("/v1/jobs/batch", R"({"jobs": [{"command": ["/bin/true"]},
+      {"command": ["/bin/true"], "resources": {"gpus": 16}}]})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(ErrorMessage(r).rfind("jobs[1]: never fits: a task asks 16 GPUs on one node", 0), 0u)
+      << r->body;
+  EXPECT_EQ(JobCount(), jobs);
+}
+
 // The agent side of the protocol played by the test: register 8 GPUs, receive the
 // launch, report the exit; the job succeeds and its log arrives.
 TEST_F(ServerTest, JobRunsThroughTheAgentProtocol) {
