@@ -12,10 +12,67 @@
 
 #include "server/controller.h"
 #include "server/controller_rows.h"
+#include "server/job_attempts.h"
 
 namespace tessera {
 
 using namespace controller_rows;  // NOLINT: the controller's own helpers
+
+namespace {
+
+// The attempt of `job` that ends at `now` (job_attempts.h), with its GPUs named while
+// its nodes are still known.
+nlohmann::json EndedAttempt(const LiveJob& job, const JobRecord& rec, Micros now, bool failed,
+                            const NodeRegistry& nodes, const GpuCatalog& catalog) {
+  static constexpr const char* kCause[] = {"preempted", "node lost", "task lost"};
+  std::string ended = failed ? "failed" : "succeeded";
+  if (job.after == AfterStop::kRequeue) {
+    ended = kCause[static_cast<size_t>(job.cause)];
+  } else if (job.after == AfterStop::kCancel) {
+    ended = "cancelled";
+  } else if (job.after == AfterStop::kFail) {
+    ended = "failed";
+  }
+  int exit_code = 0;
+  int signal = 0;
+  nlohmann::json tasks = nlohmann::json::array();
+  for (size_t t = 0; t < job.tasks.size(); ++t) {
+    const TaskRun& run = job.tasks[t];
+    if (exit_code == 0 && signal == 0) {
+      exit_code = run.exit_code;
+      signal = run.signal;
+    }
+    nlohmann::json gpus = nlohmann::json::array();
+    auto found = nodes.all().find(run.node);
+    const NodeInfo* node = found == nodes.all().end() ? nullptr : &found->second;
+    if (t < rec.allocations.size()) {
+      for (const GpuGrant& g : rec.allocations[t].gpus) {
+        nlohmann::json gpu = {{"index", g.gpu}, {"milli", g.milli.value()}, {"mig_profile", nullptr}};
+        const size_t gi = static_cast<size_t>(g.gpu);
+        if (node != nullptr && gi < node->inventory.spec.gpus.size()) {
+          const GpuModel& model = catalog.Get(node->inventory.spec.gpus[gi].model);
+          gpu["model"] = model.name;
+          if (g.is_mig()) {
+            gpu["mig_profile"] = model.mig_profiles[static_cast<size_t>(g.mig_profile)].name;
+          }
+        }
+        if (node != nullptr && gi < node->inventory.gpu_uuids.size()) {
+          gpu["uuid"] = node->inventory.gpu_uuids[gi];
+        }
+        gpus.push_back(std::move(gpu));
+      }
+    }
+    tasks.push_back({{"node", run.node},
+                     {"exit_code", run.exit_code},
+                     {"signal", run.signal},
+                     {"gpus", std::move(gpus)}});
+  }
+  return {{"attempt", job.row.attempts}, {"start", rec.run_start}, {"end", now},
+          {"ended", ended},           {"exit_code", exit_code},   {"signal", signal},
+          {"tasks", std::move(tasks)}};
+}
+
+}  // namespace
 
 // ---- decisions ---------------------------------------------------------------
 
@@ -34,10 +91,10 @@ void Controller::Seal(Pending& out) {
         tasks.push_back(StoredTask{r.node, r.exited, r.exit_code, r.signal});
       }
       static constexpr const char* kAfter[] = {"", "requeue", "cancel", "fail"};
-      job.row.placement_json =
+      job.row.placement_json = WithStoredAttempts(
           PlacementJson(rec.allocations, tasks, rec.run_start,
-                        kAfter[static_cast<size_t>(job.after)])
-              .dump();
+                        kAfter[static_cast<size_t>(job.after)]),
+          job.row.placement_json);
     }
     out.batch.jobs.push_back(job.row);
     PublishView(job);
@@ -241,7 +298,6 @@ void Controller::Finalize(LiveJob& job, Micros now, Pending& out) {
     counters_.tenant_gpu_seconds[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0 *
                                                     static_cast<double>(now - rec.run_start) / 1e6;
   }
-  job.row.placement_json.clear();
   out.dirty.insert(id);
 
   bool failed = false;
@@ -256,6 +312,11 @@ void Controller::Finalize(LiveJob& job, Micros now, Pending& out) {
     job.after = AfterStop::kNone;
     job.row.reason.clear();
   }
+  // The attempt that ended is stored with this transition; the job now holds nothing.
+  job.row.placement_json =
+      rec.run_start > 0 ? AppendAttempt(job.row.placement_json,
+                                        EndedAttempt(job, rec, now, failed, nodes_, *catalog_))
+                        : WithStoredAttempts(nlohmann::json::object(), job.row.placement_json);
   JobEnd end = JobEnd::kSucceeded;
   switch (job.after) {
     case AfterStop::kRequeue: {

@@ -11,6 +11,7 @@
 #include "base/time_format.h"
 #include "server/controller.h"
 #include "server/controller_rows.h"
+#include "server/job_attempts.h"
 #include "server/pending_reasons.h"
 #include "server/usage_report.h"
 
@@ -61,6 +62,20 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
     tasks.push_back(std::move(task));
   }
   const bool ended = Terminal(job.state);
+  // Ended attempts (job_attempts.h): a finished job shows where its last one ran.
+  const nlohmann::json stored = StoredAttempts(row.placement_json);
+  if (ended && !stored.empty()) {
+    const nlohmann::json& last = stored.back().value("tasks", nlohmann::json::array());
+    for (size_t t = 0; t < tasks.size() && t < last.size(); ++t) {
+      if (tasks[t]["gpus"].empty()) {
+        tasks[t]["node"] = last[t].value("node", "");
+        tasks[t]["gpus"] = last[t].value("gpus", nlohmann::json::array());
+        tasks[t]["state"] = "exited";
+        tasks[t]["exit_code"] = last[t].value("exit_code", 0);
+      }
+    }
+  }
+  const bool holding = job.state == JobState::kRunning || job.state == JobState::kStopping;
   nlohmann::json out = {
       {"id", row.id},
       {"name", row.name},
@@ -72,6 +87,11 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
       {"start_time", TimeOrNull(row.start_us)},
       {"end_time", TimeOrNull(row.end_us)},
       {"attempts", row.attempts},
+      // The current attempt's start (run time counts from it), the ended attempts and
+      // their run time together.
+      {"attempt_start_time", holding ? TimeOrNull(rec.run_start) : nlohmann::json(nullptr)},
+      {"attempt_history", AttemptsView(stored)},
+      {"ended_attempts_run_seconds", StoredRunSeconds(stored)},
       {"preemptions", row.preemptions},
       // Saved progress the next attempt resumes from (its checkpoint), in seconds.
       {"progress_seconds", static_cast<double>(row.progress_us) / 1e6},

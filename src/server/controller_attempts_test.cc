@@ -1,0 +1,123 @@
+// A job's attempts as `show` reads them: each ended attempt (start, end, where, how it
+// ended) is stored with the transition that ended it, a finished job keeps where it
+// ran, and run time counts from the current attempt's start.
+#include <gtest/gtest.h>
+
+#include "base/time_format.h"
+#include "server/controller_fixture.h"
+
+namespace tessera {
+namespace {
+
+constexpr const char* kLow =
+    "name: low\nresources: {gpus: 2, gpu_model: H100-80GB}\ncommand: [x]\n"
+    "checkpoint: {interval: 100}\n";
+constexpr const char* kHigh =
+    "name: high\npriority: 10\nresources: {gpus: 2, gpu_model: H100-80GB}\ncommand: [x]\n";
+
+class ControllerAttemptsTest : public ControllerTest {
+ protected:
+  void Tune(ControllerOptions& o) override { o.policy = "priority+preempt"; }
+  nlohmann::json Job(uint64_t id) {
+    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    EXPECT_TRUE(j.ok()) << j.status().ToString();
+    return j.ok() ? *j : nlohmann::json();
+  }
+  void Exits(uint64_t job, int code, int signal, bool checkpointed) {
+    TaskReport t;
+    t.key = running_.at(job);
+    t.state = TaskState::kExited;
+    t.exit_code = code;
+    t.signal = signal;
+    t.checkpointed = checkpointed;
+    running_.erase(job);
+    std::vector<TaskReport> reports = Running();
+    reports.push_back(t);
+    auto r = controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, reports, {}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+};
+
+TEST_F(ControllerAttemptsTest, EachAttemptIsShownAndAFinishedJobKeepsItsPlacement) {
+  Register();
+  const uint64_t low = Submit("team-a", kLow);
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  EXPECT_EQ(Job(low)["attempt_start_time"], FormatRfc3339(kT0));
+  EXPECT_TRUE(Job(low)["attempt_history"].empty());
+
+  // Preempted at 250 s; it checkpoints and exits on its signal at 270 s.
+  clock_.Advance(250 * kSecond);
+  const uint64_t high = Submit("team-a", kHigh);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  clock_.Advance(20 * kSecond);
+  Exits(low, 0, 15, /*checkpointed=*/true);
+  nlohmann::json j = Job(low);
+  EXPECT_EQ(j["state"], "pending");
+  EXPECT_TRUE(j["attempt_start_time"].is_null());
+  ASSERT_EQ(j["attempt_history"].size(), 1u);
+  const nlohmann::json& first = j["attempt_history"][0];
+  EXPECT_EQ(first["attempt"], 1);
+  EXPECT_EQ(first["ended"], "preempted");
+  EXPECT_EQ(first["start_time"], FormatRfc3339(kT0));
+  EXPECT_EQ(first["end_time"], FormatRfc3339(kT0 + 270 * kSecond));
+  EXPECT_EQ(first["run_seconds"], 270.0);
+  EXPECT_EQ(first["signal"], 15);
+  ASSERT_EQ(first["tasks"].size(), 1u);
+  EXPECT_EQ(first["tasks"][0]["node"], "node-1");
+  ASSERT_EQ(first["tasks"][0]["gpus"].size(), 2u);
+  EXPECT_EQ(first["tasks"][0]["gpus"][0]["model"], "H100-80GB");
+  EXPECT_EQ(first["tasks"][0]["gpus"][0]["uuid"], "GPU-0");
+  EXPECT_EQ(first["tasks"][0]["gpus"][1]["uuid"], "GPU-1");
+  EXPECT_EQ(j["ended_attempts_run_seconds"], 270.0);
+
+  // The preemptor runs 10 s; the second attempt starts at 280 s.
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  clock_.Advance(10 * kSecond);
+  Exits(high, 0, 0, false);
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  j = Job(low);
+  EXPECT_EQ(j["start_time"], FormatRfc3339(kT0));  // the first start, as before
+  EXPECT_EQ(j["attempt_start_time"], FormatRfc3339(kT0 + 280 * kSecond));
+  EXPECT_EQ(j["attempts"], 2);
+
+  // It ends at 380 s: a finished job keeps where it ran, and both attempts.
+  clock_.Advance(100 * kSecond);
+  Exits(low, 0, 0, false);
+  j = Job(low);
+  EXPECT_EQ(j["state"], "succeeded");
+  ASSERT_EQ(j["tasks"].size(), 1u);
+  EXPECT_EQ(j["tasks"][0]["node"], "node-1");
+  EXPECT_EQ(j["tasks"][0]["gpus"].size(), 2u);
+  ASSERT_EQ(j["attempt_history"].size(), 2u);
+  EXPECT_EQ(j["attempt_history"][1]["attempt"], 2);
+  EXPECT_EQ(j["attempt_history"][1]["ended"], "succeeded");
+  EXPECT_EQ(j["attempt_history"][1]["run_seconds"], 100.0);
+  EXPECT_EQ(j["ended_attempts_run_seconds"], 370.0);
+  EXPECT_EQ(Job(high)["attempt_history"][0]["ended"], "succeeded");
+
+  // Durable: the same after a restart.
+  const nlohmann::json before = j;
+  Reopen();
+  j = Job(low);
+  EXPECT_EQ(j["attempt_history"], before["attempt_history"]);
+  EXPECT_EQ(j["tasks"][0]["gpus"].size(), 2u);
+  EXPECT_EQ(j["tasks"][0]["node"], "node-1");
+}
+
+TEST_F(ControllerAttemptsTest, AFailedAttemptKeepsItsExitCode) {
+  Register();
+  const uint64_t job = Submit("team-a", kHigh);
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  clock_.Advance(30 * kSecond);
+  Exits(job, 3, 0, false);
+  nlohmann::json j = Job(job);
+  EXPECT_EQ(j["state"], "failed");
+  ASSERT_EQ(j["attempt_history"].size(), 1u);
+  EXPECT_EQ(j["attempt_history"][0]["ended"], "failed");
+  EXPECT_EQ(j["attempt_history"][0]["exit_code"], 3);
+  EXPECT_EQ(j["attempt_history"][0]["run_seconds"], 30.0);
+  EXPECT_EQ(j["tasks"][0]["exit_code"], 3);
+}
+
+}  // namespace
+}  // namespace tessera

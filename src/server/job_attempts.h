@@ -1,0 +1,42 @@
+// A job's attempts: each attempt that ended (start, end, where it ran, how it ended),
+// kept in the job's stored placement (JobRow::placement_json, key "attempts") so that
+// an attempt is recorded in the same store batch as the transition that ended it and
+// needs no schema change. A finished job keeps its placement this way.
+//
+// Stored attempt: {"attempt": n, "start": us, "end": us, "ended": "succeeded" |
+// "failed" | "cancelled" | "preempted" | "node lost" | "task lost", "exit_code": c,
+// "signal": s, "tasks": [{"node": name, "exit_code", "signal",
+// "gpus": [{"index", "model", "uuid", "milli", "mig_profile"}]}]}
+//
+// Thread safety: functions, no shared state.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "base/clock.h"
+
+namespace tessera {
+
+// At most this many ended attempts are kept (the oldest are dropped).
+inline constexpr size_t kMaxStoredAttempts = 64;
+
+// The ended attempts in a stored placement; [] when none or unreadable.
+nlohmann::json StoredAttempts(const std::string& placement_json);
+
+// `placement` (an object) with the ended attempts of `old_placement_json` carried over,
+// as text.
+std::string WithStoredAttempts(nlohmann::json placement, const std::string& old_placement_json);
+
+// `old_placement_json`'s attempts plus `ended`, as the stored text of a job that holds
+// nothing now (pending again or finished).
+std::string AppendAttempt(const std::string& old_placement_json, nlohmann::json ended);
+
+// The attempts as the API shows them: times in RFC 3339, "run_seconds" per attempt.
+nlohmann::json AttemptsView(const nlohmann::json& stored);
+
+// The sum of the stored attempts' run times, in seconds.
+double StoredRunSeconds(const nlohmann::json& stored);
+
+}  // namespace tessera
