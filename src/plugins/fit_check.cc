@@ -198,9 +198,6 @@ std::string FitChecker::TaskNeverFits(const TaskRequest& t) const {
     max_cpu = std::max(max_cpu, node.spec().cpu.value());
     max_memory = std::max(max_memory, node.spec().memory.value());
   }
-  if (schedulable_.empty()) {
-    return "never fits: every node is drained" + DrainNote(TaskRequest{});
-  }
   if (t.cpu.value() > max_cpu) {
     return "never fits: a task asks " + Cpus(t.cpu.value()) +
            " CPUs; the largest schedulable node has " + Cpus(max_cpu);
@@ -396,13 +393,16 @@ bool FitChecker::GangPlaces(const JobSpec& spec) const {
 
 FitVerdict FitChecker::Check(const JobSpec& spec) const {
   if (empty_ == nullptr) {
-    return {false, "no node is up"};
+    return {false, "no node is up", true};
   }
   std::vector<const TaskRequest*> distinct;
   for (const TaskRequest& t : spec.tasks) {
     if (std::none_of(distinct.begin(), distinct.end(), [&](const auto* d) { return *d == t; })) {
       distinct.push_back(&t);
     }
+  }
+  if (schedulable_.empty()) {
+    return {false, "held by a drain: every node is drained" + DrainNote(TaskRequest{}), true};
   }
   for (const TaskRequest* t : distinct) {
     if (std::string never = TaskNeverFits(*t); !never.empty()) {

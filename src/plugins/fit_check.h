@@ -29,7 +29,11 @@ namespace tessera {
 
 struct FitVerdict {
   bool fits = true;
-  std::string reason;  // when !fits: "never fits: ..." (or "no node is up")
+  // When !fits: "never fits: ...", or with `no_schedulable_node` "no node is up" or
+  // "held by a drain: every node is drained (...)" (a cluster starting up or in
+  // maintenance, which a submission should not be refused for).
+  std::string reason;
+  bool no_schedulable_node = false;
 };
 
 class FitChecker {

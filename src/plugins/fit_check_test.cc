@@ -98,7 +98,11 @@ TEST(FitCheckTest, DrainedNodesAreNotSchedulable) {
             "never fits: the job needs 16 GPUs; 8 are schedulable (8 drained on node n2)");
   ASSERT_TRUE(state.SetNodeDrained(NodeId(0), true).ok());
   EXPECT_EQ(Never(FitChecker(state), Gang(Whole(1), 1)),
-            "never fits: every node is drained (2 nodes drained: n1, n2)");
+            "held by a drain: every node is drained (2 nodes drained: n1, n2)");
+  EXPECT_TRUE(FitChecker(state).Check(Gang(Whole(1), 1)).no_schedulable_node);
+  EXPECT_FALSE(FitChecker(Cluster({Node("n1", "H100-80GB", 8, SharingMode::kExclusive)}))
+                   .Check(Gang(Whole(9), 1))
+                   .no_schedulable_node);
 }
 
 TEST(FitCheckTest, TaskTooLargeForAnyNode) {

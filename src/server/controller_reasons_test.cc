@@ -133,6 +133,19 @@ TEST_F(ControllerReasonsTest, PendingJobThatBecomesUnfitStaysPendingWithTheReaso
   EXPECT_EQ(Reason(gang), "never fits: the job needs 16 GPUs; 8 are schedulable (8 drained on node n2)");
 }
 
+// A cluster in maintenance (every node drained) refuses nothing either.
+TEST_F(ControllerReasonsTest, EveryNodeDrainedAcceptsAndSaysSo) {
+  AddNode("n1", SharingMode::kExclusive);
+  ASSERT_TRUE(controller_->Drain("n1", -1, "maintenance").ok());
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  const uint64_t id = Submit("team-a", "command: [/bin/true]\nresources: {gpus: 8}\n");
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Reason(id), "held by a drain: every node is drained (1 node drained: n1)");
+  ASSERT_TRUE(controller_->Resume("n1", -1).ok());
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(id)["state"], "running");
+}
+
 // A cluster starting up refuses nothing.
 TEST_F(ControllerReasonsTest, NoNodeYetAcceptsAndSaysSo) {
   const uint64_t id = Submit("team-a", kSixteen);

@@ -362,7 +362,7 @@ Status CheckSubmissionFits(const WaitContext& c, const JobSpec& spec, bool hold_
     return Status::Ok();
   }
   FitVerdict v = c.fit->Check(spec.tasks, spec.topology);
-  if (v.fits) {
+  if (v.fits || v.no_schedulable_node) {
     return Status::Ok();
   }
   return InvalidArgumentError(v.reason +
