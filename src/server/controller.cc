@@ -75,10 +75,11 @@ Status Controller::Load(const std::string& queues_yaml) {
   TESSERA_RETURN_IF_ERROR(LoadDrains());
   TESSERA_RETURN_IF_ERROR(identities_.Load(*store_));
   LoadHistory();
+  TESSERA_RETURN_IF_ERROR(LoadNodeHistory());
   history_saved_at_ = now;
   history_observations_ = core_.predictor().observations();
-  TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> usage,
   history_workload_observed_ = core_.learner().observed();
+  TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> usage,
                            store_->LoadUsage(0, std::numeric_limits<int64_t>::max()));
   for (const UsageRow& u : usage) {
     counters_.tenant_gpu_seconds[u.tenant] += static_cast<double>(u.gpu_milli) / 1000.0 *

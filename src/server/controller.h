@@ -212,6 +212,12 @@ class Controller {
   // InvalidArgument for an empty window, a step <= 0 or more than 1,000 buckets.
   StatusOr<nlohmann::json> UsageSeries(Micros since, Micros until, Micros step,
                                        const std::string& tenant = "");
+  // Admin (GET /v1/admin/history, controller_whatif.cc): the jobs submitted in
+  // [since, until) with every ended attempt, the node inventory's recorded changes, the
+  // policy as it runs and the queue configuration; a page of at most `limit` jobs with
+  // ids above `after`, and "next_after" for the next page (null on the last).
+  // InvalidArgument for an empty window or a limit outside 1..10000.
+  StatusOr<nlohmann::json> History(Micros since, Micros until, uint64_t after, int64_t limit);
   // Admin: takes a node (gpu < 0) or one of its GPUs out of service for new work,
   // durably; what runs there keeps running. NotFound for an unknown node,
   // InvalidArgument for an unknown GPU or an empty reason. Returns the node's JSON.
@@ -384,6 +390,12 @@ class Controller {
   void SaveHistory(Micros now, Pending& out);
   // A queue's fair-share usage and factor (null for a cohort or while rebuilding).
   nlohmann::json FairShareJson(QueueId q) const;
+  // The node inventory's history (controller_whatif.cc): a record under
+  // "history/nodes/<name>/<time>" when a node's spec first appears or changes, and when
+  // the admin removes it; only changes, so it grows with the fleet's changes.
+  Status LoadNodeHistory();
+  void RecordNodeJoin(const NodeInventory& inventory, Micros now, Pending& out);
+  void RecordNodeLeave(const std::string& name, Micros now, Pending& out);
 
   // Drains (controller_health.cc).
   Status LoadDrains();
@@ -424,6 +436,9 @@ class Controller {
   // When the scheduler's history was last written, and the predictor's observations then.
   Micros history_saved_at_ = 0;
   int64_t history_observations_ = 0;
+  int64_t history_workload_observed_ = 0;  // the learner's count last saved
+  // Each node's last recorded spec in the node history; mu_.
+  std::map<std::string, std::optional<NodeSpec>> node_history_;
   // Passes the lifecycle's events to options_.lifecycle_listener with the jobs' ids.
   struct EventForwarder final : LifecycleListener {
     Controller* controller = nullptr;
@@ -436,7 +451,6 @@ class Controller {
   ControllerCounters counters_;  // for Metrics(); its atomics without mu_
   Micros next_silence_check_ = 0;  // the loop's next walk for silent nodes; mu_
   std::atomic<bool> store_failed_{false};
-  int64_t history_workload_observed_ = 0;  // the learner's count last saved
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

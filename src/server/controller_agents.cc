@@ -90,6 +90,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
     }
     out.batch.kv.emplace_back(kNodeKeyPrefix + spec.name,
                               ToJson(request.inventory, *catalog_).dump());
+    RecordNodeJoin(request.inventory, now, out);
     Seal(out);
     response.node = spec.name;
     response.heartbeat_interval_ms = HeartbeatIntervalLocked() / 1000;

@@ -241,9 +241,11 @@ void Controller::StopJob(LiveJob& job, AfterStop after, Micros grace, Micros now
   for (size_t t = 0; t < job.tasks.size(); ++t) {
     if (!job.tasks[t].exited) {
       alive = true;
+      // Rounded up to whole milliseconds: a victim evicted at its periodic checkpoint
+      // must not end a fraction of a millisecond before it and lose the interval.
       out.stops.emplace_back(job.tasks[t].node,
                              TaskStop{TaskKey{job.row.id, static_cast<int>(t), job.row.attempts},
-                                      grace / 1000, 15});
+                                      (grace + 999) / 1000, 15});
     }
   }
   if (!alive) {

@@ -156,6 +156,8 @@ class ControllerRun {
     return Status::Ok();
   }
 
+  Controller& controller() { return *controller_; }
+
   StatusOr<JobSimResult> Run() {
     int64_t events = 0;
     while (!events_.empty()) {
@@ -335,15 +337,18 @@ class ControllerRun {
 
 }  // namespace
 
-StatusOr<JobSimResult> RunJobsThroughController(const std::vector<NodeSpec>& nodes,
-                                                const QueueTreeSpec& queues,
-                                                const std::vector<SimJob>& jobs,
-                                                const JobSimOptions& options,
-                                                const GpuCatalog& catalog) {
+StatusOr<JobSimResult> RunJobsThroughController(
+    const std::vector<NodeSpec>& nodes, const QueueTreeSpec& queues,
+    const std::vector<SimJob>& jobs, const JobSimOptions& options, const GpuCatalog& catalog,
+    const std::function<Status(Controller&)>& inspect) {
   TESSERA_ASSIGN_OR_RETURN(QueueTree tree, QueueTree::Create(queues, catalog));
   auto run = std::make_unique<ControllerRun>(jobs, options, tree);
   TESSERA_RETURN_IF_ERROR(run->Open(nodes, queues, catalog));
-  return run->Run();
+  TESSERA_ASSIGN_OR_RETURN(JobSimResult result, run->Run());
+  if (inspect) {
+    TESSERA_RETURN_IF_ERROR(inspect(run->controller()));
+  }
+  return result;
 }
 
 }  // namespace tessera

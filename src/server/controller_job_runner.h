@@ -13,6 +13,7 @@
 // Thread safety: one run per call; runs share nothing.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "base/status.h"
@@ -23,10 +24,13 @@
 
 namespace tessera {
 
-StatusOr<JobSimResult> RunJobsThroughController(const std::vector<NodeSpec>& nodes,
-                                                const QueueTreeSpec& queues,
-                                                const std::vector<SimJob>& jobs,
-                                                const JobSimOptions& options,
-                                                const GpuCatalog& catalog);
+class Controller;
+
+// `inspect`, when given, is called with the controller once the run has ended, before it
+// closes (what-if tests read its recorded history); its error is the run's.
+StatusOr<JobSimResult> RunJobsThroughController(
+    const std::vector<NodeSpec>& nodes, const QueueTreeSpec& queues,
+    const std::vector<SimJob>& jobs, const JobSimOptions& options, const GpuCatalog& catalog,
+    const std::function<Status(Controller&)>& inspect = nullptr);
 
 }  // namespace tessera

@@ -390,6 +390,7 @@ void Server::Routes() {
   ConfigRoutes();
   NodeRoutes();
   NodeAdminRoutes();
+  HistoryRoutes();
 
   s.set_error_handler([](const Req&, Res& res) {
     if (res.status == 404 && res.body.empty()) {

@@ -12,6 +12,7 @@
 //   GET  /v1/nodes            GET /v1/queues            PUT /v1/queues (admin, YAML)
 //   GET  /v1/usage?since=&until=&by=tenant|queue|job
 //   GET  /v1/usage/series?since=&until=&step=5m   GPUs in use per tenant over time
+//   GET  /v1/admin/history?since=&until=&after=&limit= (admin) what `tessera whatif` replays
 //   POST /v1/nodes/{name}/drain {"reason", "gpu"?}   POST /v1/nodes/{name}/resume {"gpu"?} (admin)
 //   DELETE /v1/nodes/{name} (or POST /v1/nodes/{name}/remove)   POST /v1/nodes/{name}/revoke
 //   (admin) GET  /metrics  GET /metrics/gpus (DCGM exporter names)   (metrics or admin token) GET
@@ -148,6 +149,7 @@ class Server {
   // The agent and node-membership endpoints (server_nodes.cc).
   void NodeRoutes();
   void NodeAdminRoutes();
+  void HistoryRoutes();  // GET /v1/admin/history (server_whatif.cc)
   // The agent channel (server_channel.cc): started before the scheduling loop, so that
   // its first decisions are pushed.
   Status StartChannel();
