@@ -14,6 +14,7 @@
 #include "api/units.h"
 #include "base/strings.h"
 #include "base/time_format.h"
+#include "cli/attempt_views.h"
 #include "cli/json_read.h"
 #include "cli/table.h"
 
@@ -76,13 +77,8 @@ std::string JobNodes(const json& job) {
   return nodes.empty() ? "-" : Join(nodes, ",");
 }
 
-std::string RunTime(const json& job, Micros now) {
-  std::optional<Micros> start = Time(job, "start_time");
-  if (!start.has_value()) {
-    return "-";
-  }
-  return FormatAge(Time(job, "end_time").value_or(now) - *start);
-}
+// The current attempt's (a requeued job's clock starts again; cli/attempt_views.h).
+std::string RunTime(const json& job, Micros now) { return AttemptRunTime(job, now); }
 
 std::string OptIntText(const json& j, const char* key) {
   std::optional<int64_t> v = OptInt(j, key);
@@ -262,7 +258,7 @@ std::string JobDetails(const json& job, Micros now) {
   row("Submitted", TimeWithAge(Time(job, "submit_time"), now));
   row("Started", TimeWithAge(Time(job, "start_time"), now));
   row("Ended", TimeWithAge(Time(job, "end_time"), now));
-  row("Run time", RunTime(job, now));
+  row("Run time", RunTimeWithTotal(job, now));
   row("Attempts", OptIntText(job, "attempts"));
   row("Preemptions", OptIntText(job, "preemptions"));
   row("Exit code", OptIntText(job, "exit_code"));
@@ -306,6 +302,7 @@ std::string JobDetails(const json& job, Micros now) {
     }
     out << table.Render();
   }
+  out << AttemptsTable(job, now);
   return out.str();
 }
 
