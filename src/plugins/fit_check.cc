@@ -382,6 +382,10 @@ bool FitChecker::GangPlaces(const JobSpec& spec) const {
   if (empty_ == nullptr) {
     return false;
   }
+  if (spec.tasks.size() == 1) {  // one task: the filters alone, without a copy to place on
+    return std::any_of(schedulable_.begin(), schedulable_.end(),
+                       [&](NodeId id) { return Passes(empty_->node(id), spec.tasks[0]); });
+  }
   const std::vector<const TaskRequest*> order = Order(spec);
   for (const std::vector<NodeId>& group : Groups(spec)) {
     if (PlaceGang(order, group) == order.size()) {

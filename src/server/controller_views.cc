@@ -164,13 +164,12 @@ void Controller::PublishView(const LiveJob& job) {
 }
 
 void Controller::PublishWaitContext() {
-  core_.ApplyNodeChanges();  // the capacity it publishes
+  core_.ApplyNodeChanges();  // the node set it publishes
   auto c = std::make_shared<WaitContext>();
   c->built = core_.state() != nullptr && core_.quota() != nullptr && core_.scheduler() != nullptr &&
              !core_.rebuild_pending();
   if (c->built) {
     c->nodes_up = core_.state()->present_count();
-    c->capacity = core_.capacity();
     if (core_.reservation() && core_.reservation()->job.valid() &&
         core_.reservation()->job.value() < jobs_.slot_count()) {
       c->reserved_job = jobs_.IdAt(core_.reservation()->job);

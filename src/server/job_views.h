@@ -40,7 +40,7 @@ struct JobFilter {
   size_t limit = 1000;
 };
 
-// The largest node that is up, per GPU model and mode.
+// The largest node that is up, per GPU model and mode (CoreSession::capacity()).
 struct NodeCapacity {
   int64_t cpu = 0, memory = 0;
   std::map<std::pair<uint32_t, int>, int> gpus;  // (model, mode) -> most on one node
@@ -60,7 +60,6 @@ struct Borrower {
 struct WaitContext {
   bool built = false;  // false: the core is built at the next cycle
   size_t nodes_up = 0;
-  NodeCapacity capacity;
   JobNumber reserved_job;     // the job resources are reserved for (invalid: none)
   Micros reserved_start = 0;  // when it is expected to start
   // The queues' quota usage; `tree` keeps the ledger's tree alive. Null: not built.
