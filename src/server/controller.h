@@ -163,6 +163,9 @@ struct ControllerOptions {
   int64_t eta_max_cycles = 20'000;                   // a refresh's budget of cycles
   // A running job past its predicted runtime is expected to end at least this later.
   Micros eta_overdue_floor = 30'000'000;
+  // ... and, past its prediction, this fraction of the time it has run (runtimes are
+  // heavy-tailed: on a Philly slice 0.5 cut the ETAs' median error from 46 % to 41 %).
+  double eta_overdue_factor = 0.5;
 };
 
 class Controller {

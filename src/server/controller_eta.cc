@@ -31,7 +31,6 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
     in.placement = options_.placement;
     in.usage = core_.scheduler()->usage().Save();
     const bool limits = runtimes == EtaRuntimes::kUserLimit;
-    const Micros grace = core_.policy().options.grace;
     in.jobs.reserve(core_.scheduler()->pending() + 64);
     ids.reserve(core_.scheduler()->pending() + 64);
     const JobId reserved = core_.reservation() ? core_.reservation()->job : JobId();
@@ -50,11 +49,16 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
       }
       Micros runtime = estimate;
       if (rec.phase == JobPhase::kRunning) {
-        runtime = ForecastRemaining(estimate, rec, now, options_.eta_overdue_floor);
+        runtime = ForecastRemaining(estimate, rec, now, options_.eta_overdue_floor,
+                                    options_.eta_overdue_factor);
       } else if (rec.phase == JobPhase::kStopping) {
-        // Evicted within its grace (or at a checkpoint soon after), or done sooner.
-        runtime = std::clamp<Micros>(ForecastRemaining(estimate, rec, now, 1'000'000), 1'000'000,
-                                     std::max<Micros>(grace, 1'000'000));
+        // A preemption victim is evicted when the forecast says (its checkpoint or grace),
+        // unless its work is done first; a job stopped for another reason (cancelled, a
+        // failed task) ends within its grace.
+        runtime = ForecastRemaining(estimate, rec, now, 1'000'000);
+        if (!rec.preemptor.valid()) {
+          runtime = std::min(runtime, std::max<Micros>(options_.stop_grace, 1'000'000));
+        }
       }
       if (rec.id == reserved && reserved.valid()) {
         in.reserved = static_cast<int64_t>(in.jobs.size());

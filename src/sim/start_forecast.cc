@@ -33,11 +33,18 @@ std::string_view BlockingKindName(ForecastBlocking::Kind kind) {
   return "?";
 }
 
-Micros ForecastRemaining(Micros estimate, const JobRecord& job, Micros now, Micros floor) {
+Micros ForecastRemaining(Micros estimate, const JobRecord& job, Micros now, Micros floor,
+                         double overdue_factor) {
+  const Micros elapsed = std::max<Micros>(0, now - job.run_start);
   Micros remaining = estimate - job.Progress(now);
+  if (remaining <= 0 && overdue_factor > 0) {
+    // Past its prediction: runtimes are heavy-tailed, so the longer it has run the longer
+    // it is likely to run still.
+    remaining = static_cast<Micros>(overdue_factor * static_cast<double>(elapsed));
+  }
   if (job.spec.runtime_limit > 0) {
     // The limit counts wall time of this attempt: the job is killed when it runs out.
-    remaining = std::min(remaining, job.spec.runtime_limit - std::max<Micros>(0, now - job.run_start));
+    remaining = std::min(remaining, job.spec.runtime_limit - elapsed);
   }
   return std::max(remaining, floor);
 }
@@ -155,15 +162,41 @@ class ForecastRun {
         ++running_;
         Push(in_.now + in_.jobs[r.id.value()].runtime, EventKind::kFinish, r.id.value(), 0);
       } else if (r.phase == JobPhase::kStopping) {
+        // A victim is evicted at its checkpoint or its grace's end (the scheduler's
+        // EvictionTime: what the live controller told its agent); a job stopped for
+        // another reason (cancelled, a failed task) ends when its runtime says.
         ++running_;
-        Push(in_.now + in_.jobs[r.id.value()].runtime,
-             r.preemptor.valid() ? EventKind::kEvict : EventKind::kFinish, r.id.value(), 0);
+        if (r.preemptor.valid()) {
+          Push(EvictionAt(r), EventKind::kEvict, r.id.value(), 0);
+        } else {
+          Push(in_.now + in_.jobs[r.id.value()].runtime, EventKind::kFinish, r.id.value(), 0);
+        }
       } else if (r.phase == JobPhase::kPending) {
         ++waiting_;
         target_[r.id.value()] = 1;
       }
     }
     return Status::Ok();
+  }
+
+  // When a victim signalled no earlier than the snapshot is evicted (as the scheduler's
+  // EvictionTime): at its next periodic checkpoint when that comes within the policy's
+  // checkpoint wait, else when its grace ends.
+  Micros EvictionAt(const JobRecord& victim) const {
+    const SchedulerOptions& o = in_.policy.options;
+    const Micros now = in_.now;
+    const Micros after_grace = now + o.grace;
+    const Micros interval = victim.spec.checkpoint_interval;
+    if (o.checkpoint_wait <= 0 || interval <= 0) {
+      return after_grace;
+    }
+    const Micros progress = victim.Progress(now);
+    const Micros next = (progress / interval + 1) * interval;
+    const Micros startup_left = std::max<Micros>(0, victim.run_start + victim.startup - now);
+    const Micros at = now + (progress % interval == 0 && startup_left == 0
+                                 ? 0
+                                 : startup_left + next - progress);
+    return at <= now + o.checkpoint_wait ? at : after_grace;
   }
 
   // Positions and what blocks each pending job, at the snapshot.

@@ -64,7 +64,9 @@ struct ForecastJob {
   // the nodes of ForecastInput::state, which holds them.
   JobRecord record;
   // Running or stopping: the time it is predicted to run still from the snapshot
-  // (ForecastRemaining). Pending: its predicted whole runtime.
+  // (ForecastRemaining); a stopping victim is evicted when the policy's checkpoint
+  // wait or grace says, its runtime then being what is left after it resumes.
+  // Pending: its predicted whole runtime.
   Micros runtime = 0;
 };
 
@@ -107,9 +109,11 @@ struct Forecast {
 };
 
 // A running job's predicted remaining time at `now`: `estimate` (its predicted whole
-// runtime) less its progress, cut to its runtime limit when it has one, and at least
-// `floor` (an overdue job still ends some time).
-Micros ForecastRemaining(Micros estimate, const JobRecord& job, Micros now, Micros floor);
+// runtime) less its progress; once past it, `overdue_factor` times the time it has run
+// (0: nothing); cut to its runtime limit when it has one, and at least `floor` (an
+// overdue job still ends some time).
+Micros ForecastRemaining(Micros estimate, const JobRecord& job, Micros now, Micros floor,
+                         double overdue_factor = 0);
 
 StatusOr<Forecast> RunStartForecast(ForecastInput input, const ForecastOptions& options);
 

@@ -93,6 +93,10 @@ TEST(StartForecastTest, TheRemainingTimeIsCutToTheLimitAndNeverBelowTheFloor) {
   r.spec.runtime_limit = 20 * kMinute;
   EXPECT_EQ(ForecastRemaining(kHour, r, 10 * kMinute, kMinute), 10 * kMinute);
   EXPECT_EQ(ForecastRemaining(kHour, r, 30 * kMinute, kMinute), kMinute);  // overdue
+  r.spec.runtime_limit = 0;
+  // Two hours into a one-hour prediction: half as long again.
+  EXPECT_EQ(ForecastRemaining(kHour, r, 2 * kHour, kMinute, 0.5), kHour);
+  EXPECT_EQ(ForecastRemaining(kHour, r, 2 * kHour, kMinute), kMinute);
 }
 
 TEST(StartForecastTest, HigherPriorityStartsFirstAndHoldsTheFirstPosition) {
