@@ -210,12 +210,19 @@ struct GpuCells {
 
 class Renderer {
  public:
-  Renderer(const json& nodes, const json& jobs, const TopOptions& options)
+  Renderer(const json& nodes, const json& jobs, const json& queues, const TopOptions& options)
       : nodes_(ListOf(nodes, "nodes")),
         jobs_(ListOf(jobs, "jobs")),
         options_(options),
         paint_(options.color),
         bar_width_(std::clamp<size_t>(options.bar_width, 1, 100)) {
+    // Every tenant's jobs, counted per queue: a tenant's job list holds only its own.
+    for (const json& q : ListOf(queues, "queues")) {
+      if (Str(q, "kind") == "queue") {
+        cluster_running_ = cluster_running_.value_or(0) + Int(q, "running");
+        cluster_pending_ = cluster_pending_.value_or(0) + Int(q, "pending");
+      }
+    }
     for (const json& job : jobs_) {
       std::optional<int64_t> id = OptInt(job, "id");
       if (id.has_value()) {
@@ -308,7 +315,8 @@ class Renderer {
     if (lost > 0) {
       line += "  " + paint_(kRed, std::to_string(lost) + " lost");
     }
-    line += "  jobs " + std::to_string(running) + " running, " + std::to_string(pending) +
+    line += "  jobs " + std::to_string(cluster_running_.value_or(static_cast<int64_t>(running))) +
+            " running, " + std::to_string(cluster_pending_.value_or(static_cast<int64_t>(pending))) +
             " pending";
     Emit(line);
   }
@@ -547,11 +555,16 @@ class Renderer {
       return Int(*a, "id") < Int(*b, "id");
     });
     Emit("");
+    // Pending jobs the listing does not hold (other tenants', or past its page): a count.
+    const int64_t hidden =
+        std::max<int64_t>(0, cluster_pending_.value_or(0) - static_cast<int64_t>(pending.size()));
+    const std::string others =
+        hidden > 0 ? " (and " + std::to_string(hidden) + " more in the cluster, not listed)" : "";
     if (pending.empty()) {
-      Emit(paint_(kBold, "pending jobs: none"));
+      Emit(paint_(kBold, "pending jobs: none") + others);
       return;
     }
-    Emit(paint_(kBold, "pending jobs: " + std::to_string(pending.size())));
+    Emit(paint_(kBold, "pending jobs: " + std::to_string(pending.size())) + others);
     const size_t shown = std::min(pending.size(), options_.max_pending);
     size_t id_width = 0;
     size_t tenant_width = 0;
@@ -588,6 +601,7 @@ class Renderer {
   const json& nodes_;
   const json& jobs_;
   const TopOptions& options_;
+  std::optional<int64_t> cluster_running_, cluster_pending_;  // from the queues, if given
   Paint paint_;
   size_t bar_width_;
   std::map<int64_t, JobInfo> job_info_;
@@ -682,7 +696,12 @@ std::string FitLine(std::string_view line, size_t width) {
 }
 
 std::string RenderTop(const json& nodes, const json& jobs, const TopOptions& options) {
-  return Renderer(nodes, jobs, options).Render();
+  return Renderer(nodes, jobs, json(), options).Render();
+}
+
+std::string RenderTop(const json& nodes, const json& jobs, const json& queues,
+                      const TopOptions& options) {
+  return Renderer(nodes, jobs, queues, options).Render();
 }
 
 }  // namespace tessera

@@ -68,6 +68,12 @@ struct TopOptions {
 // per '\n'-terminated line.
 std::string RenderTop(const nlohmann::json& nodes, const nlohmann::json& jobs,
                       const TopOptions& options);
+// As above with `queues` (the body of GET /v1/queues): the header counts every
+// tenant's running and pending jobs from the queues' counts, since a tenant's GET
+// /v1/jobs lists only its own jobs, and the footer says how many pending jobs of
+// the listing does not hold (a count only). Without queues: counts of `jobs`.
+std::string RenderTop(const nlohmann::json& nodes, const nlohmann::json& jobs,
+                      const nlohmann::json& queues, const TopOptions& options);
 
 // A bar of `width` cells between "▕" and "▏": permille/1000 of them full ("█"), the
 // rest blank, rounded to the nearest cell, but a value under 1000 leaves at least one
