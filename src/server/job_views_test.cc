@@ -144,6 +144,71 @@ TEST(PublishedJobsTest, APendingJobsReasonIsWorkedOutFromTheLatestContext) {
   EXPECT_EQ(reason().get<std::string>().rfind("requeued: node n1 was lost; next to start", 0), 0u);
 }
 
+// What is short on the live nodes, by resource.
+TEST(PendingReasonsTest, LiveReasonsNameTheShortResource) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  ClusterState state =
+      ClusterState::Create({GpuNode("n1", 8), GpuNode("n2", 8)}, catalog).value();
+  auto take = [&](uint32_t node, int gpus, int64_t cpu) {
+    Allocation a;
+    a.node = NodeId(node);
+    a.cpu = MilliCpu(cpu);
+    for (int g = 0; g < gpus; ++g) {
+      a.gpus.push_back(GpuGrant{g, kWholeGpu, MiB(0), -1, -1});
+    }
+    ASSERT_TRUE(state.Allocate(a).ok());
+  };
+  take(0, 6, 121000);  // n1: 2 GPUs and 7 CPUs free
+  take(1, 6, 120000);  // n2: 2 GPUs and 8 CPUs free
+  const TopologyPolicy any;
+  EXPECT_EQ(LiveCache(state).Short({Whole(4)}, any),
+            "waiting for resources: a task needs 4 free GPUs on one node; the most on a "
+            "schedulable node is 2 (4 in all); jobs ahead of it or running hold them");
+  TaskRequest cpu_heavy = Whole(1, 8000);
+  EXPECT_EQ(LiveCache(state).Short({cpu_heavy}, any), "");  // n2 has the CPUs
+  take(1, 0, 1000);
+  EXPECT_EQ(LiveCache(state).Short({cpu_heavy}, any),
+            "waiting for resources: a task needs 8 free CPUs on one node; the most free on a "
+            "schedulable node is 7; jobs ahead of it or running hold them");
+  // Each task fits alone, not the gang within one node.
+  EXPECT_EQ(LiveCache(state).Short({Whole(2), Whole(2)}, {TopologyScope::kNode, true}),
+            "waiting for resources: the gang's 2 tasks (4 GPUs) do not fit together within one "
+            "node now; jobs ahead of it or running hold the rest");
+  EXPECT_EQ(LiveCache(state).Short({Whole(2), Whole(2)}, any), "");
+  // A drained node with room.
+  ClusterState drained = ClusterState::Create({GpuNode("n1", 8), GpuNode("n2", 8)}, catalog).value();
+  Allocation all;
+  all.node = NodeId(0);
+  for (int g = 0; g < 8; ++g) {
+    all.gpus.push_back(GpuGrant{g, kWholeGpu, MiB(0), -1, -1});
+  }
+  ASSERT_TRUE(drained.Allocate(all).ok());
+  ASSERT_TRUE(drained.SetNodeDrained(NodeId(1), true).ok());
+  EXPECT_EQ(LiveCache(drained).Short({Whole(1)}, any),
+            "held by a drain: drained node n2 would hold a task now; the schedulable nodes are "
+            "busy");
+}
+
+TEST(PendingReasonsTest, QuotaBeyondNominalSaysWhatTheCohortCanLend) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  auto tree = std::make_shared<QueueTree>(
+      QueueTree::Create(TwoQueueCohort(8000, 8000), catalog).value());
+  auto quota = std::make_shared<QuotaLedger>(*tree);
+  quota->Add(tree->FindQueue("a").value(), ResourceVector{6000});
+  quota->Add(tree->FindQueue("b").value(), ResourceVector{8000});
+  auto c = std::make_shared<WaitContext>();
+  c->built = true;
+  c->nodes_up = 1;
+  c->tree = tree;
+  c->quota = quota;
+  c->resources = tree->resources().size();
+  c->any_gpu = 0;
+  PendingDemand d = DemandOf(JobNumber(7), "a", Gang("g", "a", {4}), catalog);
+  EXPECT_EQ(PendingReasonOf(d, *c, catalog),
+            "waiting for quota: the job asks 4 GPUs; queue a of cohort c uses 6 GPUs of its "
+            "nominal 8 GPUs and can borrow only 2 GPUs more from its cohort now");
+}
+
 // A queue under its nominal quota whose lent quota a borrower holds: the reason names
 // the borrower, its job and when reclaim may take it back.
 TEST(PublishedJobsTest, QuotaReasonNamesTheBorrowerAndReclaim) {
