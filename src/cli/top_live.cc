@@ -89,12 +89,17 @@ void Draw(std::vector<std::string> lines, size_t rows, size_t width, std::ostrea
 struct Fetched {
   json nodes;
   json jobs;
+  json queues;  // null when the controller would not answer
 };
 
 StatusOr<Fetched> Fetch(ApiClient& client) {
   Fetched f;
   TESSERA_ASSIGN_OR_RETURN(f.nodes, client.GetJson("/v1/nodes"));
   TESSERA_ASSIGN_OR_RETURN(f.jobs, client.GetJson("/v1/jobs", {{"state", "pending,running,stopping"}}));
+  // The cluster's job counts (all tenants); the frame falls back to the listed jobs.
+  if (StatusOr<json> queues = client.GetJson("/v1/queues"); queues.ok()) {
+    f.queues = std::move(queues).value();
+  }
   return f;
 }
 
@@ -245,7 +250,7 @@ int RunTop(const ClientConfig& config, const TopOptions& options, const Clock& c
       return ReportError(fetched.status(), err);
     }
     frame_options.title = Title(config, options, clock.NowMicros());
-    out << RenderTop(fetched->nodes, fetched->jobs, frame_options);
+    out << RenderTop(fetched->nodes, fetched->jobs, fetched->queues, frame_options);
     out.flush();
     return 0;
   }
@@ -265,7 +270,7 @@ int RunTop(const ClientConfig& config, const TopOptions& options, const Clock& c
     std::vector<std::string> lines;
     if (fetched.ok()) {
       last = std::move(fetched).value();
-      lines = SplitLines(RenderTop(last->nodes, last->jobs, frame_options));
+      lines = SplitLines(RenderTop(last->nodes, last->jobs, last->queues, frame_options));
     } else if (!Retryable(fetched.status())) {
       out << kLeaveScreen;
       out.flush();
@@ -278,7 +283,7 @@ int RunTop(const ClientConfig& config, const TopOptions& options, const Clock& c
       if (last.has_value()) {
         TopOptions stale = frame_options;
         stale.title.clear();
-        lines = SplitLines(RenderTop(last->nodes, last->jobs, stale));
+        lines = SplitLines(RenderTop(last->nodes, last->jobs, last->queues, stale));
         lines.insert(lines.begin(), FitLine(paint(kRed, message + " (showing the last answer)"),
                                             size.columns));
       } else {
