@@ -1,4 +1,5 @@
 #include "cli/cluster_commands.h"
+#include "cli/eta_views.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -374,6 +375,8 @@ int RunJobs(const ClientConfig& config, const JobsOptions& o, const Clock& clock
   QueryParams query;
   if (!o.state.empty()) {
     query.emplace_back("state", o.state);
+  } else if (o.start) {
+    query.emplace_back("state", "pending");
   } else if (!o.all) {
     query.emplace_back("state", "pending,running,stopping");
   }
@@ -412,6 +415,10 @@ int RunJobs(const ClientConfig& config, const JobsOptions& o, const Clock& clock
   }
   if (o.output == "json") {
     out << Pretty(json{{"jobs", jobs}}) << "\n";
+    return 0;
+  }
+  if (o.start) {
+    out << JobsStartTable(jobs, Now(clock));
     return 0;
   }
   out << JobsTable(jobs, o.output == "wide", Now(clock));

@@ -81,6 +81,9 @@ struct JobsOptions {
   bool all = false;
   int64_t limit = 0;   // 0: the server's default
   std::string output;  // "", wide or json
+  // Pending jobs with their expected start, like `squeue --start`: POS QPOS ID NAME
+  // QUEUE GPUS ETA BLOCKING, in the scheduler's order (cli/eta_views.h).
+  bool start = false;
 };
 int RunJobs(const ClientConfig& config, const JobsOptions& options, const Clock& clock,
             std::ostream& out, std::ostream& err);

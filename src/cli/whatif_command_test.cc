@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -93,6 +94,7 @@ TEST_F(WhatIfCommandTest, ComparesTheRecordedRunWithAnotherPolicy) {
   std::ostringstream out, err;
   ASSERT_EQ(RunWhatIfCommand(Config(server_->admin_token()), o, SystemClock(), out, err), 0)
       << err.str();
+  std::cout << out.str();
   EXPECT_NE(out.str().find("What-if over 3 jobs on 1 nodes (4 GPUs)"), std::string::npos)
       << out.str();
   EXPECT_NE(out.str().find("[3] fifo"), std::string::npos) << out.str();
@@ -110,6 +112,19 @@ TEST_F(WhatIfCommandTest, ComparesTheRecordedRunWithAnotherPolicy) {
   for (const auto& side : j["sides"]) {
     EXPECT_EQ(side["jobs"], 3) << side.dump();
   }
+  // The default queues give the teams quotas: finish-time fairness against static-vc.
+  EXPECT_EQ(j["quotas"], true);
+  int tenants = 0;
+  for (const auto& g : j["groups"]) {
+    if (g["kind"] == "tenant") {
+      ++tenants;
+      for (const auto& side : g["sides"]) {
+        EXPECT_TRUE(side["rho"].is_number()) << g.dump();
+      }
+    }
+  }
+  EXPECT_EQ(tenants, 2);
+  EXPECT_NE(out.str().find("RHO [1]"), std::string::npos) << out.str();
 }
 
 TEST_F(WhatIfCommandTest, ClearErrors) {

@@ -2,7 +2,9 @@
 // what happened, per tenant and queue (whatif.h).
 #include "sim/whatif.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -16,12 +18,14 @@ namespace {
 using json = nlohmann::json;
 
 // Each group's figures on one side; `tenant_of`/`queue_of` are per job index.
-void AddSide(const JobRun& run, const JobSummary& summary,
+// `alone`: the side's static-vc reference (null: no quotas).
+void AddSide(const JobRun& run, const JobSummary& summary, const JobRun* alone,
              const std::vector<std::string>& tenant_of, const std::vector<std::string>& queue_of,
              std::vector<WhatIfGroup>* groups) {
   struct Acc {
     int64_t jobs = 0, started = 0;
     double jct = 0, wait = 0, busy = 0;
+    double rho_jct = 0, rho_alone = 0;  // over jobs that finished alone
   };
   std::map<std::pair<std::string, std::string>, Acc> acc;
   for (size_t i = 0; i < run.jobs.size(); ++i) {
@@ -39,6 +43,13 @@ void AddSide(const JobRun& run, const JobSummary& summary,
         ++a.jobs;
         a.jct += static_cast<double>(o.finish - o.submit) / 1e6;
       }
+      if (alone != nullptr && alone->jobs[i].finish >= 0) {
+        const JobOutcome& ref = alone->jobs[i];
+        // A job the side never finished counts as infinitely late.
+        a.rho_jct += o.finish >= 0 ? static_cast<double>(o.finish - o.submit) / 1e6
+                                   : std::numeric_limits<double>::infinity();
+        a.rho_alone += static_cast<double>(ref.finish - ref.submit) / 1e6;
+      }
     }
   }
   const double capacity = static_cast<double>(run.cluster_gpus) * summary.makespan_s;
@@ -51,6 +62,7 @@ void AddSide(const JobRun& run, const JobSummary& summary,
       f.avg_jct_s = a.jobs > 0 ? a.jct / static_cast<double>(a.jobs) : 0;
       f.avg_wait_s = a.started > 0 ? a.wait / static_cast<double>(a.started) : 0;
       f.utilization = capacity > 0 ? a.busy / capacity : 0;
+      f.rho = a.rho_alone > 0 ? a.rho_jct / a.rho_alone : -1;
     }
     g.sides.push_back(f);
   }
@@ -159,9 +171,39 @@ StatusOr<WhatIfReport> RunWhatIf(const RecordedHistory& history, const WhatIfOpt
   }
   same_run.run.policy = report.sides[1];
   alt_run.run.policy = report.sides[2];
-  for (const JobRun* run : {&replay.actual, &same_run.run, &alt_run.run}) {
-    JobSummary s = Summarize(*run);
-    AddSide(*run, s, tenant_of, queue_of, &report.groups);
+  // Finish-time fairness against static-vc (each tenant alone on its quota), where the
+  // side's queues give tenants quotas.
+  auto has_quotas = [](const JobRun& run) {
+    for (int64_t q : run.tenant_quota_milli) {
+      if (q > 0) {
+        return true;
+      }
+    }
+    return false;
+  };
+  TESSERA_ASSIGN_OR_RETURN(SchedulerPolicy static_vc,
+                           PolicyUnderRecordedBounds("static-vc", history.policy));
+  JobSimOptions alone = base;
+  alone.policy = static_vc;
+  std::optional<JobSimResult> cluster_alone, other_alone;
+  if (has_quotas(same_run.run)) {
+    TESSERA_ASSIGN_OR_RETURN(cluster_alone, RunJobSimulation(replay.nodes, *cluster_queues,
+                                                             replay.jobs, alone, catalog));
+  }
+  if (!options.queues) {
+    other_alone = cluster_alone;
+  } else if (has_quotas(alt_run.run)) {
+    TESSERA_ASSIGN_OR_RETURN(other_alone, RunJobSimulation(replay.nodes, other_queues,
+                                                           replay.jobs, alone, catalog));
+  }
+  report.quotas = cluster_alone.has_value() || other_alone.has_value();
+  const JobRun* refs[3] = {cluster_alone ? &cluster_alone->run : nullptr,
+                           cluster_alone ? &cluster_alone->run : nullptr,
+                           other_alone ? &other_alone->run : nullptr};
+  const JobRun* runs[3] = {&replay.actual, &same_run.run, &alt_run.run};
+  for (int i = 0; i < 3; ++i) {
+    JobSummary s = Summarize(*runs[i]);
+    AddSide(*runs[i], s, refs[i], tenant_of, queue_of, &report.groups);
     report.summaries.push_back(std::move(s));
   }
   report.summaries[0].policy = "actual";
@@ -185,8 +227,10 @@ std::string WhatIfText(const WhatIfReport& report) {
   std::vector<std::string> header = {"GROUP"};
   for (size_t s = 0; s < report.sides.size(); ++s) {
     const std::string n = "[" + std::to_string(s + 1) + "]";
-    for (const char* col : {"JOBS", "AVG JCT", "AVG WAIT", "UTIL"}) {
-      header.push_back(std::string(col) + " " + n);
+    for (const char* col : {"JOBS", "AVG JCT", "AVG WAIT", "UTIL", "RHO"}) {
+      if (std::string(col) != "RHO" || report.quotas) {
+        header.push_back(std::string(col) + " " + n);
+      }
     }
   }
   rows.push_back(header);
@@ -197,6 +241,9 @@ std::string WhatIfText(const WhatIfReport& report) {
       row.push_back(Duration(f.avg_jct_s));
       row.push_back(Duration(f.avg_wait_s));
       row.push_back(Fixed(100 * f.utilization, 1) + "%");
+      if (report.quotas) {
+        row.push_back(f.rho < 0 ? std::string("-") : Fixed(f.rho, 2));
+      }
     }
     rows.push_back(std::move(row));
   }
@@ -215,6 +262,9 @@ std::string WhatIfText(const WhatIfReport& report) {
       }
     }
     out << line << "\n";
+  }
+  if (report.quotas) {
+    out << "RHO: JCT against static-vc's (each tenant alone on its quota); above 1 is worse\n";
   }
   out << "fairness (Jain over tenants), makespan, preemptions:";
   for (size_t s = 0; s < report.summaries.size(); ++s) {
@@ -249,14 +299,16 @@ json WhatIfJson(const WhatIfReport& report) {
       per.push_back({{"jobs", f.jobs},
                      {"avg_jct_s", f.avg_jct_s},
                      {"avg_wait_s", f.avg_wait_s},
-                     {"utilization", f.utilization}});
+                     {"utilization", f.utilization},
+                     {"rho", f.rho < 0 ? json(nullptr) : json(f.rho)}});
     }
     groups.push_back({{"kind", g.kind}, {"name", g.name}, {"sides", std::move(per)}});
   }
   return {{"since_us", report.since},       {"until_us", report.until},
           {"replayed", report.replayed},    {"never_ran", report.never_ran},
           {"not_ended", report.not_ended},  {"nodes", report.nodes},
-          {"gpus", report.gpus},            {"sides", std::move(sides)},
+          {"gpus", report.gpus},            {"quotas", report.quotas},
+          {"sides", std::move(sides)},
           {"groups", std::move(groups)}};
 }
 

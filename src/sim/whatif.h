@@ -107,6 +107,11 @@ struct WhatIfFigures {
   int64_t jobs = 0;  // finished
   double avg_jct_s = 0, avg_wait_s = 0;
   double utilization = 0;  // the group's GPU-seconds / (cluster GPUs x the side's makespan)
+  // Finish-time fairness where the side's queues have quotas: the group's summed JCT over
+  // its summed JCT under static-vc (each tenant alone on its quota, no borrowing), over
+  // the jobs that finished there; -1 without quotas or such jobs. Above 1: the group
+  // fared worse than on its own quota.
+  double rho = -1;
 };
 
 struct WhatIfGroup {
@@ -122,6 +127,7 @@ struct WhatIfReport {
   std::vector<WhatIfGroup> groups;  // all, then tenants, then queues
   int64_t replayed = 0, never_ran = 0, not_ended = 0;
   int64_t nodes = 0, gpus = 0;
+  bool quotas = false;  // some side's queues have nominal GPU quotas (rho is reported)
 };
 
 struct WhatIfOptions {
