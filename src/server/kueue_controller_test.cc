@@ -105,6 +105,12 @@ TEST_F(KueueControllerTest, BorrowingStopsAtTheLimitAndTheLenderReclaims) {
   EXPECT_EQ(CycleAndTake().size(), 3u);
   EXPECT_EQ(InState(a, "running"), (std::set<uint64_t>{a[0], a[1], a[2]}));
   EXPECT_EQ(Job(a[3])["state"], "pending");
+  // Its reason names the flavor's quota and the borrowing limit.
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(a[3])["reason"],
+            "waiting for quota: the job asks 1 H100-80GB GPU; queue team-a-cq of cohort research "
+            "uses 3 H100-80GB GPUs of its nominal 2 H100-80GB GPUs and can borrow only 0 "
+            "H100-80GB GPUs more from its cohort now");
   ExpectInvariants();
 
   // team-b asks for its 2 nominal H100s: one is idle, the other is the one team-a

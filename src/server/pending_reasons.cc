@@ -98,6 +98,19 @@ std::string QuotaReason(const PendingDemand& job, const WaitContext& c,
   add(c.cpu, job.cpu);
   add(c.memory, job.memory);
   add(c.gpu_memory, job.gpu_memory);
+  // A task held to one GPU model is charged to that model's quota too ("gpu:H100-80GB",
+  // a Kueue flavor), as its placement will be.
+  for (const TaskRequest& t : job.tasks) {
+    if (t.gpu_count == 0 || t.models.size() != 1) {
+      continue;
+    }
+    for (size_t r = 0; r < c.resources && r < tree.resources().size(); ++r) {
+      const ResourceName& n = tree.resources()[r];
+      if (n.kind == ResourceKind::kGpu && n.model.valid() && t.models.Contains(n.model)) {
+        charge[r] += t.TotalGpuMilli(catalog).value();
+      }
+    }
+  }
   if (c.quota->Check(q, charge) != QuotaFit::kNo) {
     return "";
   }
@@ -158,11 +171,16 @@ std::string QuotaReason(const PendingDemand& job, const WaitContext& c,
     if (!c.reclaim) {
       return out + "; reclaim is off in the policy: it waits for them to finish";
     }
+    const auto victim = std::find_if(jobs.begin(), jobs.end(),
+                                     [](const Borrower* b) { return b->preemptible; });
+    if (!jobs.empty() && victim == jobs.end()) {
+      return out + "; reclaim is on, but they are not preemptible: it waits for them to finish";
+    }
     out += "; reclaim is on: they are preempted to give it back";
     if (c.min_run_before_reclaim > 0) {
       out += " once they have run " + FormatDuration(c.min_run_before_reclaim);
-      if (!jobs.empty()) {
-        out += " (from " + FormatRfc3339(jobs.front()->run_start + c.min_run_before_reclaim) + ")";
+      if (victim != jobs.end()) {
+        out += " (from " + FormatRfc3339((*victim)->run_start + c.min_run_before_reclaim) + ")";
       }
     }
     return out;
