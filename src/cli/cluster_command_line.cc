@@ -90,6 +90,8 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     cmd->add_option("--queue", o->queue, "only this queue");
     cmd->add_option("--tenant", o->tenant, "only this tenant");
     cmd->add_flag("--all", o->all, "jobs in every state, finished ones too");
+    cmd->add_flag("--start", o->start,
+                  "pending jobs with their position, expected start (ETA) and what blocks them");
     cmd->add_option("--limit", o->limit, "at most this many jobs");
     cmd->add_option("-o,--output", o->output, "wide or json");
     AddConnectionFlags(cmd, flags.get());

@@ -1,5 +1,4 @@
 #include "cli/cluster_commands.h"
-#include "cli/eta_views.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -24,6 +23,7 @@
 #include "base/strings.h"
 #include "base/time_format.h"
 #include "cli/cluster_views.h"
+#include "cli/eta_views.h"
 #include "cli/json_read.h"
 #include "cli/table.h"
 

@@ -15,6 +15,7 @@
 #include "base/strings.h"
 #include "base/time_format.h"
 #include "cli/attempt_views.h"
+#include "cli/eta_views.h"
 #include "cli/json_read.h"
 #include "cli/table.h"
 
@@ -251,6 +252,12 @@ std::string JobDetails(const json& job, Micros now) {
   row("State", state.empty() ? "-" : state);
   if (const std::string reason = Str(job, "reason"); !reason.empty()) {
     row(state == "pending" ? "Why pending" : "Reason", reason);
+  }
+  if (state == "pending") {  // the controller's start forecast (eta_views.h)
+    row("Expected start", EtaText(job, now));
+    row("Position", OptIntText(job, "position") + " (in its queue: " +
+                        OptIntText(job, "queue_position") + ")");
+    row("Blocked by", BlockingText(job));
   }
   row("Tenant", Str(job, "tenant"));
   row("Queue", Str(job, "queue"));

@@ -198,7 +198,7 @@ void Controller::PublishWaitContext() {
       if (rec.phase == JobPhase::kRunning && rec.queue.valid() &&
           core_.quota()->IsBorrowing(rec.queue)) {
         c->borrowers.push_back({core_.tree().spec(rec.queue).name, jobs_.IdAt(rec.id),
-                                rec.run_start});
+                                rec.run_start, rec.spec.preemptible});
       }
     }
   }

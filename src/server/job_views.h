@@ -53,6 +53,7 @@ struct Borrower {
   std::string queue;
   JobNumber job;
   Micros run_start = 0;
+  bool preemptible = true;  // reclaim may take only preemptible jobs
 };
 
 // What pending jobs' reasons are worked out from, as of the last cycle

@@ -237,6 +237,11 @@ TEST(PublishedJobsTest, QuotaReasonNamesTheBorrowerAndReclaim) {
             "nominal 8 GPUs; the rest of its quota is lent to queue b (job 12); reclaim is on: "
             "they are preempted to give it back once they have run 10m (from "
             "2027-01-15T08:10:00Z)");
+  c->borrowers.front().preemptible = false;
+  EXPECT_EQ(PendingReasonOf(d, *c, catalog),
+            "waiting for quota: the job asks 8 GPUs; queue a of cohort c uses 0 GPUs of its "
+            "nominal 8 GPUs; the rest of its quota is lent to queue b (job 12); reclaim is on, "
+            "but they are not preemptible: it waits for them to finish");
 }
 
 }  // namespace

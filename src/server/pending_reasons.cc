@@ -171,11 +171,16 @@ std::string QuotaReason(const PendingDemand& job, const WaitContext& c,
     if (!c.reclaim) {
       return out + "; reclaim is off in the policy: it waits for them to finish";
     }
+    const auto victim = std::find_if(jobs.begin(), jobs.end(),
+                                     [](const Borrower* b) { return b->preemptible; });
+    if (!jobs.empty() && victim == jobs.end()) {
+      return out + "; reclaim is on, but they are not preemptible: it waits for them to finish";
+    }
     out += "; reclaim is on: they are preempted to give it back";
     if (c.min_run_before_reclaim > 0) {
       out += " once they have run " + FormatDuration(c.min_run_before_reclaim);
-      if (!jobs.empty()) {
-        out += " (from " + FormatRfc3339(jobs.front()->run_start + c.min_run_before_reclaim) + ")";
+      if (victim != jobs.end()) {
+        out += " (from " + FormatRfc3339((*victim)->run_start + c.min_run_before_reclaim) + ")";
       }
     }
     return out;
