@@ -153,8 +153,11 @@ StatusOr<uint64_t> AddHistoryPage(const json& page, const GpuCatalog& catalog,
 }
 
 Micros ActualWork(const RecordedJob& job, Micros restart_overhead) {
-  if (job.start == 0 || job.end == 0 || job.runs.empty()) {
+  if (job.start == 0 || job.end == 0) {
     return -1;
+  }
+  if (job.runs.empty()) {
+    return job.progress;  // ended the instant it started: no interval was recorded
   }
   const RecordedAttempt& last = job.runs.back();
   // A resumed attempt spent its first restart_overhead without progress (JobRecord).

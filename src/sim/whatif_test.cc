@@ -83,6 +83,12 @@ TEST(WhatIfHistoryTest, ActualWorkIsTheLastAttemptFromItsCheckpointLessItsStartU
   EXPECT_EQ(ActualWork(h.jobs[0], h.policy.restart_overhead), 600 * kS);
   EXPECT_EQ(ActualWork(h.jobs[1], h.policy.restart_overhead), (600 + 600 - 60) * kS);
   EXPECT_EQ(ActualWork(h.jobs[2], h.policy.restart_overhead), -1);  // never ran
+  RecordedJob instant = h.jobs[0];  // cancelled the instant it started
+  instant.runs.clear();
+  EXPECT_EQ(ActualWork(instant, h.policy.restart_overhead), 0);
+  RecordedJob running = h.jobs[0];
+  running.end = 0;
+  EXPECT_EQ(ActualWork(running, h.policy.restart_overhead), -1);
 
   StatusOr<QueueTreeSpec> spec = ParseQueueTreeText(h.queues_yaml, Catalog());
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
