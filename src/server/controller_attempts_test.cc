@@ -17,7 +17,11 @@ constexpr const char* kHigh =
 
 class ControllerAttemptsTest : public ControllerTest {
  protected:
-  void Tune(ControllerOptions& o) override { o.policy = "priority+preempt"; }
+  void Tune(ControllerOptions& o) override {
+    o.policy = "priority+preempt";
+    o.node_timeout = node_timeout_;
+  }
+  Micros node_timeout_ = 1000 * kHour;
   nlohmann::json Job(uint64_t id) {
     auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
@@ -117,6 +121,89 @@ TEST_F(ControllerAttemptsTest, AFailedAttemptKeepsItsExitCode) {
   EXPECT_EQ(j["attempt_history"][0]["exit_code"], 3);
   EXPECT_EQ(j["attempt_history"][0]["run_seconds"], 30.0);
   EXPECT_EQ(j["tasks"][0]["exit_code"], 3);
+}
+
+TEST_F(ControllerAttemptsTest, ALostNodeEndsTheAttemptAsNodeLost) {
+  node_timeout_ = 30 * kSecond;
+  Reopen();
+  Register();
+  const uint64_t job = Submit("team-a", kLow);
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  clock_.Advance(40 * kSecond);  // silent since: lost
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  nlohmann::json j = Job(job);
+  EXPECT_EQ(j["state"], "pending");
+  ASSERT_EQ(j["attempt_history"].size(), 1u);
+  EXPECT_EQ(j["attempt_history"][0]["ended"], "node lost");
+  EXPECT_EQ(j["attempt_history"][0]["run_seconds"], 40.0);
+  EXPECT_EQ(j["attempt_history"][0]["tasks"][0]["node"], "node-1");
+  EXPECT_EQ(j["attempt_history"][0]["tasks"][0]["gpus"].size(), 2u);
+}
+
+// A store whose commits fail while `fail` is set (a full disk), over a real one.
+class FailingStore : public Store {
+ public:
+  explicit FailingStore(Store* inner) : inner_(inner) {}
+  Status Commit(WriteBatch batch) override {
+    return fail ? UnavailableError("disk full") : inner_->Commit(std::move(batch));
+  }
+  StatusOr<std::vector<JobRow>> LoadJobs() override { return inner_->LoadJobs(); }
+  StatusOr<std::optional<JobRow>> LoadJob(uint64_t id) override { return inner_->LoadJob(id); }
+  StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override {
+    return inner_->LoadUsage(since_us, until_us);
+  }
+  StatusOr<std::vector<TokenRow>> LoadTokens() override { return inner_->LoadTokens(); }
+  StatusOr<std::optional<std::string>> GetKv(std::string_view key) override {
+    return inner_->GetKv(key);
+  }
+  StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(
+      std::string_view prefix) override {
+    return inner_->ListKv(prefix);
+  }
+  Status Close() override { return Status::Ok(); }
+  bool fail = false;
+
+ private:
+  Store* inner_;
+};
+
+// The attempt is written with the transition that ends it: when that write fails, a
+// restarted controller has neither (the job still runs, no attempt), and the agent's
+// report, sent again, records it once.
+TEST_F(ControllerAttemptsTest, AnAttemptIsDurableExactlyWithItsEnd) {
+  FailingStore failing(store_.get());
+  controller_.reset();
+  ControllerOptions options;
+  options.data_dir = dir_;
+  options.node_timeout = 1000 * kHour;
+  options.policy = "priority+preempt";
+  auto opened = Controller::Open(options, &failing, catalog(), clock_, DefaultQueuesYaml());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  controller_ = std::move(opened).value();
+  Register();
+  const uint64_t job = Submit("team-a", kHigh);
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  clock_.Advance(60 * kSecond);
+  TaskReport exited;
+  exited.key = running_.at(job);
+  exited.state = TaskState::kExited;
+  failing.fail = true;
+  EXPECT_FALSE(controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, {exited}, {}}).ok());
+
+  Reopen();  // on the real store: the crash lost the failed write
+  nlohmann::json j = Job(job);
+  EXPECT_EQ(j["state"], "running");
+  EXPECT_TRUE(j["attempt_history"].empty());
+  running_.clear();
+  RegisterRequest again = Inventory();
+  again.tasks = {exited};  // the agent kept the report and sends it again
+  ASSERT_TRUE(controller_->Register(again, "127.0.0.1").ok());
+  j = Job(job);
+  EXPECT_EQ(j["state"], "succeeded");
+  ASSERT_EQ(j["attempt_history"].size(), 1u);
+  EXPECT_EQ(j["attempt_history"][0]["ended"], "succeeded");
+  Reopen();
+  EXPECT_EQ(Job(job)["attempt_history"].size(), 1u);
 }
 
 }  // namespace
