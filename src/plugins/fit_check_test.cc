@@ -157,6 +157,22 @@ TEST(FitCheckTest, HardTopologyScopes) {
   EXPECT_TRUE(checker.Check(Gang(Whole(4), 2, TopologyScope::kNode, true)).fits);
 }
 
+TEST(FitCheckTest, HardBlockAndNvlinkScopesUseTheirLabels) {
+  ClusterState state = Cluster(
+      {Node("n1", "H100-80GB", 8, SharingMode::kExclusive, {{"block", "b1"}, {"nvlink-domain", "d1"}}),
+       Node("n2", "H100-80GB", 8, SharingMode::kExclusive, {{"block", "b1"}, {"nvlink-domain", "d2"}}),
+       Node("n3", "H100-80GB", 8, SharingMode::kExclusive, {{"block", "b2"}, {"nvlink-domain", "d2"}})});
+  FitChecker checker(state);
+  EXPECT_TRUE(checker.Check(Gang(Whole(8), 2, TopologyScope::kBlock, true)).fits);
+  EXPECT_TRUE(checker.Check(Gang(Whole(8), 2, TopologyScope::kNvlinkDomain, true)).fits);
+  EXPECT_EQ(Never(checker, Gang(Whole(8), 3, TopologyScope::kBlock, true)),
+            "never fits: the job needs its 3 tasks, 24 GPUs in one block (hard topology); no block "
+            "can hold them even when empty (at most 2 of the tasks)");
+  EXPECT_EQ(Never(checker, Gang(Whole(8), 3, TopologyScope::kNvlinkDomain, true)),
+            "never fits: the job needs its 3 tasks, 24 GPUs in one NVLink domain (hard topology); "
+            "no NVLink domain can hold them even when empty (at most 2 of the tasks)");
+}
+
 TEST(FitCheckTest, RequireLocalNeedsOneNvlinkDomainOrNuma) {
   // Two NUMA nodes of 4 GPUs each, no NVLink.
   NodeSpec n = MakeUniformNode("n1", MilliCpu(64000), MiB(1 << 19), Model("L40S"), 8,
