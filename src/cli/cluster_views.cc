@@ -254,7 +254,7 @@ std::string JobDetails(const json& job, Micros now) {
     row(state == "pending" ? "Why pending" : "Reason", reason);
   }
   if (state == "pending") {  // the controller's start forecast (eta_views.h)
-    row("Expected start", EtaText(job, now));
+    row("ETA", EtaText(job, now));
     row("Position", OptIntText(job, "position") + " (in its queue: " +
                         OptIntText(job, "queue_position") + ")");
     row("Blocked by", BlockingText(job));

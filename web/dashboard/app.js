@@ -371,7 +371,7 @@ function renderJobs(jobs, now) {
   // Ages change every refresh; redraw on a 10 s grain to keep the table calm.
   redraw('jobs', $('jobs-body'), [rows, [...state.colors], Math.floor(now / 10000)], (frag) => {
     if (rows.length === 0) {
-      frag.append(el('tr', {}, el('td', { colspan: 9, class: 'empty' }, 'No job is pending or running.')));
+      frag.append(el('tr', {}, el('td', { colspan: 10, class: 'empty' }, 'No job is pending or running.')));
       return;
     }
     for (const r of rows) {
@@ -386,6 +386,7 @@ function renderJobs(jobs, now) {
         el('td', { class: 'num' }, r.mig ? `${M.formatGpus(r.gpuMilli)} (${r.mig})` : M.formatGpus(r.gpuMilli)),
         el('td', {}, Number.isFinite(since) ? M.formatDuration(now - since) : ''),
         el('td', {}, r.nodes.join(', ')),
+        el('td', { title: r.eta || r.etaNote }, r.state === 'pending' ? M.etaText(r, now) : ''),
         el('td', { class: 'reason' }, r.state === 'pending' ? r.reason : '')));
     }
   });

@@ -334,8 +334,21 @@ export function jobRows(jobs) {
       started: j.start_time || null,
       nodes: [...new Set((j.tasks || []).map((t) => t.node).filter(Boolean))],
       reason: j.reason || '',
+      eta: j.eta || null,
+      etaNote: j.eta_note || '',
+      position: Number.isFinite(j.position) ? j.position : null,
     }))
     .sort((a, b) => rank[a.state] - rank[b.state] || (Number(a.id) || 0) - (Number(b.id) || 0));
+}
+
+// A pending job's expected start (the controller's forecast) for the queue view:
+// "in 12m (#3)", "now (#1)", or why there is none; '' before the first forecast.
+export function etaText(row, now) {
+  const pos = row.position !== null && row.position !== undefined ? ` (#${row.position})` : '';
+  const at = row.eta ? Date.parse(row.eta) : NaN;
+  if (Number.isFinite(at)) return `${at > now ? `in ${formatDuration(at - now)}` : 'now'}${pos}`;
+  if (row.etaNote && row.etaNote.startsWith('no estimate')) return `${row.etaNote}${pos}`;
+  return '';
 }
 
 // An amount of a queue resource in its unit: gpu and cpu come in milli, memory in MiB.

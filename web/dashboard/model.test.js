@@ -209,6 +209,17 @@ test('job rows: pending first with their reasons, then running; finished jobs dr
   assert.deepEqual(rows[1].nodes, []);
 });
 
+test('etaText: the forecast start of a pending job, its position, or why there is none', () => {
+  const now = Date.UTC(2026, 11, 3, 12, 0, 0);
+  const [row] = M.jobRows([{ id: 7, state: 'pending', eta: '2026-12-03T12:12:00Z', position: 3 }]);
+  assert.equal(M.etaText(row, now), 'in 12m (#3)');
+  assert.equal(M.etaText({ ...row, eta: '2026-12-03T11:59:00Z' }, now), 'now (#3)');
+  assert.equal(M.etaText({ ...row, eta: null, etaNote: 'no estimate before 2026-12-10T12:00:00Z' }, now),
+    'no estimate before 2026-12-10T12:00:00Z (#3)');
+  const [fresh] = M.jobRows([{ id: 8, state: 'pending', eta: null, eta_note: 'not estimated yet', position: null }]);
+  assert.equal(M.etaText(fresh, now), '');
+});
+
 test('formatting', () => {
   assert.equal(M.formatGpus(1000), '1');
   assert.equal(M.formatGpus(250), '0.25');
