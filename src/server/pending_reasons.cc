@@ -420,8 +420,8 @@ std::string PendingReasonOf(const PendingDemand& job, const WaitContext& c,
     return "waiting for its turn: it fits the free resources now; jobs ahead of it go first "
            "(at the next scheduling cycle)";
   }
-  return "waiting for resources (" + std::to_string(job.gpus) +
-         " GPUs); jobs ahead of it or running hold them";
+  // No live copy: nothing was pending at the last cycle, so the job came after it.
+  return "waiting for the next scheduling cycle";
 }
 
 }  // namespace tessera
