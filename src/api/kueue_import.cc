@@ -165,8 +165,8 @@ class Importer {
         continue;
       }
       if (!root.IsMap()) {
-        return top.Error("", root, "expected a Kubernetes object (a map), got " +
-                                       YamlReader::Describe(root));
+        return top.Error("", root,
+                         "expected a Kubernetes object (a map), got " + YamlReader::Describe(root));
       }
       Object o;
       o.root = root;
@@ -213,13 +213,14 @@ class Importer {
     for (std::string_view k : {"apiVersion", "kind", "metadata", "status"}) {
       top_level.push_back(k);
     }
-    TESSERA_RETURN_IF_ERROR(r.ForEachKey(
-        o.root, "", {}, [&](const std::string& key, const YAML::Node& value, const std::string& path) {
-          if (std::find(top_level.begin(), top_level.end(), key) == top_level.end()) {
-            return Problem(r, path, value, "unknown field '" + key + "'");
-          }
-          return Status::Ok();
-        }));
+    TESSERA_RETURN_IF_ERROR(
+        r.ForEachKey(o.root, "", {},
+                     [&](const std::string& key, const YAML::Node& value, const std::string& path) {
+                       if (std::find(top_level.begin(), top_level.end(), key) == top_level.end()) {
+                         return Problem(r, path, value, "unknown field '" + key + "'");
+                       }
+                       return Status::Ok();
+                     }));
     YAML::Node spec = o.root["spec"];
     if (!spec.IsDefined() || spec.IsNull()) {
       return YAML::Node(YAML::NodeType::Map);
@@ -236,31 +237,36 @@ class Importer {
     Flavor f;
     f.name = o.name;
     TESSERA_RETURN_IF_ERROR(r.ForEachKey(
-        spec, "spec", {}, [&](const std::string& key, const YAML::Node& value, const std::string& path) {
+        spec, "spec", {},
+        [&](const std::string& key, const YAML::Node& value, const std::string& path) {
           if (key != "nodeLabels") {
             return Problem(r, path, value,
                            "no equivalent in Tessera (a flavor is a GPU model; placement "
                            "follows the job's request)");
           }
-          return r.ForEachKey(value, path, {}, [&](const std::string& label, const YAML::Node& v,
-                                                   const std::string& label_path) -> Status {
-            if (label != "nvidia.com/gpu.product" && label != "cloud.google.com/gke-accelerator") {
-              return Problem(r, label_path, v,
-                             "node label '" + label +
-                                 "' has no equivalent in Tessera (flavors map to GPU models "
-                                 "by nvidia.com/gpu.product)");
-            }
-            TESSERA_ASSIGN_OR_RETURN(std::string product, r.String(v, label_path));
-            std::optional<GpuModelId> model = ModelOfProduct(product, catalog_);
-            if (!model) {
-              return r.Error(label_path, v, "GPU product '" + product + "' is not a known GPU model");
-            }
-            if (f.model.valid() && f.model != *model) {
-              return r.Error(label_path, v, "names a second GPU model");
-            }
-            f.model = *model;
-            return Status::Ok();
-          });
+          return r.ForEachKey(
+              value, path, {},
+              [&](const std::string& label, const YAML::Node& v,
+                  const std::string& label_path) -> Status {
+                if (label != "nvidia.com/gpu.product" &&
+                    label != "cloud.google.com/gke-accelerator") {
+                  return Problem(r, label_path, v,
+                                 "node label '" + label +
+                                     "' has no equivalent in Tessera (flavors map to GPU models "
+                                     "by nvidia.com/gpu.product)");
+                }
+                TESSERA_ASSIGN_OR_RETURN(std::string product, r.String(v, label_path));
+                std::optional<GpuModelId> model = ModelOfProduct(product, catalog_);
+                if (!model) {
+                  return r.Error(label_path, v,
+                                 "GPU product '" + product + "' is not a known GPU model");
+                }
+                if (f.model.valid() && f.model != *model) {
+                  return r.Error(label_path, v, "names a second GPU model");
+                }
+                f.model = *model;
+                return Status::Ok();
+              });
         }));
     if (flavors_.count(o.name) > 0) {
       return r.Error("metadata.name", o.root, "ResourceFlavor '" + o.name + "' is defined twice");
@@ -299,7 +305,8 @@ class Importer {
       }
       if (!exact) {
         result_.warnings.push_back(
-            r.Error(path, node, "'" + node.Scalar() + "' rounded down to " + std::to_string(*mib) + "Mi")
+            r.Error(path, node,
+                    "'" + node.Scalar() + "' rounded down to " + std::to_string(*mib) + "Mi")
                 .message());
       }
       return *mib;
@@ -315,70 +322,73 @@ class Importer {
   Status ReadFlavorResources(const YamlReader& r, const Flavor& flavor, const YAML::Node& list,
                              const std::string& path, std::vector<QueueQuota>& out,
                              std::vector<std::string>& origins) {
-    return r.ForEachEntry(list, path, [&](const YAML::Node& res, const std::string& rpath) -> Status {
-      std::string name;
-      std::optional<YAML::Node> amounts[3];  // nominalQuota, borrowingLimit, lendingLimit
-      TESSERA_RETURN_IF_ERROR(r.ForEachKey(
-          res, rpath, {"name", "nominalQuota", "borrowingLimit", "lendingLimit"},
-          [&](const std::string& key, const YAML::Node& value, const std::string& kpath) -> Status {
-            if (key == "name") {
-              TESSERA_ASSIGN_OR_RETURN(name, r.String(value, kpath));
-            } else {
-              amounts[key == "nominalQuota" ? 0 : key == "borrowingLimit" ? 1 : 2] = value;
+    return r.ForEachEntry(
+        list, path, [&](const YAML::Node& res, const std::string& rpath) -> Status {
+          std::string name;
+          std::optional<YAML::Node> amounts[3];  // nominalQuota, borrowingLimit, lendingLimit
+          TESSERA_RETURN_IF_ERROR(r.ForEachKey(
+              res, rpath, {"name", "nominalQuota", "borrowingLimit", "lendingLimit"},
+              [&](const std::string& key, const YAML::Node& value,
+                  const std::string& kpath) -> Status {
+                if (key == "name") {
+                  TESSERA_ASSIGN_OR_RETURN(name, r.String(value, kpath));
+                } else {
+                  amounts[key == "nominalQuota" ? 0 : key == "borrowingLimit" ? 1 : 2] = value;
+                }
+                return Status::Ok();
+              }));
+          ResourceName resource;
+          if (name == "nvidia.com/gpu") {
+            resource = ResourceName{ResourceKind::kGpu, flavor.model};
+          } else if (name == "cpu") {
+            resource = ResourceName{ResourceKind::kCpu, GpuModelId()};
+          } else if (name == "memory") {
+            resource = ResourceName{ResourceKind::kMemory, GpuModelId()};
+          } else {
+            return Problem(r, rpath + ".name", res["name"],
+                           "resource '" + name +
+                               "' has no equivalent in Tessera (quotas on nvidia.com/gpu, cpu and "
+                               "memory; MIG slices count against the GPU quota)");
+          }
+          if (!amounts[0]) {
+            return r.Error(rpath, res, "resource '" + name + "' needs a nominalQuota");
+          }
+          QueueQuota q;
+          q.resource = resource;
+          TESSERA_ASSIGN_OR_RETURN(
+              q.quota.nominal, Quantity(r, *amounts[0], resource.kind, rpath + ".nominalQuota"));
+          if (amounts[1]) {
+            TESSERA_ASSIGN_OR_RETURN(
+                q.quota.borrowing_limit,
+                Quantity(r, *amounts[1], resource.kind, rpath + ".borrowingLimit"));
+          }
+          if (amounts[2]) {
+            TESSERA_ASSIGN_OR_RETURN(q.quota.lending_limit, Quantity(r, *amounts[2], resource.kind,
+                                                                     rpath + ".lendingLimit"));
+          }
+          for (size_t i = 0; i < out.size(); ++i) {
+            if (out[i].resource != resource) {
+              continue;
             }
+            TESSERA_RETURN_IF_ERROR(Problem(
+                r, rpath + ".name", res["name"],
+                "flavors '" + origins[i] + "' and '" + flavor.name + "' both give " +
+                    ResourceNameString(resource, catalog_) +
+                    ", which is one quota in Tessera (cpu and memory are not per flavor; give GPU "
+                    "flavors a nvidia.com/gpu.product label); the two are added up"));
+            Quota& merged = out[i].quota;
+            merged.nominal += q.quota.nominal;
+            auto add = [](std::optional<int64_t>& a, const std::optional<int64_t>& b) {
+              a = a && b ? std::optional<int64_t>(*a + *b) : std::nullopt;
+            };
+            add(merged.borrowing_limit, q.quota.borrowing_limit);
+            add(merged.lending_limit, q.quota.lending_limit);
             return Status::Ok();
-          }));
-      ResourceName resource;
-      if (name == "nvidia.com/gpu") {
-        resource = ResourceName{ResourceKind::kGpu, flavor.model};
-      } else if (name == "cpu") {
-        resource = ResourceName{ResourceKind::kCpu, GpuModelId()};
-      } else if (name == "memory") {
-        resource = ResourceName{ResourceKind::kMemory, GpuModelId()};
-      } else {
-        return Problem(r, rpath + ".name", res["name"],
-                       "resource '" + name +
-                           "' has no equivalent in Tessera (quotas on nvidia.com/gpu, cpu and "
-                           "memory; MIG slices count against the GPU quota)");
-      }
-      if (!amounts[0]) {
-        return r.Error(rpath, res, "resource '" + name + "' needs a nominalQuota");
-      }
-      QueueQuota q;
-      q.resource = resource;
-      TESSERA_ASSIGN_OR_RETURN(q.quota.nominal,
-                               Quantity(r, *amounts[0], resource.kind, rpath + ".nominalQuota"));
-      if (amounts[1]) {
-        TESSERA_ASSIGN_OR_RETURN(q.quota.borrowing_limit,
-                                 Quantity(r, *amounts[1], resource.kind, rpath + ".borrowingLimit"));
-      }
-      if (amounts[2]) {
-        TESSERA_ASSIGN_OR_RETURN(q.quota.lending_limit,
-                                 Quantity(r, *amounts[2], resource.kind, rpath + ".lendingLimit"));
-      }
-      for (size_t i = 0; i < out.size(); ++i) {
-        if (out[i].resource != resource) {
-          continue;
-        }
-        TESSERA_RETURN_IF_ERROR(Problem(
-            r, rpath + ".name", res["name"],
-            "flavors '" + origins[i] + "' and '" + flavor.name + "' both give " +
-                ResourceNameString(resource, catalog_) +
-                ", which is one quota in Tessera (cpu and memory are not per flavor; give GPU "
-                "flavors a nvidia.com/gpu.product label); the two are added up"));
-        Quota& merged = out[i].quota;
-        merged.nominal += q.quota.nominal;
-        auto add = [](std::optional<int64_t>& a, const std::optional<int64_t>& b) {
-          a = a && b ? std::optional<int64_t>(*a + *b) : std::nullopt;
-        };
-        add(merged.borrowing_limit, q.quota.borrowing_limit);
-        add(merged.lending_limit, q.quota.lending_limit);
-        return Status::Ok();
-      }
-      out.push_back(q);
-      origins.push_back(flavor.name);
-      return Status::Ok();
-    });
+          }
+          out.push_back(q);
+          origins.push_back(flavor.name);
+          return Status::Ok();
+        });
   }
 
   Status ReadResourceGroups(const YamlReader& r, const YAML::Node& groups, const std::string& path,
@@ -391,30 +401,33 @@ class Importer {
             if (key == "coveredResources") {
               return r.Strings(value, kpath).status();  // each flavor lists its resources
             }
-            return r.ForEachEntry(value, kpath, [&](const YAML::Node& f, const std::string& fpath) -> Status {
-              std::string flavor_name;
-              YAML::Node resources;
-              TESSERA_RETURN_IF_ERROR(r.ForEachKey(
-                  f, fpath, {"name", "resources"},
-                  [&](const std::string& k, const YAML::Node& v, const std::string& p) -> Status {
-                    if (k == "name") {
-                      TESSERA_ASSIGN_OR_RETURN(flavor_name, r.String(v, p));
-                    } else {
-                      resources = v;
-                    }
+            return r.ForEachEntry(
+                value, kpath, [&](const YAML::Node& f, const std::string& fpath) -> Status {
+                  std::string flavor_name;
+                  YAML::Node resources;
+                  TESSERA_RETURN_IF_ERROR(
+                      r.ForEachKey(f, fpath, {"name", "resources"},
+                                   [&](const std::string& k, const YAML::Node& v,
+                                       const std::string& p) -> Status {
+                                     if (k == "name") {
+                                       TESSERA_ASSIGN_OR_RETURN(flavor_name, r.String(v, p));
+                                     } else {
+                                       resources = v;
+                                     }
+                                     return Status::Ok();
+                                   }));
+                  auto it = flavors_.find(flavor_name);
+                  if (it == flavors_.end()) {
+                    return r.Error(
+                        fpath + ".name", f["name"].IsDefined() ? f["name"] : f,
+                        "ResourceFlavor '" + flavor_name + "' is not defined in the input");
+                  }
+                  if (!resources.IsDefined()) {
                     return Status::Ok();
-                  }));
-              auto it = flavors_.find(flavor_name);
-              if (it == flavors_.end()) {
-                return r.Error(fpath + ".name", f["name"].IsDefined() ? f["name"] : f,
-                               "ResourceFlavor '" + flavor_name + "' is not defined in the input");
-              }
-              if (!resources.IsDefined()) {
-                return Status::Ok();
-              }
-              return ReadFlavorResources(r, it->second, resources, fpath + ".resources", out,
-                                         origins);
-            });
+                  }
+                  return ReadFlavorResources(r, it->second, resources, fpath + ".resources", out,
+                                             origins);
+                });
           });
     });
   }
@@ -425,17 +438,19 @@ class Importer {
         " has no per-queue equivalent: preemption is the cluster's --policy in Tessera "
         "(reclaim of lent quota from borrowing queues, priority preemption within a queue)";
     return r.ForEachKey(
-        p, path, {}, [&](const std::string& key, const YAML::Node& value, const std::string& kpath) -> Status {
+        p, path, {},
+        [&](const std::string& key, const YAML::Node& value, const std::string& kpath) -> Status {
           if (key == "borrowWithinCohort") {
-            return r.ForEachKey(value, kpath, {}, [&](const std::string& k, const YAML::Node& v,
-                                                      const std::string& vpath) -> Status {
-              if (k == "policy" && v.IsScalar() && v.Scalar() == "Never") {
-                return Status::Ok();
-              }
-              return Problem(r, vpath, v,
-                             "Tessera never preempts in order to borrow; only policy: Never "
-                             "has an equivalent");
-            });
+            return r.ForEachKey(
+                value, kpath, {},
+                [&](const std::string& k, const YAML::Node& v, const std::string& vpath) -> Status {
+                  if (k == "policy" && v.IsScalar() && v.Scalar() == "Never") {
+                    return Status::Ok();
+                  }
+                  return Problem(r, vpath, v,
+                                 "Tessera never preempts in order to borrow; only policy: Never "
+                                 "has an equivalent");
+                });
           }
           const std::string expected = key == "reclaimWithinCohort"  ? "Any"
                                        : key == "withinClusterQueue" ? "LowerPriority"
@@ -455,7 +470,8 @@ class Importer {
   StatusOr<int64_t> Weight(const YamlReader& r, const YAML::Node& fair, const std::string& path) {
     int64_t weight = 1;
     const Status read = r.ForEachKey(
-        fair, path, {}, [&](const std::string& key, const YAML::Node& value, const std::string& kpath) -> Status {
+        fair, path, {},
+        [&](const std::string& key, const YAML::Node& value, const std::string& kpath) -> Status {
           if (key != "weight") {
             return Problem(r, kpath, value, "unknown field '" + key + "'");
           }
@@ -484,7 +500,8 @@ class Importer {
     node.name = o.name;
     node.cohort = cohort;
     TESSERA_RETURN_IF_ERROR(r.ForEachKey(
-        spec, "spec", {}, [&](const std::string& key, const YAML::Node& value, const std::string& path) -> Status {
+        spec, "spec", {},
+        [&](const std::string& key, const YAML::Node& value, const std::string& path) -> Status {
           const bool parent_key = cohort ? (key == "parent" || key == "parentName")
                                          : (key == "cohort" || key == "cohortName");
           if (parent_key) {
@@ -557,7 +574,8 @@ class Importer {
     TESSERA_ASSIGN_OR_RETURN(YAML::Node spec, Spec(o, r));
     std::string cluster_queue;
     TESSERA_RETURN_IF_ERROR(r.ForEachKey(
-        spec, "spec", {}, [&](const std::string& key, const YAML::Node& value, const std::string& path) -> Status {
+        spec, "spec", {},
+        [&](const std::string& key, const YAML::Node& value, const std::string& path) -> Status {
           if (key == "clusterQueue") {
             TESSERA_ASSIGN_OR_RETURN(cluster_queue, r.String(value, path));
             return Status::Ok();
@@ -570,7 +588,8 @@ class Importer {
     auto q = std::find_if(queues_.begin(), queues_.end(),
                           [&](const QueueNodeSpec& n) { return n.name == cluster_queue; });
     if (q == queues_.end()) {
-      return Problem(r, "spec.clusterQueue", spec["clusterQueue"].IsDefined() ? spec["clusterQueue"] : o.root,
+      return Problem(r, "spec.clusterQueue",
+                     spec["clusterQueue"].IsDefined() ? spec["clusterQueue"] : o.root,
                      "ClusterQueue '" + cluster_queue + "' is not in the input");
     }
     // Kubernetes' own default namespace.
@@ -665,18 +684,17 @@ StatusOr<int64_t> KubernetesBytesToMiB(std::string_view text, bool* exact) {
   if (digits + frac == 0) {
     return InvalidArgumentError(bad);
   }
-  static const std::map<std::string_view, Int128> kScale = {
-      {"", 1},
-      {"k", 1000},
-      {"M", 1000'000},
-      {"G", 1000'000'000},
-      {"T", Int128{1000'000'000} * 1000},
-      {"P", Int128{1000'000'000} * 1000'000},
-      {"Ki", 1024},
-      {"Mi", 1024 * 1024},
-      {"Gi", Int128{1} << 30},
-      {"Ti", Int128{1} << 40},
-      {"Pi", Int128{1} << 50}};
+  static const std::map<std::string_view, Int128> kScale = {{"", 1},
+                                                            {"k", 1000},
+                                                            {"M", 1000'000},
+                                                            {"G", 1000'000'000},
+                                                            {"T", Int128{1000'000'000} * 1000},
+                                                            {"P", Int128{1000'000'000} * 1000'000},
+                                                            {"Ki", 1024},
+                                                            {"Mi", 1024 * 1024},
+                                                            {"Gi", Int128{1} << 30},
+                                                            {"Ti", Int128{1} << 40},
+                                                            {"Pi", Int128{1} << 50}};
   auto scale = kScale.find(t.substr(pos));
   if (scale == kScale.end()) {
     return InvalidArgumentError(bad);
@@ -698,7 +716,8 @@ StatusOr<int64_t> KubernetesBytesToMiB(std::string_view text, bool* exact) {
 }
 
 StatusOr<KueueImport> ImportKueueYaml(std::string_view yaml, const GpuCatalog& catalog,
-                                      const KueueImportOptions& options, const std::string& source) {
+                                      const KueueImportOptions& options,
+                                      const std::string& source) {
   Importer importer(catalog, options);
   try {
     return importer.Run(yaml, source);

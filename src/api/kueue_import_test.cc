@@ -58,7 +58,8 @@ std::string Queue(const std::string& extra) {
 }
 
 TEST(KueueImportTest, TheExampleMapsQueuesCohortsFlavorsTenantsAndPriorities) {
-  StatusOr<KueueImport> imported = ImportKueueYaml(ReadExample("kueue/cluster-queues.yaml"), Catalog());
+  StatusOr<KueueImport> imported =
+      ImportKueueYaml(ReadExample("kueue/cluster-queues.yaml"), Catalog());
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   EXPECT_TRUE(imported->warnings.empty());
   const QueueTreeSpec& spec = imported->spec;
@@ -128,7 +129,9 @@ TEST(KueueImportTest, ProductLabelsNameCatalogModels) {
                                                         {"nvidia-l40s", "L40S"}}) {
     const std::string yaml =
         "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: f}\n"
-        "spec: {nodeLabels: {nvidia.com/gpu.product: " + label + "}}\n---\n"
+        "spec: {nodeLabels: {nvidia.com/gpu.product: " +
+        label +
+        "}}\n---\n"
         "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\n"
         "spec: {resourceGroups: [{coveredResources: [nvidia.com/gpu], flavors: [{name: f, "
         "resources: [{name: nvidia.com/gpu, nominalQuota: 1}]}]}]}\n";
@@ -155,7 +158,8 @@ TEST(KueueImportTest, WhatHasNoEquivalentIsAnErrorNamingTheObjectAndField) {
        "ClusterQueue q: spec.flavorFungibility: has no equivalent"},
       {"  queueingStrategy: StrictFIFO\n", "ClusterQueue q: spec.queueingStrategy:"},
       {"  fairSharing: {weight: 0.5}\n", "ClusterQueue q: spec.fairSharing.weight: weight '0.5'"},
-      {"  namespaceSelector: {matchLabels: {team: a}}\n", "ClusterQueue q: spec.namespaceSelector:"},
+      {"  namespaceSelector: {matchLabels: {team: a}}\n",
+       "ClusterQueue q: spec.namespaceSelector:"},
       {"  bogus: 1\n", "ClusterQueue q: spec.bogus: unknown field 'bogus'"},
   };
   for (const Case& c : cases) {
@@ -231,7 +235,8 @@ TEST(KueueImportTest, CpuUnderTwoFlavorsIsOneQuotaInTessera) {
       "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: cpu-only}\n---\n"
       "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\n"
       "spec:\n  cohort: org\n  resourceGroups:\n  - coveredResources: [cpu]\n"
-      "    flavors:\n    - {name: h100, resources: [{name: cpu, nominalQuota: 8, borrowingLimit: 2}]}\n"
+      "    flavors:\n    - {name: h100, resources: [{name: cpu, nominalQuota: 8, borrowingLimit: "
+      "2}]}\n"
       "    - {name: cpu-only, resources: [{name: cpu, nominalQuota: 4, borrowingLimit: 1}]}\n";
   StatusOr<KueueImport> imported = ImportKueueYaml(yaml, Catalog());
   ASSERT_FALSE(imported.ok());
@@ -246,12 +251,11 @@ TEST(KueueImportTest, CpuUnderTwoFlavorsIsOneQuotaInTessera) {
 }
 
 TEST(KueueImportTest, LocalQueuesOfTwoNamespacesOnOneQueue) {
-  const std::string yaml =
-      Queue("") +
-      "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
-      "metadata: {name: lq, namespace: ns1}\nspec: {clusterQueue: q}\n"
-      "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
-      "metadata: {name: lq, namespace: ns2}\nspec: {clusterQueue: q}\n";
+  const std::string yaml = Queue("") +
+                           "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
+                           "metadata: {name: lq, namespace: ns1}\nspec: {clusterQueue: q}\n"
+                           "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
+                           "metadata: {name: lq, namespace: ns2}\nspec: {clusterQueue: q}\n";
   StatusOr<KueueImport> imported = ImportKueueYaml(yaml, Catalog());
   ASSERT_FALSE(imported.ok());
   EXPECT_NE(imported.status().message().find(
@@ -265,7 +269,8 @@ TEST(KueueImportTest, LocalQueuesOfTwoNamespacesOnOneQueue) {
 }
 
 TEST(KueueImportTest, OtherObjectsAndBadText) {
-  const std::string deployment = Queue("") + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n";
+  const std::string deployment =
+      Queue("") + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n";
   StatusOr<KueueImport> imported = ImportKueueYaml(deployment, Catalog());
   ASSERT_FALSE(imported.ok());
   EXPECT_NE(imported.status().message().find("Deployment web: apiVersion: not a Kueue object"),

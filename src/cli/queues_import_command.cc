@@ -47,9 +47,8 @@ int RunQueuesImport(const ClientConfig* config, const QueuesImportOptions& o, st
     return ReportError(text.status(), err);
   }
   const GpuCatalog& catalog = GpuCatalog::Default();
-  StatusOr<KueueImport> imported =
-      ImportKueueYaml(*text, catalog, KueueImportOptions{.lenient = o.lenient},
-                      o.file == "-" ? "stdin" : o.file);
+  StatusOr<KueueImport> imported = ImportKueueYaml(
+      *text, catalog, KueueImportOptions{.lenient = o.lenient}, o.file == "-" ? "stdin" : o.file);
   if (!imported.ok()) {
     const int code = ReportError(imported.status(), err);
     if (!o.lenient) {

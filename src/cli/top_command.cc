@@ -315,9 +315,10 @@ class Renderer {
     if (lost > 0) {
       line += "  " + paint_(kRed, std::to_string(lost) + " lost");
     }
-    line += "  jobs " + std::to_string(cluster_running_.value_or(static_cast<int64_t>(running))) +
-            " running, " + std::to_string(cluster_pending_.value_or(static_cast<int64_t>(pending))) +
-            " pending";
+    const int64_t cluster_running = cluster_running_.value_or(static_cast<int64_t>(running));
+    const int64_t cluster_pending = cluster_pending_.value_or(static_cast<int64_t>(pending));
+    line += "  jobs " + std::to_string(cluster_running) + " running, " +
+            std::to_string(cluster_pending) + " pending";
     Emit(line);
   }
 

@@ -47,7 +47,8 @@ nlohmann::json EndedAttempt(const LiveJob& job, const JobRecord& rec, Micros now
     const NodeInfo* node = found == nodes.all().end() ? nullptr : &found->second;
     if (t < rec.allocations.size()) {
       for (const GpuGrant& g : rec.allocations[t].gpus) {
-        nlohmann::json gpu = {{"index", g.gpu}, {"milli", g.milli.value()}, {"mig_profile", nullptr}};
+        nlohmann::json gpu = {
+            {"index", g.gpu}, {"milli", g.milli.value()}, {"mig_profile", nullptr}};
         const size_t gi = static_cast<size_t>(g.gpu);
         if (node != nullptr && gi < node->inventory.spec.gpus.size()) {
           const GpuModel& model = catalog.Get(node->inventory.spec.gpus[gi].model);

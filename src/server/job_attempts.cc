@@ -34,8 +34,8 @@ std::string AppendAttempt(const std::string& old_placement_json, nlohmann::json 
   nlohmann::json attempts = StoredAttempts(old_placement_json);
   attempts.push_back(std::move(ended));
   if (attempts.size() > kMaxStoredAttempts) {
-    attempts.erase(attempts.begin(),
-                   attempts.begin() + static_cast<std::ptrdiff_t>(attempts.size() - kMaxStoredAttempts));
+    attempts.erase(attempts.begin(), attempts.begin() + static_cast<std::ptrdiff_t>(
+                                                            attempts.size() - kMaxStoredAttempts));
   }
   return nlohmann::json{{"attempts", std::move(attempts)}}.dump();
 }
@@ -58,14 +58,15 @@ nlohmann::json AttemptsView(const nlohmann::json& stored) {
     }
     const Micros start = a.value("start", Micros{0});
     const Micros end = a.value("end", Micros{0});
-    out.push_back({{"attempt", a.value("attempt", 0)},
-                   {"start_time", start > 0 ? nlohmann::json(FormatRfc3339(start)) : nlohmann::json()},
-                   {"end_time", end > 0 ? nlohmann::json(FormatRfc3339(end)) : nlohmann::json()},
-                   {"run_seconds", RunSeconds(a)},
-                   {"ended", a.value("ended", "")},
-                   {"exit_code", a.value("exit_code", 0)},
-                   {"signal", a.value("signal", 0)},
-                   {"tasks", a.value("tasks", nlohmann::json::array())}});
+    out.push_back(
+        {{"attempt", a.value("attempt", 0)},
+         {"start_time", start > 0 ? nlohmann::json(FormatRfc3339(start)) : nlohmann::json()},
+         {"end_time", end > 0 ? nlohmann::json(FormatRfc3339(end)) : nlohmann::json()},
+         {"run_seconds", RunSeconds(a)},
+         {"ended", a.value("ended", "")},
+         {"exit_code", a.value("exit_code", 0)},
+         {"signal", a.value("signal", 0)},
+         {"tasks", a.value("tasks", nlohmann::json::array())}});
   }
   return out;
 }
