@@ -97,9 +97,8 @@ int Run(size_t n) {
   const double first_never = Best(1, [&] {
     never_reason = PendingReasonOf(DemandOf(JobNumber(2), "q", never, catalog), *c, catalog);
   });
-  std::printf(
-      "| %zu | %.2f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f ms |\n", n, fingerprint,
-      fit_build, live_build, first_resources, first_never, memo);
+  std::printf("| %zu | %.2f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f ms |\n", n,
+              fingerprint, fit_build, live_build, first_resources, first_never, memo);
   std::fprintf(stderr, "  %s\n  %s\n", reason.c_str(), never_reason.c_str());
   return sink == 42 ? 1 : 0;
 }

@@ -457,7 +457,8 @@ TEST(JobCodecTest, HoldIfUnfitRoundTrips) {
   EXPECT_EQ(j["hold_if_unfit"], true);
   EXPECT_EQ(ParseJobJson(j.dump(), Catalog()).value(), job);
   EXPECT_FALSE(Json_(R"({"command": "make"})").hold_if_unfit);
-  EXPECT_FALSE(JobSubmissionToJson(Json_(R"({"command": "make"})"), Catalog()).contains("hold_if_unfit"));
+  EXPECT_FALSE(
+      JobSubmissionToJson(Json_(R"({"command": "make"})"), Catalog()).contains("hold_if_unfit"));
   EXPECT_NE(JsonError(R"({"command": "x", "hold_if_unfit": "yes"})").find("hold_if_unfit"),
             std::string::npos);
 }

@@ -255,16 +255,16 @@ std::string FitChecker::TaskNeverFits(const TaskRequest& t) const {
              " is not in the geometry of any GPU model here (" + JoinNames(models_here, 8) + ")";
     }
     if (!mode_present) {
-      const std::string mode = t.wants_mig()       ? "in MIG mode with profile " + t.mig_profile
-                               : t.fractional()    ? std::string("in shared mode")
-                                                   : std::string("outside MIG mode");
-      return "never fits: a task needs a GPU " + mode + (t.models.empty() ? "" : " of the models asked") +
-             "; no schedulable GPU is";
+      const std::string mode = t.wants_mig()    ? "in MIG mode with profile " + t.mig_profile
+                               : t.fractional() ? std::string("in shared mode")
+                                                : std::string("outside MIG mode");
+      return "never fits: a task needs a GPU " + mode +
+             (t.models.empty() ? "" : " of the models asked") + "; no schedulable GPU is";
     }
     if (!t.wants_mig() && t.gpu_memory.value() > 0 && t.gpu_memory.value() > best_memory) {
       return "never fits: a task asks " + Gib(t.gpu_memory.value()) +
-             " of GPU memory per GPU; the largest GPU has " + Gib(best_memory) + " (" +
-             best_model + ")";
+             " of GPU memory per GPU; the largest GPU has " + Gib(best_memory) + " (" + best_model +
+             ")";
     }
     if (most_on_node < t.gpu_count) {
       return "never fits: a task asks " + Plural(t.gpu_count, "GPU") +
@@ -274,7 +274,8 @@ std::string FitChecker::TaskNeverFits(const TaskRequest& t) const {
     if (t.topology == GpuTopology::kRequireLocal && t.gpu_count > 1) {
       return "never fits: a task needs its " + Plural(t.gpu_count, "GPU") +
              " in one NVLink domain or NUMA node (require-local); no schedulable node has that "
-             "many together" + DrainNote(t);
+             "many together" +
+             DrainNote(t);
     }
   }
   // No one resource is short everywhere: each node lacks something else.
@@ -348,8 +349,7 @@ std::vector<const TaskRequest*> FitChecker::Order(const JobSpec& spec) {
 }
 
 std::vector<std::vector<NodeId>> FitChecker::Groups(const JobSpec& spec) const {
-  if (spec.tasks.size() <= 1 || !spec.topology.hard ||
-      spec.topology.scope == TopologyScope::kAny) {
+  if (spec.tasks.size() <= 1 || !spec.topology.hard || spec.topology.scope == TopologyScope::kAny) {
     return {schedulable_};
   }
   // Nodes sharing the scope's label (nodes without it are groups of their own), as
@@ -432,9 +432,8 @@ FitVerdict FitChecker::Check(const JobSpec& spec) const {
     }
     // Name the resource the schedulable nodes lack in total, else the packing.
     int64_t have_gpus = 0, have_cpu = 0, have_memory = 0;
-    const bool whole = std::all_of(spec.tasks.begin(), spec.tasks.end(), [](const auto& t) {
-      return t.cpu_only() || t.whole_gpus();
-    });
+    const bool whole = std::all_of(spec.tasks.begin(), spec.tasks.end(),
+                                   [](const auto& t) { return t.cpu_only() || t.whole_gpus(); });
     for (NodeId id : schedulable_) {
       const NodeLedger& node = empty_->node(id);
       have_cpu += node.spec().cpu.value();
@@ -450,8 +449,9 @@ FitVerdict FitChecker::Check(const JobSpec& spec) const {
                          " schedulable" + DrainNote(*order[0])};
     }
     if (cpu > have_cpu) {
-      return {false, "never fits: the job needs " + Cpus(cpu) + " CPUs; the schedulable nodes have " +
-                         Cpus(have_cpu) + DrainNote(TaskRequest{})};
+      return {false, "never fits: the job needs " + Cpus(cpu) +
+                         " CPUs; the schedulable nodes have " + Cpus(have_cpu) +
+                         DrainNote(TaskRequest{})};
     }
     if (memory > have_memory) {
       return {false, "never fits: the job needs " + Gib(memory) +
@@ -460,7 +460,8 @@ FitVerdict FitChecker::Check(const JobSpec& spec) const {
     }
     return {false, "never fits: the job's " + std::to_string(n) +
                        " tasks do not fit together on the schedulable nodes even when empty (at "
-                       "most " + std::to_string(placed) + " do)" + DrainNote(*order[0])};
+                       "most " +
+                       std::to_string(placed) + " do)" + DrainNote(*order[0])};
   }
   const std::vector<std::vector<NodeId>> groups = Groups(spec);
   size_t best = 0;

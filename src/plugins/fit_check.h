@@ -42,9 +42,9 @@ class FitChecker {
   // kAsIs: a copy of `live` as it is (GangPlaces' "now").
   enum class Copy { kEmpty, kAsIs };
   // `filters` null: the filters every placement profile starts with.
-  explicit FitChecker(const ClusterState& live, Copy copy = Copy::kEmpty,
-                      std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> filters =
-                          nullptr);
+  explicit FitChecker(
+      const ClusterState& live, Copy copy = Copy::kEmpty,
+      std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> filters = nullptr);
 
   // Nodes present (drained ones included).
   size_t nodes() const { return node_count_; }

@@ -141,9 +141,10 @@ TEST(FitCheckTest, MigProfileAndMode) {
 }
 
 TEST(FitCheckTest, HardTopologyScopes) {
-  ClusterState state = Cluster({Node("n1", "H100-80GB", 8, SharingMode::kExclusive, {{"rack", "r1"}}),
-                                Node("n2", "H100-80GB", 8, SharingMode::kExclusive, {{"rack", "r2"}}),
-                                Node("n3", "H100-80GB", 8, SharingMode::kExclusive, {{"rack", "r2"}})});
+  ClusterState state =
+      Cluster({Node("n1", "H100-80GB", 8, SharingMode::kExclusive, {{"rack", "r1"}}),
+               Node("n2", "H100-80GB", 8, SharingMode::kExclusive, {{"rack", "r2"}}),
+               Node("n3", "H100-80GB", 8, SharingMode::kExclusive, {{"rack", "r2"}})});
   FitChecker checker(state);
   EXPECT_TRUE(checker.Check(Gang(Whole(8), 2, TopologyScope::kRack, true)).fits);
   EXPECT_EQ(Never(checker, Gang(Whole(8), 3, TopologyScope::kRack, true)),
@@ -158,10 +159,12 @@ TEST(FitCheckTest, HardTopologyScopes) {
 }
 
 TEST(FitCheckTest, HardBlockAndNvlinkScopesUseTheirLabels) {
-  ClusterState state = Cluster(
-      {Node("n1", "H100-80GB", 8, SharingMode::kExclusive, {{"block", "b1"}, {"nvlink-domain", "d1"}}),
-       Node("n2", "H100-80GB", 8, SharingMode::kExclusive, {{"block", "b1"}, {"nvlink-domain", "d2"}}),
-       Node("n3", "H100-80GB", 8, SharingMode::kExclusive, {{"block", "b2"}, {"nvlink-domain", "d2"}})});
+  ClusterState state = Cluster({Node("n1", "H100-80GB", 8, SharingMode::kExclusive,
+                                     {{"block", "b1"}, {"nvlink-domain", "d1"}}),
+                                Node("n2", "H100-80GB", 8, SharingMode::kExclusive,
+                                     {{"block", "b1"}, {"nvlink-domain", "d2"}}),
+                                Node("n3", "H100-80GB", 8, SharingMode::kExclusive,
+                                     {{"block", "b2"}, {"nvlink-domain", "d2"}})});
   FitChecker checker(state);
   EXPECT_TRUE(checker.Check(Gang(Whole(8), 2, TopologyScope::kBlock, true)).fits);
   EXPECT_TRUE(checker.Check(Gang(Whole(8), 2, TopologyScope::kNvlinkDomain, true)).fits);

@@ -33,8 +33,8 @@ class ControllerReasonsTest : public ControllerTest {
       return job.status();
     }
     bool created = false;
-    return controller_->Submit(Principal{Role::kTenant, tenant, "test"}, std::move(job).value(),
-                               "", &created);
+    return controller_->Submit(Principal{Role::kTenant, tenant, "test"}, std::move(job).value(), "",
+                               &created);
   }
 
   nlohmann::json Job(uint64_t id) {
@@ -67,8 +67,9 @@ TEST_F(ControllerReasonsTest, ShareLargerThanAnyCardIsRefusedOrHeld) {
             "never fits: a task asks 90 GiB of GPU memory per GPU; the largest GPU has 79.6 GiB "
             "(H100-80GB)");
   // A share that fits runs.
-  const uint64_t fits = Submit("team-a", "command: [/bin/true]\nresources: {gpu_fraction: 0.5, "
-                                         "gpu_memory: 40GiB}\n");
+  const uint64_t fits = Submit("team-a",
+                               "command: [/bin/true]\nresources: {gpu_fraction: 0.5, "
+                               "gpu_memory: 40GiB}\n");
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Job(fits)["state"], "running");
 }
@@ -87,7 +88,8 @@ TEST_F(ControllerReasonsTest, GangLargerThanTheSchedulableGpus) {
       << refused.status().message();
   const uint64_t held = Submit("team-a", std::string(kSixteen) + "hold_if_unfit: true\n");
   ASSERT_TRUE(controller_->RunCycle().ok());
-  EXPECT_EQ(Reason(held), "never fits: the job needs 16 GPUs; 15 are schedulable (1 drained on node n3)");
+  EXPECT_EQ(Reason(held),
+            "never fits: the job needs 16 GPUs; 15 are schedulable (1 drained on node n3)");
   // The drain lifted: it runs.
   ASSERT_TRUE(controller_->Resume("n3", 5).ok());
   ASSERT_TRUE(controller_->RunCycle().ok());
@@ -130,7 +132,8 @@ TEST_F(ControllerReasonsTest, PendingJobThatBecomesUnfitStaysPendingWithTheReaso
   ASSERT_TRUE(controller_->Drain("n2", -1, "maintenance").ok());
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Job(gang)["state"], "pending");
-  EXPECT_EQ(Reason(gang), "never fits: the job needs 16 GPUs; 8 are schedulable (8 drained on node n2)");
+  EXPECT_EQ(Reason(gang),
+            "never fits: the job needs 16 GPUs; 8 are schedulable (8 drained on node n2)");
 }
 
 // A cluster in maintenance (every node drained) refuses nothing either.
@@ -171,11 +174,10 @@ TEST_F(ControllerReasonsTest, BatchFollowsTheRulePerJob) {
                                              0),
             0u)
       << refused.status().message();
-  auto held = controller_->SubmitBatch(
-      who,
-      {job("command: [/bin/true]\nresources: {gpus: 1}\n"),
-       job(std::string(kSixteen) + "hold_if_unfit: true\n")},
-      "", &created);
+  auto held = controller_->SubmitBatch(who,
+                                       {job("command: [/bin/true]\nresources: {gpus: 1}\n"),
+                                        job(std::string(kSixteen) + "hold_if_unfit: true\n")},
+                                       "", &created);
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   EXPECT_EQ((*held)["ids"].size(), 2u);
 }

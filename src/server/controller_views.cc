@@ -186,9 +186,9 @@ void Controller::PublishWaitContext() {
     // "Never fits" verdicts hold while the nodes and their drains do; the live copy
     // only matters while jobs wait.
     const std::shared_ptr<const WaitContext> last = views_.context();
-    c->fit = last->fit != nullptr && last->fit->fingerprint() == FitCache::Fingerprint(*core_.state())
-                 ? last->fit
-                 : std::make_shared<const FitCache>(*core_.state());
+    const bool same_nodes =
+        last->fit != nullptr && last->fit->fingerprint() == FitCache::Fingerprint(*core_.state());
+    c->fit = same_nodes ? last->fit : std::make_shared<const FitCache>(*core_.state());
     if (core_.scheduler()->pending() > 0) {
       c->live = std::make_shared<const LiveCache>(*core_.state());
     }

@@ -176,7 +176,8 @@ TEST(PendingReasonsTest, LiveReasonsNameTheShortResource) {
             "node now; jobs ahead of it or running hold the rest");
   EXPECT_EQ(LiveCache(state).Short({Whole(2), Whole(2)}, any), "");
   // A drained node with room.
-  ClusterState drained = ClusterState::Create({GpuNode("n1", 8), GpuNode("n2", 8)}, catalog).value();
+  ClusterState drained =
+      ClusterState::Create({GpuNode("n1", 8), GpuNode("n2", 8)}, catalog).value();
   Allocation all;
   all.node = NodeId(0);
   for (int g = 0; g < 8; ++g) {

@@ -77,8 +77,7 @@ QueueId RootOf(const QueueTree& tree, QueueId q) {
   return q;
 }
 
-std::string QuotaReason(const PendingDemand& job, const WaitContext& c,
-                        const GpuCatalog& catalog) {
+std::string QuotaReason(const PendingDemand& job, const WaitContext& c, const GpuCatalog& catalog) {
   if (c.quota == nullptr || c.tree == nullptr || c.resources == 0) {
     return "";
   }
@@ -171,8 +170,8 @@ std::string QuotaReason(const PendingDemand& job, const WaitContext& c,
     if (!c.reclaim) {
       return out + "; reclaim is off in the policy: it waits for them to finish";
     }
-    const auto victim = std::find_if(jobs.begin(), jobs.end(),
-                                     [](const Borrower* b) { return b->preemptible; });
+    const auto victim =
+        std::find_if(jobs.begin(), jobs.end(), [](const Borrower* b) { return b->preemptible; });
     if (!jobs.empty() && victim == jobs.end()) {
       return out + "; reclaim is on, but they are not preemptible: it waits for them to finish";
     }
@@ -191,8 +190,7 @@ std::string QuotaReason(const PendingDemand& job, const WaitContext& c,
 
 }  // namespace
 
-FitCache::FitCache(const ClusterState& live)
-    : checker_(live), fingerprint_(Fingerprint(live)) {}
+FitCache::FitCache(const ClusterState& live) : checker_(live), fingerprint_(Fingerprint(live)) {}
 
 uint64_t FitCache::Fingerprint(const ClusterState& state) {
   uint64_t h = state.present_count();
@@ -275,7 +273,7 @@ std::string LiveCache::Compute(const std::vector<TaskRequest>& tasks,
   }
   // The first task that fits no schedulable node alone names the resource.
   for (const TaskRequest& t : tasks) {
-    std::map<std::string, int> busy;       // not-now filter reasons, by node count
+    std::map<std::string, int> busy;        // not-now filter reasons, by node count
     std::vector<std::string> drained_room;  // drained nodes that would take it
     bool fits = false;
     int most_free_gpus = 0, free_gpus = 0;

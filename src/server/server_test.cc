@@ -232,7 +232,8 @@ TEST_F(ServerTest, JobThatNeverFitsIs400UnlessHeld) {
     reg.inventory.mig_instances.emplace_back();
   }
   httplib::Result r = Client(server_->join_token())
-                          .Post("/v1/agents/register", ToJson(reg, catalog).dump(), "application/json");
+                          .Post("/v1/agents/register", ToJson(reg, catalog).dump(),
+                                "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
 
@@ -243,7 +244,8 @@ TEST_F(ServerTest, JobThatNeverFitsIs400UnlessHeld) {
                              "resources": {"gpu_fraction": 0.5, "gpu_memory": "90GiB"}})");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 201) << r->body;
-  const std::string path = "/v1/jobs/" + std::to_string(nlohmann::json::parse(r->body)["id"].get<uint64_t>());
+  const std::string path =
+      "/v1/jobs/" + std::to_string(nlohmann::json::parse(r->body)["id"].get<uint64_t>());
   std::string reason;
   for (int i = 0; i < 500 && reason != never; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
