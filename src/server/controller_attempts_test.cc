@@ -5,6 +5,7 @@
 
 #include "base/time_format.h"
 #include "server/controller_fixture.h"
+#include "server/job_attempts.h"
 
 namespace tessera {
 namespace {
@@ -121,6 +122,27 @@ TEST_F(ControllerAttemptsTest, AFailedAttemptKeepsItsExitCode) {
   EXPECT_EQ(j["attempt_history"][0]["exit_code"], 3);
   EXPECT_EQ(j["attempt_history"][0]["run_seconds"], 30.0);
   EXPECT_EQ(j["tasks"][0]["exit_code"], 3);
+}
+
+TEST(JobAttemptsTest, StoredWithThePlacementAndCappedAt64) {
+  EXPECT_EQ(WithStoredAttempts(nlohmann::json::object(), ""), "");
+  EXPECT_TRUE(StoredAttempts("").empty());
+  EXPECT_TRUE(StoredAttempts("not json \"attempts\"").empty());
+  std::string stored;
+  for (int i = 1; i <= 70; ++i) {
+    stored =
+        AppendAttempt(stored, {{"attempt", i}, {"start", i * kSecond}, {"end", (i + 1) * kSecond}});
+  }
+  nlohmann::json attempts = StoredAttempts(stored);
+  ASSERT_EQ(attempts.size(), kMaxStoredAttempts);
+  EXPECT_EQ(attempts.front()["attempt"], 7);  // the oldest dropped
+  EXPECT_EQ(StoredRunSeconds(attempts), 64.0);
+  // A running attempt's placement carries them; its own keys are kept as they are.
+  const nlohmann::json placement =
+      nlohmann::json::parse(WithStoredAttempts({{"run_start", 5}, {"tasks", {}}}, stored));
+  EXPECT_EQ(placement["run_start"], 5);
+  EXPECT_EQ(placement["attempts"].size(), kMaxStoredAttempts);
+  EXPECT_EQ(AttemptsView(attempts)[0]["run_seconds"], 1.0);
 }
 
 TEST_F(ControllerAttemptsTest, ALostNodeEndsTheAttemptAsNodeLost) {

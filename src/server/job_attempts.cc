@@ -27,7 +27,8 @@ std::string WithStoredAttempts(nlohmann::json placement, const std::string& old_
   if (!attempts.empty()) {
     placement["attempts"] = std::move(attempts);
   }
-  return placement.dump();
+  // A job that holds nothing and never ran keeps the store's "no placement".
+  return placement.empty() ? std::string() : placement.dump();
 }
 
 std::string AppendAttempt(const std::string& old_placement_json, nlohmann::json ended) {

@@ -25,7 +25,7 @@ inline constexpr size_t kMaxStoredAttempts = 64;
 nlohmann::json StoredAttempts(const std::string& placement_json);
 
 // `placement` (an object) with the ended attempts of `old_placement_json` carried over,
-// as text.
+// as text; "" when that leaves an empty object.
 std::string WithStoredAttempts(nlohmann::json placement, const std::string& old_placement_json);
 
 // `old_placement_json`'s attempts plus `ended`, as the stored text of a job that holds
