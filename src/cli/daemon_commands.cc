@@ -173,6 +173,7 @@ struct ServerFlags {
   std::string queues_file;
   std::string policy = "tessera";
   std::string node_timeout = "30s";
+  std::string eta_interval = "5s";  // pending jobs' ETA refresh; 0: off
   std::string placement = ControllerOptions{}.placement;
   int64_t finished_in_memory = 10'000;
   std::string stop_grace = "30s";
@@ -202,6 +203,10 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_option("--queues", f->queues_file,
                   "Queue configuration (YAML) used when the store holds none; default: embedded");
   cmd->add_option("--policy", f->policy, "Scheduling policy (see `tessera sim jobs --help`)")
+      ->capture_default_str();
+  cmd->add_option("--eta-interval", f->eta_interval,
+                  "How often (at most, after a cycle) pending jobs' ETAs are forecast again; "
+                  "0: never")
       ->capture_default_str();
   cmd->add_option("--node-timeout", f->node_timeout,
   cmd->add_option("--placement", f->placement,
@@ -306,6 +311,7 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
   o.controller.checkpoint_root = f.checkpoint_root;
   o.controller.placement = f.placement;
   TESSERA_ASSIGN_OR_RETURN(o.controller.node_timeout, ParseDurationMicros(f.node_timeout));
+  TESSERA_ASSIGN_OR_RETURN(o.controller.eta_interval, ParseDurationMicros(f.eta_interval));
   o.controller.finished_in_memory = static_cast<size_t>(f.finished_in_memory);
   o.controller.max_heartbeats_per_second = f.max_heartbeat_rate;
   TESSERA_ASSIGN_OR_RETURN(o.controller.stop_grace, ParseDurationMicros(f.stop_grace));
