@@ -145,7 +145,7 @@ std::string AttemptsTable(const json& job, Micros now) {
     table.AddRow({"  " + std::to_string(Int(job, "attempts")), Str(job, "attempt_start_time"), "-",
                   FormatAge(*run), nodes, gpus, Str(job, "state")});
   }
-  return "Attempts:\n" + table.Render();
+  return "Attempt history:\n" + table.Render();
 }
 
 }  // namespace tessera

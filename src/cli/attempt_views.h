@@ -23,7 +23,7 @@ std::string TotalRunTime(const nlohmann::json& job, Micros now);
 // "1m40s (6m10s over 2 attempts)".
 std::string RunTimeWithTotal(const nlohmann::json& job, Micros now);
 
-// "Attempts:\n" and one row per attempt (the running one last), or "" when the job
+// "Attempt history:\n" and one row per attempt (the running one last), or "" when the job
 // never ran:
 //   #  START  END  RUN  NODES  GPUS  ENDED
 std::string AttemptsTable(const nlohmann::json& job, Micros now);

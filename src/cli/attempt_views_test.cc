@@ -43,14 +43,14 @@ TEST(AttemptViewsTest, RunTimeIsTheCurrentAttemptsAndTheTotalIsShownApart) {
   EXPECT_EQ(RunTimeWithTotal(job, now), "2m (6m30s over 2 attempts)");
   EXPECT_EQ(
       AttemptsTable(job, now),
-      "Attempts:\n"
+      "Attempt history:\n"
       "  #  START                 END                     RUN  NODES   GPUS         ENDED\n"
       "  1  2026-11-29T21:00:00Z  2026-11-29T21:04:30Z  4m30s  node-a  2 H100-80GB  preempted\n"
       "  2  2026-11-29T21:10:00Z  -                        2m  node-b  2 A100-80GB  running\n");
   const std::string details = JobDetails(job, now);
   EXPECT_NE(details.find("  Run time:     2m (6m30s over 2 attempts)\n"), std::string::npos)
       << details;
-  EXPECT_NE(details.find("Attempts:\n"), std::string::npos) << details;
+  EXPECT_NE(details.find("Attempt history:\n"), std::string::npos) << details;
 }
 
 TEST(AttemptViewsTest, PendingAfterAPreemptionHasNoCurrentRunTime) {
