@@ -49,8 +49,8 @@ Status Controller::Load(const std::string& queues_yaml) {
   const std::string yaml = stored ? *stored : queues_yaml;
   TESSERA_RETURN_IF_ERROR(core_.ApplyQueueYaml(yaml));
   forwarder_.controller = this;
-  core_.MakeLifecycle(jobs_.records(),
-                      options_.lifecycle_listener != nullptr ? &forwarder_ : nullptr);
+  // Always: the ETAs' runtime predictor learns from it (LearnRuntime).
+  core_.MakeLifecycle(jobs_.records(), &forwarder_);
   if (!stored) {
     WriteBatch b;
     b.kv.emplace_back(kQueuesKey, yaml);
@@ -235,6 +235,10 @@ void Controller::Loop() {
 }
 
 void Controller::EventForwarder::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
+  controller->LearnRuntime(job, event);
+  if (controller->options_.lifecycle_listener == nullptr) {
+    return;
+  }
   LifecycleEvent e = event;
   // The listener hears the API's ids, not the core's slots.
   e.job = JobId(controller->jobs_.IdAt(event.job).value());

@@ -466,6 +466,10 @@ class Controller {
   EtaRefresher eta_refresher_;
   std::mutex eta_mu_;
   std::atomic<uint64_t> eta_cycles_seen_{0};
+  // Under a policy that does not train the core's predictor, the ETAs train their own
+  // from every job that succeeds (LearnRuntime, with mu_ held); not kept across restarts.
+  RuntimePredictor eta_predictor_;
+  void LearnRuntime(const JobRecord& job, const LifecycleEvent& event);
 };
 
 }  // namespace tessera

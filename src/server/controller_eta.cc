@@ -31,6 +31,8 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
     in.placement = options_.placement;
     in.usage = core_.scheduler()->usage().Save();
     const bool limits = runtimes == EtaRuntimes::kUserLimit;
+    const RuntimePredictor& predictor =
+        core_.policy().uses_predictor ? core_.predictor() : eta_predictor_;
     in.jobs.reserve(core_.scheduler()->pending() + 64);
     ids.reserve(core_.scheduler()->pending() + 64);
     const JobId reserved = core_.reservation() ? core_.reservation()->job : JobId();
@@ -43,7 +45,7 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
       // learned since the job was submitted), within the limit.
       Micros estimate = rec.spec.runtime_limit;
       if (!limits || estimate <= 0) {
-        const Micros predicted = core_.predictor().Predict(FeaturesOf(rec, core_.tree()));
+        const Micros predicted = predictor.Predict(FeaturesOf(rec, core_.tree()));
         estimate = rec.spec.runtime_limit > 0 ? std::min(predicted, rec.spec.runtime_limit)
                                               : predicted;
       }
@@ -104,6 +106,18 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
     table->jobs.emplace(ids[f.job].value(), std::move(e));
   }
   return std::shared_ptr<const EtaTable>(std::move(table));
+}
+
+void Controller::LearnRuntime(const JobRecord& job, const LifecycleEvent& event) {
+  // The core's lifecycle teaches its own predictor when the policy uses it.
+  if (core_.policy().uses_predictor || event.kind != LifecycleEvent::Kind::kFinished ||
+      event.end != JobEnd::kSucceeded || event.ran <= 0) {
+    return;
+  }
+  // Its whole runtime: the progress its last attempt resumed from, and that attempt's
+  // run less its start-up.
+  eta_predictor_.Observe(FeaturesOf(job, core_.tree()),
+                         job.resumed_from + std::max<Micros>(0, event.ran - job.startup));
 }
 
 StatusOr<std::shared_ptr<const EtaTable>> Controller::RefreshEtas() {
