@@ -4,6 +4,7 @@
 // and its table is published to the job views, which API reads take without the core
 // lock.
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -18,6 +19,8 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
   std::lock_guard<std::mutex> one_at_a_time(eta_mu_);
   ForecastInput in;
   std::vector<JobNumber> ids;  // by the forecast's job index
+  // Wall time, not the injected clock: this measures the controller itself.
+  const auto t0 = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (core_.rebuild_pending() || core_.state() == nullptr || core_.scheduler() == nullptr) {
@@ -73,6 +76,7 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
       ids.push_back(id);
     }
   }
+  const auto t1 = std::chrono::steady_clock::now();
   ForecastOptions options;
   options.seed = options_.seed;
   options.horizon = options_.eta_horizon;
@@ -91,6 +95,9 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
   table->computed_at = forecast->now;
   table->horizon_end = forecast->horizon_end;
   table->pending = static_cast<int64_t>(forecast->pending.size());
+  table->snapshot_seconds = std::chrono::duration<double>(t1 - t0).count();
+  table->forecast_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   table->jobs.reserve(forecast->pending.size());
   for (const JobForecast& f : forecast->pending) {
     JobEta e;

@@ -38,6 +38,8 @@ struct EtaTable {
   Micros computed_at = 0;  // the snapshot's time
   Micros horizon_end = 0;  // no estimate beyond this
   int64_t pending = 0;     // pending jobs at the snapshot
+  // What the refresh cost (wall time): the copy under the core lock, and the forecast.
+  double snapshot_seconds = 0, forecast_seconds = 0;
   std::unordered_map<uint64_t, JobEta> jobs;  // by JobNumber value
 };
 
