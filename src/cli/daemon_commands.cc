@@ -20,8 +20,8 @@
 #include "api/units.h"
 #include "base/file_util.h"
 #include "base/strings.h"
-#include "model/gpu_catalog.h"
 #include "plugins/registry.h"
+#include "model/gpu_catalog.h"
 #include "server/server.h"
 
 namespace tessera {
@@ -172,9 +172,9 @@ struct ServerFlags {
   std::string tls_cert, tls_key;
   std::string queues_file;
   std::string policy = "tessera";
+  std::string placement = ControllerOptions{}.placement;
   std::string node_timeout = "30s";
   std::string eta_interval = "5s";  // pending jobs' ETA refresh; 0: off
-  std::string placement = ControllerOptions{}.placement;
   int64_t finished_in_memory = 10'000;
   std::string stop_grace = "30s";
   std::string checkpoint_root;
@@ -204,16 +204,16 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                   "Queue configuration (YAML) used when the store holds none; default: embedded");
   cmd->add_option("--policy", f->policy, "Scheduling policy (see `tessera sim jobs --help`)")
       ->capture_default_str();
-  cmd->add_option("--eta-interval", f->eta_interval,
-                  "How often (at most, after a cycle) pending jobs' ETAs are forecast again; "
-                  "0: never")
-      ->capture_default_str();
-  cmd->add_option("--node-timeout", f->node_timeout,
   cmd->add_option("--placement", f->placement,
                   "Task placement: " + Join(PolicyNames(), ", ") +
                       " (tessera and fgd learn the workload's typical tasks from submissions)")
       ->check(CLI::IsMember(PolicyNames()))
       ->capture_default_str();
+  cmd->add_option("--eta-interval", f->eta_interval,
+                  "How often (at most, after a cycle) pending jobs' ETAs are forecast again; "
+                  "0: never")
+      ->capture_default_str();
+  cmd->add_option("--node-timeout", f->node_timeout,
                   "A node silent this long is lost and its jobs run again; its agent fences "
                   "its tasks a little before (tasks also end when the controller is down "
                   "this long)")
@@ -308,8 +308,8 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
   // The default's ratio of burst to rate (4 s of it: a burst of thousands of jobs).
   o.rate_burst = f.rate * (ServerOptions{}.rate_burst / ServerOptions{}.rate_per_second);
   o.controller.policy = f.policy;
-  o.controller.checkpoint_root = f.checkpoint_root;
   o.controller.placement = f.placement;
+  o.controller.checkpoint_root = f.checkpoint_root;
   TESSERA_ASSIGN_OR_RETURN(o.controller.node_timeout, ParseDurationMicros(f.node_timeout));
   TESSERA_ASSIGN_OR_RETURN(o.controller.eta_interval, ParseDurationMicros(f.eta_interval));
   o.controller.finished_in_memory = static_cast<size_t>(f.finished_in_memory);

@@ -310,6 +310,7 @@ void Controller::Acknowledge(LiveJob& j, Micros now) {
   rec.phase = JobPhase::kPending;
   rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
   rec.queue = core_.tree().FindQueue(j.row.queue).value();
+  core_.ObserveSubmission(rec.spec);
   // Enqueued now when the core is current, else by the rebuild before the next cycle.
   core_.lifecycle()->Submit(rec, now);
   PublishView(j);
@@ -319,7 +320,6 @@ StatusOr<nlohmann::json> Controller::GetJob(const Principal& who, JobNumber id) 
   TESSERA_ASSIGN_OR_RETURN(std::string text, GetJobText(who, id));
   nlohmann::json out = nlohmann::json::parse(text, nullptr, false);
   if (out.is_discarded()) {
-  core_.ObserveSubmission(rec.spec);
     return InternalError("job " + ToString(id) + ": its view is not JSON");
   }
   return out;

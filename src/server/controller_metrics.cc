@@ -206,6 +206,20 @@ std::string Controller::Metrics() {
            "Times the scheduler's cluster was built afresh (first cycle, queue changes); node "
            "events change it in place.");
   w.Sample({}, static_cast<double>(core_.rebuilds()));
+  w.Family("tessera_placement_tasks_observed_total", MetricType::kCounter,
+           "Submitted tasks the placement's workload model has learned from (kept across "
+           "restarts).");
+  w.Sample({}, static_cast<double>(core_.learner().observed()));
+  w.Family("tessera_placement_workload_models_total", MetricType::kCounter,
+           "Times the placement's typical tasks were remade because the submitted shapes moved "
+           "(since the controller started).");
+  w.Sample({}, static_cast<double>(core_.learner().models_made()));
+  w.Family("tessera_placement_typical_tasks", MetricType::kGauge,
+           "Task shapes in the placement's workload model (0: bestfit until a task is seen).");
+  w.Sample({}, static_cast<double>(
+                   core_.learner().model() == nullptr
+                       ? 0
+                       : core_.learner().model()->workload().tasks.size()));
   w.Family("tessera_scheduler_invariant_breaches_total", MetricType::kCounter,
            "Cycles after which the core's ledger or quota invariants did not hold (a bug: "
            "alert on any).");
@@ -221,20 +235,6 @@ std::string Controller::Metrics() {
              static_cast<double>(it != counters_.decisions.end() ? it->second : 0));
   }
 
-  w.Family("tessera_placement_tasks_observed_total", MetricType::kCounter,
-           "Submitted tasks the placement's workload model has learned from (kept across "
-           "restarts).");
-  w.Sample({}, static_cast<double>(core_.learner().observed()));
-  w.Family("tessera_placement_workload_models_total", MetricType::kCounter,
-           "Times the placement's typical tasks were remade because the submitted shapes moved "
-           "(since the controller started).");
-  w.Sample({}, static_cast<double>(core_.learner().models_made()));
-  w.Family("tessera_placement_typical_tasks", MetricType::kGauge,
-           "Task shapes in the placement's workload model (0: bestfit until a task is seen).");
-  w.Sample({}, static_cast<double>(
-                   core_.learner().model() == nullptr
-                       ? 0
-                       : core_.learner().model()->workload().tasks.size()));
   WriteQuotaAndGpus(w);
 
   w.Family("tessera_tenant_gpus_in_use", MetricType::kGauge,
