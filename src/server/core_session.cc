@@ -62,7 +62,7 @@ Status CoreSession::BuildState(std::vector<NodeSpec> nodes) {
 Status CoreSession::BuildScheduler(Micros now) {
   quota_ = std::make_unique<QuotaLedger>(*tree_);
   nodes_changed_ = false;  // the scheduler is built on the nodes as they are
-  NoteCapacity();
+  reservation_.reset();  // made for the old node set
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<JobOrderPlugin> job_order,
                            MakeJobOrder(policy_.job_order, policy_.options));
   std::unique_ptr<QueueOrderPlugin> queue_order;
@@ -104,34 +104,6 @@ void CoreSession::RestoreQueues(Queues old) {
   rebuild_ = true;
 }
 
-void CoreSession::NoteCapacity() {
-  capacity_ = NodeCapacity{};
-  reservation_.reset();
-  // A node has one or two kinds of GPU: counted in a small vector, without allocating
-  // per node (this walks every node after each change).
-  std::vector<std::pair<std::pair<uint32_t, int>, int>> here;
-  for (size_t n = 0; n < state_->node_count(); ++n) {
-    const NodeSpec& spec = state_->spec(NodeId(n));
-    capacity_.cpu = std::max(capacity_.cpu, spec.cpu.value());
-    capacity_.memory = std::max(capacity_.memory, spec.memory.value());
-    here.clear();
-    for (const GpuSpec& g : spec.gpus) {
-      const std::pair<uint32_t, int> key{g.model.value(), static_cast<int>(g.mode)};
-      auto it =
-          std::find_if(here.begin(), here.end(), [&](const auto& e) { return e.first == key; });
-      if (it == here.end()) {
-        here.emplace_back(key, 1);
-      } else {
-        ++it->second;
-      }
-    }
-    for (const auto& [key, count] : here) {
-      int& most = capacity_.gpus[key];
-      most = std::max(most, count);
-    }
-  }
-}
-
 StatusOr<Profile> CoreSession::MakePlacement() const {
   return MakeLearnedProfile(placement_, ScaleOf(*state_), learner_.model());
 }
@@ -156,7 +128,7 @@ void CoreSession::ApplyNodeChanges() {
     return;
   }
   nodes_changed_ = false;
-  NoteCapacity();
+  reservation_.reset();  // made for the old node set
   StatusOr<Profile> profile = MakePlacement();
   if (!profile.ok()) {
     std::cerr << "tessera server: placement after a node change: " << profile.status().ToString()

@@ -91,11 +91,11 @@ class CoreSession {
   Queues TakeQueues();
   void RestoreQueues(Queues old);
 
-  // The node set changed: capacity, the placer's scale and the scheduler's groups are
+  // The node set changed: the placer's scale and the scheduler's groups are
   // recomputed (O(nodes)) by the next ApplyNodeChanges, once for any number of changes,
   // so that a fleet of N agents registering costs O(N), not O(N^2).
   void NodesChanged() { nodes_changed_ = true; }
-  // Before a decision or a published capacity: brings them up to date. A failure falls
+  // Before a decision or a published wait context: brings them up to date. A failure falls
   // back to a rebuild (logged).
   void ApplyNodeChanges();
   // A job was submitted: its tasks teach the workload model.
@@ -124,8 +124,6 @@ class CoreSession {
   const JobScheduler* scheduler() const { return scheduler_.get(); }
   JobLifecycle* lifecycle() { return lifecycle_.get(); }
   const JobLifecycle* lifecycle() const { return lifecycle_.get(); }
-  // The largest node's capacity, for "never fits" reasons.
-  const NodeCapacity& capacity() const { return capacity_; }
   // The last cycle's reservation; reset when the node set changes.
   std::optional<Reservation>& reservation() { return reservation_; }
   const std::optional<Reservation>& reservation() const { return reservation_; }
@@ -135,7 +133,6 @@ class CoreSession {
   std::optional<QueueUsage::Saved>& carried_usage() { return carried_usage_; }
 
  private:
-  void NoteCapacity();
   StatusOr<Profile> MakePlacement() const;
 
   const GpuCatalog* catalog_;
@@ -152,7 +149,6 @@ class CoreSession {
   bool rebuild_ = true;
   bool nodes_changed_ = false;  // since the last ApplyNodeChanges or build
   uint64_t rebuilds_ = 0;
-  NodeCapacity capacity_;
   std::optional<Reservation> reservation_;
   Pcg32 rng_;
   RuntimePredictor predictor_;

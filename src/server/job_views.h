@@ -40,12 +40,6 @@ struct JobFilter {
   size_t limit = 1000;
 };
 
-// The largest node that is up, per GPU model and mode (CoreSession::capacity()).
-struct NodeCapacity {
-  int64_t cpu = 0, memory = 0;
-  std::map<std::pair<uint32_t, int>, int> gpus;  // (model, mode) -> most on one node
-};
-
 class FitCache;
 class LiveCache;
 // A running job of a queue that borrows, for quota reasons.
