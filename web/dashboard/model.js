@@ -229,14 +229,14 @@ function drainText(drain) {
   return drain.by ? `${reason} (by ${drain.by})` : reason;
 }
 
-// Cluster totals for the header: GPUs, GPUs with at least one slice held, GPU-equivalents
-// in use (sum of used milli), and GPUs that cannot take work (drained, lost, node down).
 // A node's labels as "block=b1 · rack=r1" (sorted by key); '' when it has none.
 export function nodeLabelsText(node) {
   const labels = node && node.labels && typeof node.labels === 'object' ? node.labels : {};
   return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(' · ');
 }
 
+// Cluster totals for the header: GPUs, GPUs with at least one slice held, GPU-equivalents
+// in use (sum of used milli), and GPUs that cannot take work (drained, lost, node down).
 export function clusterTotals(nodes) {
   const out = { nodes: 0, gpus: 0, inUse: 0, usedMilli: 0, drained: 0 };
   for (const node of nodes || []) {
