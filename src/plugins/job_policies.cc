@@ -300,4 +300,10 @@ StatusOr<std::unique_ptr<QueueOrderPlugin>> MakeQueueOrder(std::string_view name
                               "'; known: fairshare, drf, slurm");
 }
 
+SchedulerPolicy WithServerBounds(SchedulerPolicy policy, Micros min_run_before_reclaim) {
+  policy.options.min_run_before_reclaim =
+      std::max(policy.options.min_run_before_reclaim, min_run_before_reclaim);
+  return policy;
+}
+
 }  // namespace tessera

@@ -56,6 +56,12 @@ struct SchedulerPolicy {
 const std::vector<std::string>& SchedulerPresetNames();
 StatusOr<SchedulerPolicy> ParseSchedulerPolicy(std::string_view spec);
 
+// A named policy as the live controller runs it: a job runs at least
+// `min_run_before_reclaim` before reclaim or LAS may preempt it (live jobs restart from
+// their last checkpoint, so the simulator's "at once" would thrash). The scenario suite
+// and the what-if replay of a recorded history run under these bounds too.
+SchedulerPolicy WithServerBounds(SchedulerPolicy policy, Micros min_run_before_reclaim);
+
 StatusOr<std::unique_ptr<JobOrderPlugin>> MakeJobOrder(std::string_view name,
                                                       const SchedulerOptions& options);
 StatusOr<std::unique_ptr<QueueOrderPlugin>> MakeQueueOrder(std::string_view name);

@@ -10,12 +10,6 @@
 
 namespace tessera {
 
-SchedulerPolicy WithServerBounds(SchedulerPolicy policy, Micros min_run_before_reclaim) {
-  policy.options.min_run_before_reclaim =
-      std::max(policy.options.min_run_before_reclaim, min_run_before_reclaim);
-  return policy;
-}
-
 CoreSession::CoreSession(const GpuCatalog& catalog, uint64_t seed, std::string placement)
     : catalog_(&catalog), placement_(std::move(placement)), rng_(seed) {}
 

@@ -46,12 +46,6 @@
 
 namespace tessera {
 
-// A named policy as the live controller runs it: a job runs at least
-// `min_run_before_reclaim` before reclaim or LAS may preempt it (live jobs restart from
-// their last checkpoint, so the simulator's "at once" would thrash). The scenario suite
-// runs both drivers under these bounds too.
-SchedulerPolicy WithServerBounds(SchedulerPolicy policy, Micros min_run_before_reclaim);
-
 class CoreSession {
  public:
   // `placement`: the plugins/registry.h placement profile.

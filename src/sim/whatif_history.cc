@@ -9,6 +9,7 @@
 
 #include "api/agent_protocol.h"
 #include "api/job_codec.h"
+#include "plugins/job_policies.h"
 #include "sim/whatif.h"
 
 namespace tessera {
@@ -184,12 +185,10 @@ StatusOr<SchedulerPolicy> PolicyUnderRecordedBounds(const std::string& spec,
   if (!p.ok()) {
     return InvalidArgumentError("--policy: " + p.status().message());
   }
-  // As the controller runs a named policy (core_session.h WithServerBounds), with the
-  // cluster's restart overhead.
-  p->options.min_run_before_reclaim =
-      std::max(p->options.min_run_before_reclaim, recorded.min_run_before_reclaim);
-  p->options.restart_overhead = recorded.restart_overhead;
-  return p;
+  // As the controller runs a named policy, with the cluster's restart overhead.
+  SchedulerPolicy bounded = WithServerBounds(*std::move(p), recorded.min_run_before_reclaim);
+  bounded.options.restart_overhead = recorded.restart_overhead;
+  return bounded;
 }
 
 StatusOr<Replay> BuildReplay(const RecordedHistory& history, const QueueTree& tree) {
