@@ -12,6 +12,11 @@ namespace {
 constexpr double kCountUnits = 1'000'000;
 // Weights grow by the increment instead of all decaying; rescaled before they overflow.
 constexpr double kRescaleAbove = 1e200;
+// A shape unseen for 30 half-lives weighs under 1e-9 of a new task: forgotten, so that
+// the shapes kept (walked by every Refresh, written with the history) stay those of the
+// recent workload. Checked every kPruneEvery tasks.
+constexpr double kForgetBelow = 0x1p-30;
+constexpr int64_t kPruneEvery = 4096;
 
 GpuModelSet ModelsFromBits(uint64_t bits) {
   GpuModelSet set;
@@ -41,7 +46,7 @@ void WorkloadLearner::Observe(const TaskRequest& task) {
   ++observed_;
   dirty_ = true;
   increment_ *= std::exp2(1.0 / std::max(1.0, options_.half_life_tasks));
-  if (increment_ > kRescaleAbove) {
+  if (increment_ > kRescaleAbove || observed_ % kPruneEvery == 0) {
     Rescale();
   }
 }
@@ -59,8 +64,8 @@ void WorkloadLearner::Rescale() {
   for (auto it = weights_.begin(); it != weights_.end();) {
     it->second.weight /= by;
     it->second.memory_weighted /= by;
-    if (it->second.weight < 1e-12) {
-      it = weights_.erase(it);  // a shape not seen for thousands of half-lives
+    if (it->second.weight < kForgetBelow) {
+      it = weights_.erase(it);  // not seen for 30 half-lives
       continue;
     }
     total_ += it->second.weight;

@@ -154,3 +154,32 @@ TEST(WorkloadLearnerTest, LearnedProfileIsBestfitUntilATaskIsSeen) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(WorkloadLearnerPruneTest, ShapesUnseenForThirtyHalfLivesAreForgotten) {
+  WorkloadLearner::Options o;
+  o.half_life_tasks = 100;
+  WorkloadLearner learner(o);
+  TaskRequest old_shape;
+  old_shape.cpu = MilliCpu(3000);
+  old_shape.gpu_count = 1;
+  old_shape.gpu_milli = MilliGpu(1000);
+  learner.Observe(old_shape);
+  TaskRequest now_shape = old_shape;
+  now_shape.cpu = MilliCpu(1000);
+  for (int i = 1; i < 4096; ++i) learner.Observe(now_shape);  // 41 half-lives later
+  ASSERT_EQ(learner.observed(), 4096);
+  EXPECT_EQ(learner.Save().shapes.size(), 1U) << "the old shape is forgotten";
+  // One seen within the last 30 half-lives is kept.
+  learner.Observe(old_shape);
+  for (int i = 1; i < 4096; ++i) {
+    if (i == 2000) learner.Observe(old_shape);
+    else learner.Observe(now_shape);
+  }
+  EXPECT_EQ(learner.Save().shapes.size(), 2U);
+}
+
+}  // namespace
+}  // namespace tessera
