@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -196,8 +197,20 @@ class JobScheduler {
   // The runtime estimate the options select.
   Micros RuntimeEstimate(const JobRecord& job) const;
 
-  // The pending jobs in the order a cycle at `now` would try them (job_scheduler_order.cc):
-  // preemptors whose victims are gone, starving jobs, then the queues merged; what a
+  // The order in which a cycle at `now` considers jobs (job_scheduler_order.cc), the one
+  // definition the cycle and PendingOrder walk: preemptors whose victims are gone, by
+  // submission; starving jobs, longest eligible first; then the queues' sorted jobs
+  // merged by (priority, queue key, job key). `visit` is called per job (a starving
+  // preemptor comes twice); `stop` (optional) is asked before each starving or queued
+  // job and ends the walk; a queue whose `queue_open` (optional) is false yields no more.
+  struct VisitOrder {
+    std::function<void(uint64_t)> visit;
+    std::function<bool()> stop;
+    std::function<bool(uint32_t)> queue_open;
+  };
+  void WalkVisitOrder(const std::vector<JobRecord>& jobs, Micros now, const VisitOrder& v) const;
+
+  // The pending jobs in the order a cycle at `now` would try them, each once; what a
   // cycle would skip (blocked queues, its bounds) is not left out. For queue positions.
   std::vector<JobId> PendingOrder(const std::vector<JobRecord>& jobs, Micros now);
 
@@ -234,8 +247,6 @@ class JobScheduler {
   // The cycle (job_scheduler_cycle.cc): what it has decided and remembers so far, and
   // its steps.
   struct CycleContext;
-  void VisitPreemptorsAndStarving(CycleContext& c);
-  void VisitQueuesInOrder(CycleContext& c);
   void Visit(CycleContext& c, uint64_t id);
   // Starts the job, preempts for it, reserves for it or skips it.
   void TryJob(CycleContext& c, JobRecord& job);

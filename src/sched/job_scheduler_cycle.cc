@@ -72,8 +72,16 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
                  {},
                  {},
                  {}};
-  VisitPreemptorsAndStarving(c);
-  VisitQueuesInOrder(c);
+  // Preemptors stay listed until their victims are gone, then come first once.
+  std::erase_if(preemptors_, [&](uint64_t id) {
+    const JobRecord& j = jobs[id];
+    return j.phase != JobPhase::kPending && j.victims_in_flight == 0;
+  });
+  VisitOrder order;
+  order.visit = [&](uint64_t id) { Visit(c, id); };
+  order.stop = [&] { return Exhausted(c); };
+  order.queue_open = [&](uint32_t q) { return c.queue_blocked[q] == 0; };
+  WalkVisitOrder(jobs, now, order);
   for (JobId id : c.started) {
     Dequeue(jobs[id.value()]);
   }
@@ -197,75 +205,6 @@ void JobScheduler::TryJob(CycleContext& c, JobRecord& job) {
     c.queue_blocked[q.value()] = 1;
   } else {
     SkipQueue(c, q);
-  }
-}
-
-void JobScheduler::VisitPreemptorsAndStarving(CycleContext& c) {
-  // Jobs whose victims are gone, then starving jobs, oldest first.
-  std::vector<std::pair<Micros, uint64_t>> front;
-  std::erase_if(preemptors_, [&](uint64_t id) {
-    const JobRecord& j = c.jobs[id];
-    return j.phase != JobPhase::kPending && j.victims_in_flight == 0;
-  });
-  for (uint64_t id : preemptors_) {
-    if (c.jobs[id].phase == JobPhase::kPending) {
-      front.emplace_back(c.jobs[id].spec.submit_time, id);
-    }
-  }
-  std::sort(front.begin(), front.end());
-  for (const auto& [t, id] : front) {
-    Visit(c, id);
-  }
-  if (options_.starvation_limit > 0) {
-    for (const auto& [since, id] : by_eligible_) {
-      if (since + options_.starvation_limit > c.now || Exhausted(c)) {
-        break;
-      }
-      Visit(c, id);
-    }
-  }
-}
-
-void JobScheduler::VisitQueuesInOrder(CycleContext& c) {
-  // Everyone else: merge the queues' sorted jobs by (priority, queue key, job key).
-  struct Head {
-    int64_t priority_rank;
-    double major, minor;
-    Micros submit;
-    uint64_t id;
-    uint32_t queue;
-    std::set<Entry>::const_iterator it;
-    bool operator>(const Head& o) const {
-      return std::tie(priority_rank, major, minor, submit, id) >
-             std::tie(o.priority_rank, o.major, o.minor, o.submit, o.id);
-    }
-  };
-  const bool additive = queue_order_ != nullptr && queue_order_->additive();
-  auto make_head = [&](uint32_t q, std::set<Entry>::const_iterator it) {
-    const double qk = queue_order_ ? queue_order_->Key(QueueId(q), usage_) : 0.0;
-    return Head{it->priority_rank,
-                additive ? qk + it->key : qk,
-                additive ? 0.0 : it->key,
-                it->submit,
-                it->id,
-                q,
-                it};
-  };
-  std::priority_queue<Head, std::vector<Head>, std::greater<>> heap;
-  for (QueueId q : tree_->queues()) {
-    const auto& set = queues_[q.value()].jobs;
-    if (!set.empty()) {
-      heap.push(make_head(q.value(), set.begin()));
-    }
-  }
-  while (!heap.empty() && !Exhausted(c)) {
-    Head h = heap.top();
-    heap.pop();
-    Visit(c, h.id);
-    auto next = std::next(h.it);
-    if (next != queues_[h.queue].jobs.end() && !c.queue_blocked[h.queue]) {
-      heap.push(make_head(h.queue, next));
-    }
   }
 }
 

@@ -1,5 +1,5 @@
-// JobScheduler::PendingOrder (declared in job_scheduler.h): the order of the cycle's
-// visits (job_scheduler_cycle.cc) without its skips, for queue positions.
+// The order of a cycle's visits (declared in job_scheduler.h): one definition, walked by
+// the cycle (job_scheduler_cycle.cc) and by PendingOrder for queue positions.
 #include <algorithm>
 #include <queue>
 #include <set>
@@ -11,18 +11,10 @@
 
 namespace tessera {
 
-std::vector<JobId> JobScheduler::PendingOrder(const std::vector<JobRecord>& jobs, Micros now) {
-  usage_.Advance(now);
-  std::vector<JobId> order;
-  order.reserve(pending_count_);
-  std::vector<uint8_t> listed(jobs.size(), 0);
-  auto add = [&](uint64_t id) {
-    if (id < jobs.size() && !listed[id] && jobs[id].phase == JobPhase::kPending) {
-      listed[id] = 1;
-      order.push_back(JobId(id));
-    }
-  };
-  // As VisitPreemptorsAndStarving: preemptors first, by submission, then starving jobs.
+void JobScheduler::WalkVisitOrder(const std::vector<JobRecord>& jobs, Micros now,
+                                  const VisitOrder& v) const {
+  auto stopped = [&] { return v.stop && v.stop(); };
+  // Jobs whose victims are gone, by submission, then starving jobs, oldest first.
   std::vector<std::pair<Micros, uint64_t>> front;
   for (uint64_t id : preemptors_) {
     if (id < jobs.size() && jobs[id].phase == JobPhase::kPending) {
@@ -31,18 +23,18 @@ std::vector<JobId> JobScheduler::PendingOrder(const std::vector<JobRecord>& jobs
   }
   std::sort(front.begin(), front.end());
   for (const auto& [t, id] : front) {
-    add(id);
+    v.visit(id);
   }
   if (options_.starvation_limit > 0) {
     for (const auto& [since, id] : by_eligible_) {
-      if (since + options_.starvation_limit > now) {
+      if (since + options_.starvation_limit > now || stopped()) {
         break;
       }
-      add(id);
+      v.visit(id);
     }
   }
-  // As VisitQueuesInOrder: the queues' sorted jobs merged by (priority, queue key, job
-  // key). Queue keys are taken at `now`; a cycle moves them as jobs start.
+  // Everyone else: merge the queues' sorted jobs by (priority, queue key, job key). A
+  // queue's key is taken when its next job comes up: a cycle moves it as jobs start.
   struct Head {
     int64_t priority_rank;
     double major, minor;
@@ -56,29 +48,48 @@ std::vector<JobId> JobScheduler::PendingOrder(const std::vector<JobRecord>& jobs
     }
   };
   const bool additive = queue_order_ != nullptr && queue_order_->additive();
-  std::vector<double> queue_key(tree_->size(), 0.0);
   auto make_head = [&](uint32_t q, std::set<Entry>::const_iterator it) {
-    const double qk = queue_key[q];
-    return Head{it->priority_rank, additive ? qk + it->key : qk, additive ? 0.0 : it->key,
-                it->submit, it->id, q, it};
+    const double qk = queue_order_ ? queue_order_->Key(QueueId(q), usage_) : 0.0;
+    return Head{it->priority_rank,
+                additive ? qk + it->key : qk,
+                additive ? 0.0 : it->key,
+                it->submit,
+                it->id,
+                q,
+                it};
   };
   std::priority_queue<Head, std::vector<Head>, std::greater<>> heap;
   for (QueueId q : tree_->queues()) {
     const auto& set = queues_[q.value()].jobs;
     if (!set.empty()) {
-      queue_key[q.value()] = queue_order_ ? queue_order_->Key(q, usage_) : 0.0;
       heap.push(make_head(q.value(), set.begin()));
     }
   }
-  while (!heap.empty()) {
+  while (!heap.empty() && !stopped()) {
     Head h = heap.top();
     heap.pop();
-    add(h.id);
+    v.visit(h.id);
     auto next = std::next(h.it);
-    if (next != queues_[h.queue].jobs.end()) {
+    if (next != queues_[h.queue].jobs.end() && (!v.queue_open || v.queue_open(h.queue))) {
       heap.push(make_head(h.queue, next));
     }
   }
+}
+
+std::vector<JobId> JobScheduler::PendingOrder(const std::vector<JobRecord>& jobs, Micros now) {
+  usage_.Advance(now);
+  std::vector<JobId> order;
+  order.reserve(pending_count_);
+  std::vector<uint8_t> listed(jobs.size(), 0);
+  VisitOrder v;
+  v.visit = [&](uint64_t id) {
+    // A job comes once (a starving preemptor is offered twice, as in a cycle).
+    if (id < jobs.size() && !listed[id] && jobs[id].phase == JobPhase::kPending) {
+      listed[id] = 1;
+      order.push_back(JobId(id));
+    }
+  };
+  WalkVisitOrder(jobs, now, v);
   return order;
 }
 
