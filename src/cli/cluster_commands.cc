@@ -1,7 +1,5 @@
 #include "cli/cluster_commands.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -24,6 +22,7 @@
 #include "base/time_format.h"
 #include "cli/cluster_views.h"
 #include "cli/eta_views.h"
+#include "cli/job_file_fields.h"
 #include "cli/json_read.h"
 #include "cli/table.h"
 
@@ -235,43 +234,6 @@ std::string CurrentDirForJobs() {
 
 namespace {
 
-// The job file with `key: value` added (a string or a boolean) and the rest of the text
-// as written, so that the controller's errors still point at the user's lines. A file
-// that sets the key itself, or whose shape this cannot extend safely (checked by reading
-// the result back), is sent unchanged.
-std::string WithField(const std::string& body, bool is_json, const std::string& key,
-                      const json& value) {
-  const std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (is_json) {
-    const json doc = json::parse(body, nullptr, false);
-    if (!doc.is_object() || doc.contains(key)) {
-      return body;
-    }
-    std::string out = body;
-    out.insert(body.find('{') + 1, "\"" + key + "\": " + text + (doc.empty() ? "" : ", "));
-    const json back = json::parse(out, nullptr, false);
-    const bool added = back.is_object() && back.size() == doc.size() + 1 && back.contains(key) &&
-                       back[key] == value;
-    return added ? out : body;
-  }
-  try {
-    const YAML::Node doc = YAML::Load(body);
-    if (!doc.IsMap() || doc.Style() == YAML::EmitterStyle::Flow || doc[key]) {
-      return body;
-    }
-    const std::string out =
-        body + (body.empty() || body.back() == '\n' ? "" : "\n") + key + ": " + text + "\n";
-    const YAML::Node back = YAML::Load(out);
-    const bool added =
-        back.IsMap() && back.size() == doc.size() + 1 && back[key] && back[key].IsScalar() &&
-        (value.is_boolean() ? back[key].as<bool>() == value.get<bool>()
-                            : back[key].Scalar() == value.get<std::string>());
-    return added ? out : body;
-  } catch (const YAML::Exception&) {
-    return body;  // the controller reports the error, with its line
-  }
-}
-
 std::string WithSubmitDir(const std::string& body, bool is_json, const std::string& dir) {
   return dir.empty() ? body : WithField(body, is_json, "submit_dir", json(dir));
 }
@@ -332,7 +294,8 @@ int RunSubmit(const ClientConfig& config, const SubmitOptions& o, std::ostream& 
       return SubmitBatchFile(config, o, body, content_type, out, err);
     }
     if (o.hold_if_unfit) {
-      body = WithField(body, content_type == "application/json", "hold_if_unfit", json(true));
+      TESSERA_CLI_ASSIGN_OR_REPORT(
+          body, WithHoldIfUnfit(body, content_type == "application/json"), err);
     }
   } else {
     TESSERA_CLI_ASSIGN_OR_REPORT(json spec, BuildJobSpec(o), err);
