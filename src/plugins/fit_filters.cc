@@ -29,16 +29,16 @@ bool GpuCanServe(const GpuLedger& gpu, const TaskRequest& request) {
 
 FilterResult ResourceFitFilter::Filter(const NodeLedger& node, const TaskRequest& r) const {
   if (r.cpu > node.spec().cpu) {
-    return FilterResult::Never("node has fewer CPUs than requested");
+    return FilterResult::Never("node has fewer CPUs than requested", FilterCause::kCpu);
   }
   if (r.memory > node.spec().memory) {
-    return FilterResult::Never("node has less memory than requested");
+    return FilterResult::Never("node has less memory than requested", FilterCause::kMemory);
   }
   if (r.cpu > node.free_cpu()) {
-    return FilterResult::NotNow("not enough free CPU");
+    return FilterResult::NotNow("not enough free CPU", FilterCause::kCpu);
   }
   if (r.memory > node.free_memory()) {
-    return FilterResult::NotNow("not enough free memory");
+    return FilterResult::NotNow("not enough free memory", FilterCause::kMemory);
   }
   return FilterResult::Fits();
 }
@@ -48,7 +48,7 @@ FilterResult GpuFitFilter::Filter(const NodeLedger& node, const TaskRequest& r) 
     return FilterResult::Fits();
   }
   if (node.gpu_count() < r.gpu_count) {
-    return FilterResult::Never("node has fewer GPUs than requested");
+    return FilterResult::Never("node has fewer GPUs than requested", FilterCause::kGpuCount);
   }
   int capable = 0;
   int fitting = 0;
@@ -61,13 +61,15 @@ FilterResult GpuFitFilter::Filter(const NodeLedger& node, const TaskRequest& r) 
   }
   if (capable < r.gpu_count) {
     if (r.wants_mig()) {
-      return FilterResult::Never("no MIG GPU of an allowed model with this profile");
+      return FilterResult::Never("no MIG GPU of an allowed model with this profile", FilterCause::kMig);
     }
-    return FilterResult::Never("too few GPUs of an allowed model and sharing mode");
+    return FilterResult::Never("too few GPUs of an allowed model and sharing mode",
+                               FilterCause::kGpuKind);
   }
   if (fitting < r.gpu_count) {
-    return FilterResult::NotNow(r.wants_mig() ? "no free MIG slot for the profile"
-                                              : "not enough free GPU");
+    return r.wants_mig()
+               ? FilterResult::NotNow("no free MIG slot for the profile", FilterCause::kMig)
+               : FilterResult::NotNow("not enough free GPU", FilterCause::kGpuCount);
   }
   return FilterResult::Fits();
 }
@@ -99,10 +101,12 @@ FilterResult GpuLocalityFilter::Filter(const NodeLedger& node, const TaskRequest
     ever |= n >= r.gpu_count;
   }
   if (!ever) {
-    return FilterResult::Never("no NVLink domain or NUMA node has enough GPUs");
+    return FilterResult::Never("no NVLink domain or NUMA node has enough GPUs",
+                               FilterCause::kLocality);
   }
   if (BestWholeGpuLocality(node, r) > 2) {
-    return FilterResult::NotNow("not enough free GPUs in one NVLink domain or NUMA node");
+    return FilterResult::NotNow("not enough free GPUs in one NVLink domain or NUMA node",
+                                FilterCause::kLocality);
   }
   return FilterResult::Fits();
 }

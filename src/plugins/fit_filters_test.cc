@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,14 +27,45 @@ NodeSpec Uniform(std::string_view model, int gpus, SharingMode mode, int64_t cpu
   return MakeUniformNode("n", MilliCpu(cpu), MiB(memory), Model(model), gpus, mode, numa, nvlink);
 }
 
-void ExpectFits(const FilterResult& r) { EXPECT_EQ(r.code, FilterCode::kFits) << r.reason; }
+// The cause each filter message goes with: pending reasons match on the cause, so a
+// reworded message must keep it.
+FilterCause CauseOf(std::string_view reason) {
+  static const std::map<std::string_view, FilterCause> kCauses = {
+      {"node has fewer CPUs than requested", FilterCause::kCpu},
+      {"not enough free CPU", FilterCause::kCpu},
+      {"node has less memory than requested", FilterCause::kMemory},
+      {"not enough free memory", FilterCause::kMemory},
+      {"node has fewer GPUs than requested", FilterCause::kGpuCount},
+      {"not enough free GPU", FilterCause::kGpuCount},
+      {"too few GPUs of an allowed model and sharing mode", FilterCause::kGpuKind},
+      {"no MIG GPU of an allowed model with this profile", FilterCause::kMig},
+      {"no free MIG slot for the profile", FilterCause::kMig},
+      {"no NVLink domain or NUMA node has enough GPUs", FilterCause::kLocality},
+      {"not enough free GPUs in one NVLink domain or NUMA node", FilterCause::kLocality},
+  };
+  auto it = kCauses.find(reason);
+  return it == kCauses.end() ? FilterCause::kOther : it->second;
+}
+
+void ExpectFits(const FilterResult& r) {
+  EXPECT_EQ(r.code, FilterCode::kFits) << r.reason;
+  EXPECT_EQ(r.cause, FilterCause::kNone) << r.reason;
+}
 void ExpectNotNow(const FilterResult& r, std::string_view reason) {
   EXPECT_EQ(r.code, FilterCode::kUnschedulable) << r.reason;
   EXPECT_EQ(r.reason, reason);
+  EXPECT_EQ(r.cause, CauseOf(reason)) << reason;
 }
 void ExpectNever(const FilterResult& r, std::string_view reason) {
   EXPECT_EQ(r.code, FilterCode::kUnresolvable) << r.reason;
   EXPECT_EQ(r.reason, reason);
+  EXPECT_EQ(r.cause, CauseOf(reason)) << reason;
+}
+
+TEST(FilterResultTest, CausesDefaultToOther) {
+  EXPECT_EQ(FilterResult::Fits().cause, FilterCause::kNone);
+  EXPECT_EQ(FilterResult::NotNow("busy").cause, FilterCause::kOther);
+  EXPECT_EQ(FilterResult::Never("too small", FilterCause::kMemory).cause, FilterCause::kMemory);
 }
 
 TEST(ResourceFitFilterTest, CpuAndMemory) {

@@ -35,13 +35,31 @@ enum class FilterCode {
   kUnresolvable,   // never: the node cannot hold the task even when empty
 };
 
+// What a failed filter found short, for callers that explain a wait (the reason text
+// is for people and may be reworded; match on this).
+enum class FilterCause : uint8_t {
+  kNone,       // fits
+  kCpu,        // CPU (the node's, or free now)
+  kMemory,     // host memory
+  kGpuCount,   // fewer GPUs on the node, or fewer free now, than the task asks
+  kGpuKind,    // too few GPUs of an allowed model, sharing mode and GPU memory
+  kMig,        // no MIG GPU with the profile, or no free slot for it now
+  kLocality,   // not enough GPUs (free) in one NVLink domain or NUMA node
+  kOther,      // a plugin that names no cause
+};
+
 struct FilterResult {
   FilterCode code = FilterCode::kFits;
   std::string_view reason;  // static text, e.g. "not enough free CPU"
+  FilterCause cause = FilterCause::kNone;
 
   static FilterResult Fits() { return {}; }
-  static FilterResult NotNow(std::string_view why) { return {FilterCode::kUnschedulable, why}; }
-  static FilterResult Never(std::string_view why) { return {FilterCode::kUnresolvable, why}; }
+  static FilterResult NotNow(std::string_view why, FilterCause cause = FilterCause::kOther) {
+    return {FilterCode::kUnschedulable, why, cause};
+  }
+  static FilterResult Never(std::string_view why, FilterCause cause = FilterCause::kOther) {
+    return {FilterCode::kUnresolvable, why, cause};
+  }
   bool fits() const { return code == FilterCode::kFits; }
 };
 
