@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <tuple>
 #include <unordered_map>
@@ -79,6 +80,12 @@ std::string JoinNames(const std::vector<std::string>& names, size_t most = 3) {
 
 }  // namespace
 
+struct FitChecker::GroupCache {
+  static constexpr size_t kScopes = static_cast<size_t>(TopologyScope::kBlock) + 1;
+  std::once_flag once[kScopes];
+  Grouping by[kScopes];
+};
+
 std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> FitChecker::StandardFilters() {
   auto filters = std::make_shared<std::vector<std::unique_ptr<FilterPlugin>>>();
   filters->push_back(std::make_unique<ResourceFitFilter>());
@@ -89,7 +96,8 @@ std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> FitChecker::St
 
 FitChecker::FitChecker(const ClusterState& live, Copy copy,
                        std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> filters)
-    : filters_(filters != nullptr ? std::move(filters) : StandardFilters()) {
+    : filters_(filters != nullptr ? std::move(filters) : StandardFilters()),
+      groups_(std::make_unique<GroupCache>()) {
   if (copy == Copy::kAsIs) {
     node_count_ = live.present_count();
     empty_ = std::make_unique<ClusterState>(live);
@@ -134,6 +142,10 @@ FitChecker::FitChecker(const ClusterState& live, Copy copy,
     }
   }
 }
+
+FitChecker::FitChecker(FitChecker&&) noexcept = default;
+FitChecker& FitChecker::operator=(FitChecker&&) noexcept = default;
+FitChecker::~FitChecker() = default;
 
 FilterResult FitChecker::Filter(const NodeLedger& node, const TaskRequest& task) const {
   for (const auto& f : *filters_) {
@@ -297,8 +309,10 @@ std::string FitChecker::TaskNeverFits(const TaskRequest& t) const {
 }
 
 size_t FitChecker::PlaceGang(const std::vector<const TaskRequest*>& order,
-                             const std::vector<NodeId>& nodes) const {
-  ClusterState work(*empty_);
+                             std::span<const NodeId> nodes) const {
+  // Copies of the nodes tasks went to, made on first use: a group costs its own nodes,
+  // not a copy of the cluster.
+  std::vector<std::optional<NodeLedger>> work(nodes.size());
   Pcg32 rng(0);  // first fit: SelectGpus draws nothing
   size_t placed = 0;
   size_t from = 0;  // equal tasks resume where the last one went (earlier nodes are full)
@@ -309,7 +323,7 @@ size_t FitChecker::PlaceGang(const std::vector<const TaskRequest*>& order,
     }
     bool done = false;
     for (; from < nodes.size() && !done; ++from) {
-      const NodeLedger& node = work.node(nodes[from]);
+      const NodeLedger& node = work[from] ? *work[from] : empty_->node(nodes[from]);
       if (!Passes(node, t)) {
         continue;
       }
@@ -321,7 +335,13 @@ size_t FitChecker::PlaceGang(const std::vector<const TaskRequest*>& order,
         }
       }
       StatusOr<Allocation> a = MakeAllocation(nodes[from], node, t, choice.value_or(GpuChoice{}));
-      if (a.ok() && work.Allocate(a.value()).ok()) {
+      if (!a.ok()) {
+        continue;
+      }
+      if (!work[from]) {
+        work[from].emplace(empty_->node(nodes[from]));
+      }
+      if (work[from]->Allocate(a.value()).ok()) {
         done = true;
         break;
       }
@@ -332,6 +352,36 @@ size_t FitChecker::PlaceGang(const std::vector<const TaskRequest*>& order,
     ++placed;
   }
   return placed;
+}
+
+FitChecker::Prefix FitChecker::PrefixOf(const std::vector<const TaskRequest*>& order) {
+  Prefix p;
+  int64_t cpu = 0, memory = 0, gpu = 0;
+  for (const TaskRequest* t : order) {
+    cpu += t->cpu.value();
+    memory += t->memory.value();
+    // A MIG instance is sized by its profile, not milli: counted as nothing here.
+    gpu += t->wants_mig() ? 0 : t->gpu_count * t->gpu_milli.value();
+    p.cpu.push_back(cpu);
+    p.memory.push_back(memory);
+    p.gpu_milli.push_back(gpu);
+  }
+  return p;
+}
+
+size_t FitChecker::RoomBound(const Prefix& prefix, std::span<const NodeId> nodes) const {
+  int64_t cpu = 0, memory = 0, gpu = 0;
+  for (NodeId id : nodes) {
+    const NodeLedger& node = empty_->node(id);
+    cpu += node.free_cpu().value();
+    memory += node.free_memory().value();
+    gpu += node.free_gpu_milli().value();
+  }
+  auto within = [](const std::vector<int64_t>& sums, int64_t room) {
+    return static_cast<size_t>(std::upper_bound(sums.begin(), sums.end(), room) - sums.begin());
+  };
+  return std::min({within(prefix.cpu, cpu), within(prefix.memory, memory),
+                   within(prefix.gpu_milli, gpu)});
 }
 
 std::vector<const TaskRequest*> FitChecker::Order(const JobSpec& spec) {
@@ -348,34 +398,59 @@ std::vector<const TaskRequest*> FitChecker::Order(const JobSpec& spec) {
   return order;
 }
 
-std::vector<std::vector<NodeId>> FitChecker::Groups(const JobSpec& spec) const {
+std::vector<std::span<const NodeId>> FitChecker::Groups(const JobSpec& spec) const {
   if (spec.tasks.size() <= 1 || !spec.topology.hard || spec.topology.scope == TopologyScope::kAny) {
-    return {schedulable_};
+    return {std::span<const NodeId>(schedulable_)};
   }
-  // Nodes sharing the scope's label (nodes without it are groups of their own), as
-  // JobScheduler::PlaceGang groups them.
-  std::vector<std::vector<NodeId>> groups;
-  if (spec.topology.scope == TopologyScope::kNode) {
-    for (NodeId id : schedulable_) {
-      groups.push_back({id});
-    }
-    return groups;
-  }
-  const std::string key = ScopeLabel(spec.topology.scope);
-  std::unordered_map<std::string, size_t> index;
-  for (NodeId id : schedulable_) {
-    const std::string_view value = empty_->spec(id).Label(key);
-    if (value.empty()) {
-      groups.push_back({id});
-      continue;
-    }
-    auto [it, inserted] = index.try_emplace(std::string(value), groups.size());
-    if (inserted) {
-      groups.emplace_back();
-    }
-    groups[it->second].push_back(id);
+  const Grouping& g = GroupsFor(spec.topology.scope);
+  std::vector<std::span<const NodeId>> groups;
+  groups.reserve(g.starts.size());
+  for (size_t k = 0; k + 1 < g.starts.size(); ++k) {
+    groups.emplace_back(g.nodes.data() + g.starts[k], g.starts[k + 1] - g.starts[k]);
   }
   return groups;
+}
+
+const FitChecker::Grouping& FitChecker::GroupsFor(TopologyScope scope) const {
+  const size_t k = static_cast<size_t>(scope);
+  std::call_once(groups_->once[k], [&] {
+    // Nodes sharing the scope's label (nodes without it are groups of their own), as
+    // JobScheduler::PlaceGang groups them; groups in order of their first node.
+    std::vector<size_t> of(schedulable_.size());
+    size_t count = 0;
+    if (scope == TopologyScope::kNode) {
+      for (size_t i = 0; i < of.size(); ++i) {
+        of[i] = count++;
+      }
+    } else {
+      const std::string key = ScopeLabel(scope);
+      std::unordered_map<std::string_view, size_t> index;
+      for (size_t i = 0; i < of.size(); ++i) {
+        const std::string_view value = empty_->spec(schedulable_[i]).Label(key);
+        if (value.empty()) {
+          of[i] = count++;
+          continue;
+        }
+        of[i] = index.try_emplace(value, count).first->second;
+        count += of[i] == count ? 1 : 0;
+      }
+    }
+    // A stable counting sort by group.
+    Grouping& g = groups_->by[k];
+    g.starts.assign(count + 1, 0);
+    for (size_t group : of) {
+      ++g.starts[group + 1];
+    }
+    for (size_t i = 0; i < count; ++i) {
+      g.starts[i + 1] += g.starts[i];
+    }
+    g.nodes.resize(schedulable_.size());
+    std::vector<size_t> next(g.starts.begin(), g.starts.end() - 1);
+    for (size_t i = 0; i < of.size(); ++i) {
+      g.nodes[next[of[i]]++] = schedulable_[i];
+    }
+  });
+  return groups_->by[k];
 }
 
 bool FitChecker::GangPlaces(const JobSpec& spec) const {
@@ -387,8 +462,9 @@ bool FitChecker::GangPlaces(const JobSpec& spec) const {
                        [&](NodeId id) { return Passes(empty_->node(id), spec.tasks[0]); });
   }
   const std::vector<const TaskRequest*> order = Order(spec);
-  for (const std::vector<NodeId>& group : Groups(spec)) {
-    if (PlaceGang(order, group) == order.size()) {
+  const Prefix prefix = PrefixOf(order);
+  for (std::span<const NodeId> group : Groups(spec)) {
+    if (RoomBound(prefix, group) == order.size() && PlaceGang(order, group) == order.size()) {
       return true;
     }
   }
@@ -463,9 +539,14 @@ FitVerdict FitChecker::Check(const JobSpec& spec) const {
                        "most " +
                        std::to_string(placed) + " do)" + DrainNote(*order[0])};
   }
-  const std::vector<std::vector<NodeId>> groups = Groups(spec);
+  const Prefix prefix = PrefixOf(order);
   size_t best = 0;
-  for (const std::vector<NodeId>& group : groups) {
+  for (std::span<const NodeId> group : Groups(spec)) {
+    // A group whose free room holds neither the gang nor more of it than another
+    // group took cannot change the answer: skip placing there.
+    if (const size_t bound = RoomBound(prefix, group); bound < n && bound <= best) {
+      continue;
+    }
     const size_t placed = PlaceGang(order, group);
     if (placed == n) {
       return {};

@@ -17,7 +17,9 @@
 // construction; Check may be called from any thread concurrently.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,9 @@ class FitChecker {
   explicit FitChecker(
       const ClusterState& live, Copy copy = Copy::kEmpty,
       std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> filters = nullptr);
+  FitChecker(FitChecker&&) noexcept;
+  FitChecker& operator=(FitChecker&&) noexcept;
+  ~FitChecker();
 
   // Nodes present (drained ones included).
   size_t nodes() const { return node_count_; }
@@ -63,15 +68,33 @@ class FitChecker {
   static std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> StandardFilters();
 
  private:
+  // Nodes grouped by a hard topology scope, in schedulable order: group k is
+  // nodes[starts[k], starts[k + 1]). Built once per scope, on first use.
+  struct Grouping {
+    std::vector<NodeId> nodes;
+    std::vector<size_t> starts;
+  };
+  struct GroupCache;
+  // Running sums of CPU, memory and GPU milli over a gang's tasks in placing order.
+  struct Prefix {
+    std::vector<int64_t> cpu, memory, gpu_milli;
+  };
+
   // Why no schedulable node can hold `task` even when empty; "" when some can.
   std::string TaskNeverFits(const TaskRequest& task) const;
-  // Tasks of `order` placed first-fit on `nodes` of a copy of the empty state.
+  // Tasks of `order` placed first-fit on `nodes` of the copy (copying only the nodes a
+  // task goes to); how many were placed before the first that found no room.
   size_t PlaceGang(const std::vector<const TaskRequest*>& order,
-                   const std::vector<NodeId>& nodes) const;
+                   std::span<const NodeId> nodes) const;
   // The gang's tasks, largest first (equal ones together), and the node groups it may
   // use (one group of every schedulable node unless its scope is hard).
   static std::vector<const TaskRequest*> Order(const JobSpec& spec);
-  std::vector<std::vector<NodeId>> Groups(const JobSpec& spec) const;
+  std::vector<std::span<const NodeId>> Groups(const JobSpec& spec) const;
+  const Grouping& GroupsFor(TopologyScope scope) const;
+  // How many tasks of the order's head the free CPU, memory and GPU milli of `nodes`
+  // add up to: PlaceGang places no more there, so a group below the gang is skipped.
+  static Prefix PrefixOf(const std::vector<const TaskRequest*>& order);
+  size_t RoomBound(const Prefix& prefix, std::span<const NodeId> nodes) const;
   bool Passes(const NodeLedger& node, const TaskRequest& task) const;
   // " (2 drained: node n3 GPU 5, node n4)" for the drained GPUs that could serve
   // `task`; "" when none.
@@ -82,6 +105,7 @@ class FitChecker {
   std::shared_ptr<const std::vector<std::unique_ptr<FilterPlugin>>> filters_;
   std::vector<NodeId> schedulable_;
   size_t node_count_ = 0;
+  std::unique_ptr<GroupCache> groups_;
 };
 
 }  // namespace tessera

@@ -215,5 +215,57 @@ TEST(FitCheckTest, LargeGangIsCheap) {
             "never fits: the job needs 8008 GPUs; 8000 are schedulable");
 }
 
+// Hard scopes on many nodes: groups whose room cannot hold the gang are skipped, which
+// must not change an answer, nor the "at most" count another group reaches.
+TEST(FitCheckTest, HardScopesOnManyNodesGiveTheSameAnswers) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < 600; ++i) {
+    const bool big = i == 300;  // the one node with 8 GPUs
+    nodes.push_back(Node("n" + std::to_string(i), "H100-80GB", big ? 8 : 4,
+                         SharingMode::kExclusive, {{"rack", "r" + std::to_string(i / 2)}}));
+  }
+  ClusterState state = Cluster(std::move(nodes));
+  FitChecker checker(state);
+  EXPECT_TRUE(checker.Check(Gang(Whole(4), 2, TopologyScope::kNode, true)).fits);
+  EXPECT_EQ(Never(checker, Gang(Whole(4), 3, TopologyScope::kNode, true)),
+            "never fits: the job needs its 3 tasks, 12 GPUs in one node (hard topology); no node "
+            "can hold them even when empty (at most 2 of the tasks)");
+  EXPECT_EQ(Never(checker, Gang(Whole(4), 3, TopologyScope::kNvlinkDomain, true)),
+            "never fits: the job needs its 3 tasks, 12 GPUs in one NVLink domain (hard topology); "
+            "no NVLink domain can hold them even when empty (at most 2 of the tasks)");
+  EXPECT_EQ(Never(checker, Gang(Whole(4), 4, TopologyScope::kRack, true)),
+            "never fits: the job needs its 4 tasks, 16 GPUs in one rack (hard topology); no rack "
+            "can hold them even when empty (at most 3 of the tasks)");
+  EXPECT_EQ(Never(checker, Gang(Cpu(40000), 2, TopologyScope::kNode, true)),
+            "never fits: the job needs its 2 tasks in one node (hard topology); no node can hold "
+            "them even when empty (at most 1 of the tasks)");
+  EXPECT_TRUE(checker.Check(Gang(Whole(4), 2, TopologyScope::kAny, true)).fits);
+
+  // Live: three GPUs free on every node. Each rack has room for three 2-GPU tasks in
+  // all, but not packed (one GPU left on each node), until a node is free.
+  for (uint32_t i = 0; i < 600; ++i) {
+    Allocation a;
+    a.node = NodeId(i);
+    for (int g = 0; g < (i == 300 ? 5 : 1); ++g) {
+      a.gpus.push_back(GpuGrant{g, kWholeGpu, MiB(0), -1, -1});
+    }
+    ASSERT_TRUE(state.Allocate(a).ok());
+  }
+  EXPECT_FALSE(FitChecker(state, FitChecker::Copy::kAsIs)
+                   .GangPlaces(Gang(Whole(2), 3, TopologyScope::kRack, true)));
+  EXPECT_TRUE(FitChecker(state, FitChecker::Copy::kAsIs)
+                  .GangPlaces(Gang(Whole(2), 2, TopologyScope::kRack, true)));
+  EXPECT_FALSE(FitChecker(state, FitChecker::Copy::kAsIs)
+                   .GangPlaces(Gang(Whole(4), 2, TopologyScope::kNode, true)));
+  Allocation a;
+  a.node = NodeId(451);
+  a.gpus.push_back(GpuGrant{0, kWholeGpu, MiB(0), -1, -1});
+  ASSERT_TRUE(state.Release(a).ok());  // n451 is free: n450 and n451 hold three
+  EXPECT_TRUE(FitChecker(state, FitChecker::Copy::kAsIs)
+                  .GangPlaces(Gang(Whole(2), 3, TopologyScope::kRack, true)));
+  EXPECT_FALSE(FitChecker(state, FitChecker::Copy::kAsIs)
+                   .GangPlaces(Gang(Whole(2), 3, TopologyScope::kNode, true)));
+}
+
 }  // namespace
 }  // namespace tessera
