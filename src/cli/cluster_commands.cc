@@ -335,6 +335,11 @@ int RunJobs(const ClientConfig& config, const JobsOptions& o, const Clock& clock
   if (o.limit < 0) {
     return ReportError(InvalidArgumentError("--limit must be >= 0"), err);
   }
+  if (o.start && o.all) {
+    return ReportError(InvalidArgumentError("--start lists pending jobs by position; --all "
+                                            "(every state) does not apply to it"),
+                       err);
+  }
   QueryParams query;
   if (!o.state.empty()) {
     query.emplace_back("state", o.state);
@@ -349,11 +354,14 @@ int RunJobs(const ClientConfig& config, const JobsOptions& o, const Clock& clock
   if (!o.tenant.empty()) {
     query.emplace_back("tenant", o.tenant);
   }
-  if (o.limit > 0) {
-    query.emplace_back("limit", std::to_string(o.limit));
+  // With --start, --limit counts positions: every pending job is fetched and sorted
+  // first (the server pages by id).
+  const size_t page_limit = o.start ? 0 : static_cast<size_t>(o.limit);
+  if (page_limit > 0) {
+    query.emplace_back("limit", std::to_string(page_limit));
   }
   TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
-  // The server answers in pages ("next" is the cursor): follow them up to --limit.
+  // The server answers in pages ("next" is the cursor): follow them up to the limit.
   json jobs = json::array();
   std::string after;
   for (;;) {
@@ -368,10 +376,13 @@ int RunJobs(const ClientConfig& config, const JobsOptions& o, const Clock& clock
     }
     const json& next = body.value("next", json());
     if (!next.is_string() || next.get<std::string>().empty() ||
-        (o.limit > 0 && jobs.size() >= static_cast<size_t>(o.limit))) {
+        (page_limit > 0 && jobs.size() >= page_limit)) {
       break;
     }
     after = next.get<std::string>();
+  }
+  if (o.start) {
+    jobs = ByPosition(jobs);
   }
   if (o.limit > 0 && jobs.size() > static_cast<size_t>(o.limit)) {
     jobs.erase(jobs.begin() + o.limit, jobs.end());

@@ -360,6 +360,49 @@ TEST(JobsTest, FiltersGoToTheQuery) {
   EXPECT_EQ(seen[1].Param("state"), "<absent>");
 }
 
+TEST(JobsTest, StartListsTheFirstPositionsNotTheLowestIds) {
+  // Two pages by id; positions run the other way. --limit 2 is the first two positions.
+  FakeController ctl;
+  auto job = [](int64_t id, int64_t position) {
+    json j = kPendingJob;
+    j["id"] = id;
+    j["position"] = position;
+    return j;
+  };
+  ctl.On("GET", "/v1/jobs", [&](const httplib::Request& req, httplib::Response& res) {
+    const json page = req.has_param("after")
+                          ? json{{"jobs", {job(3, 2), job(4, 1)}}}
+                          : json{{"jobs", {job(1, 4), job(2, 3)}}, {"next", "2"}};
+    res.set_content(page.dump(), "application/json");
+  });
+  ManualClock clock = TestClock();
+  JobsOptions o;
+  o.start = true;
+  o.limit = 2;
+  o.output = "json";
+  std::ostringstream out, err;
+  ASSERT_EQ(RunJobs(ctl.Config(), o, clock, out, err), 0) << err.str();
+  const json listed = json::parse(out.str());
+  std::vector<int64_t> ids;
+  for (const json& j : listed["jobs"]) {
+    ids.push_back(j["id"].get<int64_t>());
+  }
+  EXPECT_EQ(ids, (std::vector<int64_t>{4, 3}));
+  const std::vector<SeenRequest> seen = ctl.requests();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].Param("limit"), "<absent>");  // every pending job, then the limit
+  EXPECT_EQ(seen[0].Param("state"), "pending");
+
+  // --all (every state) does not go with --start.
+  JobsOptions all;
+  all.start = true;
+  all.all = true;
+  std::ostringstream out2, err2;
+  EXPECT_NE(RunJobs(ctl.Config(), all, clock, out2, err2), 0);
+  EXPECT_NE(err2.str().find("--all"), std::string::npos) << err2.str();
+  EXPECT_EQ(ctl.requests().size(), 2u);
+}
+
 TEST(JobsTest, WideShowsEverythingUncutAndJsonIsTheServersJson) {
   FakeController ctl;
   const json body = {{"jobs", {kPendingJob}}};

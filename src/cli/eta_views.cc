@@ -69,7 +69,7 @@ std::string BlockingText(const json& job) {
   return kind.empty() ? "-" : kind;
 }
 
-std::string JobsStartTable(const json& jobs, Micros now) {
+json ByPosition(const json& jobs) {
   std::vector<const json*> rows;
   for (const json& j : jobs) {
     rows.push_back(&j);
@@ -78,13 +78,22 @@ std::string JobsStartTable(const json& jobs, Micros now) {
   std::stable_sort(rows.begin(), rows.end(), [&](const json* a, const json* b) {
     return OptInt(*a, "position").value_or(kLast) < OptInt(*b, "position").value_or(kLast);
   });
+  json out = json::array();
+  for (const json* j : rows) {
+    out.push_back(*j);
+  }
+  return out;
+}
+
+std::string JobsStartTable(const json& jobs, Micros now) {
+  const json rows = ByPosition(jobs);
   Table t({"POS", "QPOS", "ID", "NAME", "QUEUE", "GPUS", "ETA", "BLOCKING"});
   t.SetRightAligned(0);
   t.SetRightAligned(1);
   t.SetMaxWidth(3, 24);
-  for (const json* j : rows) {
-    t.AddRow({IntText(*j, "position"), IntText(*j, "queue_position"), IntText(*j, "id"),
-              Str(*j, "name"), Str(*j, "queue"), GpusOf(*j), EtaText(*j, now), BlockingText(*j)});
+  for (const json& j : rows) {
+    t.AddRow({IntText(j, "position"), IntText(j, "queue_position"), IntText(j, "id"),
+              Str(j, "name"), Str(j, "queue"), GpusOf(j), EtaText(j, now), BlockingText(j)});
   }
   return t.Render();
 }

@@ -15,6 +15,8 @@ namespace tessera {
 std::string EtaText(const nlohmann::json& job, Micros now);
 // "GPUs (H100-80GB)", "quota of queue team-a", "reservation for job 12", ...; "-" none.
 std::string BlockingText(const nlohmann::json& job);
+// The jobs sorted by "position" (stable; jobs without one last).
+nlohmann::json ByPosition(const nlohmann::json& jobs);
 // POS QPOS ID NAME QUEUE GPUS ETA BLOCKING, by position (jobs without one last).
 std::string JobsStartTable(const nlohmann::json& jobs, Micros now);
 
