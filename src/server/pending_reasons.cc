@@ -273,7 +273,7 @@ std::string LiveCache::Compute(const std::vector<TaskRequest>& tasks,
   }
   // The first task that fits no schedulable node alone names the resource.
   for (const TaskRequest& t : tasks) {
-    std::map<std::string, int> busy;        // not-now filter reasons, by node count
+    std::map<FilterCause, int> busy;        // not-now filter causes, by node count
     std::vector<std::string> drained_room;  // drained nodes that would take it
     bool fits = false;
     int most_free_gpus = 0, free_gpus = 0;
@@ -298,7 +298,7 @@ std::string LiveCache::Compute(const std::vector<TaskRequest>& tasks,
       if (r.code != FilterCode::kUnschedulable) {
         continue;  // never on this node: not what it waits for
       }
-      ++busy[std::string(r.reason)];
+      ++busy[r.cause];
       int here = 0;
       for (const GpuLedger& gpu : node.gpus()) {
         here += !t.cpu_only() && GpuFitsRequest(gpu, t) ? 1 : 0;
@@ -316,11 +316,11 @@ std::string LiveCache::Compute(const std::vector<TaskRequest>& tasks,
              drained_room.front() + (drained_room.size() > 1 ? " and others" : "") +
              " would hold a task now; the schedulable nodes are busy";
     }
-    std::string top;
+    FilterCause top = FilterCause::kNone;
     int most = 0;
-    for (const auto& [reason, n] : busy) {
+    for (const auto& [cause, n] : busy) {
       if (n > most) {
-        top = reason;
+        top = cause;
         most = n;
       }
     }
@@ -341,21 +341,21 @@ std::string LiveCache::Compute(const std::vector<TaskRequest>& tasks,
       }
       kind = models + " " + kind;
     }
-    if (top == "not enough free CPU") {
+    if (top == FilterCause::kCpu) {
       return "waiting for resources: a task needs " + Cpus(t.cpu.value()) +
              " free CPUs on one node; the most free on a schedulable node is " + Cpus(most_cpu) +
              "; jobs ahead of it or running hold them";
     }
-    if (top == "not enough free memory") {
+    if (top == FilterCause::kMemory) {
       return "waiting for resources: a task needs " + FormatMiB(t.memory.value()) +
              " of free memory on one node; the most free on a schedulable node is " +
              FormatMiB(most_memory) + "; jobs ahead of it or running hold them";
     }
-    if (top == "no free MIG slot for the profile") {
+    if (top == FilterCause::kMig) {
       return "waiting for resources: no schedulable GPU has a free slot for a MIG " +
              t.mig_profile + " instance now; jobs ahead of it or running hold them";
     }
-    if (top == "not enough free GPUs in one NVLink domain or NUMA node") {
+    if (top == FilterCause::kLocality) {
       return "waiting for resources: a task needs " + std::to_string(t.gpu_count) +
              " free GPUs in one NVLink domain or NUMA node; no schedulable node has them now";
     }
