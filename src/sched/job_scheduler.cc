@@ -53,6 +53,65 @@ int64_t TotalMemory(const ClusterState& state) {
 
 }  // namespace
 
+ChargeIndex ChargeIndex::Of(const QueueTree& tree, const GpuCatalog& catalog) {
+  ChargeIndex index;
+  const auto& resources = tree.resources();
+  index.resources = resources.size();
+  index.per_model.assign(catalog.models().size(), -1);
+  for (size_t r = 0; r < resources.size(); ++r) {
+    const ResourceName& n = resources[r];
+    const int at = static_cast<int>(r);
+    switch (n.kind) {
+      case ResourceKind::kGpu:
+        if (!n.model.valid()) {
+          index.any_gpu = at;
+        } else if (n.model.value() < index.per_model.size()) {
+          index.per_model[n.model.value()] = at;
+        }
+        break;
+      case ResourceKind::kGpuMemory:
+        index.gpu_memory = at;
+        break;
+      case ResourceKind::kCpu:
+        index.cpu = at;
+        break;
+      case ResourceKind::kMemory:
+        index.memory = at;
+        break;
+    }
+  }
+  return index;
+}
+
+ResourceVector PendingCharge(const ChargeIndex& index, int64_t gpu_milli,
+                             const std::vector<TaskRequest>& tasks, const GpuCatalog& catalog) {
+  ResourceVector charge(index.resources, 0);
+  if (charge.empty()) {
+    return charge;
+  }
+  auto add = [&charge](int at, int64_t v) {
+    if (at >= 0 && static_cast<size_t>(at) < charge.size()) {
+      charge[static_cast<size_t>(at)] += v;
+    }
+  };
+  add(index.any_gpu, gpu_milli);
+  for (const TaskRequest& t : tasks) {
+    add(index.cpu, t.cpu.value());
+    add(index.memory, t.memory.value());
+    add(index.gpu_memory, t.gpu_memory.value() * t.gpu_count);
+    // Held to one model: its placement is charged to that model's quota.
+    if (t.gpu_count > 0 && t.models.size() == 1) {
+      for (size_t m = 0; m < index.per_model.size(); ++m) {
+        if (index.per_model[m] >= 0 && m < GpuModelSet::kMaxModels &&
+            t.models.Contains(GpuModelId(static_cast<uint16_t>(m)))) {
+          add(index.per_model[m], t.TotalGpuMilli(catalog).value());
+        }
+      }
+    }
+  }
+  return charge;
+}
+
 JobScheduler::JobScheduler(const QueueTree& tree, const ClusterState& state,
                            SchedulerOptions options, std::unique_ptr<JobOrderPlugin> job_order,
                            std::unique_ptr<QueueOrderPlugin> queue_order, Profile placement,
@@ -68,31 +127,7 @@ JobScheduler::JobScheduler(const QueueTree& tree, const ClusterState& state,
       racks_(GroupByLabel(state, "rack")),
       blocks_(GroupByLabel(state, "block")),
       nvlink_groups_(GroupByLabel(state, "nvlink-domain")) {
-  gpu_resource_index_.assign(state.catalog().models().size(), -1);
-  const auto& resources = tree.resources();
-  for (size_t r = 0; r < resources.size(); ++r) {
-    const ResourceName& n = resources[r];
-    switch (n.kind) {
-      case ResourceKind::kGpu:
-        if (n.model.valid()) {
-          if (n.model.value() < gpu_resource_index_.size()) {
-            gpu_resource_index_[n.model.value()] = static_cast<int>(r);
-          }
-        } else {
-          any_gpu_index_ = static_cast<int>(r);
-        }
-        break;
-      case ResourceKind::kGpuMemory:
-        gpu_memory_index_ = static_cast<int>(r);
-        break;
-      case ResourceKind::kCpu:
-        cpu_index_ = static_cast<int>(r);
-        break;
-      case ResourceKind::kMemory:
-        memory_index_ = static_cast<int>(r);
-        break;
-    }
-  }
+  index_ = ChargeIndex::Of(tree, state.catalog());
 }
 
 // ---- bookkeeping -------------------------------------------------------------
@@ -194,24 +229,18 @@ ResourceVector JobScheduler::ChargeOf(const JobRecord& job,
     }
   };
   if (allocations == nullptr) {
-    add(any_gpu_index_, job.gpu_milli);
-    for (const TaskRequest& t : job.spec.tasks) {
-      add(cpu_index_, t.cpu.value());
-      add(memory_index_, t.memory.value());
-      add(gpu_memory_index_, t.gpu_memory.value() * t.gpu_count);
-    }
-    return charge;
+    return PendingCharge(index_, job.gpu_milli, job.spec.tasks, state.catalog());
   }
   for (const Allocation& a : *allocations) {
-    add(cpu_index_, a.cpu.value());
-    add(memory_index_, a.memory.value());
+    add(index_.cpu, a.cpu.value());
+    add(index_.memory, a.memory.value());
     const NodeSpec& spec = state.spec(a.node);
     for (const GpuGrant& g : a.gpus) {
-      add(any_gpu_index_, g.milli.value());
-      add(gpu_memory_index_, g.memory.value());
+      add(index_.any_gpu, g.milli.value());
+      add(index_.gpu_memory, g.memory.value());
       const GpuModelId model = spec.gpus[static_cast<size_t>(g.gpu)].model;
-      if (model.value() < gpu_resource_index_.size()) {
-        add(gpu_resource_index_[model.value()], g.milli.value());
+      if (model.value() < index_.per_model.size()) {
+        add(index_.per_model[model.value()], g.milli.value());
       }
     }
   }

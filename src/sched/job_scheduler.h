@@ -48,6 +48,22 @@ enum class Backfill : uint8_t {
 // Which runtime estimate backfill and reservations trust.
 enum class RuntimeSource : uint8_t { kUserLimit, kPredicted, kOracle };
 
+// Where a job's demand is charged among a queue tree's resources (-1: not a quota
+// resource of the tree).
+struct ChargeIndex {
+  size_t resources = 0;
+  int any_gpu = -1, cpu = -1, memory = -1, gpu_memory = -1;
+  std::vector<int> per_model;  // by GpuModelId value: the "gpu:<model>" resource or -1
+  static ChargeIndex Of(const QueueTree& tree, const GpuCatalog& catalog);
+};
+
+// The quota charge of a job not placed yet: its GPUs, CPU, memory and GPU memory, and a
+// task held to one GPU model also to that model's quota ("gpu:H100-80GB", a Kueue
+// flavor), as its placement will be. The one source for the scheduler's admission, the
+// start forecast and pending jobs' quota reasons, so that they agree.
+ResourceVector PendingCharge(const ChargeIndex& index, int64_t gpu_milli,
+                             const std::vector<TaskRequest>& tasks, const GpuCatalog& catalog);
+
 struct SchedulerOptions {
   bool strict_fifo = false;     // a job blocked by capacity blocks its queue
   bool borrowing = true;        // may use the cohort's unused quota
@@ -180,17 +196,12 @@ class JobScheduler {
                        Micros now, Rng& rng);
 
   // The quota charge of a job placed by `allocations` (GPU milli per model among
-  // the tree's resources, CPU, memory, GPU memory).
+  // the tree's resources, CPU, memory, GPU memory); null: PendingCharge of its demand.
   ResourceVector ChargeOf(const JobRecord& job, const std::vector<Allocation>* allocations,
                           const ClusterState& state) const;
 
-  // Where ChargeOf puts a pending job's demand among the tree's resources (-1: none).
-  struct DemandIndex {
-    int any_gpu = -1, cpu = -1, memory = -1, gpu_memory = -1;
-  };
-  DemandIndex demand_index() const {
-    return {any_gpu_index_, cpu_index_, memory_index_, gpu_memory_index_};
-  }
+  // Where ChargeOf puts a job's demand among the tree's resources.
+  const ChargeIndex& charge_index() const { return index_; }
 
   // Least-attained-service level of a job at `now` (0 = least served).
   int LasLevel(const JobRecord& job, Micros now) const;
@@ -336,8 +347,7 @@ class JobScheduler {
   std::vector<std::vector<NodeId>> racks_;           // node groups by "rack" label
   std::vector<std::vector<NodeId>> blocks_;          // by "block" label (a block holds racks)
   std::vector<std::vector<NodeId>> nvlink_groups_;   // by "nvlink-domain" label, else per node
-  std::vector<int> gpu_resource_index_;              // per GpuModelId value: resource index or -1
-  int any_gpu_index_ = -1, cpu_index_ = -1, memory_index_ = -1, gpu_memory_index_ = -1;
+  ChargeIndex index_;
 };
 
 }  // namespace tessera

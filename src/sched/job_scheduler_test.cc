@@ -559,7 +559,8 @@ TEST(JobSchedulerTest, ChargeOfCountsEachModelFlavor) {
   job.spec.tasks[0].memory = MiB(4096);
   job.spec.tasks[0].gpu_memory = MiB(1000);
   job.gpu_milli = 3000;
-  // Before placement: any-GPU, CPU, memory and requested GPU memory; no flavor.
+  // Before placement: any-GPU, CPU, memory and requested GPU memory; no flavor for
+  // tasks any model may serve.
   ResourceVector pre = h.scheduler().ChargeOf(job, nullptr, h.state());
   ASSERT_EQ(pre.size(), 6u);
   EXPECT_EQ(pre[gpu], 3000);
@@ -582,6 +583,16 @@ TEST(JobSchedulerTest, ChargeOfCountsEachModelFlavor) {
   EXPECT_EQ(placed[cpu], 2000);
   EXPECT_EQ(placed[mem], 4096);
   EXPECT_EQ(placed[gmem], 2 * 81559 + 81920);
+
+  // A task held to one model is charged to that flavor before placement too, as its
+  // placement will be; PendingCharge (the pending reasons' charge) is the same.
+  job.spec.tasks[0].models.Add(Model("H100-80GB"));
+  pre = h.scheduler().ChargeOf(job, nullptr, h.state());
+  EXPECT_EQ(pre[gpu], 3000);
+  EXPECT_EQ(pre[gh], 2000);
+  EXPECT_EQ(pre[ga], 0);
+  EXPECT_EQ(pre, PendingCharge(h.scheduler().charge_index(), job.gpu_milli, job.spec.tasks,
+                               h.state().catalog()));
 }
 
 TEST(JobSchedulerTest, StartChargesTheFlavorItLandedOn) {

@@ -366,6 +366,13 @@ class Controller {
   void FillReason(const LiveJob& job, JobView& view) const;
   // After every cycle: what pending jobs' reasons are worked out from.
   void PublishWaitContext();
+  // The "never fits" verdicts of `c` from the node registry (known_nodes.h), reusing
+  // those of `last` for an unchanged node set. mu_ held.
+  void SetFitVerdicts(WaitContext& c, const WaitContext& last);
+  // Before a submission is judged: republishes the verdicts when a node came, went or
+  // was drained since they were made (fit_stale_), so a node that just registered
+  // counts at once. mu_ held.
+  void RefreshFitVerdicts();
   void Seal(Pending& out);  // the dirty jobs' rows into the batch
   // The core's cycle: starts and preemptions into `out`. False when it had nothing to
   // decide on (no nodes, or no pending job). mu_ held.
@@ -453,6 +460,7 @@ class Controller {
   TenantIdentities identities_;
   ControllerCounters counters_;  // for Metrics(); its atomics without mu_
   Micros next_silence_check_ = 0;  // the loop's next walk for silent nodes; mu_
+  bool fit_stale_ = true;  // a node event since the fit verdicts were made; mu_
   std::atomic<bool> store_failed_{false};
 
   std::mutex loop_mu_;

@@ -77,6 +77,7 @@ void Controller::RequeueMisfit(LiveJob& job, const std::string& why, Micros now,
 // ---- node changes in place ----------------------------------------------------------
 
 void Controller::NodeJoined(const NodeInfo& node, Micros now, Pending& out) {
+  fit_stale_ = true;
   if (core_.state() == nullptr || core_.rebuild_pending()) {
     return;  // the rebuild before the next cycle takes the node as it is
   }
@@ -132,6 +133,7 @@ void Controller::NodeJoined(const NodeInfo& node, Micros now, Pending& out) {
 }
 
 void Controller::NodeLeft(const std::string& name) {
+  fit_stale_ = true;
   nodes_.respec().erase(name);
   if (core_.state() == nullptr || core_.rebuild_pending()) {
     return;

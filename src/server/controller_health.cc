@@ -87,6 +87,7 @@ void Controller::ApplyDrains(const NodeInfo& node) {
 }
 
 void Controller::SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out) {
+  fit_stale_ = true;
   const std::string& name = node.inventory.spec.name;
   const std::string what = gpu < 0 ? "node " + name : "node " + name + " GPU " + std::to_string(gpu);
   if (drain) {

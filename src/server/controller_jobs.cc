@@ -90,6 +90,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
         return JobJson(existing);
       }
     }
+    RefreshFitVerdicts();
     TESSERA_RETURN_IF_ERROR(CheckSubmissionFits(*views_.context(), job.spec, job.hold_if_unfit));
     id = jobs_.TakeId();
     job.spec.submit_time = now;
@@ -180,6 +181,7 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
     if (!key.empty() && jobs_.FindKey(tenants[0], BatchJobKey(key, 0))) {
       return RetriedBatch(jobs, tenants, key, lock);
     }
+    RefreshFitVerdicts();
   }
   // Each job as a single submission: one that could never run refuses the batch.
   const std::shared_ptr<const WaitContext> context = views_.context();

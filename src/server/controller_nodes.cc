@@ -161,6 +161,7 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
     }
     Seal(out);
     nodes_.all().erase(it);
+    fit_stale_ = true;
     std::cerr << "tessera server: node " << name << " removed by the admin\n";
   }
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
@@ -195,6 +196,7 @@ Status Controller::ForgetRemovedNodes() {
     if (!value.empty()) {
       nodes_.all().erase(key.substr(std::string(kRemovedNodePrefix).size()));
       core_.RequestRebuild();
+      fit_stale_ = true;
     }
   }
   return Status::Ok();

@@ -1,11 +1,14 @@
 // Pending reasons and refusals at submission, through the controller: a share asking
 // more GPU memory than any card has, a gang larger than the schedulable GPUs (one
 // drained), a queue waiting for the quota it lent, a pending job whose nodes left,
-// and a cluster with no node yet.
+// a cluster with no node yet, nodes that are down (timed out, or not back since a
+// restart) or just registered, and a queue at its quota under a policy without
+// borrowing.
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "base/time_format.h"
 #include "server/controller_fixture.h"
 
 namespace tessera {
@@ -13,13 +16,13 @@ namespace {
 
 class ControllerReasonsTest : public ControllerTest {
  protected:
-  // A node of 8 H100s in `mode`, registered by its own agent.
-  void AddNode(const std::string& name, SharingMode mode) {
+  // A node of `gpus` H100s in `mode`, registered by its own agent.
+  void AddNode(const std::string& name, SharingMode mode, int gpus = 8) {
     RegisterRequest r;
     r.agent_id = "agent-" + name;
     r.inventory.spec = MakeUniformNode(name, MilliCpu(64000), MiB(512 * 1024),
-                                       catalog().Find("H100-80GB").value(), 8, mode);
-    for (int g = 0; g < 8; ++g) {
+                                       catalog().Find("H100-80GB").value(), gpus, mode);
+    for (int g = 0; g < gpus; ++g) {
       r.inventory.gpu_uuids.push_back(name + "-GPU-" + std::to_string(g));
       r.inventory.mig_instances.emplace_back();
     }
@@ -43,7 +46,14 @@ class ControllerReasonsTest : public ControllerTest {
     return j.ok() ? *j : nlohmann::json{};
   }
   std::string Reason(uint64_t id) { return Job(id)["reason"].get<std::string>(); }
+
+  void Heartbeat(const std::string& name) {
+    auto r = controller_->Heartbeat(HeartbeatRequest{name, "agent-" + name, {}, {}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
 };
+
+constexpr const char* kEight = "command: [/bin/true]\nresources: {gpus: 8}\n";
 
 constexpr const char* kBigShare =
     "command: [/bin/true]\nresources: {gpu_fraction: 0.5, gpu_memory: 90GiB}\n";
@@ -104,7 +114,7 @@ TEST_F(ControllerReasonsTest, QueueWaitingForItsLentQuotaNamesTheBorrower) {
   const uint64_t borrower = Submit("team-b", kSixteen);  // 8 of its own, 8 of team-a's
   ASSERT_TRUE(controller_->RunCycle().ok());
   ASSERT_EQ(Job(borrower)["state"], "running");
-  const uint64_t waiting = Submit("team-a", "command: [/bin/true]\nresources: {gpus: 8}\n");
+  const uint64_t waiting = Submit("team-a", kEight);
   ASSERT_TRUE(controller_->RunCycle().ok());
   const std::string reason = Reason(waiting);
   EXPECT_EQ(reason.rfind("waiting for quota: the job asks 8 GPUs; queue team-a of cohort cluster "
@@ -180,6 +190,130 @@ TEST_F(ControllerReasonsTest, BatchFollowsTheRulePerJob) {
                                        "", &created);
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   EXPECT_EQ((*held)["ids"].size(), 2u);
+}
+
+// Nodes that are down count for "never fits": a job that only they could hold is
+// accepted and waits for them, by name.
+class ControllerDownNodeReasonsTest : public ControllerReasonsTest {
+ protected:
+  void Tune(ControllerOptions& o) override { o.node_timeout = 2 * kSecond; }
+};
+
+TEST_F(ControllerDownNodeReasonsTest, NodeThatTimesOutDoesNotMakeAJobUnfit) {
+  AddNode("n1", SharingMode::kExclusive, 4);
+  AddNode("n2", SharingMode::kExclusive, 8);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  const uint64_t before = Submit("team-b", kEight);  // runs on n2, then requeued
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  ASSERT_EQ(Job(before)["state"], "running");
+  const Micros last_seen = clock_.NowMicros();
+  clock_.Advance(3 * kSecond);  // n2's agent is silent past the timeout; n1's is not
+  Heartbeat("n1");
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  const std::string down = "waiting for node n2, which is down since " +
+                           FormatRfc3339(last_seen) +
+                           " (no heartbeat for 2 s); no node that is up could ever hold it";
+  EXPECT_EQ(Job(before)["state"], "pending");
+  EXPECT_EQ(Reason(before), "requeued: node n2 was lost (no heartbeat for 2 s); " + down);
+  StatusOr<nlohmann::json> accepted = TrySubmit("team-a", kEight);
+  ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
+  const uint64_t after = (*accepted)["id"].get<uint64_t>();
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(after)["state"], "pending");
+  EXPECT_EQ(Reason(after), down);
+  // What no known node could hold is still refused.
+  StatusOr<nlohmann::json> refused = TrySubmit("team-a", kSixteen);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message().rfind("never fits: the job needs 16 GPUs; 12 are "
+                                             "schedulable",
+                                             0),
+            0u)
+      << refused.status().message();
+  // Its agent back: the first of them starts there.
+  AddNode("n2", SharingMode::kExclusive, 8);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(before)["state"], "running");
+  EXPECT_EQ(Job(after)["state"], "pending");
+  EXPECT_EQ(Reason(after).rfind("waiting for", 0), 0u) << Reason(after);
+  EXPECT_EQ(Reason(after).find("down"), std::string::npos) << Reason(after);
+}
+
+TEST_F(ControllerReasonsTest, AfterARestartTheStoredNodesCountBeforeTheirAgentsReturn) {
+  AddNode("n1", SharingMode::kExclusive, 4);
+  AddNode("n2", SharingMode::kExclusive, 8);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  Reopen();
+  // No agent back yet: judged against the stored inventories.
+  StatusOr<nlohmann::json> refused = TrySubmit("team-a", "command: [/bin/true]\nresources: "
+                                                         "{gpus: 9}\n");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message().rfind("never fits: a task asks 9 GPUs on one node; a "
+                                             "schedulable node has at most 8",
+                                             0),
+            0u)
+      << refused.status().message();
+  // Only the smaller node back, and a cycle run: the bigger one still counts.
+  AddNode("n1", SharingMode::kExclusive, 4);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  StatusOr<nlohmann::json> accepted = TrySubmit("team-a", kEight);
+  ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
+  const uint64_t id = (*accepted)["id"].get<uint64_t>();
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(id)["state"], "pending");
+  EXPECT_EQ(Reason(id), "waiting for node n2, which is down since " +
+                            FormatRfc3339(clock_.NowMicros()) +
+                            " (waiting for its agent after a controller restart); no node "
+                            "that is up could ever hold it");
+  AddNode("n2", SharingMode::kExclusive, 8);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(id)["state"], "running");
+}
+
+// A node that just registered counts at once, before the next cycle.
+TEST_F(ControllerReasonsTest, SubmitRightAfterABiggerNodeRegistersIsAccepted) {
+  AddNode("n1", SharingMode::kExclusive, 4);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  StatusOr<nlohmann::json> refused = TrySubmit("team-a", kEight);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message().rfind("never fits: a task asks 8 GPUs on one node; a "
+                                             "schedulable node has at most 4",
+                                             0),
+            0u)
+      << refused.status().message();
+  AddNode("n2", SharingMode::kExclusive, 8);
+  StatusOr<nlohmann::json> accepted = TrySubmit("team-a", kEight);
+  ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
+  // And a batch too.
+  bool created = false;
+  auto batch = controller_->SubmitBatch(Principal{Role::kTenant, "team-a", "test"},
+                                        {ParseJobYaml(kEight, catalog()).value()}, "", &created);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job((*accepted)["id"].get<uint64_t>())["state"], "running");
+}
+
+// Under a policy without borrowing, a queue at its own quota says so (as the scheduler
+// and `show` judge it), not that it waits for its turn.
+class ControllerStaticVcReasonsTest : public ControllerReasonsTest {
+ protected:
+  void Tune(ControllerOptions& o) override { o.policy = "static-vc"; }
+};
+
+TEST_F(ControllerStaticVcReasonsTest, QueueAtItsQuotaSaysBorrowingIsOff) {
+  AddNode("n1", SharingMode::kExclusive);
+  AddNode("n2", SharingMode::kExclusive);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  const uint64_t first = Submit("team-a", kEight);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  ASSERT_EQ(Job(first)["state"], "running");
+  const uint64_t second = Submit("team-a", kEight);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(second)["state"], "pending");  // 8 GPUs idle on the other node
+  EXPECT_EQ(Reason(second),
+            "waiting for quota: the job asks 8 GPUs; queue team-a of cohort cluster uses 8 GPUs "
+            "of its nominal 8 GPUs; the queue is at its own quota and borrowing is off under "
+            "this policy");
 }
 
 }  // namespace

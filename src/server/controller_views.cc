@@ -12,6 +12,7 @@
 #include "server/controller.h"
 #include "server/controller_rows.h"
 #include "server/job_attempts.h"
+#include "server/known_nodes.h"
 #include "server/pending_reasons.h"
 #include "server/usage_report.h"
 
@@ -177,21 +178,12 @@ void Controller::PublishWaitContext() {
     }
     c->tree = core_.shared_tree();
     c->quota = std::make_shared<const QuotaLedger>(*core_.quota());
-    c->resources = core_.tree().resources().size();
-    const JobScheduler::DemandIndex index = core_.scheduler()->demand_index();
-    c->any_gpu = index.any_gpu;
-    c->cpu = index.cpu;
-    c->memory = index.memory;
-    c->gpu_memory = index.gpu_memory;
-    // "Never fits" verdicts hold while the nodes and their drains do; the live copy
-    // only matters while jobs wait.
-    const std::shared_ptr<const WaitContext> last = views_.context();
-    const bool same_nodes =
-        last->fit != nullptr && last->fit->fingerprint() == FitCache::Fingerprint(*core_.state());
-    c->fit = same_nodes ? last->fit : std::make_shared<const FitCache>(*core_.state());
+    c->charge = core_.scheduler()->charge_index();
+    // The live copy only matters while jobs wait.
     if (core_.scheduler()->pending() > 0) {
       c->live = std::make_shared<const LiveCache>(*core_.state());
     }
+    c->borrowing = core_.scheduler()->options().borrowing;
     c->reclaim = core_.scheduler()->options().preempt_reclaim;
     c->min_run_before_reclaim = core_.scheduler()->options().min_run_before_reclaim;
     for (const JobRecord& rec : *jobs_.records()) {
@@ -200,6 +192,32 @@ void Controller::PublishWaitContext() {
         c->borrowers.push_back({core_.tree().spec(rec.queue).name, jobs_.IdAt(rec.id),
                                 rec.run_start, rec.spec.preemptible});
       }
+    }
+  }
+  SetFitVerdicts(*c, *views_.context());
+  views_.SetContext(std::move(c));
+}
+
+void Controller::SetFitVerdicts(WaitContext& c, const WaitContext& last) {
+  // From the node registry, not the core: they hold while the nodes and their drains
+  // do, and do not wait for a cycle to see a node come or go.
+  c.fit = NodeSetFit(nodes_, *catalog_, NodeSet::kKnown, last.fit);
+  c.fit_up = NodeSetFit(nodes_, *catalog_, NodeSet::kUp, last.fit_up);
+  c.down = DownNodes(nodes_);
+  fit_stale_ = false;
+}
+
+void Controller::RefreshFitVerdicts() {
+  if (!fit_stale_) {
+    return;
+  }
+  const std::shared_ptr<const WaitContext> last = views_.context();
+  auto c = std::make_shared<WaitContext>(*last);
+  SetFitVerdicts(*c, *last);
+  if (c->built) {
+    c->nodes_up = 0;
+    for (const auto& [name, node] : nodes_.all()) {
+      c->nodes_up += node.up ? 1 : 0;
     }
   }
   views_.SetContext(std::move(c));

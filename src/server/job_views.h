@@ -25,6 +25,7 @@
 #include "model/job.h"
 #include "model/node.h"
 #include "model/queue_tree.h"
+#include "sched/job_scheduler.h"
 #include "server/auth.h"
 #include "server/job_eta.h"
 #include "server/job_number.h"
@@ -50,6 +51,13 @@ struct Borrower {
   bool preemptible = true;  // reclaim may take only preemptible jobs
 };
 
+// A known node whose agent is silent (or not back since a controller restart).
+struct DownNode {
+  std::string name;
+  std::string reason;  // why it is down
+  Micros last_seen = 0;
+};
+
 // What pending jobs' reasons are worked out from, as of the last cycle
 // (server/pending_reasons.h).
 struct WaitContext {
@@ -60,15 +68,20 @@ struct WaitContext {
   // The queues' quota usage; `tree` keeps the ledger's tree alive. Null: not built.
   std::shared_ptr<const QueueTree> tree;
   std::shared_ptr<const QuotaLedger> quota;
-  // Where a pending job's demand is charged among the quota's resources (as
-  // JobScheduler::ChargeOf does): an index per kind, -1 when not a quota resource.
-  size_t resources = 0;
-  int any_gpu = -1, cpu = -1, memory = -1, gpu_memory = -1;
-  // "Never fits" against the nodes and drains (kept while they do not change); the
-  // live nodes as of the last cycle (null when no job was pending).
+  // Where a pending job's demand is charged among the quota's resources (PendingCharge,
+  // as the scheduler charges it).
+  ChargeIndex charge;
+  // "Never fits" against every node the controller knows, up or down, and their drains;
+  // the same against the nodes that are up (a job that fits only nodes that are down
+  // waits for them); both kept while the nodes do not change and republished when they
+  // do. The live nodes as of the last cycle (null when no job was pending).
   std::shared_ptr<const FitCache> fit;
+  std::shared_ptr<const FitCache> fit_up;
+  std::vector<DownNode> down;  // the known nodes that are down, by name
   std::shared_ptr<const LiveCache> live;
-  // The policy's reclaim rule and the running jobs of borrowing queues.
+  // The policy's borrowing switch (a queue over its nominal quota waits when off) and
+  // its reclaim rule, and the running jobs of borrowing queues.
+  bool borrowing = true;
   bool reclaim = false;
   Micros min_run_before_reclaim = 0;
   std::vector<Borrower> borrowers;

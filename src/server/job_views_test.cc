@@ -107,8 +107,7 @@ TEST(PublishedJobsTest, APendingJobsReasonIsWorkedOutFromTheLatestContext) {
     c->live = std::make_shared<const LiveCache>(state);
     c->tree = tree;
     c->quota = quota;
-    c->resources = tree->resources().size();
-    c->any_gpu = 0;
+    c->charge = ChargeIndex::Of(*tree, catalog);
     return c;
   };
   auto none = context(8);
@@ -202,8 +201,7 @@ TEST(PendingReasonsTest, QuotaBeyondNominalSaysWhatTheCohortCanLend) {
   c->nodes_up = 1;
   c->tree = tree;
   c->quota = quota;
-  c->resources = tree->resources().size();
-  c->any_gpu = 0;
+  c->charge = ChargeIndex::Of(*tree, catalog);
   PendingDemand d = DemandOf(JobNumber(7), "a", Gang("g", "a", {4}), catalog);
   EXPECT_EQ(PendingReasonOf(d, *c, catalog),
             "waiting for quota: the job asks 4 GPUs; queue a of cohort c uses 6 GPUs of its "
@@ -223,8 +221,7 @@ TEST(PublishedJobsTest, QuotaReasonNamesTheBorrowerAndReclaim) {
   c->nodes_up = 1;
   c->tree = tree;
   c->quota = quota;
-  c->resources = tree->resources().size();
-  c->any_gpu = 0;
+  c->charge = ChargeIndex::Of(*tree, catalog);
   c->borrowers.push_back({"b", JobNumber(12), 1'800'000'000LL * 1'000'000});
   PendingDemand d = DemandOf(JobNumber(7), "a", Gang("g", "a", {8}), catalog);
   EXPECT_EQ(PendingReasonOf(d, *c, catalog),

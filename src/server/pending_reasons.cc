@@ -78,7 +78,7 @@ QueueId RootOf(const QueueTree& tree, QueueId q) {
 }
 
 std::string QuotaReason(const PendingDemand& job, const WaitContext& c, const GpuCatalog& catalog) {
-  if (c.quota == nullptr || c.tree == nullptr || c.resources == 0) {
+  if (c.quota == nullptr || c.tree == nullptr || c.charge.resources == 0) {
     return "";
   }
   const QueueTree& tree = *c.tree;
@@ -87,45 +87,32 @@ std::string QuotaReason(const PendingDemand& job, const WaitContext& c, const Gp
     return "";
   }
   const QueueId q = found.value();
-  ResourceVector charge(c.resources, 0);
-  auto add = [&charge](int index, int64_t v) {
-    if (index >= 0 && static_cast<size_t>(index) < charge.size()) {
-      charge[static_cast<size_t>(index)] += v;
-    }
-  };
-  add(c.any_gpu, job.gpu_milli);
-  add(c.cpu, job.cpu);
-  add(c.memory, job.memory);
-  add(c.gpu_memory, job.gpu_memory);
-  // A task held to one GPU model is charged to that model's quota too ("gpu:H100-80GB",
-  // a Kueue flavor), as its placement will be.
-  for (const TaskRequest& t : job.tasks) {
-    if (t.gpu_count == 0 || t.models.size() != 1) {
-      continue;
-    }
-    for (size_t r = 0; r < c.resources && r < tree.resources().size(); ++r) {
-      const ResourceName& n = tree.resources()[r];
-      if (n.kind == ResourceKind::kGpu && n.model.valid() && t.models.Contains(n.model)) {
-        charge[r] += t.TotalGpuMilli(catalog).value();
-      }
-    }
-  }
-  if (c.quota->Check(q, charge) != QuotaFit::kNo) {
+  // The scheduler's own charge and borrowing switch, so that the reason and what blocks
+  // the job agree.
+  const ResourceVector charge = PendingCharge(c.charge, job.gpu_milli, job.tasks, catalog);
+  if (c.quota->Check(q, charge, c.borrowing) != QuotaFit::kNo) {
     return "";
   }
-  for (size_t r = 0; r < c.resources; ++r) {
-    if (charge[r] <= 0 || charge[r] <= c.quota->Available(q, r)) {
+  for (size_t r = 0; r < charge.size() && r < tree.resources().size(); ++r) {
+    if (charge[r] <= 0) {
+      continue;
+    }
+    const int64_t used = c.quota->Usage(q, r);
+    const int64_t nominal = tree.quota(q, r).nominal;
+    const bool over_nominal = used + charge[r] > nominal;
+    if (charge[r] <= c.quota->Available(q, r) && (c.borrowing || !over_nominal)) {
       continue;
     }
     const ResourceName& name = tree.resources()[r];
-    const int64_t used = c.quota->Usage(q, r);
-    const int64_t nominal = tree.quota(q, r).nominal;
     const QueueId parent = tree.parent(q);
     const std::string cohort = parent.valid() ? " of cohort " + tree.spec(parent).name : "";
     std::string out = "waiting for quota: the job asks " + Amount(name, charge[r], catalog) +
                       "; queue " + job.queue + cohort + " uses " + Amount(name, used, catalog) +
                       " of its nominal " + Amount(name, nominal, catalog);
-    if (used + charge[r] > nominal) {
+    if (over_nominal && !c.borrowing) {
+      return out + "; the queue is at its own quota and borrowing is off under this policy";
+    }
+    if (over_nominal) {
       const int64_t room = c.quota->Available(q, r);
       return out + (parent.valid() ? " and can borrow only " + Amount(name, room, catalog) +
                                          " more from its cohort now"
@@ -133,7 +120,7 @@ std::string QuotaReason(const PendingDemand& job, const WaitContext& c, const Gp
     }
     // Within its nominal quota: what it lent is in use by borrowing queues.
     const QueueId root = RootOf(tree, q);
-    ResourceVector mask(c.resources, 0);
+    ResourceVector mask(charge.size(), 0);
     mask[r] = 1;
     std::vector<std::string> borrowers;
     for (QueueId other : tree.queues()) {
@@ -188,9 +175,57 @@ std::string QuotaReason(const PendingDemand& job, const WaitContext& c, const Gp
          " and its cohort have no unused quota for it now";
 }
 
+// It fits the known nodes but not those up: the down nodes that would hold a task.
+std::string DownReason(const PendingDemand& job, const WaitContext& c) {
+  std::vector<const DownNode*> named;
+  for (const DownNode& d : c.down) {
+    const bool holds = std::any_of(job.tasks.begin(), job.tasks.end(),
+                                   [&](const TaskRequest& t) { return c.fit->Holds(d.name, t); });
+    if (holds) {
+      named.push_back(&d);
+    }
+  }
+  auto describe = [](const DownNode& d) {
+    return d.name + ", which is down since " + FormatRfc3339(d.last_seen) +
+           (d.reason.empty() ? std::string() : " (" + d.reason + ")");
+  };
+  const std::string tail = "; no node that is up could ever hold it";
+  if (named.empty()) {
+    // Only the gang as a whole needs them.
+    std::string names;
+    for (size_t i = 0; i < c.down.size() && i < 3; ++i) {
+      names += (i == 0 ? "" : ", ") + c.down[i].name;
+    }
+    return "waiting for nodes that are down (" + names +
+           (c.down.size() > 3 ? " and " + std::to_string(c.down.size() - 3) + " more" : "") + ")" +
+           tail;
+  }
+  std::string out = "waiting for node " + describe(*named.front());
+  if (named.size() > 1) {
+    out += ", or " + std::to_string(named.size() - 1) + " other down node" +
+           (named.size() == 2 ? "" : "s");
+  }
+  return out + tail;
+}
+
 }  // namespace
 
 FitCache::FitCache(const ClusterState& live) : checker_(live), fingerprint_(Fingerprint(live)) {}
+
+FitCache::FitCache(const ClusterState& nodes, uint64_t fingerprint)
+    : checker_(nodes), fingerprint_(fingerprint) {}
+
+bool FitCache::Holds(const std::string& name, const TaskRequest& task) const {
+  if (checker_.nodes() == 0) {
+    return false;
+  }
+  StatusOr<NodeId> id = checker_.state().FindNode(name);
+  if (!id.ok()) {
+    return false;
+  }
+  const NodeLedger& node = checker_.state().node(id.value());
+  return !node.drained() && checker_.Filter(node, task).fits();
+}
 
 uint64_t FitCache::Fingerprint(const ClusterState& state) {
   uint64_t h = state.present_count();
@@ -397,6 +432,11 @@ std::string PendingReasonOf(const PendingDemand& job, const WaitContext& c,
   if (c.fit != nullptr) {
     if (FitVerdict v = c.fit->Check(job.tasks, job.topology); !v.fits) {
       return v.reason;
+    }
+  }
+  if (c.fit != nullptr && c.fit_up != nullptr && !c.down.empty()) {
+    if (FitVerdict v = c.fit_up->Check(job.tasks, job.topology); !v.fits) {
+      return v.no_schedulable_node ? v.reason : DownReason(job, c);
     }
   }
   if (c.reserved_job.valid() && c.reserved_job == job.job) {

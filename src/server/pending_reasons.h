@@ -1,7 +1,9 @@
 // Why a pending job waits, from the core's own Filter plugins (plugins/fit_check.h):
 //
 //   never fits   the job could not run on the schedulable nodes even if they were empty
-//                (FitCache, against the node set and drains, rebuilt when they change);
+//                (FitCache, against every known node, up or down, and the drains,
+//                rebuilt when they change);
+//   down nodes   it could run only on known nodes that are down now: it waits for them;
 //   quota        its queue cannot take its charge now: which resource, how much the
 //                queue uses of its nominal quota, and when that quota is lent out, to
 //                which borrowing queue and jobs and whether reclaim will take it back;
@@ -34,11 +36,15 @@ namespace tessera {
 class FitCache {
  public:
   explicit FitCache(const ClusterState& live);
+  // `fingerprint` of whatever the nodes were built from (server/known_nodes.h).
+  FitCache(const ClusterState& nodes, uint64_t fingerprint);
   // Of the node set, the specs and the drains: equal fingerprints, equal verdicts.
   static uint64_t Fingerprint(const ClusterState& state);
   uint64_t fingerprint() const { return fingerprint_; }
   size_t nodes() const { return checker_.nodes(); }
   FitVerdict Check(const std::vector<TaskRequest>& tasks, const TopologyPolicy& topology) const;
+  // Whether node `name`, empty and schedulable, could hold `task` alone.
+  bool Holds(const std::string& name, const TaskRequest& task) const;
 
  private:
   FitChecker checker_;
@@ -65,8 +71,9 @@ class LiveCache {
 struct WaitContext;
 
 // At submission: InvalidArgument naming what is missing when the job could never run on
-// the nodes of `context` (as of the last cycle) and does not ask to be held; Ok when it
-// could, when it asks to be held, and while no node is up (a cluster starting up).
+// the nodes of `context` (every known node, up or down, drains excluded) and does not ask
+// to be held; Ok when it could, when it asks to be held, and while no node is known (a
+// cluster starting up).
 Status CheckSubmissionFits(const WaitContext& context, const JobSpec& spec, bool hold_if_unfit);
 
 }  // namespace tessera

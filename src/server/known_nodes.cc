@@ -1,0 +1,99 @@
+#include "server/known_nodes.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include "state/cluster_state.h"
+
+namespace tessera {
+namespace {
+
+void Mix(uint64_t& h, uint64_t v) {
+  h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+}
+
+bool InSet(const NodeInfo& node, NodeSet set) { return set == NodeSet::kKnown || node.up; }
+
+bool Drained(const NodeRegistry& nodes, const NodeInfo& node) {
+  return node.drain.has_value() || nodes.AwaitsRespec(node.inventory.spec.name);
+}
+
+}  // namespace
+
+uint64_t NodeSetFingerprint(const NodeRegistry& nodes, NodeSet set) {
+  uint64_t h = static_cast<uint64_t>(set) + 1;
+  for (const auto& [name, node] : nodes.all()) {
+    if (!InSet(node, set)) {
+      continue;
+    }
+    const NodeSpec& spec = node.inventory.spec;
+    Mix(h, node.seq);
+    Mix(h, std::hash<std::string>{}(name));
+    Mix(h, static_cast<uint64_t>(spec.cpu.value()));
+    Mix(h, static_cast<uint64_t>(spec.memory.value()));
+    Mix(h, Drained(nodes, node) ? 1 : 0);
+    for (size_t g = 0; g < spec.gpus.size(); ++g) {
+      const GpuSpec& gpu = spec.gpus[g];
+      Mix(h, (static_cast<uint64_t>(gpu.model.value()) << 32) ^
+                 (static_cast<uint64_t>(gpu.mode) << 24) ^
+                 (static_cast<uint64_t>(gpu.numa_node & 0xff) << 16) ^
+                 (static_cast<uint64_t>(gpu.nvlink_domain & 0xffff) << 1) ^
+                 (node.gpu_drains.count(static_cast<int>(g)) > 0 ? 1 : 0));
+    }
+    for (const auto& [k, v] : spec.labels) {
+      Mix(h, std::hash<std::string>{}(k + "=" + v));
+    }
+  }
+  return h;
+}
+
+std::shared_ptr<const FitCache> NodeSetFit(const NodeRegistry& nodes, const GpuCatalog& catalog,
+                                           NodeSet set, std::shared_ptr<const FitCache> last) {
+  const uint64_t fingerprint = NodeSetFingerprint(nodes, set);
+  if (last != nullptr && last->fingerprint() == fingerprint) {
+    return last;
+  }
+  // In the order the core numbers them; a node known only by name (from a running
+  // job's placement after a restart, its inventory not back yet) has no spec to judge.
+  std::vector<const NodeInfo*> members;
+  for (const auto& [name, node] : nodes.all()) {
+    if (InSet(node, set) && ValidateNodeSpec(node.inventory.spec, catalog).ok()) {
+      members.push_back(&node);
+    }
+  }
+  std::sort(members.begin(), members.end(),
+            [](const NodeInfo* a, const NodeInfo* b) { return a->seq < b->seq; });
+  std::vector<NodeSpec> specs;
+  specs.reserve(members.size());
+  for (const NodeInfo* node : members) {
+    specs.push_back(node->inventory.spec);
+  }
+  StatusOr<ClusterState> state = ClusterState::Create(std::move(specs), catalog);
+  if (!state.ok()) {
+    return nullptr;
+  }
+  ClusterState& cluster = state.value();
+  for (size_t i = 0; i < members.size(); ++i) {
+    const NodeId id(static_cast<uint32_t>(i));
+    (void)cluster.SetNodeDrained(id, Drained(nodes, *members[i]));
+    for (const auto& [gpu, drain] : members[i]->gpu_drains) {
+      (void)cluster.SetGpuDrained(id, gpu, true);
+    }
+  }
+  return std::make_shared<const FitCache>(cluster, fingerprint);
+}
+
+std::vector<DownNode> DownNodes(const NodeRegistry& nodes) {
+  std::vector<DownNode> down;
+  for (const auto& [name, node] : nodes.all()) {
+    const NodeSpec& spec = node.inventory.spec;
+    const bool named_only = spec.gpus.empty() && spec.cpu.value() == 0;  // no inventory yet
+    if (!node.up && !named_only) {
+      down.push_back({name, node.reason, node.last_seen});
+    }
+  }
+  return down;
+}
+
+}  // namespace tessera

@@ -1,0 +1,31 @@
+// The node sets behind "never fits": every node the controller knows and the admin has
+// not removed (up or down: a node whose agent is silent, or not back since a restart,
+// still counts), or only those up, each with its drains (a node waiting to take a new
+// inventory counts as drained). Built from the node registry, so that a verdict does not
+// wait for a scheduling cycle to see a node come or go.
+// Thread safety: none of its own; the caller holds the controller's core lock.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/gpu_catalog.h"
+#include "server/job_views.h"
+#include "server/node_registry.h"
+#include "server/pending_reasons.h"
+
+namespace tessera {
+
+enum class NodeSet { kKnown, kUp };
+
+// Of the set's names, specs and drains: equal fingerprints, equal verdicts.
+uint64_t NodeSetFingerprint(const NodeRegistry& nodes, NodeSet set);
+// The verdicts against `set`: `last` when its fingerprint is the set's, else new ones;
+// null when the nodes' specs do not make a cluster (no verdict: nothing is refused).
+std::shared_ptr<const FitCache> NodeSetFit(const NodeRegistry& nodes, const GpuCatalog& catalog,
+                                           NodeSet set, std::shared_ptr<const FitCache> last);
+// The known nodes that are down, by name.
+std::vector<DownNode> DownNodes(const NodeRegistry& nodes);
+
+}  // namespace tessera
