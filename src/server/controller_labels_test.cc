@@ -56,7 +56,8 @@ TEST_F(ControllerLabelsTest, ARackHardGangWaitsUntilRelabelledNodesShareARack) {
   EXPECT_EQ(NodeView("node-1")["labels"], (nlohmann::json{{"block", "b1"}, {"rack", "r1"}}));
   EXPECT_EQ(NodeView("node-2")["labels"]["rack"], "r2");
 
-  const uint64_t gang = Submit("team-a", kRackGang);
+  // It never fits the racks as they are: held rather than refused.
+  const uint64_t gang = Submit("team-a", std::string(kRackGang) + "hold_if_unfit: true\n");
   EXPECT_TRUE(CycleAndTake().empty());
   EXPECT_EQ(State(gang), "pending") << "the gang spread over two racks";
 
