@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -106,25 +105,23 @@ StatusOr<nlohmann::json> Controller::History(Micros since, Micros until, uint64_
   }
   page["nodes"] = std::move(nodes);
 
-  TESSERA_ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_->LoadJobs());
-  std::vector<const JobRow*> picked;
+  // One page read from the store (a row more tells whether another page follows), and
+  // the usage of its jobs only: a page costs the page, not the history.
+  const size_t page_size = static_cast<size_t>(limit);
+  TESSERA_ASSIGN_OR_RETURN(std::vector<JobRow> rows,
+                           store_->LoadJobsPage(after, since, until, page_size + 1));
   uint64_t next_after = 0;
-  for (const JobRow& row : rows) {  // by id
-    if (row.id <= after || row.submit_us < since || row.submit_us >= until) {
-      continue;
-    }
-    if (static_cast<int64_t>(picked.size()) == limit) {
-      next_after = picked.back()->id;
-      break;
-    }
-    picked.push_back(&row);
+  if (rows.size() > page_size) {
+    rows.resize(page_size);
+    next_after = rows.back().id;
   }
   std::map<uint64_t, nlohmann::json> runs;
-  if (!picked.empty()) {
+  if (!rows.empty()) {  // by id
     TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> usage,
-                             store_->LoadUsage(since, std::numeric_limits<int64_t>::max()));
-    for (const UsageRow& u : usage) {
-      if (u.job < picked.front()->id || u.job > picked.back()->id || u.end_us == 0) {
+                             store_->LoadUsageOfJobs(rows.front().id, rows.back().id));
+    for (const UsageRow& u : usage) {  // by job, then start
+      // The runs that have ended, within the window's reach.
+      if (u.end_us == 0 || u.end_us <= since) {
         continue;
       }
       runs[u.job].push_back(
@@ -132,24 +129,24 @@ StatusOr<nlohmann::json> Controller::History(Micros since, Micros until, uint64_
     }
   }
   nlohmann::json jobs = nlohmann::json::array();
-  for (const JobRow* row : picked) {
-    nlohmann::json spec = nlohmann::json::parse(row->spec_json, nullptr, false);
+  for (const JobRow& row : rows) {
+    nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
     if (spec.is_discarded()) {
       continue;  // not a submission this controller wrote
     }
-    auto r = runs.find(row->id);
-    jobs.push_back({{"id", row->id},
-                    {"name", row->name},
-                    {"tenant", row->tenant},
-                    {"queue", row->queue},
-                    {"state", row->state},
-                    {"submit_us", row->submit_us},
-                    {"start_us", row->start_us},
-                    {"end_us", row->end_us},
-                    {"attempts", row->attempts},
-                    {"preemptions", row->preemptions},
-                    {"exit_code", row->exit_code},
-                    {"progress_us", row->progress_us},
+    auto r = runs.find(row.id);
+    jobs.push_back({{"id", row.id},
+                    {"name", row.name},
+                    {"tenant", row.tenant},
+                    {"queue", row.queue},
+                    {"state", row.state},
+                    {"submit_us", row.submit_us},
+                    {"start_us", row.start_us},
+                    {"end_us", row.end_us},
+                    {"attempts", row.attempts},
+                    {"preemptions", row.preemptions},
+                    {"exit_code", row.exit_code},
+                    {"progress_us", row.progress_us},
                     {"spec", std::move(spec)},
                     {"runs", r != runs.end() ? r->second : nlohmann::json::array()}});
   }

@@ -1,5 +1,6 @@
 // InMemoryStore: see store.h.
 #include <algorithm>
+#include <tuple>
 
 #include "store/store.h"
 
@@ -112,6 +113,43 @@ StatusOr<std::vector<UsageRow>> InMemoryStore::LoadUsage(int64_t since_us, int64
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const UsageRow& a, const UsageRow& b) { return a.start_us < b.start_us; });
+  return out;
+}
+
+StatusOr<std::vector<JobRow>> InMemoryStore::LoadJobsPage(uint64_t after_id,
+                                                          int64_t submit_since_us,
+                                                          int64_t submit_until_us, size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) {
+    return ClosedError();
+  }
+  std::vector<JobRow> out;
+  for (auto it = jobs_.upper_bound(after_id); it != jobs_.end(); ++it) {
+    if (limit > 0 && out.size() == limit) {
+      break;
+    }
+    if (it->second.submit_us >= submit_since_us && it->second.submit_us < submit_until_us) {
+      out.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+StatusOr<std::vector<UsageRow>> InMemoryStore::LoadUsageOfJobs(uint64_t first_job,
+                                                               uint64_t last_job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) {
+    return ClosedError();
+  }
+  std::vector<UsageRow> out;
+  for (const UsageRow& row : usage_) {
+    if (row.job >= first_job && row.job <= last_job) {
+      out.push_back(row);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const UsageRow& a, const UsageRow& b) {
+    return std::tie(a.job, a.start_us) < std::tie(b.job, b.start_us);
+  });
   return out;
 }
 

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -20,7 +22,7 @@ struct Migration {
   int version;
   const char* sql;
 };
-constexpr std::array<Migration, 1> kMigrations = {{
+constexpr std::array<Migration, 2> kMigrations = {{
     {1, R"sql(
 CREATE TABLE jobs (
   id INTEGER PRIMARY KEY,
@@ -65,6 +67,10 @@ CREATE TABLE kv (
   value BLOB NOT NULL
 ) WITHOUT ROWID;
 )sql"},
+    // A job's usage intervals without a scan (the history API's pages).
+    {2, R"sql(
+CREATE INDEX usage_by_job ON usage (job, start_us);
+)sql"},
 }};
 static_assert(kMigrations.size() == kSqliteSchemaVersion, "one migration per schema version");
 
@@ -102,6 +108,13 @@ constexpr std::string_view kLoadJobSql =
 constexpr std::string_view kLoadUsageSql =
     "SELECT job, tenant, queue, start_us, end_us, gpu_milli FROM usage "
     "WHERE start_us < ?2 AND (end_us > ?1 OR end_us = 0) ORDER BY start_us, seq";
+constexpr std::string_view kLoadJobsPageSql =
+    "SELECT id, tenant, queue, name, idempotency_key, spec_json, state, submit_us, start_us, "
+    "end_us, attempts, preemptions, exit_code, reason, placement_json, progress_us "
+    "FROM jobs WHERE id > ?1 AND submit_us >= ?2 AND submit_us < ?3 ORDER BY id LIMIT ?4";
+constexpr std::string_view kLoadUsageOfJobsSql =
+    "SELECT job, tenant, queue, start_us, end_us, gpu_milli FROM usage "
+    "WHERE job BETWEEN ?1 AND ?2 ORDER BY job, start_us, seq";
 constexpr std::string_view kLoadTokensSql =
     "SELECT hash, role, tenant, name, created_us FROM tokens ORDER BY hash";
 constexpr std::string_view kGetKvSql = "SELECT value FROM kv WHERE key = ?1";
@@ -346,7 +359,8 @@ struct SqliteStore::Statements {
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
   Stmt upsert_job, insert_usage, upsert_token, upsert_kv;
   // Reader.
-  Stmt load_jobs, load_job, load_usage, load_tokens, get_kv, list_kv;
+  Stmt load_jobs, load_job, load_usage, load_jobs_page, load_usage_of_jobs, load_tokens, get_kv,
+      list_kv;
 };
 
 SqliteStore::SqliteStore(std::string path, SqliteStoreOptions options)
@@ -388,6 +402,8 @@ Status SqliteStore::Init() {
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kLoadJobsSql, &r.load_jobs));
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kLoadJobSql, &r.load_job));
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kLoadUsageSql, &r.load_usage));
+  TESSERA_RETURN_IF_ERROR(Prepare(reader_, kLoadJobsPageSql, &r.load_jobs_page));
+  TESSERA_RETURN_IF_ERROR(Prepare(reader_, kLoadUsageOfJobsSql, &r.load_usage_of_jobs));
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kLoadTokensSql, &r.load_tokens));
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kGetKvSql, &r.get_kv));
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kListKvSql, &r.list_kv));
@@ -557,6 +573,30 @@ JobRow ReadJobRow(sqlite3_stmt* s) {
   return job;
 }
 
+// An id or count as SQLite's integer (ids stay far below its maximum).
+int64_t ClampedInt(uint64_t v) {
+  return static_cast<int64_t>(std::min<uint64_t>(v, std::numeric_limits<int64_t>::max()));
+}
+
+// The rows of a kLoadUsageSql or kLoadUsageOfJobsSql statement.
+StatusOr<std::vector<UsageRow>> ReadUsageRows(sqlite3* db, sqlite3_stmt* s) {
+  std::vector<UsageRow> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    UsageRow& usage = out.emplace_back();
+    usage.job = static_cast<uint64_t>(ColumnInt(s, 0));
+    usage.tenant = ColumnText(s, 1);
+    usage.queue = ColumnText(s, 2);
+    usage.start_us = ColumnInt(s, 3);
+    usage.end_us = ColumnInt(s, 4);
+    usage.gpu_milli = ColumnInt(s, 5);
+  }
+  if (rc != SQLITE_DONE) {
+    return SqliteError(db, rc, "load usage");
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<std::vector<JobRow>> SqliteStore::LoadJobs() {
@@ -604,21 +644,44 @@ StatusOr<std::vector<UsageRow>> SqliteStore::LoadUsage(int64_t since_us, int64_t
   ScopedReset reset(s);
   BindInt(s, 1, since_us);
   BindInt(s, 2, until_us);
-  std::vector<UsageRow> out;
+  return ReadUsageRows(reader_, s);
+}
+
+StatusOr<std::vector<JobRow>> SqliteStore::LoadJobsPage(uint64_t after_id,
+                                                        int64_t submit_since_us,
+                                                        int64_t submit_until_us, size_t limit) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  if (reader_ == nullptr) {
+    return ClosedError();
+  }
+  sqlite3_stmt* s = read_stmts_->load_jobs_page.get();
+  ScopedReset reset(s);
+  BindInt(s, 1, ClampedInt(after_id));
+  BindInt(s, 2, submit_since_us);
+  BindInt(s, 3, submit_until_us);
+  BindInt(s, 4, limit == 0 ? -1 : ClampedInt(limit));  // SQLite: a negative LIMIT is none
+  std::vector<JobRow> out;
   int rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    UsageRow& usage = out.emplace_back();
-    usage.job = static_cast<uint64_t>(ColumnInt(s, 0));
-    usage.tenant = ColumnText(s, 1);
-    usage.queue = ColumnText(s, 2);
-    usage.start_us = ColumnInt(s, 3);
-    usage.end_us = ColumnInt(s, 4);
-    usage.gpu_milli = ColumnInt(s, 5);
+    out.push_back(ReadJobRow(s));
   }
   if (rc != SQLITE_DONE) {
-    return SqliteError(reader_, rc, "load usage");
+    return SqliteError(reader_, rc, "load a page of jobs");
   }
   return out;
+}
+
+StatusOr<std::vector<UsageRow>> SqliteStore::LoadUsageOfJobs(uint64_t first_job,
+                                                             uint64_t last_job) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  if (reader_ == nullptr) {
+    return ClosedError();
+  }
+  sqlite3_stmt* s = read_stmts_->load_usage_of_jobs.get();
+  ScopedReset reset(s);
+  BindInt(s, 1, ClampedInt(first_job));
+  BindInt(s, 2, ClampedInt(last_job));
+  return ReadUsageRows(reader_, s);
 }
 
 StatusOr<std::vector<TokenRow>> SqliteStore::LoadTokens() {

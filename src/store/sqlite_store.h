@@ -44,7 +44,7 @@ struct SqliteStoreOptions {
 };
 
 // The schema version this binary writes.
-inline constexpr int kSqliteSchemaVersion = 1;
+inline constexpr int kSqliteSchemaVersion = 2;
 
 class SqliteStore final : public Store {
  public:
@@ -59,6 +59,9 @@ class SqliteStore final : public Store {
   StatusOr<std::vector<JobRow>> LoadJobs() override;
   StatusOr<std::optional<JobRow>> LoadJob(uint64_t id) override;
   StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override;
+  StatusOr<std::vector<JobRow>> LoadJobsPage(uint64_t after_id, int64_t submit_since_us,
+                                             int64_t submit_until_us, size_t limit) override;
+  StatusOr<std::vector<UsageRow>> LoadUsageOfJobs(uint64_t first_job, uint64_t last_job) override;
   StatusOr<std::vector<TokenRow>> LoadTokens() override;
   StatusOr<std::optional<std::string>> GetKv(std::string_view key) override;
   StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(

@@ -270,6 +270,26 @@ TEST_F(SqliteStoreTest, RefusesADatabaseOfAnotherProgram) {
   EXPECT_EQ(RawQuery(path_, "SELECT count(*) FROM sqlite_master WHERE name = 'jobs'"), "0");
 }
 
+TEST_F(SqliteStoreTest, MigratesAVersion1StoreToIndexUsageByJob) {
+  {
+    auto store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    WriteBatch batch;
+    batch.jobs = {MakeJob(1)};
+    batch.usage = {UsageRow{1, "team-a", "research", 10, 20, 500}};
+    ASSERT_TRUE(store->Commit(batch).ok());
+  }
+  // As a version-1 binary left it: no usage_by_job.
+  RawExec(path_, "DROP INDEX usage_by_job; UPDATE schema_version SET version = 1");
+  auto store = SqliteStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->LoadUsageOfJobs(1, 1).value().size(), 1u);
+  ASSERT_TRUE((*store)->Close().ok());
+  EXPECT_EQ(RawQuery(path_, "SELECT version FROM schema_version"), "2");
+  EXPECT_EQ(RawQuery(path_, "SELECT count(*) FROM sqlite_master WHERE name = 'usage_by_job'"),
+            "1");
+}
+
 TEST_F(SqliteStoreTest, RefusesANewerSchemaVersion) {
   {
     auto store = OpenOrDie();

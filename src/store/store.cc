@@ -1,6 +1,10 @@
 #include "store/store.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
 
 namespace tessera {
 
@@ -42,6 +46,36 @@ Status ValidateBatch(const WriteBatch& batch) {
     }
   }
   return Status::Ok();
+}
+
+StatusOr<std::vector<JobRow>> Store::LoadJobsPage(uint64_t after_id, int64_t submit_since_us,
+                                                  int64_t submit_until_us, size_t limit) {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<JobRow> all, LoadJobs());
+  std::vector<JobRow> out;
+  for (JobRow& row : all) {
+    if (limit > 0 && out.size() == limit) {
+      break;
+    }
+    if (row.id > after_id && row.submit_us >= submit_since_us && row.submit_us < submit_until_us) {
+      out.push_back(std::move(row));
+    }
+  }
+  return out;
+}
+
+StatusOr<std::vector<UsageRow>> Store::LoadUsageOfJobs(uint64_t first_job, uint64_t last_job) {
+  TESSERA_ASSIGN_OR_RETURN(
+      std::vector<UsageRow> all,
+      LoadUsage(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
+  std::vector<UsageRow> out;
+  for (UsageRow& row : all) {  // by start_us, then insertion
+    if (row.job >= first_job && row.job <= last_job) {
+      out.push_back(std::move(row));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const UsageRow& a, const UsageRow& b) { return a.job < b.job; });
+  return out;
 }
 
 }  // namespace tessera

@@ -95,6 +95,14 @@ class Store {  // thread-safe
   // Intervals overlapping [since_us, until_us) (open intervals reach to infinity), by
   // start_us then insertion order.
   virtual StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) = 0;
+  // A page of jobs: ids above `after_id` submitted in [submit_since_us, submit_until_us),
+  // by id, at most `limit` (0: no limit). The SQLite and in-memory stores read from
+  // after_id on, not the whole table; the default filters LoadJobs.
+  virtual StatusOr<std::vector<JobRow>> LoadJobsPage(uint64_t after_id, int64_t submit_since_us,
+                                                     int64_t submit_until_us, size_t limit);
+  // Every interval of the jobs with ids in [first_job, last_job], open ones included, by
+  // job, then start_us, then insertion order. The default filters LoadUsage.
+  virtual StatusOr<std::vector<UsageRow>> LoadUsageOfJobs(uint64_t first_job, uint64_t last_job);
   virtual StatusOr<std::vector<TokenRow>> LoadTokens() = 0;  // by hash
   virtual StatusOr<std::optional<std::string>> GetKv(std::string_view key) = 0;
   // Every (key, value) whose key starts with `prefix`, by key.
@@ -116,6 +124,9 @@ class InMemoryStore final : public Store {
   StatusOr<std::vector<JobRow>> LoadJobs() override;
   StatusOr<std::optional<JobRow>> LoadJob(uint64_t id) override;
   StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override;
+  StatusOr<std::vector<JobRow>> LoadJobsPage(uint64_t after_id, int64_t submit_since_us,
+                                             int64_t submit_until_us, size_t limit) override;
+  StatusOr<std::vector<UsageRow>> LoadUsageOfJobs(uint64_t first_job, uint64_t last_job) override;
   StatusOr<std::vector<TokenRow>> LoadTokens() override;
   StatusOr<std::optional<std::string>> GetKv(std::string_view key) override;
   StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(

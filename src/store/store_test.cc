@@ -5,8 +5,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "store/sqlite_store.h"
@@ -237,6 +240,40 @@ TEST_P(StoreTest, LoadUsageReturnsIntervalsOverlappingTheWindow) {
   EXPECT_TRUE(none->empty());
 }
 
+TEST_P(StoreTest, LoadsAPageOfJobsByIdWithinASubmitWindow) {
+  WriteBatch batch;
+  for (uint64_t id = 1; id <= 8; ++id) {
+    batch.jobs.push_back(MakeJob(id));  // submitted at 1000 + id
+  }
+  ASSERT_TRUE(store_->Commit(batch).ok());
+  // Submitted in [1002, 1007): ids 2..6.
+  EXPECT_EQ(Ids(store_->LoadJobsPage(0, 1002, 1007, 0).value()),
+            (std::vector<uint64_t>{2, 3, 4, 5, 6}));
+  EXPECT_EQ(Ids(store_->LoadJobsPage(0, 1002, 1007, 2).value()), (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(Ids(store_->LoadJobsPage(3, 1002, 1007, 2).value()), (std::vector<uint64_t>{4, 5}));
+  EXPECT_EQ(Ids(store_->LoadJobsPage(5, 1002, 1007, 2).value()), (std::vector<uint64_t>{6}));
+  EXPECT_TRUE(store_->LoadJobsPage(6, 1002, 1007, 2).value().empty());
+  const std::vector<JobRow> one = store_->LoadJobsPage(6, 0, 2000, 1).value();
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0], MakeJob(7));  // every field
+}
+
+TEST_P(StoreTest, LoadsTheUsageOfARangeOfJobsByJobThenStart) {
+  WriteBatch first;
+  first.usage = {MakeUsage(3, 500, 600), MakeUsage(2, 300, 0) /* open */, MakeUsage(1, 10, 20),
+                 MakeUsage(3, 100, 200), MakeUsage(4, 50, 60)};
+  ASSERT_TRUE(store_->Commit(first).ok());
+  WriteBatch second;
+  second.usage = {MakeUsage(3, 100, 150)};  // same start: after the earlier row
+  ASSERT_TRUE(store_->Commit(second).ok());
+  auto usage = store_->LoadUsageOfJobs(2, 3);
+  ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+  std::vector<UsageRow> expected = {MakeUsage(2, 300, 0), MakeUsage(3, 100, 200),
+                                    MakeUsage(3, 100, 150), MakeUsage(3, 500, 600)};
+  EXPECT_EQ(*usage, expected);
+  EXPECT_TRUE(store_->LoadUsageOfJobs(5, 9).value().empty());
+}
+
 TEST_P(StoreTest, IdempotencyKeyIsUniquePerTenant) {
   WriteBatch first;
   first.jobs = {MakeJob(1, "team-a", "k1"), MakeJob(2, "team-b", "k1"), MakeJob(3, "team-a"),
@@ -375,6 +412,30 @@ TEST_P(StoreTest, ConcurrentCommitsAllLand) {
   EXPECT_EQ(store_->LoadUsage(0, 10).value().size(), static_cast<size_t>(kThreads * kPerThread));
 }
 
+// A store that keeps Store's own LoadJobsPage and LoadUsageOfJobs (what a store that does
+// not override them answers): the same contract.
+class DefaultPagingStore final : public Store {
+ public:
+  Status Commit(WriteBatch batch) override { return inner_.Commit(std::move(batch)); }
+  StatusOr<std::vector<JobRow>> LoadJobs() override { return inner_.LoadJobs(); }
+  StatusOr<std::optional<JobRow>> LoadJob(uint64_t id) override { return inner_.LoadJob(id); }
+  StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override {
+    return inner_.LoadUsage(since_us, until_us);
+  }
+  StatusOr<std::vector<TokenRow>> LoadTokens() override { return inner_.LoadTokens(); }
+  StatusOr<std::optional<std::string>> GetKv(std::string_view key) override {
+    return inner_.GetKv(key);
+  }
+  StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(
+      std::string_view prefix) override {
+    return inner_.ListKv(prefix);
+  }
+  Status Close() override { return inner_.Close(); }
+
+ private:
+  InMemoryStore inner_;
+};
+
 INSTANTIATE_TEST_SUITE_P(
     Stores, StoreTest,
     ::testing::Values(StoreFactory{"memory",
@@ -392,6 +453,10 @@ INSTANTIATE_TEST_SUITE_P(
                                        return nullptr;
                                      }
                                      return std::move(store).value();
+                                   }},
+                      StoreFactory{"defaults",
+                                   [](const std::string&) -> std::unique_ptr<Store> {
+                                     return std::make_unique<DefaultPagingStore>();
                                    }}),
     [](const ::testing::TestParamInfo<StoreFactory>& param_info) { return param_info.param.name; });
 
