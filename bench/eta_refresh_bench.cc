@@ -1,7 +1,7 @@
 // The cost of one ETA refresh (sim/start_forecast.h) on a live-like snapshot: 256 nodes
 // of 8 GPUs, about 1,000 running jobs an hour into their runs, 10,000 pending jobs in
-// four queues, under the live controller's default policy (tessera) and placement
-// (bestfit). Prints the snapshot copy's time (what the controller does under its core
+// four queues, under the live controller's default policy and placement (tessera, its
+// typical tasks those of the jobs here, as the controller would have learned). Prints the snapshot copy's time (what the controller does under its core
 // lock) and the forecast's (done without it), median of several runs, and how many
 // pending jobs got an ETA.
 //
@@ -123,6 +123,11 @@ int Run(const Options& o) {
   std::printf("cluster %d nodes x 8 GPUs, policy %s: %d running, %d pending\n", o.nodes,
               o.policy.c_str(), running, pending);
 
+  std::vector<TaskRequest> tasks;
+  for (const JobRecord& r : jobs) {
+    tasks.insert(tasks.end(), r.spec.tasks.begin(), r.spec.tasks.end());
+  }
+  const TypicalWorkload typical = FindTypicalTasks(tasks);
   std::vector<double> copy_ms, forecast_ms;
   size_t with_eta = 0;
   int64_t cycles = 0;
@@ -133,6 +138,8 @@ int Run(const Options& o) {
     in.tree = tree;
     in.state = state;
     in.policy = *policy;
+    in.placement = "tessera";
+    in.typical = typical;
     in.usage = scheduler.usage().Save();
     in.jobs.reserve(jobs.size());
     for (const JobRecord& r : jobs) {

@@ -51,6 +51,9 @@ std::string BlockingText(const json& job) {
     const std::string model = Str(b, "model");
     return model.empty() ? "GPUs" : "GPUs (" + model + ")";
   }
+  if (kind == "turn") {
+    return "its turn: it fits now, jobs ahead go first";
+  }
   if (kind == "quota") {
     return "quota of queue " + Str(b, "queue");
   }

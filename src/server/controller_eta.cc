@@ -32,6 +32,9 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
     in.state = *core_.state();
     in.policy = core_.policy();
     in.placement = options_.placement;
+    if (const FragmentationModel* typical = core_.learner().model()) {
+      in.typical = typical->workload();  // a copy: the learner may remake its model
+    }
     in.usage = core_.scheduler()->usage().Save();
     const bool limits = runtimes == EtaRuntimes::kUserLimit;
     const RuntimePredictor& predictor =
@@ -81,13 +84,7 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
   options.seed = options_.seed;
   options.horizon = options_.eta_horizon;
   options.max_cycles = options_.eta_max_cycles;
-  StatusOr<Forecast> forecast = RunStartForecast(in, options);
-  if (!forecast.ok() && in.placement != "bestfit") {
-    // A placement that needs what only the live core has (a learned workload): the
-    // forecast places with bestfit rather than not at all.
-    in.placement = "bestfit";
-    forecast = RunStartForecast(std::move(in), options);
-  }
+  StatusOr<Forecast> forecast = RunStartForecast(std::move(in), options);
   if (!forecast.ok()) {
     return forecast.status();
   }

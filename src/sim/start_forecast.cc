@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/rng.h"
+#include "plugins/fit_check.h"
 #include "plugins/registry.h"
 #include "sched/job_lifecycle.h"
 #include "sched/job_scheduler.h"
@@ -19,6 +20,8 @@ std::string_view BlockingKindName(ForecastBlocking::Kind kind) {
   switch (kind) {
     case ForecastBlocking::Kind::kNone:
       return "none";
+    case ForecastBlocking::Kind::kTurn:
+      return "turn";
     case ForecastBlocking::Kind::kQuota:
       return "quota";
     case ForecastBlocking::Kind::kGpus:
@@ -85,6 +88,9 @@ class ForecastRun {
     Simulate(out);
     for (JobForecast& f : out.pending) {
       f.eta = eta_[f.job];
+      if (f.eta && *f.eta <= out.now) {
+        f.blocking = ForecastBlocking{};  // starts at the first cycle: nothing blocks it
+      }
     }
     return out;
   }
@@ -98,8 +104,12 @@ class ForecastRun {
     if (!policy.queue_order.empty()) {
       TESSERA_ASSIGN_OR_RETURN(queue_order, MakeQueueOrder(policy.queue_order));
     }
-    TESSERA_ASSIGN_OR_RETURN(Profile profile,
-                             MakeProfile(in_.placement, PolicyContext{ScaleOf(state_), nullptr}));
+    if (in_.typical) {
+      typical_.emplace(*in_.typical);
+    }
+    TESSERA_ASSIGN_OR_RETURN(
+        Profile profile, MakeLearnedProfile(in_.placement, ScaleOf(state_),
+                                            typical_ ? &*typical_ : nullptr));
     scheduler_ = std::make_unique<JobScheduler>(*tree_, state_, policy.options,
                                                 std::move(job_order), std::move(queue_order),
                                                 std::move(profile), policy.fairshare_half_life);
@@ -199,6 +209,27 @@ class ForecastRun {
     return at <= now + o.checkpoint_wait ? at : after_grace;
   }
 
+  // Whether the gang could be placed on the snapshot's free resources as they are (the
+  // placer's filters; FitChecker). Remembered per demand: pending jobs share few.
+  bool FitsNow(const JobSpec& spec) const {
+    std::string key = std::to_string(static_cast<int>(spec.topology.scope)) +
+                      (spec.topology.hard ? "h" : "s");
+    for (const TaskRequest& t : spec.tasks) {
+      key += "|" + std::to_string(t.cpu.value()) + "," + std::to_string(t.memory.value()) + "," +
+             std::to_string(t.gpu_count) + "," + std::to_string(t.gpu_milli.value()) + "," +
+             std::to_string(t.gpu_memory.value()) + "," + t.mig_profile + "," +
+             std::to_string(t.models.bits()) + "," + std::to_string(static_cast<int>(t.topology));
+    }
+    auto [it, added] = fits_now_.try_emplace(std::move(key), false);
+    if (added) {
+      if (!live_) {
+        live_.emplace(state_, FitChecker::Copy::kAsIs);
+      }
+      it->second = live_->GangPlaces(spec);
+    }
+    return it->second;
+  }
+
   // Positions and what blocks each pending job, at the snapshot.
   void Order(Forecast& out) {
     const std::vector<JobId> order = scheduler_->PendingOrder(jobs_, in_.now);
@@ -241,6 +272,10 @@ class ForecastRun {
         jobs_[in_.reserved].phase == JobPhase::kPending && job.gpu_milli <= free) {
       b.kind = ForecastBlocking::Kind::kReservation;
       b.job = in_.reserved;
+      return b;
+    }
+    if (job.gpu_milli <= free && FitsNow(job.spec)) {
+      b.kind = ForecastBlocking::Kind::kTurn;
       return b;
     }
     if (job.gpu_milli == 0) {
@@ -343,12 +378,16 @@ class ForecastRun {
   ForecastOptions options_;
   std::shared_ptr<const QueueTree> tree_;
   ClusterState state_;
+  std::optional<FragmentationModel> typical_;  // before scheduler_: its placement reads it
   QuotaLedger quota_;
   Pcg32 rng_;
   std::vector<JobRecord> jobs_;
   JobLifecycle lifecycle_;
   std::unique_ptr<JobScheduler> scheduler_;
   std::vector<std::optional<Micros>> eta_;
+  // The snapshot's free resources as the filters see them (FitsNow), made on first use.
+  mutable std::optional<FitChecker> live_;
+  mutable std::unordered_map<std::string, bool> fits_now_;
   std::vector<int> attempts_;
   std::vector<uint8_t> target_;  // pending at the snapshot
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;

@@ -34,6 +34,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 #include "model/queue_tree.h"
+#include "plugins/fgd.h"
 #include "plugins/job_policies.h"
 #include "sched/job_order.h"
 #include "sched/job_record.h"
@@ -45,6 +46,7 @@ namespace tessera {
 struct ForecastBlocking {
   enum class Kind : uint8_t {
     kNone,         // starts at the snapshot's first cycle
+    kTurn,         // fits the free resources now; jobs ahead of it in the order go first
     kQuota,        // its queue (and cohort) have no unused quota for it: `queue`
     kGpus,         // GPUs are held by others (of `model` when it asks for one)
     kCpu,          // a CPU-only job: CPUs or memory are held by others
@@ -76,6 +78,9 @@ struct ForecastInput {
   std::optional<ClusterState> state;  // required
   SchedulerPolicy policy;
   std::string placement = "bestfit";  // plugins/registry.h profile
+  // The live placement's learned typical tasks (WorkloadLearner), for tessera and fgd;
+  // none: those place with bestfit, as the live core does before its first task.
+  std::optional<TypicalWorkload> typical;
   std::optional<QueueUsage::Saved> usage;  // fair share as the live scheduler has it
   std::vector<ForecastJob> jobs;
   int64_t reserved = -1;  // index into jobs of the live scheduler's reservation; -1 none

@@ -195,3 +195,66 @@ TEST(StartForecastTest, SameSnapshotSameForecast) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+using namespace ::tessera::testing;  // NOLINT: the harness and its builders
+
+TEST(StartForecastBlockingTest, AJobThatFitsNowWaitsItsTurnAndOneThatStartsIsBlockedByNothing) {
+  // Two nodes of 8 GPUs; one runs an 8-GPU job. Under strict fifo a 16-GPU job waits for
+  // both nodes, and a 4-GPU job behind it fits the free node but waits its turn.
+  SchedulerOptions strict;
+  strict.strict_fifo = true;
+  Harness h({GpuNode("n0"), GpuNode("n1")}, OneQueue(), strict);
+  h.Submit(Gang("running", "q", {8}), 0);
+  h.Cycle(0);
+  const Micros now = kMinute;
+  JobId big = h.Submit(Gang("big", "q", {8, 8}, 0, now), now);
+  JobId small = h.Submit(Gang("small", "q", {4}, 0, now), now);
+  h.Cycle(now);
+  ASSERT_EQ(h.job(small).phase, JobPhase::kPending) << "fifo: behind the 16-GPU job";
+  SchedulerPolicy policy = Policy("fifo");
+  policy.options.strict_fifo = true;
+  ForecastInput in =
+      Snapshot(h, OneQueue(), now, {10 * kMinute, 30 * kMinute, 5 * kMinute}, policy);
+  StatusOr<Forecast> f = RunStartForecast(std::move(in), ForecastOptions{});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(Of(*f, big.value()).blocking.kind, ForecastBlocking::Kind::kGpus);
+  EXPECT_EQ(Of(*f, small.value()).blocking.kind, ForecastBlocking::Kind::kTurn);
+  EXPECT_EQ(BlockingKindName(ForecastBlocking::Kind::kTurn), "turn");
+
+  // A job submitted since the last cycle that fits: the forecast's first cycle starts it.
+  Harness g({GpuNode("n0")}, OneQueue(), SchedulerOptions{});
+  JobId fresh = g.Submit(Gang("fresh", "q", {2}), 0);
+  ForecastInput in2 = Snapshot(g, OneQueue(), 0, {kMinute}, Policy("fifo"));
+  StatusOr<Forecast> f2 = RunStartForecast(std::move(in2), ForecastOptions{});
+  ASSERT_TRUE(f2.ok()) << f2.status().ToString();
+  EXPECT_EQ(Of(*f2, fresh.value()).eta, 0);
+  EXPECT_EQ(Of(*f2, fresh.value()).blocking.kind, ForecastBlocking::Kind::kNone);
+}
+
+TEST(StartForecastBlockingTest, TheForecastPlacesWithTheLearnedWorkloadWhenGivenOne) {
+  Harness h({GpuNode("n0"), GpuNode("n1")}, OneQueue(), SchedulerOptions{});
+  h.Submit(Gang("running", "q", {8}), 0);
+  h.Cycle(0);
+  JobId waiting = h.Submit(Gang("waiting", "q", {8, 8}, 0, kSecond), kSecond);
+  h.Cycle(kSecond);
+  for (bool learned : {false, true}) {
+    ForecastInput in = Snapshot(h, OneQueue(), kSecond, {kMinute, kHour}, Policy("fifo"));
+    in.placement = "tessera";
+    if (learned) {
+      TaskRequest t;
+      t.cpu = MilliCpu(4000);
+      t.gpu_count = 8;
+      t.gpu_milli = MilliGpu(1000);
+      in.typical = FindTypicalTasks(std::vector<TaskRequest>{t});
+    }
+    StatusOr<Forecast> f = RunStartForecast(std::move(in), ForecastOptions{});
+    ASSERT_TRUE(f.ok()) << "learned " << learned << ": " << f.status().ToString();
+    EXPECT_EQ(Of(*f, waiting.value()).eta, kSecond + kMinute) << "learned " << learned;
+  }
+}
+
+}  // namespace
+}  // namespace tessera
