@@ -146,4 +146,46 @@ inline void StopAgentsThenServer(std::map<std::string, std::unique_ptr<Process>>
   server.reset();
 }
 
+// A test with a `tessera server` of its own (embedded queues) in a scratch directory, and
+// agents it starts by name; everything is stopped and the directory removed (kept on
+// failure) afterwards. `Prefix()` names the scratch directory.
+class ServerAndAgentsTest : public ::testing::Test {
+ protected:
+  virtual std::string Prefix() const = 0;
+
+  void SetUp() override {
+    dir_ = MakeTestDir(Prefix());
+    ASSERT_FALSE(dir_.empty());
+    port_ = FreePort();
+    url_ = "http://127.0.0.1:" + std::to_string(port_);
+    server_ = StartServerProcess(dir_ + "/server", port_, {}, dir_ + "/server.log");
+    ASSERT_TRUE(WaitHealthy(url_, std::chrono::seconds(20))) << server_->Output();
+    admin_ = ReadToken(dir_ + "/server/admin.token");
+    ASSERT_FALSE(admin_.empty());
+  }
+  void TearDown() override {
+    StopAgentsThenServer(agents_, server_);
+    RemoveTestDir(dir_, HasFailure());
+  }
+
+  // Starts agent `name` with fake GPUs `gpus` and `extra` flags; returns once it is up.
+  void StartAgent(const std::string& name, const std::string& gpus,
+                  const std::vector<std::string>& extra = {}) {
+    agents_[name] = StartAgentProcess(url_, dir_ + "/server", name, dir_ + "/agent-" + name,
+                                      gpus, extra, dir_ + "/agent-" + name + ".log");
+    ASSERT_TRUE(WaitFor([&] { return NodeUp(url_, admin_, name); }, std::chrono::seconds(20)))
+        << agents_[name]->Output();
+  }
+
+  nlohmann::json Get(const std::string& path) { return GetJson(url_, admin_, path); }
+  nlohmann::json Job(uint64_t id) { return Get("/v1/jobs/" + std::to_string(id)); }
+
+  std::string dir_;
+  int port_ = 0;
+  std::string url_;
+  std::string admin_;
+  std::unique_ptr<Process> server_;
+  std::map<std::string, std::unique_ptr<Process>> agents_;
+};
+
 }  // namespace tessera::e2e

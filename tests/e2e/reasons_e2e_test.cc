@@ -28,29 +28,9 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-class ReasonsTest : public ::testing::Test {
+class ReasonsTest : public ServerAndAgentsTest {
  protected:
-  void SetUp() override {
-    dir_ = MakeTestDir("reasons");
-    ASSERT_FALSE(dir_.empty());
-    port_ = FreePort();
-    url_ = "http://127.0.0.1:" + std::to_string(port_);
-    server_ = StartServerProcess(dir_ + "/server", port_, {}, dir_ + "/server.log");
-    ASSERT_TRUE(WaitHealthy(url_, 20s)) << server_->Output();
-    admin_ = ReadToken(dir_ + "/server/admin.token");
-    ASSERT_FALSE(admin_.empty());
-  }
-  void TearDown() override {
-    StopAgentsThenServer(agents_, server_);
-    RemoveTestDir(dir_, HasFailure());
-  }
-
-  void StartAgent(const std::string& name, const std::string& gpus) {
-    agents_[name] = StartAgentProcess(url_, dir_ + "/server", name, dir_ + "/agent-" + name,
-                                      gpus, {}, dir_ + "/agent-" + name + ".log");
-    ASSERT_TRUE(WaitFor([&] { return NodeUp(url_, admin_, name); }, 20s))
-        << agents_[name]->Output();
-  }
+  std::string Prefix() const override { return "reasons"; }
 
   // POST /v1/jobs: the status and the body.
   std::pair<int, json> Post(const std::string& path, const json& body) {
@@ -63,14 +43,6 @@ class ReasonsTest : public ::testing::Test {
     return {r->status, parsed.is_discarded() ? json(r->body) : parsed};
   }
 
-  json Job(uint64_t id) { return GetJson(url_, admin_, "/v1/jobs/" + std::to_string(id)); }
-
-  std::string dir_;
-  int port_ = 0;
-  std::string url_;
-  std::string admin_;
-  std::unique_ptr<Process> server_;
-  std::map<std::string, std::unique_ptr<Process>> agents_;
 };
 
 TEST_F(ReasonsTest, AShareAskingMoreMemoryThanAnyCardIsRefusedOrHeldWithThatReason) {

@@ -29,33 +29,14 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-class TopologyTest : public ::testing::Test {
+class TopologyTest : public ServerAndAgentsTest {
  protected:
-  void SetUp() override {
-    dir_ = MakeTestDir("topology");
-    ASSERT_FALSE(dir_.empty());
-    port_ = FreePort();
-    url_ = "http://127.0.0.1:" + std::to_string(port_);
-    server_ = StartServerProcess(dir_ + "/server", port_, {}, dir_ + "/server.log");
-    ASSERT_TRUE(WaitHealthy(url_, 20s)) << server_->Output();
-    admin_ = ReadToken(dir_ + "/server/admin.token");
-    ASSERT_FALSE(admin_.empty());
-  }
-  void TearDown() override {
-    StopAgentsThenServer(agents_, server_);
-    RemoveTestDir(dir_, HasFailure());
-  }
+  std::string Prefix() const override { return "topology"; }
 
-  void StartAgent(const std::string& name, const std::string& rack) {
+  void StartRackAgent(const std::string& name, const std::string& rack) {
     // Two --label flags: one label each, as an admin may write them.
-    const std::vector<std::string> labels = {"--label", "rack=" + rack, "--label", "block=k1"};
-    agents_[name] = StartAgentProcess(url_, dir_ + "/server", name, dir_ + "/agent-" + name,
-                                      "4xH100-80GB", labels, dir_ + "/agent-" + name + ".log");
-    ASSERT_TRUE(WaitFor([&] { return NodeUp(url_, admin_, name); }, 20s))
-        << agents_[name]->Output();
+    StartAgent(name, "4xH100-80GB", {"--label", "rack=" + rack, "--label", "block=k1"});
   }
-
-  json Get(const std::string& path) { return GetJson(url_, admin_, path); }
 
   uint64_t Submit(const json& spec) {
     auto r = ApiClient(url_, admin_).Post("/v1/jobs", spec.dump(), "application/json");
@@ -64,8 +45,6 @@ class TopologyTest : public ::testing::Test {
                ? json::parse(r->body)["id"].get<uint64_t>()
                : 0;
   }
-
-  json Job(uint64_t id) { return Get("/v1/jobs/" + std::to_string(id)); }
 
   bool WaitState(uint64_t id, const std::string& state, std::chrono::milliseconds timeout) {
     return WaitFor([&] { return Job(id).value("state", "") == state; }, timeout);
@@ -85,27 +64,21 @@ class TopologyTest : public ::testing::Test {
             {"resources", {{"gpus", 4}}}};
   }
 
-  std::string dir_;
-  int port_ = 0;
-  std::string url_;
-  std::string admin_;
-  std::unique_ptr<Process> server_;
-  std::map<std::string, std::unique_ptr<Process>> agents_;
 };
 
 TEST_F(TopologyTest, ARackHardGangWaitsForRoomInOneRackRatherThanSpreading) {
   // The blockers land where they must: a1 is the only node when the first comes, b1
   // the only free one when the second comes.
-  StartAgent("a1", "r1");
+  StartRackAgent("a1", "r1");
   const uint64_t block_a = Submit(Blocker("block-a"));
   ASSERT_TRUE(WaitState(block_a, "running", 20s)) << Job(block_a).dump();
-  StartAgent("b1", "r2");
+  StartRackAgent("b1", "r2");
   const uint64_t block_b = Submit(Blocker("block-b"));
   ASSERT_TRUE(WaitState(block_b, "running", 20s)) << Job(block_b).dump();
   ASSERT_EQ(NodesOf(block_a), std::vector<std::string>{"a1"});
   ASSERT_EQ(NodesOf(block_b), std::vector<std::string>{"b1"});
-  StartAgent("a2", "r1");
-  StartAgent("b2", "r2");
+  StartRackAgent("a2", "r1");
+  StartRackAgent("b2", "r2");
 
   // The labels reach the API's node view and the metrics.
   std::map<std::string, std::string> rack_of;
