@@ -1,6 +1,8 @@
 #include "agent/task_sandbox.h"
 
 #include <fcntl.h>
+#include <stdio.h>  // renameat2
+#include <stdlib.h>  // mkdtemp
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -44,6 +46,34 @@ StatusOr<bool> MakeDir(const std::string& dir, unsigned mode) {
   }
   if (errno != EEXIST) {
     return InternalError("cannot create " + dir + ": " + ErrnoText(errno));
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return FailedPreconditionError(dir + " exists and is not a directory");
+  }
+  return false;
+}
+
+// Makes `dir` already owned by uid:gid with `mode`: built under a temporary name and
+// renamed into place (never over an existing one), so that another agent sharing the
+// checkpoint root (a gang's tasks on several nodes) never sees it before its owner is
+// set. True when this call made it; false when it existed.
+StatusOr<bool> MakeOwnedDir(const std::string& dir, int64_t uid, int64_t gid, unsigned mode) {
+  std::string tmp = dir + ".new-XXXXXX";
+  if (::mkdtemp(tmp.data()) == nullptr) {
+    return InternalError("cannot create a directory beside " + dir + ": " + ErrnoText(errno));
+  }
+  if (Status s = ChownDir(tmp, uid, gid, mode); !s.ok()) {
+    ::rmdir(tmp.c_str());
+    return s;
+  }
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, dir.c_str(), RENAME_NOREPLACE) == 0) {
+    return true;
+  }
+  const int err = errno;
+  ::rmdir(tmp.c_str());
+  if (err != EEXIST) {
+    return InternalError("cannot create " + dir + ": " + ErrnoText(err));
   }
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -145,10 +175,8 @@ Status PrepareCheckpointDir(const std::string& dir, bool managed, int64_t uid, i
       // Parents the agent makes are traversable only: tasks reach their own directory.
       TESSERA_RETURN_IF_ERROR(MakeDirs(p.parent_path().string(), 0711));
     }
-    TESSERA_ASSIGN_OR_RETURN(bool made, MakeDir(dir, 0700));
-    if (made) {
-      TESSERA_RETURN_IF_ERROR(ChownDir(dir, uid, gid, 0700));
-    } else if (uid >= 0) {
+    TESSERA_ASSIGN_OR_RETURN(bool made, MakeOwnedDir(dir, uid, gid, 0700));
+    if (!made && uid >= 0) {
       struct stat st {};
       if (::lstat(dir.c_str(), &st) != 0 || static_cast<int64_t>(st.st_uid) != uid) {
         return PermissionDeniedError(dir + " exists and does not belong to uid " +
