@@ -1,8 +1,8 @@
 # GPU discovery for the node agent: the GpuBackend interface, the fake inventory and
 # NVML loaded at run time. Included from src/agent/CMakeLists.txt; paths are relative
 # to src/agent.
-set(TESSERA_AGENT_GPU_SOURCES gpu_backend.cc fake_gpus.cc nvml_backend.cc nvml_topology.cc)
-set(TESSERA_AGENT_GPU_TEST_SOURCES gpu_backend_test.cc fake_gpus_test.cc nvml_backend_test.cc)
+set(TESSERA_AGENT_GPU_SOURCES gpu_backend.cc fake_gpus.cc nvml_backend.cc nvml_topology.cc gpu_probe.cc)
+set(TESSERA_AGENT_GPU_TEST_SOURCES gpu_backend_test.cc fake_gpus_test.cc nvml_backend_test.cc gpu_probe_test.cc)
 list(APPEND AGENT_SOURCES ${TESSERA_AGENT_GPU_SOURCES})
 list(APPEND AGENT_TEST_SOURCES ${TESSERA_AGENT_GPU_TEST_SOURCES})
 
@@ -28,7 +28,7 @@ if(TESSERA_BUILD_TESTS)
   # The test finds the fake libraries through these definitions, which travel with the
   # source file into whichever test target compiles it (that target must also
   # add_dependencies on fake_nvml and fake_nvml_minimal).
-  set_source_files_properties(nvml_backend_test.cc PROPERTIES COMPILE_DEFINITIONS
+  set_source_files_properties(nvml_backend_test.cc gpu_probe_test.cc PROPERTIES COMPILE_DEFINITIONS
     "TESSERA_FAKE_NVML_PATH=\"$<TARGET_FILE:fake_nvml>\";TESSERA_FAKE_NVML_MINIMAL_PATH=\"$<TARGET_FILE:fake_nvml_minimal>\"")
 
   tessera_test(agent_gpu_test

@@ -16,6 +16,7 @@
 
 #include "agent/agent.h"
 #include "agent/nvml_backend.h"
+#include "cli/gpu_probe_command.h"
 #include "api/node_labels.h"
 #include "api/units.h"
 #include "base/file_util.h"
@@ -623,6 +624,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   AddServerFlags(up, up_server.get());
   AddAgentFlags(up, up_agent.get(), false);
   up->callback([up_server, up_agent, exit_code] { *exit_code = RunUp(*up_server, *up_agent); });
+
+  AddGpuProbeCommand(app, exit_code);
 }
 
 }  // namespace tessera

@@ -13,7 +13,7 @@
 namespace tessera {
 
 bool IsDaemonCommand(std::string_view name) {
-  return name == "server" || name == "agent" || name == "up";
+  return name == "server" || name == "agent" || name == "up" || name == "gpu-probe";
 }
 
 int ExecDaemon(int argc, char** argv) {

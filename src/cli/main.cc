@@ -31,6 +31,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::ba
   app.add_subcommand("agent", "Run a node agent");
   app.add_subcommand(
       "up", "Run a one-machine cluster: the controller and one agent (fake GPUs without NVML)");
+  app.add_subcommand("gpu-probe",
+                     "What the agent sees on this machine: GPUs, telemetry, a MIG create/destroy check");
 
   try {
     app.parse(argc, argv);
