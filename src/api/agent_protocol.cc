@@ -384,6 +384,8 @@ class Decoder {
                 }
                 gpu.mode = *parsed;
               }
+              TESSERA_RETURN_IF_ERROR(OptInt(g, at, "replicas", 0, kMaxTimesliceReplicas,
+                                             &gpu.replicas));  // timeslice only
               TESSERA_RETURN_IF_ERROR(OptInt(g, at, "numa_node", 0, 63, &gpu.numa_node));
               TESSERA_RETURN_IF_ERROR(
                   OptInt(g, at, "nvlink_domain", -1, kInt32Max, &gpu.nvlink_domain));
@@ -511,6 +513,9 @@ nlohmann::json ToJson(const NodeInventory& inventory, const GpuCatalog& catalog)
       for (const NodeMigInstance& m : inventory.mig_instances[i]) {
         instances.push_back(ToJson(m));
       }
+    }
+    if (g.mode == SharingMode::kTimeslice) {
+      gpu["replicas"] = g.replicas;  // absent otherwise: older controllers see what they knew
     }
     gpu["mig_instances"] = std::move(instances);
     gpus.push_back(std::move(gpu));

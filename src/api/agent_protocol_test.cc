@@ -71,6 +71,29 @@ TEST(AgentProtocolTest, InventoryRoundTrips) {
   EXPECT_EQ(*back, inv);
 }
 
+TEST(AgentProtocolTest, TimesliceGpusCarryReplicasAndOthersDoNot) {
+  NodeInventory inv = MigNode();
+  inv.spec.gpus[1].mode = SharingMode::kTimeslice;
+  inv.spec.gpus[1].replicas = 4;
+  Json j = ToJson(inv, Catalog());
+  EXPECT_EQ(j["gpus"][1]["mode"], "timeslice");
+  EXPECT_EQ(j["gpus"][1]["replicas"], 4);
+  EXPECT_FALSE(j["gpus"][0].contains("replicas"));  // as older agents and controllers had it
+  StatusOr<NodeInventory> back = NodeInventoryFromJson(Wire(j), Catalog());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, inv);
+  Json bad = j;
+  bad["gpus"][1].erase("replicas");
+  StatusOr<NodeInventory> missing = NodeInventoryFromJson(bad, Catalog());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("GPU 1 is in timeslice mode with replicas 0"),
+            std::string::npos)
+      << missing.status().message();
+  bad["gpus"][1]["replicas"] = 65;
+  EXPECT_NE(NodeInventoryFromJson(bad, Catalog()).status().message().find("gpus[1].replicas"),
+            std::string::npos);
+}
+
 TEST(AgentProtocolTest, InventoryIsValidated) {
   Json j = ToJson(MigNode(), Catalog());
   auto error = [](const Json& bad) {

@@ -12,6 +12,8 @@ std::string_view SharingModeName(SharingMode mode) {
       return "mig";
     case SharingMode::kShared:
       return "shared";
+    case SharingMode::kTimeslice:
+      return "timeslice";
   }
   return "unknown";
 }
@@ -26,8 +28,46 @@ StatusOr<SharingMode> ParseSharingMode(std::string_view name) {
   if (name == "shared") {
     return SharingMode::kShared;
   }
+  if (name == "timeslice") {
+    return SharingMode::kTimeslice;
+  }
   return InvalidArgumentError("unknown sharing mode '" + std::string(name) +
-                              "' (expected exclusive, mig or shared)");
+                              "' (expected exclusive, mig, shared or timeslice)");
+}
+
+StatusOr<GpuSharing> ParseGpuSharing(std::string_view text) {
+  const size_t sep = text.find_first_of("=:");
+  TESSERA_ASSIGN_OR_RETURN(SharingMode mode, ParseSharingMode(text.substr(0, sep)));
+  GpuSharing out{mode, 0};
+  if (mode != SharingMode::kTimeslice) {
+    if (sep != std::string_view::npos) {
+      return InvalidArgumentError("'" + std::string(text) + "': only timeslice takes a count");
+    }
+    return out;
+  }
+  const std::string_view count =
+      sep == std::string_view::npos ? std::string_view() : text.substr(sep + 1);
+  int n = 0;
+  bool digits = !count.empty() && count.size() <= 3;
+  for (char c : count) {
+    digits = digits && c >= '0' && c <= '9';
+    n = n * 10 + (c - '0');
+  }
+  if (!digits || n < kMinTimesliceReplicas || n > kMaxTimesliceReplicas) {
+    return InvalidArgumentError("'" + std::string(text) + "': timeslice needs a replica count " +
+                                std::to_string(kMinTimesliceReplicas) + ".." +
+                                std::to_string(kMaxTimesliceReplicas) + ", e.g. timeslice=4");
+  }
+  out.replicas = n;
+  return out;
+}
+
+std::string GpuSharingText(const GpuSharing& sharing) {
+  std::string text(SharingModeName(sharing.mode));
+  if (sharing.mode == SharingMode::kTimeslice) {
+    text += "=" + std::to_string(sharing.replicas);
+  }
+  return text;
 }
 
 std::string_view NodeSpec::Label(std::string_view key) const {
@@ -71,6 +111,19 @@ Status ValidateNodeSpec(const NodeSpec& spec, const GpuCatalog& catalog) {
     if (g.mode == SharingMode::kMig && !catalog.Get(g.model).mig_capable()) {
       return InvalidArgumentError(where + "GPU " + std::to_string(i) + " (" +
                                   catalog.Get(g.model).name + ") does not support MIG");
+    }
+    if (g.mode == SharingMode::kTimeslice &&
+        (g.replicas < kMinTimesliceReplicas || g.replicas > kMaxTimesliceReplicas)) {
+      return InvalidArgumentError(where + "GPU " + std::to_string(i) +
+                                  " is in timeslice mode with replicas " +
+                                  std::to_string(g.replicas) + "; replicas must be in " +
+                                  std::to_string(kMinTimesliceReplicas) + ".." +
+                                  std::to_string(kMaxTimesliceReplicas));
+    }
+    if (g.mode != SharingMode::kTimeslice && g.replicas != 0) {
+      return InvalidArgumentError(where + "GPU " + std::to_string(i) + " is in " +
+                                  std::string(SharingModeName(g.mode)) +
+                                  " mode; replicas are for timeslice GPUs only");
     }
   }
   return Status::Ok();

@@ -22,17 +22,39 @@ namespace tessera {
 enum class SharingMode {
   kExclusive,  // whole cards only
   kMig,        // hardware MIG instances, created on demand
-  kShared,     // software shares: milli-GPU compute plus a memory cap (MPS, time slicing)
+  kShared,     // software shares: milli-GPU compute plus a memory cap (MPS and the limiter)
+  // N replicas taken in turn (the device plugin's time-slicing): shares only, each of
+  // whole replicas; no memory or fault isolation, so GPU memory is not booked.
+  kTimeslice,
 };
 
 std::string_view SharingModeName(SharingMode mode);
 StatusOr<SharingMode> ParseSharingMode(std::string_view name);
+// Whether the mode hands out software shares (shared, timeslice).
+inline bool TakesShares(SharingMode mode) {
+  return mode == SharingMode::kShared || mode == SharingMode::kTimeslice;
+}
+
+inline constexpr int kMinTimesliceReplicas = 2;
+inline constexpr int kMaxTimesliceReplicas = 64;
+
+// A GPU's mode with its replicas (timeslice only; 0 otherwise).
+struct GpuSharing {
+  SharingMode mode = SharingMode::kExclusive;
+  int replicas = 0;
+  bool operator==(const GpuSharing&) const = default;
+};
+// "exclusive", "mig", "shared", or "timeslice=N" / "timeslice:N" with N in 2..64.
+StatusOr<GpuSharing> ParseGpuSharing(std::string_view text);
+// The inverse: "timeslice=4", "shared", ...
+std::string GpuSharingText(const GpuSharing& sharing);
 
 struct GpuSpec {
   GpuModelId model;
   SharingMode mode = SharingMode::kShared;
   int numa_node = 0;
   int nvlink_domain = -1;  // -1: no NVLink
+  int replicas = 0;        // timeslice only: 2..64 (ValidateNodeSpec); 0 in other modes
   bool operator==(const GpuSpec&) const = default;
 };
 
@@ -52,7 +74,7 @@ struct NodeSpec {
 };
 
 // Checks a spec for impossible values (negative capacity, NUMA index out of range,
-// MIG mode on a model without MIG). Returns InvalidArgument with the reason.
+// MIG mode on a model without MIG, timeslice replicas outside 2..64). Returns InvalidArgument with the reason.
 Status ValidateNodeSpec(const NodeSpec& spec, const GpuCatalog& catalog);
 
 // A node of `gpu_count` GPUs of one model, split evenly over `numa_nodes` NUMA nodes,

@@ -41,10 +41,46 @@ TEST(NodeTest, ValidationCatchesImpossibleSpecs) {
 }
 
 TEST(NodeTest, SharingModesRoundTrip) {
-  for (SharingMode m : {SharingMode::kExclusive, SharingMode::kMig, SharingMode::kShared}) {
+  for (SharingMode m : {SharingMode::kExclusive, SharingMode::kMig, SharingMode::kShared,
+                        SharingMode::kTimeslice}) {
     EXPECT_EQ(*ParseSharingMode(SharingModeName(m)), m);
   }
   EXPECT_FALSE(ParseSharingMode("mps").ok());
+  EXPECT_TRUE(TakesShares(SharingMode::kTimeslice));
+  EXPECT_FALSE(TakesShares(SharingMode::kExclusive));
+}
+
+TEST(NodeTest, GpuSharingTextsParseWithReplicas) {
+  EXPECT_EQ(*ParseGpuSharing("timeslice=4"), (GpuSharing{SharingMode::kTimeslice, 4}));
+  EXPECT_EQ(*ParseGpuSharing("timeslice:64"), (GpuSharing{SharingMode::kTimeslice, 64}));
+  EXPECT_EQ(*ParseGpuSharing("shared"), (GpuSharing{SharingMode::kShared, 0}));
+  EXPECT_EQ(GpuSharingText({SharingMode::kTimeslice, 8}), "timeslice=8");
+  EXPECT_EQ(GpuSharingText({SharingMode::kMig, 0}), "mig");
+  for (const char* bad : {"timeslice", "timeslice=1", "timeslice=65", "timeslice=x", "timeslice=",
+                          "shared=2", "mps"}) {
+    StatusOr<GpuSharing> parsed = ParseGpuSharing(bad);
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(parsed.status().message().find(bad), std::string::npos)
+        << bad << ": " << parsed.status().message();
+  }
+}
+
+TEST(NodeTest, TimesliceReplicasAreValidated) {
+  const GpuCatalog& c = GpuCatalog::Default();
+  NodeSpec n = MakeUniformNode("n0", MilliCpu(8000), MiB(1024), *c.Find("A100-80GB"), 2,
+                               SharingMode::kTimeslice);
+  Status s = ValidateNodeSpec(n, c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("GPU 0 is in timeslice mode with replicas 0; replicas must be in 2..64"),
+            std::string::npos)
+      << s.message();
+  n.gpus[0].replicas = n.gpus[1].replicas = 4;
+  EXPECT_TRUE(ValidateNodeSpec(n, c).ok());
+  n.gpus[1].mode = SharingMode::kShared;
+  s = ValidateNodeSpec(n, c);
+  EXPECT_NE(s.message().find("GPU 1 is in shared mode; replicas are for timeslice GPUs only"),
+            std::string::npos)
+      << s.message();
 }
 
 }  // namespace

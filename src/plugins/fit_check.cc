@@ -48,7 +48,7 @@ bool ModeServes(const GpuSpec& gpu, const GpuModel& model, const TaskRequest& t)
   if (gpu.mode == SharingMode::kMig) {
     return false;
   }
-  return t.gpu_milli == kWholeGpu || gpu.mode == SharingMode::kShared;
+  return t.gpu_milli == kWholeGpu ? gpu.mode != SharingMode::kTimeslice : TakesShares(gpu.mode);
 }
 
 bool Serves(const GpuSpec& gpu, const GpuModel& model, const TaskRequest& t) {
@@ -268,8 +268,8 @@ std::string FitChecker::TaskNeverFits(const TaskRequest& t) const {
     }
     if (!mode_present) {
       const std::string mode = t.wants_mig()    ? "in MIG mode with profile " + t.mig_profile
-                               : t.fractional() ? std::string("in shared mode")
-                                                : std::string("outside MIG mode");
+                               : t.fractional() ? std::string("in shared or timeslice mode")
+                                                : std::string("in exclusive or shared mode");
       return "never fits: a task needs a GPU " + mode +
              (t.models.empty() ? "" : " of the models asked") + "; no schedulable GPU is";
     }

@@ -133,7 +133,7 @@ TEST(FitCheckTest, MigProfileAndMode) {
             "never fits: MIG profile 3g.40gb is not in the geometry of any GPU model here "
             "(A100-40GB)");
   EXPECT_EQ(Never(checker, Gang(Share(500), 1)),
-            "never fits: a task needs a GPU in shared mode; no schedulable GPU is");
+            "never fits: a task needs a GPU in shared or timeslice mode; no schedulable GPU is");
   ClusterState exclusive = Cluster({Node("n1", "A100-40GB", 8, SharingMode::kExclusive)});
   EXPECT_EQ(Never(FitChecker(exclusive), Gang(Mig("3g.20gb"), 1)),
             "never fits: a task needs a GPU in MIG mode with profile 3g.20gb; no schedulable GPU "

@@ -22,7 +22,9 @@ bool GpuCanServe(const GpuLedger& gpu, const TaskRequest& request) {
   if (request.gpu_memory.value() > 0 && request.gpu_memory > gpu.model().memory) {
     return false;
   }
-  return request.gpu_milli == kWholeGpu || gpu.mode() == SharingMode::kShared;
+  // Whole cards anywhere but timeslice; shares on shared and timeslice GPUs.
+  return request.gpu_milli == kWholeGpu ? gpu.mode() != SharingMode::kTimeslice
+                                        : TakesShares(gpu.mode());
 }
 
 }  // namespace

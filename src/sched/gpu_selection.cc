@@ -242,6 +242,11 @@ StatusOr<Allocation> MakeAllocation(NodeId id, const NodeLedger& node, const Tas
       g.memory = prof.memory;
       g.mig_profile = *p;
       g.mig_start = choice.mig_start;
+    } else if (request.fractional()) {
+      // A share books what its GPU's mode says (timeslice replicas, shared memory).
+      const GpuLedger& gpu = node.gpus()[i];
+      g.milli = gpu.BookedMilli(request.gpu_milli);
+      g.memory = gpu.BookedMemory(request.gpu_milli, request.gpu_memory);
     } else {
       g.milli = request.gpu_milli;
       g.memory = request.gpu_memory;

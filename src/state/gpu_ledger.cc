@@ -2,10 +2,48 @@
 
 namespace tessera {
 
-GpuLedger::GpuLedger(const GpuModel* model, SharingMode mode)
-    : model_(model), mode_(mode), mig_(model) {}
+GpuLedger::GpuLedger(const GpuModel* model, SharingMode mode, int replicas)
+    : model_(model), mode_(mode), replicas_(mode == SharingMode::kTimeslice ? replicas : 0),
+      mig_(model) {}
+
+int GpuLedger::ReplicasFor(MilliGpu milli) const {
+  if (replicas_ <= 0 || milli.value() <= 0) {
+    return 0;
+  }
+  return static_cast<int>((milli.value() * replicas_ + kMilliPerGpu - 1) / kMilliPerGpu);
+}
+
+MilliGpu GpuLedger::BookedMilli(MilliGpu milli) const {
+  if (mode_ != SharingMode::kTimeslice || replicas_ <= 0) {
+    return milli;
+  }
+  // Rounded down so that N one-replica shares never book more than the card; the
+  // replica count of a booked amount is the same as of the amount asked.
+  return MilliGpu(int64_t{ReplicasFor(milli)} * kMilliPerGpu / replicas_);
+}
+
+MiB GpuLedger::BookedMemory(MilliGpu milli, MiB memory) const {
+  if (mode_ == SharingMode::kTimeslice) {
+    return MiB(0);
+  }
+  if (mode_ == SharingMode::kShared && memory.value() == 0 && milli < kWholeGpu) {
+    return MiB(milli.value() * model_->memory.value() / kMilliPerGpu);
+  }
+  return memory;
+}
 
 bool GpuLedger::FitsShare(MilliGpu milli, MiB memory) const {
+  if (mode_ == SharingMode::kTimeslice) {
+    // Memory is not booked, but a request the card could never hold does not fit.
+    if (memory.value() > 0 && model_->memory.value() > 0 && memory > model_->memory) {
+      return false;
+    }
+    return milli < kWholeGpu && FitsGrant(BookedMilli(milli), MiB(0));
+  }
+  return FitsGrant(milli, BookedMemory(milli, memory));
+}
+
+bool GpuLedger::FitsGrant(MilliGpu milli, MiB memory) const {
   switch (mode_) {
     case SharingMode::kMig:
       return false;
@@ -15,6 +53,10 @@ bool GpuLedger::FitsShare(MilliGpu milli, MiB memory) const {
     case SharingMode::kShared:
       return milli.value() > 0 && used_milli_ + milli.value() <= kMilliPerGpu &&
              (memory.value() == 0 || used_memory_ + memory.value() <= model_->memory.value());
+    case SharingMode::kTimeslice:
+      return milli.value() > 0 && milli < kWholeGpu && memory.value() == 0 &&
+             used_replicas_ + ReplicasFor(milli) <= replicas_ &&
+             used_milli_ + milli.value() <= kMilliPerGpu;
   }
   return false;
 }
@@ -39,11 +81,20 @@ Status GpuLedger::Allocate(const GpuGrant& grant) {
     if (!s.ok()) {
       return s;
     }
-  } else if (!FitsShare(grant.milli, grant.memory)) {
+  } else if (mode_ == SharingMode::kTimeslice &&
+             (grant.memory.value() != 0 || grant.milli != BookedMilli(grant.milli))) {
+    return InvalidArgumentError("GPU " + std::to_string(grant.gpu) +
+                                " is in timeslice mode: a grant books whole replicas (" +
+                                std::to_string(grant.milli.value()) + " milli is not) and no "
+                                "memory");
+  } else if (!FitsGrant(grant.milli, grant.memory)) {
     return ResourceExhaustedError(
         "GPU " + std::to_string(grant.gpu) + " has " + std::to_string(kMilliPerGpu - used_milli_) +
-        " milli free; grant asks for " + std::to_string(grant.milli.value()));
+        " milli and " + std::to_string(model_->memory.value() - used_memory_) +
+        " MiB free; grant asks for " + std::to_string(grant.milli.value()) + " milli and " +
+        std::to_string(grant.memory.value()) + " MiB");
   }
+  used_replicas_ += ReplicasFor(grant.milli);
   used_milli_ += static_cast<int32_t>(grant.milli.value());
   used_memory_ += grant.memory.value();
   ++grants_;
@@ -62,6 +113,11 @@ Status GpuLedger::Release(const GpuGrant& grant) {
       return s;
     }
   }
+  if (ReplicasFor(grant.milli) > used_replicas_) {
+    return FailedPreconditionError("release of GPU " + std::to_string(grant.gpu) +
+                                   " frees more replicas than are taken");
+  }
+  used_replicas_ -= ReplicasFor(grant.milli);
   used_milli_ -= static_cast<int32_t>(grant.milli.value());
   used_memory_ -= grant.memory.value();
   --grants_;
@@ -69,7 +125,8 @@ Status GpuLedger::Release(const GpuGrant& grant) {
 }
 
 bool GpuLedger::operator==(const GpuLedger& other) const {
-  if (model_ != other.model_ || mode_ != other.mode_ || used_milli_ != other.used_milli_ ||
+  if (model_ != other.model_ || mode_ != other.mode_ || replicas_ != other.replicas_ ||
+      used_replicas_ != other.used_replicas_ || used_milli_ != other.used_milli_ ||
       used_memory_ != other.used_memory_ || grants_ != other.grants_ || drained_ != other.drained_ ||
       mig_.used_slots() != other.mig_.used_slots() ||
       mig_.used_compute() != other.mig_.used_compute()) {

@@ -1,11 +1,17 @@
 // GpuLedger: what is allocated on one physical GPU, for its sharing mode.
 //
 //   exclusive  one grant of the whole card (1000 milli) at a time
-//   shared     any number of software shares while milli <= 1000 and memory <= the card's
+//   shared     any number of software shares while milli <= 1000 and memory <= the card's;
+//              a share without a memory request books its compute fraction of the
+//              card's memory (milli * memory / 1000), so shares never overbook memory
+//   timeslice  N replicas (2..64); a share takes ceil(milli * N / 1000) of them and books
+//              that many replicas' milli (k * 1000 / N, rounded down); memory is not
+//              isolated, so none is booked (a request must only fit the card); never a
+//              whole card
 //   mig        MIG instances laid out by MigLayout; each charges its compute share
 //
 // Invariants: 0 <= used_milli <= 1000; 0 <= used_memory <= memory (when the model's
-// memory is known); Allocate is all-or-nothing and Release undoes it exactly, so a
+// memory is known); 0 <= used_replicas <= replicas; Allocate is all-or-nothing and Release undoes it exactly, so a
 // ledger that released every grant equals a fresh one. Thread safety: none; the
 // owner (ClusterState) serialises access.
 #pragma once
@@ -34,10 +40,13 @@ struct GpuGrant {
 
 class GpuLedger {
  public:
-  GpuLedger(const GpuModel* model, SharingMode mode);
+  // `replicas`: timeslice only (2..64; ValidateNodeSpec checks it).
+  GpuLedger(const GpuModel* model, SharingMode mode, int replicas = 0);
 
   const GpuModel& model() const { return *model_; }
   SharingMode mode() const { return mode_; }
+  int replicas() const { return replicas_; }
+  int used_replicas() const { return used_replicas_; }
   MilliGpu used_milli() const { return MilliGpu(used_milli_); }
   MilliGpu free_milli() const { return MilliGpu(kMilliPerGpu - used_milli_); }
   MiB used_memory() const { return MiB(used_memory_); }
@@ -52,10 +61,20 @@ class GpuLedger {
   void SetDrained(bool drained) { drained_ = drained; }
   const MigLayout& mig() const { return mig_; }
 
-  // Whether a software share or a whole card of `milli` and `memory` fits now.
+  // Whether a software share or a whole card asking `milli` and `memory` (0: no
+  // memory request) fits now, booked as BookedMilli and BookedMemory say.
   bool FitsShare(MilliGpu milli, MiB memory) const;
-  // Whether the whole card is free for an exclusive grant.
-  bool FitsWhole() const { return grants_ == 0 && mode_ != SharingMode::kMig; }
+  // Whether the whole card is free for an exclusive grant (never on MIG or timeslice).
+  bool FitsWhole() const {
+    return grants_ == 0 && mode_ != SharingMode::kMig && mode_ != SharingMode::kTimeslice;
+  }
+  // What a share asking `milli` books here: on timeslice, its replicas' worth; else milli.
+  MilliGpu BookedMilli(MilliGpu milli) const;
+  // What a share asking `milli` and `memory` books here: on shared, the memory asked or
+  // else the compute fraction of the card's; on timeslice nothing; else the memory asked.
+  MiB BookedMemory(MilliGpu milli, MiB memory) const;
+  // Timeslice replicas a share of `milli` takes: ceil(milli * replicas / 1000).
+  int ReplicasFor(MilliGpu milli) const;
 
   Status Allocate(const GpuGrant& grant);
   Status Release(const GpuGrant& grant);
@@ -63,8 +82,13 @@ class GpuLedger {
   bool operator==(const GpuLedger& other) const;
 
  private:
+  // Whether a grant booked exactly as given fits now.
+  bool FitsGrant(MilliGpu milli, MiB memory) const;
+
   const GpuModel* model_;
   SharingMode mode_;
+  int32_t replicas_ = 0;
+  int32_t used_replicas_ = 0;
   int32_t used_milli_ = 0;
   int64_t used_memory_ = 0;
   int32_t grants_ = 0;

@@ -71,5 +71,68 @@ TEST(GpuLedgerTest, ReleaseMustMatch) {
   EXPECT_EQ(g.used_milli().value(), 100);
 }
 
+TEST(GpuLedgerTest, SharedShareWithoutMemoryBooksItsFractionOfTheCard) {
+  GpuLedger g(&Model("A100-80GB"), SharingMode::kShared);
+  EXPECT_EQ(g.BookedMemory(MilliGpu(250), MiB(0)).value(), 81920 / 4);
+  EXPECT_EQ(g.BookedMemory(MilliGpu(333), MiB(0)).value(), 333 * 81920 / 1000);  // rounded down
+  EXPECT_EQ(g.BookedMemory(MilliGpu(250), MiB(4096)).value(), 4096);  // asked: booked as asked
+  EXPECT_EQ(g.BookedMemory(kWholeGpu, MiB(0)).value(), 0);            // a whole card: as asked
+  ASSERT_TRUE(g.Allocate({0, MilliGpu(500), g.BookedMemory(MilliGpu(500), MiB(0))}).ok());
+  EXPECT_EQ(g.used_memory().value(), 40960);
+  // 0.25 more with 50 GiB would overbook the card: refused although compute is free.
+  EXPECT_FALSE(g.FitsShare(MilliGpu(250), MiB(51200)));
+  EXPECT_TRUE(g.FitsShare(MilliGpu(250), MiB(40960)));
+  EXPECT_TRUE(g.FitsShare(MilliGpu(500), MiB(0)));  // its 40 GiB fraction fits exactly
+}
+
+TEST(GpuLedgerTest, TimesliceSharesTakeWholeReplicasAndBookNoMemory) {
+  const GpuModel& a100 = Model("A100-80GB");
+  GpuLedger g(&a100, SharingMode::kTimeslice, 4);
+  EXPECT_EQ(g.replicas(), 4);
+  EXPECT_FALSE(g.FitsWhole());
+  EXPECT_FALSE(g.FitsShare(kWholeGpu, MiB(0)));
+  EXPECT_EQ(g.ReplicasFor(MilliGpu(250)), 1);
+  EXPECT_EQ(g.ReplicasFor(MilliGpu(251)), 2);
+  EXPECT_EQ(g.BookedMilli(MilliGpu(100)).value(), 250);
+  EXPECT_EQ(g.BookedMilli(MilliGpu(300)).value(), 500);
+  EXPECT_EQ(g.BookedMemory(MilliGpu(300), MiB(20480)).value(), 0);
+  // Memory is not booked, but a request above the card's never fits.
+  EXPECT_TRUE(g.FitsShare(MilliGpu(250), MiB(81920)));
+  EXPECT_FALSE(g.FitsShare(MilliGpu(250), MiB(81921)));
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(g.FitsShare(MilliGpu(250), MiB(40960))) << i;
+    ASSERT_TRUE(g.Allocate({0, MilliGpu(250), MiB(0)}).ok()) << i;
+  }
+  EXPECT_EQ(g.used_replicas(), 4);
+  EXPECT_EQ(g.used_milli().value(), 1000);
+  EXPECT_EQ(g.used_memory().value(), 0);
+  EXPECT_FALSE(g.FitsShare(MilliGpu(1), MiB(0)));
+  EXPECT_EQ(g.Allocate({0, MilliGpu(250), MiB(0)}).code(), StatusCode::kResourceExhausted);
+  ASSERT_TRUE(g.Release({0, MilliGpu(250), MiB(0)}).ok());
+  EXPECT_EQ(g.used_replicas(), 3);
+  // Grants book whole replicas and no memory; anything else is malformed.
+  EXPECT_EQ(g.Allocate({0, MilliGpu(200), MiB(0)}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(g.Allocate({0, MilliGpu(250), MiB(1024)}).code(), StatusCode::kInvalidArgument);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(g.Release({0, MilliGpu(250), MiB(0)}).ok());
+  }
+  EXPECT_TRUE(g == GpuLedger(&a100, SharingMode::kTimeslice, 4));
+}
+
+TEST(GpuLedgerTest, TimesliceReplicasThatDoNotDivideTheCardRoundDown) {
+  GpuLedger g(&Model("H100-80GB"), SharingMode::kTimeslice, 3);
+  EXPECT_EQ(g.BookedMilli(MilliGpu(100)).value(), 333);
+  EXPECT_EQ(g.BookedMilli(MilliGpu(500)).value(), 666);
+  EXPECT_EQ(g.BookedMilli(MilliGpu(999)).value(), 1000);
+  // A booked amount takes as many replicas as the amount asked.
+  EXPECT_EQ(g.ReplicasFor(MilliGpu(333)), 1);
+  EXPECT_EQ(g.ReplicasFor(MilliGpu(666)), 2);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(g.Allocate({0, MilliGpu(333), MiB(0)}).ok()) << i;
+  }
+  EXPECT_EQ(g.used_replicas(), 3);
+  EXPECT_FALSE(g.FitsShare(MilliGpu(1), MiB(0)));  // 1 milli left over, but no replica
+}
+
 }  // namespace
 }  // namespace tessera

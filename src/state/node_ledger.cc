@@ -56,7 +56,7 @@ void NodeLedger::CountShape(int shape, int delta) {
 NodeLedger::NodeLedger(const NodeSpec* spec, const GpuCatalog& catalog) : spec_(spec) {
   gpus_.reserve(spec->gpus.size());
   for (const GpuSpec& g : spec->gpus) {
-    gpus_.emplace_back(&catalog.Get(g.model), g.mode);
+    gpus_.emplace_back(&catalog.Get(g.model), g.mode, g.replicas);
   }
   free_gpu_milli_ = static_cast<int64_t>(gpus_.size()) * kMilliPerGpu;
 }

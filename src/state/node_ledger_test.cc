@@ -9,7 +9,7 @@
 namespace tessera {
 namespace {
 
-// One node with two GPUs of each sharing mode.
+// One node with two GPUs of each sharing mode (timeslice with 4 replicas).
 NodeSpec MixedNode() {
   const GpuCatalog& c = GpuCatalog::Default();
   NodeSpec n;
@@ -18,9 +18,10 @@ NodeSpec MixedNode() {
   n.memory = MiB(256 * 1024);
   n.numa_nodes = 2;
   GpuModelId h100 = *c.Find("H100-80GB");
-  for (SharingMode mode : {SharingMode::kShared, SharingMode::kExclusive, SharingMode::kMig}) {
+  for (SharingMode mode : {SharingMode::kShared, SharingMode::kExclusive, SharingMode::kMig,
+                           SharingMode::kTimeslice}) {
     for (int i = 0; i < 2; ++i) {
-      n.gpus.push_back({h100, mode, i, 0});
+      n.gpus.push_back({h100, mode, i, 0, mode == SharingMode::kTimeslice ? 4 : 0});
     }
   }
   return n;
@@ -52,7 +53,7 @@ TEST(NodeLedgerTest, AllOrNothing) {
   Allocation d{
       NodeId(0), MilliCpu(0), MiB(0), {{0, MilliGpu(100), MiB(0)}, {0, MilliGpu(100), MiB(0)}}};
   EXPECT_EQ(node.Allocate(d).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(node.free_gpu_milli().value(), 6000 - 1200);
+  EXPECT_EQ(node.free_gpu_milli().value(), 8000 - 1200);
 }
 
 // Draws a random allocation: usually plausible, sometimes over capacity or malformed.
@@ -74,7 +75,7 @@ Allocation RandomAllocation(Rng& rng, const NodeSpec& spec, const NodeLedger& no
   int grants = static_cast<int>(rng.Uniform(3));
   uint32_t used = 0;
   for (int i = 0; i < grants; ++i) {
-    int gpu = static_cast<int>(rng.Uniform(6));
+    int gpu = static_cast<int>(rng.Uniform(8));
     if ((used & (1U << gpu)) != 0) {
       continue;
     }
@@ -88,6 +89,11 @@ Allocation RandomAllocation(Rng& rng, const NodeSpec& spec, const NodeLedger& no
         break;
       case SharingMode::kExclusive:
         g.milli = kWholeGpu;
+        break;
+      case SharingMode::kTimeslice:
+        // Whole replicas (250 each), now and then a malformed 300 or a memory charge.
+        g.milli = MilliGpu(rng.Uniform(8) == 0 ? 300 : 250 * (1 + rng.Uniform(4)));
+        g.memory = MiB(rng.Uniform(8) == 0 ? 1024 : 0);
         break;
       case SharingMode::kMig: {
         g.mig_profile =
@@ -127,6 +133,11 @@ void CheckNeverOvercommitted(const NodeLedger& node, const std::vector<Allocatio
     ASSERT_LE(mem[i], g.model().memory.value());
     if (g.mode() == SharingMode::kMig) {
       ASSERT_LE(g.mig().used_compute(), kMigComputeSlices);
+    }
+    if (g.mode() == SharingMode::kTimeslice) {
+      ASSERT_EQ(g.used_replicas(), milli[i] / 250);
+      ASSERT_LE(g.used_replicas(), g.replicas());
+      ASSERT_EQ(mem[i], 0);
     }
   }
 }
