@@ -27,7 +27,7 @@ struct Group {
   int repeat = 1;    // N
   int gpus = 1;      // G
   GpuModelId model;
-  std::optional<SharingMode> mode;
+  std::optional<GpuSharing> mode;
 };
 
 Status BadItem(std::string_view item, std::string_view why) {
@@ -51,7 +51,8 @@ size_t ReadCount(std::string_view text, int64_t* value) {
 bool IsTimes(char c) { return c == 'x' || c == 'X'; }
 
 StatusOr<Group> ParseGroup(std::string_view item, const GpuCatalog& catalog) {
-  constexpr std::string_view kGrammar = "expected [N x] G x MODEL[:exclusive|mig|shared]";
+  constexpr std::string_view kGrammar =
+      "expected [N x] G x MODEL[:exclusive|mig|shared|timeslice=N]";
   Group group;
   group.item = std::string(item);
   std::string_view head = item;
@@ -59,7 +60,7 @@ StatusOr<Group> ParseGroup(std::string_view item, const GpuCatalog& catalog) {
   if (colon != std::string_view::npos) {
     head = Trim(item.substr(0, colon));
     std::string_view mode_name = Trim(item.substr(colon + 1));
-    auto mode = ParseSharingMode(mode_name);
+    auto mode = ParseGpuSharing(mode_name);
     if (!mode.ok()) {
       return BadItem(item, mode.status().message());
     }
@@ -110,7 +111,7 @@ StatusOr<ParsedSpec> Parse(std::string_view spec, const GpuCatalog& catalog) {
   if (text.empty() || text == "none") {
     return out;
   }
-  std::optional<SharingMode> default_mode;
+  std::optional<GpuSharing> default_mode;
   std::string default_item;
   int64_t total = 0;
   for (std::string_view raw : Split(text, ',')) {
@@ -118,8 +119,13 @@ StatusOr<ParsedSpec> Parse(std::string_view spec, const GpuCatalog& catalog) {
     if (item.empty()) {
       return InvalidArgumentError("fake GPU spec '" + std::string(spec) + "' has an empty item");
     }
-    if (item == "mig" || item == "shared" || item == "exclusive") {
-      SharingMode mode = ParseSharingMode(item).value();
+    if (item == "mig" || item == "shared" || item == "exclusive" ||
+        item.starts_with("timeslice")) {
+      StatusOr<GpuSharing> parsed = ParseGpuSharing(item);
+      if (!parsed.ok()) {
+        return BadItem(item, parsed.status().message());
+      }
+      const GpuSharing mode = *parsed;
       if (default_mode && *default_mode != mode) {
         return BadItem(item, "conflicts with the earlier mode item '" + default_item + "'");
       }
@@ -138,10 +144,10 @@ StatusOr<ParsedSpec> Parse(std::string_view spec, const GpuCatalog& catalog) {
   int domain = 0;
   for (Group& group : out.groups) {
     if (!group.mode) {
-      group.mode = default_mode.value_or(SharingMode::kExclusive);
+      group.mode = default_mode.value_or(GpuSharing{});
     }
     const GpuModel& model = catalog.Get(group.model);
-    if (*group.mode == SharingMode::kMig && !model.mig_capable()) {
+    if (group.mode->mode == SharingMode::kMig && !model.mig_capable()) {
       return BadItem(group.item, "GPU model " + model.name + " has no MIG");
     }
     for (int r = 0; r < group.repeat; ++r) {
@@ -149,7 +155,8 @@ StatusOr<ParsedSpec> Parse(std::string_view spec, const GpuCatalog& catalog) {
       for (int g = 0; g < group.gpus; ++g) {
         GpuSpec gpu;
         gpu.model = group.model;
-        gpu.mode = *group.mode;
+        gpu.mode = group.mode->mode;
+        gpu.replicas = group.mode->replicas;
         gpu.numa_node = numa;
         gpu.nvlink_domain = group_domain;
         out.gpus.push_back(gpu);
@@ -171,8 +178,8 @@ std::string Canonical(const std::vector<Group>& groups, const GpuCatalog& catalo
       item += std::to_string(g.repeat) + "x";
     }
     item += std::to_string(g.gpus) + "x" + catalog.Get(g.model).name;
-    if (g.mode && *g.mode != SharingMode::kExclusive) {
-      item += ":" + std::string(SharingModeName(*g.mode));
+    if (g.mode && g.mode->mode != SharingMode::kExclusive) {
+      item += ":" + GpuSharingText(*g.mode);
     }
     items.push_back(std::move(item));
   }
@@ -249,6 +256,7 @@ class FakeGpuBackend : public GpuBackend {
       d.product_name = FakeProductName(model);
       d.model = gpu.spec.model;
       d.mode = gpu.spec.mode;
+      d.replicas = gpu.spec.replicas;
       d.numa_node = gpu.spec.numa_node;
       d.nvlink_domain = gpu.spec.nvlink_domain;
       d.memory_mib = model.memory.value();

@@ -4,14 +4,15 @@
 // codes (see gpu_backend.h).
 //
 // Spec grammar: comma-separated items. A group item is "[N x] G x MODEL[:MODE]": N
-// groups (default 1) of G GPUs of catalog model MODEL, MODE one of exclusive|mig|shared
-// (default exclusive). Each group is one NVLink domain and one NUMA node, numbered in
-// order from 0 (a group of one GPU has no NVLink peer: domain -1). A bare item "mig",
-// "shared" or "exclusive" sets the mode of every group without an explicit one. ""
-// or "none" is a machine without GPUs. At most 64 GPUs.
+// groups (default 1) of G GPUs of catalog model MODEL, MODE one of exclusive|mig|shared|
+// timeslice=R (R replicas, 2..64; default exclusive). Each group is one NVLink domain and
+// one NUMA node, numbered in order from 0 (a group of one GPU has no NVLink peer: domain
+// -1). A bare item "mig", "shared", "exclusive" or "timeslice=R" sets the mode of every
+// group without an explicit one. "" or "none" is a machine without GPUs. At most 64 GPUs.
 //   "8xH100-80GB"                         8 GPUs, one domain, NUMA node 0
 //   "2x4xA100-80GB,mig"                   8 GPUs in two NVLink/NUMA groups of 4, MIG mode
 //   "2x8xH100-80GB,1xA100-80GB:mig,1xA100-80GB:shared"
+//   "1xA100-80GB:timeslice=4"             one GPU taken in turn by up to 4 shares
 // Invalid specs give InvalidArgument naming the bad item.
 //
 // UUIDs are stable per (node name, GPU index): the UUID form of

@@ -78,6 +78,33 @@ TEST(ParseFakeGpuSpecTest, BareModeOnlySetsGroupsWithoutOne) {
   EXPECT_EQ((*gpus)[1].mode, SharingMode::kExclusive);
 }
 
+TEST(ParseFakeGpuSpecTest, TimesliceGroupsCarryTheirReplicas) {
+  auto gpus = ParseFakeGpuSpec("1xA100-80GB:timeslice=4,2xH100-80GB", Catalog());
+  ASSERT_TRUE(gpus.ok()) << gpus.status().ToString();
+  ASSERT_EQ(gpus->size(), 3u);
+  EXPECT_EQ((*gpus)[0].mode, SharingMode::kTimeslice);
+  EXPECT_EQ((*gpus)[0].replicas, 4);
+  EXPECT_EQ((*gpus)[1].mode, SharingMode::kExclusive);
+  EXPECT_EQ((*gpus)[1].replicas, 0);
+  auto bare = ParseFakeGpuSpec("timeslice=8,2xL40S,1xH100-80GB:shared", Catalog());
+  ASSERT_TRUE(bare.ok()) << bare.status().ToString();
+  EXPECT_EQ((*bare)[1].mode, SharingMode::kTimeslice);
+  EXPECT_EQ((*bare)[1].replicas, 8);
+  EXPECT_EQ((*bare)[2].mode, SharingMode::kShared);
+  EXPECT_EQ((*bare)[2].replicas, 0);
+  EXPECT_EQ(Make("1xA100-80GB:timeslice:4")->Describe(), "fake: 1xA100-80GB:timeslice=4");
+  std::vector<DiscoveredGpu> found = Discover(*Make("2xL40S:timeslice=3"));
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[1].mode, SharingMode::kTimeslice);
+  EXPECT_EQ(found[1].replicas, 3);
+  EXPECT_FALSE(found[1].mig_enabled);
+  for (const char* bad : {"1xA100-80GB:timeslice", "1xA100-80GB:timeslice=65", "timeslice=1,1xT4",
+                          "timeslice=2,timeslice=4,1xT4"}) {
+    auto parsed = ParseFakeGpuSpec(bad, Catalog());
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(ParseFakeGpuSpecTest, EmptySpecIsAMachineWithoutGpus) {
   EXPECT_TRUE(ParseFakeGpuSpec("", Catalog())->empty());
   EXPECT_TRUE(ParseFakeGpuSpec("none", Catalog())->empty());

@@ -1,8 +1,10 @@
 # GPU discovery for the node agent: the GpuBackend interface, the fake inventory and
 # NVML loaded at run time. Included from src/agent/CMakeLists.txt; paths are relative
 # to src/agent.
-set(TESSERA_AGENT_GPU_SOURCES gpu_backend.cc fake_gpus.cc nvml_backend.cc nvml_topology.cc gpu_probe.cc)
-set(TESSERA_AGENT_GPU_TEST_SOURCES gpu_backend_test.cc fake_gpus_test.cc nvml_backend_test.cc gpu_probe_test.cc)
+set(TESSERA_AGENT_GPU_SOURCES gpu_backend.cc fake_gpus.cc nvml_backend.cc nvml_topology.cc gpu_probe.cc
+    gpu_sharing_config.cc)
+set(TESSERA_AGENT_GPU_TEST_SOURCES gpu_backend_test.cc fake_gpus_test.cc nvml_backend_test.cc gpu_probe_test.cc
+    gpu_sharing_config_test.cc)
 list(APPEND AGENT_SOURCES ${TESSERA_AGENT_GPU_SOURCES})
 list(APPEND AGENT_TEST_SOURCES ${TESSERA_AGENT_GPU_TEST_SOURCES})
 

@@ -63,6 +63,7 @@ struct DiscoveredGpu {
   // The multi-node NVLink fabric the GPU belongs to (NVL72-class), as
   // "<clusterUuid>/<cliqueId>"; "" when the driver reports none.
   std::string fabric_domain;
+  int replicas = 0;  // timeslice only (a fake spec's, or the agent's --gpu-sharing)
 };
 
 // The node's NVLink fabric domain: the one every GPU that reports a fabric agrees on;

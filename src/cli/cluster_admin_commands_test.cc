@@ -90,6 +90,24 @@ TEST(NodesTest, BarsRoundToTenthsButShowAnyUseAndAnyFreeSpace) {
   EXPECT_NE(out.str().find("jobs: 1=t 2=t 3=? 4=? 5=? 6=?\n"), std::string::npos) << out.str();
 }
 
+TEST(NodesTest, TimesliceGpusAreSaidToShareWithoutIsolation) {
+  FakeController ctl;
+  ctl.Reply("GET", "/v1/nodes", 200, R"({"nodes": [{"name": "n", "state": "up", "gpus": [
+    {"index": 0, "model": "A100-80GB", "mode": "timeslice", "replicas": 4, "used_milli": 500,
+     "holders": [{"job": 1, "tenant": "t"}, {"job": 2, "tenant": "t"}]},
+    {"index": 1, "model": "A100-80GB", "mode": "exclusive", "replicas": 0, "used_milli": 0,
+     "holders": []}]}]})");
+  ManualClock clock = TestClock();
+  std::ostringstream out, err;
+  EXPECT_EQ(RunNodes(ctl.Config(), NodesOptions{}, clock, out, err), 0) << err.str();
+  EXPECT_NE(
+      out.str().find(
+          "n GPU 0 timeslice, 4 replicas: no memory or fault isolation between its shares\n"),
+      std::string::npos)
+      << out.str();
+  EXPECT_EQ(out.str().find("GPU 1 timeslice"), std::string::npos) << out.str();
+}
+
 // ---------------------------------------------------------------------------------
 // queues
 

@@ -351,6 +351,16 @@ std::string NodesTable(const json& nodes, Micros now) {
          AgeSince(Time(node, "last_heartbeat"), now), labels.empty() ? "-" : labels, reason});
   }
   std::string out = table.Render();
+  // GPUs taken in turn, said plainly: their shares are not isolated.
+  for (const json& node : nodes) {
+    for (const json& gpu : Array(node, "gpus")) {
+      if (Str(gpu, "mode") == "timeslice") {
+        out += Str(node, "name") + " GPU " + std::to_string(Int(gpu, "index")) + " timeslice, " +
+               std::to_string(Int(gpu, "replicas")) +
+               " replicas: no memory or fault isolation between its shares\n";
+      }
+    }
+  }
   // GPUs out of service, each with why.
   for (const json& node : nodes) {
     for (const json& gpu : Array(node, "gpus")) {
