@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/queue_idle.h"
 #include "api/yaml_reader.h"
 #include "base/strings.h"
 
@@ -174,7 +175,7 @@ StatusOr<QueueNodeSpec> ReadNode(const YAML::Node& entry, const std::string& pat
   node.cohort = cohort;
   const std::vector<std::string_view> keys =
       cohort ? std::vector<std::string_view>{"name", "parent", "quota", "weight"}
-             : std::vector<std::string_view>{"name", "cohort", "tenant", "weight", "quota"};
+             : std::vector<std::string_view>{"name", "cohort", "tenant", "weight", "quota", "idle"};
   TESSERA_RETURN_IF_ERROR(kYaml.ForEachKey(
       entry, path, keys,
       [&](const std::string& key, const YAML::Node& value,
@@ -185,6 +186,9 @@ StatusOr<QueueNodeSpec> ReadNode(const YAML::Node& entry, const std::string& pat
           TESSERA_ASSIGN_OR_RETURN(node.parent, kYaml.String(value, value_path));
         } else if (key == "tenant") {
           TESSERA_ASSIGN_OR_RETURN(node.tenant, kYaml.String(value, value_path));
+        } else if (key == "idle") {
+          // Checked here, read by the controller (queue_idle.h).
+          return ReadIdlePolicy(value, value_path).status();
         } else if (key == "weight") {
           TESSERA_ASSIGN_OR_RETURN(node.weight, kYaml.Int(value, value_path));
           if (node.weight <= 0) {
