@@ -23,6 +23,8 @@ nlohmann::json SumUsage(const std::vector<UsageRow>& rows, Micros since, Micros 
                         std::string_view by, std::string_view tenant) {
   struct Group {
     double gpu_hours = 0;
+    double measured_gpu_hours = 0;  // of intervals whose utilisation was measured
+    double used_gpu_hours = 0;
     std::set<uint64_t> jobs;
   };
   // Keyed by (job id, name) so that job ids sort as numbers and names as text.
@@ -37,13 +39,23 @@ nlohmann::json SumUsage(const std::vector<UsageRow>& rows, Micros since, Micros 
                      : by == "queue" ? std::make_pair(uint64_t{0}, r.queue)
                                      : std::make_pair(uint64_t{0}, r.tenant);
     Group& g = groups[key];
-    g.gpu_hours +=
-        static_cast<double>(r.gpu_milli) / 1000.0 * static_cast<double>(end - begin) / 3.6e9;
+    const double hours = static_cast<double>(end - begin) / 3.6e9;
+    g.gpu_hours += static_cast<double>(r.gpu_milli) / 1000.0 * hours;
+    if (r.used_gpu_milli >= 0) {
+      g.measured_gpu_hours += static_cast<double>(r.gpu_milli) / 1000.0 * hours;
+      g.used_gpu_hours += static_cast<double>(r.used_gpu_milli) / 1000.0 * hours;
+    }
     g.jobs.insert(r.job);
   }
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [key, g] : groups) {
-    out.push_back({{"key", key.second}, {"gpu_hours", g.gpu_hours}, {"jobs", g.jobs.size()}});
+    out.push_back({{"key", key.second},
+                   {"gpu_hours", g.gpu_hours},
+                   {"jobs", g.jobs.size()},
+                   {"used_gpu_hours", g.used_gpu_hours},
+                   {"efficiency", g.measured_gpu_hours > 0
+                                      ? nlohmann::json(g.used_gpu_hours / g.measured_gpu_hours)
+                                      : nlohmann::json(nullptr)}});
   }
   return nlohmann::json{{"since", FormatRfc3339(since)},
                         {"until", FormatRfc3339(until)},

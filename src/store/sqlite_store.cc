@@ -22,7 +22,7 @@ struct Migration {
   int version;
   const char* sql;
 };
-constexpr std::array<Migration, 2> kMigrations = {{
+constexpr std::array<Migration, 3> kMigrations = {{
     {1, R"sql(
 CREATE TABLE jobs (
   id INTEGER PRIMARY KEY,
@@ -71,6 +71,10 @@ CREATE TABLE kv (
     {2, R"sql(
 CREATE INDEX usage_by_job ON usage (job, start_us);
 )sql"},
+    // What an interval used of its GPUs (utilisation-weighted milli-GPU); -1: not measured.
+    {3, R"sql(
+ALTER TABLE usage ADD COLUMN used_gpu_milli INTEGER NOT NULL DEFAULT -1;
+)sql"},
 }};
 static_assert(kMigrations.size() == kSqliteSchemaVersion, "one migration per schema version");
 
@@ -88,8 +92,8 @@ ON CONFLICT (id) DO UPDATE SET
   placement_json = excluded.placement_json, progress_us = excluded.progress_us
 )sql";
 constexpr std::string_view kInsertUsageSql =
-    "INSERT INTO usage (job, tenant, queue, start_us, end_us, gpu_milli) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+    "INSERT INTO usage (job, tenant, queue, start_us, end_us, gpu_milli, used_gpu_milli) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 constexpr std::string_view kUpsertTokenSql =
     "INSERT INTO tokens (hash, role, tenant, name, created_us) VALUES (?1, ?2, ?3, ?4, ?5) "
     "ON CONFLICT (hash) DO UPDATE SET role = excluded.role, tenant = excluded.tenant, "
@@ -106,14 +110,14 @@ constexpr std::string_view kLoadJobSql =
     "end_us, attempts, preemptions, exit_code, reason, placement_json, progress_us "
     "FROM jobs WHERE id = ?1";
 constexpr std::string_view kLoadUsageSql =
-    "SELECT job, tenant, queue, start_us, end_us, gpu_milli FROM usage "
+    "SELECT job, tenant, queue, start_us, end_us, gpu_milli, used_gpu_milli FROM usage "
     "WHERE start_us < ?2 AND (end_us > ?1 OR end_us = 0) ORDER BY start_us, seq";
 constexpr std::string_view kLoadJobsPageSql =
     "SELECT id, tenant, queue, name, idempotency_key, spec_json, state, submit_us, start_us, "
     "end_us, attempts, preemptions, exit_code, reason, placement_json, progress_us "
     "FROM jobs WHERE id > ?1 AND submit_us >= ?2 AND submit_us < ?3 ORDER BY id LIMIT ?4";
 constexpr std::string_view kLoadUsageOfJobsSql =
-    "SELECT job, tenant, queue, start_us, end_us, gpu_milli FROM usage "
+    "SELECT job, tenant, queue, start_us, end_us, gpu_milli, used_gpu_milli FROM usage "
     "WHERE job BETWEEN ?1 AND ?2 ORDER BY job, start_us, seq";
 constexpr std::string_view kLoadTokensSql =
     "SELECT hash, role, tenant, name, created_us FROM tokens ORDER BY hash";
@@ -529,6 +533,7 @@ Status SqliteStore::ApplyBatch(const WriteBatch& batch) {
     BindInt(s, 4, usage.start_us);
     BindInt(s, 5, usage.end_us);
     BindInt(s, 6, usage.gpu_milli);
+    BindInt(s, 7, usage.used_gpu_milli);
     TESSERA_RETURN_IF_ERROR(Run(writer_, s, "write usage"));
   }
   for (const TokenRow& token : batch.tokens) {
@@ -590,6 +595,7 @@ StatusOr<std::vector<UsageRow>> ReadUsageRows(sqlite3* db, sqlite3_stmt* s) {
     usage.start_us = ColumnInt(s, 3);
     usage.end_us = ColumnInt(s, 4);
     usage.gpu_milli = ColumnInt(s, 5);
+    usage.used_gpu_milli = ColumnInt(s, 6);
   }
   if (rc != SQLITE_DONE) {
     return SqliteError(db, rc, "load usage");

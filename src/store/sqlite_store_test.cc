@@ -279,15 +279,46 @@ TEST_F(SqliteStoreTest, MigratesAVersion1StoreToIndexUsageByJob) {
     batch.usage = {UsageRow{1, "team-a", "research", 10, 20, 500}};
     ASSERT_TRUE(store->Commit(batch).ok());
   }
-  // As a version-1 binary left it: no usage_by_job.
-  RawExec(path_, "DROP INDEX usage_by_job; UPDATE schema_version SET version = 1");
+  // As a version-1 binary left it: no usage_by_job (nor version 3's column).
+  RawExec(path_,
+          "ALTER TABLE usage DROP COLUMN used_gpu_milli; DROP INDEX usage_by_job; "
+          "UPDATE schema_version SET version = 1");
   auto store = SqliteStore::Open(path_);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((*store)->LoadUsageOfJobs(1, 1).value().size(), 1u);
   ASSERT_TRUE((*store)->Close().ok());
-  EXPECT_EQ(RawQuery(path_, "SELECT version FROM schema_version"), "2");
+  EXPECT_EQ(RawQuery(path_, "SELECT version FROM schema_version"),
+            std::to_string(kSqliteSchemaVersion));
   EXPECT_EQ(RawQuery(path_, "SELECT count(*) FROM sqlite_master WHERE name = 'usage_by_job'"),
             "1");
+}
+
+TEST_F(SqliteStoreTest, MigratesAVersion2StoreToKeepUsedGpuMilli) {
+  {
+    auto store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    WriteBatch batch;
+    batch.jobs = {MakeJob(1)};
+    batch.usage = {UsageRow{1, "team-a", "research", 10, 20, 500}};
+    ASSERT_TRUE(store->Commit(batch).ok());
+  }
+  // As a version-2 binary left it: intervals without what they used.
+  RawExec(path_, "ALTER TABLE usage DROP COLUMN used_gpu_milli; UPDATE schema_version SET version = 2");
+  auto store = SqliteStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  std::vector<UsageRow> rows = (*store)->LoadUsageOfJobs(1, 1).value();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].used_gpu_milli, -1);  // not measured
+  WriteBatch batch;
+  UsageRow measured{1, "team-a", "research", 20, 30, 500};
+  measured.used_gpu_milli = 125;
+  batch.usage = {measured};
+  ASSERT_TRUE((*store)->Commit(batch).ok());
+  rows = (*store)->LoadUsage(0, 100).value();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1], measured);
+  ASSERT_TRUE((*store)->Close().ok());
+  EXPECT_EQ(RawQuery(path_, "SELECT version FROM schema_version"), "3");
 }
 
 TEST_F(SqliteStoreTest, RefusesANewerSchemaVersion) {

@@ -71,7 +71,7 @@ TEST_P(StoreTest, RoundTripsEveryRowKind) {
   job.reason = "OOM on rank 3";
   job.placement_json = R"({"node":"n1","gpus":[0,1]})";
   job.progress_us = 1500;
-  UsageRow usage{7, "team-a", "research", 2000, 3000, 2000};
+  UsageRow usage{7, "team-a", "research", 2000, 3000, 2000, 1500};
   TokenRow token{"ab12", "tenant", "team-a", "ci", 42};
   WriteBatch batch;
   batch.jobs = {job};
