@@ -18,6 +18,7 @@
 #include "agent/checkpoint_protocol.h"
 #include "agent/cpu_topology.h"
 #include "agent/fake_gpus.h"
+#include "agent/gpu_sharing_config.h"
 #include "agent/nvml_backend.h"
 #include "agent/shim_start.h"
 #include "agent/task_records.h"
@@ -147,6 +148,14 @@ Status Agent::Init() {
       TESSERA_ASSIGN_OR_RETURN(backend_, MakeFakeGpuBackend("", *catalog_, options_.node_name));
     }
   }
+  if (!options_.gpu_sharing.empty()) {
+    // At start-up every item must apply; later discoveries report GPUs as they are.
+    TESSERA_ASSIGN_OR_RETURN(GpuSharingConfig sharing, ParseGpuSharingConfig(options_.gpu_sharing));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<DiscoveredGpu> found, backend_->Discover());
+    if (std::vector<std::string> problems = ApplyGpuSharingConfig(sharing, &found); !problems.empty()) {
+      return InvalidArgumentError(problems.front());
+    }
+  }
   TESSERA_RETURN_IF_ERROR(RefreshInventory());
 
   if (Status reach = CheckDataDirReachable(options_.data_dir); !reach.ok()) {
@@ -215,6 +224,11 @@ Status Agent::Init() {
 
 Status Agent::RefreshInventory() {
   TESSERA_ASSIGN_OR_RETURN(gpus_, backend_->Discover());
+  if (StatusOr<GpuSharingConfig> sharing = ParseGpuSharingConfig(options_.gpu_sharing); sharing.ok()) {
+    for (const std::string& problem : ApplyGpuSharingConfig(*sharing, &gpus_)) {
+      std::cerr << "tessera agent: " << problem << " (the GPU is reported as the driver has it)\n";
+    }
+  }
   NodeInventory inv;
   NodeSpec& spec = inv.spec;
   spec.name = options_.node_name;
@@ -230,6 +244,7 @@ Status Agent::RefreshInventory() {
     GpuSpec gs;
     gs.model = g.model;
     gs.mode = g.mode;
+    gs.replicas = g.replicas;
     gs.numa_node = g.numa_node;
     gs.nvlink_domain = g.nvlink_domain;
     numa = std::max(numa, g.numa_node + 1);

@@ -74,6 +74,9 @@ struct AgentOptions {
   std::string node_name;         // "": the host name
   std::string data_dir;          // logs/ live here; required
   std::string fake_gpus;         // "": NVML when present, else no GPUs
+  // Overrides the GPUs' reported sharing modes (agent/gpu_sharing_config.h), e.g.
+  // "all=shared" or "0,1=shared;2=timeslice:4"; "": as discovered.
+  std::string gpu_sharing;
   std::string nvml_library = "libnvidia-ml.so.1";
   int64_t cpu_milli = 0;         // 0: the machine's CPUs
   int64_t memory_mib = 0;        // 0: the machine's memory

@@ -336,6 +336,7 @@ struct AgentFlags {
   std::string node;
   std::string data_dir = "tessera-agent";
   std::string fake_gpus;
+  std::string gpu_sharing;
   std::string cpu, memory;
   std::string heartbeat;
   std::string telemetry;
@@ -376,6 +377,9 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags* f, bool standalone) {
                 "Run tasks as root when the controller gives no uid (one-user machines only)");
   cmd->add_option("--fake-gpus", f->fake_gpus,
                   "Fake GPU inventory, e.g. 8xH100-80GB or 2x4xA100-80GB,mig (default: NVML)");
+  cmd->add_option("--gpu-sharing", f->gpu_sharing,
+                  "Sharing mode per GPU, e.g. all=shared or 0,1=shared;2=timeslice:4 (modes: "
+                  "exclusive, shared, timeslice:N; default: as discovered)");
   cmd->add_option("--telemetry-interval", f->telemetry,
                   "Least time between GPU telemetry samples sent in heartbeats, e.g. 5s; 0: "
                   "none (default: 1s)");
@@ -409,6 +413,7 @@ StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f, bool standalone) {
   o.node_name = f.node;
   o.data_dir = f.data_dir;
   o.fake_gpus = f.fake_gpus;
+  o.gpu_sharing = f.gpu_sharing;
   o.ca_cert = f.ca_cert;
   o.insecure = f.insecure;
   o.use_cgroups = !f.no_cgroups;

@@ -339,6 +339,7 @@ nlohmann::json Controller::NodesJson(const std::string& only, const Principal* v
                       {"model", model.name},
                       {"memory_mib", model.memory.value()},
                       {"mode", SharingModeName(spec.gpus[g].mode)},
+                      {"replicas", spec.gpus[g].replicas},  // timeslice only; else 0
                       {"used_milli", milli},
                       {"health", lost ? "lost" : drained ? "drained" : "ok"},
                       {"drain", drained ? DrainJson(drain->second) : DrainJson(std::nullopt)},
