@@ -73,6 +73,7 @@ Status Controller::Load(const std::string& queues_yaml) {
   }
 
   TESSERA_RETURN_IF_ERROR(LoadDrains());
+  TESSERA_RETURN_IF_ERROR(LoadValidations());
   TESSERA_RETURN_IF_ERROR(identities_.Load(*store_));
   LoadHistory();
   TESSERA_RETURN_IF_ERROR(LoadNodeHistory());
@@ -230,6 +231,7 @@ void Controller::Loop() {
     if (!s.ok()) {
       std::cerr << "tessera server: scheduling cycle: " << s.ToString() << "\n";
     }
+    ValidationStep();
     lock.lock();
   }
 }

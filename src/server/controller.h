@@ -102,6 +102,7 @@
 #include "server/job_views.h"
 #include "server/node_registry.h"
 #include "server/tenant_identities.h"
+#include "server/validation.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
 #include "store/store.h"
@@ -206,6 +207,19 @@ class Controller {
                              int64_t max_bytes);
   nlohmann::json Nodes();
   nlohmann::json Queues();
+  // Admin: validation runs (controller_validation.cc, validation.h). Add: InvalidArgument
+  // naming the field, AlreadyExists for a name in use. Run: every node the check selects
+  // (or `node`) is due now. Results: newest first, at most `limit`; "" names all.
+  StatusOr<nlohmann::json> AddValidation(const nlohmann::json& body);
+  StatusOr<nlohmann::json> RemoveValidation(const std::string& name);
+  nlohmann::json Validations();
+  StatusOr<nlohmann::json> RunValidation(const std::string& name, const std::string& node);
+  StatusOr<nlohmann::json> ValidationResults(const std::string& name, const std::string& node,
+                                             size_t limit);
+  // The validation pass: holds due nodes, starts checks on held idle nodes, judges the
+  // ended ones (at most once a second unless a run was asked for). The scheduling loop
+  // runs it after each cycle; tests call it after RunCycle. Takes mu_ itself.
+  void ValidationStep();
   // `tenant` non-empty: only that tenant's usage.
   StatusOr<nlohmann::json> Usage(Micros since, Micros until, const std::string& by,
                                  const std::string& tenant = "");
@@ -409,6 +423,14 @@ class Controller {
 
   // Drains (controller_health.cc).
   Status LoadDrains();
+  // Validation runs (controller_validation.cc), loaded at Open.
+  Status LoadValidations();
+  Status StartValidationJob(const ValidationCheck& check, const std::string& node,
+                            ValidationSlot& slot, Micros now, Pending& out);
+  void ApplyValidationHold(const std::string& node);  // mu_ held
+  void WriteValidationMetrics(MetricsWriter& w) const;
+  ValidationBook validation_;    // mu_
+  std::mutex validation_step_mu_;  // one pass at a time
   void ApplyDrains(const NodeInfo& node);  // to the core's state, when it is current
   void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out);
   void HandleTelemetry(NodeInfo& node, const std::string& agent_id,

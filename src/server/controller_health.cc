@@ -79,7 +79,8 @@ void Controller::ApplyDrains(const NodeInfo& node) {
   }
   // A node waiting to take a new inventory takes no work on the old one.
   (void)core_.state()->SetNodeDrained(
-      id.value(), node.drain.has_value() || nodes_.AwaitsRespec(node.inventory.spec.name));
+      id.value(), node.drain.has_value() || nodes_.AwaitsRespec(node.inventory.spec.name) ||
+                      validation_.Holds(node.inventory.spec.name));  // held for a check
   const int gpus = core_.state()->node(id.value()).gpu_count();
   for (int g = 0; g < gpus; ++g) {
     (void)core_.state()->SetGpuDrained(id.value(), g, node.gpu_drains.count(g) > 0);

@@ -255,6 +255,7 @@ std::string Controller::Metrics() {
     auto it = tenant_seconds.find(t);
     w.Sample({{"tenant", t}}, it != tenant_seconds.end() ? it->second : 0.0);
   }
+  WriteValidationMetrics(w);
   return w.Take();
 }
 

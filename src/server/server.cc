@@ -391,6 +391,7 @@ void Server::Routes() {
   NodeRoutes();
   NodeAdminRoutes();
   HistoryRoutes();
+  ValidationRoutes();
 
   s.set_error_handler([](const Req&, Res& res) {
     if (res.status == 404 && res.body.empty()) {

@@ -150,6 +150,7 @@ class Server {
   void NodeRoutes();
   void NodeAdminRoutes();
   void HistoryRoutes();  // GET /v1/admin/history (server_whatif.cc)
+  void ValidationRoutes();  // /v1/admin/validations (server_validations.cc)
   // The agent channel (server_channel.cc): started before the scheduling loop, so that
   // its first decisions are pushed.
   Status StartChannel();
