@@ -9,6 +9,7 @@
 #include "base/rng.h"
 #include "model/node.h"
 #include "sched/gpu_selection.h"
+#include "sched/testing/scheduler_harness.h"
 #include "state/node_ledger.h"
 #include "state/testing/test_cluster.h"
 
@@ -170,6 +171,31 @@ TEST(TimesliceModeTest, MixedNodeSendsWholeGpusToExclusiveCardsAndSharesToReplic
   EXPECT_FALSE(Place(n, Whole(1)).has_value());
   EXPECT_TRUE(Place(n, Share(500)).has_value());
   EXPECT_FALSE(Place(n, Share(1)).has_value());
+}
+
+// A whole-GPU job's reservation counts no timeslice GPU as free: n1's eight idle
+// timeslice GPUs never hold `big`; n0 does once r2 ends at 200 s.
+TEST(TimesliceModeTest, ReservationsForWholeGpusSkipTimesliceGpus) {
+  using namespace ::tessera::testing;  // NOLINT: the harness and its builders
+  SchedulerOptions o;
+  o.backfill = Backfill::kEasy;
+  o.runtime_source = RuntimeSource::kPredicted;
+  NodeSpec timeslice = GpuNode("n1");
+  for (GpuSpec& g : timeslice.gpus) {
+    g.mode = SharingMode::kTimeslice;
+    g.replicas = 4;
+  }
+  Harness h({GpuNode("n0"), timeslice}, OneQueue(), o, SubmitOrder(true));
+  h.Submit(Gang("r1", "q", {4}), 0, 100 * kSecond);
+  h.Submit(Gang("r2", "q", {4}), 0, 200 * kSecond);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 2u);
+  const JobId big = h.Submit(Gang("big", "q", {6}, 0, 1 * kSecond), 10 * kSecond, 1000 * kSecond);
+  CycleResult r = h.Cycle(10 * kSecond);
+  EXPECT_TRUE(r.starts.empty());
+  ASSERT_TRUE(r.reservation.has_value());
+  EXPECT_EQ(r.reservation->job, big);
+  EXPECT_EQ(r.reservation->start, 200 * kSecond);
+  EXPECT_EQ(r.reservation->nodes, std::vector<NodeId>{NodeId(0)});
 }
 
 }  // namespace

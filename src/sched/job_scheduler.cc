@@ -418,8 +418,14 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
                                                  const ClusterState& state, Micros now) const {
   // A node-level estimate: free whole GPUs, CPU and memory per node as running jobs
   // end at their estimated times; the job's tasks are fitted greedily, tightest node
-  // first. Shares count as one GPU.
+  // first. Shares count as one GPU; timeslice GPUs, which take shares only, do not count
+  // for a job with a whole-GPU task.
   const size_t n = state.node_count();
+  const bool whole = std::any_of(job.spec.tasks.begin(), job.spec.tasks.end(),
+                                 [](const TaskRequest& t) { return t.whole_gpus(); });
+  auto counts = [whole](const GpuLedger& g) {
+    return !whole || g.mode() != SharingMode::kTimeslice;
+  };
   struct Free {
     int64_t gpus, cpu, memory;
   };
@@ -482,7 +488,7 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
     }
     int64_t idle = 0;
     for (const GpuLedger& g : node.gpus()) {
-      idle += g.idle() ? 1 : 0;
+      idle += g.idle() && counts(g) ? 1 : 0;
     }
     free[i] = {idle, node.free_cpu().value(), node.free_memory().value()};
     free_gpus += idle;
@@ -578,13 +584,17 @@ std::optional<Reservation> JobScheduler::Reserve(const JobRecord& job,
       if (like != nullptr) {
         slots -= holds(f);
       }
-      f.gpus += static_cast<int64_t>(a.gpus.size());
+      int64_t gpus = 0;
+      for (const GpuGrant& g : a.gpus) {
+        gpus += counts(state.nodes()[a.node.value()].gpus()[static_cast<size_t>(g.gpu)]) ? 1 : 0;
+      }
+      f.gpus += gpus;
       f.cpu += a.cpu.value();
       f.memory += a.memory.value();
       if (like != nullptr) {
         slots += holds(f);
       }
-      free_gpus += static_cast<int64_t>(a.gpus.size());  // held: never on a node that is gone
+      free_gpus += gpus;  // held: never on a node that is gone
     }
     if (free_gpus >= want.gpus && fits(&nodes)) {
       std::sort(nodes.begin(), nodes.end());
