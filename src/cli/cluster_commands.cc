@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "api/job_batch.h"
+#include "api/restart_policy.h"
 #include "api/json_fields.h"
 #include "api/units.h"
 #include "base/strings.h"
@@ -212,6 +213,31 @@ StatusOr<json> BuildJobSpec(const SubmitOptions& o) {
   if (o.hold_if_unfit) {
     spec["hold_if_unfit"] = true;
   }
+  if (!o.restart_max.empty() || !o.restart_on.empty() || !o.restart_backoff.empty()) {
+    json restart = json::object();
+    if (!o.restart_max.empty()) {
+      StatusOr<int64_t> max = ParseInt64(o.restart_max);
+      if (!max.ok()) {
+        return InvalidArgumentError("--restart-max expects a number of restarts, got '" +
+                                    o.restart_max + "'");
+      }
+      restart["max"] = max.value();  // the range is the codec's
+    }
+    if (!o.restart_on.empty()) {
+      TESSERA_ASSIGN_OR_RETURN(uint8_t on, ParseRestartOnList(o.restart_on, "--restart-on"));
+      json names = json::array();
+      for (RestartOn c : {RestartOn::kFailure, RestartOn::kNodeLost, RestartOn::kGpuFault}) {
+        if ((on & static_cast<uint8_t>(c)) != 0) {
+          names.push_back(std::string(RestartOnName(c)));
+        }
+      }
+      restart["on"] = std::move(names);
+    }
+    if (!o.restart_backoff.empty()) {
+      restart["backoff"] = o.restart_backoff;
+    }
+    spec["restart"] = std::move(restart);
+  }
   return spec;
 }
 
@@ -271,7 +297,9 @@ int RunSubmit(const ClientConfig& config, const SubmitOptions& o, std::ostream& 
                        !o.gpus.empty() || !o.gpu_model.empty() || !o.gpu_fraction.empty() ||
                        !o.gpu_memory.empty() || !o.mig.empty() || !o.cpu.empty() ||
                        !o.memory.empty() || !o.priority.empty() || !o.checkpoint_interval.empty() ||
-                       !o.runtime_limit.empty() || !o.env.empty() || !o.command.empty();
+                       !o.runtime_limit.empty() || !o.env.empty() || !o.command.empty() ||
+                       !o.restart_max.empty() || !o.restart_on.empty() ||
+                       !o.restart_backoff.empty();
     if (flags) {
       return ReportError(InvalidArgumentError("-f takes the whole job spec from the file; it "
                                               "cannot be combined with job flags or a command"),
@@ -703,13 +731,29 @@ int RunUsage(const ClientConfig& config, const UsageOptions& o, const Clock& clo
     const json* v = Field(row, "gpu_hours");
     return v != nullptr && v->is_number() ? v->get<double>() : 0.0;
   };
+  // Controllers that measure utilisation send "efficiency" (used / allocated GPU-hours).
+  bool efficiency = false;
+  for (const json& row : rows) {
+    efficiency = efficiency || Field(row, "efficiency") != nullptr;
+  }
+  auto number = [](const json& row, const char* key) {
+    const json* v = Field(row, key);
+    return v != nullptr && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
+  };
   if (o.output == "csv") {
-    out << o.by << ",gpu_hours,jobs\n";
+    out << o.by << ",gpu_hours,jobs" << (efficiency ? ",used_gpu_hours,efficiency" : "") << "\n";
     for (const json& row : rows) {
       const json* key = Field(row, "key");
       const json* h = Field(row, "gpu_hours");
       out << CsvField(key != nullptr ? ScalarText(*key) : "") << ","
-          << (h != nullptr && h->is_number() ? h->dump() : "0") << "," << Int(row, "jobs") << "\n";
+          << (h != nullptr && h->is_number() ? h->dump() : "0") << "," << Int(row, "jobs");
+      if (efficiency) {
+        const json* used = Field(row, "used_gpu_hours");
+        const json* e = Field(row, "efficiency");
+        out << "," << (used != nullptr && used->is_number() ? used->dump() : "0") << ","
+            << (e != nullptr && e->is_number() ? e->dump() : "");
+      }
+      out << "\n";
     }
     return 0;
   }
@@ -719,19 +763,46 @@ int RunUsage(const ClientConfig& config, const UsageOptions& o, const Clock& clo
   std::string key_header = o.by;
   std::transform(key_header.begin(), key_header.end(), key_header.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  Table table({key_header, "GPU-HOURS", "JOBS"});
-  table.SetRightAligned(1);
-  table.SetRightAligned(2);
+  std::vector<std::string> headers = {key_header, "GPU-HOURS", "JOBS"};
+  if (efficiency) {
+    headers.insert(headers.end(), {"USED-GPU-HOURS", "EFFICIENCY"});
+  }
+  Table table(headers);
+  for (size_t c = 1; c < headers.size(); ++c) {
+    table.SetRightAligned(c);
+  }
   double total_hours = 0;
   int64_t total_jobs = 0;
+  double total_used = 0;
+  double total_measured = 0;  // allocated GPU-hours of the measured rows
+  auto percent = [](std::optional<double> e) {
+    return e ? FormatFixed(*e * 100, 1) + "%" : std::string("-");
+  };
   for (const json& row : rows) {
     const json* key = Field(row, "key");
     total_hours += hours(row);
     total_jobs += Int(row, "jobs");
-    table.AddRow({key != nullptr ? ScalarText(*key) : "-", FormatFixed(hours(row), 2),
-                  std::to_string(Int(row, "jobs"))});
+    std::vector<std::string> cells = {key != nullptr ? ScalarText(*key) : "-",
+                                      FormatFixed(hours(row), 2), std::to_string(Int(row, "jobs"))};
+    if (efficiency) {
+      const double used = number(row, "used_gpu_hours").value_or(0);
+      const std::optional<double> e = number(row, "efficiency");
+      if (e) {
+        total_used += used;
+        total_measured += number(row, "measured_gpu_hours").value_or(0);
+      }
+      cells.insert(cells.end(), {FormatFixed(used, 2), percent(e)});
+    }
+    table.AddRow(std::move(cells));
   }
-  table.AddRow({"TOTAL", FormatFixed(total_hours, 2), std::to_string(total_jobs)});
+  std::vector<std::string> total = {"TOTAL", FormatFixed(total_hours, 2), std::to_string(total_jobs)};
+  if (efficiency) {
+    total.insert(total.end(),
+                 {FormatFixed(total_used, 2),
+                  percent(total_measured > 0 ? std::optional<double>(total_used / total_measured)
+                                             : std::nullopt)});
+  }
+  table.AddRow(std::move(total));
   out << table.Render();
   return 0;
 }

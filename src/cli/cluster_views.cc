@@ -223,15 +223,21 @@ std::string JobsTable(const json& jobs, bool wide, Micros now) {
   }
   for (const json& job : jobs) {
     const std::string age = AgeSince(Time(job, "submit_time"), now);
+    // A job flagged by its queue's idle policy says so in its state.
+    std::string state = Str(job, "state");
+    if (const json* idle = Field(job, "idle_since"); idle != nullptr && idle->is_string()) {
+      const json* hung = Field(job, "hung");
+      state += hung != nullptr && hung->is_boolean() && hung->get<bool>() ? " (hung)" : " (idle)";
+    }
     if (wide) {
       table.AddRow({OptIntText(job, "id"), Str(job, "name"), Str(job, "tenant"), Str(job, "queue"),
-                    Str(job, "state"), OptIntText(job, "priority"), JobGpus(job),
+                    state, OptIntText(job, "priority"), JobGpus(job),
                     OptIntText(job, "replicas"), age, RunTime(job, now),
                     OptIntText(job, "attempts"), OptIntText(job, "preemptions"),
                     OptIntText(job, "exit_code"), JobNodes(job), Str(job, "reason")});
     } else {
       table.AddRow({OptIntText(job, "id"), Str(job, "name"), Str(job, "tenant"), Str(job, "queue"),
-                    Str(job, "state"), JobGpus(job), age, JobNodes(job), Str(job, "reason")});
+                    state, JobGpus(job), age, JobNodes(job), Str(job, "reason")});
     }
   }
   return table.Render();
@@ -266,6 +272,24 @@ std::string JobDetails(const json& job, Micros now) {
   row("Started", TimeWithAge(Time(job, "start_time"), now));
   row("Ended", TimeWithAge(Time(job, "end_time"), now));
   row("Run time", RunTimeWithTotal(job, now));
+  if (const json* w = Field(job, "utilisation_window"); w != nullptr && w->is_object()) {
+    // The controller's idle watch (docs/gpu-sharing.md, "Idle and hung jobs").
+    auto pct = [&](const char* key) {
+      const json* v = Field(*w, key);
+      return v != nullptr && v->is_number() ? FormatFixed(v->get<double>(), 1) + "%" : std::string("-");
+    };
+    row("GPU utilisation", pct("mean_pct") + " over the last " + Str(*w, "window") +
+                               " (this attempt: " + pct("attempt_mean_pct") + ")");
+    if (const json* idle = Field(job, "idle_since"); idle != nullptr && idle->is_string()) {
+      const json* hung = Field(job, "hung");
+      const bool is_hung = hung != nullptr && hung->is_boolean() && hung->get<bool>();
+      row(is_hung ? "Hung" : "Idle",
+          "since " + TimeWithAge(Time(job, "idle_since"), now) +
+              (is_hung ? " (idle GPUs and no output since " +
+                             TimeWithAge(Time(*w, "last_output_time"), now) + ")"
+                       : ""));
+    }
+  }
   row("Attempts", OptIntText(job, "attempts"));
   row("Preemptions", OptIntText(job, "preemptions"));
   row("Exit code", OptIntText(job, "exit_code"));
@@ -481,7 +505,17 @@ std::string QueuesTable(const json& queues) {
       first = false;
     }
   }
-  return table.Render();
+  std::string text = table.Render();
+  // Each queue's idle policy (api/queue_idle.h), from controllers that report them.
+  Table idle({"QUEUE", "IDLE POLICY"});
+  bool any = false;
+  for (const json& queue : queues) {
+    if (const json* policy = Field(queue, "idle"); policy != nullptr && policy->is_object()) {
+      idle.AddRow({Str(queue, "name"), Str(*policy, "text")});
+      any = true;
+    }
+  }
+  return any ? text + "\n" + idle.Render() : text;
 }
 
 }  // namespace tessera

@@ -53,6 +53,7 @@ nlohmann::json SumUsage(const std::vector<UsageRow>& rows, Micros since, Micros 
                    {"gpu_hours", g.gpu_hours},
                    {"jobs", g.jobs.size()},
                    {"used_gpu_hours", g.used_gpu_hours},
+                   {"measured_gpu_hours", g.measured_gpu_hours},
                    {"efficiency", g.measured_gpu_hours > 0
                                       ? nlohmann::json(g.used_gpu_hours / g.measured_gpu_hours)
                                       : nlohmann::json(nullptr)}});

@@ -24,8 +24,8 @@ Status CheckUsageQuery(Micros since, Micros until, std::string_view by);
 
 // GET /v1/usage: per key of `by`, the GPU-hours and the number of distinct jobs, in key
 // order (job ids by number), with "used_gpu_hours" (GPU-hours x measured utilisation)
-// and "efficiency" (used / allocated GPU-hours of the measured intervals; null when none
-// was measured). `tenant` non-empty: only that tenant's rows.
+// "measured_gpu_hours" (the GPU-hours of intervals whose utilisation was measured) and
+// "efficiency" (used / measured GPU-hours; null when none was measured). `tenant` non-empty: only that tenant's rows.
 nlohmann::json SumUsage(const std::vector<UsageRow>& rows, Micros since, Micros until,
                         std::string_view by, std::string_view tenant);
 

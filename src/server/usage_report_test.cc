@@ -41,6 +41,27 @@ TEST(UsageReportTest, SumsGpuHoursInsideTheWindowPerKey) {
   EXPECT_EQ(by_queue["rows"][0]["key"], "b-q");
 }
 
+TEST(UsageReportTest, EfficiencyIsUsedOverMeasuredGpuHours) {
+  std::vector<UsageRow> rows = {
+      Row(1, "a", 0, kHour, 2000),  // 2 GPU-hours at 25 %: 0.5 used
+      Row(2, "a", 0, kHour, 1000),  // 1 GPU-hour not measured (no telemetry)
+      Row(3, "b", 0, kHour, 1000),  // not measured at all
+  };
+  rows[0].used_gpu_milli = 500;
+  nlohmann::json u = SumUsage(rows, 0, kHour, "tenant", "");
+  ASSERT_EQ(u["rows"].size(), 2u);
+  EXPECT_DOUBLE_EQ(u["rows"][0]["gpu_hours"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(u["rows"][0]["measured_gpu_hours"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(u["rows"][0]["used_gpu_hours"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(u["rows"][0]["efficiency"].get<double>(), 0.25);
+  EXPECT_TRUE(u["rows"][1]["efficiency"].is_null());
+  EXPECT_DOUBLE_EQ(u["rows"][1]["used_gpu_hours"].get<double>(), 0.0);
+  // Clipped to the window like the GPU-hours: half of job 1's hour.
+  u = SumUsage(rows, kHour / 2, kHour, "job", "a");
+  EXPECT_DOUBLE_EQ(u["rows"][0]["used_gpu_hours"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(u["rows"][0]["efficiency"].get<double>(), 0.25);
+}
+
 TEST(UsageReportTest, RefusesBadQueriesBeforeAnyRowIsRead) {
   EXPECT_TRUE(CheckUsageQuery(0, 1, "tenant").ok());
   Status by = CheckUsageQuery(0, 1, "user");
