@@ -66,7 +66,7 @@ Status Parser::ReadCluster(const YAML::Node& node, const std::string& path,
     std::vector<std::string> given;
     int64_t gpus = 0;
     GpuModelId model = catalog_.Find("H100-80GB").value();
-    SharingMode mode = SharingMode::kExclusive;
+    GpuSharing mode;  // exclusive
     int64_t cpu = int64_t{128} * 1000;      // 128 cores
     int64_t memory = int64_t{1024} * 1024;  // 1 TiB
     int64_t numa = 1;
@@ -100,7 +100,7 @@ Status Parser::ReadCluster(const YAML::Node& node, const std::string& path,
             model = *id;
           } else if (key == "mode") {
             TESSERA_ASSIGN_OR_RETURN(std::string name, String(v, p));
-            StatusOr<SharingMode> m = ParseSharingMode(name);
+            StatusOr<GpuSharing> m = ParseGpuSharing(name);  // timeslice=N with replicas
             if (!m.ok()) {
               return Error(p, v, m.status().message());
             }
@@ -147,7 +147,11 @@ Status Parser::ReadCluster(const YAML::Node& node, const std::string& path,
         return Error(gpath, group, "node name '" + name + "' is used twice");
       }
       NodeSpec spec = MakeUniformNode(name, MilliCpu(cpu), MiB(memory), model,
-                                      static_cast<int>(gpus), mode, static_cast<int>(numa), nvlink);
+                                      static_cast<int>(gpus), mode.mode, static_cast<int>(numa),
+                                      nvlink);
+      for (GpuSpec& g : spec.gpus) {
+        g.replicas = mode.replicas;
+      }
       spec.labels = labels;
       Status valid = ValidateNodeSpec(spec, catalog_);
       if (!valid.ok()) {

@@ -110,6 +110,35 @@ TEST(ScenarioParserTest, ReadsTheMinimalScenario) {
   EXPECT_EQ(s->Policies(), std::vector<std::string>{"fifo"});
 }
 
+TEST(ScenarioParserTest, TimesliceNodesCarryTheirReplicas) {
+  StatusOr<Scenario> s = Parse(R"(name: ts
+policy: fifo
+cluster:
+  - {names: [ts], gpus: 2, model: A100-80GB, mode: timeslice=4}
+queues: {queues: [{name: q}]}
+jobs:
+  - {name: a, queue: q, duration: 10, resources: {gpu_fraction: 0.25}}
+expect: [{all_finish: true}]
+)");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->nodes[0].gpus.size(), 2u);
+  EXPECT_EQ(s->nodes[0].gpus[1].mode, SharingMode::kTimeslice);
+  EXPECT_EQ(s->nodes[0].gpus[1].replicas, 4);
+  StatusOr<Scenario> bad = Parse(R"(name: ts
+policy: fifo
+cluster:
+  - {names: [ts], gpus: 2, model: A100-80GB, mode: timeslice}
+queues: {queues: [{name: q}]}
+jobs:
+  - {name: a, queue: q, duration: 10, resources: {gpu_fraction: 0.25}}
+expect: [{all_finish: true}]
+)");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("timeslice needs a replica count 2..64"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 TEST(ScenarioParserTest, ReadsTasksGroupsAndPolicyOverrides) {
   StatusOr<Scenario> s = Parse(R"(name: full
 policy: fifo
