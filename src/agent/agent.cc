@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "agent/agent_gpu_shares.h"
 #include "agent/checkpoint_protocol.h"
 #include "agent/cpu_topology.h"
 #include "agent/fake_gpus.h"
@@ -156,6 +157,17 @@ Status Agent::Init() {
       return InvalidArgumentError(problems.front());
     }
   }
+  {
+    AgentGpuSharesOptions shares;
+    shares.data_dir = options_.data_dir;
+    shares.mps_control = options_.mps_control;
+    shares.cuda_limiter = options_.cuda_limiter;
+    shares.clock = clock_;
+    if (shares.mps_control.empty() && !options_.fake_gpus.empty()) {
+      shares.mps_control = "none";  // a real daemon has no fake GPU to serve
+    }
+    gpu_shares_ = std::make_unique<AgentGpuShares>(std::move(shares));
+  }
   TESSERA_RETURN_IF_ERROR(RefreshInventory());
 
   if (Status reach = CheckDataDirReachable(options_.data_dir); !reach.ok()) {
@@ -268,6 +280,7 @@ Status Agent::RefreshInventory() {
     spec.labels.emplace_back(std::string(kNvlinkDomainLabel), std::move(domain));
     std::sort(spec.labels.begin(), spec.labels.end());
   }
+  gpu_shares_->OnInventory(gpus_);
   std::lock_guard<std::mutex> lock(mu_);
   inventory_ = std::move(inv);
   return Status::Ok();
@@ -315,6 +328,9 @@ void Agent::Stop() {
     }
     launcher_->KillAll();
     Sweep();  // records their ends; reported (as lost) by the next agent on this directory
+  }
+  if (gpu_shares_ != nullptr) {
+    gpu_shares_->Stop(!options_.keep_tasks_on_stop);  // daemons go with the tasks, or stay with them
   }
   std::lock_guard<std::mutex> lock(mu_);
   launcher_.reset();
@@ -375,6 +391,7 @@ StatusOr<nlohmann::json> Agent::Post(const std::string& path, const nlohmann::js
 
 Status Agent::RunOnce() {
   Sweep();
+  gpu_shares_->Poll();
   if (!registered_) {
     return Register();
   }
@@ -555,6 +572,7 @@ StatusOr<LaunchSpec> Agent::BuildLaunchSpec(const LocalTask& t, int64_t uid, int
   }
   env["HOME"] = box.home;
   env["TMPDIR"] = box.tmp;
+  gpu_shares_->AddEnv(l, &env);
   if (!l.checkpoint_dir.empty()) {
     Status ckpt = PrepareCheckpointDir(l.checkpoint_dir, l.checkpoint_managed, uid, gid);
     if (!ckpt.ok()) {

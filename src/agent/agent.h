@@ -34,6 +34,11 @@
 // (agent/checkpoint_protocol.h) and sends the signal (SIGTERM); after the grace
 // period, SIGKILL. Tasks die with the agent.
 //
+// Shared GPUs (agent/agent_gpu_shares.h): one MPS control daemon per GPU in shared mode,
+// restarted when it ends, stopped when the GPU leaves shared mode or when Stop() kills
+// the tasks (kept for the next agent otherwise); share tasks get its directories and the
+// CUDA limiter (LD_PRELOAD and its limits).
+//
 // Thread safety: Start/Stop from one thread; the loop runs on its own thread.
 // RunOnce is for tests that drive the agent without the loop.
 #pragma once
@@ -68,6 +73,8 @@ class Client;
 
 namespace tessera {
 
+class AgentGpuShares;
+
 struct AgentOptions {
   std::string server_url = "http://127.0.0.1:7450";
   std::string token;             // the join token
@@ -78,6 +85,11 @@ struct AgentOptions {
   // "all=shared" or "0,1=shared;2=timeslice:4"; "": as discovered.
   std::string gpu_sharing;
   std::string nvml_library = "libnvidia-ml.so.1";
+  // GPUs in shared mode (agent/agent_gpu_shares.h): the MPS control program ("": on
+  // PATH, but none with fake GPUs; "none": no MPS) and the CUDA limiter injected into
+  // share tasks ("": beside the tessera binary; "none": no limiter).
+  std::string mps_control;
+  std::string cuda_limiter;
   int64_t cpu_milli = 0;         // 0: the machine's CPUs
   int64_t memory_mib = 0;        // 0: the machine's memory
   bool use_cgroups = true;
@@ -218,6 +230,7 @@ class Agent {
   std::vector<DiscoveredGpu> gpus_;
   NodeInventory inventory_;
   std::unique_ptr<TaskLauncher> launcher_;
+  std::unique_ptr<AgentGpuShares> gpu_shares_;  // MPS daemons and the CUDA limiter
   std::unique_ptr<httplib::Client> client_;
   std::string bearer_;  // the node's credential, or the join token until it has one
   // The agent channel (on the loop thread; pushes arrive on its reader thread).

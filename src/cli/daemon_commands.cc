@@ -337,6 +337,7 @@ struct AgentFlags {
   std::string data_dir = "tessera-agent";
   std::string fake_gpus;
   std::string gpu_sharing;
+  std::string mps_control, cuda_limiter;
   std::string cpu, memory;
   std::string heartbeat;
   std::string telemetry;
@@ -380,6 +381,12 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags* f, bool standalone) {
   cmd->add_option("--gpu-sharing", f->gpu_sharing,
                   "Sharing mode per GPU, e.g. all=shared or 0,1=shared;2=timeslice:4 (modes: "
                   "exclusive, shared, timeslice:N; default: as discovered)");
+  cmd->add_option("--mps-control", f->mps_control,
+                  "The MPS control program run per shared GPU, or 'none' (default: "
+                  "nvidia-cuda-mps-control on PATH; none with --fake-gpus)");
+  cmd->add_option("--cuda-limiter", f->cuda_limiter,
+                  "The CUDA limiter preloaded into tasks on shared GPUs, or 'none' (default: "
+                  "lib/libtessera_cuda_limiter.so beside tessera, then ../lib/tessera/)");
   cmd->add_option("--telemetry-interval", f->telemetry,
                   "Least time between GPU telemetry samples sent in heartbeats, e.g. 5s; 0: "
                   "none (default: 1s)");
@@ -414,6 +421,8 @@ StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f, bool standalone) {
   o.data_dir = f.data_dir;
   o.fake_gpus = f.fake_gpus;
   o.gpu_sharing = f.gpu_sharing;
+  o.mps_control = f.mps_control;
+  o.cuda_limiter = f.cuda_limiter;
   o.ca_cert = f.ca_cert;
   o.insecure = f.insecure;
   o.use_cgroups = !f.no_cgroups;

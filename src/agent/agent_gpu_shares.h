@@ -1,0 +1,67 @@
+// AgentGpuShares: what the agent does for GPUs in `shared` mode. It runs the MPS
+// control daemons (agent/mps_supervisor.h) of the GPUs the inventory reports shared,
+// finds and installs the CUDA limiter, and adds both to share tasks' environments
+// (agent/gpu_share_env.h).
+//
+// Options: mps_control "" (nvidia-cuda-mps-control on PATH), a path, or "none" (no
+// MPS); cuda_limiter "" (the defaults beside the binary), a path, or "none". A limiter
+// that is missing or cannot be installed is a warning: shares then run with MPS only.
+// Problems (no limiter, no MPS program, a GPU in MIG mode) are logged once and listed
+// by problems(), and the agent writes them to <data dir>/mps/status.
+//
+// Thread safety: every method takes the object's own lock.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/gpu_backend.h"
+#include "agent/gpu_share_env.h"
+#include "agent/mps_supervisor.h"
+#include "base/clock.h"
+
+namespace tessera {
+
+struct AgentGpuSharesOptions {
+  std::string data_dir;      // required
+  std::string mps_control;   // "", a path, or "none"
+  std::string cuda_limiter;  // "", a path, or "none"
+  const Clock* clock = nullptr;  // required
+  std::unique_ptr<MpsProcessOps> ops;  // nullptr: real processes
+  std::string exe_dir;  // where the limiter is looked for by default; "": this program's
+};
+
+class AgentGpuShares {
+ public:
+  explicit AgentGpuShares(AgentGpuSharesOptions options);
+  ~AgentGpuShares();
+
+  // After each inventory discovery: the modes for AddEnv, and the daemons to run.
+  void OnInventory(const std::vector<DiscoveredGpu>& gpus);
+  void Poll();  // restarts daemons that ended, after their backoff
+  // Stops the daemons when the agent also kills its tasks; else leaves them to the next
+  // agent on this data directory. Idempotent.
+  void Stop(bool stop_daemons);
+  void AddEnv(const TaskLaunch& launch, std::map<std::string, std::string>* env) const;
+
+  const std::string& limiter() const { return limiter_; }  // "": none
+  std::vector<MpsDaemonStatus> mps_status() const;
+  std::vector<std::string> problems() const;
+
+ private:
+  void WriteStatus();  // requires mu_
+
+  mutable std::mutex mu_;
+  std::string data_dir_;
+  std::string limiter_;
+  std::string limiter_problem_;
+  std::vector<SharingMode> modes_;
+  std::unique_ptr<MpsSupervisor> mps_;  // nullptr: MPS disabled
+  bool stopped_ = false;
+  std::string written_status_;
+};
+
+}  // namespace tessera
