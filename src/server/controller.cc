@@ -85,6 +85,10 @@ Status Controller::Load(const std::string& queues_yaml) {
   for (const UsageRow& u : usage) {
     counters_.tenant_gpu_seconds[u.tenant] += static_cast<double>(u.gpu_milli) / 1000.0 *
                                               static_cast<double>(u.end_us - u.start_us) / 1e6;
+    if (u.used_gpu_milli >= 0) {
+      idle_.tenant_used_seconds[u.tenant] += static_cast<double>(u.used_gpu_milli) / 1000.0 *
+                                             static_cast<double>(u.end_us - u.start_us) / 1e6;
+    }
   }
 
   TESSERA_RETURN_IF_ERROR(LoadJobRows(now));

@@ -96,6 +96,7 @@
 #include "server/controller_counters.h"
 #include "server/core_session.h"
 #include "server/gpu_health.h"
+#include "server/idle_watch.h"
 #include "server/job_logs.h"
 #include "server/job_state.h"
 #include "server/job_table.h"
@@ -446,6 +447,21 @@ class Controller {
   // tenants' jobs are shown without their ids and names.
   nlohmann::json NodesJson(const std::string& only, const Principal* viewer = nullptr) const;
   static nlohmann::json DrainJson(const std::optional<DrainInfo>& drain);
+
+  // Idle and hung jobs, efficiency (controller_idle.cc); mu_ held. Every
+  // kIdleSampleInterval (from RunCycle): samples, flags and the queues' idle actions.
+  void WatchIdle(Micros now, Pending& out);
+  const IdlePolicy& IdlePolicyOf(const std::string& queue) const;
+  void RefreshIdlePolicies();  // from the queue configuration, when it changed
+  // The job's GPU utilisation now (0..100) from its nodes' last telemetry; none without.
+  std::optional<double> JobUtilisationNow(const LiveJob& job, Micros now) const;
+  void IdleJson(const LiveJob& job, nlohmann::json& out) const;  // into JobJson
+  // What the current attempt used of `gpu_milli` (idle_watch.h); -1: not measured.
+  int64_t UsedGpuMilli(const LiveJob& job, int64_t gpu_milli) const;
+  // An ended interval's used_gpu_milli, counted for the tenant.
+  void MeasureUsage(const LiveJob& job, UsageRow& row);
+  void WriteIdleMetrics(MetricsWriter& w, Micros now) const;
+  IdleState idle_;  // mu_
 
   // Part of Metrics(): the queues' quota, the agents, each GPU's allocation and drain.
   void WriteQuotaAndGpus(MetricsWriter& w) const;

@@ -302,6 +302,7 @@ void Controller::Finalize(LiveJob& job, Micros now, Pending& out) {
   if (rec.run_start > 0 && now > rec.run_start) {
     out.batch.usage.push_back(
         UsageRow{id.value(), job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
+    MeasureUsage(job, out.batch.usage.back());
     counters_.tenant_gpu_seconds[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0 *
                                                     static_cast<double>(now - rec.run_start) / 1e6;
   }
@@ -465,6 +466,7 @@ Status Controller::RunCycle() {
       }
       out.launches.emplace_back(node, MakeLaunch(*job, key.task));
     }
+    WatchIdle(now, out);
     if (RunCoreCycle(now, out)) {
       std::vector<std::string> broken = core_.lifecycle()->CheckInvariants();
       if (!broken.empty()) {

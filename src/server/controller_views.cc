@@ -108,6 +108,7 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
       {"checkpoint_dir", CheckpointDir(job)},
       {"run_as", RunAsJson(identities_.Known(row.tenant))},
       {"tasks", std::move(tasks)}};
+  IdleJson(job, out);
   if (with_reason) {
     JobView view;
     FillReason(job, view);
@@ -383,6 +384,7 @@ nlohmann::json Controller::Queues() {
     }
   }
   nlohmann::json out = nlohmann::json::array();
+  RefreshIdlePolicies();
   for (size_t i = 0; i < core_.tree().size(); ++i) {
     const QueueId q(i);
     const QueueNodeSpec& spec = core_.tree().spec(q);
@@ -412,6 +414,8 @@ nlohmann::json Controller::Queues() {
                    {"fair_share", FairShareJson(q)},
                    {"pending", c != counts.end() ? c->second.first : 0},
                    {"running", c != counts.end() ? c->second.second : 0},
+                   {"idle", core_.tree().is_queue(q) ? IdlePolicyJson(IdlePolicyOf(spec.name))
+                                                     : nlohmann::json(nullptr)},
                    {"resources", std::move(resources)}});
   }
   return {{"queues", std::move(out)}};
@@ -466,6 +470,7 @@ void Controller::AppendRunningUsage(Micros since, Micros until, std::vector<Usag
         rec.run_start < until && now > since) {
       rows->push_back(
           UsageRow{id.value(), job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
+      rows->back().used_gpu_milli = UsedGpuMilli(job, rec.gpu_milli);
     }
   }
 }

@@ -1,0 +1,113 @@
+// IdleWatch: per running job, the utilisation of its GPUs over a rolling window, when
+// its output last grew, and whether it is flagged idle or hung under its queue's policy
+// (api/queue_idle.h). Pure: the controller feeds it samples and times from its injected
+// clock (every kIdleSampleInterval, from the agents' last telemetry) and acts on the
+// changes it returns.
+//
+// A job's utilisation sample is the grant-weighted mean over its GPUs of what it uses
+// of each: a whole card or a MIG instance counts the card's utilisation (telemetry has
+// no per-instance figure); a share of milli m counts min(card, m/10 %) / (m/10 %), the
+// card's busy time capped at the share, so an idle share on a busy card is not seen as
+// idle (no false alarms; it may miss one). Each sample holds until the next one
+// (time-weighted). The window keeps kBuckets + 1 buckets of window / kBuckets: bounded
+// memory per job whatever the window or sampling rate.
+//
+// Flagging: a job is idle once it has been observed for at least the policy's window
+// and its mean over the window is below `below`; the flag clears when the mean over the
+// last bucket (a thirtieth of the window) is back at `below` or more, and the window
+// then restarts, so it is flagged again only after another full window. An idle job
+// whose output has not grown for the window either is hung.
+// Thread safety: none; the controller holds its lock.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "api/queue_idle.h"
+#include "base/clock.h"
+
+namespace tessera {
+
+inline constexpr Micros kIdleSampleInterval = 10'000'000;
+
+class UtilWindow {
+ public:
+  static constexpr int kBuckets = 30;
+  UtilWindow() : UtilWindow(30LL * 60 * 1'000'000) {}
+  explicit UtilWindow(Micros window);
+  Micros window() const { return window_; }
+  // The utilisation at `t` (0..100), held until the next sample. Earlier times are ignored.
+  void Add(Micros t, double util_pct);
+  // Time-weighted mean over the last `span` up to the last sample (bucket-grained: it
+  // may reach one bucket further back); -1 when nothing was observed in it.
+  double Mean(Micros span) const;
+  // Since the first sample: the time observed and the integral of utilisation (%·µs).
+  Micros observed() const { return observed_; }
+  double integral() const { return integral_; }
+  bool empty() const { return last_t_ < 0; }
+
+ private:
+  struct Bucket {
+    int64_t index = -1;
+    double integral = 0;  // %·µs
+    Micros span = 0;
+  };
+  void Integrate(Micros from, Micros to, double util);
+  Micros window_;
+  Micros width_;
+  std::array<Bucket, kBuckets + 1> buckets_{};
+  Micros last_t_ = -1;
+  double last_util_ = 0;
+  Micros observed_ = 0;
+  double integral_ = 0;
+};
+
+struct JobWatch {
+  int attempt = -1;
+  UtilWindow util;
+  Micros observed_since = 0;  // first sample of the attempt, or the last recovery
+  Micros last_output = 0;     // its output last grew (or the attempt's start)
+  Micros idle_since = 0;      // 0: not idle
+  bool hung = false;
+  bool acted = false;         // the queue's action was taken for this flag
+};
+
+class IdleWatch {
+ public:
+  enum class Change { kNone, kIdle, kHung, kCleared };
+  // A sample of job `job`'s attempt `attempt` (started at `run_start`) at `now`: its
+  // utilisation 0..100. A new attempt (or a changed window) starts afresh.
+  Change Observe(uint64_t job, int attempt, Micros run_start, Micros now, double util_pct,
+                 const IdlePolicy& policy);
+  // The job's output grew at `now`.
+  void Output(uint64_t job, Micros now);
+  void Forget(uint64_t job) {
+    jobs_.erase(job);
+    early_output_.erase(job);
+  }
+  JobWatch* Find(uint64_t job);
+  const JobWatch* Find(uint64_t job) const;
+  const std::map<uint64_t, JobWatch>& all() const { return jobs_; }
+
+ private:
+  std::map<uint64_t, JobWatch> jobs_;
+  std::map<uint64_t, Micros> early_output_;  // output before the first sample
+};
+
+}  // namespace tessera
+
+namespace tessera {
+
+// What the controller keeps for idle detection and efficiency (controller_idle.cc).
+struct IdleState {
+  IdleWatch watch;
+  std::string policies_yaml;  // the queue configuration the policies were read from
+  std::map<std::string, IdlePolicy> policies;  // by queue
+  Micros next_check = 0;
+  // Utilisation-weighted GPU-seconds of ended intervals per tenant (from the store).
+  std::map<std::string, double> tenant_used_seconds;
+};
+
+}  // namespace tessera
