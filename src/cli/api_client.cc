@@ -206,6 +206,10 @@ StatusOr<ApiResponse> ApiClient::Put(std::string_view path, const std::string& b
   return Send("PUT", std::string(path), {{"Content-Type", content_type}}, body);
 }
 
+StatusOr<ApiResponse> ApiClient::Delete(std::string_view path) {
+  return Send("DELETE", std::string(path), {}, "");
+}
+
 StatusOr<nlohmann::json> ApiClient::GetJson(std::string_view path, const QueryParams& query) {
   TESSERA_ASSIGN_OR_RETURN(ApiResponse response, Get(path, query));
   return ParseJsonBody(response.body, "GET " + std::string(path));

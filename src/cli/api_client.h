@@ -90,6 +90,7 @@ class ApiClient {
                              const std::string& content_type, const ExtraHeaders& headers = {});
   StatusOr<ApiResponse> Put(std::string_view path, const std::string& body,
                             const std::string& content_type);
+  StatusOr<ApiResponse> Delete(std::string_view path);
 
   // A 2xx answer's body as JSON; Internal when it is not JSON.
   StatusOr<nlohmann::json> GetJson(std::string_view path, const QueryParams& query = {});

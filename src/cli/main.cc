@@ -8,6 +8,7 @@
 #include "cli/sim_fgd_command.h"
 #include "cli/sim_jobs_command.h"
 #include "cli/top_command.h"
+#include "cli/validate_command.h"
 #include "cli/whatif_command.h"
 
 int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::bad_alloc ends it
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::ba
   tessera::AddClusterCommands(app, &exit_code);
   tessera::AddTopCommand(app, &exit_code);
   tessera::AddWhatIfCommand(app, &exit_code);
+  tessera::AddValidateCommand(app, &exit_code);
   // Listed for --help only: main hands them to tesserad before parsing.
   app.add_subcommand("server", "Run the controller");
   app.add_subcommand("agent", "Run a node agent");
