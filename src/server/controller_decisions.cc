@@ -193,6 +193,11 @@ TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
     if (a.gpus[0].memory.value() > 0) {
       l.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(a.gpus[0].memory.value()) + "M";
     }
+    // The same limits for the CUDA limiter the agent preloads (agent/gpu_share_env.h).
+    l.env["TESSERA_CUDA_COMPUTE_PERCENT"] = l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"];
+    if (a.gpus[0].memory.value() > 0) {
+      l.env["TESSERA_CUDA_MEMORY_LIMIT_MIB"] = std::to_string(a.gpus[0].memory.value());
+    }
   }
   return l;
 }

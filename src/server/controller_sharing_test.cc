@@ -66,6 +66,8 @@ TEST_F(ControllerSharingTest, TimesliceGpuRunsFourQuartersAndNoWholeGpuJob) {
     EXPECT_EQ(l.env.at("TESSERA_GPU_SHARING"), "timeslice");
     EXPECT_EQ(l.env.count("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), 0u);
     EXPECT_EQ(l.env.count("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), 0u);
+    EXPECT_EQ(l.env.count("TESSERA_CUDA_COMPUTE_PERCENT"), 0u);
+    EXPECT_EQ(l.env.count("TESSERA_CUDA_MEMORY_LIMIT_MIB"), 0u);
   }
   EXPECT_EQ(State(quarters[4]), "pending");  // the fifth waits for a replica
   // Two whole-GPU jobs: one takes the exclusive H100; the other waits, never on GPU 1.
@@ -98,6 +100,10 @@ TEST_F(ControllerSharingTest, ShareWithoutMemoryIsCappedAtItsFractionOfTheCard) 
   EXPECT_EQ(launches[0].gpus, std::vector<int>{1});
   EXPECT_EQ(launches[0].gpu_memory_mib, 81920 / 4);
   EXPECT_EQ(launches[0].env.at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=20480M");
+  // The CUDA limiter's limits, the same ones.
+  EXPECT_EQ(launches[0].env.at("TESSERA_CUDA_MEMORY_LIMIT_MIB"), "20480");
+  EXPECT_EQ(launches[0].env.at("TESSERA_CUDA_COMPUTE_PERCENT"), "25");
+  EXPECT_EQ(launches[0].env.at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
   // 0.25 + 0.5 with 61 GiB would overbook the card's memory: it waits.
   const uint64_t big = Submit(
       "team-a", "command: [/bin/true]\nresources: {gpu_fraction: 0.5, gpu_memory: 61GiB}\n");
