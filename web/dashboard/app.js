@@ -357,7 +357,7 @@ function gpuBox(node, gpu) {
     foot.push(el('span', { class: 'gpu-reason', title: text }, text));
   }
   const used = Number.isFinite(gpu.used_milli) && mode !== 'exclusive' ? ` · ${M.formatGpus(gpu.used_milli)} in use` : '';
-  foot.push(el('span', { class: `mode mode-${mode}` }, `${mode === 'mig' ? 'MIG' : mode}${used}`));
+  foot.push(el('span', { class: `mode mode-${mode}` }, `${M.modeLabel(gpu)}${used}`));
   const tel = M.telemetryText(gpu);
   if (tel) foot.push(el('span', { class: 'telemetry', title: tel }, tel));
   box.append(el('div', { class: 'gpu-foot' }, ...foot));

@@ -361,6 +361,14 @@ export function formatResource(resource, amount) {
 }
 
 // 1000 -> "1", 250 -> "0.25", 428 -> "0.428", 16000 -> "16".
+// A GPU's sharing mode in words for its box: "MIG", "shared", "timeslice ×4, no isolation".
+export function modeLabel(gpu) {
+  const mode = (gpu && gpu.mode) || 'exclusive';
+  if (mode === 'mig') return 'MIG';
+  if (mode === 'timeslice') return `timeslice ×${gpu.replicas || '?'}, no isolation`;
+  return mode;
+}
+
 export function formatGpus(milli) {
   return formatDecimal((Number(milli) || 0) / 1000);
 }

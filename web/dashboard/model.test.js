@@ -319,3 +319,10 @@ test('node labels read sorted by key, and nothing for a node without any', () =>
   assert.equal(M.nodeLabelsText({}), '');
   assert.equal(M.nodeLabelsText(null), '');
 });
+
+test('mode labels say when a GPU is time-sliced without isolation', () => {
+  assert.equal(M.modeLabel({ mode: 'mig' }), 'MIG');
+  assert.equal(M.modeLabel({ mode: 'shared' }), 'shared');
+  assert.equal(M.modeLabel({}), 'exclusive');
+  assert.equal(M.modeLabel({ mode: 'timeslice', replicas: 4 }), 'timeslice ×4, no isolation');
+});
