@@ -85,7 +85,7 @@ void AgentGpuShares::AddEnv(const TaskLaunch& launch, std::map<std::string, std:
   std::lock_guard<std::mutex> lock(mu_);
   std::optional<MpsDirs> mps;
   if (mps_ != nullptr && launch.gpus.size() == 1) {
-    mps = mps_->Running(launch.gpus[0]);
+    mps = mps_->Serving(launch.gpus[0]);
   }
   AddGpuShareEnv(launch, modes_, limiter_, mps, env);
 }

@@ -9,7 +9,7 @@
 //     (launch.gpu_memory_mib; 0 is no cap, and the variable is left out);
 //   - TESSERA_CUDA_COMPUTE_PERCENT: the controller's value, else gpu_milli / 10 (at least 1);
 //   - CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY of its GPU's MPS control daemon,
-//     while that daemon runs (agent/mps_supervisor.h).
+//     while the agent runs one (agent/mps_supervisor.h: Serving).
 // Other tasks get nothing from here.
 //
 // The limiter: --cuda-limiter PATH, "none" for no limiter, or by default
@@ -41,7 +41,7 @@ bool IsShareTask(const TaskLaunch& launch, const std::vector<SharingMode>& modes
 
 // Adds the variables above to `env` (which starts as the controller's). `limiter`: the
 // library's path, "" for none; `mps`: the task's GPU's daemon directories, nullopt when
-// no daemon runs. Does nothing unless the task is a share task.
+// the agent runs no daemon for it. Does nothing unless the task is a share task.
 void AddGpuShareEnv(const TaskLaunch& launch, const std::vector<SharingMode>& modes,
                     const std::string& limiter, const std::optional<MpsDirs>& mps,
                     std::map<std::string, std::string>* env);

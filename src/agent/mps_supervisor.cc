@@ -346,6 +346,14 @@ std::optional<MpsDirs> MpsSupervisor::Running(int gpu) const {
   return it->second.s.dirs;
 }
 
+std::optional<MpsDirs> MpsSupervisor::Serving(int gpu) const {
+  auto it = daemons_.find(gpu);
+  if (it == daemons_.end() || !it->second.s.problem.empty()) {
+    return std::nullopt;
+  }
+  return it->second.s.dirs;
+}
+
 std::vector<MpsDaemonStatus> MpsSupervisor::status() const {
   std::vector<MpsDaemonStatus> out;
   for (const auto& [gpu, d] : daemons_) {

@@ -108,6 +108,10 @@ class MpsSupervisor {
 
   // The GPU's directories while its daemon runs; nullopt otherwise.
   std::optional<MpsDirs> Running(int gpu) const;
+  // The GPU's directories while its daemon is supervised (running, or restarting after
+  // a backoff: a client that starts CUDA later finds the new daemon); nullopt for a GPU
+  // not shared or refused.
+  std::optional<MpsDirs> Serving(int gpu) const;
   std::vector<MpsDaemonStatus> status() const;
   MpsDirs DirsOf(int gpu) const;
 

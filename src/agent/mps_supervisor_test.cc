@@ -173,6 +173,8 @@ TEST_F(MpsSupervisorTest, RestartsAnEndedDaemonAfterADoublingBoundedBackoff) {
     world_->procs[world_->Daemons().back()].ended = true;  // killed
     sup_->Poll();
     EXPECT_FALSE(sup_->Running(0).has_value());
+    ASSERT_TRUE(sup_->Serving(0).has_value());  // tasks still get its directories
+    EXPECT_EQ(sup_->Serving(0)->pipe, root_ + "/0/pipe");
     clock_.Advance(expected - 1);
     sup_->Poll();
     EXPECT_FALSE(sup_->Running(0).has_value()) << "round " << round;
@@ -203,6 +205,7 @@ TEST_F(MpsSupervisorTest, LeavingSharedModeQuitsTheDaemonThroughTheControlClient
   EXPECT_EQ(client.input, "quit\n");
   EXPECT_EQ(client.env.at("CUDA_MPS_PIPE_DIRECTORY"), root_ + "/0/pipe");
   EXPECT_FALSE(sup_->Running(0).has_value());
+  EXPECT_FALSE(sup_->Serving(0).has_value());
   EXPECT_TRUE(sup_->Running(1).has_value());
   EXPECT_FALSE(world_->procs[world_->Daemons()[1]].ended);
   // A later end of GPU 0's old daemon restarts nothing.
@@ -231,6 +234,8 @@ TEST_F(MpsSupervisorTest, AGpuInMigModeIsRefusedWithAClearMessage) {
   ASSERT_EQ(world_->Daemons().size(), 1u);  // GPU 0 runs all the same
   EXPECT_EQ(world_->procs[world_->Daemons()[0]].env.at("CUDA_VISIBLE_DEVICES"), "GPU-aaaa");
   EXPECT_FALSE(sup_->Running(2).has_value());
+  EXPECT_FALSE(sup_->Serving(2).has_value());
+  EXPECT_TRUE(sup_->Serving(0).has_value());
   std::vector<MpsDaemonStatus> st = sup_->status();
   ASSERT_EQ(st.size(), 2u);
   EXPECT_EQ(st[1].gpu, 2);
