@@ -382,7 +382,10 @@ function renderJobs(jobs, now) {
         el('td', {}, r.name),
         tenantCell,
         el('td', {}, r.queue),
-        el('td', {}, el('span', { class: `badge ${r.state === 'running' ? 'ok' : 'wait'}` }, r.state)),
+        el('td', {}, el('span', {
+          class: `badge ${r.idle === 'hung' ? 'bad' : r.idle ? 'warn' : r.state === 'running' ? 'ok' : 'wait'}`,
+          title: r.idle ? `GPU utilisation below its queue's idle threshold${r.idle === 'hung' ? ', and no output' : ''}` : '',
+        }, r.idle ? `${r.state} (${r.idle})` : r.state)),
         el('td', { class: 'num' }, r.mig ? `${M.formatGpus(r.gpuMilli)} (${r.mig})` : M.formatGpus(r.gpuMilli)),
         el('td', {}, Number.isFinite(since) ? M.formatDuration(now - since) : ''),
         el('td', {}, r.nodes.join(', ')),

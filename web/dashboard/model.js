@@ -337,6 +337,8 @@ export function jobRows(jobs) {
       eta: j.eta || null,
       etaNote: j.eta_note || '',
       position: Number.isFinite(j.position) ? j.position : null,
+      // Flagged by its queue's idle policy: 'idle', 'hung' (idle and silent), or ''.
+      idle: j.idle_since ? (j.hung ? 'hung' : 'idle') : '',
     }))
     .sort((a, b) => rank[a.state] - rank[b.state] || (Number(a.id) || 0) - (Number(b.id) || 0));
 }

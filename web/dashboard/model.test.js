@@ -207,6 +207,16 @@ test('job rows: pending first with their reasons, then running; finished jobs dr
   assert.equal(rows[1].reason, 'never fits: no node has 64 GPUs');
   assert.deepEqual(rows[2].nodes, ['vm']);
   assert.deepEqual(rows[1].nodes, []);
+  assert.equal(rows[2].idle, '');
+});
+
+test('jobRows: a running job flagged idle or hung says so', () => {
+  const rows = M.jobRows([
+    { id: 1, state: 'running', idle_since: '2026-12-03T12:00:00Z', hung: false },
+    { id: 2, state: 'running', idle_since: '2026-12-03T12:00:00Z', hung: true },
+    { id: 3, state: 'running', idle_since: null, hung: false },
+  ]);
+  assert.deepEqual(rows.map((r) => r.idle), ['idle', 'hung', '']);
 });
 
 test('etaText: the forecast start of a pending job, its position, or why there is none', () => {
