@@ -42,8 +42,8 @@ std::vector<std::string_view> SplitOn(std::string_view s, char sep) {
   size_t start = 0;
   while (true) {
     const size_t at = s.find(sep, start);
-    out.push_back(s.substr(start, at == std::string_view::npos ? std::string_view::npos
-                                                               : at - start));
+    out.push_back(
+        s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
     if (at == std::string_view::npos) {
       return out;
     }
@@ -66,8 +66,9 @@ StatusOr<GpuSharingItem> ParseItem(std::string_view text) {
                              " (modes: exclusive, shared, timeslice:N with N in 2..64)");
   }
   if (sharing->mode == SharingMode::kMig) {
-    return BadItem(text, "MIG mode follows the driver (nvidia-smi -i N -mig 1) and is not set "
-                         "here");
+    return BadItem(text,
+                   "MIG mode follows the driver (nvidia-smi -i N -mig 1) and is not set "
+                   "here");
   }
   item.sharing = *sharing;
   if (gpus == "all") {

@@ -40,8 +40,9 @@ TEST(GpuSharingConfigTest, ErrorsNameTheItem) {
   };
   for (const Case& c : std::vector<Case>{
            {"0=mps", "--gpu-sharing item '0=mps': unknown sharing mode 'mps'"},
-           {"0=timeslice:1", "--gpu-sharing item '0=timeslice:1': 'timeslice:1': timeslice needs "
-                             "a replica count 2..64"},
+           {"0=timeslice:1",
+            "--gpu-sharing item '0=timeslice:1': 'timeslice:1': timeslice needs "
+            "a replica count 2..64"},
            {"0=timeslice:65", "replica count 2..64"},
            {"0=timeslice", "replica count 2..64"},
            {"1=mig", "--gpu-sharing item '1=mig': MIG mode follows the driver"},
@@ -60,8 +61,8 @@ TEST(GpuSharingConfigTest, ErrorsNameTheItem) {
 }
 
 TEST(GpuSharingConfigTest, AppliesModesLaterItemsWin) {
-  std::vector<DiscoveredGpu> gpus = Gpus(
-      {SharingMode::kExclusive, SharingMode::kExclusive, SharingMode::kExclusive, SharingMode::kMig});
+  std::vector<DiscoveredGpu> gpus = Gpus({SharingMode::kExclusive, SharingMode::kExclusive,
+                                          SharingMode::kExclusive, SharingMode::kMig});
   GpuSharingConfig c = *ParseGpuSharingConfig("all=shared;2=timeslice:4");
   EXPECT_TRUE(ApplyGpuSharingConfig(c, &gpus).empty());
   EXPECT_EQ(gpus[0].mode, SharingMode::kShared);

@@ -15,7 +15,8 @@
 // Encoding (field names as in the structs unless noted):
 //   NodeInventory  {"name", "cpu_milli", "memory_mib", "numa_nodes", "labels": {k: v},
 //                   "gpus": [{"model": "H100-80GB", "mode": "exclusive|mig|shared|timeslice",
-//                             "replicas" (timeslice only, 2..64), "numa_node", "nvlink_domain", "uuid",
+//                             "replicas" (timeslice only, 2..64), "numa_node",
+//                             "nvlink_domain", "uuid",
 //                             "mig_instances": [{"uuid", "profile", "start"}]}]}
 //   TaskKey        {"job", "task", "attempt"}
 //   TaskReport     {"key", "state": "running|exited|failed_to_start|lost", "exit_code", "signal",

@@ -74,7 +74,8 @@ struct NodeSpec {
 };
 
 // Checks a spec for impossible values (negative capacity, NUMA index out of range,
-// MIG mode on a model without MIG, timeslice replicas outside 2..64). Returns InvalidArgument with the reason.
+// MIG mode on a model without MIG, timeslice replicas outside 2..64). Returns
+// InvalidArgument with the reason.
 Status ValidateNodeSpec(const NodeSpec& spec, const GpuCatalog& catalog);
 
 // A node of `gpu_count` GPUs of one model, split evenly over `numa_nodes` NUMA nodes,

@@ -71,8 +71,9 @@ TEST(NodeTest, TimesliceReplicasAreValidated) {
                                SharingMode::kTimeslice);
   Status s = ValidateNodeSpec(n, c);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("GPU 0 is in timeslice mode with replicas 0; replicas must be in 2..64"),
-            std::string::npos)
+  EXPECT_NE(
+      s.message().find("GPU 0 is in timeslice mode with replicas 0; replicas must be in 2..64"),
+      std::string::npos)
       << s.message();
   n.gpus[0].replicas = n.gpus[1].replicas = 4;
   EXPECT_TRUE(ValidateNodeSpec(n, c).ok());

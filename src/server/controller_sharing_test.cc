@@ -105,8 +105,8 @@ TEST_F(ControllerSharingTest, ShareWithoutMemoryIsCappedAtItsFractionOfTheCard) 
   EXPECT_EQ(launches[0].env.at("TESSERA_CUDA_COMPUTE_PERCENT"), "25");
   EXPECT_EQ(launches[0].env.at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
   // 0.25 + 0.5 with 61 GiB would overbook the card's memory: it waits.
-  const uint64_t big = Submit(
-      "team-a", "command: [/bin/true]\nresources: {gpu_fraction: 0.5, gpu_memory: 61GiB}\n");
+  const uint64_t big =
+      Submit("team-a", "command: [/bin/true]\nresources: {gpu_fraction: 0.5, gpu_memory: 61GiB}\n");
   EXPECT_TRUE(CycleAndTake().empty());
   EXPECT_EQ(State(big), "pending");
 }

@@ -11,9 +11,9 @@
 //   mig        MIG instances laid out by MigLayout; each charges its compute share
 //
 // Invariants: 0 <= used_milli <= 1000; 0 <= used_memory <= memory (when the model's
-// memory is known); 0 <= used_replicas <= replicas; Allocate is all-or-nothing and Release undoes it exactly, so a
-// ledger that released every grant equals a fresh one. Thread safety: none; the
-// owner (ClusterState) serialises access.
+// memory is known); 0 <= used_replicas <= replicas; Allocate is all-or-nothing and
+// Release undoes it exactly, so a ledger that released every grant equals a fresh one.
+// Thread safety: none; the owner (ClusterState) serialises access.
 #pragma once
 
 #include <cstdint>
