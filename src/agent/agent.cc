@@ -153,7 +153,8 @@ Status Agent::Init() {
     // At start-up every item must apply; later discoveries report GPUs as they are.
     TESSERA_ASSIGN_OR_RETURN(GpuSharingConfig sharing, ParseGpuSharingConfig(options_.gpu_sharing));
     TESSERA_ASSIGN_OR_RETURN(std::vector<DiscoveredGpu> found, backend_->Discover());
-    if (std::vector<std::string> problems = ApplyGpuSharingConfig(sharing, &found); !problems.empty()) {
+    std::vector<std::string> problems = ApplyGpuSharingConfig(sharing, &found);
+    if (!problems.empty()) {
       return InvalidArgumentError(problems.front());
     }
   }
@@ -236,7 +237,8 @@ Status Agent::Init() {
 
 Status Agent::RefreshInventory() {
   TESSERA_ASSIGN_OR_RETURN(gpus_, backend_->Discover());
-  if (StatusOr<GpuSharingConfig> sharing = ParseGpuSharingConfig(options_.gpu_sharing); sharing.ok()) {
+  StatusOr<GpuSharingConfig> sharing = ParseGpuSharingConfig(options_.gpu_sharing);
+  if (sharing.ok()) {
     for (const std::string& problem : ApplyGpuSharingConfig(*sharing, &gpus_)) {
       std::cerr << "tessera agent: " << problem << " (the GPU is reported as the driver has it)\n";
     }
