@@ -186,7 +186,8 @@ TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
       node.gpus[static_cast<size_t>(a.gpus[0].gpu)].mode == SharingMode::kTimeslice) {
     // Time-slicing: replicas take turns; no MPS, no memory cap (nothing isolates it).
     l.env["TESSERA_GPU_SHARING"] = "timeslice";
-  } else if (a.gpus.size() == 1 && !a.gpus[0].is_mig() && a.gpus[0].milli.value() < kWholeGpu.value()) {
+  } else if (a.gpus.size() == 1 && !a.gpus[0].is_mig() &&
+             a.gpus[0].milli.value() < kWholeGpu.value()) {
     // A software share: MPS enforces the compute share and the memory cap.
     l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
         std::to_string(std::max<int64_t>(1, a.gpus[0].milli.value() / 10));
