@@ -283,6 +283,13 @@ Status Agent::RefreshInventory() {
     std::sort(spec.labels.begin(), spec.labels.end());
   }
   gpu_shares_->OnInventory(gpus_);
+  // "mps" and "cuda-limiter" say how shares are enforced here (the admin's labels win).
+  for (auto& [key, value] : gpu_shares_->Labels()) {
+    if (std::none_of(spec.labels.begin(), spec.labels.end(), [&](const auto& l) { return l.first == key; })) {
+      spec.labels.emplace_back(key, value);
+    }
+  }
+  std::sort(spec.labels.begin(), spec.labels.end());
   std::lock_guard<std::mutex> lock(mu_);
   inventory_ = std::move(inv);
   return Status::Ok();

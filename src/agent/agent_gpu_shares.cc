@@ -90,6 +90,21 @@ void AgentGpuShares::AddEnv(const TaskLaunch& launch, std::map<std::string, std:
   AddGpuShareEnv(launch, modes_, limiter_, mps, env);
 }
 
+std::vector<std::pair<std::string, std::string>> AgentGpuShares::Labels() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::find(modes_.begin(), modes_.end(), SharingMode::kShared) == modes_.end()) {
+    return {};
+  }
+  std::string mps = "off";
+  if (mps_ != nullptr) {
+    const std::vector<MpsDaemonStatus> daemons = mps_->status();
+    mps = std::all_of(daemons.begin(), daemons.end(), [](const MpsDaemonStatus& s) { return s.problem.empty(); })
+              ? "on"
+              : "unavailable";
+  }
+  return {{"cuda-limiter", limiter_.empty() ? "off" : "on"}, {"mps", mps}};
+}
+
 std::vector<MpsDaemonStatus> AgentGpuShares::mps_status() const {
   std::lock_guard<std::mutex> lock(mu_);
   return mps_ != nullptr ? mps_->status() : std::vector<MpsDaemonStatus>{};

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/gpu_backend.h"
@@ -48,6 +49,10 @@ class AgentGpuShares {
   void AddEnv(const TaskLaunch& launch, std::map<std::string, std::string>* env) const;
 
   const std::string& limiter() const { return limiter_; }  // "": none
+  // Node labels for the controller (`tessera nodes`), on nodes with shared GPUs only:
+  // "mps" = "on" (a daemon serves every shared GPU), "off" (--mps-control none) or
+  // "unavailable" (see problems()); "cuda-limiter" = "on" or "off".
+  std::vector<std::pair<std::string, std::string>> Labels() const;
   std::vector<MpsDaemonStatus> mps_status() const;
   std::vector<std::string> problems() const;
 

@@ -107,6 +107,7 @@ TEST_F(AgentMpsTest, DaemonsPerSharedGpuAndAShareTaskSeesItsGpusPipeTheLimiterAn
   Start(Options());
   const NodeInventory& inv = agent_->inventory();
   ASSERT_EQ(inv.gpu_uuids.size(), 2u);
+  EXPECT_EQ(inv.spec.labels, (NodeLabels{{"cuda-limiter", "on"}, {"mps", "on"}}));
   for (int g = 0; g < 2; ++g) {
     const std::string base = data_ + "/mps/" + std::to_string(g);
     ASSERT_TRUE(Until([&] { return CountOf(Log(g), "daemon pid=") == 1; })) << "GPU " << g;
@@ -181,6 +182,7 @@ TEST_F(AgentMpsTest, WithoutTheProgramOrTheLimiterSharesRunAndTheProblemIsWritte
   Start(o);
   const std::string status = ReadFile(data_ + "/mps/status");
   EXPECT_NE(status.find("limiter none"), std::string::npos) << status;
+  EXPECT_EQ(agent_->inventory().spec.labels, (NodeLabels{{"cuda-limiter", "off"}, {"mps", "unavailable"}}));
   EXPECT_NE(status.find("problem GPU 1: " + dir_ + "/no-such-mps-control is not found"), std::string::npos)
       << status;
   TaskLaunch l;
