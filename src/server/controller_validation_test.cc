@@ -74,6 +74,8 @@ TEST_F(ControllerValidationTest, DueNodeIsHeldUntilItsJobsEndThenRunsTheCheckAlo
   clock_.Advance(31 * kMinute);  // past created + 1h: due, the node is held
   EXPECT_TRUE(Pass().empty());
   EXPECT_EQ(NodeState(), "waiting");
+  EXPECT_EQ(Node()["reason"], "held for validation burn: takes no new work until its jobs end");
+  EXPECT_EQ(Node()["schedulable"], false);
   auto job = controller_->GetJob(Principal{Role::kAdmin, "", "admin"}, JobNumber(busy));
   ASSERT_TRUE(job.ok());
   EXPECT_EQ((*job)["state"], "running");  // not preempted for the check

@@ -282,6 +282,21 @@ bool ValidationBook::Holds(const std::string& node) const {
   return false;
 }
 
+std::string ValidationBook::HoldReason(const std::string& node) const {
+  for (const auto& [key, slot] : slots) {
+    if (key.second != node) {
+      continue;
+    }
+    if (slot.job != 0) {
+      return "running validation " + key.first + " (job " + std::to_string(slot.job) + ")";
+    }
+    if (slot.waiting_since > 0) {
+      return "held for validation " + key.first + ": takes no new work until its jobs end";
+    }
+  }
+  return "";
+}
+
 int ValidationBook::HeldFor(const std::string& check) const {
   int n = 0;
   for (auto it = slots.lower_bound({check, ""}); it != slots.end() && it->first.first == check;

@@ -127,6 +127,8 @@ struct ValidationBook {
 
   // Whether the node is held for a check (waiting for its jobs or running one).
   bool Holds(const std::string& node) const;
+  // Why the node takes no new work ("" when it is not held), for the nodes' view.
+  std::string HoldReason(const std::string& node) const;
   // Nodes held for `check` now.
   int HeldFor(const std::string& check) const;
   // The passing values of a GPU's metric on the node, oldest first.

@@ -159,6 +159,9 @@ TEST(ValidationBookTest, HistoryHoldsPassingValuesOfThatGpuOnly) {
   EXPECT_TRUE(book.Holds("n2"));
   EXPECT_FALSE(book.Holds("n3"));
   EXPECT_EQ(book.HeldFor("burn"), 1);
+  EXPECT_EQ(book.HoldReason("n1"), "held for validation burn: takes no new work until its jobs end");
+  EXPECT_EQ(book.HoldReason("n2"), "running validation other (job 9)");
+  EXPECT_EQ(book.HoldReason("n3"), "");
 }
 
 TEST(ValidationRunTest, RoundTripsThroughItsStoredForm) {
