@@ -54,7 +54,8 @@ class JobDecoder {
     std::vector<std::string_view> keys = {
         "name",     "queue",       "user",          "priority",   "command",
         "env",      "working_dir", "submit_dir",    "replicas",   "resources",
-        "topology", "checkpoint",  "runtime_limit", "preemptible", "hold_if_unfit"};
+        "topology", "checkpoint",  "runtime_limit", "preemptible", "hold_if_unfit",
+        "restart"};
     if (embedded_ != nullptr) {
       keys.insert(keys.end(), embedded_->extra_keys.begin(), embedded_->extra_keys.end());
     }
@@ -113,6 +114,11 @@ class JobDecoder {
     }
     if (const Json* v = FindField(j, "hold_if_unfit")) {
       TESSERA_ASSIGN_OR_RETURN(job->hold_if_unfit, r_.Bool(*v, "hold_if_unfit"));
+    }
+    if (const Json* v = FindField(j, "restart"); v != nullptr && !v->is_null()) {
+      RestartPolicy restart;
+      TESSERA_RETURN_IF_ERROR(Restart(*v, &restart));
+      job->restart = restart;
     }
     spec.tasks.assign(static_cast<size_t>(replicas), task);
 
@@ -418,6 +424,40 @@ class JobDecoder {
     return Status::Ok();
   }
 
+  Status Restart(const Json& v, RestartPolicy* out) {
+    TESSERA_RETURN_IF_ERROR(r_.CheckObject(v, "restart", {"max", "on", "backoff"}));
+    if (const Json* f = FindField(v, "max")) {
+      TESSERA_ASSIGN_OR_RETURN(int64_t max, r_.Int(*f, "restart.max", 0, kMaxRestarts));
+      out->max = static_cast<int>(max);
+    }
+    if (const Json* f = FindField(v, "on")) {
+      if (f->is_string()) {
+        TESSERA_ASSIGN_OR_RETURN(out->on, ParseRestartOnList(f->get<std::string>(), "restart.on"));
+      } else {
+        TESSERA_RETURN_IF_ERROR(r_.CheckArray(*f, "restart.on", 3));
+        if (f->empty()) {
+          return r_.Error("restart.on", "must name at least one of failure, node-lost, gpu-fault");
+        }
+        out->on = 0;
+        for (size_t i = 0; i < f->size(); ++i) {
+          const std::string path = IndexPath("restart.on", i);
+          TESSERA_ASSIGN_OR_RETURN(std::string name, r_.String((*f)[i], path, 64));
+          TESSERA_ASSIGN_OR_RETURN(uint8_t bit, ParseRestartOnList(name, path));
+          out->on |= bit;
+        }
+      }
+    }
+    if (const Json* f = FindField(v, "backoff")) {
+      TESSERA_ASSIGN_OR_RETURN(out->backoff,
+                               r_.Quantity(*f, "restart.backoff", &ParseDurationMicros));
+      if (out->backoff < 0 || out->backoff > kMaxRestartBackoff) {
+        return r_.Error("restart.backoff",
+                        "must be between 0s and 1h, got " + FormatDuration(out->backoff));
+      }
+    }
+    return Status::Ok();
+  }
+
   const GpuCatalog& catalog_;
   const EmbeddedJobOptions* embedded_;
   FieldReader r_;
@@ -611,7 +651,60 @@ bool operator==(const JobSubmission& a, const JobSubmission& b) {
          x.checkpoint_on_signal == y.checkpoint_on_signal && x.preemptible == y.preemptible &&
          a.command == b.command && a.env == b.env && a.working_dir == b.working_dir &&
          a.submit_dir == b.submit_dir && a.checkpoint_dir == b.checkpoint_dir &&
-         a.hold_if_unfit == b.hold_if_unfit;
+         a.hold_if_unfit == b.hold_if_unfit && a.restart == b.restart;
+}
+
+std::string_view RestartOnName(RestartOn cause) {
+  switch (cause) {
+    case RestartOn::kFailure:
+      return "failure";
+    case RestartOn::kNodeLost:
+      return "node-lost";
+    case RestartOn::kGpuFault:
+      return "gpu-fault";
+  }
+  return "";
+}
+
+std::string RestartOnNames(uint8_t on) {
+  std::string out;
+  for (RestartOn c : {RestartOn::kFailure, RestartOn::kNodeLost, RestartOn::kGpuFault}) {
+    if ((on & static_cast<uint8_t>(c)) != 0) {
+      out += (out.empty() ? "" : ", ") + std::string(RestartOnName(c));
+    }
+  }
+  return out;
+}
+
+StatusOr<uint8_t> ParseRestartOnList(std::string_view text, std::string_view field) {
+  uint8_t on = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) {
+      comma = text.size();
+    }
+    std::string_view name = text.substr(start, comma - start);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    bool known = false;
+    for (RestartOn c : {RestartOn::kFailure, RestartOn::kNodeLost, RestartOn::kGpuFault}) {
+      if (name == RestartOnName(c)) {
+        on |= static_cast<uint8_t>(c);
+        known = true;
+      }
+    }
+    if (!known && !(name.empty() && text.find_first_not_of(" ,") == std::string_view::npos)) {
+      return InvalidArgumentError(std::string(field) + ": expected failure, node-lost or " +
+                                  "gpu-fault, got '" + std::string(name.substr(0, 64)) + "'");
+    }
+    start = comma + 1;
+  }
+  if (on == 0) {
+    return InvalidArgumentError(std::string(field) +
+                                ": must name at least one of failure, node-lost, gpu-fault");
+  }
+  return on;
 }
 
 bool IsValidJobName(std::string_view name) {

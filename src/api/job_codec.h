@@ -22,6 +22,7 @@
 //   checkpoint: {interval: 30m, on_signal: true, dir: /shared/ckpt}
 //   runtime_limit: 4h            # durations: 90 (seconds), 30s, 5m, 4h, 1d, 1h30m, 250ms
 //   preemptible: true
+//   restart: {max: 2, on: [failure, node-lost, gpu-fault], backoff: 30s}   # restart_policy.h
 //
 // Quantities may be numbers or strings (0.25 and "0.25" read the same, exactly); null
 // means "not given". Unknown keys are errors, with a suggestion for a likely typo. Every
@@ -48,6 +49,7 @@
 #include "base/status.h"
 #include "model/gpu_catalog.h"
 #include "model/job.h"
+#include "api/restart_policy.h"
 
 namespace YAML {
 class Node;
@@ -68,6 +70,8 @@ struct JobSubmission {
   // A job that could never run on the current nodes is refused at submission unless
   // this is set: then it is kept pending with its "never fits" reason (nodes may come).
   bool hold_if_unfit = false;
+  // The job file's `restart` block (restart_policy.h); none: DefaultRestartPolicy().
+  std::optional<RestartPolicy> restart;
 };
 
 // Field-by-field equality, JobSpec included (submit_time too).

@@ -463,6 +463,52 @@ TEST(JobCodecTest, HoldIfUnfitRoundTrips) {
             std::string::npos);
 }
 
+TEST(JobCodecTest, RestartPolicyReadsChecksAndRoundTrips) {
+  JobSubmission job =
+      Yaml("command: make\nrestart: {max: 2, on: [failure, gpu-fault], backoff: 10s}\n");
+  ASSERT_TRUE(job.restart.has_value());
+  EXPECT_EQ(job.restart->max, 2);
+  EXPECT_TRUE(job.restart->Restarts(RestartOn::kFailure));
+  EXPECT_FALSE(job.restart->Restarts(RestartOn::kNodeLost));
+  EXPECT_TRUE(job.restart->Restarts(RestartOn::kGpuFault));
+  EXPECT_EQ(job.restart->backoff, 10'000'000);
+  Json j = JobSubmissionToJson(job, Catalog());
+  EXPECT_EQ(j["restart"], Json::parse(R"({"max": 2, "on": ["failure", "gpu-fault"],
+                                          "backoff": "10s"})"));
+  EXPECT_EQ(ParseJobJson(j.dump(), Catalog()).value(), job);
+  // Defaults: every cause, 3 restarts, 30 s; no block at all is the default policy.
+  JobSubmission defaults = Json_(R"({"command": "x", "restart": {}})");
+  EXPECT_EQ(defaults.restart, RestartPolicy{});
+  EXPECT_EQ(defaults.restart->backoff, 30'000'000);
+  EXPECT_FALSE(Json_(R"({"command": "x"})").restart.has_value());
+  EXPECT_EQ(DefaultRestartPolicy().max, 3);
+  EXPECT_FALSE(DefaultRestartPolicy().Restarts(RestartOn::kFailure));
+  EXPECT_EQ(Json_(R"({"command": "x", "restart": {"max": 0, "backoff": 0}})").restart->max, 0);
+  EXPECT_EQ(Json_(R"({"command": "x", "restart": {"on": "node-lost"}})").restart->on,
+            static_cast<uint8_t>(RestartOn::kNodeLost));
+
+  EXPECT_NE(JsonError(R"({"command": "x", "restart": {"max": 101}})").find("restart.max"),
+            std::string::npos);
+  EXPECT_NE(JsonError(R"({"command": "x", "restart": {"max": -1}})").find("restart.max"),
+            std::string::npos);
+  EXPECT_NE(JsonError(R"({"command": "x", "restart": {"on": []}})").find("restart.on: must name"),
+            std::string::npos);
+  const std::string unknown = JsonError(R"({"command": "x", "restart": {"on": ["failure", "oom"]}})");
+  EXPECT_NE(unknown.find("restart.on[1]"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("'oom'"), std::string::npos) << unknown;
+  EXPECT_NE(JsonError(R"({"command": "x", "restart": {"backoff": "2h"}})")
+                .find("restart.backoff: must be between 0s and 1h, got 2h"),
+            std::string::npos);
+  EXPECT_NE(JsonError(R"({"command": "x", "restart": {"backof": "2s"}})").find("restart"),
+            std::string::npos);
+  EXPECT_NE(JsonError(R"({"command": "x", "restart": 3})").find("restart"), std::string::npos);
+  EXPECT_EQ(ParseRestartOnList("failure, gpu-fault", "--restart-on").value(),
+            static_cast<uint8_t>(5));
+  EXPECT_FALSE(ParseRestartOnList("", "--restart-on").ok());
+  EXPECT_NE(ParseRestartOnList("failure,,x", "--restart-on").status().message().find("--restart-on"),
+            std::string::npos);
+}
+
 TEST(JobCodecTest, SubmitDirRoundTripsAndIsChecked) {
   JobSubmission job = Json_(R"({"command": "make", "submit_dir": "/home/alice/run"})");
   EXPECT_EQ(job.submit_dir, "/home/alice/run");

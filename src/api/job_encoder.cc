@@ -96,6 +96,17 @@ nlohmann::json JobSubmissionToJson(const JobSubmission& job, const GpuCatalog& c
   if (job.hold_if_unfit) {
     j["hold_if_unfit"] = true;
   }
+  if (job.restart) {
+    Json on = Json::array();
+    for (RestartOn c : {RestartOn::kFailure, RestartOn::kNodeLost, RestartOn::kGpuFault}) {
+      if (job.restart->Restarts(c)) {
+        on.push_back(std::string(RestartOnName(c)));
+      }
+    }
+    j["restart"] = {{"max", job.restart->max},
+                    {"on", std::move(on)},
+                    {"backoff", FormatDuration(job.restart->backoff)}};
+  }
   return j;
 }
 

@@ -64,6 +64,11 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     cmd->add_option("--checkpoint-interval", o->checkpoint_interval,
                     "how often the job checkpoints, e.g. 30m");
     cmd->add_option("--runtime-limit", o->runtime_limit, "wall-time limit, e.g. 24h");
+    cmd->add_option("--restart-max", o->restart_max, "restarts allowed, 0..100 (default 3)");
+    cmd->add_option("--restart-on", o->restart_on,
+                    "what restarts the job: failure,node-lost,gpu-fault (default all three)");
+    cmd->add_option("--restart-backoff", o->restart_backoff,
+                    "wait before restarting after a failure, e.g. 10s (default 30s)");
     // One value per --env, so the command may follow without --.
     cmd->add_option("--env", o->env, "environment variable KEY=VALUE (repeatable)")
         ->allow_extra_args(false);

@@ -51,6 +51,11 @@ struct SubmitOptions {
   std::string priority;             // integer
   std::string checkpoint_interval;  // e.g. 30m
   std::string runtime_limit;        // e.g. 24h
+  // Sent as restart: {max, on, backoff}; any of them given makes the block (the rest
+  // take the job file's defaults: max 3, on all three, backoff 30s).
+  std::string restart_max;          // 0..100
+  std::string restart_on;           // failure,node-lost,gpu-fault
+  std::string restart_backoff;      // e.g. 10s
   std::vector<std::string> env;     // K=V
   std::string idempotency_key;
   std::vector<std::string> command;
@@ -64,7 +69,8 @@ struct SubmitOptions {
 // The JSON job spec for the flags of `options` (not for `file`):
 //   {"name","queue","priority","command":[...],"env":{},"replicas",
 //    "resources":{"gpus","gpu_model","gpu_fraction","gpu_memory","mig","cpu","memory"},
-//    "checkpoint":{"interval"},"runtime_limit","submit_dir","hold_if_unfit"}
+//    "checkpoint":{"interval"},"runtime_limit","submit_dir","hold_if_unfit",
+//    "restart":{"max","on":[...],"backoff"}}
 // with only the given fields (command and env always). InvalidArgument on bad values
 // or a missing command.
 StatusOr<nlohmann::json> BuildJobSpec(const SubmitOptions& options);
