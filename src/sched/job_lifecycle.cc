@@ -71,6 +71,7 @@ CycleResult JobLifecycle::RunCycle(Micros now, Rng& rng) {
   if (!bound()) {
     return {};
   }
+  (void)ReleaseDue(now);
   std::vector<JobRecord>& jobs = *jobs_;
   std::erase_if(
       waits_, [&](const auto& w) { return w.second == 0 && jobs[w.first].victims_in_flight == 0; });
@@ -173,7 +174,8 @@ Micros JobLifecycle::Release(JobRecord& job, Micros now) {
   return ran;
 }
 
-void JobLifecycle::Requeue(JobRecord& job, Micros checkpoint, RequeueCause cause, Micros now) {
+void JobLifecycle::Requeue(JobRecord& job, Micros checkpoint, RequeueCause cause, Micros now,
+                           Micros not_before) {
   if (job.phase != JobPhase::kRunning && job.phase != JobPhase::kStopping) {
     return;
   }
@@ -194,10 +196,50 @@ void JobLifecycle::Requeue(JobRecord& job, Micros checkpoint, RequeueCause cause
   job.resumed_from = saved;
   job.phase = JobPhase::kPending;
   job.eligible_since = now;
-  if (scheduler_ != nullptr) {
+  if (not_before > now) {
+    held_until_[job.id.value()] = not_before;
+  } else if (scheduler_ != nullptr) {
     scheduler_->Enqueue(job, now);
   }
   Emit(job, e);
+}
+
+void JobLifecycle::HoldUntil(JobRecord& job, Micros until) {
+  if (job.phase != JobPhase::kPending) {
+    return;
+  }
+  if (scheduler_ != nullptr) {
+    scheduler_->Dequeue(job);
+  }
+  held_until_[job.id.value()] = until;
+}
+
+Micros JobLifecycle::HeldUntil(JobId job) const {
+  auto it = held_until_.find(job.value());
+  return it == held_until_.end() ? 0 : it->second;
+}
+
+std::vector<JobId> JobLifecycle::ReleaseDue(Micros now) {
+  std::vector<JobId> released;
+  if (!bound() || held_until_.empty()) {
+    return released;
+  }
+  for (auto it = held_until_.begin(); it != held_until_.end();) {
+    if (it->second > now) {
+      ++it;
+      continue;
+    }
+    JobRecord& job = (*jobs_)[it->first];
+    it = held_until_.erase(it);
+    if (job.phase == JobPhase::kPending) {
+      job.eligible_since = now;
+      scheduler_->Enqueue(job, now);
+      released.push_back(job.id);
+    }
+  }
+  std::sort(released.begin(), released.end(),
+            [](JobId a, JobId b) { return a.value() < b.value(); });
+  return released;
 }
 
 void JobLifecycle::Finish(JobRecord& job, JobEnd end, Micros now) {
@@ -217,6 +259,7 @@ void JobLifecycle::Finish(JobRecord& job, JobEnd end, Micros now) {
     if (scheduler_ != nullptr) {
       scheduler_->Dequeue(job);
     }
+    held_until_.erase(job.id.value());
   } else {
     return;  // already finished
   }
@@ -232,7 +275,9 @@ Status JobLifecycle::Restore(JobRecord& job) {
     return FailedPreconditionError("the lifecycle is not bound to a core");
   }
   if (job.phase == JobPhase::kPending) {
-    scheduler_->Enqueue(job, job.eligible_since);
+    if (held_until_.count(job.id.value()) == 0) {  // a held-back job waits for ReleaseDue
+      scheduler_->Enqueue(job, job.eligible_since);
+    }
     return Status::Ok();
   }
   if (job.phase != JobPhase::kRunning && job.phase != JobPhase::kStopping) {

@@ -6,6 +6,9 @@
 //   running | stopping -(every task gone)-> requeued (pending again) | finished
 //   pending -(cancelled)-> finished
 //
+// A requeue may hold the job back until a time (a restart's backoff): it is pending
+// but not offered to the scheduler until then (ReleaseDue, which RunCycle calls first).
+//
 // It owns the bookkeeping a driver would otherwise repeat: a started job's allocations
 // and quota charge, the victims a preemptor waits for (counted at the decision, so a
 // preemption is a signal whether or not the victim is then evicted), releasing in
@@ -45,7 +48,10 @@
 namespace tessera {
 
 enum class JobEnd : uint8_t { kSucceeded, kFailed, kCancelled };
-enum class RequeueCause : uint8_t { kPreempted, kNodeLost, kTaskLost };
+// Why an attempt ended early. kGpuFault: a GPU it held failed (XID 48/79/94/95, an
+// uncorrectable ECC error, lost); kFailure: a task failed and the job's restart policy
+// restarts it. Values are kept stable (new ones last).
+enum class RequeueCause : uint8_t { kPreempted, kNodeLost, kTaskLost, kGpuFault, kFailure };
 
 struct LifecycleEvent {
   enum class Kind : uint8_t {
@@ -115,8 +121,17 @@ class JobLifecycle {
   Status AttachTask(JobRecord& job, size_t task);
   // A running or stopping job's attempt ended early: releases it and makes it pending
   // again from max(its periodic checkpoint, `checkpoint`) (all of its progress when
-  // lossless), counting a preemption when it was stopping for another job.
-  void Requeue(JobRecord& job, Micros checkpoint, RequeueCause cause, Micros now);
+  // lossless), counting a preemption when it was stopping for another job. With
+  // `not_before` after `now` the job is held back until then (HoldUntil).
+  void Requeue(JobRecord& job, Micros checkpoint, RequeueCause cause, Micros now,
+               Micros not_before = 0);
+  // A pending job is not offered to the scheduler before `until` (a driver restoring a
+  // restart's backoff after its own restart). Kept across Bind; ignored when not pending.
+  void HoldUntil(JobRecord& job, Micros until);
+  // When a held-back job is released; 0 when it is not held.
+  Micros HeldUntil(JobId job) const;
+  // Enqueues the held-back jobs whose time has come (bound only); returns them.
+  std::vector<JobId> ReleaseDue(Micros now);
   // The job is done: releases it when running or stopping, dequeues it when pending.
   // A success teaches the predictor the job's runtime (its progress at `now`).
   void Finish(JobRecord& job, JobEnd end, Micros now);
@@ -157,6 +172,8 @@ class JobLifecycle {
   std::vector<ResourceVector> charged_;  // per queue
   // Preemptor id -> its victims still stopping, tallied apart from the records.
   std::unordered_map<uint64_t, int> waits_;
+  // Pending jobs held back until a time (restart backoff), by job id.
+  std::unordered_map<uint64_t, Micros> held_until_;
 };
 
 }  // namespace tessera

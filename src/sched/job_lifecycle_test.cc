@@ -123,6 +123,41 @@ TEST(JobLifecycleTest, ARequeueResumesFromTheBestCheckpointAndReportsTheWorkLost
   EXPECT_TRUE(h.lifecycle().CheckInvariants().empty());
 }
 
+TEST(JobLifecycleTest, ARequeueHeldBackStartsOnlyOnceItsTimeHasCome) {
+  Harness h({GpuNode("n0")}, QuotaQueue(), SchedulerOptions{});
+  EventLog log;
+  h.lifecycle().set_listener(&log);
+  JobId job = h.Submit(Gang("retry", "q", {8}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+  h.lifecycle().Stopping(h.job(job));
+  // A failed attempt restarts after a 30 s backoff: pending, but not offered to a cycle.
+  h.lifecycle().Requeue(h.job(job), 0, RequeueCause::kFailure, 10 * kSecond, 40 * kSecond);
+  EXPECT_EQ(h.job(job).phase, JobPhase::kPending);
+  EXPECT_EQ(h.lifecycle().HeldUntil(job), 40 * kSecond);
+  EXPECT_EQ(h.scheduler().pending(), 0u);
+  EXPECT_EQ(log.events.back().kind, LifecycleEvent::Kind::kRequeued);
+  EXPECT_EQ(log.events.back().cause, RequeueCause::kFailure);
+  EXPECT_TRUE(h.Cycle(39 * kSecond).starts.empty());
+  EXPECT_TRUE(h.lifecycle().ReleaseDue(39 * kSecond).empty());
+  // A rebind (the server rebuilding its core) keeps the hold.
+  h.lifecycle().Bind(&h.state(), &h.quota(), &h.scheduler());
+  ASSERT_TRUE(h.lifecycle().Restore(h.job(job)).ok());
+  EXPECT_EQ(h.scheduler().pending(), 0u);
+  // The cycle at 40 s releases it first, then starts it: the second start.
+  ASSERT_EQ(Started(h.Cycle(40 * kSecond)), std::vector<uint64_t>{job.value()});
+  EXPECT_EQ(h.job(job).starts, 2);
+  EXPECT_EQ(h.lifecycle().HeldUntil(job), 0);
+  EXPECT_TRUE(h.lifecycle().CheckInvariants().empty());
+
+  // A held job that is cancelled leaves the hold too; a later release finds nothing.
+  h.lifecycle().Stopping(h.job(job));
+  h.lifecycle().Requeue(h.job(job), 0, RequeueCause::kFailure, 50 * kSecond, 80 * kSecond);
+  h.lifecycle().Finish(h.job(job), JobEnd::kCancelled, 60 * kSecond);
+  EXPECT_EQ(h.lifecycle().HeldUntil(job), 0);
+  EXPECT_TRUE(h.lifecycle().ReleaseDue(100 * kSecond).empty());
+  EXPECT_EQ(h.scheduler().pending(), 0u);
+}
+
 TEST(JobLifecycleTest, ALostTaskIsReleasedAtOnceAndTheRestWhenTheAttemptEnds) {
   Harness h({GpuNode("n0"), GpuNode("n1")}, QuotaQueue(), SchedulerOptions{});
   JobId gang = h.Submit(Gang("g", "q", {8, 8}), 0);
