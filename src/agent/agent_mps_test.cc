@@ -199,5 +199,38 @@ TEST_F(AgentMpsTest, WithoutTheProgramOrTheLimiterSharesRunAndTheProblemIsWritte
   EXPECT_EQ(env.count("TESSERA_CUDA_COMPUTE_PERCENT"), 0u);
 }
 
+// The project's limiter over the fake libcuda: a quarter share of GPU 1 booked 20 GiB
+// allocates 1 GiB at a time; the 21st allocation fails with CUDA_ERROR_OUT_OF_MEMORY and
+// cuMemGetInfo reports 20 GiB, in a task the agent started.
+TEST_F(AgentMpsTest, TheInjectedLimiterCapsAShareTaskAtItsBooking) {
+#ifdef TESSERA_LIMITER_LIBRARY
+  AgentOptions o = Options();
+  o.cuda_limiter = TESSERA_LIMITER_LIBRARY;
+  Start(o);
+  TaskLaunch l;
+  l.key = {11, 0, 0};
+  l.command = {TESSERA_CUDA_CLIENT, "alloc", "alloc", "dlsym", "25"};
+  l.gpus = {1};
+  l.gpu_milli = 250;
+  l.gpu_memory_mib = 20480;
+  l.env = {{"LD_LIBRARY_PATH", TESSERA_FAKE_LIBCUDA_DIR}};
+  controller_.Answer(HeartbeatResponse{{l}, {}, false});
+  auto log = [&] {
+    std::string all;
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(data_ + "/logs", ec)) {
+      all += ReadFile(f.path().string());
+    }
+    return all;
+  };
+  ASSERT_TRUE(Until([&] { return log().find("realloc_after_free=") != std::string::npos; })) << log();
+  const std::string out = log();
+  EXPECT_NE(out.find("allocated=20\nfirst_failure=21\nfailure_code=2\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("info_total_mib=20480\n"), std::string::npos) << out;
+#else
+  GTEST_SKIP() << "the CUDA limiter (src/limiter) is not part of this build";
+#endif
+}
+
 }  // namespace
 }  // namespace tessera
