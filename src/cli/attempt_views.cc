@@ -68,6 +68,9 @@ std::pair<std::string, std::string> Where(const json& tasks) {
 
 std::string Ended(const json& a) {
   const std::string ended = Str(a, "ended");
+  if (const std::string detail = Str(a, "detail"); !detail.empty()) {
+    return ended + ": " + detail;  // gpu-fault: XID 79 (...) on node n1 GPU 0
+  }
   const int64_t code = Int(a, "exit_code");
   const int64_t signal = Int(a, "signal");
   if (ended == "failed" || ended == "task lost") {
@@ -145,7 +148,23 @@ std::string AttemptsTable(const json& job, Micros now) {
     table.AddRow({"  " + std::to_string(Int(job, "attempts")), Str(job, "attempt_start_time"), "-",
                   FormatAge(*run), nodes, gpus, Str(job, "state")});
   }
-  return "Attempt history:\n" + table.Render();
+  std::string text = "Attempt history:\n" + table.Render();
+  const json* restart = Field(job, "restart");
+  if (restart != nullptr && restart->is_object()) {
+    std::vector<std::string> on;
+    for (const json& c : Array(*restart, "on")) {
+      if (c.is_string()) {
+        on.push_back(c.get<std::string>());
+      }
+    }
+    text += "Restarts: " + std::to_string(Int(*restart, "used")) + " of " +
+            std::to_string(Int(*restart, "max")) + " used (on " + Join(on, ", ") + ")";
+    if (const std::string at = Str(*restart, "restart_at"); !at.empty()) {
+      text += "; next attempt at " + at;
+    }
+    text += "\n";
+  }
+  return text;
 }
 
 }  // namespace tessera

@@ -92,6 +92,8 @@ Status Controller::Load(const std::string& queues_yaml) {
   }
 
   TESSERA_RETURN_IF_ERROR(LoadJobRows(now));
+  views_.set_clock(clock_);  // a restart's time left
+  RestoreRestarts(now);
   for (const auto& [id, job] : jobs_.all()) {
     PublishView(job);
   }

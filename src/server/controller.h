@@ -463,6 +463,25 @@ class Controller {
   void WriteIdleMetrics(MetricsWriter& w, Micros now) const;
   IdleState idle_;  // mu_
 
+  // GPU faults and restarts (controller_restarts.cc); mu_ held.
+  // A GPU failed in a way that ends the work on it (FaultEndsWork): the jobs holding it
+  // are stopped with their grace and requeued as "gpu-fault" (or fail, restarts spent).
+  void HandleGpuFault(const NodeInfo& node, int gpu, const HealthFinding& finding, Micros now,
+                      Pending& out);
+  // Whether the job's restart policy lets an attempt that ended for `cause` run again
+  // now (causes it does not count always do); else `why` says why not, in words.
+  bool RestartAllowed(const LiveJob& job, RequeueCause cause, std::string* why = nullptr) const;
+  const RestartPolicy& RestartPolicyOf(const LiveJob& job) const;
+  // Finalize of a requeue: counts the restart and returns when the next attempt may
+  // start (a failure's backoff; 0: at once); `ended` (the stored attempt) records both.
+  Micros CountRestart(LiveJob& job, Micros now, nlohmann::json& ended);
+  // After Open: each job's restart count, and the backoffs still to wait out.
+  void RestoreRestarts(Micros now);
+  // Restarts whose backoff ended are offered to the scheduler (their views change).
+  void ReleaseRestarts(Micros now, Pending& out);
+  void RestartJson(const LiveJob& job, nlohmann::json& out) const;  // into JobJson
+  void WriteRestartMetrics(MetricsWriter& w) const;
+
   // Part of Metrics(): the queues' quota, the agents, each GPU's allocation and drain.
   void WriteQuotaAndGpus(MetricsWriter& w) const;
 

@@ -24,7 +24,8 @@ namespace {
 // its nodes are still known.
 nlohmann::json EndedAttempt(const LiveJob& job, const JobRecord& rec, Micros now, bool failed,
                             const NodeRegistry& nodes, const GpuCatalog& catalog) {
-  static constexpr const char* kCause[] = {"preempted", "node lost", "task lost"};
+  static constexpr const char* kCause[] = {"preempted", "node lost", "task lost", "gpu-fault",
+                                           "failed"};
   std::string ended = failed ? "failed" : "succeeded";
   if (job.after == AfterStop::kRequeue) {
     ended = kCause[static_cast<size_t>(job.cause)];
@@ -265,6 +266,14 @@ void Controller::StopJob(LiveJob& job, AfterStop after, Micros grace, Micros now
 }
 
 void Controller::PlanRequeue(LiveJob& job, RequeueCause cause, std::string reason) {
+  std::string why;
+  if (job.after == AfterStop::kNone && !RestartAllowed(job, cause, &why)) {
+    // Its restart policy does not restart it for this, or its restarts are spent.
+    const std::string what = reason.rfind("requeued: ", 0) == 0 ? reason.substr(10) : reason;
+    job.after = AfterStop::kFail;
+    job.row.reason = "failed: " + what + " (" + why + ")";
+    return;
+  }
   if (job.after == AfterStop::kNone) {
     job.after = AfterStop::kRequeue;
     job.cause = cause;
@@ -291,11 +300,23 @@ void Controller::TaskExited(LiveJob& job, int task, int exit_code, int signal, M
                      (signal != 0 ? " was killed by signal " + std::to_string(signal)
                                   : " exited with code " + std::to_string(exit_code));
     job.row.exit_code = exit_code != 0 ? exit_code : 128 + signal;
+    const RestartPolicy& policy = RestartPolicyOf(job);
+    std::string why;
+    const bool restart = RestartAllowed(job, RequeueCause::kFailure, &why);
+    if (restart) {
+      // The whole gang stops, then restarts together after the backoff.
+      job.cause = RequeueCause::kFailure;
+      job.row.reason = "restarting after failure (attempt " + std::to_string(job.restarts + 2) +
+                       " of " + std::to_string(policy.max + 1) + ")";
+    } else if (policy.Restarts(RestartOn::kFailure)) {
+      job.row.reason += " (" + why + ")";
+    }
+    const AfterStop after = restart ? AfterStop::kRequeue : AfterStop::kFail;
     if (alive) {
-      StopJob(job, AfterStop::kFail, 0, now, out);
+      StopJob(job, after, 0, now, out);
       return;
     }
-    job.after = AfterStop::kFail;
+    job.after = after;
   }
   if (!alive) {
     Finalize(job, now, out);
@@ -321,21 +342,24 @@ void Controller::Finalize(LiveJob& job, Micros now, Pending& out) {
   // A preempted job whose tasks all exited 0 without reporting a checkpoint ran to its
   // end within its grace period: it is done, not stopped early (README, "Preemption
   // protocol"). A checkpoint report, a signal or a non-zero code means resume it.
-  if (job.after == AfterStop::kRequeue && job.cause == RequeueCause::kPreempted && !failed &&
-      !job.checkpointed && !job.tasks.empty()) {
+  if (job.after == AfterStop::kRequeue &&
+      (job.cause == RequeueCause::kPreempted || job.cause == RequeueCause::kGpuFault) &&
+      !failed && !job.checkpointed && !job.tasks.empty()) {
     job.after = AfterStop::kNone;
     job.row.reason.clear();
   }
   // The attempt that ended is stored with this transition; the job now holds nothing.
+  nlohmann::json ended = EndedAttempt(job, rec, now, failed, nodes_, *catalog_);
+  // A restart is counted (and a failure's backoff set) in the same write.
+  const Micros restart_at = job.after == AfterStop::kRequeue ? CountRestart(job, now, ended) : 0;
   job.row.placement_json =
-      rec.run_start > 0 ? AppendAttempt(job.row.placement_json,
-                                        EndedAttempt(job, rec, now, failed, nodes_, *catalog_))
+      rec.run_start > 0 ? AppendAttempt(job.row.placement_json, std::move(ended))
                         : WithStoredAttempts(nlohmann::json::object(), job.row.placement_json);
   JobEnd end = JobEnd::kSucceeded;
   switch (job.after) {
     case AfterStop::kRequeue: {
       core_.lifecycle()->Requeue(rec, job.checkpointed ? job.checkpoint_progress : 0, job.cause,
-                                 now);
+                                 now, restart_at);
       job.row.progress_us = rec.resumed_from;
       job.SetState(JobState::kPending);
       job.tasks.clear();
@@ -404,6 +428,7 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
 }
 
 bool Controller::RunCoreCycle(Micros now, Pending& out) {
+  ReleaseRestarts(now, out);  // backoffs that ended: offered to this cycle
   if (core_.state()->present_count() == 0 || core_.scheduler()->pending() == 0) {
     return false;
   }

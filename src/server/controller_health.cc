@@ -147,6 +147,9 @@ void Controller::HandleTelemetry(NodeInfo& node, const std::string& agent_id,
         SetDrain(node, index,
                  DrainInfo{finding->reason, "health", std::string(HealthKindName(finding->kind)), now},
                  out);
+        if (FaultEndsWork(*finding)) {
+          HandleGpuFault(node, index, *finding, now, out);  // its jobs stop and requeue
+        }
       }
     } else if (existing->second.kind == HealthKindName(HealthKind::kTemperature) &&
                !now_sample.lost && now_sample.temp_c <= options_.health.temperature_resume_c) {
@@ -157,6 +160,9 @@ void Controller::HandleTelemetry(NodeInfo& node, const std::string& agent_id,
       SetDrain(node, index,
                DrainInfo{finding->reason, "health", std::string(HealthKindName(finding->kind)), now},
                out);
+      if (FaultEndsWork(*finding)) {
+        HandleGpuFault(node, index, *finding, now, out);
+      }
     }
   }
   node.telemetry = std::move(by_index);

@@ -195,6 +195,7 @@ std::string Controller::Metrics() {
     w.Sample({{"queue", core_.tree().spec(q).name}},
              static_cast<double>(it != counters_.preemptions.end() ? it->second : 0));
   }
+  WriteRestartMetrics(w);
 
   w.Family("tessera_scheduler_cycles_total", MetricType::kCounter, "Scheduling cycles run.");
   w.Sample({}, static_cast<double>(counters_.cycles.load()));

@@ -109,6 +109,7 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
       {"run_as", RunAsJson(identities_.Known(row.tenant))},
       {"tasks", std::move(tasks)}};
   IdleJson(job, out);
+  RestartJson(job, out);
   if (with_reason) {
     JobView view;
     FillReason(job, view);
@@ -131,10 +132,14 @@ void Controller::FillReason(const LiveJob& job, JobView& view) const {
   view.reason = job.row.reason;
   if (view.pending) {
     // Why it was requeued, if it was, then (at read time) why it waits now.
-    const bool requeued =
-        view.reason.rfind("requeued", 0) == 0 || view.reason.rfind("preempted", 0) == 0;
+    const bool requeued = view.reason.rfind("requeued", 0) == 0 ||
+                          view.reason.rfind("preempted", 0) == 0 ||
+                          view.reason.rfind("restarting", 0) == 0;
     if (!requeued) {
       view.reason.clear();
+    }
+    if (job.slot != JobTable::kArchived) {
+      view.restart_at = core_.lifecycle()->HeldUntil(jobs_.Rec(job).id);  // its backoff
     }
     view.demand = DemandOf(job.id(), job.row.queue, job.submission.spec, *catalog_);
   }

@@ -28,6 +28,19 @@ std::optional<HealthKind> ParseHealthKind(std::string_view name) {
   return std::nullopt;
 }
 
+bool FaultEndsWork(const HealthFinding& finding) {
+  switch (finding.kind) {
+    case HealthKind::kLost:
+    case HealthKind::kEcc:
+      return true;
+    case HealthKind::kXid:
+      return finding.xid == 48 || finding.xid == 79 || finding.xid == 94 || finding.xid == 95;
+    case HealthKind::kTemperature:
+      return false;
+  }
+  return false;
+}
+
 bool ApplicationXid(int xid) { return xid == 13 || xid == 31 || xid == 43 || xid == 45; }
 
 std::string_view XidDescription(int xid) {
@@ -69,7 +82,7 @@ std::optional<HealthFinding> CheckGpuHealth(const GpuTelemetry* previous, const 
     if (!what.empty()) {
       reason += " (" + std::string(what) + ")";
     }
-    return HealthFinding{HealthKind::kXid, std::move(reason)};
+    return HealthFinding{HealthKind::kXid, std::move(reason), now.last_xid};
   }
   if (previous != nullptr && now.ecc_dbe_volatile > previous->ecc_dbe_volatile) {
     return HealthFinding{HealthKind::kEcc,

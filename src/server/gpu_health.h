@@ -37,7 +37,17 @@ std::optional<HealthKind> ParseHealthKind(std::string_view name);
 struct HealthFinding {
   HealthKind kind;
   std::string reason;  // "XID 79 (GPU has fallen off the bus)"
+  int xid = 0;         // kXid: the code
 };
+
+// Whether a finding ends the work of the jobs on the GPU (they are stopped with the
+// preemption signal and requeued, "gpu-fault"), beyond draining it: lost, uncorrectable
+// ECC, and XIDs 48 (double-bit ECC), 79 (fallen off the bus), 94 (contained ECC: the
+// driver kills the contexts that used the bad memory) and 95 (uncontained ECC: every
+// context on the GPU is suspect). Other XIDs (NVLink, GSP, micro-controller events)
+// and temperature only drain: the work there may well finish, and a wrong requeue
+// costs its progress since the last checkpoint.
+bool FaultEndsWork(const HealthFinding& finding);
 
 // The first reason to drain, in the order of the rules above; nullopt when healthy.
 std::optional<HealthFinding> CheckGpuHealth(const GpuTelemetry* previous, const GpuTelemetry& now,

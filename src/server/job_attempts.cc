@@ -67,6 +67,9 @@ nlohmann::json AttemptsView(const nlohmann::json& stored) {
          {"ended", a.value("ended", "")},
          {"exit_code", a.value("exit_code", 0)},
          {"signal", a.value("signal", 0)},
+         // gpu-fault: which GPU and what it reported; the restarts counted so far.
+         {"detail", a.value("detail", "")},
+         {"restarts", a.value("restarts", 0)},
          {"tasks", a.value("tasks", nlohmann::json::array())}});
   }
   return out;

@@ -4,8 +4,10 @@
 // needs no schema change. A finished job keeps its placement this way.
 //
 // Stored attempt: {"attempt": n, "start": us, "end": us, "ended": "succeeded" |
-// "failed" | "cancelled" | "preempted" | "node lost" | "task lost", "exit_code": c,
-// "signal": s, "tasks": [{"node": name, "exit_code", "signal",
+// "failed" | "cancelled" | "preempted" | "node lost" | "task lost" | "gpu-fault", "exit_code": c,
+// "signal": s, "detail": "XID 79 (...) on node n1 GPU 0" (gpu-fault), "restarts": n (the
+// restart policy's count after it), "restart_at": us (a failure's backoff end),
+// "tasks": [{"node": name, "exit_code", "signal",
 // "gpus": [{"index", "model", "uuid", "milli", "mig_profile"}]}]}
 //
 // Thread safety: functions, no shared state.

@@ -66,6 +66,9 @@ struct LiveJob {
   RequeueCause cause = RequeueCause::kPreempted;  // with after == kRequeue
   bool checkpointed = false;  // reported a checkpoint since its preemption signal
   Micros checkpoint_progress = 0;
+  // Restarts its restart policy counted (api/restart_policy.h), stored with each ended
+  // attempt ("restarts"); read back at Open.
+  int restarts = 0;
   // row.spec_json parsed, made on first view (the spec never changes).
   mutable std::shared_ptr<const nlohmann::json> spec_view;
   // Its JobRecord's index in the table's records (the core's JobId), reused once it is

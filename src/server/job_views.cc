@@ -55,6 +55,12 @@ std::string PublishedJobs::ReasonOf(const JobView& view) const {
   if (!view.pending) {
     return view.reason;
   }
+  if (view.restart_at > 0) {
+    // Held back by its restart policy's backoff: not waiting for resources yet.
+    const Micros left = clock_ != nullptr ? view.restart_at - clock_->NowMicros() : 0;
+    return view.reason +
+           (left > 0 ? " in " + std::to_string((left + 999'999) / 1'000'000) + "s" : " now");
+  }
   const std::string why = PendingReasonOf(view.demand, *context(), *catalog_);
   return view.reason.empty() ? why : view.reason + "; " + why;
 }

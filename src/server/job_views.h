@@ -112,6 +112,9 @@ struct JobView {
   // why it waits now is added at read time.
   std::string reason;
   bool pending = false;
+  // A restart waiting out its backoff (api/restart_policy.h): until then the reason is
+  // `reason` and the time left; 0: none.
+  Micros restart_at = 0;
   int tasks = 0;         // the gang's size (its logs are tasks 0..tasks-1)
   PendingDemand demand;  // when pending
 };
@@ -119,6 +122,8 @@ struct JobView {
 class PublishedJobs {
  public:
   explicit PublishedJobs(const GpuCatalog& catalog) : catalog_(&catalog) {}
+  // For a restart's time left; set before the first read.
+  void set_clock(const Clock* clock) { clock_ = clock; }
 
   void Put(std::shared_ptr<const JobView> view);
   void Erase(JobNumber id);
@@ -150,6 +155,7 @@ class PublishedJobs {
 
  private:
   const GpuCatalog* catalog_;
+  const Clock* clock_ = nullptr;
   // A plain mutex, held for a lookup, an insert or a bounded step of a listing's walk:
   // a reader-preferring lock could starve the controller's publishing under read load.
   mutable std::mutex mu_;

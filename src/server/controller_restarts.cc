@@ -1,0 +1,194 @@
+// GPU faults that end a job's attempt, and the restart policy (api/restart_policy.h):
+// which ends of an attempt start another, how many, and after what backoff. Requeues go
+// through the controller's one stop path (PlanRequeue, StopJob, Finalize) and the core's
+// JobLifecycle::Requeue, as preemptions and lost nodes do; a failure's backoff is the
+// lifecycle's hold (JobLifecycle::HoldUntil), stored with the ended attempt so that a
+// controller restart keeps it.
+#include <iostream>
+#include <optional>
+
+#include "base/time_format.h"
+#include "server/controller.h"
+#include "server/job_attempts.h"
+
+namespace tessera {
+namespace {
+
+// The restart.on entry a cause counts against; none: it never counts.
+std::optional<RestartOn> CountedAs(RequeueCause cause) {
+  switch (cause) {
+    case RequeueCause::kFailure:
+      return RestartOn::kFailure;
+    case RequeueCause::kNodeLost:
+      return RestartOn::kNodeLost;
+    case RequeueCause::kGpuFault:
+      return RestartOn::kGpuFault;
+    case RequeueCause::kPreempted:
+    case RequeueCause::kTaskLost:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const RestartPolicy& Controller::RestartPolicyOf(const LiveJob& job) const {
+  static const RestartPolicy kDefault = DefaultRestartPolicy();
+  return job.submission.restart ? *job.submission.restart : kDefault;
+}
+
+bool Controller::RestartAllowed(const LiveJob& job, RequeueCause cause, std::string* why) const {
+  const std::optional<RestartOn> on = CountedAs(cause);
+  if (!on) {
+    return true;
+  }
+  const RestartPolicy& policy = RestartPolicyOf(job);
+  if (!policy.Restarts(*on)) {
+    if (why != nullptr) {
+      *why = "its restart policy does not restart on " + std::string(RestartOnName(*on));
+    }
+    return false;
+  }
+  if (job.restarts >= policy.max) {
+    if (why != nullptr) {
+      *why = "no restarts left: " + std::to_string(job.restarts) + " of " +
+             std::to_string(policy.max) + " used";
+    }
+    return false;
+  }
+  return true;
+}
+
+Micros Controller::CountRestart(LiveJob& job, Micros now, nlohmann::json& ended) {
+  const std::optional<RestartOn> on = CountedAs(job.cause);
+  if (job.cause == RequeueCause::kGpuFault) {
+    static constexpr std::string_view kPrefix = "requeued: gpu-fault: ";
+    if (job.row.reason.rfind(kPrefix, 0) == 0) {
+      ended["detail"] = job.row.reason.substr(kPrefix.size());
+    }
+  }
+  if (on) {
+    ++job.restarts;
+    ++counters_.restarts[std::string(RestartOnName(*on))];
+  }
+  ended["restarts"] = job.restarts;
+  if (job.cause != RequeueCause::kFailure) {
+    return 0;  // the fault was the machine's: requeued at once, elsewhere
+  }
+  const Micros backoff = RestartPolicyOf(job).backoff;
+  if (backoff <= 0) {
+    return 0;
+  }
+  ended["restart_at"] = now + backoff;
+  return now + backoff;
+}
+
+void Controller::HandleGpuFault(const NodeInfo& node, int gpu, const HealthFinding& finding,
+                                Micros now, Pending& out) {
+  const std::string& name = node.inventory.spec.name;
+  const std::string where = finding.reason + " on node " + name + " GPU " + std::to_string(gpu);
+  for (auto& [id, job] : jobs_.all()) {
+    const JobRecord& rec = jobs_.Rec(job);
+    if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
+      continue;
+    }
+    bool holds = false;
+    for (size_t t = 0; t < job.tasks.size() && t < rec.allocations.size(); ++t) {
+      if (job.tasks[t].node != name || job.tasks[t].exited) {
+        continue;
+      }
+      for (const GpuGrant& g : rec.allocations[t].gpus) {
+        holds = holds || g.gpu == gpu;
+      }
+    }
+    if (!holds || job.after != AfterStop::kNone) {
+      continue;  // its end is decided already (a cancel, a failure, a requeue under way)
+    }
+    ++counters_.gpu_faults[std::string(HealthKindName(finding.kind))];
+    std::cerr << "tessera server: job " << ToString(id) << " stops: GPU fault: " << where << "\n";
+    PlanRequeue(job, RequeueCause::kGpuFault, "requeued: gpu-fault: " + where);
+    // Every task of the gang gets the preemption signal and the grace to checkpoint;
+    // the drain keeps the next attempt off this GPU.
+    StopJob(job, job.after, options_.stop_grace, now, out);
+  }
+}
+
+void Controller::RestoreRestarts(Micros now) {
+  (void)now;
+  for (auto& [id, job] : jobs_.all()) {
+    const nlohmann::json attempts = StoredAttempts(job.row.placement_json);
+    if (attempts.empty() || !attempts.back().is_object()) {
+      continue;
+    }
+    const nlohmann::json& last = attempts.back();
+    job.restarts = last.value("restarts", 0);
+    const Micros restart_at = last.value("restart_at", Micros{0});
+    if (job.state == JobState::kPending && restart_at > 0) {
+      // Waits out its backoff even across the restart (released by the first cycle
+      // when it has passed).
+      core_.lifecycle()->HoldUntil(jobs_.Rec(job), restart_at);
+    }
+    // A stopping job's cause is not stored; its reason says it.
+    if (job.after == AfterStop::kRequeue) {
+      if (job.row.reason.rfind("requeued: gpu-fault", 0) == 0) {
+        job.cause = RequeueCause::kGpuFault;
+      } else if (job.row.reason.rfind("restarting after failure", 0) == 0) {
+        job.cause = RequeueCause::kFailure;
+      } else if (job.row.reason.rfind("requeued: node", 0) == 0) {
+        job.cause = RequeueCause::kNodeLost;
+      }
+    }
+  }
+}
+
+void Controller::ReleaseRestarts(Micros now, Pending& out) {
+  if (core_.lifecycle() == nullptr || !core_.lifecycle()->bound()) {
+    return;
+  }
+  for (JobId slot : core_.lifecycle()->ReleaseDue(now)) {
+    out.dirty.insert(jobs_.IdAt(slot));
+  }
+}
+
+void Controller::RestartJson(const LiveJob& job, nlohmann::json& out) const {
+  const RestartPolicy& policy = RestartPolicyOf(job);
+  nlohmann::json on = nlohmann::json::array();
+  for (RestartOn c : {RestartOn::kFailure, RestartOn::kNodeLost, RestartOn::kGpuFault}) {
+    if (policy.Restarts(c)) {
+      on.push_back(std::string(RestartOnName(c)));
+    }
+  }
+  Micros restart_at = 0;
+  if (job.slot != JobTable::kArchived && job.state == JobState::kPending) {
+    restart_at = core_.lifecycle()->HeldUntil(jobs_.Rec(job).id);
+  }
+  out["restart"] = {{"max", policy.max},
+                    {"on", std::move(on)},
+                    {"backoff_seconds", static_cast<double>(policy.backoff) / 1e6},
+                    {"default", !job.submission.restart.has_value()},
+                    {"used", job.restarts},
+                    {"left", std::max(0, policy.max - job.restarts)},
+                    {"restart_at", restart_at > 0 ? nlohmann::json(FormatRfc3339(restart_at))
+                                                  : nlohmann::json(nullptr)}};
+}
+
+void Controller::WriteRestartMetrics(MetricsWriter& w) const {
+  w.Family("tessera_job_gpu_faults_total", MetricType::kCounter,
+           "Jobs stopped and requeued (or failed) because a GPU they held failed, by finding "
+           "kind (xid, ecc, lost), since the controller started.");
+  for (const char* kind : {"lost", "xid", "ecc"}) {
+    auto it = counters_.gpu_faults.find(kind);
+    w.Sample({{"kind", kind}},
+             static_cast<double>(it != counters_.gpu_faults.end() ? it->second : 0));
+  }
+  w.Family("tessera_job_restarts_total", MetricType::kCounter,
+           "Restarts counted by jobs' restart policies, by cause (failure, node-lost, "
+           "gpu-fault), since the controller started.");
+  for (const char* cause : {"failure", "node-lost", "gpu-fault"}) {
+    auto it = counters_.restarts.find(cause);
+    w.Sample({{"cause", cause}},
+             static_cast<double>(it != counters_.restarts.end() ? it->second : 0));
+  }
+}
+
+}  // namespace tessera
