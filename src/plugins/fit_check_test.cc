@@ -76,6 +76,30 @@ TEST(FitCheckTest, ShareAsksMoreGpuMemoryThanAnyGpu) {
   EXPECT_TRUE(checker.Check(Gang(Share(500, 1000, 40 * 1024), 1)).fits);
 }
 
+// A timeslice card's memory counts for a share's memory request (it is not booked, but
+// a request above the card never fits); a timeslice card never takes a whole-GPU task.
+TEST(FitCheckTest, TimesliceCardsServeSharesWithinTheirMemoryOnly) {
+  NodeSpec ts = Node("ts", "A100-80GB", 4, SharingMode::kTimeslice);
+  for (GpuSpec& g : ts.gpus) {
+    g.replicas = 4;
+  }
+  ClusterState state = Cluster({ts, Node("ex", "H100-80GB", 2, SharingMode::kExclusive)});
+  FitChecker checker(state);
+  EXPECT_EQ(Never(checker, Gang(Share(250, 1000, 81 * 1024), 1)),
+            "never fits: a task asks 81 GiB of GPU memory per GPU; the largest GPU has 80 GiB "
+            "(A100-80GB)");
+  EXPECT_TRUE(checker.Check(Gang(Share(250, 1000, 80 * 1024), 1)).fits);
+  // Shares of many tasks fit the replicas; whole GPUs only the two exclusive cards.
+  EXPECT_TRUE(checker.Check(Gang(Share(250), 16)).fits);
+  EXPECT_TRUE(checker.Check(Gang(Whole(1), 2)).fits);
+  EXPECT_EQ(Never(checker, Gang(Whole(1), 3)).rfind("never fits: the job needs 3 GPUs; 2 are", 0),
+            0u)
+      << Never(checker, Gang(Whole(1), 3));
+  ClusterState only_ts = Cluster({ts});
+  EXPECT_EQ(Never(FitChecker(only_ts), Gang(Whole(1), 1)),
+            "never fits: a task needs a GPU in exclusive or shared mode; no schedulable GPU is");
+}
+
 TEST(FitCheckTest, GangLargerThanSchedulableGpusNamesTheDrain) {
   ClusterState state = Cluster({Node("n1", "H100-80GB", 8, SharingMode::kExclusive),
                                 Node("n3", "H100-80GB", 8, SharingMode::kExclusive)});
