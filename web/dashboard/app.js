@@ -390,7 +390,7 @@ function renderJobs(jobs, now) {
         el('td', {}, Number.isFinite(since) ? M.formatDuration(now - since) : ''),
         el('td', {}, r.nodes.join(', ')),
         el('td', { title: r.eta || r.etaNote }, r.state === 'pending' ? M.etaText(r, now) : ''),
-        el('td', { class: 'reason' }, r.state === 'pending' ? r.reason : '')));
+        el('td', { class: 'reason' }, M.jobReasonText(r))));
     }
   });
 }

@@ -317,6 +317,19 @@ export function queueRows(queues) {
   }));
 }
 
+function lastEnd(j) {
+  const h = Array.isArray(j.attempt_history) ? j.attempt_history : [];
+  const a = h.length ? h[h.length - 1] : null;
+  if (!a || !['gpu-fault', 'failed', 'node lost'].includes(a.ended)) return '';
+  return a.detail ? `${a.ended}: ${a.detail}` : a.ended;
+}
+
+// The reason column: a pending job's reason; a running one's last fault or failure.
+export function jobReasonText(r) {
+  if (r.state === 'pending') return r.reason;
+  return r.lastEnd ? `attempt ${r.attempts}, after ${r.lastEnd}` : '';
+}
+
 // The queue view: pending jobs first (oldest first), then running ones.
 export function jobRows(jobs) {
   const rank = { pending: 0, running: 1 };
@@ -339,6 +352,10 @@ export function jobRows(jobs) {
       position: Number.isFinite(j.position) ? j.position : null,
       // Flagged by its queue's idle policy: 'idle', 'hung' (idle and silent), or ''.
       idle: j.idle_since ? (j.hung ? 'hung' : 'idle') : '',
+      // How its last attempt ended when that was a fault or a failure ('gpu-fault: XID 79
+      // (...) on node n1 GPU 0'), for a job running or waiting again after it; '' otherwise.
+      lastEnd: lastEnd(j),
+      attempts: Number(j.attempts) || 0,
     }))
     .sort((a, b) => rank[a.state] - rank[b.state] || (Number(a.id) || 0) - (Number(b.id) || 0));
 }

@@ -219,6 +219,18 @@ test('jobRows: a running job flagged idle or hung says so', () => {
   assert.deepEqual(rows.map((r) => r.idle), ['idle', 'hung', '']);
 });
 
+test('jobRows: a job requeued by a GPU fault says so while pending and once running again', () => {
+  const history = [{ attempt: 1, ended: 'gpu-fault', detail: 'XID 79 (GPU has fallen off the bus) on node n1 GPU 0' }];
+  const rows = M.jobRows([
+    { id: 1, state: 'pending', attempts: 1, reason: 'requeued: gpu-fault: XID 79 (GPU has fallen off the bus) on node n1 GPU 0', attempt_history: history },
+    { id: 2, state: 'running', attempts: 2, attempt_history: history },
+    { id: 3, state: 'running', attempts: 2, attempt_history: [{ attempt: 1, ended: 'preempted' }] },
+  ]);
+  assert.equal(M.jobReasonText(rows[0]), 'requeued: gpu-fault: XID 79 (GPU has fallen off the bus) on node n1 GPU 0');
+  assert.equal(M.jobReasonText(rows[1]), 'attempt 2, after gpu-fault: XID 79 (GPU has fallen off the bus) on node n1 GPU 0');
+  assert.equal(M.jobReasonText(rows[2]), '');
+});
+
 test('etaText: the forecast start of a pending job, its position, or why there is none', () => {
   const now = Date.UTC(2026, 11, 3, 12, 0, 0);
   const [row] = M.jobRows([{ id: 7, state: 'pending', eta: '2026-12-03T12:12:00Z', position: 3 }]);
