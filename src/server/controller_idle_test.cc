@@ -3,6 +3,10 @@
 // after its queue's window and takes the queue's action.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 #include "base/time_format.h"
 #include "server/controller_fixture.h"
 
@@ -128,6 +132,13 @@ TEST_F(ControllerIdleTest, NotifyFlagsAfterTheWindowNotBeforeAndClearsOnRecovery
               0.01, 0.0001);
   EXPECT_NEAR(Sample(metrics, "tessera_queue_gpu_utilisation_ratio{queue=\"team-a\"}"), 0.01, 0.0001);
   EXPECT_NEAR(Sample(metrics, "tessera_cluster_gpu_utilisation_ratio"), 0.01, 0.0001);
+  // The new families pass promtool's lint (where promtool is installed, as in CI).
+  if (std::filesystem::exists("/usr/bin/promtool")) {
+    const std::string file = dir_ + "/metrics.txt";
+    std::ofstream(file) << metrics;
+    EXPECT_EQ(std::system(("/usr/bin/promtool check metrics < " + file + " > " + file + ".out 2>&1").c_str()), 0)
+        << std::ifstream(file + ".out").rdbuf();
+  }
 
   // Busy again: cleared within a minute (the window's last thirtieth).
   TickUntil(clock_.NowMicros() + kMinute, 90, id);
