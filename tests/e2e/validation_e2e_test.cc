@@ -1,7 +1,9 @@
-// End to end: a validation run on real `tessera server` and `tessera agent` processes with
-// fake GPUs, driven through the `tessera validate` command. The check prints a value read
-// from a file: the first run sets GPU 0's baseline, the second, 30 % lower, drains that
-// GPU with the regression as the reason. Every wait is bounded; it takes a few seconds.
+// End to end: validation runs on real `tessera server` and `tessera agent` processes with
+// fake GPUs, driven through the `tessera validate` command. A check that prints a value
+// read from a file: the first run sets GPU 0's baseline, the second, 30 % lower, drains
+// that GPU with the regression as the reason. And a check on a busy node: the node is
+// held (its job not preempted, new work kept off it) until the job ends, then the check
+// runs before the waiting work. Every wait is bounded; each test takes a few seconds.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -9,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "e2e/cluster_fixture.h"
@@ -55,9 +58,64 @@ class ValidationTest : public ServerAndAgentsTest {
     return runs.empty() ? json::object() : runs[0];
   }
 
+  // POST /v1/jobs as the admin: the new job's id (0 on failure).
+  uint64_t Submit(const std::string& command) {
+    const json spec = {{"name", "work"},
+                       {"queue", "team-a"},
+                       {"command", command},
+                       {"resources", {{"gpus", 1}}}};
+    auto r = ApiClient(url_, admin_).Post("/v1/jobs", spec.dump(), "application/json");
+    if (!r || (r->status != 200 && r->status != 201)) {
+      ADD_FAILURE() << "submit: " << (r ? r->body : "no answer");
+      return 0;
+    }
+    return json::parse(r->body).value("id", uint64_t{0});
+  }
+  std::string State(uint64_t id) { return Job(id).value("state", ""); }
+
   std::string value_file_;
   int cli_runs_ = 0;
 };
+
+// The node is held while its job runs: the job is not preempted, new work does not land
+// there although a GPU is free, and the check runs once the job ends, before that work.
+TEST_F(ValidationTest, TheCheckWaitsForTheNodesJobAndHoldsTheNodeMeanwhile) {
+  StartAgent("n1", "2xH100-80GB");
+  const uint64_t busy = Submit("sleep 60");
+  ASSERT_TRUE(WaitFor([&] { return State(busy) == "running"; }, 10s)) << Job(busy).dump();
+  std::string out;
+  ASSERT_EQ(Validate({"add", "burn", "--command",
+                      "echo '{\"gpu\":1,\"metric\":\"tflops\",\"value\":300}'"},
+                     &out),
+            0)
+      << out;
+  ASSERT_EQ(Validate({"run", "burn"}, &out), 0) << out;
+  json node;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        node = Get("/v1/nodes")["nodes"][0];
+        return node.value("reason", "") ==
+               "held for validation burn: takes no new work until its jobs end";
+      },
+      10s))
+      << node.dump();
+  EXPECT_EQ(node["schedulable"], false);
+  const uint64_t later = Submit("true");
+  std::this_thread::sleep_for(1s);  // cycles run every 50 ms: it would have started
+  EXPECT_EQ(State(later), "pending") << Job(later).dump();
+  EXPECT_EQ(State(busy), "running");  // not preempted for the check
+  EXPECT_TRUE(Get("/v1/admin/validations/results?check=burn")["runs"].empty());
+
+  auto cancelled = ApiClient(url_, admin_).Post("/v1/jobs/" + std::to_string(busy) + "/cancel",
+                                                "", "application/json");
+  ASSERT_TRUE(cancelled && cancelled->status == 200);
+  const json run = WaitForRuns(1);
+  EXPECT_EQ(run.value("outcome", ""), "passed") << run.dump();
+  ASSERT_TRUE(WaitFor([&] { return State(later) == "succeeded"; }, 10s)) << Job(later).dump();
+  // The check's job ran before the waiting work started.
+  EXPECT_LE(Job(run["job"].get<uint64_t>()).value("end_time", ""),
+            Job(later).value("start_time", "~"));
+}
 
 TEST_F(ValidationTest, ARegressingRunDrainsItsGpuWithTheReason) {
   StartAgent("n1", "2xH100-80GB");
