@@ -206,6 +206,11 @@ Status MpsSupervisor::Reconcile(const std::vector<SharedGpu>& shared) {
       } else if (Status begun = Begin(d); !begun.ok()) {
         Refuse(d, begun.message());
       }
+    } else if (!d.s.problem.empty() && !g.mig && d.s.pid < 0) {
+      // Refused before (no program, a directory): tried again at each discovery.
+      if (Status begun = Begin(d); !begun.ok()) {
+        Refuse(d, begun.message());
+      }
     }
     if (!d.s.problem.empty() && first.ok()) {
       first = FailedPreconditionError(d.s.problem);

@@ -19,7 +19,7 @@
 // (<pipe>/nvidia-cuda-mps-control.pid, written by the daemon) names a live
 // nvidia-cuda-mps-control.
 // Refusals (no daemon, a problem that status() reports and the log says once): the GPU
-// is in MIG mode, or the program is not found.
+// is in MIG mode, or the program is not found (looked for again at each Reconcile).
 //
 // Thread safety: none; the caller serialises (the agent holds its own lock).
 #pragma once

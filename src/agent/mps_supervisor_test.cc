@@ -256,6 +256,12 @@ TEST_F(MpsSupervisorTest, AMissingProgramIsReportedPerGpuAndNothingStarts) {
   clock_.Advance(60'000'000);
   sup_->Poll();  // no restart loop for a refusal
   EXPECT_TRUE(world_->procs.empty());
+  // Installed later: the next discovery starts the daemons.
+  world_->installed = true;
+  ASSERT_TRUE(sup_->Reconcile(kTwo).ok());
+  EXPECT_EQ(world_->Daemons().size(), 2u);
+  EXPECT_TRUE(sup_->Running(1).has_value());
+  EXPECT_TRUE(sup_->status()[1].problem.empty());
 }
 
 TEST_F(MpsSupervisorTest, AnAgentThatKeepsItsTasksLeavesTheDaemonsForTheNextOneToAdopt) {
