@@ -83,6 +83,25 @@ TEST(AttemptViewsTest, AFinishedJobShowsItsLastAttempt) {
   EXPECT_NE(table.find("node-b  1 3g.40gb    failed (exit 3)\n"), std::string::npos) << table;
 }
 
+TEST(AttemptViewsTest, AGpuFaultNamesTheFindingAndTheRestartsAreCounted) {
+  json job = Requeued();
+  job["attempt_history"][0]["ended"] = "gpu-fault";
+  job["attempt_history"][0]["detail"] = "XID 79 (GPU has fallen off the bus) on node node-a GPU 0";
+  job["restart"] = json::parse(R"({"max": 3, "on": ["node-lost", "gpu-fault"], "used": 1,
+                                   "left": 2, "restart_at": null})");
+  const std::string table = AttemptsTable(job, At("2026-11-29T21:12:00Z"));
+  EXPECT_NE(table.find("2 H100-80GB  gpu-fault: XID 79 (GPU has fallen off the bus) on node "
+                       "node-a GPU 0\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("Restarts: 1 of 3 used (on node-lost, gpu-fault)\n"), std::string::npos)
+      << table;
+  job["restart"]["restart_at"] = "2026-11-29T21:13:00Z";
+  EXPECT_NE(AttemptsTable(job, At("2026-11-29T21:12:00Z"))
+                .find("used (on node-lost, gpu-fault); next attempt at 2026-11-29T21:13:00Z\n"),
+            std::string::npos);
+}
+
 TEST(AttemptViewsTest, AnOlderControllerCountsFromTheFirstStart) {
   const json job = json::parse(R"({"state": "running", "attempts": 2,
       "start_time": "2026-11-29T21:00:00Z", "end_time": null})");

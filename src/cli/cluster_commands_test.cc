@@ -83,6 +83,26 @@ TEST(SubmitTest, BuildsTheJsonSpecFromFlags) {
   EXPECT_EQ(json::parse(seen[0].body), expected) << seen[0].body;
 }
 
+TEST(SubmitTest, RestartFlagsMakeTheRestartBlock) {
+  SubmitOptions o;
+  o.command = {"train"};
+  o.restart_max = "2";
+  o.restart_on = "failure,gpu-fault";
+  o.restart_backoff = "10s";
+  StatusOr<json> spec = BuildJobSpec(o);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ((*spec)["restart"],
+            json::parse(R"({"max": 2, "on": ["failure", "gpu-fault"], "backoff": "10s"})"));
+  o.restart_on = "failure,oom";
+  EXPECT_NE(BuildJobSpec(o).status().message().find("--restart-on"), std::string::npos);
+  o.restart_on = "";
+  o.restart_max = "two";
+  EXPECT_NE(BuildJobSpec(o).status().message().find("--restart-max"), std::string::npos);
+  SubmitOptions plain;
+  plain.command = {"train"};
+  EXPECT_FALSE(BuildJobSpec(plain)->contains("restart"));
+}
+
 TEST(SubmitTest, MinimalSpecHasOnlyCommandAndEnv) {
   SubmitOptions o;
   o.command = {"echo", "hi"};
