@@ -346,6 +346,7 @@ class FakeGpuBackend : public GpuBackend {
     int64_t ecc_sbe = 0;
     int64_t ecc_dbe = 0;
     std::optional<int> temp_override;
+    std::optional<int> util_override;  // a job made to look idle (or busy)
     bool lost = false;
   };
 
@@ -433,6 +434,9 @@ class FakeGpuBackend : public GpuBackend {
     if (gpu.temp_override) {
       t.temp_c = *gpu.temp_override;
     }
+    if (gpu.util_override) {
+      t.util_pct = *gpu.util_override;
+    }
     return t;
   }
 
@@ -500,7 +504,7 @@ class FakeGpuBackend : public GpuBackend {
     TESSERA_ASSIGN_OR_RETURN(Json j, ParseJsonText(line, "fault", JsonTextLimits{4096, 4}));
     FieldReader r;
     TESSERA_RETURN_IF_ERROR(
-        r.CheckObject(j, "", {"gpu", "xid", "ecc_dbe", "ecc_sbe", "temp_c", "lost"}));
+        r.CheckObject(j, "", {"gpu", "xid", "ecc_dbe", "ecc_sbe", "temp_c", "util_pct", "lost"}));
     const Json* g = FindField(j, "gpu");
     if (g == nullptr) {
       return r.Error("gpu", "is required");
@@ -531,11 +535,21 @@ class FakeGpuBackend : public GpuBackend {
         temp = std::optional<int>(static_cast<int>(c));
       }
     }
+    std::optional<std::optional<int>> util;  // as temp
+    if (j.contains("util_pct")) {
+      if (j["util_pct"].is_null()) {
+        util = std::optional<int>();
+      } else {
+        TESSERA_ASSIGN_OR_RETURN(int64_t u, r.Int(j["util_pct"], "util_pct", 0, 100));
+        util = std::optional<int>(static_cast<int>(u));
+      }
+    }
     if (const Json* v = FindField(j, "lost")) {
       TESSERA_ASSIGN_OR_RETURN(lost, r.Bool(*v, "lost"));
     }
-    if (!xid && !FindField(j, "ecc_dbe") && !FindField(j, "ecc_sbe") && !temp && !lost) {
-      return InvalidArgumentError("names no fault (xid, ecc_dbe, ecc_sbe, temp_c or lost)");
+    if (!xid && !FindField(j, "ecc_dbe") && !FindField(j, "ecc_sbe") && !temp && !util && !lost) {
+      return InvalidArgumentError(
+          "names no fault (xid, ecc_dbe, ecc_sbe, temp_c, util_pct or lost)");
     }
     Gpu& gpu = gpus_[static_cast<size_t>(index)];
     if (xid) {
@@ -546,6 +560,9 @@ class FakeGpuBackend : public GpuBackend {
     gpu.ecc_sbe += sbe;
     if (temp) {
       gpu.temp_override = *temp;
+    }
+    if (util) {
+      gpu.util_override = *util;
     }
     if (lost) {
       gpu.lost = *lost;

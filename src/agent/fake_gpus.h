@@ -41,6 +41,7 @@
 //   {"gpu":0,"ecc_dbe":2}    uncorrected ECC errors, added to volatile and aggregate
 //   {"gpu":0,"ecc_sbe":5}    corrected ones
 //   {"gpu":2,"temp_c":95}    sticky temperature override; {"gpu":2,"temp_c":null} clears it
+//   {"gpu":0,"util_pct":0}   sticky utilisation override 0..100 (an idle job); null clears it
 //   {"gpu":3,"lost":true}    the GPU is lost (lost=true, zero readings); false: back
 // A line may combine faults. A malformed line (bad JSON, unknown key, no such GPU, a
 // value out of range) is skipped with one warning on stderr. A path that exists but is

@@ -489,6 +489,21 @@ TEST_F(FakeFaultsTest, FaultsApplyOnceEach) {
   EXPECT_EQ(t[1].xid_count, 2);
 }
 
+TEST_F(FakeFaultsTest, UtilisationOverrideMakesABusyGpuLookIdleUntilCleared) {
+  backend_->SetTaskLoad("t", {{1, "", 1000, 0}});
+  std::vector<GpuTelemetry> t = Telemetry(*backend_);
+  EXPECT_GE(t[1].util_pct, 60);
+  Append("{\"gpu\":1,\"util_pct\":0}\n{\"gpu\":2,\"util_pct\":101}\n");
+  for (int i = 0; i < 3; ++i) {  // sticky
+    t = Telemetry(*backend_);
+    EXPECT_EQ(t[1].util_pct, 0);
+    EXPECT_GT(t[1].fb_used_mib, 0);  // only the utilisation changes
+    EXPECT_EQ(t[2].util_pct, 0);     // 101 is out of range: the line was skipped
+  }
+  Append("{\"gpu\":1,\"util_pct\":null}\n");
+  EXPECT_GE(Telemetry(*backend_)[1].util_pct, 60);
+}
+
 TEST_F(FakeFaultsTest, MalformedLinesAreSkippedWithOneWarning) {
   Append(
       "not json\n"
