@@ -203,7 +203,7 @@ int RunValidate(const ClientConfig& config, const ValidateOptions& o, std::ostre
     if (!r.ok()) {
       return ReportError(r.status(), err);
     }
-    out << "validation " << o.name << " removed (its results stay in the store)\n";
+    out << "validation " << o.name << " removed, with its results\n";
     return 0;
   }
   return ReportError(InvalidArgumentError("unknown action '" + o.action + "'"), err);
@@ -222,7 +222,7 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
       {"list", "The checks and where each node stands"},
       {"run", "Run a check now (on every node it selects, or --node)"},
       {"results", "Results per node, GPU and metric, newest first"},
-      {"remove", "Remove a check (a run under way is cancelled)"},
+      {"remove", "Remove a check and its results (a run under way is cancelled)"},
   };
   for (const Action& a : actions) {
     auto flags = std::make_shared<ConnectionFlags>();

@@ -13,10 +13,9 @@
 //
 // Stored under "validations/": check/<name> (the definition; "" once removed),
 // slot/<name>/<node> (when the node last ran it, what holds it now) and
-// run/<name>/<node>/<time> (each run with its results).
+// runs/<name>/<node> (its last ValidationBook::kRunsKept runs with their results, one row:
+// the store's history stays bounded; long-term history is for the metrics' scraper).
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <iostream>
 
 #include "api/units.h"
@@ -28,7 +27,7 @@ namespace {
 
 constexpr const char* kCheckPrefix = "validations/check/";
 constexpr const char* kSlotPrefix = "validations/slot/";
-constexpr const char* kRunPrefix = "validations/run/";
+constexpr const char* kRunsPrefix = "validations/runs/";
 constexpr Micros kStepInterval = 1'000'000;  // the periodic pass, at most this often
 constexpr int64_t kOutputBytes = 1 << 20;    // of a check's output read for results
 
@@ -43,10 +42,16 @@ nlohmann::json SlotJson(const std::string& check, const std::string& node,
           {"timed_out", s.timed_out}};
 }
 
-std::string RunKey(const ValidationRun& run) {
-  char time[24];
-  std::snprintf(time, sizeof(time), "%020" PRId64, run.time);
-  return kRunPrefix + run.check + "/" + run.node + "/" + time + "/" + std::to_string(run.job);
+// Keeps `run` and writes its node's kept runs (the last kRunsKept) as one row, so that
+// the store holds a bounded history per check and node.
+void RecordRun(ValidationBook& book, ValidationRun run, WriteBatch& batch) {
+  const std::pair<std::string, std::string> id{run.check, run.node};
+  book.Record(std::move(run));
+  nlohmann::json kept = nlohmann::json::array();
+  for (const ValidationRun& r : book.runs[id]) {
+    kept.push_back(ValidationRunToJson(r));
+  }
+  batch.kv.emplace_back(kRunsPrefix + id.first + "/" + id.second, kept.dump());
 }
 
 bool NodeIdle(const NodeLedger& n) {
@@ -87,14 +92,19 @@ Status Controller::LoadValidations() {
     s.timed_out = j.value("timed_out", false);
     validation_.slots[{check, j["node"].get<std::string>()}] = s;
   }
-  TESSERA_ASSIGN_OR_RETURN(auto runs, store_->ListKv(kRunPrefix));
-  for (const auto& [key, text] : runs) {  // by key: per check and node, oldest first
+  TESSERA_ASSIGN_OR_RETURN(auto runs, store_->ListKv(kRunsPrefix));
+  for (const auto& [key, text] : runs) {
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    StatusOr<ValidationRun> run = ValidationRunFromJson(j);
-    if (!run.ok()) {
-      return InternalError("stored validation run '" + key + "': " + run.status().message());
+    if (j.is_discarded() || !j.is_array()) {
+      return InternalError("stored validation runs '" + key + "' are not a JSON array");
     }
-    validation_.Record(std::move(run).value());
+    for (const nlohmann::json& r : j) {  // oldest first
+      StatusOr<ValidationRun> run = ValidationRunFromJson(r);
+      if (!run.ok()) {
+        return InternalError("stored validation run '" + key + "': " + run.status().message());
+      }
+      validation_.Record(std::move(run).value());
+    }
   }
   return Status::Ok();
 }
@@ -149,6 +159,12 @@ StatusOr<nlohmann::json> Controller::RemoveValidation(const std::string& name) {
       out.batch.kv.emplace_back(SlotKey(name, node), "");
       s = validation_.slots.erase(s);
       ApplyValidationHold(node);
+    }
+    // Its results go too: a check added again under the name starts a fresh baseline.
+    for (auto r = validation_.runs.lower_bound({name, ""});
+         r != validation_.runs.end() && r->first.first == name;) {
+      out.batch.kv.emplace_back(kRunsPrefix + name + "/" + r->first.second, "[]");
+      r = validation_.runs.erase(r);
     }
     validation_.checks.erase(it);
     Seal(out);
@@ -235,8 +251,7 @@ StatusOr<nlohmann::json> Controller::RunValidation(const std::string& name,
 StatusOr<nlohmann::json> Controller::ValidationResults(const std::string& name,
                                                        const std::string& node, size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!name.empty() && validation_.checks.count(name) == 0 &&
-      validation_.runs.lower_bound({name, ""}) == validation_.runs.end()) {
+  if (!name.empty() && validation_.checks.count(name) == 0) {
     return NotFoundError("no validation check '" + name + "'");
   }
   std::vector<const ValidationRun*> all;
@@ -439,8 +454,7 @@ void Controller::ValidationStep() {
           ValidationRun run{name, node_name, 0, now, "skipped", 0,
                             "validation " + name + ": could not reserve the node: " +
                                 started.message(), {}};
-          out.batch.kv.emplace_back(RunKey(run), ValidationRunToJson(run).dump());
-          validation_.Record(std::move(run));
+          RecordRun(validation_, std::move(run), out.batch);
           slot.waiting_since = 0;
           slot.last_start = now;
         }
@@ -449,8 +463,7 @@ void Controller::ValidationStep() {
                           "validation " + name + ": the node stayed busy for " +
                               FormatDuration(check.max_wait) + "; skipped until the next slot",
                           {}};
-        out.batch.kv.emplace_back(RunKey(run), ValidationRunToJson(run).dump());
-        validation_.Record(std::move(run));
+        RecordRun(validation_, std::move(run), out.batch);
         slot.waiting_since = 0;
         slot.last_start = now;
       } else {
@@ -524,8 +537,7 @@ void Controller::ValidationStep() {
       }
       std::cerr << "tessera server: validation " << e.check << " on node " << e.node << ": "
                 << run.outcome << (run.reason.empty() ? "" : " (" + run.reason + ")") << "\n";
-      judged.batch.kv.emplace_back(RunKey(run), ValidationRunToJson(run).dump());
-      validation_.Record(std::move(run));
+      RecordRun(validation_, std::move(run), judged.batch);
       slot->second.job = 0;
       slot->second.timed_out = false;
       judged.batch.kv.emplace_back(SlotKey(e.check, e.node),

@@ -205,6 +205,11 @@ TEST_F(ControllerValidationTest, RegressionDrainsTheGpuAndFailureTheNodeAcrossAR
   ASSERT_TRUE(removed.ok());
   Reopen();
   EXPECT_TRUE(controller_->Validations()["checks"].empty());
+  EXPECT_EQ(controller_->ValidationResults("burn", "", 10).status().code(), StatusCode::kNotFound);
+  // Added again, it starts afresh: its first result sets a new baseline.
+  AddCheck("24h");
+  EXPECT_TRUE((*controller_->ValidationResults("burn", "", 10))["runs"].empty());
+  EXPECT_TRUE(controller_->RemoveValidation("burn").ok());
   EXPECT_EQ(controller_->RemoveValidation("burn").status().code(), StatusCode::kNotFound);
 }
 
