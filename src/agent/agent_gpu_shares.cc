@@ -33,8 +33,8 @@ AgentGpuShares::AgentGpuShares(AgentGpuSharesOptions o) : data_dir_(o.data_dir) 
     if (!o.mps_control.empty()) {
       mo.program = o.mps_control;
     }
-    mps_ = std::make_unique<MpsSupervisor>(mo, o.clock,
-                                           o.ops != nullptr ? std::move(o.ops) : MakeSystemMpsProcessOps());
+    mps_ = std::make_unique<MpsSupervisor>(
+        mo, o.clock, o.ops != nullptr ? std::move(o.ops) : MakeSystemMpsProcessOps());
   }
 }
 
@@ -81,7 +81,8 @@ void AgentGpuShares::Stop(bool stop_daemons) {
   }
 }
 
-void AgentGpuShares::AddEnv(const TaskLaunch& launch, std::map<std::string, std::string>* env) const {
+void AgentGpuShares::AddEnv(const TaskLaunch& launch,
+                            std::map<std::string, std::string>* env) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::optional<MpsDirs> mps;
   if (mps_ != nullptr && launch.gpus.size() == 1) {
@@ -98,7 +99,8 @@ std::vector<std::pair<std::string, std::string>> AgentGpuShares::Labels() const 
   std::string mps = "off";
   if (mps_ != nullptr) {
     const std::vector<MpsDaemonStatus> daemons = mps_->status();
-    mps = std::all_of(daemons.begin(), daemons.end(), [](const MpsDaemonStatus& s) { return s.problem.empty(); })
+    mps = std::all_of(daemons.begin(), daemons.end(),
+                      [](const MpsDaemonStatus& s) { return s.problem.empty(); })
               ? "on"
               : "unavailable";
   }
@@ -137,9 +139,10 @@ void AgentGpuShares::WriteStatus() {
   if (!limiter_problem_.empty()) {
     out << "problem " << limiter_problem_ << "\n";
   }
-  for (const MpsDaemonStatus& s : mps_ != nullptr ? mps_->status() : std::vector<MpsDaemonStatus>{}) {
-    out << "gpu " << s.gpu << " " << s.uuid << " pid " << s.pid << " restarts " << s.restarts << " pipe "
-        << s.dirs.pipe << "\n";
+  for (const MpsDaemonStatus& s :
+       mps_ != nullptr ? mps_->status() : std::vector<MpsDaemonStatus>{}) {
+    out << "gpu " << s.gpu << " " << s.uuid << " pid " << s.pid << " restarts " << s.restarts
+        << " pipe " << s.dirs.pipe << "\n";
     if (!s.problem.empty()) {
       out << "problem " << s.problem << "\n";
     }

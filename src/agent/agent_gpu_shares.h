@@ -27,10 +27,10 @@
 namespace tessera {
 
 struct AgentGpuSharesOptions {
-  std::string data_dir;      // required
-  std::string mps_control;   // "", a path, or "none"
-  std::string cuda_limiter;  // "", a path, or "none"
-  const Clock* clock = nullptr;  // required
+  std::string data_dir;                // required
+  std::string mps_control;             // "", a path, or "none"
+  std::string cuda_limiter;            // "", a path, or "none"
+  const Clock* clock = nullptr;        // required
   std::unique_ptr<MpsProcessOps> ops;  // nullptr: real processes
   std::string exe_dir;  // where the limiter is looked for by default; "": this program's
 };

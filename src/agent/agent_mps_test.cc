@@ -82,7 +82,9 @@ class AgentMpsTest : public ::testing::Test {
     ASSERT_TRUE(agent_->RunOnce().ok());  // registers
   }
 
-  std::string Log(int gpu) { return ReadFile(data_ + "/mps/" + std::to_string(gpu) + "/log/fake-mps-control.log"); }
+  std::string Log(int gpu) {
+    return ReadFile(data_ + "/mps/" + std::to_string(gpu) + "/log/fake-mps-control.log");
+  }
 
   // Heartbeats until `done` (at most 5 s).
   template <typename F>
@@ -112,7 +114,8 @@ TEST_F(AgentMpsTest, DaemonsPerSharedGpuAndAShareTaskSeesItsGpusPipeTheLimiterAn
     const std::string base = data_ + "/mps/" + std::to_string(g);
     ASSERT_TRUE(Until([&] { return CountOf(Log(g), "daemon pid=") == 1; })) << "GPU " << g;
     EXPECT_NE(Log(g).find("argv=-f CUDA_VISIBLE_DEVICES=" + inv.gpu_uuids[static_cast<size_t>(g)] +
-                          " CUDA_MPS_PIPE_DIRECTORY=" + base + "/pipe CUDA_MPS_LOG_DIRECTORY=" + base + "/log"),
+                          " CUDA_MPS_PIPE_DIRECTORY=" + base +
+                          "/pipe CUDA_MPS_LOG_DIRECTORY=" + base + "/log"),
               std::string::npos)
         << Log(g);
   }
@@ -127,7 +130,8 @@ TEST_F(AgentMpsTest, DaemonsPerSharedGpuAndAShareTaskSeesItsGpusPipeTheLimiterAn
   l.gpus = {1};
   l.gpu_milli = 250;
   l.gpu_memory_mib = 20480;
-  l.env = {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25"}, {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=20480M"},
+  l.env = {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25"},
+           {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=20480M"},
            {"LD_PRELOAD", "/opt/own.so"}};
   controller_.Answer(HeartbeatResponse{{l}, {}, false});
   ASSERT_TRUE(Until([&] { return std::filesystem::exists(out); }));
@@ -182,8 +186,10 @@ TEST_F(AgentMpsTest, WithoutTheProgramOrTheLimiterSharesRunAndTheProblemIsWritte
   Start(o);
   const std::string status = ReadFile(data_ + "/mps/status");
   EXPECT_NE(status.find("limiter none"), std::string::npos) << status;
-  EXPECT_EQ(agent_->inventory().spec.labels, (NodeLabels{{"cuda-limiter", "off"}, {"mps", "unavailable"}}));
-  EXPECT_NE(status.find("problem GPU 1: " + dir_ + "/no-such-mps-control is not found"), std::string::npos)
+  EXPECT_EQ(agent_->inventory().spec.labels,
+            (NodeLabels{{"cuda-limiter", "off"}, {"mps", "unavailable"}}));
+  EXPECT_NE(status.find("problem GPU 1: " + dir_ + "/no-such-mps-control is not found"),
+            std::string::npos)
       << status;
   TaskLaunch l;
   l.key = {3, 0, 0};
@@ -223,7 +229,8 @@ TEST_F(AgentMpsTest, TheInjectedLimiterCapsAShareTaskAtItsBooking) {
     }
     return all;
   };
-  ASSERT_TRUE(Until([&] { return log().find("realloc_after_free=") != std::string::npos; })) << log();
+  ASSERT_TRUE(Until([&] { return log().find("realloc_after_free=") != std::string::npos; }))
+      << log();
   const std::string out = log();
   EXPECT_NE(out.find("allocated=20\nfirst_failure=21\nfailure_code=2\n"), std::string::npos) << out;
   EXPECT_NE(out.find("info_total_mib=20480\n"), std::string::npos) << out;

@@ -18,8 +18,9 @@ bool IsShareTask(const TaskLaunch& l, const std::vector<SharingMode>& modes) {
          modes[static_cast<size_t>(l.gpus[0])] == SharingMode::kShared;
 }
 
-void AddGpuShareEnv(const TaskLaunch& l, const std::vector<SharingMode>& modes, const std::string& limiter,
-                    const std::optional<MpsDirs>& mps, std::map<std::string, std::string>* env) {
+void AddGpuShareEnv(const TaskLaunch& l, const std::vector<SharingMode>& modes,
+                    const std::string& limiter, const std::optional<MpsDirs>& mps,
+                    std::map<std::string, std::string>* env) {
   if (!IsShareTask(l, modes)) {
     return;
   }
@@ -28,7 +29,8 @@ void AddGpuShareEnv(const TaskLaunch& l, const std::vector<SharingMode>& modes, 
     const std::string own = it == env->end() ? "" : it->second;
     (*env)["LD_PRELOAD"] = own.empty() ? limiter : limiter + ":" + own;
     if (env->count(kCudaComputePercentEnv) == 0) {
-      (*env)[kCudaComputePercentEnv] = std::to_string(std::clamp<int64_t>(l.gpu_milli / 10, 1, 100));
+      (*env)[kCudaComputePercentEnv] =
+          std::to_string(std::clamp<int64_t>(l.gpu_milli / 10, 1, 100));
     }
     if (env->count(kCudaMemoryLimitEnv) == 0 && l.gpu_memory_mib > 0) {
       (*env)[kCudaMemoryLimitEnv] = std::to_string(l.gpu_memory_mib);
@@ -80,7 +82,8 @@ StatusOr<std::string> InstallCudaLimiter(const std::string& source, const std::s
   std::filesystem::remove(tmp, ec);
   std::filesystem::copy_file(source, tmp, std::filesystem::copy_options::overwrite_existing, ec);
   if (ec) {
-    return FailedPreconditionError("copying the CUDA limiter " + source + " to " + tmp + ": " + ec.message());
+    return FailedPreconditionError("copying the CUDA limiter " + source + " to " + tmp + ": " +
+                                   ec.message());
   }
   // Renamed into place: a task that already mapped the old copy keeps it intact.
   if (::chmod(tmp.c_str(), 0755) != 0 || ::rename(tmp.c_str(), dest.c_str()) != 0) {

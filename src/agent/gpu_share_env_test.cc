@@ -12,7 +12,8 @@ namespace {
 
 using Env = std::map<std::string, std::string>;
 
-const std::vector<SharingMode> kModes = {SharingMode::kExclusive, SharingMode::kShared, SharingMode::kMig};
+const std::vector<SharingMode> kModes = {SharingMode::kExclusive, SharingMode::kShared,
+                                         SharingMode::kMig};
 
 TaskLaunch Share(int gpu, int64_t milli, int64_t memory_mib) {
   TaskLaunch l;
@@ -71,7 +72,8 @@ TEST(GpuShareEnvTest, FindsTheLimiterBesideTheBinaryOrAsToldAndInstallsItForEver
   EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
   EXPECT_NE(none.status().message().find("--cuda-limiter none"), std::string::npos);
   EXPECT_EQ(*FindCudaLimiter("none", dir + "/bin"), "");
-  EXPECT_EQ(FindCudaLimiter(dir + "/missing.so", dir + "/bin").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(FindCudaLimiter(dir + "/missing.so", dir + "/bin").status().code(),
+            StatusCode::kNotFound);
 
   std::ofstream(dir + "/lib/tessera/libtessera_cuda_limiter.so") << "second";
   EXPECT_EQ(*FindCudaLimiter("", dir + "/bin"), dir + "/lib/tessera/libtessera_cuda_limiter.so");
@@ -80,7 +82,8 @@ TEST(GpuShareEnvTest, FindsTheLimiterBesideTheBinaryOrAsToldAndInstallsItForEver
   EXPECT_EQ(*FindCudaLimiter("", dir + "/bin"), dir + "/bin/lib/libtessera_cuda_limiter.so");
 
   ::chmod((dir + "/bin/lib/libtessera_cuda_limiter.so").c_str(), 0600);
-  StatusOr<std::string> installed = InstallCudaLimiter(dir + "/bin/lib/libtessera_cuda_limiter.so", dir + "/data");
+  StatusOr<std::string> installed =
+      InstallCudaLimiter(dir + "/bin/lib/libtessera_cuda_limiter.so", dir + "/data");
   ASSERT_TRUE(installed.ok()) << installed.status().ToString();
   EXPECT_EQ(*installed, dir + "/data/lib/libtessera_cuda_limiter.so");
   struct stat st {};
@@ -94,7 +97,8 @@ TEST(GpuShareEnvTest, FindsTheLimiterBesideTheBinaryOrAsToldAndInstallsItForEver
   EXPECT_EQ(text, "first");
   // Again (an agent restart): replaced by rename, not rewritten in place.
   const ino_t before = (::stat(installed->c_str(), &st), st.st_ino);
-  ASSERT_TRUE(InstallCudaLimiter(dir + "/lib/tessera/libtessera_cuda_limiter.so", dir + "/data").ok());
+  ASSERT_TRUE(
+      InstallCudaLimiter(dir + "/lib/tessera/libtessera_cuda_limiter.so", dir + "/data").ok());
   ASSERT_EQ(::stat(installed->c_str(), &st), 0);
   EXPECT_NE(st.st_ino, before);
   std::error_code ec;

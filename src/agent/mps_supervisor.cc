@@ -46,8 +46,9 @@ class SystemMpsProcessOps final : public MpsProcessOps {
     return "";
   }
 
-  StatusOr<int> Start(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                      const std::string& input, const std::string& output) override {
+  StatusOr<int> Start(const std::vector<std::string>& argv,
+                      const std::map<std::string, std::string>& env, const std::string& input,
+                      const std::string& output) override {
     std::vector<std::string> envs;
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       std::string_view kv(*e);
@@ -94,7 +95,8 @@ class SystemMpsProcessOps final : public MpsProcessOps {
     sigfillset(&all);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid = -1;
     const int rc = ::posix_spawn(&pid, argv[0].c_str(), &fa, &attr, cargv.data(), cenv.data());
     posix_spawn_file_actions_destroy(&fa);
@@ -184,7 +186,8 @@ Status MpsSupervisor::Reconcile(const std::vector<SharedGpu>& shared) {
     if (w == wanted.end() || w->second->uuid != it->second.s.uuid || w->second->mig) {
       if (it->second.s.pid > 0) {
         std::cerr << "tessera agent: MPS: GPU " << it->first
-                  << " left shared mode; stopping its control daemon (pid " << it->second.s.pid << ")\n";
+                  << " left shared mode; stopping its control daemon (pid " << it->second.s.pid
+                  << ")\n";
       }
       StopDaemon(it->second);
       it = daemons_.erase(it);
@@ -242,8 +245,8 @@ Status MpsSupervisor::Begin(Daemon& d) {
     d.s.pid = pid;
     d.s.adopted = true;
     d.started_at = clock_->NowMicros();
-    std::cerr << "tessera agent: MPS: GPU " << d.s.gpu << ": adopted the running control daemon (pid "
-              << pid << ")\n";
+    std::cerr << "tessera agent: MPS: GPU " << d.s.gpu
+              << ": adopted the running control daemon (pid " << pid << ")\n";
     return Status::Ok();
   }
   return StartDaemon(d);
@@ -256,14 +259,15 @@ Status MpsSupervisor::StartDaemon(Daemon& d) {
                                    " is not found (install the NVIDIA utilities or give the agent "
                                    "--mps-control PATH); its shares run without MPS");
   }
-  TESSERA_ASSIGN_OR_RETURN(const int pid, ops_->Start({path, "-f"}, Env(d), "", d.s.dirs.log + "/control.stderr"));
+  TESSERA_ASSIGN_OR_RETURN(const int pid,
+                           ops_->Start({path, "-f"}, Env(d), "", d.s.dirs.log + "/control.stderr"));
   d.s.pid = pid;
   d.s.adopted = false;
   d.s.problem.clear();
   d.logged.clear();
   d.started_at = clock_->NowMicros();
-  std::cerr << "tessera agent: MPS: GPU " << d.s.gpu << " (" << d.s.uuid << "): control daemon started (pid "
-            << pid << ", pipe " << d.s.dirs.pipe << ")\n";
+  std::cerr << "tessera agent: MPS: GPU " << d.s.gpu << " (" << d.s.uuid
+            << "): control daemon started (pid " << pid << ", pipe " << d.s.dirs.pipe << ")\n";
   return Status::Ok();
 }
 

@@ -46,8 +46,8 @@ class MpsProcessOps {
   // `env`, `input` on its stdin (then closed; "" gives /dev/null) and stdout/stderr
   // appended to `output` ("": /dev/null). Its pid.
   virtual StatusOr<int> Start(const std::vector<std::string>& argv,
-                              const std::map<std::string, std::string>& env, const std::string& input,
-                              const std::string& output) = 0;
+                              const std::map<std::string, std::string>& env,
+                              const std::string& input, const std::string& output) = 0;
   // Whether `pid` has ended (a child is reaped; another process is looked up). Never blocks.
   virtual bool Ended(int pid) = 0;
   virtual void Signal(int pid, int signal) = 0;
@@ -61,7 +61,7 @@ std::unique_ptr<MpsProcessOps> MakeSystemMpsProcessOps();
 
 struct MpsSupervisorOptions {
   std::string program = "nvidia-cuda-mps-control";  // a path, or a name on PATH
-  std::string root;  // <agent data>/mps; required
+  std::string root;                                 // <agent data>/mps; required
   Micros min_backoff = 1'000'000;
   Micros max_backoff = 30'000'000;
   Micros stable_after = 60'000'000;  // a daemon up this long restarts after min_backoff
@@ -91,7 +91,8 @@ struct MpsDaemonStatus {
 
 class MpsSupervisor {
  public:
-  MpsSupervisor(MpsSupervisorOptions options, const Clock* clock, std::unique_ptr<MpsProcessOps> ops);
+  MpsSupervisor(MpsSupervisorOptions options, const Clock* clock,
+                std::unique_ptr<MpsProcessOps> ops);
   ~MpsSupervisor() = default;
   MpsSupervisor(const MpsSupervisor&) = delete;
   MpsSupervisor& operator=(const MpsSupervisor&) = delete;

@@ -59,13 +59,17 @@ class FakeOps final : public MpsProcessOps {
  public:
   explicit FakeOps(std::shared_ptr<FakeWorld> w) : w_(std::move(w)) {}
   std::string Find(const std::string& program) override {
-    return w_->installed ? (program.find('/') == std::string::npos ? "/usr/bin/" + program : program) : "";
+    return w_->installed
+               ? (program.find('/') == std::string::npos ? "/usr/bin/" + program : program)
+               : "";
   }
-  StatusOr<int> Start(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                      const std::string& input, const std::string& output) override {
+  StatusOr<int> Start(const std::vector<std::string>& argv,
+                      const std::map<std::string, std::string>& env, const std::string& input,
+                      const std::string& output) override {
     const int pid = w_->next_pid++;
     w_->procs[pid] = FakeProc{argv, env, input, output, false, {}};
-    const std::string pipe = env.count("CUDA_MPS_PIPE_DIRECTORY") ? env.at("CUDA_MPS_PIPE_DIRECTORY") : "";
+    const std::string pipe =
+        env.count("CUDA_MPS_PIPE_DIRECTORY") ? env.at("CUDA_MPS_PIPE_DIRECTORY") : "";
     if (argv.size() == 2) {
       std::ofstream(pipe + "/nvidia-cuda-mps-control.pid") << pid << "\n";
     } else {
