@@ -726,84 +726,11 @@ int RunUsage(const ClientConfig& config, const UsageOptions& o, const Clock& clo
     return 0;
   }
   TESSERA_CLI_ASSIGN_OR_REPORT(json body, ParseJsonBody(response.body, "GET /v1/usage"), err);
-  const json& rows = Array(body, "rows");
-  auto hours = [](const json& row) {
-    const json* v = Field(row, "gpu_hours");
-    return v != nullptr && v->is_number() ? v->get<double>() : 0.0;
-  };
-  // Controllers that measure utilisation send "efficiency" (used / allocated GPU-hours).
-  bool efficiency = false;
-  for (const json& row : rows) {
-    efficiency = efficiency || Field(row, "efficiency") != nullptr;
-  }
-  auto number = [](const json& row, const char* key) {
-    const json* v = Field(row, key);
-    return v != nullptr && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
-  };
   if (o.output == "csv") {
-    out << o.by << ",gpu_hours,jobs" << (efficiency ? ",used_gpu_hours,efficiency" : "") << "\n";
-    for (const json& row : rows) {
-      const json* key = Field(row, "key");
-      const json* h = Field(row, "gpu_hours");
-      out << CsvField(key != nullptr ? ScalarText(*key) : "") << ","
-          << (h != nullptr && h->is_number() ? h->dump() : "0") << "," << Int(row, "jobs");
-      if (efficiency) {
-        const json* used = Field(row, "used_gpu_hours");
-        const json* e = Field(row, "efficiency");
-        out << "," << (used != nullptr && used->is_number() ? used->dump() : "0") << ","
-            << (e != nullptr && e->is_number() ? e->dump() : "");
-      }
-      out << "\n";
-    }
+    out << UsageCsv(body, o.by);
     return 0;
   }
-  const std::string from = Str(body, "since").empty() ? FormatRfc3339(*since) : Str(body, "since");
-  const std::string to = Str(body, "until").empty() ? FormatRfc3339(*until) : Str(body, "until");
-  out << "GPU usage from " << from << " to " << to << " by " << o.by << "\n";
-  std::string key_header = o.by;
-  std::transform(key_header.begin(), key_header.end(), key_header.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  std::vector<std::string> headers = {key_header, "GPU-HOURS", "JOBS"};
-  if (efficiency) {
-    headers.insert(headers.end(), {"USED-GPU-HOURS", "EFFICIENCY"});
-  }
-  Table table(headers);
-  for (size_t c = 1; c < headers.size(); ++c) {
-    table.SetRightAligned(c);
-  }
-  double total_hours = 0;
-  int64_t total_jobs = 0;
-  double total_used = 0;
-  double total_measured = 0;  // allocated GPU-hours of the measured rows
-  auto percent = [](std::optional<double> e) {
-    return e ? FormatFixed(*e * 100, 1) + "%" : std::string("-");
-  };
-  for (const json& row : rows) {
-    const json* key = Field(row, "key");
-    total_hours += hours(row);
-    total_jobs += Int(row, "jobs");
-    std::vector<std::string> cells = {key != nullptr ? ScalarText(*key) : "-",
-                                      FormatFixed(hours(row), 2), std::to_string(Int(row, "jobs"))};
-    if (efficiency) {
-      const double used = number(row, "used_gpu_hours").value_or(0);
-      const std::optional<double> e = number(row, "efficiency");
-      if (e) {
-        total_used += used;
-        total_measured += number(row, "measured_gpu_hours").value_or(0);
-      }
-      cells.insert(cells.end(), {FormatFixed(used, 2), percent(e)});
-    }
-    table.AddRow(std::move(cells));
-  }
-  std::vector<std::string> total = {"TOTAL", FormatFixed(total_hours, 2), std::to_string(total_jobs)};
-  if (efficiency) {
-    total.insert(total.end(),
-                 {FormatFixed(total_used, 2),
-                  percent(total_measured > 0 ? std::optional<double>(total_used / total_measured)
-                                             : std::nullopt)});
-  }
-  table.AddRow(std::move(total));
-  out << table.Render();
+  out << UsageTable(body, o.by, FormatRfc3339(*since), FormatRfc3339(*until));
   return 0;
 }
 

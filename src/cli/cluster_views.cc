@@ -3,6 +3,7 @@
 #include "cli/cluster_views.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -516,6 +517,103 @@ std::string QueuesTable(const json& queues) {
     }
   }
   return any ? text + "\n" + idle.Render() : text;
+}
+
+namespace {
+
+// A usage row's number; none when absent (older controllers) or null.
+std::optional<double> UsageNumber(const json& row, const char* key) {
+  const json* v = Field(row, key);
+  return v != nullptr && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
+}
+
+// Controllers that measure utilisation send "efficiency" (used / measured GPU-hours).
+bool HasEfficiency(const json& rows) {
+  for (const json& row : rows) {
+    if (Field(row, "efficiency") != nullptr) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string UsageCsv(const json& body, const std::string& by) {
+  const json& rows = Array(body, "rows");
+  const bool efficiency = HasEfficiency(rows);
+  std::ostringstream out;
+  out << by << ",gpu_hours,jobs" << (efficiency ? ",used_gpu_hours,efficiency" : "") << "\n";
+  for (const json& row : rows) {
+    const json* key = Field(row, "key");
+    const json* h = Field(row, "gpu_hours");
+    out << CsvField(key != nullptr ? ScalarText(*key) : "") << ","
+        << (h != nullptr && h->is_number() ? h->dump() : "0") << "," << Int(row, "jobs");
+    if (efficiency) {
+      const json* used = Field(row, "used_gpu_hours");
+      const json* e = Field(row, "efficiency");
+      out << "," << (used != nullptr && used->is_number() ? used->dump() : "0") << ","
+          << (e != nullptr && e->is_number() ? e->dump() : "");
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string UsageTable(const json& body, const std::string& by, const std::string& since,
+                       const std::string& until) {
+  const json& rows = Array(body, "rows");
+  const bool efficiency = HasEfficiency(rows);
+  std::ostringstream out;
+  const std::string from = Str(body, "since").empty() ? since : Str(body, "since");
+  const std::string to = Str(body, "until").empty() ? until : Str(body, "until");
+  out << "GPU usage from " << from << " to " << to << " by " << by << "\n";
+  std::string key_header = by;
+  std::transform(key_header.begin(), key_header.end(), key_header.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  std::vector<std::string> headers = {key_header, "GPU-HOURS", "JOBS"};
+  if (efficiency) {
+    headers.insert(headers.end(), {"USED-GPU-HOURS", "EFFICIENCY"});
+  }
+  Table table(headers);
+  for (size_t c = 1; c < headers.size(); ++c) {
+    table.SetRightAligned(c);
+  }
+  double total_hours = 0;
+  int64_t total_jobs = 0;
+  double total_used = 0;
+  double total_measured = 0;  // allocated GPU-hours of the measured rows
+  auto percent = [](std::optional<double> e) {
+    return e ? FormatFixed(*e * 100, 1) + "%" : std::string("-");
+  };
+  for (const json& row : rows) {
+    const json* key = Field(row, "key");
+    const double hours = UsageNumber(row, "gpu_hours").value_or(0);
+    total_hours += hours;
+    total_jobs += Int(row, "jobs");
+    std::vector<std::string> cells = {key != nullptr ? ScalarText(*key) : "-",
+                                      FormatFixed(hours, 2), std::to_string(Int(row, "jobs"))};
+    if (efficiency) {
+      const double used = UsageNumber(row, "used_gpu_hours").value_or(0);
+      const std::optional<double> e = UsageNumber(row, "efficiency");
+      if (e) {
+        total_used += used;
+        total_measured += UsageNumber(row, "measured_gpu_hours").value_or(0);
+      }
+      cells.insert(cells.end(), {FormatFixed(used, 2), percent(e)});
+    }
+    table.AddRow(std::move(cells));
+  }
+  std::vector<std::string> total = {"TOTAL", FormatFixed(total_hours, 2), std::to_string(total_jobs)};
+  if (efficiency) {
+    total.insert(total.end(),
+                 {FormatFixed(total_used, 2),
+                  percent(total_measured > 0 ? std::optional<double>(total_used / total_measured)
+                                             : std::nullopt)});
+  }
+  table.AddRow(std::move(total));
+  out << table.Render();
+  return out.str();
 }
 
 }  // namespace tessera

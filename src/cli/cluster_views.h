@@ -26,5 +26,11 @@ std::string NodesTable(const nlohmann::json& nodes, Micros now);
 std::string GpuMap(const nlohmann::json& nodes);
 // GET /v1/queues as `tessera queues` prints it.
 std::string QueuesTable(const nlohmann::json& queues);
+// GET /v1/usage as `tessera usage` prints it (`since`/`until`: the query's, for a body
+// without them), with USED-GPU-HOURS and EFFICIENCY when the controller sends them;
+// and as `--output csv`.
+std::string UsageTable(const nlohmann::json& body, const std::string& by, const std::string& since,
+                       const std::string& until);
+std::string UsageCsv(const nlohmann::json& body, const std::string& by);
 
 }  // namespace tessera
