@@ -11,7 +11,7 @@
 // fault was the machine's, and the drain or the node's absence keeps the job away).
 // Preemption and lost tasks (an agent's restart) never count. Without a block a job
 // gets DefaultRestartPolicy(): up to 3 restarts on node-lost and gpu-fault, none on
-// failure. Parsing lives in job_codec.cc, with the job file's other fields.
+// failure. The block is read by job_codec.cc, with the job file's other fields.
 // Thread safety: values and pure functions.
 #pragma once
 

@@ -3,8 +3,8 @@
 // The controller calls CheckGpuHealth with each new sample of a GPU and the previous
 // sample from the same agent process (counters count since the agent started, so a
 // sample from another agent is no baseline). A finding drains the GPU: no new work
-// lands on it; what runs there keeps running (a lost GPU's tasks usually fail on
-// their own). Rules:
+// lands on it; what runs there keeps running unless FaultEndsWork (the controller then
+// stops and requeues it, "gpu-fault"). Rules:
 //   - lost: the driver cannot reach the GPU;
 //   - XID: a new XID event whose code is not one an application causes by itself
 //     (13, 31, 43, 45: its own exception, page fault, hang or preempted cleanup);
