@@ -79,16 +79,11 @@ void Controller::WatchIdle(Micros now, Pending& out) {
   }
   idle_.next_check = now + kIdleSampleInterval;
   RefreshIdlePolicies();
-  std::vector<uint64_t> gone;
-  for (const auto& [id, w] : idle_.watch.all()) {
+  // Jobs no longer running (and output of jobs never measured, e.g. without GPUs).
+  idle_.watch.Retain([&](uint64_t id) {
     const LiveJob* job = jobs_.Find(JobNumber(id));
-    if (job == nullptr || job->state != JobState::kRunning) {
-      gone.push_back(id);
-    }
-  }
-  for (uint64_t id : gone) {
-    idle_.watch.Forget(id);
-  }
+    return job != nullptr && job->state == JobState::kRunning;
+  });
   for (auto& [id, job] : jobs_.all()) {
     if (!job.durable || job.state != JobState::kRunning) {
       continue;

@@ -113,6 +113,11 @@ void IdleWatch::Output(uint64_t job, Micros now) {
   it->second.last_output = std::max(it->second.last_output, now);
 }
 
+void IdleWatch::Retain(const std::function<bool(uint64_t)>& keep) {
+  std::erase_if(jobs_, [&](const auto& entry) { return !keep(entry.first); });
+  std::erase_if(early_output_, [&](const auto& entry) { return !keep(entry.first); });
+}
+
 JobWatch* IdleWatch::Find(uint64_t job) {
   auto it = jobs_.find(job);
   return it == jobs_.end() ? nullptr : &it->second;

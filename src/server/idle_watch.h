@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -87,6 +88,8 @@ class IdleWatch {
     jobs_.erase(job);
     early_output_.erase(job);
   }
+  // Forgets every job (watched, or with output only) for which keep(job) is false.
+  void Retain(const std::function<bool(uint64_t)>& keep);
   JobWatch* Find(uint64_t job);
   const JobWatch* Find(uint64_t job) const;
   const std::map<uint64_t, JobWatch>& all() const { return jobs_; }

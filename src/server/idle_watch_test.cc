@@ -147,5 +147,18 @@ TEST(IdleWatchTest, ANewAttemptStartsAfreshAndZeroTurnsDetectionOff) {
   EXPECT_EQ(watch.Find(7), nullptr);
 }
 
+TEST(IdleWatchTest, RetainForgetsJobsNeverSampledToo) {
+  IdleWatch watch;
+  watch.Output(8, kStart + 30 * kS);  // output only (say, a job without GPUs)
+  Feed(watch, kStart, kStart + kMin, 0, IdlePolicy{});
+  watch.Retain([](uint64_t id) { return id == 8; });
+  EXPECT_EQ(watch.Find(7), nullptr);
+  watch.Retain([](uint64_t) { return false; });
+  // Job 8's early output is gone: a first sample now starts from its run start.
+  EXPECT_EQ(watch.Observe(8, 0, kStart, kStart + 2 * kMin, 0, IdlePolicy{}),
+            IdleWatch::Change::kNone);
+  EXPECT_EQ(watch.Find(8)->last_output, kStart);
+}
+
 }  // namespace
 }  // namespace tessera
