@@ -213,6 +213,38 @@ TEST_F(ControllerValidationTest, RegressionDrainsTheGpuAndFailureTheNodeAcrossAR
   EXPECT_EQ(controller_->RemoveValidation("burn").status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(ControllerValidationTest, AHeldNodeStaysHeldAcrossARestartAndItsCheckIsJudged) {
+  Register();
+  const uint64_t busy = Submit("team-a", kOneGpu);
+  ASSERT_EQ(Pass().size(), 1U);
+  AddCheck("1h");
+  ASSERT_TRUE(controller_->RunValidation("burn", "node-1").ok());
+  EXPECT_TRUE(Pass().empty());
+  EXPECT_EQ(NodeState(), "waiting");
+
+  Reopen();  // the hold is durable: the node comes back held
+  Register();
+  const uint64_t later = Submit("team-a", kOneGpu);
+  EXPECT_TRUE(Pass().empty());
+  EXPECT_EQ(NodeState(), "waiting");
+  Exit(busy);
+  std::vector<TaskLaunch> l = Pass();
+  ASSERT_EQ(l.size(), 1U);
+  EXPECT_EQ(l[0].env.at("TESSERA_VALIDATION"), "burn");
+
+  Reopen();  // the check job runs across a restart and is judged when it ends
+  Register();
+  EXPECT_EQ(NodeState(), "running");
+  ExitWith(l[0].key.job, 0, "{\"gpu\":0,\"metric\":\"tflops\",\"value\":300}\n");
+  l = Pass();  // judged after the first cycle rebuilt the core; the node is let go
+  auto results = controller_->ValidationResults("burn", "node-1", 10);
+  ASSERT_TRUE(results.ok());
+  ASSERT_EQ((*results)["runs"].size(), 1U);
+  EXPECT_EQ((*results)["runs"][0]["outcome"], "passed");
+  ASSERT_EQ(l.size(), 1U);
+  EXPECT_EQ(l[0].key.job, later);
+}
+
 TEST_F(ControllerValidationTest, TimeoutFailsTheCheckAndDrainsTheNode) {
   Register();
   auto r = controller_->AddValidation(
