@@ -1,15 +1,15 @@
 #include "agent/mps_supervisor.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -19,8 +19,6 @@
 #include <utility>
 
 #include "agent/task_sandbox.h"
-
-extern char** environ;
 
 namespace tessera {
 namespace {
@@ -37,7 +35,7 @@ class SystemMpsProcessOps final : public MpsProcessOps {
     std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
     std::string dir;
     while (std::getline(dirs, dir, ':')) {
-      const std::string p = (dir.empty() ? "." : dir) + "/" + program;
+      std::string p = (dir.empty() ? "." : dir) + "/" + program;
       struct stat st {};
       if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0) {
         return p;
