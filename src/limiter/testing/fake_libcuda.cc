@@ -151,6 +151,18 @@ FAKE_EXPORT CUresult cuCtxGetCurrent(CUcontext* context) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuCtxSynchronize() { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuDeviceGetName(char* name, int length, CUdevice device) {
+  if (name == nullptr || length <= 0 || device != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::strncpy(name, "Fake GPU 80GB", static_cast<size_t>(length) - 1);
+  name[length - 1] = '\0';
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+  return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+FAKE_EXPORT CUresult cuModuleUnload(CUmodule module) {
+  return module != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 FAKE_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image) {
   if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *module = reinterpret_cast<CUmodule>(&g_module);
