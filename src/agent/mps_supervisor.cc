@@ -83,6 +83,11 @@ class SystemMpsProcessOps final : public MpsProcessOps {
     const std::string out = output.empty() ? "/dev/null" : output;
     posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    // The daemon outlives an agent that keeps its tasks: none of the agent's descriptors
+    // (its connections to the controller) may stay open in it.
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+#endif
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     // Its own session: a terminal's ^C for the agent does not reach the daemon. Default

@@ -2,10 +2,12 @@
 // fake nvidia-cuda-mps-control script (directories, environment, quit, restart).
 #include "agent/mps_supervisor.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -326,11 +328,18 @@ TEST(MpsSupervisorProcessTest, FakeControlDaemonsStartRestartAfterAKillAndQuit) 
   o.program = TESSERA_FAKE_MPS_CONTROL;
   ManualClock clock(1'000'000'000);
   MpsSupervisor sup(o, &clock, MakeSystemMpsProcessOps());
+  // A descriptor of the agent's without close-on-exec (a connection, say).
+  const int leak = ::dup2(::open("/dev/null", O_RDONLY), 77);
+  ASSERT_EQ(leak, 77);
   ASSERT_TRUE(sup.Reconcile(kTwo).ok());
+  ::close(leak);
   const std::string log0 = o.root + "/0/log/fake-mps-control.log";
   const std::string log1 = o.root + "/1/log/fake-mps-control.log";
   ASSERT_TRUE(Eventually([&] { return CountOf(ReadFile(log0), "daemon pid=") == 1; }));
   ASSERT_TRUE(Eventually([&] { return CountOf(ReadFile(log1), "daemon pid=") == 1; }));
+  EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(sup.status()[1].pid) + "/fd/77"))
+      << "the daemon inherited the agent's descriptor";
+  EXPECT_TRUE(std::filesystem::exists("/proc/" + std::to_string(sup.status()[1].pid) + "/fd/2"));
   const std::string line = ReadFile(log1);
   EXPECT_NE(line.find("argv=-f CUDA_VISIBLE_DEVICES=GPU-bbbb CUDA_MPS_PIPE_DIRECTORY=" + o.root +
                       "/1/pipe CUDA_MPS_LOG_DIRECTORY=" + o.root + "/1/log"),
