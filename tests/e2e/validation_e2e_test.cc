@@ -157,6 +157,15 @@ TEST_F(ValidationTest, ARegressingRunDrainsItsGpuWithTheReason) {
   auto metrics = ApiClient(url_, admin_).Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_NE(metrics->body.find("tessera_validation_regressions_total 1"), std::string::npos);
+
+  ASSERT_EQ(Validate({"list"}, &out), 0) << out;
+  EXPECT_NE(out.find("burn  1d     all    10%        higher  10m      1 scheduled"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(Validate({"remove", "burn"}, &out), 0) << out;
+  EXPECT_TRUE(Get("/v1/admin/validations")["checks"].empty());
+  EXPECT_NE(Validate({"remove", "burn"}, &out), 0);  // gone
+  EXPECT_NE(out.find("no validation check 'burn'"), std::string::npos) << out;
 }
 
 }  // namespace
