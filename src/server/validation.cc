@@ -273,25 +273,21 @@ std::string RegressionReason(const std::string& check, const ValidationVerdict& 
          FormatValidationNumber(threshold_percent) + " %)";
 }
 
-bool ValidationBook::Holds(const std::string& node) const {
-  for (const auto& [key, slot] : slots) {
-    if (key.second == node && (slot.waiting_since > 0 || slot.job != 0)) {
-      return true;
-    }
-  }
-  return false;
-}
+// Both look the node up under each check (there are few), not walk every slot: the
+// controller asks at every node event and for every node of each pass.
+bool ValidationBook::Holds(const std::string& node) const { return !HoldReason(node).empty(); }
 
 std::string ValidationBook::HoldReason(const std::string& node) const {
-  for (const auto& [key, slot] : slots) {
-    if (key.second != node) {
+  for (const auto& [check, unused] : checks) {
+    auto it = slots.find({check, node});
+    if (it == slots.end()) {
       continue;
     }
-    if (slot.job != 0) {
-      return "running validation " + key.first + " (job " + std::to_string(slot.job) + ")";
+    if (it->second.job != 0) {
+      return "running validation " + check + " (job " + std::to_string(it->second.job) + ")";
     }
-    if (slot.waiting_since > 0) {
-      return "held for validation " + key.first + ": takes no new work until its jobs end";
+    if (it->second.waiting_since > 0) {
+      return "held for validation " + check + ": takes no new work until its jobs end";
     }
   }
   return "";

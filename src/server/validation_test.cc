@@ -153,6 +153,8 @@ TEST(ValidationBookTest, HistoryHoldsPassingValuesOfThatGpuOnly) {
   EXPECT_EQ(book.runs.at({"burn", "n1"}).size(), ValidationBook::kRunsKept);
   EXPECT_EQ(book.runs.at({"burn", "n1"}).front().time, 10 + 60 - 50);
 
+  book.checks["burn"].name = "burn";
+  book.checks["other"].name = "other";
   book.slots[{"burn", "n1"}].waiting_since = 5;
   book.slots[{"other", "n2"}].job = 9;
   EXPECT_TRUE(book.Holds("n1"));
