@@ -94,6 +94,8 @@ TEST_F(ControllerValidationTest, DueNodeIsHeldUntilItsJobsEndThenRunsTheCheckAlo
   EXPECT_EQ(check.cpu_milli, 64000);
   EXPECT_EQ(check.env.at("TESSERA_VALIDATION"), "burn");
   EXPECT_EQ(NodeState(), "running");
+  // Held and charged like any running job: the core's ledgers and quotas agree.
+  EXPECT_EQ(controller_->CheckInvariants(), std::vector<std::string>{});
   auto shown = controller_->GetJob(Principal{Role::kAdmin, "", "admin"}, JobNumber(check.key.job));
   ASSERT_TRUE(shown.ok());
   EXPECT_EQ((*shown)["tenant"], "_validation");
@@ -108,6 +110,7 @@ TEST_F(ControllerValidationTest, DueNodeIsHeldUntilItsJobsEndThenRunsTheCheckAlo
   ASSERT_EQ(launches.size(), 1U);
   EXPECT_EQ(launches[0].key.job, later);
   EXPECT_EQ(NodeState(), "scheduled");
+  EXPECT_EQ(controller_->CheckInvariants(), std::vector<std::string>{});
 
   auto results = controller_->ValidationResults("burn", "", 10);
   ASSERT_TRUE(results.ok());
