@@ -27,15 +27,15 @@ AgentGpuShares::AgentGpuShares(AgentGpuSharesOptions o) : data_dir_(o.data_dir) 
     std::cerr << "tessera agent: warning: " << limiter_problem_
               << "; tasks on shared GPUs run without the CUDA limiter (MPS limits only)\n";
   }
-  if (o.mps_control != "none") {
-    MpsSupervisorOptions mo;
-    mo.root = o.data_dir + "/mps";
-    if (!o.mps_control.empty()) {
-      mo.program = o.mps_control;
-    }
-    mps_ = std::make_unique<MpsSupervisor>(
-        mo, o.clock, o.ops != nullptr ? std::move(o.ops) : MakeSystemMpsProcessOps());
+  // Made even with MPS off: its first Reconcile stops daemons an earlier agent left.
+  mps_enabled_ = o.mps_control != "none";
+  MpsSupervisorOptions mo;
+  mo.root = o.data_dir + "/mps";
+  if (mps_enabled_ && !o.mps_control.empty()) {
+    mo.program = o.mps_control;
   }
+  mps_ = std::make_unique<MpsSupervisor>(
+      mo, o.clock, o.ops != nullptr ? std::move(o.ops) : MakeSystemMpsProcessOps());
 }
 
 AgentGpuShares::~AgentGpuShares() { Stop(false); }
@@ -56,9 +56,8 @@ void AgentGpuShares::OnInventory(const std::vector<DiscoveredGpu>& gpus) {
       shared.push_back(SharedGpu{g.index, g.uuid, g.mig_enabled});
     }
   }
-  if (mps_ != nullptr) {
-    (void)mps_->Reconcile(shared);  // refusals are logged and listed in problems()
-  }
+  // Refusals are logged and listed in problems().
+  (void)mps_->Reconcile(mps_enabled_ ? shared : std::vector<SharedGpu>{});
   WriteStatus();
 }
 
@@ -97,7 +96,7 @@ std::vector<std::pair<std::string, std::string>> AgentGpuShares::Labels() const 
     return {};
   }
   std::string mps = "off";
-  if (mps_ != nullptr) {
+  if (mps_enabled_) {
     const std::vector<MpsDaemonStatus> daemons = mps_->status();
     mps = std::all_of(daemons.begin(), daemons.end(),
                       [](const MpsDaemonStatus& s) { return s.problem.empty(); })

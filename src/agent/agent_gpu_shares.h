@@ -64,7 +64,8 @@ class AgentGpuShares {
   std::string limiter_;
   std::string limiter_problem_;
   std::vector<SharingMode> modes_;
-  std::unique_ptr<MpsSupervisor> mps_;  // nullptr: MPS disabled
+  std::unique_ptr<MpsSupervisor> mps_;  // runs no daemon when MPS is off
+  bool mps_enabled_ = false;
   bool stopped_ = false;
   std::string written_status_;
 };

@@ -179,6 +179,24 @@ TEST_F(AgentMpsTest, AnAgentThatKeepsItsTasksLeavesTheDaemonsToItsSuccessor) {
   EXPECT_EQ(CountOf(Log(1), "command: quit"), 1) << Log(1);
 }
 
+TEST_F(AgentMpsTest, AnAgentWithMpsOffStopsTheDaemonsItsPredecessorLeft) {
+  AgentOptions o = Options();
+  o.keep_tasks_on_stop = true;
+  Start(o);
+  ASSERT_TRUE(Until([&] { return CountOf(Log(0), "daemon pid=") == 1; }));
+  ASSERT_TRUE(Until([&] { return CountOf(Log(1), "daemon pid=") == 1; }));
+  agent_->Stop();
+  agent_.reset();
+  o.mps_control = "none";
+  Start(o);
+  for (int g = 0; g < 2; ++g) {
+    EXPECT_EQ(CountOf(Log(g), " quit\n"), 1) << Log(g);  // SIGTERM: no client to send quit
+    EXPECT_FALSE(std::filesystem::exists(data_ + "/mps/" + std::to_string(g) +
+                                         "/pipe/nvidia-cuda-mps-control.pid"));
+  }
+  EXPECT_EQ(agent_->inventory().spec.labels, (NodeLabels{{"cuda-limiter", "on"}, {"mps", "off"}}));
+}
+
 TEST_F(AgentMpsTest, WithoutTheProgramOrTheLimiterSharesRunAndTheProblemIsWritten) {
   AgentOptions o = Options();
   o.mps_control = dir_ + "/no-such-mps-control";

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -184,6 +185,10 @@ Status MpsSupervisor::Reconcile(const std::vector<SharedGpu>& shared) {
   for (const SharedGpu& g : shared) {
     wanted[g.index] = &g;
   }
+  if (!swept_) {
+    swept_ = true;
+    StopLeftovers(wanted);
+  }
   for (auto it = daemons_.begin(); it != daemons_.end();) {
     auto w = wanted.find(it->first);
     if (w == wanted.end() || w->second->uuid != it->second.s.uuid || w->second->mig) {
@@ -223,6 +228,35 @@ Status MpsSupervisor::Reconcile(const std::vector<SharedGpu>& shared) {
     }
   }
   return first;
+}
+
+void MpsSupervisor::StopLeftovers(const std::map<int, const SharedGpu*>& wanted) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.size() > 4 ||
+        !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      continue;
+    }
+    const int gpu = std::stoi(name);
+    auto w = wanted.find(gpu);
+    if (w != wanted.end() && !w->second->mig) {
+      continue;  // adopted (or started) by Begin
+    }
+    Daemon d;
+    d.s.gpu = gpu;
+    d.s.dirs = DirsOf(gpu);
+    std::ifstream in(d.s.dirs.pipe + "/" + kPidFile);
+    int pid = 0;
+    if (in >> pid && pid > 0 && !ops_->Ended(pid) &&
+        ops_->CommandLine(pid).find("nvidia-cuda-mps-control") != std::string::npos) {
+      std::cerr << "tessera agent: MPS: GPU " << gpu
+                << " is not shared now; stopping the control daemon an earlier agent left (pid "
+                << pid << ")\n";
+      d.s.pid = pid;
+      StopDaemon(d);
+    }
+  }
 }
 
 Status MpsSupervisor::Begin(Daemon& d) {
@@ -326,7 +360,8 @@ void MpsSupervisor::StopDaemon(Daemon& d) {
     }
     return ops_->Ended(pid);
   };
-  if (!wait(options_.stop_grace)) {
+  // Without a client to send quit (no program), SIGTERM at once.
+  if (client < 0 || !wait(options_.stop_grace)) {
     ops_->Signal(pid, SIGTERM);
     if (!wait(options_.stop_grace)) {
       std::cerr << "tessera agent: MPS: GPU " << d.s.gpu << ": control daemon (pid " << pid

@@ -17,7 +17,8 @@
 // directory), then SIGTERM and SIGKILL after stop_grace each. Shutdown(false) leaves the
 // daemons running; the next supervisor on the same root adopts a daemon whose pid file
 // (<pipe>/nvidia-cuda-mps-control.pid, written by the daemon) names a live
-// nvidia-cuda-mps-control.
+// nvidia-cuda-mps-control; the daemons it finds there for GPUs that are not shared now
+// are stopped.
 // Refusals (no daemon, a problem that status() reports and the log says once): the GPU
 // is in MIG mode, or the program is not found (looked for again at each Reconcile).
 //
@@ -126,6 +127,8 @@ class MpsSupervisor {
   };
   Status Begin(Daemon& d);  // directories, adoption or a first start
   Status StartDaemon(Daemon& d);
+  // Stops the daemons an earlier agent left for GPUs not in `wanted` (or in MIG mode).
+  void StopLeftovers(const std::map<int, const SharedGpu*>& wanted);
   void StopDaemon(Daemon& d);
   void Refuse(Daemon& d, const std::string& problem);
   std::map<std::string, std::string> Env(const Daemon& d) const;
@@ -134,6 +137,7 @@ class MpsSupervisor {
   const Clock* clock_;
   std::unique_ptr<MpsProcessOps> ops_;
   std::map<int, Daemon> daemons_;  // by GPU index
+  bool swept_ = false;             // leftovers of an earlier agent looked for (first Reconcile)
 };
 
 }  // namespace tessera

@@ -292,6 +292,23 @@ TEST_F(MpsSupervisorTest, AnAgentThatKeepsItsTasksLeavesTheDaemonsForTheNextOneT
   EXPECT_FALSE(sup_->status()[1].adopted);
 }
 
+TEST_F(MpsSupervisorTest, ADaemonLeftForAGpuNoLongerSharedIsStoppedByTheNextAgent) {
+  sup_ = Make();
+  ASSERT_TRUE(sup_->Reconcile(kTwo).ok());
+  sup_->Shutdown(false);
+  const std::vector<int> left = world_->Daemons();
+  ASSERT_EQ(left.size(), 2u);
+  sup_ = Make();
+  ASSERT_TRUE(sup_->Reconcile({kTwo[1]}).ok());  // GPU 0 is exclusive now
+  EXPECT_TRUE(world_->procs[left[0]].ended);
+  ASSERT_EQ(world_->Clients().size(), 1u);
+  EXPECT_EQ(world_->procs[world_->Clients()[0]].env.at("CUDA_MPS_PIPE_DIRECTORY"),
+            root_ + "/0/pipe");
+  EXPECT_FALSE(world_->procs[left[1]].ended);
+  EXPECT_TRUE(sup_->status()[0].adopted);
+  EXPECT_EQ(world_->Daemons().size(), 2u);  // nothing new started
+}
+
 // ---- Real processes: the fake nvidia-cuda-mps-control script. ----
 
 std::string ReadFile(const std::string& path) {
