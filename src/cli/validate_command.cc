@@ -30,11 +30,10 @@ std::string Number(const json& v) {
 }
 
 int Add(ApiClient& client, const ValidateOptions& o, std::ostream& out, std::ostream& err) {
-  json body = {{"name", o.name},          {"command", o.command},
-               {"every", o.every},        {"nodes", o.nodes},
-               {"threshold", o.threshold}, {"metric_direction", o.direction},
-               {"timeout", o.timeout},    {"max_wait", o.max_wait},
-               {"parallel", o.parallel}};
+  json body = {
+      {"name", o.name},       {"command", o.command},     {"every", o.every},
+      {"nodes", o.nodes},     {"threshold", o.threshold}, {"metric_direction", o.direction},
+      {"timeout", o.timeout}, {"max_wait", o.max_wait},   {"parallel", o.parallel}};
   if (!o.queue.empty()) {
     body["queue"] = o.queue;
   }
@@ -128,8 +127,8 @@ int Results(ApiClient& client, const ValidateOptions& o, std::ostream& out, std:
     out << Pretty(*runs) << "\n";
     return 0;
   }
-  Table t({"TIME", "CHECK", "NODE", "JOB", "OUTCOME", "GPU", "METRIC", "VALUE", "BASELINE",
-           "CHANGE"});
+  Table t(
+      {"TIME", "CHECK", "NODE", "JOB", "OUTCOME", "GPU", "METRIC", "VALUE", "BASELINE", "CHANGE"});
   for (size_t c : {5, 7, 8, 9}) {
     t.SetRightAligned(c);
   }
@@ -150,10 +149,10 @@ int Results(ApiClient& client, const ValidateOptions& o, std::ostream& out, std:
       if (r.value("baseline", json()).is_number()) {
         std::snprintf(change, sizeof(change), "%+.1f%%", r.value("change_percent", 0.0));
       }
-      row.insert(row.end(),
-                 {std::to_string(r.value("gpu", -1)) + (r.value("regressed", false) ? "!" : ""),
-                  Text(r, "metric"), Number(r["value"]), Number(r.value("baseline", json())),
-                  change});
+      row.insert(
+          row.end(),
+          {std::to_string(r.value("gpu", -1)) + (r.value("regressed", false) ? "!" : ""),
+           Text(r, "metric"), Number(r["value"]), Number(r.value("baseline", json())), change});
       t.AddRow(row);
     }
     if (!Text(run, "reason").empty()) {

@@ -37,8 +37,12 @@ std::string SlotKey(const std::string& check, const std::string& node) {
 
 nlohmann::json SlotJson(const std::string& check, const std::string& node,
                         const ValidationSlot& s) {
-  return {{"check", check},           {"node", node},      {"last_start_us", s.last_start},
-          {"waiting_since_us", s.waiting_since}, {"job", s.job}, {"manual", s.manual},
+  return {{"check", check},
+          {"node", node},
+          {"last_start_us", s.last_start},
+          {"waiting_since_us", s.waiting_since},
+          {"job", s.job},
+          {"manual", s.manual},
           {"timed_out", s.timed_out}};
 }
 
@@ -196,13 +200,13 @@ nlohmann::json Controller::Validations() {
       } else if (slot.manual) {
         state = "due";
       }
-      nlohmann::json n = {{"node", node_name},
-                          {"state", state},
-                          {"next_due", FormatRfc3339(ValidationDueAt(check, slot.last_start))},
-                          {"last_start", slot.last_start > 0 ? nlohmann::json(FormatRfc3339(
-                                                                   slot.last_start))
-                                                             : nlohmann::json()},
-                          {"job", slot.job != 0 ? nlohmann::json(slot.job) : nlohmann::json()}};
+      nlohmann::json n = {
+          {"node", node_name},
+          {"state", state},
+          {"next_due", FormatRfc3339(ValidationDueAt(check, slot.last_start))},
+          {"last_start",
+           slot.last_start > 0 ? nlohmann::json(FormatRfc3339(slot.last_start)) : nlohmann::json()},
+          {"job", slot.job != 0 ? nlohmann::json(slot.job) : nlohmann::json()}};
       if (auto r = validation_.runs.find({name, node_name});
           r != validation_.runs.end() && !r->second.empty()) {
         n["last_outcome"] = r->second.back().outcome;
@@ -392,8 +396,8 @@ void Controller::ValidationStep() {
         ValidationSlot probe;
         const ValidationSlot& current = found != validation_.slots.end() ? found->second : probe;
         if (current.job != 0 || current.waiting_since > 0 ||
-            (!current.manual && (now < ValidationDueAt(check, current.last_start) ||
-                                 held >= limit)) ||
+            (!current.manual &&
+             (now < ValidationDueAt(check, current.last_start) || held >= limit)) ||
             validation_.Holds(node_name)) {
           continue;
         }
@@ -431,12 +435,12 @@ void Controller::ValidationStep() {
           StopJob(*job, AfterStop::kCancel, 0, now, out);
         }
         if (Terminal(job->state)) {
-          ended.push_back({name, node_name, slot.job, job->state, job->row.exit_code,
-                           job->row.reason, ""});
+          ended.push_back(
+              {name, node_name, slot.job, job->state, job->row.exit_code, job->row.reason, ""});
         } else if (rec.phase == JobPhase::kRunning && now - rec.run_start > check.timeout) {
           slot.timed_out = true;
-          job->row.reason = "validation " + name + ": timed out after " +
-                            FormatDuration(check.timeout);
+          job->row.reason =
+              "validation " + name + ": timed out after " + FormatDuration(check.timeout);
           StopJob(*job, AfterStop::kFail, 0, now, out);
           out.batch.kv.emplace_back(SlotKey(name, node_name),
                                     SlotJson(name, node_name, slot).dump());
@@ -451,15 +455,26 @@ void Controller::ValidationStep() {
       if (id.ok() && info != nullptr && info->up && NodeIdle(core_.state()->node(id.value()))) {
         Status started = StartValidationJob(check, node_name, slot, now, out);
         if (!started.ok()) {
-          ValidationRun run{name, node_name, 0, now, "skipped", 0,
-                            "validation " + name + ": could not reserve the node: " +
-                                started.message(), {}};
+          ValidationRun run{
+              name,
+              node_name,
+              0,
+              now,
+              "skipped",
+              0,
+              "validation " + name + ": could not reserve the node: " + started.message(),
+              {}};
           RecordRun(validation_, std::move(run), out.batch);
           slot.waiting_since = 0;
           slot.last_start = now;
         }
       } else if (now - slot.waiting_since > check.max_wait) {
-        ValidationRun run{name, node_name, 0, now, "skipped", 0,
+        ValidationRun run{name,
+                          node_name,
+                          0,
+                          now,
+                          "skipped",
+                          0,
                           "validation " + name + ": the node stayed busy for " +
                               FormatDuration(check.max_wait) + "; skipped until the next slot",
                           {}};
@@ -504,9 +519,9 @@ void Controller::ValidationStep() {
       NodeInfo* node = nodes_.Find(e.node);
       if (e.state == JobState::kSucceeded) {
         for (const ValidationValue& v : ParseValidationOutput(e.output)) {
-          ValidationVerdict verdict = JudgeValidationValue(
-              v, validation_.History(e.check, e.node, v.gpu, v.metric), c.threshold_percent,
-              c.higher_is_better);
+          ValidationVerdict verdict =
+              JudgeValidationValue(v, validation_.History(e.check, e.node, v.gpu, v.metric),
+                                   c.threshold_percent, c.higher_is_better);
           if (verdict.regressed) {
             run.outcome = "regressed";
             ++validation_.regressions;
@@ -516,18 +531,19 @@ void Controller::ValidationStep() {
             }
             if (node != nullptr) {
               const bool known = v.gpu < static_cast<int>(node->inventory.spec.gpus.size());
-              SetDrain(*node, known ? v.gpu : -1, DrainInfo{reason, "validation", "validation", now},
-                       judged);
+              SetDrain(*node, known ? v.gpu : -1,
+                       DrainInfo{reason, "validation", "validation", now}, judged);
             }
           }
           run.results.push_back(std::move(verdict));
         }
       } else if (e.state == JobState::kFailed) {
         run.outcome = "failed";
-        run.reason = slot->second.timed_out
-                         ? "validation " + e.check + ": timed out after " + FormatDuration(c.timeout)
-                         : "validation " + e.check + ": check failed with exit code " +
-                               std::to_string(e.exit_code);
+        run.reason =
+            slot->second.timed_out
+                ? "validation " + e.check + ": timed out after " + FormatDuration(c.timeout)
+                : "validation " + e.check + ": check failed with exit code " +
+                      std::to_string(e.exit_code);
         if (node != nullptr) {
           SetDrain(*node, -1, DrainInfo{run.reason, "validation", "validation", now}, judged);
         }

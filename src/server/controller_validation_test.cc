@@ -250,8 +250,8 @@ TEST_F(ControllerValidationTest, AHeldNodeStaysHeldAcrossARestartAndItsCheckIsJu
 
 TEST_F(ControllerValidationTest, TimeoutFailsTheCheckAndDrainsTheNode) {
   Register();
-  auto r = controller_->AddValidation(
-      {{"name", "burn"}, {"command", "sleep 1000"}, {"timeout", "5m"}});
+  auto r =
+      controller_->AddValidation({{"name", "burn"}, {"command", "sleep 1000"}, {"timeout", "5m"}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   TaskLaunch check = RunNow();
   clock_.Advance(6 * kMinute);

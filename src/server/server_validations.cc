@@ -37,8 +37,7 @@ void Server::ValidationRoutes() {
           }
           SendJson(res, controller_->Validations());
         }));
-  s.Post("/v1/admin/validations",
-         Authed([this](const Principal& who, const Req& req, Res& res) {
+  s.Post("/v1/admin/validations", Authed([this](const Principal& who, const Req& req, Res& res) {
            if (Status st = AdminOnly(who); !st.ok()) {
              SendError(res, st);
              return;

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "api/units.h"
@@ -74,9 +74,9 @@ StatusOr<ValidationCheck> ValidationCheckFromJson(const nlohmann::json& j) {
   }
   ValidationCheck c;
   if (!j.contains("name") || !j["name"].is_string() || !ValidName(j["name"].get<std::string>())) {
-    return InvalidArgumentError(
-        "name: 1 to 64 letters, digits, '.', '_' or '-' (got " +
-        (j.contains("name") ? j["name"].dump() : std::string("nothing")) + ")");
+    return InvalidArgumentError("name: 1 to 64 letters, digits, '.', '_' or '-' (got " +
+                                (j.contains("name") ? j["name"].dump() : std::string("nothing")) +
+                                ")");
   }
   c.name = j["name"].get<std::string>();
   if (!j.contains("command") || !j["command"].is_string() ||
@@ -115,8 +115,8 @@ StatusOr<ValidationCheck> ValidationCheckFromJson(const nlohmann::json& j) {
       }
     }
     if (!(v > 0 && v < 100)) {
-      return InvalidArgumentError("threshold: a percentage between 0 and 100 such as \"10%\", got " +
-                                  t.dump());
+      return InvalidArgumentError(
+          "threshold: a percentage between 0 and 100 such as \"10%\", got " + t.dump());
     }
     c.threshold_percent = v;
   }
@@ -200,9 +200,9 @@ std::vector<ValidationValue> ParseValidationOutput(const std::string& output) {
       continue;
     }
     const nlohmann::json j = nlohmann::json::parse(line.substr(begin), nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("gpu") ||
-        !j["gpu"].is_number_integer() || !j.contains("metric") || !j["metric"].is_string() ||
-        !j.contains("value") || !j["value"].is_number()) {
+    if (j.is_discarded() || !j.is_object() || !j.contains("gpu") || !j["gpu"].is_number_integer() ||
+        !j.contains("metric") || !j["metric"].is_string() || !j.contains("value") ||
+        !j["value"].is_number()) {
       continue;
     }
     const int64_t gpu = j["gpu"].get<int64_t>();
@@ -229,8 +229,8 @@ std::optional<double> ValidationBaseline(const std::vector<double>& history) {
 }
 
 ValidationVerdict JudgeValidationValue(const ValidationValue& value,
-                                       const std::vector<double>& history,
-                                       double threshold_percent, bool higher_is_better) {
+                                       const std::vector<double>& history, double threshold_percent,
+                                       bool higher_is_better) {
   ValidationVerdict v;
   v.value = value;
   v.baseline = ValidationBaseline(history);
@@ -266,8 +266,8 @@ std::string FormatValidationNumber(double v) {
 std::string RegressionReason(const std::string& check, const ValidationVerdict& v,
                              double threshold_percent) {
   const double pct = std::round(std::fabs(v.change_percent) * 10.0) / 10.0;
-  return "validation " + check + ": " + v.value.metric +
-         " " + FormatValidationNumber(v.value.value) + " is " + FormatValidationNumber(pct) + " % " +
+  return "validation " + check + ": " + v.value.metric + " " +
+         FormatValidationNumber(v.value.value) + " is " + FormatValidationNumber(pct) + " % " +
          (v.change_percent < 0 ? "below" : "above") + " baseline " +
          FormatValidationNumber(v.baseline.value_or(0)) + " (threshold " +
          FormatValidationNumber(threshold_percent) + " %)";
@@ -341,9 +341,9 @@ nlohmann::json ValidationRunToJson(const ValidationRun& run) {
                         {"regressed", v.regressed}};
     results.push_back(std::move(r));
   }
-  return {{"check", run.check},     {"node", run.node},       {"job", run.job},
-          {"time_us", run.time},    {"outcome", run.outcome}, {"exit_code", run.exit_code},
-          {"reason", run.reason},   {"results", results}};
+  return {{"check", run.check},   {"node", run.node},       {"job", run.job},
+          {"time_us", run.time},  {"outcome", run.outcome}, {"exit_code", run.exit_code},
+          {"reason", run.reason}, {"results", results}};
 }
 
 StatusOr<ValidationRun> ValidationRunFromJson(const nlohmann::json& j) {

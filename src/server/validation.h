@@ -18,11 +18,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/clock.h"
 #include "base/status.h"
@@ -39,8 +38,8 @@ struct ValidationCheck {
   Micros every = 24LL * 3600 * 1'000'000;
   // "all", "n1,n2" (node names) or "label=value".
   std::string nodes = "all";
-  double threshold_percent = 10.0;  // how much worse than the baseline is a regression
-  bool higher_is_better = true;     // --metric-direction higher|lower
+  double threshold_percent = 10.0;         // how much worse than the baseline is a regression
+  bool higher_is_better = true;            // --metric-direction higher|lower
   Micros timeout = 10LL * 60 * 1'000'000;  // a run longer than this fails (drains)
   // How long a due node may wait for its running jobs to end before the run is skipped
   // until its next slot (a busy node is never preempted for a check).
@@ -85,8 +84,8 @@ struct ValidationVerdict {
 };
 // `history`: the earlier passing values of this GPU and metric, oldest first.
 ValidationVerdict JudgeValidationValue(const ValidationValue& value,
-                                       const std::vector<double>& history,
-                                       double threshold_percent, bool higher_is_better);
+                                       const std::vector<double>& history, double threshold_percent,
+                                       bool higher_is_better);
 // The median of the last kBaselineRuns of `history` (none when empty).
 std::optional<double> ValidationBaseline(const std::vector<double>& history);
 // "validation gpu-burn: matmul_tflops 250.1 is 20 % below baseline 312.4 (threshold 10 %)".
@@ -97,10 +96,10 @@ std::string RegressionReason(const std::string& check, const ValidationVerdict& 
 struct ValidationRun {
   std::string check, node;
   uint64_t job = 0;
-  Micros time = 0;       // when it ended
-  std::string outcome;   // "passed", "regressed", "failed", "skipped", "interrupted"
+  Micros time = 0;      // when it ended
+  std::string outcome;  // "passed", "regressed", "failed", "skipped", "interrupted"
   int exit_code = 0;
-  std::string reason;    // why it failed, was skipped or interrupted; the drain reason
+  std::string reason;  // why it failed, was skipped or interrupted; the drain reason
   std::vector<ValidationVerdict> results;
 };
 nlohmann::json ValidationRunToJson(const ValidationRun& run);
@@ -119,7 +118,7 @@ struct ValidationSlot {
 struct ValidationBook {
   static constexpr size_t kRunsKept = 50;  // per check and node, in memory
   std::map<std::string, ValidationCheck> checks;
-  std::map<std::pair<std::string, std::string>, ValidationSlot> slots;    // (check, node)
+  std::map<std::pair<std::string, std::string>, ValidationSlot> slots;             // (check, node)
   std::map<std::pair<std::string, std::string>, std::vector<ValidationRun>> runs;  // oldest first
   uint64_t regressions = 0;  // results that regressed, since the controller started
   Micros next_step = 0;      // the next periodic pass (a poke runs one sooner)

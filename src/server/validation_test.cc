@@ -70,7 +70,7 @@ TEST(ValidationCheckTest, DueEveryIntervalFromTheLastStartOrCreation) {
   ValidationCheck c;
   c.every = 24 * kHour;
   c.created = 100 * kHour;
-  EXPECT_EQ(ValidationDueAt(c, 0), 124 * kHour);         // never run: a period after creation
+  EXPECT_EQ(ValidationDueAt(c, 0), 124 * kHour);            // never run: a period after creation
   EXPECT_EQ(ValidationDueAt(c, 130 * kHour), 154 * kHour);  // then a period after each start
 }
 
@@ -80,10 +80,10 @@ TEST(ValidationOutputTest, KeepsOnlyWellFormedResultLines) {
       "{\"gpu\":0,\"metric\":\"matmul_tflops\",\"value\":312.4}\n"
       "  {\"gpu\": 1, \"metric\": \"matmul_tflops\", \"value\": 305}\r\n"
       "{\"gpu\":\"2\",\"metric\":\"x\",\"value\":1}\n"  // gpu not an integer
-      "{\"gpu\":2,\"metric\":\"x\"}\n"                   // no value
-      "{\"gpu\":2,\"metric\":\"x\",\"value\":\"1\"}\n"   // value not a number
+      "{\"gpu\":2,\"metric\":\"x\"}\n"                  // no value
+      "{\"gpu\":2,\"metric\":\"x\",\"value\":\"1\"}\n"  // value not a number
       "{not json\n"
-      "{\"gpu\":-1,\"metric\":\"x\",\"value\":1}\n"      // no such GPU
+      "{\"gpu\":-1,\"metric\":\"x\",\"value\":1}\n"         // no such GPU
       "{\"gpu\":3,\"metric\":\"mem_bw\",\"value\":2.5e3}";  // no final newline
   std::vector<ValidationValue> v = ParseValidationOutput(out);
   ASSERT_EQ(v.size(), 3U);
@@ -99,7 +99,7 @@ TEST(ValidationOutputTest, KeepsOnlyWellFormedResultLines) {
 TEST(ValidationBaselineTest, FirstResultUntilFiveThenTheMedianOfTheLastFive) {
   EXPECT_FALSE(ValidationBaseline({}).has_value());
   EXPECT_DOUBLE_EQ(*ValidationBaseline({300}), 300);
-  EXPECT_DOUBLE_EQ(*ValidationBaseline({300, 350, 10, 20}), 300);  // fewer than 5: the first
+  EXPECT_DOUBLE_EQ(*ValidationBaseline({300, 350, 10, 20}), 300);       // fewer than 5: the first
   EXPECT_DOUBLE_EQ(*ValidationBaseline({300, 350, 10, 20, 330}), 300);  // sorted: 10 20 300 330 350
   // Only the last five count: 1000 has aged out.
   EXPECT_DOUBLE_EQ(*ValidationBaseline({1000, 310, 320, 330, 340, 350}), 330);
@@ -161,14 +161,22 @@ TEST(ValidationBookTest, HistoryHoldsPassingValuesOfThatGpuOnly) {
   EXPECT_TRUE(book.Holds("n2"));
   EXPECT_FALSE(book.Holds("n3"));
   EXPECT_EQ(book.HeldFor("burn"), 1);
-  EXPECT_EQ(book.HoldReason("n1"), "held for validation burn: takes no new work until its jobs end");
+  EXPECT_EQ(book.HoldReason("n1"),
+            "held for validation burn: takes no new work until its jobs end");
   EXPECT_EQ(book.HoldReason("n2"), "running validation other (job 9)");
   EXPECT_EQ(book.HoldReason("n3"), "");
 }
 
 TEST(ValidationRunTest, RoundTripsThroughItsStoredForm) {
-  ValidationRun run{"burn", "n1", 42, 1234, "regressed", 0, "why",
-                    {{{0, "tflops", 250}, 300.0, -16.7, true}, {{1, "tflops", 301}, std::nullopt, 0, false}}};
+  ValidationRun run{
+      "burn",
+      "n1",
+      42,
+      1234,
+      "regressed",
+      0,
+      "why",
+      {{{0, "tflops", 250}, 300.0, -16.7, true}, {{1, "tflops", 301}, std::nullopt, 0, false}}};
   auto back = ValidationRunFromJson(ValidationRunToJson(run));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->job, 42U);

@@ -60,10 +60,8 @@ class ValidationTest : public ServerAndAgentsTest {
 
   // POST /v1/jobs as the admin: the new job's id (0 on failure).
   uint64_t Submit(const std::string& command) {
-    const json spec = {{"name", "work"},
-                       {"queue", "team-a"},
-                       {"command", command},
-                       {"resources", {{"gpus", 1}}}};
+    const json spec = {
+        {"name", "work"}, {"queue", "team-a"}, {"command", command}, {"resources", {{"gpus", 1}}}};
     auto r = ApiClient(url_, admin_).Post("/v1/jobs", spec.dump(), "application/json");
     if (!r || (r->status != 200 && r->status != 201)) {
       ADD_FAILURE() << "submit: " << (r ? r->body : "no answer");
@@ -106,8 +104,9 @@ TEST_F(ValidationTest, TheCheckWaitsForTheNodesJobAndHoldsTheNodeMeanwhile) {
   EXPECT_EQ(State(busy), "running");  // not preempted for the check
   EXPECT_TRUE(Get("/v1/admin/validations/results?check=burn")["runs"].empty());
 
-  auto cancelled = ApiClient(url_, admin_).Post("/v1/jobs/" + std::to_string(busy) + "/cancel",
-                                                "", "application/json");
+  auto cancelled =
+      ApiClient(url_, admin_)
+          .Post("/v1/jobs/" + std::to_string(busy) + "/cancel", "", "application/json");
   ASSERT_TRUE(cancelled && cancelled->status == 200);
   const json run = WaitForRuns(1);
   EXPECT_EQ(run.value("outcome", ""), "passed") << run.dump();
@@ -121,12 +120,14 @@ TEST_F(ValidationTest, ARegressingRunDrainsItsGpuWithTheReason) {
   StartAgent("n1", "2xH100-80GB");
   value_file_ = dir_ + "/value";
   WriteValue("312.4");
-  const std::string command = "echo warming up; echo '{\"gpu\":0,\"metric\":\"matmul_tflops\","
-                              "\"value\":'$(cat " + value_file_ + ")'}'";
+  const std::string command =
+      "echo warming up; echo '{\"gpu\":0,\"metric\":\"matmul_tflops\","
+      "\"value\":'$(cat " +
+      value_file_ + ")'}'";
   std::string out;
-  ASSERT_EQ(Validate({"add", "burn", "--command", command, "--every", "24h", "--threshold", "10%"},
-                     &out),
-            0)
+  ASSERT_EQ(
+      Validate({"add", "burn", "--command", command, "--every", "24h", "--threshold", "10%"}, &out),
+      0)
       << out;
   EXPECT_NE(out.find("validation burn added: every 1d on all nodes"), std::string::npos) << out;
 
