@@ -102,22 +102,32 @@ EOF
   log="$("$bin" logs "$id" || true)"
   echo "--- $name: the share's log"
   echo "$log"
-  local allocated total pipe
+  local allocated total pipe preload
   allocated="$(sed -n 's/^allocated=//p' <<<"$log" | head -1)"
   total="$(sed -n 's/^info_total_mib=//p' <<<"$log" | head -1)"
   pipe="$(sed -n 's/^CUDA_MPS_PIPE_DIRECTORY=//p' <<<"$log" | head -1)"
+  preload="$(sed -n 's/^LD_PRELOAD=//p' <<<"$log" | head -1)"
   say "${name}_allocated_gib=${allocated:-none}"
   say "${name}_meminfo_total_mib=${total:-none}"
   say "${name}_first_failure_code=$(sed -n 's/^failure_code=//p' <<<"$log" | head -1)"
   say "${name}_mps_pipe=${pipe:-none}"
-  say "${name}_ld_preload=$(sed -n 's/^LD_PRELOAD=//p' <<<"$log" | head -1)"
+  say "${name}_ld_preload=$preload"
   echo "--- $name: the agent's MPS status"
   cat "$data/cluster/agent/mps/status" 2>/dev/null || echo "(none)"
-  say "${name}_daemons=$(ls "$data"/cluster/agent/mps/*/pipe/nvidia-cuda-mps-control.pid 2>/dev/null | wc -l)"
+  local daemons
+  daemons="$(ls "$data"/cluster/agent/mps/*/pipe/nvidia-cuda-mps-control.pid 2>/dev/null | wc -l)"
+  say "${name}_daemons=$daemons"
   say "${name}_labels=$("$bin" nodes | awk 'NR == 2 {print}' | grep -oE '(cuda-limiter|mps)=[a-z]+' | paste -sd, -)"
   # The checks: the cap held (fewer than the 8 GiB asked), and the wiring is there.
   if [[ -z "$allocated" ]]; then
     say "${name}_verdict=FAILED: the share printed no result"
+    status=1
+  elif { ((fake)) || command -v nvidia-cuda-mps-control >/dev/null; } &&
+    [[ -z "$pipe" || "$daemons" -lt 1 ]]; then
+    say "${name}_verdict=FAILED: no MPS daemon or no pipe directory in the share's environment"
+    status=1
+  elif [[ "$name" == "limiter" && "$preload" != *libtessera_cuda_limiter.so* ]]; then
+    say "${name}_verdict=FAILED: the limiter is not in the share's LD_PRELOAD"
     status=1
   elif [[ "$name" == "limiter" || $fake -eq 0 ]] && ((allocated > 4)); then
     say "${name}_verdict=FAILED: the 4 GiB cap did not hold ($allocated GiB)"
