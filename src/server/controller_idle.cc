@@ -55,12 +55,17 @@ std::optional<double> Controller::JobUtilisationNow(const LiveJob& job, Micros n
       if (g.gpu < 0 || static_cast<size_t>(g.gpu) >= telemetry.size()) {
         return std::nullopt;
       }
+      if (g.is_mig()) {
+        // NVML has no utilisation for a GPU in MIG mode (nor per instance): what the
+        // agent sends there is not a measurement, and must not make a job look idle.
+        return std::nullopt;
+      }
       const GpuTelemetry& s = telemetry[static_cast<size_t>(g.gpu)];
       const double milli = static_cast<double>(g.milli.value());
       const double card = s.lost ? 0.0 : static_cast<double>(s.util_pct);
       // A share: the card's busy time capped at the share, as a fraction of the share.
       const double share_pct = milli / 10.0;
-      const double util = g.is_mig() || milli >= 1000 || share_pct <= 0
+      const double util = milli >= 1000 || share_pct <= 0
                               ? card
                               : std::min(card, share_pct) / share_pct * 100.0;
       used += milli * util;

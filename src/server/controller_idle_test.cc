@@ -222,6 +222,18 @@ TEST_F(ControllerIdleTest, RequeueActionStopsWithGraceAndTheJobResumesFromItsChe
   EXPECT_TRUE(j["idle_since"].is_null());
 }
 
+TEST_F(ControllerIdleTest, MigJobsAreNotMeasuredSoNeverFlagged) {
+  // NVML reports no utilisation in MIG mode (the agent sends 0): not a measurement.
+  const uint64_t id = Submit("team-c", "name: nb\nresources: {mig: 3g.40gb, gpu_model: A100-80GB}\n"
+                                       "command: [x]\n");
+  ASSERT_EQ(CycleAndTake(At(0)).size(), 1u);
+  EXPECT_TRUE(TickUntil(kFirstSample + 2 * kHour, 0, 0).empty());
+  nlohmann::json j = Job(id);
+  EXPECT_EQ(j["state"], "running");
+  EXPECT_TRUE(j["idle_since"].is_null());
+  EXPECT_TRUE(j["utilisation_window"].is_null());
+}
+
 TEST_F(ControllerIdleTest, CancelActionCancelsWithTheReason) {
   const uint64_t id = Submit("team-c", kOneGpu);
   ASSERT_EQ(CycleAndTake(At(0)).size(), 1u);

@@ -5,10 +5,10 @@
 // changes it returns.
 //
 // A job's utilisation sample is the grant-weighted mean over its GPUs of what it uses
-// of each: a whole card or a MIG instance counts the card's utilisation (telemetry has
-// no per-instance figure); a share of milli m counts min(card, m/10 %) / (m/10 %), the
-// card's busy time capped at the share, so an idle share on a busy card is not seen as
-// idle (no false alarms; it may miss one). Each sample holds until the next one
+// of each: a whole card counts the card's utilisation; a share of milli m counts
+// min(card, m/10 %) / (m/10 %), the card's busy time capped at the share, so an idle
+// share on a busy card is not seen as idle (no false alarms; it may miss one). A job
+// holding a MIG instance is not measured: NVML gives no utilisation in MIG mode. Each sample holds until the next one
 // (time-weighted). The window keeps kBuckets + 1 buckets of window / kBuckets: bounded
 // memory per job whatever the window or sampling rate.
 //
