@@ -26,8 +26,10 @@ TEST(LimiterPacingTest, QuarterShareHoldsAQuarterOfWallTime) {
   // 25 % +- 10 % of 25 %, in per mille.
   EXPECT_GE(r.Value("steady_share_permille"), 225) << r.out;
   EXPECT_LE(r.Value("steady_share_permille"), 275) << r.out;
-  // Over the whole run: the share plus at most the 100 ms burst.
-  EXPECT_LE(r.Value("kernel_us"), r.Value("wall_us") / 4 + 100'000 + 5'000) << r.out;
+  // Over the whole run: the share plus the 100 ms burst and the kernels in flight when
+  // it ended (2 of 5 ms), with 2 % for timer slack.
+  EXPECT_LE(r.Value("kernel_us"), r.Value("wall_us") / 4 * 102 / 100 + 100'000 + 10'000)
+      << r.out;
 }
 
 TEST(LimiterPacingTest, GraphsAndOtherLaunchKindsArePacedToo) {

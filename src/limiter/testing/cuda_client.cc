@@ -2,7 +2,7 @@
 // CUDA: it dlopens libcuda.so.1 and finds entry points either with dlsym on that
 // handle or, as the CUDA runtime does, through cuGetProcAddress_v2 (itself found with
 // dlsym). Kernels are those of the fake libcuda: the first parameter is a duration in
-// microseconds. Prints key=value lines.
+// microseconds; kernel time is what the fake says it really spun. Prints key=value lines.
 //
 //   cuda_client alloc API VIA COUNT     1 GiB allocations until one fails or COUNT
 //                                       (API: alloc pitch managed async pool create;
@@ -51,6 +51,8 @@ struct Driver {
   Fn_cuLaunchKernelEx* launch_ex = nullptr;
   Fn_cuLaunchCooperativeKernel* launch_coop = nullptr;
   Fn_cuGraphLaunch* graph_launch = nullptr;
+  // The fake driver's count of kernel time really spent (absent from a real driver).
+  long long (*fake_kernel_ns)() = nullptr;
 };
 
 std::int64_t NowUs() {
@@ -86,6 +88,13 @@ Driver Load(const std::string& via) {
   if (via == "procaddr" || via == "procaddr-ptsz") {
     proc = reinterpret_cast<Fn_cuGetProcAddress_v2*>(dlsym(lib, "cuGetProcAddress_v2"));
     if (proc == nullptr) Die("no cuGetProcAddress_v2");
+    // As the CUDA runtime does next: cuGetProcAddress asked for itself, and that used.
+    void* self = nullptr;
+    CUdriverProcAddressQueryResult status = 0;
+    if (proc("cuGetProcAddress", &self, 12000, 0, &status) != CUDA_SUCCESS || self == nullptr) {
+      Die("cuGetProcAddress does not find itself");
+    }
+    proc = reinterpret_cast<Fn_cuGetProcAddress_v2*>(self);
     if (via == "procaddr-ptsz") flags = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
   } else if (via != "dlsym") {
     Die("unknown lookup " + via);
@@ -110,6 +119,7 @@ Driver Load(const std::string& via) {
   Find(lib, proc, flags, "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel",
        d.launch_coop);
   Find(lib, proc, flags, "cuGraphLaunch", "cuGraphLaunch", d.graph_launch);
+  d.fake_kernel_ns = reinterpret_cast<long long (*)()>(dlsym(lib, "tessera_fake_kernel_ns"));
   if (d.init == nullptr || d.alloc == nullptr || d.get_info == nullptr) Die("driver incomplete");
   return d;
 }
@@ -237,11 +247,17 @@ int Launch(const std::string& api, const std::string& via, std::uint64_t micros,
   std::int64_t launches = 0;
   // The second half of the run, after any burst credit is spent: the steady share.
   std::int64_t half_start = -1;
-  std::int64_t half_launches = 0;
+  // Kernel time: what the fake driver really spun where it says, else launches x MICROS.
+  auto kernel_us = [&](std::int64_t count) {
+    return d.fake_kernel_ns != nullptr ? d.fake_kernel_ns() / 1000
+                                       : count * static_cast<std::int64_t>(micros);
+  };
+  const std::int64_t kernel_at_start = kernel_us(0);
+  std::int64_t kernel_at_half = 0;
   while (NowUs() - start < millis * 1000) {
     if (half_start < 0 && NowUs() - start >= millis * 500) {
       half_start = NowUs();
-      half_launches = launches;
+      kernel_at_half = kernel_us(launches);
     }
     CUresult r = CUDA_ERROR_NOT_SUPPORTED;
     if (api == "kernel") {
@@ -258,10 +274,14 @@ int Launch(const std::string& api, const std::string& via, std::uint64_t micros,
   }
   const std::int64_t end = NowUs();
   const std::int64_t wall = end - start;
-  const std::int64_t kernel = launches * static_cast<std::int64_t>(micros);
-  if (half_start < 0) half_start = end;
+  const std::int64_t kernel_at_end = kernel_us(launches);
+  const std::int64_t kernel = kernel_at_end - kernel_at_start;
+  if (half_start < 0) {
+    half_start = end;
+    kernel_at_half = kernel_at_end;
+  }
   const std::int64_t steady_wall = end - half_start;
-  const std::int64_t steady_kernel = (launches - half_launches) * static_cast<std::int64_t>(micros);
+  const std::int64_t steady_kernel = kernel_at_end - kernel_at_half;
   std::printf("launches=%lld\nkernel_us=%lld\nwall_us=%lld\nshare_permille=%lld\n"
               "steady_kernel_us=%lld\nsteady_wall_us=%lld\nsteady_share_permille=%lld\n",
               static_cast<long long>(launches), static_cast<long long>(kernel),

@@ -73,6 +73,7 @@ std::atomic<bool> g_initialised{false};
 int g_primary_context = 0;
 int g_module = 0;
 int g_function = 0;
+std::atomic<std::int64_t> g_kernel_ns{0};  // kernel time as spun (longer when preempted)
 thread_local CUcontext t_context = nullptr;
 thread_local CUstreamCaptureMode t_capture_mode = 0;
 
@@ -111,13 +112,19 @@ CUresult RunKernel(void** params) {
   if (params == nullptr || params[0] == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::uint64_t micros = 0;
   std::memcpy(&micros, params[0], sizeof(micros));
-  const std::int64_t until = NowNs() + static_cast<std::int64_t>(micros) * 1000;
-  while (NowNs() < until) {
-  }
+  const std::int64_t start = NowNs();
+  const std::int64_t until = start + static_cast<std::int64_t>(micros) * 1000;
+  std::int64_t now = start;
+  while (now < until) now = NowNs();
+  g_kernel_ns.fetch_add(now - start);
   return CUDA_SUCCESS;
 }
 
 }  // namespace
+
+// Not a CUDA entry point: the kernel time this process really spun, for the test
+// client (a kernel preempted on a busy machine runs longer than asked).
+FAKE_EXPORT long long tessera_fake_kernel_ns() { return g_kernel_ns.load(); }
 
 FAKE_EXPORT CUresult cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -355,12 +362,18 @@ FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cud
   if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
   // As the real driver: the per-thread-stream variant when asked for (this fake has
-  // none: its streams are all the same), then the newest ABI the caller's version
-  // knows (_v2 from CUDA 3.2), then the plain name.
+  // none: its streams are all the same), then the _v2 ABI where the caller's version
+  // knows it, then the plain name.
+  // The CUDA version each _v2 entry point appeared in: older callers get the original.
+  static const std::unordered_map<std::string, int> v2_since = {
+      {"cuMemAlloc", 3020},     {"cuMemAllocPitch", 3020},  {"cuMemFree", 3020},
+      {"cuMemGetInfo", 3020},   {"cuEventDestroy", 4000},   {"cuDevicePrimaryCtxRelease", 11000},
+      {"cuGetProcAddress", 12000}};
   const std::string base = symbol;
+  const auto v2 = v2_since.find(base);
   const std::string candidates[] = {
       (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0 ? base + "_ptsz" : "",
-      cuda_version >= 3020 ? base + "_v2" : "", base};
+      v2 != v2_since.end() && cuda_version >= v2->second ? base + "_v2" : "", base};
   for (const std::string& name : candidates) {
     if (name.empty()) continue;
     if (void* fn = FindEntry(name)) {
