@@ -41,6 +41,17 @@ TEST(LimiterPacingTest, GraphsAndOtherLaunchKindsArePacedToo) {
   }
 }
 
+TEST(LimiterPacingTest, ThreadsLaunchingTogetherShareOneBudget) {
+  // Four threads at once: the process as a whole keeps to its share.
+  const ChildResult r = RunChild(
+      {TESSERA_CUDA_CLIENT, "launch", "kernel", "procaddr-ptsz", "5000", "1000", "4"},
+      LimiterEnv(TESSERA_LIMITER_LIBRARY, TESSERA_FAKE_LIBCUDA_DIR,
+                 {"TESSERA_CUDA_COMPUTE_PERCENT=50"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(r.Value("steady_share_permille"), 400) << r.out;
+  EXPECT_LE(r.Value("steady_share_permille"), 600) << r.out;
+}
+
 TEST(LimiterPacingTest, NoShareNoPacing) {
   const ChildResult r = Launch("kernel", "300", {"TESSERA_CUDA_MEMORY_LIMIT_MIB=1024"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -9,8 +9,9 @@
 //                                       VIA: dlsym procaddr procaddr-ptsz)
 //   cuda_client hold COUNT              allocate 1 GiB at a time, print, hold until
 //                                       stdin closes
-//   cuda_client launch API VIA MICROS MILLIS  kernels of MICROS us back to back for
-//                                       MILLIS ms (API: kernel ex coop graph)
+//   cuda_client launch API VIA MICROS MILLIS [THREADS]  kernels of MICROS us back to
+//                                       back for MILLIS ms from THREADS threads (1)
+//                                       (API: kernel ex coop graph)
 //   cuda_client init                    cuInit and one allocation through each path
 //   cuda_client rtld-next               dlsym(RTLD_NEXT) still resolves from the caller
 #include <dlfcn.h>
@@ -21,7 +22,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "limiter/cuda_abi.h"
@@ -236,55 +239,58 @@ int Hold(int count) {
 }
 
 int Launch(const std::string& api, const std::string& via, std::uint64_t micros,
-           std::int64_t millis) {
+           std::int64_t millis, int threads) {
   const Driver d = Load(via);
   Start(d);
-  CUfunction f = reinterpret_cast<CUfunction>(&g_pool);
-  std::uint64_t duration = micros;
-  void* params[1] = {&duration};
-  CUlaunchConfig config{1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, 0};
-  const std::int64_t start = NowUs();
-  std::int64_t launches = 0;
-  // The second half of the run, after any burst credit is spent: the steady share.
-  std::int64_t half_start = -1;
+  CUcontext context = nullptr;  // the primary context, made current in every thread
+  if (d.retain(&context, 0) != CUDA_SUCCESS) Die("no context");
+  std::atomic<std::int64_t> launches{0};
   // Kernel time: what the fake driver really spun where it says, else launches x MICROS.
-  auto kernel_us = [&](std::int64_t count) {
+  auto kernel_us = [&] {
     return d.fake_kernel_ns != nullptr ? d.fake_kernel_ns() / 1000
-                                       : count * static_cast<std::int64_t>(micros);
+                                       : launches.load() * static_cast<std::int64_t>(micros);
   };
-  const std::int64_t kernel_at_start = kernel_us(0);
-  std::int64_t kernel_at_half = 0;
-  while (NowUs() - start < millis * 1000) {
-    if (half_start < 0 && NowUs() - start >= millis * 500) {
-      half_start = NowUs();
-      kernel_at_half = kernel_us(launches);
+  const std::int64_t start = NowUs();
+  const std::int64_t deadline = start + millis * 1000;
+  const std::int64_t kernel_at_start = kernel_us();
+  auto worker = [&] {
+    if (d.set_current(context) != CUDA_SUCCESS) Die("no context");
+    CUfunction f = reinterpret_cast<CUfunction>(&g_pool);
+    std::uint64_t duration = micros;
+    void* params[1] = {&duration};
+    CUlaunchConfig config{1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, 0};
+    while (NowUs() < deadline) {
+      CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+      if (api == "kernel") {
+        r = d.launch(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr);
+      } else if (api == "ex") {
+        r = d.launch_ex(&config, f, params, nullptr);
+      } else if (api == "coop") {
+        r = d.launch_coop(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params);
+      } else if (api == "graph") {
+        r = d.graph_launch(reinterpret_cast<CUgraphExec>(&duration), nullptr);
+      }
+      if (r != CUDA_SUCCESS) Die("launch: " + std::to_string(r));
+      ++launches;
     }
-    CUresult r = CUDA_ERROR_NOT_SUPPORTED;
-    if (api == "kernel") {
-      r = d.launch(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr);
-    } else if (api == "ex") {
-      r = d.launch_ex(&config, f, params, nullptr);
-    } else if (api == "coop") {
-      r = d.launch_coop(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params);
-    } else if (api == "graph") {
-      r = d.graph_launch(reinterpret_cast<CUgraphExec>(&duration), nullptr);
-    }
-    if (r != CUDA_SUCCESS) Die("launch: " + std::to_string(r));
-    ++launches;
-  }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
+  // The second half of the run, after any burst credit is spent: the steady share.
+  const std::int64_t half = start + millis * 500;
+  while (NowUs() < half) usleep(1000);
+  const std::int64_t half_start = NowUs();
+  const std::int64_t kernel_at_half = kernel_us();
+  for (std::thread& t : pool) t.join();
   const std::int64_t end = NowUs();
   const std::int64_t wall = end - start;
-  const std::int64_t kernel_at_end = kernel_us(launches);
+  const std::int64_t kernel_at_end = kernel_us();
   const std::int64_t kernel = kernel_at_end - kernel_at_start;
-  if (half_start < 0) {
-    half_start = end;
-    kernel_at_half = kernel_at_end;
-  }
   const std::int64_t steady_wall = end - half_start;
   const std::int64_t steady_kernel = kernel_at_end - kernel_at_half;
   std::printf("launches=%lld\nkernel_us=%lld\nwall_us=%lld\nshare_permille=%lld\n"
               "steady_kernel_us=%lld\nsteady_wall_us=%lld\nsteady_share_permille=%lld\n",
-              static_cast<long long>(launches), static_cast<long long>(kernel),
+              static_cast<long long>(launches.load()), static_cast<long long>(kernel),
               static_cast<long long>(wall), static_cast<long long>(kernel * 1000 / wall),
               static_cast<long long>(steady_kernel), static_cast<long long>(steady_wall),
               static_cast<long long>(steady_wall > 0 ? steady_kernel * 1000 / steady_wall : 0));
@@ -319,9 +325,9 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 4 && args[0] == "alloc") return Alloc(args[1], args[2], std::atoi(args[3].c_str()));
   if (args.size() == 2 && args[0] == "hold") return Hold(std::atoi(args[1].c_str()));
-  if (args.size() == 5 && args[0] == "launch") {
+  if ((args.size() == 5 || args.size() == 6) && args[0] == "launch") {
     return Launch(args[1], args[2], std::strtoull(args[3].c_str(), nullptr, 10),
-                  std::atoll(args[4].c_str()));
+                  std::atoll(args[4].c_str()), args.size() == 6 ? std::atoi(args[5].c_str()) : 1);
   }
   if (args.size() == 1 && args[0] == "init") return Init();
   if (args.size() == 1 && args[0] == "rtld-next") return RtldNext();
