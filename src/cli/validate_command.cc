@@ -1,5 +1,6 @@
 #include "cli/validate_command.h"
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -24,9 +25,9 @@ std::string Number(const json& v) {
   if (!v.is_number()) {
     return "-";
   }
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.4g", v.get<double>());
-  return buf;
+  std::array<char, 64> buf{};
+  std::snprintf(buf.data(), buf.size(), "%.4g", v.get<double>());
+  return buf.data();
 }
 
 int Add(ApiClient& client, const ValidateOptions& o, std::ostream& out, std::ostream& err) {
@@ -145,14 +146,14 @@ int Results(ApiClient& client, const ValidateOptions& o, std::ostream& out, std:
     }
     for (const json& r : results) {
       std::vector<std::string> row = head;
-      char change[32] = "-";
+      std::array<char, 32> change{'-'};
       if (r.value("baseline", json()).is_number()) {
-        std::snprintf(change, sizeof(change), "%+.1f%%", r.value("change_percent", 0.0));
+        std::snprintf(change.data(), change.size(), "%+.1f%%", r.value("change_percent", 0.0));
       }
-      row.insert(
-          row.end(),
-          {std::to_string(r.value("gpu", -1)) + (r.value("regressed", false) ? "!" : ""),
-           Text(r, "metric"), Number(r["value"]), Number(r.value("baseline", json())), change});
+      row.insert(row.end(),
+                 {std::to_string(r.value("gpu", -1)) + (r.value("regressed", false) ? "!" : ""),
+                  Text(r, "metric"), Number(r["value"]), Number(r.value("baseline", json())),
+                  change.data()});
       t.AddRow(row);
     }
     if (!Text(run, "reason").empty()) {
@@ -216,13 +217,13 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
     const char* name;
     const char* help;
   };
-  const Action actions[] = {
+  const std::array<Action, 5> actions = {{
       {"add", "Add a check, run on each node it selects every --every"},
       {"list", "The checks and where each node stands"},
       {"run", "Run a check now (on every node it selects, or --node)"},
       {"results", "Results per node, GPU and metric, newest first"},
       {"remove", "Remove a check and its results (a run under way is cancelled)"},
-  };
+  }};
   for (const Action& a : actions) {
     auto flags = std::make_shared<ConnectionFlags>();
     auto o = std::make_shared<ValidateOptions>();

@@ -75,7 +75,8 @@ Status Controller::LoadValidations() {
     if (!c.ok()) {
       return InternalError("stored validation check '" + key + "': " + c.status().message());
     }
-    validation_.checks[c.value().name] = std::move(c).value();
+    const std::string name = c.value().name;
+    validation_.checks[name] = std::move(c).value();
   }
   TESSERA_ASSIGN_OR_RETURN(auto slots, store_->ListKv(kSlotPrefix));
   for (const auto& [key, text] : slots) {

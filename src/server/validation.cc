@@ -1,6 +1,7 @@
 #include "server/validation.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -84,7 +85,7 @@ StatusOr<ValidationCheck> ValidationCheckFromJson(const nlohmann::json& j) {
     return InvalidArgumentError("command: a non-empty string is required");
   }
   c.command = j["command"].get<std::string>();
-  if (c.command.size() > 64 * 1024) {
+  if (c.command.size() > size_t{64} * 1024) {
     return InvalidArgumentError("command: at most 64 KiB");
   }
   TESSERA_ASSIGN_OR_RETURN(c.every, DurationField(j, "every", c.every, 60'000'000));
@@ -251,9 +252,9 @@ ValidationVerdict JudgeValidationValue(const ValidationValue& value,
 }
 
 std::string FormatValidationNumber(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.4f", v);
-  std::string s = buf;
+  std::array<char, 64> buf{};
+  std::snprintf(buf.data(), buf.size(), "%.4f", v);
+  std::string s = buf.data();
   while (!s.empty() && s.back() == '0') {
     s.pop_back();
   }
