@@ -34,22 +34,23 @@ int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
   const std::string micros = argc > 2 ? argv[2] : "5000";
   const std::string millis = std::to_string(static_cast<long long>(seconds * 1000));
-  std::printf("CUDA limiter pacing on the fake driver: %s us kernels back to back, %.1f s per share\n\n",
-              micros.c_str(), seconds);
+  std::printf(
+      "CUDA limiter pacing on the fake driver: %s us kernels back to back, %.1f s per share\n\n",
+      micros.c_str(), seconds);
   std::printf("| target | launches | share (whole run) | error | share (2nd half) | error |\n");
   std::printf("|-------:|---------:|------------------:|------:|-----------------:|------:|\n");
   int failures = 0;
   for (const int percent : {10, 25, 50, 100}) {
-    const ChildResult r = Run(TESSERA_LIMITER_LIBRARY,
-                              {"TESSERA_CUDA_COMPUTE_PERCENT=" + std::to_string(percent)}, micros,
-                              millis);
+    const ChildResult r =
+        Run(TESSERA_LIMITER_LIBRARY, {"TESSERA_CUDA_COMPUTE_PERCENT=" + std::to_string(percent)},
+            micros, millis);
     if (r.exit_code != 0) {
       std::printf("| %d %% | client failed: %s |\n", percent, r.err.c_str());
       ++failures;
       continue;
     }
-    const double whole = static_cast<double>(r.Value("kernel_us")) /
-                         static_cast<double>(r.Value("wall_us")) * 100.0;
+    const double whole =
+        static_cast<double>(r.Value("kernel_us")) / static_cast<double>(r.Value("wall_us")) * 100.0;
     const double steady = static_cast<double>(r.Value("steady_kernel_us")) /
                           static_cast<double>(r.Value("steady_wall_us")) * 100.0;
     std::printf("| %d %% | %lld | %.2f %% | %+.1f %% | %.2f %% | %+.1f %% |\n", percent,
@@ -62,11 +63,10 @@ int main(int argc, char** argv) {
     const char* name;
     std::string limiter;
     std::vector<std::string> extra;
-  } setups[] = {{"no limiter", "", {}},
-                {"limiter, memory cap only", TESSERA_LIMITER_LIBRARY,
-                 {"TESSERA_CUDA_MEMORY_LIMIT_MIB=1024"}},
-                {"limiter, paced at 99 %", TESSERA_LIMITER_LIBRARY,
-                 {"TESSERA_CUDA_COMPUTE_PERCENT=99"}}};
+  } setups[] = {
+      {"no limiter", "", {}},
+      {"limiter, memory cap only", TESSERA_LIMITER_LIBRARY, {"TESSERA_CUDA_MEMORY_LIMIT_MIB=1024"}},
+      {"limiter, paced at 99 %", TESSERA_LIMITER_LIBRARY, {"TESSERA_CUDA_COMPUTE_PERCENT=99"}}};
   for (const auto& setup : setups) {
     const ChildResult r = Run(setup.limiter, setup.extra, "1", "1000");
     if (r.exit_code != 0) {
@@ -74,8 +74,8 @@ int main(int argc, char** argv) {
       ++failures;
       continue;
     }
-    const double per_second = static_cast<double>(r.Value("launches")) /
-                              (static_cast<double>(r.Value("wall_us")) / 1e6);
+    const double per_second =
+        static_cast<double>(r.Value("launches")) / (static_cast<double>(r.Value("wall_us")) / 1e6);
     std::printf("| %s | %.0f | %.2f |\n", setup.name, per_second, 1e6 / per_second);
   }
   return failures == 0 ? 0 : 1;

@@ -89,19 +89,19 @@ using Fn_cuMemAllocPitch_v2 = CUresult(CUdeviceptr*, size_t*, size_t, size_t, un
 using Fn_cuMemAllocManaged = CUresult(CUdeviceptr*, size_t, unsigned int);
 using Fn_cuMemAllocAsync = CUresult(CUdeviceptr*, size_t, CUstream);
 using Fn_cuMemAllocFromPoolAsync = CUresult(CUdeviceptr*, size_t, CUmemoryPool, CUstream);
-using Fn_cuMemCreate = CUresult(CUmemGenericAllocationHandle*, size_t,
-                                const CUmemAllocationProp*, unsigned long long);
+using Fn_cuMemCreate = CUresult(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                                unsigned long long);
 using Fn_cuMemFree_v2 = CUresult(CUdeviceptr);
 using Fn_cuMemFreeAsync = CUresult(CUdeviceptr, CUstream);
 using Fn_cuMemRelease = CUresult(CUmemGenericAllocationHandle);
 using Fn_cuMemGetInfo_v2 = CUresult(size_t*, size_t*);
 using Fn_cuLaunchKernel = CUresult(CUfunction, unsigned int, unsigned int, unsigned int,
-                                   unsigned int, unsigned int, unsigned int, unsigned int,
-                                   CUstream, void**, void**);
+                                   unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
+                                   void**, void**);
 using Fn_cuLaunchKernelEx = CUresult(const CUlaunchConfig*, CUfunction, void**, void**);
-using Fn_cuLaunchCooperativeKernel = CUresult(CUfunction, unsigned int, unsigned int,
+using Fn_cuLaunchCooperativeKernel = CUresult(CUfunction, unsigned int, unsigned int, unsigned int,
                                               unsigned int, unsigned int, unsigned int,
-                                              unsigned int, unsigned int, CUstream, void**);
+                                              unsigned int, CUstream, void**);
 using Fn_cuGraphLaunch = CUresult(CUgraphExec, CUstream);
 using Fn_cuEventCreate = CUresult(CUevent*, unsigned int);
 using Fn_cuEventRecord = CUresult(CUevent, CUstream);

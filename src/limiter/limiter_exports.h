@@ -35,33 +35,30 @@ TESSERA_LIMITER_EXPORT tc::CUresult cuMemCreate(tc::CUmemGenericAllocationHandle
                                                 unsigned long long flags);
 TESSERA_LIMITER_EXPORT tc::CUresult cuMemFree_v2(tc::CUdeviceptr dptr);
 TESSERA_LIMITER_EXPORT tc::CUresult cuMemFreeAsync(tc::CUdeviceptr dptr, tc::CUstream stream);
-TESSERA_LIMITER_EXPORT tc::CUresult cuMemFreeAsync_ptsz(tc::CUdeviceptr dptr,
-                                                        tc::CUstream stream);
+TESSERA_LIMITER_EXPORT tc::CUresult cuMemFreeAsync_ptsz(tc::CUdeviceptr dptr, tc::CUstream stream);
 TESSERA_LIMITER_EXPORT tc::CUresult cuMemRelease(tc::CUmemGenericAllocationHandle handle);
 TESSERA_LIMITER_EXPORT tc::CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes);
 
-#define TESSERA_LIMITER_LAUNCH_PARAMS                                                   \
-  tc::CUfunction f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,      \
-      unsigned int block_x, unsigned int block_y, unsigned int block_z,                 \
-      unsigned int shared_bytes, tc::CUstream stream, void **params
+#define TESSERA_LIMITER_LAUNCH_PARAMS                                                              \
+  tc::CUfunction f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,                 \
+      unsigned int block_x, unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, \
+      tc::CUstream stream, void** params
 TESSERA_LIMITER_EXPORT tc::CUresult cuLaunchKernel(TESSERA_LIMITER_LAUNCH_PARAMS, void** extra);
 TESSERA_LIMITER_EXPORT tc::CUresult cuLaunchKernel_ptsz(TESSERA_LIMITER_LAUNCH_PARAMS,
                                                         void** extra);
 TESSERA_LIMITER_EXPORT tc::CUresult cuLaunchCooperativeKernel(TESSERA_LIMITER_LAUNCH_PARAMS);
 TESSERA_LIMITER_EXPORT tc::CUresult cuLaunchCooperativeKernel_ptsz(TESSERA_LIMITER_LAUNCH_PARAMS);
 TESSERA_LIMITER_EXPORT tc::CUresult cuLaunchKernelEx(const tc::CUlaunchConfig* config,
-                                                     tc::CUfunction f, void** params,
-                                                     void** extra);
+                                                     tc::CUfunction f, void** params, void** extra);
 TESSERA_LIMITER_EXPORT tc::CUresult cuLaunchKernelEx_ptsz(const tc::CUlaunchConfig* config,
                                                           tc::CUfunction f, void** params,
                                                           void** extra);
 TESSERA_LIMITER_EXPORT tc::CUresult cuGraphLaunch(tc::CUgraphExec graph, tc::CUstream stream);
-TESSERA_LIMITER_EXPORT tc::CUresult cuGraphLaunch_ptsz(tc::CUgraphExec graph,
-                                                       tc::CUstream stream);
+TESSERA_LIMITER_EXPORT tc::CUresult cuGraphLaunch_ptsz(tc::CUgraphExec graph, tc::CUstream stream);
 TESSERA_LIMITER_EXPORT tc::CUresult cuGetProcAddress(const char* symbol, void** pfn,
                                                      int cuda_version, tc::cuuint64_t flags);
-TESSERA_LIMITER_EXPORT tc::CUresult cuGetProcAddress_v2(
-    const char* symbol, void** pfn, int cuda_version, tc::cuuint64_t flags,
-    tc::CUdriverProcAddressQueryResult* status);
+TESSERA_LIMITER_EXPORT tc::CUresult cuGetProcAddress_v2(const char* symbol, void** pfn,
+                                                        int cuda_version, tc::cuuint64_t flags,
+                                                        tc::CUdriverProcAddressQueryResult* status);
 
 #endif  // TESSERA_LIMITER_LIMITER_EXPORTS_H_

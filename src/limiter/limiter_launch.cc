@@ -32,14 +32,13 @@ CUresult LaunchKernel(int v, CUfunction f, unsigned int gx, unsigned int gy, uns
   if (rt == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   Fn_cuLaunchKernel* real = rt->real.cuLaunchKernel[v];
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  return Launch(*rt, stream, v == 1, [&] {
-    return real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
-  });
+  return Launch(*rt, stream, v == 1,
+                [&] { return real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra); });
 }
 
-CUresult LaunchCooperative(int v, CUfunction f, unsigned int gx, unsigned int gy,
-                           unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz,
-                           unsigned int shared, CUstream stream, void** params) {
+CUresult LaunchCooperative(int v, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                           unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                           CUstream stream, void** params) {
   Runtime* rt = Usable();
   if (rt == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   Fn_cuLaunchCooperativeKernel* real = rt->real.cuLaunchCooperativeKernel[v];
@@ -48,8 +47,7 @@ CUresult LaunchCooperative(int v, CUfunction f, unsigned int gx, unsigned int gy
                 [&] { return real(f, gx, gy, gz, bx, by, bz, shared, stream, params); });
 }
 
-CUresult LaunchEx(int v, const CUlaunchConfig* config, CUfunction f, void** params,
-                  void** extra) {
+CUresult LaunchEx(int v, const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
   Runtime* rt = Usable();
   if (rt == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   Fn_cuLaunchKernelEx* real = rt->real.cuLaunchKernelEx[v];
@@ -81,15 +79,13 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
   return LaunchKernel(0, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
 }
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                             unsigned int bx, unsigned int by, unsigned int bz,
-                             unsigned int shared, CUstream stream, void** params,
-                             void** extra) {
+                             unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                             CUstream stream, void** params, void** extra) {
   return LaunchKernel(1, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
 }
-CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
-                                   unsigned int gz, unsigned int bx, unsigned int by,
-                                   unsigned int bz, unsigned int shared, CUstream stream,
-                                   void** params) {
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                   unsigned int bx, unsigned int by, unsigned int bz,
+                                   unsigned int shared, CUstream stream, void** params) {
   return LaunchCooperative(0, f, gx, gy, gz, bx, by, bz, shared, stream, params);
 }
 CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
@@ -98,8 +94,7 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned 
                                         void** params) {
   return LaunchCooperative(1, f, gx, gy, gz, bx, by, bz, shared, stream, params);
 }
-CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
-                          void** extra) {
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
   return LaunchEx(0, config, f, params, extra);
 }
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** params,

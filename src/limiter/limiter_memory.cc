@@ -93,13 +93,12 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size
   // alignment it uses), then keep what the allocation really took.
   const std::uint64_t estimate = ((std::uint64_t{width} + 511) / 512 * 512) * height;
   unsigned long long key = 0;
-  const CUresult result = Allocate(*rt, "cuMemAllocPitch", estimate, MemoryKey::kPointer, &key,
-                                   [&] {
-                                     const CUresult r =
-                                         real(dptr, pitch, width, height, element_size);
-                                     if (r == CUDA_SUCCESS) key = *dptr;
-                                     return r;
-                                   });
+  const CUresult result =
+      Allocate(*rt, "cuMemAllocPitch", estimate, MemoryKey::kPointer, &key, [&] {
+        const CUresult r = real(dptr, pitch, width, height, element_size);
+        if (r == CUDA_SUCCESS) key = *dptr;
+        return r;
+      });
   if (result != CUDA_SUCCESS) return result;
   const std::uint64_t actual = std::uint64_t{*pitch} * height;
   if (actual != estimate) {

@@ -28,8 +28,7 @@ TEST(LimiterPacingTest, QuarterShareHoldsAQuarterOfWallTime) {
   EXPECT_LE(r.Value("steady_share_permille"), 275) << r.out;
   // Over the whole run: the share plus the 100 ms burst and the kernels in flight when
   // it ended (2 of 5 ms), with 2 % for timer slack.
-  EXPECT_LE(r.Value("kernel_us"), r.Value("wall_us") / 4 * 102 / 100 + 100'000 + 10'000)
-      << r.out;
+  EXPECT_LE(r.Value("kernel_us"), r.Value("wall_us") / 4 * 102 / 100 + 100'000 + 10'000) << r.out;
 }
 
 TEST(LimiterPacingTest, GraphsAndOtherLaunchKindsArePacedToo) {
@@ -43,10 +42,10 @@ TEST(LimiterPacingTest, GraphsAndOtherLaunchKindsArePacedToo) {
 
 TEST(LimiterPacingTest, ThreadsLaunchingTogetherShareOneBudget) {
   // Four threads at once: the process as a whole keeps to its share.
-  const ChildResult r = RunChild(
-      {TESSERA_CUDA_CLIENT, "launch", "kernel", "procaddr-ptsz", "5000", "1000", "4"},
-      LimiterEnv(TESSERA_LIMITER_LIBRARY, TESSERA_FAKE_LIBCUDA_DIR,
-                 {"TESSERA_CUDA_COMPUTE_PERCENT=50"}));
+  const ChildResult r =
+      RunChild({TESSERA_CUDA_CLIENT, "launch", "kernel", "procaddr-ptsz", "5000", "1000", "4"},
+               LimiterEnv(TESSERA_LIMITER_LIBRARY, TESSERA_FAKE_LIBCUDA_DIR,
+                          {"TESSERA_CUDA_COMPUTE_PERCENT=50"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GE(r.Value("steady_share_permille"), 400) << r.out;
   EXPECT_LE(r.Value("steady_share_permille"), 600) << r.out;

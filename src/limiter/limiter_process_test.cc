@@ -20,8 +20,8 @@
 namespace tessera_limiter_testing {
 namespace {
 
-constexpr int kOutOfMemory = 2;       // CUDA_ERROR_OUT_OF_MEMORY
-constexpr int kNotInitialized = 3;    // CUDA_ERROR_NOT_INITIALIZED
+constexpr int kOutOfMemory = 2;     // CUDA_ERROR_OUT_OF_MEMORY
+constexpr int kNotInitialized = 3;  // CUDA_ERROR_NOT_INITIALIZED
 
 std::vector<std::string> Env(const std::vector<std::string>& extra) {
   return LimiterEnv(TESSERA_LIMITER_LIBRARY, TESSERA_FAKE_LIBCUDA_DIR, extra);
@@ -35,8 +35,7 @@ ChildResult Client(const std::vector<std::string>& args, const std::vector<std::
 
 std::string TempPath(const std::string& name) {
   const char* dir = getenv("TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name + "." +
-         std::to_string(getpid());
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name + "." + std::to_string(getpid());
 }
 
 // Every allocation path, found every way, is capped at 20 GiB: the 21st 1 GiB call
@@ -60,15 +59,16 @@ TEST_P(CapTest, TwentyFirstGibibyteIsRefusedAndFreesGiveBack) {
   EXPECT_EQ(r.Value("after_free_free_mib"), 20480);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllPaths, CapTest,
-    testing::Combine(testing::Values("alloc", "pitch", "managed", "async", "pool", "create"),
-                     testing::Values("dlsym", "procaddr", "procaddr-ptsz")),
-    [](const auto& param_info) {
-      std::string name = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
-      for (char& c : name) c = c == '-' ? '_' : c;
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(AllPaths, CapTest,
+                         testing::Combine(testing::Values("alloc", "pitch", "managed", "async",
+                                                          "pool", "create"),
+                                          testing::Values("dlsym", "procaddr", "procaddr-ptsz")),
+                         [](const auto& param_info) {
+                           std::string name =
+                               std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name;
+                         });
 
 TEST(LimiterProcessTest, FreeMemoryReportsTheCapMinusWhatIsHeld) {
   const ChildResult r =
@@ -82,9 +82,9 @@ TEST(LimiterProcessTest, FreeMemoryReportsTheCapMinusWhatIsHeld) {
 TEST(LimiterProcessTest, WithoutLimitsEverythingPassesThrough) {
   // No TESSERA_CUDA_* variable: the fake card's own 80 GiB is the limit.
   for (const bool preload : {true, false}) {
-    const ChildResult r = Client({"alloc", "alloc", "procaddr", "85"},
-                                 LimiterEnv(preload ? TESSERA_LIMITER_LIBRARY : "",
-                                            TESSERA_FAKE_LIBCUDA_DIR, {}));
+    const ChildResult r =
+        Client({"alloc", "alloc", "procaddr", "85"},
+               LimiterEnv(preload ? TESSERA_LIMITER_LIBRARY : "", TESSERA_FAKE_LIBCUDA_DIR, {}));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.Value("first_failure"), 81) << "preload " << preload;
     EXPECT_EQ(r.Value("failure_code"), kOutOfMemory);
@@ -98,23 +98,21 @@ TEST(LimiterProcessTest, WithoutLimitsEverythingPassesThrough) {
 TEST(LimiterProcessTest, ExplicitRealLibraryAndLogFile) {
   const std::string log = TempPath("limiter-log");
   unlink(log.c_str());
-  const ChildResult r = Client(
-      {"alloc", "alloc", "dlsym", "3"},
-      Env({"TESSERA_CUDA_MEMORY_LIMIT_MIB=2048", "TESSERA_CUDA_LIMITER_LOG=" + log,
-           std::string("TESSERA_CUDA_REAL_LIBRARY=") + TESSERA_FAKE_LIBCUDA_DIR +
-               "/libcuda.so.1"}));
+  const ChildResult r =
+      Client({"alloc", "alloc", "dlsym", "3"},
+             Env({"TESSERA_CUDA_MEMORY_LIMIT_MIB=2048", "TESSERA_CUDA_LIMITER_LOG=" + log,
+                  std::string("TESSERA_CUDA_REAL_LIBRARY=") + TESSERA_FAKE_LIBCUDA_DIR +
+                      "/libcuda.so.1"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.Value("first_failure"), 3);
   std::ifstream in(log);
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_NE(text.str().find("memory cap 2048 MiB, compute 100%"), std::string::npos)
-      << text.str();
+  EXPECT_NE(text.str().find("memory cap 2048 MiB, compute 100%"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("cuMemAlloc of 1073741824 bytes refused: 2147483648 of 2147483648"),
             std::string::npos)
       << text.str();
-  EXPECT_NE(text.str().find("exit: device memory held 0 of 2147483648 bytes"),
-            std::string::npos)
+  EXPECT_NE(text.str().find("exit: device memory held 0 of 2147483648 bytes"), std::string::npos)
       << text.str();
   unlink(log.c_str());
 }
@@ -169,6 +167,21 @@ TEST(LimiterProcessTest, MalformedSettingsRefuseEveryCallAndSaySoOnce) {
     EXPECT_EQ(r.err.rfind(expected, 0), 0u) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+TEST(LimiterProcessTest, ADriverTheLimiterCannotLoadRefusesOnlyWhenLimitsAreSet) {
+  // The program finds the (fake) driver; the limiter is pointed elsewhere.
+  const std::string missing = "TESSERA_CUDA_REAL_LIBRARY=/nonexistent/libcuda.so.1";
+  const ChildResult limited =
+      Client({"init"}, Env({missing, "TESSERA_CUDA_MEMORY_LIMIT_MIB=1024"}));
+  ASSERT_EQ(limited.exit_code, 0) << limited.err;
+  EXPECT_EQ(limited.Value("init"), kNotInitialized);
+  EXPECT_EQ(limited.Value("alloc"), kNotInitialized);
+  const ChildResult unlimited = Client({"init"}, Env({missing}));
+  ASSERT_EQ(unlimited.exit_code, 0) << unlimited.err;
+  EXPECT_EQ(unlimited.Value("init"), 0);
+  EXPECT_EQ(unlimited.Value("alloc"), 0);
+  EXPECT_EQ(unlimited.Value("procaddr"), 0);
 }
 
 TEST(LimiterProcessTest, RtldNextStillResolvesFromTheCaller) {

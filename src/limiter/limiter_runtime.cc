@@ -98,8 +98,8 @@ void Build() {
   auto* rt = new Runtime();
   rt->config = ParseLimiterConfig([](const char* name) -> const char* { return getenv(name); });
   if (!rt->config.log_path.empty()) {
-    g_log_fd.store(open(rt->config.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                        0644));
+    g_log_fd.store(
+        open(rt->config.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
   }
   if (!rt->config.ok()) {
     // One line, whatever the log setting: the task must see why CUDA refuses.
@@ -108,10 +108,13 @@ void Build() {
             "CUDA_ERROR_NOT_INITIALIZED\n",
             rt->config.error.c_str());
     LogLine("malformed %s", rt->config.error.c_str());
-  } else if ((rt->real.handle = dlopen(rt->config.real_library.c_str(),
-                                       RTLD_NOW | RTLD_LOCAL)) == nullptr) {
+  } else if ((rt->real.handle = dlopen(rt->config.real_library.c_str(), RTLD_NOW | RTLD_LOCAL)) ==
+             nullptr) {
     const char* why = dlerror();
     LogLine("cannot load %s: %s", rt->config.real_library.c_str(), why ? why : "unknown");
+    // Nothing to enforce: stay out of the way (lookups return the program's own
+    // driver functions). With limits set, CUDA is refused rather than run unlimited.
+    rt->usable = !rt->config.caps_memory() && !rt->config.paces();
   } else {
     LoadDriver(*rt);
     if (rt->config.paces() && !CanMeasure(rt->real)) {

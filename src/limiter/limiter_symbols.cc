@@ -120,15 +120,15 @@ void* HookFor(const Runtime& runtime, void* real_fn) {
 
 // RTLD_NEXT resolves relative to the object that called dlsym, found from the return
 // address: that path must be a tail call so that the caller stays the caller.
-extern "C" __attribute__((visibility("default"), optimize("O2", "omit-frame-pointer",
-                                                         "optimize-sibling-calls"))) void*
+extern "C" __attribute__((visibility("default"),
+                          optimize("O2", "omit-frame-pointer", "optimize-sibling-calls"))) void*
 dlsym(void* __restrict handle, const char* __restrict name) noexcept {
   if (handle == RTLD_NEXT || !LooksLikeDriverName(name)) return RealDlsym()(handle, name);
   return DriverDlsym(handle, name);
 }
 
-CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version,
-                             cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
+CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult* status) {
   Runtime* rt = GetRuntime();
   if (rt == nullptr || !rt->usable) return CUDA_ERROR_NOT_INITIALIZED;
   if (rt->real.cuGetProcAddress_v2 == nullptr) return CUDA_ERROR_NOT_SUPPORTED;

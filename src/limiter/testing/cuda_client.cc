@@ -18,11 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -119,8 +119,7 @@ Driver Load(const std::string& via) {
   Find(lib, proc, flags, "cuMemGetInfo", "cuMemGetInfo_v2", d.get_info);
   Find(lib, proc, flags, "cuLaunchKernel", "cuLaunchKernel", d.launch);
   Find(lib, proc, flags, "cuLaunchKernelEx", "cuLaunchKernelEx", d.launch_ex);
-  Find(lib, proc, flags, "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel",
-       d.launch_coop);
+  Find(lib, proc, flags, "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel", d.launch_coop);
   Find(lib, proc, flags, "cuGraphLaunch", "cuGraphLaunch", d.graph_launch);
   d.fake_kernel_ns = reinterpret_cast<long long (*)()>(dlsym(lib, "tessera_fake_kernel_ns"));
   if (d.init == nullptr || d.alloc == nullptr || d.get_info == nullptr) Die("driver incomplete");
@@ -288,12 +287,13 @@ int Launch(const std::string& api, const std::string& via, std::uint64_t micros,
   const std::int64_t kernel = kernel_at_end - kernel_at_start;
   const std::int64_t steady_wall = end - half_start;
   const std::int64_t steady_kernel = kernel_at_end - kernel_at_half;
-  std::printf("launches=%lld\nkernel_us=%lld\nwall_us=%lld\nshare_permille=%lld\n"
-              "steady_kernel_us=%lld\nsteady_wall_us=%lld\nsteady_share_permille=%lld\n",
-              static_cast<long long>(launches.load()), static_cast<long long>(kernel),
-              static_cast<long long>(wall), static_cast<long long>(kernel * 1000 / wall),
-              static_cast<long long>(steady_kernel), static_cast<long long>(steady_wall),
-              static_cast<long long>(steady_wall > 0 ? steady_kernel * 1000 / steady_wall : 0));
+  std::printf(
+      "launches=%lld\nkernel_us=%lld\nwall_us=%lld\nshare_permille=%lld\n"
+      "steady_kernel_us=%lld\nsteady_wall_us=%lld\nsteady_share_permille=%lld\n",
+      static_cast<long long>(launches.load()), static_cast<long long>(kernel),
+      static_cast<long long>(wall), static_cast<long long>(kernel * 1000 / wall),
+      static_cast<long long>(steady_kernel), static_cast<long long>(steady_wall),
+      static_cast<long long>(steady_wall > 0 ? steady_kernel * 1000 / steady_wall : 0));
   return 0;
 }
 
@@ -323,7 +323,8 @@ int RtldNext() {
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.size() == 4 && args[0] == "alloc") return Alloc(args[1], args[2], std::atoi(args[3].c_str()));
+  if (args.size() == 4 && args[0] == "alloc")
+    return Alloc(args[1], args[2], std::atoi(args[3].c_str()));
   if (args.size() == 2 && args[0] == "hold") return Hold(std::atoi(args[1].c_str()));
   if ((args.size() == 5 || args.size() == 6) && args[0] == "launch") {
     return Launch(args[1], args[2], std::strtoull(args[3].c_str(), nullptr, 10),

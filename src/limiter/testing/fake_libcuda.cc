@@ -244,10 +244,9 @@ FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction, 
   if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return RunKernel(params);
 }
-FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction, unsigned int, unsigned int,
+FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction, unsigned int, unsigned int, unsigned int,
                                                unsigned int, unsigned int, unsigned int,
-                                               unsigned int, unsigned int, CUstream,
-                                               void** params) {
+                                               unsigned int, CUstream, void** params) {
   return RunKernel(params);
 }
 FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream) {
@@ -299,8 +298,7 @@ FAKE_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode
 }
 
 FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version,
-                                         cuuint64_t flags,
-                                         CUdriverProcAddressQueryResult* status);
+                                         cuuint64_t flags, CUdriverProcAddressQueryResult* status);
 FAKE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda_version,
                                       cuuint64_t flags);
 
@@ -357,8 +355,7 @@ void* FindEntry(const std::string& name) {
 }  // namespace
 
 FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version,
-                                         cuuint64_t flags,
-                                         CUdriverProcAddressQueryResult* status) {
+                                         cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
   if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
   // As the real driver: the per-thread-stream variant when asked for (this fake has
@@ -366,8 +363,8 @@ FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cud
   // knows it, then the plain name.
   // The CUDA version each _v2 entry point appeared in: older callers get the original.
   static const std::unordered_map<std::string, int> v2_since = {
-      {"cuMemAlloc", 3020},     {"cuMemAllocPitch", 3020},  {"cuMemFree", 3020},
-      {"cuMemGetInfo", 3020},   {"cuEventDestroy", 4000},   {"cuDevicePrimaryCtxRelease", 11000},
+      {"cuMemAlloc", 3020},       {"cuMemAllocPitch", 3020}, {"cuMemFree", 3020},
+      {"cuMemGetInfo", 3020},     {"cuEventDestroy", 4000},  {"cuDevicePrimaryCtxRelease", 11000},
       {"cuGetProcAddress", 12000}};
   const std::string base = symbol;
   const auto v2 = v2_since.find(base);

@@ -9,8 +9,7 @@
 namespace tessera_limiter_testing {
 
 // LD_PRELOAD=limiter (when non-empty), LD_LIBRARY_PATH=fake driver, plus `extra`.
-inline std::vector<std::string> LimiterEnv(const std::string& limiter,
-                                           const std::string& fake_dir,
+inline std::vector<std::string> LimiterEnv(const std::string& limiter, const std::string& fake_dir,
                                            const std::vector<std::string>& extra) {
   std::vector<std::string> env = {"LD_LIBRARY_PATH=" + fake_dir};
   if (!limiter.empty()) env.push_back("LD_PRELOAD=" + limiter);
