@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "limiter/limiter_exports.h"
 #include "limiter/limiter_runtime.h"
@@ -26,6 +27,35 @@ template <typename Fn>
 void* Address(Fn* fn) {
   return reinterpret_cast<void*>(fn);
 }
+
+// Every hook has the driver's signature (cuda_abi.h, itself checked against cuda.h).
+#define TESSERA_SAME_ABI(hook, fn) \
+  static_assert(std::is_same_v<decltype(hook), Fn_##fn>, #hook " has the wrong signature")
+TESSERA_SAME_ABI(cuInit, cuInit);
+TESSERA_SAME_ABI(cuMemAlloc_v2, cuMemAlloc_v2);
+TESSERA_SAME_ABI(cuMemAllocPitch_v2, cuMemAllocPitch_v2);
+TESSERA_SAME_ABI(cuMemAllocManaged, cuMemAllocManaged);
+TESSERA_SAME_ABI(cuMemAllocAsync, cuMemAllocAsync);
+TESSERA_SAME_ABI(cuMemAllocAsync_ptsz, cuMemAllocAsync);
+TESSERA_SAME_ABI(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync);
+TESSERA_SAME_ABI(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync);
+TESSERA_SAME_ABI(cuMemCreate, cuMemCreate);
+TESSERA_SAME_ABI(cuMemFree_v2, cuMemFree_v2);
+TESSERA_SAME_ABI(cuMemFreeAsync, cuMemFreeAsync);
+TESSERA_SAME_ABI(cuMemFreeAsync_ptsz, cuMemFreeAsync);
+TESSERA_SAME_ABI(cuMemRelease, cuMemRelease);
+TESSERA_SAME_ABI(cuMemGetInfo_v2, cuMemGetInfo_v2);
+TESSERA_SAME_ABI(cuLaunchKernel, cuLaunchKernel);
+TESSERA_SAME_ABI(cuLaunchKernel_ptsz, cuLaunchKernel);
+TESSERA_SAME_ABI(cuLaunchKernelEx, cuLaunchKernelEx);
+TESSERA_SAME_ABI(cuLaunchKernelEx_ptsz, cuLaunchKernelEx);
+TESSERA_SAME_ABI(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel);
+TESSERA_SAME_ABI(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel);
+TESSERA_SAME_ABI(cuGraphLaunch, cuGraphLaunch);
+TESSERA_SAME_ABI(cuGraphLaunch_ptsz, cuGraphLaunch);
+TESSERA_SAME_ABI(cuGetProcAddress, cuGetProcAddress);
+TESSERA_SAME_ABI(cuGetProcAddress_v2, cuGetProcAddress_v2);
+#undef TESSERA_SAME_ABI
 
 const NamedHook kHooks[] = {
     {"cuInit", Address(&cuInit)},
