@@ -34,8 +34,7 @@ ChildResult Client(const std::vector<std::string>& args, const std::vector<std::
 }
 
 std::string TempPath(const std::string& name) {
-  const char* dir = getenv("TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name + "." + std::to_string(getpid());
+  return testing::TempDir() + name + "." + std::to_string(getpid());
 }
 
 // Every allocation path, found every way, is capped at 20 GiB: the 21st 1 GiB call
