@@ -4,7 +4,9 @@
 // JobLifecycle::Requeue, as preemptions and lost nodes do; a failure's backoff is the
 // lifecycle's hold (JobLifecycle::HoldUntil), stored with the ended attempt so that a
 // controller restart keeps it.
+#include <initializer_list>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "base/time_format.h"
@@ -172,23 +174,28 @@ void Controller::RestartJson(const LiveJob& job, nlohmann::json& out) const {
                                                   : nlohmann::json(nullptr)}};
 }
 
+namespace {
+
+// One sample per label value, 0 for a value not counted yet.
+void WriteCountsBy(MetricsWriter& w, const char* label, std::initializer_list<const char*> values,
+                   const std::map<std::string, uint64_t>& counts) {
+  for (const char* value : values) {
+    auto it = counts.find(value);
+    w.Sample({{label, value}}, static_cast<double>(it != counts.end() ? it->second : 0));
+  }
+}
+
+}  // namespace
+
 void Controller::WriteRestartMetrics(MetricsWriter& w) const {
   w.Family("tessera_job_gpu_faults_total", MetricType::kCounter,
            "Jobs stopped and requeued (or failed) because a GPU they held failed, by finding "
            "kind (xid, ecc, lost), since the controller started.");
-  for (const char* kind : {"lost", "xid", "ecc"}) {
-    auto it = counters_.gpu_faults.find(kind);
-    w.Sample({{"kind", kind}},
-             static_cast<double>(it != counters_.gpu_faults.end() ? it->second : 0));
-  }
+  WriteCountsBy(w, "kind", {"lost", "xid", "ecc"}, counters_.gpu_faults);
   w.Family("tessera_job_restarts_total", MetricType::kCounter,
            "Restarts counted by jobs' restart policies, by cause (failure, node-lost, "
            "gpu-fault), since the controller started.");
-  for (const char* cause : {"failure", "node-lost", "gpu-fault"}) {
-    auto it = counters_.restarts.find(cause);
-    w.Sample({{"cause", cause}},
-             static_cast<double>(it != counters_.restarts.end() ? it->second : 0));
-  }
+  WriteCountsBy(w, "cause", {"failure", "node-lost", "gpu-fault"}, counters_.restarts);
 }
 
 }  // namespace tessera
