@@ -14,12 +14,24 @@ if [[ ! -d "$traces/alibaba-gpu-v2023-fgd" ]]; then
   exit 2
 fi
 
+stage_start=$(date +%s)
+# Prints how long the stage that just ended took, so a slow pass shows where.
+stage_done() {
+  local now
+  now=$(date +%s)
+  echo "test: $1 took $((now - stage_start)) s"
+  stage_start=$now
+}
+
 ./scripts/setup.sh
+stage_done "setup"
 
 echo "== ci build: every test"
 cmake --preset ci -DTESSERA_TRACES_DIR="$traces"
 cmake --build --preset ci
+stage_done "the ci build"
 ctest --preset ci
+stage_done "the ci tests"
 
 # The fuzzer (one process, one core) runs while the sanitizer build compiles; its
 # output is printed once both are done.
@@ -32,6 +44,7 @@ fuzz_pid=$!
 echo "== asan-ubsan build: core tests"
 cmake --preset asan-ubsan -DTESSERA_TRACES_DIR="$traces"
 cmake --build --preset asan-ubsan --target core_tests
+stage_done "the asan-ubsan build"
 fuzz_rc=0
 wait "$fuzz_pid" || fuzz_rc=$?
 cat "$fuzz_log"
@@ -41,3 +54,4 @@ if ((fuzz_rc != 0)); then
 fi
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --preset asan-ubsan
+stage_done "the asan-ubsan tests"
