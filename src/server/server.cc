@@ -211,9 +211,14 @@ Status Server::Init() {
     return UnavailableError("cannot create data directory " + options_.data_dir + ": " +
                             ec.message());
   }
-  SqliteStoreOptions store_options;
-  store_options.fsync = options_.fsync;
-  TESSERA_ASSIGN_OR_RETURN(store_, OpenSqliteStore(options_.data_dir + "/state.db", store_options));
+  if (options_.open_store) {
+    TESSERA_ASSIGN_OR_RETURN(store_, options_.open_store());
+  } else {
+    SqliteStoreOptions store_options;
+    store_options.fsync = options_.fsync;
+    TESSERA_ASSIGN_OR_RETURN(store_,
+                             OpenSqliteStore(options_.data_dir + "/state.db", store_options));
+  }
 
   tokens_ = std::make_unique<TokenRegistry>();
   TESSERA_ASSIGN_OR_RETURN(std::vector<TokenRow> rows, store_->LoadTokens());
@@ -378,7 +383,11 @@ void Server::Routes() {
 
   s.Get("/healthz", [this](const Req&, Res& res) {
     if (controller_->healthy()) {
-      SendJson(res, {{"status", "ok"}});
+      if (options_.leader_url.empty()) {
+        SendJson(res, {{"status", "ok"}});
+      } else {
+        SendJson(res, {{"status", "ok"}, {"role", "leader"}, {"leader", options_.leader_url}});
+      }
     } else {
       SendJson(res, {{"status", "failing"}, {"reason", "the state store failed"}}, 503);
     }

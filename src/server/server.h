@@ -97,6 +97,11 @@ struct ServerOptions {
   double batch_jobs_per_token = 4;     // a batch of N jobs costs 1 + N / this rate tokens
   AuthThrottleOptions auth_throttle;   // failed authentications per source address
   ControllerOptions controller;        // data_dir is filled in from data_dir
+  // Opens the state store; unset: SQLite at <data_dir>/state.db. A leader of several
+  // controllers (server/ha/ha_server.h) passes its fenced etcd store here.
+  std::function<StatusOr<std::unique_ptr<Store>>()> open_store;
+  // Set by HaServer on its leader: /healthz says {"role": "leader", "leader": this URL}.
+  std::string leader_url;
 };
 
 // The embedded default queue configuration: one cohort, tenants team-a and team-b

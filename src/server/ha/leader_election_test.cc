@@ -1,6 +1,7 @@
 // LeaderElection against an in-memory backend with real lease expiry (1 s leases, so
 // these tests take a few seconds in all).
 #include "server/ha/leader_election.h"
+#include "server/ha/testing/fake_election_backend.h"
 
 #include <gtest/gtest.h>
 
@@ -18,93 +19,9 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-// A lease store like etcd's, in memory: keys bound to leases vanish when they expire.
-class FakeBackend final : public ElectionBackend {
- public:
-  explicit FakeBackend(const Clock& clock) : clock_(clock) {}
-
-  StatusOr<int64_t> GrantLease(int64_t ttl_s) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (down_) return UnavailableError("etcd: no quorum");
-    const int64_t id = ++next_lease_;
-    leases_[id] = Lease{ttl_s, clock_.NowMicros() + ttl_s * 1'000'000};
-    return id;
-  }
-  StatusOr<int64_t> KeepAlive(int64_t lease) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (down_) return UnavailableError("etcd: no quorum");
-    ExpireLocked();
-    auto it = leases_.find(lease);
-    if (it == leases_.end()) return int64_t{0};
-    it->second.expires = clock_.NowMicros() + it->second.ttl * 1'000'000;
-    return it->second.ttl;
-  }
-  Status Revoke(int64_t lease) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (down_) return UnavailableError("etcd: no quorum");
-    leases_.erase(lease);
-    ExpireLocked();
-    return Status::Ok();
-  }
-  StatusOr<std::optional<int64_t>> CreateIfAbsent(const std::string& key, const std::string& value,
-                                                  int64_t lease) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (down_) return UnavailableError("etcd: no quorum");
-    ExpireLocked();
-    if (keys_.count(key) != 0) return std::optional<int64_t>();
-    if (leases_.count(lease) == 0) return NotFoundError("lease not found");
-    keys_[key] = LeaderRecord{value, ++revision_, lease};
-    return std::optional<int64_t>(revision_);
-  }
-  StatusOr<std::optional<LeaderRecord>> Get(const std::string& key) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (down_) return UnavailableError("etcd: no quorum");
-    ExpireLocked();
-    auto it = keys_.find(key);
-    if (it == keys_.end()) return std::optional<LeaderRecord>();
-    return std::optional<LeaderRecord>(it->second);
-  }
-
-  // While down, every call fails (a partition, or etcd without quorum); leases still
-  // expire on the store's side.
-  void SetDown(bool down) {
-    std::lock_guard<std::mutex> lock(mu_);
-    down_ = down;
-  }
-  std::optional<LeaderRecord> Holder(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    ExpireLocked();
-    auto it = keys_.find(key);
-    if (it == keys_.end()) return std::nullopt;
-    return it->second;
-  }
-
- private:
-  struct Lease {
-    int64_t ttl = 0;
-    Micros expires = 0;
-  };
-  void ExpireLocked() {
-    const Micros now = clock_.NowMicros();
-    for (auto it = leases_.begin(); it != leases_.end();) {
-      it = it->second.expires <= now ? leases_.erase(it) : std::next(it);
-    }
-    for (auto it = keys_.begin(); it != keys_.end();) {
-      it = leases_.count(it->second.lease) == 0 ? keys_.erase(it) : std::next(it);
-    }
-  }
-
-  const Clock& clock_;
-  std::mutex mu_;
-  bool down_ = false;
-  int64_t next_lease_ = 0, revision_ = 100;
-  std::map<int64_t, Lease> leases_;
-  std::map<std::string, LeaderRecord> keys_;
-};
-
 // One controller's election and the events it saw.
 struct Candidate {
-  Candidate(FakeBackend& backend, const Clock& clock, const std::string& url) {
+  Candidate(FakeElectionBackend& backend, const Clock& clock, const std::string& url) {
     LeaderElectionOptions options;
     options.identity = url;
     options.lease_ttl_s = 1;
@@ -142,7 +59,7 @@ int Leaders(const std::vector<Candidate*>& cs) {
 
 TEST(LeaderElectionTest, OneLeadsTheOthersKnowItAndTheFenceIsTheKeysRevision) {
   SystemClock clock;
-  FakeBackend backend(clock);
+  FakeElectionBackend backend(clock);
   Candidate a(backend, clock, "http://a"), b(backend, clock, "http://b"), c(backend, clock, "http://c");
   std::vector<Candidate*> all = {&a, &b, &c};
   for (Candidate* x : all) x->election->Start();
@@ -168,7 +85,7 @@ TEST(LeaderElectionTest, OneLeadsTheOthersKnowItAndTheFenceIsTheKeysRevision) {
 
 TEST(LeaderElectionTest, AResigningLeaderIsReplacedAtOnceACrashedOneAfterItsLease) {
   SystemClock clock;
-  FakeBackend backend(clock);
+  FakeElectionBackend backend(clock);
   Candidate a(backend, clock, "http://a");
   a.election->Start();
   WaitFor([&] { return a.election->leading(); });
@@ -197,7 +114,7 @@ TEST(LeaderElectionTest, AResigningLeaderIsReplacedAtOnceACrashedOneAfterItsLeas
 
 TEST(LeaderElectionTest, ALeaderCutOffFromTheStoreStepsDownBeforeItsLeaseEnds) {
   SystemClock clock;
-  FakeBackend backend(clock);
+  FakeElectionBackend backend(clock);
   Candidate a(backend, clock, "http://a");
   a.election->Start();
   WaitFor([&] { return a.election->leading(); });
@@ -225,7 +142,7 @@ TEST(LeaderElectionTest, ALeaderCutOffFromTheStoreStepsDownBeforeItsLeaseEnds) {
 
 TEST(LeaderElectionTest, StepDownHandsTheLeadOverAndEventsAlternate) {
   SystemClock clock;
-  FakeBackend backend(clock);
+  FakeElectionBackend backend(clock);
   Candidate a(backend, clock, "http://a"), b(backend, clock, "http://b");
   std::vector<Candidate*> all = {&a, &b};
   a.election->Start();
