@@ -1,18 +1,9 @@
 // The fault suite (ctest label `faults`): real `tessera server` and `tessera agent`
 // processes on loopback, broken on purpose, and what the tasks themselves saw.
 //
-// Every task is one shell script that appends to its own file in a records directory
-// ($RECORDS/JOB.TASK.ATTEMPT; the directory is 1777 because tasks run as their
-// tenant's uid):
-//   start JOB TASK ATTEMPT PID GPU_UUIDS    when it starts
-//   workers JOB TASK ATTEMPT PID...         the worker processes it forked (FORK=1)
-//   clash JOB TASK ATTEMPT GPU HOLDER PID   a live process of another task holds its GPU
-//   end JOB TASK ATTEMPT                    when its work is done
-// While it runs, a task holds each of its GPU UUIDs by a holder file
-// $LOCKS/UUID.JOB.TASK.ATTEMPT listing "PID STARTTIME" of its processes (workers
-// included); a starting task looks for other holders of its GPUs whose processes are
-// still alive. Unlike a lock directory, a holder file left by a killed task is never
-// mistaken for a live one, and needs no other uid to remove it.
+// Every task runs the script of task_records.h, whose records in the test directory
+// tell what it did: when it started and ended, its workers, and any live process of
+// another task found on its GPUs.
 //
 // The cases (issue 11, "What it must show", item 1):
 //   1. 5 kill -9s of the controller during 300 submissions (half with an idempotency
@@ -27,20 +18,19 @@
 #include <httplib.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 #include <atomic>
-#include <cerrno>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "e2e/cluster_fixture.h"
 #include "e2e/process.h"
+#include "e2e/task_records.h"
 
 namespace tessera::e2e {
 namespace {
@@ -48,132 +38,13 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-// The task (run as /bin/sh -c). WORK: seconds of work on attempt 1; WORK_RETRY: on
-// later attempts (default WORK); FORK=1: the work runs in two `sleep` workers under
-// a child shell, as `sh -c 'sleep & sleep & wait'` does.
-constexpr const char* kTaskScript = R"sh(me="$TESSERA_JOB_ID $TESSERA_TASK_INDEX $TESSERA_ATTEMPT"
-id="$TESSERA_JOB_ID.$TESSERA_TASK_INDEX.$TESSERA_ATTEMPT"
-rec="$RECORDS/$id"
-gpus=$(echo "${CUDA_VISIBLE_DEVICES:-}" | tr , ' ')
-echo "start $me $$ ${CUDA_VISIBLE_DEVICES:-none}" >> "$rec"
-stamp() { echo "$1 $(cut -d' ' -f22 "/proc/$1/stat")"; }
-alive() {
-  st=$(cut -d' ' -f3,22 "/proc/$1/stat" 2>/dev/null) || return 1
-  case "$st" in Z*) return 1 ;; esac
-  [ "${st#* }" = "$2" ]
-}
-holds=""
-for g in $gpus; do stamp $$ >> "$LOCKS/$g.$id"; holds="$holds $LOCKS/$g.$id"; done
-for g in $gpus; do
-  for f in "$LOCKS/$g".*; do
-    [ -f "$f" ] && [ "$f" != "$LOCKS/$g.$id" ] || continue
-    while read -r p t; do
-      if alive "$p" "$t"; then echo "clash $me $g ${f##*/} $p" >> "$rec"; fi
-    done < "$f"
-  done
-done
-release() { for h in $holds; do rm -f "$h"; done; }
-trap 'release; exit 143' TERM
-w="$WORK"
-if [ "$TESSERA_ATTEMPT" -gt 1 ]; then w="${WORK_RETRY:-$WORK}"; fi
-if [ "${FORK:-0}" = 1 ]; then
-  export W="$w" REC="$rec" ME="$me" HOLDS="$holds"
-  sh -c 'sleep "$W" & a=$!; sleep "$W" & b=$!
-    echo "workers $ME $$ $a $b" >> "$REC"
-    for h in $HOLDS; do for p in $$ $a $b; do
-      echo "$p $(cut -d" " -f22 /proc/$p/stat)" >> "$h"; done; done
-    wait' &
-  wait $!
-else
-  sleep "$w" & wait $!
-fi
-release
-echo "end $me" >> "$rec"
-)sh";
-
-struct Record {
-  std::string kind;  // start, workers, clash, end, or "malformed"
-  uint64_t job = 0;
-  int task = 0;
-  int attempt = 0;
-  std::vector<std::string> rest;
-  std::string line;
-};
-
-std::vector<Record> ReadRecords(const std::string& dir) {
-  std::vector<Record> out;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    std::istringstream lines(Process::ReadFile(e.path().string()));
-    std::string line;
-    while (std::getline(lines, line)) {
-      std::istringstream words(line);
-      Record r;
-      r.line = line;
-      if (!(words >> r.kind >> r.job >> r.task >> r.attempt)) {
-        r.kind = "malformed";
-      }
-      for (std::string w; words >> w;) {
-        r.rest.push_back(w);
-      }
-      out.push_back(std::move(r));
-    }
-  }
-  return out;
-}
-
-// Field 22 of /proc/PID/stat (start time in clock ticks): with it, a pid reused by a
-// later process is not taken for the one recorded. nullopt: no such process.
-std::optional<std::string> StartTime(pid_t pid) {
-  const std::string stat = Process::ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) {
-    return std::nullopt;
-  }
-  std::istringstream rest(stat.substr(paren + 2));
-  std::string field, state;
-  rest >> state;  // field 3
-  for (int i = 4; i <= 22 && rest >> field; ++i) {
-  }
-  if (state == "Z" || state == "X") {
-    return std::nullopt;  // it has ended; only its parent has not reaped it yet
-  }
-  return field;
-}
-
-// A recorded process: alive when kill(pid, 0) finds it and /proc shows the same one.
-struct Pid {
-  pid_t pid = 0;
-  std::string start_time;
-  bool Alive() const {
-    if (::kill(pid, 0) != 0 && errno != EPERM) {
-      return false;
-    }
-    std::optional<std::string> now = StartTime(pid);
-    return now.has_value() && *now == start_time;
-  }
-};
-
-std::string Describe(const std::vector<Pid>& pids) {
-  std::string s;
-  for (const Pid& p : pids) {
-    s += (s.empty() ? "" : " ") + std::to_string(p.pid);
-  }
-  return s;
-}
-
 class FaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    // Tasks run as other uids: they pass through (0711) to the records and holders.
     dir_ = MakeTestDir("faults");
     ASSERT_FALSE(dir_.empty());
-    records_ = dir_ + "/records";
-    locks_ = dir_ + "/locks";
-    for (const std::string& d : {records_, locks_}) {
-      ASSERT_TRUE(std::filesystem::create_directory(d));
-      ASSERT_EQ(::chmod(d.c_str(), 01777), 0);
-    }
+    tasks_.emplace(dir_);
+    ASSERT_TRUE(tasks_->ok()) << "cannot make the records and locks directories in " << dir_;
     std::filesystem::create_directory(dir_ + "/cli");
     port_ = FreePort();
     url_ = "http://127.0.0.1:" + std::to_string(port_);
@@ -194,14 +65,9 @@ class FaultTest : public ::testing::Test {
       }
     }
     StopAgentsThenServer(agents_, server_);
-    // Whatever a killed agent or a kept task left behind ends here: the recorded
-    // processes that still carry this test's RECORDS (a pid may have been reused).
-    const std::string mark = "RECORDS=" + records_;
-    for (const Pid& p : RecordedPids([](const Record&) { return true; })) {
-      const std::string env = Process::ReadFile("/proc/" + std::to_string(p.pid) + "/environ");
-      if (p.pid > 1 && env.find(mark + '\0') != std::string::npos) {
-        ::kill(p.pid, SIGKILL);
-      }
+    // Whatever a killed agent or a kept task left behind ends here.
+    if (tasks_) {
+      tasks_->KillLeftovers();
     }
     ::unsetenv("TESSERA_SERVER");
     ::unsetenv("TESSERA_TOKEN_FILE");
@@ -246,23 +112,6 @@ class FaultTest : public ::testing::Test {
 
   json Job(uint64_t id) { return Get("/v1/jobs/" + std::to_string(id)); }
 
-  static json Spec(const std::string& name, const std::string& queue, int gpus,
-                   const std::map<std::string, std::string>& env) {
-    return {{"name", name},
-            {"queue", queue},
-            {"command", kTaskScript},
-            {"env", env},
-            {"resources", {{"gpus", gpus}, {"cpu", "0.1"}, {"memory", "64MiB"}}}};
-  }
-
-  std::map<std::string, std::string> Env(const std::string& work,
-                                         const std::map<std::string, std::string>& more = {}) {
-    std::map<std::string, std::string> env = {
-        {"RECORDS", records_}, {"LOCKS", locks_}, {"WORK", work}};
-    env.insert(more.begin(), more.end());
-    return env;
-  }
-
   // POST /v1/jobs until acknowledged. Without a key, only a request that never reached
   // the controller (connection refused) is retried: another retry could make a second
   // job, which is the client's doing. 0: not acknowledged.
@@ -299,7 +148,7 @@ class FaultTest : public ::testing::Test {
     for (const auto& [k, v] : env) {
       argv.insert(argv.end(), {"--env", k + "=" + v});
     }
-    argv.insert(argv.end(), {"--", "/bin/sh", "-c", kTaskScript});
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c", TaskRecords::kScript});
     const auto deadline = std::chrono::steady_clock::now() + patience;
     while (std::chrono::steady_clock::now() < deadline) {
       const std::string log = dir_ + "/cli/" + key + "." + std::to_string(++cli_runs_) + ".log";
@@ -324,67 +173,9 @@ class FaultTest : public ::testing::Test {
     return 0;
   }
 
-  std::vector<Pid> RecordedPids(const std::function<bool(const Record&)>& which) {
-    std::vector<Pid> out;
-    for (const Record& r : ReadRecords(records_)) {
-      if (!which(r) || (r.kind != "start" && r.kind != "workers")) {
-        continue;
-      }
-      const size_t n = r.kind == "start" ? 1 : r.rest.size();
-      for (size_t i = 0; i < n && i < r.rest.size(); ++i) {
-        const pid_t pid = static_cast<pid_t>(std::stol(r.rest[i]));
-        std::optional<std::string> t = StartTime(pid);
-        out.push_back({pid, t.value_or("gone")});
-      }
-    }
-    return out;
-  }
-
-  // How a job ran, from its records: "2 start records (attempts 1 2), 1 end record".
-  struct Runs {
-    std::vector<int> starts, ends;
-    std::vector<std::string> clashes;
-  };
-  std::map<uint64_t, Runs> RunsByJob() {
-    std::map<uint64_t, Runs> out;
-    for (const Record& r : ReadRecords(records_)) {
-      Runs& runs = out[r.job];
-      if (r.kind == "start") {
-        runs.starts.push_back(r.attempt);
-      } else if (r.kind == "end") {
-        runs.ends.push_back(r.attempt);
-      } else if (r.kind == "clash") {
-        runs.clashes.push_back(r.line);
-      }
-    }
-    return out;
-  }
-
-  static std::string Show(const Runs& runs) {
-    auto list = [](const std::vector<int>& v) {
-      std::string s;
-      for (int a : v) {
-        s += " " + std::to_string(a);
-      }
-      return s;
-    };
-    return std::to_string(runs.starts.size()) + " start record(s) (attempts" + list(runs.starts) +
-           "), " + std::to_string(runs.ends.size()) + " end record(s) (attempts" + list(runs.ends) +
-           ")";
-  }
-
-  // Every clash any task recorded, as failures that name the job and GPU.
+  // The tasks' clashes and malformed records, and any double booking an agent logged.
   int ExpectNoClash() {
-    int clashes = 0;
-    for (const Record& r : ReadRecords(records_)) {
-      if (r.kind == "clash") {
-        ++clashes;
-        ADD_FAILURE() << "job " << r.job << " attempt " << r.attempt
-                      << " found its GPU held by a live process of another task: " << r.line;
-      } else if (r.kind == "malformed") {
-        ADD_FAILURE() << "a task wrote a record this test cannot read: '" << r.line << "'";
-      }
-    }
+    const int clashes = tasks_->ExpectNoClash();
     for (auto& [name, agent] : agents_) {
       EXPECT_EQ(agent->Output().find("double-booked"), std::string::npos)
           << "agent " << name << ":\n"
@@ -402,25 +193,8 @@ class FaultTest : public ::testing::Test {
         timeout);
   }
 
-  // The first record of `kind` of the job's `attempt`, waiting up to `timeout`.
-  std::optional<Record> WaitRecord(uint64_t job, int attempt, const std::string& kind,
-                                   std::chrono::seconds timeout) {
-    std::optional<Record> found;
-    WaitFor(
-        [&] {
-          for (const Record& r : ReadRecords(records_)) {
-            if (r.job == job && r.attempt == attempt && r.kind == kind) {
-              found = r;
-              return true;
-            }
-          }
-          return false;
-        },
-        timeout);
-    return found;
-  }
-
-  std::string dir_, records_, locks_;
+  std::string dir_;
+  std::optional<TaskRecords> tasks_;
   int port_ = 0;
   std::string url_;
   std::string admin_;
@@ -445,7 +219,7 @@ TEST_F(FaultTest, ControllerKilledFiveTimesDuring300SubmissionsRunsEachJobOnce) 
   // tasks running, and tasks ending while the controller is down.
   auto queue_of = [](int i) { return i % 3 == 0 ? "team-b" : "team-a"; };
   auto gpus_of = [](int i) { return 1 + i % 2; };
-  auto env_of = [&](int i) { return Env(i % 5 == 0 ? "1" : "0.3"); };
+  auto env_of = [&](int i) { return tasks_->Env(i % 5 == 0 ? "1" : "0.3"); };
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -455,7 +229,7 @@ TEST_F(FaultTest, ControllerKilledFiveTimesDuring300SubmissionsRunsEachJobOnce) 
         if (i % 2 == 0) {
           id = SubmitWithCli(name, queue_of(i), gpus_of(i), env_of(i), 120s);
         } else {
-          id = Submit(Spec(name, queue_of(i), gpus_of(i), env_of(i)), "", 120s);
+          id = Submit(TaskRecords::Spec(name, queue_of(i), gpus_of(i), env_of(i)), "", 120s);
         }
         {
           std::lock_guard<std::mutex> lock(mu);
@@ -510,7 +284,7 @@ TEST_F(FaultTest, ControllerKilledFiveTimesDuring300SubmissionsRunsEachJobOnce) 
   for (const json& j : jobs.value("jobs", json::array())) {
     ids_by_name[j.value("name", "")].push_back(j.value("id", uint64_t{0}));
   }
-  std::map<uint64_t, Runs> runs = RunsByJob();
+  std::map<uint64_t, Runs> runs = tasks_->RunsByJob();
   std::vector<std::string> problems;
   int succeeded = 0, reruns = 0, never_started = 0;
   for (const json& j : jobs.value("jobs", json::array())) {
@@ -568,16 +342,17 @@ TEST_F(FaultTest, TaskThatExitsWhileTheControllerIsDownRunsOnce) {
   const std::vector<std::string> flags = {"--node-timeout", "10s"};
   StartServer(flags);
   StartAgent("a");
-  const uint64_t id = Submit(Spec("exits-while-down", "team-a", 1, Env("2")), "", 20s);
+  const uint64_t id =
+      Submit(TaskRecords::Spec("exits-while-down", "team-a", 1, tasks_->Env("2")), "", 20s);
   ASSERT_NE(id, 0u);
-  ASSERT_TRUE(WaitRecord(id, 1, "start", 20s)) << "job " << id << " never started";
+  ASSERT_TRUE(tasks_->WaitRecord(id, 1, "start", 20s)) << "job " << id << " never started";
   KillServer();
-  const bool ended = WaitRecord(id, 1, "end", 15s).has_value();
+  const bool ended = tasks_->WaitRecord(id, 1, "end", 15s).has_value();
   std::this_thread::sleep_for(300ms);  // the agent sees the exit, and cannot report it
   StartServer(flags);
   const bool terminal = WaitTerminal(id, 30s);
   const json job = Job(id);
-  const Runs runs = RunsByJob()[id];
+  const Runs runs = tasks_->RunsByJob()[id];
   const int clashes = ExpectNoClash();
   std::cout << "[faults] task exited while the controller was down: job " << id << " "
             << job.value("state", "?") << ", attempts " << job.value("attempts", -1) << ", "
@@ -594,12 +369,14 @@ TEST_F(FaultTest, KilledAgentLeavesNoWorkerOfItsAttemptBehind) {
   StartAgent("a");
   // Attempt 1 works 8 s in two forked workers; a re-run works briefly.
   const uint64_t id =
-      Submit(Spec("forks-workers", "team-a", 1, Env("8", {{"FORK", "1"}, {"WORK_RETRY", "0.2"}})),
+      Submit(TaskRecords::Spec("forks-workers", "team-a", 1,
+                               tasks_->Env("8", {{"FORK", "1"}, {"WORK_RETRY", "0.2"}})),
              "", 20s);
   ASSERT_NE(id, 0u);
-  ASSERT_TRUE(WaitRecord(id, 1, "workers", 20s)) << "job " << id << " never forked its workers";
+  ASSERT_TRUE(tasks_->WaitRecord(id, 1, "workers", 20s))
+      << "job " << id << " never forked its workers";
   const std::vector<Pid> first =
-      RecordedPids([&](const Record& r) { return r.job == id && r.attempt == 1; });
+      tasks_->RecordedPids([&](const Record& r) { return r.job == id && r.attempt == 1; });
   ASSERT_EQ(first.size(), 4u) << "job " << id << ": expected the task and 3 workers";
 
   agents_["a"]->Signal(SIGKILL);
@@ -618,7 +395,7 @@ TEST_F(FaultTest, KilledAgentLeavesNoWorkerOfItsAttemptBehind) {
   const bool terminal = WaitFor(
       [&] {
         if (!alive_at_rerun) {
-          for (const Record& r : ReadRecords(records_)) {
+          for (const Record& r : tasks_->Read()) {
             if (r.job == id && r.kind == "start" && r.attempt > 1) {
               alive_at_rerun.emplace();
               for (const Pid& p : first) {
@@ -634,7 +411,7 @@ TEST_F(FaultTest, KilledAgentLeavesNoWorkerOfItsAttemptBehind) {
       },
       40s);
   const json job = Job(id);
-  const Runs runs = RunsByJob()[id];
+  const Runs runs = tasks_->RunsByJob()[id];
   std::vector<Pid> alive_now;
   for (const Pid& p : first) {
     if (p.Alive()) {
@@ -673,22 +450,24 @@ TEST_F(FaultTest, KilledAgentLeavesNoWorkerOfItsAttemptBehind) {
 TEST_F(FaultTest, GracefulAgentRestartKeepsTheTaskRunning) {
   StartServer({"--node-timeout", "10s"});
   StartAgent("a");
-  const uint64_t id = Submit(Spec("survives-restart", "team-a", 1, Env("4")), "", 20s);
+  const uint64_t id =
+      Submit(TaskRecords::Spec("survives-restart", "team-a", 1, tasks_->Env("4")), "", 20s);
   ASSERT_NE(id, 0u);
-  ASSERT_TRUE(WaitRecord(id, 1, "start", 20s)) << "job " << id << " never started";
+  ASSERT_TRUE(tasks_->WaitRecord(id, 1, "start", 20s)) << "job " << id << " never started";
   const std::vector<Pid> task =
-      RecordedPids([&](const Record& r) { return r.job == id && r.attempt == 1; });
+      tasks_->RecordedPids([&](const Record& r) { return r.job == id && r.attempt == 1; });
   ASSERT_EQ(task.size(), 1u);
 
   agents_["a"]->Signal(SIGTERM);
   const std::optional<int> rc = agents_["a"]->Wait(15s);
   const bool alive_while_stopped = task[0].Alive();
-  const bool ended_early = WaitRecord(id, 1, "end", 0s).has_value();
+  const bool ended_early = tasks_->WaitRecord(id, 1, "end", 0s).has_value();
   StartAgent("a", /*wait_up=*/false);
-  const bool alive_after_restart = task[0].Alive() || WaitRecord(id, 1, "end", 0s).has_value();
+  const bool alive_after_restart =
+      task[0].Alive() || tasks_->WaitRecord(id, 1, "end", 0s).has_value();
   const bool terminal = WaitTerminal(id, 30s);
   const json job = Job(id);
-  const Runs runs = RunsByJob()[id];
+  const Runs runs = tasks_->RunsByJob()[id];
   const int clashes = ExpectNoClash();
   std::cout << "[faults] graceful agent restart: job " << id << " " << job.value("state", "?")
             << ", attempts " << job.value("attempts", -1) << ", " << Show(runs)
