@@ -23,6 +23,8 @@
 #include "base/strings.h"
 #include "plugins/registry.h"
 #include "model/gpu_catalog.h"
+#include "cli/ha_server_command.h"
+#include "cli/store_command.h"
 #include "server/server.h"
 
 namespace tessera {
@@ -187,6 +189,7 @@ struct ServerFlags {
   std::vector<std::string> run_as;  // TENANT=UID[:GID]
   int agent_port = 0;
   int64_t max_heartbeat_rate = ControllerOptions{}.max_heartbeats_per_second;
+  HaServerFlags ha;  // --store etcd://...: one of several controllers
 };
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
@@ -353,7 +356,10 @@ struct AgentFlags {
 
 void AddAgentFlags(CLI::App* cmd, AgentFlags* f, bool standalone) {
   if (standalone) {
-    cmd->add_option("--server", f->server, "The controller's URL")->capture_default_str();
+    cmd->add_option("--server", f->server,
+                    "The controller's URL, or the URLs of a cluster's controllers joined by ',' "
+                    "(tried in turn; the leader is followed)")
+        ->capture_default_str();
     cmd->add_option("--token", f->token, "The controller's join token");
     cmd->add_option("--token-file", f->token_file, "File holding the join token");
     cmd->add_option("--node", f->node, "Node name (default: the host name)");
@@ -451,7 +457,8 @@ int RunServer(ServerFlags flags) {
   // tasks run as other users and get umask 022 back.
   ::umask(077);
   Status dir = MakeAbsolute(&flags.data_dir, "--data");
-  if (dir.ok()) {
+  // On etcd the data directory holds no store, only logs and the first leader's tokens.
+  if (dir.ok() && flags.ha.store.empty()) {
     dir = PrepareServerDataDir(flags.data_dir, flags.init);
   }
   if (!dir.ok()) {
@@ -460,6 +467,9 @@ int RunServer(ServerFlags flags) {
   StatusOr<ServerOptions> options = ToServerOptions(flags);
   if (!options.ok()) {
     return Fail(options.status(), "server");
+  }
+  if (!flags.ha.store.empty()) {
+    return RunHaServer(flags.ha, std::move(options).value(), WaitForStopSignal);
   }
   StatusOr<std::unique_ptr<Server>> server = Server::Create(options.value(), GpuCatalog::Default());
   if (!server.ok()) {
@@ -624,6 +634,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   auto server_flags = std::make_shared<ServerFlags>();
   CLI::App* server = app.add_subcommand("server", "Run the controller");
   AddServerFlags(server, server_flags.get());
+  AddHaServerFlags(server, &server_flags->ha);
   server->callback([server_flags, exit_code] { *exit_code = RunServer(*server_flags); });
 
   auto agent_flags = std::make_shared<AgentFlags>();
@@ -640,6 +651,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   up->callback([up_server, up_agent, exit_code] { *exit_code = RunUp(*up_server, *up_agent); });
 
   AddGpuProbeCommand(app, exit_code);
+  AddStoreCommand(app, exit_code);
 }
 
 }  // namespace tessera

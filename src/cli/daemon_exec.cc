@@ -13,7 +13,8 @@
 namespace tessera {
 
 bool IsDaemonCommand(std::string_view name) {
-  return name == "server" || name == "agent" || name == "up" || name == "gpu-probe";
+  return name == "server" || name == "agent" || name == "up" || name == "gpu-probe" ||
+         name == "store";
 }
 
 int ExecDaemon(int argc, char** argv) {

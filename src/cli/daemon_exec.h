@@ -6,7 +6,7 @@
 
 namespace tessera {
 
-// Whether `name` is a command `tesserad` runs (server, agent, up, gpu-probe).
+// Whether `name` is a command `tesserad` runs (server, agent, up, gpu-probe, store).
 bool IsDaemonCommand(std::string_view name);
 
 // Replaces this process with `tesserad` from this executable's directory, with the

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::ba
   app.add_subcommand("agent", "Run a node agent");
   app.add_subcommand(
       "up", "Run a one-machine cluster: the controller and one agent (fake GPUs without NVML)");
+  app.add_subcommand("store", "The controller's state store: `store migrate` into etcd");
   app.add_subcommand("gpu-probe",
                      "What the agent sees on this machine: GPUs, telemetry, a MIG create/destroy check");
 
