@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
+#include <random>
 #include <sstream>
+#include <thread>
 
 #include "api/http_errors.h"
 #include "base/strings.h"
@@ -79,8 +83,19 @@ std::string ApiResponse::Header(std::string_view name) const {
   return "";
 }
 
-StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(const ClientConfig& config) {
-  std::string url(Trim(config.server));
+// One controller address: its URL (for messages), path prefix and connection.
+struct ApiClient::Endpoint {
+  std::string url;
+  std::string prefix;
+  std::unique_ptr<HttpTransport> transport;
+};
+
+namespace {
+
+StatusOr<std::unique_ptr<ApiClient::Endpoint>> ParseEndpoint(std::string_view given,
+                                                             const ClientConfig& config,
+                                                             int io_timeout_ms) {
+  std::string url(Trim(given));
   auto bad = [&](std::string_view why) {
     return InvalidArgumentError("bad server URL '" + url + "': " + std::string(why));
   };
@@ -132,22 +147,83 @@ StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(const ClientConfig& confi
   target.ca_cert = config.ca_cert;
   target.insecure = config.insecure;
   target.connect_timeout_ms = config.connect_timeout_ms;
-  target.io_timeout_ms = config.read_timeout_ms;
+  target.io_timeout_ms = io_timeout_ms;
   while (!url.empty() && url.back() == '/') {
     url.pop_back();
   }
-  return std::unique_ptr<ApiClient>(new ApiClient(std::move(url), std::move(prefix), config.token,
-                                                  std::make_unique<HttpTransport>(target)));
+  auto endpoint = std::make_unique<ApiClient::Endpoint>();
+  endpoint->url = std::move(url);
+  endpoint->prefix = std::move(prefix);
+  endpoint->transport = std::make_unique<HttpTransport>(std::move(target));
+  return endpoint;
 }
 
-ApiClient::ApiClient(std::string url, std::string prefix, std::string token,
-                     std::unique_ptr<HttpTransport> transport)
-    : url_(std::move(url)),
-      prefix_(std::move(prefix)),
-      token_(std::move(token)),
-      transport_(std::move(transport)) {}
+// What a follower's 503 or a leader's said, for the message naming every address.
+std::string Unanswered(const HttpAnswer& answer) {
+  return StatusFromHttpError(answer.status, answer.body).message();
+}
+
+// The leader a follower's 307 names; "" when it names none.
+std::string LeaderOf(const HttpAnswer& answer) {
+  if (answer.status != 307) {
+    return "";
+  }
+  for (const auto& [key, value] : answer.headers) {
+    if (AsciiLower(key) == "x-tessera-leader") {
+      return std::string(Trim(value));
+    }
+  }
+  return "";
+}
+
+// The addresses in "URL,URL,..." (empty items, as from a trailing comma, left out).
+std::vector<std::string> ListedUrls(std::string_view servers) {
+  std::vector<std::string> out;
+  for (std::string_view item : Split(servers, ',')) {
+    if (!Trim(item).empty()) {
+      out.emplace_back(Trim(item));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(const ClientConfig& config) {
+  std::unique_ptr<ApiClient> client(new ApiClient(config, config.token));
+  std::vector<std::string> urls = ListedUrls(config.server);
+  if (urls.empty()) {
+    return InvalidArgumentError("bad server URL '" + config.server + "': no host");
+  }
+  for (const std::string& url : urls) {
+    TESSERA_RETURN_IF_ERROR(client->EndpointFor(url).status());
+  }
+  return client;
+}
+
+ApiClient::ApiClient(ClientConfig config, std::string token)
+    : config_(std::move(config)), token_(std::move(token)) {}
 
 ApiClient::~ApiClient() = default;
+
+const std::string& ApiClient::server() const { return endpoints_[current_]->url; }
+
+StatusOr<size_t> ApiClient::EndpointFor(const std::string& url) {
+  // With several addresses a stopped controller must not hold a request for a minute.
+  const bool several = !endpoints_.empty() || ListedUrls(config_.server).size() > 1;
+  const int io_timeout = several
+                             ? std::min(config_.read_timeout_ms, config_.failover_read_timeout_ms)
+                             : config_.read_timeout_ms;
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Endpoint> endpoint,
+                           ParseEndpoint(url, config_, io_timeout));
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    if (endpoints_[i]->url == endpoint->url && endpoints_[i]->prefix == endpoint->prefix) {
+      return i;
+    }
+  }
+  endpoints_.push_back(std::move(endpoint));
+  return endpoints_.size() - 1;
+}
 
 StatusOr<ApiResponse> ApiClient::Send(std::string_view method, const std::string& path,
                                       HttpHeaders headers, const std::string& body) {
@@ -155,15 +231,97 @@ StatusOr<ApiResponse> ApiClient::Send(std::string_view method, const std::string
   if (!token_.empty()) {
     headers.emplace_back("Authorization", "Bearer " + token_);
   }
-  StatusOr<HttpAnswer> answer = transport_->Send(method, prefix_ + path, headers, body);
-  if (!answer.ok()) {
-    return UnavailableError("cannot reach the controller at " + url_ + ": " +
-                            answer.status().message());
+  // Sent again after no answer only where that cannot do it twice.
+  const bool resendable =
+      method != "POST" || std::any_of(headers.begin(), headers.end(), [](const auto& h) {
+        return AsciiLower(h.first) == "idempotency-key";
+      });
+  using Steady = std::chrono::steady_clock;
+  const Steady::time_point deadline =
+      Steady::now() + std::chrono::milliseconds(config_.failover_budget_ms);
+  std::vector<int> tries(endpoints_.size(), 0);
+  std::vector<std::string> problems(endpoints_.size());
+  int hops = 0;  // redirects in a row: a loop of followers ends
+  int pause_ms = 250;
+  size_t at = current_;
+  size_t base = current_;               // where the search for the next address goes on from
+  const size_t round_start = current_;  // passing it again starts another round
+  while (true) {
+    Endpoint& e = *endpoints_[at];
+    ++tries[at];
+    bool maybe_taken = false;
+    StatusOr<HttpAnswer> answer =
+        e.transport->Send(method, e.prefix + path, headers, body, &maybe_taken);
+    std::string problem;
+    if (const std::string leader = answer.ok() ? LeaderOf(*answer) : ""; !leader.empty()) {
+      // A follower, which did not carry it out: the same request to the leader it names.
+      StatusOr<size_t> next = EndpointFor(leader);
+      tries.resize(endpoints_.size(), 0);
+      problems.resize(endpoints_.size());
+      if (next.ok() && hops < kMaxRedirects && tries[*next] < kMaxTriesPerAddress) {
+        ++hops;
+        at = *next;
+        continue;
+      }
+      problem = "redirects to " + leader;
+    }
+    hops = 0;
+    const bool several = endpoints_.size() > 1;
+    if (!several) {
+      // One address: what it said, as it said it.
+      if (!answer.ok()) {
+        return UnavailableError("cannot reach the controller at " + e.url + ": " +
+                                answer.status().message());
+      }
+      return Answered(at, std::move(answer).value());
+    }
+    if (answer.ok() && answer->status != 503 && problem.empty()) {
+      return Answered(at, std::move(answer).value());
+    }
+    if (!answer.ok() && maybe_taken && !resendable) {
+      return UnavailableError("cannot reach the controller at " + e.url + ": " +
+                              answer.status().message() +
+                              "; not sent to another controller: it may have been carried out");
+    }
+    if (problem.empty()) {
+      problem = answer.ok() ? Unanswered(*answer) : answer.status().message();
+    }
+    problems[at] = std::move(problem);
+    // The next address with tries left, in order after the one last chosen (a leader
+    // that a follower named and that failed does not change the order).
+    std::optional<size_t> next;
+    bool new_round = false;
+    for (size_t step = 1; step <= endpoints_.size() && !next.has_value(); ++step) {
+      const size_t i = (base + step) % endpoints_.size();
+      new_round = new_round || i == round_start;
+      if (tries[i] < kMaxTriesPerAddress) {
+        next = i;
+      }
+    }
+    // Going round again starts with a pause, which must end within the budget.
+    const auto pause = std::chrono::milliseconds(new_round ? pause_ms : 0);
+    if (!next.has_value() || Steady::now() + pause >= deadline) {
+      std::string message = "no controller answered:";
+      for (size_t i = 0; i < endpoints_.size(); ++i) {
+        message += (i == 0 ? " " : "; ") + endpoints_[i]->url + ": " +
+                   (problems[i].empty() ? "not tried" : problems[i]);
+      }
+      return UnavailableError(message);
+    }
+    if (new_round) {
+      std::this_thread::sleep_for(pause);
+      pause_ms = std::min(pause_ms * 2, 2000);
+    }
+    at = base = *next;
   }
+}
+
+StatusOr<ApiResponse> ApiClient::Answered(size_t at, HttpAnswer answer) {
+  current_ = at;
   ApiResponse response;
-  response.status = answer->status;
-  response.body = std::move(answer->body);
-  response.headers = std::move(answer->headers);
+  response.status = answer.status;
+  response.body = std::move(answer.body);
+  response.headers = std::move(answer.headers);
   if (response.status < 200 || response.status > 299) {
     Status status = StatusFromHttpError(response.status, response.body);
     if (response.status == 401 && token_.empty()) {
@@ -318,6 +476,19 @@ std::string PercentEncode(std::string_view text) {
     }
   }
   return out;
+}
+
+std::string NewIdempotencyKey() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::random_device rd;
+  std::string key = "cli-";
+  for (int i = 0; i < 4; ++i) {
+    uint32_t word = rd();
+    for (int j = 0; j < 8; ++j, word >>= 4) {
+      key += kHex[word & 0xF];
+    }
+  }
+  return key;
 }
 
 }  // namespace tessera

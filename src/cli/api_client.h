@@ -17,6 +17,21 @@
 // https:// URLs use TLS, verified against the system's CAs or `ca_cert`, unless
 // `insecure`. A URL may carry a path prefix (https://host/tessera) that is put before
 // every request path.
+//
+// Several controllers (`server` = "URL,URL,..."; high availability): a request goes to
+// the address that answered last (at first, the first one). A follower's 307 with
+// `X-Tessera-Leader` sends it to that leader (at most kMaxRedirects hops; a leader not
+// in the list joins it). With several addresses (listed or learned), a connection
+// failure, a timeout or a 503 sends it to the next address, each at most
+// kMaxTriesPerAddress times, with a short pause after every address has failed, within
+// `failover_budget_ms`; nothing is printed unless every address fails, and then the
+// error names each address and what it said ("no controller answered: URL: why; ...",
+// Unavailable). A request that may have reached a controller that then did not answer
+// is sent elsewhere only when that cannot carry it out twice: GET, PUT, DELETE, and a
+// POST with an Idempotency-Key. With several addresses each wait on a socket is
+// bounded by `failover_read_timeout_ms` (a stopped controller accepts connections
+// and answers nothing). With one address and no leader learned, failures are reported
+// at once, as they were before.
 // Thread safety: an ApiClient is used by one thread at a time; configs are values.
 #pragma once
 
@@ -36,6 +51,11 @@
 namespace tessera {
 
 inline constexpr const char* kDefaultServer = "http://127.0.0.1:7450";
+// The help of every command's --server flag.
+inline constexpr const char* kServerFlagHelp =
+    "controller URL, http:// or https://; several (the controllers of one cluster) joined "
+    "by ',' are tried in turn and the leader is followed (env TESSERA_SERVER; default "
+    "http://127.0.0.1:7450)";
 
 // What the user gave on the command line; empty means "not given".
 struct ConnectionFlags {
@@ -46,12 +66,18 @@ struct ConnectionFlags {
 };
 
 struct ClientConfig {
-  std::string server = kDefaultServer;  // scheme://host[:port][/prefix]
-  std::string token;                    // empty: no Authorization header
-  std::string ca_cert;                  // PEM file of CAs to trust; empty: the system's
-  bool insecure = false;                // skip TLS certificate verification
+  // scheme://host[:port][/prefix], or several of them joined by ',' (the controllers
+  // of one cluster, in the order to try them).
+  std::string server = kDefaultServer;
+  std::string token;      // empty: no Authorization header
+  std::string ca_cert;    // PEM file of CAs to trust; empty: the system's
+  bool insecure = false;  // skip TLS certificate verification
   int connect_timeout_ms = 5000;
   int read_timeout_ms = 60000;
+  // Several addresses: the time a request may spend going from one to the next, and
+  // the most each wait on a socket may take (read_timeout_ms when that is less).
+  int failover_budget_ms = 15000;
+  int failover_read_timeout_ms = 10000;
 };
 
 // Looks up an environment variable; nullopt when unset.
@@ -78,7 +104,10 @@ using ExtraHeaders = std::vector<std::pair<std::string, std::string>>;
 
 class ApiClient {
  public:
-  // InvalidArgument when `config.server` is not an http(s) URL.
+  static constexpr int kMaxRedirects = 3;
+  static constexpr int kMaxTriesPerAddress = 3;
+
+  // InvalidArgument when `config.server` is not an http(s) URL (or a list of them).
   static StatusOr<std::unique_ptr<ApiClient>> Create(const ClientConfig& config);
   ~ApiClient();
   ApiClient(const ApiClient&) = delete;
@@ -95,20 +124,29 @@ class ApiClient {
   // A 2xx answer's body as JSON; Internal when it is not JSON.
   StatusOr<nlohmann::json> GetJson(std::string_view path, const QueryParams& query = {});
 
-  // The server URL as configured, for messages.
-  const std::string& server() const { return url_; }
+  // The URL of the controller that answered last (at first, the first one given), for
+  // messages.
+  const std::string& server() const;
+
+  struct Endpoint;
 
  private:
-  ApiClient(std::string url, std::string prefix, std::string token,
-            std::unique_ptr<HttpTransport> transport);
+  ApiClient(ClientConfig config, std::string token);
+  // The endpoint for `url`, added when it is new (a leader named by a redirect).
+  StatusOr<size_t> EndpointFor(const std::string& url);
   StatusOr<ApiResponse> Send(std::string_view method, const std::string& path, HttpHeaders headers,
                              const std::string& body);
+  StatusOr<ApiResponse> Answered(size_t at, HttpAnswer answer);
 
-  std::string url_;
-  std::string prefix_;
+  ClientConfig config_;
   std::string token_;
-  std::unique_ptr<HttpTransport> transport_;
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  size_t current_ = 0;  // the endpoint that answered last
 };
+
+// A fresh random Idempotency-Key (32 hex digits after "cli-"), for a submission that
+// must not make a second job when it is sent again after an unanswered attempt.
+std::string NewIdempotencyKey();
 
 // What POST /v1/jobs/batch answered: the ids of the batch's jobs in order; `created`
 // false when the controller already had the batch (a retry under its Idempotency-Key).

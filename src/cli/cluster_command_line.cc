@@ -15,9 +15,7 @@ namespace tessera {
 namespace {
 
 void AddConnectionFlags(CLI::App* cmd, ConnectionFlags* flags) {
-  cmd->add_option("--server", flags->server,
-                  "controller URL, http:// or https:// (env TESSERA_SERVER; default " +
-                      std::string(kDefaultServer) + ")");
+  cmd->add_option("--server", flags->server, kServerFlagHelp);
   cmd->add_option("--token", flags->token,
                   "API token (env TESSERA_TOKEN, or a file named by TESSERA_TOKEN_FILE)");
   cmd->add_option("--ca-cert", flags->ca_cert,
@@ -73,7 +71,8 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     cmd->add_option("--env", o->env, "environment variable KEY=VALUE (repeatable)")
         ->allow_extra_args(false);
     cmd->add_option("--idempotency-key", o->idempotency_key,
-                    "a retried submit with the same key makes no second job");
+                    "a retried submit with the same key makes no second job (default: a new "
+                    "key for each submit, which covers the CLI's own resends)");
     cmd->add_flag("--hold-if-unfit", o->hold_if_unfit,
                   "keep a job that could never run on the current nodes pending (with its "
                   "'never fits' reason) instead of having it refused");

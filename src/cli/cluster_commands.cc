@@ -269,8 +269,11 @@ std::string WithSubmitDir(const std::string& body, bool is_json, const std::stri
 int SubmitBatchFile(const ClientConfig& config, const SubmitOptions& o, const std::string& body,
                     const std::string& content_type, std::ostream& out, std::ostream& err) {
   TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
+  // Without the user's key, one of our own: a batch sent again to another controller
+  // after an unanswered attempt is then not submitted twice.
+  const std::string key = o.idempotency_key.empty() ? NewIdempotencyKey() : o.idempotency_key;
   TESSERA_CLI_ASSIGN_OR_REPORT(SubmittedBatch batch,
-                               SubmitJobBatch(*client, body, content_type, o.idempotency_key), err);
+                               SubmitJobBatch(*client, body, content_type, key), err);
   if (o.output == "json") {
     out << json{{"ids", batch.ids}}.dump() << "\n";
   } else {
@@ -278,7 +281,7 @@ int SubmitBatchFile(const ClientConfig& config, const SubmitOptions& o, const st
       out << id << "\n";
     }
   }
-  if (!batch.created) {
+  if (!batch.created && !o.idempotency_key.empty()) {
     err << "tessera: these " << batch.ids.size()
         << " jobs were already submitted with this idempotency key\n";
   }
@@ -330,10 +333,9 @@ int RunSubmit(const ClientConfig& config, const SubmitOptions& o, std::ostream& 
     body = spec.dump(-1, ' ', false, json::error_handler_t::replace);
     content_type = "application/json";
   }
-  ExtraHeaders headers;
-  if (!o.idempotency_key.empty()) {
-    headers.emplace_back("Idempotency-Key", o.idempotency_key);
-  }
+  // Without the user's key, one of our own (see SubmitBatchFile).
+  ExtraHeaders headers{
+      {"Idempotency-Key", o.idempotency_key.empty() ? NewIdempotencyKey() : o.idempotency_key}};
   TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
   TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response,
                                client->Post("/v1/jobs", body, content_type, headers), err);
@@ -348,7 +350,7 @@ int RunSubmit(const ClientConfig& config, const SubmitOptions& o, std::ostream& 
                        err);
   }
   out << *id << "\n";
-  if (response.status == 200) {
+  if (response.status == 200 && !o.idempotency_key.empty()) {
     err << "tessera: job " << *id << " was already submitted with this idempotency key\n";
   }
   return 0;

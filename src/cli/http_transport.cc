@@ -382,15 +382,22 @@ HttpTransport::HttpTransport(HttpTarget target) : target_(std::move(target)) {}
 HttpTransport::~HttpTransport() = default;
 
 StatusOr<HttpAnswer> HttpTransport::Send(std::string_view method, const std::string& path,
-                                         const HttpHeaders& headers, const std::string& body) {
+                                         const HttpHeaders& headers, const std::string& body,
+                                         bool* maybe_taken) {
   const std::string request = RequestHead(method, path, target_, headers, body) + body;
   const bool may_resend = method == "GET" || method == "PUT";
+  if (maybe_taken != nullptr) {
+    *maybe_taken = false;
+  }
   for (int attempt = 0;; ++attempt) {
     const bool reused = connection_ != nullptr;
     if (!reused) {
       TESSERA_ASSIGN_OR_RETURN(connection_, Connect(target_));
     }
     Connection& c = *connection_;
+    if (maybe_taken != nullptr) {
+      *maybe_taken = true;
+    }
     // Resent only on a kept connection the server had closed: nothing of it was taken.
     auto retry_or = [&](const char* problem) -> std::optional<Status> {
       connection_.reset();

@@ -55,8 +55,12 @@ class HttpTransport {
 
   // `path` is the request target (path and query, already encoded); `body` is sent with
   // a Content-Length when the method is POST or PUT, or when it is not empty.
+  // `maybe_taken` (optional) tells, on a failure, whether the request may have reached
+  // the server (a connection was up and sending had begun): false means it surely did
+  // not, so that it may go elsewhere without being carried out twice.
   StatusOr<HttpAnswer> Send(std::string_view method, const std::string& path,
-                            const HttpHeaders& headers, const std::string& body);
+                            const HttpHeaders& headers, const std::string& body,
+                            bool* maybe_taken = nullptr);
 
   struct Connection;
 

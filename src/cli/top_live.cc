@@ -331,9 +331,7 @@ void AddTopCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--width", flags->width,
                   "cut lines to this many columns (default: $COLUMNS or the terminal's)");
   cmd->add_flag("--no-color", flags->no_color, "no colours (also with NO_COLOR set)");
-  cmd->add_option("--server", flags->connection.server,
-                  "controller URL, http:// or https:// (env TESSERA_SERVER; default " +
-                      std::string(kDefaultServer) + ")");
+  cmd->add_option("--server", flags->connection.server, kServerFlagHelp);
   cmd->add_option("--token", flags->connection.token,
                   "API token (env TESSERA_TOKEN, or a file named by TESSERA_TOKEN_FILE)");
   cmd->add_option("--ca-cert", flags->connection.ca_cert,

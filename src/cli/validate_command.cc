@@ -263,9 +263,7 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
       cmd->add_option("--limit", o->limit, "runs shown")->capture_default_str();
     }
     cmd->add_option("-o,--output", o->output, "json");
-    cmd->add_option("--server", flags->server,
-                    "controller URL, http:// or https:// (env TESSERA_SERVER; default " +
-                        std::string(kDefaultServer) + ")");
+    cmd->add_option("--server", flags->server, kServerFlagHelp);
     cmd->add_option("--token", flags->token,
                     "admin API token (env TESSERA_TOKEN, or a file named by TESSERA_TOKEN_FILE)");
     cmd->add_option("--ca-cert", flags->ca_cert,

@@ -107,9 +107,7 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--until", o->until, "end: now, a date, RFC 3339, or ago")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "the comparison as JSON");
-  cmd->add_option("--server", flags->server,
-                  "controller URL, http:// or https:// (env TESSERA_SERVER; default " +
-                      std::string(kDefaultServer) + ")");
+  cmd->add_option("--server", flags->server, kServerFlagHelp);
   cmd->add_option("--token", flags->token,
                   "admin API token (env TESSERA_TOKEN, or a file named by TESSERA_TOKEN_FILE)");
   cmd->add_option("--ca-cert", flags->ca_cert,

@@ -1,0 +1,340 @@
+// ApiClient with several controller addresses, against small loopback servers that play
+// the leader, a follower that redirects, a follower without a leader (503), a dead
+// address (connection refused), a hung controller (accepts, never answers) and a slow
+// one (takes the request, answers too late).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/api_client.h"
+#include "cli/cluster_commands.h"
+
+namespace tessera {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+// An httplib server on 127.0.0.1 that counts the requests it gets and records the
+// Idempotency-Key of each.
+class Loopback {
+ public:
+  explicit Loopback(std::function<void(const httplib::Request&, httplib::Response&)> answer)
+      : answer_(std::move(answer)) {
+    auto handler = [this](const httplib::Request& req, httplib::Response& res) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        keys_.push_back(req.get_header_value("Idempotency-Key"));
+      }
+      answer_(req, res);
+    };
+    server_.Get("/.*", handler);
+    server_.Post("/.*", handler);
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    for (int i = 0; i < 5000 && !server_.is_running(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ~Loopback() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  size_t requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return keys_.size();
+  }
+  std::vector<std::string> keys() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return keys_;
+  }
+
+ private:
+  std::function<void(const httplib::Request&, httplib::Response&)> answer_;
+  httplib::Server server_;
+  int port_ = -1;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> keys_;
+};
+
+// A socket that listens and never accepts: connections complete (the kernel's backlog)
+// and no answer ever comes, as with a stopped (SIGSTOP) controller.
+class HungListener {
+ public:
+  HungListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    EXPECT_EQ(::listen(fd_, 16), 0);
+  }
+  ~HungListener() { ::close(fd_); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// A loopback port nothing listens on.
+std::string DeadUrl() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+}
+
+class FailoverTest : public ::testing::Test {
+ protected:
+  FailoverTest()
+      : leader_([](const httplib::Request& req, httplib::Response& res) {
+          if (req.method == "POST" && req.path == "/v1/jobs") {
+            res.status = 201;
+            res.set_content(R"({"id":7})", "application/json");
+            return;
+          }
+          res.set_content(R"({"role":"leader","path":")" + req.path + "\"}", "application/json");
+        }),
+        follower_([this](const httplib::Request& req, httplib::Response& res) {
+          res.status = 307;
+          res.set_header("Location", leader_.url() + req.target);
+          res.set_header("X-Tessera-Leader", leader_.url());
+          res.set_content(R"({"error":{"code":"redirect","message":"not the leader"}})",
+                          "application/json");
+        }),
+        leaderless_([](const httplib::Request&, httplib::Response& res) {
+          res.status = 503;
+          res.set_header("Retry-After", "1");
+          res.set_content(
+              R"({"error":{"code":"unavailable","message":"no leader: an election is under way"}})",
+              "application/json");
+        }) {}
+
+  static std::unique_ptr<ApiClient> Client(const std::string& servers) {
+    ClientConfig config;
+    config.server = servers;
+    config.connect_timeout_ms = 2000;
+    config.failover_read_timeout_ms = 500;
+    config.failover_budget_ms = 5000;
+    StatusOr<std::unique_ptr<ApiClient>> client = ApiClient::Create(config);
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+
+  static double SecondsSince(Steady::time_point start) {
+    return std::chrono::duration<double>(Steady::now() - start).count();
+  }
+
+  Loopback leader_;
+  Loopback follower_;
+  Loopback leaderless_;
+};
+
+TEST_F(FailoverTest, AFollowersRedirectLeadsToTheLeaderWhichThenGetsTheRequestsDirectly) {
+  std::unique_ptr<ApiClient> client = Client(follower_.url() + "," + leader_.url());
+  ASSERT_NE(client, nullptr);
+  StatusOr<nlohmann::json> first = client->GetJson("/v1/nodes", {{"a", "b c"}});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ((*first)["role"], "leader");
+  EXPECT_EQ((*first)["path"], "/v1/nodes");
+  EXPECT_EQ(client->server(), leader_.url());
+  StatusOr<nlohmann::json> second = client->GetJson("/v1/jobs");
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(follower_.requests(), 1U);
+  EXPECT_EQ(leader_.requests(), 2U);
+}
+
+TEST_F(FailoverTest, AFollowerGivenAloneIsFollowedToItsLeader) {
+  std::unique_ptr<ApiClient> client = Client(follower_.url());
+  ASSERT_NE(client, nullptr);
+  StatusOr<nlohmann::json> answer = client->GetJson("/v1/queues");
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_EQ((*answer)["role"], "leader");
+  EXPECT_EQ(client->server(), leader_.url());
+}
+
+// Just after the leader died its followers still name it: the search goes on with the
+// addresses after the follower, and the leader is not asked more than its share.
+TEST_F(FailoverTest, AFollowerNamingADeadLeaderDoesNotStopTheSearch) {
+  const std::string dead = DeadUrl();
+  Loopback stale([dead](const httplib::Request& req, httplib::Response& res) {
+    res.status = 307;
+    res.set_header("Location", dead + req.target);
+    res.set_header("X-Tessera-Leader", dead);
+  });
+  std::unique_ptr<ApiClient> client = Client(stale.url() + "," + leader_.url());
+  ASSERT_NE(client, nullptr);
+  StatusOr<nlohmann::json> answer = client->GetJson("/v1/nodes");
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_EQ((*answer)["role"], "leader");
+  EXPECT_EQ(stale.requests(), 1U);
+
+  // With no one else to ask: each address its share, then an error naming them.
+  std::unique_ptr<ApiClient> alone = Client(stale.url());
+  StatusOr<ApiResponse> failed = alone->Get("/v1/nodes");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
+  const std::string m = failed.status().message();
+  EXPECT_NE(m.find(stale.url() + ": redirects to " + dead), std::string::npos) << m;
+  EXPECT_NE(m.find(dead + ": connection failed"), std::string::npos) << m;
+  EXPECT_LE(stale.requests(), 1U + ApiClient::kMaxTriesPerAddress);
+}
+
+TEST_F(FailoverTest, ADeadAddressAndALeaderlessFollowerAreSkippedSilently) {
+  std::unique_ptr<ApiClient> client =
+      Client(DeadUrl() + "," + leaderless_.url() + "," + leader_.url());
+  ASSERT_NE(client, nullptr);
+  const Steady::time_point start = Steady::now();
+  StatusOr<nlohmann::json> answer = client->GetJson("/v1/nodes");
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_EQ((*answer)["role"], "leader");
+  EXPECT_EQ(leaderless_.requests(), 1U);
+  EXPECT_LT(SecondsSince(start), 2.0);  // one pass over the list, no pause
+}
+
+TEST_F(FailoverTest, WhenEveryAddressFailsTheErrorNamesEachAndWhatItSaid) {
+  const std::string dead = DeadUrl();
+  std::unique_ptr<ApiClient> client = Client(dead + "," + leaderless_.url());
+  ASSERT_NE(client, nullptr);
+  const Steady::time_point start = Steady::now();
+  StatusOr<ApiResponse> answer = client->Get("/v1/nodes");
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(ExitCodeFor(answer.status()), 5);
+  const std::string m = answer.status().message();
+  EXPECT_EQ(m.rfind("no controller answered: " + dead + ": connection failed; ", 0), 0U) << m;
+  EXPECT_NE(m.find(leaderless_.url() + ": no leader: an election is under way"), std::string::npos)
+      << m;
+  // Each address a bounded number of times, with pauses between the rounds.
+  EXPECT_EQ(leaderless_.requests(), static_cast<size_t>(ApiClient::kMaxTriesPerAddress));
+  EXPECT_LT(SecondsSince(start), 5.0);
+}
+
+TEST_F(FailoverTest, TheBudgetBoundsTheTimeSpentGoingRound) {
+  ClientConfig config;
+  config.server = DeadUrl() + "," + leaderless_.url();
+  config.failover_budget_ms = 100;
+  StatusOr<std::unique_ptr<ApiClient>> client = ApiClient::Create(config);
+  ASSERT_TRUE(client.ok());
+  const Steady::time_point start = Steady::now();
+  StatusOr<ApiResponse> answer = (*client)->Get("/v1/nodes");
+  EXPECT_FALSE(answer.ok());
+  EXPECT_LT(SecondsSince(start), 1.5) << answer.status().message();
+  EXPECT_LT(leaderless_.requests(), static_cast<size_t>(ApiClient::kMaxTriesPerAddress));
+}
+
+TEST_F(FailoverTest, OneAddressReportsAsBefore) {
+  const std::string dead = DeadUrl();
+  std::unique_ptr<ApiClient> client = Client(dead);
+  ASSERT_NE(client, nullptr);
+  StatusOr<ApiResponse> answer = client->Get("/v1/nodes");
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.status().message(),
+            "cannot reach the controller at " + dead + ": connection failed");
+  std::unique_ptr<ApiClient> leaderless = Client(leaderless_.url());
+  StatusOr<ApiResponse> busy = leaderless->Get("/v1/nodes");
+  EXPECT_EQ(busy.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(leaderless_.requests(), 1U);  // not retried: nothing else to try
+}
+
+TEST_F(FailoverTest, AHungControllerIsLeftAfterTheReadBound) {
+  HungListener hung;
+  std::unique_ptr<ApiClient> client = Client(hung.url() + "," + leader_.url());
+  ASSERT_NE(client, nullptr);
+  const Steady::time_point start = Steady::now();
+  StatusOr<nlohmann::json> answer = client->GetJson("/v1/nodes");
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_EQ((*answer)["role"], "leader");
+  EXPECT_LT(SecondsSince(start), 3.0);
+}
+
+TEST_F(FailoverTest, AnUnansweredPostWithoutAKeyIsNotSentElsewhere) {
+  HungListener hung;
+  std::unique_ptr<ApiClient> client = Client(hung.url() + "," + leader_.url());
+  ASSERT_NE(client, nullptr);
+  StatusOr<ApiResponse> answer = client->Post("/v1/jobs/1/cancel", "{}", "application/json");
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(answer.status().message().find("it may have been carried out"), std::string::npos)
+      << answer.status().message();
+  EXPECT_EQ(leader_.requests(), 0U);
+  // Refused connections took nothing: a POST goes on to the next address.
+  std::unique_ptr<ApiClient> after_dead = Client(DeadUrl() + "," + leader_.url());
+  EXPECT_TRUE(after_dead->Post("/v1/jobs/1/cancel", "{}", "application/json").ok());
+  EXPECT_EQ(leader_.requests(), 1U);
+}
+
+// A controller that took the submission and answered too late: the CLI's own key goes
+// with the resend, so the leader can tell it is the same job.
+TEST_F(FailoverTest, ASubmitCarriesAGeneratedKeyThatItsResendKeeps) {
+  Loopback slow([](const httplib::Request&, httplib::Response& res) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    res.status = 201;
+    res.set_content(R"({"id":6})", "application/json");
+  });
+  ClientConfig config;
+  config.server = slow.url() + "," + leader_.url();
+  config.failover_read_timeout_ms = 500;
+  SubmitOptions o;
+  o.command = {"true"};
+  std::ostringstream out, err;
+  EXPECT_EQ(RunSubmit(config, o, out, err), 0) << err.str();
+  EXPECT_EQ(out.str(), "7\n");
+  EXPECT_EQ(err.str(), "");
+  ASSERT_EQ(slow.keys().size(), 1U);
+  ASSERT_EQ(leader_.keys().size(), 1U);
+  EXPECT_EQ(slow.keys()[0].rfind("cli-", 0), 0U) << slow.keys()[0];
+  EXPECT_EQ(slow.keys()[0].size(), 36U);
+  EXPECT_EQ(leader_.keys()[0], slow.keys()[0]);
+  // Each submit its own key; the user's key wins.
+  EXPECT_NE(NewIdempotencyKey(), NewIdempotencyKey());
+  o.idempotency_key = "nightly";
+  config.server = leader_.url();
+  EXPECT_EQ(RunSubmit(config, o, out, err), 0) << err.str();
+  EXPECT_EQ(leader_.keys().back(), "nightly");
+}
+
+TEST(FailoverConfigTest, ListsAreResolvedFromFlagsOrTheEnvironmentAndEachUrlIsChecked) {
+  ConnectionFlags flags;
+  flags.server = "http://a:7450, http://b:7450,";
+  StatusOr<ClientConfig> config = ResolveClientConfig(flags, [](const std::string& name) {
+    return name == "TESSERA_SERVER" ? std::optional<std::string>("http://env:1,http://env:2")
+                                    : std::nullopt;
+  });
+  ASSERT_TRUE(config.ok());
+  StatusOr<std::unique_ptr<ApiClient>> client = ApiClient::Create(*config);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  EXPECT_EQ((*client)->server(), "http://a:7450");
+  config->server = "http://a:7450,ftp://b";
+  StatusOr<std::unique_ptr<ApiClient>> bad = ApiClient::Create(*config);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("bad server URL 'ftp://b'"), std::string::npos)
+      << bad.status().message();
+  config->server = ",";
+  EXPECT_FALSE(ApiClient::Create(*config).ok());
+}
+
+}  // namespace
+}  // namespace tessera
