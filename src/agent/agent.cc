@@ -1,7 +1,6 @@
 #include "agent/agent.h"
 
 #include <fcntl.h>
-#include <httplib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 
 #include "agent/agent_gpu_shares.h"
 #include "agent/checkpoint_protocol.h"
+#include "agent/controller_links.h"
 #include "agent/cpu_topology.h"
 #include "agent/fake_gpus.h"
 #include "agent/gpu_sharing_config.h"
@@ -195,9 +195,15 @@ Status Agent::Init() {
     std::lock_guard<std::mutex> lock(mu_);
     Recover();
   }
-  client_ = std::make_unique<httplib::Client>(options_.server_url);
-  if (!client_->is_valid()) {
-    return InvalidArgumentError("cannot use controller URL '" + options_.server_url + "'");
+  if (options_.heartbeat_interval > 0) {
+    interval_ = options_.heartbeat_interval;
+  }
+  {
+    ControllerLinksOptions links;
+    links.ca_cert = options_.ca_cert;
+    links.insecure = options_.insecure;
+    links.answer_timeout = AnswerBound();
+    TESSERA_ASSIGN_OR_RETURN(links_, ControllerLinks::Create(options_.server_url, links));
   }
   // The node proves itself with the credential its first registration got (kept in
   // <data_dir>/node.credential); the join token only until it has one.
@@ -206,7 +212,7 @@ Status Agent::Init() {
     std::string credential;
     std::getline(in, credential);
     bearer_ = credential.empty() ? options_.token : credential;
-    client_->set_bearer_token_auth(bearer_.c_str());
+    links_->SetBearer(bearer_);
   }
   channel_ = std::make_unique<AgentChannelClient>(
       [this](const HeartbeatResponse& commands) { OnPush(commands); },
@@ -217,21 +223,7 @@ Status Agent::Init() {
         }
         loop_cv_.notify_all();
       });
-  client_->set_connection_timeout(2, 0);
-  client_->set_read_timeout(10, 0);
-  client_->set_write_timeout(10, 0);
-  client_->set_keep_alive(true);
-  client_->set_tcp_nodelay(true);
-  if (!options_.ca_cert.empty()) {
-    client_->set_ca_cert_path(options_.ca_cert.c_str());
-  }
-  if (options_.insecure) {
-    client_->enable_server_certificate_verification(false);
-  }
   agent_id_ = RandomId();
-  if (options_.heartbeat_interval > 0) {
-    interval_ = options_.heartbeat_interval;
-  }
   return Status::Ok();
 }
 
@@ -380,18 +372,14 @@ void Agent::Loop() {
 }
 
 StatusOr<nlohmann::json> Agent::Post(const std::string& path, const nlohmann::json& body) {
-  httplib::Result r = client_->Post(
-      path.c_str(), body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-      "application/json");
-  if (!r) {
-    return UnavailableError("cannot reach the controller at " + options_.server_url + ": " +
-                            httplib::to_string(r.error()));
+  TESSERA_ASSIGN_OR_RETURN(
+      ControllerLinks::Answer r,
+      links_->Post(path, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  last_status_ = r.status;
+  if (r.status != 200) {
+    return StatusFromHttp(r.status, r.body);
   }
-  last_status_ = r->status;
-  if (r->status != 200) {
-    return StatusFromHttp(r->status, r->body);
-  }
-  nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_discarded()) {
     return InternalError("the controller's answer to " + path + " is not JSON");
   }
@@ -448,7 +436,7 @@ Status Agent::Register() {
       return UnavailableError("cannot write the node credential to " + credential_path);
     }
     bearer_ = resp.credential;
-    client_->set_bearer_token_auth(bearer_.c_str());
+    links_->SetBearer(bearer_);
   }
   // A new registration gets a new stream (the controller forgot the old one's agent).
   (void)channel_->Close();
@@ -457,6 +445,7 @@ Status Agent::Register() {
   channel_backoff_ = 0;
   if (options_.heartbeat_interval <= 0 && resp.heartbeat_interval_ms > 0) {
     interval_ = resp.heartbeat_interval_ms * 1000;
+    links_->SetAnswerTimeout(AnswerBound());
   }
   // Fence a little before the controller declares the node lost.
   const Micros timeout = resp.node_timeout_ms * 1000;
@@ -466,7 +455,8 @@ Status Agent::Register() {
   Delivered(shipped, req.tasks);  // what this registration reported is durable now
   registered_ = true;
   std::cerr << "tessera agent: registered node " << resp.node << " with "
-            << inventory_.spec.gpus.size() << " GPUs (" << backend_->Describe() << ")\n";
+            << inventory_.spec.gpus.size() << " GPUs (" << backend_->Describe() << ")"
+            << (links_->listed() > 1 ? " at " + links_->current() : "") << "\n";
   lock.unlock();
   (void)UseChannel();  // at once: launches are pushed only once the stream is open
   return Status::Ok();

@@ -7,13 +7,24 @@
 // over that stream (agent/agent_channel_client.h), and launches and stops arrive on it
 // the moment they are durable. The agent heartbeats at once when a task ends (an exit
 // watcher waits on the shims' pidfds) or a launch arrives, and at least every interval;
-// without the channel (or while it is down) heartbeats go over HTTP.
+// without the channel (while it cannot be opened) heartbeats go over HTTP. A stream
+// that breaks or stops answering makes the agent register again (below).
 //
 // Delivery: the controller resends a launch until a heartbeat reports that task and
 // a stop until the task has exited; the agent ignores keys it has seen. Exit reports
 // are resent until a heartbeat carrying them is answered (the controller makes them
 // durable before it answers). When the controller says "reregister" (it restarted
 // or declared this node down) the agent registers again with what it runs.
+//
+// Several controllers (server_url "URL,URL,...", high availability): registration and
+// HTTP heartbeats go to the controller that answered last, follow a follower's
+// redirect to the leader and move on to the next address on no answer or a 503
+// (agent/controller_links.h). When the channel's stream breaks, or a heartbeat on it is
+// not answered within AnswerBound() (3 heartbeat intervals, 3 s to 10 s: a stopped
+// controller keeps the connection open and answers nothing), the agent drops the
+// stream and registers again, starting from the next address, with every task it
+// runs (re-attached, not restarted) and every exit not yet acknowledged; it then opens
+// the channel of the controller that took the registration.
 //
 // Isolation per task: CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES with the GPU or
 // MIG instance UUIDs, CPU affinity to the GPUs' NUMA nodes, cgroup v2 limits where
@@ -67,15 +78,13 @@
 #include "base/status.h"
 #include "model/gpu_catalog.h"
 
-namespace httplib {
-class Client;
-}
-
 namespace tessera {
 
 class AgentGpuShares;
+class ControllerLinks;
 
 struct AgentOptions {
+  // The controller's URL, or several joined by ',' (the controllers of one cluster).
   std::string server_url = "http://127.0.0.1:7450";
   std::string token;             // the join token
   std::string node_name;         // "": the host name
@@ -133,6 +142,11 @@ class Agent {
   // The wait between heartbeats now (the controller's, unless the options set one); read
   // it from the thread that runs RunOnce or the loop.
   Micros heartbeat_interval() const { return interval_; }
+  // The longest the agent waits for a controller's answer: 3 heartbeat intervals, within
+  // [3 s, 10 s]. Same thread as heartbeat_interval().
+  Micros AnswerBound() const;
+  // The controller the agent speaks to now (the last that answered); same thread.
+  std::string controller() const;
 
   const NodeInventory& inventory() const { return inventory_; }
   std::string describe_gpus() const { return backend_->Describe(); }
@@ -169,7 +183,9 @@ class Agent {
   Status Heartbeat();
   // One heartbeat's exchange (agent_heartbeat.cc): on the channel when it is open or can
   // be opened, else over HTTP. `store_failed`: the controller is alive but took nothing.
-  StatusOr<HeartbeatResponse> Exchange(const HeartbeatRequest& request, bool* store_failed);
+  // `channel_lost`: the stream broke or did not answer (it is closed now).
+  StatusOr<HeartbeatResponse> Exchange(const HeartbeatRequest& request, bool* store_failed,
+                                       bool* channel_lost);
   bool UseChannel();  // opens the channel when due; false: use HTTP this time
   void Apply(const HeartbeatResponse& commands);   // its launches, then its stops
   void OnPush(const HeartbeatResponse& commands);  // the channel's reader thread
@@ -231,7 +247,7 @@ class Agent {
   NodeInventory inventory_;
   std::unique_ptr<TaskLauncher> launcher_;
   std::unique_ptr<AgentGpuShares> gpu_shares_;  // MPS daemons and the CUDA limiter
-  std::unique_ptr<httplib::Client> client_;
+  std::unique_ptr<ControllerLinks> links_;  // HTTP to the controllers
   std::string bearer_;  // the node's credential, or the join token until it has one
   // The agent channel (on the loop thread; pushes arrive on its reader thread).
   std::unique_ptr<AgentChannelClient> channel_;

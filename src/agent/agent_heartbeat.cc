@@ -1,7 +1,5 @@
 // Agent: heartbeats, over the agent channel when the controller offers one, else over
 // HTTP, and the telemetry they carry (declared in agent.h).
-#include <httplib.h>
-
 #include <algorithm>
 #include <fstream>
 #include <iostream>
@@ -9,13 +7,11 @@
 
 #include "agent/agent.h"
 #include "agent/agent_channel_client.h"
+#include "agent/controller_links.h"
 
 namespace tessera {
 namespace {
 
-// How long the agent waits for the answer to a heartbeat on the channel: the controller
-// answers once the reports are durable, which takes a commit.
-constexpr Micros kChannelAnswerTimeout = 10'000'000;
 constexpr Micros kChannelConnectTimeout = 2'000'000;
 constexpr Micros kChannelRetry = 1'000'000;
 constexpr Micros kChannelMaxRetry = 30'000'000;
@@ -40,7 +36,18 @@ Status Agent::Heartbeat() {
   req.gpus = TakeTelemetry();
   const Micros sent = SystemClock().NowMicros();
   bool store_failed = false;
-  StatusOr<HeartbeatResponse> answer = Exchange(req, &store_failed);
+  bool channel_lost = false;
+  StatusOr<HeartbeatResponse> answer = Exchange(req, &store_failed, &channel_lost);
+  if (channel_lost) {
+    // Its controller went away or stopped answering (a failover, or a restart): register
+    // again, from the next address, with every report kept.
+    std::cerr << "tessera agent: " << answer.status().ToString() << "; registering again"
+              << (links_->listed() > 1 ? " from the next controller" : "") << "\n";
+    unsent_telemetry_ = std::move(req.gpus);
+    registered_ = false;
+    links_->Advance();
+    return Register();
+  }
   if (!answer.ok()) {
     if (store_failed) {
       // A controller whose store failed takes no reports but is alive and hands out
@@ -69,18 +76,25 @@ Status Agent::Heartbeat() {
   return Status::Ok();
 }
 
-StatusOr<HeartbeatResponse> Agent::Exchange(const HeartbeatRequest& request, bool* store_failed) {
+Micros Agent::AnswerBound() const {
+  // The controller answers once the reports are durable, which takes a commit.
+  return std::clamp<Micros>(3 * interval_, 3'000'000, 10'000'000);
+}
+
+std::string Agent::controller() const { return links_->current(); }
+
+StatusOr<HeartbeatResponse> Agent::Exchange(const HeartbeatRequest& request, bool* store_failed,
+                                            bool* channel_lost) {
   *store_failed = false;
+  *channel_lost = false;
   if (UseChannel()) {
-    StatusOr<HeartbeatResponse> answer =
-        channel_->Exchange(request, kChannelAnswerTimeout, store_failed);
+    StatusOr<HeartbeatResponse> answer = channel_->Exchange(request, AnswerBound(), store_failed);
     if (answer.ok() || *store_failed) {
       return answer;
     }
-    std::cerr << "tessera agent: " << answer.status().ToString()
-              << "; heartbeats go over HTTP until the channel is back\n";
     (void)channel_->Close();
-    channel_retry_at_ = clock_->NowMicros() + kChannelRetry;
+    *channel_lost = true;
+    return answer;
   }
   last_status_ = 0;
   StatusOr<nlohmann::json> answer = Post("/v1/agents/heartbeat", ToJson(request));
@@ -105,11 +119,13 @@ bool Agent::UseChannel() {
   // Retried sooner after a stream that broke than after one that could not be opened.
   channel_backoff_ = std::clamp<Micros>(channel_backoff_ * 2, kChannelRetry, kChannelMaxRetry);
   channel_retry_at_ = now + channel_backoff_;
+  // The channel of the controller that took the registration.
+  const std::string& controller = links_->current();
   AgentChannelTarget target;
-  target.host = UrlHost(options_.server_url);
+  target.host = UrlHost(controller);
   target.port = static_cast<int>(channel_port_);
   target.credential = bearer_;
-  target.tls = options_.server_url.rfind("https://", 0) == 0;
+  target.tls = controller.rfind("https://", 0) == 0;
   if (target.tls && options_.insecure) {
     if (channel_error_.empty()) {
       channel_error_ = "unverified";

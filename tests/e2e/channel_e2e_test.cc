@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -88,9 +89,10 @@ class ChannelTest : public ::testing::Test {
     }
   }
 
-  void StartAgent() {
+  // `servers`: the agent's controller addresses; "": the server's URL.
+  void StartAgent(const std::string& servers = "") {
     AgentOptions o;
-    o.server_url = server_->url();
+    o.server_url = servers.empty() ? server_->url() : servers;
     o.token = server_->join_token();
     o.node_name = "n1";
     o.data_dir = dir_ + "/agent";
@@ -207,6 +209,54 @@ TEST_F(ChannelTest, AfterAControllerRestartTheAgentReconnectsAndNothingRunsTwice
   const uint64_t next = Submit();
   EXPECT_TRUE(WaitFor([&] { return State(next) == "succeeded"; }, std::chrono::seconds(10)));
   EXPECT_EQ(Runs(next), 1);
+}
+
+// High availability: the agent has two addresses, the controller it registered with and
+// a follower that redirects to whichever controller leads. The first goes away and a new
+// controller on the same store takes over elsewhere: the agent registers again through
+// the follower's redirect, its running task is re-attached (it runs once) and its end
+// is reported to the new leader, on the new leader's channel.
+TEST_F(ChannelTest, AfterAFailoverTheAgentFollowsTheFollowersRedirectAndNothingRunsTwice) {
+  std::mutex mu;
+  std::string leader = server_->url();
+  std::atomic<int> redirects{0};
+  httplib::Server follower;
+  auto redirect = [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++redirects;
+    res.status = 307;
+    res.set_header("Location", leader + req.target);
+    res.set_header("X-Tessera-Leader", leader);
+  };
+  follower.Post("/.*", redirect);
+  follower.Get("/.*", redirect);
+  follower.set_keep_alive_timeout(1);
+  const int follower_port = follower.bind_to_any_port("127.0.0.1");
+  std::thread front([&] { follower.listen_after_bind(); });
+  ASSERT_TRUE(WaitFor([&] { return follower.is_running(); }, std::chrono::seconds(5)));
+
+  StartAgent(server_->url() + ",http://127.0.0.1:" + std::to_string(follower_port));
+  const uint64_t id = Submit("sleep 4");
+  ASSERT_TRUE(WaitFor([&] { return Runs(id) == 1; }, std::chrono::seconds(10)));
+  server_->Stop();
+  server_.reset();
+  StartServer(0);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    leader = server_->url();
+  }
+  ASSERT_TRUE(WaitFor([&] { return server_->channel_streams() == 1; }, std::chrono::seconds(20)))
+      << "the agent opened no stream to the new leader";
+  EXPECT_GE(redirects.load(), 1);
+  EXPECT_TRUE(WaitFor([&] { return State(id) == "succeeded"; }, std::chrono::seconds(20)))
+      << State(id);
+  EXPECT_EQ(Runs(id), 1);
+  const uint64_t next = Submit();
+  EXPECT_TRUE(WaitFor([&] { return State(next) == "succeeded"; }, std::chrono::seconds(10)));
+  EXPECT_EQ(Runs(next), 1);
+  agent_->Stop();
+  follower.stop();
+  front.join();
 }
 
 TEST_F(ChannelTest, OnlyANodesOwnCredentialOpensItsStream) {

@@ -48,6 +48,8 @@ class FakeController {
                  });
     register_answer_.node = "n1";
     register_answer_.heartbeat_interval_ms = 1000;
+    // A stand-in stopped while an agent still holds a kept connection waits this long.
+    server_.set_keep_alive_timeout(1);
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     for (int i = 0; i < 500 && !server_.is_running(); ++i) {
