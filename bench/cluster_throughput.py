@@ -15,8 +15,17 @@ Prints jobs/s per phase and run, and the median over runs. With --slurm, the sam
 run against a Slurm already configured on this machine (sbatch, squeue and scancel on
 PATH, 8 GPUs as gres on one node), alternating with Tessera, and the ratio is printed.
 
+With --store sqlite or --store etcd the controller and the agent are separate processes
+instead, as on a real cluster: `tessera server` (on SQLite in its data directory, or on a
+3-member etcd it starts on free loopback ports: `etcd` on PATH or --etcd, heartbeat 50 ms,
+election timeout 500 ms, --max-txn-ops 10000, --max-request-bytes 33554432, data in the
+scratch directory) and one `tessera agent` with 8 fake GPUs (heartbeat 200 ms, as `up`
+sets it). --compare-stores runs both, alternating which goes first, and prints etcd's
+figures against SQLite's.
+
 Usage: bench/cluster_throughput.py [--tessera build/tessera] [--jobs 1000] [--mixed 500]
                                    [--runs 3] [--rest 0] [--keep] [--slurm]
+                                   [--store up|sqlite|etcd] [--compare-stores] [--etcd PATH]
 Standard library only.
 """
 import argparse
@@ -35,12 +44,30 @@ import urllib.request
 
 LEFT_BEHIND = []  # data directories of runs that ended, removed at exit
 KEEP = False  # --keep: leave them
+STARTED = []  # every process started, stopped at exit if still running
 
 
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def start(args, log):
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL)
+    STARTED.append(proc)
+    return proc
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class Tessera:
@@ -53,10 +80,9 @@ class Tessera:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(os.path.join(self.dir, "up.log"), "w")
-        self.proc = subprocess.Popen(
+        self.proc = start(
             [self.binary, "up", "--data", os.path.join(self.dir, "data"),
-             "--listen", f"127.0.0.1:{self.port}", "--fake-gpus", "1x8xH100-80GB"],
-            stdout=self.log, stderr=subprocess.STDOUT)
+             "--listen", f"127.0.0.1:{self.port}", "--fake-gpus", "1x8xH100-80GB"], self.log)
         data = os.path.join(self.dir, "data")
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -117,14 +143,129 @@ class Tessera:
         return [j.get("reason", "") for j in page.get("jobs", [])]
 
     def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop(self.proc)
         # Removed only once every run is done (main): a run's data is thousands of
         # inodes, and on a file system that does not soon reuse freed inodes (ext4
         # without a journal) freeing them would slow every file creation of the next run.
+        LEFT_BEHIND.append(self.dir)
+
+
+class Etcd:
+    """A 3-member etcd cluster on free loopback ports, its data under `dir`."""
+
+    def __init__(self, binary, dir, members=3):
+        self.procs = []
+        peers = [(f"m{i}", free_port(), free_port()) for i in range(members)]
+        self.endpoints = ",".join(f"127.0.0.1:{client}" for _, client, _ in peers)
+        initial = ",".join(f"{name}=http://127.0.0.1:{peer}" for name, _, peer in peers)
+        token = f"tessera-bench-{os.getpid()}-{peers[0][1]}"  # the same for every member
+        for name, client, peer in peers:
+            log = open(os.path.join(dir, f"etcd-{name}.log"), "w")
+            self.procs.append(start([
+                binary, "--name", name, "--data-dir", os.path.join(dir, f"etcd-{name}"),
+                "--listen-client-urls", f"http://127.0.0.1:{client}",
+                "--advertise-client-urls", f"http://127.0.0.1:{client}",
+                "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+                "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+                "--initial-cluster", initial, "--initial-cluster-state", "new",
+                "--initial-cluster-token", token,
+                "--heartbeat-interval", "50", "--election-timeout", "500",
+                "--max-txn-ops", "10000", "--max-request-bytes", "33554432"], log))
+        deadline = time.time() + 60
+        for _, client, _ in peers:
+            while True:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{client}/health",
+                                                timeout=2) as r:
+                        if json.loads(r.read()).get("health") == "true":
+                            break
+                except OSError:
+                    pass
+                if time.time() > deadline or any(p.poll() is not None for p in self.procs):
+                    self.close()
+                    raise RuntimeError("etcd did not come up; see " + dir + "/etcd-*.log")
+                time.sleep(0.1)
+
+    def close(self):
+        for p in self.procs:
+            stop(p)
+
+
+class TesseraServer(Tessera):
+    """`tessera server` (on SQLite, or on etcd) and one `tessera agent`, two processes."""
+
+    def __init__(self, binary, store, etcd_binary):
+        self.binary = os.path.abspath(binary)
+        self.name = store
+        self.dir = tempfile.mkdtemp(prefix=f"tessera-bench-{store}-")
+        os.chmod(self.dir, 0o711)  # tasks run as their tenant's uid and must reach it
+        self.etcd, self.server, self.agent = None, None, None
+        try:
+            self._start(store, etcd_binary)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, store, etcd_binary):
+        self.port, agent_port = free_port(), free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        data = os.path.join(self.dir, "data")
+        # Made here, mode 0711: tasks run as other uids and reach their checkpoint
+        # directories in it. (`server --store etcd://` leaves a --data it makes 0700, and
+        # then every task fails to start.)
+        os.mkdir(data)
+        os.chmod(data, 0o711)
+        args = [self.binary, "server", "--data", data, "--listen", f"127.0.0.1:{self.port}",
+                "--agent-port", str(agent_port)]
+        if store == "etcd":
+            self.etcd = Etcd(etcd_binary, self.dir)
+            args += ["--store", "etcd://" + self.etcd.endpoints]
+        self.log = open(os.path.join(self.dir, "server.log"), "w")
+        self.server = start(args, self.log)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                health = self._get("/healthz", None)
+                if health.get("status") == "ok" and health.get("role", "leader") == "leader" \
+                        and os.path.exists(os.path.join(data, "join.token")):
+                    break
+            except OSError:
+                pass
+            if self.server.poll() is not None:
+                break
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("tessera server did not lead; see " + self.log.name)
+        if self.server.poll() is not None:
+            raise RuntimeError("tessera server exited; see " + self.log.name)
+        with open(os.path.join(data, "admin.token")) as f:
+            self.admin = f.read().strip()
+        self.tenant = self._post("/v1/tenants", {"name": "team-a"}, self.admin)["token"]
+        self.env = dict(os.environ, TESSERA_SERVER=self.url, TESSERA_TOKEN=self.tenant)
+        # As `tessera up` configures its agent: fake GPUs with a fake server's CPUs and
+        # memory, heartbeats every 200 ms.
+        self.agent = start([
+            self.binary, "agent", "--server", self.url,
+            "--token-file", os.path.join(data, "join.token"), "--node", "n1",
+            "--data", os.path.join(self.dir, "agent"), "--fake-gpus", "8xH100-80GB",
+            "--heartbeat", "200ms", "--cpu", "64", "--memory", "512GiB"],
+            open(os.path.join(self.dir, "agent.log"), "w"))
+        self._wait_node()
+
+    def _post(self, path, body, token):
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": "Bearer " + token})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
+
+    def close(self):
+        # The agent first (it would otherwise retry a controller that is gone), etcd last.
+        for part in (self.agent, self.server):
+            if part is not None:
+                stop(part)
+        if self.etcd is not None:
+            self.etcd.close()
         LEFT_BEHIND.append(self.dir)
 
 
@@ -227,6 +368,13 @@ def main():
     p.add_argument("--mixed", type=int, default=500)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--slurm", action="store_true", help="also run the phases on Slurm")
+    p.add_argument("--store", choices=("up", "sqlite", "etcd"), default="up",
+                   help="up: `tessera up` (SQLite, one process); sqlite or etcd: `tessera "
+                        "server` on that store and a `tessera agent`")
+    p.add_argument("--compare-stores", action="store_true",
+                   help="run --store sqlite and --store etcd alternately, and compare")
+    p.add_argument("--etcd", default=shutil.which("etcd") or "etcd",
+                   help="the etcd binary (default: etcd on PATH)")
     p.add_argument("--keep", action="store_true",
                    help="leave the runs' data directories (and print where), e.g. for "
                         "invocations in a row: removing them slows the next run's file "
@@ -240,14 +388,23 @@ def main():
     if args.jobs < 1 or args.mixed < 1 or args.runs < 1 or args.rest < 0:
         p.error("--jobs, --mixed and --runs must be positive, --rest not negative")
 
-    results = {"tessera": [], "slurm": []}
+    names = {"up": "tessera", "sqlite": "sqlite", "etcd": "etcd"}
+    compared = ["sqlite", "etcd"] if args.compare_stores else [names[args.store]]
+    if args.slurm:
+        compared.append("slurm")
+    results = {system: [] for system in compared}
     for run in range(args.runs):
-        systems = ["tessera"] + (["slurm"] if args.slurm else [])
+        systems = list(compared)
         if run % 2 == 1:
             systems.reverse()  # alternate which goes first
         for system in systems:
             time.sleep(args.rest)
-            cluster = Tessera(args.tessera) if system == "tessera" else Slurm()
+            if system == "tessera":
+                cluster = Tessera(args.tessera)
+            elif system == "slurm":
+                cluster = Slurm()
+            else:
+                cluster = TesseraServer(args.tessera, system, args.etcd)
             latencies = []
             try:
                 figures = run_phases(cluster, args, run, latencies)
@@ -259,23 +416,30 @@ def main():
                   f"  (one-by-one submit p50 {percentile(latencies, 0.5) * 1e3:.2f} ms, "
                   f"p99 {percentile(latencies, 0.99) * 1e3:.2f} ms)", flush=True)
 
+    # A ratio column: etcd against SQLite, or Tessera against Slurm.
+    ratio = ("etcd", "sqlite") if args.compare_stores else \
+        (compared[0], "slurm") if args.slurm else None
     print(f"\nmedian of {args.runs} runs, jobs/s "
           f"({args.jobs} one-GPU jobs; {args.mixed} mixed 1/2/8-GPU jobs; 8 GPUs):")
-    print(f"{'phase':12s} {'tessera':>9s}" + (f" {'slurm':>9s} {'ratio':>7s}" if args.slurm else ""))
+    print(f"{'phase':12s}" + "".join(f" {system:>9s}" for system in compared) +
+          (f" {ratio[0] + '/' + ratio[1]:>13s}" if ratio else ""))
     for phase in ("one-by-one", "drain", "mixed"):
-        t = statistics.median(r[phase] for r in results["tessera"])
-        line = f"{phase:12s} {t:9.1f}"
-        if args.slurm:
-            s = statistics.median(r[phase] for r in results["slurm"])
-            line += f" {s:9.1f} {t / s:7.2f}"
+        medians = {system: statistics.median(r[phase] for r in results[system])
+                   for system in compared}
+        line = f"{phase:12s}" + "".join(f" {medians[system]:9.1f}" for system in compared)
+        if ratio:
+            line += f" {medians[ratio[0]] / medians[ratio[1]]:13.2f}"
         print(line)
     return 0
 
 
 if __name__ == "__main__":
+    rc = 1
     try:
         rc = main()
     finally:
+        for proc in STARTED:  # a run that failed half-way
+            stop(proc)
         for path in LEFT_BEHIND:
             if KEEP:
                 print("left " + path)
