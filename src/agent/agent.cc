@@ -352,7 +352,10 @@ void Agent::Loop() {
       std::cerr << "tessera agent: " << s.ToString() << "\n";
       // 75-125 %: agents that lost the same controller do not retry in step.
       wait = backoff * 3 / 4 + jitter_.Uniform(static_cast<uint32_t>(backoff / 2 + 1));
-      backoff = std::min<Micros>(backoff * 2, 5'000'000);
+      // With several controllers a failure is usually a failover, which ends within a
+      // lease: retry at least every second then, so as not to add seconds to it.
+      const Micros max_backoff = links_ != nullptr && links_->listed() > 1 ? 1'000'000 : 5'000'000;
+      backoff = std::min<Micros>(backoff * 2, max_backoff);
     } else {
       backoff = 200'000;
     }

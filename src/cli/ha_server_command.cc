@@ -111,6 +111,11 @@ int RunHaServer(const HaServerFlags& flags, ServerOptions options,
     return Fail(InvalidArgumentError(
         "--listen: with --store give a fixed port (other controllers redirect clients to it)"));
   }
+  if (options.controller.checkpoint_root.empty()) {
+    return Fail(InvalidArgumentError(
+        "--checkpoint-root: with --store give the directory shared by every node, the same on "
+        "every controller (a job requeued after a failover resumes from it)"));
+  }
   if (options.agent_port == 0) {
     return Fail(InvalidArgumentError(
         "--agent-port: with --store give a fixed port (agents reach every leader's channel on it)"));

@@ -19,8 +19,10 @@ using etcd_store::Keys;
 constexpr int kMaxAttempts = 20;    // per group: marker conflicts and lost answers
 constexpr size_t kOpOverhead = 16;  // bytes of framing counted per operation
 
+// Unavailable, as a client should take it: this controller cannot write, the leader can
+// (the API answers 503 and clients go on to the next controller).
 Status FencedError() {
-  return FailedPreconditionError("fenced: this controller is no longer the leader");
+  return UnavailableError("fenced: this controller is no longer the leader");
 }
 
 // The writes of one batch or one Txn: the last value per key (nullopt: delete).
@@ -510,7 +512,7 @@ void EtcdStore::WriteGroup(const std::vector<Pending*>& group) {
     }
   }
 
-  const bool fenced = last_error.code() == StatusCode::kFailedPrecondition &&
+  const bool fenced = last_error.code() == FencedError().code() &&
                       last_error.message() == FencedError().message();
   if (fenced) {
     bool call = false;

@@ -20,7 +20,8 @@
 // Production etcd should run with --max-txn-ops 10000 --max-request-bytes 33554432 (and
 // these options raised to match); etcd's defaults (128, 1.5 MiB) hold small groups only.
 // Fencing: SetFence(key, rev) conditions every later Txn on create_revision(key) == rev;
-// when that fails Commit returns FailedPrecondition("fenced: ...") with nothing applied,
+// when that fails Commit returns Unavailable("fenced: ...") with nothing applied (a 503 to
+// API clients, who go on to the leader),
 // and options.on_fenced is called once, from the committer thread (it must not block).
 // Errors: etcd unreachable or without quorum -> Unavailable within deadline_ms. A Txn whose
 // answer was lost is looked up by its nonce in the commit marker and retried when it was

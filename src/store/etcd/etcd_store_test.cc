@@ -228,9 +228,9 @@ TEST_F(EtcdStoreTest, AFencedStoreWritesNothingOnceTheFenceKeyChanges) {
   late.jobs = {MakeJob(2)};
   late.kv = {{"late", "x"}};
   Status status = store->Commit(late);
-  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition) << status.ToString();
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
   EXPECT_NE(status.message().find("fenced"), std::string::npos) << status.ToString();
-  EXPECT_EQ(store->Commit(late).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store->Commit(late).code(), StatusCode::kUnavailable);
   EXPECT_EQ(fenced_calls.load(), 1);
   EXPECT_FALSE(store->LoadJob(2).value().has_value());
   EXPECT_FALSE(store->GetKv("late").value().has_value());
