@@ -210,13 +210,13 @@ class TesseraServer(Tessera):
         self.port, agent_port = free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         data = os.path.join(self.dir, "data")
-        # Made here, mode 0711: tasks run as other uids and reach their checkpoint
-        # directories in it. (`server --store etcd://` leaves a --data it makes 0700, and
-        # then every task fails to start.)
-        os.mkdir(data)
-        os.chmod(data, 0o711)
+        # Jobs' checkpoint directories, as several controllers on etcd need them: one
+        # place for all (mode 0711: tasks run as other uids).
+        checkpoints = os.path.join(self.dir, "checkpoints")
+        os.mkdir(checkpoints)
+        os.chmod(checkpoints, 0o711)
         args = [self.binary, "server", "--data", data, "--listen", f"127.0.0.1:{self.port}",
-                "--agent-port", str(agent_port)]
+                "--agent-port", str(agent_port), "--checkpoint-root", checkpoints]
         if store == "etcd":
             self.etcd = Etcd(etcd_binary, self.dir)
             args += ["--store", "etcd://" + self.etcd.endpoints]
