@@ -33,7 +33,7 @@ StatusOr<EtcdStoreOptions> ToEtcdStoreOptions(const std::string& url, const Etcd
 struct HaServerFlags {
   std::string store;          // "" : SQLite in the data directory
   std::string advertise_url;  // "" : http(s)://LISTEN
-  std::string lease = "3s";   // the leader's lease: failover takes about this long
+  std::string lease = "2s";   // the leader's lease: failover takes about this long
   EtcdFlags etcd;
 };
 

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <charconv>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -620,6 +621,11 @@ Status Server::Start() {
   TESSERA_RETURN_IF_ERROR(StartChannel());
   controller_->Start();
   serve_ = std::thread([this] { http_->listen_after_bind(); });
+  // The library's stop() does nothing until the loop has started: a Stop() right after
+  // Start() (a leader whose term ends as it begins) would otherwise never end the loop.
+  for (int i = 0; i < 5000 && !http_->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return Status::Ok();
 }
 

@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <iostream>
+#include <thread>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -257,6 +259,10 @@ Status HaServer::StartFront() {
   }
   httplib::Server* raw = front.get();
   front_thread_ = std::thread([raw] { raw->listen_after_bind(); });
+  // stop() does nothing until the loop has started (see Server::Start).
+  for (int i = 0; i < 5000 && !raw->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   front_ = std::move(front);
   return Status::Ok();
 }

@@ -35,7 +35,7 @@ namespace tessera {
 struct LeaderElectionOptions {
   std::string key = "/tessera/leader";
   std::string identity;     // this controller's advertised URL; required
-  int64_t lease_ttl_s = 3;  // failover takes about this long after a leader dies
+  int64_t lease_ttl_s = 2;  // failover takes about this long after a leader dies
   int poll_ms = 200;        // followers read the leader key this often
 };
 
