@@ -15,7 +15,7 @@
 // opens it: --max-txn-ops 10000 on both sides) instead of SQLite: on the members named by
 // --etcd HOST:PORT,..., else on a 3-member cluster it starts on loopback (the test
 // cluster: heartbeat 50 ms, election timeout 500 ms). --compare-stores runs the same load
-// on SQLite and then on etcd and prints one table (about 20 s on 2 cores, etcd's start
+// on SQLite and then on etcd and prints one table (under 20 s on 2 cores, etcd's start
 // included).
 // The store is not fenced here (a leader's is): one compare more per Txn.
 //
