@@ -50,6 +50,10 @@ void AddEtcdFlags(CLI::App* cmd, EtcdFlags* f, const std::string& prefix) {
                   prefix + "etcd's --max-txn-ops (no larger transactions are written)")
       ->check(CLI::Range(int64_t{16}, int64_t{1'000'000}))
       ->capture_default_str();
+  cmd->add_option("--etcd-max-request-bytes", f->max_request_bytes,
+                  prefix + "etcd's --max-request-bytes (transactions stay 1/8 below it)")
+      ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 31))
+      ->capture_default_str();
 }
 
 StatusOr<EtcdStoreOptions> ToEtcdStoreOptions(const std::string& url, const EtcdFlags& f,
@@ -78,6 +82,8 @@ StatusOr<EtcdStoreOptions> ToEtcdStoreOptions(const std::string& url, const Etcd
   }
   etcd.deadline_ms = static_cast<int>(*timeout / 1000);
   etcd.max_txn_ops = static_cast<size_t>(f.max_txn_ops);
+  // Room for the request's framing and the Txn's compares.
+  etcd.max_txn_bytes = static_cast<size_t>(f.max_request_bytes / 8 * 7);
   return etcd;
 }
 

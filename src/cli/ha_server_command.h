@@ -21,6 +21,7 @@ struct EtcdFlags {
   std::string user, password_file;     // etcd authentication
   std::string timeout = "5s";          // each store call, retries included
   int64_t max_txn_ops = 10000;         // etcd's --max-txn-ops
+  int64_t max_request_bytes = 33554432;  // etcd's --max-request-bytes
 };
 
 void AddEtcdFlags(CLI::App* cmd, EtcdFlags* flags, const std::string& prefix);

@@ -117,6 +117,11 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   LiveJob& j = jobs_.all().at(id);
   if (!s.ok()) {
     jobs_.Remove(id);
+    // A batch the store cannot take (too large for one etcd transaction) was refused
+    // whole, before anything was written: the store has not failed.
+    if (s.code() == StatusCode::kInvalidArgument) {
+      return InvalidArgumentError("could not make the job durable: " + s.message());
+    }
     store_failed_ = true;
     return UnavailableError("could not make the job durable: " + s.message());
   }
@@ -241,6 +246,9 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
   if (!s.ok()) {
     for (JobNumber id : ids) {
       jobs_.Remove(id);
+    }
+    if (s.code() == StatusCode::kInvalidArgument) {  // refused whole, as above
+      return InvalidArgumentError("could not make the jobs durable: " + s.message());
     }
     store_failed_ = true;
     return UnavailableError("could not make the jobs durable: " + s.message());

@@ -74,6 +74,7 @@ Status HaServer::Start() {
   }
   LeaderElectionOptions election = options_.election;
   election.identity = url_;
+  election.defer_release = true;  // released once the term's Server has stopped
   election_ = std::make_unique<LeaderElection>(
       backend_, clock_, election, [this](const ElectionEvent& e) { OnElection(e); });
   TESSERA_RETURN_IF_ERROR(StartFront());
@@ -102,6 +103,9 @@ void HaServer::Stop() {
   }
   if (server != nullptr) {
     server->Stop();
+  }
+  if (election_ != nullptr) {
+    election_->ReleaseEndedTerm();
   }
   StopFront();
 }
@@ -139,9 +143,15 @@ void HaServer::RoleLoop() {
     ElectionEvent event;
     {
       std::unique_lock<std::mutex> lock(events_mu_);
-      events_cv_.wait(lock, [this] { return stopping_ || !events_.empty(); });
+      events_cv_.wait_for(lock, std::chrono::milliseconds(kHealthCheckMs),
+                          [this] { return stopping_ || !events_.empty(); });
       if (events_.empty()) {
-        return;  // stopping, nothing left to apply
+        if (stopping_) {
+          return;  // nothing left to apply
+        }
+        lock.unlock();
+        CheckHealth();
+        continue;
       }
       event = std::move(events_.front());
       events_.pop_front();
@@ -151,6 +161,19 @@ void HaServer::RoleLoop() {
     } else {
       BecomeFollower(event.why);
     }
+  }
+}
+
+void HaServer::CheckHealth() {
+  bool failed = false;
+  {
+    std::lock_guard<std::mutex> lock(role_mu_);
+    failed = server_ != nullptr && !server_->controller().healthy();
+  }
+  if (failed) {
+    // A commit failed (etcd timed out, lost an answer): the controller refuses work until
+    // a restart. A new term recovers from the store instead, here or on another controller.
+    election_->StepDown("the state store failed a write; a new term recovers from it");
   }
 }
 
@@ -199,6 +222,8 @@ void HaServer::BecomeFollower(const std::string& why) {
     std::cerr << "tessera server: stepping down: " << why << "\n";
     server->Stop();
   }
+  // Only now may another controller lead: this one answers no agent any more.
+  election_->ReleaseEndedTerm();
   {
     std::lock_guard<std::mutex> lock(events_mu_);
     if (stopping_) {

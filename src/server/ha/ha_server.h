@@ -19,7 +19,11 @@
 // placement while their agents re-attach).
 //
 // Role changes run on one thread of their own, in the order the election reports them,
-// so that the election keeps renewing the lease while a new term's Server starts.
+// so that the election keeps renewing the lease while a new term's Server starts. A term
+// that ends keeps its lease until its Server has stopped, so that no other controller
+// leads while this one may still answer an agent. A leader whose store failed a write
+// (the controller then refuses work until restarted) ends its term: the next one
+// recovers from the store.
 // Thread safety: Start and Stop from one thread; the accessors from any.
 #pragma once
 
@@ -91,6 +95,9 @@ class HaServer {
   void RoleLoop();
   void BecomeLeader(int64_t fence);
   void BecomeFollower(const std::string& why);
+  // While leading: a controller whose store failed ends its term (kHealthCheckMs).
+  void CheckHealth();
+  static constexpr int kHealthCheckMs = 250;
   Status StartFront();  // the follower's HTTP front, on port_
   void StopFront();
 

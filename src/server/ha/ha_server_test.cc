@@ -226,5 +226,45 @@ TEST_F(HaServerTest, WithoutTheStoreThereIsNoLeaderAndEveryControllerSays503) {
   EXPECT_EQ(a->terms(), 2u);
 }
 
+TEST_F(HaServerTest, ALeaderWhoseStoreFailedAWriteEndsItsTermAndTheNextRecovers) {
+  std::unique_ptr<HaServer> a = StartController("a");
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return a->leading() && a->WithServer([](Server&) {}); }));
+  const std::string admin = AdminToken("a");
+  store_.InjectCommitError(UnavailableError("etcd: outcome unknown"));
+  httplib::Result failed = Submit(*a, admin, "lost");
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, 503) << failed->body;
+  // The failed controller refuses work until restarted: the term ends instead.
+  ASSERT_TRUE(WaitFor([&] { return !a->leading(); }, milliseconds(1000)));
+  EXPECT_NE(a->last_step_down().find("store failed"), std::string::npos) << a->last_step_down();
+  store_.InjectCommitError(Status::Ok());
+  ASSERT_TRUE(WaitFor([&] { return a->leading() && a->WithServer([](Server&) {}); },
+                      milliseconds(4000)));
+  EXPECT_EQ(a->terms(), 2u);
+  httplib::Result ok = Submit(*a, admin, "after");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 201) << ok->body;
+}
+
+TEST_F(HaServerTest, ABatchTheStoreRefusesWholeIsA400AndTheLeaderStaysHealthy) {
+  std::unique_ptr<HaServer> a = StartController("a");
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return a->leading() && a->WithServer([](Server&) {}); }));
+  // What the etcd store answers for a batch over its transaction limits, before writing.
+  store_.InjectCommitError(InvalidArgumentError("a batch of 20001 operations exceeds --max-txn-ops"));
+  httplib::Result refused = Submit(*a, AdminToken("a"), "too-big");
+  store_.InjectCommitError(Status::Ok());
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  EXPECT_NE(refused->body.find("max-txn-ops"), std::string::npos) << refused->body;
+  bool healthy = false;
+  a->WithServer([&](Server& s) { healthy = s.controller().healthy(); });
+  EXPECT_TRUE(healthy);
+  std::this_thread::sleep_for(milliseconds(400));  // past a health check
+  EXPECT_TRUE(a->leading());
+  EXPECT_EQ(a->terms(), 1u);
+}
+
 }  // namespace
 }  // namespace tessera

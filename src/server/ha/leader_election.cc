@@ -38,6 +38,17 @@ void LeaderElection::StepDown(const std::string& why) {
   cv_.notify_all();
 }
 
+void LeaderElection::ReleaseEndedTerm() {
+  int64_t lease = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::swap(lease, ended_lease_);
+  }
+  if (lease != 0) {
+    (void)backend_.Revoke(lease);
+  }
+}
+
 bool LeaderElection::leading() const {
   std::lock_guard<std::mutex> lock(mu_);
   return leading_;
@@ -124,12 +135,13 @@ void LeaderElection::FollowOnce() {
     return;
   }
   // The key is free: campaign with a fresh lease.
+  // The lease's time counts from before the grant was sent: never later than etcd's.
+  const Micros sent = clock_.NowMicros();
   StatusOr<int64_t> lease = backend_.GrantLease(options_.lease_ttl_s);
   if (!lease.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     last_error_ = lease.status().message();
   } else {
-    const Micros sent = clock_.NowMicros();
     StatusOr<std::optional<int64_t>> created =
         backend_.CreateIfAbsent(options_.key, options_.identity, lease.value());
     if (created.ok() && created.value().has_value()) {
@@ -205,9 +217,15 @@ void LeaderElection::EndTerm(const std::string& why, bool revoke) {
     step_down_.clear();
   }
   listener_(ElectionEvent{ElectionEvent::Kind::kLost, 0, why});
-  // Free the key at once for the others; harmless when the lease is already gone.
+  // Free the key for the others (harmless when the lease is already gone): at once, or,
+  // with defer_release, once the owner has stopped acting on the term.
   if (lease_ != 0 && revoke) {
-    (void)backend_.Revoke(lease_);
+    if (options_.defer_release) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ended_lease_ = lease_;
+    } else {
+      (void)backend_.Revoke(lease_);
+    }
   }
   lease_ = 0;
   no_campaign_until_ = clock_.NowMicros() + options_.lease_ttl_s * 1'000'000;

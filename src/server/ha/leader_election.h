@@ -37,6 +37,9 @@ struct LeaderElectionOptions {
   std::string identity;     // this controller's advertised URL; required
   int64_t lease_ttl_s = 2;  // failover takes about this long after a leader dies
   int poll_ms = 200;        // followers read the leader key this often
+  // A term that ends keeps its lease until ReleaseEndedTerm(), so that the owner can stop
+  // serving first (no other controller leads while the old one may still answer).
+  bool defer_release = false;
 };
 
 struct ElectionEvent {
@@ -64,6 +67,9 @@ class LeaderElection {
   // Ends the current term now (kLost with `why`) and revokes the lease; the controller
   // campaigns again later. No effect when not leading.
   void StepDown(const std::string& why);
+
+  // With defer_release: revokes the lease of the term that ended (no-op otherwise).
+  void ReleaseEndedTerm();
 
   bool leading() const;
   // The leader's URL as last read ("" unknown); this controller's own while it leads.
@@ -95,6 +101,7 @@ class LeaderElection {
   std::string last_error_;
   uint64_t terms_ = 0;
   int64_t lease_ = 0;         // the election thread's
+  int64_t ended_lease_ = 0;   // guarded by mu_: a deferred release
   Micros valid_until_ = 0;    // the election thread's
   // After a term ends this controller waits a lease's length before campaigning again,
   // so that a leader that stepped down (fenced, failed to start) leaves the lead to others.
