@@ -11,7 +11,7 @@ packages=(
   libgrpc++-dev libabsl-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   clang libclang-rt-14-dev
   prometheus chromium nodejs python3
-  etcd-server etcd-client
+  etcd-server etcd-client openssl
 )
 
 missing=()

@@ -84,6 +84,17 @@ Status FromGrpc(const grpc::Status& s, const std::string& what) {
   }
 }
 
+// A refused Authenticate. etcd says INVALID_ARGUMENT for a wrong user or password; as
+// that, callers would take it for a request of theirs to fix (a 400), not a store
+// that cannot be used.
+Status AuthError(const grpc::Status& s, const std::string& user) {
+  const std::string what = "authenticate as " + user;
+  if (s.error_message().find("authentication failed") != std::string::npos) {
+    return UnauthenticatedError("etcd " + what + ": " + s.error_message());
+  }
+  return FromGrpc(s, what);
+}
+
 EtcdKeyValue FromPb(const mvccpb::KeyValue& kv) {
   return EtcdKeyValue{kv.key(),          kv.value(),   kv.create_revision(),
                       kv.mod_revision(), kv.version(), kv.lease()};
@@ -232,6 +243,8 @@ struct EtcdClient::Impl {
 
   std::vector<Endpoint> endpoints;
   int deadline_ms = 5000;
+  // How the client connects, for errors: a TLS mismatch reads as a closed connection.
+  std::string transport = "plaintext";
   std::string user, password;
 
   std::mutex mu;  // guards current, token
@@ -311,7 +324,7 @@ struct EtcdClient::Impl {
           if (!auth.ok()) {
             if (auth.error_code() != grpc::StatusCode::UNAVAILABLE &&
                 auth.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
-              return FromGrpc(auth, "authenticate as " + user);
+              return AuthError(auth, user);
             }
             last_error = ep.address + ": " + auth.error_message();
             continue;
@@ -333,7 +346,7 @@ struct EtcdClient::Impl {
           }
           grpc::Status auth = Authenticate(ep, deadline);
           if (!auth.ok()) {
-            return FromGrpc(auth, "authenticate as " + user);
+            return AuthError(auth, user);
           }
         }
         if (s.ok()) {
@@ -363,7 +376,7 @@ struct EtcdClient::Impl {
       list += (list.empty() ? "" : ",") + ep.address;
     }
     return UnavailableError("etcd: no quorum or unreachable (" + list + "): " + what + ": " +
-                            last_error);
+                            last_error + " (over " + transport + ")");
   }
 };
 
@@ -420,6 +433,13 @@ StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(EtcdClientOptions optio
   impl.deadline_ms = options.deadline_ms;
   impl.user = options.user;
   impl.password = options.password;
+  if (!options.ca_file.empty() || !options.cert_file.empty()) {
+    impl.transport = options.cert_file.empty() ? "TLS without a client certificate"
+                                               : "TLS with a client certificate";
+    if (options.ca_file.empty()) {
+      impl.transport += ", etcd verified by the system's CA roots";
+    }
+  }
   for (const std::string& endpoint : options.endpoints) {
     Impl::Endpoint& ep = impl.endpoints.emplace_back();
     ep.address = endpoint;

@@ -5,7 +5,7 @@
 // on to the next when one is unreachable (UNAVAILABLE) or does not answer in time
 // (DEADLINE_EXCEEDED). Every call has one deadline (options.deadline_ms, default 5 s,
 // or the caller's) shared by all its tries; when no endpoint answers within it the call
-// fails with Unavailable("etcd: no quorum or unreachable (a:1,b:2): ...").
+// fails with Unavailable("etcd: no quorum or unreachable (a:1,b:2): ... (over TLS ...)").
 // Retries: reads (Range, Status, LeaseTimeToLive, keep-alives) are retried on another
 // endpoint freely. A write (Put, DeleteRange, a Txn, LeaseGrant, LeaseRevoke) is sent to
 // an endpoint only once its connection is up, and is not sent again once it may have
@@ -14,7 +14,8 @@
 // finds out). Errors etcd returns before applying anything ("no leader") are retried.
 // TLS: set ca_file (and cert_file/key_file for a client certificate). Authentication:
 // user/password; the client authenticates on first use, sends the token as the "token"
-// metadata and authenticates again when etcd says the token is invalid or expired.
+// metadata and authenticates again when etcd says the token is invalid or expired; a
+// wrong user or password is Unauthenticated.
 // Thread safety: every method is thread-safe; calls run concurrently.
 #pragma once
 
