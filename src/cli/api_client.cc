@@ -278,6 +278,13 @@ StatusOr<ApiResponse> ApiClient::Send(std::string_view method, const std::string
     if (answer.ok() && answer->status != 503 && problem.empty()) {
       return Answered(at, std::move(answer).value());
     }
+    // A leader's own 503 (a write its store could not settle) may have been carried out;
+    // a follower's "no leader" and a fenced leader's refusal say that nothing was.
+    if (answer.ok() && answer->status == 503 && !resendable &&
+        answer->body.find("no leader:") == std::string::npos &&
+        answer->body.find("fenced:") == std::string::npos) {
+      return Answered(at, std::move(answer).value());
+    }
     if (!answer.ok() && maybe_taken && !resendable) {
       return UnavailableError("cannot reach the controller at " + e.url + ": " +
                               answer.status().message() +

@@ -286,6 +286,37 @@ TEST_F(FailoverTest, AnUnansweredPostWithoutAKeyIsNotSentElsewhere) {
   EXPECT_EQ(leader_.requests(), 1U);
 }
 
+// A leader's 503 for a write its store could not settle may have been carried out: a POST
+// without a key stops there; a fenced leader's 503 carried nothing out and goes on.
+TEST_F(FailoverTest, ALeadersOwn503ToAPostWithoutAKeyIsNotSentElsewhere) {
+  Loopback unsettled([](const httplib::Request&, httplib::Response& res) {
+    res.status = 503;
+    res.set_content(
+        R"({"error":{"code":"Unavailable","message":"state store: etcd: outcome unknown"}})",
+        "application/json");
+  });
+  std::unique_ptr<ApiClient> client = Client(unsettled.url() + "," + leader_.url());
+  ASSERT_NE(client, nullptr);
+  StatusOr<ApiResponse> answer = client->Post("/v1/jobs/1/cancel", "{}", "application/json");
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(answer.status().message().find("outcome unknown"), std::string::npos)
+      << answer.status().message();
+  EXPECT_EQ(leader_.requests(), 0U);
+  Loopback fenced([](const httplib::Request&, httplib::Response& res) {
+    res.status = 503;
+    res.set_content(
+        R"({"error":{"code":"Unavailable","message":"could not make the job durable: fenced: this controller is no longer the leader"}})",
+        "application/json");
+  });
+  std::unique_ptr<ApiClient> after_fence = Client(fenced.url() + "," + leader_.url());
+  ASSERT_NE(after_fence, nullptr);
+  StatusOr<ApiResponse> resent = after_fence->Post("/v1/jobs/1/cancel", "{}", "application/json");
+  ASSERT_TRUE(resent.ok()) << resent.status().ToString();
+  EXPECT_EQ(resent->status, 200);
+  EXPECT_EQ(leader_.requests(), 1U);
+}
+
 // A controller that took the submission and answered too late: the CLI's own key goes
 // with the resend, so the leader can tell it is the same job.
 TEST_F(FailoverTest, ASubmitCarriesAGeneratedKeyThatItsResendKeeps) {
