@@ -4,13 +4,9 @@
 // never answers) and an agent channel that stops answering. The agent ends up
 // registered with the controller that answers, and a task it runs keeps running (it is
 // reported, not restarted). Every wait is bounded.
-#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,6 +22,7 @@
 #include "agent/testing/fake_controller.h"
 #include "api/agent_channel.grpc.pb.h"
 #include "base/file_util.h"
+#include "base/testing/loopback_listener.h"
 
 namespace tessera {
 namespace {
@@ -83,34 +80,8 @@ std::unique_ptr<FollowerFront> RedirectingTo(const std::string& leader) {
       });
 }
 
-// Listens and never accepts: connections complete and nothing is ever answered, as
-// with a stopped (SIGSTOP) controller.
-class HungListener {
- public:
-  HungListener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    EXPECT_EQ(::listen(fd_, 16), 0);
-  }
-  ~HungListener() { ::close(fd_); }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
-
-std::string DeadUrl() {
-  HungListener bound;  // a port that was free; nothing listens once it is closed
-  const std::string url = bound.url();
-  return url;
-}
+using testing::DeadUrl;
+using testing::HungListener;
 
 // An agent channel that answers each message with an empty HeartbeatResponse (the
 // first heartbeat's answer may carry `first_answer`) until hang() is set; then it reads

@@ -2,12 +2,8 @@
 // the leader, a follower that redirects, a follower without a leader (503), a dead
 // address (connection refused), a hung controller (accepts, never answers) and a slow
 // one (takes the request, answers too late).
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/testing/loopback_listener.h"
 #include "cli/api_client.h"
 #include "cli/cluster_commands.h"
 
@@ -70,41 +67,8 @@ class Loopback {
   std::vector<std::string> keys_;
 };
 
-// A socket that listens and never accepts: connections complete (the kernel's backlog)
-// and no answer ever comes, as with a stopped (SIGSTOP) controller.
-class HungListener {
- public:
-  HungListener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    EXPECT_EQ(::listen(fd_, 16), 0);
-  }
-  ~HungListener() { ::close(fd_); }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
-
-// A loopback port nothing listens on.
-std::string DeadUrl() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-}
+using testing::DeadUrl;
+using testing::HungListener;
 
 class FailoverTest : public ::testing::Test {
  protected:
