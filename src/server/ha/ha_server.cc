@@ -14,13 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/server_util.h"
+
 namespace tessera {
 namespace {
 
-void SendJson(httplib::Response& res, const nlohmann::json& body, int status) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
+using server_internal::SendError;
+using server_internal::SendJson;
 
 StatusOr<int> PickFreePort(const std::string& host) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -261,7 +261,7 @@ Status HaServer::StartFront() {
     std::string why = election->last_error();
     why = why.empty() ? "an election is under way" : "the store cannot be reached: " + why;
     res.set_header("Retry-After", "1");
-    SendJson(res, {{"error", {{"code", "unavailable"}, {"message", "no leader: " + why}}}}, 503);
+    SendError(res, UnavailableError("no leader: " + why));
   };
   // SO_REUSEADDR alone, as the Server's socket has: connections this front leaves in
   // TIME_WAIT would otherwise (with the library's default SO_REUSEPORT) keep the leader's

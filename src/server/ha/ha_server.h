@@ -10,7 +10,7 @@
 // A follower serves only a small HTTP front on the same port:
 //   GET /healthz  200 {"status": "ok", "role": "follower", "leader": URL or ""}
 //   anything else 307 to the leader (Location: leader URL + the request's path and query,
-//                 X-Tessera-Leader: leader URL), or 503 {"error": {"code": "unavailable",
+//                 X-Tessera-Leader: leader URL), or 503 {"error": {"code": "Unavailable",
 //                 "message": "no leader: ..."}} with Retry-After: 1 while none is known
 //                 (an election under way, or the store without quorum).
 // It opens no agent channel. Followers are warm: the process is up, connected to the
