@@ -8,29 +8,17 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
+#include "base/file_util.h"
+#include "base/strings.h"
 #include "agent/agent.h"
 #include "agent/testing/fake_controller.h"
 
 namespace tessera {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-int CountOf(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
-    ++n;
-  }
-  return n;
-}
+std::string ReadFile(const std::string& path) { return ReadTextFile(path).value_or(""); }
 
 std::map<std::string, std::string> ReadEnv(const std::string& path) {
   std::map<std::string, std::string> env;
@@ -112,7 +100,7 @@ TEST_F(AgentMpsTest, DaemonsPerSharedGpuAndAShareTaskSeesItsGpusPipeTheLimiterAn
   EXPECT_EQ(inv.spec.labels, (NodeLabels{{"cuda-limiter", "on"}, {"mps", "on"}}));
   for (int g = 0; g < 2; ++g) {
     const std::string base = data_ + "/mps/" + std::to_string(g);
-    ASSERT_TRUE(Until([&] { return CountOf(Log(g), "daemon pid=") == 1; })) << "GPU " << g;
+    ASSERT_TRUE(Until([&] { return CountOccurrences(Log(g), "daemon pid=") == 1; })) << "GPU " << g;
     EXPECT_NE(Log(g).find("argv=-f CUDA_VISIBLE_DEVICES=" + inv.gpu_uuids[static_cast<size_t>(g)] +
                           " CUDA_MPS_PIPE_DIRECTORY=" + base +
                           "/pipe CUDA_MPS_LOG_DIRECTORY=" + base + "/log"),
@@ -151,14 +139,14 @@ TEST_F(AgentMpsTest, DaemonsPerSharedGpuAndAShareTaskSeesItsGpusPipeTheLimiterAn
   int pid = 0;
   ASSERT_TRUE(pidfile >> pid);
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
-  ASSERT_TRUE(Until([&] { return CountOf(Log(0), "daemon pid=") == 2; })) << Log(0);
+  ASSERT_TRUE(Until([&] { return CountOccurrences(Log(0), "daemon pid=") == 2; })) << Log(0);
   EXPECT_NE(ReadFile(data_ + "/mps/status").find("gpu 0 " + inv.gpu_uuids[0]), std::string::npos);
 
   // An agent that kills its tasks as it stops also quits the daemons.
   agent_->Stop();
   for (int g = 0; g < 2; ++g) {
-    EXPECT_EQ(CountOf(Log(g), "command: quit"), 1) << Log(g);
-    EXPECT_EQ(CountOf(Log(g), " quit\n"), 2) << Log(g);  // the command and the daemon's end
+    EXPECT_EQ(CountOccurrences(Log(g), "command: quit"), 1) << Log(g);
+    EXPECT_EQ(CountOccurrences(Log(g), " quit\n"), 2) << Log(g);  // the command and the daemon's end
   }
 }
 
@@ -166,31 +154,31 @@ TEST_F(AgentMpsTest, AnAgentThatKeepsItsTasksLeavesTheDaemonsToItsSuccessor) {
   AgentOptions o = Options();
   o.keep_tasks_on_stop = true;
   Start(o);
-  ASSERT_TRUE(Until([&] { return CountOf(Log(1), "daemon pid=") == 1; }));
+  ASSERT_TRUE(Until([&] { return CountOccurrences(Log(1), "daemon pid=") == 1; }));
   agent_->Stop();
   agent_.reset();
-  EXPECT_EQ(CountOf(Log(1), "quit"), 0);
+  EXPECT_EQ(CountOccurrences(Log(1), "quit"), 0);
   o.keep_tasks_on_stop = false;
   Start(o);  // adopts them: no second start
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_EQ(CountOf(Log(0), "daemon pid="), 1) << Log(0);
-  EXPECT_EQ(CountOf(Log(1), "daemon pid="), 1) << Log(1);
+  EXPECT_EQ(CountOccurrences(Log(0), "daemon pid="), 1) << Log(0);
+  EXPECT_EQ(CountOccurrences(Log(1), "daemon pid="), 1) << Log(1);
   agent_->Stop();
-  EXPECT_EQ(CountOf(Log(1), "command: quit"), 1) << Log(1);
+  EXPECT_EQ(CountOccurrences(Log(1), "command: quit"), 1) << Log(1);
 }
 
 TEST_F(AgentMpsTest, AnAgentWithMpsOffStopsTheDaemonsItsPredecessorLeft) {
   AgentOptions o = Options();
   o.keep_tasks_on_stop = true;
   Start(o);
-  ASSERT_TRUE(Until([&] { return CountOf(Log(0), "daemon pid=") == 1; }));
-  ASSERT_TRUE(Until([&] { return CountOf(Log(1), "daemon pid=") == 1; }));
+  ASSERT_TRUE(Until([&] { return CountOccurrences(Log(0), "daemon pid=") == 1; }));
+  ASSERT_TRUE(Until([&] { return CountOccurrences(Log(1), "daemon pid=") == 1; }));
   agent_->Stop();
   agent_.reset();
   o.mps_control = "none";
   Start(o);
   for (int g = 0; g < 2; ++g) {
-    EXPECT_EQ(CountOf(Log(g), " quit\n"), 1) << Log(g);  // SIGTERM: no client to send quit
+    EXPECT_EQ(CountOccurrences(Log(g), " quit\n"), 1) << Log(g);  // SIGTERM: no client to send quit
     EXPECT_FALSE(std::filesystem::exists(data_ + "/mps/" + std::to_string(g) +
                                          "/pipe/nvidia-cuda-mps-control.pid"));
   }

@@ -13,8 +13,10 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <thread>
+
+#include "base/file_util.h"
+#include "base/strings.h"
 
 namespace tessera {
 namespace {
@@ -311,20 +313,7 @@ TEST_F(MpsSupervisorTest, ADaemonLeftForAGpuNoLongerSharedIsStoppedByTheNextAgen
 
 // ---- Real processes: the fake nvidia-cuda-mps-control script. ----
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-int CountOf(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
-    ++n;
-  }
-  return n;
-}
+std::string ReadFile(const std::string& path) { return ReadTextFile(path).value_or(""); }
 
 // Waits (at most 5 s) until `done` holds.
 template <typename F>
@@ -352,8 +341,8 @@ TEST(MpsSupervisorProcessTest, FakeControlDaemonsStartRestartAfterAKillAndQuit) 
   ::close(leak);
   const std::string log0 = o.root + "/0/log/fake-mps-control.log";
   const std::string log1 = o.root + "/1/log/fake-mps-control.log";
-  ASSERT_TRUE(Eventually([&] { return CountOf(ReadFile(log0), "daemon pid=") == 1; }));
-  ASSERT_TRUE(Eventually([&] { return CountOf(ReadFile(log1), "daemon pid=") == 1; }));
+  ASSERT_TRUE(Eventually([&] { return CountOccurrences(ReadFile(log0), "daemon pid=") == 1; }));
+  ASSERT_TRUE(Eventually([&] { return CountOccurrences(ReadFile(log1), "daemon pid=") == 1; }));
   EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(sup.status()[1].pid) + "/fd/77"))
       << "the daemon inherited the agent's descriptor";
   EXPECT_TRUE(std::filesystem::exists("/proc/" + std::to_string(sup.status()[1].pid) + "/fd/2"));
@@ -379,7 +368,7 @@ TEST(MpsSupervisorProcessTest, FakeControlDaemonsStartRestartAfterAKillAndQuit) 
   ASSERT_TRUE(sup.Running(0).has_value());
   EXPECT_NE(sup.status()[0].pid, first);
   EXPECT_EQ(sup.status()[0].restarts, 1);
-  ASSERT_TRUE(Eventually([&] { return CountOf(ReadFile(log0), "daemon pid=") == 2; }));
+  ASSERT_TRUE(Eventually([&] { return CountOccurrences(ReadFile(log0), "daemon pid=") == 2; }));
 
   // GPU 0 leaves shared mode: `quit` through the client, and the daemon ends.
   const int second = sup.status()[0].pid;
@@ -387,14 +376,14 @@ TEST(MpsSupervisorProcessTest, FakeControlDaemonsStartRestartAfterAKillAndQuit) 
   EXPECT_FALSE(sup.Running(0).has_value());
   EXPECT_NE(::kill(second, 0), 0);  // gone and reaped
   const std::string after = ReadFile(log0);
-  EXPECT_EQ(CountOf(after, "command: quit"), 1) << after;
-  EXPECT_EQ(CountOf(after, "daemon pid=" + std::to_string(second) + " quit"), 1) << after;
+  EXPECT_EQ(CountOccurrences(after, "command: quit"), 1) << after;
+  EXPECT_EQ(CountOccurrences(after, "daemon pid=" + std::to_string(second) + " quit"), 1) << after;
   EXPECT_TRUE(sup.Running(1).has_value());
 
   const int gpu1 = sup.status()[0].pid;
   sup.Shutdown(true);
   EXPECT_NE(::kill(gpu1, 0), 0);
-  EXPECT_EQ(CountOf(ReadFile(log1), "command: quit"), 1);
+  EXPECT_EQ(CountOccurrences(ReadFile(log1), "command: quit"), 1);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }

@@ -46,6 +46,15 @@ bool EndsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
+int CountOccurrences(std::string_view text, std::string_view what) {
+  int n = 0;
+  for (size_t at = text.find(what); !what.empty() && at != std::string_view::npos;
+       at = text.find(what, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
 StatusOr<int64_t> ParseInt64(std::string_view text) {
   std::string_view t = Trim(text);
   if (t.empty()) {

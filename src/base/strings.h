@@ -18,6 +18,8 @@ std::string_view Trim(std::string_view text);
 std::string AsciiLower(std::string_view text);
 bool StartsWith(std::string_view text, std::string_view prefix);
 bool EndsWith(std::string_view text, std::string_view suffix);
+// How often `what` (not empty) occurs in `text`, overlapping occurrences included.
+int CountOccurrences(std::string_view text, std::string_view what);
 
 // Parses the whole of `text` (after trimming) as a base-10 integer.
 StatusOr<int64_t> ParseInt64(std::string_view text);

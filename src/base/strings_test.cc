@@ -22,6 +22,13 @@ TEST(StringsTest, TrimAndAffixes) {
   EXPECT_FALSE(EndsWith("csv", ".csv"));
 }
 
+TEST(StringsTest, CountOccurrencesCountsOverlappingOnesAndNothingForEmpty) {
+  EXPECT_EQ(CountOccurrences("daemon pid=1\ndaemon pid=2\n", "daemon pid="), 2);
+  EXPECT_EQ(CountOccurrences("aaaa", "aa"), 3);
+  EXPECT_EQ(CountOccurrences("abc", "x"), 0);
+  EXPECT_EQ(CountOccurrences("abc", ""), 0);
+}
+
 TEST(StringsTest, ParseInt64IsStrict) {
   EXPECT_EQ(*ParseInt64(" 42 "), 42);
   EXPECT_EQ(*ParseInt64("-7"), -7);
