@@ -12,8 +12,6 @@
 
 namespace tessera {
 
-namespace {
-
 void AddConnectionFlags(CLI::App* cmd, ConnectionFlags* flags) {
   cmd->add_option("--server", flags->server, kServerFlagHelp);
   cmd->add_option("--token", flags->token,
@@ -22,6 +20,8 @@ void AddConnectionFlags(CLI::App* cmd, ConnectionFlags* flags) {
                   "PEM file of CA certificates for https:// (env TESSERA_CA_CERT)");
   cmd->add_flag("--insecure", flags->insecure, "skip TLS certificate verification");
 }
+
+namespace {
 
 // Resolves the connection and runs `run`, setting `*exit_code`.
 void Dispatch(const ConnectionFlags& flags, int* exit_code,
@@ -36,6 +36,35 @@ void Dispatch(const ConnectionFlags& flags, int* exit_code,
 
 }  // namespace
 
+// The job's flags of `tessera submit`, shared with `tessera run`.
+void AddJobFlags(CLI::App* cmd, SubmitOptions* o) {
+  cmd->add_option("--name", o->name, "job name");
+  cmd->add_option("--queue", o->queue, "queue (default: the tenant's)");
+  cmd->add_option("--replicas", o->replicas, "tasks started together (a gang)");
+  cmd->add_option("--gpus", o->gpus, "GPUs per replica");
+  cmd->add_option("--gpu-model", o->gpu_model, "GPU model, e.g. H100-80GB");
+  cmd->add_option("--gpu-fraction", o->gpu_fraction, "a share of one GPU, e.g. 0.5");
+  cmd->add_option("--gpu-memory", o->gpu_memory, "GPU memory per GPU, e.g. 20GiB");
+  cmd->add_option("--mig", o->mig, "MIG profile, e.g. 3g.40gb");
+  cmd->add_option("--cpu", o->cpu, "CPU cores per replica, e.g. 8 or 500m");
+  cmd->add_option("--memory", o->memory, "memory per replica, e.g. 64GiB");
+  cmd->add_option("--priority", o->priority, "priority (higher runs first)");
+  cmd->add_option("--checkpoint-interval", o->checkpoint_interval,
+                  "how often the job checkpoints, e.g. 30m");
+  cmd->add_option("--runtime-limit", o->runtime_limit, "wall-time limit, e.g. 24h");
+  cmd->add_option("--restart-max", o->restart_max, "restarts allowed, 0..100 (default 3)");
+  cmd->add_option("--restart-on", o->restart_on,
+                  "what restarts the job: failure,node-lost,gpu-fault (default all three)");
+  cmd->add_option("--restart-backoff", o->restart_backoff,
+                  "wait before restarting after a failure, e.g. 10s (default 30s)");
+  // One value per --env, so the command may follow without --.
+  cmd->add_option("--env", o->env, "environment variable KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_flag("--hold-if-unfit", o->hold_if_unfit,
+                "keep a job that could never run on the current nodes pending (with its "
+                "'never fits' reason) instead of having it refused");
+}
+
 namespace {
 
 // submit, jobs, wait, show, cancel, logs.
@@ -48,34 +77,10 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     cmd->add_option("-f,--file", o->file,
                     "job spec, YAML or JSON ('-': stdin), sent as written plus submit_dir; a "
                     "file with a 'jobs:' list of specs is one batch, submitted all or none");
-    cmd->add_option("--name", o->name, "job name");
-    cmd->add_option("--queue", o->queue, "queue (default: the tenant's)");
-    cmd->add_option("--replicas", o->replicas, "tasks started together (a gang)");
-    cmd->add_option("--gpus", o->gpus, "GPUs per replica");
-    cmd->add_option("--gpu-model", o->gpu_model, "GPU model, e.g. H100-80GB");
-    cmd->add_option("--gpu-fraction", o->gpu_fraction, "a share of one GPU, e.g. 0.5");
-    cmd->add_option("--gpu-memory", o->gpu_memory, "GPU memory per GPU, e.g. 20GiB");
-    cmd->add_option("--mig", o->mig, "MIG profile, e.g. 3g.40gb");
-    cmd->add_option("--cpu", o->cpu, "CPU cores per replica, e.g. 8 or 500m");
-    cmd->add_option("--memory", o->memory, "memory per replica, e.g. 64GiB");
-    cmd->add_option("--priority", o->priority, "priority (higher runs first)");
-    cmd->add_option("--checkpoint-interval", o->checkpoint_interval,
-                    "how often the job checkpoints, e.g. 30m");
-    cmd->add_option("--runtime-limit", o->runtime_limit, "wall-time limit, e.g. 24h");
-    cmd->add_option("--restart-max", o->restart_max, "restarts allowed, 0..100 (default 3)");
-    cmd->add_option("--restart-on", o->restart_on,
-                    "what restarts the job: failure,node-lost,gpu-fault (default all three)");
-    cmd->add_option("--restart-backoff", o->restart_backoff,
-                    "wait before restarting after a failure, e.g. 10s (default 30s)");
-    // One value per --env, so the command may follow without --.
-    cmd->add_option("--env", o->env, "environment variable KEY=VALUE (repeatable)")
-        ->allow_extra_args(false);
+    AddJobFlags(cmd, o.get());
     cmd->add_option("--idempotency-key", o->idempotency_key,
                     "a retried submit with the same key makes no second job (default: a new "
                     "key for each submit, which covers the CLI's own resends)");
-    cmd->add_flag("--hold-if-unfit", o->hold_if_unfit,
-                  "keep a job that could never run on the current nodes pending (with its "
-                  "'never fits' reason) instead of having it refused");
     cmd->add_option("command", o->command, "the command and its arguments, after --");
     cmd->add_option("-o,--output", o->output, "json: print the job");
     AddConnectionFlags(cmd, flags.get());

@@ -195,6 +195,11 @@ int RunNodesRemove(const ClientConfig& config, const std::string& node, std::ost
 // directory); "" when it cannot be sent.
 std::string CurrentDirForJobs();
 
+// The job flags of `tessera submit` (--name ... --env, --hold-if-unfit) into `o`, shared
+// by `tessera run`; and the connection flags every cluster command takes.
+void AddJobFlags(CLI::App* cmd, SubmitOptions* o);
+void AddConnectionFlags(CLI::App* cmd, ConnectionFlags* flags);
+
 // Registers submit, jobs, show, cancel, logs, nodes, queues and usage on `app`; the one
 // that runs sets `exit_code`. Each takes --server, --token, --ca-cert and --insecure.
 void AddClusterCommands(CLI::App& app, int* exit_code);
