@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/job_codec_relations.h"
 #include "api/json_fields.h"
 #include "api/units.h"
 #include "api/yaml_reader.h"
@@ -55,7 +56,8 @@ class JobDecoder {
         "name",     "queue",       "user",          "priority",   "command",
         "env",      "working_dir", "submit_dir",    "replicas",   "resources",
         "topology", "checkpoint",  "runtime_limit", "preemptible", "hold_if_unfit",
-        "restart"};
+        "restart",  "array",       "array_index",   "dependency", "hold",
+        "priority_class"};
     if (embedded_ != nullptr) {
       keys.insert(keys.end(), embedded_->extra_keys.begin(), embedded_->extra_keys.end());
     }
@@ -120,6 +122,7 @@ class JobDecoder {
       TESSERA_RETURN_IF_ERROR(Restart(*v, &restart));
       job->restart = restart;
     }
+    TESSERA_RETURN_IF_ERROR(ReadJobRelations(j, r_, job));
     spec.tasks.assign(static_cast<size_t>(replicas), task);
 
     // The queue may be left to the server; check everything else.
@@ -145,6 +148,9 @@ class JobDecoder {
         return r_.Error("priority", "'" + ToValidUtf8(name.substr(0, 80)) +
                                         "' is neither a number nor a priority class");
       }
+    }
+    if (v.is_string() && embedded_ == nullptr && !ParseInt64(v.get_ref<const std::string&>()).ok()) {
+      return 0;  // a class name: ReadJobRelations keeps it for the server
     }
     TESSERA_ASSIGN_OR_RETURN(int64_t p, r_.Int(v, "priority", std::numeric_limits<int32_t>::min(),
                                                std::numeric_limits<int32_t>::max()));
@@ -651,7 +657,9 @@ bool operator==(const JobSubmission& a, const JobSubmission& b) {
          x.checkpoint_on_signal == y.checkpoint_on_signal && x.preemptible == y.preemptible &&
          a.command == b.command && a.env == b.env && a.working_dir == b.working_dir &&
          a.submit_dir == b.submit_dir && a.checkpoint_dir == b.checkpoint_dir &&
-         a.hold_if_unfit == b.hold_if_unfit && a.restart == b.restart;
+         a.hold_if_unfit == b.hold_if_unfit && a.restart == b.restart && a.array == b.array &&
+         a.array_index == b.array_index && a.dependency == b.dependency && a.hold == b.hold &&
+         a.priority_class == b.priority_class;
 }
 
 bool IsValidJobName(std::string_view name) {

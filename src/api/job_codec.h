@@ -23,6 +23,11 @@
 //   runtime_limit: 4h            # durations: 90 (seconds), 30s, 5m, 4h, 1d, 1h30m, 250ms
 //   preemptible: true
 //   restart: {max: 2, on: [failure, node-lost, gpu-fault], backoff: 30s}   # restart_policy.h
+//   array: "0-999%50"            # a job array (job_relations.h): one job per index
+//   dependency: "afterok:12"     # starts only once this holds (job_relations.h)
+//   hold: true                   # submitted held: it waits for `tessera release`
+//   priority_class: high         # a priority class of the queue configuration (also
+//                                # `priority: high`); the server sets `priority` from it
 //
 // Quantities may be numbers or strings (0.25 and "0.25" read the same, exactly); null
 // means "not given". Unknown keys are errors, with a suggestion for a likely typo. Every
@@ -72,6 +77,14 @@ struct JobSubmission {
   bool hold_if_unfit = false;
   // The job file's `restart` block (restart_policy.h); none: DefaultRestartPolicy().
   std::optional<RestartPolicy> restart;
+  // A job array's indices (canonical ArraySpecText; "": not an array). The server makes
+  // one job per index, each with this text and its own array_index; an element's array
+  // id is its own id less its position in the indices (the ids are consecutive).
+  std::string array;
+  int64_t array_index = -1;  // set by the server on each element; -1: none
+  std::string dependency;    // canonical DependencySpecText; "": none
+  bool hold = false;         // submitted held
+  std::string priority_class;  // a priority class name the server resolves; "": none
 };
 
 // Field-by-field equality, JobSpec included (submit_time too).

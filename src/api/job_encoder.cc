@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "api/job_codec.h"
+#include "api/job_codec_relations.h"
 #include "api/json_fields.h"
 #include "api/units.h"
 
@@ -107,6 +108,7 @@ nlohmann::json JobSubmissionToJson(const JobSubmission& job, const GpuCatalog& c
                     {"on", std::move(on)},
                     {"backoff", FormatDuration(job.restart->backoff)}};
   }
+  WriteJobRelations(job, j);
   return j;
 }
 

@@ -57,7 +57,7 @@ void JobLifecycle::Submit(JobRecord& job, Micros now) {
   if (options_.uses_predictor && predictor_ != nullptr && tree_ != nullptr) {
     job.predicted_runtime = predictor_->Predict(FeaturesOf(job, *tree_));
   }
-  if (scheduler_ != nullptr) {
+  if (scheduler_ != nullptr && !Gated(job.id)) {
     scheduler_->Enqueue(job, now);
   }
   LifecycleEvent e;
@@ -198,7 +198,7 @@ void JobLifecycle::Requeue(JobRecord& job, Micros checkpoint, RequeueCause cause
   job.eligible_since = now;
   if (not_before > now) {
     held_until_[job.id.value()] = not_before;
-  } else if (scheduler_ != nullptr) {
+  } else if (scheduler_ != nullptr && !Gated(job.id)) {
     scheduler_->Enqueue(job, now);
   }
   Emit(job, e);
@@ -212,6 +212,25 @@ void JobLifecycle::HoldUntil(JobRecord& job, Micros until) {
     scheduler_->Dequeue(job);
   }
   held_until_[job.id.value()] = until;
+}
+
+void JobLifecycle::Gate(JobRecord& job) {
+  if (job.phase != JobPhase::kPending || !gated_.insert(job.id.value()).second) {
+    return;
+  }
+  if (scheduler_ != nullptr) {
+    scheduler_->Dequeue(job);
+  }
+}
+
+void JobLifecycle::Ungate(JobRecord& job, Micros now) {
+  if (gated_.erase(job.id.value()) == 0 || job.phase != JobPhase::kPending) {
+    return;
+  }
+  job.eligible_since = now;
+  if (scheduler_ != nullptr && held_until_.count(job.id.value()) == 0) {
+    scheduler_->Enqueue(job, now);
+  }
 }
 
 Micros JobLifecycle::HeldUntil(JobId job) const {
@@ -231,7 +250,7 @@ std::vector<JobId> JobLifecycle::ReleaseDue(Micros now) {
     }
     JobRecord& job = (*jobs_)[it->first];
     it = held_until_.erase(it);
-    if (job.phase == JobPhase::kPending) {
+    if (job.phase == JobPhase::kPending && !Gated(job.id)) {
       job.eligible_since = now;
       scheduler_->Enqueue(job, now);
       released.push_back(job.id);
@@ -260,6 +279,7 @@ void JobLifecycle::Finish(JobRecord& job, JobEnd end, Micros now) {
       scheduler_->Dequeue(job);
     }
     held_until_.erase(job.id.value());
+    gated_.erase(job.id.value());
   } else {
     return;  // already finished
   }
@@ -275,7 +295,8 @@ Status JobLifecycle::Restore(JobRecord& job) {
     return FailedPreconditionError("the lifecycle is not bound to a core");
   }
   if (job.phase == JobPhase::kPending) {
-    if (held_until_.count(job.id.value()) == 0) {  // a held-back job waits for ReleaseDue
+    // A held-back job waits for ReleaseDue, a gated one for Ungate.
+    if (held_until_.count(job.id.value()) == 0 && !Gated(job.id)) {
       scheduler_->Enqueue(job, job.eligible_since);
     }
     return Status::Ok();

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
@@ -132,6 +133,13 @@ class JobLifecycle {
   Micros HeldUntil(JobId job) const;
   // Enqueues the held-back jobs whose time has come (bound only); returns them.
   std::vector<JobId> ReleaseDue(Micros now);
+  // The driver keeps a pending job back until it calls Ungate (a dependency, a user's
+  // hold, an array's throttle): it is not offered to the scheduler meanwhile, across
+  // Bind, Restore and ReleaseDue. Ignored when not pending; a gated job stays gated if
+  // it is requeued. Ungate enqueues it unless HoldUntil still holds it back.
+  void Gate(JobRecord& job);
+  void Ungate(JobRecord& job, Micros now);
+  bool Gated(JobId job) const { return gated_.count(job.value()) != 0; }
   // The job is done: releases it when running or stopping, dequeues it when pending.
   // A success teaches the predictor the job's runtime (its progress at `now`).
   void Finish(JobRecord& job, JobEnd end, Micros now);
@@ -174,6 +182,7 @@ class JobLifecycle {
   std::unordered_map<uint64_t, int> waits_;
   // Pending jobs held back until a time (restart backoff), by job id.
   std::unordered_map<uint64_t, Micros> held_until_;
+  std::unordered_set<uint64_t> gated_;  // by JobId value
 };
 
 }  // namespace tessera

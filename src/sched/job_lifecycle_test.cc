@@ -158,6 +158,47 @@ TEST(JobLifecycleTest, ARequeueHeldBackStartsOnlyOnceItsTimeHasCome) {
   EXPECT_EQ(h.scheduler().pending(), 0u);
 }
 
+TEST(JobLifecycleTest, AGatedJobWaitsForUngateAcrossRebindAndBackoff) {
+  Harness h({GpuNode("n0")}, QuotaQueue(), SchedulerOptions{});
+  JobId first = h.Submit(Gang("first", "q", {8}), 0);
+  JobId second = h.Submit(Gang("second", "q", {8}), 0);
+  h.lifecycle().Gate(h.job(first));
+  EXPECT_TRUE(h.lifecycle().Gated(first));
+  EXPECT_EQ(h.scheduler().pending(), 1u);
+  // The free GPUs go to the job behind it.
+  ASSERT_EQ(Started(h.Cycle(0)), std::vector<uint64_t>{second.value()});
+  // A rebind (the server rebuilding its core) keeps it out of the queue.
+  h.lifecycle().Bind(&h.state(), &h.quota(), &h.scheduler());
+  ASSERT_TRUE(h.lifecycle().Restore(h.job(first)).ok());
+  EXPECT_EQ(h.scheduler().pending(), 0u);
+  h.Finish(second, 10 * kSecond);
+  EXPECT_TRUE(h.Cycle(10 * kSecond).starts.empty());
+  h.lifecycle().Ungate(h.job(first), 20 * kSecond);
+  EXPECT_FALSE(h.lifecycle().Gated(first));
+  EXPECT_EQ(h.job(first).eligible_since, 20 * kSecond);
+  ASSERT_EQ(Started(h.Cycle(20 * kSecond)), std::vector<uint64_t>{first.value()});
+  // Gate means nothing to a running job; a second Ungate nothing at all.
+  h.lifecycle().Gate(h.job(first));
+  EXPECT_FALSE(h.lifecycle().Gated(first));
+  h.lifecycle().Ungate(h.job(first), 21 * kSecond);
+  EXPECT_EQ(h.scheduler().pending(), 0u);
+  EXPECT_TRUE(h.lifecycle().CheckInvariants().empty());
+
+  // Gated while its restart backoff runs: the backoff's end does not enqueue it, the
+  // gate's end does; a cancelled gated job leaves the gate.
+  h.lifecycle().Stopping(h.job(first));
+  h.lifecycle().Requeue(h.job(first), 0, RequeueCause::kFailure, 30 * kSecond, 40 * kSecond);
+  h.lifecycle().Gate(h.job(first));
+  EXPECT_TRUE(h.lifecycle().ReleaseDue(50 * kSecond).empty());
+  EXPECT_EQ(h.scheduler().pending(), 0u);
+  h.lifecycle().Ungate(h.job(first), 60 * kSecond);
+  EXPECT_EQ(h.scheduler().pending(), 1u);
+  h.lifecycle().Gate(h.job(first));
+  h.lifecycle().Finish(h.job(first), JobEnd::kCancelled, 70 * kSecond);
+  EXPECT_FALSE(h.lifecycle().Gated(first));
+  EXPECT_EQ(h.scheduler().pending(), 0u);
+}
+
 TEST(JobLifecycleTest, ALostTaskIsReleasedAtOnceAndTheRestWhenTheAttemptEnds) {
   Harness h({GpuNode("n0"), GpuNode("n1")}, QuotaQueue(), SchedulerOptions{});
   JobId gang = h.Submit(Gang("g", "q", {8, 8}), 0);
