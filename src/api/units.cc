@@ -379,4 +379,104 @@ std::string FormatDuration(Micros micros) {
   return out;
 }
 
+StatusOr<int64_t> ParseSlurmMemoryMiB(std::string_view text) {
+  const std::string_view t = Trim(text);
+  const std::string hint = "; expected a size such as 4G, 512M, 1T or a number of MiB";
+  if (!t.empty() && t[0] == '-') {
+    return InvalidArgumentError("memory size " + Quote(text) + " must not be negative");
+  }
+  std::string_view number;
+  std::string_view suffix;
+  SplitNumber(t, &number, &suffix);
+  const std::string unit = AsciiLower(suffix);
+  int64_t mul = 1;
+  if (unit == "g") {
+    mul = 1024;
+  } else if (unit == "t") {
+    mul = 1024 * 1024;
+  } else if (unit == "k") {
+    // Slurm rounds KiB up to whole MiB.
+    StatusOr<int64_t> kib = ParseScaledDecimal(number, 1);
+    if (!kib.ok()) {
+      return InvalidArgumentError(Quote(text) + " is not a memory size" + hint);
+    }
+    return *kib / 1024 + (*kib % 1024 != 0 ? 1 : 0);
+  } else if (!unit.empty() && unit != "m") {
+    return InvalidArgumentError(Quote(text) + " is not a memory size" + hint);
+  }
+  int64_t value = 0;
+  switch (ScaleDecimal(number, mul, 1, &value)) {
+    case Decimal::kOk:
+      return value;
+    case Decimal::kTooLarge:
+      return InvalidArgumentError("memory size " + Quote(text) + " is too large");
+    case Decimal::kInexact:
+      return InvalidArgumentError("memory size " + Quote(text) + " is not a whole number of MiB");
+    case Decimal::kNotNumber:
+      break;
+  }
+  return InvalidArgumentError(Quote(text) + " is not a memory size" + hint);
+}
+
+StatusOr<std::optional<Micros>> ParseSlurmTime(std::string_view text) {
+  const std::string_view t = Trim(text);
+  const std::string lower = AsciiLower(t);
+  if (lower == "unlimited" || lower == "infinite") {
+    return std::optional<Micros>();
+  }
+  const auto bad = [&] {
+    return InvalidArgumentError(Quote(text) +
+                                " is not a Slurm time; expected minutes (90), M:S, H:M:S, D-H, "
+                                "D-H:M, D-H:M:S or UNLIMITED");
+  };
+  std::string_view rest = t;
+  int64_t days = 0;
+  const size_t dash = t.find('-');
+  if (dash != std::string_view::npos) {
+    StatusOr<int64_t> d = ParseInt64(t.substr(0, dash));
+    if (dash == 0 || !d.ok() || *d < 0) {
+      return bad();
+    }
+    days = *d;
+    rest = t.substr(dash + 1);
+  }
+  const std::vector<std::string_view> parts = Split(rest, ':');
+  if (parts.empty() || parts.size() > 3) {
+    return bad();
+  }
+  std::vector<int64_t> v;
+  for (std::string_view p : parts) {
+    if (p.empty() || p.size() > 9 || p.find_first_not_of("0123456789") != std::string_view::npos) {
+      return bad();
+    }
+    v.push_back(*ParseInt64(p));
+  }
+  // Which field each part is depends on whether days were given.
+  int64_t h = 0;
+  int64_t m = 0;
+  int64_t sec = 0;
+  if (dash != std::string_view::npos) {
+    h = v[0];
+    m = v.size() > 1 ? v[1] : 0;
+    sec = v.size() > 2 ? v[2] : 0;
+  } else if (v.size() == 1) {
+    m = v[0];
+  } else if (v.size() == 2) {
+    m = v[0];
+    sec = v[1];
+  } else {
+    h = v[0];
+    m = v[1];
+    sec = v[2];
+  }
+  if (days > 100'000) {
+    return InvalidArgumentError("time " + Quote(text) + " is too large");
+  }
+  const int64_t seconds = ((days * 24 + h) * 60 + m) * 60 + sec;
+  if (seconds == 0) {
+    return std::optional<Micros>();  // Slurm: a limit of 0 is none
+  }
+  return std::optional<Micros>(seconds * kMicrosPerSecond);
+}
+
 }  // namespace tessera

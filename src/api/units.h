@@ -14,6 +14,12 @@
 //   ParseDurationMicros  "90" (seconds), "30s", "5m", "4h", "1d", "1h30m", "250ms", "10us",
 //                        "1.5h"; each unit at most once.
 //
+// Slurm's forms, for batch scripts and the flags Slurm users type:
+//   ParseSlurmMemoryMiB  "4G" (GiB), "512M", "1T", "100K" (rounded up to a whole MiB),
+//                        "4096" (a bare number is MiB); K/M/G/T are binary, either case.
+//   ParseSlurmTime       minutes "90", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S";
+//                        "UNLIMITED", "INFINITE" and "0" are no limit (nullopt).
+//
 // Formatters write the shortest exact text the parsers read back:
 // FormatMiB(20480) == "20GiB", FormatMiB(1536) == "1536MiB", FormatDuration(5400e6) ==
 // "1h30m", FormatCpuMilli(500) == "500m", FormatGpuFraction(250) == "0.25".
@@ -21,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,6 +40,8 @@ StatusOr<int64_t> ParseMemoryMiB(std::string_view text);
 StatusOr<int64_t> ParseCpuMilli(std::string_view text);
 StatusOr<int64_t> ParseGpuMilli(std::string_view text);
 StatusOr<int64_t> ParseDurationMicros(std::string_view text);
+StatusOr<int64_t> ParseSlurmMemoryMiB(std::string_view text);
+StatusOr<std::optional<Micros>> ParseSlurmTime(std::string_view text);
 
 // "20GiB", "1TiB", "1536MiB", "0MiB".
 std::string FormatMiB(int64_t mib);

@@ -156,3 +156,57 @@ TEST(UnitsTest, ScaledDecimal) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(UnitsTest, SlurmMemoryIsBinaryWithMiBByDefault) {
+  EXPECT_EQ(ParseSlurmMemoryMiB("4G").value(), 4096);
+  EXPECT_EQ(ParseSlurmMemoryMiB("4g").value(), 4096);
+  EXPECT_EQ(ParseSlurmMemoryMiB("512M").value(), 512);
+  EXPECT_EQ(ParseSlurmMemoryMiB("4096").value(), 4096);
+  EXPECT_EQ(ParseSlurmMemoryMiB("1T").value(), 1048576);
+  EXPECT_EQ(ParseSlurmMemoryMiB("1.5G").value(), 1536);
+  EXPECT_EQ(ParseSlurmMemoryMiB("1024K").value(), 1);
+  EXPECT_EQ(ParseSlurmMemoryMiB("1025K").value(), 2);  // rounded up, as Slurm does
+  EXPECT_EQ(ParseSlurmMemoryMiB("0").value(), 0);
+  for (const char* bad : {"4GB", "4GiB", "-1G", "G", "", "lots", "4X"}) {
+    StatusOr<int64_t> v = ParseSlurmMemoryMiB(bad);
+    EXPECT_FALSE(v.ok()) << bad;
+    EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_NE(ParseSlurmMemoryMiB("4X").status().message().find("'4X'"), std::string::npos);
+}
+
+TEST(UnitsTest, SlurmTimeFormats) {
+  auto secs = [](const std::string& text) -> int64_t {
+    StatusOr<std::optional<Micros>> v = ParseSlurmTime(text);
+    EXPECT_TRUE(v.ok()) << text << ": " << v.status().ToString();
+    if (!v.ok() || !v->has_value()) {
+      return -1;
+    }
+    return **v / kSecond;
+  };
+  EXPECT_EQ(secs("90"), 90 * 60);            // minutes
+  EXPECT_EQ(secs("5:30"), 5 * 60 + 30);      // M:S
+  EXPECT_EQ(secs("1:00:00"), 3600);          // H:M:S
+  EXPECT_EQ(secs("2-0"), 2 * 86400);         // D-H
+  EXPECT_EQ(secs("1-2"), 86400 + 2 * 3600);  // D-H
+  EXPECT_EQ(secs("1-2:30"), 86400 + 2 * 3600 + 30 * 60);
+  EXPECT_EQ(secs("1-02:30:15"), 86400 + 2 * 3600 + 30 * 60 + 15);
+  EXPECT_EQ(secs("48:00:00"), 48 * 3600);
+  for (const char* none : {"UNLIMITED", "infinite", "0", "0:00:00"}) {
+    StatusOr<std::optional<Micros>> v = ParseSlurmTime(none);
+    ASSERT_TRUE(v.ok()) << none;
+    EXPECT_FALSE(v->has_value()) << none;
+  }
+  for (const char* bad : {"", "1h", "1:2:3:4", "-1", "1-", "a-1", "1::2", "1:-2", "1.5", "1-2-3"}) {
+    StatusOr<std::optional<Micros>> v = ParseSlurmTime(bad);
+    EXPECT_FALSE(v.ok()) << bad;
+  }
+  EXPECT_NE(ParseSlurmTime("1h").status().message().find("'1h' is not a Slurm time"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera
