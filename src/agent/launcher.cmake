@@ -8,6 +8,7 @@ set(TESSERA_LAUNCH_SOURCES
   task_shim.cc
   shim_plan_codec.cc
   shim_start.cc
+  pty_relay.cc
   cpu_topology.cc
   cgroups.cc
   checkpoint_protocol.cc)
@@ -16,6 +17,7 @@ set(TESSERA_LAUNCH_TEST_SOURCES
   task_shim_test.cc
   task_state_file_test.cc
   shim_plan_codec_test.cc
+  pty_relay_test.cc
   cpu_topology_test.cc
   cgroups_test.cc
   checkpoint_protocol_test.cc)
@@ -50,7 +52,7 @@ if(TESSERA_BUILD_TESTS)
   add_dependencies(agent_launch_test tessera-shim)
   gtest_discover_tests(agent_launch_test
     TEST_PREFIX "spawned_shim."
-    TEST_FILTER "LauncherTest.*:ShimAsRootTest.*"
+    TEST_FILTER "LauncherTest.*:ShimAsRootTest.*:PtyLauncherTest.*"
     PROPERTIES LABELS "unit"
                ENVIRONMENT "TESSERA_TEST_SHIM_PROGRAM=${CMAKE_BINARY_DIR}/tessera-shim"
     DISCOVERY_TIMEOUT 60)

@@ -9,7 +9,7 @@ namespace tessera {
 namespace {
 
 // Bumped whenever a field is added, so that a shim never misreads another build's plan.
-constexpr uint64_t kMagic = 0x5445535348494d03ULL;  // "TESSHIM", version 3
+constexpr uint64_t kMagic = 0x5445535348494d04ULL;  // "TESSHIM", version 4
 
 class Writer {
  public:
@@ -105,13 +105,16 @@ std::string EncodeShimPlan(const ShimPlan& plan) {
   w.Texts(plan.hidden);
   w.Text(plan.lease_file);
   w.Number(static_cast<uint64_t>(plan.lease_ns));
+  w.Number(plan.pty_master_fd.get() >= 0 ? 1 : 0);
+  w.Text(plan.pty_secret);
   return w.Take();
 }
 
-Status DecodeShimPlan(const std::string& bytes, ShimPlan* plan, bool* has_cgroup_fd) {
+Status DecodeShimPlan(const std::string& bytes, ShimPlan* plan, bool* has_cgroup_fd,
+                      bool* has_pty) {
   Reader r(bytes);
   uint64_t magic = 0, words = 0, cgroup = 0, set_ids = 0, check_uid = 0, uid = 0, gid = 0,
-           lease_ns = 0;
+           lease_ns = 0, pty = 0;
   bool ok = r.Number(&magic) && magic == kMagic && r.Texts(&plan->argv_storage) &&
             r.Texts(&plan->env_storage) && r.Texts(&plan->candidates) &&
             r.Text(&plan->working_dir) && r.Number(&words) && words <= bytes.size() / 8;
@@ -125,12 +128,16 @@ Status DecodeShimPlan(const std::string& bytes, ShimPlan* plan, bool* has_cgroup
   }
   ok = ok && r.Number(&cgroup) && r.Number(&set_ids) && r.Number(&check_uid) && r.Number(&uid) &&
        r.Number(&gid) && r.Text(&plan->state_file) && r.Text(&plan->cgroup_kill) && r.Text(&plan->cgroup_procs) && r.Text(&plan->hidden_source) &&
-       r.Texts(&plan->hidden) && r.Text(&plan->lease_file) && r.Number(&lease_ns) && r.done() &&
+       r.Texts(&plan->hidden) && r.Text(&plan->lease_file) && r.Number(&lease_ns) && r.Number(&pty) &&
+       r.Text(&plan->pty_secret) && r.done() &&
        !plan->argv_storage.empty() && uid <= UINT32_MAX && gid <= UINT32_MAX;
   if (!ok) {
     return InvalidArgumentError("not a shim plan of this build");
   }
   *has_cgroup_fd = cgroup != 0;
+  if (has_pty != nullptr) {
+    *has_pty = pty != 0;
+  }
   plan->set_ids = set_ids != 0;
   plan->check_uid = check_uid != 0;
   plan->uid = static_cast<uint32_t>(uid);

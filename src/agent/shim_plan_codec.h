@@ -23,13 +23,18 @@ inline constexpr int kShimReportFd = 4;  // the report pipe's write end
 inline constexpr int kShimLogFd = 5;     // the task's log (appended)
 inline constexpr int kShimNullFd = 6;    // /dev/null
 inline constexpr int kShimCgroupFd = 7;  // <cgroup>/cgroup.procs, when the plan has one
+// The task's pseudo-terminal, when the plan has one (agent/pty_relay.h).
+inline constexpr int kShimPtyMasterFd = 8;
+inline constexpr int kShimPtySlaveFd = 9;
+inline constexpr int kShimPtyListenFd = 10;
 
 // Every field of `plan` but its descriptors and the argv/envp pointer arrays; and whether
-// it has a cgroup descriptor.
+// it has a cgroup descriptor and a pseudo-terminal.
 std::string EncodeShimPlan(const ShimPlan& plan);
 
 // The inverse: fills `plan` (argv and envp point into its own storage, null-terminated);
 // its descriptors are left unset. InvalidArgument when `bytes` is not an encoding.
-Status DecodeShimPlan(const std::string& bytes, ShimPlan* plan, bool* has_cgroup_fd);
+Status DecodeShimPlan(const std::string& bytes, ShimPlan* plan, bool* has_cgroup_fd,
+                      bool* has_pty = nullptr);
 
 }  // namespace tessera

@@ -136,11 +136,16 @@ StatusOr<Spawned> SpawnShim(const LaunchSpec& spec, const ShimPlan& plan,
   if (plan.cgroup_procs_fd.get() >= 0) {
     moves.emplace_back(plan.cgroup_procs_fd.get(), kShimCgroupFd);
   }
+  if (plan.pty_master_fd.get() >= 0) {
+    moves.emplace_back(plan.pty_master_fd.get(), kShimPtyMasterFd);
+    moves.emplace_back(plan.pty_slave_fd.get(), kShimPtySlaveFd);
+    moves.emplace_back(plan.pty_listen_fd.get(), kShimPtyListenFd);
+  }
   std::vector<UniqueFd> high;
   posix_spawn_file_actions_t actions;
   ::posix_spawn_file_actions_init(&actions);
   for (const auto& [from, to] : moves) {
-    high.emplace_back(::fcntl(from, F_DUPFD_CLOEXEC, kShimCgroupFd + 1));
+    high.emplace_back(::fcntl(from, F_DUPFD_CLOEXEC, kShimPtyListenFd + 1));
     if (high.back().get() < 0) {
       ::posix_spawn_file_actions_destroy(&actions);
       return InternalError("task " + spec.id + ": fcntl: " + ErrnoText(errno));

@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "agent/cpu_topology.h"
+#include "agent/pty_relay.h"
 #include "agent/shim_start.h"
 #include "agent/task_state_file.h"
 #include "agent/task_shim.h"
@@ -528,6 +529,7 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
     }
   }
   std::string cgroup_dir;
+  int pty_port = 0;
   ShimPlan plan;
   plan.state_file = Absolute(spec.state_file);
   auto finish = [&](StatusOr<Spawned> result) -> StatusOr<int> {
@@ -550,6 +552,7 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
     task.cgroup_dir = cgroup_dir;
     task.outcome.id = spec.id;
     task.outcome.pid = result->leader;
+    task.pty_port = pty_port;
     tasks_[spec.id] = std::move(task);
     Interrupt();  // watch it too
     return static_cast<int>(result->leader);
@@ -568,6 +571,11 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
   if (cgroups_ != nullptr && cgroups_->usable()) {
     if (Status grouped = PrepareCgroup(*cgroups_, spec, &plan, &cgroup_dir); !grouped.ok()) {
       return finish(grouped);
+    }
+  }
+  if (!spec.pty_secret.empty()) {
+    if (Status pty = OpenPtyEndpoint(spec, &plan, &pty_port); !pty.ok()) {
+      return finish(pty);
     }
   }
 
@@ -616,6 +624,12 @@ Status TaskLauncher::Adopt(const std::string& id, const std::string& state_file)
   tasks_[id] = std::move(task);
   Interrupt();  // watch it too
   return Status::Ok();
+}
+
+int TaskLauncher::PtyPort(std::string_view id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  return it == tasks_.end() ? 0 : it->second.pty_port;
 }
 
 Status TaskLauncher::Signal(std::string_view id, int signal) {

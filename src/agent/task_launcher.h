@@ -92,6 +92,9 @@ struct LaunchSpec {
   // "fenced". A missing lease file does not expire. lease_file must be absolute.
   std::string lease_file;
   int64_t lease_us = 0;
+  // Non-empty: the task runs on a pseudo-terminal its shim relays to a client that
+  // sends this secret (agent/pty_relay.h); PtyPort names the port it listens on.
+  std::string pty_secret;
 };
 
 struct TaskExit {
@@ -166,6 +169,10 @@ class TaskLauncher {
   bool WaitForExit(int timeout_ms);
   void Interrupt();
 
+  // The TCP port of the task's terminal (LaunchSpec::pty_secret); 0 when it has none, is
+  // unknown, or was adopted (the port is not recorded).
+  int PtyPort(std::string_view id) const;
+
   // True from a successful Start or Adopt until Reap reports the task's end.
   bool Running(std::string_view id) const;
 
@@ -191,6 +198,7 @@ class TaskLauncher {
     TaskExit outcome;
     int pidfd = -1;         // the shim's, opened by WaitForExit
     bool end_seen = false;  // WaitForExit saw the pidfd ready: not watched again
+    int pty_port = 0;
   };
   class Spawner;
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include <system_error>
 
 #include "agent/cpu_topology.h"
+#include "agent/pty_relay.h"
 #include "agent/task_launcher.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -158,8 +160,13 @@ void CloseAllExcept(const int* keep, size_t n) {
 // Runs in the leader, started by the shim on its own stack in the shim's memory (until
 // it execs). Only async-signal-safe calls; it writes nothing the shim reads.
 [[noreturn]] void LeaderMain(const ShimPlan& plan, int report_fd, int log_fd, int null_fd,
-                             int cgroup_fd) {
-  if (::setpgid(0, 0) != 0) {
+                             int cgroup_fd, int tty_fd) {
+  if (tty_fd >= 0) {
+    // Its own session (and group) with the terminal as its controlling one, as a login's.
+    if (::setsid() < 0 || ::ioctl(tty_fd, TIOCSCTTY, 0) != 0) {
+      Fail(report_fd, kStageTerminal, errno);
+    }
+  } else if (::setpgid(0, 0) != 0) {
     Fail(report_fd, kStageGroup, errno);
   }
   if (cgroup_fd >= 0) {
@@ -169,8 +176,10 @@ void CloseAllExcept(const int* keep, size_t n) {
       Fail(report_fd, kStageCgroup, errno);
     }
   }
-  if (::dup2(null_fd, STDIN_FILENO) < 0 || ::dup2(log_fd, STDOUT_FILENO) < 0 ||
-      ::dup2(log_fd, STDERR_FILENO) < 0) {
+  const int in = tty_fd >= 0 ? tty_fd : null_fd;
+  const int out = tty_fd >= 0 ? tty_fd : log_fd;
+  if (::dup2(in, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
+      ::dup2(out, STDERR_FILENO) < 0) {
     Fail(report_fd, kStageStdio, errno);
   }
   if (!plan.cpu_mask.empty()) {
@@ -234,20 +243,21 @@ void CloseAllExcept(const int* keep, size_t n) {
 
 struct LeaderArgs {
   const ShimPlan* plan;
-  int report_fd, log_fd, null_fd, cgroup_fd;
+  int report_fd, log_fd, null_fd, cgroup_fd, tty_fd;
 };
 
 constexpr size_t kLeaderStackBytes = 256 << 10;
 
 int LeaderEntry(void* p) {
   const LeaderArgs& a = *static_cast<const LeaderArgs*>(p);
-  LeaderMain(*a.plan, a.report_fd, a.log_fd, a.null_fd, a.cgroup_fd);
+  LeaderMain(*a.plan, a.report_fd, a.log_fd, a.null_fd, a.cgroup_fd, a.tty_fd);
 }
 
 // How often a leased shim looks at its lease file.
 constexpr long kLeasePollNs = 100'000'000;
 
-// Whether the lease file is older than the lease (a missing file never expires).
+}  // namespace
+
 bool LeaseExpired(const ShimPlan& plan) {
   struct stat st {};
   if (::stat(plan.lease_file.c_str(), &st) != 0) {
@@ -259,6 +269,8 @@ bool LeaseExpired(const ShimPlan& plan) {
                          (now.tv_nsec - st.st_mtim.tv_nsec);
   return age_ns > plan.lease_ns;
 }
+
+namespace {
 
 // Waits for the leader, reaping the other children (orphans of the task) meanwhile.
 // Leaves the leader a zombie, so its pid keeps naming its process group. With a lease,
@@ -344,7 +356,13 @@ pid_t PidOfName(const char* name) {
 
 [[noreturn]] void RunShim(const ShimPlan& plan, int report_fd) {
   // Move what it keeps above the stdio numbers, in case the agent runs without them.
-  int fds[4] = {report_fd, plan.log_fd.get(), plan.null_fd.get(), plan.cgroup_procs_fd.get()};
+  int fds[7] = {report_fd,
+                plan.log_fd.get(),
+                plan.null_fd.get(),
+                plan.cgroup_procs_fd.get(),
+                plan.pty_master_fd.get(),
+                plan.pty_slave_fd.get(),
+                plan.pty_listen_fd.get()};
   for (int& fd : fds) {
     if (fd >= 0 && fd <= STDERR_FILENO) {
       fd = ::fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
@@ -354,10 +372,11 @@ pid_t PidOfName(const char* name) {
   const int log_fd = fds[1];
   const int null_fd = fds[2];
   const int cgroup_fd = fds[3];
+  const int tty_fd = fds[5];
   if (report_fd < 0 || log_fd < 0 || null_fd < 0) {
     ::_exit(127);
   }
-  int keep[4];
+  int keep[7];
   size_t kept = 0;
   for (int fd : fds) {
     if (fd >= 0) {
@@ -401,7 +420,7 @@ pid_t PidOfName(const char* name) {
   // posix_spawn does; the shim waits meanwhile), so that starting it does not copy the
   // agent's address space a second time. It has its own stack, file table, signal
   // handlers and credentials, and makes only system calls.
-  LeaderArgs args{&plan, report_fd, log_fd, null_fd, cgroup_fd};
+  LeaderArgs args{&plan, report_fd, log_fd, null_fd, cgroup_fd, tty_fd};
   void* stack = ::mmap(nullptr, kLeaderStackBytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   const pid_t leader = stack == MAP_FAILED
@@ -414,7 +433,12 @@ pid_t PidOfName(const char* name) {
   ::munmap(stack, kLeaderStackBytes);
   // Also from this side, so the group exists once Start returns.
   ::setpgid(leader, leader);
-  ::close(log_fd);
+  PtyRelay relay(fds[4], fds[6], log_fd, plan.pty_secret.data(), plan.pty_secret.size());
+  if (tty_fd >= 0) {
+    ::close(tty_fd);  // the task holds it; the relay sees EIO once no process does
+  } else {
+    ::close(log_fd);
+  }
   if (cgroup_fd >= 0) {
     ::close(cgroup_fd);
   }
@@ -446,7 +470,8 @@ pid_t PidOfName(const char* name) {
   ::close(report_fd);
 
   bool fenced = false;
-  siginfo_t info = WaitForLeader(plan, leader, self, &fenced);
+  siginfo_t info = tty_fd >= 0 ? relay.Run(plan, leader, self, &fenced)
+                                : WaitForLeader(plan, leader, self, &fenced);
   ::kill(-leader, SIGKILL);  // its group, while the zombie still reserves the id
   int status = 0;
   ::waitpid(leader, &status, 0);
@@ -467,6 +492,13 @@ pid_t PidOfName(const char* name) {
   // (and not run again).
   (void)AppendToStateFile(plan.state_file.c_str(), outcome.c_str(), outcome.size,
                           /*durable=*/true);
+  // The terminal's last output (into the log too) and the status, before the shim exits,
+  // which the agent reports; a stalled client holds that up kPtySendTimeoutMs at most.
+  if (tty_fd >= 0) {
+    relay.Finish(fenced                         ? 128 + SIGKILL
+                 : info.si_code == CLD_EXITED ? info.si_status
+                                              : 128 + info.si_status);
+  }
   ::_exit(0);
 }
 
@@ -663,6 +695,8 @@ Status ShimErrorStatus(const LaunchSpec& spec, const ShimPlan& plan, const ShimR
       return InternalError(task + "cannot redirect stdio: " + text);
     case kStageGroup:
       return InternalError(task + "cannot create its process group: " + text);
+    case kStageTerminal:
+      return InternalError(task + "cannot take its terminal: " + text);
     case kStageShimSetup:
       return InternalError(task + "cannot set up its supervising process: " + text);
     default:

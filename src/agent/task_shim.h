@@ -74,6 +74,7 @@ enum ShimStage : int32_t {
   kStageWorkingDir,
   kStageIdentity,
   kStageExec,
+  kStageTerminal,  // setsid, TIOCSCTTY on the task's pseudo-terminal
 };
 
 inline constexpr int32_t kReportLeader = 1;  // value: the leader's pid
@@ -111,7 +112,18 @@ struct ShimPlan {
   std::vector<std::string> hidden;  // existing device paths to hide
   std::string lease_file;           // "": no lease
   int64_t lease_ns = 0;             // kill the task once lease_file is older than this
+
+  // A pseudo-terminal (agent/pty_relay.h), or all -1: the leader's session has the slave
+  // as its controlling terminal and stdio; the shim relays the master on the listener.
+  UniqueFd pty_master_fd;
+  UniqueFd pty_slave_fd;
+  UniqueFd pty_listen_fd;
+  std::string pty_secret;  // what an attaching client must send
 };
+
+// Whether plan.lease_file is older than the lease (a missing file never expires).
+// Async-signal-safe.
+bool LeaseExpired(const ShimPlan& plan);
 
 // Runs in the forked shim; never returns. Reports on `report_fd`.
 [[noreturn]] void RunShim(const ShimPlan& plan, int report_fd);

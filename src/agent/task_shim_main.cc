@@ -1,6 +1,6 @@
 // tessera-shim: a task's shim (agent/task_shim.h) as its own small program. The agent
 // starts it with posix_spawn (agent/shim_start.h), the plan on descriptor 3 and the
-// task's descriptors on 4 to 7 (agent/shim_plan_codec.h); it is not meant to be run by
+// task's descriptors on 4 to 10 (agent/shim_plan_codec.h); it is not meant to be run by
 // hand, and says so when it is.
 #include <fcntl.h>
 #include <unistd.h>
@@ -19,7 +19,8 @@ int main() {
     return 2;
   }
   // As in a forked shim: the report pipe closes when the leader execs.
-  for (int fd : {kShimReportFd, kShimLogFd, kShimNullFd, kShimCgroupFd}) {
+  for (int fd : {kShimReportFd, kShimLogFd, kShimNullFd, kShimCgroupFd, kShimPtyMasterFd,
+                 kShimPtySlaveFd, kShimPtyListenFd}) {
     ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
   std::string bytes;
@@ -42,7 +43,8 @@ int main() {
   ::close(kShimPlanFd);
   ShimPlan plan;
   bool has_cgroup_fd = false;
-  if (!DecodeShimPlan(bytes, &plan, &has_cgroup_fd).ok()) {
+  bool has_pty = false;
+  if (!DecodeShimPlan(bytes, &plan, &has_cgroup_fd, &has_pty).ok()) {
     ShimReport report{kReportError, kStageShimSetup, EINVAL, 0};
     (void)!::write(kShimReportFd, &report, sizeof(report));
     return 127;
@@ -51,6 +53,11 @@ int main() {
   plan.null_fd = UniqueFd(kShimNullFd);
   if (has_cgroup_fd) {
     plan.cgroup_procs_fd = UniqueFd(kShimCgroupFd);
+  }
+  if (has_pty) {
+    plan.pty_master_fd = UniqueFd(kShimPtyMasterFd);
+    plan.pty_slave_fd = UniqueFd(kShimPtySlaveFd);
+    plan.pty_listen_fd = UniqueFd(kShimPtyListenFd);
   }
   RunShim(plan, kShimReportFd);
 }
