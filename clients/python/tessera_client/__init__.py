@@ -1,7 +1,7 @@
 """A Python client for Tessera's controller API (standard library only).
 
     from tessera_client import Client
-    client = Client()                      # TESSERA_SERVER, TESSERA_TOKEN, or `tessera login`'s config
+    client = Client()                      # TESSERA_SERVER, TESSERA_TOKEN, or the config file
     job = client.submit({"name": "hello", "command": "echo hello"})
     job = client.wait(job)                 # the final Job: job.state, job.exit_code
     print(client.logs(job))

@@ -137,7 +137,8 @@ class Client:
             doc = {"jobs": [dict(spec) for spec in jobs]}
             if directory:
                 doc["submit_dir"] = directory
-            body, content_type = json.dumps(doc).encode("utf-8"), "application/json"
+            body = json.dumps(doc, allow_nan=False).encode("utf-8")
+            content_type = "application/json"
         key = idempotency_key or new_idempotency_key()
         answer = self._post("/v1/jobs/batch", body, content_type, {"Idempotency-Key": key})
         ids = answer.json("POST /v1/jobs/batch").get("ids")
@@ -243,17 +244,21 @@ class Client:
         """GPU-hours between two times, as ``tessera usage`` shows (GET /v1/usage).
 
         Args:
-            since, until: "now"; a duration ago ("90s", "30m", "24h", "7d", "2w"); a date
-                or RFC 3339 time ("2026-11-01", "2026-11-01T09:00:00Z"); a datetime
-                (naive ones are local time); or a timedelta ago.
+            since, until: "now" (for until, None too: the controller's now); a duration
+                ago ("90s", "30m", "24h", "7d", "2w"); a date or RFC 3339 time
+                ("2026-11-01", "2026-11-01T09:00:00Z"); a datetime (naive ones are local
+                time); or a timedelta ago.
             by: "tenant", "queue" or "job" (a tenant sees its own usage only).
 
         Returns the API's dict: ``{"by", "since", "until", "rows": [{"key", "jobs",
         "gpu_hours", "used_gpu_hours", "measured_gpu_hours", "efficiency"}, ...]}``.
         """
         now = datetime.datetime.now(datetime.timezone.utc)
-        query = {"since": _time_arg(since, now, "since"), "until": _time_arg(until, now, "until"),
-                 "by": by}
+        query = {"since": _time_arg(since, now, "since"), "by": by}
+        # "now" is left to the controller: this clock's whole second may be before a job
+        # that ended a moment ago.
+        if until is not None and until != "now":
+            query["until"] = _time_arg(until, now, "until")
         return self._get("/v1/usage", query)
 
     def nodes(self):
@@ -350,7 +355,7 @@ def _job_body(spec, submit_dir):
         doc = dict(spec)
         if submit_dir and "submit_dir" not in doc:
             doc["submit_dir"] = submit_dir
-        return json.dumps(doc).encode("utf-8"), "application/json"
+        return json.dumps(doc, allow_nan=False).encode("utf-8"), "application/json"
     is_json = False
     if isinstance(spec, os.PathLike):
         path = os.fspath(spec)

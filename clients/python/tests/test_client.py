@@ -51,7 +51,8 @@ class ErrorTests(ClientTestCase):
         self.assertIn("HTTP 400", str(e))
 
     def test_a_body_not_the_apis_gets_the_code_of_its_status(self):
-        fake = self.fake(lambda r: (502, {"Content-Type": "text/html"}, b"<html>bad gateway</html>"))
+        page = b"<html>bad gateway</html>"
+        fake = self.fake(lambda r: (502, {"Content-Type": "text/html"}, page))
         with self.assertRaises(TesseraError) as caught:
             Client(server=fake.url).nodes()
         self.assertEqual(caught.exception.status, 502)
@@ -320,9 +321,11 @@ class ReadTests(ClientTestCase):
         week_ago = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=7)
         self.assertIn("since=" + week_ago.strftime("%Y-%m-%dT%H"), path)
         self.assertIn("by=queue", path)
+        self.assertNotIn("until=", path)  # the controller's own now
         client.usage(since="2026-11-01", until=datetime.datetime(2026, 11, 2, 9, 0,
                                                                   tzinfo=datetime.timezone.utc))
-        self.assertIn("since=2026-11-01&until=2026-11-02T09%3A00%3A00Z", fake.requests[-1].path)
+        self.assertIn("since=2026-11-01&", fake.requests[-1].path)
+        self.assertIn("&until=2026-11-02T09%3A00%3A00Z", fake.requests[-1].path)
         with self.assertRaises(ValueError):
             client.usage(since="last week")
 

@@ -110,7 +110,8 @@ class ClusterTest(unittest.TestCase):
         return final
 
     def test_a_dict_job_runs_and_its_logs_are_read(self):
-        job = self.client.submit({"name": "py-dict", "resources": {"cpu": "500m", "memory": "64MiB"},
+        job = self.client.submit({"name": "py-dict",
+                                  "resources": {"cpu": "500m", "memory": "64MiB"},
                                   "command": ["/bin/sh", "-c", "echo hello from a dict; exit 3"]})
         self.assertIsInstance(job, Job)
         self.assertIsInstance(job.id, int)
