@@ -44,7 +44,7 @@ struct SqliteStoreOptions {
 };
 
 // The schema version this binary writes.
-inline constexpr int kSqliteSchemaVersion = 3;
+inline constexpr int kSqliteSchemaVersion = 4;
 
 class SqliteStore final : public Store {
  public:

@@ -210,7 +210,7 @@ TEST_F(SqliteStoreTest, ReopenKeepsEverything) {
   job.placement_json = R"({"gpus":[3]})";
   batch.jobs = {job, MakeJob(10)};
   batch.usage = {UsageRow{9, "team-b", "q", 5, 15, 250}};
-  batch.tokens = {TokenRow{"hash", "agent", "", "node-1", 77}};
+  batch.tokens = {TokenRow{"hash", "agent", "", "node-1", 77, ""}};
   batch.kv = {{"cluster", "uuid-1"}};
   {
     auto store = OpenOrDie();
@@ -279,10 +279,10 @@ TEST_F(SqliteStoreTest, MigratesAVersion1StoreToIndexUsageByJob) {
     batch.usage = {UsageRow{1, "team-a", "research", 10, 20, 500}};
     ASSERT_TRUE(store->Commit(batch).ok());
   }
-  // As a version-1 binary left it: no usage_by_job (nor version 3's column).
+  // As a version-1 binary left it: no usage_by_job (nor versions 3 and 4's columns).
   RawExec(path_,
           "ALTER TABLE usage DROP COLUMN used_gpu_milli; DROP INDEX usage_by_job; "
-          "UPDATE schema_version SET version = 1");
+          "ALTER TABLE tokens DROP COLUMN user; UPDATE schema_version SET version = 1");
   auto store = SqliteStore::Open(path_);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((*store)->LoadUsageOfJobs(1, 1).value().size(), 1u);
@@ -303,7 +303,9 @@ TEST_F(SqliteStoreTest, MigratesAVersion2StoreToKeepUsedGpuMilli) {
     ASSERT_TRUE(store->Commit(batch).ok());
   }
   // As a version-2 binary left it: intervals without what they used.
-  RawExec(path_, "ALTER TABLE usage DROP COLUMN used_gpu_milli; UPDATE schema_version SET version = 2");
+  RawExec(path_,
+          "ALTER TABLE usage DROP COLUMN used_gpu_milli; ALTER TABLE tokens DROP COLUMN user; "
+          "UPDATE schema_version SET version = 2");
   auto store = SqliteStore::Open(path_);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   std::vector<UsageRow> rows = (*store)->LoadUsageOfJobs(1, 1).value();
@@ -318,7 +320,33 @@ TEST_F(SqliteStoreTest, MigratesAVersion2StoreToKeepUsedGpuMilli) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[1], measured);
   ASSERT_TRUE((*store)->Close().ok());
-  EXPECT_EQ(RawQuery(path_, "SELECT version FROM schema_version"), "3");
+  EXPECT_EQ(RawQuery(path_, "SELECT version FROM schema_version"),
+            std::to_string(kSqliteSchemaVersion));
+}
+
+TEST_F(SqliteStoreTest, MigratesAVersion3StoreToKeepTokenUsers) {
+  {
+    auto store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    WriteBatch batch;
+    batch.tokens = {TokenRow{"h-old", "tenant", "team-a", "ci", 1, ""}};
+    ASSERT_TRUE(store->Commit(batch).ok());
+  }
+  // As a version-3 binary left it: tokens without a user.
+  RawExec(path_, "ALTER TABLE tokens DROP COLUMN user; UPDATE schema_version SET version = 3");
+  auto store = SqliteStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  std::vector<TokenRow> tokens = (*store)->LoadTokens().value();
+  ASSERT_EQ(tokens.size(), 1u);
+  EXPECT_EQ(tokens[0], (TokenRow{"h-old", "tenant", "team-a", "ci", 1, ""}));
+  WriteBatch batch;
+  batch.tokens = {TokenRow{"h-new", "tenant", "team-a", "alice@team-a", 2, "alice"}};
+  ASSERT_TRUE((*store)->Commit(batch).ok());
+  tokens = (*store)->LoadTokens().value();
+  ASSERT_EQ(tokens.size(), 2u);
+  EXPECT_EQ(tokens[0].user, "alice");
+  ASSERT_TRUE((*store)->Close().ok());
+  EXPECT_EQ(RawQuery(path_, "SELECT version FROM schema_version"), "4");
 }
 
 TEST_F(SqliteStoreTest, RefusesANewerSchemaVersion) {

@@ -66,6 +66,8 @@ struct TokenRow {
   std::string tenant;
   std::string name;
   int64_t created_us = 0;
+  // The person it stands for inside `tenant` (a tenant token); "": the tenant as a whole.
+  std::string user = "";
 
   bool operator==(const TokenRow&) const = default;
 };

@@ -45,7 +45,7 @@ TEST_P(StoreTest, RoundTripsEveryRowKind) {
   job.placement_json = R"({"node":"n1","gpus":[0,1]})";
   job.progress_us = 1500;
   UsageRow usage{7, "team-a", "research", 2000, 3000, 2000, 1500};
-  TokenRow token{"ab12", "tenant", "team-a", "ci", 42};
+  TokenRow token{"ab12", "tenant", "team-a", "ci", 42, "alice"};
   WriteBatch batch;
   batch.jobs = {job};
   batch.usage = {usage};
@@ -83,7 +83,7 @@ TEST_P(StoreTest, UpsertsJobsTokensAndKvAndAppendsUsage) {
   WriteBatch first;
   first.jobs = {MakeJob(1), MakeJob(2)};
   first.usage = {MakeUsage(1, 10, 20)};
-  first.tokens = {TokenRow{"h1", "admin", "", "root", 1}};
+  first.tokens = {TokenRow{"h1", "admin", "", "root", 1, ""}};
   first.kv = {{"k", "v1"}};
   ASSERT_TRUE(store_->Commit(first).ok());
 
@@ -93,7 +93,7 @@ TEST_P(StoreTest, UpsertsJobsTokensAndKvAndAppendsUsage) {
   running.start_us = 50;
   second.jobs = {running};
   second.usage = {MakeUsage(1, 10, 20)};  // the same interval twice: appended, not merged
-  second.tokens = {TokenRow{"h1", "tenant", "team-a", "renamed", 2}};
+  second.tokens = {TokenRow{"h1", "tenant", "team-a", "renamed", 2, "bob"}};
   second.kv = {{"k", "v2"}};
   ASSERT_TRUE(store_->Commit(second).ok());
 
@@ -108,7 +108,7 @@ TEST_P(StoreTest, UpsertsJobsTokensAndKvAndAppendsUsage) {
   auto tokens = store_->LoadTokens();
   ASSERT_TRUE(tokens.ok());
   ASSERT_EQ(tokens->size(), 1u);
-  EXPECT_EQ((*tokens)[0], (TokenRow{"h1", "tenant", "team-a", "renamed", 2}));
+  EXPECT_EQ((*tokens)[0], (TokenRow{"h1", "tenant", "team-a", "renamed", 2, "bob"}));
   auto value = store_->GetKv("k");
   ASSERT_TRUE(value.ok());
   EXPECT_EQ(*value, std::optional<std::string>("v2"));
@@ -174,8 +174,8 @@ TEST_P(StoreTest, LoadsOneJobByIdWithEveryField) {
 
 TEST_P(StoreTest, LoadsTokensByHash) {
   WriteBatch batch;
-  batch.tokens = {TokenRow{"c", "agent", "", "n1", 1}, TokenRow{"a", "admin", "", "root", 1},
-                  TokenRow{"b", "tenant", "t", "ci", 1}};
+  batch.tokens = {TokenRow{"c", "agent", "", "n1", 1, ""}, TokenRow{"a", "admin", "", "root", 1, ""},
+                  TokenRow{"b", "tenant", "t", "ci", 1, ""}};
   ASSERT_TRUE(store_->Commit(batch).ok());
   auto tokens = store_->LoadTokens();
   ASSERT_TRUE(tokens.ok());
@@ -308,7 +308,7 @@ TEST_P(StoreTest, RejectsMalformedRowsAndAppliesNothing) {
   no_job_usage.usage = {MakeUsage(0, 1, 2)};
   expect_invalid(no_job_usage);
   WriteBatch empty_hash;
-  empty_hash.tokens = {TokenRow{"", "admin", "", "x", 0}};
+  empty_hash.tokens = {TokenRow{"", "admin", "", "x", 0, ""}};
   expect_invalid(empty_hash);
   WriteBatch empty_key;
   empty_key.kv = {{"", "v"}};

@@ -45,7 +45,7 @@ TEST(EtcdMigrateTest, APopulatedSqliteStoreArrivesInEtcdRowForRow) {
     ASSERT_TRUE(counts.ok()) << counts.status().ToString();
     EXPECT_EQ(counts->jobs, 250u);
     EXPECT_EQ(counts->usage, 400u);
-    EXPECT_EQ(counts->tokens, 3u);
+    EXPECT_EQ(counts->tokens, 4u);
     EXPECT_EQ(counts->kv, 3u);
     // A second run into the now populated prefix is refused.
     EXPECT_EQ(MigrateStore(**from, **to).status().code(), StatusCode::kFailedPrecondition);

@@ -87,6 +87,7 @@ std::string EncodeToken(const TokenRow& row) {
   v.set_tenant(row.tenant);
   v.set_name(row.name);
   v.set_created_us(row.created_us);
+  v.set_user(row.user);
   return v.SerializeAsString();
 }
 
@@ -95,7 +96,7 @@ std::optional<TokenRow> DecodeToken(std::string_view bytes) {
   if (!v.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return std::nullopt;
   }
-  return TokenRow{v.hash(), v.role(), v.tenant(), v.name(), v.created_us()};
+  return TokenRow{v.hash(), v.role(), v.tenant(), v.name(), v.created_us(), v.user()};
 }
 
 std::string EncodeMarker(const Marker& marker) {

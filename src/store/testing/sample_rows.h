@@ -50,9 +50,10 @@ inline void PopulateSampleRows(Store& store) {
     ASSERT_TRUE(store.Commit(std::move(batch)).ok());
   }
   WriteBatch rest;
-  rest.tokens = {{"hash-admin", "admin", "", "admin.token", 1},
-                 {"hash-a", "tenant", "team-a", "a", 2},
-                 {"hash-node", "node", "", "node-1", 3}};
+  rest.tokens = {{"hash-admin", "admin", "", "admin.token", 1, ""},
+                 {"hash-a", "tenant", "team-a", "a", 2, ""},
+                 {"hash-alice", "tenant", "team-a", "alice@team-a", 2, "alice"},
+                 {"hash-node", "node", "", "node-1", 3, ""}};
   rest.kv = {{"queues", "cohorts: []"}, {"cluster/id", "abc"}, {"validation/x", "{}"}};
   ASSERT_TRUE(store.Commit(std::move(rest)).ok());
 }
