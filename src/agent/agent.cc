@@ -480,6 +480,7 @@ std::vector<TaskReport> Agent::Reports(std::vector<std::pair<std::string, int64_
     r.checkpointed = t.checkpointed;
     r.message = t.message;
     r.log_offset = t.log_shipped;
+    r.pty_port = launcher_->PtyPort(id);
     int64_t size = 0;
     if (!t.log_path.empty()) {
       std::ifstream in(t.log_path, std::ios::binary);
@@ -600,6 +601,7 @@ StatusOr<LaunchSpec> Agent::BuildLaunchSpec(const LocalTask& t, int64_t uid, int
   spec.state_file = t.record;
   spec.uid = uid;
   spec.gid = gid;
+  spec.pty_secret = l.pty_secret;
   std::vector<int> minors;
   for (size_t g = 0; g < gpus_.size(); ++g) {
     minors.push_back(GpuMinor(static_cast<int>(g)));

@@ -98,6 +98,9 @@ void Agent::Spawn(const std::string& id, LaunchSpec spec) {
       pid = launcher_->Start(spec);
     }
     started = pid.status();
+    if (started.ok() && launcher_->PtyPort(id) > 0) {
+      ReportSoon();  // where its terminal listens: `tessera run --pty` waits for it
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(id);

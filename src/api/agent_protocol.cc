@@ -164,6 +164,7 @@ class Decoder {
     TESSERA_RETURN_IF_ERROR(OptBool(j, path, "checkpointed", &report.checkpointed));
     TESSERA_RETURN_IF_ERROR(OptString(j, path, "message", kMaxMessageBytes, &report.message));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "log_offset", 0, kInt64Max, &report.log_offset));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "pty_port", 0, 65535, &report.pty_port));
     if (const Json* v = FindField(j, "log_b64")) {
       const std::string at = ChildPath(path, "log_b64");
       TESSERA_ASSIGN_OR_RETURN(std::string b64,
@@ -274,6 +275,7 @@ class Decoder {
     TESSERA_RETURN_IF_ERROR(OptBool(j, path, "checkpoint_managed", &launch.checkpoint_managed));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "uid", -1, kMaxUnixId, &launch.uid));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "gid", -1, kMaxUnixId, &launch.gid));
+    TESSERA_RETURN_IF_ERROR(OptString(j, path, "pty_secret", 256, &launch.pty_secret));
     return launch;
   }
 
@@ -538,6 +540,9 @@ nlohmann::json ToJson(const TaskReport& report) {
   if (!report.log_chunk.empty()) {
     j["log_b64"] = Base64Encode(report.log_chunk);
   }
+  if (report.pty_port > 0) {
+    j["pty_port"] = report.pty_port;
+  }
   return j;
 }
 
@@ -550,7 +555,7 @@ nlohmann::json ToJson(const TaskLaunch& launch) {
   for (const MigRequest& m : launch.mig) {
     mig.push_back(ToJson(m));
   }
-  return {{"key", ToJson(launch.key)},
+  Json j = {{"key", ToJson(launch.key)},
           {"job_name", Utf8(launch.job_name)},
           {"command", Strings(launch.command)},
           {"env", StringMap(launch.env)},
@@ -567,6 +572,10 @@ nlohmann::json ToJson(const TaskLaunch& launch) {
           {"checkpoint_managed", launch.checkpoint_managed},
           {"uid", launch.uid},
           {"gid", launch.gid}};
+  if (!launch.pty_secret.empty()) {
+    j["pty_secret"] = Utf8(launch.pty_secret);
+  }
+  return j;
 }
 
 nlohmann::json ToJson(const TaskStop& stop) {

@@ -20,8 +20,9 @@
 //                             "mig_instances": [{"uuid", "profile", "start"}]}]}
 //   TaskKey        {"job", "task", "attempt"}
 //   TaskReport     {"key", "state": "running|exited|failed_to_start|lost", "exit_code", "signal",
-//                   "checkpointed", "message", "log_offset", "log_b64"}: the log chunk is raw
-//                   bytes (process output need not be UTF-8), so it travels in base64.
+//                   "checkpointed", "message", "log_offset", "log_b64", "pty_port"}: the log
+//                   chunk is raw bytes (process output need not be UTF-8), so it travels in
+//                   base64; pty_port only when the task has a terminal.
 //   GpuTelemetry   {"index", "uuid", "lost", "util_pct", "fb_used_mib", "fb_free_mib", "temp_c",
 //                   "power_mw", "sm_clock_mhz", "xid_count", "last_xid", "ecc_sbe_volatile",
 //                   "ecc_dbe_volatile", "ecc_sbe_aggregate", "ecc_dbe_aggregate",
@@ -95,6 +96,7 @@ struct TaskReport {
   std::string message;        // e.g. why it failed to start
   int64_t log_offset = 0;     // offset of log_chunk in the task's output
   std::string log_chunk;      // new output since log_offset (raw bytes)
+  int pty_port = 0;           // the task's terminal listens here (agent/pty_relay.h); 0: none
   bool operator==(const TaskReport&) const = default;
 };
 
@@ -131,6 +133,9 @@ struct TaskLaunch {
   // that is root refuses that, and uid 0, unless its admin allows root tasks).
   int64_t uid = -1;
   int64_t gid = -1;
+  // Non-empty: the task runs on a pseudo-terminal that a client sending this secret may
+  // attach to (`tessera run --pty`, agent/pty_relay.h). Made by the controller.
+  std::string pty_secret;
   bool operator==(const TaskLaunch&) const = default;
 };
 

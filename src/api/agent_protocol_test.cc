@@ -452,6 +452,27 @@ TEST(AgentProtocolTest, LaunchCarriesTheUnixIdentityAndReportsMayBeLost) {
   EXPECT_EQ(ToJson(lost)["state"], "lost");
 }
 
+TEST(AgentProtocolTest, LaunchCarriesThePtySecretAndReportsItsPort) {
+  TaskLaunch l = Launch();
+  EXPECT_FALSE(ToJson(l).contains("pty_secret"));  // no terminal: as before
+  l.pty_secret = "0123abcd";
+  StatusOr<TaskLaunch> back = TaskLaunchFromJson(Wire(ToJson(l)));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->pty_secret, "0123abcd");
+  EXPECT_EQ(*back, l);
+
+  TaskReport r;
+  r.key = TaskKey{4, 0, 1};
+  EXPECT_FALSE(ToJson(r).contains("pty_port"));
+  r.pty_port = 40001;
+  StatusOr<TaskReport> report = TaskReportFromJson(Wire(ToJson(r)));
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->pty_port, 40001);
+  Json bad = ToJson(r);
+  bad["pty_port"] = 70000;
+  EXPECT_NE(TaskReportFromJson(bad).status().message().find("pty_port"), std::string::npos);
+}
+
 TEST(AgentProtocolTest, TaskKeysHashAndPrint) {
   std::unordered_set<TaskKey> keys = {{1, 0, 0}, {1, 1, 0}, {1, 0, 1}, {1, 0, 0}};
   EXPECT_EQ(keys.size(), 3U);

@@ -102,6 +102,7 @@
 #include "server/job_table.h"
 #include "server/job_views.h"
 #include "server/node_registry.h"
+#include "server/pty_sessions.h"
 #include "server/tenant_identities.h"
 #include "server/validation.h"
 #include "state/cluster_state.h"
@@ -206,6 +207,11 @@ class Controller {
   StatusOr<nlohmann::json> Cancel(const Principal& who, JobNumber id);
   StatusOr<LogChunk> ReadLog(const Principal& who, JobNumber id, int task, int64_t offset,
                              int64_t max_bytes);
+  // GET /v1/jobs/{id}/attach (controller_attach.cc): where task `task`'s terminal
+  // listens and its secret, {"ready": true, "address", "port", "secret", "attempt",
+  // "state"}, once the job runs and the agent has said; {"ready": false, "state"} before
+  // and after. FailedPrecondition for a job without a terminal (server/pty_sessions.h).
+  StatusOr<nlohmann::json> Attach(const Principal& who, JobNumber id, int task);
   nlohmann::json Nodes();
   nlohmann::json Queues();
   // Admin: validation runs (controller_validation.cc, validation.h). Add: InvalidArgument
@@ -496,6 +502,7 @@ class Controller {
 
   JobLogs logs_;         // its own lock
   PublishedJobs views_;  // its own lock: what the API's job reads see
+  PtySessions ptys_;     // guarded by mu_: terminals' secrets and endpoints
   // The core lock, and what it guards down to counters_ (see the top of this file).
   mutable std::mutex mu_;
   JobTable jobs_;

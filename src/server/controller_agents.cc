@@ -131,6 +131,9 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
     }
     // The launch reached the agent: stop resending it.
     std::erase_if(node.launches, [&](const TaskLaunch& l) { return l.key == r.key; });
+    if (r.pty_port > 0) {
+      ptys_.Reported(r.key, node.address, r.pty_port, now);
+    }
     AppendLog(*job, r.key.task, r.log_offset, r.log_chunk, out);
     if (r.checkpointed && !job->checkpointed) {
       job->checkpointed = true;

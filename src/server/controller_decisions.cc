@@ -129,6 +129,9 @@ TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
   l.submit_dir = job.submission.submit_dir;
   l.checkpoint_dir = CheckpointDir(job);
   l.checkpoint_managed = job.submission.checkpoint_dir.empty();
+  if (PtySessions::Wanted(job.submission.env)) {
+    l.pty_secret = ptys_.Secret(l.key);  // the same in a resent launch
+  }
   if (std::optional<std::pair<int64_t, int64_t>> id = identities_.Known(job.row.tenant)) {
     l.uid = id->first;
     l.gid = id->second;

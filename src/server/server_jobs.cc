@@ -202,6 +202,21 @@ void Server::JobRoutes() {
           res.set_header("X-Job-State", chunk->job_state);
           res.set_content(chunk->data, "text/plain");
         }));
+
+  // Where a task's terminal listens (`tessera run --pty`): as the job's other reads.
+  s.Get(R"(/v1/jobs/([^/]+)/attach)", Authed([this](const Principal& who, const Req& req, Res& res) {
+          StatusOr<JobNumber> id = ParseId(req.matches[1]);
+          StatusOr<int64_t> task = ParseIntParam(req, "task", 0);
+          StatusOr<nlohmann::json> out =
+              !id.ok()     ? StatusOr<nlohmann::json>(id.status())
+              : !task.ok() ? StatusOr<nlohmann::json>(task.status())
+                           : controller_->Attach(who, id.value(), static_cast<int>(task.value()));
+          if (!out.ok()) {
+            SendError(res, out.status());
+            return;
+          }
+          SendJson(res, out.value());
+        }));
 }
 
 }  // namespace tessera
