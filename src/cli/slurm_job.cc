@@ -1,0 +1,462 @@
+// A SlurmRequest onto a Tessera job file: the gang's shape and resources, the script's
+// command through the batch prelude, and the exported environment.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "api/job_codec.h"
+#include "api/json_fields.h"
+#include "api/units.h"
+#include "base/strings.h"
+#include "cli/slurm_request.h"
+#include "cli/slurm_script.h"
+
+namespace tessera {
+namespace {
+
+using nlohmann::json;
+
+// Runs as `bash -c PRELUDE NAME OUT ERR MODE SHEBANG TEXT ARGS...` (SHEBANG: the `#!`
+// line's interpreter and its one argument, if any; no item may be empty in a job's
+// command). The script runs as its own `INTERP -c TEXT NAME ARGS` (shells) or from a
+// file (other interpreters), so its line numbers and $0 are its own. The wrapper
+// outlives the signals the tasks get (they reach every process of the task) to report
+// the script's own exit status; tee ignores them so that a checkpointing script's last
+// words still reach its files.
+constexpr std::string_view kPrelude = R"PRELUDE(set -o pipefail
+__ts_out=$1 __ts_err=$2 __ts_mode=$3 __ts_interp=${4%%[[:blank:]]*} __ts_arg= __ts_text=$5
+case $4 in *[[:blank:]]*) __ts_arg=${4#*[[:blank:]]} ;; esac
+shift 5
+__ts_expand() {
+  local p=$1 r= w v c
+  while [ -n "$p" ]; do
+    c=${p:0:1} p=${p:1}
+    if [ "$c" != % ]; then r+=$c; continue; fi
+    w=
+    while [[ $p == [0-9]* ]]; do w+=${p:0:1} p=${p:1}; done
+    c=${p:0:1} p=${p:1}
+    case $c in
+      j) v=$SLURM_JOB_ID ;;
+      A) v=${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID} ;;
+      a) v=${SLURM_ARRAY_TASK_ID:-4294967294} ;;
+      x) v=$SLURM_JOB_NAME ;;
+      u) v=${USER:-$(id -un)} ;;
+      N) v=${SLURMD_NODENAME:-${HOSTNAME%%.*}} ;;
+      n) v=${SLURM_NODEID:-0} ;;
+      t) v=${SLURM_PROCID:-0} ;;
+      %) v=% ;;
+      *) v=%$w$c ;;
+    esac
+    if [[ -n $w && $v =~ ^[0-9]+$ ]]; then printf -v v '%0*d' "$w" "$((10#$v))"; fi
+    r+=$v
+  done
+  printf '%s' "$r"
+}
+# A file shared by several tasks is appended to; one that is this task's alone starts empty.
+__ts_open() {
+  if [ "$__ts_mode" = truncate ] && { [ "${SLURM_NTASKS:-1}" = 1 ] || [[ $2 == *%t* ]]; }; then
+    : > "$1"
+  else
+    : >> "$1"
+  fi
+}
+__ts_tee() { trap '' INT TERM HUP QUIT USR1 USR2; exec tee -a "$1"; }
+__ts_run() {
+  local shell=${__ts_interp##*/}
+  [ "$shell" = env ] && shell=${__ts_arg%% *}
+  case ${shell##*/} in
+    bash|sh|dash|ksh|zsh)
+      # shellcheck disable=SC2086 # the #! argument may hold several options
+      exec "$__ts_interp" $__ts_arg -c "$__ts_text" "$0" "$@" ;;
+  esac
+  local f=$__ts_dir/${0##*/}
+  printf '%s' "$__ts_text" > "$f" && chmod +x "$f" || exit 1
+  if [ -n "$__ts_arg" ]; then exec "$__ts_interp" "$__ts_arg" "$f" "$@"; fi
+  exec "$__ts_interp" "$f" "$@"
+}
+__ts_dir=$(mktemp -d "${TMPDIR:-/tmp}/tessera-batch.XXXXXX") || exit 1
+trap 'rm -rf "$__ts_dir"' EXIT
+mkdir "$__ts_dir/bin" || exit 1
+cat > "$__ts_dir/bin/srun" <<'__TS_SRUN'
+#!/bin/bash
+# srun in a Tessera batch job: each task is already one Slurm task, so this runs the
+# command once here, without srun's options; -n K runs it on tasks 0..K-1 only.
+n=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --) shift; break ;;
+    -n|--ntasks) n=$2; shift 2 ;;
+    --ntasks=*) n=${1#*=}; shift ;;
+    -n*) n=${1#-n}; shift ;;
+    --*=*) shift ;;
+    -l|-u|-K|-Q|-v|-X|-E|-O|-H|-Z|-s|-k|--label|--unbuffered|--kill-on-bad-exit|--quiet|\
+    --verbose|--disable-status|--preserve-env|--overcommit|--hold|--no-allocate|\
+    --oversubscribe|--no-kill|--exclusive|--overlap|--pty|--exact|--whole|--contiguous|\
+    --spread-job|--test-only|--use-min-nodes|--propagate|--get-user-env) shift ;;
+    --*|-?) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+if [ -n "$n" ] && [ "${SLURM_PROCID:-0}" -ge "$n" ] 2>/dev/null; then exit 0; fi
+exec "$@"
+__TS_SRUN
+chmod +x "$__ts_dir/bin/srun" || exit 1
+export PATH="$__ts_dir/bin:$PATH"
+__ts_o=$(__ts_expand "$__ts_out")
+__ts_e=$(__ts_expand "$__ts_err")
+__ts_open "$__ts_o" "$__ts_out" || exit 1
+if [ "$__ts_e" != "$__ts_o" ]; then __ts_open "$__ts_e" "$__ts_err" || exit 1; fi
+trap : INT TERM HUP QUIT USR1 USR2
+if [ "$__ts_e" = "$__ts_o" ]; then
+  __ts_run "$@" 2>&1 | __ts_tee "$__ts_o"
+else
+  { __ts_run "$@" 2>&1 1>&3 3>&- | __ts_tee "$__ts_e" 1>&2 3>&-; } 3>&1 | __ts_tee "$__ts_o"
+fi
+__ts_rc=$?
+exit $__ts_rc
+)PRELUDE";
+
+// Variables that --export=ALL leaves behind: the controller's and agent's own (set for
+// every task), Tessera's credentials, and the submitting shell's.
+bool KeptFromEnvironment(const std::string& key, const std::string& value) {
+  for (std::string_view prefix : {"SLURM_", "SBATCH_", "TESSERA_"}) {
+    if (StartsWith(key, prefix)) {
+      return false;
+    }
+  }
+  for (std::string_view local : {"PWD", "OLDPWD", "SHLVL", "_", "HOME", "TMPDIR"}) {
+    if (key == local) {
+      return false;
+    }
+  }
+  return IsValidEnvName(key) && IsValidUtf8(value);
+}
+
+StatusOr<json> ExportedEnv(const std::optional<std::string>& spec,
+                           const std::map<std::string, std::string>& environment) {
+  const std::string text = spec.value_or("ALL");
+  json env = json::object();
+  bool all = false;
+  bool first = true;
+  for (std::string_view item : Split(text, ',')) {
+    const std::string word(Trim(item));
+    if (first && (word == "ALL" || word == "NONE" || word == "NIL")) {
+      all = word == "ALL";
+      first = false;
+      continue;
+    }
+    first = false;
+    const size_t eq = word.find('=');
+    const std::string key = word.substr(0, eq);
+    if (!IsValidEnvName(key)) {
+      return InvalidArgumentError("--export: '" + key + "' is not a variable name");
+    }
+    if (eq != std::string::npos) {
+      env[key] = word.substr(eq + 1);
+    } else if (auto it = environment.find(key); it != environment.end()) {
+      env[key] = it->second;
+    }
+  }
+  if (all) {
+    for (const auto& [key, value] : environment) {
+      if (KeptFromEnvironment(key, value) && !env.contains(key)) {
+        env[key] = value;
+      }
+    }
+  }
+  size_t bytes = 0;
+  for (const auto& [key, value] : env.items()) {
+    bytes += key.size() + value.get_ref<const std::string&>().size();
+  }
+  if (bytes > kMaxEnvBytes) {
+    return InvalidArgumentError("--export: the environment is " + std::to_string(bytes) +
+                                " bytes, over the job's " + std::to_string(kMaxEnvBytes) +
+                                "; use --export=NONE or name the variables");
+  }
+  return env;
+}
+
+// The job name sbatch gives a script: its file name, here in a job name's characters.
+std::string DefaultJobName(const std::string& script) {
+  std::string base = script.substr(script.rfind('/') + 1);
+  for (char& c : base) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      c = '_';
+    }
+  }
+  base = base.substr(0, kMaxNameLength);
+  return base.empty() ? "wrap" : base;
+}
+
+}  // namespace
+
+std::string_view BatchPrelude() { return kPrelude; }
+
+std::vector<std::string> GpuModelsForSlurmType(std::string_view type, const GpuCatalog& catalog) {
+  std::string want = AsciiLower(type);
+  for (char& c : want) {
+    c = c == '_' ? '-' : c;
+  }
+  std::vector<std::string> out;
+  for (const GpuModel& m : catalog.models()) {
+    std::vector<std::string> names = m.aliases;
+    names.push_back(m.name);
+    for (const std::string& n : names) {
+      const std::string lower = AsciiLower(n);
+      if (lower == want || StartsWith(lower, want + "-")) {
+        out.push_back(m.name);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+StatusOr<json> SlurmRequestToSpec(const SlurmRequest& r, const GpuCatalog& catalog,
+                                  std::vector<std::string>* warnings) {
+  using GpuUnit = SlurmRequest::GpuUnit;
+  using MemUnit = SlurmRequest::MemUnit;
+  json spec = json::object();
+  if (!r.partition.empty()) {
+    spec["queue"] = r.partition;
+  }
+  if (!r.priority.is_null()) {
+    spec["priority"] = r.priority;
+  }
+  // The gang: Slurm's tasks, and how many of them share a node (for per-node values).
+  const int64_t nodes = r.nodes.value_or(1);
+  const int64_t tasks = r.ntasks.has_value()            ? *r.ntasks
+                        : r.ntasks_per_node.has_value() ? nodes * *r.ntasks_per_node
+                                                        : nodes;
+  if (tasks > kMaxReplicas) {
+    return InvalidArgumentError("the job has " + std::to_string(tasks) + " tasks; at most " +
+                                std::to_string(kMaxReplicas));
+  }
+  if (tasks < nodes) {
+    return InvalidArgumentError("--ntasks=" + std::to_string(tasks) + " is fewer than --nodes=" +
+                                std::to_string(nodes));
+  }
+  int64_t per_node = 0;  // 0: the tasks do not divide evenly over the nodes
+  if (r.ntasks_per_node.has_value()) {
+    per_node = *r.ntasks_per_node;
+  } else if (tasks % nodes == 0) {
+    per_node = tasks / nodes;
+  }
+  const auto divide = [&](int64_t value, int64_t by, const std::string& origin,
+                          const std::string& what) -> StatusOr<int64_t> {
+    if (by == 0) {
+      return InvalidArgumentError(origin + ": the tasks do not divide evenly over --nodes; give "
+                                           "--ntasks-per-node");
+    }
+    if (value % by != 0) {
+      return InvalidArgumentError(origin + ": " + std::to_string(value) + " " + what + " over " +
+                                  std::to_string(by) + " tasks is not a whole number per task; " +
+                                  "give --gpus-per-task, or --nodes/--ntasks-per-node to match");
+    }
+    return value / by;
+  };
+  if (tasks != 1) {
+    spec["replicas"] = tasks;
+  }
+  if (r.nodes.has_value() && *r.nodes == 1 && tasks > 1) {
+    spec["topology"] = {{"scope", "node"}, {"hard", true}};
+  }
+  int64_t gpus = 0;
+  switch (r.gpu_unit) {
+    case GpuUnit::kNone:
+      break;
+    case GpuUnit::kPerTask:
+      gpus = r.gpu_count;
+      break;
+    case GpuUnit::kPerNode: {
+      TESSERA_ASSIGN_OR_RETURN(gpus, divide(r.gpu_count, per_node, r.gpu_origin, "GPUs per node"));
+      break;
+    }
+    case GpuUnit::kTotal: {
+      TESSERA_ASSIGN_OR_RETURN(gpus, divide(r.gpu_count, tasks, r.gpu_origin, "GPUs in all"));
+      break;
+    }
+  }
+  json res = json::object();
+  const bool shared = !r.gpu_fraction.empty() || !r.mig.empty();
+  if (gpus > 0 && !shared) {
+    res["gpus"] = gpus;
+  }
+  if (r.gpu_unit != GpuUnit::kNone && !r.gpu_type.empty()) {
+    std::vector<std::string> models = GpuModelsForSlurmType(r.gpu_type, catalog);
+    if (models.empty()) {
+      return InvalidArgumentError(r.gpu_origin + ": GPU type '" + r.gpu_type +
+                                  "' matches no GPU model in the catalog");
+    }
+    res["gpu_model"] = models.size() == 1 ? json(models[0]) : json(models);
+  }
+  if (!r.gpu_model.empty()) {
+    std::vector<std::string> models;
+    for (std::string_view m : Split(r.gpu_model, '|')) {
+      models.emplace_back(Trim(m));
+    }
+    res["gpu_model"] = models.size() == 1 ? json(models[0]) : json(models);
+  }
+  if (!r.gpu_fraction.empty()) {
+    res["gpu_fraction"] = r.gpu_fraction;
+  }
+  if (!r.gpu_memory_mib.empty()) {
+    res["gpu_memory"] = FormatMiB(*ParseInt64(r.gpu_memory_mib));
+  }
+  if (!r.mig.empty()) {
+    res["mig"] = r.mig;
+  }
+  int64_t cpus = r.cpus_per_task.value_or(1);
+  if (r.cpus_per_task.has_value()) {
+    res["cpu"] = *r.cpus_per_task;
+  } else if (r.cpus_per_gpu.has_value()) {
+    if (gpus == 0) {
+      return InvalidArgumentError("--cpus-per-gpu: the job asks for no GPUs");
+    }
+    cpus = *r.cpus_per_gpu * gpus;
+    res["cpu"] = cpus;
+  }
+  int64_t mem = 0;
+  switch (r.mem_unit) {
+    case MemUnit::kNone:
+      break;
+    case MemUnit::kPerNode:
+      if (per_node == 0) {
+        return InvalidArgumentError(r.mem_origin + ": the tasks do not divide evenly over "
+                                                   "--nodes; give --ntasks-per-node");
+      }
+      mem = r.mem_mib / per_node;  // rounded down: the node's tasks together fit in it
+      break;
+    case MemUnit::kPerGpu:
+      if (gpus == 0) {
+        return InvalidArgumentError(r.mem_origin + ": the job asks for no GPUs");
+      }
+      mem = r.mem_mib * gpus;
+      break;
+    case MemUnit::kPerCpu:
+      mem = r.mem_mib * cpus;
+      break;
+  }
+  if (mem > 0) {
+    res["memory"] = FormatMiB(mem);
+  }
+  if (!res.empty()) {
+    spec["resources"] = res;
+  }
+  if (r.time_given && r.time.has_value()) {
+    spec["runtime_limit"] = FormatDuration(*r.time);
+  }
+  json restart = json::object();
+  if (r.requeue.has_value()) {
+    // Slurm requeues after a node failure or preemption, never after the script failed.
+    restart = *r.requeue ? json{{"on", {"node-lost", "gpu-fault"}}} : json{{"max", 0}};
+  }
+  if (!r.restart_max.empty()) {
+    StatusOr<int64_t> max = ParseInt64(r.restart_max);
+    if (!max.ok()) {
+      return InvalidArgumentError("--restart-max: expected a number, got '" + r.restart_max + "'");
+    }
+    restart["max"] = *max;  // the range is the codec's
+  }
+  if (!r.restart_on.empty()) {
+    json on = json::array();
+    for (std::string_view c : Split(r.restart_on, ',')) {
+      on.push_back(std::string(Trim(c)));
+    }
+    restart["on"] = on;
+  }
+  if (!r.restart_backoff.empty()) {
+    restart["backoff"] = r.restart_backoff;
+  }
+  if (!restart.empty()) {
+    spec["restart"] = restart;
+  }
+  if (!r.array.empty()) {
+    spec["array"] = r.array;
+  }
+  if (!r.dependency.empty()) {
+    spec["dependency"] = r.dependency;
+  }
+  if (r.hold) {
+    spec["hold"] = true;
+  }
+  if (!r.signal_name.empty()) {
+    spec["signal"] = {{"name", r.signal_name}, {"before", FormatDuration(r.signal_before_s * 1'000'000)}};
+    if (!r.time_given || !r.time.has_value()) {
+      warnings->push_back("--signal: the job has no time limit (--time), so the signal is never sent");
+    }
+  }
+  if (!r.checkpoint_interval.empty()) {
+    spec["checkpoint"] = {{"interval", r.checkpoint_interval}};
+  }
+  if (r.preemptible.has_value()) {
+    spec["preemptible"] = *r.preemptible;
+  }
+  if (r.hold_if_unfit) {
+    spec["hold_if_unfit"] = true;
+  }
+  return spec;
+}
+
+StatusOr<SlurmJob> FinishSlurmJob(const SlurmJobInput& in, const SlurmRequest& r, SlurmJob job) {
+  json& spec = job.spec;
+  if (!r.job_name.empty()) {
+    if (!IsValidJobName(r.job_name)) {
+      return InvalidArgumentError("--job-name: '" + r.job_name +
+                                  "' is not a job name (1 to 128 of A-Za-z0-9._-)");
+    }
+    spec["name"] = r.job_name;
+  } else {
+    spec["name"] = DefaultJobName(in.script_name);
+  }
+  // The interpreter of the `#!` line: a path and at most one argument, as Linux reads it.
+  std::string shebang = "/bin/bash";
+  if (StartsWith(in.script_text, "#!")) {
+    std::string_view line = in.script_text;
+    line = Trim(line.substr(2, line.find('\n') == std::string_view::npos ? std::string_view::npos
+                                                                          : line.find('\n') - 2));
+    const size_t blank = line.find_first_of(" \t");
+    if (!line.empty()) {
+      shebang = std::string(line.substr(0, blank));
+      if (blank != std::string_view::npos) {
+        shebang += " " + std::string(Trim(line.substr(blank)));
+      }
+    }
+  }
+  if (Trim(in.script_text).empty()) {
+    return InvalidArgumentError((in.script_name.empty() ? "--wrap" : in.script_name) + " is empty");
+  }
+  const std::string out = !r.output.empty()  ? r.output
+                          : !r.array.empty() ? "slurm-%A_%a.out"
+                                             : "slurm-%j.out";
+  json command = {"/bin/bash",  "-c",   std::string(kPrelude),
+                  in.script_name.empty() ? "wrap" : in.script_name,
+                  out,          r.error.empty() ? out : r.error,
+                  r.open_append ? "append" : "truncate",
+                  shebang,      in.script_text};
+  for (const std::string& a : in.script_args) {
+    command.push_back(a);
+  }
+  spec["command"] = command;
+  TESSERA_ASSIGN_OR_RETURN(spec["env"], ExportedEnv(r.export_spec, in.environment));
+  if (!r.chdir.empty()) {
+    if (r.chdir[0] == '/') {
+      spec["working_dir"] = r.chdir;
+    } else if (!in.submit_dir.empty()) {
+      spec["working_dir"] = in.submit_dir + "/" + r.chdir;
+    } else {
+      return InvalidArgumentError("--chdir: '" + r.chdir +
+                                  "' is relative and the submit directory is not known");
+    }
+  }
+  if (!in.submit_dir.empty()) {
+    spec["submit_dir"] = in.submit_dir;
+  }
+  return job;
+}
+
+}  // namespace tessera
