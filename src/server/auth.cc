@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 
 namespace tessera {
 namespace {
@@ -125,8 +126,26 @@ std::string GenerateToken(std::string_view prefix) {
   return out;
 }
 
+Status CheckUserName(std::string_view user) {
+  constexpr size_t kMaxUserLength = 128;  // as the job file's `user`
+  if (user.empty() || user.size() > kMaxUserLength) {
+    return InvalidArgumentError("user: a name of 1 to " + std::to_string(kMaxUserLength) +
+                                " characters is required");
+  }
+  for (char c : user) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-' || c == '@';
+    if (!ok) {
+      return InvalidArgumentError("user: '" + std::string(user) +
+                                  "' has characters other than A-Z a-z 0-9 . _ - @");
+    }
+  }
+  return Status::Ok();
+}
+
 TokenRow MakeTokenRow(const std::string& hash, const Principal& who, int64_t created_us) {
-  return TokenRow{hash, std::string(RoleName(who.role)), who.tenant, who.name, created_us};
+  return TokenRow{hash,     std::string(RoleName(who.role)), who.tenant, who.name, created_us,
+                  who.user};
 }
 
 StatusOr<Principal> PrincipalFromRow(const TokenRow& row) {
@@ -134,7 +153,7 @@ StatusOr<Principal> PrincipalFromRow(const TokenRow& row) {
   if (!role.ok()) {
     return InvalidArgumentError("token '" + row.name + "': " + role.status().message());
   }
-  return Principal{*role, row.tenant, row.name};
+  return Principal{*role, row.tenant, row.name, row.user};
 }
 
 void TokenRegistry::Add(const std::string& hash, Principal who) {

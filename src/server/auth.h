@@ -35,9 +35,16 @@ struct Principal {
   Role role = Role::kTenant;
   std::string tenant;  // the tenant a kTenant principal acts for; "" for others
   std::string name;    // who holds the token (a person, a CI job; for kNode the node name)
+  // The person a kTenant token stands for inside its tenant; "" for a token of the tenant
+  // as a whole. A user token's jobs are that user's, whatever their file says.
+  std::string user = "";  // an initializer, so that aggregates may leave it out
 
   bool operator==(const Principal&) const = default;
 };
+
+// A user name as a token and a job file carry it: 1 to 128 of A-Z a-z 0-9 . _ - @
+// (InvalidArgument naming what is wrong otherwise).
+Status CheckUserName(std::string_view user);
 
 // SHA-256 of the token, 64 lowercase hex digits (OpenSSL EVP).
 std::string HashToken(std::string_view token);

@@ -99,7 +99,7 @@ TEST(TokenRegistryTest, RemoveAndReplace) {
 TEST(TokenRegistryTest, RowsRoundTrip) {
   Principal who{Role::kTenant, "team-a", "ci"};
   TokenRow row = MakeTokenRow(HashToken("s1"), who, 99);
-  EXPECT_EQ(row, (TokenRow{HashToken("s1"), "tenant", "team-a", "ci", 99}));
+  EXPECT_EQ(row, (TokenRow{HashToken("s1"), "tenant", "team-a", "ci", 99, ""}));
   auto back = PrincipalFromRow(row);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, who);
@@ -112,11 +112,28 @@ TEST(TokenRegistryTest, RowsRoundTrip) {
   EXPECT_EQ(registry.Authenticate("Bearer s2")->role, Role::kAdmin);
 
   TokenRegistry strict;
-  TokenRow bad{HashToken("s3"), "superuser", "", "mallory", 1};
+  TokenRow bad{HashToken("s3"), "superuser", "", "mallory", 1, ""};
   Status status = strict.AddRows({MakeTokenRow(HashToken("s4"), who, 1), bad});
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("mallory"), std::string::npos) << status.ToString();
   EXPECT_EQ(strict.size(), 0u);
+}
+
+TEST(TokenRegistryTest, AUserTokenKeepsItsUserThroughItsRow) {
+  Principal alice{Role::kTenant, "team-a", "alice@team-a", "alice"};
+  TokenRow row = MakeTokenRow(HashToken("s5"), alice, 7);
+  EXPECT_EQ(row.user, "alice");
+  auto back = PrincipalFromRow(row);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, alice);
+  TokenRegistry registry;
+  ASSERT_TRUE(registry.AddRows({row}).ok());
+  EXPECT_EQ(registry.Authenticate("Bearer s5")->user, "alice");
+
+  EXPECT_TRUE(CheckUserName("alice.b-c_d@x").ok());
+  EXPECT_EQ(CheckUserName("").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckUserName("a b").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckUserName(std::string(129, 'a')).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(TokenRegistryTest, ConcurrentReadersAndWriters) {

@@ -81,6 +81,7 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
       {"id", row.id},
       {"name", row.name},
       {"tenant", row.tenant},
+      {"user", job.submission.spec.user},
       {"queue", row.queue},
       {"state", row.state},
       {"priority", job.submission.spec.priority},
@@ -155,6 +156,7 @@ void Controller::PublishView(const LiveJob& job) {
   view->tenant = job.row.tenant;
   view->queue = job.row.queue;
   view->state = job.row.state;
+  view->user = job.submission.spec.user;
   FillReason(job, *view);
   // The spec is most of a job's view and never changes: its stored text is spliced in
   // rather than parsed into a tree.

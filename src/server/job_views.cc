@@ -113,7 +113,8 @@ PublishedJobs::Page PublishedJobs::List(const Principal& who, const JobFilter& f
           (!filter.states.empty() && std::find(filter.states.begin(), filter.states.end(),
                                                job.state) == filter.states.end()) ||
           (!filter.queue.empty() && job.queue != filter.queue) ||
-          (!filter.tenant.empty() && job.tenant != filter.tenant)) {
+          (!filter.tenant.empty() && job.tenant != filter.tenant) ||
+          (!filter.user.empty() && job.user != filter.user)) {
         continue;
       }
       if (page.jobs.size() == limit) {

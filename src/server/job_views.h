@@ -38,6 +38,7 @@ struct JobFilter {
   std::vector<std::string> states;
   std::string queue;
   std::string tenant;
+  std::string user;
   size_t limit = 1000;
 };
 
@@ -106,6 +107,7 @@ std::string PendingReasonOf(const PendingDemand& job, const WaitContext& context
 struct JobView {
   JobNumber id;
   std::string tenant, queue, state;
+  std::string user;  // the spec's user ("" when none)
   // The job's JSON object without its closing brace and without "reason".
   std::string body;
   // Not pending: the reason. Pending: why it was requeued, if it was ("" otherwise);

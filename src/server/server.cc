@@ -30,25 +30,12 @@
 namespace tessera {
 namespace {
 
-// The since= and until= parameters (RFC 3339) over the defaults in *since and *until.
-Status ParseWindow(const httplib::Request& req, Micros* since, Micros* until) {
-  for (auto [name, target] : {std::pair{"since", since}, std::pair{"until", until}}) {
-    if (req.has_param(name)) {
-      StatusOr<Micros> t = ParseRfc3339(req.get_param_value(name));
-      if (!t.ok()) {
-        return InvalidArgumentError(std::string(name) + ": " + t.status().message());
-      }
-      *target = t.value();
-    }
-  }
-  return Status::Ok();
-}
-
 using server_internal::AdminOnly;
 using server_internal::IsYaml;
 using server_internal::ParseBody;
 using server_internal::ParseId;
 using server_internal::ParseIntParam;
+using server_internal::ParseWindow;
 using server_internal::SendError;
 using server_internal::SendJson;
 
@@ -232,7 +219,7 @@ Status Server::Init() {
     if (!role.ok()) {
       return InternalError("stored token '" + row.name + "': " + role.status().message());
     }
-    tokens_->Add(row.hash, Principal{role.value(), row.tenant, row.name});
+    tokens_->Add(row.hash, Principal{role.value(), row.tenant, row.name, row.user});
     have_admin = have_admin || role.value() == Role::kAdmin;
     have_join = have_join || role.value() == Role::kAgent;
     have_metrics = have_metrics || role.value() == Role::kMetrics;
@@ -242,7 +229,7 @@ Status Server::Init() {
   auto make = [&](Role role, const char* prefix, const char* file) -> Status {
     const std::string token = GenerateToken(prefix);
     TESSERA_RETURN_IF_ERROR(WriteSecret(options_.data_dir + "/" + file, token));
-    TokenRow row{HashToken(token), std::string(RoleName(role)), "", file, now};
+    TokenRow row{HashToken(token), std::string(RoleName(role)), "", file, now, ""};
     tokens_->Add(row.hash, Principal{role, "", file});
     batch.tokens.push_back(std::move(row));
     return Status::Ok();
@@ -316,18 +303,21 @@ Status Server::Init() {
 }
 
 StatusOr<std::string> Server::CreateTenantToken(const std::string& tenant,
-                                                const std::string& name) {
+                                                const std::string& name, const std::string& user) {
   const std::vector<std::string> tenants = controller_->Tenants();
   if (std::find(tenants.begin(), tenants.end(), tenant) == tenants.end()) {
     return InvalidArgumentError("no tenant '" + tenant + "' in the queue configuration");
   }
+  if (!user.empty()) {
+    TESSERA_RETURN_IF_ERROR(CheckUserName(user));
+  }
   const std::string token = GenerateToken("tsr_" + tenant);
   TokenRow row{HashToken(token), std::string(RoleName(Role::kTenant)), tenant, name,
-               clock_.NowMicros()};
+               clock_.NowMicros(), user};
   WriteBatch batch;
   batch.tokens.push_back(row);
   TESSERA_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
-  tokens_->Add(row.hash, Principal{Role::kTenant, tenant, name});
+  tokens_->Add(row.hash, Principal{Role::kTenant, tenant, name, user});
   return token;
 }
 
@@ -402,6 +392,7 @@ void Server::Routes() {
   NodeAdminRoutes();
   HistoryRoutes();
   ValidationRoutes();
+  AccountRoutes();
 
   s.set_error_handler([](const Req&, Res& res) {
     if (res.status == 404 && res.body.empty()) {
@@ -562,8 +553,9 @@ void Server::ConfigRoutes() {
           }
           const std::string by = req.has_param("by") ? req.get_param_value("by") : "tenant";
           // A tenant sees its own usage only.
-          StatusOr<nlohmann::json> out =
-              controller_->Usage(since, until, by, who.role == Role::kTenant ? who.tenant : "");
+          const std::string scope = who.role == Role::kTenant ? who.tenant : "";
+          StatusOr<nlohmann::json> out = by == "user" ? UsageByUser(since, until, scope)
+                                                      : controller_->Usage(since, until, by, scope);
           if (!out.ok()) {
             SendError(res, out.status());
             return;

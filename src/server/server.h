@@ -130,8 +130,10 @@ class Server {
   const std::string& join_token() const { return join_token_; }
   const std::string& metrics_token() const { return metrics_token_; }
   Controller& controller() { return *controller_; }
-  // Creates a tenant token (stored hashed) and returns it.
-  StatusOr<std::string> CreateTenantToken(const std::string& tenant, const std::string& name);
+  // Creates a tenant token (stored hashed) and returns it; a non-empty `user` makes it
+  // that user's token inside the tenant (CheckUserName).
+  StatusOr<std::string> CreateTenantToken(const std::string& tenant, const std::string& name,
+                                          const std::string& user = "");
 
   // Who may call an endpoint: users (admin, tenants), metrics readers (metrics, admin) or
   // agents (the join token, node credentials).
@@ -156,6 +158,10 @@ class Server {
   void NodeAdminRoutes();
   void HistoryRoutes();  // GET /v1/admin/history (server_whatif.cc)
   void ValidationRoutes();  // /v1/admin/validations (server_validations.cc)
+  // /v1/tokens, /v1/whoami and /v1/history (server_accounts.cc).
+  void AccountRoutes();
+  // GET /v1/usage?by=user: the controller's usage by job, added up by the jobs' users.
+  StatusOr<nlohmann::json> UsageByUser(Micros since, Micros until, const std::string& tenant);
   // The agent channel (server_channel.cc): started before the scheduling loop, so that
   // its first decisions are pushed.
   Status StartChannel();

@@ -26,6 +26,16 @@ constexpr int64_t kMaxLogRead = 1 << 20;
 constexpr int64_t kDefaultPage = 100;  // jobs per page of GET /v1/jobs
 constexpr int64_t kMaxPage = 1000;
 
+// A user token's jobs are its user's, whatever the file says; a tenant token without a
+// user keeps the file's user, else its own name (when that is a valid user name).
+void StampUser(const Principal& who, JobSpec& spec) {
+  if (!who.user.empty()) {
+    spec.user = who.user;
+  } else if (spec.user.empty() && who.role == Role::kTenant && CheckUserName(who.name).ok()) {
+    spec.user = who.name;
+  }
+}
+
 // Answers a page of GET /v1/jobs streamed in chunks: each slice of jobs is rendered
 // from the published views (the controller's lock is not taken), then sent at a lower
 // CPU priority. A page of 1,000 jobs (about 0.7 MB) in one piece held a core and the
@@ -81,6 +91,7 @@ void Server::JobRoutes() {
              SendError(res, job.status());
              return;
            }
+           StampUser(who, job->spec);
            bool created = false;
            StatusOr<nlohmann::json> out = controller_->Submit(
                who, std::move(job).value(), req.get_header_value("Idempotency-Key"), &created);
@@ -110,6 +121,9 @@ void Server::JobRoutes() {
            limiter_->Charge(
                HashToken(req.get_header_value("Authorization")),
                static_cast<double>(jobs->size()) / std::max(options_.batch_jobs_per_token, 1.0));
+           for (JobSubmission& job : jobs.value()) {
+             StampUser(who, job.spec);
+           }
            bool created = false;
            StatusOr<nlohmann::json> out = controller_->SubmitBatch(
                who, std::move(jobs).value(), req.get_header_value("Idempotency-Key"), &created);
@@ -133,6 +147,7 @@ void Server::JobRoutes() {
           }
           filter.queue = req.get_param_value("queue");
           filter.tenant = req.get_param_value("tenant");
+          filter.user = req.get_param_value("user");
           StatusOr<int64_t> limit = ParseIntParam(req, "limit", kDefaultPage);
           StatusOr<int64_t> after = ParseIntParam(req, "after", 0);
           if (!limit.ok() || !after.ok()) {

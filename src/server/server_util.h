@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "api/http_errors.h"
 #include "base/status.h"
+#include "base/time_format.h"
 #include "server/auth.h"
 #include "server/job_number.h"
 
@@ -59,6 +61,20 @@ inline StatusOr<int64_t> ParseIntParam(const httplib::Request& req, const char* 
                                 "'");
   }
   return out;
+}
+
+// The optional `since` and `until` parameters (RFC 3339) over the defaults in *since, *until.
+inline Status ParseWindow(const httplib::Request& req, Micros* since, Micros* until) {
+  for (auto [name, target] : {std::pair{"since", since}, std::pair{"until", until}}) {
+    if (req.has_param(name)) {
+      StatusOr<Micros> t = ParseRfc3339(req.get_param_value(name));
+      if (!t.ok()) {
+        return InvalidArgumentError(std::string(name) + ": " + t.status().message());
+      }
+      *target = t.value();
+    }
+  }
+  return Status::Ok();
 }
 
 inline bool IsYaml(const httplib::Request& req) {

@@ -1,6 +1,7 @@
 #include "server/usage_report.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <set>
 #include <utility>
@@ -10,8 +11,9 @@
 namespace tessera {
 
 Status CheckUsageQuery(Micros since, Micros until, std::string_view by) {
-  if (by != "tenant" && by != "queue" && by != "job") {
-    return InvalidArgumentError("by must be tenant, queue or job, got '" + std::string(by) + "'");
+  if (by != "tenant" && by != "queue" && by != "job" && by != "user") {
+    return InvalidArgumentError("by must be tenant, queue, job or user, got '" + std::string(by) +
+                                "'");
   }
   if (until <= since) {
     return InvalidArgumentError("until must be after since");
@@ -62,6 +64,43 @@ nlohmann::json SumUsage(const std::vector<UsageRow>& rows, Micros since, Micros 
                         {"until", FormatRfc3339(until)},
                         {"by", std::string(by)},
                         {"rows", std::move(out)}};
+}
+
+nlohmann::json UsageByUser(const nlohmann::json& by_job,
+                           const std::map<uint64_t, JobOwner>& owners) {
+  struct Group {
+    double gpu_hours = 0, used_gpu_hours = 0, measured_gpu_hours = 0;
+    int64_t jobs = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Group> groups;  // (tenant, user)
+  for (const nlohmann::json& row : by_job.value("rows", nlohmann::json::array())) {
+    const std::string key = row.value("key", "");
+    uint64_t job = 0;
+    std::from_chars(key.data(), key.data() + key.size(), job);
+    auto owner = owners.find(job);
+    Group& g = groups[owner != owners.end() ? std::make_pair(owner->second.tenant, owner->second.user)
+                                            : std::make_pair(std::string(), std::string())];
+    g.gpu_hours += row.value("gpu_hours", 0.0);
+    g.used_gpu_hours += row.value("used_gpu_hours", 0.0);
+    g.measured_gpu_hours += row.value("measured_gpu_hours", 0.0);
+    g.jobs += row.value("jobs", int64_t{0});
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [key, g] : groups) {
+    out.push_back({{"key", key.second},
+                   {"tenant", key.first},
+                   {"gpu_hours", g.gpu_hours},
+                   {"jobs", g.jobs},
+                   {"used_gpu_hours", g.used_gpu_hours},
+                   {"measured_gpu_hours", g.measured_gpu_hours},
+                   {"efficiency", g.measured_gpu_hours > 0
+                                      ? nlohmann::json(g.used_gpu_hours / g.measured_gpu_hours)
+                                      : nlohmann::json(nullptr)}});
+  }
+  nlohmann::json result = by_job;
+  result["by"] = "user";
+  result["rows"] = std::move(out);
+  return result;
 }
 
 Status CheckUsageSeriesQuery(Micros since, Micros until, Micros step) {

@@ -19,7 +19,7 @@
 
 namespace tessera {
 
-// InvalidArgument unless `by` is tenant, queue or job and the window is not empty.
+// InvalidArgument unless `by` is tenant, queue, job or user and the window is not empty.
 Status CheckUsageQuery(Micros since, Micros until, std::string_view by);
 
 // GET /v1/usage: per key of `by`, the GPU-hours and the number of distinct jobs, in key
@@ -28,6 +28,16 @@ Status CheckUsageQuery(Micros since, Micros until, std::string_view by);
 // "efficiency" (used / measured GPU-hours; null when none was measured). `tenant` non-empty: only that tenant's rows.
 nlohmann::json SumUsage(const std::vector<UsageRow>& rows, Micros since, Micros until,
                         std::string_view by, std::string_view tenant);
+
+// Who a job belongs to: its tenant and the user inside it ("" when none).
+struct JobOwner {
+  std::string tenant, user;
+};
+
+// GET /v1/usage?by=user: SumUsage's rows by job (`by_job`, its answer for by=job) added
+// up per (tenant, user) of `owners` (a job it lacks counts for its own tenant's user
+// ""), in (tenant, user) order; each row's "key" is the user and "tenant" its tenant.
+nlohmann::json UsageByUser(const nlohmann::json& by_job, const std::map<uint64_t, JobOwner>& owners);
 
 // The most buckets a series may have.
 inline constexpr int64_t kMaxUsageBuckets = 1000;

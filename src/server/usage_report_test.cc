@@ -64,9 +64,9 @@ TEST(UsageReportTest, EfficiencyIsUsedOverMeasuredGpuHours) {
 
 TEST(UsageReportTest, RefusesBadQueriesBeforeAnyRowIsRead) {
   EXPECT_TRUE(CheckUsageQuery(0, 1, "tenant").ok());
-  Status by = CheckUsageQuery(0, 1, "user");
+  Status by = CheckUsageQuery(0, 1, "account");
   EXPECT_EQ(by.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(by.message().find("tenant, queue or job"), std::string::npos);
+  EXPECT_NE(by.message().find("tenant, queue, job or user"), std::string::npos);
   EXPECT_FALSE(CheckUsageQuery(5, 5, "job").ok());
   EXPECT_TRUE(CheckUsageSeriesQuery(0, kHour, kHour / 1000).ok());
   EXPECT_FALSE(CheckUsageSeriesQuery(0, kHour, 0).ok());
@@ -101,6 +101,33 @@ TEST(UsageReportTest, SeriesAverageTheGpusHeldPerBucket) {
   nlohmann::json only_b = UsageSeries(rows, 0, 2 * kHour, kHour, "b", quota);
   ASSERT_EQ(only_b["series"].size(), 1u);
   EXPECT_EQ(only_b["series"][0]["key"], "b");
+}
+
+TEST(UsageReportTest, ByUserAddsUpEachUsersJobsWithinItsTenant) {
+  const std::vector<UsageRow> rows = {
+      Row(1, "a", 0, kHour, 1000),      // alice@a: 1
+      Row(2, "a", 0, kHour, 2000),      // bob@a: 2
+      Row(3, "a", 0, 2 * kHour, 1000),  // alice@a: 2 more
+      Row(4, "b", 0, kHour, 4000),      // alice@b: 4, another tenant's alice
+      Row(5, "b", 0, kHour, 500),       // not in the owners: b's user ""
+  };
+  const std::map<uint64_t, JobOwner> owners = {
+      {1, {"a", "alice"}}, {2, {"a", "bob"}}, {3, {"a", "alice"}}, {4, {"b", "alice"}}};
+  nlohmann::json by_user = UsageByUser(SumUsage(rows, 0, 2 * kHour, "job", ""), owners);
+  EXPECT_EQ(by_user["by"], "user");
+  const nlohmann::json& r = by_user["rows"];
+  ASSERT_EQ(r.size(), 4u) << by_user.dump();
+  EXPECT_EQ(r[0]["tenant"], "");  // job 5's owner unknown
+  EXPECT_EQ(r[1]["tenant"], "a");
+  EXPECT_EQ(r[1]["key"], "alice");
+  EXPECT_DOUBLE_EQ(r[1]["gpu_hours"].get<double>(), 3.0);
+  EXPECT_EQ(r[1]["jobs"], 2);
+  EXPECT_EQ(r[2]["key"], "bob");
+  EXPECT_DOUBLE_EQ(r[2]["gpu_hours"].get<double>(), 2.0);
+  EXPECT_EQ(r[3]["tenant"], "b");
+  EXPECT_EQ(r[3]["key"], "alice");
+  EXPECT_DOUBLE_EQ(r[3]["gpu_hours"].get<double>(), 4.0);
+  EXPECT_TRUE(CheckUsageQuery(0, kHour, "user").ok());
 }
 
 }  // namespace
