@@ -57,7 +57,7 @@ class JobDecoder {
         "env",      "working_dir", "submit_dir",    "replicas",   "resources",
         "topology", "checkpoint",  "runtime_limit", "preemptible", "hold_if_unfit",
         "restart",  "array",       "array_index",   "dependency", "hold",
-        "priority_class"};
+        "priority_class", "signal"};
     if (embedded_ != nullptr) {
       keys.insert(keys.end(), embedded_->extra_keys.begin(), embedded_->extra_keys.end());
     }
@@ -659,7 +659,8 @@ bool operator==(const JobSubmission& a, const JobSubmission& b) {
          a.submit_dir == b.submit_dir && a.checkpoint_dir == b.checkpoint_dir &&
          a.hold_if_unfit == b.hold_if_unfit && a.restart == b.restart && a.array == b.array &&
          a.array_index == b.array_index && a.dependency == b.dependency && a.hold == b.hold &&
-         a.priority_class == b.priority_class;
+         a.priority_class == b.priority_class && a.limit_signal == b.limit_signal &&
+         a.limit_signal_before == b.limit_signal_before;
 }
 
 bool IsValidJobName(std::string_view name) {

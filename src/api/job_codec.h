@@ -26,6 +26,7 @@
 //   array: "0-999%50"            # a job array (job_relations.h): one job per index
 //   dependency: "afterok:12"     # starts only once this holds (job_relations.h)
 //   hold: true                   # submitted held: it waits for `tessera release`
+//   signal: {name: USR1, before: 90s}   # sent that long before runtime_limit (default 60s)
 //   priority_class: high         # a priority class of the queue configuration (also
 //                                # `priority: high`); the server sets `priority` from it
 //
@@ -85,6 +86,9 @@ struct JobSubmission {
   std::string dependency;    // canonical DependencySpecText; "": none
   bool hold = false;         // submitted held
   std::string priority_class;  // a priority class name the server resolves; "": none
+  // A signal the tasks get `limit_signal_before` ahead of the runtime limit; 0: none.
+  int limit_signal = 0;
+  Micros limit_signal_before = 0;
 };
 
 // Field-by-field equality, JobSpec included (submit_time too).

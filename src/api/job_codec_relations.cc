@@ -2,10 +2,52 @@
 
 #include <algorithm>
 
+#include <csignal>
+
 #include "api/job_relations.h"
+#include "api/units.h"
 #include "base/strings.h"
 
 namespace tessera {
+namespace {
+
+constexpr std::pair<const char*, int> kSignals[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ABRT", SIGABRT},
+    {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
+    {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"CONT", SIGCONT},
+    {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"URG", SIGURG},   {"XCPU", SIGXCPU},
+    {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}};
+
+std::string SignalName(int sig) {
+  for (const auto& [name, value] : kSignals) {
+    if (value == sig) {
+      return name;
+    }
+  }
+  return std::to_string(sig);
+}
+
+}  // namespace
+
+StatusOr<int> ParseSignalName(std::string_view text) {
+  std::string name(Trim(text));
+  for (char& c : name) {
+    c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  }
+  if (name.rfind("SIG", 0) == 0) {
+    name.erase(0, 3);
+  }
+  for (const auto& [n, value] : kSignals) {
+    if (name == n) {
+      return value;
+    }
+  }
+  if (StatusOr<int64_t> v = ParseInt64(name); v.ok() && *v >= 1 && *v <= 64) {
+    return static_cast<int>(*v);
+  }
+  return InvalidArgumentError("'" + ToValidUtf8(std::string(text.substr(0, 40))) +
+                              "' is not a signal: use a name such as USR1 or a number 1..64");
+}
 
 Status ReadJobRelations(const Json& j, FieldReader& r, JobSubmission* job) {
   constexpr size_t kMaxText = 64 * 1024;
@@ -54,6 +96,27 @@ Status ReadJobRelations(const Json& j, FieldReader& r, JobSubmission* job) {
     }
     job->priority_class = from_priority;
   }
+  if (const Json* v = FindField(j, "signal")) {
+    TESSERA_RETURN_IF_ERROR(r.CheckObject(*v, "signal", {"name", "before"}));
+    const Json* name = FindField(*v, "name");
+    if (name == nullptr) {
+      return r.Error("signal.name", "is required, e.g. USR1");
+    }
+    TESSERA_ASSIGN_OR_RETURN(std::string text, r.ScalarText(*name, "signal.name", 40));
+    StatusOr<int> sig = ParseSignalName(text);
+    if (!sig.ok()) {
+      return r.Error("signal.name", sig.status().message());
+    }
+    job->limit_signal = *sig;
+    job->limit_signal_before = 60'000'000;
+    if (const Json* before = FindField(*v, "before")) {
+      TESSERA_ASSIGN_OR_RETURN(job->limit_signal_before,
+                               r.Quantity(*before, "signal.before", &ParseDurationMicros));
+      if (job->limit_signal_before < 0 || job->limit_signal_before > 7LL * 24 * 3600 * 1'000'000) {
+        return r.Error("signal.before", "must be between 0 and 7 days");
+      }
+    }
+  }
   if (!job->priority_class.empty() && !IsValidJobName(job->priority_class)) {
     return r.Error("priority_class", "'" + ToValidUtf8(job->priority_class.substr(0, 80)) +
                                          "' is not a valid name");
@@ -76,6 +139,10 @@ void WriteJobRelations(const JobSubmission& job, Json& out) {
   }
   if (!job.priority_class.empty()) {
     out["priority_class"] = job.priority_class;
+  }
+  if (job.limit_signal > 0) {
+    out["signal"] = {{"name", SignalName(job.limit_signal)},
+                     {"before", FormatDuration(job.limit_signal_before)}};
   }
 }
 

@@ -8,9 +8,11 @@
 
 namespace tessera {
 
-// Reads `array`, `array_index`, `dependency`, `hold`, `priority_class` and a `priority`
+// Reads `array`, `array_index`, `dependency`, `hold`, `signal`, `priority_class` and a `priority`
 // written as a name into `job`, each checked (InvalidArgument naming the key).
 Status ReadJobRelations(const Json& j, FieldReader& reader, JobSubmission* job);
+// A signal by name ("USR1", "SIGUSR1", "usr1") or number (1..64).
+StatusOr<int> ParseSignalName(std::string_view text);
 // Writes them into `out` (absent when unset), so that they read back equal.
 void WriteJobRelations(const JobSubmission& job, Json& out);
 

@@ -119,6 +119,18 @@ TEST(JobFileRelationsTest, ReadBackEqualAndChecked) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, element);
 
+  StatusOr<JobSubmission> signalled =
+      ParseJobYaml("command: [true]\nsignal: {name: sigusr2, before: 90s}\n", catalog);
+  ASSERT_TRUE(signalled.ok()) << signalled.status().ToString();
+  EXPECT_EQ(signalled->limit_signal, 12);
+  EXPECT_EQ(signalled->limit_signal_before, 90'000'000);
+  EXPECT_EQ(JobSubmissionToJson(*signalled, catalog)["signal"],
+            nlohmann::json({{"name", "USR2"}, {"before", "1m30s"}}));
+  EXPECT_EQ(ParseJobYaml("command: [true]\nsignal: {name: 10}\n", catalog)->limit_signal_before,
+            60'000'000);
+  EXPECT_NE(ParseJobYaml("command: [true]\nsignal: {name: BOOM}\n", catalog).status().message().find(
+                "signal.name: 'BOOM' is not a signal"),
+            std::string::npos);
   EXPECT_NE(ParseJobYaml("command: [true]\narray: 0-3\narray_index: 7\n", catalog)
                 .status()
                 .message()
