@@ -178,6 +178,12 @@ Status Controller::LoadJobRows(Micros now) {
       }
     }
   }
+  // Holds, dependencies and throttles found again (their jobs are all in memory now).
+  for (auto& [id, job] : jobs_.all()) {
+    if (!Terminal(job.state)) {
+      WatchGates(job);
+    }
+  }
   Archive(now);  // the oldest finished jobs stay in the store only
   return Status::Ok();
 }
@@ -244,6 +250,7 @@ void Controller::Loop() {
 
 void Controller::EventForwarder::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
   controller->LearnRuntime(job, event);
+  controller->gates_.dirty = true;  // a start or an end may let a gated job go
   if (controller->options_.lifecycle_listener == nullptr) {
     return;
   }

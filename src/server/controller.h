@@ -97,6 +97,7 @@
 #include "server/core_session.h"
 #include "server/gpu_health.h"
 #include "server/idle_watch.h"
+#include "server/job_gates.h"
 #include "server/job_logs.h"
 #include "server/job_state.h"
 #include "server/job_table.h"
@@ -205,6 +206,17 @@ class Controller {
   StatusOr<nlohmann::json> GetJob(const Principal& who, JobNumber id);
   StatusOr<std::string> GetJobText(const Principal& who, JobNumber id);
   StatusOr<nlohmann::json> Cancel(const Principal& who, JobNumber id);
+  // Jobs named as users name them (controller_gates.cc): "12" or "12_3" (element 3 of
+  // array 12). NotFound when there is no such job visible to `who`.
+  StatusOr<JobNumber> ResolveJobId(const Principal& who, const std::string& text);
+  // Cancel, hold, release and requeue by such a name; "12" where 12 is an array's id
+  // acts on every element of the array. Returns {"jobs": [ids acted on]} (cancel: the
+  // job's JSON for one job). Hold: pending jobs only; release: held ones; requeue:
+  // running ones (their attempt ends and they wait again, not counted as a restart).
+  StatusOr<nlohmann::json> CancelNamed(const Principal& who, const std::string& text);
+  StatusOr<nlohmann::json> Hold(const Principal& who, const std::string& text);
+  StatusOr<nlohmann::json> Release(const Principal& who, const std::string& text);
+  StatusOr<nlohmann::json> Requeue(const Principal& who, const std::string& text);
   StatusOr<LogChunk> ReadLog(const Principal& who, JobNumber id, int task, int64_t offset,
                              int64_t max_bytes);
   // GET /v1/jobs/{id}/attach (controller_attach.cc): where task `task`'s terminal
@@ -468,6 +480,37 @@ class Controller {
   void MeasureUsage(const LiveJob& job, UsageRow& row);
   void WriteIdleMetrics(MetricsWriter& w, Micros now) const;
   IdleState idle_;  // mu_
+
+  // Arrays, dependencies, holds and singletons (controller_gates.cc, job_gates.h); mu_
+  // held. At submission: an array's elements, the priority class resolved, the
+  // dependency's jobs found (`lock` may be released, as FindOrLoad does).
+  StatusOr<std::vector<JobSubmission>> ExpandArray(JobSubmission job) const;
+  Status PrepareSubmission(const Principal& who, JobSubmission& job,
+                           std::unique_lock<std::mutex>& lock);
+  // A durable job that a hold, dependency, singleton or throttle may keep back: watched,
+  // and gated at once until the next pass says otherwise.
+  void WatchGates(LiveJob& job);
+  // Before each cycle (when something changed): gates and ungates the watched jobs.
+  void UpdateGates(Micros now);
+  std::string GateReason(const LiveJob& job) const;  // "" when not gated
+  // The array a job belongs to (its first element's id); 0: none.
+  uint64_t ArrayIdOf(const LiveJob& job) const;
+  std::shared_ptr<const JobGates::Array> ParsedArray(const std::string& text) const;
+  // The jobs a dependency names (an array's elements for an array's id).
+  StatusOr<std::vector<JobNumber>> DependencyJobs(const JobRef& ref,
+                                                  std::unique_lock<std::mutex>* lock);
+  DependencyTarget TargetOf(JobNumber id);
+  // The job ids a user's name stands for: one job, or every element of an array.
+  StatusOr<std::vector<JobNumber>> NamedJobs(const Principal& who, const std::string& text,
+                                             std::unique_lock<std::mutex>& lock);
+  // SLURM_* variables of a task (so that batch scripts written for Slurm run).
+  void AddSlurmEnv(const LiveJob& job, int task, const std::vector<std::string>& node_order,
+                   int local_rank, TaskLaunch& launch) const;
+  JobGates gates_;  // mu_
+  // Runtime limits and the signal ahead of them (controller_limits.cc); mu_ held.
+  void EnforceTimeLimits(Micros now, Pending& out);
+  std::map<JobNumber, int32_t> limit_signalled_;  // job -> the attempt signalled; mu_
+  mutable std::map<std::string, std::shared_ptr<const JobGates::Array>> parsed_arrays_;  // mu_
 
   // GPU faults and restarts (controller_restarts.cc); mu_ held.
   // A GPU failed in a way that ends the work on it (FaultEndsWork): the jobs holding it

@@ -179,6 +179,7 @@ TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
   l.env["NODE_RANK"] = std::to_string(node_rank);
   l.env["LOCAL_WORLD_SIZE"] = std::to_string(
       std::count_if(job.tasks.begin(), job.tasks.end(), [&](const TaskRun& r) { return r.node == mine; }));
+  AddSlurmEnv(job, task, node_order, local_rank, l);
   l.env["TESSERA_JOB_ID"] = std::to_string(job.row.id);
   l.env["TESSERA_JOB_NAME"] = job.row.name;
   l.env["TESSERA_TASK_INDEX"] = std::to_string(task);
@@ -432,6 +433,7 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
 
 bool Controller::RunCoreCycle(Micros now, Pending& out) {
   ReleaseRestarts(now, out);  // backoffs that ended: offered to this cycle
+  UpdateGates(now);           // dependencies met, holds released, throttles with room
   if (core_.state()->present_count() == 0 || core_.scheduler()->pending() == 0) {
     return false;
   }
@@ -474,6 +476,7 @@ Status Controller::RunCycle() {
                    now, out);
         }
       }
+      EnforceTimeLimits(now, out);
     }
     if (core_.rebuild_pending()) {
       Status s = RebuildScheduler(now, out);

@@ -10,6 +10,7 @@
 #include <limits>
 #include <set>
 
+#include "api/job_batch.h"
 #include "server/controller_rows.h"
 #include "server/pending_reasons.h"
 
@@ -56,6 +57,18 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   if (!healthy()) {
     return UnavailableError("the state store failed; the controller accepts no changes");
   }
+  if (!job.array.empty()) {
+    // An array is one batch of its elements: one durable commit, consecutive ids.
+    if (job.array_index >= 0) {
+      return InvalidArgumentError("array_index: is set by the server on each element of an array");
+    }
+    TESSERA_ASSIGN_OR_RETURN(std::vector<JobSubmission> elements, ExpandArray(std::move(job)));
+    TESSERA_ASSIGN_OR_RETURN(nlohmann::json out,
+                             SubmitBatch(who, std::move(elements), idempotency_key, created));
+    out["array_job"] = out["ids"].front();
+    out["id"] = out["ids"].front();
+    return out;
+  }
   const Micros now = clock_->NowMicros();
   JobNumber id;
   JobRow row;
@@ -65,6 +78,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     if (!resolved.ok()) {
       return resolved.status();
     }
+    TESSERA_RETURN_IF_ERROR(PrepareSubmission(who, job, lock));
     const std::string tenant = std::move(resolved).value();
     const std::string& queue = job.spec.queue;
     if (!idempotency_key.empty()) {
@@ -102,7 +116,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     row.spec_json = JobSubmissionToJson(job, *catalog_).dump();
     row.state = std::string(JobStateName(JobState::kPending));
     row.submit_us = now;
-    row.reason = "waiting for the next scheduling cycle";
+    row.reason = job.hold ? HeldReason(id) : "waiting for the next scheduling cycle";
     LiveJob& j = jobs_.Add(id);  // finished (invisible to the core) until durable
     j.row = row;
     j.submission = std::move(job);
@@ -168,6 +182,28 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
   if (jobs.empty()) {
     return InvalidArgumentError("jobs: a batch needs at least one job");
   }
+  // Arrays in a batch: their elements in their place.
+  if (std::any_of(jobs.begin(), jobs.end(), [](const JobSubmission& j) { return !j.array.empty(); })) {
+    std::vector<JobSubmission> flat;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (jobs[i].array.empty() || jobs[i].array_index >= 0) {
+        flat.push_back(std::move(jobs[i]));
+        continue;
+      }
+      StatusOr<std::vector<JobSubmission>> elements = ExpandArray(std::move(jobs[i]));
+      if (!elements.ok()) {
+        return AtJob(i, elements.status());
+      }
+      for (JobSubmission& e : *elements) {
+        flat.push_back(std::move(e));
+      }
+      if (flat.size() > kMaxBatchJobs) {
+        return OutOfRangeError("jobs: a batch makes at most " + std::to_string(kMaxBatchJobs) +
+                               " jobs, arrays' elements included");
+      }
+    }
+    jobs = std::move(flat);
+  }
   const size_t n = jobs.size();
   std::vector<std::string> tenants(n);
   auto resolve = [&](std::vector<std::string>& out) -> Status {
@@ -183,6 +219,23 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
   {
     std::unique_lock<std::mutex> lock(mu_);
     TESSERA_RETURN_IF_ERROR(resolve(tenants));
+    for (size_t i = 0; i < n; ++i) {
+      // Each element of one array alike: its first answers for all.
+      if (i > 0 && !jobs[i].array.empty() && jobs[i].array == jobs[i - 1].array &&
+          jobs[i].array_index > jobs[i - 1].array_index &&
+          jobs[i].dependency == jobs[i - 1].dependency &&
+          jobs[i].priority_class == jobs[i - 1].priority_class) {
+        jobs[i].spec.priority = jobs[i - 1].spec.priority;
+        continue;
+      }
+      const int64_t index = jobs[i].array_index;
+      jobs[i].array_index = -1;  // set by the server, as expanded above
+      Status prepared = PrepareSubmission(who, jobs[i], lock);
+      jobs[i].array_index = index;
+      if (!prepared.ok()) {
+        return AtJob(i, prepared);
+      }
+    }
     if (!key.empty() && jobs_.FindKey(tenants[0], BatchJobKey(key, 0))) {
       return RetriedBatch(jobs, tenants, key, lock);
     }
@@ -230,7 +283,7 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
       row.spec_json = std::move(specs[i]);
       row.state = std::string(JobStateName(JobState::kPending));
       row.submit_us = now;
-      row.reason = "waiting for the next scheduling cycle";
+      row.reason = jobs[i].hold ? HeldReason(id) : "waiting for the next scheduling cycle";
       LiveJob& j = jobs_.Add(id);  // finished (invisible to the core) until durable
       j.row = row;
       j.submission = std::move(jobs[i]);
@@ -323,6 +376,7 @@ void Controller::Acknowledge(LiveJob& j, Micros now) {
   core_.ObserveSubmission(rec.spec);
   // Enqueued now when the core is current, else by the rebuild before the next cycle.
   core_.lifecycle()->Submit(rec, now);
+  WatchGates(j);
   PublishView(j);
 }
 

@@ -111,6 +111,15 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
       {"tasks", std::move(tasks)}};
   IdleJson(job, out);
   RestartJson(job, out);
+  if (const uint64_t array = ArrayIdOf(job); array != 0) {
+    out["array_job"] = array;
+    out["array_index"] = job.submission.array_index;
+    out["array"] = job.submission.array;
+  }
+  if (!job.submission.dependency.empty()) {
+    out["dependency"] = job.submission.dependency;
+  }
+  out["held"] = job.state == JobState::kPending && IsHeldReason(row.reason);
   if (with_reason) {
     JobView view;
     FillReason(job, view);
@@ -131,6 +140,13 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
 void Controller::FillReason(const LiveJob& job, JobView& view) const {
   view.pending = job.state == JobState::kPending;
   view.reason = job.row.reason;
+  if (view.pending && job.slot != JobTable::kArchived) {
+    if (std::string gate = GateReason(job); !gate.empty()) {
+      view.gated = true;
+      view.reason = std::move(gate);
+      return;
+    }
+  }
   if (view.pending) {
     // Why it was requeued, if it was, then (at read time) why it waits now.
     const bool requeued = view.reason.rfind("requeued", 0) == 0 ||

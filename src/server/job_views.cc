@@ -52,7 +52,7 @@ std::shared_ptr<const WaitContext> PublishedJobs::context() const {
 }
 
 std::string PublishedJobs::ReasonOf(const JobView& view) const {
-  if (!view.pending) {
+  if (!view.pending || view.gated) {
     return view.reason;
   }
   if (view.restart_at > 0) {

@@ -150,6 +150,8 @@ class Server {
   Status Init();
   void Routes();  // health, then the groups below, then the error handlers
   void JobRoutes();
+  // A job named by its id or, for an array element, "ARRAY_INDEX".
+  StatusOr<JobNumber> JobIdOf(const Principal& who, const std::string& text);
   void DrainRoutes();
   void ViewRoutes();
   void ConfigRoutes();

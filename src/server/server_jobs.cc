@@ -78,6 +78,14 @@ void StreamJobPage(Controller* controller, httplib::Response& res,
 
 }  // namespace
 
+StatusOr<JobNumber> Server::JobIdOf(const Principal& who, const std::string& text) {
+  // A plain id without the controller's lock; an array element's name through it.
+  if (text.find('_') == std::string::npos) {
+    return ParseId(text);
+  }
+  return controller_->ResolveJobId(who, text);
+}
+
 // POST/GET /v1/jobs, POST /v1/jobs/batch, GET /v1/jobs/{id}, its cancel and its logs.
 void Server::JobRoutes() {
   httplib::Server& s = *http_;
@@ -172,7 +180,7 @@ void Server::JobRoutes() {
         }));
 
   s.Get(R"(/v1/jobs/([^/]+))", Authed([this](const Principal& who, const Req& req, Res& res) {
-          StatusOr<JobNumber> id = ParseId(req.matches[1]);
+          StatusOr<JobNumber> id = JobIdOf(who, req.matches[1]);
           StatusOr<std::string> out = id.ok() ? controller_->GetJobText(who, id.value())
                                               : StatusOr<std::string>(id.status());
           if (!out.ok()) {
@@ -185,9 +193,7 @@ void Server::JobRoutes() {
 
   s.Post(
       R"(/v1/jobs/([^/]+)/cancel)", Authed([this](const Principal& who, const Req& req, Res& res) {
-        StatusOr<JobNumber> id = ParseId(req.matches[1]);
-        StatusOr<nlohmann::json> out =
-            id.ok() ? controller_->Cancel(who, id.value()) : StatusOr<nlohmann::json>(id.status());
+        StatusOr<nlohmann::json> out = controller_->CancelNamed(who, req.matches[1]);
         if (!out.ok()) {
           SendError(res, out.status());
           return;
@@ -195,8 +201,24 @@ void Server::JobRoutes() {
         SendJson(res, out.value());
       }));
 
+  // Hold, release, requeue: a job ("12", "12_3") or every element of an array ("12").
+  for (const char* action : {"hold", "release", "requeue"}) {
+    const std::string a = action;
+    s.Post("/v1/jobs/([^/]+)/" + a, Authed([this, a](const Principal& who, const Req& req, Res& res) {
+             const std::string name = req.matches[1];
+             StatusOr<nlohmann::json> out = a == "hold"      ? controller_->Hold(who, name)
+                                            : a == "release" ? controller_->Release(who, name)
+                                                             : controller_->Requeue(who, name);
+             if (!out.ok()) {
+               SendError(res, out.status());
+               return;
+             }
+             SendJson(res, out.value());
+           }));
+  }
+
   s.Get(R"(/v1/jobs/([^/]+)/logs)", Authed([this](const Principal& who, const Req& req, Res& res) {
-          StatusOr<JobNumber> id = ParseId(req.matches[1]);
+          StatusOr<JobNumber> id = JobIdOf(who, req.matches[1]);
           if (!id.ok()) {
             SendError(res, id.status());
             return;

@@ -1,0 +1,57 @@
+// Runtime limits (a job's runtime_limit, sbatch's --time) and the signal a job asks for
+// ahead of its limit (`signal: {name, before}`, sbatch's --signal). An attempt that runs
+// past its limit is stopped with the stop grace and fails ("time limit"); the signal goes
+// to its tasks `before` ahead of the limit as a stop whose grace runs to the limit and
+// then the stop grace, so that a task that saves its work and exits ends on its own
+// terms, and one that does not is killed where the limit alone would have killed it.
+// Both are per attempt, measured from its start, and checked at most once a second.
+#include <algorithm>
+
+#include "api/units.h"
+#include "server/controller.h"
+
+namespace tessera {
+
+void Controller::EnforceTimeLimits(Micros now, Pending& out) {
+  for (auto& [id, job] : jobs_.all()) {
+    if (job.state != JobState::kRunning || job.slot == JobTable::kArchived) {
+      continue;
+    }
+    const JobRecord& rec = jobs_.Rec(job);
+    const Micros limit = rec.spec.runtime_limit;
+    if (limit <= 0 || rec.run_start <= 0) {
+      continue;
+    }
+    const Micros ran = now - rec.run_start;
+    if (ran >= limit) {
+      job.row.reason = "failed: time limit of " + FormatDuration(limit) + " reached";
+      StopJob(job, AfterStop::kFail, options_.stop_grace, now, out);
+      limit_signalled_.erase(id);
+      continue;
+    }
+    const JobSubmission& sub = job.submission;
+    if (sub.limit_signal <= 0 || ran < limit - sub.limit_signal_before) {
+      continue;
+    }
+    auto [it, first] = limit_signalled_.emplace(id, job.row.attempts);
+    if (!first && it->second == job.row.attempts) {
+      continue;  // sent for this attempt already
+    }
+    it->second = job.row.attempts;
+    const Micros grace = limit - ran + options_.stop_grace;
+    for (size_t t = 0; t < job.tasks.size(); ++t) {
+      if (!job.tasks[t].exited) {
+        out.stops.emplace_back(job.tasks[t].node,
+                               TaskStop{TaskKey{job.row.id, static_cast<int>(t), job.row.attempts},
+                                        (grace + 999) / 1000, sub.limit_signal});
+      }
+    }
+  }
+  // Jobs that ended forget their signal.
+  std::erase_if(limit_signalled_, [&](const auto& entry) {
+    const LiveJob* job = jobs_.Find(entry.first);
+    return job == nullptr || job->state != JobState::kRunning;
+  });
+}
+
+}  // namespace tessera
