@@ -12,6 +12,7 @@
 
 #include "api/http_errors.h"
 #include "base/strings.h"
+#include "cli/client_config_file.h"
 
 namespace tessera {
 namespace {
@@ -59,6 +60,20 @@ StatusOr<ClientConfig> ResolveClientConfig(const ConnectionFlags& flags, const E
     config.token = std::string(Trim(text.str()));
     if (config.token.empty()) {
       return InvalidArgumentError("the token file '" + file + "' is empty");
+    }
+  }
+  // Then what `tessera login` saved; its token only for the server it was saved with.
+  if (const std::string path = ClientConfigPath(env); !path.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(std::optional<SavedLogin> saved, ReadSavedLogin(path));
+    if (saved.has_value()) {
+      const bool server_given = config.server != kDefaultServer ||
+                                !flags.server.empty() || !from_env("TESSERA_SERVER").empty();
+      if (!server_given && !saved->server.empty()) {
+        config.server = saved->server;
+      }
+      if (config.token.empty() && (saved->server.empty() || saved->server == config.server)) {
+        config.token = saved->token;
+      }
     }
   }
   if (HasControlCharacter(config.token)) {

@@ -86,8 +86,11 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 EnvLookup ProcessEnvironment();
 
 // Flags first, then TESSERA_SERVER, TESSERA_TOKEN, TESSERA_TOKEN_FILE (a file holding
-// the token; surrounding whitespace is dropped), TESSERA_CA_CERT, TESSERA_INSECURE=1.
-// InvalidArgument when the token file cannot be read or is empty.
+// the token; surrounding whitespace is dropped), TESSERA_CA_CERT, TESSERA_INSECURE=1,
+// then the login `tessera login` saved (cli/client_config_file.h: its server when none
+// was given, its token when none was given and the server is the one it was saved for).
+// InvalidArgument when the token file cannot be read or is empty, or the saved login
+// is not readable JSON.
 StatusOr<ClientConfig> ResolveClientConfig(const ConnectionFlags& flags, const EnvLookup& env);
 
 struct ApiResponse {

@@ -98,6 +98,7 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     cmd->add_option("--state", o->state, "comma-separated states, e.g. pending,running");
     cmd->add_option("--queue", o->queue, "only this queue");
     cmd->add_option("--tenant", o->tenant, "only this tenant");
+    cmd->add_option("--user", o->user, "only this user's jobs");
     cmd->add_flag("--all", o->all, "jobs in every state, finished ones too");
     cmd->add_flag("--start", o->start,
                   "pending jobs with their position, expected start (ETA) and what blocks them");
@@ -288,12 +289,13 @@ void AddClusterStateCommands(CLI::App& app, int* exit_code) {
   {
     auto flags = std::make_shared<ConnectionFlags>();
     auto o = std::make_shared<UsageOptions>();
-    CLI::App* cmd = app.add_subcommand("usage", "GPU-hours per tenant, queue or job");
+    CLI::App* cmd = app.add_subcommand("usage", "GPU-hours per tenant, queue, job or user");
     cmd->add_option("--since", o->since, "start: 2026-11-01, RFC 3339, or ago: 24h, 7d")
         ->capture_default_str();
     cmd->add_option("--until", o->until, "end: now, a date, RFC 3339, or ago")
         ->capture_default_str();
-    cmd->add_option("--by", o->by, "tenant, queue or job")->capture_default_str();
+    cmd->add_option("--by", o->by, "tenant, queue, job or user (within its tenant)")
+        ->capture_default_str();
     cmd->add_option("-o,--output", o->output, "json or csv");
     AddConnectionFlags(cmd, flags.get());
     cmd->callback([flags, o, exit_code] {

@@ -384,6 +384,9 @@ int RunJobs(const ClientConfig& config, const JobsOptions& o, const Clock& clock
   if (!o.tenant.empty()) {
     query.emplace_back("tenant", o.tenant);
   }
+  if (!o.user.empty()) {
+    query.emplace_back("user", o.user);
+  }
   // With --start, --limit counts positions: every pending job is fetched and sorted
   // first (the server pages by id).
   const size_t page_limit = o.start ? 0 : static_cast<size_t>(o.limit);
@@ -701,9 +704,9 @@ int RunQueuesSet(const ClientConfig& config, const QueuesSetOptions& o, std::ost
 int RunUsage(const ClientConfig& config, const UsageOptions& o, const Clock& clock,
              std::ostream& out, std::ostream& err) {
   TESSERA_CLI_RETURN_IF_ERROR(CheckOutput(o.output, {"json", "csv"}), err);
-  if (o.by != "tenant" && o.by != "queue" && o.by != "job") {
+  if (o.by != "tenant" && o.by != "queue" && o.by != "job" && o.by != "user") {
     return ReportError(
-        InvalidArgumentError("--by must be tenant, queue or job (got '" + o.by + "')"), err);
+        InvalidArgumentError("--by must be tenant, queue, job or user (got '" + o.by + "')"), err);
   }
   const Micros now = Now(clock);
   StatusOr<Micros> since = ParseTimeArgument(o.since, now);
@@ -728,6 +731,11 @@ int RunUsage(const ClientConfig& config, const UsageOptions& o, const Clock& clo
     return 0;
   }
   TESSERA_CLI_ASSIGN_OR_REPORT(json body, ParseJsonBody(response.body, "GET /v1/usage"), err);
+  if (o.by == "user" && body.contains("rows") && body["rows"].is_array()) {
+    for (json& row : body["rows"]) {  // a user is named within its tenant
+      row["key"] = Str(row, "tenant") + "/" + Str(row, "key");
+    }
+  }
   if (o.output == "csv") {
     out << UsageCsv(body, o.by);
     return 0;

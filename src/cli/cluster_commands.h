@@ -84,6 +84,7 @@ struct JobsOptions {
   std::string state;  // comma-separated states; "" and !all: pending,running,stopping
   std::string queue;
   std::string tenant;
+  std::string user;
   bool all = false;
   int64_t limit = 0;   // 0: the server's default
   std::string output;  // "", wide or json
@@ -180,7 +181,7 @@ int RunQueuesSet(const ClientConfig& config, const QueuesSetOptions& options, st
 struct UsageOptions {
   std::string since = "24h";  // see ParseTimeArgument (table.h)
   std::string until = "now";
-  std::string by = "tenant";  // tenant, queue or job
+  std::string by = "tenant";  // tenant, queue, job or user (keyed TENANT/USER)
   std::string output;         // "", json or csv
 };
 int RunUsage(const ClientConfig& config, const UsageOptions& options, const Clock& clock,

@@ -215,12 +215,18 @@ std::string JobsTable(const json& jobs, bool wide, Micros now) {
     headers = {"ID",  "NAME",    "TENANT",   "QUEUE",       "STATE", "PRIO",  "GPUS",  "REPLICAS",
                "AGE", "RUNTIME", "ATTEMPTS", "PREEMPTIONS", "EXIT",  "NODES", "REASON"};
   }
+  // A USER column after TENANT once a listed job names its user.
+  const bool users = std::any_of(jobs.begin(), jobs.end(),
+                                 [](const json& job) { return !Str(job, "user").empty(); });
+  if (users) {
+    headers.insert(headers.begin() + 3, "USER");
+  }
   Table table(headers);
   table.SetRightAligned(0);
   if (!wide) {
     table.SetMaxWidth(1, 24);
-    table.SetMaxWidth(7, 24);
-    table.SetMaxWidth(8, 48);
+    table.SetMaxWidth(users ? 8 : 7, 24);
+    table.SetMaxWidth(users ? 9 : 8, 48);
   }
   for (const json& job : jobs) {
     const std::string age = AgeSince(Time(job, "submit_time"), now);
@@ -230,16 +236,21 @@ std::string JobsTable(const json& jobs, bool wide, Micros now) {
       const json* hung = Field(job, "hung");
       state += hung != nullptr && hung->is_boolean() && hung->get<bool>() ? " (hung)" : " (idle)";
     }
+    std::vector<std::string> row;
     if (wide) {
-      table.AddRow({OptIntText(job, "id"), Str(job, "name"), Str(job, "tenant"), Str(job, "queue"),
-                    state, OptIntText(job, "priority"), JobGpus(job),
-                    OptIntText(job, "replicas"), age, RunTime(job, now),
-                    OptIntText(job, "attempts"), OptIntText(job, "preemptions"),
-                    OptIntText(job, "exit_code"), JobNodes(job), Str(job, "reason")});
+      row = {OptIntText(job, "id"), Str(job, "name"), Str(job, "tenant"), Str(job, "queue"),
+             state, OptIntText(job, "priority"), JobGpus(job),
+             OptIntText(job, "replicas"), age, RunTime(job, now),
+             OptIntText(job, "attempts"), OptIntText(job, "preemptions"),
+             OptIntText(job, "exit_code"), JobNodes(job), Str(job, "reason")};
     } else {
-      table.AddRow({OptIntText(job, "id"), Str(job, "name"), Str(job, "tenant"), Str(job, "queue"),
-                    state, JobGpus(job), age, JobNodes(job), Str(job, "reason")});
+      row = {OptIntText(job, "id"), Str(job, "name"), Str(job, "tenant"), Str(job, "queue"),
+             state, JobGpus(job), age, JobNodes(job), Str(job, "reason")};
     }
+    if (users) {
+      row.insert(row.begin() + 3, Str(job, "user"));
+    }
+    table.AddRow(row);
   }
   return table.Render();
 }

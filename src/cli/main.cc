@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "cli/account_commands.h"
 #include "cli/cluster_commands.h"
 #include "cli/daemon_exec.h"
 #include "cli/sim_fgd_command.h"
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::ba
   tessera::AddTopCommand(app, &exit_code);
   tessera::AddWhatIfCommand(app, &exit_code);
   tessera::AddValidateCommand(app, &exit_code);
+  tessera::AddAccountCommands(app, &exit_code);
   // Listed for --help only: main hands them to tesserad before parsing.
   app.add_subcommand("server", "Run the controller");
   app.add_subcommand("agent", "Run a node agent");
