@@ -9,6 +9,8 @@
 #include "cli/api_client.h"
 #include "cli/cluster_commands.h"
 #include "cli/queues_import_command.h"
+#include "cli/sbatch_command.h"
+#include "cli/slurm_script.h"
 
 namespace tessera {
 
@@ -32,6 +34,27 @@ void Dispatch(const ConnectionFlags& flags, int* exit_code,
     return;
   }
   *exit_code = run(*config);
+}
+
+// What CLI11 left over when it was told to keep unknown options: the first option is
+// named as the user typed it, with a hint where sbatch knows it.
+Status UnknownOptions(const std::string& command, const std::vector<std::string>& extras) {
+  for (const std::string& e : extras) {
+    if (e.size() > 1 && e[0] == '-' && e != "--") {
+      const std::string name = e.substr(0, e.find('='));
+      return InvalidArgumentError(
+          command + ": unknown option '" + name + "'" +
+          (IsSbatchOption(name) ? " (an sbatch option: use `tessera sbatch " + name +
+                                      "...`, or an #SBATCH line in a batch script)"
+                                : ""));
+    }
+  }
+  for (const std::string& e : extras) {
+    if (e != "--") {
+      return InvalidArgumentError(command + ": unexpected argument '" + e + "'");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -81,14 +104,31 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     cmd->add_option("--idempotency-key", o->idempotency_key,
                     "a retried submit with the same key makes no second job (default: a new "
                     "key for each submit, which covers the CLI's own resends)");
-    cmd->add_option("command", o->command, "the command and its arguments, after --");
+    cmd->add_option("command", o->command,
+                    "the command and its arguments, after --; or a batch script (#! or "
+                    "#SBATCH lines) and its arguments");
     cmd->add_option("-o,--output", o->output, "json: print the job");
+    auto lenient = std::make_shared<bool>(false);
+    cmd->add_flag("--lenient", *lenient,
+                  "a batch script: warn about the directives Tessera does not support and "
+                  "ignore them");
     AddConnectionFlags(cmd, flags.get());
-    cmd->callback([flags, o, exit_code] {
-      o->submit_dir = CurrentDirForJobs();
-      Dispatch(*flags, exit_code,
-               [&](const ClientConfig& c) { return RunSubmit(c, *o, std::cout, std::cerr); });
+    // Unknown options are reported by name as soon as the subcommand is read, before
+    // CLI11's "argument not expected" about a word that came after them.
+    cmd->allow_extras();
+    cmd->parse_complete_callback([cmd] {
+      if (Status s = UnknownOptions("submit", cmd->remaining()); !s.ok()) {
+        throw CLI::RuntimeError(ReportError(s, std::cerr));
+      }
     });
+    cmd->callback([flags, o, lenient, exit_code] {
+      o->submit_dir = CurrentDirForJobs();
+      const bool script =
+          o->file.empty() && !o->command.empty() && IsBatchScriptFile(o->command[0]);
+      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+        return script ? RunSubmitScript(c, *o, *lenient, std::cout, std::cerr)
+                      : RunSubmit(c, *o, std::cout, std::cerr);
+      });
   }
   // jobs
   {
@@ -310,6 +350,7 @@ void AddClusterStateCommands(CLI::App& app, int* exit_code) {
 
 void AddClusterCommands(CLI::App& app, int* exit_code) {
   AddJobCommands(app, exit_code);
+  AddSbatchCommand(app, exit_code);
   AddClusterStateCommands(app, exit_code);
 }
 

@@ -134,6 +134,20 @@ Micros Now(const Clock& clock) { return clock.NowMicros(); }
 // ---------------------------------------------------------------------------------
 // submit
 
+namespace {
+
+// A size as typed in Tessera's units, or in Slurm's (4G is 4 GiB) as exact MiB; else
+// as typed, for the controller's message.
+json MemoryFlag(const std::string& text) {
+  if (ParseMemoryMiB(text).ok()) {
+    return text;
+  }
+  StatusOr<int64_t> slurm = ParseSlurmMemoryMiB(text);
+  return slurm.ok() ? json(FormatMiB(*slurm)) : json(text);
+}
+
+}  // namespace
+
 StatusOr<json> BuildJobSpec(const SubmitOptions& o) {
   json spec = json::object();
   if (o.command.empty()) {
@@ -187,7 +201,7 @@ StatusOr<json> BuildJobSpec(const SubmitOptions& o) {
     resources["gpu_fraction"] = o.gpu_fraction;
   }
   if (!o.gpu_memory.empty()) {
-    resources["gpu_memory"] = o.gpu_memory;
+    resources["gpu_memory"] = MemoryFlag(o.gpu_memory);
   }
   if (!o.mig.empty()) {
     resources["mig"] = o.mig;
@@ -196,7 +210,7 @@ StatusOr<json> BuildJobSpec(const SubmitOptions& o) {
     resources["cpu"] = o.cpu;
   }
   if (!o.memory.empty()) {
-    resources["memory"] = o.memory;
+    resources["memory"] = MemoryFlag(o.memory);
   }
   if (!resources.empty()) {
     spec["resources"] = resources;
@@ -205,7 +219,13 @@ StatusOr<json> BuildJobSpec(const SubmitOptions& o) {
     spec["checkpoint"] = {{"interval", o.checkpoint_interval}};
   }
   if (!o.runtime_limit.empty()) {
-    spec["runtime_limit"] = o.runtime_limit;
+    // Slurm's forms too (1:00:00, 2-0, UNLIMITED); a bare number stays seconds.
+    StatusOr<std::optional<Micros>> slurm = ParseSlurmTime(o.runtime_limit);
+    if (ParseDurationMicros(o.runtime_limit).ok() || !slurm.ok()) {
+      spec["runtime_limit"] = o.runtime_limit;
+    } else if (slurm->has_value()) {
+      spec["runtime_limit"] = FormatDuration(**slurm);
+    }
   }
   if (!o.submit_dir.empty()) {
     spec["submit_dir"] = o.submit_dir;

@@ -56,10 +56,10 @@ __ts_expand() {
 # A file shared by several tasks is appended to; one that is this task's alone starts empty.
 __ts_open() {
   if [ "$__ts_mode" = truncate ] && { [ "${SLURM_NTASKS:-1}" = 1 ] || [[ $2 == *%t* ]]; }; then
-    : > "$1"
+    { : > "$1"; } 2>/dev/null
   else
-    : >> "$1"
-  fi
+    { : >> "$1"; } 2>/dev/null
+  fi || { echo "tessera: cannot write the job's output file $1 (in $PWD)" >&2; return 1; }
 }
 __ts_tee() { trap '' INT TERM HUP QUIT USR1 USR2; exec tee -a "$1"; }
 __ts_run() {

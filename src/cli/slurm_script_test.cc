@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <iostream>
+#include <sstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "api/job_codec.h"
+#include "cli/cluster_commands.h"
 #include "base/file_util.h"
 #include "base/testing/temp_dir.h"
 
@@ -368,6 +371,8 @@ TEST(SlurmPreludeTest, PatternsSeparateErrorFileAndOtherInterpreters) {
   ASSERT_TRUE(job.ok());
   r = RunTask(job->spec["command"], dir.path(), TaskEnv(0, 1));
   EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("tessera: cannot write the job's output file no/such/dir/42.out"),
+            std::string::npos) << r.out;
   EXPECT_FALSE(std::filesystem::exists(dir.File("ran")));
 }
 
@@ -390,6 +395,32 @@ TEST(SlurmScriptTest, ExamplesTranslate) {
     ExpectServerReads(job->spec);
   }
   EXPECT_EQ(scripts, 4);
+}
+
+// `tessera submit` names an unknown option as typed, even when a word follows it.
+TEST(SubmitCommandLineTest, UnknownOptionIsNamed) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"submit", "--mem", "4G", "--", "true"},
+       "tessera: submit: unknown option '--mem' (an sbatch option: use `tessera sbatch "
+       "--mem...`, or an #SBATCH line in a batch script)\n"},
+      {{"submit", "--foo=1", "--", "true"}, "tessera: submit: unknown option '--foo'\n"}};
+  for (const auto& [args, message] : cases) {
+    CLI::App app;
+    int code = 0;
+    AddClusterCommands(app, &code);
+    std::ostringstream captured;
+    std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+    int exit_code = -1;
+    try {
+      std::vector<std::string> reversed(args.rbegin(), args.rend());
+      app.parse(reversed);
+    } catch (const CLI::ParseError& e) {
+      exit_code = e.get_exit_code();
+    }
+    std::cerr.rdbuf(old);
+    EXPECT_EQ(exit_code, 2) << args[1];
+    EXPECT_EQ(captured.str(), message);
+  }
 }
 
 }  // namespace
