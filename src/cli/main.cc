@@ -6,6 +6,7 @@
 #include "cli/account_commands.h"
 #include "cli/cluster_commands.h"
 #include "cli/daemon_exec.h"
+#include "cli/run_command.h"
 #include "cli/sim_fgd_command.h"
 #include "cli/sim_jobs_command.h"
 #include "cli/top_command.h"
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::ba
   tessera::AddSimFgdCommand(*sim, &exit_code);
   tessera::AddSimJobsCommand(*sim, &exit_code);
   tessera::AddClusterCommands(app, &exit_code);
+  tessera::AddRunCommand(app, &exit_code);
   tessera::AddTopCommand(app, &exit_code);
   tessera::AddWhatIfCommand(app, &exit_code);
   tessera::AddValidateCommand(app, &exit_code);
