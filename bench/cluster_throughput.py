@@ -10,6 +10,9 @@ defaults of `up`), and measures, with every job a `true` command:
               moment that job is cancelled to the last completion.
   mixed       M jobs of 1, 2 or 8 GPUs (seeded), one CLI call each; first submit to last
               completion.
+  array       a job array of N one-GPU elements submitted in one call
+              (`sbatch --array=0-(N-1) --gres=gpu:1 -o /dev/null --wrap true`, the same
+              options to `tessera sbatch`); from the call to the last completion.
 
 Prints jobs/s per phase and run, and the median over runs. With --slurm, the same phases
 run against a Slurm already configured on this machine (sbatch, squeue and scancel on
@@ -123,6 +126,14 @@ class Tessera:
                              env=self.env, capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError("submit failed: " + out.stderr)
+        return out.stdout.strip()
+
+    def submit_array(self, n):
+        out = subprocess.run([self.binary, "sbatch", "--parsable", f"--array=0-{n - 1}",
+                              "--gres=gpu:1", "-o", "/dev/null", "--wrap", "true"],
+                             env=self.env, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError("sbatch failed: " + out.stderr)
         return out.stdout.strip()
 
     def cancel(self, job):
@@ -284,6 +295,14 @@ class Slurm:
             raise RuntimeError("sbatch failed: " + out.stderr)
         return out.stdout.strip().split(";")[0]
 
+    def submit_array(self, n):
+        out = subprocess.run(["sbatch", "--parsable", f"--array=0-{n - 1}", "--gres=gpu:1",
+                              "-o", "/dev/null", "--wrap", "true"], capture_output=True,
+                             text=True)
+        if out.returncode != 0:
+            raise RuntimeError("sbatch failed: " + out.stderr)
+        return out.stdout.strip().split(";")[0]
+
     def cancel(self, job):
         subprocess.run(["scancel", job], check=True)
 
@@ -349,12 +368,23 @@ def mixed(cluster, n, seed):
     return n / (wait_idle(cluster) - start)
 
 
+def array(cluster, n):
+    start = time.time()
+    cluster.submit_array(n)
+    return n / (wait_idle(cluster) - start)
+
+
+PHASES = ("one-by-one", "drain", "mixed", "array")
+
+
 def run_phases(cluster, args, run, latencies):
-    figures = {
-        "one-by-one": one_by_one(cluster, args.jobs, latencies),
-        "drain": drain(cluster, args.jobs),
-        "mixed": mixed(cluster, args.mixed, seed=run),
+    phases = {
+        "one-by-one": lambda: one_by_one(cluster, args.jobs, latencies),
+        "drain": lambda: drain(cluster, args.jobs),
+        "mixed": lambda: mixed(cluster, args.mixed, seed=run),
+        "array": lambda: array(cluster, args.jobs),
     }
+    figures = {name: phases[name]() for name in args.phases}
     failed = cluster.failures()
     if failed:
         raise RuntimeError("jobs failed, e.g.: " + failed[0])
@@ -368,6 +398,8 @@ def main():
     p.add_argument("--mixed", type=int, default=500)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--slurm", action="store_true", help="also run the phases on Slurm")
+    p.add_argument("--phases", default=",".join(PHASES),
+                   help="comma-separated phases to run (default: all): " + ", ".join(PHASES))
     p.add_argument("--store", choices=("up", "sqlite", "etcd"), default="up",
                    help="up: `tessera up` (SQLite, one process); sqlite or etcd: `tessera "
                         "server` on that store and a `tessera agent`")
@@ -383,6 +415,9 @@ def main():
                    help="seconds to stay idle before each run (file systems that delay "
                         "reusing deleted inodes make back-to-back runs slower)")
     args = p.parse_args()
+    args.phases = [x for x in args.phases.split(",") if x]
+    if not args.phases or any(x not in PHASES for x in args.phases):
+        p.error("--phases: choose from " + ", ".join(PHASES))
     global KEEP
     KEEP = args.keep
     if args.jobs < 1 or args.mixed < 1 or args.runs < 1 or args.rest < 0:
@@ -413,17 +448,19 @@ def main():
             results[system].append(figures)
             print(f"run {run + 1} {system:8s} " +
                   "  ".join(f"{k} {v:7.1f} jobs/s" for k, v in figures.items()) +
-                  f"  (one-by-one submit p50 {percentile(latencies, 0.5) * 1e3:.2f} ms, "
-                  f"p99 {percentile(latencies, 0.99) * 1e3:.2f} ms)", flush=True)
+                  (f"  (one-by-one submit p50 {percentile(latencies, 0.5) * 1e3:.2f} ms, "
+                   f"p99 {percentile(latencies, 0.99) * 1e3:.2f} ms)" if latencies else ""),
+                  flush=True)
 
     # A ratio column: etcd against SQLite, or Tessera against Slurm.
     ratio = ("etcd", "sqlite") if args.compare_stores else \
         (compared[0], "slurm") if args.slurm else None
     print(f"\nmedian of {args.runs} runs, jobs/s "
-          f"({args.jobs} one-GPU jobs; {args.mixed} mixed 1/2/8-GPU jobs; 8 GPUs):")
+          f"({args.jobs} one-GPU jobs and array elements; {args.mixed} mixed 1/2/8-GPU "
+          f"jobs; 8 GPUs):")
     print(f"{'phase':12s}" + "".join(f" {system:>9s}" for system in compared) +
           (f" {ratio[0] + '/' + ratio[1]:>13s}" if ratio else ""))
-    for phase in ("one-by-one", "drain", "mixed"):
+    for phase in args.phases:
         medians = {system: statistics.median(r[phase] for r in results[system])
                    for system in compared}
         line = f"{phase:12s}" + "".join(f" {medians[system]:9.1f}" for system in compared)
