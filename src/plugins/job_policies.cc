@@ -194,6 +194,8 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
     o.las_protected_level = static_cast<int>(o.las_thresholds.size());
   } else if (token == "resume-first") {
     o.resume_first = true;
+  } else if (token == "fair-users") {
+    o.user_fair_share = true;
   } else if (StartsWith(token, "max-preempt=")) {
     TESSERA_ASSIGN_OR_RETURN(o.max_preemptions_per_job, CountAfter(token, "max-preempt="));
   } else if (StartsWith(token, "starve=")) {
@@ -208,8 +210,8 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
         "unknown policy component '" + std::string(token) +
         "'; orders: fifo, priority, las, las-sjf, srtf, sjf, fairshare, drf, slurm; features: "
         "strict, no-borrow, reclaim, preempt, preempt-las, preempt-srtf, backfill, "
-        "backfill-limit, ckpt-grace, victims-las, las-protect, resume-first, amortize=N, "
-        "max-preempt=N, sjf-width=E, starve=H; presets: " +
+        "backfill-limit, ckpt-grace, victims-las, las-protect, resume-first, fair-users, "
+        "amortize=N, max-preempt=N, sjf-width=E, starve=H; presets: " +
         Join(SchedulerPresetNames(), ", "));
   }
   return Status::Ok();

@@ -23,6 +23,9 @@
 //                   recently started, as Tiresias does (default: by what they lose)
 //   las-protect     preempt-las spares jobs in the last LAS level (proven long)
 //   resume-first    preempted jobs resume before jobs that never ran
+//   fair-users      within a queue, the jobs of the user with the least decayed GPU usage
+//                   first (Slurm's fair tree below the queues; equal shares), the job
+//                   order among one user's jobs
 //   amortize=N      LAS/SRTF preempt a job only after it ran N restart overheads
 //   max-preempt=N   a job preempted N times is not preempted again
 //   sjf-width=E     sjf counts a job's GPUs as GPUs^E (default 1: GPU-time)

@@ -223,6 +223,11 @@ TEST(JobPoliciesTest, CombinationsSetEveryNamedFeature) {
     e.preempt_reclaim = true;
     ExpectPolicy(Parse("reclaim"), e);
   }
+  // The users' level of fair share: off unless named, in no preset.
+  EXPECT_TRUE(Parse("fairshare+fifo+fair-users").options.user_fair_share);
+  for (const std::string& preset : SchedulerPresetNames()) {
+    EXPECT_FALSE(Parse(preset).options.user_fair_share) << preset;
+  }
 }
 
 TEST(JobPoliciesTest, ErrorsNameTheBadToken) {

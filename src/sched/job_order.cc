@@ -42,6 +42,29 @@ void QueueUsage::Advance(Micros now) {
     u = u * f + static_cast<double>(alloc_[q.value()].gpu_milli) * gain;
     decayed_total_ += u;
   }
+  for (User& user : users_) {
+    user.decayed = user.decayed * f + static_cast<double>(user.gpu_milli) * gain;
+  }
+}
+
+size_t QueueUsage::UserSlot(QueueId q, const std::string& user) {
+  auto [it, added] = user_slot_.try_emplace({q.value(), user}, users_.size());
+  if (added) {
+    users_.push_back(User{q, user, 0, 0.0});
+  }
+  return it->second;
+}
+
+void QueueUsage::AddUser(size_t slot, const std::vector<Allocation>& allocations) {
+  for (const Allocation& x : allocations) {
+    users_[slot].gpu_milli += x.TotalGpuMilli().value();
+  }
+}
+
+void QueueUsage::RemoveUser(size_t slot, const std::vector<Allocation>& allocations) {
+  for (const Allocation& x : allocations) {
+    users_[slot].gpu_milli -= x.TotalGpuMilli().value();
+  }
 }
 
 void QueueUsage::Add(QueueId queue, const std::vector<Allocation>& allocations) {
@@ -68,6 +91,9 @@ QueueUsage::Saved QueueUsage::Save() const {
   for (QueueId q : tree_->queues()) {
     saved.decayed.emplace_back(tree_->spec(q).name, decayed_[q.value()]);
   }
+  for (const User& user : users_) {
+    saved.users.push_back({tree_->spec(user.queue).name, user.name, user.decayed});
+  }
   return saved;
 }
 
@@ -80,6 +106,15 @@ void QueueUsage::Restore(const Saved& saved) {
     if (q.ok() && tree_->is_queue(q.value()) && usage >= 0) {
       decayed_[q.value().value()] = usage;
       decayed_total_ += usage;
+    }
+  }
+  for (User& user : users_) {
+    user.decayed = 0;
+  }
+  for (const SavedUser& saved_user : saved.users) {
+    StatusOr<QueueId> q = tree_->Find(saved_user.queue);
+    if (q.ok() && tree_->is_queue(q.value()) && saved_user.decayed >= 0) {
+      users_[UserSlot(q.value(), saved_user.user)].decayed = saved_user.decayed;
     }
   }
 }

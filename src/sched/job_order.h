@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,12 +45,26 @@ class QueueUsage {
   double DominantShare(QueueId q) const;
   double decayed_gpu_seconds(QueueId q) const { return decayed_[q.value()]; }
 
+  // The user level (Slurm's fair tree below a leaf queue): one slot per (queue, user),
+  // made on first use and kept; usage decays as the queues' does. Users of a queue have
+  // equal shares, so their order is their decayed usage (lower goes first).
+  size_t UserSlot(QueueId q, const std::string& user);
+  void AddUser(size_t slot, const std::vector<Allocation>& allocations);
+  void RemoveUser(size_t slot, const std::vector<Allocation>& allocations);
+  double user_decayed(size_t slot) const { return users_[slot].decayed; }
+  size_t user_slots() const { return users_.size(); }
+
   // The decayed usage as of the last Advance, by queue name, to carry over to a new
   // QueueUsage (another tree, a restart). Restore takes the queues it knows; usage of
   // a queue that is gone is dropped. Allocations are not part of it (Add restores them).
+  struct SavedUser {
+    std::string queue, user;
+    double decayed = 0;  // milli-GPU-seconds
+  };
   struct Saved {
     Micros at = 0;
     std::vector<std::pair<std::string, double>> decayed;  // milli-GPU-seconds
+    std::vector<SavedUser> users;                         // the user level's, by slot
   };
   Saved Save() const;
   void Restore(const Saved& saved);
@@ -66,6 +81,14 @@ class QueueUsage {
   Micros now_ = 0;
   std::vector<Alloc> alloc_;
   std::vector<double> decayed_;  // milli-GPU-seconds, decayed
+  struct User {
+    QueueId queue;
+    std::string name;
+    int64_t gpu_milli = 0;  // held now
+    double decayed = 0;     // milli-GPU-seconds
+  };
+  std::vector<User> users_;
+  std::map<std::pair<uint32_t, std::string>, size_t, std::less<>> user_slot_;
   double decayed_total_ = 0;
   double weight_total_ = 0;
 };

@@ -158,6 +158,9 @@ void JobScheduler::Enqueue(const JobRecord& job, Micros now) {
           id};
   lowest_priority_ = std::min(lowest_priority_, job.spec.priority);
   queues_[job.queue.value()].jobs.insert(e);
+  if (options_.user_fair_share) {
+    queues_[job.queue.value()].by_user[UserSlotOf(job)].insert(e);
+  }
   by_eligible_.emplace(job.eligible_since, id);
   entry_of_[id] = e;
   ++pending_count_;
@@ -172,6 +175,13 @@ void JobScheduler::Dequeue(const JobRecord& job) {
     return;
   }
   queues_[job.queue.value()].jobs.erase(*entry_of_[id]);
+  if (options_.user_fair_share) {
+    auto& by_user = queues_[job.queue.value()].by_user;
+    auto it = by_user.find(UserSlotOf(job));
+    if (it != by_user.end() && (it->second.erase(*entry_of_[id]), it->second.empty())) {
+      by_user.erase(it);
+    }
+  }
   by_eligible_.erase({job.eligible_since, id});
   entry_of_[id].reset();
   --pending_count_;
@@ -189,6 +199,9 @@ void JobScheduler::Released(const JobRecord& job, Micros now) {
     usage_.Advance(now);
   }
   usage_.Remove(job.queue, job.allocations);
+  if (options_.user_fair_share) {
+    usage_.RemoveUser(UserSlotOf(job), job.allocations);
+  }
   const uint64_t id = job.id.value();
   if (id < running_pos_.size() && running_pos_[id] != kNotRunning) {
     size_t pos = running_pos_[id];
@@ -210,6 +223,9 @@ void JobScheduler::Adopt(const JobRecord& job) {
   }
   lowest_priority_ = std::min(lowest_priority_, job.spec.priority);
   usage_.Add(job.queue, job.allocations);
+  if (options_.user_fair_share) {
+    usage_.AddUser(UserSlotOf(job), job.allocations);
+  }
   running_pos_[id] = running_.size();
   running_.push_back(id);
 }

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -99,6 +100,10 @@ struct SchedulerOptions {
   int restart_amortization = 0;
   // Preempted jobs resume before jobs that never ran (bounds their delay).
   bool resume_first = false;
+  // Fair share between the users of a queue (Slurm's fair tree below the queues): within
+  // one queue and priority, the jobs of the user with the least decayed GPU usage go
+  // first (equal shares), the job order among one user's jobs. Default off.
+  bool user_fair_share = false;
   // Victims by work lost (checkpoint-aware), or as Tiresias does: most attained
   // service first, then the most recently started.
   bool victims_by_cost = true;
@@ -235,7 +240,11 @@ class JobScheduler {
   };
   struct QueueState {
     std::set<Entry> jobs;
+    // With user_fair_share: the same jobs by user (QueueUsage::UserSlot).
+    std::map<size_t, std::set<Entry>> by_user;
   };
+  // The job's user slot in usage_ (user_fair_share).
+  size_t UserSlotOf(const JobRecord& job) { return usage_.UserSlot(job.queue, job.spec.user); }
   struct VictimCandidate {
     double cost;  // the sort key: work lost, or minus the LAS level
     Micros evict_at;

@@ -134,6 +134,9 @@ bool JobScheduler::TryStart(CycleContext& c, JobRecord& job) {
   }
   c.quota.Add(q, charge);
   usage_.Add(q, allocations);
+  if (options_.user_fair_share) {
+    usage_.AddUser(UserSlotOf(job), allocations);
+  }
   running_pos_[job.id.value()] = running_.size();
   running_.push_back(job.id.value());
   c.started.push_back(job.id);

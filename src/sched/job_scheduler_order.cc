@@ -35,34 +35,48 @@ void JobScheduler::WalkVisitOrder(const std::vector<JobRecord>& jobs, Micros now
   }
   // Everyone else: merge the queues' sorted jobs by (priority, queue key, job key). A
   // queue's key is taken when its next job comes up: a cycle moves it as jobs start.
+  // With user_fair_share each user of a queue is a run of its own, ordered by the user's
+  // decayed usage between the queue key and the job key (constant within a cycle).
   struct Head {
     int64_t priority_rank;
-    double major, minor;
+    double major, user, minor;
     Micros submit;
     uint64_t id;
     uint32_t queue;
     std::set<Entry>::const_iterator it;
+    const std::set<Entry>* run;
     bool operator>(const Head& o) const {
-      return std::tie(priority_rank, major, minor, submit, id) >
-             std::tie(o.priority_rank, o.major, o.minor, o.submit, o.id);
+      return std::tie(priority_rank, major, user, minor, submit, id) >
+             std::tie(o.priority_rank, o.major, o.user, o.minor, o.submit, o.id);
     }
   };
   const bool additive = queue_order_ != nullptr && queue_order_->additive();
-  auto make_head = [&](uint32_t q, std::set<Entry>::const_iterator it) {
+  auto make_head = [&](uint32_t q, const std::set<Entry>* run, std::set<Entry>::const_iterator it,
+                       double user) {
     const double qk = queue_order_ ? queue_order_->Key(QueueId(q), usage_) : 0.0;
     return Head{it->priority_rank,
                 additive ? qk + it->key : qk,
+                user,
                 additive ? 0.0 : it->key,
                 it->submit,
                 it->id,
                 q,
-                it};
+                it,
+                run};
   };
   std::priority_queue<Head, std::vector<Head>, std::greater<>> heap;
   for (QueueId q : tree_->queues()) {
-    const auto& set = queues_[q.value()].jobs;
-    if (!set.empty()) {
-      heap.push(make_head(q.value(), set.begin()));
+    const QueueState& state = queues_[q.value()];
+    if (!options_.user_fair_share) {
+      if (!state.jobs.empty()) {
+        heap.push(make_head(q.value(), &state.jobs, state.jobs.begin(), 0.0));
+      }
+      continue;
+    }
+    for (const auto& [slot, run] : state.by_user) {
+      if (!run.empty()) {
+        heap.push(make_head(q.value(), &run, run.begin(), usage_.user_decayed(slot)));
+      }
     }
   }
   while (!heap.empty() && !stopped()) {
@@ -70,8 +84,8 @@ void JobScheduler::WalkVisitOrder(const std::vector<JobRecord>& jobs, Micros now
     heap.pop();
     v.visit(h.id);
     auto next = std::next(h.it);
-    if (next != queues_[h.queue].jobs.end() && (!v.queue_open || v.queue_open(h.queue))) {
-      heap.push(make_head(h.queue, next));
+    if (next != h.run->end() && (!v.queue_open || v.queue_open(h.queue))) {
+      heap.push(make_head(h.queue, h.run, next, h.user));
     }
   }
 }

@@ -1,7 +1,9 @@
 // PendingOrder (queue positions) against the order in which a cycle tries the jobs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sched/job_scheduler.h"
@@ -54,6 +56,46 @@ TEST(JobSchedulerOrderTest, PendingOrderListsWhatACycleWouldSkip) {
   CycleResult r = h.Cycle(4 * kSecond);
   EXPECT_EQ(Started(r), std::vector<uint64_t>{order.front()});
   EXPECT_EQ(r.tested, 1);
+}
+
+JobSpec By(JobSpec spec, std::string user) {
+  spec.user = std::move(user);
+  return spec;
+}
+
+TEST(JobSchedulerOrderTest, FairUsersPutTheLeastServedUserFirstKeepingEachUsersOrder) {
+  // Alice ran a GPU for an hour, Bob nothing: with fair-users Bob's jobs come first,
+  // each user's in submission order, and priority still before users.
+  auto order = [](bool fair_users) {
+    SchedulerOptions o;
+    o.user_fair_share = fair_users;
+    Harness h({GpuNode("n0", 1)}, OneQueue(), o, SubmitOrder(true));
+    JobId ran = h.Submit(By(Gang("ran", "q", {1}, 0, 0), "alice"), 0);
+    EXPECT_EQ(Started(h.Cycle(0)), std::vector<uint64_t>{ran.value()});
+    h.Finish(ran, kHour);
+    std::vector<JobId> ids;
+    int i = 0;
+    for (const char* user : {"alice", "bob", "alice", "bob"}) {
+      const Micros t = kHour + (++i) * kSecond;
+      ids.push_back(h.Submit(By(Gang(user, "q", {1}, 0, t), user), t));
+    }
+    const Micros t = kHour + 10 * kSecond;
+    ids.push_back(h.Submit(By(Gang("urgent", "q", {1}, 5, t), "alice"), t));
+    std::vector<uint64_t> out;
+    for (JobId id : h.scheduler().PendingOrder(h.jobs(), kHour + 60 * kSecond)) {
+      out.push_back(std::find(ids.begin(), ids.end(), id) - ids.begin());
+    }
+    if (fair_users) {
+      // Alice's decayed usage is kept per user (and carried over with the queues').
+      QueueUsage::Saved saved = h.scheduler().SaveUsage(kHour + 60 * kSecond);
+      EXPECT_EQ(saved.users.size(), 2u);
+      EXPECT_GT(saved.users[0].decayed, 3000.0 * 1000.0);  // about an hour of 1000 milli
+    }
+    return out;
+  };
+  // Indices into ids: a1 b1 a2 b2 urgent(alice, priority 5).
+  EXPECT_EQ(order(false), (std::vector<uint64_t>{4, 0, 1, 2, 3}));
+  EXPECT_EQ(order(true), (std::vector<uint64_t>{4, 1, 3, 0, 2}));
 }
 
 }  // namespace

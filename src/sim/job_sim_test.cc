@@ -234,6 +234,50 @@ TEST(JobSimTest, PreemptiveCombinationsFinishEveryJobWithRestartOverheads) {
   }
 }
 
+// One queue of 8 GPUs kept full for hours; "heavy" submits three jobs for each of
+// "light"'s. Their GPU-hours while both still wait for GPUs: equal under fair-users,
+// three to one under FIFO.
+double HeavyOverLight(std::string_view policy) {
+  JobTrace trace;
+  trace.name = "two-users";
+  for (int i = 0; i < 400; ++i) {
+    TraceJob j;
+    j.name = (i % 4 == 3 ? "light-" : "heavy-") + std::to_string(i);
+    j.submit = i * kSecond;
+    j.duration = (20 + (i * 7) % 41) * kMinute;  // 20 to 60 min, so ends are spread out
+    j.gpus = 1;
+    j.tenant = "t";
+    trace.jobs.push_back(std::move(j));
+  }
+  std::vector<SimJob> jobs = JobsFromTrace(trace, WorkloadOptions{});
+  for (SimJob& j : jobs) {
+    j.spec.user = j.spec.name.substr(0, j.spec.name.find('-'));
+  }
+  QueueTreeSpec queues;
+  queues.nodes = {QueueNode("t", "", 8)};
+  const JobSimResult r = Simulate(jobs, Options(policy), queues, /*nodes=*/1);
+  // [2 h, 14 h): past the start, before light (a quarter of 267 GPU-hours) runs out.
+  const Micros from = 2 * kHour, to = 14 * kHour;
+  double heavy = 0, light = 0;
+  for (const JobOutcome& o : r.run.jobs) {
+    EXPECT_EQ(o.preemptions, 0);
+    const Micros overlap = std::min(o.finish, to) - std::max(o.first_start, from);
+    (o.name.rfind("heavy", 0) == 0 ? heavy : light) +=
+        static_cast<double>(std::max<Micros>(overlap, 0)) * o.gpus;
+  }
+  EXPECT_NEAR((heavy + light) / static_cast<double>(to - from), 8.0, 0.1);  // kept full
+  return heavy / light;
+}
+
+TEST(JobSimTest, FairUsersGiveTwoUsersOfAQueueEqualSharesWhereFifoFollowsTheirSubmissions) {
+  const double fair = HeavyOverLight("fifo+fair-users");
+  const double fifo = HeavyOverLight("fifo");
+  EXPECT_NEAR(fair, 1.0, 0.05) << "fair-users: heavy / light GPU-time";
+  EXPECT_NEAR(fifo, 3.0, 0.3) << "fifo: heavy / light GPU-time";
+  // Fair share between queues as well: the users' level sits below it.
+  EXPECT_NEAR(HeavyOverLight("fairshare+fifo+fair-users"), 1.0, 0.05);
+}
+
 TEST(JobSimTest, StaticQuotasNeverLetAQueueBorrow) {
   // static-vc: each tenant within its nominal GPUs at every instant.
   JobSimResult r = Simulate(Workload(), Options("static-vc"));
