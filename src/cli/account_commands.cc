@@ -173,8 +173,8 @@ int RunToken(const ClientConfig& config, const TokenOptions& o, std::ostream& ou
     }
     // The token alone on stdout (for a file); what it is on stderr. It is shown once.
     out << Str(*made, "token") << "\n";
-    err << "tessera: a token for " << (o.user.empty() ? "tenant " + o.tenant
-                                                       : "user " + o.user + " of tenant " + o.tenant)
+    err << "tessera: a token for "
+        << (o.user.empty() ? "tenant " + o.tenant : "user " + o.user + " of tenant " + o.tenant)
         << " (" << Str(*made, "name") << "); it is not shown again\n";
     return 0;
   }
@@ -188,8 +188,8 @@ int RunToken(const ClientConfig& config, const TokenOptions& o, std::ostream& ou
   }
   Table table({"NAME", "ROLE", "TENANT", "USER", "CREATED"});
   for (const json& t : json_read::Array(*list, "tokens")) {
-    table.AddRow({Str(t, "name"), Str(t, "role"), Str(t, "tenant"), Str(t, "user"),
-                  Str(t, "created")});
+    table.AddRow(
+        {Str(t, "name"), Str(t, "role"), Str(t, "tenant"), Str(t, "user"), Str(t, "created")});
   }
   out << table.Render();
   return 0;
@@ -217,8 +217,8 @@ int RunHistory(const ClientConfig& config, const HistoryOptions& o, const Clock&
   }
   QueryParams query = {{"since", FormatRfc3339(*since)},
                        {"until", FormatRfc3339(o.until == "now" ? *until + 1 : *until)}};
-  for (auto [name, value] : {std::pair{"user", &o.user}, std::pair{"tenant", &o.tenant},
-                             std::pair{"state", &o.state}}) {
+  for (auto [name, value] :
+       {std::pair{"user", &o.user}, std::pair{"tenant", &o.tenant}, std::pair{"state", &o.state}}) {
     if (!value->empty()) {
       query.emplace_back(name, *value);
     }
@@ -249,11 +249,11 @@ int RunHistory(const ClientConfig& config, const HistoryOptions& o, const Clock&
     return 0;
   }
   const bool wide = o.output == "wide";
-  std::vector<std::string> headers = {"ID",  "NAME",    "USER", "TENANT", "STATE", "EXIT",
-                                      "END", "ELAPSED", "GPUS", "NODES"};
+  std::vector<std::string> headers = {"ID",   "NAME", "USER",    "TENANT", "STATE",
+                                      "EXIT", "END",  "ELAPSED", "GPUS",   "NODES"};
   if (wide) {
-    headers = {"ID",    "NAME", "USER", "TENANT",  "QUEUE", "STATE", "EXIT",
-               "SUBMIT", "START", "END", "ELAPSED", "GPUS",  "NODES", "ATTEMPTS (NODE:GPUS)"};
+    headers = {"ID",     "NAME",  "USER", "TENANT",  "QUEUE", "STATE", "EXIT",
+               "SUBMIT", "START", "END",  "ELAPSED", "GPUS",  "NODES", "ATTEMPTS (NODE:GPUS)"};
   }
   Table table(headers);
   table.SetRightAligned(0);
@@ -263,8 +263,8 @@ int RunHistory(const ClientConfig& config, const HistoryOptions& o, const Clock&
       nodes.push_back(n.is_string() ? n.get<std::string>() : "");
     }
     const std::optional<int64_t> exit = json_read::OptInt(j, "exit_code");
-    const std::string elapsed =
-        FormatAge(static_cast<Micros>(json_read::OptNumber(j, "elapsed_seconds").value_or(0) * 1e6));
+    const std::string elapsed = FormatAge(
+        static_cast<Micros>(json_read::OptNumber(j, "elapsed_seconds").value_or(0) * 1e6));
     std::vector<std::string> row = {std::to_string(json_read::Int(j, "id")), Str(j, "name"),
                                     Str(j, "user"), Str(j, "tenant")};
     if (wide) {
@@ -323,8 +323,9 @@ void AddAccountCommands(CLI::App& app, int* exit_code) {
       std::optional<ClientConfig> config = resolve(f);
       if (config.has_value()) {
         o->config_path = ClientConfigPath(ProcessEnvironment());
-        *exit_code = RunLogin(*config, *o, [] { return ReadSecretFromStdin(std::cin, std::cerr); },
-                              std::cout, std::cerr);
+        *exit_code = RunLogin(
+            *config, *o, [] { return ReadSecretFromStdin(std::cin, std::cerr); }, std::cout,
+            std::cerr);
       }
     });
   }

@@ -18,7 +18,7 @@
 namespace tessera {
 
 struct LoginOptions {
-  std::string token_file;  // --token-file; "": a prompt on a terminal, else a line of stdin
+  std::string token_file;   // --token-file; "": a prompt on a terminal, else a line of stdin
   std::string config_path;  // where the login is saved (ClientConfigPath)
 };
 // Reads the token, checks it with GET /v1/whoami on `config.server` and saves both.

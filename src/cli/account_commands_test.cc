@@ -78,7 +78,8 @@ TEST_F(SavedLoginTest, IsWrittenPrivateAndWholeAndKeepsOtherKeys) {
   EXPECT_EQ(j["python"]["timeout"], 5);
   // No temporary file is left beside it.
   size_t files = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir_ + "/.config/tessera")) {
+  for ([[maybe_unused]] const auto& e :
+       std::filesystem::directory_iterator(dir_ + "/.config/tessera")) {
     ++files;
   }
   EXPECT_EQ(files, 1u);
@@ -181,9 +182,16 @@ TEST(HistoryCommandTest, FollowsPagesAndShowsWhoAndWhere) {
   FakeController ctl;
   ctl.On("GET", "/v1/history", [](const httplib::Request& req, httplib::Response& res) {
     const nlohmann::json first = {
-        {"id", 7}, {"name", "train"}, {"user", "alice"}, {"tenant", "team-a"},
-        {"queue", "team-a"}, {"state", "failed"}, {"exit_code", 3},
-        {"end_time", "2026-11-29T21:00:00Z"}, {"elapsed_seconds", 125.0}, {"gpus", 2},
+        {"id", 7},
+        {"name", "train"},
+        {"user", "alice"},
+        {"tenant", "team-a"},
+        {"queue", "team-a"},
+        {"state", "failed"},
+        {"exit_code", 3},
+        {"end_time", "2026-11-29T21:00:00Z"},
+        {"elapsed_seconds", 125.0},
+        {"gpus", 2},
         {"nodes", {"n1"}},
         {"attempts", {{{"tasks", {{{"node", "n1"}, {"gpus", {0, 1}}}}}}}}};
     nlohmann::json second = first;

@@ -67,7 +67,8 @@ StatusOr<std::optional<SavedLogin>> ReadSavedLogin(const std::string& path) {
     return std::optional<SavedLogin>();
   }
   SavedLogin login;
-  for (auto [key, target] : {std::pair{"server", &login.server}, std::pair{"token", &login.token}}) {
+  for (auto [key, target] :
+       {std::pair{"server", &login.server}, std::pair{"token", &login.token}}) {
     if (!j.contains(key)) {
       continue;
     }

@@ -34,7 +34,7 @@ StatusOr<uint64_t> CursorBefore(Store& store, Micros since) {
   if (first.empty() || first[0].submit_us >= since) {
     return uint64_t{0};
   }
-  uint64_t lo = first[0].id - 1;  // next_before(lo) holds
+  uint64_t lo = first[0].id - 1;    // next_before(lo) holds
   uint64_t hi = uint64_t{1} << 62;  // beyond any id: nothing after it
   while (hi - lo > 1) {
     const uint64_t mid = lo + (hi - lo) / 2;
@@ -61,8 +61,10 @@ std::string UserOfSpec(const std::string& spec_json) {
 Status CheckHistoryQuery(const HistoryQuery& query) {
   for (const std::string& state : query.states) {
     if (!Finished(state)) {
-      return InvalidArgumentError("state: history holds finished jobs (succeeded, failed, "
-                                  "cancelled), got '" + state + "'");
+      return InvalidArgumentError(
+          "state: history holds finished jobs (succeeded, failed, "
+          "cancelled), got '" +
+          state + "'");
     }
   }
   if (query.until <= query.since) {
@@ -111,8 +113,8 @@ nlohmann::json HistoryEntry(const JobRow& row) {
           {"user", UserOfSpec(row.spec_json)},
           {"queue", row.queue},
           {"state", row.state},
-          {"exit_code", row.state == "cancelled" ? nlohmann::json(nullptr)
-                                                 : nlohmann::json(row.exit_code)},
+          {"exit_code",
+           row.state == "cancelled" ? nlohmann::json(nullptr) : nlohmann::json(row.exit_code)},
           {"submit_time", TimeOrNull(row.submit_us)},
           {"start_time", TimeOrNull(row.start_us)},
           {"end_time", TimeOrNull(row.end_us)},
@@ -131,18 +133,18 @@ StatusOr<HistoryPage> ReadHistory(Store& store, const HistoryQuery& query, size_
     TESSERA_ASSIGN_OR_RETURN(after, CursorBefore(store, query.since));
   }
   // Unfiltered by the store, so that the scan is bounded by max_scan rows.
-  TESSERA_ASSIGN_OR_RETURN(std::vector<JobRow> rows,
-                           store.LoadJobsPage(after, kMinTime, kMaxTime, std::max<size_t>(max_scan, 1)));
+  TESSERA_ASSIGN_OR_RETURN(
+      std::vector<JobRow> rows,
+      store.LoadJobsPage(after, kMinTime, kMaxTime, std::max<size_t>(max_scan, 1)));
   for (const JobRow& row : rows) {
     if (row.submit_us >= query.until) {
       return page;  // later ids were submitted later still
     }
-    const bool wanted =
-        Finished(row.state) && row.submit_us >= query.since &&
-        (query.tenant.empty() || row.tenant == query.tenant) &&
-        (query.states.empty() ||
-         std::find(query.states.begin(), query.states.end(), row.state) != query.states.end()) &&
-        (query.user.empty() || UserOfSpec(row.spec_json) == query.user);
+    const bool wanted = Finished(row.state) && row.submit_us >= query.since &&
+                        (query.tenant.empty() || row.tenant == query.tenant) &&
+                        (query.states.empty() || std::find(query.states.begin(), query.states.end(),
+                                                           row.state) != query.states.end()) &&
+                        (query.user.empty() || UserOfSpec(row.spec_json) == query.user);
     if (!wanted) {
       continue;
     }

@@ -23,10 +23,11 @@
 namespace tessera {
 
 struct HistoryQuery {
-  std::string tenant;               // "": any (a tenant token's own is forced by the route)
-  std::string user;                 // "": any
-  std::vector<std::string> states;  // finished states (succeeded, failed, cancelled); empty: all three
-  Micros since = 0;                 // submitted in [since, until)
+  std::string tenant;  // "": any (a tenant token's own is forced by the route)
+  std::string user;    // "": any
+  std::vector<std::string>
+      states;        // finished states (succeeded, failed, cancelled); empty: all three
+  Micros since = 0;  // submitted in [since, until)
   Micros until = 0;
   uint64_t after = 0;  // the cursor: ids above it
   size_t limit = 100;  // jobs per page

@@ -23,8 +23,8 @@ JobRow Finished(uint64_t id, const std::string& tenant, const std::string& user,
   row.tenant = tenant;
   row.queue = tenant;
   row.name = "job-" + std::to_string(id);
-  row.spec_json = user.empty() ? R"({"command":["x"]})"
-                               : R"({"command":["x"],"user":")" + user + R"("})";
+  row.spec_json =
+      user.empty() ? R"({"command":["x"]})" : R"({"command":["x"],"user":")" + user + R"("})";
   row.state = state;
   row.submit_us = static_cast<Micros>(id) * kSecond;
   if (state != "cancelled") {
@@ -32,8 +32,9 @@ JobRow Finished(uint64_t id, const std::string& tenant, const std::string& user,
     row.end_us = row.start_us + 10 * kSecond;
     row.exit_code = state == "failed" ? 3 : 0;
     const int g = static_cast<int>(id % 4);
-    nlohmann::json task = {{"node", "n" + std::to_string(id % 2)},
-                           {"gpus", {{{"index", g}, {"milli", 1000}}, {{"index", g + 1}, {"milli", 1000}}}}};
+    nlohmann::json task = {
+        {"node", "n" + std::to_string(id % 2)},
+        {"gpus", {{{"index", g}, {"milli", 1000}}, {{"index", g + 1}, {"milli", 1000}}}}};
     row.placement_json = AppendAttempt("", {{"attempt", 1},
                                             {"start", row.start_us},
                                             {"end", row.end_us},

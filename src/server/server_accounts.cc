@@ -149,9 +149,9 @@ void Server::AccountRoutes() {
             SendError(res, page.status());
             return;
           }
-          limiter_->Charge(HashToken(req.get_header_value("Authorization")),
-                           static_cast<double>(page->jobs.size()) /
-                               std::max(options_.list_rows_per_token, 1.0));
+          limiter_->Charge(
+              HashToken(req.get_header_value("Authorization")),
+              static_cast<double>(page->jobs.size()) / std::max(options_.list_rows_per_token, 1.0));
           SendJson(res, {{"jobs", std::move(page->jobs)},
                          {"next", page->next > 0 ? nlohmann::json(std::to_string(page->next))
                                                  : nlohmann::json(nullptr)}});

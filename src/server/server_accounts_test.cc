@@ -20,9 +20,10 @@ class ServerAccountsTest : public ServerFixture {
 
   // A new token of `user` in team-a (201), or the error's status.
   std::string UserToken(const std::string& user) {
-    httplib::Result r = Client(server_->admin_token())
-                            .Post("/v1/tokens", nlohmann::json{{"tenant", "team-a"}, {"user", user}}.dump(),
-                                  "application/json");
+    httplib::Result r =
+        Client(server_->admin_token())
+            .Post("/v1/tokens", nlohmann::json{{"tenant", "team-a"}, {"user", user}}.dump(),
+                  "application/json");
     EXPECT_TRUE(r);
     EXPECT_EQ(r->status, 201) << r->body;
     return r->status == 201 ? nlohmann::json::parse(r->body)["token"].get<std::string>() : "";
@@ -44,8 +45,8 @@ class ServerAccountsTest : public ServerFixture {
 };
 
 TEST_F(ServerAccountsTest, OnlyTheAdminMakesUserTokensAndWhoamiSaysWhoTheyAre) {
-  httplib::Result r = Client(team_a_).Post(
-      "/v1/tokens", R"({"tenant": "team-a", "user": "eve"})", "application/json");
+  httplib::Result r = Client(team_a_).Post("/v1/tokens", R"({"tenant": "team-a", "user": "eve"})",
+                                           "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 403);
   r = Client(server_->admin_token())
@@ -104,14 +105,16 @@ TEST_F(ServerAccountsTest, JobsAreTheirUsersAndHistoryAndUsageFollowThem) {
   const GpuCatalog& catalog = GpuCatalog::Default();
   RegisterRequest reg;
   reg.agent_id = "agent-1";
-  reg.inventory.spec = MakeUniformNode("n1", MilliCpu(32000), MiB(256 * 1024),
-                                       catalog.Find("H100-80GB").value(), 8, SharingMode::kExclusive);
+  reg.inventory.spec =
+      MakeUniformNode("n1", MilliCpu(32000), MiB(256 * 1024), catalog.Find("H100-80GB").value(), 8,
+                      SharingMode::kExclusive);
   for (int g = 0; g < 8; ++g) {
     reg.inventory.gpu_uuids.push_back("GPU-test-" + std::to_string(g));
     reg.inventory.mig_instances.emplace_back();
   }
-  httplib::Result r = Client(server_->join_token())
-                          .Post("/v1/agents/register", ToJson(reg, catalog).dump(), "application/json");
+  httplib::Result r =
+      Client(server_->join_token())
+          .Post("/v1/agents/register", ToJson(reg, catalog).dump(), "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   httplib::Client agent =
@@ -172,7 +175,8 @@ TEST_F(ServerAccountsTest, JobsAreTheirUsersAndHistoryAndUsageFollowThem) {
     EXPECT_GT(row["gpu_hours"].get<double>(), 0.0);
     jobs_of[row["key"]] = row["jobs"];
   }
-  EXPECT_EQ(jobs_of, (std::map<std::string, int>{{"a", 1}, {"alice", 2}, {"bob", 1}, {"carol", 1}}));
+  EXPECT_EQ(jobs_of,
+            (std::map<std::string, int>{{"a", 1}, {"alice", 2}, {"bob", 1}, {"carol", 1}}));
 }
 
 }  // namespace

@@ -78,8 +78,9 @@ nlohmann::json UsageByUser(const nlohmann::json& by_job,
     uint64_t job = 0;
     std::from_chars(key.data(), key.data() + key.size(), job);
     auto owner = owners.find(job);
-    Group& g = groups[owner != owners.end() ? std::make_pair(owner->second.tenant, owner->second.user)
-                                            : std::make_pair(std::string(), std::string())];
+    Group& g = groups[owner != owners.end()
+                          ? std::make_pair(owner->second.tenant, owner->second.user)
+                          : std::make_pair(std::string(), std::string())];
     g.gpu_hours += row.value("gpu_hours", 0.0);
     g.used_gpu_hours += row.value("used_gpu_hours", 0.0);
     g.measured_gpu_hours += row.value("measured_gpu_hours", 0.0);
