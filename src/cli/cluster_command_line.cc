@@ -8,6 +8,7 @@
 #include "api/units.h"
 #include "cli/api_client.h"
 #include "cli/cluster_commands.h"
+#include "cli/job_actions.h"
 #include "cli/queues_import_command.h"
 #include "cli/sbatch_command.h"
 #include "cli/slurm_script.h"
@@ -129,6 +130,7 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
         return script ? RunSubmitScript(c, *o, *lenient, std::cout, std::cerr)
                       : RunSubmit(c, *o, std::cout, std::cerr);
       });
+    });
   }
   // jobs
   {
@@ -142,6 +144,9 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     cmd->add_flag("--all", o->all, "jobs in every state, finished ones too");
     cmd->add_flag("--start", o->start,
                   "pending jobs with their position, expected start (ETA) and what blocks them");
+    cmd->add_flag("-r,--array", o->expand_arrays,
+                  "each array element on a row of its own (default: an array's pending "
+                  "elements on one row, 12_[3-999%50])");
     cmd->add_option("--limit", o->limit, "at most this many jobs");
     cmd->add_option("-o,--output", o->output, "wide or json");
     AddConnectionFlags(cmd, flags.get());
@@ -200,6 +205,24 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     cmd->callback([flags, o, exit_code] {
       Dispatch(*flags, exit_code,
                [&](const ClientConfig& c) { return RunCancel(c, *o, std::cout, std::cerr); });
+    });
+  }
+  // hold, release, requeue
+  for (const char* name : {"hold", "release", "requeue"}) {
+    auto flags = std::make_shared<ConnectionFlags>();
+    auto jobs = std::make_shared<std::vector<std::string>>();
+    const std::string action = name;
+    CLI::App* cmd = app.add_subcommand(
+        action, action == "hold"      ? "Keep pending jobs from starting until released"
+                : action == "release" ? "Let held jobs start"
+                                      : "End running jobs' attempts and queue them again");
+    cmd->add_option("jobs", *jobs, "job ids; ARRAY_INDEX for one element, an array's id for all")
+        ->required();
+    AddConnectionFlags(cmd, flags.get());
+    cmd->callback([flags, jobs, action, exit_code] {
+      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+        return RunJobAction(c, action, *jobs, std::cout, std::cerr);
+      });
     });
   }
   // logs

@@ -18,10 +18,12 @@
 #include "api/job_batch.h"
 #include "api/restart_policy.h"
 #include "api/json_fields.h"
+#include "api/job_relations.h"
 #include "api/units.h"
 #include "base/strings.h"
 #include "base/time_format.h"
 #include "cli/cluster_views.h"
+#include "cli/job_actions.h"
 #include "cli/eta_views.h"
 #include "cli/job_file_fields.h"
 #include "cli/json_read.h"
@@ -76,12 +78,13 @@ Status CheckOutput(const std::string& output, std::initializer_list<std::string_
   return InvalidArgumentError("-o must be one of: " + names + " (got '" + output + "')");
 }
 
-StatusOr<int64_t> ParseJobId(const std::string& text) {
-  StatusOr<int64_t> id = ParseInt64(text);
-  if (!id.ok() || *id <= 0) {
-    return InvalidArgumentError("expected a job id (a positive integer), got '" + text + "'");
+// A job as users name it: its id, or ARRAY_INDEX for an element of an array.
+StatusOr<std::string> ParseJobId(const std::string& text) {
+  if (!ParseJobRef(text).ok()) {
+    return InvalidArgumentError("expected a job id (a positive integer, or ARRAY_INDEX for an "
+                                "array's element), got '" + text + "'");
   }
-  return *id;
+  return text;
 }
 
 StatusOr<std::string> ReadInput(const std::string& file) {
@@ -448,6 +451,9 @@ int RunJobs(const ClientConfig& config, const JobsOptions& o, const Clock& clock
     out << JobsStartTable(jobs, Now(clock));
     return 0;
   }
+  if (!o.expand_arrays) {
+    jobs = FoldArrays(jobs);
+  }
   out << JobsTable(jobs, o.output == "wide", Now(clock));
   return 0;
 }
@@ -455,9 +461,9 @@ int RunJobs(const ClientConfig& config, const JobsOptions& o, const Clock& clock
 int RunShow(const ClientConfig& config, const ShowOptions& o, const Clock& clock, std::ostream& out,
             std::ostream& err) {
   TESSERA_CLI_RETURN_IF_ERROR(CheckOutput(o.output, {"json"}), err);
-  TESSERA_CLI_ASSIGN_OR_REPORT(int64_t id, ParseJobId(o.job), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::string id, ParseJobId(o.job), err);
   TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
-  const std::string path = "/v1/jobs/" + std::to_string(id);
+  const std::string path = "/v1/jobs/" + id;
   TESSERA_CLI_ASSIGN_OR_REPORT(ApiResponse response, client->Get(path), err);
   if (o.output == "json") {
     PrintJsonBody(response.body, out);
@@ -477,20 +483,20 @@ int RunWait(const ClientConfig& config, const WaitOptions& o, const Clock& clock
   if (o.jobs.empty()) {
     return ReportError(InvalidArgumentError("name at least one job"), err);
   }
-  std::vector<int64_t> ids;
+  std::vector<std::string> ids;
   for (const std::string& j : o.jobs) {
-    TESSERA_CLI_ASSIGN_OR_REPORT(int64_t id, ParseJobId(j), err);
+    TESSERA_CLI_ASSIGN_OR_REPORT(std::string id, ParseJobId(j), err);
     ids.push_back(id);
   }
   TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
   const Micros deadline = clock.NowMicros() + o.timeout;
-  std::map<int64_t, std::string> final_state;
+  std::map<std::string, std::string> final_state;
   while (true) {
-    for (int64_t id : ids) {
+    for (const std::string& id : ids) {
       if (final_state.count(id) > 0) {
         continue;
       }
-      const std::string path = "/v1/jobs/" + std::to_string(id);
+      const std::string path = "/v1/jobs/" + id;
       TESSERA_CLI_ASSIGN_OR_REPORT(json job, client->GetJson(path, {}), err);
       const std::string state = job.value("state", "");
       const bool terminal = state == "succeeded" || state == "failed" || state == "cancelled";
@@ -526,16 +532,16 @@ int RunCancel(const ClientConfig& config, const CancelOptions& o, std::ostream& 
   if (o.jobs.empty()) {
     return ReportError(InvalidArgumentError("name at least one job to cancel"), err);
   }
-  std::vector<int64_t> ids;
+  std::vector<std::string> ids;
   for (const std::string& text : o.jobs) {
-    TESSERA_CLI_ASSIGN_OR_REPORT(int64_t id, ParseJobId(text), err);
+    TESSERA_CLI_ASSIGN_OR_REPORT(std::string id, ParseJobId(text), err);
     ids.push_back(id);
   }
   TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
   int exit_code = 0;
   json answers = json::array();
-  for (int64_t id : ids) {
-    const std::string path = "/v1/jobs/" + std::to_string(id) + "/cancel";
+  for (const std::string& id : ids) {
+    const std::string path = "/v1/jobs/" + id + "/cancel";
     StatusOr<ApiResponse> response = client->Post(path, "", "application/json");
     StatusOr<json> job = response.ok() ? ParseJsonBody(response->body, "POST " + path)
                                        : StatusOr<json>(response.status());
@@ -549,6 +555,10 @@ int RunCancel(const ClientConfig& config, const CancelOptions& o, std::ostream& 
     }
     if (o.output == "json") {
       answers.push_back(*job);
+      continue;
+    }
+    if (const json* all = Field(*job, "jobs"); all != nullptr && all->is_array()) {
+      out << "array " << id << ": " << all->size() << " elements cancelled or stopping\n";
       continue;
     }
     const std::string state = Str(*job, "state");
@@ -603,12 +613,12 @@ int RunDrain(const ClientConfig& config, const DrainOptions& o, std::ostream& ou
 
 int RunLogs(const ClientConfig& config, const LogsOptions& o, std::ostream& out,
             std::ostream& err) {
-  TESSERA_CLI_ASSIGN_OR_REPORT(int64_t id, ParseJobId(o.job), err);
+  TESSERA_CLI_ASSIGN_OR_REPORT(std::string id, ParseJobId(o.job), err);
   if (o.task < 0 || o.offset < 0 || o.poll_interval_ms < 0) {
     return ReportError(InvalidArgumentError("--task and the offset must be >= 0"), err);
   }
   TESSERA_CLI_ASSIGN_OR_REPORT(std::unique_ptr<ApiClient> client, Connect(config), err);
-  const std::string path = "/v1/jobs/" + std::to_string(id) + "/logs";
+  const std::string path = "/v1/jobs/" + id + "/logs";
   const std::function<void(int64_t)> sleep = o.sleep ? o.sleep : SleepMillis;
   int64_t offset = o.offset;
   for (int64_t requests = 1;; ++requests) {

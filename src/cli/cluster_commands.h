@@ -91,6 +91,8 @@ struct JobsOptions {
   // Pending jobs with their expected start, like `squeue --start`: POS QPOS ID NAME
   // QUEUE GPUS ETA BLOCKING, in the scheduler's order (cli/eta_views.h).
   bool start = false;
+  // Every array element a row of its own (squeue -r); else pending ones fold into one.
+  bool expand_arrays = false;
 };
 int RunJobs(const ClientConfig& config, const JobsOptions& options, const Clock& clock,
             std::ostream& out, std::ostream& err);

@@ -230,6 +230,9 @@ std::string JobsTable(const json& jobs, bool wide, Micros now) {
   }
   for (const json& job : jobs) {
     const std::string age = AgeSince(Time(job, "submit_time"), now);
+    // An array's element ("12_3") or its folded pending elements (job_actions.h).
+    const std::string id = Field(job, "display_id") != nullptr ? Str(job, "display_id")
+                                                               : OptIntText(job, "id");
     // A job flagged by its queue's idle policy says so in its state.
     std::string state = Str(job, "state");
     if (const json* idle = Field(job, "idle_since"); idle != nullptr && idle->is_string()) {
@@ -238,13 +241,13 @@ std::string JobsTable(const json& jobs, bool wide, Micros now) {
     }
     std::vector<std::string> row;
     if (wide) {
-      row = {OptIntText(job, "id"), Str(job, "name"), Str(job, "tenant"), Str(job, "queue"),
+      row = {id, Str(job, "name"), Str(job, "tenant"), Str(job, "queue"),
              state, OptIntText(job, "priority"), JobGpus(job),
              OptIntText(job, "replicas"), age, RunTime(job, now),
              OptIntText(job, "attempts"), OptIntText(job, "preemptions"),
              OptIntText(job, "exit_code"), JobNodes(job), Str(job, "reason")};
     } else {
-      row = {OptIntText(job, "id"), Str(job, "name"), Str(job, "tenant"), Str(job, "queue"),
+      row = {id, Str(job, "name"), Str(job, "tenant"), Str(job, "queue"),
              state, JobGpus(job), age, JobNodes(job), Str(job, "reason")};
     }
     if (users) {
