@@ -567,7 +567,8 @@ TEST(ShowTest, NotFoundExits3AndBadIdExits2) {
   o.job = "seven";
   std::ostringstream err2;
   EXPECT_EQ(RunShow(ctl.Config(), o, clock, out, err2), 2);
-  EXPECT_EQ(err2.str(), "tessera: expected a job id (a positive integer), got 'seven'\n");
+  EXPECT_EQ(err2.str(), "tessera: expected a job id (a positive integer, or ARRAY_INDEX for an array's "
+            "element), got 'seven'\n");
   EXPECT_EQ(ctl.requests().size(), 1u);
   EXPECT_EQ(out.str(), "");
 }
