@@ -348,8 +348,8 @@ StatusOr<ApiResponse> ApiClient::Answered(size_t at, HttpAnswer answer) {
     Status status = StatusFromHttpError(response.status, response.body);
     if (response.status == 401 && token_.empty()) {
       return Status(status.code(), status.message() +
-                                       "; no token was given (--token, TESSERA_TOKEN or "
-                                       "TESSERA_TOKEN_FILE)");
+                                       "; no token was given (--token, TESSERA_TOKEN, "
+                                       "TESSERA_TOKEN_FILE or tessera login)");
     }
     return status;
   }
