@@ -56,9 +56,8 @@ StatusOr<UniqueFd> Listen(int* port) {
       ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
     return InternalError("cannot listen for the task's terminal: " + ErrnoText(errno));
   }
-  *port = bound.ss_family == AF_INET6
-              ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-              : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  *port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                      : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return fd;
 }
 

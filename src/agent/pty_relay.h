@@ -84,7 +84,7 @@ class PtyRelay {
   bool master_open_ = true;  // false once the master reads EOF/EIO (no slave is open)
 
   int client_ = -1;
-  int pending_ = -1;           // connected, hello not yet checked
+  int pending_ = -1;  // connected, hello not yet checked
   int64_t pending_until_ms_ = 0;
   char hello_[kMaxPtyFrame];
   size_t hello_size_ = 0;

@@ -45,8 +45,7 @@ TEST(PtyFramesTest, RefusesUnknownTypesAndOversizedLengths) {
   big[2] = 1;
   EXPECT_EQ(DecodePtyFrame(big.data(), big.size(), &f), -1);
   const std::string largest = Frame(kPtyData, std::string(kMaxPtyPayload, 'y'));
-  EXPECT_EQ(DecodePtyFrame(largest.data(), largest.size(), &f),
-            static_cast<long>(kMaxPtyFrame));
+  EXPECT_EQ(DecodePtyFrame(largest.data(), largest.size(), &f), static_cast<long>(kMaxPtyFrame));
 }
 
 TEST(PtyFramesTest, WindowAndExitPayloads) {

@@ -84,8 +84,8 @@ bool SendWindow(int sock, int tty_fd) {
 
 struct termios RawTermios(const struct termios& t) {
   struct termios raw = t;
-  raw.c_iflag &= ~static_cast<tcflag_t>(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR |
-                                        ICRNL | IXON);
+  raw.c_iflag &=
+      ~static_cast<tcflag_t>(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
   raw.c_oflag &= ~static_cast<tcflag_t>(OPOST);
   raw.c_lflag &= ~static_cast<tcflag_t>(ECHO | ECHONL | ICANON | ISIG | IEXTEN);
   raw.c_cflag &= ~static_cast<tcflag_t>(CSIZE | PARENB);
@@ -159,8 +159,8 @@ StatusOr<int> ConnectTcp(const std::string& host, int port, int timeout_ms) {
   std::string why = "no address";
   int connected = -1;
   for (addrinfo* a = found; a != nullptr && connected < 0; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                            a->ai_protocol);
+    const int fd =
+        ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
     if (fd < 0) {
       why = ErrnoText(errno);
       continue;
@@ -169,10 +169,10 @@ StatusOr<int> ConnectTcp(const std::string& host, int port, int timeout_ms) {
     if (err == EINPROGRESS) {
       pollfd p{fd, POLLOUT, 0};
       socklen_t len = sizeof(err);
-      err = ::poll(&p, 1, timeout_ms) == 1 &&
-                    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0
-                ? err
-                : ETIMEDOUT;
+      err =
+          ::poll(&p, 1, timeout_ms) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0
+              ? err
+              : ETIMEDOUT;
     }
     if (err != 0) {
       why = ErrnoText(err);
@@ -215,9 +215,8 @@ StatusOr<TerminalEnd> RelayTerminal(int sock, const std::string& secret, int in_
   bool stdin_open = true;
   char buf[kMaxPtyPayload];
   while (true) {
-    pollfd fds[3] = {{sock, POLLIN, 0},
-                     {signals.fd(), POLLIN, 0},
-                     {stdin_open ? in_fd : -1, POLLIN, 0}};
+    pollfd fds[3] = {
+        {sock, POLLIN, 0}, {signals.fd(), POLLIN, 0}, {stdin_open ? in_fd : -1, POLLIN, 0}};
     if (::poll(fds, 3, -1) < 0) {
       continue;  // EINTR: the signal's byte is in the pipe
     }

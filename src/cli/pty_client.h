@@ -64,10 +64,10 @@ StatusOr<int> ConnectTcp(const std::string& host, int port, int timeout_ms);
 bool WindowSize(int fd, uint16_t* rows, uint16_t* cols);
 
 struct TerminalEnd {
-  bool exited = false;       // the shim sent the task's status
-  int32_t status = 0;        // its exit code, or 128 + signal
-  std::string refused;       // the shim's reason for refusing us; "" if it did not
-  int signal = 0;            // a signal other than SIGWINCH ended the relay
+  bool exited = false;  // the shim sent the task's status
+  int32_t status = 0;   // its exit code, or 128 + signal
+  std::string refused;  // the shim's reason for refusing us; "" if it did not
+  int signal = 0;       // a signal other than SIGWINCH ended the relay
 };
 
 // Attaches with `secret` on connection `sock` (which it closes) and relays until the

@@ -70,9 +70,9 @@ class Runner {
   SignalPipe& signals_;
   int64_t id_ = 0;
   std::string path_;
-  int signal_ = 0;            // the first SIGINT/SIGTERM/SIGHUP: cancel the job
+  int signal_ = 0;  // the first SIGINT/SIGTERM/SIGHUP: cancel the job
   bool cancel_sent_ = false;
-  bool abort_ = false;        // a second one: exit without waiting
+  bool abort_ = false;  // a second one: exit without waiting
 };
 
 StatusOr<int64_t> Runner::Submit(const std::string& body) {
@@ -182,8 +182,7 @@ int Runner::Run(int64_t id) {
     }
     const std::string reason = Text(*job, "reason");
     if (reason != last_reason) {
-      err_ << "tessera: job " << id_ << " pending" << (reason.empty() ? "" : ": " + reason)
-           << "\n";
+      err_ << "tessera: job " << id_ << " pending" << (reason.empty() ? "" : ": " + reason) << "\n";
       last_reason = reason;
     }
     Pause(o_.poll_interval_ms);
@@ -229,8 +228,8 @@ int Runner::Follow() {
     bool ended = true;
     for (int64_t task : tasks) {
       StatusOr<ApiResponse> r = Call([&] {
-        return client_.Get(logs, {{"task", std::to_string(task)},
-                                  {"offset", std::to_string(offset[task])}});
+        return client_.Get(
+            logs, {{"task", std::to_string(task)}, {"offset", std::to_string(offset[task])}});
       });
       if (!r.ok()) {
         return GiveUp(r.status());
@@ -276,8 +275,9 @@ int Runner::Attach() {
     if (abort_) {
       return Interrupted();
     }
-    StatusOr<ApiResponse> r = Call(
-        [&] { return client_.Get(attach, {{"task", std::to_string(o_.task)}}); });
+    StatusOr<ApiResponse> r = Call([&] {
+      return client_.Get(attach, {{"task", std::to_string(o_.task)}});
+    });
     if (!r.ok()) {
       return GiveUp(r.status());
     }
@@ -294,8 +294,8 @@ int Runner::Attach() {
     }
     Pause(o_.poll_interval_ms);
   }
-  StatusOr<int> sock = ConnectTcp(Text(where, "address"), static_cast<int>(Int(where, "port", 0)),
-                                  5000);
+  StatusOr<int> sock =
+      ConnectTcp(Text(where, "address"), static_cast<int>(Int(where, "port", 0)), 5000);
   if (!sock.ok()) {
     err_ << "tessera: " << sock.status().message() << "; showing the job's output instead\n";
     return Follow();
@@ -401,8 +401,7 @@ int RunJobInForeground(const ClientConfig& config, const RunOptions& o, std::ost
   }
   SignalPipe signals({SIGINT, SIGTERM, SIGHUP, SIGWINCH});
   Runner runner(**client, o, out, err, signals);
-  StatusOr<int64_t> id =
-      runner.Submit(spec->dump(-1, ' ', false, json::error_handler_t::replace));
+  StatusOr<int64_t> id = runner.Submit(spec->dump(-1, ' ', false, json::error_handler_t::replace));
   if (!id.ok()) {
     return ReportError(id.status(), err);
   }
@@ -413,8 +412,9 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<ConnectionFlags>();
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "run", "Run a job in the foreground, like srun: its output here, its exit code ours "
-             "(--pty: an interactive terminal)");
+      "run",
+      "Run a job in the foreground, like srun: its output here, its exit code ours "
+      "(--pty: an interactive terminal)");
   AddJobFlags(cmd, &o->job);
   cmd->add_option("--task", o->task, "the task whose output is shown (default 0)");
   cmd->add_flag("--all-tasks", o->all_tasks, "every task's output, each line after 'N: '");

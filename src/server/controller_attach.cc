@@ -19,8 +19,8 @@ StatusOr<nlohmann::json> Controller::Attach(const Principal& who, JobNumber id, 
                                    " has no terminal: start it with `tessera run --pty`");
   }
   // Not ready: pending, starting (its agent has not reported the port yet) or ended.
-  nlohmann::json out = {{"job", id.value()}, {"task", task}, {"state", job->row.state},
-                        {"ready", false}};
+  nlohmann::json out = {
+      {"job", id.value()}, {"task", task}, {"state", job->row.state}, {"ready", false}};
   if (job->state != JobState::kRunning) {
     return out;
   }

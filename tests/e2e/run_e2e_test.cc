@@ -89,8 +89,9 @@ class Cli {
   std::string Stderr() const { return Process::ReadFile(err_); }
 
   // The terminal: what the CLI wrote to it so far, and keys typed into it.
-  void Type(const std::string& keys) { ASSERT_EQ(::write(master_, keys.data(), keys.size()),
-                                                 static_cast<ssize_t>(keys.size())); }
+  void Type(const std::string& keys) {
+    ASSERT_EQ(::write(master_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+  }
   bool ScreenHas(const std::string& text, milliseconds timeout) {
     const auto end = std::chrono::steady_clock::now() + timeout;
     while (screen_.find(text) == std::string::npos) {
@@ -154,8 +155,8 @@ class RunE2eTest : public ServerAndAgentsTest {
     }
   }
   std::vector<std::string> Run(std::vector<std::string> tail) {
-    std::vector<std::string> args = {"run", "--server", url_, "--token", admin_, "--queue",
-                                     "team-a"};
+    std::vector<std::string> args = {"run",  "--server", url_,    "--token",
+                                     admin_, "--queue",  "team-a"};
     args.insert(args.end(), tail.begin(), tail.end());
     return args;
   }
@@ -181,8 +182,8 @@ TEST_F(RunE2eTest, CtrlCCancelsTheJobAndEndsItsProcesses) {
   tail.insert(tail.end(), task.begin(), task.end());
   Cli cli(Run(tail), dir_, false);
   uint64_t id = 0;
-  ASSERT_TRUE(WaitFor([&] { return (id = NewestJob("running")) > 0 && ProcessRuns(task); },
-                      seconds(20)))
+  ASSERT_TRUE(
+      WaitFor([&] { return (id = NewestJob("running")) > 0 && ProcessRuns(task); }, seconds(20)))
       << cli.Stderr();
   cli.Signal(SIGINT);
   EXPECT_EQ(cli.Wait(seconds(20)), std::optional<int>(130)) << cli.Stderr();
