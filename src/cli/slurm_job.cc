@@ -28,8 +28,10 @@ constexpr std::string_view kPrelude = R"PRELUDE(set -o pipefail
 __ts_out=$1 __ts_err=$2 __ts_mode=$3 __ts_interp=${4%%[[:blank:]]*} __ts_arg= __ts_text=$5
 case $4 in *[[:blank:]]*) __ts_arg=${4#*[[:blank:]]} ;; esac
 shift 5
+# __ts_expand VAR PATTERN: the pattern's %-escapes into VAR (no subshell: a large array
+# runs this prelude thousands of times, and every process it starts costs).
 __ts_expand() {
-  local p=$1 r= w v c
+  local p=$2 r= w v c
   while [ -n "$p" ]; do
     c=${p:0:1} p=${p:1}
     if [ "$c" != % ]; then r+=$c; continue; fi
@@ -51,7 +53,7 @@ __ts_expand() {
     if [[ -n $w && $v =~ ^[0-9]+$ ]]; then printf -v v '%0*d' "$w" "$((10#$v))"; fi
     r+=$v
   done
-  printf '%s' "$r"
+  printf -v "$1" '%s' "$r"
 }
 # A file shared by several tasks is appended to; one that is this task's alone starts empty.
 __ts_open() {
@@ -70,18 +72,22 @@ __ts_run() {
       # shellcheck disable=SC2086 # the #! argument may hold several options
       exec "$__ts_interp" $__ts_arg -c "$__ts_text" "$0" "$@" ;;
   esac
+  __ts_mkdir
   local f=$__ts_dir/${0##*/}
   printf '%s' "$__ts_text" > "$f" && chmod +x "$f" || exit 1
   if [ -n "$__ts_arg" ]; then exec "$__ts_interp" "$__ts_arg" "$f" "$@"; fi
   exec "$__ts_interp" "$f" "$@"
 }
-__ts_dir=$(mktemp -d "${TMPDIR:-/tmp}/tessera-batch.XXXXXX") || exit 1
-trap 'rm -rf "$__ts_dir"' EXIT
-mkdir "$__ts_dir/bin" || exit 1
-cat > "$__ts_dir/bin/srun" <<'__TS_SRUN'
-#!/bin/bash
+# A scratch directory, made only when needed (srun, a script for another interpreter).
+__ts_dir=
+__ts_mkdir() {
+  [ -n "$__ts_dir" ] && return 0
+  __ts_dir=$(mktemp -d "${TMPDIR:-/tmp}/tessera-batch.XXXXXX") || exit 1
+  trap 'rm -rf "$__ts_dir"' EXIT
+}
+__ts_srun='#!/bin/bash
 # srun in a Tessera batch job: each task is already one Slurm task, so this runs the
-# command once here, without srun's options; -n K runs it on tasks 0..K-1 only.
+# command once here, without the options of srun; -n K runs it on tasks 0..K-1 only.
 n=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -100,12 +106,26 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -n "$n" ] && [ "${SLURM_PROCID:-0}" -ge "$n" ] 2>/dev/null; then exit 0; fi
-exec "$@"
-__TS_SRUN
-chmod +x "$__ts_dir/bin/srun" || exit 1
-export PATH="$__ts_dir/bin:$PATH"
-__ts_o=$(__ts_expand "$__ts_out")
-__ts_e=$(__ts_expand "$__ts_err")
+exec "$@"'
+# srun on PATH for a script that names it (a script reaching srun only through another
+# file must name it, e.g. in a comment: docs/slurm.md).
+if [[ $__ts_text == *srun* ]]; then
+  __ts_mkdir
+  mkdir "$__ts_dir/bin" && printf '%s\n' "$__ts_srun" > "$__ts_dir/bin/srun" &&
+    chmod +x "$__ts_dir/bin/srun" || exit 1
+  export PATH="$__ts_dir/bin:$PATH"
+fi
+__ts_expand __ts_o "$__ts_out"
+__ts_expand __ts_e "$__ts_err"
+# Output to /dev/null: nothing to copy, the task's log has it all.
+if [ "$__ts_o" = /dev/null ] && [ "$__ts_e" = /dev/null ]; then
+  # Replaced by the script where nothing is left to clean up after it.
+  if [ -z "$__ts_dir" ]; then
+    case ${__ts_interp##*/} in bash|sh|dash|ksh|zsh) __ts_run "$@" ;; esac
+  fi
+  ( __ts_run "$@" )
+  exit $?
+fi
 __ts_open "$__ts_o" "$__ts_out" || exit 1
 if [ "$__ts_e" != "$__ts_o" ]; then __ts_open "$__ts_e" "$__ts_err" || exit 1; fi
 trap : INT TERM HUP QUIT USR1 USR2
