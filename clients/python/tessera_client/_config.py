@@ -1,8 +1,9 @@
 """Where the client's server, token and TLS settings come from.
 
 Each setting: the argument given to Client, else the environment (as the `tessera`
-command reads it), else the config file ``~/.config/tessera/config.json`` that
-`tessera login` writes (keys ``server`` and ``token``), else the default.
+command reads it), else the config file ``$XDG_CONFIG_HOME/tessera/config.json``
+(default ``~/.config/tessera/config.json``) that `tessera login` writes (keys
+``server`` and ``token``), else the default.
 """
 
 import json
@@ -12,7 +13,12 @@ DEFAULT_SERVER = "http://127.0.0.1:7450"
 
 
 def config_path(env):
-    """The config file `tessera login` writes: ~/.config/tessera/config.json."""
+    """The config file `tessera login` writes: $XDG_CONFIG_HOME/tessera/config.json, or
+    ~/.config/tessera/config.json (an XDG_CONFIG_HOME that is not absolute is ignored, as
+    the XDG specification says)."""
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, "tessera", "config.json")
     home = env.get("HOME") or os.path.expanduser("~")
     return os.path.join(home, ".config", "tessera", "config.json")
 

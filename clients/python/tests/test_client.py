@@ -359,6 +359,19 @@ class ConfigTests(ClientTestCase):
         server, token, _, _, _ = _config.resolve("http://arg:3", "arg-token", env=env)
         self.assertEqual((server, token), ("http://arg:3", "arg-token"))
 
+    def test_xdg_config_home_names_the_config_file_as_for_the_cli(self):
+        xdg = os.path.join(self.home.name, "xdg")
+        os.makedirs(os.path.join(xdg, "tessera"))
+        with open(os.path.join(xdg, "tessera", "config.json"), "w") as f:
+            json.dump({"server": "http://xdg:4", "token": "xdg-token"}, f)
+        self.write_config({"server": "http://home:5", "token": "home-token"})
+        env = {"HOME": self.home.name, "XDG_CONFIG_HOME": xdg}
+        server, token, _, _, _ = _config.resolve(env=env)
+        self.assertEqual((server, token), ("http://xdg:4", "xdg-token"))
+        env["XDG_CONFIG_HOME"] = "relative/dir"  # not absolute: ignored
+        server, token, _, _, _ = _config.resolve(env=env)
+        self.assertEqual((server, token), ("http://home:5", "home-token"))
+
     def test_token_file_and_defaults(self):
         path = os.path.join(self.home.name, "token")
         with open(path, "w") as f:
