@@ -18,6 +18,8 @@ constexpr std::pair<const char*, int> kSignals[] = {
     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"URG", SIGURG},   {"XCPU", SIGXCPU},
     {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}};
 
+}  // namespace
+
 std::string SignalName(int sig) {
   for (const auto& [name, value] : kSignals) {
     if (value == sig) {
@@ -26,8 +28,6 @@ std::string SignalName(int sig) {
   }
   return std::to_string(sig);
 }
-
-}  // namespace
 
 StatusOr<int> ParseSignalName(std::string_view text) {
   std::string name(Trim(text));

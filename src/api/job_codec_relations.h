@@ -13,6 +13,8 @@ namespace tessera {
 Status ReadJobRelations(const Json& j, FieldReader& reader, JobSubmission* job);
 // A signal by name ("USR1", "SIGUSR1", "usr1") or number (1..64).
 StatusOr<int> ParseSignalName(std::string_view text);
+// The name without "SIG" ("USR1"), or the number for a signal without one here.
+std::string SignalName(int sig);
 // Writes them into `out` (absent when unset), so that they read back equal.
 void WriteJobRelations(const JobSubmission& job, Json& out);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/job_relations.h"
+#include "api/job_codec_relations.h"
 #include "api/units.h"
 #include "base/strings.h"
 #include "cli/slurm_request.h"
@@ -120,16 +121,6 @@ constexpr std::array kOptions = {
     OptionDef{"no-kill", 'k', Arg::kOptional, Where::kIgnored, Opt::kIgnored, ""},
     OptionDef{"oversubscribe", 's', Arg::kNone, Where::kIgnored, Opt::kIgnored, ""},
 };
-
-std::string AsciiUpper(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'a' && c <= 'z') {
-      c = static_cast<char>(c - 'a' + 'A');
-    }
-  }
-  return out;
-}
 
 const OptionDef* FindLong(std::string_view name) {
   for (const OptionDef& d : kOptions) {
@@ -327,28 +318,13 @@ Status SignalValue(const Given& g, SlurmRequest* r, std::vector<std::string>* wa
   } else {
     r->signal_before_s = 60;
   }
-  static constexpr std::array<std::pair<int, std::string_view>, 10> kSignals = {{
-      {1, "HUP"}, {2, "INT"}, {3, "QUIT"}, {6, "ABRT"}, {9, "KILL"},
-      {10, "USR1"}, {12, "USR2"}, {14, "ALRM"}, {15, "TERM"}, {18, "CONT"}}};
-  std::string name = AsciiUpper(sig);
-  if (StartsWith(name, "SIG")) {
-    name = name.substr(3);
-  }
-  if (StatusOr<int64_t> n = ParseInt64(sig); n.ok()) {
-    name.clear();
-    for (const auto& [num, nm] : kSignals) {
-      if (num == *n) {
-        name = std::string(nm);
-      }
-    }
-  }
-  const bool known = std::any_of(kSignals.begin(), kSignals.end(),
-                                 [&](const auto& s) { return s.second == name; });
-  if (name.empty() || !known) {
+  // The job file's signal names (api/job_codec_relations.h), which the server reads.
+  StatusOr<int> number = ParseSignalName(sig);
+  if (!number.ok()) {
     return InvalidArgumentError(g.where + ": unknown signal '" + sig +
-                                "'; expected USR1, USR2, TERM, INT, HUP, QUIT, ALRM, ABRT, "
-                                "CONT, KILL or their numbers");
+                                "'; expected a name such as USR1, USR2, TERM or a number 1..64");
   }
+  const std::string name = SignalName(*number);
   r->signal_name = name;
   return Status::Ok();
 }

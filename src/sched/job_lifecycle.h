@@ -52,7 +52,8 @@ enum class JobEnd : uint8_t { kSucceeded, kFailed, kCancelled };
 // Why an attempt ended early. kGpuFault: a GPU it held failed (XID 48/79/94/95, an
 // uncorrectable ECC error, lost); kFailure: a task failed and the job's restart policy
 // restarts it. Values are kept stable (new ones last).
-enum class RequeueCause : uint8_t { kPreempted, kNodeLost, kTaskLost, kGpuFault, kFailure };
+// kRequested: its user asked (a requeue command), last so that stored values keep theirs.
+enum class RequeueCause : uint8_t { kPreempted, kNodeLost, kTaskLost, kGpuFault, kFailure, kRequested };
 
 struct LifecycleEvent {
   enum class Kind : uint8_t {

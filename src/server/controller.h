@@ -493,6 +493,8 @@ class Controller {
   // Before each cycle (when something changed): gates and ungates the watched jobs.
   void UpdateGates(Micros now);
   std::string GateReason(const LiveJob& job) const;  // "" when not gated
+  // Why a dependency keeps its job back now; "" when it holds.
+  std::string DependencyReason(const JobGates::Waits& waits);
   // The array a job belongs to (its first element's id); 0: none.
   uint64_t ArrayIdOf(const LiveJob& job) const;
   std::shared_ptr<const JobGates::Array> ParsedArray(const std::string& text) const;

@@ -25,7 +25,7 @@ namespace {
 nlohmann::json EndedAttempt(const LiveJob& job, const JobRecord& rec, Micros now, bool failed,
                             const NodeRegistry& nodes, const GpuCatalog& catalog) {
   static constexpr const char* kCause[] = {"preempted", "node lost", "task lost", "gpu-fault",
-                                           "failed"};
+                                           "failed",    "requeued"};
   std::string ended = failed ? "failed" : "succeeded";
   if (job.after == AfterStop::kRequeue) {
     ended = kCause[static_cast<size_t>(job.cause)];

@@ -13,9 +13,8 @@
 
 namespace tessera {
 
-std::string HeldReason(JobNumber id) {
-  return std::string(kHeldReasonPrefix) + ": release it with `tessera release " + ToString(id) +
-         "`";
+std::string HeldReason() {
+  return std::string(kHeldReasonPrefix) + ": `tessera release JOB` lets it start";
 }
 
 bool IsHeldReason(std::string_view reason) {
@@ -235,10 +234,17 @@ DependencyTarget Controller::TargetOf(JobNumber id) {
   if (auto it = gates_.outcomes.find(id); it != gates_.outcomes.end()) {
     return it->second;
   }
-  // Archived before a pass saw it end (rare): its row, read once. Unknown: it never ran.
+  // Archived before a pass saw it end (rare): its row, read once (a small read; the
+  // pass holds the core lock). No such job: it never ran. A failed read decides nothing:
+  // the job waits and the next pass reads again.
   DependencyTarget t{false, true, false};
   if (jobs_.MayExist(id)) {
-    if (StatusOr<std::optional<JobRow>> row = store_->LoadJob(id.value()); row.ok() && *row) {
+    StatusOr<std::optional<JobRow>> row = store_->LoadJob(id.value());
+    if (!row.ok()) {
+      gates_.dirty = true;
+      return DependencyTarget{false, false, false};
+    }
+    if (*row) {
       const JobState s = ParseJobState((*row)->state).value_or(JobState::kFailed);
       t = DependencyTarget{(*row)->attempts > 0, Terminal(s), s == JobState::kSucceeded};
     }
@@ -250,6 +256,52 @@ DependencyTarget Controller::TargetOf(JobNumber id) {
 std::string Controller::GateReason(const LiveJob& job) const {
   auto it = gates_.reasons.find(job.id());
   return it == gates_.reasons.end() ? "" : it->second;
+}
+
+std::string Controller::DependencyReason(const JobGates::Waits& w) {
+  std::string waiting;
+  std::string never;
+  size_t satisfied = 0;
+  for (const JobGates::Item& item : w.items) {
+    std::vector<DependencyTarget> targets;
+    for (JobNumber t : item.jobs) {
+      targets.push_back(TargetOf(t));
+    }
+    const DependencyState state = EvaluateDependency(item.kind, targets);
+    if (state == DependencyState::kSatisfied) {
+      ++satisfied;
+      continue;
+    }
+    // The first job that decides it, for the reason.
+    for (size_t k = 0; k < targets.size(); ++k) {
+      const DependencyState one = EvaluateDependency(item.kind, {targets[k]});
+      if (one == state) {
+        const std::string what = std::string(DependencyKindName(item.kind)) + " on job " +
+                                 ToString(item.jobs[k]);
+        if (state == DependencyState::kNever && never.empty()) {
+          never = what + (targets[k].succeeded ? ", which succeeded"
+                          : targets[k].started ? ", which failed or was cancelled"
+                                               : ", which ended without running");
+        } else if (state == DependencyState::kWaiting && waiting.empty()) {
+          waiting = what;
+        }
+        break;
+      }
+    }
+  }
+  const size_t items = w.items.size();
+  const bool held_back = w.any ? (items > 0 && satisfied == 0) : satisfied < items;
+  const bool impossible = w.any ? (items > 0 && !never.empty() && waiting.empty() && satisfied == 0)
+                                : !never.empty();
+  if (held_back && impossible) {
+    return "dependency never satisfied: " + never + " (" + w.text +
+           "); it will not start: cancel it";
+  }
+  if (held_back) {
+    return "waiting for its dependency: " + (waiting.empty() ? w.text : waiting) + " (" + w.text +
+           ")";
+  }
+  return "";
 }
 
 void Controller::UpdateGates(Micros now) {
@@ -294,6 +346,7 @@ void Controller::UpdateGates(Micros now) {
       }
     }
   }
+  std::map<std::string, std::string> dependency_reasons;  // by dependency text, this pass
   for (JobNumber id : gates_.watched) {
     LiveJob* job = jobs_.Find(id);
     if (job == nullptr || job->state != JobState::kPending) {
@@ -306,47 +359,13 @@ void Controller::UpdateGates(Micros now) {
     auto d = gates_.dependencies.find(id);
     if (reason.empty() && d != gates_.dependencies.end()) {
       const JobGates::Waits& w = d->second;
-      std::string waiting;
-      std::string never;
-      size_t satisfied = 0;
-      for (const JobGates::Item& item : w.items) {
-        std::vector<DependencyTarget> targets;
-        for (JobNumber t : item.jobs) {
-          targets.push_back(TargetOf(t));
-        }
-        const DependencyState state = EvaluateDependency(item.kind, targets);
-        if (state == DependencyState::kSatisfied) {
-          ++satisfied;
-          continue;
-        }
-        // The first job that decides it, for the reason.
-        for (size_t k = 0; k < targets.size(); ++k) {
-          const DependencyState one = EvaluateDependency(item.kind, {targets[k]});
-          if (one == state) {
-            const std::string what = std::string(DependencyKindName(item.kind)) + " on job " +
-                                     ToString(item.jobs[k]);
-            if (state == DependencyState::kNever && never.empty()) {
-              never = what + (targets[k].succeeded ? ", which succeeded"
-                              : targets[k].started ? ", which failed or was cancelled"
-                                                   : ", which ended without running");
-            } else if (state == DependencyState::kWaiting && waiting.empty()) {
-              waiting = what;
-            }
-            break;
-          }
-        }
+      // Jobs with one dependency text (an array's elements) wait for the same jobs:
+      // judged once a pass.
+      auto cached = dependency_reasons.find(w.text);
+      if (cached == dependency_reasons.end()) {
+        cached = dependency_reasons.emplace(w.text, DependencyReason(w)).first;
       }
-      const size_t items = w.items.size();
-      const bool held_back = w.any ? (items > 0 && satisfied == 0) : satisfied < items;
-      const bool impossible = w.any ? (items > 0 && !never.empty() && waiting.empty() && satisfied == 0)
-                                    : !never.empty();
-      if (held_back && impossible) {
-        reason = "dependency never satisfied: " + never + " (" + w.text +
-                 "); it will not start: cancel it";
-      } else if (held_back) {
-        reason = "waiting for its dependency: " + (waiting.empty() ? w.text : waiting) + " (" +
-                 w.text + ")";
-      }
+      reason = cached->second;
       if (reason.empty() && w.singleton && !names.empty()) {
         auto n = names.find({job->row.tenant, job->submission.spec.user, job->row.name});
         if (n != names.end() && n->second.second.valid()) {
@@ -460,6 +479,9 @@ StatusOr<nlohmann::json> Controller::Hold(const Principal& who, const std::strin
     TESSERA_ASSIGN_OR_RETURN(std::vector<JobNumber> ids, NamedJobs(who, text, lock));
     for (JobNumber id : ids) {
       LiveJob* job = jobs_.Find(id);
+      if (job != nullptr && !Visible(who, *job)) {
+        continue;
+      }
       if (job == nullptr || job->state != JobState::kPending || IsHeldReason(job->row.reason)) {
         if (ids.size() == 1) {
           return FailedPreconditionError(
@@ -469,7 +491,7 @@ StatusOr<nlohmann::json> Controller::Hold(const Principal& who, const std::strin
         }
         continue;
       }
-      job->row.reason = HeldReason(id);
+      job->row.reason = HeldReason();
       WatchGates(*job);
       out.dirty.insert(id);
       done.push_back(id.value());
@@ -488,6 +510,9 @@ StatusOr<nlohmann::json> Controller::Release(const Principal& who, const std::st
     TESSERA_ASSIGN_OR_RETURN(std::vector<JobNumber> ids, NamedJobs(who, text, lock));
     for (JobNumber id : ids) {
       LiveJob* job = jobs_.Find(id);
+      if (job != nullptr && !Visible(who, *job)) {
+        continue;
+      }
       if (job == nullptr || job->state != JobState::kPending || !IsHeldReason(job->row.reason)) {
         if (ids.size() == 1) {
           return FailedPreconditionError("job " + text + " is not held");
@@ -517,6 +542,9 @@ StatusOr<nlohmann::json> Controller::Requeue(const Principal& who, const std::st
     const Micros now = clock_->NowMicros();
     for (JobNumber id : ids) {
       LiveJob* job = jobs_.Find(id);
+      if (job != nullptr && !Visible(who, *job)) {
+        continue;
+      }
       if (job == nullptr || job->state != JobState::kRunning) {
         if (ids.size() == 1) {
           return FailedPreconditionError("job " + text + " is " +
@@ -526,7 +554,7 @@ StatusOr<nlohmann::json> Controller::Requeue(const Principal& who, const std::st
         continue;
       }
       // Not a restart its policy counts: the user asked for it.
-      PlanRequeue(*job, RequeueCause::kPreempted, "requeued by its user");
+      PlanRequeue(*job, RequeueCause::kRequested, "requeued by its user");
       StopJob(*job, AfterStop::kRequeue, options_.stop_grace, now, out);
       done.push_back(id.value());
     }

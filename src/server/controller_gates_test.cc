@@ -138,6 +138,35 @@ TEST_F(ControllerGatesTest, DependenciesOnUnknownOrForeignJobsAreRefused) {
             std::string::npos);
 }
 
+TEST_F(ControllerGatesTest, ArrayIndicesComeOnlyFromTheServerAndNamesStayInTheirTenant) {
+  // A batch that sets array_index itself (to pass for an array over others' ids) is refused.
+  StatusOr<JobSubmission> forged =
+      ParseJobYaml("queue: team-a\ncommand: [true]\narray: 0-99\narray_index: 0\n", catalog());
+  ASSERT_TRUE(forged.ok()) << forged.status().ToString();
+  bool created = false;
+  auto out = controller_->SubmitBatch(Team(), {*forged}, "", &created);
+  EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("array_index: is set by the server"), std::string::npos)
+      << out.status().ToString();
+  EXPECT_EQ(controller_->Submit(Team(), *forged, "", &created).status().code(),
+            StatusCode::kInvalidArgument);
+
+  // A real array of team-a's, then team-b's jobs: nothing named by team-a reaches them.
+  const uint64_t a = Submit("team-a", std::string(kOneGpu) + "array: 0-1\nhold: true\n");
+  const uint64_t theirs = Submit("team-b", "queue: team-b\ncommand: [true]\n");
+  ASSERT_EQ(theirs, a + 2);
+  auto held = controller_->Release(Team(), std::to_string(a));
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  EXPECT_EQ((*held)["jobs"], nlohmann::json({a, a + 1}));
+  EXPECT_EQ(controller_->Hold(Team(), std::to_string(theirs)).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(controller_->Hold(Team(), std::to_string(a) + "_2").status().code(),
+            StatusCode::kNotFound);
+  EXPECT_FALSE(controller_->GetJob(Principal{Role::kTenant, "team-b", "t"}, JobNumber(theirs))
+                   ->at("held")
+                   .get<bool>());
+}
+
 TEST_F(ControllerGatesTest, SingletonJobsOfOneUserAndNameRunOneAtATime) {
   Register();
   const std::string spec = std::string(kOneGpu) + "name: nightly\nuser: ana\ndependency: singleton\n";
@@ -156,7 +185,7 @@ TEST_F(ControllerGatesTest, AHoldSurvivesARestartUntilReleasedAndRequeueRunsItAg
   Register();
   const uint64_t held = Submit("team-a", std::string(kOneGpu) + "hold: true\n");
   EXPECT_TRUE(CycleAndTake().empty());
-  EXPECT_NE(Reason(held).find("held: release it with `tessera release"), std::string::npos);
+  EXPECT_EQ(Reason(held), "held: `tessera release JOB` lets it start");
   Reopen();
   Register();
   EXPECT_TRUE(CycleAndTake().empty());
@@ -215,6 +244,15 @@ TEST_F(ControllerGatesTest, ATimeLimitFailsTheAttemptAndItsSignalComesFirst) {
   ExitWith(job, 0);
   EXPECT_EQ(State(job), "failed");
   EXPECT_EQ(Reason(job), "failed: time limit of 10m reached");
+
+  // A task that saves its work on the signal and exits 0 before the limit succeeds.
+  const uint64_t saver = Submit("team-a", std::string(kOneGpu) +
+                                              "runtime_limit: 10m\nsignal: {name: USR1, before: 2m}\n");
+  ASSERT_EQ(Jobs(CycleAndTake()), std::vector<uint64_t>{saver});
+  clock_.Advance(9 * kMinute);
+  ASSERT_EQ(stops().size(), 1u);
+  ExitWith(saver, 0);
+  EXPECT_EQ(State(saver), "succeeded");
 }
 
 }  // namespace

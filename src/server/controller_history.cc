@@ -22,7 +22,14 @@ nlohmann::json UsageJson(const QueueUsage::Saved& saved) {
   for (const auto& [name, usage] : saved.decayed) {
     queues[name] = usage;
   }
-  return {{"at_us", saved.at}, {"decayed_milli_gpu_seconds", std::move(queues)}};
+  // The user level (policy feature fair-users): [queue, user, decayed] per user.
+  nlohmann::json users = nlohmann::json::array();
+  for (const QueueUsage::SavedUser& u : saved.users) {
+    users.push_back({u.queue, u.user, u.decayed});
+  }
+  return {{"at_us", saved.at},
+          {"decayed_milli_gpu_seconds", std::move(queues)},
+          {"users", std::move(users)}};
 }
 
 StatusOr<QueueUsage::Saved> UsageFromJson(const nlohmann::json& j) {
@@ -37,6 +44,19 @@ StatusOr<QueueUsage::Saved> UsageFromJson(const nlohmann::json& j) {
       return InvalidArgumentError("stored fair-share usage of queue '" + name + "' is malformed");
     }
     saved.decayed.emplace_back(name, v.get<double>());
+  }
+  // Absent in what controllers before the user level wrote.
+  if (const auto users = j.find("users"); users != j.end()) {
+    if (!users->is_array()) {
+      return InvalidArgumentError("stored fair-share usage of users is malformed");
+    }
+    for (const nlohmann::json& u : *users) {
+      if (!u.is_array() || u.size() != 3 || !u[0].is_string() || !u[1].is_string() ||
+          !u[2].is_number() || u[2].get<double>() < 0) {
+        return InvalidArgumentError("stored fair-share usage of a user is malformed");
+      }
+      saved.users.push_back({u[0].get<std::string>(), u[1].get<std::string>(), u[2].get<double>()});
+    }
   }
   return saved;
 }

@@ -62,9 +62,19 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     if (job.array_index >= 0) {
       return InvalidArgumentError("array_index: is set by the server on each element of an array");
     }
-    TESSERA_ASSIGN_OR_RETURN(std::vector<JobSubmission> elements, ExpandArray(std::move(job)));
-    TESSERA_ASSIGN_OR_RETURN(nlohmann::json out,
-                             SubmitBatch(who, std::move(elements), idempotency_key, created));
+    std::vector<JobSubmission> one;
+    one.push_back(std::move(job));
+    StatusOr<nlohmann::json> batch = SubmitBatch(who, std::move(one), idempotency_key, created);
+    if (!batch.ok()) {  // about the one job submitted: without the batch's "jobs[0]"
+      std::string m = batch.status().message();
+      for (std::string_view prefix : {"jobs[0].", "jobs[0]: "}) {
+        if (m.rfind(prefix, 0) == 0) {
+          m.erase(0, prefix.size());
+        }
+      }
+      return Status(batch.status().code(), m);
+    }
+    nlohmann::json out = std::move(batch).value();
     out["array_job"] = out["ids"].front();
     out["id"] = out["ids"].front();
     return out;
@@ -116,7 +126,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     row.spec_json = JobSubmissionToJson(job, *catalog_).dump();
     row.state = std::string(JobStateName(JobState::kPending));
     row.submit_us = now;
-    row.reason = job.hold ? HeldReason(id) : "waiting for the next scheduling cycle";
+    row.reason = job.hold ? HeldReason() : "waiting for the next scheduling cycle";
     LiveJob& j = jobs_.Add(id);  // finished (invisible to the core) until durable
     j.row = row;
     j.submission = std::move(job);
@@ -182,11 +192,17 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
   if (jobs.empty()) {
     return InvalidArgumentError("jobs: a batch needs at least one job");
   }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].array_index >= 0) {  // only the server sets it, on the elements it makes
+      return AtJob(i, InvalidArgumentError(
+                          "array_index: is set by the server on each element of an array"));
+    }
+  }
   // Arrays in a batch: their elements in their place.
   if (std::any_of(jobs.begin(), jobs.end(), [](const JobSubmission& j) { return !j.array.empty(); })) {
     std::vector<JobSubmission> flat;
     for (size_t i = 0; i < jobs.size(); ++i) {
-      if (jobs[i].array.empty() || jobs[i].array_index >= 0) {
+      if (jobs[i].array.empty()) {
         flat.push_back(std::move(jobs[i]));
         continue;
       }
@@ -283,7 +299,7 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
       row.spec_json = std::move(specs[i]);
       row.state = std::string(JobStateName(JobState::kPending));
       row.submit_us = now;
-      row.reason = jobs[i].hold ? HeldReason(id) : "waiting for the next scheduling cycle";
+      row.reason = jobs[i].hold ? HeldReason() : "waiting for the next scheduling cycle";
       LiveJob& j = jobs_.Add(id);  // finished (invisible to the core) until durable
       j.row = row;
       j.submission = std::move(jobs[i]);

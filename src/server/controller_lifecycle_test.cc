@@ -254,6 +254,38 @@ TEST_F(ControllerHistoryTest, FairShareAndPredictionsSurviveNodeFlapsAndARestart
   EXPECT_EQ(PredictedTrain(), predicted);
 }
 
+// The user level of fair share (policy feature fair-users) is stored with the queues':
+// after a restart the less-served user of a queue still goes first.
+class ControllerUserShareTest : public ControllerHistoryTest {
+ protected:
+  void Tune(ControllerOptions& o) override {
+    o.history_interval = 0;
+    o.policy = "fifo+fair-users";
+  }
+  static constexpr const char* kBoth =
+      "queue: team-a\nresources: {gpus: 2, gpu_model: H100-80GB}\ncommand: [x]\n";
+};
+
+TEST_F(ControllerUserShareTest, AUsersShareSurvivesARestart) {
+  Register();
+  for (int i = 0; i < 3; ++i) {  // ana uses both GPUs for half an hour
+    const uint64_t id = Submit("team-a", std::string(kBoth) + "user: ana\n");
+    ASSERT_EQ(CycleAndTake().size(), 1u);
+    clock_.Advance(10 * kMinute);
+    Exit(id);
+  }
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  Reopen();
+  Register();
+  // ana asks first, bo second; only one fits: bo, who has used nothing, goes first.
+  const uint64_t ana = Submit("team-a", std::string(kBoth) + "user: ana\n");
+  const uint64_t bo = Submit("team-a", std::string(kBoth) + "user: bo\n");
+  std::vector<TaskLaunch> started = CycleAndTake();
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].key.job, bo);
+  EXPECT_NE(started[0].key.job, ana);
+}
+
 }  // namespace
 }  // namespace tessera
 

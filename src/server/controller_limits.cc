@@ -14,7 +14,9 @@ namespace tessera {
 
 void Controller::EnforceTimeLimits(Micros now, Pending& out) {
   for (auto& [id, job] : jobs_.all()) {
-    if (job.state != JobState::kRunning || job.slot == JobTable::kArchived) {
+    // Validation checks time out by their own rules (controller_validation.cc).
+    if (job.state != JobState::kRunning || job.slot == JobTable::kArchived ||
+        job.row.tenant == kValidationTenant) {
       continue;
     }
     const JobRecord& rec = jobs_.Rec(job);

@@ -27,6 +27,7 @@ std::optional<RestartOn> CountedAs(RequeueCause cause) {
       return RestartOn::kGpuFault;
     case RequeueCause::kPreempted:
     case RequeueCause::kTaskLost:
+    case RequeueCause::kRequested:
       return std::nullopt;
   }
   return std::nullopt;

@@ -25,7 +25,7 @@ namespace tessera {
 
 // The reason stored in a held job's row (JobRow::reason), which keeps a hold durable.
 inline constexpr std::string_view kHeldReasonPrefix = "held";
-std::string HeldReason(JobNumber id);
+std::string HeldReason();
 bool IsHeldReason(std::string_view reason);
 
 struct JobGates {
