@@ -498,9 +498,12 @@ class Controller {
   // The array a job belongs to (its first element's id); 0: none.
   uint64_t ArrayIdOf(const LiveJob& job) const;
   std::shared_ptr<const JobGates::Array> ParsedArray(const std::string& text) const;
-  // The jobs a dependency names (an array's elements for an array's id).
+  // The jobs a dependency names (an array's elements for an array's id). `remember`: the
+  // array is kept in gates_.arrays, for the dependency's job to find it again should its
+  // first element leave memory (one small entry per array a dependency names).
   StatusOr<std::vector<JobNumber>> DependencyJobs(const JobRef& ref,
-                                                  std::unique_lock<std::mutex>* lock);
+                                                  std::unique_lock<std::mutex>* lock,
+                                                  bool remember = true);
   DependencyTarget TargetOf(JobNumber id);
   // The job ids a user's name stands for: one job, or every element of an array.
   StatusOr<std::vector<JobNumber>> NamedJobs(const Principal& who, const std::string& text,

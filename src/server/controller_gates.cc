@@ -70,7 +70,8 @@ StatusOr<std::vector<JobSubmission>> Controller::ExpandArray(JobSubmission job) 
 }
 
 StatusOr<std::vector<JobNumber>> Controller::DependencyJobs(const JobRef& ref,
-                                                            std::unique_lock<std::mutex>* lock) {
+                                                            std::unique_lock<std::mutex>* lock,
+                                                            bool remember) {
   const JobNumber first(ref.id);
   std::shared_ptr<const JobGates::Array> array;
   bool is_array = false;
@@ -89,7 +90,7 @@ StatusOr<std::vector<JobNumber>> Controller::DependencyJobs(const JobRef& ref,
     if (ArrayIdOf(*job) == ref.id) {
       array = ParsedArray(job->submission.array);
       is_array = array != nullptr;
-      if (is_array) {
+      if (is_array && remember) {
         gates_.arrays[ref.id] = array;
       }
     }
@@ -207,8 +208,10 @@ void Controller::WatchGates(LiveJob& job) {
   }
   if (const uint64_t a = ArrayIdOf(job); a != 0) {
     std::shared_ptr<const JobGates::Array> array = ParsedArray(job.submission.array);
-    gates_.arrays.emplace(a, array);
-    watch = watch || (array != nullptr && array->throttle > 0);
+    if (array != nullptr && array->throttle > 0) {
+      gates_.arrays.emplace(a, array);  // its throttle, read by each pass
+      watch = true;
+    }
   }
   if (!watch) {
     return;
@@ -433,7 +436,7 @@ StatusOr<std::vector<JobNumber>> Controller::NamedJobs(const Principal& who,
   if (!ref.ok()) {
     return NotFoundError("no job '" + text.substr(0, 80) + "'");
   }
-  StatusOr<std::vector<JobNumber>> ids = DependencyJobs(*ref, &lock);
+  StatusOr<std::vector<JobNumber>> ids = DependencyJobs(*ref, &lock, /*remember=*/false);
   if (!ids.ok() || ids->empty()) {
     return NotFoundError("no job " + JobRefText(*ref));
   }
