@@ -13,6 +13,8 @@ defaults of `up`), and measures, with every job a `true` command:
   array       a job array of N one-GPU elements submitted in one call
               (`sbatch --array=0-(N-1) --gres=gpu:1 -o /dev/null --wrap true`, the same
               options to `tessera sbatch`); from the call to the last completion.
+              --array-output PATTERN replaces /dev/null (e.g. slurm-%A_%a.out, written
+              in the current directory).
 
 Prints jobs/s per phase and run, and the median over runs. With --slurm, the same phases
 run against a Slurm already configured on this machine (sbatch, squeue and scancel on
@@ -128,9 +130,9 @@ class Tessera:
             raise RuntimeError("submit failed: " + out.stderr)
         return out.stdout.strip()
 
-    def submit_array(self, n):
+    def submit_array(self, n, output):
         out = subprocess.run([self.binary, "sbatch", "--parsable", f"--array=0-{n - 1}",
-                              "--gres=gpu:1", "-o", "/dev/null", "--wrap", "true"],
+                              "--gres=gpu:1", "-o", output, "--wrap", "true"],
                              env=self.env, capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError("sbatch failed: " + out.stderr)
@@ -295,9 +297,9 @@ class Slurm:
             raise RuntimeError("sbatch failed: " + out.stderr)
         return out.stdout.strip().split(";")[0]
 
-    def submit_array(self, n):
+    def submit_array(self, n, output):
         out = subprocess.run(["sbatch", "--parsable", f"--array=0-{n - 1}", "--gres=gpu:1",
-                              "-o", "/dev/null", "--wrap", "true"], capture_output=True,
+                              "-o", output, "--wrap", "true"], capture_output=True,
                              text=True)
         if out.returncode != 0:
             raise RuntimeError("sbatch failed: " + out.stderr)
@@ -368,9 +370,9 @@ def mixed(cluster, n, seed):
     return n / (wait_idle(cluster) - start)
 
 
-def array(cluster, n):
+def array(cluster, n, output):
     start = time.time()
-    cluster.submit_array(n)
+    cluster.submit_array(n, output)
     return n / (wait_idle(cluster) - start)
 
 
@@ -382,7 +384,7 @@ def run_phases(cluster, args, run, latencies):
         "one-by-one": lambda: one_by_one(cluster, args.jobs, latencies),
         "drain": lambda: drain(cluster, args.jobs),
         "mixed": lambda: mixed(cluster, args.mixed, seed=run),
-        "array": lambda: array(cluster, args.jobs),
+        "array": lambda: array(cluster, args.jobs, args.array_output),
     }
     figures = {name: phases[name]() for name in args.phases}
     failed = cluster.failures()
@@ -398,6 +400,8 @@ def main():
     p.add_argument("--mixed", type=int, default=500)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--slurm", action="store_true", help="also run the phases on Slurm")
+    p.add_argument("--array-output", default="/dev/null",
+                   help="the array phase's -o (default /dev/null; e.g. slurm-%%A_%%a.out)")
     p.add_argument("--phases", default=",".join(PHASES),
                    help="comma-separated phases to run (default: all): " + ", ".join(PHASES))
     p.add_argument("--store", choices=("up", "sqlite", "etcd"), default="up",
