@@ -20,6 +20,7 @@
 
 #include "agent/task_launcher.h"
 #include "agent/task_shim.h"
+#include "base/file_util.h"
 
 namespace tessera {
 
@@ -67,20 +68,6 @@ int64_t NowMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
-bool WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -405,7 +392,7 @@ bool PtyRelay::ReadMaster() {
 }
 
 void PtyRelay::Output(const char* data, size_t size) {
-  (void)WriteAll(log_fd_, data, size);
+  (void)WriteAllFd(log_fd_, data, size);
   if (client_ >= 0 && Send(kPtyData, data, size)) {
     return;
   }

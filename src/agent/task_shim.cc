@@ -21,6 +21,7 @@
 #include "agent/cpu_topology.h"
 #include "agent/pty_relay.h"
 #include "agent/task_launcher.h"
+#include "base/file_util.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -97,20 +98,6 @@ void Pause(long ns) {
   }
 }
 
-bool WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 // Appends whole lines to the task's state file; `durable`: on the disk before it returns
 // (the launcher made the file's own entry durable when it created it).
@@ -120,7 +107,7 @@ int AppendToStateFile(const char* path, const char* text, size_t size, bool dura
     return errno;
   }
   int err = 0;
-  if (!WriteAll(fd, text, size) || (durable && ::fdatasync(fd) != 0)) {
+  if (!WriteAllFd(fd, text, size) || (durable && ::fdatasync(fd) != 0)) {
     err = errno != 0 ? errno : EIO;
   }
   ::close(fd);
@@ -129,7 +116,7 @@ int AppendToStateFile(const char* path, const char* text, size_t size, bool dura
 
 void Report(int fd, int32_t kind, int32_t stage, int32_t err, int32_t value) {
   ShimReport report{kind, stage, err, value};
-  (void)WriteAll(fd, reinterpret_cast<const char*>(&report), sizeof(report));
+  (void)WriteAllFd(fd, reinterpret_cast<const char*>(&report), sizeof(report));
 }
 
 [[noreturn]] void Fail(int fd, ShimStage stage, int err, int32_t value = 0) {

@@ -508,6 +508,16 @@ class Controller {
   // The job ids a user's name stands for: one job, or every element of an array.
   StatusOr<std::vector<JobNumber>> NamedJobs(const Principal& who, const std::string& text,
                                              std::unique_lock<std::mutex>& lock);
+  // Hold, Release, Requeue: `refuse` says why a job is not one the action applies to
+  // ("": it is; null: archived), `act` changes it (mu_ held), `after` runs once after
+  // them all (may be empty).
+  struct NamedAction {
+    std::function<std::string(const LiveJob*)> refuse;
+    std::function<void(LiveJob&, Micros, Pending&)> act;
+    std::function<void(Micros)> after;
+  };
+  StatusOr<nlohmann::json> ActOnNamed(const Principal& who, const std::string& text,
+                                      const NamedAction& action);
   // SLURM_* variables of a task (so that batch scripts written for Slurm run).
   void AddSlurmEnv(const LiveJob& job, int task, const std::vector<std::string>& node_order,
                    int local_rank, TaskLaunch& launch) const;

@@ -119,10 +119,12 @@ class ControllerTest : public ScratchDirTest {
     return out;
   }
 
-  void Exit(uint64_t job) {
+  // The job's task exits with `code`.
+  void Exit(uint64_t job, int code = 0) {
     TaskReport t;
     t.key = running_.at(job);
     t.state = TaskState::kExited;
+    t.exit_code = code;
     running_.erase(job);
     std::vector<TaskReport> reports = Running();
     reports.push_back(t);

@@ -474,69 +474,8 @@ StatusOr<nlohmann::json> Controller::CancelNamed(const Principal& who, const std
   return nlohmann::json{{"jobs", std::move(done)}};
 }
 
-StatusOr<nlohmann::json> Controller::Hold(const Principal& who, const std::string& text) {
-  Pending out;
-  nlohmann::json done = nlohmann::json::array();
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    TESSERA_ASSIGN_OR_RETURN(std::vector<JobNumber> ids, NamedJobs(who, text, lock));
-    for (JobNumber id : ids) {
-      LiveJob* job = jobs_.Find(id);
-      if (job != nullptr && !Visible(who, *job)) {
-        continue;
-      }
-      if (job == nullptr || job->state != JobState::kPending || IsHeldReason(job->row.reason)) {
-        if (ids.size() == 1) {
-          return FailedPreconditionError(
-              "job " + text + (job != nullptr && IsHeldReason(job->row.reason)
-                                   ? " is held already"
-                                   : " is not pending: only a pending job can be held"));
-        }
-        continue;
-      }
-      job->row.reason = HeldReason();
-      WatchGates(*job);
-      out.dirty.insert(id);
-      done.push_back(id.value());
-    }
-    Seal(out);
-  }
-  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
-  return nlohmann::json{{"jobs", std::move(done)}};
-}
-
-StatusOr<nlohmann::json> Controller::Release(const Principal& who, const std::string& text) {
-  Pending out;
-  nlohmann::json done = nlohmann::json::array();
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    TESSERA_ASSIGN_OR_RETURN(std::vector<JobNumber> ids, NamedJobs(who, text, lock));
-    for (JobNumber id : ids) {
-      LiveJob* job = jobs_.Find(id);
-      if (job != nullptr && !Visible(who, *job)) {
-        continue;
-      }
-      if (job == nullptr || job->state != JobState::kPending || !IsHeldReason(job->row.reason)) {
-        if (ids.size() == 1) {
-          return FailedPreconditionError("job " + text + " is not held");
-        }
-        continue;
-      }
-      job->row.reason = "released";
-      gates_.dirty = true;
-      out.dirty.insert(id);
-      done.push_back(id.value());
-    }
-    // The next pass lets it go unless something else keeps it back.
-    UpdateGates(clock_->NowMicros());
-    Seal(out);
-  }
-  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
-  Wake();
-  return nlohmann::json{{"jobs", std::move(done)}};
-}
-
-StatusOr<nlohmann::json> Controller::Requeue(const Principal& who, const std::string& text) {
+StatusOr<nlohmann::json> Controller::ActOnNamed(const Principal& who, const std::string& text,
+                                                const NamedAction& action) {
   Pending out;
   nlohmann::json done = nlohmann::json::array();
   {
@@ -548,23 +487,76 @@ StatusOr<nlohmann::json> Controller::Requeue(const Principal& who, const std::st
       if (job != nullptr && !Visible(who, *job)) {
         continue;
       }
-      if (job == nullptr || job->state != JobState::kRunning) {
+      // One job named: why not, as an error; an array's elements: those it applies to.
+      if (std::string why = action.refuse(job); !why.empty()) {
         if (ids.size() == 1) {
-          return FailedPreconditionError("job " + text + " is " +
-                                         (job != nullptr ? job->row.state : "archived") +
-                                         ": only a running job can be requeued");
+          return FailedPreconditionError("job " + text + why);
         }
         continue;
       }
-      // Not a restart its policy counts: the user asked for it.
-      PlanRequeue(*job, RequeueCause::kRequested, "requeued by its user");
-      StopJob(*job, AfterStop::kRequeue, options_.stop_grace, now, out);
+      action.act(*job, now, out);
+      out.dirty.insert(id);
       done.push_back(id.value());
+    }
+    if (action.after) {
+      action.after(now);
     }
     Seal(out);
   }
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
   return nlohmann::json{{"jobs", std::move(done)}};
+}
+
+StatusOr<nlohmann::json> Controller::Hold(const Principal& who, const std::string& text) {
+  NamedAction hold;
+  hold.refuse = [](const LiveJob* job) -> std::string {
+    if (job != nullptr && job->state == JobState::kPending && IsHeldReason(job->row.reason)) {
+      return " is held already";
+    }
+    return job == nullptr || job->state != JobState::kPending
+               ? " is not pending: only a pending job can be held"
+               : "";
+  };
+  hold.act = [this](LiveJob& job, Micros, Pending&) {
+    job.row.reason = HeldReason();
+    WatchGates(job);
+  };
+  return ActOnNamed(who, text, hold);
+}
+
+StatusOr<nlohmann::json> Controller::Release(const Principal& who, const std::string& text) {
+  NamedAction release;
+  release.refuse = [](const LiveJob* job) -> std::string {
+    return job == nullptr || job->state != JobState::kPending || !IsHeldReason(job->row.reason)
+               ? " is not held"
+               : "";
+  };
+  release.act = [this](LiveJob& job, Micros, Pending&) {
+    job.row.reason = "released";
+    gates_.dirty = true;
+  };
+  // The next pass lets them go unless something else keeps them back.
+  release.after = [this](Micros now) { UpdateGates(now); };
+  StatusOr<nlohmann::json> out = ActOnNamed(who, text, release);
+  Wake();
+  return out;
+}
+
+StatusOr<nlohmann::json> Controller::Requeue(const Principal& who, const std::string& text) {
+  NamedAction requeue;
+  requeue.refuse = [](const LiveJob* job) -> std::string {
+    if (job != nullptr && job->state == JobState::kRunning) {
+      return "";
+    }
+    return " is " + (job != nullptr ? job->row.state : std::string("archived")) +
+           ": only a running job can be requeued";
+  };
+  requeue.act = [this](LiveJob& job, Micros now, Pending& out) {
+    // Not a restart its policy counts: the user asked for it.
+    PlanRequeue(job, RequeueCause::kRequested, "requeued by its user");
+    StopJob(job, AfterStop::kRequeue, options_.stop_grace, now, out);
+  };
+  return ActOnNamed(who, text, requeue);
 }
 
 void Controller::AddSlurmEnv(const LiveJob& job, int task,

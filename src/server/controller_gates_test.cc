@@ -30,16 +30,6 @@ class ControllerGatesTest : public ControllerTest {
     std::sort(out.begin(), out.end());
     return out;
   }
-  void ExitWith(uint64_t job, int code) {
-    TaskReport t;
-    t.key = running_.at(job);
-    t.state = TaskState::kExited;
-    t.exit_code = code;
-    running_.erase(job);
-    std::vector<TaskReport> reports = Running();
-    reports.push_back(t);
-    ASSERT_TRUE(controller_->Heartbeat(HeartbeatRequest{"node-1", agent_id_, reports, {}}).ok());
-  }
 };
 
 constexpr const char* kOneGpu =
@@ -73,7 +63,7 @@ TEST_F(ControllerGatesTest, AThrottledArrayRunsAtMostItsLimitAndCancelsWhole) {
                                          std::to_string(a) + "_7")
                    .ok());
 
-  ExitWith(a, 0);
+  Exit(a, 0);
   std::vector<TaskLaunch> second = CycleAndTake();
   ASSERT_EQ(Jobs(second), std::vector<uint64_t>{a + 1});
   EXPECT_EQ(second[0].env.at("SLURM_ARRAY_TASK_ID"), "2");
@@ -98,7 +88,7 @@ TEST_F(ControllerGatesTest, AfterokOnAFailedJobNeverRunsAndSaysWhy) {
   EXPECT_NE(Reason(ok).find("waiting for its dependency: afterok on job " + std::to_string(step1)),
             std::string::npos)
       << Reason(ok);
-  ExitWith(step1, 3);
+  Exit(step1, 3);
   ASSERT_EQ(State(step1), "failed");
   // The cycle after the failure starts only the job that waited for a failure.
   ASSERT_EQ(Jobs(CycleAndTake()), std::vector<uint64_t>{notok});
@@ -177,7 +167,7 @@ TEST_F(ControllerGatesTest, SingletonJobsOfOneUserAndNameRunOneAtATime) {
   ASSERT_EQ(Jobs(CycleAndTake()), (std::vector<uint64_t>{first, other_user}));
   EXPECT_NE(Reason(second).find("singleton: job " + std::to_string(first)), std::string::npos)
       << Reason(second);
-  ExitWith(first, 0);
+  Exit(first, 0);
   ASSERT_EQ(Jobs(CycleAndTake()), std::vector<uint64_t>{second});
 }
 
@@ -203,7 +193,7 @@ TEST_F(ControllerGatesTest, AHoldSurvivesARestartUntilReleasedAndRequeueRunsItAg
   ASSERT_TRUE(requeued.ok()) << requeued.status().ToString();
   EXPECT_EQ((*requeued)["jobs"], nlohmann::json({held}));
   EXPECT_EQ(State(held), "stopping");
-  ExitWith(held, 143);
+  Exit(held, 143);
   std::vector<TaskLaunch> again = CycleAndTake();
   ASSERT_EQ(Jobs(again), std::vector<uint64_t>{held});
   EXPECT_EQ(again[0].key.attempt, run[0].key.attempt + 1);
@@ -241,7 +231,7 @@ TEST_F(ControllerGatesTest, ATimeLimitFailsTheAttemptAndItsSignalComesFirst) {
   clock_.Advance(2 * kMinute);
   (void)stops();
   EXPECT_EQ(State(job), "stopping");
-  ExitWith(job, 0);
+  Exit(job, 0);
   EXPECT_EQ(State(job), "failed");
   EXPECT_EQ(Reason(job), "failed: time limit of 10m reached");
 
@@ -251,7 +241,7 @@ TEST_F(ControllerGatesTest, ATimeLimitFailsTheAttemptAndItsSignalComesFirst) {
   ASSERT_EQ(Jobs(CycleAndTake()), std::vector<uint64_t>{saver});
   clock_.Advance(9 * kMinute);
   ASSERT_EQ(stops().size(), 1u);
-  ExitWith(saver, 0);
+  Exit(saver, 0);
   EXPECT_EQ(State(saver), "succeeded");
 }
 
