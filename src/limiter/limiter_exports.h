@@ -1,5 +1,5 @@
-// The C entry points the limiter exports in place of the driver's (and dlsym, defined
-// in limiter_symbols.cc). Only these leave the library (limiter_exports.map); the
+// The C entry points the limiter exports in place of the driver's (and dlsym, dlvsym
+// and dlmopen, declared by <dlfcn.h> and defined in limiter_symbols.cc). Only these leave the library (limiter_exports.map); the
 // types are the ABI of cuda_abi.h.
 #ifndef TESSERA_LIMITER_LIMITER_EXPORTS_H_
 #define TESSERA_LIMITER_LIMITER_EXPORTS_H_

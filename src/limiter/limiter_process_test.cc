@@ -1,6 +1,8 @@
 // The limiter in real processes: the test client runs with LD_PRELOAD=limiter against
 // the fake libcuda.so.1 (one 80 GiB GPU), finding entry points by dlsym and through
-// cuGetProcAddress as the CUDA runtime does.
+// cuGetProcAddress as the CUDA runtime does, and by the ways around them: dlvsym, the
+// C library's own dlsym, a driver dlmopen'ed into a namespace of its own, and a
+// program that changes its limits in its environment.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -61,7 +63,8 @@ TEST_P(CapTest, TwentyFirstGibibyteIsRefusedAndFreesGiveBack) {
 INSTANTIATE_TEST_SUITE_P(AllPaths, CapTest,
                          testing::Combine(testing::Values("alloc", "pitch", "managed", "async",
                                                           "pool", "create"),
-                                          testing::Values("dlsym", "procaddr", "procaddr-ptsz")),
+                                          testing::Values("dlsym", "procaddr", "procaddr-ptsz",
+                                                          "dlvsym", "dlvsym-dlsym", "dlmopen")),
                          [](const auto& param_info) {
                            std::string name =
                                std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
@@ -92,6 +95,43 @@ TEST(LimiterProcessTest, WithoutLimitsEverythingPassesThrough) {
     EXPECT_EQ(r.Value("after_free_free_mib"), 80 * 1024);
     EXPECT_EQ(r.err, "");
   }
+}
+
+// The limits are read as the library is loaded: a program that changes them in its
+// environment before its first CUDA call keeps the ones it was started with.
+TEST(LimiterProcessTest, LimitsSetByTheProgramItselfAreIgnored) {
+  for (const std::string change : {"--unsetenv=TESSERA_CUDA_MEMORY_LIMIT_MIB",
+                                   "--setenv=TESSERA_CUDA_MEMORY_LIMIT_MIB=0",
+                                   "--putenv=TESSERA_CUDA_MEMORY_LIMIT_MIB=81920"}) {
+    for (const std::string via : {"dlsym", "procaddr"}) {
+      const ChildResult r = Client({change, "alloc", "alloc", via, "25"},
+                                   Env({"TESSERA_CUDA_MEMORY_LIMIT_MIB=20480"}));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_EQ(r.Value("first_failure"), 21) << change << " " << via << "\n" << r.out;
+      EXPECT_EQ(r.Value("info_total_mib"), 20480) << change << " " << via;
+    }
+  }
+  // Nor does a cap set later apply to a process started without one.
+  const ChildResult r = Client({"--setenv=TESSERA_CUDA_MEMORY_LIMIT_MIB=1024", "alloc", "alloc",
+                                "procaddr", "3"},
+                               Env({}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.Value("first_failure"), 0) << r.out;
+}
+
+// The driver dlmopen'ed into a new namespace is the base namespace's while limits are
+// set (CapTest: and capped); without limits dlmopen is left alone.
+TEST(LimiterProcessTest, DlmopenOfTheDriverIsRoutedToTheBaseNamespaceUnderLimits) {
+  const ChildResult limited =
+      Client({"alloc", "alloc", "dlmopen", "3"}, Env({"TESSERA_CUDA_MEMORY_LIMIT_MIB=2048"}));
+  ASSERT_EQ(limited.exit_code, 0) << limited.err;
+  EXPECT_EQ(limited.Value("base_namespace"), 1) << limited.out;
+  EXPECT_EQ(limited.Value("first_failure"), 3);
+  const ChildResult free = Client({"alloc", "alloc", "dlmopen", "85"}, Env({}));
+  ASSERT_EQ(free.exit_code, 0) << free.err;
+  EXPECT_EQ(free.Value("base_namespace"), 0) << free.out;
+  EXPECT_EQ(free.Value("first_failure"), 81);
+  EXPECT_EQ(free.Value("info_total_mib"), 80 * 1024);
 }
 
 TEST(LimiterProcessTest, ExplicitRealLibraryAndLogFile) {

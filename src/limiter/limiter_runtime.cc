@@ -6,16 +6,39 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
 
+#include "limiter/next_definition.h"
 #include "limiter/pacer.h"
 
 namespace tessera_limiter {
 namespace {
+
+// The environment the process started with: what the loader passes to constructors
+// (glibc), not environ, which a constructor that ran before ours may have replaced.
+char** g_start_env = nullptr;
+const LimiterConfig* g_config = nullptr;
+pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
+
+const char* StartEnv(const char* name) {
+  char** env = g_start_env != nullptr ? g_start_env : environ;
+  const size_t length = strlen(name);
+  for (; env != nullptr && *env != nullptr; ++env) {
+    if (strncmp(*env, name, length) == 0 && (*env)[length] == '=') return *env + length + 1;
+  }
+  return nullptr;
+}
+
+void ReadConfig() { g_config = new LimiterConfig(ParseLimiterConfig(&StartEnv)); }
+
+void* Next(const char* name) {
+  return FindNextDefinition(reinterpret_cast<const void*>(&Next), name);
+}
 
 std::atomic<Runtime*> g_runtime{nullptr};
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -96,7 +119,7 @@ void LogExit() {
 void Build() {
   t_building = true;
   auto* rt = new Runtime();
-  rt->config = ParseLimiterConfig([](const char* name) -> const char* { return getenv(name); });
+  rt->config = LoadedConfig();
   if (!rt->config.log_path.empty()) {
     g_log_fd.store(
         open(rt->config.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
@@ -144,15 +167,23 @@ Runtime* GetRuntime() {
   return g_runtime.load(std::memory_order_acquire);
 }
 
+const LimiterConfig& LoadedConfig() {
+  pthread_once(&g_config_once, &ReadConfig);
+  return *g_config;
+}
+
 DlsymFn* RealDlsym() {
-  static DlsymFn* const real = [] {
-    // glibc 2.34 moved dlsym into libc under a new version; older ones have only the
-    // base version of their architecture.
-    for (const char* version : {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0"}) {
-      if (void* fn = dlvsym(RTLD_NEXT, "dlsym", version)) return reinterpret_cast<DlsymFn*>(fn);
-    }
-    return static_cast<DlsymFn*>(nullptr);
-  }();
+  static DlsymFn* const real = reinterpret_cast<DlsymFn*>(Next("dlsym"));
+  return real;
+}
+
+DlvsymFn* RealDlvsym() {
+  static DlvsymFn* const real = reinterpret_cast<DlvsymFn*>(Next("dlvsym"));
+  return real;
+}
+
+DlmopenFn* RealDlmopen() {
+  static DlmopenFn* const real = reinterpret_cast<DlmopenFn*>(Next("dlmopen"));
   return real;
 }
 
@@ -171,6 +202,29 @@ void LogLine(const char* format, ...) {
   // One write per line: lines of concurrent processes sharing the file never interleave.
   [[maybe_unused]] const ssize_t written = write(fd, line, static_cast<size_t>(n));
 }
+
+namespace {
+
+// At load, before the program's constructors and main: the configuration, and the
+// real dl functions (so that no hook looks them up later).
+void ReadAtLoad() {
+  (void)LoadedConfig();
+  (void)RealDlsym();
+  (void)RealDlvsym();
+  (void)RealDlmopen();
+}
+
+#ifdef __GLIBC__
+// glibc passes constructors the process's argc, argv and starting environment.
+__attribute__((constructor)) void LoadLimiter(int /*argc*/, char** /*argv*/, char** envp) {
+  g_start_env = envp;
+  ReadAtLoad();
+}
+#else
+__attribute__((constructor)) void LoadLimiter() { ReadAtLoad(); }
+#endif
+
+}  // namespace
 
 std::int64_t MonotonicNs() {
   timespec ts{};

@@ -1,9 +1,14 @@
 // The limiter's process-wide state inside the task: its configuration, the real driver
 // (dlopen'ed by name or TESSERA_CUDA_REAL_LIBRARY, entry points found with the real
-// dlsym), the memory ledger and the pacer. Built once, on the first intercepted call;
+// dlsym), the memory ledger and the pacer. The configuration is read once, as the
+// library is loaded (its constructor, before the program's main and constructors),
+// from the environment the process was started with: later setenv, putenv or
+// unsetenv change nothing. The rest is built once, on the first intercepted call;
 // never destroyed (hooks may run during exit). Thread-safe after construction.
 #ifndef TESSERA_LIMITER_LIMITER_RUNTIME_H_
 #define TESSERA_LIMITER_LIMITER_RUNTIME_H_
+
+#include <dlfcn.h>
 
 #include <cstdint>
 
@@ -62,9 +67,17 @@ struct Runtime {
 // on this thread (the driver's own start-up looking symbols up).
 Runtime* GetRuntime();
 
-// The glibc dlsym, found with dlvsym (the limiter exports its own dlsym).
+// The configuration read at load (see above); read then if a hook runs first.
+const LimiterConfig& LoadedConfig();
+
+// The C library's dl functions, found without dlsym (next_definition.h): the limiter
+// exports its own dlsym, dlvsym and dlmopen. Resolved at load; null where missing.
 using DlsymFn = void*(void*, const char*) noexcept;
+using DlvsymFn = void*(void*, const char*, const char*) noexcept;
+using DlmopenFn = void*(Lmid_t, const char*, int) noexcept;
 DlsymFn* RealDlsym();
+DlvsymFn* RealDlvsym();
+DlmopenFn* RealDlmopen();
 
 // The hook standing in for a real entry point, or nullptr when `real_fn` is not one
 // the limiter intercepts. Used by the dlsym and cuGetProcAddress hooks.

@@ -2,10 +2,21 @@
 // exports directly (it is preloaded). The CUDA runtime instead dlopens libcuda.so.1,
 // looks up cuGetProcAddress with dlsym on that handle (which would bypass a preloaded
 // library) and obtains every other entry point through it. So the limiter exports
-// dlsym too: a lookup that yields one of the real driver functions it intercepts
-// yields its hook instead, and so does cuGetProcAddress(_v2), whatever name, version
-// or flags were asked (the substitution is by the real function returned, so a
-// version whose ABI differs is never replaced).
+// dlsym and dlvsym too: a lookup that yields one of the real driver functions it
+// intercepts yields its hook instead, whatever the version string asked of dlvsym,
+// and so does cuGetProcAddress(_v2), whatever name, version or flags were asked (the
+// substitution is by the real function returned, so a version whose ABI differs is
+// never replaced). A lookup that yields the C library's dlsym, dlvsym or dlmopen
+// (dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.34") skips an unversioned export; a handle
+// of libc finds libc's) yields the limiter's. RTLD_NEXT lookups are passed on as they
+// are: the C library finds the caller from the return address.
+//
+// dlmopen of the driver (a file named libcuda.so*, or TESSERA_CUDA_REAL_LIBRARY's
+// name) into a namespace other than the base one would load a second driver that none
+// of the above sees: while limits are set such a call is routed to the base namespace
+// (the caller gets the one driver everybody shares, hooked as for dlopen). Other
+// libraries are loaded where asked; one that itself loads the driver in a new
+// namespace is not followed (docs/gpu-sharing.md).
 #include <dlfcn.h>
 
 #include <cstring>
@@ -120,8 +131,49 @@ void* Substitute(const char* name, void* real_fn) {
   return hook != nullptr ? hook : real_fn;
 }
 
-void* DriverDlsym(void* handle, const char* name) noexcept {
-  return Substitute(name, RealDlsym()(handle, name));
+// The dl functions the limiter replaces. Other lookups stay tail calls: the C library
+// resolves RTLD_DEFAULT in the scope of the caller it finds from the return address.
+bool LooksLikeDlName(const char* name) {
+  return name != nullptr && name[0] == 'd' && name[1] == 'l' &&
+         (std::strcmp(name, "dlsym") == 0 || std::strcmp(name, "dlvsym") == 0 ||
+          std::strcmp(name, "dlmopen") == 0);
+}
+
+bool IsHookedName(const char* name) { return LooksLikeDriverName(name) || LooksLikeDlName(name); }
+
+void* OwnDlsym();
+void* OwnDlvsym();
+void* OwnDlmopen();
+
+// The hook to hand out for a lookup that found `real_fn` under `name`.
+void* HookForLookup(const char* name, void* real_fn) {
+  if (!LooksLikeDlName(name) || real_fn == nullptr) return Substitute(name, real_fn);
+  if (real_fn == reinterpret_cast<void*>(RealDlsym())) return OwnDlsym();
+  if (real_fn == reinterpret_cast<void*>(RealDlvsym())) return OwnDlvsym();
+  if (real_fn == reinterpret_cast<void*>(RealDlmopen())) return OwnDlmopen();
+  return real_fn;
+}
+
+void* HookedDlsym(void* handle, const char* name) noexcept {
+  return HookForLookup(name, RealDlsym()(handle, name));
+}
+
+void* HookedDlvsym(void* handle, const char* name, const char* version) noexcept {
+  return HookForLookup(name, RealDlvsym()(handle, name, version));
+}
+
+// Whether dlmopen must load `file` in the base namespace: the driver, while limits
+// are set (or malformed: the base driver then refuses every call).
+bool RoutesToBase(const char* file) {
+  if (file == nullptr) return false;
+  const LimiterConfig& config = LoadedConfig();
+  if (config.ok() && !config.caps_memory() && !config.paces()) return false;
+  const char* base = std::strrchr(file, '/');
+  base = base == nullptr ? file : base + 1;
+  if (std::strncmp(base, "libcuda.so", 10) == 0) return true;
+  const char* real = std::strrchr(config.real_library.c_str(), '/');
+  real = real == nullptr ? config.real_library.c_str() : real + 1;
+  return std::strcmp(base, real) == 0;
 }
 
 }  // namespace
@@ -153,9 +205,46 @@ void* HookFor(const Runtime& runtime, void* real_fn) {
 extern "C" __attribute__((visibility("default"),
                           optimize("O2", "omit-frame-pointer", "optimize-sibling-calls"))) void*
 dlsym(void* __restrict handle, const char* __restrict name) noexcept {
-  if (handle == RTLD_NEXT || !LooksLikeDriverName(name)) return RealDlsym()(handle, name);
-  return DriverDlsym(handle, name);
+  if (handle == RTLD_NEXT || !IsHookedName(name)) return RealDlsym()(handle, name);
+  return HookedDlsym(handle, name);
 }
+
+extern "C" __attribute__((visibility("default"),
+                          optimize("O2", "omit-frame-pointer", "optimize-sibling-calls"))) void*
+dlvsym(void* __restrict handle, const char* __restrict name,
+       const char* __restrict version) noexcept {
+  if (handle == RTLD_NEXT || !IsHookedName(name)) return RealDlvsym()(handle, name, version);
+  return HookedDlvsym(handle, name, version);
+}
+
+// The C library searches the caller's paths (RUNPATH, $ORIGIN) from the return
+// address: this too must end in a tail call.
+extern "C" __attribute__((visibility("default"),
+                          optimize("O2", "omit-frame-pointer", "optimize-sibling-calls"))) void*
+dlmopen(Lmid_t lmid, const char* file, int mode) noexcept {
+  if (lmid != LM_ID_BASE && RoutesToBase(file)) {
+    LogLine("dlmopen of %s into namespace %ld routed to the base namespace", file,
+            static_cast<long>(lmid));
+    lmid = LM_ID_BASE;
+  }
+  return RealDlmopen()(lmid, file, mode);
+}
+
+// The limiter's own exports, not whatever the global lookup of their names finds.
+extern "C" void* tessera_limiter_dlsym(void*, const char*) noexcept
+    __attribute__((alias("dlsym"), visibility("hidden"), nonnull(2)));
+extern "C" void* tessera_limiter_dlvsym(void*, const char*, const char*) noexcept
+    __attribute__((alias("dlvsym"), visibility("hidden"), nonnull(2, 3)));
+extern "C" void* tessera_limiter_dlmopen(Lmid_t, const char*, int) noexcept
+    __attribute__((alias("dlmopen"), visibility("hidden")));
+
+namespace {
+
+void* OwnDlsym() { return reinterpret_cast<void*>(&tessera_limiter_dlsym); }
+void* OwnDlvsym() { return reinterpret_cast<void*>(&tessera_limiter_dlvsym); }
+void* OwnDlmopen() { return reinterpret_cast<void*>(&tessera_limiter_dlmopen); }
+
+}  // namespace
 
 CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
                              CUdriverProcAddressQueryResult* status) {

@@ -6,7 +6,12 @@
 //
 //   cuda_client alloc API VIA COUNT     1 GiB allocations until one fails or COUNT
 //                                       (API: alloc pitch managed async pool create;
-//                                       VIA: dlsym procaddr procaddr-ptsz)
+//                                       VIA: dlsym procaddr procaddr-ptsz, or
+//                                       dlvsym: dlvsym(lib, name, "TESSERA_FAKE_1"),
+//                                       dlvsym-dlsym: the C library's dlsym, found
+//                                       with dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_..."),
+//                                       dlmopen: dlsym on libcuda.so.1 dlmopen'ed into
+//                                       a new namespace; prints which it got)
 //   cuda_client hold COUNT              allocate 1 GiB at a time, print, hold until
 //                                       stdin closes
 //   cuda_client launch API VIA MICROS MILLIS [THREADS]  kernels of MICROS us back to
@@ -14,11 +19,14 @@
 //                                       (API: kernel ex coop graph)
 //   cuda_client init                    cuInit and one allocation through each path
 //   cuda_client rtld-next               dlsym(RTLD_NEXT) still resolves from the caller
+// Before the command, any of --setenv=NAME=VALUE, --putenv=NAME=VALUE and
+// --unsetenv=NAME change the process's environment, in order.
 #include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -69,25 +77,54 @@ std::int64_t NowUs() {
   std::exit(2);
 }
 
+using DlsymFn = void*(void*, const char*);
+
+// How Find looks entry points up: `proc` (cuGetProcAddress) when set, else `lookup`
+// on `lib`, else dlvsym with the fake driver's version.
+struct Lookup {
+  void* lib = nullptr;
+  Fn_cuGetProcAddress_v2* proc = nullptr;
+  cuuint64_t flags = 0;
+  DlsymFn* lookup = nullptr;
+};
+
+// The C library's dlsym, asked of dlvsym by version (the default of this glibc, or an
+// older base version).
+DlsymFn* DlsymByVersion() {
+  for (const char* version : {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0"}) {
+    if (void* fn = dlvsym(RTLD_DEFAULT, "dlsym", version)) return reinterpret_cast<DlsymFn*>(fn);
+  }
+  Die("no dlsym by version");
+}
+
 // `name` is the base name the runtime asks cuGetProcAddress for; `exported` the symbol.
 template <typename Fn>
-void Find(void* lib, Fn_cuGetProcAddress_v2* proc, cuuint64_t flags, const char* name,
-          const char* exported, Fn*& out) {
+void Find(const Lookup& how, const char* name, const char* exported, Fn*& out) {
   void* fn = nullptr;
-  if (proc == nullptr) {
-    fn = dlsym(lib, exported);
+  if (how.proc == nullptr) {
+    fn = how.lookup != nullptr ? how.lookup(how.lib, exported)
+                               : dlvsym(how.lib, exported, "TESSERA_FAKE_1");
   } else {
     CUdriverProcAddressQueryResult status = 0;
-    if (proc(name, &fn, 13000, flags, &status) != CUDA_SUCCESS) fn = nullptr;
+    if (how.proc(name, &fn, 13000, how.flags, &status) != CUDA_SUCCESS) fn = nullptr;
   }
   out = reinterpret_cast<Fn*>(fn);
 }
 
+void* PlainDlsym(void* lib, const char* name) { return dlsym(lib, name); }
+
 Driver Load(const std::string& via) {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  void* lib = via == "dlmopen" ? dlmopen(LM_ID_NEWLM, "libcuda.so.1", RTLD_NOW | RTLD_LOCAL)
+                               : dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) Die(std::string("dlopen libcuda.so.1: ") + dlerror());
+  if (via == "dlmopen") {
+    Lmid_t lmid = -1;
+    if (dlinfo(lib, RTLD_DI_LMID, &lmid) != 0) Die(std::string("dlinfo: ") + dlerror());
+    std::printf("base_namespace=%d\n", lmid == LM_ID_BASE ? 1 : 0);
+  }
   Fn_cuGetProcAddress_v2* proc = nullptr;
   cuuint64_t flags = 0;
+  DlsymFn* lookup = &PlainDlsym;
   if (via == "procaddr" || via == "procaddr-ptsz") {
     proc = reinterpret_cast<Fn_cuGetProcAddress_v2*>(dlsym(lib, "cuGetProcAddress_v2"));
     if (proc == nullptr) Die("no cuGetProcAddress_v2");
@@ -99,28 +136,33 @@ Driver Load(const std::string& via) {
     }
     proc = reinterpret_cast<Fn_cuGetProcAddress_v2*>(self);
     if (via == "procaddr-ptsz") flags = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
-  } else if (via != "dlsym") {
+  } else if (via == "dlvsym") {
+    lookup = nullptr;
+  } else if (via == "dlvsym-dlsym") {
+    lookup = DlsymByVersion();
+  } else if (via != "dlsym" && via != "dlmopen") {
     Die("unknown lookup " + via);
   }
+  const Lookup how{lib, proc, flags, lookup};
   Driver d;
-  Find(lib, proc, flags, "cuInit", "cuInit", d.init);
-  Find(lib, proc, flags, "cuDeviceGet", "cuDeviceGet", d.device_get);
-  Find(lib, proc, flags, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", d.retain);
-  Find(lib, proc, flags, "cuCtxSetCurrent", "cuCtxSetCurrent", d.set_current);
-  Find(lib, proc, flags, "cuMemAlloc", "cuMemAlloc_v2", d.alloc);
-  Find(lib, proc, flags, "cuMemAllocPitch", "cuMemAllocPitch_v2", d.alloc_pitch);
-  Find(lib, proc, flags, "cuMemAllocManaged", "cuMemAllocManaged", d.alloc_managed);
-  Find(lib, proc, flags, "cuMemAllocAsync", "cuMemAllocAsync", d.alloc_async);
-  Find(lib, proc, flags, "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", d.alloc_pool);
-  Find(lib, proc, flags, "cuMemCreate", "cuMemCreate", d.create);
-  Find(lib, proc, flags, "cuMemFree", "cuMemFree_v2", d.free);
-  Find(lib, proc, flags, "cuMemFreeAsync", "cuMemFreeAsync", d.free_async);
-  Find(lib, proc, flags, "cuMemRelease", "cuMemRelease", d.release);
-  Find(lib, proc, flags, "cuMemGetInfo", "cuMemGetInfo_v2", d.get_info);
-  Find(lib, proc, flags, "cuLaunchKernel", "cuLaunchKernel", d.launch);
-  Find(lib, proc, flags, "cuLaunchKernelEx", "cuLaunchKernelEx", d.launch_ex);
-  Find(lib, proc, flags, "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel", d.launch_coop);
-  Find(lib, proc, flags, "cuGraphLaunch", "cuGraphLaunch", d.graph_launch);
+  Find(how, "cuInit", "cuInit", d.init);
+  Find(how, "cuDeviceGet", "cuDeviceGet", d.device_get);
+  Find(how, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", d.retain);
+  Find(how, "cuCtxSetCurrent", "cuCtxSetCurrent", d.set_current);
+  Find(how, "cuMemAlloc", "cuMemAlloc_v2", d.alloc);
+  Find(how, "cuMemAllocPitch", "cuMemAllocPitch_v2", d.alloc_pitch);
+  Find(how, "cuMemAllocManaged", "cuMemAllocManaged", d.alloc_managed);
+  Find(how, "cuMemAllocAsync", "cuMemAllocAsync", d.alloc_async);
+  Find(how, "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", d.alloc_pool);
+  Find(how, "cuMemCreate", "cuMemCreate", d.create);
+  Find(how, "cuMemFree", "cuMemFree_v2", d.free);
+  Find(how, "cuMemFreeAsync", "cuMemFreeAsync", d.free_async);
+  Find(how, "cuMemRelease", "cuMemRelease", d.release);
+  Find(how, "cuMemGetInfo", "cuMemGetInfo_v2", d.get_info);
+  Find(how, "cuLaunchKernel", "cuLaunchKernel", d.launch);
+  Find(how, "cuLaunchKernelEx", "cuLaunchKernelEx", d.launch_ex);
+  Find(how, "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel", d.launch_coop);
+  Find(how, "cuGraphLaunch", "cuGraphLaunch", d.graph_launch);
   d.fake_kernel_ns = reinterpret_cast<long long (*)()>(dlsym(lib, "tessera_fake_kernel_ns"));
   if (d.init == nullptr || d.alloc == nullptr || d.get_info == nullptr) Die("driver incomplete");
   return d;
@@ -319,10 +361,33 @@ int RtldNext() {
   return 0;
 }
 
+// Applies the leading --setenv/--putenv/--unsetenv options; returns the rest.
+std::vector<std::string> ChangeEnvironment(std::vector<std::string> args) {
+  size_t used = 0;
+  for (; used < args.size(); ++used) {
+    const std::string& arg = args[used];
+    if (arg.rfind("--setenv=", 0) == 0) {
+      const std::string assignment = arg.substr(9);
+      const size_t equals = assignment.find('=');
+      if (equals == std::string::npos) Die("expected --setenv=NAME=VALUE");
+      setenv(assignment.substr(0, equals).c_str(), assignment.c_str() + equals + 1, 1);
+    } else if (arg.rfind("--putenv=", 0) == 0) {
+      putenv(strdup(arg.c_str() + 9));  // the environment keeps the string
+    } else if (arg.rfind("--unsetenv=", 0) == 0) {
+      unsetenv(arg.c_str() + 11);
+    } else {
+      break;
+    }
+  }
+  args.erase(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(used));
+  return args;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
+  const std::vector<std::string> args =
+      ChangeEnvironment(std::vector<std::string>(argv + 1, argv + argc));
   if (args.size() == 4 && args[0] == "alloc")
     return Alloc(args[1], args[2], std::atoi(args[3].c_str()));
   if (args.size() == 2 && args[0] == "hold") return Hold(std::atoi(args[1].c_str()));

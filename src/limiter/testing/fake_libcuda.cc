@@ -7,7 +7,9 @@
 // kernel time is real time. A graph "exec" handle points at such a duration too.
 // cuGetProcAddress resolves names as the real driver does (_ptsz for per-thread
 // streams, _v2 where one exists). Launches are synchronous: work is complete when the
-// call returns.
+// call returns. Unlike the real driver, whose exports carry no version, every export
+// is in version TESSERA_FAKE_1 (fake_libcuda.map), so that dlvsym finds them (glibc's
+// dlvsym finds no unversioned symbol of a library that has version tables).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <time.h>
