@@ -245,16 +245,44 @@ constexpr long kLeasePollNs = 100'000'000;
 
 }  // namespace
 
-bool LeaseExpired(const ShimPlan& plan) {
-  struct stat st {};
-  if (::stat(plan.lease_file.c_str(), &st) != 0) {
-    return false;
+bool LeaseWatch::Expired(bool readable, int64_t age_ns, int64_t now_ns, int64_t lease_ns) {
+  if (!started_) {
+    started_ = true;
+    good_ns_ = now_ns;
   }
-  struct timespec now {};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  const int64_t age_ns = (static_cast<int64_t>(now.tv_sec) - st.st_mtim.tv_sec) * 1'000'000'000 +
-                         (now.tv_nsec - st.st_mtim.tv_nsec);
-  return age_ns > plan.lease_ns;
+  if (readable) {
+    good_ns_ = now_ns;
+    return age_ns > lease_ns;
+  }
+  return now_ns - good_ns_ > lease_ns;
+}
+
+namespace {
+
+int64_t Nanos(const struct timespec& t) {
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+// The watch of the process that calls LeaseExpired; a forked child starts its own.
+LeaseWatch g_lease_watch;
+pid_t g_lease_watch_pid = 0;
+
+}  // namespace
+
+bool LeaseExpired(const ShimPlan& plan) {
+  const pid_t self = ::getpid();
+  if (g_lease_watch_pid != self) {
+    g_lease_watch = LeaseWatch();
+    g_lease_watch_pid = self;
+  }
+  struct stat st {};
+  const bool readable = ::stat(plan.lease_file.c_str(), &st) == 0;
+  struct timespec wall {};
+  struct timespec mono {};
+  ::clock_gettime(CLOCK_REALTIME, &wall);
+  ::clock_gettime(CLOCK_MONOTONIC, &mono);
+  const int64_t age_ns = readable ? Nanos(wall) - Nanos(st.st_mtim) : 0;
+  return g_lease_watch.Expired(readable, age_ns, Nanos(mono), plan.lease_ns);
 }
 
 namespace {

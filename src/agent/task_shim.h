@@ -21,7 +21,8 @@
 // stdio, no locks). The functions marked async-signal-safe below keep to that, so the
 // agent may use them too.
 //
-// Thread safety: RunShim runs in a fresh child; the other functions are reentrant.
+// Thread safety: RunShim runs in a fresh child; the other functions are reentrant but
+// LeaseExpired (the calling process's one LeaseWatch).
 #pragma once
 
 #include <sys/types.h>
@@ -121,8 +122,28 @@ struct ShimPlan {
   std::string pty_secret;  // what an attaching client must send
 };
 
-// Whether plan.lease_file is older than the lease (a missing file never expires).
-// Async-signal-safe.
+// One process's watch on its lease, failing closed: a lease file that cannot be read
+// (missing, unreadable, any stat error) expires once it has been so for the lease's
+// length, counted on CLOCK_MONOTONIC from the last read that succeeded or, before one,
+// from the first look. That window tolerates a file missing for a moment (replaced by
+// the agent) yet ends a task whose agent's data directory was deleted. A file that
+// reads fine expires once its modification time is more than the lease in the past.
+// Not thread-safe; async-signal-safe; constant-initialised (a static needs no
+// construction at run time).
+class LeaseWatch {
+ public:
+  // One look: `age_ns` is the file's age (now minus its mtime, CLOCK_REALTIME) when
+  // `readable`, ignored otherwise; `now_ns` is CLOCK_MONOTONIC now.
+  bool Expired(bool readable, int64_t age_ns, int64_t now_ns, int64_t lease_ns);
+
+ private:
+  bool started_ = false;
+  int64_t good_ns_ = 0;  // CLOCK_MONOTONIC of the last good read (or the first look)
+};
+
+// Whether plan.lease_file has expired, as the calling process's LeaseWatch sees it
+// (started by its first call in that process, i.e. as the shim starts to watch).
+// Async-signal-safe; not thread-safe.
 bool LeaseExpired(const ShimPlan& plan);
 
 // Runs in the forked shim; never returns. Reports on `report_fd`.

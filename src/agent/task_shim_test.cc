@@ -1,6 +1,6 @@
 // The launcher's shim, with real processes: descendants die with the leader, tasks
-// survive the launcher and are adopted by the next one, tasks run as another user and
-// cannot open hidden device nodes.
+// survive the launcher and are adopted by the next one, a task fences itself when its
+// lease cannot be read, tasks run as another user and cannot open hidden device nodes.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 
 #include "agent/task_launcher.h"
 #include "agent/task_launcher_test_util.h"
+#include "agent/task_shim.h"
 #include "base/strings.h"
 
 namespace tessera {
@@ -216,6 +218,100 @@ TEST_F(LauncherTest, TheShimIsTheConfiguredProgram) {
   }
   ASSERT_TRUE(launcher.Kill("which-shim").ok());
   ASSERT_TRUE(WaitExit(launcher, "which-shim").has_value());
+}
+
+constexpr int64_t kSecondNs = 1'000'000'000;
+
+TEST(LeaseWatchTest, AReadableLeaseExpiresByItsAge) {
+  LeaseWatch watch;
+  EXPECT_FALSE(watch.Expired(true, kSecondNs - 1, 0, kSecondNs));
+  EXPECT_TRUE(watch.Expired(true, kSecondNs + 1, 10, kSecondNs));
+  EXPECT_FALSE(watch.Expired(true, 0, 20, kSecondNs));  // renewed
+}
+
+TEST(LeaseWatchTest, AnUnreadableLeaseExpiresALeaseAfterTheLastGoodRead) {
+  LeaseWatch watch;
+  EXPECT_FALSE(watch.Expired(true, 0, 5 * kSecondNs, kSecondNs));
+  EXPECT_FALSE(watch.Expired(false, 0, 5 * kSecondNs + kSecondNs / 2, kSecondNs));
+  EXPECT_FALSE(watch.Expired(false, 0, 6 * kSecondNs, kSecondNs));  // a brief absence
+  EXPECT_TRUE(watch.Expired(false, 0, 6 * kSecondNs + 1, kSecondNs));
+  // Readable again: counted from this read.
+  EXPECT_FALSE(watch.Expired(true, 0, 7 * kSecondNs, kSecondNs));
+  EXPECT_FALSE(watch.Expired(false, 0, 8 * kSecondNs, kSecondNs));
+  EXPECT_TRUE(watch.Expired(false, 0, 8 * kSecondNs + 1, kSecondNs));
+}
+
+TEST(LeaseWatchTest, ALeaseNeverReadExpiresALeaseAfterTheFirstLook) {
+  LeaseWatch watch;
+  EXPECT_FALSE(watch.Expired(false, 0, 3 * kSecondNs, kSecondNs));
+  EXPECT_FALSE(watch.Expired(false, 0, 4 * kSecondNs, kSecondNs));
+  EXPECT_TRUE(watch.Expired(false, 0, 4 * kSecondNs + 1, kSecondNs));
+}
+
+constexpr std::chrono::milliseconds kLease{1000};
+
+// Writes a fresh lease file beside `path` and renames it over `path`.
+void RenewByRename(const std::string& path) {
+  const std::string next = path + ".next";
+  std::ofstream(next) << "lease\n";
+  ASSERT_EQ(std::rename(next.c_str(), path.c_str()), 0) << std::strerror(errno);
+}
+
+// The agent's data directory (and so its lease file) is deleted while a task runs: the
+// task fences itself about a lease later rather than running on forever.
+TEST_F(LauncherTest, ATaskWhoseLeaseFileIsDeletedFencesItself) {
+  TestLauncher launcher(NoCgroups());
+  const std::string lease = root_ + "/lease";
+  RenewByRename(lease);
+  LaunchSpec spec = Shell("orphaned", "echo ready; exec sleep 100");
+  spec.lease_file = lease;
+  spec.lease_us = std::chrono::microseconds(kLease).count();
+  ASSERT_TRUE(launcher.Start(spec).ok());
+  ASSERT_TRUE(WaitForText(spec.log_path, "ready\n"));
+  RenewByRename(lease);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the shim has read it
+  ASSERT_TRUE(launcher.Running("orphaned"));
+  ASSERT_EQ(::unlink(lease.c_str()), 0);
+  const auto deleted = Clock::now();
+  auto exit = WaitExit(launcher, "orphaned");
+  ASSERT_TRUE(exit.has_value()) << "the task outlived its deleted lease";
+  const auto waited = Clock::now() - deleted;
+  EXPECT_TRUE(exit->fenced);
+  EXPECT_EQ(exit->signal, SIGKILL);
+  EXPECT_EQ(End("orphaned"), "fenced");
+  // Not at once (the last good read was at most a poll before the deletion), and about
+  // a lease later.
+  EXPECT_GE(waited, kLease - std::chrono::milliseconds(150));
+  EXPECT_LE(waited, 3 * kLease);
+}
+
+// The lease file replaced by rename again and again, and missing now and then for less
+// than a lease: the task runs on.
+TEST_F(LauncherTest, ALeaseReplacedOrBrieflyMissingDoesNotFence) {
+  TestLauncher launcher(NoCgroups());
+  const std::string lease = root_ + "/lease";
+  RenewByRename(lease);
+  LaunchSpec spec = Shell("renewed", "echo ready; exec sleep 100");
+  spec.lease_file = lease;
+  spec.lease_us = std::chrono::microseconds(kLease).count();
+  ASSERT_TRUE(launcher.Start(spec).ok());
+  ASSERT_TRUE(WaitForText(spec.log_path, "ready\n"));
+  for (int round = 0; round < 6; ++round) {
+    for (int i = 0; i < 5; ++i) {
+      RenewByRename(lease);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_EQ(::unlink(lease.c_str()), 0);
+    std::this_thread::sleep_for(kLease / 4);
+    RenewByRename(lease);
+  }
+  EXPECT_TRUE(launcher.Running("renewed"));
+  EXPECT_TRUE(launcher.Reap().empty());
+  EXPECT_EQ(End("renewed"), "");
+  ASSERT_TRUE(launcher.Kill("renewed").ok());
+  auto exit = WaitExit(launcher, "renewed");
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_FALSE(exit->fenced);
 }
 
 class ShimAsRootTest : public LauncherTest {
