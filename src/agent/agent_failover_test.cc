@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/controller_links.h"
 #include "agent/testing/fake_controller.h"
 #include "api/agent_channel.grpc.pb.h"
 #include "base/file_util.h"
@@ -316,6 +317,23 @@ TEST_F(AgentFailoverTest, AChannelThatStopsAnsweringIsDroppedForTheNextControlle
   EXPECT_EQ(first.registrations().size(), 1U);
   EXPECT_EQ(agent_->running_tasks(), 1U);
   EXPECT_EQ(Starts(), 1);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Tasks' terminals listen where the controller sees the agent: the local address of
+// the route to the controller, never every address.
+TEST(LocalAddressTowardTest, TheRouteToTheControllerNamesTheAddress) {
+  EXPECT_EQ(LocalAddressToward("http://127.0.0.1:7450"), "127.0.0.1");
+  EXPECT_EQ(LocalAddressToward("https://127.0.0.1"), "127.0.0.1");
+  const std::string v6 = LocalAddressToward("http://[::1]:7450");
+  EXPECT_TRUE(v6 == "::1" || v6 == "127.0.0.1") << v6;  // "127.0.0.1" where IPv6 is off
+  EXPECT_EQ(LocalAddressToward("not a url"), "127.0.0.1");
+  EXPECT_EQ(LocalAddressToward(""), "127.0.0.1");
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 #include "agent/controller_links.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <optional>
@@ -11,6 +15,51 @@
 #include "base/strings.h"
 
 namespace tessera {
+
+std::string LocalAddressToward(const std::string& url) {
+  const std::string fallback = "127.0.0.1";
+  std::string rest = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
+  std::string host;
+  std::string port = "443";
+  if (!rest.empty() && rest[0] == '[') {
+    host = rest.substr(1, rest.find(']') - 1);
+    rest = rest.substr(std::min(rest.size(), rest.find(']') + 1));
+  } else {
+    host = rest.substr(0, rest.find_first_of(":/"));
+    rest = rest.substr(host.size());
+  }
+  if (!rest.empty() && rest[0] == ':') {
+    port = rest.substr(1, rest.find('/') == std::string::npos ? std::string::npos : rest.find('/') - 1);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (host.empty() || ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) {
+    return fallback;
+  }
+  std::string out = fallback;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      continue;
+    }
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    char text[INET6_ADDRSTRLEN] = {};
+    const bool ok = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+                    ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+    ::close(fd);
+    const void* where = local.ss_family == AF_INET6
+                            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+                            : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+    if (ok && ::inet_ntop(local.ss_family, where, text, sizeof(text)) != nullptr) {
+      out = text;
+      break;
+    }
+  }
+  ::freeaddrinfo(found);
+  return out;
+}
 namespace {
 
 std::string Normalized(std::string_view url) {

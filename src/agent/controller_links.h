@@ -40,6 +40,11 @@ struct ControllerLinksOptions {
   Micros answer_timeout = 10'000'000;  // each wait for a socket: a stopped controller's bound
 };
 
+// The address this machine reaches `url`'s host from (a UDP socket's connect picks the
+// route; nothing is sent), as the controller sees the agent's registration come from:
+// where tasks' terminals listen. "127.0.0.1" when it cannot be told.
+std::string LocalAddressToward(const std::string& url);
+
 class ControllerLinks {
  public:
   static constexpr int kMaxRedirects = 3;

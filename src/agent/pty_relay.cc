@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <string>
 #include <system_error>
 
 #include "agent/task_launcher.h"
@@ -28,32 +29,41 @@ namespace {
 
 std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
-// A listening socket on every address of the node (IPv6 and IPv4 where the kernel has
-// both), port chosen by the kernel.
-StatusOr<UniqueFd> Listen(int* port) {
-  UniqueFd fd(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (fd.get() >= 0) {
-    int off = 0;
-    (void)::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
-    sockaddr_in6 addr{};
-    addr.sin6_family = AF_INET6;
-    addr.sin6_addr = in6addr_any;
-    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      fd.Reset();
+// A listening socket on `address` alone ("": 127.0.0.1), port chosen by the kernel.
+StatusOr<UniqueFd> Listen(const std::string& address, int* port) {
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  const std::string host = address.empty() ? "127.0.0.1" : address;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    addr_len = sizeof(*v4);
+    if (v4->sin_addr.s_addr == htonl(INADDR_ANY)) {
+      addr_len = 0;
     }
+  } else if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    addr_len = sizeof(*v6);
+    if (IN6_IS_ADDR_UNSPECIFIED(&v6->sin6_addr)) {
+      addr_len = 0;
+    }
+  } else {
+    return InvalidArgumentError("terminal address '" + host + "' is not a numeric IP address");
   }
-  if (fd.get() < 0) {  // no IPv6 on this node
-    fd = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (fd.get() < 0 || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      return InternalError("cannot bind a socket for the task's terminal: " + ErrnoText(errno));
-    }
+  if (addr_len == 0) {
+    return InvalidArgumentError("terminal address '" + host +
+                                "' is every address of the node; give the one clients reach");
+  }
+  UniqueFd fd(::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (fd.get() < 0 || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), addr_len) != 0) {
+    return InternalError("cannot bind a socket for the task's terminal on " + host + ": " +
+                         ErrnoText(errno));
   }
   sockaddr_storage bound{};
   socklen_t len = sizeof(bound);
-  if (::listen(fd.get(), 4) != 0 ||
+  // Room for a burst of connections between two turns of the relay's loop.
+  if (::listen(fd.get(), static_cast<int>(kPtyMaxPending) * 2) != 0 ||
       ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
     return InternalError("cannot listen for the task's terminal: " + ErrnoText(errno));
   }
@@ -68,10 +78,13 @@ int64_t NowMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
-
 }  // namespace
 
 Status OpenPtyEndpoint(const LaunchSpec& spec, ShimPlan* plan, int* port) {
+  if (spec.pty_secret.size() > kMaxPtySecret) {
+    return InvalidArgumentError("task " + spec.id + ": the terminal's secret is longer than " +
+                                std::to_string(kMaxPtySecret) + " bytes");
+  }
   UniqueFd master(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (master.get() < 0 || ::unlockpt(master.get()) != 0) {
     return InternalError("task " + spec.id + ": no pseudo-terminal: " + ErrnoText(errno));
@@ -101,7 +114,7 @@ Status OpenPtyEndpoint(const LaunchSpec& spec, ShimPlan* plan, int* port) {
   if (::fcntl(master.get(), F_SETFL, O_NONBLOCK) != 0) {
     return InternalError("task " + spec.id + ": fcntl: " + ErrnoText(errno));
   }
-  TESSERA_ASSIGN_OR_RETURN(UniqueFd listener, Listen(port));
+  TESSERA_ASSIGN_OR_RETURN(UniqueFd listener, Listen(spec.pty_address, port));
   plan->pty_master_fd = std::move(master);
   plan->pty_slave_fd = std::move(slave_fd);
   plan->pty_listen_fd = std::move(listener);
@@ -159,7 +172,7 @@ siginfo_t PtyRelay::Run(const ShimPlan& plan, pid_t leader, pid_t self, bool* fe
       (void)KillTaskProcesses(self, self, self, nullptr, nullptr);
     }
 
-    enum { kChild, kMaster, kListener, kClient, kPending, kFds };
+    enum { kChild, kMaster, kListener, kClient, kPending, kFds = kPending + kPtyMaxPending };
     struct pollfd fds[kFds];
     fds[kChild] = {child_fd, POLLIN, 0};
     short master_events = 0;
@@ -173,14 +186,18 @@ siginfo_t PtyRelay::Run(const ShimPlan& plan, pid_t leader, pid_t self, bool* fe
     fds[kListener] = {listener_, POLLIN, 0};
     // Keystrokes are taken only as fast as the task reads them.
     fds[kClient] = {client_ >= 0 && input_size_ == 0 ? client_ : -1, POLLIN, 0};
-    fds[kPending] = {pending_, POLLIN, 0};
     int timeout = -1;
     if (child_fd < 0 || leased) {
       timeout = 100;  // look at the children and the lease at least this often
     }
-    if (pending_ >= 0) {
-      const int64_t left = pending_until_ms_ - NowMs();
-      timeout = left <= 0 ? 0 : (timeout < 0 || left < timeout ? static_cast<int>(left) : timeout);
+    const int64_t now = NowMs();
+    for (size_t i = 0; i < kPtyMaxPending; ++i) {
+      fds[kPending + i] = {pending_[i].fd, POLLIN, 0};
+      if (pending_[i].fd >= 0) {
+        const int64_t left = pending_[i].until_ms - now;
+        timeout =
+            left <= 0 ? 0 : (timeout < 0 || left < timeout ? static_cast<int>(left) : timeout);
+      }
     }
     const int ready = ::poll(fds, kFds, timeout);
     if (ready < 0) {
@@ -200,11 +217,15 @@ siginfo_t PtyRelay::Run(const ShimPlan& plan, pid_t leader, pid_t self, bool* fe
     if ((fds[kClient].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       ReadClient();
     }
-    if ((fds[kPending].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-      ReadHello();
-    } else if (pending_ >= 0 && NowMs() >= pending_until_ms_) {
-      ::close(pending_);  // no hello in time
-      pending_ = -1;
+    const int64_t after = NowMs();
+    for (size_t i = 0; i < kPtyMaxPending; ++i) {
+      Pending& p = pending_[i];
+      if ((fds[kPending + i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        ReadHello(p);
+      }
+      if (p.fd >= 0 && after >= p.until_ms) {
+        ClosePending(p);  // no hello in time
+      }
     }
     if ((fds[kListener].revents & POLLIN) != 0) {
       Accept();
@@ -220,7 +241,10 @@ void PtyRelay::Finish(int32_t status) {
   EncodePtyExit(status, payload);
   (void)Send(kPtyExit, payload, sizeof(payload));
   DropClient();
-  for (int* fd : {&pending_, &listener_, &master_}) {
+  for (Pending& p : pending_) {
+    ClosePending(p);
+  }
+  for (int* fd : {&listener_, &master_}) {
     if (*fd >= 0) {
       ::close(*fd);
       *fd = -1;
@@ -234,14 +258,35 @@ void PtyRelay::Accept() {
     if (fd < 0) {
       return;  // EAGAIN: no more
     }
-    if (client_ >= 0 || pending_ >= 0) {
+    if (client_ >= 0) {
       Refuse(fd, "another client is attached to this terminal");
       continue;
     }
-    pending_ = fd;
-    pending_until_ms_ = NowMs() + kPtyHelloMs;
-    hello_size_ = 0;
+    // A free slot, else the one that has waited longest: a client that sends its hello
+    // right behind its connect is checked before a flood of newer connections evicts it.
+    Pending* slot = &pending_[0];
+    for (Pending& p : pending_) {
+      if (p.fd < 0) {
+        slot = &p;
+        break;
+      }
+      if (p.until_ms < slot->until_ms) {
+        slot = &p;
+      }
+    }
+    ClosePending(*slot);
+    slot->fd = fd;
+    slot->until_ms = NowMs() + kPtyHelloMs;
+    slot->size = 0;
   }
+}
+
+void PtyRelay::ClosePending(Pending& p) {
+  if (p.fd >= 0) {
+    ::close(p.fd);
+    p.fd = -1;
+  }
+  p.size = 0;
 }
 
 void PtyRelay::Refuse(int fd, const char* why) {
@@ -251,42 +296,60 @@ void PtyRelay::Refuse(int fd, const char* why) {
   EncodePtyHeader(kPtyRefused, n, out);
   std::memcpy(out + kPtyFrameHeader, why, n);
   (void)::send(fd, out, kPtyFrameHeader + n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  // What it sent and was not read would make the close a reset, which may discard the
+  // reason before the peer reads it.
+  char sink[512];
+  for (int i = 0; i < 4 && ::recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; ++i) {
+  }
   ::close(fd);
 }
 
-void PtyRelay::ReadHello() {
-  const ssize_t n = ::read(pending_, hello_ + hello_size_, sizeof(hello_) - hello_size_);
+void PtyRelay::ReadHello(Pending& p) {
+  // Exactly the hello's bytes: what follows it (the window size) is the client's, read
+  // once it is attached. The header first, which says whether it can hold the secret.
+  const size_t want = p.size < kPtyFrameHeader ? kPtyFrameHeader : kPtyFrameHeader + secret_size_;
+  const ssize_t n = ::recv(p.fd, p.hello + p.size, want - p.size, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
     return;
   }
   if (n <= 0) {
-    ::close(pending_);
-    pending_ = -1;
+    ClosePending(p);
     return;
   }
-  hello_size_ += static_cast<size_t>(n);
-  PtyFrame frame;
-  const long used = DecodePtyFrame(hello_, hello_size_, &frame);
-  if (used == 0) {
+  p.size += static_cast<size_t>(n);
+  if (p.size == kPtyFrameHeader) {
+    const size_t length = (static_cast<size_t>(static_cast<unsigned char>(p.hello[1])) << 8) |
+                          static_cast<unsigned char>(p.hello[2]);
+    // The secret's length is no secret: the controller makes them all alike.
+    if (p.hello[0] != kPtyHello || length != secret_size_ || secret_size_ == 0 ||
+        secret_size_ > kMaxPtySecret) {
+      const int fd = p.fd;
+      p.fd = -1;
+      p.size = 0;
+      Refuse(fd, "wrong secret: ask GET /v1/jobs/{id}/attach for this attempt's");
+    }
     return;
   }
-  if (used < 0 || frame.type != kPtyHello ||
-      !PtySecretEquals(frame.payload, frame.size, secret_, secret_size_)) {
-    const int fd = pending_;
-    pending_ = -1;
+  if (p.size < kPtyFrameHeader + secret_size_) {
+    return;
+  }
+  const int fd = p.fd;
+  p.fd = -1;
+  p.size = 0;
+  if (!PtySecretEquals(p.hello + kPtyFrameHeader, secret_size_, secret_, secret_size_)) {
     Refuse(fd, "wrong secret: ask GET /v1/jobs/{id}/attach for this attempt's");
     return;
   }
-  // Frames sent right behind the hello (the window size) are the client's first input.
-  const size_t rest = hello_size_ - static_cast<size_t>(used);
-  std::memcpy(from_client_, hello_ + used, rest);
-  from_client_size_ = rest;
-  Attach();
+  if (client_ >= 0) {  // another pending client's hello came first
+    Refuse(fd, "another client is attached to this terminal");
+    return;
+  }
+  Attach(fd);
 }
 
-void PtyRelay::Attach() {
-  client_ = pending_;
-  pending_ = -1;
+void PtyRelay::Attach(int fd) {
+  client_ = fd;
+  from_client_size_ = 0;
   // Blocking from here, with a bound: output waits for a slow client, never forever.
   (void)::fcntl(client_, F_SETFL, 0);
   struct timeval tv {
@@ -303,9 +366,6 @@ void PtyRelay::Attach() {
     }
     backlog_start_ = (backlog_start_ + n) % kPtyBacklog;
     backlog_size_ -= n;
-  }
-  if (client_ >= 0 && from_client_size_ > 0) {
-    ReadClient();  // only decodes what the hello's read brought
   }
 }
 

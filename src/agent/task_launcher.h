@@ -95,6 +95,10 @@ struct LaunchSpec {
   // Non-empty: the task runs on a pseudo-terminal its shim relays to a client that
   // sends this secret (agent/pty_relay.h); PtyPort names the port it listens on.
   std::string pty_secret;
+  // The one address that port is bound on: numeric IPv4 or IPv6, the node's address as
+  // its clients reach it (the controller hands out the address it sees the agent at).
+  // "": loopback, 127.0.0.1 (a single-machine cluster, `tessera up`).
+  std::string pty_address;
 };
 
 struct TaskExit {
