@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "agent/task_sandbox.h"
+#include "model/node.h"
 
 namespace tessera {
 
@@ -29,6 +30,7 @@ AgentGpuShares::AgentGpuShares(AgentGpuSharesOptions o) : data_dir_(o.data_dir) 
   }
   // Made even with MPS off: its first Reconcile stops daemons an earlier agent left.
   mps_enabled_ = o.mps_control != "none";
+  mps_multi_user_ = o.mps_multi_user;
   MpsSupervisorOptions mo;
   mo.root = o.data_dir + "/mps";
   if (mps_enabled_ && !o.mps_control.empty()) {
@@ -103,7 +105,12 @@ std::vector<std::pair<std::string, std::string>> AgentGpuShares::Labels() const 
               ? "on"
               : "unavailable";
   }
-  return {{"cuda-limiter", limiter_.empty() ? "off" : "on"}, {"mps", mps}};
+  std::vector<std::pair<std::string, std::string>> labels = {
+      {"cuda-limiter", limiter_.empty() ? "off" : "on"}, {std::string(kMpsLabel), mps}};
+  if (mps_multi_user_ && mps == "on") {
+    labels.emplace_back(std::string(kMpsMultiUserLabel), "on");
+  }
+  return labels;
 }
 
 std::vector<MpsDaemonStatus> AgentGpuShares::mps_status() const {

@@ -30,6 +30,12 @@ struct AgentGpuSharesOptions {
   std::string data_dir;                // required
   std::string mps_control;             // "", a path, or "none"
   std::string cuda_limiter;            // "", a path, or "none"
+  // The admin's word that this node's MPS serves clients of several Unix users at once
+  // (a multi-user MPS set up through mps_control, e.g. a wrapper; newer drivers offer
+  // one). Default false: NVIDIA's control daemon runs one server per GPU for one uid at
+  // a time, so the controller keeps shares of different tenants off one shared GPU.
+  // Reported as the node label mps-multi-user=on; it must match how MPS really runs.
+  bool mps_multi_user = false;
   const Clock* clock = nullptr;        // required
   std::unique_ptr<MpsProcessOps> ops;  // nullptr: real processes
   std::string exe_dir;  // where the limiter is looked for by default; "": this program's
@@ -51,7 +57,8 @@ class AgentGpuShares {
   const std::string& limiter() const { return limiter_; }  // "": none
   // Node labels for the controller (`tessera nodes`), on nodes with shared GPUs only:
   // "mps" = "on" (a daemon serves every shared GPU), "off" (--mps-control none) or
-  // "unavailable" (see problems()); "cuda-limiter" = "on" or "off".
+  // "unavailable" (see problems()); "cuda-limiter" = "on" or "off"; with mps on and
+  // mps_multi_user, "mps-multi-user" = "on" (model/node.h MpsServesOneUser).
   std::vector<std::pair<std::string, std::string>> Labels() const;
   std::vector<MpsDaemonStatus> mps_status() const;
   std::vector<std::string> problems() const;
@@ -66,6 +73,7 @@ class AgentGpuShares {
   std::vector<SharingMode> modes_;
   std::unique_ptr<MpsSupervisor> mps_;  // runs no daemon when MPS is off
   bool mps_enabled_ = false;
+  bool mps_multi_user_ = false;
   bool stopped_ = false;
   std::string written_status_;
 };

@@ -185,6 +185,20 @@ TEST_F(AgentMpsTest, AnAgentWithMpsOffStopsTheDaemonsItsPredecessorLeft) {
   EXPECT_EQ(agent_->inventory().spec.labels, (NodeLabels{{"cuda-limiter", "on"}, {"mps", "off"}}));
 }
 
+// The admin's --mps-multi-user is reported as a label while MPS runs, never without it.
+TEST_F(AgentMpsTest, MultiUserMpsIsReportedAsALabelWhileMpsIsOn) {
+  AgentOptions o = Options();
+  o.mps_multi_user = true;
+  Start(o);
+  EXPECT_EQ(agent_->inventory().spec.labels,
+            (NodeLabels{{"cuda-limiter", "on"}, {"mps", "on"}, {"mps-multi-user", "on"}}));
+  agent_->Stop();
+  agent_.reset();
+  o.mps_control = "none";
+  Start(o);
+  EXPECT_EQ(agent_->inventory().spec.labels, (NodeLabels{{"cuda-limiter", "on"}, {"mps", "off"}}));
+}
+
 TEST_F(AgentMpsTest, WithoutTheProgramOrTheLimiterSharesRunAndTheProblemIsWritten) {
   AgentOptions o = Options();
   o.mps_control = dir_ + "/no-such-mps-control";

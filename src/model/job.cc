@@ -47,6 +47,12 @@ int JobSpec::TotalGpus() const {
   return total;
 }
 
+void SetShareIdentity(JobSpec& spec, uint64_t identity) {
+  for (TaskRequest& t : spec.tasks) {
+    t.identity = t.fractional() ? identity : 0;
+  }
+}
+
 Status ValidateJobSpec(const JobSpec& spec, const GpuCatalog& catalog,
                        const RequestLimits& limits) {
   const std::string who = spec.name.empty() ? std::string("job") : "job '" + spec.name + "'";

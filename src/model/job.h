@@ -52,6 +52,10 @@ struct JobSpec {
   int TotalGpus() const;  // GPUs touched (a share counts as one)
 };
 
+// Stamps `identity` (TenantIdentity of the job's tenant) on the job's fractional tasks,
+// and 0 on the others (only shares meet on one GPU). Idempotent.
+void SetShareIdentity(JobSpec& spec, uint64_t identity);
+
 // InvalidArgument naming the field, for specs from users.
 Status ValidateJobSpec(const JobSpec& spec, const GpuCatalog& catalog,
                        const RequestLimits& limits = {});

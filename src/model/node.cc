@@ -70,6 +70,10 @@ std::string GpuSharingText(const GpuSharing& sharing) {
   return text;
 }
 
+bool MpsServesOneUser(const NodeSpec& spec) {
+  return spec.Label(kMpsLabel) == "on" && spec.Label(kMpsMultiUserLabel) != "on";
+}
+
 std::string_view NodeSpec::Label(std::string_view key) const {
   for (const auto& [k, v] : labels) {
     if (k == key) {

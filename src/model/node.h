@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -72,6 +73,17 @@ struct NodeSpec {
   bool Homogeneous() const;
   bool operator==(const NodeSpec&) const = default;
 };
+
+// Labels the agent sets on nodes with shared GPUs (agent/agent_gpu_shares.h): "mps" is
+// "on" while an MPS control daemon serves every shared GPU ("off", "unavailable"
+// otherwise); "mps-multi-user" is "on" when the admin says the node's MPS serves
+// clients of several Unix users at once (`tessera agent --mps-multi-user`).
+inline constexpr std::string_view kMpsLabel = "mps";
+inline constexpr std::string_view kMpsMultiUserLabel = "mps-multi-user";
+// Whether the node's shared GPUs are served by single-user MPS: NVIDIA's control daemon
+// runs one server per GPU for one uid at a time, and a client of another uid waits until
+// that server's clients are done. True for "mps=on" without "mps-multi-user=on".
+bool MpsServesOneUser(const NodeSpec& spec);
 
 // Checks a spec for impossible values (negative capacity, NUMA index out of range,
 // MIG mode on a model without MIG, timeslice replicas outside 2..64). Returns

@@ -2,6 +2,15 @@
 
 namespace tessera {
 
+uint64_t TenantIdentity(std::string_view tenant) {
+  uint64_t h = 14695981039346656037ULL;
+  for (char c : tenant) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 1099511628211ULL;
+  }
+  return h == 0 ? 1 : h;
+}
+
 MilliGpu TaskRequest::TotalGpuMilli(const GpuCatalog& catalog) const {
   if (gpu_count == 0) {
     return MilliGpu(0);

@@ -7,11 +7,15 @@
 //   mig_profile set                   one MIG instance of that profile (gpu_count == 1,
 //                                     gpu_milli and gpu_memory 0: the profile sizes it)
 // Multi-GPU tasks always take whole GPUs. `models` restricts the GPU models (empty:
-// any). Thread safety: values.
+// any). `identity` is not the user's to set: the core (JobLifecycle) stamps it on a
+// job's shares from the job's tenant (TenantIdentity), for the rule that keeps shares of
+// different Unix users off one single-user MPS GPU (state/gpu_ledger.h).
+// Thread safety: values.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "base/quantity.h"
 #include "base/status.h"
@@ -35,6 +39,9 @@ struct TaskRequest {
   std::string mig_profile;  // "" unless a MIG instance is wanted
   GpuModelSet models;
   GpuTopology topology = GpuTopology::kPreferLocal;
+  // Who a share runs as (TenantIdentity of its job's tenant); 0: unknown, which no
+  // placement rule restricts. Set on fractional requests only (SetShareIdentity).
+  uint64_t identity = 0;
 
   bool cpu_only() const { return gpu_count == 0; }
   bool wants_mig() const { return !mig_profile.empty(); }
@@ -45,6 +52,11 @@ struct TaskRequest {
 
   bool operator==(const TaskRequest&) const = default;
 };
+
+// The identity key of a tenant's tasks: tasks run as their tenant's Unix uid, and two
+// tenants never share one (server/tenant_identities.h), so the tenant names the uid. A
+// stable hash (FNV-1a, never 0): the same in every driver, process and what-if copy.
+uint64_t TenantIdentity(std::string_view tenant);
 
 // The limits beyond which a request is refused as absurd rather than left pending.
 struct RequestLimits {

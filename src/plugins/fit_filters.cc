@@ -54,12 +54,14 @@ FilterResult GpuFitFilter::Filter(const NodeLedger& node, const TaskRequest& r) 
   }
   int capable = 0;
   int fitting = 0;
+  int other_user = 0;  // room, but their single-user MPS serves another identity now
   for (const GpuLedger& gpu : node.gpus()) {
     if (!GpuCanServe(gpu, r)) {
       continue;
     }
     ++capable;
     fitting += GpuFitsRequest(gpu, r) ? 1 : 0;
+    other_user += GpuHeldByAnotherUser(gpu, r) ? 1 : 0;
   }
   if (capable < r.gpu_count) {
     if (r.wants_mig()) {
@@ -67,6 +69,12 @@ FilterResult GpuFitFilter::Filter(const NodeLedger& node, const TaskRequest& r) 
     }
     return FilterResult::Never("too few GPUs of an allowed model and sharing mode",
                                FilterCause::kGpuKind);
+  }
+  if (fitting < r.gpu_count && fitting + other_user >= r.gpu_count) {
+    return FilterResult::NotNow(
+        "the shared GPUs with room hold another tenant's shares, and this node's MPS serves "
+        "one Unix user per GPU at a time",
+        FilterCause::kMpsUser);
   }
   if (fitting < r.gpu_count) {
     return r.wants_mig()

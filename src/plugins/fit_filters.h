@@ -15,7 +15,10 @@ class ResourceFitFilter final : public FilterPlugin {
   FilterResult Filter(const NodeLedger& node, const TaskRequest& request) const override;
 };
 
-// Enough GPUs of an allowed model, in a mode that serves the request, with room now.
+// Enough GPUs of an allowed model, in a mode that serves the request, with room now;
+// for a share, on a GPU whose single-user MPS admits its identity (GpuFitsRequest): a
+// share that finds room only beside another tenant's shares there is "not now"
+// (FilterCause::kMpsUser), never "never".
 class GpuFitFilter final : public FilterPlugin {
  public:
   std::string_view name() const override { return "gpu-fit"; }

@@ -42,6 +42,9 @@ FilterCause CauseOf(std::string_view reason) {
       {"no free MIG slot for the profile", FilterCause::kMig},
       {"no NVLink domain or NUMA node has enough GPUs", FilterCause::kLocality},
       {"not enough free GPUs in one NVLink domain or NUMA node", FilterCause::kLocality},
+      {"the shared GPUs with room hold another tenant's shares, and this node's MPS serves "
+       "one Unix user per GPU at a time",
+       FilterCause::kMpsUser},
   };
   auto it = kCauses.find(reason);
   return it == kCauses.end() ? FilterCause::kOther : it->second;
@@ -100,6 +103,57 @@ TEST(GpuFitFilterTest, GpuCount) {
   n.Take(0, 0, {{1, kWholeGpu, MiB(0)}});
   ExpectFits(f.Filter(n.ledger, Whole(3)));
   ExpectNotNow(f.Filter(n.ledger, Whole(4)), "not enough free GPU");
+}
+
+// Single-user MPS: a share finds room only on a GPU without another identity's shares;
+// another tenant on the card is "not now" (the empty node holds it), never "never".
+TEST(GpuFitFilterTest, SingleUserMpsKeepsIdentitiesApartAsNotNow) {
+  GpuFitFilter f;
+  NodeSpec spec = Uniform("A100-80GB", 2, SharingMode::kShared);
+  spec.labels = {{"mps", "on"}};
+  TestNode n(std::move(spec));
+  TaskRequest a = Share(250);
+  a.identity = 11;
+  TaskRequest b = Share(250);
+  b.identity = 22;
+  ExpectFits(f.Filter(n.ledger, b));
+  auto quarter_of_11 = [](int gpu) {
+    return Allocation{NodeId(0), MilliCpu(0), MiB(0), {{gpu, MilliGpu(250), MiB(0)}}, 11};
+  };
+  ASSERT_TRUE(n.ledger.Allocate(quarter_of_11(0)).ok());
+  ExpectFits(f.Filter(n.ledger, b));  // GPU 1 is free
+  ASSERT_TRUE(n.ledger.Allocate(quarter_of_11(1)).ok());
+  ExpectNotNow(f.Filter(n.ledger, b),
+               "the shared GPUs with room hold another tenant's shares, and this node's MPS "
+               "serves one Unix user per GPU at a time");
+  ExpectFits(f.Filter(n.ledger, a));           // its own tenant's server
+  ExpectFits(f.Filter(n.ledger, Share(250)));  // identity unknown: not restricted
+  // Capacity first: a share that fits no card says so.
+  ExpectNotNow(f.Filter(n.ledger, [] {
+                 TaskRequest big = Share(800);
+                 big.identity = 22;
+                 return big;
+               }()),
+               "not enough free GPU");
+  // On the empty node (the "never" check) it fits.
+  TestNode empty(Uniform("A100-80GB", 2, SharingMode::kShared));
+  ExpectFits(f.Filter(empty.ledger, b));
+
+  // Multi-user MPS, MPS off, timeslice GPUs: identities meet.
+  for (const auto& [mode, labels] :
+       std::vector<std::pair<SharingMode, std::vector<std::pair<std::string, std::string>>>>{
+           {SharingMode::kShared, {{"mps", "on"}, {"mps-multi-user", "on"}}},
+           {SharingMode::kShared, {{"mps", "off"}}},
+           {SharingMode::kTimeslice, {{"mps", "on"}}}}) {
+    NodeSpec other = Uniform("A100-80GB", 1, mode);
+    for (GpuSpec& g : other.gpus) {
+      g.replicas = mode == SharingMode::kTimeslice ? 4 : 0;
+    }
+    other.labels = labels;
+    TestNode o(std::move(other));
+    ASSERT_TRUE(o.ledger.Allocate(quarter_of_11(0)).ok());
+    ExpectFits(f.Filter(o.ledger, b));
+  }
 }
 
 TEST(GpuFitFilterTest, SharesAndSharingModes) {

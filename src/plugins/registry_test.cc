@@ -86,6 +86,47 @@ TEST(MakeProfileTest, EveryPolicyBuilds) {
   }
 }
 
+// Every policy's GPU pick (a scorer's or the selection's) keeps a tenant's share off a
+// single-user MPS GPU that serves another tenant, and says why when nothing else is free.
+TEST(MakeProfileTest, EveryPolicyKeepsTenantsApartOnSingleUserMps) {
+  std::vector<TaskRequest> workload = Workload();
+  FragmentationModel model(FindTypicalTasks(workload));
+  PolicyContext context{NodeScale{}, &model};
+  NodeSpec spec = Node("n", 64000, "A100-80GB", 2);
+  spec.labels = {{"mps", "on"}};
+  for (const std::string& name : PolicyNames()) {
+    SCOPED_TRACE(name);
+    StatusOr<Profile> p = MakeProfile(name, context);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    ClusterState state = Cluster({spec});
+    // Tenant 1 holds 0.75 of GPU 0: best fit would put another 0.25 beside it.
+    auto of_tenant_1 = [](int gpu, int64_t milli) {
+      return Allocation{NodeId(0), MilliCpu(1000), MiB(0), {{gpu, MilliGpu(milli), MiB(0)}}, 1};
+    };
+    ASSERT_TRUE(state.Allocate(of_tenant_1(0, 750)).ok());
+    Placer placer(std::move(p).value());
+    Pcg32 rng(3);
+    TaskRequest other = Request(1000, 1, 250);
+    other.identity = 2;
+    Placement first = placer.Place(state, other, rng);
+    ASSERT_TRUE(first.placed);
+    ASSERT_EQ(first.allocation.gpus.size(), 1U);
+    EXPECT_EQ(first.allocation.gpus[0].gpu, 1);
+    EXPECT_EQ(first.allocation.identity, 2U);
+    // With GPU 1 taken by tenant 1 too, tenant 2 waits, and the reason says why.
+    ASSERT_TRUE(state.Allocate(of_tenant_1(1, 250)).ok());
+    Placement second = placer.Place(state, other, rng, PlaceOptions{true});
+    EXPECT_FALSE(second.placed);
+    EXPECT_TRUE(second.busy_nodes_exist);  // not now: preemption could help
+    ASSERT_EQ(second.reasons.size(), 1U);
+    EXPECT_NE(second.reasons[0].first.find("another tenant's shares"), std::string::npos)
+        << second.reasons[0].first;
+    TaskRequest same = other;
+    same.identity = 1;
+    EXPECT_TRUE(placer.Place(state, same, rng).placed);
+  }
+}
+
 TEST(MakeProfileTest, FragmentationPoliciesNeedTypicalTasks) {
   PolicyContext context;  // no fragmentation model
   for (const std::string& name : PolicyNames()) {

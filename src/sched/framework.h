@@ -45,6 +45,7 @@ enum class FilterCause : uint8_t {
   kGpuKind,    // too few GPUs of an allowed model, sharing mode and GPU memory
   kMig,        // no MIG GPU with the profile, or no free slot for it now
   kLocality,   // not enough GPUs (free) in one NVLink domain or NUMA node
+  kMpsUser,    // shared GPUs with room serve another user's shares (single-user MPS)
   kOther,      // a plugin that names no cause
 };
 

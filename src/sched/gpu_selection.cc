@@ -79,6 +79,16 @@ uint64_t BestGroupAtLevel(const NodeLedger& node, uint64_t free, int count, int 
 }  // namespace
 
 bool GpuFitsRequest(const GpuLedger& gpu, const TaskRequest& request) {
+  return GpuHasRoomFor(gpu, request) &&
+         (!request.fractional() || gpu.AdmitsIdentity(request.identity));
+}
+
+bool GpuHeldByAnotherUser(const GpuLedger& gpu, const TaskRequest& request) {
+  return request.fractional() && !gpu.AdmitsIdentity(request.identity) &&
+         GpuHasRoomFor(gpu, request);
+}
+
+bool GpuHasRoomFor(const GpuLedger& gpu, const TaskRequest& request) {
   if (gpu.drained() || !request.models.Allows(gpu.model().id)) {
     return false;
   }
@@ -214,6 +224,7 @@ StatusOr<Allocation> MakeAllocation(NodeId id, const NodeLedger& node, const Tas
   a.node = id;
   a.cpu = request.cpu;
   a.memory = request.memory;
+  a.identity = request.fractional() ? request.identity : 0;
   if (request.cpu_only()) {
     if (!choice.empty()) {
       return InvalidArgumentError("a CPU-only task was given GPUs");

@@ -19,8 +19,14 @@
 namespace tessera {
 
 // Whether `gpu` (of the request's allowed models) could take one GPU's part of the
-// request now.
+// request now: GpuHasRoomFor, and for a share, a GPU whose single-user MPS admits the
+// share's identity (GpuLedger::AdmitsIdentity). Every pick of a GPU goes through this.
 bool GpuFitsRequest(const GpuLedger& gpu, const TaskRequest& request);
+// Room now (not drained, an allowed model, the mode's capacity), whoever holds it.
+bool GpuHasRoomFor(const GpuLedger& gpu, const TaskRequest& request);
+// A share that has room on `gpu` but may not join it now: its single-user MPS serves
+// shares of another identity (a "not now" of its own, for reasons).
+bool GpuHeldByAnotherUser(const GpuLedger& gpu, const TaskRequest& request);
 
 // Whole GPUs: the mask of `count` GPUs chosen by the locality rule above, or
 // nullopt when fewer than `count` whole GPUs are free.

@@ -1,10 +1,15 @@
 // Sharing modes through the controller: a timeslice GPU of 4 replicas takes four 0.25
 // shares at once (no MPS, no memory cap in their launch) and never a whole-GPU job; a
 // share on a shared GPU without a memory request is capped at its fraction of the card;
-// a share asking more memory than any card (timeslice ones included) is refused.
+// a share asking more memory than any card (timeslice ones included) is refused; on a
+// shared GPU whose MPS serves one Unix user (label mps=on), another tenant's share waits,
+// with the reason, until the first tenant's shares end, also across a controller restart,
+// and shares of both run at once where the node says mps-multi-user=on.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "server/controller_fixture.h"
 
@@ -15,7 +20,8 @@ class ControllerSharingTest : public ControllerTest {
  protected:
   // node-1 (the fixture's agent): GPU 0 an exclusive H100, GPU 1 an A100 in `mode`
   // (timeslice with 4 replicas).
-  void RegisterNode(SharingMode mode) {
+  void RegisterNode(SharingMode mode,
+                    std::vector<std::pair<std::string, std::string>> labels = {}) {
     RegisterRequest r;
     r.agent_id = agent_id_;
     NodeSpec& spec = r.inventory.spec;
@@ -25,8 +31,10 @@ class ControllerSharingTest : public ControllerTest {
     spec.gpus = {GpuSpec{catalog().Find("H100-80GB").value(), SharingMode::kExclusive, 0, 0},
                  GpuSpec{catalog().Find("A100-80GB").value(), mode, 0, -1,
                          mode == SharingMode::kTimeslice ? 4 : 0}};
+    spec.labels = std::move(labels);
     r.inventory.gpu_uuids = {"GPU-0", "GPU-1"};
     r.inventory.mig_instances.resize(2);
+    r.tasks = Running();
     auto out = controller_->Register(r, "127.0.0.1");
     ASSERT_TRUE(out.ok()) << out.status().ToString();
   }
@@ -45,6 +53,10 @@ class ControllerSharingTest : public ControllerTest {
     auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? (*j)["state"].get<std::string>() : "";
+  }
+  std::string Reason(uint64_t id) {
+    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    return j.ok() ? (*j)["reason"].get<std::string>() : "";
   }
 };
 
@@ -126,6 +138,42 @@ TEST_F(ControllerSharingTest, ShareAskingMoreMemoryThanTheTimesliceCardIsRefused
       << refused.status().message();
   EXPECT_TRUE(
       TrySubmit("command: [/bin/true]\nresources: {gpu_fraction: 0.25, gpu_memory: 80GiB}\n").ok());
+}
+
+TEST_F(ControllerSharingTest, AnotherTenantsShareWaitsForASingleUserMpsGpu) {
+  const std::vector<std::pair<std::string, std::string>> labels = {{"mps", "on"}};
+  RegisterNode(SharingMode::kShared, labels);
+  const uint64_t a = Submit("team-a", kQuarter);
+  const uint64_t a2 = Submit("team-a", kQuarter);  // joins its tenant's server
+  const uint64_t b = Submit("team-b", kQuarter);
+  std::vector<TaskLaunch> launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0].key.job, a);
+  EXPECT_EQ(launches[1].key.job, a2);
+  EXPECT_EQ(State(b), "pending");
+  EXPECT_EQ(Reason(b),
+            "waiting for resources: the shared GPUs with room for a task hold another tenant's "
+            "shares, and their MPS serves one Unix user per GPU at a time (the node has no "
+            "mps-multi-user=on); it starts when those shares end");
+
+  // After a restart the shares put back from the store still hold the card for team-a.
+  Reopen();
+  RegisterNode(SharingMode::kShared, labels);
+  EXPECT_TRUE(CycleAndTake().empty());
+  EXPECT_EQ(State(b), "pending");
+  Exit(a);
+  EXPECT_TRUE(CycleAndTake().empty());  // a2 still runs as team-a
+  Exit(a2);
+  launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].key.job, b);
+}
+
+TEST_F(ControllerSharingTest, MultiUserMpsRunsBothTenantsSharesAtOnce) {
+  RegisterNode(SharingMode::kShared, {{"mps", "on"}, {"mps-multi-user", "on"}});
+  Submit("team-a", kQuarter);
+  Submit("team-b", kQuarter);
+  EXPECT_EQ(CycleAndTake().size(), 2u);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ std::string KeyOf(const std::vector<TaskRequest>& tasks, const TopologyPolicy& t
            std::to_string(t.memory.value()) + "," + std::to_string(t.gpu_count) + "," +
            std::to_string(t.gpu_milli.value()) + "," + std::to_string(t.gpu_memory.value()) + "," +
            t.mig_profile + "," + std::to_string(t.models.bits()) + "," +
-           std::to_string(static_cast<int>(t.topology));
+           std::to_string(static_cast<int>(t.topology)) + "," + std::to_string(t.identity);
     i = j;
   }
   return key;
@@ -390,6 +390,11 @@ std::string LiveCache::Compute(const std::vector<TaskRequest>& tasks,
       return "waiting for resources: no schedulable GPU has a free slot for a MIG " +
              t.mig_profile + " instance now; jobs ahead of it or running hold them";
     }
+    if (top == FilterCause::kMpsUser) {
+      return "waiting for resources: the shared GPUs with room for a task hold another "
+             "tenant's shares, and their MPS serves one Unix user per GPU at a time (the "
+             "node has no mps-multi-user=on); it starts when those shares end";
+    }
     if (top == FilterCause::kLocality) {
       return "waiting for resources: a task needs " + std::to_string(t.gpu_count) +
              " free GPUs in one NVLink domain or NUMA node; no schedulable node has them now";
@@ -438,6 +443,11 @@ std::string PendingReasonOf(const PendingDemand& job, const WaitContext& c,
     if (FitVerdict v = c.fit_up->Check(job.tasks, job.topology); !v.fits) {
       return v.no_schedulable_node ? v.reason : DownReason(job, c);
     }
+  }
+  if (auto held = c.held_victims.find(job.job); held != c.held_victims.end()) {
+    return "waiting for job " + ToString(held->second.preemptor) +
+           ", which it was preempted for, to start first (at most until " +
+           FormatRfc3339(held->second.until) + ")";
   }
   if (c.reserved_job.valid() && c.reserved_job == job.job) {
     return "next to start: resources are reserved for it (expected " +

@@ -1,5 +1,7 @@
 #include "state/gpu_ledger.h"
 
+#include <algorithm>
+
 namespace tessera {
 
 GpuLedger::GpuLedger(const GpuModel* model, SharingMode mode, int replicas)
@@ -61,7 +63,30 @@ bool GpuLedger::FitsGrant(MilliGpu milli, MiB memory) const {
   return false;
 }
 
-Status GpuLedger::Allocate(const GpuGrant& grant) {
+bool GpuLedger::AdmitsIdentity(uint64_t identity) const {
+  if (!one_user_ || identity == 0) {
+    return true;
+  }
+  return std::all_of(identities_.begin(), identities_.end(),
+                     [&](const auto& e) { return e.first == identity; });
+}
+
+void GpuLedger::CountIdentity(uint64_t identity, int delta) {
+  if (identity == 0 || mode_ != SharingMode::kShared) {
+    return;
+  }
+  auto it = std::lower_bound(identities_.begin(), identities_.end(), identity,
+                             [](const auto& e, uint64_t id) { return e.first < id; });
+  if (it == identities_.end() || it->first != identity) {
+    it = identities_.insert(it, {identity, 0});
+  }
+  it->second += delta;
+  if (it->second <= 0) {
+    identities_.erase(it);
+  }
+}
+
+Status GpuLedger::Allocate(const GpuGrant& grant, uint64_t identity) {
   if (grant.milli.value() < 0 || grant.memory.value() < 0) {
     return InvalidArgumentError("negative GPU grant");
   }
@@ -98,10 +123,11 @@ Status GpuLedger::Allocate(const GpuGrant& grant) {
   used_milli_ += static_cast<int32_t>(grant.milli.value());
   used_memory_ += grant.memory.value();
   ++grants_;
+  CountIdentity(identity, +1);
   return Status::Ok();
 }
 
-Status GpuLedger::Release(const GpuGrant& grant) {
+Status GpuLedger::Release(const GpuGrant& grant, uint64_t identity) {
   if (grants_ == 0 || grant.milli.value() > used_milli_ || grant.memory.value() > used_memory_ ||
       grant.milli.value() < 0 || grant.memory.value() < 0) {
     return FailedPreconditionError("release of GPU " + std::to_string(grant.gpu) +
@@ -121,6 +147,7 @@ Status GpuLedger::Release(const GpuGrant& grant) {
   used_milli_ -= static_cast<int32_t>(grant.milli.value());
   used_memory_ -= grant.memory.value();
   --grants_;
+  CountIdentity(identity, -1);
   return Status::Ok();
 }
 
@@ -128,6 +155,7 @@ bool GpuLedger::operator==(const GpuLedger& other) const {
   if (model_ != other.model_ || mode_ != other.mode_ || replicas_ != other.replicas_ ||
       used_replicas_ != other.used_replicas_ || used_milli_ != other.used_milli_ ||
       used_memory_ != other.used_memory_ || grants_ != other.grants_ || drained_ != other.drained_ ||
+      one_user_ != other.one_user_ || identities_ != other.identities_ ||
       mig_.used_slots() != other.mig_.used_slots() ||
       mig_.used_compute() != other.mig_.used_compute()) {
     return false;

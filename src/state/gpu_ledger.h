@@ -10,6 +10,15 @@
 //              whole card
 //   mig        MIG instances laid out by MigLayout; each charges its compute share
 //
+// One user per MPS server: a shared GPU served by single-user MPS (one_user(), set by
+// NodeLedger from its node's labels, model/node.h MpsServesOneUser) takes shares of one
+// identity (TaskRequest::identity: who the task runs as) at a time, since a client of
+// another uid would wait for the running server's clients to end. The ledger counts the
+// live grants of each non-zero identity on a shared GPU; AdmitsIdentity says whether a
+// share of an identity may join now ("not now" otherwise: the card is not too small).
+// Like a drain, the rule is the scheduler's (GpuFitsRequest): Allocate still accepts
+// any identity, so work already running (re-adopted after a restart) is never refused.
+//
 // Invariants: 0 <= used_milli <= 1000; 0 <= used_memory <= memory (when the model's
 // memory is known); 0 <= used_replicas <= replicas; Allocate is all-or-nothing and
 // Release undoes it exactly, so a ledger that released every grant equals a fresh one.
@@ -17,6 +26,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "base/quantity.h"
 #include "base/status.h"
@@ -60,6 +71,14 @@ class GpuLedger {
   bool drained() const { return drained_; }
   void SetDrained(bool drained) { drained_ = drained; }
   const MigLayout& mig() const { return mig_; }
+  // Single-user MPS serves this GPU's shares (see the top of this file).
+  bool one_user() const { return one_user_; }
+  void SetOneUser(bool one_user) { one_user_ = one_user; }
+  // Whether a share of `identity` may join the shares here now: true unless one_user()
+  // and a share of another non-zero identity is on the card (0 is unknown: admitted).
+  bool AdmitsIdentity(uint64_t identity) const;
+  // Live grants per identity (shared GPUs, non-zero identities), sorted by identity.
+  const std::vector<std::pair<uint64_t, int32_t>>& identities() const { return identities_; }
 
   // Whether a software share or a whole card asking `milli` and `memory` (0: no
   // memory request) fits now, booked as BookedMilli and BookedMemory say.
@@ -76,14 +95,16 @@ class GpuLedger {
   // Timeslice replicas a share of `milli` takes: ceil(milli * replicas / 1000).
   int ReplicasFor(MilliGpu milli) const;
 
-  Status Allocate(const GpuGrant& grant);
-  Status Release(const GpuGrant& grant);
+  // `identity`: who the grant's task runs as (0: unknown), counted on shared GPUs.
+  Status Allocate(const GpuGrant& grant, uint64_t identity = 0);
+  Status Release(const GpuGrant& grant, uint64_t identity = 0);
 
   bool operator==(const GpuLedger& other) const;
 
  private:
   // Whether a grant booked exactly as given fits now.
   bool FitsGrant(MilliGpu milli, MiB memory) const;
+  void CountIdentity(uint64_t identity, int delta);
 
   const GpuModel* model_;
   SharingMode mode_;
@@ -93,6 +114,8 @@ class GpuLedger {
   int64_t used_memory_ = 0;
   int32_t grants_ = 0;
   bool drained_ = false;
+  bool one_user_ = false;
+  std::vector<std::pair<uint64_t, int32_t>> identities_;  // (identity, live grants) > 0
   MigLayout mig_;
 };
 

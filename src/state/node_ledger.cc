@@ -59,6 +59,20 @@ NodeLedger::NodeLedger(const NodeSpec* spec, const GpuCatalog& catalog) : spec_(
     gpus_.emplace_back(&catalog.Get(g.model), g.mode, g.replicas);
   }
   free_gpu_milli_ = static_cast<int64_t>(gpus_.size()) * kMilliPerGpu;
+  ApplyLabels();
+}
+
+void NodeLedger::ApplyLabels() {
+  const bool one_user = MpsServesOneUser(*spec_);
+  for (GpuLedger& g : gpus_) {
+    g.SetOneUser(one_user && g.mode() == SharingMode::kShared);
+  }
+}
+
+void NodeLedger::RebindSpec(const NodeSpec* spec) {
+  spec_ = spec;
+  ApplyLabels();
+  ++version_;
 }
 
 Status NodeLedger::CheckGrantsDistinct(const Allocation& a) const {
@@ -91,10 +105,10 @@ Status NodeLedger::Allocate(const Allocation& a) {
   }
   // Apply GPU grants one by one and roll back on the first failure.
   for (size_t i = 0; i < a.gpus.size(); ++i) {
-    Status s = gpus_[a.gpus[i].gpu].Allocate(a.gpus[i]);
+    Status s = gpus_[a.gpus[i].gpu].Allocate(a.gpus[i], a.identity);
     if (!s.ok()) {
       for (size_t j = i; j-- > 0;) {
-        Status undo = gpus_[a.gpus[j].gpu].Release(a.gpus[j]);
+        Status undo = gpus_[a.gpus[j].gpu].Release(a.gpus[j], a.identity);
         (void)undo;  // cannot fail: it undoes a grant made just above
       }
       return s;
@@ -115,10 +129,10 @@ Status NodeLedger::Release(const Allocation& a) {
                                    "' exceeds what is allocated");
   }
   for (size_t i = 0; i < a.gpus.size(); ++i) {
-    Status s = gpus_[a.gpus[i].gpu].Release(a.gpus[i]);
+    Status s = gpus_[a.gpus[i].gpu].Release(a.gpus[i], a.identity);
     if (!s.ok()) {
       for (size_t j = i; j-- > 0;) {
-        Status redo = gpus_[a.gpus[j].gpu].Allocate(a.gpus[j]);
+        Status redo = gpus_[a.gpus[j].gpu].Allocate(a.gpus[j], a.identity);
         (void)redo;  // cannot fail: it restores a grant released just above
       }
       return s;

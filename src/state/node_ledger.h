@@ -30,6 +30,8 @@ struct Allocation {
   MilliCpu cpu{0};
   MiB memory{0};
   std::vector<GpuGrant> gpus;
+  // Who the task runs as (TaskRequest::identity of its request); 0: unknown.
+  uint64_t identity = 0;
 
   MilliGpu TotalGpuMilli() const;
   int Shape() const;
@@ -42,8 +44,8 @@ class NodeLedger {
 
   const NodeSpec& spec() const { return *spec_; }
   // Reads `spec` from now on: one that differs from the current one in labels only
-  // (ClusterState::RelabelNode).
-  void RebindSpec(const NodeSpec* spec) { spec_ = spec; }
+  // (ClusterState::RelabelNode); its labels may change which GPUs serve one user.
+  void RebindSpec(const NodeSpec* spec);
   MilliCpu free_cpu() const { return spec_->cpu - used_cpu_; }
   MiB free_memory() const { return spec_->memory - used_memory_; }
   MilliCpu used_cpu() const { return used_cpu_; }
@@ -73,6 +75,7 @@ class NodeLedger {
  private:
   Status CheckGrantsDistinct(const Allocation& allocation) const;
   void CountShape(int shape, int delta);
+  void ApplyLabels();  // the GPUs' one_user() from the spec's MPS labels
 
   const NodeSpec* spec_;
   MilliCpu used_cpu_{0};

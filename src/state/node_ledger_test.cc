@@ -202,3 +202,54 @@ TEST(NodeLedgerPropertyTest, RandomSequencesNeverOvercommitAndRestoreExactly) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Shares of one identity at a time on a shared GPU whose node's MPS serves one user;
+// the labels decide, and a relabel applies at once.
+TEST(NodeLedgerTest, SingleUserMpsAdmitsOneIdentityPerSharedGpu) {
+  NodeSpec spec = MixedNode();
+  spec.labels = {{"mps", "on"}};
+  const GpuCatalog& c = GpuCatalog::Default();
+  NodeLedger node(&spec, c);
+  EXPECT_TRUE(node.gpus()[0].one_user());
+  EXPECT_FALSE(node.gpus()[2].one_user());  // exclusive
+  EXPECT_FALSE(node.gpus()[6].one_user());  // timeslice: no MPS
+  Allocation a{NodeId(0), MilliCpu(1000), MiB(0), {{0, MilliGpu(250), MiB(1024)}}, 7};
+  ASSERT_TRUE(node.Allocate(a).ok());
+  const GpuLedger& g = node.gpus()[0];
+  EXPECT_TRUE(g.AdmitsIdentity(7));
+  EXPECT_FALSE(g.AdmitsIdentity(8));
+  EXPECT_TRUE(g.AdmitsIdentity(0));  // unknown: not restricted
+  EXPECT_TRUE(node.gpus()[1].AdmitsIdentity(8));
+  // Allocate does not enforce the rule (work already running is re-adopted).
+  Allocation b{NodeId(0), MilliCpu(1000), MiB(0), {{0, MilliGpu(250), MiB(1024)}}, 8};
+  ASSERT_TRUE(node.Allocate(b).ok());
+  EXPECT_EQ(g.identities(), (std::vector<std::pair<uint64_t, int32_t>>{{7, 1}, {8, 1}}));
+  ASSERT_TRUE(node.Release(a).ok());
+  EXPECT_FALSE(g.AdmitsIdentity(7));
+  EXPECT_TRUE(g.AdmitsIdentity(8));
+
+  // Multi-user MPS (and MPS off) admit everyone; the counts stay.
+  NodeSpec multi = spec;
+  multi.labels = {{"mps", "on"}, {"mps-multi-user", "on"}};
+  const uint64_t version = node.version();
+  node.RebindSpec(&multi);
+  EXPECT_GT(node.version(), version);
+  EXPECT_FALSE(g.one_user());
+  EXPECT_TRUE(g.AdmitsIdentity(7));
+  NodeSpec off = spec;
+  off.labels = {{"mps", "unavailable"}};
+  node.RebindSpec(&off);
+  EXPECT_TRUE(g.AdmitsIdentity(7));
+  node.RebindSpec(&spec);
+  EXPECT_FALSE(g.AdmitsIdentity(7));
+  ASSERT_TRUE(node.Release(b).ok());
+  EXPECT_TRUE(g.identities().empty());
+  EXPECT_TRUE(g.AdmitsIdentity(7));
+  EXPECT_TRUE(node.SameUsage(NodeLedger(&spec, c)));
+}
+
+}  // namespace
+}  // namespace tessera
