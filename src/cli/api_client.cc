@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -85,6 +86,16 @@ StatusOr<ClientConfig> ResolveClientConfig(const ConnectionFlags& flags, const E
   }
   const std::string insecure = AsciiLower(from_env("TESSERA_INSECURE"));
   config.insecure = flags.insecure || insecure == "1" || insecure == "true" || insecure == "yes";
+  if (const std::string timeout = from_env("TESSERA_FAILOVER_TIMEOUT"); !timeout.empty()) {
+    constexpr int64_t kMaxFailoverSeconds = 86400;
+    StatusOr<int64_t> seconds = ParseInt64(timeout);
+    if (!seconds.ok() || *seconds < 0 || *seconds > kMaxFailoverSeconds) {
+      return InvalidArgumentError(
+          "TESSERA_FAILOVER_TIMEOUT must be a whole number of seconds from 0 to 86400, got '" +
+          timeout + "'");
+    }
+    config.failover_budget_ms = static_cast<int>(*seconds * 1000);
+  }
   return config;
 }
 
@@ -240,6 +251,50 @@ StatusOr<size_t> ApiClient::EndpointFor(const std::string& url) {
   return endpoints_.size() - 1;
 }
 
+// One request on its way round the controllers: what to send, and what each address
+// said last (for the message when none answers).
+struct ApiClient::Attempt {
+  std::string_view method;
+  const std::string& path;
+  const HttpHeaders& headers;
+  const std::string& body;
+  bool resendable = false;            // may go elsewhere after it may have been taken
+  std::vector<std::string> problems;  // by endpoint
+  std::vector<bool> tried;            // by endpoint, in this round
+  std::optional<size_t> silent;       // the first endpoint in the round that gave no answer
+
+  // Keeps the vectors as long as the endpoints (a redirect may add one).
+  void Fit(size_t endpoints) {
+    problems.resize(endpoints);
+    tried.resize(endpoints, false);
+  }
+};
+
+Micros ApiClient::NowMicros() const {
+  if (config_.failover_clock != nullptr) {
+    return config_.failover_clock->NowMicros();
+  }
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void ApiClient::Pause(Micros duration) const {
+  if (config_.failover_sleep) {
+    config_.failover_sleep(duration);
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(duration));
+  }
+}
+
+void ApiClient::Progress(const std::string& line) const {
+  if (config_.failover_progress) {
+    config_.failover_progress(line);
+  } else {
+    std::cerr << "tessera: " << line << std::endl;
+  }
+}
+
 StatusOr<ApiResponse> ApiClient::Send(std::string_view method, const std::string& path,
                                       HttpHeaders headers, const std::string& body) {
   headers.emplace_back("Accept", "application/json");
@@ -251,38 +306,90 @@ StatusOr<ApiResponse> ApiClient::Send(std::string_view method, const std::string
       method != "POST" || std::any_of(headers.begin(), headers.end(), [](const auto& h) {
         return AsciiLower(h.first) == "idempotency-key";
       });
-  using Steady = std::chrono::steady_clock;
-  const Steady::time_point deadline =
-      Steady::now() + std::chrono::milliseconds(config_.failover_budget_ms);
-  std::vector<int> tries(endpoints_.size(), 0);
-  std::vector<std::string> problems(endpoints_.size());
+  Attempt attempt{method, path, headers, body, resendable, {}, {}, std::nullopt};
+  const Micros deadline = NowMicros() + Micros{config_.failover_budget_ms} * 1000;
+  auto no_answer = [&] {
+    std::string message = "no controller answered:";
+    for (size_t i = 0; i < endpoints_.size(); ++i) {
+      message += (i == 0 ? " " : "; ") + endpoints_[i]->url + ": " +
+                 (attempt.problems[i].empty() ? "not tried" : attempt.problems[i]);
+    }
+    return UnavailableError(message);
+  };
+  Micros pause = Micros{kFirstPauseMs} * 1000;
+  bool told = false;
+  for (bool later_round = false;; later_round = true) {
+    // A round: every address once, from the one that answered last, in order.
+    attempt.tried.assign(endpoints_.size(), false);
+    attempt.Fit(endpoints_.size());
+    attempt.silent.reset();
+    size_t at = current_;
+    while (true) {
+      if (std::optional<StatusOr<ApiResponse>> done = TryFrom(at, attempt); done.has_value()) {
+        return std::move(done).value();
+      }
+      std::optional<size_t> next = NextUntried(at, attempt);
+      if (!next.has_value()) {
+        break;
+      }
+      // The first round tries every address; later ones stop at the bound.
+      if (later_round && NowMicros() >= deadline) {
+        return no_answer();
+      }
+      at = *next;
+    }
+    const Micros now = NowMicros();
+    if (now >= deadline) {
+      return no_answer();
+    }
+    if (!told) {
+      const size_t silent = attempt.silent.value_or(at);
+      const std::string& why = attempt.problems[silent];
+      Progress("controller at " + endpoints_[silent]->url + " not answering (" +
+               (why.empty() ? "no answer" : why) + "); retrying for up to " +
+               std::to_string((deadline - now + 999'999) / 1'000'000) + " s");
+      told = true;
+    }
+    Pause(std::min(pause, deadline - now));
+    pause = std::min(pause * 2, Micros{kMaxPauseMs} * 1000);
+  }
+}
+
+std::optional<size_t> ApiClient::NextUntried(size_t base, const Attempt& attempt) const {
+  for (size_t step = 1; step <= endpoints_.size(); ++step) {
+    const size_t i = (base + step) % endpoints_.size();
+    if (!attempt.tried[i]) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<StatusOr<ApiResponse>> ApiClient::TryFrom(size_t at, Attempt& attempt) {
   int hops = 0;  // redirects in a row: a loop of followers ends
-  int pause_ms = 250;
-  size_t at = current_;
-  size_t base = current_;               // where the search for the next address goes on from
-  const size_t round_start = current_;  // passing it again starts another round
   while (true) {
     Endpoint& e = *endpoints_[at];
-    ++tries[at];
+    attempt.tried[at] = true;
     bool maybe_taken = false;
-    StatusOr<HttpAnswer> answer =
-        e.transport->Send(method, e.prefix + path, headers, body, &maybe_taken);
-    std::string problem;
+    StatusOr<HttpAnswer> answer = e.transport->Send(attempt.method, e.prefix + attempt.path,
+                                                    attempt.headers, attempt.body, &maybe_taken);
     if (const std::string leader = answer.ok() ? LeaderOf(*answer) : ""; !leader.empty()) {
-      // A follower, which did not carry it out: the same request to the leader it names.
+      // A follower, which did not carry it out: the same request to the leader it names,
+      // unless that failed in this round (it is asked again in the next).
       StatusOr<size_t> next = EndpointFor(leader);
-      tries.resize(endpoints_.size(), 0);
-      problems.resize(endpoints_.size());
-      if (next.ok() && hops < kMaxRedirects && tries[*next] < kMaxTriesPerAddress) {
+      attempt.Fit(endpoints_.size());
+      attempt.problems[at] = "redirects to " + leader;
+      if (next.ok() && hops < kMaxRedirects && !attempt.tried[*next]) {
         ++hops;
         at = *next;
         continue;
       }
-      problem = "redirects to " + leader;
+      if (endpoints_.size() == 1) {
+        return Answered(at, std::move(answer).value());
+      }
+      return std::nullopt;
     }
-    hops = 0;
-    const bool several = endpoints_.size() > 1;
-    if (!several) {
+    if (endpoints_.size() == 1) {
       // One address: what it said, as it said it.
       if (!answer.ok()) {
         return UnavailableError("cannot reach the controller at " + e.url + ": " +
@@ -290,51 +397,26 @@ StatusOr<ApiResponse> ApiClient::Send(std::string_view method, const std::string
       }
       return Answered(at, std::move(answer).value());
     }
-    if (answer.ok() && answer->status != 503 && problem.empty()) {
+    if (answer.ok() && answer->status != 503) {
       return Answered(at, std::move(answer).value());
     }
     // A leader's own 503 (a write its store could not settle) may have been carried out;
     // a follower's "no leader" and a fenced leader's refusal say that nothing was.
-    if (answer.ok() && answer->status == 503 && !resendable &&
+    if (answer.ok() && !attempt.resendable &&
         answer->body.find("no leader:") == std::string::npos &&
         answer->body.find("fenced:") == std::string::npos) {
       return Answered(at, std::move(answer).value());
     }
-    if (!answer.ok() && maybe_taken && !resendable) {
+    if (!answer.ok() && maybe_taken && !attempt.resendable) {
       return UnavailableError("cannot reach the controller at " + e.url + ": " +
                               answer.status().message() +
                               "; not sent to another controller: it may have been carried out");
     }
-    if (problem.empty()) {
-      problem = answer.ok() ? Unanswered(*answer) : answer.status().message();
+    attempt.problems[at] = answer.ok() ? Unanswered(*answer) : answer.status().message();
+    if (!attempt.silent.has_value()) {
+      attempt.silent = at;
     }
-    problems[at] = std::move(problem);
-    // The next address with tries left, in order after the one last chosen (a leader
-    // that a follower named and that failed does not change the order).
-    std::optional<size_t> next;
-    bool new_round = false;
-    for (size_t step = 1; step <= endpoints_.size() && !next.has_value(); ++step) {
-      const size_t i = (base + step) % endpoints_.size();
-      new_round = new_round || i == round_start;
-      if (tries[i] < kMaxTriesPerAddress) {
-        next = i;
-      }
-    }
-    // Going round again starts with a pause, which must end within the budget.
-    const auto pause = std::chrono::milliseconds(new_round ? pause_ms : 0);
-    if (!next.has_value() || Steady::now() + pause >= deadline) {
-      std::string message = "no controller answered:";
-      for (size_t i = 0; i < endpoints_.size(); ++i) {
-        message += (i == 0 ? " " : "; ") + endpoints_[i]->url + ": " +
-                   (problems[i].empty() ? "not tried" : problems[i]);
-      }
-      return UnavailableError(message);
-    }
-    if (new_round) {
-      std::this_thread::sleep_for(pause);
-      pause_ms = std::min(pause_ms * 2, 2000);
-    }
-    at = base = *next;
+    return std::nullopt;
   }
 }
 

@@ -22,16 +22,24 @@
 // the address that answered last (at first, the first one). A follower's 307 with
 // `X-Tessera-Leader` sends it to that leader (at most kMaxRedirects hops; a leader not
 // in the list joins it). With several addresses (listed or learned), a connection
-// failure, a timeout or a 503 sends it to the next address, each at most
-// kMaxTriesPerAddress times, with a short pause after every address has failed, within
-// `failover_budget_ms`; nothing is printed unless every address fails, and then the
-// error names each address and what it said ("no controller answered: URL: why; ...",
-// Unavailable). A request that may have reached a controller that then did not answer
-// is sent elsewhere only when that cannot carry it out twice: GET, PUT, DELETE, and a
-// POST with an Idempotency-Key. With several addresses each wait on a socket is
-// bounded by `failover_read_timeout_ms` (a stopped controller accepts connections
-// and answers nothing). With one address and no leader learned, failures are reported
-// at once, as they were before.
+// failure, a timeout, a 503 or a redirect to a leader that does not answer (a dead
+// leader, which its followers name until its lease ends) sends it to the next address.
+// When every address has been tried (a round; a redirect is not followed to an address
+// that failed in the same round) it goes round again after a pause (kFirstPauseMs,
+// doubling up to kMaxPauseMs), round after round, until a controller answers or
+// `failover_budget_ms` (60 s; TESSERA_FAILOVER_TIMEOUT) has passed since the request
+// began; after that no further address is tried (the try under way, with the redirects
+// it follows, may run past it by its own timeouts). Then the error names each address
+// and what it said last ("no controller answered: URL: why; ...", Unavailable). Before
+// its first pause a request reports once, on stderr (or `failover_progress`):
+// "controller at URL not answering (why); retrying for up to N s". A request that may
+// have reached a controller that then did not answer is sent elsewhere only when that
+// cannot carry it out twice: GET, PUT, DELETE, and a POST with an Idempotency-Key; every
+// request may be sent again after a refused connection, a redirect or a "no leader"
+// 503, which carried nothing out. With several addresses each wait on a socket is
+// bounded by `failover_read_timeout_ms` (a stopped controller accepts connections and
+// answers nothing). With one address and no leader learned, failures are reported at
+// once, as they were before.
 // Thread safety: an ApiClient is used by one thread at a time; configs are values.
 #pragma once
 
@@ -45,6 +53,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/status.h"
 #include "cli/http_transport.h"
 
@@ -74,10 +83,17 @@ struct ClientConfig {
   bool insecure = false;  // skip TLS certificate verification
   int connect_timeout_ms = 5000;
   int read_timeout_ms = 60000;
-  // Several addresses: the time a request may spend going from one to the next, and
-  // the most each wait on a socket may take (read_timeout_ms when that is less).
-  int failover_budget_ms = 15000;
+  // Several addresses: the time a request may spend going round them before it fails
+  // (TESSERA_FAILOVER_TIMEOUT, in seconds), and the most each wait on a socket may take
+  // (read_timeout_ms when that is less).
+  int failover_budget_ms = 60000;
   int failover_read_timeout_ms = 10000;
+  // What the failover waits with (tests: a ManualClock and a sleep that advances it).
+  // Null or empty: the steady clock, std::this_thread::sleep_for, a line on stderr
+  // ("tessera: <line>").
+  const Clock* failover_clock = nullptr;
+  std::function<void(Micros)> failover_sleep;
+  std::function<void(const std::string& line)> failover_progress;
 };
 
 // Looks up an environment variable; nullopt when unset.
@@ -87,10 +103,11 @@ EnvLookup ProcessEnvironment();
 
 // Flags first, then TESSERA_SERVER, TESSERA_TOKEN, TESSERA_TOKEN_FILE (a file holding
 // the token; surrounding whitespace is dropped), TESSERA_CA_CERT, TESSERA_INSECURE=1,
+// TESSERA_FAILOVER_TIMEOUT (whole seconds, 0..86400),
 // then the login `tessera login` saved (cli/client_config_file.h: its server when none
 // was given, its token when none was given and the server is the one it was saved for).
-// InvalidArgument when the token file cannot be read or is empty, or the saved login
-// is not readable JSON.
+// InvalidArgument when the token file cannot be read or is empty, the saved login
+// is not readable JSON, or TESSERA_FAILOVER_TIMEOUT is not a number of seconds.
 StatusOr<ClientConfig> ResolveClientConfig(const ConnectionFlags& flags, const EnvLookup& env);
 
 struct ApiResponse {
@@ -108,7 +125,8 @@ using ExtraHeaders = std::vector<std::pair<std::string, std::string>>;
 class ApiClient {
  public:
   static constexpr int kMaxRedirects = 3;
-  static constexpr int kMaxTriesPerAddress = 3;
+  static constexpr int kFirstPauseMs = 250;
+  static constexpr int kMaxPauseMs = 2000;
 
   // InvalidArgument when `config.server` is not an http(s) URL (or a list of them).
   static StatusOr<std::unique_ptr<ApiClient>> Create(const ClientConfig& config);
@@ -139,6 +157,15 @@ class ApiClient {
   StatusOr<size_t> EndpointFor(const std::string& url);
   StatusOr<ApiResponse> Send(std::string_view method, const std::string& path, HttpHeaders headers,
                              const std::string& body);
+  struct Attempt;
+  // Sends `attempt` to endpoint `at`, following redirects: the final result, or nullopt
+  // when it should go on to the next address (what went wrong is in `attempt`).
+  std::optional<StatusOr<ApiResponse>> TryFrom(size_t at, Attempt& attempt);
+  // The next endpoint after `base`, in order, not yet tried in this round.
+  std::optional<size_t> NextUntried(size_t base, const Attempt& attempt) const;
+  Micros NowMicros() const;
+  void Pause(Micros duration) const;
+  void Progress(const std::string& line) const;
   StatusOr<ApiResponse> Answered(size_t at, HttpAnswer answer);
 
   ClientConfig config_;

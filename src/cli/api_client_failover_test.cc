@@ -1,10 +1,13 @@
 // ApiClient with several controller addresses, against small loopback servers that play
 // the leader, a follower that redirects, a follower without a leader (503), a dead
-// address (connection refused), a hung controller (accepts, never answers) and a slow
-// one (takes the request, answers too late).
+// address (connection refused), a hung controller (accepts, never answers), a slow
+// one (takes the request, answers too late) and a follower that names a dead leader
+// until it leads itself. The pauses between rounds run on a fake clock where a test
+// waits out the failover bound.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -70,6 +73,32 @@ class Loopback {
 using testing::DeadUrl;
 using testing::HungListener;
 
+// The failover's clock, pause and progress line, faked: a pause moves the clock on at
+// once, and what it would print is kept.
+struct FakeFailoverTime {
+  static constexpr Micros kStart = 1'000'000;
+  ManualClock clock{kStart};
+  std::vector<Micros> pauses;
+  std::vector<std::string> lines;
+
+  void Apply(ClientConfig& config) {
+    config.failover_clock = &clock;
+    config.failover_sleep = [this](Micros d) {
+      pauses.push_back(d);
+      clock.Advance(d);
+    };
+    config.failover_progress = [this](const std::string& line) { lines.push_back(line); };
+  }
+  double Seconds() const { return static_cast<double>(clock.NowMicros() - kStart) / 1e6; }
+};
+
+// A redirect to `leader`, as a follower answers.
+void RedirectTo(const std::string& leader, const httplib::Request& req, httplib::Response& res) {
+  res.status = 307;
+  res.set_header("Location", leader + req.target);
+  res.set_header("X-Tessera-Leader", leader);
+}
+
 class FailoverTest : public ::testing::Test {
  protected:
   FailoverTest()
@@ -96,12 +125,16 @@ class FailoverTest : public ::testing::Test {
               "application/json");
         }) {}
 
-  static std::unique_ptr<ApiClient> Client(const std::string& servers) {
+  static std::unique_ptr<ApiClient> Client(const std::string& servers,
+                                           FakeFailoverTime* time = nullptr) {
     ClientConfig config;
     config.server = servers;
     config.connect_timeout_ms = 2000;
     config.failover_read_timeout_ms = 500;
     config.failover_budget_ms = 5000;
+    if (time != nullptr) {
+      time->Apply(config);
+    }
     StatusOr<std::unique_ptr<ApiClient>> client = ApiClient::Create(config);
     EXPECT_TRUE(client.ok()) << client.status().ToString();
     return client.ok() ? std::move(client).value() : nullptr;
@@ -155,15 +188,18 @@ TEST_F(FailoverTest, AFollowerNamingADeadLeaderDoesNotStopTheSearch) {
   EXPECT_EQ((*answer)["role"], "leader");
   EXPECT_EQ(stale.requests(), 1U);
 
-  // With no one else to ask: each address its share, then an error naming them.
-  std::unique_ptr<ApiClient> alone = Client(stale.url());
+  // With no one else to ask: asked again, round after round, until the bound (5 s
+  // here), then an error naming each.
+  FakeFailoverTime time;
+  std::unique_ptr<ApiClient> alone = Client(stale.url(), &time);
   StatusOr<ApiResponse> failed = alone->Get("/v1/nodes");
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
   const std::string m = failed.status().message();
   EXPECT_NE(m.find(stale.url() + ": redirects to " + dead), std::string::npos) << m;
   EXPECT_NE(m.find(dead + ": connection failed"), std::string::npos) << m;
-  EXPECT_LE(stale.requests(), 1U + ApiClient::kMaxTriesPerAddress);
+  EXPECT_EQ(time.Seconds(), 5.0);
+  EXPECT_EQ(stale.requests(), 1U + time.pauses.size() + 1U);
 }
 
 TEST_F(FailoverTest, ADeadAddressAndALeaderlessFollowerAreSkippedSilently) {
@@ -178,22 +214,78 @@ TEST_F(FailoverTest, ADeadAddressAndALeaderlessFollowerAreSkippedSilently) {
   EXPECT_LT(SecondsSince(start), 2.0);  // one pass over the list, no pause
 }
 
-TEST_F(FailoverTest, WhenEveryAddressFailsTheErrorNamesEachAndWhatItSaid) {
+// Nobody answers: round after round, with pauses growing to 2 s, until the bound (60 s
+// by default) has passed; one line says it is waiting; then the error names each address.
+TEST_F(FailoverTest, WhenEveryAddressFailsUntilTheBoundTheErrorNamesEachAndWhatItSaid) {
   const std::string dead = DeadUrl();
-  std::unique_ptr<ApiClient> client = Client(dead + "," + leaderless_.url());
-  ASSERT_NE(client, nullptr);
-  const Steady::time_point start = Steady::now();
-  StatusOr<ApiResponse> answer = client->Get("/v1/nodes");
+  FakeFailoverTime time;
+  ClientConfig config;
+  config.server = dead + "," + leaderless_.url();
+  time.Apply(config);
+  StatusOr<std::unique_ptr<ApiClient>> client = ApiClient::Create(config);
+  ASSERT_TRUE(client.ok());
+  StatusOr<ApiResponse> answer = (*client)->Get("/v1/nodes");
   ASSERT_FALSE(answer.ok());
   EXPECT_EQ(answer.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(ExitCodeFor(answer.status()), 5);
   const std::string m = answer.status().message();
-  EXPECT_EQ(m.rfind("no controller answered: " + dead + ": connection failed; ", 0), 0U) << m;
-  EXPECT_NE(m.find(leaderless_.url() + ": no leader: an election is under way"), std::string::npos)
-      << m;
-  // Each address a bounded number of times, with pauses between the rounds.
-  EXPECT_EQ(leaderless_.requests(), static_cast<size_t>(ApiClient::kMaxTriesPerAddress));
-  EXPECT_LT(SecondsSince(start), 5.0);
+  EXPECT_EQ(m, "no controller answered: " + dead + ": connection failed; " + leaderless_.url() +
+                   ": no leader: an election is under way (Unavailable)");
+  EXPECT_EQ(time.Seconds(), 60.0);
+  ASSERT_GE(time.pauses.size(), 4U);
+  EXPECT_EQ(time.pauses[0], 250'000);
+  EXPECT_EQ(time.pauses[1], 500'000);
+  EXPECT_EQ(time.pauses[3], 2'000'000);
+  EXPECT_LE(*std::max_element(time.pauses.begin(), time.pauses.end()), 2'000'000);
+  // The last round tries the first address, finds the bound passed and stops.
+  EXPECT_EQ(leaderless_.requests(), time.pauses.size());
+  ASSERT_EQ(time.lines.size(), 1U);
+  EXPECT_EQ(time.lines[0], "controller at " + dead +
+                               " not answering (connection failed); retrying for up to 60 s");
+}
+
+// The leader died: the survivor names it until its lease ends, then leads. The redirect
+// to the dead leader sends the submission on to the other controller listed (without a
+// leader), then round again, until the survivor makes the job: once, under one key.
+TEST_F(FailoverTest, AFollowerNamingADeadLeaderIsAskedAgainUntilItLeadsAndTheJobIsMadeOnce) {
+  const std::string dead = DeadUrl();
+  std::atomic<int> redirects{4};
+  std::atomic<int> created{0};
+  Loopback survivor([&](const httplib::Request& req, httplib::Response& res) {
+    if (redirects.fetch_sub(1) > 0) {
+      RedirectTo(dead, req, res);
+      return;
+    }
+    created.fetch_add(1);
+    res.status = 201;
+    res.set_content(R"({"ids":[9]})", "application/json");
+  });
+  FakeFailoverTime time;
+  ClientConfig config;
+  config.server = survivor.url() + "," + leaderless_.url();
+  time.Apply(config);
+  StatusOr<std::unique_ptr<ApiClient>> client = ApiClient::Create(config);
+  ASSERT_TRUE(client.ok());
+  StatusOr<SubmittedBatch> batch =
+      SubmitJobBatch(**client, R"({"jobs":[{"command":"true"}]})", "application/json", "key-1");
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(batch->ids, std::vector<int64_t>{9});
+  EXPECT_TRUE(batch->created);
+  EXPECT_EQ(created.load(), 1);
+  EXPECT_EQ(survivor.keys(), std::vector<std::string>(5, "key-1"));
+  EXPECT_EQ(leaderless_.keys(), std::vector<std::string>(4, "key-1"));
+  EXPECT_EQ(time.pauses.size(), 4U);
+  EXPECT_LT(time.Seconds(), 5.0);
+  ASSERT_EQ(time.lines.size(), 1U);
+  EXPECT_EQ(time.lines[0], "controller at " + dead +
+                               " not answering (connection failed); retrying for up to 60 s");
+  EXPECT_EQ((*client)->server(), survivor.url());
+  // A read waits for a leader the same way.
+  redirects = 2;
+  time.lines.clear();
+  StatusOr<ApiResponse> read = (*client)->Get("/v1/jobs/9");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(time.lines.size(), 1U);
 }
 
 TEST_F(FailoverTest, TheBudgetBoundsTheTimeSpentGoingRound) {
@@ -206,7 +298,7 @@ TEST_F(FailoverTest, TheBudgetBoundsTheTimeSpentGoingRound) {
   StatusOr<ApiResponse> answer = (*client)->Get("/v1/nodes");
   EXPECT_FALSE(answer.ok());
   EXPECT_LT(SecondsSince(start), 1.5) << answer.status().message();
-  EXPECT_LT(leaderless_.requests(), static_cast<size_t>(ApiClient::kMaxTriesPerAddress));
+  EXPECT_EQ(leaderless_.requests(), 1U);  // the round after the pause stopped at the bound
 }
 
 TEST_F(FailoverTest, OneAddressReportsAsBefore) {
@@ -329,6 +421,28 @@ TEST(FailoverConfigTest, ListsAreResolvedFromFlagsOrTheEnvironmentAndEachUrlIsCh
       << bad.status().message();
   config->server = ",";
   EXPECT_FALSE(ApiClient::Create(*config).ok());
+}
+
+TEST(FailoverConfigTest, TesseraFailoverTimeoutSetsTheBoundInSeconds) {
+  std::string value;
+  auto env = [&value](const std::string& name) {
+    return name == "TESSERA_FAILOVER_TIMEOUT" && !value.empty() ? std::optional(value)
+                                                                : std::nullopt;
+  };
+  StatusOr<ClientConfig> config = ResolveClientConfig({}, env);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->failover_budget_ms, 60000);
+  value = " 90 ";
+  config = ResolveClientConfig({}, env);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->failover_budget_ms, 90000);
+  for (const char* bad : {"soon", "-1", "1.5", "86401"}) {
+    value = bad;
+    config = ResolveClientConfig({}, env);
+    ASSERT_FALSE(config.ok()) << bad;
+    EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(config.status().message().find("TESSERA_FAILOVER_TIMEOUT"), std::string::npos);
+  }
 }
 
 }  // namespace

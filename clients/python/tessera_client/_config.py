@@ -10,6 +10,7 @@ import json
 import os
 
 DEFAULT_SERVER = "http://127.0.0.1:7450"
+DEFAULT_FAILOVER_TIMEOUT = 60.0
 
 
 def config_path(env):
@@ -110,3 +111,27 @@ def resolve(server=None, token=None, ca_cert=None, insecure=False, env=None):
         raise ValueError("cannot read the CA certificate file '%s'" % ca_cert)
     insecure = bool(insecure) or from_env("TESSERA_INSECURE").lower() in ("1", "true", "yes")
     return server, token, ca_cert, insecure, sources
+
+
+def failover_timeout(value=None, env=None):
+    """The seconds a request may go on trying several controllers: `value` (a number from
+    0 up), else TESSERA_FAILOVER_TIMEOUT (whole seconds, 0..86400, as the `tessera`
+    command reads it), else 60. Raises ValueError for anything else."""
+    if value is None:
+        env = os.environ if env is None else env
+        text = (env.get("TESSERA_FAILOVER_TIMEOUT") or "").strip()
+        if not text:
+            return DEFAULT_FAILOVER_TIMEOUT
+        try:
+            seconds = int(text, 10)
+        except ValueError:
+            seconds = -1
+        if not 0 <= seconds <= 86400:
+            raise ValueError("TESSERA_FAILOVER_TIMEOUT must be a whole number of seconds from "
+                             "0 to 86400, got '%s'" % text)
+        return float(seconds)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not 0 <= value < float("inf"):
+        raise ValueError("failover_timeout must be a number of seconds from 0 up, got %r"
+                         % (value,))
+    return float(value)

@@ -1,19 +1,27 @@
 """HTTP to one controller or several, as the `tessera` command speaks it.
 
 One address: a request goes there and what happens is reported at once. Several (the
-controllers of one cluster): a request goes to the one that answered last; a follower's
-307 with ``X-Tessera-Leader`` sends it to that leader (at most 3 hops; a leader not in
-the list joins it); a refused connection, a timeout or a 503 sends it to the next
-address, each at most 3 times, pausing after every round, within 15 s. A request that
-may have reached a controller that then did not answer is sent elsewhere only when that
-cannot carry it out twice: GET, PUT, DELETE and a POST with an Idempotency-Key. These
-are the rules of the CLI's ApiClient (src/cli/api_client.h).
+controllers of one cluster, or one that redirected to a leader): a request goes to the
+one that answered last; a follower's 307 with ``X-Tessera-Leader`` sends it to that
+leader (at most 3 hops; a leader not in the list joins it). A refused connection, a
+timeout, a 503 or a redirect to a leader that does not answer (a dead leader, named by
+its followers until its lease ends) sends it on to the next address; when every address
+has been tried it goes round again after a pause (0.25 s, doubling up to 2 s), again and
+again, until a controller answers or the failover timeout (60 s; TESSERA_FAILOVER_TIMEOUT
+seconds) has passed, and then fails with "no controller answered: URL: why; ...". Before
+the first pause it writes one line on stderr: "controller at URL not answering (why);
+retrying for up to N s". A request that may have reached a controller that then did not
+answer is sent elsewhere only when that cannot carry it out twice: GET, PUT, DELETE and
+a POST with an Idempotency-Key. These are the rules of the CLI's ApiClient
+(src/cli/api_client.h).
 """
 
 import http.client
 import json
+import math
 import socket
 import ssl
+import sys
 import threading
 import time
 import urllib.parse
@@ -21,9 +29,10 @@ import urllib.parse
 from ._errors import TesseraError, error_from_answer
 
 MAX_REDIRECTS = 3
-MAX_TRIES_PER_ADDRESS = 3
 CONNECT_TIMEOUT = 5.0
-FAILOVER_BUDGET = 15.0
+FAILOVER_TIMEOUT = 60.0
+FIRST_PAUSE = 0.25
+MAX_PAUSE = 2.0
 FAILOVER_READ_TIMEOUT = 10.0
 USER_AGENT = "tessera-python"
 
@@ -97,17 +106,26 @@ def _why(exc):
     return text
 
 
+def _to_stderr(line):
+    sys.stderr.write("tessera_client: %s\n" % line)
+    sys.stderr.flush()
+
+
 def split_servers(servers):
     """The addresses in "URL,URL,..." (empty items left out)."""
     return [s.strip() for s in servers.split(",") if s.strip()]
 
 
 class Transport:
-    """Sends requests; thread-safe (each request opens its own connection)."""
+    """Sends requests; thread-safe (each request opens its own connection).
+
+    `failover_budget`: the seconds a request may go on trying several controllers;
+    `progress(line)`: where the line about waiting goes (default: stderr).
+    """
 
     def __init__(self, servers, token, ca_cert=None, insecure=False, timeout=30.0,
-                 connect_timeout=CONNECT_TIMEOUT, failover_budget=FAILOVER_BUDGET,
-                 failover_read_timeout=FAILOVER_READ_TIMEOUT):
+                 connect_timeout=CONNECT_TIMEOUT, failover_budget=FAILOVER_TIMEOUT,
+                 failover_read_timeout=FAILOVER_READ_TIMEOUT, progress=None):
         urls = split_servers(servers)
         if not urls:
             raise ValueError("bad server URL %r: no host" % servers)
@@ -119,6 +137,7 @@ class Transport:
         self._connect_timeout = min(connect_timeout, self._timeout)
         self._failover_budget = failover_budget
         self._failover_read_timeout = failover_read_timeout
+        self._progress = progress or _to_stderr
         self._several_listed = len(urls) > 1
         self._current = 0
         self._lock = threading.Lock()
@@ -183,82 +202,104 @@ class Transport:
         if self._token:
             all_headers["Authorization"] = "Bearer " + self._token
         resendable = method != "POST" or any(k.lower() == "idempotency-key" for k in all_headers)
+        attempt = _Attempt(method, path, all_headers, body, resendable)
         deadline = time.monotonic() + self._failover_budget
-        with self._lock:
-            at = self._current
-        tries = {}
-        problems = {}
+        pause = FIRST_PAUSE
+        told = False
+        later_round = False
+        while True:
+            # A round: every address once, from the one that answered last, in order.
+            attempt.tried = set()
+            attempt.silent = None
+            with self._lock:
+                at = self._current
+            while True:
+                answer = self._try_from(at, attempt)
+                if answer is not None:
+                    return answer
+                nxt = self._next_untried(at, attempt.tried)
+                if nxt is None:
+                    break
+                if later_round and time.monotonic() >= deadline:
+                    raise attempt.no_answer(self._endpoints)
+                at = nxt
+            now = time.monotonic()
+            if now >= deadline:
+                raise attempt.no_answer(self._endpoints)
+            if not told:
+                silent = attempt.silent if attempt.silent is not None else at
+                self._progress("controller at %s not answering (%s); retrying for up to %d s"
+                               % (self._endpoints[silent].url,
+                                  attempt.problems.get(silent, "no answer"),
+                                  math.ceil(deadline - now)))
+                told = True
+            time.sleep(min(pause, deadline - now))
+            pause = min(pause * 2, MAX_PAUSE)
+            later_round = True
+
+    def _next_untried(self, base, tried):
+        count = len(self._endpoints)
+        for step in range(1, count + 1):
+            i = (base + step) % count
+            if i not in tried:
+                return i
+        return None
+
+    def _try_from(self, at, attempt):
+        """Sends to address `at`, following redirects: the final Answer, or None to go on
+        (what went wrong is in `attempt`). Raises TesseraError where it must stop."""
         hops = 0  # redirects in a row: a loop of followers ends
-        pause = 0.25
-        base = at  # where the search for the next address goes on from
-        round_start = at  # passing it again starts another round
         while True:
             endpoint = self._endpoints[at]
-            tries[at] = tries.get(at, 0) + 1
+            attempt.tried.add(at)
             answer = None
-            problem = ""
             no_answer = None
             try:
-                answer = self._send_once(endpoint, method, path, all_headers, body)
+                answer = self._send_once(endpoint, attempt.method, attempt.path,
+                                         attempt.headers, attempt.body)
             except _NoAnswer as exc:
                 no_answer = exc
             leader = answer.header("x-tessera-leader").strip() \
                 if answer is not None and answer.status == 307 else ""
             if leader:
-                # A follower, which did not carry it out: the same request to the leader.
+                # A follower, which did not carry it out: the same request to the leader,
+                # unless that did not answer in this round (it is asked again next round).
                 try:
                     with self._lock:
                         nxt = self._endpoint_for(leader)
                 except ValueError:
                     nxt = None
-                if nxt is not None and hops < MAX_REDIRECTS and \
-                        tries.get(nxt, 0) < MAX_TRIES_PER_ADDRESS:
+                attempt.problems[at] = "redirects to " + leader
+                if nxt is not None and hops < MAX_REDIRECTS and nxt not in attempt.tried:
                     hops += 1
                     at = nxt
                     continue
-                problem = "redirects to " + leader
-            hops = 0
+                if len(self._endpoints) == 1:
+                    return self._answered(at, answer)
+                return None
             if len(self._endpoints) == 1:
                 # One address: what it said, as it said it.
                 if no_answer is not None:
                     raise TesseraError(None, "Unavailable", "cannot reach the controller at %s: %s"
                                        % (endpoint.url, no_answer.why))
                 return self._answered(at, answer)
-            if answer is not None and answer.status != 503 and not problem:
+            if answer is not None and answer.status != 503:
                 return self._answered(at, answer)
             # A leader's own 503 (a write its store could not settle) may have been
             # carried out; a follower's "no leader" and a fenced refusal say nothing was.
-            if answer is not None and answer.status == 503 and not resendable and \
+            if answer is not None and not attempt.resendable and \
                     b"no leader:" not in answer.body and b"fenced:" not in answer.body:
                 return self._answered(at, answer)
-            if no_answer is not None and no_answer.maybe_taken and not resendable:
+            if no_answer is not None and no_answer.maybe_taken and not attempt.resendable:
                 raise TesseraError(None, "Unavailable",
                                    "cannot reach the controller at %s: %s; not sent to another "
                                    "controller: it may have been carried out"
                                    % (endpoint.url, no_answer.why))
-            if not problem:
-                problem = no_answer.why if no_answer is not None else \
-                    error_from_answer(answer.status, answer.body).message
-            problems[at] = problem
-            # The next address with tries left, in order after the one last chosen.
-            nxt = None
-            new_round = False
-            count = len(self._endpoints)
-            for step in range(1, count + 1):
-                i = (base + step) % count
-                new_round = new_round or i == round_start
-                if tries.get(i, 0) < MAX_TRIES_PER_ADDRESS:
-                    nxt = i
-                    break
-            wait = pause if new_round else 0.0
-            if nxt is None or time.monotonic() + wait >= deadline:
-                said = "; ".join("%s: %s" % (e.url, problems.get(i, "not tried"))
-                                 for i, e in enumerate(self._endpoints))
-                raise TesseraError(None, "Unavailable", "no controller answered: " + said)
-            if new_round:
-                time.sleep(wait)
-                pause = min(pause * 2, 2.0)
-            at = base = nxt
+            attempt.problems[at] = no_answer.why if no_answer is not None else \
+                error_from_answer(answer.status, answer.body).message
+            if attempt.silent is None:
+                attempt.silent = at
+            return None
 
     def _answered(self, at, answer):
         with self._lock:
@@ -270,6 +311,25 @@ class Transport:
             error.message += ("; no token was given (token=, TESSERA_TOKEN, TESSERA_TOKEN_FILE "
                               "or the config file)")
         raise error
+
+
+class _Attempt:
+    """One request on its way round the controllers: what to send and what each said."""
+
+    def __init__(self, method, path, headers, body, resendable):
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+        self.resendable = resendable
+        self.problems = {}  # address index -> what went wrong there last
+        self.tried = set()  # the addresses asked in this round
+        self.silent = None  # the first address in the round that did not answer
+
+    def no_answer(self, endpoints):
+        said = "; ".join("%s: %s" % (e.url, self.problems.get(i, "not tried"))
+                         for i, e in enumerate(endpoints))
+        return TesseraError(None, "Unavailable", "no controller answered: " + said)
 
 
 def _ssl_context(ca_cert, insecure):

@@ -39,6 +39,8 @@ class Client:
         insecure: skip TLS certificate verification.
         timeout: seconds each wait on a socket may take (10 at most with several
             controllers, so that a stopped one does not hold a request).
+        failover_timeout: with several controllers, the seconds a request may go on
+            trying them before it fails (default: TESSERA_FAILOVER_TIMEOUT, else 60).
 
     Each setting left out comes, as for the ``tessera`` command, from the environment:
     ``TESSERA_SERVER``, ``TESSERA_TOKEN`` or ``TESSERA_TOKEN_FILE`` (a file holding the
@@ -49,7 +51,10 @@ class Client:
 
     With several controllers a request goes to the one that answered last, follows a
     follower's redirect to the leader, and moves on to the next address on a refused
-    connection, a timeout or a 503, each at most 3 times within 15 s. A request that may
+    connection, a timeout, a 503 or a redirect to a leader that does not answer; it goes
+    round the addresses again, with pauses, until one answers or ``failover_timeout``
+    seconds have passed (default ``TESSERA_FAILOVER_TIMEOUT``, else 60), writing one line
+    on stderr when it starts waiting. A request that may
     have been carried out by a controller that then did not answer is sent again only
     when that cannot do it twice: reads, and submissions, which always carry an
     Idempotency-Key. Every error raises TesseraError.
@@ -58,11 +63,13 @@ class Client:
     Raises ValueError for a bad server URL, an unreadable token, CA or config file.
     """
 
-    def __init__(self, server=None, token=None, ca_cert=None, insecure=False, timeout=30):
+    def __init__(self, server=None, token=None, ca_cert=None, insecure=False, timeout=30,
+                 failover_timeout=None):
         server, token, ca_cert, insecure, sources = _config.resolve(server, token, ca_cert,
                                                                     insecure)
         self._transport = Transport(server, token, ca_cert=ca_cert, insecure=insecure,
-                                    timeout=timeout)
+                                    timeout=timeout,
+                                    failover_budget=_config.failover_timeout(failover_timeout))
         self._has_token = bool(token)
         self._token_source = sources.get("token")
 

@@ -1,7 +1,9 @@
 """The client against a fake controller: errors, redirects, failover, idempotency,
 request bodies, listing, waiting, logs and where settings come from."""
 
+import contextlib
 import datetime
+import io
 import json
 import os
 import tempfile
@@ -32,6 +34,21 @@ class ClientTestCase(unittest.TestCase):
         fake = FakeController(respond)
         self.addCleanup(fake.close)
         return fake
+
+
+class FakeTime:
+    """Stands in for the transport's `time` module: a sleep moves the clock on at once."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.slept = []
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
 
 
 def job_answer(request, job_id=7, state="pending", status=201):
@@ -153,16 +170,81 @@ class FailoverTests(ClientTestCase):
         self.assertEqual(Client(server=hung.url + "," + live.url, timeout=0.3).queues(), [])
         self.assertLess(time.monotonic() - start, 2.0)
 
+    def fake_time(self):
+        """The transport's clock and sleep, faked for the rest of the test."""
+        fake = FakeTime()
+        patcher = mock.patch("tessera_client._transport.time", fake)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        return fake
+
     def test_when_every_address_fails_the_error_names_each(self):
         a, b = dead_url(), dead_url()
-        start = time.monotonic()
-        with self.assertRaises(TesseraError) as caught:
+        self.fake_time()
+        with self.assertRaises(TesseraError) as caught, \
+                contextlib.redirect_stderr(io.StringIO()):
             Client(server=a + "," + b).jobs()
-        self.assertLess(time.monotonic() - start, 5.0)
         message = caught.exception.message
         self.assertTrue(message.startswith("no controller answered: " + a + ": "), message)
         self.assertIn("; " + b + ": ", message)
         self.assertEqual(caught.exception.code, "Unavailable")
+
+    def test_a_follower_naming_a_dead_leader_is_asked_again_until_it_leads(self):
+        # The leader died; the survivor redirects to it until its lease ends, then leads.
+        dead = dead_url()
+        redirects = [3]
+
+        def survivor_answer(request):
+            if redirects[0] > 0:
+                redirects[0] -= 1
+                return 307, {"Location": dead + request.path, "X-Tessera-Leader": dead}, b""
+            return job_answer(request)
+        survivor = self.fake(survivor_answer)
+        clock = self.fake_time()
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            job = Client(server=dead + "," + survivor.url).submit({"command": "true"})
+        self.assertEqual(job.id, 7)
+        posts = survivor.seen("POST", "/v1/jobs")
+        self.assertEqual(len(posts), 4)  # 3 redirects, then the one that made the job
+        keys = {r.headers["idempotency-key"] for r in posts}
+        self.assertEqual(len(keys), 1, keys)
+        self.assertTrue(keys.pop().startswith("py-"))
+        self.assertLess(clock.now - 1000.0, 60.0)
+        self.assertEqual(err.getvalue().count("\n"), 1, err.getvalue())
+        self.assertIn("controller at %s not answering" % dead, err.getvalue())
+        self.assertIn("retrying for up to 60 s", err.getvalue())
+
+    def test_nobody_answering_is_retried_until_the_bound_then_reported(self):
+        dead = dead_url()
+        waiting = self.fake(lambda r: error_answer(503, "Unavailable", "no leader: an election"))
+        clock = self.fake_time()
+        with self.assertRaises(TesseraError) as caught, \
+                contextlib.redirect_stderr(io.StringIO()):
+            Client(server=dead + "," + waiting.url).submit({"command": "true"})
+        self.assertGreaterEqual(clock.now - 1000.0, 60.0)
+        self.assertLess(clock.now - 1000.0, 62.0)
+        self.assertGreater(len(waiting.requests), 10)
+        self.assertEqual(len({r.headers["idempotency-key"] for r in waiting.requests}), 1)
+        self.assertEqual(caught.exception.code, "Unavailable")
+        message = caught.exception.message
+        self.assertTrue(message.startswith("no controller answered: %s: " % dead), message)
+        self.assertTrue(message.endswith("; %s: no leader: an election" % waiting.url), message)
+
+    def test_tessera_failover_timeout_sets_the_bound(self):
+        dead = dead_url()
+        waiting = self.fake(lambda r: error_answer(503, "Unavailable", "no leader: an election"))
+        clock = self.fake_time()
+        os.environ["TESSERA_FAILOVER_TIMEOUT"] = "5"
+        err = io.StringIO()
+        with self.assertRaises(TesseraError), contextlib.redirect_stderr(err):
+            Client(server=dead + "," + waiting.url).nodes()
+        self.assertGreaterEqual(clock.now - 1000.0, 5.0)
+        self.assertLess(clock.now - 1000.0, 7.0)
+        self.assertIn("retrying for up to 5 s", err.getvalue())
+        os.environ["TESSERA_FAILOVER_TIMEOUT"] = "soon"
+        with self.assertRaises(ValueError):
+            Client(server=dead + "," + waiting.url)
 
 
 class SubmitTests(ClientTestCase):
