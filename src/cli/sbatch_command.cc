@@ -5,7 +5,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,8 +17,6 @@ namespace tessera {
 namespace {
 
 using nlohmann::json;
-
-constexpr size_t kMaxScriptBytes = 1 << 20;
 
 std::map<std::string, std::string> ProcessEnvironmentMap() {
   std::map<std::string, std::string> env;
@@ -38,12 +35,18 @@ StatusOr<std::string> ReadScript(const std::string& path) {
   if (!in) {
     return InvalidArgumentError("cannot read '" + path + "'");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > kMaxScriptBytes) {
-    return InvalidArgumentError("'" + path + "' is over 1 MiB; a batch script is sent whole");
+  // One byte past the limit says it is over, without reading a large file whole.
+  std::string text(kMaxBatchScriptBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) {
+    return InvalidArgumentError("cannot read '" + path + "'");
   }
-  return text.str();
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxBatchScriptBytes) {
+    return InvalidArgumentError("'" + path + "' is over " + std::to_string(kMaxBatchScriptBytes) +
+                                " bytes; " + BatchScriptLimit());
+  }
+  return text;
 }
 
 // The flags' document over the script's: resources and env key by key, the rest whole.

@@ -31,12 +31,15 @@ shift 5
 # __ts_expand VAR PATTERN: the pattern's %-escapes into VAR (no subshell: a large array
 # runs this prelude thousands of times, and every process it starts costs).
 __ts_expand() {
-  local p=$2 r= w v c
+  local p=$2 r= d w v c
   while [ -n "$p" ]; do
     c=${p:0:1} p=${p:1}
     if [ "$c" != % ]; then r+=$c; continue; fi
-    w=
-    while [[ $p == [0-9]* ]]; do w+=${p:0:1} p=${p:1}; done
+    d=
+    while [[ $p == [0-9]* ]]; do d+=${p:0:1} p=${p:1}; done
+    # The padding, leading zeros aside: 10 digits at most, as Slurm's (the CLI refuses more).
+    w=${d#"${d%%[!0]*}"}
+    if ((${#w} > 2)) || ((10#0$w > 10)); then w=10; fi
     c=${p:0:1} p=${p:1}
     case $c in
       j) v=$SLURM_JOB_ID ;;
@@ -48,7 +51,7 @@ __ts_expand() {
       n) v=${SLURM_NODEID:-0} ;;
       t) v=${SLURM_PROCID:-0} ;;
       %) v=% ;;
-      *) v=%$w$c ;;
+      *) v=%$d$c ;;
     esac
     if [[ -n $w && $v =~ ^[0-9]+$ ]]; then printf -v v '%0*d' "$w" "$((10#$v))"; fi
     r+=$v
@@ -137,6 +140,10 @@ fi
 __ts_rc=$?
 exit $__ts_rc
 )PRELUDE";
+
+// A script of the most a script may be, its wrapper and a few KiB of name, patterns and
+// arguments fit in the command the controller takes.
+static_assert(kMaxBatchScriptBytes + kPrelude.size() + 2048 <= kMaxCommandBytes);
 
 // Variables that --export=ALL leaves behind: the controller's and agent's own (set for
 // every task), Tessera's credentials, and the submitting shell's.
@@ -460,6 +467,16 @@ StatusOr<SlurmJob> FinishSlurmJob(const SlurmJobInput& in, const SlurmRequest& r
                   shebang,      in.script_text};
   for (const std::string& a : in.script_args) {
     command.push_back(a);
+  }
+  size_t bytes = 0;
+  for (const json& a : command) {
+    bytes += a.get_ref<const std::string&>().size();
+  }
+  if (bytes > kMaxCommandBytes) {
+    return InvalidArgumentError(
+        "the job's command (the script, its arguments and -o/-e patterns, with Tessera's " +
+        std::to_string(kPrelude.size()) + "-byte wrapper) is " + std::to_string(bytes) +
+        " bytes, over the " + std::to_string(kMaxCommandBytes) + " bytes the controller takes");
   }
   spec["command"] = command;
   TESSERA_ASSIGN_OR_RETURN(spec["env"], ExportedEnv(r.export_spec, in.environment));

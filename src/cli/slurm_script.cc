@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/job_codec.h"
 #include "api/job_relations.h"
 #include "api/job_codec_relations.h"
 #include "api/units.h"
@@ -329,6 +330,42 @@ Status SignalValue(const Given& g, SlurmRequest* r, std::vector<std::string>* wa
   return Status::Ok();
 }
 
+// An -o/-e pattern, scanned as the prelude reads it (after '%': digits, the padding, then
+// one character): a path, not empty, of kMaxOutputPatternBytes at most, whose paddings
+// are kMaxPatternPadWidth digits at most (leading zeros aside). Into `*out`.
+Status OutputPattern(const Given& g, std::string* out) {
+  const std::string& p = g.value;
+  if (p.empty()) {
+    return InvalidArgumentError(g.where + ": expected a file name pattern");
+  }
+  if (p.size() > kMaxOutputPatternBytes) {
+    return InvalidArgumentError(g.where + ": the pattern is " + std::to_string(p.size()) +
+                                " bytes; at most " + std::to_string(kMaxOutputPatternBytes));
+  }
+  for (size_t i = p.find('%'); i != std::string::npos; i = p.find('%', i)) {
+    const size_t end = std::min(p.find_first_not_of("0123456789", i + 1), p.size());
+    const std::string_view digits = std::string_view(p).substr(i + 1, end - i - 1);
+    const std::string_view width =
+        digits.substr(std::min(digits.find_first_not_of('0'), digits.size()));
+    int pad = 0;
+    for (char c : width.substr(0, 3)) {
+      pad = pad * 10 + (c - '0');
+    }
+    if (pad > kMaxPatternPadWidth) {
+      std::string escape = p.substr(i, end + 1 - i);
+      if (escape.size() > 16) {
+        escape = escape.substr(0, 13) + "...";
+      }
+      return InvalidArgumentError(g.where + ": '" + escape + "' pads to more than " +
+                                  std::to_string(kMaxPatternPadWidth) + " digits (at most %" +
+                                  std::to_string(kMaxPatternPadWidth) + p.substr(end, 1) + ")");
+    }
+    i = end + 1;  // past the escape's character ("%%" is a percent sign)
+  }
+  *out = p;
+  return Status::Ok();
+}
+
 Status Apply(const Given& g, SlurmRequest* r, std::vector<std::string>* warnings) {
   using GpuUnit = SlurmRequest::GpuUnit;
   using MemUnit = SlurmRequest::MemUnit;
@@ -439,11 +476,9 @@ Status Apply(const Given& g, SlurmRequest* r, std::vector<std::string>* warnings
       return Status::Ok();
     }
     case Opt::kOutput:
-      r->output = g.value;
-      return Status::Ok();
+      return OutputPattern(g, &r->output);
     case Opt::kError:
-      r->error = g.value;
-      return Status::Ok();
+      return OutputPattern(g, &r->error);
     case Opt::kChdir:
       r->chdir = g.value;
       return Status::Ok();
@@ -658,7 +693,19 @@ std::string SbatchUsage() {
   return s.str();
 }
 
+std::string BatchScriptLimit() {
+  return "a batch script is at most " + std::to_string(kMaxBatchScriptBytes) + " (" +
+         std::to_string(kMaxBatchScriptBytes / 1024) +
+         " KiB): the job's command carries it whole, and holds at most " +
+         std::to_string(kMaxCommandBytes) + " bytes";
+}
+
 StatusOr<SlurmJob> TranslateSlurmJob(const SlurmJobInput& in, const GpuCatalog& catalog) {
+  if (in.script_text.size() > kMaxBatchScriptBytes) {
+    return InvalidArgumentError((in.script_name.empty() ? "--wrap" : in.script_name) + " is " +
+                                std::to_string(in.script_text.size()) + " bytes; " +
+                                BatchScriptLimit());
+  }
   SlurmJob job;
   std::vector<Given> given;
   const std::string name = in.script_name.empty() ? "wrap" : in.script_name;

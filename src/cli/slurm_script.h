@@ -29,12 +29,20 @@
 // patterns, default slurm-%j.out, arrays slurm-%A_%a.out) expanded from each task's
 // SLURM_* variables, so that `tessera logs` still shows it. See docs/slurm.md.
 //
+// Bounds: a script is at most kMaxBatchScriptBytes (the job's command carries it whole,
+// beside the prelude, and the controller takes kMaxCommandBytes of command in all; Linux
+// would not take one argument much larger either); the command as a whole is checked
+// against kMaxCommandBytes too. An -o/-e pattern is a path of at most
+// kMaxOutputPatternBytes, and pads at most kMaxPatternPadWidth digits (%10a), so the
+// file names the prelude builds stay small.
+//
 // Errors are InvalidArgument and name where: "train.sh:4: #SBATCH --foo: not supported"
 // or "--foo: not supported" on the command line. With `lenient`, options Tessera does
 // not support are warnings and ignored; bad values are errors still.
 // Thread safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -46,6 +54,10 @@
 #include "model/gpu_catalog.h"
 
 namespace tessera {
+
+inline constexpr size_t kMaxBatchScriptBytes = 56 * 1024;
+inline constexpr size_t kMaxOutputPatternBytes = 4096;  // PATH_MAX
+inline constexpr int kMaxPatternPadWidth = 10;          // as Slurm's
 
 // `tessera sbatch [OPTIONS] SCRIPT [ARGS...]` split up: sbatch options up to the first
 // word that is not one (the script), then the script's arguments.
@@ -83,6 +95,8 @@ struct SlurmJob {
   std::string account;                // -A: the tenant the caller must check it runs as
 };
 StatusOr<SlurmJob> TranslateSlurmJob(const SlurmJobInput& input, const GpuCatalog& catalog);
+// "a batch script is at most ...": the script limit and why, for messages.
+std::string BatchScriptLimit();
 
 // Whether `text` is a batch script: it starts with "#!" or has #SBATCH/#TESSERA lines.
 bool LooksLikeBatchScript(std::string_view text);

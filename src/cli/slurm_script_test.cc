@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "api/job_codec.h"
 #include "cli/cluster_commands.h"
+#include "cli/sbatch_command.h"
 #include "base/file_util.h"
 #include "base/testing/temp_dir.h"
 
@@ -395,6 +397,117 @@ TEST(SlurmScriptTest, ExamplesTranslate) {
     ExpectServerReads(job->spec);
   }
   EXPECT_EQ(scripts, 4);
+}
+
+// --- Bounds: output patterns' padding, and the script the job's command carries.
+
+TEST(SlurmScriptTest, OutputPatternPaddingIsBounded) {
+  // A width beyond Slurm's 10 is refused at once, naming the line: the prelude would
+  // otherwise build a file name of that many digits (gigabytes).
+  EXPECT_EQ(Error("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o out-%999999999a\nrun\n"),
+            "train.sh:3: #SBATCH -o: '%999999999a' pads to more than 10 digits (at most %10a)");
+  EXPECT_EQ(Error("#!/bin/bash\nrun\n", {"--error=err-%11j.log"}),
+            "--error: '%11j' pads to more than 10 digits (at most %10j)");
+  const std::string many_digits(1000, '9');
+  EXPECT_NE(Error("#!/bin/bash\n#SBATCH --output=x%" + many_digits + "a\nrun\n")
+                .find("train.sh:2: #SBATCH --output: '%999999999999...' pads to more than 10"),
+            std::string::npos);
+  // %% is a percent sign: the digits after it are text.
+  EXPECT_EQ(Translate("#!/bin/bash\n#SBATCH -o 100%%99999999999.log\n").spec["command"][4],
+            "100%%99999999999.log");
+  // A pattern is a path: PATH_MAX at most, and not empty.
+  EXPECT_NE(Error("#!/bin/bash\n#SBATCH -o " + std::string(4097, 'x') + "\nrun\n")
+                .find("train.sh:2: #SBATCH -o: the pattern is 4097 bytes; at most 4096"),
+            std::string::npos);
+  EXPECT_EQ(Error("#!/bin/bash\n#SBATCH --output=\nrun\n"),
+            "train.sh:2: #SBATCH --output: expected a file name pattern");
+}
+
+TEST(SlurmPreludeTest, PaddingAtTheMostAndNoMore) {
+  testing::TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  SlurmJobInput in;
+  in.script_name = "pad.sh";
+  in.script_text =
+      "#!/bin/bash\n#SBATCH -o out-%10a.log -e err-%010j.log\necho out\necho err >&2\n";
+  StatusOr<SlurmJob> job = TranslateSlurmJob(in, GpuCatalog::Default());
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  TaskRun r = RunTask(job->spec["command"], dir.path(), TaskEnv(0, 1));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(ReadTextFile(dir.File("out-0000000002.log")).value_or("?"), "out\n");
+  EXPECT_EQ(ReadTextFile(dir.File("err-0000000042.log")).value_or("?"), "err\n");
+  // A command built by hand past the CLI's check: the prelude pads to 10 at most, as
+  // Slurm does, so no pattern makes it build a huge name.
+  json command = job->spec["command"];
+  command[4] = "wide-%12a.log";
+  command[5] = "wide-%99999999999999999999999j.log";
+  r = RunTask(command, dir.path(), TaskEnv(0, 1));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(ReadTextFile(dir.File("wide-0000000002.log")).value_or("?"), "out\n");
+  EXPECT_EQ(ReadTextFile(dir.File("wide-0000000042.log")).value_or("?"), "err\n");
+}
+
+// A script of `bytes` bytes: directives, then comment lines.
+std::string ScriptOfSize(size_t bytes) {
+  std::string text = "#!/bin/bash\n#SBATCH -n 2 -o big-%j.out\necho start\n";
+  while (text.size() + 64 <= bytes) {
+    text += "# " + std::string(61, 'x') + "\n";
+  }
+  text += "echo " + std::string(bytes - text.size() - 6, 'y') + "\n";
+  EXPECT_EQ(text.size(), bytes);
+  return text;
+}
+
+TEST(SlurmScriptTest, ScriptsUpToTheLimitReachTheServer) {
+  constexpr size_t kLimit = kMaxBatchScriptBytes;
+  // At the limit: translated, encoded as the CLI sends it, and read by the server's codec.
+  SlurmJobInput in;
+  in.script_name = "/home/ada/proj/big.sh";
+  in.script_text = ScriptOfSize(kLimit);
+  in.script_args = {"--epochs", "10"};
+  StatusOr<SlurmJob> job = TranslateSlurmJob(in, GpuCatalog::Default());
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  const std::string sent = job->spec.dump(-1, ' ', false, json::error_handler_t::replace);
+  StatusOr<JobSubmission> sub = ParseJobJson(sent, GpuCatalog::Default());
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  EXPECT_EQ(sub->command[8], in.script_text);
+  // One byte over: refused by the CLI, saying the limit and why.
+  in.script_text = ScriptOfSize(kLimit + 1);
+  job = TranslateSlurmJob(in, GpuCatalog::Default());
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(job.status().message(),
+            "/home/ada/proj/big.sh is 57345 bytes; a batch script is at most 57344 (56 KiB): the "
+            "job's command carries it whole, and holds at most 65536 bytes");
+  // The size a tester sent (900 KB), and a --wrap command, likewise.
+  in.script_text = ScriptOfSize(900 * 1024);
+  EXPECT_NE(TranslateSlurmJob(in, GpuCatalog::Default()).status().message().find("at most 57344"),
+            std::string::npos);
+  // Under the limit, but the script, its arguments and patterns together are too much.
+  in.script_text = ScriptOfSize(kLimit);
+  in.command_line = {"--output=" + std::string(4000, 'o'), "--error=" + std::string(4000, 'e')};
+  job = TranslateSlurmJob(in, GpuCatalog::Default());
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("over the 65536 bytes the controller takes"),
+            std::string::npos) << job.status().message();
+}
+
+TEST(SlurmScriptTest, SubmitRefusesAnOversizedScriptBeforeSending) {
+  testing::TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string path = dir.File("big.sh");
+  std::ofstream(path, std::ios::binary) << ScriptOfSize(900 * 1024);
+  ClientConfig config;
+  config.server = "http://127.0.0.1:1";  // nothing listens: a request would fail otherwise
+  config.connect_timeout_ms = 100;
+  SubmitOptions options;
+  options.command = {path};
+  std::ostringstream out;
+  std::ostringstream err;
+  EXPECT_EQ(RunSubmitScript(config, options, false, out, err), 2);
+  EXPECT_NE(err.str().find("'" + path + "' is over 57344 bytes; a batch script is at most "
+                           "57344 (56 KiB)"),
+            std::string::npos) << err.str();
 }
 
 // `tessera submit` names an unknown option as typed, even when a word follows it.
