@@ -399,7 +399,8 @@ int Main(const Options& o) {
     std::fprintf(stderr, "%s\n", policy.status().ToString().c_str());
     return 2;
   }
-  *policy = WithServerBounds(*policy, ControllerOptions{}.min_run_before_reclaim);
+  *policy = WithServerBounds(*policy, ControllerOptions{}.min_run_before_reclaim,
+                             ControllerOptions{}.victim_hold);
   std::fprintf(stderr,
                "eta_accuracy_bench: %zu Philly jobs (from #%d) on %s (%lld GPUs), load %.2f "
                "(own %.2f), policy %s\n",

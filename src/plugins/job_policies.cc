@@ -302,9 +302,11 @@ StatusOr<std::unique_ptr<QueueOrderPlugin>> MakeQueueOrder(std::string_view name
                               "'; known: fairshare, drf, slurm");
 }
 
-SchedulerPolicy WithServerBounds(SchedulerPolicy policy, Micros min_run_before_reclaim) {
+SchedulerPolicy WithServerBounds(SchedulerPolicy policy, Micros min_run_before_reclaim,
+                                 Micros victim_hold) {
   policy.options.min_run_before_reclaim =
       std::max(policy.options.min_run_before_reclaim, min_run_before_reclaim);
+  policy.options.victim_hold = std::max(policy.options.victim_hold, victim_hold);
   return policy;
 }
 

@@ -61,9 +61,11 @@ StatusOr<SchedulerPolicy> ParseSchedulerPolicy(std::string_view spec);
 
 // A named policy as the live controller runs it: a job runs at least
 // `min_run_before_reclaim` before reclaim or LAS may preempt it (live jobs restart from
-// their last checkpoint, so the simulator's "at once" would thrash). The scenario suite
+// their last checkpoint, so the simulator's "at once" would thrash), and an evicted job
+// waits up to `victim_hold` for the job it was evicted for to start. The scenario suite
 // and the what-if replay of a recorded history run under these bounds too.
-SchedulerPolicy WithServerBounds(SchedulerPolicy policy, Micros min_run_before_reclaim);
+SchedulerPolicy WithServerBounds(SchedulerPolicy policy, Micros min_run_before_reclaim,
+                                 Micros victim_hold);
 
 StatusOr<std::unique_ptr<JobOrderPlugin>> MakeJobOrder(std::string_view name,
                                                       const SchedulerOptions& options);

@@ -51,7 +51,15 @@ void JobLifecycle::Charge(const JobRecord& job, int sign) {
   }
 }
 
+void JobLifecycle::StampIdentity(JobRecord& job) const {
+  if (tree_ == nullptr || !job.queue.valid() || job.queue.value() >= tree_->size()) {
+    return;
+  }
+  SetShareIdentity(job.spec, TenantIdentity(tree_->tenant(job.queue)));
+}
+
 void JobLifecycle::Submit(JobRecord& job, Micros now) {
+  StampIdentity(job);
   job.phase = JobPhase::kPending;
   job.eligible_since = now;
   if (options_.uses_predictor && predictor_ != nullptr && tree_ != nullptr) {
@@ -89,6 +97,7 @@ CycleResult JobLifecycle::RunCycle(Micros now, Rng& rng) {
     job.startup = job.starts > 0 ? scheduler_->options().restart_overhead : 0;
     ++job.starts;
     job.nominated = false;
+    job.evicted_for = JobId();
     for (const Allocation& a : job.allocations) {
       Hold(a, +1);
     }
@@ -158,6 +167,9 @@ Micros JobLifecycle::Release(JobRecord& job, Micros now) {
   job.attained_gpu_seconds +=
       static_cast<double>(job.gpu_milli) / 1000.0 * static_cast<double>(ran) / 1e6;
   if (job.preemptor.valid()) {
+    job.evicted_for = job.preemptor;
+    job.evicted_hold_until =
+        now + (scheduler_ != nullptr ? scheduler_->options().victim_hold : Micros{0});
     JobRecord& p = (*jobs_)[job.preemptor.value()];
     if (p.victims_in_flight > 0 && --p.victims_in_flight == 0) {
       p.nominated = true;
@@ -294,6 +306,12 @@ Status JobLifecycle::Restore(JobRecord& job) {
   if (!bound()) {
     return FailedPreconditionError("the lifecycle is not bound to a core");
   }
+  // Nothing of the job is held in this fresh core yet: its allocations take its
+  // identity now (stored placements carry none), and keep it until released.
+  StampIdentity(job);
+  for (size_t t = 0; t < job.allocations.size() && t < job.spec.tasks.size(); ++t) {
+    job.allocations[t].identity = job.spec.tasks[t].identity;
+  }
   if (job.phase == JobPhase::kPending) {
     // A held-back job waits for ReleaseDue, a gated one for Ungate.
     if (held_until_.count(job.id.value()) == 0 && !Gated(job.id)) {
@@ -362,6 +380,9 @@ Status JobLifecycle::AttachTask(JobRecord& job, size_t task) {
   job.held.resize(job.allocations.size(), 0);
   if (job.held[task] != 0) {
     return Status::Ok();
+  }
+  if (task < job.spec.tasks.size()) {
+    job.allocations[task].identity = job.spec.tasks[task].identity;
   }
   Status s = state_->Allocate(job.allocations[task]);
   if (!s.ok()) {

@@ -9,6 +9,11 @@
 // A requeue may hold the job back until a time (a restart's backoff): it is pending
 // but not offered to the scheduler until then (ReleaseDue, which RunCycle calls first).
 //
+// Identity: at Submit and Restore it stamps the job's shares with its tenant's identity
+// (model/request.h TenantIdentity of the queue tree's tenant of its queue), and its
+// allocations with their tasks' before they are held, so that every driver places
+// shares under the single-user MPS rule alike (state/gpu_ledger.h).
+//
 // It owns the bookkeeping a driver would otherwise repeat: a started job's allocations
 // and quota charge, the victims a preemptor waits for (counted at the decision, so a
 // preemption is a signal whether or not the victim is then evicted), releasing in
@@ -158,6 +163,8 @@ class JobLifecycle {
 
  private:
   void Emit(const JobRecord& job, const LifecycleEvent& event);
+  // SetShareIdentity of the tenant of the job's queue (nothing without a tree).
+  void StampIdentity(JobRecord& job) const;
   // Frees what a running or stopping job holds and accounts its service; returns the
   // attempt's run time.
   Micros Release(JobRecord& job, Micros now);

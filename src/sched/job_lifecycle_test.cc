@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -362,6 +363,79 @@ TEST(JobLifecycleTest, AVictimThatNeverLeavesKeepsItsPreemptorWaiting) {
   const std::vector<uint64_t> started = Started(h.Cycle(3 * kSecond));
   ASSERT_FALSE(started.empty());
   EXPECT_EQ(started[0], high.value());  // nominated: considered first
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+using namespace ::tessera::testing;  // NOLINT: the harness and its builders
+
+// A 2-GPU gang evicts two 1-GPU jobs on a node whose other GPUs it may not take. The
+// first victim leaves while the second is still stopping: restarted on the GPU it freed,
+// it would be evicted again as soon as the gang is nominated (live, hundreds of times a
+// minute). With victim_hold it waits for the gang, which then starts at once.
+void RunEvictedJobWaitsForItsPreemptor(Micros victim_hold, bool expect_held) {
+  SchedulerOptions o;
+  o.preempt_priority = true;
+  o.victim_hold = victim_hold;
+  Harness h({GpuNode("n0", 4)}, Tree({QueueNode("q", "", {Q(kGpu, 64'000)})}), o);
+  JobId keep = h.Submit(Gang("keep", "q", {2}, 20), 0);
+  JobId v1 = h.Submit(Gang("v1", "q", {1}), 0);
+  JobId v2 = h.Submit(Gang("v2", "q", {1}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 3u);
+  JobId gang = h.Submit(Gang("gang", "q", {1, 1}, 10, 10 * kSecond), 10 * kSecond);
+  std::vector<uint64_t> victims = Victims(h.Cycle(10 * kSecond));
+  std::sort(victims.begin(), victims.end());
+  ASSERT_EQ(victims, (std::vector<uint64_t>{v1.value(), v2.value()}));
+  h.Evict(v1, 11 * kSecond);
+  const std::vector<uint64_t> started = Started(h.Cycle(11 * kSecond));
+  if (expect_held) {
+    EXPECT_TRUE(started.empty()) << "the victim restarted into what it freed for the gang";
+    h.Evict(v2, 12 * kSecond);
+    EXPECT_EQ(Started(h.Cycle(12 * kSecond)), std::vector<uint64_t>{gang.value()});
+    EXPECT_EQ(h.job(v1).preemptions, 1);
+    // Once the gang runs, its victims may start again (here nothing is free).
+    EXPECT_TRUE(Started(h.Cycle(13 * kSecond)).empty());
+    h.Finish(gang, 20 * kSecond);
+    EXPECT_EQ(Started(h.Cycle(20 * kSecond)).size(), 2u);
+  } else {
+    EXPECT_EQ(started, std::vector<uint64_t>{v1.value()});
+    h.Evict(v2, 12 * kSecond);
+    // The gang is nominated, does not fit, and evicts the job restarted a second ago.
+    EXPECT_EQ(Victims(h.Cycle(12 * kSecond)), std::vector<uint64_t>{v1.value()});
+    EXPECT_EQ(h.job(v1).preemptions, 2);
+  }
+  EXPECT_EQ(h.job(keep).phase, JobPhase::kRunning);
+  EXPECT_TRUE(h.lifecycle().CheckInvariants().empty());
+}
+
+TEST(JobLifecycleTest, AnEvictedJobWaitsForItsPreemptorWithVictimHold) {
+  RunEvictedJobWaitsForItsPreemptor(60 * kSecond, true);
+}
+
+TEST(JobLifecycleTest, WithoutVictimHoldTheVictimIsRestartedAndEvictedAgain) {
+  RunEvictedJobWaitsForItsPreemptor(0, false);
+}
+
+// The hold ends with its window even if the preemptor never starts.
+TEST(JobLifecycleTest, AVictimHoldEndsWithItsWindow) {
+  SchedulerOptions o;
+  o.preempt_priority = true;
+  o.victim_hold = 30 * kSecond;
+  Harness h({GpuNode("n0", 4)}, Tree({QueueNode("q", "", {Q(kGpu, 64'000)})}), o);
+  h.Submit(Gang("keep", "q", {2}, 20), 0);
+  JobId v1 = h.Submit(Gang("v1", "q", {1}), 0);
+  JobId v2 = h.Submit(Gang("v2", "q", {1}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 3u);
+  h.Submit(Gang("gang", "q", {1, 1}, 10, 10 * kSecond), 10 * kSecond);
+  ASSERT_EQ(Victims(h.Cycle(10 * kSecond)).size(), 2u);
+  h.Evict(v1, 11 * kSecond);
+  EXPECT_TRUE(Started(h.Cycle(20 * kSecond)).empty());
+  EXPECT_EQ(Started(h.Cycle(41 * kSecond + 1)), std::vector<uint64_t>{v1.value()});
+  (void)v2;
 }
 
 }  // namespace

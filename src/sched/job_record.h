@@ -55,6 +55,10 @@ struct JobRecord {
   int victims_in_flight = 0;   // jobs stopping for this one
   bool nominated = false;      // victims were evicted for it: consider it first
   JobId preemptor;             // while stopping for another job
+  // After an eviction, until it starts again: the job it was evicted for, and until when
+  // it waits for that job (SchedulerOptions::victim_hold).
+  JobId evicted_for;
+  Micros evicted_hold_until = 0;
 
   // Kept by JobLifecycle while running or stopping.
   std::vector<uint8_t> held;   // per allocation: 1 while the ClusterState holds it

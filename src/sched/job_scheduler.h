@@ -116,6 +116,11 @@ struct SchedulerOptions {
   // job restarted after a reclaim, having lost nothing yet, is the cheapest victim of
   // the next one, again and again. Default 0: off (the simulator's presets).
   Micros min_run_before_reclaim = 0;
+  // A victim stays pending while the job it was evicted for still waits to start, up to
+  // this long after its eviction: what it freed is that job's, and a victim restarted
+  // into it is the cheapest victim again (a gang waiting for a second GPU once evicted
+  // the same job hundreds of times a minute). Default 0: off (the simulator's presets).
+  Micros victim_hold = 0;
   // Bounds on one cycle's work, like Slurm's default_queue_depth/bf_max_job_test.
   int max_jobs_tested = 2000;
   int max_skips_per_queue = 64;
@@ -284,6 +289,8 @@ class JobScheduler {
                         std::span<const NodeId> nodes, std::vector<Allocation>* out);
   static void Unplace(ClusterState& state, const std::vector<Allocation>& allocations);
   // The LAS levels are the jobs' at `now` (CycleLasLevel).
+  // Whether `job` waits, as a victim, for the job it was evicted for (victim_hold).
+  bool HeldForPreemptor(const CycleContext& c, const JobRecord& job) const;
   bool CanPreempt(const JobRecord& victim, int victim_level, const JobRecord& preemptor,
                   int preemptor_level, bool reclaim, Micros now) const;
   // LasLevel within a cycle, computed once per job: `now` does not move during a cycle,

@@ -97,6 +97,38 @@ TEST_F(ControllerLifecycleTest, PreemptionSignalsWaitsForTheGraceThenRequeuesFro
   ExpectInvariants();
 }
 
+// A 2-GPU job evicts two 1-GPU jobs. The first leaves while the second is in its grace:
+// it is not restarted on the GPU it freed (it would be the preemptor's cheapest victim
+// again) and says what it waits for; once the second leaves, the preemptor starts.
+TEST_F(ControllerLifecycleTest, AnEvictedJobWaitsForItsPreemptorAndSaysSo) {
+  Register();
+  const char* one = "name: one\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\n";
+  const uint64_t v1 = Submit("team-a", one);
+  const uint64_t v2 = Submit("team-a", one);
+  ASSERT_EQ(CycleAndTake().size(), 2u);
+  clock_.Advance(10 * kSecond);
+  const uint64_t high = Submit("team-a", kHigh);
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  ASSERT_EQ(Beat().stop.size(), 2u);
+  clock_.Advance(kSecond);
+  Exits(v1, 0, 15, false);
+  EXPECT_TRUE(CycleAndTake().empty()) << "the victim restarted into what it freed";
+  EXPECT_EQ(Job(v1)["state"], "pending");
+  EXPECT_EQ(Job(v1)["preemptions"], 1);
+  const std::string reason = Job(v1)["reason"];
+  EXPECT_NE(reason.find("waiting for job " + std::to_string(high) +
+                        ", which it was preempted for, to start first"),
+            std::string::npos)
+      << reason;
+  clock_.Advance(kSecond);
+  Exits(v2, 0, 15, false);
+  std::vector<TaskLaunch> launches = CycleAndTake();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].key.job, high);
+  EXPECT_EQ(Job(v1)["preemptions"], 1);
+  ExpectInvariants();
+}
+
 TEST_F(ControllerLifecycleTest, AVictimThatEndsOnItsOwnWithinItsGraceSucceeds) {
   Register();
   const uint64_t low = Submit("team-a", kLow);

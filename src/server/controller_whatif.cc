@@ -90,6 +90,7 @@ StatusOr<nlohmann::json> Controller::History(Micros since, Micros until, uint64_
                       {"restart_overhead_us", o.restart_overhead},
                       {"checkpoint_wait_us", o.checkpoint_wait},
                       {"min_run_before_reclaim_us", o.min_run_before_reclaim},
+                      {"victim_hold_us", o.victim_hold},
                       {"grace_us", o.grace}};
     page["queues_yaml"] = core_.queues_yaml();
   }

@@ -14,12 +14,13 @@ CoreSession::CoreSession(const GpuCatalog& catalog, uint64_t seed, std::string p
     : catalog_(&catalog), placement_(std::move(placement)), rng_(seed) {}
 
 Status CoreSession::ChoosePolicy(const std::optional<SchedulerPolicy>& given,
-                                 const std::string& name, Micros min_run_before_reclaim) {
+                                 const std::string& name, Micros min_run_before_reclaim,
+                                 Micros victim_hold) {
   if (given) {
     policy_ = *given;
   } else {
     TESSERA_ASSIGN_OR_RETURN(SchedulerPolicy named, ParseSchedulerPolicy(name));
-    policy_ = WithServerBounds(std::move(named), min_run_before_reclaim);
+    policy_ = WithServerBounds(std::move(named), min_run_before_reclaim, victim_hold);
   }
   const SchedulerOptions& so = policy_.options;
   if (so.runtime_source == RuntimeSource::kOracle || so.preempt_srtf || so.lossless_preemption) {

@@ -52,10 +52,11 @@ class CoreSession {
   CoreSession(const GpuCatalog& catalog, uint64_t seed, std::string placement);
 
   // `given` replaces the preset `name` and its bounds as is; else the preset `name`, its
-  // reclaim bound raised to `min_run_before_reclaim`. FailedPrecondition for an oracle
-  // policy, which only the simulator can run.
+  // reclaim bound raised to `min_run_before_reclaim` and its victims held for their
+  // preemptors up to `victim_hold`. FailedPrecondition for an oracle policy, which only
+  // the simulator can run.
   Status ChoosePolicy(const std::optional<SchedulerPolicy>& given, const std::string& name,
-                      Micros min_run_before_reclaim);
+                      Micros min_run_before_reclaim, Micros victim_hold);
   // Parses and applies a queue configuration; the core is rebuilt before the next cycle.
   Status ApplyQueueYaml(const std::string& yaml);
   // The lifecycle over `records` (the JobTable's, by slot), telling `listener` (may be

@@ -103,9 +103,11 @@ TEST_P(ScenarioThroughControllerTest, PassesWithTheSimulatorsOutcome) {
     // agree (the file's checks are written for the policy as is, so only agreement is
     // asked there).
     JobSimOptions bounded = options;
-    bounded.policy = WithServerBounds(options.policy, ControllerOptions{}.min_run_before_reclaim);
+    bounded.policy = WithServerBounds(options.policy, ControllerOptions{}.min_run_before_reclaim,
+                                      ControllerOptions{}.victim_hold);
     if (bounded.policy.options.min_run_before_reclaim !=
-        options.policy.options.min_run_before_reclaim) {
+            options.policy.options.min_run_before_reclaim ||
+        bounded.policy.options.victim_hold != options.policy.options.victim_hold) {
       TESSERA_ASSIGN_OR_RETURN(JobSimResult sim_bounded,
                                RunJobSimulation(nodes, queues, jobs, bounded, catalog));
       TESSERA_ASSIGN_OR_RETURN(JobSimResult live_bounded,

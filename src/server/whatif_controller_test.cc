@@ -48,7 +48,7 @@ Recorded RunRecorded(const std::string& policy) {
   EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
   out.jobs = JobsFromTrace(*trace, WorkloadOptions{});
   JobSimOptions options;
-  options.policy = WithServerBounds(ParseSchedulerPolicy(policy).value(), 60 * kSec);
+  options.policy = WithServerBounds(ParseSchedulerPolicy(policy).value(), 60 * kSec, 120 * kSec);
   options.policy.options.restart_overhead = 60 * kSec;
   StatusOr<JobSimResult> run = RunJobsThroughController(
       cluster->nodes, cluster->queues, out.jobs, options, Catalog(), [&](Controller& c) -> Status {

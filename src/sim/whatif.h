@@ -58,6 +58,7 @@ struct RecordedPolicy {
   std::string placement = "bestfit";
   uint64_t seed = 1;
   Micros restart_overhead = 0, checkpoint_wait = 0, min_run_before_reclaim = 0;
+  Micros victim_hold = 0;  // absent from histories written before it existed
   Micros grace = 30'000'000;
 };
 

@@ -46,6 +46,9 @@ StatusOr<RecordedPolicy> PolicyFromJson(const json& j) {
   TESSERA_ASSIGN_OR_RETURN(p.min_run_before_reclaim,
                            Int(j, "min_run_before_reclaim_us", "policy."));
   TESSERA_ASSIGN_OR_RETURN(p.grace, Int(j, "grace_us", "policy."));
+  if (j.contains("victim_hold_us")) {
+    TESSERA_ASSIGN_OR_RETURN(p.victim_hold, Int(j, "victim_hold_us", "policy."));
+  }
   return p;
 }
 
@@ -175,6 +178,7 @@ StatusOr<SchedulerPolicy> RecordedSchedulerPolicy(const RecordedPolicy& recorded
   p->options.restart_overhead = recorded.restart_overhead;
   p->options.checkpoint_wait = recorded.checkpoint_wait;
   p->options.min_run_before_reclaim = recorded.min_run_before_reclaim;
+  p->options.victim_hold = recorded.victim_hold;
   p->options.grace = recorded.grace;
   return p;
 }
@@ -186,7 +190,8 @@ StatusOr<SchedulerPolicy> PolicyUnderRecordedBounds(const std::string& spec,
     return InvalidArgumentError("--policy: " + p.status().message());
   }
   // As the controller runs a named policy, with the cluster's restart overhead.
-  SchedulerPolicy bounded = WithServerBounds(*std::move(p), recorded.min_run_before_reclaim);
+  SchedulerPolicy bounded =
+      WithServerBounds(*std::move(p), recorded.min_run_before_reclaim, recorded.victim_hold);
   bounded.options.restart_overhead = recorded.restart_overhead;
   return bounded;
 }
