@@ -163,6 +163,7 @@ Status Agent::Init() {
     shares.data_dir = options_.data_dir;
     shares.mps_control = options_.mps_control;
     shares.cuda_limiter = options_.cuda_limiter;
+    shares.mps_multi_user = options_.mps_multi_user;
     shares.clock = clock_;
     if (shares.mps_control.empty() && !options_.fake_gpus.empty()) {
       shares.mps_control = "none";  // a real daemon has no fake GPU to serve
@@ -457,6 +458,7 @@ Status Agent::Register() {
   std::unique_lock<std::mutex> lock(mu_);
   Delivered(shipped, req.tasks);  // what this registration reported is durable now
   registered_ = true;
+  pty_address_ = LocalAddressToward(links_->current());
   std::cerr << "tessera agent: registered node " << resp.node << " with "
             << inventory_.spec.gpus.size() << " GPUs (" << backend_->Describe() << ")"
             << (links_->listed() > 1 ? " at " + links_->current() : "") << "\n";
@@ -602,6 +604,7 @@ StatusOr<LaunchSpec> Agent::BuildLaunchSpec(const LocalTask& t, int64_t uid, int
   spec.uid = uid;
   spec.gid = gid;
   spec.pty_secret = l.pty_secret;
+  spec.pty_address = pty_address_;
   std::vector<int> minors;
   for (size_t g = 0; g < gpus_.size(); ++g) {
     minors.push_back(GpuMinor(static_cast<int>(g)));
@@ -623,6 +626,20 @@ void Agent::StopTask(const TaskStop& stop) {
   const std::string id = TaskRecordId(stop.key);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(id);
+  if (it == tasks_.end() && seen_.insert(id).second) {
+    // A stop for a task this agent never had (its launch was never sent, or was lost):
+    // the attempt ends here at once, reported as lost; a launch of it that comes later
+    // is a resend (seen_) and starts nothing.
+    LocalTask never;
+    never.launch.key = stop.key;
+    never.id = id;
+    never.exited = true;
+    never.lost = true;
+    never.message = "stopped before it reached this node; it never ran";
+    tasks_[id] = std::move(never);
+    ReportSoon();
+    return;
+  }
   if (it == tasks_.end() || it->second.exited || it->second.signalled_at > 0) {
     return;
   }

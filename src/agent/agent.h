@@ -99,6 +99,9 @@ struct AgentOptions {
   // share tasks ("": beside the tessera binary; "none": no limiter).
   std::string mps_control;
   std::string cuda_limiter;
+  // The node's MPS serves several Unix users at once (agent/agent_gpu_shares.h): the
+  // label mps-multi-user=on lets the controller put different tenants' shares on one GPU.
+  bool mps_multi_user = false;
   int64_t cpu_milli = 0;         // 0: the machine's CPUs
   int64_t memory_mib = 0;        // 0: the machine's memory
   bool use_cgroups = true;
@@ -257,6 +260,9 @@ class Agent {
   std::string channel_error_;  // the last one logged
   std::string agent_id_;
   bool registered_ = false;
+  // Where tasks' terminals listen: the address the controller sees this agent at (set
+  // at registration, under mu_).
+  std::string pty_address_ = "127.0.0.1";
   Micros interval_ = 500'000;
   Micros lease_ = 0;  // tasks fence themselves this long after the last contact; 0: never
   bool warned_same_uid_ = false;

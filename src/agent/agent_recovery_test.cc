@@ -354,3 +354,35 @@ TEST_F(AgentRecoveryTest, ASpecNamedCheckpointDirIsMadeOnlyAsTheTask) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A stop for an attempt this agent never had (its launch was dropped as the attempt
+// stopped, or lost on the way) ends it at once: reported lost, so the controller does
+// not wait forever with the job `stopping`; a late launch of it starts nothing.
+TEST_F(AgentRecoveryTest, AStopForATaskItNeverHadEndsItAndALateLaunchStartsNothing) {
+  StartAgent(false);
+  const std::string ran = dir_ + "/ran";
+  ::chmod(dir_.c_str(), 0777);
+  HeartbeatResponse stop;
+  stop.stop.push_back(TaskStop{TaskKey{9, 0, 1}, 30000, 15});
+  controller_.Answer(stop);
+  ASSERT_TRUE(agent_->RunOnce().ok());
+  Json r = BeatUntil(9, "lost");
+  ASSERT_FALSE(r.is_null()) << "the stop of a task the agent never had was not answered: "
+                            << controller_.last().dump();
+  EXPECT_NE(r["message"].get<std::string>().find("never ran"), std::string::npos) << r.dump();
+  // The controller took the report; the launch it had dropped arrives after all.
+  Send(Launch(9, {"sh", "-c", "touch " + ran}));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(agent_->RunOnce().ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(std::filesystem::exists(ran)) << "a launch of an attempt already ended ran";
+  EXPECT_TRUE(ReportOf(controller_.last(), 9).is_null()) << controller_.last().dump();
+  EXPECT_EQ(agent_->running_tasks(), 0u);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -113,7 +113,9 @@ void Agent::Acknowledge(const std::vector<TaskReport>& reported) {
     if (it == tasks_.end() || !it->second.exited) {
       continue;
     }
-    RemoveTaskRecord(it->second.record);
+    if (!it->second.record.empty()) {  // a stop for a task it never had left none
+      RemoveTaskRecord(it->second.record);
+    }
     jobs.insert(r.key.job);
     tasks_.erase(it);
   }

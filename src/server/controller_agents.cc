@@ -203,6 +203,13 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
              static_cast<size_t>(s.key.task) >= job->tasks.size() ||
              job->tasks[static_cast<size_t>(s.key.task)].exited;
     });
+    // A launch whose attempt stopped before the agent took it is not sent again: the
+    // stop that follows it ends that attempt on the agent (it never had it).
+    std::erase_if(node.launches, [&](const TaskLaunch& l) {
+      LiveJob* job = jobs_.Find(JobNumber(l.key.job));
+      return job == nullptr || job->row.attempts != l.key.attempt ||
+             jobs_.Rec(*job).phase != JobPhase::kRunning;
+    });
     response.launch = node.launches;
     response.stop = node.stops;
     response.heartbeat_interval_ms = HeartbeatIntervalLocked() / 1000;
