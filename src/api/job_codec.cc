@@ -39,8 +39,11 @@ bool IsNameChar(char c) {
 class JobDecoder {
  public:
   // `embedded`: the job sits in another format's document (may be null).
-  explicit JobDecoder(const GpuCatalog& catalog, const EmbeddedJobOptions* embedded = nullptr)
-      : catalog_(catalog), embedded_(embedded) {}
+  // `yaml_scalars`: the document came from YAML, whose plain scalars (`name: 7`) become
+  // numbers; from JSON a name must be a string.
+  explicit JobDecoder(const GpuCatalog& catalog, const EmbeddedJobOptions* embedded = nullptr,
+                      bool yaml_scalars = false)
+      : catalog_(catalog), embedded_(embedded), yaml_scalars_(yaml_scalars || embedded != nullptr) {}
 
   const std::string& error_path() const { return r_.error_path(); }
 
@@ -70,7 +73,8 @@ class JobDecoder {
       TESSERA_ASSIGN_OR_RETURN(spec.queue, Name(*v, "queue"));
     }
     if (const Json* v = FindField(j, "user")) {
-      TESSERA_ASSIGN_OR_RETURN(spec.user, r_.ScalarText(*v, "user", kMaxUserLength));
+      TESSERA_ASSIGN_OR_RETURN(spec.user, yaml_scalars_ ? r_.ScalarText(*v, "user", kMaxUserLength)
+                                                        : r_.String(*v, "user", kMaxUserLength));
       for (char c : spec.user) {
         if (!IsNameChar(c) && c != '@') {
           return r_.Error("user",
@@ -158,7 +162,9 @@ class JobDecoder {
   }
 
   StatusOr<std::string> Name(const Json& v, std::string_view path) {
-    TESSERA_ASSIGN_OR_RETURN(std::string name, r_.ScalarText(v, path, kMaxNameLength * 4));
+    TESSERA_ASSIGN_OR_RETURN(std::string name, yaml_scalars_
+                                                   ? r_.ScalarText(v, path, kMaxNameLength * 4)
+                                                   : r_.String(v, path, kMaxNameLength * 4));
     if (!name.empty() && !IsValidJobName(name)) {
       return r_.Error(path,
                       "'" + ToValidUtf8(name.substr(0, 160)) +
@@ -466,6 +472,7 @@ class JobDecoder {
 
   const GpuCatalog& catalog_;
   const EmbeddedJobOptions* embedded_;
+  const bool yaml_scalars_;
   FieldReader r_;
 };
 
@@ -636,7 +643,7 @@ StatusOr<JobSubmission> ParseYaml(std::string_view text, const GpuCatalog& catal
   }
   YamlConverter converter;
   TESSERA_ASSIGN_OR_RETURN(Json json, converter.Convert(root, "", 0));
-  JobDecoder decoder(catalog);
+  JobDecoder decoder(catalog, nullptr, /*yaml_scalars=*/true);
   StatusOr<JobSubmission> job = decoder.Decode(json);
   if (!job.ok()) {
     return InvalidArgumentError(job.status().message() +

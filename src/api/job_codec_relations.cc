@@ -57,7 +57,18 @@ Status ReadJobRelations(const Json& j, FieldReader& r, JobSubmission* job) {
     if (!spec.ok()) {
       return r.Error("array", spec.status().message());
     }
+    // The compact form, or what was sent where that is shorter. An array's text is
+    // stored with each of its elements and read back with each at a restart: bounded.
     job->array = ArraySpecText(*spec);
+    if (const std::string_view sent = Trim(text); sent.size() < job->array.size()) {
+      job->array = std::string(sent);
+    }
+    if (job->array.size() > kMaxArrayText) {
+      return r.Error("array", "is " + std::to_string(job->array.size()) +
+                                  " bytes even written compactly; at most " +
+                                  std::to_string(kMaxArrayText) +
+                                  ": give its indices as ranges (a-b, a-b:step)");
+    }
     if (const Json* i = FindField(j, "array_index")) {
       TESSERA_ASSIGN_OR_RETURN(job->array_index, r.Int(*i, "array_index", 0, kMaxArrayIndex));
       if (!std::binary_search(spec->indices.begin(), spec->indices.end(), job->array_index)) {

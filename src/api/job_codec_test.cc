@@ -597,3 +597,25 @@ TEST(EmbeddedJobTest, ErrorsCarryTheDocumentsPathAndLine) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// JSON says what type a value is: a number is not a name. YAML's plain scalars stay
+// readable as written (`name: 7` is the name "7").
+TEST(JobCodecTest, AJsonNameMustBeAString) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  for (const char* field : {"name", "queue", "user"}) {
+    const std::string text = std::string(R"({"command": ["x"], ")") + field + R"(": 1})";
+    StatusOr<JobSubmission> job = ParseJobJson(text, catalog);
+    ASSERT_FALSE(job.ok()) << field;
+    EXPECT_EQ(job.status().message().rfind(std::string(field) + ": expected a string", 0), 0u)
+        << job.status().message();
+  }
+  StatusOr<JobSubmission> yaml = ParseJobYaml("command: [x]\nname: 7\n", catalog);
+  ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
+  EXPECT_EQ(yaml->spec.name, "7");
+}
+
+}  // namespace
+}  // namespace tessera

@@ -80,12 +80,23 @@ StatusOr<ArraySpec> ParseArraySpec(std::string_view text) {
 }
 
 std::string ArraySpecText(const ArraySpec& spec) {
+  // Runs of three or more indices with one step are written "first-last:step" (a step
+  // of 1 also for two), so that "0-3999999:400" stays short rather than 10,000 numbers.
   std::string out;
   const std::vector<int64_t>& v = spec.indices;
   for (size_t i = 0; i < v.size();) {
     size_t j = i;
-    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) {
-      ++j;
+    if (i + 1 < v.size()) {
+      const int64_t step = v[i + 1] - v[i];
+      // A stepped run stops before an index that starts a run of consecutive ones.
+      auto consecutive_at = [&](size_t k) { return k + 1 < v.size() && v[k + 1] == v[k] + 1; };
+      while (j + 1 < v.size() && v[j + 1] - v[j] == step &&
+             (step == 1 || !consecutive_at(j + 1))) {
+        ++j;
+      }
+      if (step != 1 && j - i < 2) {
+        j = i;  // two indices with a step: written as a list
+      }
     }
     if (!out.empty()) {
       out += ',';
@@ -93,6 +104,9 @@ std::string ArraySpecText(const ArraySpec& spec) {
     out += std::to_string(v[i]);
     if (j > i) {
       out += '-' + std::to_string(v[j]);
+      if (const int64_t step = v[i + 1] - v[i]; step != 1) {
+        out += ':' + std::to_string(step);
+      }
     }
     i = j + 1;
   }

@@ -29,6 +29,9 @@ namespace tessera {
 
 inline constexpr int64_t kMaxArrayIndex = 4'000'000;
 inline constexpr size_t kMaxArrayElements = 10'000;  // one batch's jobs (job_batch.h)
+// An array's text in a job file, written compactly (ArraySpecText), is at most this
+// long: it is stored with each element.
+inline constexpr size_t kMaxArrayText = 4096;
 
 struct ArraySpec {
   std::vector<int64_t> indices;  // ascending, distinct

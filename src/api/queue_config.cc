@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/queue_idle.h"
+#include "api/queue_limits.h"
 #include "api/yaml_reader.h"
 #include "base/strings.h"
 
@@ -175,7 +176,8 @@ StatusOr<QueueNodeSpec> ReadNode(const YAML::Node& entry, const std::string& pat
   node.cohort = cohort;
   const std::vector<std::string_view> keys =
       cohort ? std::vector<std::string_view>{"name", "parent", "quota", "weight"}
-             : std::vector<std::string_view>{"name", "cohort", "tenant", "weight", "quota", "idle"};
+             : std::vector<std::string_view>{"name",  "cohort", "tenant",    "weight",
+                                             "quota", "idle",   "maxPending"};
   TESSERA_RETURN_IF_ERROR(kYaml.ForEachKey(
       entry, path, keys,
       [&](const std::string& key, const YAML::Node& value,
@@ -189,6 +191,8 @@ StatusOr<QueueNodeSpec> ReadNode(const YAML::Node& entry, const std::string& pat
         } else if (key == "idle") {
           // Checked here, read by the controller (queue_idle.h).
           return ReadIdlePolicy(value, value_path).status();
+        } else if (key == "maxPending") {
+          return ReadMaxPending(value, value_path).status();  // likewise (queue_limits.h)
         } else if (key == "weight") {
           TESSERA_ASSIGN_OR_RETURN(node.weight, kYaml.Int(value, value_path));
           if (node.weight <= 0) {

@@ -341,6 +341,7 @@ struct AgentFlags {
   std::string fake_gpus;
   std::string gpu_sharing;
   std::string mps_control, cuda_limiter;
+  bool mps_multi_user = false;
   std::string cpu, memory;
   std::string heartbeat;
   std::string telemetry;
@@ -390,6 +391,10 @@ void AddAgentFlags(CLI::App* cmd, AgentFlags* f, bool standalone) {
   cmd->add_option("--mps-control", f->mps_control,
                   "The MPS control program run per shared GPU, or 'none' (default: "
                   "nvidia-cuda-mps-control on PATH; none with --fake-gpus)");
+  cmd->add_flag("--mps-multi-user", f->mps_multi_user,
+                "This node's MPS serves clients of several Unix users at once (it must be set "
+                "up that way, e.g. through --mps-control): tenants' shares may then meet on one "
+                "shared GPU (label mps-multi-user=on). Default: one user per GPU's MPS server");
   cmd->add_option("--cuda-limiter", f->cuda_limiter,
                   "The CUDA limiter preloaded into tasks on shared GPUs, or 'none' (default: "
                   "lib/libtessera_cuda_limiter.so beside tessera, then ../lib/tessera/)");
@@ -429,6 +434,7 @@ StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f, bool standalone) {
   o.gpu_sharing = f.gpu_sharing;
   o.mps_control = f.mps_control;
   o.cuda_limiter = f.cuda_limiter;
+  o.mps_multi_user = f.mps_multi_user;
   o.ca_cert = f.ca_cert;
   o.insecure = f.insecure;
   o.use_cgroups = !f.no_cgroups;

@@ -44,7 +44,8 @@ StatusOr<std::unique_ptr<Controller>> Controller::Open(ControllerOptions options
 
 Status Controller::Load(const std::string& queues_yaml) {
   TESSERA_RETURN_IF_ERROR(core_.ChoosePolicy(options_.scheduler_policy, options_.policy,
-                                             options_.min_run_before_reclaim));
+                                             options_.min_run_before_reclaim,
+                                             options_.victim_hold));
   TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> stored, store_->GetKv(kQueuesKey));
   const std::string yaml = stored ? *stored : queues_yaml;
   TESSERA_RETURN_IF_ERROR(core_.ApplyQueueYaml(yaml));
@@ -107,75 +108,13 @@ Status Controller::LoadJobRows(Micros now) {
     jobs_.NoteStoredId(JobNumber(row.id));
   }
   for (JobRow& row : rows) {
-    nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
-    if (spec.is_discarded()) {
-      return InternalError("job " + std::to_string(row.id) + ": stored spec is not JSON");
-    }
-    StatusOr<JobSubmission> sub = JobSubmissionFromJson(spec, *catalog_);
-    if (!sub.ok()) {
-      return InternalError("job " + std::to_string(row.id) + ": " + sub.status().message());
-    }
-    const JobNumber id(row.id);
-    LiveJob& job = jobs_.Add(id);
-    job.durable = true;
-    job.submission = std::move(sub).value();
-    job.submission.spec.queue = row.queue;
-    job.row = std::move(row);
-    if (!job.row.idempotency_key.empty()) {
-      jobs_.AddKey(job.row.tenant, job.row.idempotency_key, id);
-    }
-    JobRecord& rec = jobs_.Rec(job);
-    // Known before the first cycle: an agent may report an exit before then.
-    if (StatusOr<QueueId> q = core_.tree().FindQueue(job.row.queue); q.ok()) {
-      rec.queue = q.value();
-    }
-    rec.spec = job.submission.spec;
-    rec.spec.submit_time = job.row.submit_us;
-    rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
-    rec.resumed_from = job.row.progress_us;
-    rec.preemptions = job.row.preemptions;
-    rec.eligible_since = job.row.submit_us;
-    std::optional<JobState> state = ParseJobState(job.row.state);
-    if (!state) {
-      return InternalError("job " + ToString(id) + ": unknown stored state '" + job.row.state +
-                           "'");
-    }
-    job.state = *state;
-    if (Terminal(job.state)) {
-      rec.phase = JobPhase::kFinished;
-      jobs_.NoteFinished(id);
-    } else if (job.state == JobState::kPending) {
-      rec.phase = JobPhase::kPending;
-    } else {
-      rec.phase = job.state == JobState::kStopping ? JobPhase::kStopping : JobPhase::kRunning;
-      std::vector<StoredTask> stored_tasks;
-      std::string after;
-      TESSERA_RETURN_IF_ERROR(
-          ParsePlacement(job.row.placement_json, &rec.allocations, &stored_tasks, &rec.run_start,
-                         &after));
-      std::vector<std::string> task_nodes;
-      job.tasks.resize(stored_tasks.size());
-      for (size_t t = 0; t < stored_tasks.size(); ++t) {
-        job.tasks[t].node = stored_tasks[t].node;
-        job.tasks[t].exited = stored_tasks[t].exited;
-        job.tasks[t].exit_code = stored_tasks[t].exit_code;
-        job.tasks[t].signal = stored_tasks[t].signal;
-        task_nodes.push_back(stored_tasks[t].node);
-      }
-      job.after = after == "cancel" ? AfterStop::kCancel
-                  : after == "fail" ? AfterStop::kFail
-                  : after == "requeue" || rec.phase == JobPhase::kStopping ? AfterStop::kRequeue
-                                                                         : AfterStop::kNone;
-      // A node nobody has heard of since the restart: known only through this job.
-      for (const std::string& n : task_nodes) {
-        if (nodes_.Find(n) == nullptr) {
-          NodeInfo& info = nodes_.Add(n);
-          info.inventory.spec.name = n;
-          info.up = false;
-          info.reason = "waiting for its agent after a controller restart";
-          info.last_seen = now;
-        }
-      }
+    const uint64_t id = row.id;
+    if (Status s = LoadJobRow(std::move(row), now); !s.ok()) {
+      // One row that cannot be read must not keep the controller (and every other
+      // tenant's jobs) down: it stays in the store as it is, left out and reported.
+      std::cerr << "tessera server: job " << id << " quarantined: its stored row cannot be read ("
+                << s.message() << "); it stays in the store and is left out\n";
+      quarantined_.push_back({id, s.message()});
     }
   }
   // Holds, dependencies and throttles found again (their jobs are all in memory now).
@@ -185,6 +124,83 @@ Status Controller::LoadJobRows(Micros now) {
     }
   }
   Archive(now);  // the oldest finished jobs stay in the store only
+  return Status::Ok();
+}
+
+Status Controller::LoadJobRow(JobRow row, Micros now) {
+  nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
+  if (spec.is_discarded()) {
+    return InternalError("stored spec is not JSON");
+  }
+  StatusOr<JobSubmission> sub = JobSubmissionFromJson(spec, *catalog_);
+  if (!sub.ok()) {
+    return InternalError("spec: " + sub.status().message());
+  }
+  std::optional<JobState> state = ParseJobState(row.state);
+  if (!state) {
+    return InternalError("unknown stored state '" + row.state.substr(0, 40) + "'");
+  }
+  std::vector<Allocation> allocations;
+  std::vector<StoredTask> stored_tasks;
+  Micros run_start = 0;
+  std::string after;
+  if (!Terminal(*state) && *state != JobState::kPending) {
+    TESSERA_RETURN_IF_ERROR(
+        ParsePlacement(row.placement_json, &allocations, &stored_tasks, &run_start, &after));
+  }
+  const JobNumber id(row.id);
+  LiveJob& job = jobs_.Add(id);
+  job.durable = true;
+  job.submission = std::move(sub).value();
+  job.submission.spec.queue = row.queue;
+  job.row = std::move(row);
+  if (!job.row.idempotency_key.empty()) {
+    jobs_.AddKey(job.row.tenant, job.row.idempotency_key, id);
+  }
+  JobRecord& rec = jobs_.Rec(job);
+  // Known before the first cycle: an agent may report an exit before then.
+  if (StatusOr<QueueId> q = core_.tree().FindQueue(job.row.queue); q.ok()) {
+    rec.queue = q.value();
+  }
+  rec.spec = job.submission.spec;
+  rec.spec.submit_time = job.row.submit_us;
+  rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
+  rec.resumed_from = job.row.progress_us;
+  rec.preemptions = job.row.preemptions;
+  rec.eligible_since = job.row.submit_us;
+  job.state = *state;
+  if (Terminal(job.state)) {
+    rec.phase = JobPhase::kFinished;
+    jobs_.NoteFinished(id);
+    return Status::Ok();
+  }
+  if (job.state == JobState::kPending) {
+    rec.phase = JobPhase::kPending;
+    return Status::Ok();
+  }
+  rec.phase = job.state == JobState::kStopping ? JobPhase::kStopping : JobPhase::kRunning;
+  rec.allocations = std::move(allocations);
+  rec.run_start = run_start;
+  job.tasks.resize(stored_tasks.size());
+  for (size_t t = 0; t < stored_tasks.size(); ++t) {
+    job.tasks[t].node = stored_tasks[t].node;
+    job.tasks[t].exited = stored_tasks[t].exited;
+    job.tasks[t].exit_code = stored_tasks[t].exit_code;
+    job.tasks[t].signal = stored_tasks[t].signal;
+    // A node nobody has heard of since the restart: known only through this job.
+    const std::string& n = stored_tasks[t].node;
+    if (nodes_.Find(n) == nullptr) {
+      NodeInfo& info = nodes_.Add(n);
+      info.inventory.spec.name = n;
+      info.up = false;
+      info.reason = "waiting for its agent after a controller restart";
+      info.last_seen = now;
+    }
+  }
+  job.after = after == "cancel" ? AfterStop::kCancel
+              : after == "fail" ? AfterStop::kFail
+              : after == "requeue" || rec.phase == JobPhase::kStopping ? AfterStop::kRequeue
+                                                                     : AfterStop::kNone;
   return Status::Ok();
 }
 

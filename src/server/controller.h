@@ -137,6 +137,10 @@ struct ControllerOptions {
   // preempt it (priority preemption is immediate). Live jobs restart from scratch
   // unless they checkpoint, so the simulator's "never" (0) would thrash.
   Micros min_run_before_reclaim = 60'000'000;
+  // Overrides the policy's bound: an evicted job waits while the job it was evicted for
+  // has not started, up to this long (SchedulerOptions::victim_hold). Without it a gang
+  // waiting for a second GPU evicts the job restarted on its first again and again.
+  Micros victim_hold = 120'000'000;
   uint64_t seed = 1;
   GpuHealthOptions health;              // when telemetry drains a GPU
   // Tasks run as their tenant's Unix identity: uid:gid from run_as, else one from the
@@ -332,6 +336,13 @@ class Controller {
   StatusOr<std::shared_ptr<const EtaTable>> RefreshEtas();
 
   bool healthy() const { return !store_failed_.load(); }
+  // Stored job rows this controller could not read at its start and left out (in the
+  // store as they were); set by Load, read-only after.
+  struct QuarantinedJob {
+    uint64_t id = 0;
+    std::string why;
+  };
+  const std::vector<QuarantinedJob>& quarantined() const { return quarantined_; }
   const GpuCatalog& catalog() const { return *catalog_; }
 
  private:
@@ -351,6 +362,9 @@ class Controller {
   // The jobs of the store: pending ones queued, running and stopping ones with their
   // placement (waiting for their nodes), the oldest finished ones archived.
   Status LoadJobRows(Micros now);
+  // One stored job into memory; an error (a row this version cannot read) leaves
+  // nothing behind and the row is quarantined.
+  Status LoadJobRow(JobRow row, Micros now);
   // Builds the core afresh from the nodes that are up (at the first cycle, after the
   // queue tree changed, after an in-place node change failed), putting every job back.
   Status RebuildScheduler(Micros now, Pending& out);
@@ -380,11 +394,32 @@ class Controller {
   // Archives the oldest finished jobs beyond finished_in_memory (controller_archive.cc).
   void Archive(Micros now);
   bool Visible(const Principal& who, const LiveJob& job) const;
+  // Whether `who` may cancel, hold, release or requeue a job it can see: the admin, a
+  // token of the job's tenant as a whole (its coordinator), or the job's own user (as
+  // Slurm: a user acts on its own jobs only). Else PermissionDenied naming the owner.
+  Status MayChange(const Principal& who, const LiveJob& job) const;
+  // Who acted, as a job's reason records it ("user alice", "admin ops").
+  static std::string Actor(const Principal& who);
   // A submission's queue (its tenant's first when `queue` is empty, filled in) checked
   // against `who`; returns the queue's tenant.
   StatusOr<std::string> ResolveQueue(const Principal& who, std::string& queue) const;
   // A new job's row is durable: counted, handed to the core, published.
   void Acknowledge(LiveJob& job, Micros now);
+  // The job holding `tenant`'s Idempotency-Key `key` once no submission of it is in
+  // flight: a resend racing its first try waits for the first's commit (on keys_cv_,
+  // releasing `lock`) and is then answered as a replay of it. nullopt: no job holds it;
+  // Aborted after kKeyWait without an outcome.
+  StatusOr<std::optional<JobNumber>> SettledKey(const std::string& tenant, const std::string& key,
+                                                std::unique_lock<std::mutex>& lock);
+  // Refuses (ResourceExhausted, 429) a submission that would take a queue past its
+  // maxPending (queue_limits.h); `adding`: the jobs it makes, by queue.
+  Status CheckPendingBound(const std::map<std::string, size_t>& adding);
+  int64_t MaxPendingOf(const std::string& queue);  // mu_
+  // A submission's commit ended (made durable or forgotten): wakes SettledKey's waiters.
+  void KeysSettled() { keys_cv_.notify_all(); }
+  // The answer to a commit that failed: a uniqueness conflict (another job already
+  // holds the key in the store) is the client's answer, not a failure of the store.
+  Status SubmitCommitFailed(const Status& s, const std::string& what);
   // A batch whose idempotency key was used: the first batch's ids when it is the same
   // batch (`tenants`: each job's tenant). `lock` (on mu_) may be released.
   StatusOr<nlohmann::json> RetriedBatch(const std::vector<JobSubmission>& jobs,
@@ -513,7 +548,8 @@ class Controller {
   // them all (may be empty).
   struct NamedAction {
     std::function<std::string(const LiveJob*)> refuse;
-    std::function<void(LiveJob&, Micros, Pending&)> act;
+    // `by`: who acted (Actor), for the job's reason to record.
+    std::function<void(LiveJob&, const std::string& by, Micros, Pending&)> act;
     std::function<void(Micros)> after;
   };
   StatusOr<nlohmann::json> ActOnNamed(const Principal& who, const std::string& text,
@@ -584,6 +620,14 @@ class Controller {
   Micros next_silence_check_ = 0;  // the loop's next walk for silent nodes; mu_
   bool fit_stale_ = true;  // a node event since the fit verdicts were made; mu_
   std::atomic<bool> store_failed_{false};
+  std::vector<QuarantinedJob> quarantined_;  // written by Load only
+  // Each queue's maxPending, and the configuration text it was read from; mu_.
+  struct PendingBounds {
+    std::string yaml;
+    std::map<std::string, int64_t> by_queue;
+  } pending_bounds_;
+  // Signalled with mu_ whenever a submission's commit ends (SettledKey).
+  std::condition_variable keys_cv_;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

@@ -487,6 +487,12 @@ StatusOr<nlohmann::json> Controller::ActOnNamed(const Principal& who, const std:
       if (job != nullptr && !Visible(who, *job)) {
         continue;
       }
+      if (Status may = job != nullptr ? MayChange(who, *job) : Status::Ok(); !may.ok()) {
+        if (ids.size() == 1) {
+          return may;
+        }
+        continue;  // an array's elements of other users are left as they are
+      }
       // One job named: why not, as an error; an array's elements: those it applies to.
       if (std::string why = action.refuse(job); !why.empty()) {
         if (ids.size() == 1) {
@@ -494,7 +500,7 @@ StatusOr<nlohmann::json> Controller::ActOnNamed(const Principal& who, const std:
         }
         continue;
       }
-      action.act(*job, now, out);
+      action.act(*job, Actor(who), now, out);
       out.dirty.insert(id);
       done.push_back(id.value());
     }
@@ -517,8 +523,8 @@ StatusOr<nlohmann::json> Controller::Hold(const Principal& who, const std::strin
                ? " is not pending: only a pending job can be held"
                : "";
   };
-  hold.act = [this](LiveJob& job, Micros, Pending&) {
-    job.row.reason = HeldReason();
+  hold.act = [this](LiveJob& job, const std::string& by, Micros, Pending&) {
+    job.row.reason = HeldReason() + " (held by " + by + ")";
     WatchGates(job);
   };
   return ActOnNamed(who, text, hold);
@@ -531,8 +537,8 @@ StatusOr<nlohmann::json> Controller::Release(const Principal& who, const std::st
                ? " is not held"
                : "";
   };
-  release.act = [this](LiveJob& job, Micros, Pending&) {
-    job.row.reason = "released";
+  release.act = [this](LiveJob& job, const std::string& by, Micros, Pending&) {
+    job.row.reason = "released by " + by;
     gates_.dirty = true;
   };
   // The next pass lets them go unless something else keeps them back.
@@ -551,9 +557,9 @@ StatusOr<nlohmann::json> Controller::Requeue(const Principal& who, const std::st
     return " is " + (job != nullptr ? job->row.state : std::string("archived")) +
            ": only a running job can be requeued";
   };
-  requeue.act = [this](LiveJob& job, Micros now, Pending& out) {
+  requeue.act = [this](LiveJob& job, const std::string& by, Micros now, Pending& out) {
     // Not a restart its policy counts: the user asked for it.
-    PlanRequeue(job, RequeueCause::kRequested, "requeued by its user");
+    PlanRequeue(job, RequeueCause::kRequested, "requeued by " + by);
     StopJob(job, AfterStop::kRequeue, options_.stop_grace, now, out);
   };
   return ActOnNamed(who, text, requeue);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "api/job_batch.h"
+#include "api/queue_limits.h"
 #include "server/controller_rows.h"
 #include "server/pending_reasons.h"
 
@@ -18,8 +19,45 @@ namespace tessera {
 
 using namespace controller_rows;  // NOLINT: the controller's own helpers
 
+namespace {
+
+// What is stored must read back at the next start (a row that does not would be
+// quarantined then): a job the reader would refuse is refused now, naming its field.
+Status ReadsBack(const std::string& text, const GpuCatalog& catalog) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) {
+    return InternalError("the job as it would be stored is not JSON");
+  }
+  StatusOr<JobSubmission> back = JobSubmissionFromJson(j, catalog);
+  if (!back.ok()) {
+    return InvalidArgumentError(back.status().message() + " (as it would be stored)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 bool Controller::Visible(const Principal& who, const LiveJob& job) const {
   return who.role == Role::kAdmin || (who.role == Role::kTenant && who.tenant == job.row.tenant);
+}
+
+Status Controller::MayChange(const Principal& who, const LiveJob& job) const {
+  if (who.role == Role::kAdmin || who.user.empty() || job.submission.spec.user == who.user) {
+    return Status::Ok();
+  }
+  return PermissionDeniedError("job " + ToString(job.id()) + " is " +
+                               (job.submission.spec.user.empty()
+                                    ? std::string("the tenant's")
+                                    : "user '" + job.submission.spec.user + "''s") +
+                               ": only its user or the tenant's own token may change it");
+}
+
+std::string Controller::Actor(const Principal& who) {
+  if (!who.user.empty()) {
+    return "user " + who.user;
+  }
+  return (who.role == Role::kAdmin ? "admin " : "tenant token ") +
+         (who.name.empty() ? std::string("(unnamed)") : who.name);
 }
 
 StatusOr<std::string> Controller::ResolveQueue(const Principal& who, std::string& queue) const {
@@ -92,14 +130,12 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     const std::string tenant = std::move(resolved).value();
     const std::string& queue = job.spec.queue;
     if (!idempotency_key.empty()) {
-      std::optional<JobNumber> first = jobs_.FindKey(tenant, idempotency_key);
+      TESSERA_ASSIGN_OR_RETURN(std::optional<JobNumber> first,
+                               SettledKey(tenant, idempotency_key, lock));
       std::optional<LiveJob> archived;
       const LiveJob* found = first ? FindOrLoad(*first, &archived, lock) : nullptr;
       if (found != nullptr) {
         const LiveJob& existing = *found;
-        if (!existing.durable) {
-          return AbortedError("a submission with this idempotency key is in progress; retry");
-        }
         // A retry must be the same request; anything else under the same key is a client
         // bug that silently returning the first job would hide. Where it was retried
         // from (submit_dir) is not part of the request.
@@ -114,16 +150,18 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
         return JobJson(existing);
       }
     }
+    TESSERA_RETURN_IF_ERROR(CheckPendingBound({{queue, 1}}));
     RefreshFitVerdicts();
     TESSERA_RETURN_IF_ERROR(CheckSubmissionFits(*views_.context(), job.spec, job.hold_if_unfit));
-    id = jobs_.TakeId();
     job.spec.submit_time = now;
+    row.spec_json = JobSubmissionToJson(job, *catalog_).dump();
+    TESSERA_RETURN_IF_ERROR(ReadsBack(row.spec_json, *catalog_));
+    id = jobs_.TakeId();
     row.id = id.value();
     row.tenant = tenant;
     row.queue = queue;
     row.name = job.spec.name;
     row.idempotency_key = idempotency_key;
-    row.spec_json = JobSubmissionToJson(job, *catalog_).dump();
     row.state = std::string(JobStateName(JobState::kPending));
     row.submit_us = now;
     row.reason = job.hold ? HeldReason() : "waiting for the next scheduling cycle";
@@ -138,16 +176,11 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   batch.jobs.push_back(std::move(row));
   Status s = store_->Commit(std::move(batch));
   std::lock_guard<std::mutex> lock(mu_);
+  KeysSettled();
   LiveJob& j = jobs_.all().at(id);
   if (!s.ok()) {
     jobs_.Remove(id);
-    // A batch the store cannot take (too large for one etcd transaction) was refused
-    // whole, before anything was written: the store has not failed.
-    if (s.code() == StatusCode::kInvalidArgument) {
-      return InvalidArgumentError("could not make the job durable: " + s.message());
-    }
-    store_failed_ = true;
-    return UnavailableError("could not make the job durable: " + s.message());
+    return SubmitCommitFailed(s, "the job");
   }
   Acknowledge(j, now);
   *created = true;
@@ -197,6 +230,21 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
       return AtJob(i, InvalidArgumentError(
                           "array_index: is set by the server on each element of an array"));
     }
+  }
+  // A queue at its maxPending refuses before the arrays are expanded and the jobs
+  // prepared (a flood at the bound costs little); checked again, exactly, below.
+  {
+    std::map<std::string, size_t> adding;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (JobSubmission& j : jobs) {
+      std::string queue = j.spec.queue;
+      if (!ResolveQueue(who, queue).ok()) {
+        continue;  // refused with its path below
+      }
+      std::shared_ptr<const JobGates::Array> a = j.array.empty() ? nullptr : ParsedArray(j.array);
+      adding[queue] += a != nullptr ? a->indices.size() : 1;
+    }
+    TESSERA_RETURN_IF_ERROR(CheckPendingBound(adding));
   }
   // Arrays in a batch: their elements in their place.
   if (std::any_of(jobs.begin(), jobs.end(), [](const JobSubmission& j) { return !j.array.empty(); })) {
@@ -252,9 +300,18 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
         return AtJob(i, prepared);
       }
     }
-    if (!key.empty() && jobs_.FindKey(tenants[0], BatchJobKey(key, 0))) {
-      return RetriedBatch(jobs, tenants, key, lock);
+    if (!key.empty()) {
+      TESSERA_ASSIGN_OR_RETURN(std::optional<JobNumber> first,
+                               SettledKey(tenants[0], BatchJobKey(key, 0), lock));
+      if (first) {
+        return RetriedBatch(jobs, tenants, key, lock);
+      }
     }
+    std::map<std::string, size_t> adding;
+    for (const JobSubmission& j : jobs) {
+      ++adding[j.spec.queue];
+    }
+    TESSERA_RETURN_IF_ERROR(CheckPendingBound(adding));
     RefreshFitVerdicts();
   }
   // Each job as a single submission: one that could never run refuses the batch.
@@ -270,6 +327,11 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
   for (size_t i = 0; i < n; ++i) {
     jobs[i].spec.submit_time = now;
     specs[i] = JobSubmissionToJson(jobs[i], *catalog_).dump();
+    // An array's elements differ only in their index: its first answers for all.
+    const bool element = i > 0 && !jobs[i].array.empty() && jobs[i].array == jobs[i - 1].array;
+    if (Status back = element ? Status::Ok() : ReadsBack(specs[i], *catalog_); !back.ok()) {
+      return AtJob(i, back);
+    }
   }
   WriteBatch batch;
   batch.jobs.reserve(n);
@@ -282,10 +344,18 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
     if (again != tenants) {
       return AbortedError("the queue configuration changed during the submission; retry");
     }
-    for (size_t i = 0; !key.empty() && i < n; ++i) {
-      if (jobs_.FindKey(tenants[i], BatchJobKey(key, i))) {
-        return i == 0 ? AbortedError("a batch with this idempotency key is in progress; retry")
-                      : BatchKeyReused(key);
+    if (!key.empty()) {
+      // A resend that came in while this one was checked without the lock: the first
+      // to take the key makes the jobs, the other answers as a replay of it.
+      TESSERA_ASSIGN_OR_RETURN(std::optional<JobNumber> first,
+                               SettledKey(tenants[0], BatchJobKey(key, 0), lock));
+      if (first) {
+        return RetriedBatch(jobs, tenants, key, lock);
+      }
+      for (size_t i = 1; i < n; ++i) {
+        if (jobs_.FindKey(tenants[i], BatchJobKey(key, i))) {
+          return BatchKeyReused(key);
+        }
       }
     }
     for (size_t i = 0; i < n; ++i) {
@@ -312,15 +382,12 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
   }
   Status s = store_->Commit(std::move(batch));
   std::unique_lock<std::mutex> lock(mu_);
+  KeysSettled();
   if (!s.ok()) {
     for (JobNumber id : ids) {
       jobs_.Remove(id);
     }
-    if (s.code() == StatusCode::kInvalidArgument) {  // refused whole, as above
-      return InvalidArgumentError("could not make the jobs durable: " + s.message());
-    }
-    store_failed_ = true;
-    return UnavailableError("could not make the jobs durable: " + s.message());
+    return SubmitCommitFailed(s, "the jobs");
   }
   // A slice at a time, so that cycles, heartbeats and other submissions are not held up
   // for the whole of a large batch (all of it is durable already; the jobs not yet
@@ -351,14 +418,12 @@ StatusOr<nlohmann::json> Controller::RetriedBatch(const std::vector<JobSubmissio
   std::vector<JobSubmission> first;  // the first batch's jobs, compared without the lock
   first.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    std::optional<JobNumber> id = jobs_.FindKey(tenants[i], BatchJobKey(key, i));
+    TESSERA_ASSIGN_OR_RETURN(std::optional<JobNumber> id,
+                             SettledKey(tenants[i], BatchJobKey(key, i), lock));
     std::optional<LiveJob> archived;
     const LiveJob* found = id ? FindOrLoad(*id, &archived, lock) : nullptr;
     if (found == nullptr) {
       return BatchKeyReused(key);
-    }
-    if (!found->durable) {
-      return AbortedError("a batch with this idempotency key is in progress; retry");
     }
     first.push_back(found->submission);
     ids.push_back(id->value());
@@ -379,6 +444,67 @@ StatusOr<nlohmann::json> Controller::RetriedBatch(const std::vector<JobSubmissio
     }
   }
   return nlohmann::json{{"ids", std::move(ids)}};
+}
+
+StatusOr<std::optional<JobNumber>> Controller::SettledKey(const std::string& tenant,
+                                                          const std::string& key,
+                                                          std::unique_lock<std::mutex>& lock) {
+  // Longer than any commit takes; a store that hangs longer fails on its own.
+  constexpr auto kKeyWait = std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + kKeyWait;
+  while (true) {
+    std::optional<JobNumber> id = jobs_.FindKey(tenant, key);
+    if (!id || !jobs_.InFlight(*id)) {
+      return id;
+    }
+    if (keys_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
+        jobs_.InFlight(*id)) {
+      return AbortedError("a submission with this idempotency key is still in progress; retry");
+    }
+  }
+}
+
+int64_t Controller::MaxPendingOf(const std::string& queue) {
+  if (pending_bounds_.yaml != core_.queues_yaml()) {
+    // Checked when the configuration was accepted (queue_config.cc); unreadable: defaults.
+    StatusOr<std::map<std::string, int64_t>> bounds = QueueMaxPending(core_.queues_yaml());
+    pending_bounds_.by_queue = bounds.ok() ? std::move(bounds).value() : std::map<std::string, int64_t>{};
+    pending_bounds_.yaml = core_.queues_yaml();
+  }
+  auto it = pending_bounds_.by_queue.find(queue);
+  return it != pending_bounds_.by_queue.end() ? it->second : kDefaultMaxPending;
+}
+
+Status Controller::CheckPendingBound(const std::map<std::string, size_t>& adding) {
+  for (const auto& [queue, n] : adding) {
+    const auto bound = static_cast<size_t>(MaxPendingOf(queue));
+    const size_t now = views_.PendingIn(queue);
+    if (now + n > bound) {
+      return ResourceExhaustedError(
+          "queue '" + queue + "' has " + std::to_string(now) + " pending jobs and holds at most " +
+          std::to_string(bound) + " (maxPending in the queue configuration); this submission makes " +
+          std::to_string(n) + ": wait for some to start, or ask the admin to raise the bound");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Controller::SubmitCommitFailed(const Status& s, const std::string& what) {
+  // A batch the store cannot take (too large for one etcd transaction) was refused
+  // whole, before anything was written: the store has not failed.
+  if (s.code() == StatusCode::kInvalidArgument) {
+    return InvalidArgumentError("could not make " + what + " durable: " + s.message());
+  }
+  // The store refused the key and wrote nothing of the batch (each batch is all or
+  // nothing): a job this controller does not hold in memory has it, one whose row it
+  // could not read at its start (quarantined) or one archived past the key's
+  // retention.
+  if (s.code() == StatusCode::kAlreadyExists) {
+    return AlreadyExistsError("Idempotency-Key already used: " + s.message() +
+                              "; use a new key for a new job");
+  }
+  store_failed_ = true;
+  return UnavailableError("could not make " + what + " durable: " + s.message());
 }
 
 void Controller::Acknowledge(LiveJob& j, Micros now) {
@@ -432,6 +558,7 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, JobNumber id) 
     if (found == nullptr || !Visible(who, *found)) {
       return NotFoundError("no job " + ToString(id));
     }
+    TESSERA_RETURN_IF_ERROR(MayChange(who, *found));
     if (Terminal(found->state)) {  // archived jobs are all terminal
       return FailedPreconditionError(
           "job " + ToString(id) + " has already " +
@@ -445,10 +572,10 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, JobNumber id) 
       out.finished.push_back(id);
       job->SetState(JobState::kCancelled);
       job->row.end_us = now;
-      job->row.reason = "cancelled before it started";
+      job->row.reason = "cancelled before it started, by " + Actor(who);
       out.dirty.insert(id);
     } else {
-      job->row.reason = "cancelled";
+      job->row.reason = "cancelled by " + Actor(who);
       StopJob(*job, AfterStop::kCancel, options_.stop_grace, now, out);
     }
     Seal(out);

@@ -158,7 +158,11 @@ void Controller::FillReason(const LiveJob& job, JobView& view) const {
     if (job.slot != JobTable::kArchived) {
       view.restart_at = core_.lifecycle()->HeldUntil(jobs_.Rec(job).id);  // its backoff
     }
-    view.demand = DemandOf(job.id(), job.row.queue, job.submission.spec, *catalog_);
+    // The core's copy of the spec: its shares carry the tenant's identity (MPS rule).
+    view.demand = DemandOf(job.id(), job.row.queue,
+                           job.slot != JobTable::kArchived ? jobs_.Rec(job).spec
+                                                           : job.submission.spec,
+                           *catalog_);
   }
 }
 
@@ -210,11 +214,18 @@ void Controller::PublishWaitContext() {
     c->borrowing = core_.scheduler()->options().borrowing;
     c->reclaim = core_.scheduler()->options().preempt_reclaim;
     c->min_run_before_reclaim = core_.scheduler()->options().min_run_before_reclaim;
-    for (const JobRecord& rec : *jobs_.records()) {
+    const Micros now = clock_->NowMicros();
+    const std::vector<JobRecord>& records = *jobs_.records();
+    for (const JobRecord& rec : records) {
       if (rec.phase == JobPhase::kRunning && rec.queue.valid() &&
           core_.quota()->IsBorrowing(rec.queue)) {
         c->borrowers.push_back({core_.tree().spec(rec.queue).name, jobs_.IdAt(rec.id),
                                 rec.run_start, rec.spec.preemptible});
+      }
+      if (rec.phase == JobPhase::kPending && rec.evicted_for.valid() &&
+          now < rec.evicted_hold_until && rec.evicted_for.value() < records.size() &&
+          records[rec.evicted_for.value()].phase == JobPhase::kPending) {
+        c->held_victims[jobs_.IdAt(rec.id)] = {jobs_.IdAt(rec.evicted_for), rec.evicted_hold_until};
       }
     }
   }
@@ -438,6 +449,8 @@ nlohmann::json Controller::Queues() {
                    {"fair_share", FairShareJson(q)},
                    {"pending", c != counts.end() ? c->second.first : 0},
                    {"running", c != counts.end() ? c->second.second : 0},
+                   {"max_pending", core_.tree().is_queue(q) ? nlohmann::json(MaxPendingOf(spec.name))
+                                                            : nlohmann::json(nullptr)},
                    {"idle", core_.tree().is_queue(q) ? IdlePolicyJson(IdlePolicyOf(spec.name))
                                                      : nlohmann::json(nullptr)},
                    {"resources", std::move(resources)}});

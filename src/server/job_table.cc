@@ -24,7 +24,10 @@ void JobTable::Remove(JobNumber id) {
   }
   const LiveJob& job = it->second;
   if (!job.row.idempotency_key.empty()) {
-    idempotency_.erase(QueueKey(job.row.tenant, job.row.idempotency_key));
+    auto key = idempotency_.find(QueueKey(job.row.tenant, job.row.idempotency_key));
+    if (key != idempotency_.end() && key->second == id) {  // else it names another job
+      idempotency_.erase(key);
+    }
   }
   FreeSlot(job.slot);
   jobs_.erase(it);

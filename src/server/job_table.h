@@ -107,6 +107,12 @@ class JobTable {
 
   // The job submitted by `tenant` with Idempotency-Key `key`, in memory or archived.
   std::optional<JobNumber> FindKey(const std::string& tenant, const std::string& key) const;
+  // Whether `id` is in memory and still being made durable (its submission's commit is
+  // under way without the lock).
+  bool InFlight(JobNumber id) const {
+    auto it = jobs_.find(id);
+    return it != jobs_.end() && !it->second.durable;
+  }
   void AddKey(const std::string& tenant, const std::string& key, JobNumber id);
 
   // The core numbers jobs densely by slot, so that its per-job tables stay as small as

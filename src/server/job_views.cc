@@ -27,12 +27,45 @@ PendingDemand DemandOf(JobNumber id, const std::string& queue, const JobSpec& sp
 
 void PublishedJobs::Put(std::shared_ptr<const JobView> view) {
   std::lock_guard<std::mutex> lock(mu_);
-  jobs_[view->id] = std::move(view);
+  if (view->pending) {
+    ++pending_by_queue_[view->queue];
+  }
+  std::shared_ptr<const JobView>& slot = jobs_[view->id];
+  if (slot != nullptr) {
+    Unpend(*slot);
+  } else {
+    by_tenant_[view->tenant].insert(view->id);
+  }
+  slot = std::move(view);
 }
 
 void PublishedJobs::Erase(JobNumber id) {
   std::lock_guard<std::mutex> lock(mu_);
-  jobs_.erase(id);
+  if (auto it = jobs_.find(id); it != jobs_.end()) {
+    Unpend(*it->second);
+    if (auto t = by_tenant_.find(it->second->tenant); t != by_tenant_.end()) {
+      t->second.erase(id);
+      if (t->second.empty()) {
+        by_tenant_.erase(t);
+      }
+    }
+    jobs_.erase(it);
+  }
+}
+
+void PublishedJobs::Unpend(const JobView& view) {
+  if (!view.pending) {
+    return;
+  }
+  if (auto it = pending_by_queue_.find(view.queue); it != pending_by_queue_.end() && --it->second == 0) {
+    pending_by_queue_.erase(it);
+  }
+}
+
+size_t PublishedJobs::PendingIn(const std::string& queue) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pending_by_queue_.find(queue);
+  return it == pending_by_queue_.end() ? 0 : it->second;
 }
 
 void PublishedJobs::SetContext(std::shared_ptr<const WaitContext> context) {
@@ -91,24 +124,53 @@ PublishedJobs::Page PublishedJobs::List(const Principal& who, const JobFilter& f
                                         JobNumber after, size_t limit) const {
   // Newest first, in steps of a bounded number of jobs per hold of the lock, resuming
   // below the last job seen: a filter that skips many jobs does not hold up publishing.
+  // A listing of one tenant (a tenant's own, or the admin's ?tenant=) walks only that
+  // tenant's jobs.
+  const std::string* only = who.role == Role::kTenant ? &who.tenant
+                            : !filter.tenant.empty()   ? &filter.tenant
+                                                       : nullptr;
   constexpr size_t kStep = 256;
   Page page;
   JobNumber below = after;  // 0: from the newest
   bool done = false;
   while (!done) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = below.value() == 0 ? jobs_.end() : jobs_.lower_bound(below);
+    // The next job below `below`, newest first: of every tenant, or of `only`'s.
+    std::set<JobNumber>::const_iterator tenant_it;
+    std::map<JobNumber, std::shared_ptr<const JobView>>::const_iterator all_it;
+    const std::set<JobNumber>* ids = nullptr;
+    if (only != nullptr) {
+      auto t = by_tenant_.find(*only);
+      if (t == by_tenant_.end()) {
+        break;
+      }
+      ids = &t->second;
+      tenant_it = below.value() == 0 ? ids->end() : ids->lower_bound(below);
+    } else {
+      all_it = below.value() == 0 ? jobs_.end() : jobs_.lower_bound(below);
+    }
     for (size_t steps = 0;; ++steps) {
-      if (it == jobs_.begin()) {
+      if (ids != nullptr ? tenant_it == ids->begin() : all_it == jobs_.begin()) {
         done = true;
         break;
       }
       if (steps == kStep) {
         break;  // resume below `below` with the lock taken again
       }
-      --it;
-      below = it->first;
-      const JobView& job = *it->second;
+      const std::shared_ptr<const JobView>* view = nullptr;
+      if (ids != nullptr) {
+        below = *--tenant_it;
+        auto found = jobs_.find(below);
+        if (found == jobs_.end()) {
+          continue;
+        }
+        view = &found->second;
+      } else {
+        --all_it;
+        below = all_it->first;
+        view = &all_it->second;
+      }
+      const JobView& job = **view;
       if (!Visible(who, job.tenant) ||
           (!filter.states.empty() && std::find(filter.states.begin(), filter.states.end(),
                                                job.state) == filter.states.end()) ||
@@ -122,7 +184,7 @@ PublishedJobs::Page PublishedJobs::List(const Principal& who, const JobFilter& f
         done = true;
         break;
       }
-      page.jobs.push_back(it->second);
+      page.jobs.push_back(*view);
     }
   }
   return page;

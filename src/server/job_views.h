@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -86,6 +87,13 @@ struct WaitContext {
   bool reclaim = false;
   Micros min_run_before_reclaim = 0;
   std::vector<Borrower> borrowers;
+  // Evicted jobs that wait for the job they were evicted for to start
+  // (SchedulerOptions::victim_hold): the victim, its preemptor, until when at most.
+  struct HeldVictim {
+    JobNumber preemptor;
+    Micros until = 0;
+  };
+  std::map<JobNumber, HeldVictim> held_victims;
 };
 
 // What a pending job asks for, for its reason.
@@ -132,6 +140,8 @@ class PublishedJobs {
 
   void Put(std::shared_ptr<const JobView> view);
   void Erase(JobNumber id);
+  // Published jobs of `queue` that are pending now (held and gated ones included).
+  size_t PendingIn(const std::string& queue) const;
   void SetContext(std::shared_ptr<const WaitContext> context);
   // The last ETA refresh (job_eta.h): a pending job's text shows its entry.
   void SetEtas(std::shared_ptr<const EtaTable> etas);
@@ -165,6 +175,12 @@ class PublishedJobs {
   // a reader-preferring lock could starve the controller's publishing under read load.
   mutable std::mutex mu_;
   std::map<JobNumber, std::shared_ptr<const JobView>> jobs_;
+  std::map<std::string, size_t> pending_by_queue_;  // kept with jobs_ (PendingIn)
+  // Each tenant's jobs, kept with jobs_: a tenant's listing walks its own jobs, not
+  // every other tenant's (one tenant's 50,000 pending jobs once cost another's listing
+  // of 100 rows 20 ms).
+  std::map<std::string, std::set<JobNumber>, std::less<>> by_tenant_;
+  void Unpend(const JobView& view);  // mu_ held: `view` leaves the pending counts
   std::shared_ptr<const WaitContext> context_ = std::make_shared<WaitContext>();
   std::shared_ptr<const EtaTable> etas_;  // null until the first refresh
 };

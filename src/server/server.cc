@@ -22,9 +22,11 @@
 #include "server/agent_channel_server.h"
 #include "server/auth.h"
 #include "server/dashboard.h"
+#include "server/http_guard.h"
 #include "server/rate_limiter.h"
 #include "server/server_util.h"
 #include "server/thread_priority.h"
+#include "store/commit_watch.h"
 #include "store/sqlite_store.h"
 
 namespace tessera {
@@ -207,6 +209,10 @@ Status Server::Init() {
     TESSERA_ASSIGN_OR_RETURN(store_,
                              OpenSqliteStore(options_.data_dir + "/state.db", store_options));
   }
+  // Every write is timed: a frozen disk shows in /healthz while writes wait on it.
+  auto watched = std::make_unique<CommitWatch>(std::move(store_), clock_);
+  commit_watch_ = watched.get();
+  store_ = std::move(watched);
 
   tokens_ = std::make_unique<TokenRegistry>();
   TESSERA_ASSIGN_OR_RETURN(std::vector<TokenRow> rows, store_->LoadTokens());
@@ -260,20 +266,16 @@ Status Server::Init() {
       controller_, Controller::Open(std::move(copts), store_.get(), *catalog_, clock_, queues));
   TESSERA_RETURN_IF_ERROR(controller_->ForgetRemovedNodes());
 
-  if (!options_.tls_cert.empty()) {
-    auto ssl =
-        std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
-    if (!ssl->is_valid()) {
-      return InvalidArgumentError("cannot load the TLS certificate " + options_.tls_cert +
-                                  " and key " + options_.tls_key);
-    }
-    http_ = std::move(ssl);
-  } else {
-    http_ = std::make_unique<httplib::Server>();
-  }
   const size_t threads = static_cast<size_t>(std::max(options_.threads, 1));
   const size_t max_threads = static_cast<size_t>(std::max(options_.max_threads, options_.threads));
-  http_->new_task_queue = [threads, max_threads] { return new ElasticPool(threads, max_threads); };
+  HttpGuardOptions guard;
+  guard.header_timeout_ms = options_.header_timeout_ms;
+  guard.max_connections_per_source = options_.max_connections_per_source;
+  TESSERA_ASSIGN_OR_RETURN(
+      http_, NewGuardedHttpServer(guard, options_.tls_cert, options_.tls_key,
+                                  [threads, max_threads] {
+                                    return new ElasticPool(threads, max_threads);
+                                  }));
   http_->set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     RestoreThreadPriority();  // after a bulk answer this thread wrote last
     return httplib::Server::HandlerResponse::Unhandled;
@@ -374,11 +376,32 @@ void Server::Routes() {
 
   s.Get("/healthz", [this](const Req&, Res& res) {
     if (controller_->healthy()) {
-      if (options_.leader_url.empty()) {
-        SendJson(res, {{"status", "ok"}});
-      } else {
-        SendJson(res, {{"status", "ok"}, {"role", "leader"}, {"leader", options_.leader_url}});
+      nlohmann::json out = {{"status", "ok"}};
+      if (!options_.leader_url.empty()) {
+        out["role"] = "leader";
+        out["leader"] = options_.leader_url;
       }
+      // Writes wait on the store (a frozen filesystem, a slow etcd): reads still work.
+      if (const Micros wait = commit_watch_->OldestCommitWait(); wait >= kStoreStallAlert) {
+        out["status"] = "degraded";
+        out["store_wait_s"] = static_cast<double>(wait / 1000) / 1000.0;
+        out["reason"] = "a write to the state store has waited " + FormatDuration(wait) +
+                        "; submissions and reports wait with it";
+      }
+      // Serving, but some stored jobs were left out at the start: say which, and why.
+      if (const auto& q = controller_->quarantined(); !q.empty()) {
+        out["status"] = "degraded";
+        nlohmann::json rows = nlohmann::json::array();
+        for (size_t i = 0; i < q.size() && i < 100; ++i) {
+          rows.push_back({{"job", q[i].id}, {"why", q[i].why}});
+        }
+        out["quarantined_jobs"] = q.size();
+        out["quarantined"] = std::move(rows);
+        out["reason"] = std::to_string(q.size()) +
+                        " stored job rows could not be read at the start and were left out "
+                        "(the log names each); they stay in the store as they were";
+      }
+      SendJson(res, out);
     } else {
       SendJson(res, {{"status", "failing"}, {"reason", "the state store failed"}}, 503);
     }

@@ -35,8 +35,12 @@
 //
 // Hardening: requests are served by an elastic pool (threads..max_threads), so that slow
 // or idle connections, each bounded by the read timeout and keep-alive limits, cannot
-// hold every worker; the listen backlog is listen_backlog. A listing costs one rate
-// token per list_rows_per_token rows, a batch of N jobs 1 + N / batch_jobs_per_token
+// hold every worker; the listen backlog is listen_backlog. A connection waits for its
+// first request's headers off the pool, and is closed when they (or a later request's)
+// take longer than header_timeout_ms; a client address has at most
+// max_connections_per_source connections at once (server/http_guard.h). A listing costs
+// one rate token per list_rows_per_token rows, a submission that makes N jobs (a batch, or an
+// array of N elements; its arrays' elements counted) 1 + N / batch_jobs_per_token
 // (api/job_batch.h bounds a batch: 10,000 jobs; 413 beyond). Failed authentications
 // are throttled per source address (auth_throttle; 429 with Retry-After).
 //
@@ -67,6 +71,7 @@ struct Response;
 
 namespace tessera {
 
+class CommitWatch;
 class AgentChannelServer;
 class TokenRegistry;
 
@@ -93,6 +98,10 @@ struct ServerOptions {
   int read_timeout_ms = 5000;          // one read of a request (headers or body)
   int keep_alive_max = 10000;          // requests per connection (each close costs a reconnect)
   int keep_alive_timeout_s = 5;        // an idle keep-alive connection is closed after this
+  // A request's line and headers must all arrive within this, or the connection is
+  // closed (server/http_guard.h: plain HTTP only; 0: no total deadline).
+  int header_timeout_ms = 5000;
+  int max_connections_per_source = 64;  // concurrent, per client IP address; beyond: 429 (0: any)
   double list_rows_per_token = 10;     // a listing of N rows costs 1 + N / this rate tokens
   double batch_jobs_per_token = 4;     // a batch of N jobs costs 1 + N / this rate tokens
   AuthThrottleOptions auth_throttle;   // failed authentications per source address
@@ -152,6 +161,8 @@ class Server {
   void JobRoutes();
   // A job named by its id or, for an array element, "ARRAY_INDEX".
   StatusOr<JobNumber> JobIdOf(const Principal& who, const std::string& text);
+  // Charges the request's token for the `jobs` a submission makes (see Hardening).
+  void ChargeJobs(const httplib::Request& req, size_t jobs);
   void DrainRoutes();
   void ViewRoutes();
   void ConfigRoutes();
@@ -178,6 +189,9 @@ class Server {
   const GpuCatalog* catalog_;
   SystemClock clock_;
   std::unique_ptr<Store> store_;
+  CommitWatch* commit_watch_ = nullptr;  // store_ itself: times its commits
+  // A write waiting this long makes /healthz say "degraded".
+  static constexpr Micros kStoreStallAlert = 2'000'000;
   std::unique_ptr<TokenRegistry> tokens_;
   std::unique_ptr<RateLimiter> limiter_;
   std::unique_ptr<AuthThrottle> throttle_;

@@ -11,6 +11,7 @@
 
 #include "api/job_batch.h"
 #include "api/job_codec.h"
+#include "api/job_relations.h"
 #include "base/strings.h"
 #include "server/server.h"
 #include "server/server_util.h"
@@ -76,7 +77,24 @@ void StreamJobPage(Controller* controller, httplib::Response& res,
   });
 }
 
+// The jobs a submission makes: an array's elements, else one.
+size_t JobsMade(const JobSubmission& job) {
+  if (job.array.empty()) {
+    return 1;
+  }
+  StatusOr<ArraySpec> spec = ParseArraySpec(job.array);
+  return spec.ok() ? spec->indices.size() : 1;
+}
+
 }  // namespace
+
+void Server::ChargeJobs(const httplib::Request& req, size_t jobs) {
+  // Allow took one token for the request; each job made costs its share, so that a
+  // tenant's sustained submissions are bounded however they are grouped (a single
+  // POST of a 1,000-element array costs as a batch of 1,000 jobs does).
+  limiter_->Charge(HashToken(req.get_header_value("Authorization")),
+                   static_cast<double>(jobs) / std::max(options_.batch_jobs_per_token, 1.0));
+}
 
 StatusOr<JobNumber> Server::JobIdOf(const Principal& who, const std::string& text) {
   // A plain id without the controller's lock; an array element's name through it.
@@ -100,6 +118,9 @@ void Server::JobRoutes() {
              return;
            }
            StampUser(who, job->spec);
+           if (const size_t made = JobsMade(*job); made > 1) {
+             ChargeJobs(req, made);
+           }
            bool created = false;
            StatusOr<nlohmann::json> out = controller_->Submit(
                who, std::move(job).value(), req.get_header_value("Idempotency-Key"), &created);
@@ -124,14 +145,12 @@ void Server::JobRoutes() {
              }
              return;
            }
-           // Allow took one token; each job costs its share, so that a tenant's
-           // sustained submissions are bounded however they are grouped.
-           limiter_->Charge(
-               HashToken(req.get_header_value("Authorization")),
-               static_cast<double>(jobs->size()) / std::max(options_.batch_jobs_per_token, 1.0));
+           size_t made = 0;
            for (JobSubmission& job : jobs.value()) {
              StampUser(who, job.spec);
+             made += JobsMade(job);
            }
+           ChargeJobs(req, made);
            bool created = false;
            StatusOr<nlohmann::json> out = controller_->SubmitBatch(
                who, std::move(jobs).value(), req.get_header_value("Idempotency-Key"), &created);

@@ -12,6 +12,7 @@
 #include "api/agent_protocol.h"
 #include "api/job_batch.h"
 #include "server/server_fixture.h"
+#include "store/sqlite_store.h"
 
 namespace tessera {
 namespace {
@@ -217,6 +218,43 @@ TEST_F(ServerTest, JobsSurviveARestart) {
   EXPECT_EQ(r->status, 200);
   r = SubmitJson(team_a_, kJob);
   EXPECT_EQ(nlohmann::json::parse(r->body)["id"], id + 1);
+}
+
+// A stored row the controller cannot read does not keep it from starting: the row is
+// quarantined, /healthz says "degraded" and names it, every other job is served.
+TEST_F(ServerTest, AnUnreadableStoredJobIsQuarantinedAndHealthzSaysSo) {
+  httplib::Result r = SubmitJson(team_a_, kJob);
+  ASSERT_EQ(r->status, 201);
+  const uint64_t id = nlohmann::json::parse(r->body)["id"];
+  server_->Stop();
+  server_.reset();
+  {
+    auto store = SqliteStore::Open(dir_ + "/state.db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    WriteBatch bad;
+    JobRow row;
+    row.id = id + 1;
+    row.tenant = row.queue = "team-a";
+    row.spec_json = R"({"command": ["x"], "array": ")" + std::string(70000, '1') + R"("})";
+    row.state = "pending";
+    bad.jobs.push_back(row);
+    ASSERT_TRUE((*store)->Commit(std::move(bad)).ok());
+  }
+  StartServer();
+  r = Client("").Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  nlohmann::json health = nlohmann::json::parse(r->body);
+  EXPECT_EQ(health["status"], "degraded") << r->body;
+  EXPECT_EQ(health["quarantined_jobs"], 1) << r->body;
+  EXPECT_EQ(health["quarantined"][0]["job"], id + 1) << r->body;
+  r = Client(team_a_).Get(("/v1/jobs/" + std::to_string(id)).c_str());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  // The next job takes an id above the quarantined row's.
+  r = SubmitJson(team_a_, kJob);
+  ASSERT_EQ(r->status, 201);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["id"], id + 2);
 }
 
 // A job that could never run on the nodes: 400 naming what is missing, or with
@@ -537,6 +575,29 @@ TEST_F(ServerRateTest, ABatchCostsInProportionToItsJobs) {
   EXPECT_EQ(r->status, 429);
   // Tenant B's bucket is its own.
   EXPECT_EQ(Client(team_b_).Post("/v1/jobs/batch", BatchBody(1), "application/json")->status, 201);
+}
+
+// An array is the jobs it makes, not one request: eight 1,000-element arrays once went
+// through a limit that refused eight batches of 1,000.
+TEST_F(ServerRateTest, AnArrayCostsItsElementsAsABatchDoes) {
+  httplib::Client c = Client(team_a_);
+  const std::string array =
+      R"({"command": ["/bin/true"], "resources": {"gpus": 1}, "array": "0-299"})";
+  ASSERT_EQ(c.Post("/v1/jobs", array, "application/json")->status, 201);
+  int ok = 0;
+  for (int i = 0; i < 20; ++i) {
+    ok += c.Get("/v1/jobs/1")->status == 200 ? 1 : 0;
+  }
+  EXPECT_LE(ok, 10);
+  EXPECT_EQ(c.Post("/v1/jobs", array, "application/json")->status, 429);
+  // In a batch too: its arrays' elements are counted. The first leaves 9 of the 40
+  // tokens, the second takes the bucket into debt, the third is refused (counted as one
+  // request each, all three would pass).
+  httplib::Client b = Client(team_b_);
+  const std::string batch = R"({"jobs": [)" + array + "]}";
+  ASSERT_EQ(b.Post("/v1/jobs/batch", batch, "application/json")->status, 201);
+  ASSERT_EQ(b.Post("/v1/jobs/batch", batch, "application/json")->status, 201);
+  EXPECT_EQ(b.Post("/v1/jobs/batch", batch, "application/json")->status, 429);
 }
 
 TEST_F(ServerRateTest, ListingsCostInProportionToTheirRows) {

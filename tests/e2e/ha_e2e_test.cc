@@ -348,6 +348,86 @@ TEST_F(HaTest, LeaderKilledThreeTimesDuringAThousandSubmissionsRunsEachJobOnce) 
   ExpectEachAcknowledgedJobRanOnce(acked, "leader kill -9 x3 during 1000 submissions");
 }
 
+// As a user runs it: `tessera submit` (one call per job, never run again by the test;
+// TESSERA_SERVER names the three controllers) through three leader kills. The CLI
+// follows the failover itself (redirects to the dead leader included) and gives up
+// on none; each job runs once.
+TEST_F(HaTest, TheCliGivesUpNoSubmissionThroughThreeLeaderKills) {
+  constexpr int kJobs = 240;
+  constexpr int kThreads = 4;
+  constexpr int kKills = 3;
+  std::mutex mu;
+  std::map<std::string, uint64_t> acked;
+  std::vector<std::string> given_up;
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = t; i < kJobs; i += kThreads) {
+        const std::string name = "cli-" + std::to_string(i);
+        std::vector<std::string> argv = {TESSERA_BINARY, "submit", "--idempotency-key", name,
+                                         "--name",       name,     "--queue",           "team-a",
+                                         "--gpus",       "1",      "--cpu",             "0.1",
+                                         "--memory",     "64MiB"};
+        for (const auto& [k, v] : tasks_->Env("0.1")) {
+          argv.insert(argv.end(), {"--env", k + "=" + v});
+        }
+        argv.insert(argv.end(), {"--", "/bin/sh", "-c", TaskRecords::kScript});
+        Process cli(argv, dir_ + "/" + name + ".cli.log");
+        const std::optional<int> rc = cli.Wait(120s);
+        uint64_t id = 0;
+        std::istringstream out(cli.Output());
+        for (std::string line; std::getline(out, line);) {
+          if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos) {
+            id = std::stoull(line);
+          }
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        if (rc == 0 && id != 0) {
+          acked[name] = id;
+        } else {
+          given_up.push_back(name + " (exit " + (rc ? std::to_string(*rc) : "none") + "): " +
+                             cli.Output().substr(0, 300));
+        }
+        ++done;
+      }
+    });
+  }
+  int kills = 0;
+  for (int k = 1; k <= kKills; ++k) {
+    if (!WaitFor([&] { return done.load() >= k * kJobs / (kKills + 1); }, 180s)) break;
+    const int leader = Leader();
+    if (leader < 0) {
+      ADD_FAILURE() << "no leader before kill " << k;
+      break;
+    }
+    controllers_[leader]->Signal(SIGKILL);
+    if (!controllers_[leader]->Wait(10s).has_value()) {
+      ADD_FAILURE() << "controller " << leader << " did not die";
+      break;
+    }
+    ++kills;
+    // Back as a follower once another leads.
+    if (!WaitFor([&] { return Leader() >= 0; }, 30s)) {
+      ADD_FAILURE() << "no leader after kill " << k;
+      break;
+    }
+    StartController(leader);
+    if (!WaitHealthy(urls_[leader], 20s)) {
+      ADD_FAILURE() << "controller " << leader << " did not come back";
+      break;
+    }
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(kills, kKills);
+  std::cout << "[ha] cli: " << acked.size() << " of " << kJobs << " submissions acknowledged, "
+            << given_up.size() << " given up" << std::endl;
+  std::string first;
+  for (size_t i = 0; i < given_up.size() && i < 5; ++i) first += given_up[i] + "\n";
+  EXPECT_TRUE(given_up.empty()) << given_up.size() << " given up, e.g.:\n" << first;
+  ExpectEachAcknowledgedJobRanOnce(acked, "the CLI through 3 leader kills");
+}
+
 TEST_F(HaTest, AStoppedLeaderIsFencedOnWakingAndStepsDown) {
   std::map<std::string, uint64_t> acked;
   for (int i = 0; i < 8; ++i) {
