@@ -378,4 +378,27 @@ StatusOr<QueueTreeSpec> LoadQueueTreeFile(const std::string& path, const GpuCata
   return ParseQueueTreeText(text.str(), catalog, path);
 }
 
+Status ForEachQueueEntry(
+    std::string_view yaml,
+    const std::function<Status(const YAML::Node& entry, const std::string& path,
+                               const std::string& name)>& fn) {
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml));
+    if (!root.IsMap() || !root["queues"] || !root["queues"].IsSequence()) {
+      return Status::Ok();
+    }
+    size_t i = 0;
+    for (const YAML::Node& q : root["queues"]) {
+      const std::string path = "queues[" + std::to_string(i++) + "]";
+      if (!q.IsMap() || !q["name"]) {
+        continue;
+      }
+      TESSERA_RETURN_IF_ERROR(fn(q, path, q["name"].as<std::string>()));
+    }
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError("queue config: " + e.msg);
+  }
+  return Status::Ok();
+}
+
 }  // namespace tessera

@@ -25,6 +25,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -43,6 +44,15 @@ StatusOr<QueueTreeSpec> LoadQueueTreeFile(const std::string& path, const GpuCata
 // The YAML text of `spec`, which ParseQueueTreeYaml reads back as `spec` (quantities in
 // their ledger units: "1500m" GPUs and CPUs, MiB).
 std::string QueueTreeYaml(const QueueTreeSpec& spec, const GpuCatalog& catalog);
+
+// Calls `fn` with each named entry of `queues` in a queue configuration's text, its
+// YAML path ("queues[3]") and its name, for the keys the controller reads from the same
+// text (queue_idle.h, queue_limits.h); stops at fn's first error. Unparsable text: an
+// error; text without a `queues` list: no call.
+Status ForEachQueueEntry(
+    std::string_view yaml,
+    const std::function<Status(const YAML::Node& entry, const std::string& path,
+                               const std::string& name)>& fn);
 // Parses a quantity of `kind` in its ledger unit (milli-GPU, milli-CPU, MiB).
 StatusOr<int64_t> ParseResourceQuantity(const YAML::Node& node, ResourceKind kind);
 

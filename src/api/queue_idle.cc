@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "api/queue_config.h"
 #include "api/units.h"
 #include "api/yaml_reader.h"
 
@@ -81,26 +82,15 @@ StatusOr<IdlePolicy> ReadIdlePolicy(const YAML::Node& node, const std::string& p
 
 StatusOr<std::map<std::string, IdlePolicy>> QueueIdlePolicies(std::string_view yaml) {
   std::map<std::string, IdlePolicy> out;
-  try {
-    const YAML::Node root = YAML::Load(std::string(yaml));
-    if (!root.IsMap() || !root["queues"] || !root["queues"].IsSequence()) {
-      return out;
-    }
-    size_t i = 0;
-    for (const YAML::Node& q : root["queues"]) {
-      const std::string path = "queues[" + std::to_string(i++) + "]";
-      if (!q.IsMap() || !q["name"]) {
-        continue;
-      }
-      IdlePolicy policy;
-      if (q["idle"]) {
-        TESSERA_ASSIGN_OR_RETURN(policy, ReadIdlePolicy(q["idle"], path + ".idle"));
-      }
-      out[q["name"].as<std::string>()] = policy;
-    }
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError("queue config: " + e.msg);
-  }
+  TESSERA_RETURN_IF_ERROR(ForEachQueueEntry(
+      yaml, [&](const YAML::Node& q, const std::string& path, const std::string& name) -> Status {
+        IdlePolicy policy;
+        if (q["idle"]) {
+          TESSERA_ASSIGN_OR_RETURN(policy, ReadIdlePolicy(q["idle"], path + ".idle"));
+        }
+        out[name] = policy;
+        return Status::Ok();
+      }));
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "api/queue_limits.h"
 
+#include "api/queue_config.h"
 #include "base/strings.h"
 
 namespace tessera {
@@ -17,26 +18,15 @@ StatusOr<int64_t> ReadMaxPending(const YAML::Node& node, const std::string& path
 
 StatusOr<std::map<std::string, int64_t>> QueueMaxPending(std::string_view yaml) {
   std::map<std::string, int64_t> out;
-  try {
-    const YAML::Node root = YAML::Load(std::string(yaml));
-    if (!root.IsMap() || !root["queues"] || !root["queues"].IsSequence()) {
-      return out;
-    }
-    size_t i = 0;
-    for (const YAML::Node& q : root["queues"]) {
-      const std::string path = "queues[" + std::to_string(i++) + "]";
-      if (!q.IsMap() || !q["name"]) {
-        continue;
-      }
-      int64_t bound = kDefaultMaxPending;
-      if (q["maxPending"]) {
-        TESSERA_ASSIGN_OR_RETURN(bound, ReadMaxPending(q["maxPending"], path + ".maxPending"));
-      }
-      out[q["name"].as<std::string>()] = bound;
-    }
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError("queue config: " + e.msg);
-  }
+  TESSERA_RETURN_IF_ERROR(ForEachQueueEntry(
+      yaml, [&](const YAML::Node& q, const std::string& path, const std::string& name) -> Status {
+        int64_t bound = kDefaultMaxPending;
+        if (q["maxPending"]) {
+          TESSERA_ASSIGN_OR_RETURN(bound, ReadMaxPending(q["maxPending"], path + ".maxPending"));
+        }
+        out[name] = bound;
+        return Status::Ok();
+      }));
   return out;
 }
 

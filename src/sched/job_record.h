@@ -64,6 +64,14 @@ struct JobRecord {
   std::vector<uint8_t> held;   // per allocation: 1 while the ClusterState holds it
   bool counted = false;        // the JobScheduler counts it as running
 
+  // Whether this pending job waits, as a victim, for the job it was evicted for to start
+  // (SchedulerOptions::victim_hold); `jobs` are all the records, by id.
+  bool WaitsForPreemptor(const std::vector<JobRecord>& jobs, Micros now) const {
+    return phase == JobPhase::kPending && evicted_for.valid() && now < evicted_hold_until &&
+           evicted_for.value() < jobs.size() &&
+           jobs[evicted_for.value()].phase == JobPhase::kPending;
+  }
+
   // Whether allocation `t` is held in the ClusterState (a task whose node was lost is
   // not); a record without the tally (built outside a lifecycle) holds all of them.
   bool Holds(size_t t) const { return t >= held.size() || held[t] != 0; }

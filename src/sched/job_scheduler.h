@@ -289,8 +289,6 @@ class JobScheduler {
                         std::span<const NodeId> nodes, std::vector<Allocation>* out);
   static void Unplace(ClusterState& state, const std::vector<Allocation>& allocations);
   // The LAS levels are the jobs' at `now` (CycleLasLevel).
-  // Whether `job` waits, as a victim, for the job it was evicted for (victim_hold).
-  bool HeldForPreemptor(const CycleContext& c, const JobRecord& job) const;
   bool CanPreempt(const JobRecord& victim, int victim_level, const JobRecord& preemptor,
                   int preemptor_level, bool reclaim, Micros now) const;
   // LasLevel within a cycle, computed once per job: `now` does not move during a cycle,

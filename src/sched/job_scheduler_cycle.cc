@@ -109,18 +109,10 @@ void JobScheduler::Visit(CycleContext& c, uint64_t id) {
   // are evicted anyway, and what they free would go to another job (often another
   // queue's preemptor, whose own victims then free room for a third: a loop).
   if (job.phase != JobPhase::kPending || c.queue_blocked[job.queue.value()] ||
-      job.victims_in_flight > 0 || HeldForPreemptor(c, job)) {
+      job.victims_in_flight > 0 || job.WaitsForPreemptor(c.jobs, c.now)) {
     return;
   }
   TryJob(c, job);
-}
-
-bool JobScheduler::HeldForPreemptor(const CycleContext& c, const JobRecord& job) const {
-  if (!job.evicted_for.valid() || c.now >= job.evicted_hold_until ||
-      job.evicted_for.value() >= c.jobs.size()) {
-    return false;
-  }
-  return c.jobs[job.evicted_for.value()].phase == JobPhase::kPending;
 }
 
 bool JobScheduler::TryStart(CycleContext& c, JobRecord& job) {

@@ -222,9 +222,7 @@ void Controller::PublishWaitContext() {
         c->borrowers.push_back({core_.tree().spec(rec.queue).name, jobs_.IdAt(rec.id),
                                 rec.run_start, rec.spec.preemptible});
       }
-      if (rec.phase == JobPhase::kPending && rec.evicted_for.valid() &&
-          now < rec.evicted_hold_until && rec.evicted_for.value() < records.size() &&
-          records[rec.evicted_for.value()].phase == JobPhase::kPending) {
+      if (rec.WaitsForPreemptor(records, now)) {
         c->held_victims[jobs_.IdAt(rec.id)] = {jobs_.IdAt(rec.evicted_for), rec.evicted_hold_until};
       }
     }

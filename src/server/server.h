@@ -158,7 +158,8 @@ class Server {
   explicit Server(ServerOptions options, const GpuCatalog& catalog);
   Status Init();
   void Routes();  // health, then the groups below, then the error handlers
-  void JobRoutes();
+  void JobRoutes();     // reads, cancels and logs; calls SubmitRoutes
+  void SubmitRoutes();  // POST /v1/jobs and /v1/jobs/batch
   // A job named by its id or, for an array element, "ARRAY_INDEX".
   StatusOr<JobNumber> JobIdOf(const Principal& who, const std::string& text);
   // Charges the request's token for the `jobs` a submission makes (see Hardening).

@@ -104,8 +104,8 @@ StatusOr<JobNumber> Server::JobIdOf(const Principal& who, const std::string& tex
   return controller_->ResolveJobId(who, text);
 }
 
-// POST/GET /v1/jobs, POST /v1/jobs/batch, GET /v1/jobs/{id}, its cancel and its logs.
-void Server::JobRoutes() {
+// POST /v1/jobs and POST /v1/jobs/batch.
+void Server::SubmitRoutes() {
   httplib::Server& s = *http_;
   using Req = httplib::Request;
   using Res = httplib::Response;
@@ -163,6 +163,14 @@ void Server::JobRoutes() {
            }
            SendJson(res, out.value(), created ? 201 : 200);
          }));
+}
+
+// GET /v1/jobs, GET /v1/jobs/{id}, its cancel and its logs.
+void Server::JobRoutes() {
+  httplib::Server& s = *http_;
+  using Req = httplib::Request;
+  using Res = httplib::Response;
+  SubmitRoutes();
 
   s.Get("/v1/jobs", Authed([this](const Principal& who, const Req& req, Res& res) {
           JobFilter filter;

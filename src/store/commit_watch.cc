@@ -15,7 +15,7 @@ Status CommitWatch::Commit(WriteBatch batch) {
     std::lock_guard<std::mutex> lock(mu_);
     mine = started_.insert(clock_->NowMicros());
   }
-  Status s = inner_->Commit(std::move(batch));
+  Status s = ForwardingStore::Commit(std::move(batch));
   std::lock_guard<std::mutex> lock(mu_);
   started_.erase(mine);
   return s;

@@ -9,33 +9,17 @@ namespace tessera {
 namespace {
 
 // A store whose Commit blocks until the test lets it go (a frozen disk).
-class FrozenStore final : public Store {
+class FrozenStore final : public ForwardingStore {
  public:
+  FrozenStore() : ForwardingStore(std::make_unique<InMemoryStore>()) {}
   Status Commit(WriteBatch batch) override {
     entered_.set_value();
     release_.get_future().wait();
-    return inner_.Commit(std::move(batch));
+    return ForwardingStore::Commit(std::move(batch));
   }
-  StatusOr<std::vector<JobRow>> LoadJobs() override { return inner_.LoadJobs(); }
-  StatusOr<std::optional<JobRow>> LoadJob(uint64_t id) override { return inner_.LoadJob(id); }
-  StatusOr<std::vector<UsageRow>> LoadUsage(int64_t a, int64_t b) override {
-    return inner_.LoadUsage(a, b);
-  }
-  StatusOr<std::vector<TokenRow>> LoadTokens() override { return inner_.LoadTokens(); }
-  StatusOr<std::optional<std::string>> GetKv(std::string_view key) override {
-    return inner_.GetKv(key);
-  }
-  StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(
-      std::string_view prefix) override {
-    return inner_.ListKv(prefix);
-  }
-  Status Close() override { return inner_.Close(); }
 
   std::promise<void> entered_;
   std::promise<void> release_;
-
- private:
-  InMemoryStore inner_;
 };
 
 TEST(CommitWatchTest, TheOldestCommitUnderWayIsTimedUntilItIsAnswered) {

@@ -118,6 +118,42 @@ class Store {  // thread-safe
   virtual Status Close() = 0;
 };
 
+// A Store that passes every call to another, which it owns: a subclass overrides what
+// it watches or changes (store/commit_watch.h times commits). Thread-safe as the
+// wrapped store is.
+class ForwardingStore : public Store {
+ public:
+  explicit ForwardingStore(std::unique_ptr<Store> inner) : inner_(std::move(inner)) {}
+
+  Status Commit(WriteBatch batch) override { return inner_->Commit(std::move(batch)); }
+  StatusOr<std::vector<JobRow>> LoadJobs() override { return inner_->LoadJobs(); }
+  StatusOr<std::optional<JobRow>> LoadJob(uint64_t id) override { return inner_->LoadJob(id); }
+  StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override {
+    return inner_->LoadUsage(since_us, until_us);
+  }
+  StatusOr<std::vector<JobRow>> LoadJobsPage(uint64_t after_id, int64_t submit_since_us,
+                                             int64_t submit_until_us, size_t limit) override {
+    return inner_->LoadJobsPage(after_id, submit_since_us, submit_until_us, limit);
+  }
+  StatusOr<std::vector<UsageRow>> LoadUsageOfJobs(uint64_t first_job, uint64_t last_job) override {
+    return inner_->LoadUsageOfJobs(first_job, last_job);
+  }
+  StatusOr<std::vector<TokenRow>> LoadTokens() override { return inner_->LoadTokens(); }
+  StatusOr<std::optional<std::string>> GetKv(std::string_view key) override {
+    return inner_->GetKv(key);
+  }
+  StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(
+      std::string_view prefix) override {
+    return inner_->ListKv(prefix);
+  }
+  Status Close() override { return inner_->Close(); }
+
+  Store* inner() const { return inner_.get(); }
+
+ private:
+  std::unique_ptr<Store> inner_;
+};
+
 // A Store in memory, for unit tests of other layers: same semantics and checks as the
 // SQLite store, nothing durable. Thread-safe (one mutex).
 class InMemoryStore final : public Store {
