@@ -25,6 +25,8 @@ namespace tessera {
 namespace {
 
 constexpr char kPidFile[] = "nvidia-cuda-mps-control.pid";
+// The pid of the daemon this agent started, beside its pipe and log directories.
+constexpr char kStartedPidFile[] = "control.pid";
 
 class SystemMpsProcessOps final : public MpsProcessOps {
  public:
@@ -274,11 +276,16 @@ Status MpsSupervisor::Begin(Daemon& d) {
     }
     ::chmod(dir.c_str(), mode);  // whatever the umask, or an earlier agent, made
   }
-  // A daemon an earlier agent left running on this pipe directory is adopted.
-  std::ifstream in(d.s.dirs.pipe + "/" + kPidFile);
-  int pid = 0;
-  if (in >> pid && pid > 0 && !ops_->Ended(pid) &&
-      ops_->CommandLine(pid).find("nvidia-cuda-mps-control") != std::string::npos) {
+  // A daemon an earlier agent left running on this pipe directory is adopted: by the
+  // daemon's own pid file, or by the agent's record of the pid it started (an agent
+  // stopped just after a start may leave before the daemon writes its file).
+  for (const std::string& file : {d.s.dirs.pipe + "/" + kPidFile, base + "/" + kStartedPidFile}) {
+    std::ifstream in(file);
+    int pid = 0;
+    if (!(in >> pid) || pid <= 0 || ops_->Ended(pid) ||
+        ops_->CommandLine(pid).find("nvidia-cuda-mps-control") == std::string::npos) {
+      continue;
+    }
     d.s.pid = pid;
     d.s.adopted = true;
     d.started_at = clock_->NowMicros();
@@ -301,6 +308,7 @@ Status MpsSupervisor::StartDaemon(Daemon& d) {
   d.s.pid = pid;
   d.s.adopted = false;
   d.s.problem.clear();
+  std::ofstream(options_.root + "/" + std::to_string(d.s.gpu) + "/" + kStartedPidFile) << pid << "\n";
   d.logged.clear();
   d.started_at = clock_->NowMicros();
   std::cerr << "tessera agent: MPS: GPU " << d.s.gpu << " (" << d.s.uuid

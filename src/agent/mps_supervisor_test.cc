@@ -37,6 +37,7 @@ struct FakeWorld {
   bool installed = true;
   bool daemons_ignore_quit = false;
   bool daemons_ignore_term = false;
+  bool daemons_write_no_pid_file = false;  // stopped before they wrote it
   int pauses = 0;
 
   std::vector<int> Daemons() const {
@@ -75,7 +76,9 @@ class FakeOps final : public MpsProcessOps {
     const std::string pipe =
         env.count("CUDA_MPS_PIPE_DIRECTORY") ? env.at("CUDA_MPS_PIPE_DIRECTORY") : "";
     if (argv.size() == 2) {
-      std::ofstream(pipe + "/nvidia-cuda-mps-control.pid") << pid << "\n";
+      if (!w_->daemons_write_no_pid_file) {
+        std::ofstream(pipe + "/nvidia-cuda-mps-control.pid") << pid << "\n";
+      }
     } else {
       w_->procs[pid].ended = true;  // a client: runs its commands and ends
       if (input == "quit\n" && !w_->daemons_ignore_quit) {
@@ -292,6 +295,18 @@ TEST_F(MpsSupervisorTest, AnAgentThatKeepsItsTasksLeavesTheDaemonsForTheNextOneT
   sup_->Poll();
   EXPECT_EQ(world_->Daemons().size(), 3u);
   EXPECT_FALSE(sup_->status()[1].adopted);
+}
+
+TEST_F(MpsSupervisorTest, ADaemonLeftBeforeItWroteItsPidFileIsAdoptedAllTheSame) {
+  world_->daemons_write_no_pid_file = true;
+  sup_ = Make();
+  ASSERT_TRUE(sup_->Reconcile(kTwo).ok());
+  sup_->Shutdown(false);
+  sup_ = Make();
+  ASSERT_TRUE(sup_->Reconcile(kTwo).ok());
+  EXPECT_EQ(world_->Daemons().size(), 2u);  // a second daemon on one pipe would be wrong
+  EXPECT_TRUE(sup_->status()[0].adopted);
+  EXPECT_TRUE(sup_->status()[1].adopted);
 }
 
 TEST_F(MpsSupervisorTest, ADaemonLeftForAGpuNoLongerSharedIsStoppedByTheNextAgent) {
