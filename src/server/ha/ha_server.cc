@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <thread>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/server_util.h"
+#include "store/store.h"
 
 namespace tessera {
 namespace {
@@ -41,6 +43,31 @@ StatusOr<int> PickFreePort(const std::string& host) {
   }
   return static_cast<int>(ntohs(addr.sin_port));
 }
+
+// One term's store: refuses every write once the election has said the term ended. The
+// fence alone lets an ended term's writes through until another controller is elected
+// (etcd keeps an expired leader's lease alive a while after its quorum returns), and a
+// Server that is stopping still makes them: a scheduling cycle, an agent's report or a
+// submission that waited out the store's deadline. Such a write once declared the nodes
+// lost and their running jobs requeued, and the next leader ran them a second time.
+class TermStore final : public ForwardingStore {
+ public:
+  TermStore(std::unique_ptr<Store> inner, int64_t fence,
+            std::shared_ptr<const std::atomic<int64_t>> ended_fence)
+      : ForwardingStore(std::move(inner)), fence_(fence), ended_fence_(std::move(ended_fence)) {}
+
+  Status Commit(WriteBatch batch) override {
+    if (ended_fence_->load() >= fence_) {
+      return UnavailableError("fenced: this controller's term as leader has ended; the new "
+                              "leader takes the request");
+    }
+    return ForwardingStore::Commit(std::move(batch));
+  }
+
+ private:
+  const int64_t fence_;
+  const std::shared_ptr<const std::atomic<int64_t>> ended_fence_;
+};
 
 }  // namespace
 
@@ -133,6 +160,13 @@ bool HaServer::WithServer(const std::function<void(Server&)>& f) {
 void HaServer::OnElection(const ElectionEvent& event) {
   {
     std::lock_guard<std::mutex> lock(events_mu_);
+    if (event.kind == ElectionEvent::Kind::kElected) {
+      elected_fence_ = event.fence_revision;
+    } else {
+      // Every write of the term is refused from now on, before the role thread even
+      // starts to stop its Server (TermStore).
+      ended_fence_->store(elected_fence_);
+    }
     events_.push_back(event);
   }
   events_cv_.notify_all();
@@ -182,18 +216,14 @@ void HaServer::BecomeLeader(int64_t fence) {
   ServerOptions so = options_.server;
   so.port = port_;
   so.leader_url = url_;
-  // A term's server runs without the HTTP guard (server/http_guard.h): with it, after a
-  // leader stepped down in the HA suite's quorum loss, agents took longer than the node
-  // timeout to register with the next leader and running jobs were declared lost and
-  // run again; why is not found yet. The followers' front never had it.
-  so.header_timeout_ms = 0;
-  so.max_connections_per_source = 0;
   LeaderElection* election = election_.get();
   auto open = options_.open_store;
-  so.open_store = [open, fence, election]() {
-    return open(fence, [election] {
+  std::shared_ptr<const std::atomic<int64_t>> ended = ended_fence_;
+  so.open_store = [open, fence, election, ended]() -> StatusOr<std::unique_ptr<Store>> {
+    TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, open(fence, [election] {
       election->StepDown("fenced: the store refused a write of this term (another controller leads)");
-    });
+    }));
+    return std::unique_ptr<Store>(std::make_unique<TermStore>(std::move(store), fence, ended));
   };
   StatusOr<std::unique_ptr<Server>> server = Server::Create(std::move(so), catalog_);
   Status started = server.ok() ? (*server)->Start() : server.status();

@@ -27,6 +27,7 @@
 // Thread safety: Start and Stop from one thread; the accessors from any.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -112,6 +113,10 @@ class HaServer {
   std::mutex events_mu_;
   std::condition_variable events_cv_;
   std::deque<ElectionEvent> events_;
+  // The fence of the last term elected, and of the last that ended (kLost): a term's
+  // store refuses writes once its fence has ended (TermStore in ha_server.cc).
+  int64_t elected_fence_ = 0;  // under events_mu_
+  std::shared_ptr<std::atomic<int64_t>> ended_fence_ = std::make_shared<std::atomic<int64_t>>(0);
   bool stopping_ = false;
   std::thread role_thread_;
 
