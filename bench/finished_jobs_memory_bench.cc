@@ -27,27 +27,7 @@ namespace {
 
 using namespace tessera;  // NOLINT: a benchmark's main file
 
-// Accepts every batch and keeps nothing: the controller's memory is what is measured.
-class DiscardingStore final : public Store {
- public:
-  Status Commit(WriteBatch /*batch*/) override { return Status::Ok(); }
-  StatusOr<std::vector<JobRow>> LoadJobs() override { return std::vector<JobRow>{}; }
-  StatusOr<std::optional<JobRow>> LoadJob(uint64_t /*id*/) override {
-    return std::optional<JobRow>();
-  }
-  StatusOr<std::vector<UsageRow>> LoadUsage(int64_t, int64_t) override {
-    return std::vector<UsageRow>{};
-  }
-  StatusOr<std::vector<TokenRow>> LoadTokens() override { return std::vector<TokenRow>{}; }
-  StatusOr<std::optional<std::string>> GetKv(std::string_view) override {
-    return std::optional<std::string>();
-  }
-  StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(std::string_view) override {
-    return std::vector<std::pair<std::string, std::string>>{};
-  }
-  Status Close() override { return Status::Ok(); }
-};
-
+using tessera::bench::DiscardingStore;
 using tessera::bench::RssMib;
 
 constexpr int kNodes = 250;

@@ -128,7 +128,7 @@ Status Controller::LoadJobRows(Micros now) {
 }
 
 Status Controller::LoadJobRow(JobRow row, Micros now) {
-  nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
+  nlohmann::json spec = nlohmann::json::parse(row.spec_json.str(), nullptr, false);
   if (spec.is_discarded()) {
     return InternalError("stored spec is not JSON");
   }

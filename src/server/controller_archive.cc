@@ -36,7 +36,7 @@ const LiveJob* Controller::FindOrLoad(JobNumber id, std::optional<LiveJob>* arch
   job.state = ParseJobState(job.row.state).value_or(JobState::kFailed);
   job.durable = true;
   job.slot = JobTable::kArchived;
-  nlohmann::json spec = nlohmann::json::parse(job.row.spec_json, nullptr, false);
+  nlohmann::json spec = nlohmann::json::parse(job.row.spec_json.str(), nullptr, false);
   if (!spec.is_discarded()) {
     if (StatusOr<JobSubmission> sub = JobSubmissionFromJson(spec, *catalog_); sub.ok()) {
       job.submission = std::move(sub).value();

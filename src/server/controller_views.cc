@@ -126,13 +126,10 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
     out["reason"] = views_.ReasonOf(view);
   }
   if (with_spec) {
-    // Parsed once per job: the spec never changes.
-    if (job.spec_view == nullptr) {
-      nlohmann::json parsed = nlohmann::json::parse(row.spec_json, nullptr, false);
-      job.spec_view = std::make_shared<const nlohmann::json>(
-          parsed.is_discarded() ? nlohmann::json(nullptr) : std::move(parsed));
-    }
-    out["spec"] = *job.spec_view;
+    // Parsed for this answer only: a parsed tree kept per job cost more than the rest of
+    // a pending job (reads of the API are served from the published text instead).
+    nlohmann::json parsed = nlohmann::json::parse(row.spec_json.str(), nullptr, false);
+    out["spec"] = parsed.is_discarded() ? nlohmann::json(nullptr) : std::move(parsed);
   }
   return out;
 }
@@ -178,17 +175,19 @@ void Controller::PublishView(const LiveJob& job) {
   view->state = job.row.state;
   view->user = job.submission.spec.user;
   FillReason(job, *view);
-  // The spec is most of a job's view and never changes: its stored text is spliced in
-  // rather than parsed into a tree.
+  // The spec never changes: the view shares the stored text (spliced in at read time)
+  // rather than a parsed tree or a copy.
   if (job.spec_text_ok < 0) {
-    job.spec_text_ok = nlohmann::json::accept(job.row.spec_json) ? 1 : 0;
+    job.spec_text_ok = nlohmann::json::accept(job.row.spec_json.str()) ? 1 : 0;
   }
   std::string body = JobJson(job, /*with_spec=*/false, /*with_reason=*/false)
                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   body.pop_back();  // the closing brace
-  body += ",\"spec\":";
-  body += job.spec_text_ok == 1 ? job.row.spec_json : std::string("null");
+  body.shrink_to_fit();
   view->body = std::move(body);
+  if (job.spec_text_ok == 1) {
+    view->spec = job.row.spec_json;
+  }
   views_.Put(std::move(view));
 }
 

@@ -131,7 +131,7 @@ StatusOr<nlohmann::json> Controller::History(Micros since, Micros until, uint64_
   }
   nlohmann::json jobs = nlohmann::json::array();
   for (const JobRow& row : rows) {
-    nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
+    nlohmann::json spec = nlohmann::json::parse(row.spec_json.str(), nullptr, false);
     if (spec.is_discarded()) {
       continue;  // not a submission this controller wrote
     }

@@ -69,8 +69,6 @@ struct LiveJob {
   // Restarts its restart policy counted (api/restart_policy.h), stored with each ended
   // attempt ("restarts"); read back at Open.
   int restarts = 0;
-  // row.spec_json parsed, made on first view (the spec never changes).
-  mutable std::shared_ptr<const nlohmann::json> spec_view;
   // Its JobRecord's index in the table's records (the core's JobId), reused once it is
   // archived; JobTable::kArchived for a job read back from the store.
   uint32_t slot = 0;

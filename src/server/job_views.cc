@@ -109,7 +109,11 @@ std::shared_ptr<const EtaTable> PublishedJobs::etas() const {
 }
 
 std::string PublishedJobs::Text(const JobView& view) const {
-  std::string text = view.body;
+  std::string text;
+  text.reserve(view.body.size() + view.spec.size() + 256);
+  text += view.body;
+  text += ",\"spec\":";
+  text += view.spec.empty() ? std::string_view("null") : std::string_view(view.spec.str());
   text += ",\"reason\":";
   text +=
       nlohmann::json(ReasonOf(view)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

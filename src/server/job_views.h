@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/shared_text.h"
 #include "model/gpu_catalog.h"
 #include "model/job.h"
 #include "model/node.h"
@@ -116,8 +117,9 @@ struct JobView {
   JobNumber id;
   std::string tenant, queue, state;
   std::string user;  // the spec's user ("" when none)
-  // The job's JSON object without its closing brace and without "reason".
+  // The job's JSON object without its closing brace, "spec" and "reason".
   std::string body;
+  SharedText spec;  // the stored spec text (shared with the job's row); empty: null
   // Not pending: the reason. Pending: why it was requeued, if it was ("" otherwise);
   // why it waits now is added at read time.
   std::string reason;

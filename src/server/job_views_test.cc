@@ -32,6 +32,9 @@ std::shared_ptr<const JobView> View(uint64_t id, std::string tenant, std::string
   v->queue = std::move(queue);
   v->state = std::move(state);
   v->body = "{\"id\":" + std::to_string(id);
+  if (id % 2 == 0) {
+    v->spec = R"({"command":["true"]})";  // spliced in by Text; none is null
+  }
   v->reason = "fixed";
   return v;
 }
@@ -74,7 +77,10 @@ TEST(PublishedJobsTest, ListsNewestFirstAcrossStepsWithFiltersVisibilityAndPages
   jobs.Erase(JobNumber(994));
   EXPECT_EQ(jobs.Get(JobNumber(994)), nullptr);
   EXPECT_EQ(jobs.List(kAdmin, running, JobNumber(0), 1).jobs.front()->id.value(), 980u);
-  EXPECT_EQ(jobs.Text(*jobs.Get(JobNumber(980))), R"({"id":980,"reason":"fixed"})");
+  EXPECT_EQ(jobs.Text(*jobs.Get(JobNumber(980))),
+            R"({"id":980,"spec":{"command":["true"]},"reason":"fixed"})");
+  jobs.Put(View(981, "ta", "running"));
+  EXPECT_EQ(jobs.Text(*jobs.Get(JobNumber(981))), R"({"id":981,"spec":null,"reason":"fixed"})");
 }
 
 TEST(PublishedJobsTest, APendingJobsReasonIsWorkedOutFromTheLatestContext) {

@@ -396,7 +396,7 @@ Status SqliteStore::ApplyBatch(const WriteBatch& batch) {
     BindText(s, 3, job.queue);
     BindText(s, 4, job.name);
     BindText(s, 5, job.idempotency_key);
-    BindText(s, 6, job.spec_json);
+    BindText(s, 6, job.spec_json.str());
     BindText(s, 7, job.state);
     BindInt(s, 8, job.submit_us);
     BindInt(s, 9, job.start_us);

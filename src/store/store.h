@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/shared_text.h"
 #include "base/status.h"
 
 namespace tessera {
@@ -35,7 +36,7 @@ struct JobRow {
   uint64_t id = 0;  // assigned by the controller (monotonic)
   std::string tenant, queue, name;
   std::string idempotency_key;                      // "" when none; unique per tenant when set
-  std::string spec_json;                            // the submission, opaque to the store
+  SharedText spec_json;                             // the submission, opaque to the store
   std::string state;                                // one of kJobStates
   int64_t submit_us = 0, start_us = 0, end_us = 0;  // 0: not yet
   int32_t attempts = 0, preemptions = 0, exit_code = 0;

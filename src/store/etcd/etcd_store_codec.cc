@@ -20,7 +20,7 @@ std::string EncodeJob(const JobRow& row) {
   v.set_queue(row.queue);
   v.set_name(row.name);
   v.set_idempotency_key(row.idempotency_key);
-  v.set_spec_json(row.spec_json);
+  v.set_spec_json(row.spec_json.str());
   v.set_state(row.state);
   v.set_submit_us(row.submit_us);
   v.set_start_us(row.start_us);
