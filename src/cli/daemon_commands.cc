@@ -184,6 +184,7 @@ struct ServerFlags {
   bool no_fsync = false;
   bool init = false;
   double rate = ServerOptions{}.rate_per_second;
+  std::string refusal_pause = std::to_string(ServerOptions{}.refusal_pause_ms) + "ms";
   int gpu_temp_limit = 90;
   std::string uid_pool = "200000-299999";
   std::vector<std::string> run_as;  // TENANT=UID[:GID]
@@ -250,6 +251,10 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                 "Commit without fsync (durable against a crash of the process, not of the machine)");
   cmd->add_option("--rate", f->rate, "Requests per second per token (burst: 4 s of it)")
       ->capture_default_str();
+  cmd->add_option("--refusal-pause", f->refusal_pause,
+                  "A 429 (rate, pending bound) is answered this late, so a client that retries "
+                  "at once cannot take the CPU others need; 0: at once")
+      ->capture_default_str();
   cmd->add_option("--gpu-temp-limit", f->gpu_temp_limit,
                   "A GPU this hot (C) is drained until it cools 5 C below")
       ->capture_default_str();
@@ -311,6 +316,12 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
   o.rate_per_second = f.rate;
   // The default's ratio of burst to rate (4 s of it: a burst of thousands of jobs).
   o.rate_burst = f.rate * (ServerOptions{}.rate_burst / ServerOptions{}.rate_per_second);
+  TESSERA_ASSIGN_OR_RETURN(const Micros pause, ParseDurationMicros(f.refusal_pause));
+  if (pause < 0 || pause > 10'000'000) {
+    return InvalidArgumentError("--refusal-pause: must be between 0 and 10s, got " +
+                                f.refusal_pause);
+  }
+  o.refusal_pause_ms = static_cast<int>(pause / 1000);
   o.controller.policy = f.policy;
   o.controller.placement = f.placement;
   o.controller.checkpoint_root = f.checkpoint_root;

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "api/http_errors.h"
 #include "api/units.h"
@@ -358,13 +359,17 @@ std::function<void(const httplib::Request&, httplib::Response&)> Server::Authed(
       SendError(res, allowed);
       return;
     }
-    if (who->role != Role::kAgent && who->role != Role::kNode &&
-        !limiter_->Allow(HashToken(header))) {
+    const bool user = who->role != Role::kAgent && who->role != Role::kNode;
+    if (user && !limiter_->Allow(HashToken(header))) {
       res.set_header("Retry-After", "1");
       SendError(res, ResourceExhaustedError("rate limit exceeded; slow down"));
-      return;
+    } else {
+      f(who.value(), req, res);
     }
-    f(who.value(), req, res);
+    if (user && res.status == 429 && options_.refusal_pause_ms > 0) {
+      // Holds this connection, not the CPU (ServerOptions::refusal_pause_ms).
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.refusal_pause_ms));
+    }
   };
 }
 

@@ -102,6 +102,11 @@ struct ServerOptions {
   // closed (server/http_guard.h: plain HTTP only; 0: no total deadline).
   int header_timeout_ms = 5000;
   int max_connections_per_source = 64;  // concurrent, per client IP address; beyond: 429 (0: any)
+  // A 429 to a user (rate, pending bound) is answered this long after it is decided: a
+  // client that ignores Retry-After and asks again at once is held to a few requests a
+  // second per connection instead of thousands, which took the CPU other tenants'
+  // requests needed. Honest clients wait out Retry-After (1 s or more) anyway. 0: none.
+  int refusal_pause_ms = 250;
   double list_rows_per_token = 10;     // a listing of N rows costs 1 + N / this rate tokens
   double batch_jobs_per_token = 4;     // a batch of N jobs costs 1 + N / this rate tokens
   AuthThrottleOptions auth_throttle;   // failed authentications per source address

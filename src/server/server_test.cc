@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "api/agent_protocol.h"
@@ -559,8 +560,31 @@ class ServerRateTest : public ServerFixture {
     o.rate_per_second = 1;
     o.rate_burst = 40;
     o.batch_jobs_per_token = 10;
+    o.refusal_pause_ms = kPauseMs;
   }
+  static constexpr int kPauseMs = 20;
 };
+
+// A client that ignores Retry-After and asks again at once is paced by the server: each
+// 429 is answered refusal_pause_ms late, so one connection gets a few dozen refusals a
+// second instead of thousands (one tenant's flood once held another's p99 at 16x quiet),
+// and what is not refused is not held back.
+TEST_F(ServerRateTest, RefusalsAreAnsweredLateSoAFloodIsPaced) {
+  httplib::Client c = Client(team_a_);
+  ASSERT_EQ(c.Post("/v1/jobs/batch", BatchBody(400), "application/json")->status, 201);
+  int refused = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    httplib::Result r = c.Post("/v1/jobs/batch", BatchBody(1), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 429);
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(kPauseMs));
+    ++refused;
+  }
+  EXPECT_LE(refused, 500 / kPauseMs + 1);
+  EXPECT_EQ(Client(team_b_).Post("/v1/jobs/batch", BatchBody(1), "application/json")->status, 201);
+}
 
 TEST_F(ServerRateTest, ABatchCostsInProportionToItsJobs) {
   httplib::Client c = Client(team_a_);
