@@ -181,12 +181,12 @@ TEST_F(AgentTelemetryTest, IntervalZeroSendsNoTelemetry) {
 TEST_F(AgentTelemetryTest, AFailingReadIsLoggedOnceAndHeartbeatsGoOn) {
   Start(kInterval);
   std::filesystem::create_directory(dir_ + "/fake-faults");  // unreadable as a fault file
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   for (int i = 0; i < 3; ++i) {
     EXPECT_FALSE(Beat().contains("gpus"));
     clock_.Advance(kInterval);
   }
-  std::string err = testing::internal::GetCapturedStderr();
+  std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(controller_.heartbeats().size(), 3u);
   const std::string message = "reading GPU telemetry";
   size_t first = err.find(message);

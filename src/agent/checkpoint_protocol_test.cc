@@ -5,26 +5,16 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "agent/task_launcher_test_util.h"
 
 namespace tessera {
 namespace {
 
-int64_t NowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using launcher_testing::NowUs;
+using launcher_testing::ReadAll;
 
 void SetMtime(const std::string& path, int64_t unix_us) {
   struct timespec times[2];

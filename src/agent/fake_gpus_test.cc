@@ -8,12 +8,13 @@
 #include <regex>
 #include <set>
 
+#include "model/testing/test_catalog.h"
+
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
-
-GpuModelId Id(std::string_view name) { return Catalog().Find(name).value(); }
+using testing::Catalog;
+using testing::Model;
 
 std::unique_ptr<GpuBackend> Make(std::string_view spec, std::string_view node = "node-1") {
   auto backend = MakeFakeGpuBackend(spec, Catalog(), node);
@@ -32,7 +33,7 @@ TEST(ParseFakeGpuSpecTest, OneGroup) {
   ASSERT_TRUE(gpus.ok()) << gpus.status().ToString();
   ASSERT_EQ(gpus->size(), 8u);
   for (const GpuSpec& g : *gpus) {
-    EXPECT_EQ(g.model, Id("H100-80GB"));
+    EXPECT_EQ(g.model, Model("H100-80GB"));
     EXPECT_EQ(g.mode, SharingMode::kExclusive);
     EXPECT_EQ(g.numa_node, 0);
     EXPECT_EQ(g.nvlink_domain, 0);
@@ -45,7 +46,7 @@ TEST(ParseFakeGpuSpecTest, RepeatedGroupsWithABareMode) {
   ASSERT_EQ(gpus->size(), 8u);
   for (int i = 0; i < 8; ++i) {
     const GpuSpec& g = (*gpus)[static_cast<size_t>(i)];
-    EXPECT_EQ(g.model, Id("A100-80GB"));
+    EXPECT_EQ(g.model, Model("A100-80GB"));
     EXPECT_EQ(g.mode, SharingMode::kMig);
     EXPECT_EQ(g.numa_node, i / 4) << i;
     EXPECT_EQ(g.nvlink_domain, i / 4) << i;
@@ -61,7 +62,7 @@ TEST(ParseFakeGpuSpecTest, MixedGroupsAndModes) {
   EXPECT_EQ((*gpus)[15].nvlink_domain, 1);
   EXPECT_EQ((*gpus)[15].numa_node, 1);
   EXPECT_EQ((*gpus)[15].mode, SharingMode::kExclusive);
-  EXPECT_EQ((*gpus)[16].model, Id("A100-80GB"));
+  EXPECT_EQ((*gpus)[16].model, Model("A100-80GB"));
   EXPECT_EQ((*gpus)[16].mode, SharingMode::kMig);
   EXPECT_EQ((*gpus)[16].numa_node, 2);
   EXPECT_EQ((*gpus)[16].nvlink_domain, -1);  // a group of one has no NVLink peer
@@ -154,7 +155,7 @@ TEST(FakeGpuBackendTest, DiscoverReportsTheSpec) {
     EXPECT_EQ(gpus[static_cast<size_t>(i)].index, i);
   }
   EXPECT_EQ(gpus[0].product_name, "NVIDIA H100 80GB HBM3");
-  EXPECT_EQ(gpus[0].model, Id("H100-80GB"));
+  EXPECT_EQ(gpus[0].model, Model("H100-80GB"));
   EXPECT_EQ(gpus[0].memory_mib, 81559);
   EXPECT_EQ(gpus[0].mode, SharingMode::kExclusive);
   EXPECT_FALSE(gpus[0].mig_enabled);
@@ -515,9 +516,9 @@ TEST_F(FakeFaultsTest, MalformedLinesAreSkippedWithOneWarning) {
       "[1,2]\n"
       "\n"
       "{\"gpu\":0,\"xid\":43}\n");
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   std::vector<GpuTelemetry> t = Telemetry(*backend_);
-  std::string err = testing::internal::GetCapturedStderr();
+  std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_EQ(t.size(), 4u);
   EXPECT_EQ(t[0].xid_count, 1);  // only the last line, whole lines or nothing
   EXPECT_EQ(t[0].last_xid, 43);
@@ -532,9 +533,9 @@ TEST_F(FakeFaultsTest, MalformedLinesAreSkippedWithOneWarning) {
   EXPECT_NE(err.find("line 2 skipped: gpu: must be between 0 and 3"), std::string::npos) << err;
 
   // Warned once: the next read is quiet.
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   t = Telemetry(*backend_);
-  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   EXPECT_EQ(t[0].xid_count, 1);
 }
 

@@ -27,15 +27,15 @@ if(TESSERA_BUILD_TESTS)
   set_target_properties(fake_nvml_minimal PROPERTIES OUTPUT_NAME nvidia-ml-fake-minimal)
   target_compile_definitions(fake_nvml_minimal PRIVATE FAKE_NVML_MINIMAL)
 
-  # The test finds the fake libraries through these definitions, which travel with the
-  # source file into whichever test target compiles it (that target must also
-  # add_dependencies on fake_nvml and fake_nvml_minimal).
-  set_source_files_properties(nvml_backend_test.cc gpu_probe_test.cc PROPERTIES COMPILE_DEFINITIONS
-    "TESSERA_FAKE_NVML_PATH=\"$<TARGET_FILE:fake_nvml>\";TESSERA_FAKE_NVML_MINIMAL_PATH=\"$<TARGET_FILE:fake_nvml_minimal>\"")
-
   tessera_test(agent_gpu_test
     SOURCES ${TESSERA_AGENT_GPU_TEST_SOURCES}
     DEPS tessera_agent_gpu
     LABELS unit)
   add_dependencies(agent_gpu_test fake_nvml fake_nvml_minimal)
+  # nvml_backend_test.cc and gpu_probe_test.cc find the fake libraries through these.
+  # Target-wide rather than on those files: a file with definitions of its own would be
+  # left out of the test's unity batch (TESSERA_UNITY_TESTS).
+  target_compile_definitions(agent_gpu_test PRIVATE
+    TESSERA_FAKE_NVML_PATH="$<TARGET_FILE:fake_nvml>"
+    TESSERA_FAKE_NVML_MINIMAL_PATH="$<TARGET_FILE:fake_nvml_minimal>")
 endif()

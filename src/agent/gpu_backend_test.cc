@@ -3,13 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "agent/fake_gpus.h"
+#include "model/testing/test_catalog.h"
 
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
-
-GpuModelId Id(std::string_view name) { return Catalog().Find(name).value(); }
+using testing::Catalog;
+using testing::Model;
 
 std::string MatchName(std::string_view product, int64_t mib) {
   auto id = MatchCatalogModel(product, mib, Catalog());
@@ -67,7 +67,7 @@ TEST(MatchCatalogModelTest, FakeProductNamesRoundTrip) {
 }
 
 TEST(CheckMigPlacementTest, LegalPlacementsPass) {
-  const GpuModel& a100 = Catalog().Get(Id("A100-80GB"));
+  const GpuModel& a100 = Catalog().Get(Model("A100-80GB"));
   EXPECT_TRUE(CheckMigPlacement(a100, "3g.40gb", 0, {}).ok());
   EXPECT_TRUE(CheckMigPlacement(a100, "3g.40gb", 4, {{0, 4, 4, "4g.40gb"}}).ok());
   EXPECT_TRUE(CheckMigPlacement(a100, "1g.20gb", 6, {{0, 2, 2, "2g.20gb"},
@@ -77,20 +77,20 @@ TEST(CheckMigPlacementTest, LegalPlacementsPass) {
 }
 
 TEST(CheckMigPlacementTest, BadArgumentsAreInvalid) {
-  const GpuModel& a100 = Catalog().Get(Id("A100-80GB"));
+  const GpuModel& a100 = Catalog().Get(Model("A100-80GB"));
   Status s = CheckMigPlacement(a100, "3g.40gb", 2, {});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("legal starts: 0,4"), std::string::npos) << s.message();
   EXPECT_EQ(CheckMigPlacement(a100, "1g.5gb", 0, {}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(CheckMigPlacement(a100, "7g.80gb", 1, {}).code(), StatusCode::kInvalidArgument);
-  const GpuModel& l40s = Catalog().Get(Id("L40S"));
+  const GpuModel& l40s = Catalog().Get(Model("L40S"));
   s = CheckMigPlacement(l40s, "1g.10gb", 0, {});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("has no MIG"), std::string::npos) << s.message();
 }
 
 TEST(CheckMigPlacementTest, ConflictsWithTheLayoutAreFailedPrecondition) {
-  const GpuModel& a100 = Catalog().Get(Id("A100-80GB"));
+  const GpuModel& a100 = Catalog().Get(Model("A100-80GB"));
   // Overlap: slots 0..3 are taken.
   Status s = CheckMigPlacement(a100, "2g.20gb", 2, {{0, 4, 4, "4g.40gb"}});
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);

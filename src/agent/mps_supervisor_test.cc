@@ -328,7 +328,8 @@ TEST_F(MpsSupervisorTest, ADaemonLeftForAGpuNoLongerSharedIsStoppedByTheNextAgen
 
 // ---- Real processes: the fake nvidia-cuda-mps-control script. ----
 
-std::string ReadFile(const std::string& path) { return ReadTextFile(path).value_or(""); }
+// The fake control daemon's log (empty while it has none).
+std::string ReadLog(const std::string& path) { return ReadTextFile(path).value_or(""); }
 
 // Waits (at most 5 s) until `done` holds.
 template <typename F>
@@ -356,12 +357,12 @@ TEST(MpsSupervisorProcessTest, FakeControlDaemonsStartRestartAfterAKillAndQuit) 
   ::close(leak);
   const std::string log0 = o.root + "/0/log/fake-mps-control.log";
   const std::string log1 = o.root + "/1/log/fake-mps-control.log";
-  ASSERT_TRUE(Eventually([&] { return CountOccurrences(ReadFile(log0), "daemon pid=") == 1; }));
-  ASSERT_TRUE(Eventually([&] { return CountOccurrences(ReadFile(log1), "daemon pid=") == 1; }));
+  ASSERT_TRUE(Eventually([&] { return CountOccurrences(ReadLog(log0), "daemon pid=") == 1; }));
+  ASSERT_TRUE(Eventually([&] { return CountOccurrences(ReadLog(log1), "daemon pid=") == 1; }));
   EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(sup.status()[1].pid) + "/fd/77"))
       << "the daemon inherited the agent's descriptor";
   EXPECT_TRUE(std::filesystem::exists("/proc/" + std::to_string(sup.status()[1].pid) + "/fd/2"));
-  const std::string line = ReadFile(log1);
+  const std::string line = ReadLog(log1);
   EXPECT_NE(line.find("argv=-f CUDA_VISIBLE_DEVICES=GPU-bbbb CUDA_MPS_PIPE_DIRECTORY=" + o.root +
                       "/1/pipe CUDA_MPS_LOG_DIRECTORY=" + o.root + "/1/log"),
             std::string::npos)
@@ -383,14 +384,14 @@ TEST(MpsSupervisorProcessTest, FakeControlDaemonsStartRestartAfterAKillAndQuit) 
   ASSERT_TRUE(sup.Running(0).has_value());
   EXPECT_NE(sup.status()[0].pid, first);
   EXPECT_EQ(sup.status()[0].restarts, 1);
-  ASSERT_TRUE(Eventually([&] { return CountOccurrences(ReadFile(log0), "daemon pid=") == 2; }));
+  ASSERT_TRUE(Eventually([&] { return CountOccurrences(ReadLog(log0), "daemon pid=") == 2; }));
 
   // GPU 0 leaves shared mode: `quit` through the client, and the daemon ends.
   const int second = sup.status()[0].pid;
   ASSERT_TRUE(sup.Reconcile({kTwo[1]}).ok());
   EXPECT_FALSE(sup.Running(0).has_value());
   EXPECT_NE(::kill(second, 0), 0);  // gone and reaped
-  const std::string after = ReadFile(log0);
+  const std::string after = ReadLog(log0);
   EXPECT_EQ(CountOccurrences(after, "command: quit"), 1) << after;
   EXPECT_EQ(CountOccurrences(after, "daemon pid=" + std::to_string(second) + " quit"), 1) << after;
   EXPECT_TRUE(sup.Running(1).has_value());
@@ -398,7 +399,7 @@ TEST(MpsSupervisorProcessTest, FakeControlDaemonsStartRestartAfterAKillAndQuit) 
   const int gpu1 = sup.status()[0].pid;
   sup.Shutdown(true);
   EXPECT_NE(::kill(gpu1, 0), 0);
-  EXPECT_EQ(CountOccurrences(ReadFile(log1), "command: quit"), 1);
+  EXPECT_EQ(CountOccurrences(ReadLog(log1), "command: quit"), 1);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "agent/nvml_api.h"
+#include "model/testing/test_catalog.h"
 
 #ifndef TESSERA_FAKE_NVML_PATH
 #error "TESSERA_FAKE_NVML_PATH must name the fake NVML library (see gpu.cmake)"
@@ -22,9 +23,8 @@
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
-
-GpuModelId Id(std::string_view name) { return Catalog().Find(name).value(); }
+using testing::Catalog;
+using testing::Model;
 
 // The fakeNvml* hooks of an already loaded fake library.
 class FakeHooks {
@@ -182,7 +182,7 @@ TEST_F(NvmlBackendTest, DiscoversModelsMemoryUuidsAndTopology) {
   }
   EXPECT_EQ(gpus[0].index, 0);
   EXPECT_EQ(gpus[0].product_name, "NVIDIA A100-SXM4-80GB");
-  EXPECT_EQ(gpus[0].model, Id("A100-80GB"));
+  EXPECT_EQ(gpus[0].model, Model("A100-80GB"));
   EXPECT_EQ(gpus[0].memory_mib, 81920);
   EXPECT_EQ(gpus[0].uuid, "GPU-fa4e0000-0000-4000-8000-000000000000");
   EXPECT_TRUE(gpus[0].mig_enabled);
@@ -201,11 +201,11 @@ TEST_F(NvmlBackendTest, DiscoversModelsMemoryUuidsAndTopology) {
   EXPECT_EQ(gpus[6].nvlink_domain, -1);
 
   EXPECT_EQ(gpus[2].product_name, "NVIDIA H100 80GB HBM3");
-  EXPECT_EQ(gpus[2].model, Id("H100-80GB"));
+  EXPECT_EQ(gpus[2].model, Model("H100-80GB"));
   EXPECT_EQ(gpus[2].memory_mib, 81559);
   EXPECT_FALSE(gpus[2].mig_enabled);
   EXPECT_EQ(gpus[2].mode, SharingMode::kExclusive);
-  EXPECT_EQ(gpus[5].model, Id("L40S"));
+  EXPECT_EQ(gpus[5].model, Model("L40S"));
   EXPECT_FALSE(gpus[5].mig_enabled);
 
   // Not in the catalog: reported, with an invalid model id.
@@ -253,7 +253,7 @@ TEST_F(NvmlBackendTest, UnsupportedOptionalCallsDegrade) {
     EXPECT_EQ(g.numa_node, 0) << g.index;
     EXPECT_TRUE(g.cpus.empty()) << g.index;
   }
-  EXPECT_EQ(gpus[4].model, Id("A100-40GB"));
+  EXPECT_EQ(gpus[4].model, Model("A100-40GB"));
   EXPECT_EQ(gpus[4].memory_mib, 40960);
 }
 
@@ -443,7 +443,7 @@ TEST_F(NvmlBackendTest, ShutsNvmlDownWhenDestroyed) {
   EXPECT_EQ(fake.InitCount(), 1);
   std::vector<DiscoveredGpu> gpus = Discover(*backend);
   ASSERT_EQ(gpus.size(), 1u);
-  EXPECT_EQ(gpus[0].model, Id("T4"));
+  EXPECT_EQ(gpus[0].model, Model("T4"));
   EXPECT_EQ(backend->Describe(), "NVML 12.550.54.15 driver 550.54.15, 1 GPU");
   backend.reset();
   EXPECT_EQ(fake.InitCount(), 0);

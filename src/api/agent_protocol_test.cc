@@ -6,11 +6,12 @@
 #include <unordered_set>
 
 #include "api/json_fields.h"
+#include "model/testing/test_catalog.h"
 
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
+using testing::Catalog;
 
 NodeInventory MigNode() {
   NodeInventory inv;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/job_codec.h"
+#include "model/testing/test_catalog.h"
 
 #ifndef TESSERA_EXAMPLES_DIR
 #error "TESSERA_EXAMPLES_DIR must point at the examples folder"
@@ -15,7 +16,7 @@
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
+using testing::Catalog;
 
 StatusOr<JobSubmission> Load(const std::string& name) {
   std::ifstream in(std::filesystem::path(TESSERA_EXAMPLES_DIR) / name);

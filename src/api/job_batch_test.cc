@@ -4,10 +4,12 @@
 
 #include <string>
 
+#include "model/testing/test_catalog.h"
+
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
+using testing::Catalog;
 
 std::vector<JobSubmission> Batch(const std::string& text, BatchFormat format) {
   StatusOr<std::vector<JobSubmission>> jobs = ParseJobBatch(text, format, Catalog());

@@ -8,13 +8,14 @@
 #include <string>
 
 #include "api/json_fields.h"
+#include "base/testing/time_units.h"
+#include "model/testing/test_catalog.h"
 
 namespace tessera {
 namespace {
 
-constexpr int64_t kSecond = 1'000'000;
-
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
+using testing::Catalog;
+using testing::kSecond;
 
 GpuModelId Model(const std::string& name) { return *Catalog().Find(name); }
 

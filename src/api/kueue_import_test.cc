@@ -7,11 +7,12 @@
 #include <string>
 
 #include "api/queue_config.h"
+#include "model/testing/test_catalog.h"
 
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
+using testing::Catalog;
 
 std::string ReadExample(const std::string& name) {
   std::ifstream in(std::string(TESSERA_EXAMPLES_DIR) + "/" + name);

@@ -8,10 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "model/testing/test_catalog.h"
+
 namespace tessera {
 namespace {
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
+using testing::Catalog;
 
 // The example of queue_config.h, verbatim.
 constexpr const char* kExample = R"(

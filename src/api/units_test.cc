@@ -6,10 +6,12 @@
 #include <limits>
 #include <string>
 
+#include "base/testing/time_units.h"
+
 namespace tessera {
 namespace {
 
-constexpr int64_t kSecond = 1'000'000;
+using testing::kSecond;
 
 int64_t Mem(const std::string& text) {
   StatusOr<int64_t> v = ParseMemoryMiB(text);

@@ -356,9 +356,9 @@ TEST(CommandLineTest, SubmitFlagsAndCommandAfterDoubleDash) {
   for (std::string& a : args) {
     argv.push_back(a.data());
   }
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   app.parse(static_cast<int>(argv.size()), argv.data());
-  const std::string printed = testing::internal::GetCapturedStdout();
+  const std::string printed = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(exit_code, 0);
   EXPECT_EQ(printed, "42\n");
   const std::vector<SeenRequest> seen = ctl.requests();
@@ -388,9 +388,9 @@ TEST(CommandLineTest, EnvTakesOneValueSoTheCommandMayFollowWithoutDoubleDash) {
   for (std::string& a : args) {
     argv.push_back(a.data());
   }
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   app.parse(static_cast<int>(argv.size()), argv.data());
-  EXPECT_EQ(testing::internal::GetCapturedStdout(), "42\n");
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "42\n");
   EXPECT_EQ(exit_code, 0);
   ASSERT_EQ(ctl.requests().size(), 1u);
   json body = json::parse(ctl.requests()[0].body);

@@ -20,7 +20,8 @@
 #include "base/testing/temp_dir.h"
 
 namespace tessera {
-namespace {
+// Named, not anonymous: its Error would meet cli_testing::Error in a unity batch.
+namespace slurm_script_test {
 
 using nlohmann::json;
 
@@ -536,5 +537,5 @@ TEST(SubmitCommandLineTest, UnknownOptionIsNamed) {
   }
 }
 
-}  // namespace
+}  // namespace slurm_script_test
 }  // namespace tessera

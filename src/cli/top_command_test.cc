@@ -291,9 +291,9 @@ TEST(RenderTopTest, ColoursTenantsStably) {
 // ---------------------------------------------------------------------------------
 // The command against a fake controller.
 
-class FakeController {
+class FakeTopController {
  public:
-  FakeController() {
+  FakeTopController() {
     port_ = server_.bind_to_any_port("127.0.0.1");
     EXPECT_GT(port_, 0);
     server_.Get("/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
@@ -319,7 +319,7 @@ class FakeController {
     }
     EXPECT_TRUE(server_.is_running());
   }
-  ~FakeController() {
+  ~FakeTopController() {
     server_.stop();
     thread_.join();
   }
@@ -363,7 +363,7 @@ class FakeController {
 constexpr Micros kNoon = 1'793'534'400'000'000;  // 2026-11-01T12:00:00Z
 
 TEST(RunTopTest, OnceDrawsOneFrame) {
-  FakeController fake;
+  FakeTopController fake;
   ManualClock clock(kNoon);
   TopOptions options;
   options.once = true;
@@ -398,7 +398,7 @@ TEST(RunTopTest, OnceReportsAnUnreachableController) {
 }
 
 TEST(RunTopTest, LiveRedrawsInPlaceAndRestoresTheScreen) {
-  FakeController fake;
+  FakeTopController fake;
   ManualClock clock(kNoon);
   TopOptions options;
   options.max_frames = 2;
@@ -429,7 +429,7 @@ TEST(RunTopTest, LiveRedrawsInPlaceAndRestoresTheScreen) {
 }
 
 TEST(RunTopTest, LiveShowsErrorsAndKeepsGoing) {
-  FakeController fake;
+  FakeTopController fake;
   fake.FailAfter(1, 503);
   ManualClock clock(kNoon);
   TopOptions options;
@@ -470,7 +470,7 @@ TEST(RunTopTest, LiveShowsErrorsAndKeepsGoing) {
 }
 
 TEST(RunTopTest, LiveEndsOnARefusedToken) {
-  FakeController fake;
+  FakeTopController fake;
   fake.FailAfter(1, 401);
   ManualClock clock(kNoon);
   TopOptions options;

@@ -18,7 +18,8 @@
 #include "state/testing/test_cluster.h"
 
 namespace tessera {
-namespace {
+// Named, not anonymous: its Typical would meet fgd_test.cc's in a unity batch.
+namespace tessera_scorer_test {
 
 // Expected values are hand-computed in the comments. Notation: r = cpu_per_gpu,
 // m = memory_per_gpu, S(cpu, mem, gpu) = StrandedGpu, "level" = SigmoidScore(gain),
@@ -718,5 +719,5 @@ TEST(TesseraScorerModelTest, ScoreOnAModelIsTheScoreOfItsTasks) {
   }
 }
 
-}  // namespace
+}  // namespace tessera_scorer_test
 }  // namespace tessera

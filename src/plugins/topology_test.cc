@@ -20,7 +20,8 @@
 #include "state/testing/test_cluster.h"
 
 namespace tessera {
-namespace {
+// Named, not anonymous: its Whole would meet testing::Whole in a unity batch.
+namespace topology_test {
 
 using ::tessera::testing::Cluster;
 using ::tessera::testing::Model;
@@ -357,5 +358,5 @@ TEST(GpuLocalityScorerTest, NeutralForSingleGpuMigCpuOnlyAndAny) {
   EXPECT_EQ(Locality(mig.ledger, instance), 3);
 }
 
-}  // namespace
+}  // namespace topology_test
 }  // namespace tessera

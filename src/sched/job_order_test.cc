@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/testing/time_units.h"
 #include "model/gpu_catalog.h"
 #include "model/queue_tree.h"
 #include "state/node_ledger.h"
@@ -15,9 +16,9 @@
 namespace tessera {
 namespace {
 
-constexpr Micros kSecond = 1'000'000;
+using testing::kSecond;
 
-QueueTree Tree(std::vector<std::pair<std::string, int64_t>> queues) {
+QueueTree FlatTree(std::vector<std::pair<std::string, int64_t>> queues) {
   QueueTreeSpec spec;
   for (auto& [name, weight] : queues) {
     QueueNodeSpec n;
@@ -50,7 +51,7 @@ double Closed(double u0, double a, double t_s, double half_life_s) {
 }
 
 TEST(QueueUsageTest, IdleQueuesHaveNoUsageAndFactorOne) {
-  QueueTree tree = Tree({{"a", 1}, {"b", 1}});
+  QueueTree tree = FlatTree({{"a", 1}, {"b", 1}});
   QueueUsage usage(tree, 8000, 64000, 1024, 100 * kSecond);
   usage.Advance(1000 * kSecond);
   for (QueueId q : tree.queues()) {
@@ -63,7 +64,7 @@ TEST(QueueUsageTest, IdleQueuesHaveNoUsageAndFactorOne) {
 }
 
 TEST(QueueUsageTest, SavedUsageCarriesOverToANewTreeByQueueName) {
-  QueueTree tree = Tree({{"a", 1}, {"b", 1}});
+  QueueTree tree = FlatTree({{"a", 1}, {"b", 1}});
   QueueUsage usage(tree, 8000, 64000, 1024, 100 * kSecond);
   usage.Add(tree.Find("a").value(), Alloc(2));
   usage.Add(tree.Find("b").value(), Alloc(1));
@@ -72,7 +73,7 @@ TEST(QueueUsageTest, SavedUsageCarriesOverToANewTreeByQueueName) {
   EXPECT_EQ(saved.at, 300 * kSecond);
 
   // The same queues in another order, one gone and one new.
-  QueueTree other = Tree({{"c", 1}, {"b", 1}, {"a", 1}});
+  QueueTree other = FlatTree({{"c", 1}, {"b", 1}, {"a", 1}});
   QueueUsage restored(other, 8000, 64000, 1024, 100 * kSecond);
   restored.Restore(saved);
   EXPECT_EQ(restored.decayed_gpu_seconds(other.Find("a").value()),
@@ -91,14 +92,14 @@ TEST(QueueUsageTest, SavedUsageCarriesOverToANewTreeByQueueName) {
   EXPECT_DOUBLE_EQ(restored.decayed_gpu_seconds(other.Find("a").value()),
                    usage.decayed_gpu_seconds(tree.Find("a").value()));
 
-  QueueTree one = Tree({{"b", 1}});
+  QueueTree one = FlatTree({{"b", 1}});
   QueueUsage only_b(one, 8000, 64000, 1024, 100 * kSecond);
   only_b.Restore(saved);
   EXPECT_EQ(only_b.FairShareFactor(one.Find("b").value()), 0.5);  // all usage is b's
 }
 
 TEST(QueueUsageTest, IntegratesAConstantAllocationExactly) {
-  QueueTree tree = Tree({{"a", 1}, {"b", 1}});
+  QueueTree tree = FlatTree({{"a", 1}, {"b", 1}});
   const QueueId a = tree.Find("a").value();
   const double half_life_s = 100.0;
   QueueUsage usage(tree, 8000, 64000, 1024, 100 * kSecond);
@@ -125,7 +126,7 @@ TEST(QueueUsageTest, IntegratesAConstantAllocationExactly) {
 }
 
 TEST(QueueUsageTest, DecayHalvesAfterOneHalfLifeWithoutAllocation) {
-  QueueTree tree = Tree({{"a", 1}});
+  QueueTree tree = FlatTree({{"a", 1}});
   const QueueId a = tree.Find("a").value();
   QueueUsage usage(tree, 8000, 64000, 1024, 3600 * kSecond);
   usage.Add(a, Alloc(4));
@@ -144,7 +145,7 @@ TEST(QueueUsageTest, DecayHalvesAfterOneHalfLifeWithoutAllocation) {
 }
 
 TEST(QueueUsageTest, HalfLifeBelowOneSecondIsClampedToOneSecond) {
-  QueueTree tree = Tree({{"a", 1}});
+  QueueTree tree = FlatTree({{"a", 1}});
   const QueueId a = tree.Find("a").value();
   QueueUsage usage(tree, 8000, 64000, 1024, 0);
   usage.Add(a, Alloc(1));
@@ -153,7 +154,7 @@ TEST(QueueUsageTest, HalfLifeBelowOneSecondIsClampedToOneSecond) {
 }
 
 TEST(QueueUsageTest, FairShareFactorIsTwoToTheMinusUsageOverShare) {
-  QueueTree tree = Tree({{"a", 1}, {"b", 1}});
+  QueueTree tree = FlatTree({{"a", 1}, {"b", 1}});
   const QueueId a = tree.Find("a").value();
   const QueueId b = tree.Find("b").value();
   QueueUsage usage(tree, 8000, 64000, 1024, 100 * kSecond);
@@ -173,7 +174,7 @@ TEST(QueueUsageTest, FairShareFactorIsTwoToTheMinusUsageOverShare) {
 }
 
 TEST(QueueUsageTest, FairShareFactorWeighsTheShares) {
-  QueueTree tree = Tree({{"a", 3}, {"b", 1}});
+  QueueTree tree = FlatTree({{"a", 3}, {"b", 1}});
   const QueueId a = tree.Find("a").value();
   const QueueId b = tree.Find("b").value();
   QueueUsage usage(tree, 8000, 64000, 1024, 100 * kSecond);
@@ -186,7 +187,7 @@ TEST(QueueUsageTest, FairShareFactorWeighsTheShares) {
 }
 
 TEST(QueueUsageTest, DominantShareIsTheLargestShareOverTheWeight) {
-  QueueTree tree = Tree({{"a", 2}, {"b", 1}});
+  QueueTree tree = FlatTree({{"a", 2}, {"b", 1}});
   const QueueId a = tree.Find("a").value();
   const QueueId b = tree.Find("b").value();
   QueueUsage usage(tree, 8000, 64000, 1000, 100 * kSecond);

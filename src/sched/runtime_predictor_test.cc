@@ -8,11 +8,12 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "base/testing/time_units.h"
 
 namespace tessera {
 namespace {
 
-constexpr Micros kSecond = 1'000'000;
+using testing::kSecond;
 // One histogram bin is 1/8 octave: a factor of 2^(1/8), about 9%.
 constexpr double kOneBin = 0.09;
 
@@ -274,7 +275,7 @@ TEST(RuntimePredictorTest, RestoreRejectsABadStateAndKeepsWhatItHad) {
 namespace tessera {
 namespace {
 
-constexpr Micros kHour = 3600 * kSecond;
+using testing::kHour;
 
 TEST(BlendedPredictorTest, NoDataFallsBackToLimitThenDefault) {
   RuntimePredictor predictor;

@@ -187,9 +187,9 @@ TEST(ScoreTreePropertyTest, MatchesBruteForce) {
         int64_t score = RandomScore(rng);
         tree.Set(leaf, score);
         ref.leaves[leaf] = score;
-        SCOPED_TRACE(testing::Message() << "n=" << n << " seed=" << seed << " step=" << step);
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " seed=" << seed << " step=" << step);
         ExpectSameAs(tree, ref, ranked);
-        if (testing::Test::HasFatalFailure()) {
+        if (::testing::Test::HasFatalFailure()) {
           return;
         }
       }

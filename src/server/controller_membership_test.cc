@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "server/controller_fixture.h"
+#include "server/testing/job_yaml.h"
 
 namespace tessera {
 namespace {
@@ -134,9 +135,7 @@ TEST_F(ControllerMembershipTest, ANodeWithANewInventoryTakesItOnceItsWorkHasEnde
   ASSERT_TRUE(controller_->Register(changed, "127.0.0.1").ok());
 
   // Until its work ends the node takes nothing more (its old ledger still holds it).
-  constexpr const char* kOneGpu =
-      "name: one\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\n";
-  const uint64_t second = Submit("team-a", kOneGpu);
+  const uint64_t second = Submit("team-a", testing::kOneGpu);
   EXPECT_TRUE(CycleAndTake().empty());
   EXPECT_EQ(Job(first)["state"], "running");
   ExpectInvariants();

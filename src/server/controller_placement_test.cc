@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/controller_fixture.h"
+#include "server/testing/job_yaml.h"
 
 namespace tessera {
 namespace {
@@ -21,8 +22,10 @@ class ControllerPlacementTest : public ControllerTest {
   }
 };
 
-constexpr const char* kOneGpu = "name: one\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\n";
-constexpr const char* kShare =
+using testing::kOneGpu;
+
+// A quarter of any GPU, with 10 GiB of its memory.
+constexpr const char* kMemoryShare =
     "name: share\nresources: {gpu_fraction: 0.25, gpu_memory: 10GiB}\ncommand: [x]\n";
 
 TEST_F(ControllerPlacementTest, TheDefaultPlacementLearnsTheWorkloadAndKeepsItAcrossARestart) {
@@ -30,7 +33,7 @@ TEST_F(ControllerPlacementTest, TheDefaultPlacementLearnsTheWorkloadAndKeepsItAc
   EXPECT_EQ(Metric("tessera_placement_tasks_observed_total"), 0);
   EXPECT_EQ(Metric("tessera_placement_typical_tasks"), 0) << "bestfit until a task is seen";
   Submit("team-a", kOneGpu);
-  Submit("team-b", kShare);
+  Submit("team-b", kMemoryShare);
   Submit("team-a", kOneGpu);
   ASSERT_EQ(CycleAndTake().size(), 3U);
   EXPECT_EQ(Metric("tessera_placement_tasks_observed_total"), 3);

@@ -6,12 +6,12 @@
 
 #include "api/job_batch.h"
 #include "server/controller_fixture.h"
+#include "server/testing/job_yaml.h"
 
 namespace tessera {
 namespace {
 
-constexpr const char* kOneGpu =
-    "name: one\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\n";
+using testing::kOneGpu;
 
 class ControllerRecoveryTest : public ControllerTest {
  protected:

@@ -16,13 +16,15 @@
 #include "api/job_codec.h"
 #include "server/controller_fixture.h"
 #include "server/server.h"
+#include "server/testing/job_yaml.h"
 #include "store/sqlite_store.h"
 
 namespace tessera {
 namespace {
 
+using testing::kOneGpu;
+
 constexpr const char* kTwoGpus = "name: train\nresources: {gpus: 2, gpu_model: H100-80GB}\ncommand: [x]\n";
-constexpr const char* kOneGpu = "name: one\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\n";
 constexpr const char* kShare = "name: share\nresources: {gpus: 1, gpu_fraction: 0.25, gpu_model: A100-80GB}\ncommand: [x]\n";
 constexpr const char* kMig = "name: nb\nresources: {mig: 3g.40gb, gpu_model: A100-80GB}\ncommand: [x]\n";
 

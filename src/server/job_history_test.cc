@@ -10,7 +10,8 @@
 #include "server/job_attempts.h"
 
 namespace tessera {
-namespace {
+// Named, not anonymous: its kSecond would meet controller_fixture.h's in a unity batch.
+namespace job_history_test {
 
 constexpr Micros kSecond = 1'000'000;
 
@@ -172,5 +173,5 @@ TEST_F(JobHistoryTest, OwnersComeFromTheStoredSpecs) {
   EXPECT_EQ(owners->at(40).tenant, "team-a");
 }
 
-}  // namespace
+}  // namespace job_history_test
 }  // namespace tessera

@@ -6,7 +6,8 @@
 #include <vector>
 
 namespace tessera {
-namespace {
+// Named, not anonymous: its kHour would meet controller_fixture.h's in a unity batch.
+namespace usage_report_test {
 
 constexpr Micros kHour = 3'600'000'000;
 
@@ -130,5 +131,5 @@ TEST(UsageReportTest, ByUserAddsUpEachUsersJobsWithinItsTenant) {
   EXPECT_TRUE(CheckUsageQuery(0, kHour, "user").ok());
 }
 
-}  // namespace
+}  // namespace usage_report_test
 }  // namespace tessera

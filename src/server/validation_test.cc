@@ -5,7 +5,8 @@
 #include <gtest/gtest.h>
 
 namespace tessera {
-namespace {
+// Named, not anonymous: its kHour would meet controller_fixture.h's in a unity batch.
+namespace validation_test {
 
 constexpr Micros kHour = 3600LL * 1'000'000;
 
@@ -187,5 +188,5 @@ TEST(ValidationRunTest, RoundTripsThroughItsStoredForm) {
   EXPECT_FALSE(back->results[1].baseline.has_value());
 }
 
-}  // namespace
+}  // namespace validation_test
 }  // namespace tessera

@@ -12,7 +12,8 @@
 #include "sim/testing/sim_testing.h"
 
 namespace tessera {
-namespace {
+// Named, not anonymous: its Contains would meet job_trace_test.cc's in a unity batch.
+namespace cluster_preset_test {
 
 namespace fs = std::filesystem;
 
@@ -257,5 +258,5 @@ TEST_F(ClusterPresetTest, BadSpecsSayWhatIsAccepted) {
       << s.status().ToString();
 }
 
-}  // namespace
+}  // namespace cluster_preset_test
 }  // namespace tessera

@@ -12,11 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "base/testing/time_units.h"
+
 namespace tessera {
 namespace {
 
-constexpr Micros kSecond = 1'000'000;
-constexpr Micros kHour = 3600 * kSecond;
+using testing::kHour;
+using testing::kSecond;
 
 JobOutcome Job(const std::string& name, const std::string& tenant, int gpus, Micros submit_s,
                Micros start_s, Micros finish_s, Micros service_s) {

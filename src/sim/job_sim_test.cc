@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "base/testing/time_units.h"
 #include "model/gpu_catalog.h"
 #include "model/node.h"
+#include "model/testing/test_catalog.h"
 #include "sim/cluster_preset.h"
 #include "sim/job_trace.h"
 #include "sim/job_workload.h"
@@ -22,13 +24,13 @@
 namespace tessera {
 namespace {
 
-constexpr Micros kSecond = 1'000'000;
-constexpr Micros kMinute = 60 * kSecond;
-constexpr Micros kHour = 60 * kMinute;
-constexpr Micros kDay = 24 * kHour;
-constexpr ResourceName kGpu{ResourceKind::kGpu, GpuModelId()};
+using testing::Catalog;
+using testing::kDay;
+using testing::kHour;
+using testing::kMinute;
+using testing::kSecond;
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
+constexpr ResourceName kGpu{ResourceKind::kGpu, GpuModelId()};
 
 // `n` nodes of 8 H100s with the presets' CPU and memory per GPU, 4 nodes per rack.
 std::vector<NodeSpec> Nodes(int n) {

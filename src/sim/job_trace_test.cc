@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/time_units.h"
 #include "sim/testing/sim_testing.h"
 
 namespace tessera {
@@ -17,9 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using ::tessera::testing::kSecond;
 using ::tessera::testing::TracesDir;
-
-constexpr Micros kSecond = 1'000'000;
 
 // Fixture files in a scratch directory.
 class JobTraceTest : public ::tessera::testing::ScratchDirTest {};

@@ -15,7 +15,8 @@
 #include "state/cluster_state.h"
 
 namespace tessera {
-namespace {
+// Named, not anonymous: its Pod would meet fgd_experiment_test.cc's in a unity batch.
+namespace openb_trace_test {
 
 namespace fs = std::filesystem;
 
@@ -607,5 +608,5 @@ TEST(PinPodsTest, KeepsExistingPins) {
   EXPECT_EQ(Pinned(*v), 1200);
 }
 
-}  // namespace
+}  // namespace openb_trace_test
 }  // namespace tessera

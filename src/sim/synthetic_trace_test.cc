@@ -6,12 +6,13 @@
 #include <map>
 #include <set>
 
+#include "base/testing/time_units.h"
 #include "sim/job_trace.h"
 
 namespace tessera {
 namespace {
 
-constexpr Micros kMinute = 60'000'000;
+using testing::kMinute;
 
 TEST(SyntheticTraceTest, TheSameSeedGivesTheSameJobsAnotherSeedOthers) {
   StatusOr<JobTrace> a = MakeSyntheticTrace("jobs=500,seed=7,tenants=3");

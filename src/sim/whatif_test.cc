@@ -8,13 +8,15 @@
 
 #include "api/agent_protocol.h"
 #include "api/queue_config.h"
+#include "model/testing/test_catalog.h"
 
 namespace tessera {
-namespace {
+// Named, not anonymous: its Job would meet job_report_test.cc's in a unity batch.
+namespace whatif_test {
 
 constexpr Micros kS = 1'000'000;
 
-const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
+using testing::Catalog;
 
 nlohmann::json Node(const std::string& name, Micros at, const std::string& event, int gpus) {
   nlohmann::json n = {{"name", name}, {"at_us", at}, {"event", event}};
@@ -148,5 +150,5 @@ TEST(WhatIfHistoryTest, PagesAppendJobsAndMalformedFieldsAreNamed) {
       << r.status().message();
 }
 
-}  // namespace
+}  // namespace whatif_test
 }  // namespace tessera

@@ -5,12 +5,13 @@
 namespace tessera {
 namespace {
 
-const GpuModel& Model(const char* name) {
+// The catalog's entry itself (testing::Model gives its id).
+const GpuModel& ModelSpec(const char* name) {
   return GpuCatalog::Default().Get(*GpuCatalog::Default().Find(name));
 }
 
 TEST(GpuLedgerTest, SharedModeChargesMilliAndMemory) {
-  GpuLedger g(&Model("A100-80GB"), SharingMode::kShared);
+  GpuLedger g(&ModelSpec("A100-80GB"), SharingMode::kShared);
   EXPECT_TRUE(g.FitsShare(MilliGpu(250), MiB(20480)));
   ASSERT_TRUE(g.Allocate({0, MilliGpu(250), MiB(20480)}).ok());
   ASSERT_TRUE(g.Allocate({0, MilliGpu(700), MiB(40960)}).ok());
@@ -25,7 +26,7 @@ TEST(GpuLedgerTest, SharedModeChargesMilliAndMemory) {
 }
 
 TEST(GpuLedgerTest, ExclusiveModeTakesWholeCardsOnly) {
-  GpuLedger g(&Model("H100-80GB"), SharingMode::kExclusive);
+  GpuLedger g(&ModelSpec("H100-80GB"), SharingMode::kExclusive);
   EXPECT_FALSE(g.FitsShare(MilliGpu(500), MiB(0)));
   EXPECT_TRUE(g.FitsWhole());
   ASSERT_TRUE(g.Allocate({0, kWholeGpu, MiB(0)}).ok());
@@ -36,7 +37,7 @@ TEST(GpuLedgerTest, ExclusiveModeTakesWholeCardsOnly) {
 }
 
 TEST(GpuLedgerTest, MigModeServesOnlyInstances) {
-  const GpuModel& h100 = Model("H100-80GB");
+  const GpuModel& h100 = ModelSpec("H100-80GB");
   GpuLedger g(&h100, SharingMode::kMig);
   EXPECT_FALSE(g.FitsShare(MilliGpu(100), MiB(0)));
   EXPECT_FALSE(g.FitsWhole());
@@ -58,13 +59,13 @@ TEST(GpuLedgerTest, MigModeServesOnlyInstances) {
 }
 
 TEST(GpuLedgerTest, UndisclosedMemoryRefusesMemoryRequests) {
-  GpuLedger g(&Model("G2"), SharingMode::kShared);
+  GpuLedger g(&ModelSpec("G2"), SharingMode::kShared);
   EXPECT_TRUE(g.FitsShare(MilliGpu(500), MiB(0)));
   EXPECT_FALSE(g.FitsShare(MilliGpu(500), MiB(1)));
 }
 
 TEST(GpuLedgerTest, ReleaseMustMatch) {
-  GpuLedger g(&Model("T4"), SharingMode::kShared);
+  GpuLedger g(&ModelSpec("T4"), SharingMode::kShared);
   EXPECT_EQ(g.Release({0, MilliGpu(100), MiB(0)}).code(), StatusCode::kFailedPrecondition);
   ASSERT_TRUE(g.Allocate({0, MilliGpu(100), MiB(0)}).ok());
   EXPECT_FALSE(g.Release({0, MilliGpu(200), MiB(0)}).ok());
@@ -72,7 +73,7 @@ TEST(GpuLedgerTest, ReleaseMustMatch) {
 }
 
 TEST(GpuLedgerTest, SharedShareWithoutMemoryBooksItsFractionOfTheCard) {
-  GpuLedger g(&Model("A100-80GB"), SharingMode::kShared);
+  GpuLedger g(&ModelSpec("A100-80GB"), SharingMode::kShared);
   EXPECT_EQ(g.BookedMemory(MilliGpu(250), MiB(0)).value(), 81920 / 4);
   EXPECT_EQ(g.BookedMemory(MilliGpu(333), MiB(0)).value(), 333 * 81920 / 1000);  // rounded down
   EXPECT_EQ(g.BookedMemory(MilliGpu(250), MiB(4096)).value(), 4096);  // asked: booked as asked
@@ -86,7 +87,7 @@ TEST(GpuLedgerTest, SharedShareWithoutMemoryBooksItsFractionOfTheCard) {
 }
 
 TEST(GpuLedgerTest, TimesliceSharesTakeWholeReplicasAndBookNoMemory) {
-  const GpuModel& a100 = Model("A100-80GB");
+  const GpuModel& a100 = ModelSpec("A100-80GB");
   GpuLedger g(&a100, SharingMode::kTimeslice, 4);
   EXPECT_EQ(g.replicas(), 4);
   EXPECT_FALSE(g.FitsWhole());
@@ -120,7 +121,7 @@ TEST(GpuLedgerTest, TimesliceSharesTakeWholeReplicasAndBookNoMemory) {
 }
 
 TEST(GpuLedgerTest, TimesliceReplicasThatDoNotDivideTheCardRoundDown) {
-  GpuLedger g(&Model("H100-80GB"), SharingMode::kTimeslice, 3);
+  GpuLedger g(&ModelSpec("H100-80GB"), SharingMode::kTimeslice, 3);
   EXPECT_EQ(g.BookedMilli(MilliGpu(100)).value(), 333);
   EXPECT_EQ(g.BookedMilli(MilliGpu(500)).value(), 666);
   EXPECT_EQ(g.BookedMilli(MilliGpu(999)).value(), 1000);

@@ -23,7 +23,8 @@
 #include "base/testing/temp_dir.h"
 
 namespace tessera {
-namespace {
+// Named, not anonymous: its MakeJob would meet store_contract's in a unity batch.
+namespace sqlite_store_test {
 
 JobRow MakeJob(uint64_t id, std::string tenant = "team-a", std::string key = "") {
   JobRow job;
@@ -490,5 +491,5 @@ TEST_F(SqliteStoreTest, CrashKeepsEveryAcknowledgedCommitWithFsync) { CrashTest(
 
 TEST_F(SqliteStoreTest, CrashKeepsEveryAcknowledgedCommitWithoutFsync) { CrashTest(path_, false); }
 
-}  // namespace
+}  // namespace sqlite_store_test
 }  // namespace tessera

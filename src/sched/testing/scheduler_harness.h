@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "base/testing/time_units.h"
 #include "model/node.h"
 #include "model/queue_tree.h"
 #include "sched/gpu_selection.h"
@@ -24,8 +25,6 @@
 
 namespace tessera::testing {
 
-inline constexpr Micros kSecond = 1'000'000;
-inline constexpr Micros kHour = 3600 * kSecond;
 inline constexpr ResourceName kGpu{ResourceKind::kGpu, GpuModelId()};
 inline constexpr ResourceName kCpu{ResourceKind::kCpu, GpuModelId()};
 inline constexpr ResourceName kMemory{ResourceKind::kMemory, GpuModelId()};

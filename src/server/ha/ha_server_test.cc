@@ -20,7 +20,8 @@
 #include "server/server_fixture.h"
 
 namespace tessera {
-namespace {
+// Named, not anonymous: its WaitFor would meet leader_election_test.cc's in a unity batch.
+namespace ha_server_test {
 
 using std::chrono::milliseconds;
 const char kLeaderKey[] = "/tessera/leader";
@@ -269,5 +270,5 @@ TEST_F(HaServerTest, ABatchTheStoreRefusesWholeIsA400AndTheLeaderStaysHealthy) {
   EXPECT_EQ(a->terms(), 1u);
 }
 
-}  // namespace
+}  // namespace ha_server_test
 }  // namespace tessera

@@ -1,7 +1,7 @@
 // Test-only helpers shared by the tests of src/state, src/sched and src/plugins: the
-// default GPU catalog, a node with its ledger (TestNode), and builders of nodes,
-// clusters and task requests. Header-only and part of no target: include it from
-// *_test.cc files only.
+// default GPU catalog (model/testing/test_catalog.h), a node with its ledger
+// (TestNode), and builders of nodes, clusters and task requests. Header-only and part
+// of no target: include it from *_test.cc files only.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,14 +20,12 @@
 #include "model/gpu_catalog.h"
 #include "model/node.h"
 #include "model/request.h"
+#include "model/testing/test_catalog.h"
 #include "state/cluster_state.h"
 #include "state/gpu_ledger.h"
 #include "state/node_ledger.h"
 
 namespace tessera::testing {
-
-inline const GpuCatalog& Catalog() { return GpuCatalog::Default(); }
-inline GpuModelId Model(std::string_view name) { return *Catalog().Find(name); }
 
 // A NodeSpec and its ledger; the ledger points into the spec, so it never moves. Each
 // helper below applies one allocation on NodeId(0) (Occupy: one per GPU) and fails the
