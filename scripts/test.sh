@@ -5,7 +5,7 @@
 # another), then the job-spec fuzzer for a bounded time (FUZZ_SECONDS, default 30,
 # while the next build compiles), then the core's tests (base, model, state, sched,
 # plugins, api, sim, store, metrics: label `core`) again under AddressSanitizer and
-# UndefinedBehaviorSanitizer (asan-ubsan preset).
+# UndefinedBehaviorSanitizer (asan-ubsan preset), whose build starts beside the ci tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,8 +31,24 @@ echo "== ci build: every test"
 cmake --preset ci -DTESSERA_TRACES_DIR="$traces"
 cmake --build --preset ci
 stage_done "the ci build"
-ctest --preset ci
+
+# The sanitizer build starts beside the ci tests, one compile at a time at the lowest
+# priority: the tests leave about a core idle (the end-to-end ones run one after
+# another), and at nice 19 a compile takes only what they leave. It goes on with both
+# cores once the tests are done.
+cmake --preset asan-ubsan -DTESSERA_TRACES_DIR="$traces" > build/asan-ubsan-configure.log
+nice -n 19 ninja -C build/asan-ubsan -j1 core_tests > build/asan-ubsan-early.log 2>&1 &
+early_pid=$!
+trap 'kill -TERM "$early_pid" 2>/dev/null || true' EXIT
+ctest_rc=0
+ctest --preset ci || ctest_rc=$?
+kill -TERM "$early_pid" 2>/dev/null || true
+wait "$early_pid" 2>/dev/null || true
+trap - EXIT
 stage_done "the ci tests"
+if ((ctest_rc != 0)); then
+  exit "$ctest_rc"
+fi
 
 # The fuzzer (one process, one core) runs while the sanitizer build compiles; its
 # output is printed once both are done.
@@ -42,8 +58,7 @@ fuzz_log=build/fuzz.log
 ./scripts/fuzz.sh "${FUZZ_SECONDS:-30}" > "$fuzz_log" 2>&1 &
 fuzz_pid=$!
 
-echo "== asan-ubsan build: core tests"
-cmake --preset asan-ubsan -DTESSERA_TRACES_DIR="$traces"
+echo "== asan-ubsan build: core tests (what the tests left of it)"
 cmake --build --preset asan-ubsan --target core_tests
 stage_done "the asan-ubsan build"
 fuzz_rc=0
