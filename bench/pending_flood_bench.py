@@ -9,7 +9,10 @@ GPU with one long job of tenant team-b, then runs two phases of --seconds each:
   flood  the same, while tenant team-a creates pending jobs as fast as it is answered
          from three threads: arrays of 1,000 (POST /v1/jobs with "array": "0-999"),
          batches of 1,000 (POST /v1/jobs/batch) and single submissions; a 429 is
-         retried at once (an abusive client ignores Retry-After).
+         retried at once (an abusive client ignores Retry-After). The flood runs in a
+         process of its own (as another tenant's client would): in team-b's process its
+         threads would hold Python's interpreter lock, and team-b's latencies would
+         measure that lock rather than the controller.
 
 Then it stops the controller with SIGTERM and starts it again on the same data, and times
 the restart (until /healthz answers and team-b's listing works).
@@ -20,12 +23,13 @@ process, controller and agent) in the quiet phase and at the end of the flood, t
 per pending job made, and the restart time. Goal: team-b's p99 within 2x of quiet.
 
 Usage: bench/pending_flood_bench.py [--tessera build/release/tessera] [--seconds 60]
-                                    [--keep]
+                                    [--keep] [--up-arg=ARG ...]
 Standard library only.
 """
 import argparse
 import http.client
 import json
+import multiprocessing
 import os
 import shutil
 import socket
@@ -62,7 +66,7 @@ class Conn:
         headers = {"Authorization": "Bearer " + self.token}
         data = None
         if body is not None:
-            data = json.dumps(body).encode()
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         for attempt in range(2):
             try:
@@ -125,33 +129,37 @@ def probe(port, token, seconds, out, stop):
         t.join()
 
 
-def flood(port, token, seconds, tally, stop):
-    """team-a: pending jobs as fast as it is answered, three ways at once."""
+def flood(port, token, seconds, tally):
+    """team-a: pending jobs as fast as it is answered, three ways at once (each body
+    serialised once, as a client replaying one request would)."""
+    bodies = {
+        "array": (json.dumps(dict(ONE_GPU, array="0-999")).encode(), "/v1/jobs", 1000),
+        "batch": (json.dumps({"jobs": [ONE_GPU] * 1000}).encode(), "/v1/jobs/batch", 1000),
+        "single": (json.dumps(ONE_GPU).encode(), "/v1/jobs", 1),
+    }
+    lock = threading.Lock()
+    counts = {"made": 0, "refused": 0, "other": 0}  # into `tally` (shared) at the end
 
     def loop(kind):
         c = Conn(port, token)
         end = time.time() + seconds
-        while time.time() < end and not stop.is_set():
-            if kind == "array":
-                body, path, n = dict(ONE_GPU, array="0-999"), "/v1/jobs", 1000
-            elif kind == "batch":
-                body, path, n = {"jobs": [ONE_GPU] * 1000}, "/v1/jobs/batch", 1000
-            else:
-                body, path, n = ONE_GPU, "/v1/jobs", 1
+        body, path, n = bodies[kind]
+        while time.time() < end:
             status, _ = c.call("POST", path, body)
-            with tally["lock"]:
+            with lock:
                 if status in (200, 201):
-                    tally["made"] += n
+                    counts["made"] += n
                 elif status == 429:
-                    tally["refused"] += 1
+                    counts["refused"] += 1
                 else:
-                    tally["other"][status] = tally["other"].get(status, 0) + 1
+                    counts["other"] += 1
 
-    threads = [threading.Thread(target=loop, args=(k,)) for k in ("array", "batch", "single")]
+    threads = [threading.Thread(target=loop, args=(k,)) for k in bodies]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    tally.update(counts)
 
 
 def pct(values, p):
@@ -161,10 +169,10 @@ def pct(values, p):
     return v[min(len(v) - 1, int(p / 100.0 * len(v)))]
 
 
-def start_up(tessera, data, port, log):
+def start_up(tessera, data, port, log, extra=()):
     return subprocess.Popen(
         [tessera, "up", "--data", data, "--listen", f"127.0.0.1:{port}",
-         "--fake-gpus", "1xH100-80GB"],
+         "--fake-gpus", "1xH100-80GB", *extra],
         stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -173,6 +181,8 @@ def main():
     ap.add_argument("--tessera", default="build/release/tessera")
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--up-arg", action="append", default=[],
+                    help="one more argument of `tessera up` (e.g. --up-arg=--refusal-pause=0)")
     args = ap.parse_args()
     tessera = os.path.abspath(args.tessera)
     scratch = tempfile.mkdtemp(prefix="tessera-flood-")
@@ -180,11 +190,18 @@ def main():
     data = os.path.join(scratch, "data")
     port = free_port()
     log = open(os.path.join(scratch, "up.log"), "ab")
-    up = start_up(tessera, data, port, log)
+    up = start_up(tessera, data, port, log, args.up_arg)
     try:
         if not wait_healthy(port, 60):
             sys.exit("tessera up did not answer; see " + scratch + "/up.log")
-        tok = lambda t: open(os.path.join(data, "tokens", t + ".token")).read().strip()
+        def tok(tenant):
+            # `tessera up` writes the tenants' tokens just after /healthz first answers.
+            path = os.path.join(data, "tokens", tenant + ".token")
+            end = time.time() + 30
+            while not os.path.exists(path) and time.time() < end:
+                time.sleep(0.05)
+            return open(path).read().strip()
+
         team_a, team_b = tok("team-a"), tok("team-b")
         # The GPU is held by team-b's long job: everything after it stays pending.
         b = Conn(port, team_b)
@@ -198,11 +215,11 @@ def main():
         rss_quiet = rss_mib(up.pid)
 
         loud = {"submit": [], "list": [], "errors": 0, "at": []}
-        tally = {"lock": threading.Lock(), "made": 0, "refused": 0, "other": {}}
-        stop = threading.Event()
-        flooder = threading.Thread(target=flood, args=(port, team_a, args.seconds, tally, stop))
+        tally = multiprocessing.Manager().dict(made=0, refused=0, other=0)
+        flooder = multiprocessing.Process(target=flood,
+                                          args=(port, team_a, args.seconds, tally))
         flooder.start()
-        probe(port, team_b, args.seconds, loud, stop)
+        probe(port, team_b, args.seconds, loud, threading.Event())
         flooder.join()
         rss_flood = rss_mib(up.pid)
         admin = open(os.path.join(data, "admin.token")).read().strip()
@@ -216,7 +233,7 @@ def main():
         up.terminate()
         up.wait(timeout=120)
         t0 = time.time()
-        up = start_up(tessera, data, port, log)
+        up = start_up(tessera, data, port, log, args.up_arg)
         healthy = wait_healthy(port, 600)
         listed = False
         while healthy and not listed and time.time() - t0 < 600:
