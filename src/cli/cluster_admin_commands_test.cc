@@ -1,10 +1,6 @@
 // The cluster's admin and view commands (nodes, queues, usage), the transport (URL
 // prefix, TLS) and the command line, against the fake controller.
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/self_signed_cert.h"
 #include "cli/cluster_commands.h"
 #include "cli/testing/fake_controller.h"
 
@@ -264,55 +261,13 @@ TEST(TransportTest, UrlPrefixIsPutBeforeEveryPath) {
   EXPECT_EQ(ctl.requests()[0].path, "/tessera/v1/queues");
 }
 
-// Writes a self-signed certificate for 127.0.0.1 and its key into `dir`.
-bool WriteSelfSignedCert(const std::string& cert_path, const std::string& key_path) {
-  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
-  if (key == nullptr) {
-    return false;
-  }
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-  X509_set_pubkey(cert, key);
-  X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
-  X509_set_issuer_name(cert, name);
-  X509V3_CTX ctx;
-  X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-  bool ok = true;
-  for (auto [nid, value] : {std::pair{NID_subject_alt_name, "IP:127.0.0.1"},
-                            std::pair{NID_basic_constraints, "critical,CA:TRUE"}}) {
-    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
-    ok = ok && ext != nullptr && X509_add_ext(cert, ext, -1) == 1;
-    X509_EXTENSION_free(ext);
-  }
-  ok = ok && X509_sign(cert, key, EVP_sha256()) > 0;
-  FILE* c = std::fopen(cert_path.c_str(), "w");
-  FILE* k = std::fopen(key_path.c_str(), "w");
-  ok = ok && c != nullptr && k != nullptr && PEM_write_X509(c, cert) == 1 &&
-       PEM_write_PrivateKey(k, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
-  if (c != nullptr) {
-    std::fclose(c);
-  }
-  if (k != nullptr) {
-    std::fclose(k);
-  }
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  return ok;
-}
-
 TEST(TransportTest, HttpsVerifiesAgainstTheGivenCaOrSkipsWithInsecure) {
   char tmpl[] = "/tmp/tessera_cli_XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
   const std::string cert = dir + "/cert.pem";
   const std::string key = dir + "/key.pem";
-  ASSERT_TRUE(WriteSelfSignedCert(cert, key));
+  ASSERT_TRUE(testing::WriteSelfSignedCert(cert, key));
   {
     FakeController ctl(std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str()));
     ctl.Reply("GET", "/v1/queues", 200, R"({"queues": []})");

@@ -6,6 +6,7 @@
 #include "base/time_format.h"
 #include "server/controller_fixture.h"
 #include "server/job_attempts.h"
+#include "server/testing/failing_store.h"
 
 namespace tessera {
 namespace {
@@ -162,32 +163,7 @@ TEST_F(ControllerAttemptsTest, ALostNodeEndsTheAttemptAsNodeLost) {
   EXPECT_EQ(j["attempt_history"][0]["tasks"][0]["gpus"].size(), 2u);
 }
 
-// A store whose commits fail while `fail` is set (a full disk), over a real one.
-class FailingStore : public Store {
- public:
-  explicit FailingStore(Store* inner) : inner_(inner) {}
-  Status Commit(WriteBatch batch) override {
-    return fail ? UnavailableError("disk full") : inner_->Commit(std::move(batch));
-  }
-  StatusOr<std::vector<JobRow>> LoadJobs() override { return inner_->LoadJobs(); }
-  StatusOr<std::optional<JobRow>> LoadJob(uint64_t id) override { return inner_->LoadJob(id); }
-  StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override {
-    return inner_->LoadUsage(since_us, until_us);
-  }
-  StatusOr<std::vector<TokenRow>> LoadTokens() override { return inner_->LoadTokens(); }
-  StatusOr<std::optional<std::string>> GetKv(std::string_view key) override {
-    return inner_->GetKv(key);
-  }
-  StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(
-      std::string_view prefix) override {
-    return inner_->ListKv(prefix);
-  }
-  Status Close() override { return Status::Ok(); }
-  bool fail = false;
-
- private:
-  Store* inner_;
-};
+using testing::FailingStore;
 
 // The attempt is written with the transition that ends it: when that write fails, a
 // restarted controller has neither (the job still runs, no attempt), and the agent's

@@ -6,6 +6,7 @@
 
 #include "api/job_batch.h"
 #include "server/controller_fixture.h"
+#include "server/testing/failing_store.h"
 #include "server/testing/job_yaml.h"
 
 namespace tessera {
@@ -205,32 +206,7 @@ TEST_F(ControllerRecoveryTest, ACancelInFlightSurvivesARestart) {
   EXPECT_EQ(Job(id)["state"], "cancelled");
 }
 
-// A store that fails its commits while `fail` is set (a full disk), over a real one.
-class FailingStore : public Store {
- public:
-  explicit FailingStore(Store* inner) : inner_(inner) {}
-  Status Commit(WriteBatch batch) override {
-    return fail ? UnavailableError("disk full") : inner_->Commit(std::move(batch));
-  }
-  StatusOr<std::vector<JobRow>> LoadJobs() override { return inner_->LoadJobs(); }
-  StatusOr<std::optional<JobRow>> LoadJob(uint64_t id) override { return inner_->LoadJob(id); }
-  StatusOr<std::vector<UsageRow>> LoadUsage(int64_t since_us, int64_t until_us) override {
-    return inner_->LoadUsage(since_us, until_us);
-  }
-  StatusOr<std::vector<TokenRow>> LoadTokens() override { return inner_->LoadTokens(); }
-  StatusOr<std::optional<std::string>> GetKv(std::string_view key) override {
-    return inner_->GetKv(key);
-  }
-  StatusOr<std::vector<std::pair<std::string, std::string>>> ListKv(
-      std::string_view prefix) override {
-    return inner_->ListKv(prefix);
-  }
-  Status Close() override { return Status::Ok(); }
-  bool fail = false;
-
- private:
-  Store* inner_;
-};
+using testing::FailingStore;
 
 // The commit of an exit report fails: the controller's memory is then ahead of its
 // store, so it must take no report at all until it restarts on a working store (the

@@ -7,8 +7,6 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/testing/self_signed_cert.h"
 #include "server/server_fixture.h"
 
 namespace tessera {
@@ -370,37 +369,6 @@ TEST(HttpGuardTest, ConnectionBeyondThePerSourceCapIsAnswered429AndClosed) {
   }
 }
 
-// A self-signed certificate and its key, written to the two paths.
-bool WriteCert(const std::string& cert_path, const std::string& key_path) {
-  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
-  X509* cert = X509_new();
-  bool ok = key != nullptr && cert != nullptr;
-  if (ok) {
-    X509_set_version(cert, 2);
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-    X509_set_pubkey(cert, key);
-    X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
-    X509_set_issuer_name(cert, name);
-    ok = X509_sign(cert, key, EVP_sha256()) > 0;
-  }
-  FILE* c = std::fopen(cert_path.c_str(), "w");
-  FILE* k = std::fopen(key_path.c_str(), "w");
-  ok = ok && c != nullptr && k != nullptr && PEM_write_X509(c, cert) == 1 &&
-       PEM_write_PrivateKey(k, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
-  for (FILE* f : {c, k}) {
-    if (f != nullptr) {
-      std::fclose(f);
-    }
-  }
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  return ok;
-}
-
 class HttpGuardTlsTest : public ScratchDirTest {
  protected:
   HttpGuardTlsTest() : ScratchDirTest("http-guard") {}
@@ -408,7 +376,7 @@ class HttpGuardTlsTest : public ScratchDirTest {
 
 TEST_F(HttpGuardTlsTest, ConnectionBeyondThePerSourceCapFailsItsHandshakeAtOnce) {
   const std::string cert = dir_ + "/cert.pem", key = dir_ + "/key.pem";
-  ASSERT_TRUE(WriteCert(cert, key));
+  ASSERT_TRUE(testing::WriteSelfSignedCert(cert, key));
   HttpGuardOptions options;
   options.max_connections_per_source = 2;
   TestServer server(options, 16, cert, key);

@@ -119,12 +119,15 @@ class Store {  // thread-safe
   virtual Status Close() = 0;
 };
 
-// A Store that passes every call to another, which it owns: a subclass overrides what
-// it watches or changes (store/commit_watch.h times commits). Thread-safe as the
-// wrapped store is.
+// A Store that passes every call to another, which it owns (or, built from a plain
+// pointer, borrows: then Close leaves the other open): a subclass overrides what it
+// watches or changes (store/commit_watch.h times commits). Thread-safe as the wrapped
+// store is.
 class ForwardingStore : public Store {
  public:
-  explicit ForwardingStore(std::unique_ptr<Store> inner) : inner_(std::move(inner)) {}
+  explicit ForwardingStore(std::unique_ptr<Store> inner)
+      : owned_(std::move(inner)), inner_(owned_.get()) {}
+  explicit ForwardingStore(Store* borrowed) : inner_(borrowed) {}
 
   Status Commit(WriteBatch batch) override { return inner_->Commit(std::move(batch)); }
   StatusOr<std::vector<JobRow>> LoadJobs() override { return inner_->LoadJobs(); }
@@ -147,12 +150,13 @@ class ForwardingStore : public Store {
       std::string_view prefix) override {
     return inner_->ListKv(prefix);
   }
-  Status Close() override { return inner_->Close(); }
+  Status Close() override { return owned_ != nullptr ? owned_->Close() : Status::Ok(); }
 
-  Store* inner() const { return inner_.get(); }
+  Store* inner() const { return inner_; }
 
  private:
-  std::unique_ptr<Store> inner_;
+  std::unique_ptr<Store> owned_;  // null when borrowed
+  Store* inner_;
 };
 
 // A Store in memory, for unit tests of other layers: same semantics and checks as the
