@@ -91,47 +91,49 @@ void AddJobFlags(CLI::App* cmd, SubmitOptions* o) {
 
 namespace {
 
+// submit.
+void AddSubmitCommand(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<ConnectionFlags>();
+  auto o = std::make_shared<SubmitOptions>();
+  CLI::App* cmd = app.add_subcommand("submit", "Submit a job: -f job.yaml, or flags -- COMMAND");
+  cmd->add_option("-f,--file", o->file,
+                  "job spec, YAML or JSON ('-': stdin), sent as written plus submit_dir; a "
+                  "file with a 'jobs:' list of specs is one batch, submitted all or none");
+  AddJobFlags(cmd, o.get());
+  cmd->add_option("--idempotency-key", o->idempotency_key,
+                  "a retried submit with the same key makes no second job (default: a new "
+                  "key for each submit, which covers the CLI's own resends)");
+  cmd->add_option("command", o->command,
+                  "the command and its arguments, after --; or a batch script (#! or "
+                  "#SBATCH lines) and its arguments");
+  cmd->add_option("-o,--output", o->output, "json: print the job");
+  auto lenient = std::make_shared<bool>(false);
+  cmd->add_flag("--lenient", *lenient,
+                "a batch script: warn about the directives Tessera does not support and "
+                "ignore them");
+  AddConnectionFlags(cmd, flags.get());
+  // Unknown options are reported by name as soon as the subcommand is read, before
+  // CLI11's "argument not expected" about a word that came after them.
+  cmd->allow_extras();
+  cmd->parse_complete_callback([cmd] {
+    if (Status s = UnknownOptions("submit", cmd->remaining()); !s.ok()) {
+      throw CLI::RuntimeError(ReportError(s, std::cerr));
+    }
+  });
+  cmd->callback([flags, o, lenient, exit_code] {
+    o->submit_dir = CurrentDirForJobs();
+    const bool script =
+        o->file.empty() && !o->command.empty() && IsBatchScriptFile(o->command[0]);
+    Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
+      return script ? RunSubmitScript(c, *o, *lenient, std::cout, std::cerr)
+                    : RunSubmit(c, *o, std::cout, std::cerr);
+    });
+  });
+}
+
 // submit, jobs, wait, show, cancel, logs.
 void AddJobCommands(CLI::App& app, int* exit_code) {
-  // submit
-  {
-    auto flags = std::make_shared<ConnectionFlags>();
-    auto o = std::make_shared<SubmitOptions>();
-    CLI::App* cmd = app.add_subcommand("submit", "Submit a job: -f job.yaml, or flags -- COMMAND");
-    cmd->add_option("-f,--file", o->file,
-                    "job spec, YAML or JSON ('-': stdin), sent as written plus submit_dir; a "
-                    "file with a 'jobs:' list of specs is one batch, submitted all or none");
-    AddJobFlags(cmd, o.get());
-    cmd->add_option("--idempotency-key", o->idempotency_key,
-                    "a retried submit with the same key makes no second job (default: a new "
-                    "key for each submit, which covers the CLI's own resends)");
-    cmd->add_option("command", o->command,
-                    "the command and its arguments, after --; or a batch script (#! or "
-                    "#SBATCH lines) and its arguments");
-    cmd->add_option("-o,--output", o->output, "json: print the job");
-    auto lenient = std::make_shared<bool>(false);
-    cmd->add_flag("--lenient", *lenient,
-                  "a batch script: warn about the directives Tessera does not support and "
-                  "ignore them");
-    AddConnectionFlags(cmd, flags.get());
-    // Unknown options are reported by name as soon as the subcommand is read, before
-    // CLI11's "argument not expected" about a word that came after them.
-    cmd->allow_extras();
-    cmd->parse_complete_callback([cmd] {
-      if (Status s = UnknownOptions("submit", cmd->remaining()); !s.ok()) {
-        throw CLI::RuntimeError(ReportError(s, std::cerr));
-      }
-    });
-    cmd->callback([flags, o, lenient, exit_code] {
-      o->submit_dir = CurrentDirForJobs();
-      const bool script =
-          o->file.empty() && !o->command.empty() && IsBatchScriptFile(o->command[0]);
-      Dispatch(*flags, exit_code, [&](const ClientConfig& c) {
-        return script ? RunSubmitScript(c, *o, *lenient, std::cout, std::cerr)
-                      : RunSubmit(c, *o, std::cout, std::cerr);
-      });
-    });
-  }
+  AddSubmitCommand(app, exit_code);
   // jobs
   {
     auto flags = std::make_shared<ConnectionFlags>();
@@ -241,6 +243,55 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   }
 }
 
+// queues [set | import].
+void AddQueuesCommand(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<ConnectionFlags>();
+  auto o = std::make_shared<QueuesOptions>();
+  CLI::App* cmd = app.add_subcommand("queues", "Queues: quotas, usage, pending and running");
+  cmd->add_option("-o,--output", o->output, "json");
+  AddConnectionFlags(cmd, flags.get());
+
+  auto set_flags = std::make_shared<ConnectionFlags>();
+  auto set_o = std::make_shared<QueuesSetOptions>();
+  CLI::App* set = cmd->add_subcommand("set", "Replace the queue configuration (admin)");
+  set->add_option("-f,--file", set_o->file, "queue configuration YAML ('-': stdin)")->required();
+  set->add_option("-o,--output", set_o->output, "json");
+  AddConnectionFlags(set, set_flags.get());
+  set->callback([set_flags, set_o, exit_code] {
+    Dispatch(*set_flags, exit_code, [&](const ClientConfig& c) {
+      return RunQueuesSet(c, *set_o, std::cout, std::cerr);
+    });
+  });
+  auto import_flags = std::make_shared<ConnectionFlags>();
+  auto import_o = std::make_shared<QueuesImportOptions>();
+  CLI::App* import = cmd->add_subcommand(
+      "import", "Convert Kueue ClusterQueues, Cohorts and ResourceFlavors to a queue "
+                "configuration (--apply: and replace the controller's, admin)");
+  import->add_option("file", import_o->file, "Kueue YAML, several documents ('-': stdin)")
+      ->required();
+  import->add_option("--out", import_o->out_file, "write the queue configuration to FILE");
+  import->add_flag("--apply", import_o->apply, "replace the controller's queue configuration");
+  import->add_flag("--lenient", import_o->lenient,
+                   "warn about Kueue fields without an equivalent and leave them out");
+  AddConnectionFlags(import, import_flags.get());
+  import->callback([import_flags, import_o, exit_code] {
+    if (!import_o->apply) {
+      *exit_code = RunQueuesImport(nullptr, *import_o, std::cout, std::cerr);
+      return;
+    }
+    Dispatch(*import_flags, exit_code, [&](const ClientConfig& c) {
+      return RunQueuesImport(&c, *import_o, std::cout, std::cerr);
+    });
+  });
+  cmd->callback([flags, o, exit_code, set, import] {
+    if (set->parsed() || import->parsed()) {
+      return;
+    }
+    Dispatch(*flags, exit_code,
+             [&](const ClientConfig& c) { return RunQueues(c, *o, std::cout, std::cerr); });
+  });
+}
+
 // drain, resume, nodes, queues, usage.
 void AddClusterStateCommands(CLI::App& app, int* exit_code) {
   // drain, resume
@@ -300,54 +351,7 @@ void AddClusterStateCommands(CLI::App& app, int* exit_code) {
       });
     });
   }
-  // queues [set | import]
-  {
-    auto flags = std::make_shared<ConnectionFlags>();
-    auto o = std::make_shared<QueuesOptions>();
-    CLI::App* cmd = app.add_subcommand("queues", "Queues: quotas, usage, pending and running");
-    cmd->add_option("-o,--output", o->output, "json");
-    AddConnectionFlags(cmd, flags.get());
-
-    auto set_flags = std::make_shared<ConnectionFlags>();
-    auto set_o = std::make_shared<QueuesSetOptions>();
-    CLI::App* set = cmd->add_subcommand("set", "Replace the queue configuration (admin)");
-    set->add_option("-f,--file", set_o->file, "queue configuration YAML ('-': stdin)")->required();
-    set->add_option("-o,--output", set_o->output, "json");
-    AddConnectionFlags(set, set_flags.get());
-    set->callback([set_flags, set_o, exit_code] {
-      Dispatch(*set_flags, exit_code, [&](const ClientConfig& c) {
-        return RunQueuesSet(c, *set_o, std::cout, std::cerr);
-      });
-    });
-    auto import_flags = std::make_shared<ConnectionFlags>();
-    auto import_o = std::make_shared<QueuesImportOptions>();
-    CLI::App* import = cmd->add_subcommand(
-        "import", "Convert Kueue ClusterQueues, Cohorts and ResourceFlavors to a queue "
-                  "configuration (--apply: and replace the controller's, admin)");
-    import->add_option("file", import_o->file, "Kueue YAML, several documents ('-': stdin)")
-        ->required();
-    import->add_option("--out", import_o->out_file, "write the queue configuration to FILE");
-    import->add_flag("--apply", import_o->apply, "replace the controller's queue configuration");
-    import->add_flag("--lenient", import_o->lenient,
-                     "warn about Kueue fields without an equivalent and leave them out");
-    AddConnectionFlags(import, import_flags.get());
-    import->callback([import_flags, import_o, exit_code] {
-      if (!import_o->apply) {
-        *exit_code = RunQueuesImport(nullptr, *import_o, std::cout, std::cerr);
-        return;
-      }
-      Dispatch(*import_flags, exit_code, [&](const ClientConfig& c) {
-        return RunQueuesImport(&c, *import_o, std::cout, std::cerr);
-      });
-    });
-    cmd->callback([flags, o, exit_code, set, import] {
-      if (set->parsed() || import->parsed()) {
-        return;
-      }
-      Dispatch(*flags, exit_code,
-               [&](const ClientConfig& c) { return RunQueues(c, *o, std::cout, std::cerr); });
-    });
-  }
+  AddQueuesCommand(app, exit_code);
   // usage
   {
     auto flags = std::make_shared<ConnectionFlags>();

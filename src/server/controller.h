@@ -581,6 +581,7 @@ class Controller {
   void ReleaseRestarts(Micros now, Pending& out);
   void RestartJson(const LiveJob& job, nlohmann::json& out) const;  // into JobJson
   void WriteRestartMetrics(MetricsWriter& w) const;
+  void WriteSchedulerMetrics(MetricsWriter& w) const;  // cycles, decisions, placement model
 
   // Part of Metrics(): the queues' quota, the agents, each GPU's allocation and drain.
   void WriteQuotaAndGpus(MetricsWriter& w) const;

@@ -136,6 +136,48 @@ void Controller::WriteQuotaAndGpus(MetricsWriter& w) const {
   }
 }
 
+// The scheduling loop's and the placement model's counters. mu_ held.
+void Controller::WriteSchedulerMetrics(MetricsWriter& w) const {
+  w.Family("tessera_scheduler_cycles_total", MetricType::kCounter, "Scheduling cycles run.");
+  w.Sample({}, static_cast<double>(counters_.cycles.load()));
+  w.Family("tessera_scheduler_report_cycles_total", MetricType::kCounter,
+           "Core cycles run on an agent's report of an exit, so that the report and the starts "
+           "it allows share one commit.");
+  w.Sample({}, static_cast<double>(counters_.report_cycles));
+  w.Family("tessera_scheduler_rebuilds_total", MetricType::kCounter,
+           "Times the scheduler's cluster was built afresh (first cycle, queue changes); node "
+           "events change it in place.");
+  w.Sample({}, static_cast<double>(core_.rebuilds()));
+  w.Family("tessera_placement_tasks_observed_total", MetricType::kCounter,
+           "Submitted tasks the placement's workload model has learned from (kept across "
+           "restarts).");
+  w.Sample({}, static_cast<double>(core_.learner().observed()));
+  w.Family("tessera_placement_workload_models_total", MetricType::kCounter,
+           "Times the placement's typical tasks were remade because the submitted shapes moved "
+           "(since the controller started).");
+  w.Sample({}, static_cast<double>(core_.learner().models_made()));
+  w.Family("tessera_placement_typical_tasks", MetricType::kGauge,
+           "Task shapes in the placement's workload model (0: bestfit until a task is seen).");
+  w.Sample({}, static_cast<double>(
+                   core_.learner().model() == nullptr
+                       ? 0
+                       : core_.learner().model()->workload().tasks.size()));
+  w.Family("tessera_scheduler_invariant_breaches_total", MetricType::kCounter,
+           "Cycles after which the core's ledger or quota invariants did not hold (a bug: "
+           "alert on any).");
+  w.Sample({}, static_cast<double>(counters_.invariant_breaches));
+  w.Family("tessera_scheduler_cycle_duration_seconds", MetricType::kHistogram,
+           "Wall time of a scheduling cycle, including making its decisions durable.");
+  w.Sample({}, counters_.cycle_seconds.Read());
+  w.Family("tessera_scheduler_decisions_total", MetricType::kCounter,
+           "Scheduling decisions: jobs started, preempted and requeued.");
+  for (const char* d : {"start", "preempt", "requeue"}) {
+    auto it = counters_.decisions.find(d);
+    w.Sample({{"decision", d}},
+             static_cast<double>(it != counters_.decisions.end() ? it->second : 0));
+  }
+}
+
 std::string Controller::Metrics() {
   std::lock_guard<std::mutex> lock(mu_);
   const Micros now = clock_->NowMicros();
@@ -197,45 +239,7 @@ std::string Controller::Metrics() {
   }
   WriteRestartMetrics(w);
 
-  w.Family("tessera_scheduler_cycles_total", MetricType::kCounter, "Scheduling cycles run.");
-  w.Sample({}, static_cast<double>(counters_.cycles.load()));
-  w.Family("tessera_scheduler_report_cycles_total", MetricType::kCounter,
-           "Core cycles run on an agent's report of an exit, so that the report and the starts "
-           "it allows share one commit.");
-  w.Sample({}, static_cast<double>(counters_.report_cycles));
-  w.Family("tessera_scheduler_rebuilds_total", MetricType::kCounter,
-           "Times the scheduler's cluster was built afresh (first cycle, queue changes); node "
-           "events change it in place.");
-  w.Sample({}, static_cast<double>(core_.rebuilds()));
-  w.Family("tessera_placement_tasks_observed_total", MetricType::kCounter,
-           "Submitted tasks the placement's workload model has learned from (kept across "
-           "restarts).");
-  w.Sample({}, static_cast<double>(core_.learner().observed()));
-  w.Family("tessera_placement_workload_models_total", MetricType::kCounter,
-           "Times the placement's typical tasks were remade because the submitted shapes moved "
-           "(since the controller started).");
-  w.Sample({}, static_cast<double>(core_.learner().models_made()));
-  w.Family("tessera_placement_typical_tasks", MetricType::kGauge,
-           "Task shapes in the placement's workload model (0: bestfit until a task is seen).");
-  w.Sample({}, static_cast<double>(
-                   core_.learner().model() == nullptr
-                       ? 0
-                       : core_.learner().model()->workload().tasks.size()));
-  w.Family("tessera_scheduler_invariant_breaches_total", MetricType::kCounter,
-           "Cycles after which the core's ledger or quota invariants did not hold (a bug: "
-           "alert on any).");
-  w.Sample({}, static_cast<double>(counters_.invariant_breaches));
-  w.Family("tessera_scheduler_cycle_duration_seconds", MetricType::kHistogram,
-           "Wall time of a scheduling cycle, including making its decisions durable.");
-  w.Sample({}, counters_.cycle_seconds.Read());
-  w.Family("tessera_scheduler_decisions_total", MetricType::kCounter,
-           "Scheduling decisions: jobs started, preempted and requeued.");
-  for (const char* d : {"start", "preempt", "requeue"}) {
-    auto it = counters_.decisions.find(d);
-    w.Sample({{"decision", d}},
-             static_cast<double>(it != counters_.decisions.end() ? it->second : 0));
-  }
-
+  WriteSchedulerMetrics(w);
   WriteQuotaAndGpus(w);
 
   w.Family("tessera_tenant_gpus_in_use", MetricType::kGauge,

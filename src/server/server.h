@@ -174,6 +174,8 @@ class Server {
   void ConfigRoutes();
   // The agent and node-membership endpoints (server_nodes.cc).
   void NodeRoutes();
+  // POST /v1/agents/register with the join token: a new node gets its credential.
+  void JoinNode(const RegisterRequest& r, const std::string& remote_addr, httplib::Response& res);
   void NodeAdminRoutes();
   void HistoryRoutes();  // GET /v1/admin/history (server_whatif.cc)
   void ValidationRoutes();  // /v1/admin/validations (server_validations.cc)

@@ -75,6 +75,71 @@ std::string Server::RevokedMessage(const std::string& authorization) {
          ") before it can join again";
 }
 
+// Registration with the join token: only a name without a credential, which then gets
+// one.
+void Server::JoinNode(const RegisterRequest& r, const std::string& remote_addr,
+                      httplib::Response& res) {
+  const std::string& name = r.inventory.spec.name;
+  // The name is claimed first, so that two agents racing for it cannot both get a
+  // credential; the commits run outside the lock, so that new nodes join side by
+  // side rather than one at a time.
+  {
+    std::lock_guard<std::mutex> lock(cred_mu_);
+    if (node_creds_.count(name) > 0) {
+      SendError(res,
+                PermissionDeniedError(
+                    "node '" + name + "' is already registered: its agent must use " +
+                    "the node's credential (node.credential in its data directory), " +
+                    "or the admin must remove the node first (tessera nodes remove " +
+                    name + ")"));
+      return;
+    }
+    if (!joining_.insert(name).second) {
+      SendError(res, UnavailableError("another agent is registering node '" + name +
+                                      "' at this moment"));
+      return;
+    }
+  }
+  struct Unclaim {
+    Server* server;
+    const std::string& name;
+    ~Unclaim() {
+      std::lock_guard<std::mutex> lock(server->cred_mu_);
+      server->joining_.erase(name);
+    }
+  } unclaim{this, name};
+  if (Status cleared = controller_->ClearRemovedNode(name); !cleared.ok()) {
+    SendError(res, UnavailableError("state store: " + cleared.message()));
+    return;
+  }
+  controller_->CountForeignReports(name, r.tasks);
+  StatusOr<RegisterResponse> out = controller_->Register(r, remote_addr);
+  if (!out.ok()) {
+    SendError(res, out.status());
+    return;
+  }
+  // Durable before it is handed out: a credential the store lost would lock the name.
+  const std::string credential = GenerateToken("tsr_node");
+  TokenRow row{HashToken(credential), kNodeRole, "", name, clock_.NowMicros()};
+  WriteBatch batch;
+  batch.tokens.push_back(row);
+  if (Status committed = store_->Commit(std::move(batch)); !committed.ok()) {
+    SendError(res, UnavailableError("could not store the node's credential: " +
+                                    committed.message()));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(cred_mu_);
+    tokens_->Add(row.hash, Principal{Role::kNode, "", name});
+    node_creds_[name] = NodeCredential{row.hash, false};
+  }
+  std::cerr << "tessera server: node " << name << " joined from " << remote_addr
+            << " and got its credential\n";
+  out->credential = credential;
+  out->channel_port = agent_port();
+  SendJson(res, ToJson(out.value()));
+}
+
 // The agents' registration and heartbeats.
 void Server::NodeRoutes() {
   httplib::Server& s = *http_;
@@ -110,65 +175,7 @@ void Server::NodeRoutes() {
               SendJson(res, ToJson(out.value()));
               return;
             }
-            // The join token: only a name without a credential, which then gets one. The
-            // name is claimed first, so that two agents racing for it cannot both get a
-            // credential; the commits run outside the lock, so that new nodes join side by
-            // side rather than one at a time.
-            {
-              std::lock_guard<std::mutex> lock(cred_mu_);
-              if (node_creds_.count(name) > 0) {
-                SendError(res,
-                          PermissionDeniedError(
-                              "node '" + name + "' is already registered: its agent must use " +
-                              "the node's credential (node.credential in its data directory), " +
-                              "or the admin must remove the node first (tessera nodes remove " +
-                              name + ")"));
-                return;
-              }
-              if (!joining_.insert(name).second) {
-                SendError(res, UnavailableError("another agent is registering node '" + name +
-                                                "' at this moment"));
-                return;
-              }
-            }
-            struct Unclaim {
-              Server* server;
-              const std::string& name;
-              ~Unclaim() {
-                std::lock_guard<std::mutex> lock(server->cred_mu_);
-                server->joining_.erase(name);
-              }
-            } unclaim{this, name};
-            if (Status cleared = controller_->ClearRemovedNode(name); !cleared.ok()) {
-              SendError(res, UnavailableError("state store: " + cleared.message()));
-              return;
-            }
-            controller_->CountForeignReports(name, r->tasks);
-            StatusOr<RegisterResponse> out = controller_->Register(r.value(), req.remote_addr);
-            if (!out.ok()) {
-              SendError(res, out.status());
-              return;
-            }
-            // Durable before it is handed out: a credential the store lost would lock the name.
-            const std::string credential = GenerateToken("tsr_node");
-            TokenRow row{HashToken(credential), kNodeRole, "", name, clock_.NowMicros()};
-            WriteBatch batch;
-            batch.tokens.push_back(row);
-            if (Status committed = store_->Commit(std::move(batch)); !committed.ok()) {
-              SendError(res, UnavailableError("could not store the node's credential: " +
-                                              committed.message()));
-              return;
-            }
-            {
-              std::lock_guard<std::mutex> lock(cred_mu_);
-              tokens_->Add(row.hash, Principal{Role::kNode, "", name});
-              node_creds_[name] = NodeCredential{row.hash, false};
-            }
-            std::cerr << "tessera server: node " << name << " joined from " << req.remote_addr
-                      << " and got its credential\n";
-            out->credential = credential;
-            out->channel_port = agent_port();
-            SendJson(res, ToJson(out.value()));
+            JoinNode(r.value(), req.remote_addr, res);
           },
           Access::kAgent));
 
