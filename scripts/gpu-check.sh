@@ -5,6 +5,8 @@
 #      instance created and destroyed (`tessera gpu-probe --mig-check`).
 #   2. The CUDA limiter against a real driver-API program (memory cap, pacing).
 #   3. Managed MPS: a share through `tessera up` with the agent's MPS daemon.
+#   4. A whole GPU through `tessera up`: a job with the GPU runs CUDA work, a job
+#      without one must not reach it.
 # Usage: scripts/gpu-check.sh [BUILD_DIR]   (default: build/release)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,5 +21,7 @@ echo "== 2. the CUDA limiter against a real CUDA program"
 timeout 240 scripts/gpu-check/limiter_check.sh "$build" "$out" 2>&1 | tee "$out/limiter-check.txt" || rc=1
 echo "== 3. managed MPS through tessera up"
 OUT="$out" timeout 240 scripts/gpu-check-mps.sh "$build" 2>&1 | tee "$out/mps-check-run.txt" || rc=1
+echo "== 4. a whole GPU through tessera up"
+timeout 300 scripts/gpu-check/whole_gpu_job.sh "$build" 2>&1 | tee "$out/whole-gpu-job.txt" || rc=1
 echo "gpu-check: results in $out (exit $rc)"
 exit "$rc"
