@@ -66,6 +66,9 @@ std::string BlockingText(const json& job) {
   if (kind == "cpu") {
     return "CPUs or memory";
   }
+  if (kind == "gate") {
+    return Str(b, "reason");  // held, a dependency, an array's throttle
+  }
   if (kind == "none") {
     return "nothing: starts at the next cycle";
   }

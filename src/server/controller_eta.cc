@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -19,6 +21,7 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
   std::lock_guard<std::mutex> one_at_a_time(eta_mu_);
   ForecastInput in;
   std::vector<JobNumber> ids;  // by the forecast's job index
+  std::unordered_map<uint64_t, std::string> gated;
   // Wall time, not the injected clock: this measures the controller itself.
   const auto t0 = std::chrono::steady_clock::now();
   {
@@ -45,6 +48,13 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
     for (const auto& [id, job] : jobs_.all()) {
       const JobRecord& rec = jobs_.Rec(job);
       if (!job.durable || rec.phase == JobPhase::kFinished) {
+        continue;
+      }
+      // Behind a gate it would start only when released: no estimate, and it takes no
+      // room in the forecast from the jobs that may start.
+      if (rec.phase == JobPhase::kPending && core_.lifecycle()->Gated(rec.id)) {
+        const std::string why = GateReason(job);
+        gated.emplace(id.value(), why.empty() ? "waiting for the next scheduling cycle" : why);
         continue;
       }
       // The whole job's runtime: the user's limit, or the predictor's estimate now (it
@@ -95,6 +105,7 @@ StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes r
   table->snapshot_seconds = std::chrono::duration<double>(t1 - t0).count();
   table->forecast_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  table->gated = std::move(gated);
   table->jobs.reserve(forecast->pending.size());
   for (const JobForecast& f : forecast->pending) {
     JobEta e;

@@ -65,6 +65,32 @@ TEST_F(ControllerEtaTest, EveryPendingJobGetsAnEtaAndPositionAfterARefresh) {
   EXPECT_EQ(View(second)["position"], 1);
 }
 
+TEST_F(ControllerEtaTest, JobsBehindAGateGetNoEstimateAndTakeNoRoomInTheForecast) {
+  Register();
+  const uint64_t running = Submit("team-a", kTwoGpus);
+  CycleAndTake();
+  const std::string two = kTwoGpus;
+  const uint64_t held = Submit("team-a", two + "hold: true\n");
+  const uint64_t after = Submit("team-a", two + "dependency: afterok:" + std::to_string(running) + "\n");
+  const uint64_t never = Submit("team-a", two + "dependency: afternotok:" + std::to_string(held) + "\n");
+  const uint64_t waiting = Submit("team-a", kTwoGpus);
+  CycleAndTake();
+  ASSERT_TRUE(controller_->RefreshEtas().ok());
+  for (uint64_t id : {held, after, never}) {
+    const nlohmann::json v = View(id);
+    EXPECT_TRUE(v["eta"].is_null()) << v;
+    EXPECT_TRUE(v["position"].is_null()) << v;
+    EXPECT_EQ(v["blocking"]["kind"], "gate") << v;
+    EXPECT_EQ(v["eta_note"], "no estimate until it may start: " + v["reason"].get<std::string>());
+  }
+  EXPECT_NE(View(held)["eta_note"].get<std::string>().find("tessera release"), std::string::npos);
+  EXPECT_NE(View(after)["eta_note"].get<std::string>().find("dependency"), std::string::npos);
+  // The gated jobs, submitted before it, do not push it back: it is next.
+  const nlohmann::json w = View(waiting);
+  EXPECT_EQ(w["eta"], FormatRfc3339(kT0 + 30 * kMinute));
+  EXPECT_EQ(w["position"], 1);
+}
+
 class ShortHorizonTest : public ControllerEtaTest {
  protected:
   void Tune(ControllerOptions& options) override { options.eta_horizon = 20 * kMinute; }

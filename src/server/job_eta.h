@@ -6,7 +6,8 @@
 // "position" and "queue_position" (its rank in the scheduler's order, overall and
 // within its queue, 1-based) and "blocking" (what it waits for at the snapshot, as an
 // object: {"kind": "gpus", "model": ...}, {"kind": "quota", "queue": ...},
-// {"kind": "reservation", "job": ...}, {"kind": "preemption"}, {"kind": "cpu"}).
+// {"kind": "reservation", "job": ...}, {"kind": "preemption"}, {"kind": "cpu"}). A job
+// behind a gate gets no estimate: "eta" null, "eta_note" and {"kind": "gate", "reason"}.
 // Thread safety: an EtaTable is immutable once published; EtaFieldsJson is pure.
 #pragma once
 
@@ -41,6 +42,9 @@ struct EtaTable {
   // What the refresh cost (wall time): the copy under the core lock, and the forecast.
   double snapshot_seconds = 0, forecast_seconds = 0;
   std::unordered_map<uint64_t, JobEta> jobs;  // by JobNumber value
+  // Pending jobs that wait for a gate (a hold, a dependency, an array's throttle) and so
+  // get no estimate: why, by JobNumber value. The forecast leaves them out.
+  std::unordered_map<uint64_t, std::string> gated;
 };
 
 // The ETA fields of a pending job's JSON object, each with a leading comma. A job the
