@@ -111,7 +111,7 @@ void Controller::WatchIdle(Micros now, Pending& out) {
         w.acted = true;
         if (policy.action == IdleAction::kRequeue) {
           // As a preemption: the tasks get the signal and may checkpoint, then it waits again.
-          PlanRequeue(job, RequeueCause::kPreempted, "requeued: " + text);
+          PlanRequeue(job, RequeueCause::kIdle, "requeued: " + text);
           StopJob(job, AfterStop::kRequeue, options_.stop_grace, now, out);
         } else {
           job.row.reason = text;

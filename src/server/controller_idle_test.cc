@@ -210,7 +210,9 @@ TEST_F(ControllerIdleTest, RequeueActionStopsWithGraceAndTheJobResumesFromItsChe
             0u)
       << j["reason"];
   ASSERT_EQ(j["attempt_history"].size(), 1u);
-  EXPECT_EQ(j["attempt_history"][0]["ended"], "preempted");
+  // Recorded as what it was, with what the policy saw (not as a preemption).
+  EXPECT_EQ(j["attempt_history"][0]["ended"], "idle");
+  EXPECT_EQ(j["attempt_history"][0]["detail"], "GPU utilisation below 5% for 30m");
   // It starts again, with the same checkpoint directory, and is watched afresh.
   std::vector<TaskLaunch> again = CycleAndTake(At(0));
   ASSERT_EQ(again.size(), 1u);

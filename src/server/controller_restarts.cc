@@ -28,6 +28,7 @@ std::optional<RestartOn> CountedAs(RequeueCause cause) {
     case RequeueCause::kPreempted:
     case RequeueCause::kTaskLost:
     case RequeueCause::kRequested:
+    case RequeueCause::kIdle:
       return std::nullopt;
   }
   return std::nullopt;
@@ -64,10 +65,14 @@ bool Controller::RestartAllowed(const LiveJob& job, RequeueCause cause, std::str
 
 Micros Controller::CountRestart(LiveJob& job, Micros now, nlohmann::json& ended) {
   const std::optional<RestartOn> on = CountedAs(job.cause);
-  if (job.cause == RequeueCause::kGpuFault) {
-    static constexpr std::string_view kPrefix = "requeued: gpu-fault: ";
-    if (job.row.reason.rfind(kPrefix, 0) == 0) {
-      ended["detail"] = job.row.reason.substr(kPrefix.size());
+  // What the cause's name alone does not say: which GPU failed, what the idle policy saw.
+  if (job.cause == RequeueCause::kGpuFault || job.cause == RequeueCause::kIdle) {
+    const std::string_view prefix =
+        job.cause == RequeueCause::kGpuFault ? "requeued: gpu-fault: " : "requeued: idle: ";
+    if (job.row.reason.rfind(prefix, 0) == 0) {
+      ended["detail"] = job.row.reason.substr(prefix.size());
+    } else if (job.row.reason.rfind("requeued: ", 0) == 0) {
+      ended["detail"] = job.row.reason.substr(10);
     }
   }
   if (on) {
