@@ -48,7 +48,9 @@ void Agent::FailLaunch(LocalTask t, std::string message) {
   std::cerr << "tessera agent: task " << t.id << " failed to start: " << message << "\n";
   t.exited = true;
   t.failed_to_start = true;
-  t.exit_code = 127;
+  // No exit code: the program never ran (127 would read as "command not found" whatever
+  // the cause, e.g. a MIG instance the driver would not create); the message says why.
+  t.exit_code = 0;
   t.message = std::move(message);
   ReleaseTask(t);
   // Durable, so that the failure is reported even if this agent restarts first.

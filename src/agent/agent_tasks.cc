@@ -60,7 +60,7 @@ void Agent::Recover() {
     if (std::optional<std::string> why = ReadTaskMarker(path, "failed")) {
       t.exited = true;
       t.failed_to_start = true;
-      t.exit_code = 127;
+      t.exit_code = 0;  // it never ran (FailLaunch)
       t.message = *why;
       tasks_[id] = std::move(t);
       continue;

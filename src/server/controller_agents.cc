@@ -140,12 +140,14 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
       job->checkpoint_progress = jobs_.Rec(*job).Progress(now);
     }
     if (r.state == TaskState::kFailedToStart) {
+      // No program ran: no exit code of its own (an older agent reports 127), the reason
+      // says what failed (a missing program, a MIG instance the driver would not make).
       job->row.reason = "task " + std::to_string(r.key.task) + " failed to start: " + r.message;
-      job->row.exit_code = 127;
+      job->row.exit_code = r.exit_code;
       if (job->after == AfterStop::kNone) {
         job->after = AfterStop::kFail;
       }
-      TaskExited(*job, r.key.task, 127, 0, now, out);
+      TaskExited(*job, r.key.task, r.exit_code, 0, now, out);
       if (jobs_.Rec(*job).phase == JobPhase::kRunning) {
         StopJob(*job, AfterStop::kFail, 0, now, out);
       }

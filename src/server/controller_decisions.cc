@@ -25,7 +25,7 @@ namespace {
 nlohmann::json EndedAttempt(const LiveJob& job, const JobRecord& rec, Micros now, bool failed,
                             const NodeRegistry& nodes, const GpuCatalog& catalog) {
   static constexpr const char* kCause[] = {"preempted", "node lost", "task lost", "gpu-fault",
-                                           "failed",    "requeued"};
+                                           "failed",    "requeued",  "idle"};
   std::string ended = failed ? "failed" : "succeeded";
   if (job.after == AfterStop::kRequeue) {
     ended = kCause[static_cast<size_t>(job.cause)];
@@ -69,9 +69,14 @@ nlohmann::json EndedAttempt(const LiveJob& job, const JobRecord& rec, Micros now
                      {"signal", run.signal},
                      {"gpus", std::move(gpus)}});
   }
-  return {{"attempt", job.row.attempts}, {"start", rec.run_start}, {"end", now},
-          {"ended", ended},           {"exit_code", exit_code},   {"signal", signal},
-          {"tasks", std::move(tasks)}};
+  nlohmann::json out = {{"attempt", job.row.attempts}, {"start", rec.run_start},
+                        {"end", now},                {"ended", ended},
+                        {"exit_code", exit_code},    {"signal", signal},
+                        {"tasks", std::move(tasks)}};
+  if (ended == "failed" && job.row.reason.find(" failed to start: ") != std::string::npos) {
+    out["detail"] = job.row.reason;  // no exit code says it: the launch failed
+  }
+  return out;
 }
 
 }  // namespace
@@ -344,10 +349,11 @@ void Controller::Finalize(LiveJob& job, Micros now, Pending& out) {
     failed = failed || r.exit_code != 0 || r.signal != 0;
   }
   // A preempted job whose tasks all exited 0 without reporting a checkpoint ran to its
-  // end within its grace period: it is done, not stopped early (README, "Preemption
-  // protocol"). A checkpoint report, a signal or a non-zero code means resume it.
+  // end within its grace period: it is done, not stopped early (docs/preemption.md). A
+  // checkpoint report, a signal or a non-zero code means resume it.
   if (job.after == AfterStop::kRequeue &&
-      (job.cause == RequeueCause::kPreempted || job.cause == RequeueCause::kGpuFault) &&
+      (job.cause == RequeueCause::kPreempted || job.cause == RequeueCause::kGpuFault ||
+       job.cause == RequeueCause::kIdle) &&
       !failed && !job.checkpointed && !job.tasks.empty()) {
     job.after = AfterStop::kNone;
     job.row.reason.clear();

@@ -113,6 +113,28 @@ TEST_F(ControllerRecoveryTest, LostTaskIsRequeuedAsANewAttempt) {
   EXPECT_EQ(second[0].key.attempt, 2);
 }
 
+// A launch that failed before any program ran (here: a MIG instance the driver would not
+// make) fails the job with the agent's reason, and no made-up exit code (not 127).
+TEST_F(ControllerRecoveryTest, LaunchThatFailedToStartRecordsItsReasonNotAnExitCode) {
+  Register();
+  const uint64_t id = Submit("team-a", kOneGpu);
+  std::vector<TaskLaunch> first = CycleAndTake();
+  ASSERT_EQ(first.size(), 1u);
+  TaskReport failed = Report(first[0].key, TaskState::kFailedToStart);
+  failed.message = "MIG instance 1g.10gb at slot 0 on GPU 0 could not be created: Unknown Error";
+  running_.clear();
+  Beat({failed});
+  const nlohmann::json j = Job(id);
+  EXPECT_EQ(j["state"], "failed");
+  EXPECT_EQ(j["exit_code"], 0);
+  const std::string reason = "task 0 failed to start: " + failed.message;
+  EXPECT_EQ(j["reason"], reason);
+  ASSERT_EQ(j["attempt_history"].size(), 1u);
+  EXPECT_EQ(j["attempt_history"][0]["ended"], "failed");
+  EXPECT_EQ(j["attempt_history"][0]["exit_code"], 0);
+  EXPECT_EQ(j["attempt_history"][0]["detail"], reason);
+}
+
 // The report of an exit decides what takes the freed GPUs: the next job's launch is
 // durable and pushed before the report's answer returns, with no loop cycle between.
 TEST_F(ControllerRecoveryTest, AnExitStartsTheNextJobBeforeItsAnswerReturns) {
