@@ -84,26 +84,58 @@ TEST_F(ControllerReasonsTest, ShareLargerThanAnyCardIsRefusedOrHeld) {
   EXPECT_EQ(Job(fits)["state"], "running");
 }
 
-// (b) 16 GPUs asked of 16 with one drained and nothing running.
+// (b) 16 GPUs asked of 16 with one drained and nothing running: kept (drains end),
+// with a reason that says it waits for the drain; 17 GPUs are refused.
 TEST_F(ControllerReasonsTest, GangLargerThanTheSchedulableGpus) {
   AddNode("n1", SharingMode::kExclusive);
   AddNode("n3", SharingMode::kExclusive);
   ASSERT_TRUE(controller_->Drain("n3", 5, "xid 79").ok());
   ASSERT_TRUE(controller_->RunCycle().ok());
-  StatusOr<nlohmann::json> refused = TrySubmit("team-a", kSixteen);
+  StatusOr<nlohmann::json> refused = TrySubmit(
+      "team-a", "command: [/bin/true]\nreplicas: 17\nresources: {gpus: 1}\n");
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().message().rfind(
-                "never fits: the job needs 16 GPUs; 15 are schedulable (1 drained on node n3)", 0),
-            0u)
+  EXPECT_EQ(refused.status().message().rfind("never fits: the job needs 17 GPUs; 16 are", 0), 0u)
       << refused.status().message();
-  const uint64_t held = Submit("team-a", std::string(kSixteen) + "hold_if_unfit: true\n");
+  const uint64_t held = Submit("team-a", kSixteen);
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Reason(held),
-            "never fits: the job needs 16 GPUs; 15 are schedulable (1 drained on node n3)");
+            "held by a drain: only drained nodes or GPUs could run it; it starts when a drain "
+            "ends (`tessera nodes` shows them; never fits: the job needs 16 GPUs; 15 are "
+            "schedulable (1 drained on node n3))");
   // The drain lifted: it runs.
   ASSERT_TRUE(controller_->Resume("n3", 5).ok());
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Job(held)["state"], "running");
+}
+
+// Draining the only node of a GPU model queues that model's jobs for the maintenance
+// window instead of refusing them.
+TEST_F(ControllerReasonsTest, DrainingTheOnlyNodeOfAModelQueuesItsJobs) {
+  AddNode("n1", SharingMode::kExclusive);  // H100s
+  RegisterRequest r;
+  r.agent_id = "agent-a1";
+  r.inventory.spec = MakeUniformNode("a1", MilliCpu(64000), MiB(512 * 1024),
+                                     catalog().Find("A100-80GB").value(), 4, SharingMode::kExclusive);
+  for (int g = 0; g < 4; ++g) {
+    r.inventory.gpu_uuids.push_back("a1-GPU-" + std::to_string(g));
+    r.inventory.mig_instances.emplace_back();
+  }
+  ASSERT_TRUE(controller_->Register(r, "127.0.0.1").ok());
+  ASSERT_TRUE(controller_->Drain("a1", -1, "maintenance").ok());
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  const uint64_t id = Submit(
+      "team-a", "command: [/bin/true]\nresources: {gpus: 2, gpu_model: A100-80GB}\n");
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(id)["state"], "pending");
+  EXPECT_EQ(Reason(id).rfind("held by a drain: only drained nodes or GPUs could run it", 0), 0u)
+      << Reason(id);
+  // More A100s than any node has is still refused at once.
+  EXPECT_FALSE(
+      TrySubmit("team-a", "command: [/bin/true]\nresources: {gpus: 5, gpu_model: A100-80GB}\n")
+          .ok());
+  ASSERT_TRUE(controller_->Resume("a1", -1).ok());
+  ASSERT_TRUE(controller_->RunCycle().ok());
+  EXPECT_EQ(Job(id)["state"], "running");
 }
 
 // (c) A queue under its nominal quota waits for what it lent.
@@ -143,7 +175,9 @@ TEST_F(ControllerReasonsTest, PendingJobThatBecomesUnfitStaysPendingWithTheReaso
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Job(gang)["state"], "pending");
   EXPECT_EQ(Reason(gang),
-            "never fits: the job needs 16 GPUs; 8 are schedulable (8 drained on node n2)");
+            "held by a drain: only drained nodes or GPUs could run it; it starts when a drain "
+            "ends (`tessera nodes` shows them; never fits: the job needs 16 GPUs; 8 are "
+            "schedulable (8 drained on node n2))");
 }
 
 // A cluster in maintenance (every node drained) refuses nothing either.

@@ -80,6 +80,9 @@ struct WaitContext {
   // do. The live nodes as of the last cycle (null when no job was pending).
   std::shared_ptr<const FitCache> fit;
   std::shared_ptr<const FitCache> fit_up;
+  // Every known node as if no drain held: a job refused at submission only when it could
+  // not run even once the drains end (draining a model's only node queues its jobs).
+  std::shared_ptr<const FitCache> fit_undrained;
   std::vector<DownNode> down;  // the known nodes that are down, by name
   std::shared_ptr<const LiveCache> live;
   // The policy's borrowing switch (a queue over its nominal quota waits when off) and

@@ -13,11 +13,13 @@ void Mix(uint64_t& h, uint64_t v) {
   h ^= std::hash<uint64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
 }
 
-bool InSet(const NodeInfo& node, NodeSet set) { return set == NodeSet::kKnown || node.up; }
+bool InSet(const NodeInfo& node, NodeSet set) { return set != NodeSet::kUp || node.up; }
 
 bool Drained(const NodeRegistry& nodes, const NodeInfo& node) {
   return node.drain.has_value() || nodes.AwaitsRespec(node.inventory.spec.name);
 }
+
+bool WithDrains(NodeSet set) { return set != NodeSet::kKnownUndrained; }
 
 }  // namespace
 
@@ -32,14 +34,14 @@ uint64_t NodeSetFingerprint(const NodeRegistry& nodes, NodeSet set) {
     Mix(h, std::hash<std::string>{}(name));
     Mix(h, static_cast<uint64_t>(spec.cpu.value()));
     Mix(h, static_cast<uint64_t>(spec.memory.value()));
-    Mix(h, Drained(nodes, node) ? 1 : 0);
+    Mix(h, WithDrains(set) && Drained(nodes, node) ? 1 : 0);
     for (size_t g = 0; g < spec.gpus.size(); ++g) {
       const GpuSpec& gpu = spec.gpus[g];
       Mix(h, (static_cast<uint64_t>(gpu.model.value()) << 32) ^
                  (static_cast<uint64_t>(gpu.mode) << 24) ^
                  (static_cast<uint64_t>(gpu.numa_node & 0xff) << 16) ^
                  (static_cast<uint64_t>(gpu.nvlink_domain & 0xffff) << 1) ^
-                 (node.gpu_drains.count(static_cast<int>(g)) > 0 ? 1 : 0));
+                 (WithDrains(set) && node.gpu_drains.count(static_cast<int>(g)) > 0 ? 1 : 0));
     }
     for (const auto& [k, v] : spec.labels) {
       Mix(h, std::hash<std::string>{}(k + "=" + v));
@@ -74,7 +76,7 @@ std::shared_ptr<const FitCache> NodeSetFit(const NodeRegistry& nodes, const GpuC
     return nullptr;
   }
   ClusterState& cluster = state.value();
-  for (size_t i = 0; i < members.size(); ++i) {
+  for (size_t i = 0; i < members.size() && WithDrains(set); ++i) {
     const NodeId id(static_cast<uint32_t>(i));
     (void)cluster.SetNodeDrained(id, Drained(nodes, *members[i]));
     for (const auto& [gpu, drain] : members[i]->gpu_drains) {

@@ -1,7 +1,8 @@
 // The node sets behind "never fits": every node the controller knows and the admin has
 // not removed (up or down: a node whose agent is silent, or not back since a restart,
 // still counts), or only those up, each with its drains (a node waiting to take a new
-// inventory counts as drained). Built from the node registry, so that a verdict does not
+// inventory counts as drained); or every known node as if no drain held (a drain ends:
+// what fits only drained nodes waits for it rather than being refused). Built from the node registry, so that a verdict does not
 // wait for a scheduling cycle to see a node come or go.
 // Thread safety: none of its own; the caller holds the controller's core lock.
 #pragma once
@@ -17,7 +18,7 @@
 
 namespace tessera {
 
-enum class NodeSet { kKnown, kUp };
+enum class NodeSet { kKnown, kUp, kKnownUndrained };
 
 // Of the set's names, specs and drains: equal fingerprints, equal verdicts.
 uint64_t NodeSetFingerprint(const NodeRegistry& nodes, NodeSet set);

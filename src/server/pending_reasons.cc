@@ -414,10 +414,12 @@ std::string LiveCache::Compute(const std::vector<TaskRequest>& tasks,
 }
 
 Status CheckSubmissionFits(const WaitContext& c, const JobSpec& spec, bool hold_if_unfit) {
-  if (hold_if_unfit || c.fit == nullptr || c.fit->nodes() == 0) {
+  // Drains end: a job that fits only drained nodes is kept, and its reason says so.
+  const FitCache* fit = c.fit_undrained != nullptr ? c.fit_undrained.get() : c.fit.get();
+  if (hold_if_unfit || fit == nullptr || fit->nodes() == 0) {
     return Status::Ok();
   }
-  FitVerdict v = c.fit->Check(spec.tasks, spec.topology);
+  FitVerdict v = fit->Check(spec.tasks, spec.topology);
   if (v.fits || v.no_schedulable_node) {
     return Status::Ok();
   }
@@ -436,6 +438,11 @@ std::string PendingReasonOf(const PendingDemand& job, const WaitContext& c,
   }
   if (c.fit != nullptr) {
     if (FitVerdict v = c.fit->Check(job.tasks, job.topology); !v.fits) {
+      if (!v.no_schedulable_node && c.fit_undrained != nullptr &&
+          c.fit_undrained->Check(job.tasks, job.topology).fits) {
+        return "held by a drain: only drained nodes or GPUs could run it; it starts when a "
+               "drain ends (`tessera nodes` shows them; " + v.reason + ")";
+      }
       return v.reason;
     }
   }

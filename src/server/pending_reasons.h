@@ -71,8 +71,8 @@ class LiveCache {
 struct WaitContext;
 
 // At submission: InvalidArgument naming what is missing when the job could never run on
-// the nodes of `context` (every known node, up or down, drains excluded) and does not ask
-// to be held; Ok when it could, when it asks to be held, and while no node is known (a
+// the nodes of `context` (every known node, up or down, as if no drain held: drains end)
+// and does not ask to be held; Ok when it could, when it asks to be held, and while no node is known (a
 // cluster starting up).
 Status CheckSubmissionFits(const WaitContext& context, const JobSpec& spec, bool hold_if_unfit);
 

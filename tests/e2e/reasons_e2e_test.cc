@@ -3,8 +3,9 @@
 //
 //  - a 90 GiB share on 80 GB cards is refused at submission (400 naming the GPU memory),
 //    or, with hold_if_unfit, pending with that reason;
-//  - a 16-GPU job on two 8-GPU nodes with one GPU drained and nothing running is refused
-//    naming the 15 schedulable GPUs and the drain, and starts once the drain is lifted;
+//  - a 16-GPU job on two 8-GPU nodes with one GPU drained and nothing running waits for
+//    the drain, naming the 15 schedulable GPUs and the drain, and starts once it is
+//    lifted (17 GPUs are refused);
 //  - a queue whose quota is lent to a borrower says so (it uses none of its own) and names
 //    the borrowing queue and reclaim, not "no unused quota".
 // Every wait is bounded; each test takes a few seconds.
@@ -72,36 +73,34 @@ TEST_F(ReasonsTest, AShareAskingMoreMemoryThanAnyCardIsRefusedOrHeldWithThatReas
       << reason;
 }
 
-TEST_F(ReasonsTest, SixteenGpusWithOneDrainedAndNothingRunningIsRefusedNamingTheDrain) {
+// A drain ends: 16 GPUs asked of 16 with one drained is accepted and waits for the drain,
+// naming it; 17 are refused at once.
+TEST_F(ReasonsTest, SixteenGpusWithOneDrainedWaitForTheDrainNamingIt) {
   StartAgent("n1", "8xH100-80GB");
   StartAgent("n2", "8xH100-80GB");
   auto [drain_status, drained] =
       Post("/v1/nodes/n2/drain", json{{"reason", "fan replaced"}, {"gpu", 3}});
   ASSERT_EQ(drain_status, 200) << drained.dump();
-  const json spec = {{"name", "sixteen"},
-                     {"queue", "team-a"},
-                     {"command", "true"},
-                     {"replicas", 2},
-                     {"resources", {{"gpus", 8}}}};
-  // The drain reaches the fit verdicts at once or by the next cycle (50 ms).
+  const json seventeen = {{"name", "seventeen"},
+                          {"queue", "team-a"},
+                          {"command", "true"},
+                          {"replicas", 17},
+                          {"resources", {{"gpus", 1}}}};
   json body;
   ASSERT_TRUE(WaitFor(
       [&] {
-        auto [status, b] = Post("/v1/jobs", spec);
+        auto [status, b] = Post("/v1/jobs", seventeen);
         body = b;
         return status == 400;
       },
       5s))
       << body.dump();
-  const std::string text = body.dump();
-  EXPECT_NE(text.find("16 GPUs"), std::string::npos) << text;
-  EXPECT_NE(text.find("15 are schedulable"), std::string::npos) << text;
-  EXPECT_NE(text.find("n2"), std::string::npos) << text;
-
-  // Once the drain is lifted the same job is accepted and starts, one task on each node.
-  // (Whether its tasks then succeed is the launcher's business, not this test's.)
-  auto [resume_status, resumed] = Post("/v1/nodes/n2/resume", json{{"gpu", 3}});
-  ASSERT_EQ(resume_status, 200) << resumed.dump();
+  EXPECT_NE(body.dump().find("17 GPUs"), std::string::npos) << body.dump();
+  const json spec = {{"name", "sixteen"},
+                     {"queue", "team-a"},
+                     {"command", "true"},
+                     {"replicas", 2},
+                     {"resources", {{"gpus", 8}}}};
   uint64_t id = 0;
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -113,6 +112,22 @@ TEST_F(ReasonsTest, SixteenGpusWithOneDrainedAndNothingRunningIsRefusedNamingThe
         return false;
       },
       5s));
+  // The drain reaches the reasons at once or by the next cycle (50 ms).
+  std::string reason;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        reason = Job(id).value("reason", "");
+        return reason.rfind("held by a drain: only drained nodes or GPUs could run it", 0) == 0;
+      },
+      5s))
+      << reason;
+  EXPECT_NE(reason.find("15 are schedulable"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("n2"), std::string::npos) << reason;
+
+  // Once the drain is lifted the job starts, one task on each node. (Whether its tasks
+  // then succeed is the launcher's business, not this test's.)
+  auto [resume_status, resumed] = Post("/v1/nodes/n2/resume", json{{"gpu", 3}});
+  ASSERT_EQ(resume_status, 200) << resumed.dump();
   ASSERT_TRUE(WaitFor([&] { return Job(id).value("state", "pending") != "pending"; }, 20s))
       << Job(id).dump();
   std::set<std::string> nodes;
