@@ -104,7 +104,11 @@ class JobDecoder {
       TESSERA_ASSIGN_OR_RETURN(replicas, r_.Int(*v, "replicas", 1, kMaxReplicas));
     }
     TaskRequest task;
-    TESSERA_RETURN_IF_ERROR(Resources(FindField(j, "resources"), &task));
+    const Json* resources = FindField(j, "resources");
+    TESSERA_RETURN_IF_ERROR(Resources(resources, &task));
+    // The server fills these per GPU (queue_resource_defaults.h); others keep 1 core, 1 GiB.
+    job->cpu_defaulted = resources == nullptr || FindField(*resources, "cpu") == nullptr;
+    job->memory_defaulted = resources == nullptr || FindField(*resources, "memory") == nullptr;
     if (const Json* v = FindField(j, "topology")) {
       TESSERA_RETURN_IF_ERROR(Topology(*v, &spec.topology));
     }

@@ -89,9 +89,14 @@ struct JobSubmission {
   // A signal the tasks get `limit_signal_before` ahead of the runtime limit; 0: none.
   int limit_signal = 0;
   Micros limit_signal_before = 0;
+  // The spec named no `resources.cpu` / `resources.memory`: its tasks hold 1 core and
+  // 1 GiB until the server applies the per-GPU defaults (queue_resource_defaults.h),
+  // which it stores as stated values. Not part of equality: what ran is what counts.
+  bool cpu_defaulted = false;
+  bool memory_defaulted = false;
 };
 
-// Field-by-field equality, JobSpec included (submit_time too).
+// Field-by-field equality, JobSpec included (submit_time too; the *_defaulted marks not).
 bool operator==(const JobSubmission& a, const JobSubmission& b);
 
 inline constexpr size_t kMaxJobTextBytes = 1 << 20;

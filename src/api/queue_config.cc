@@ -12,6 +12,7 @@
 
 #include "api/queue_idle.h"
 #include "api/queue_limits.h"
+#include "api/queue_resource_defaults.h"
 #include "api/yaml_reader.h"
 #include "base/strings.h"
 
@@ -176,8 +177,11 @@ StatusOr<QueueNodeSpec> ReadNode(const YAML::Node& entry, const std::string& pat
   node.cohort = cohort;
   const std::vector<std::string_view> keys =
       cohort ? std::vector<std::string_view>{"name", "parent", "quota", "weight"}
-             : std::vector<std::string_view>{"name",  "cohort", "tenant",    "weight",
-                                             "quota", "idle",   "maxPending"};
+             : std::vector<std::string_view>{"name",       "cohort",
+                                             "tenant",     "weight",
+                                             "quota",      "idle",
+                                             "maxPending", "defaultCpuPerGpu",
+                                             "defaultMemoryPerGpu"};
   TESSERA_RETURN_IF_ERROR(kYaml.ForEachKey(
       entry, path, keys,
       [&](const std::string& key, const YAML::Node& value,
@@ -193,6 +197,9 @@ StatusOr<QueueNodeSpec> ReadNode(const YAML::Node& entry, const std::string& pat
           return ReadIdlePolicy(value, value_path).status();
         } else if (key == "maxPending") {
           return ReadMaxPending(value, value_path).status();  // likewise (queue_limits.h)
+        } else if (key == "defaultCpuPerGpu" || key == "defaultMemoryPerGpu") {
+          // Likewise (queue_resource_defaults.h).
+          return ReadPerGpuDefault(value, value_path, key == "defaultCpuPerGpu").status();
         } else if (key == "weight") {
           TESSERA_ASSIGN_OR_RETURN(node.weight, kYaml.Int(value, value_path));
           if (node.weight <= 0) {

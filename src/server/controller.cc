@@ -29,6 +29,7 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
       logs_(options_.data_dir + "/logs"),
       views_(catalog),
       core_(catalog, options_.seed, options_.placement),
+      gpu_task_defaults_(catalog),
       identities_({options_.run_as, options_.uid_pool_start, options_.uid_pool_size}) {}
 
 Controller::~Controller() { Stop(); }

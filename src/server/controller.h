@@ -96,6 +96,7 @@
 #include "server/controller_counters.h"
 #include "server/core_session.h"
 #include "server/gpu_health.h"
+#include "server/gpu_task_defaults.h"
 #include "server/idle_watch.h"
 #include "server/job_gates.h"
 #include "server/job_logs.h"
@@ -616,6 +617,7 @@ class Controller {
   EventForwarder forwarder_;
   static constexpr const char* kNodeKeyPrefix = "node/";  // + name: the node's inventory
   NodeRegistry nodes_;
+  GpuTaskDefaults gpu_task_defaults_;  // mu_; its nodes with the fit verdicts
   TenantIdentities identities_;
   ControllerCounters counters_;  // for Metrics(); its atomics without mu_
   Micros next_silence_check_ = 0;  // the loop's next walk for silent nodes; mu_

@@ -127,6 +127,9 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
       return resolved.status();
     }
     TESSERA_RETURN_IF_ERROR(PrepareSubmission(who, job, lock));
+    RefreshFitVerdicts();  // the nodes bound the per-GPU defaults
+    gpu_task_defaults_.SetQueues(core_.queues_yaml());
+    gpu_task_defaults_.Apply(job);
     const std::string tenant = std::move(resolved).value();
     const std::string& queue = job.spec.queue;
     if (!idempotency_key.empty()) {
@@ -151,7 +154,6 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
       }
     }
     TESSERA_RETURN_IF_ERROR(CheckPendingBound({{queue, 1}}));
-    RefreshFitVerdicts();
     TESSERA_RETURN_IF_ERROR(CheckSubmissionFits(*views_.context(), job.spec, job.hold_if_unfit));
     job.spec.submit_time = now;
     row.spec_json = JobSubmissionToJson(job, *catalog_).dump();
@@ -301,6 +303,11 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
         return AtJob(i, prepared);
       }
     }
+    RefreshFitVerdicts();  // the nodes bound the per-GPU defaults
+    gpu_task_defaults_.SetQueues(core_.queues_yaml());
+    for (JobSubmission& job : jobs) {
+      gpu_task_defaults_.Apply(job);
+    }
     if (!key.empty()) {
       TESSERA_ASSIGN_OR_RETURN(std::optional<JobNumber> first,
                                SettledKey(tenants[0], BatchJobKey(key, 0), lock));
@@ -308,7 +315,6 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
         return RetriedBatch(jobs, tenants, key, lock);
       }
     }
-    RefreshFitVerdicts();
   }
   // Each job as a single submission: one that could never run refuses the batch.
   const std::shared_ptr<const WaitContext> context = views_.context();

@@ -235,6 +235,8 @@ void Controller::SetFitVerdicts(WaitContext& c, const WaitContext& last) {
   // do, and do not wait for a cycle to see a node come or go.
   c.fit = NodeSetFit(nodes_, *catalog_, NodeSet::kKnown, last.fit);
   c.fit_up = NodeSetFit(nodes_, *catalog_, NodeSet::kUp, last.fit_up);
+  c.fit_undrained = NodeSetFit(nodes_, *catalog_, NodeSet::kKnownUndrained, last.fit_undrained);
+  gpu_task_defaults_.SetNodes(nodes_);
   c.down = DownNodes(nodes_);
   fit_stale_ = false;
 }
