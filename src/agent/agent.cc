@@ -75,28 +75,6 @@ std::string DefaultWorkingDir(const TaskLaunch& l, const std::string& job_dir, i
   return l.submit_dir;
 }
 
-// A root agent's tasks run as other uids: its data directory must be reachable by
-// them (each job's HOME and working directory live there).
-Status CheckDataDirReachable(const std::string& data_dir) {
-  if (::geteuid() != 0) {
-    return Status::Ok();
-  }
-  std::filesystem::path p = std::filesystem::absolute(data_dir).lexically_normal();
-  for (std::filesystem::path at = p.parent_path(); !at.empty(); at = at.parent_path()) {
-    struct stat st {};
-    if (::stat(at.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
-      return FailedPreconditionError(
-          "tasks run as their tenants' uids and could not reach the agent's data directory " +
-          p.string() + ": " + at.string() + " is not searchable by others (chmod o+x " +
-          at.string() + ", or choose a data directory elsewhere)");
-    }
-    if (at == at.root_path()) {
-      break;
-    }
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Agent::Agent(AgentOptions options, const GpuCatalog& catalog)
@@ -172,7 +150,12 @@ Status Agent::Init() {
   }
   TESSERA_RETURN_IF_ERROR(RefreshInventory());
 
-  if (Status reach = CheckDataDirReachable(options_.data_dir); !reach.ok()) {
+  // Every task would fail to start: refuse, naming the fix. Only root tasks (a
+  // controller that gives no uid, --allow-root-tasks) reach it anyway.
+  if (Status reach = DataDirReachableByTasks(options_.data_dir); !reach.ok()) {
+    if (!options_.allow_root_tasks) {
+      return reach;
+    }
     std::cerr << "tessera agent: warning: " << reach.message() << "\n";
   }
   // The data directory is traversable only, so tasks reach their job directories;
@@ -544,10 +527,15 @@ Status Agent::GrantDevices(LocalTask& t, std::vector<std::string>* visible,
   for (const MigRequest& m : t.launch.mig) {
     StatusOr<MigInstanceInfo> inst = backend_->CreateMigInstance(m.gpu, m.profile, m.start);
     if (!inst.ok()) {
-      ++double_bookings_;
-      return FailedPreconditionError("MIG " + m.profile + " at slot " + std::to_string(m.start) +
-                                     " of GPU " + std::to_string(m.gpu) + ": " +
-                                     inst.status().message());
+      // An overlap with an instance already there is a slice given twice; a driver that
+      // fails (NVML error) is not, and its reason goes with the launch failure.
+      if (inst.status().code() == StatusCode::kFailedPrecondition) {
+        ++double_bookings_;
+      }
+      return FailedPreconditionError("MIG instance " + m.profile + " at slot " +
+                                     std::to_string(m.start) + " on GPU " +
+                                     std::to_string(m.gpu) +
+                                     " could not be created: " + inst.status().message());
     }
     t.mig.emplace_back(m.gpu, inst->uuid);
     visible->push_back(inst->uuid);
@@ -573,7 +561,7 @@ StatusOr<LaunchSpec> Agent::BuildLaunchSpec(const LocalTask& t, int64_t uid, int
   TESSERA_ASSIGN_OR_RETURN(JobSandbox box,
                            PrepareJobSandbox(options_.data_dir, l.key.job, uid, gid));
   if (!Reachable(box.dir, uid, gid)) {
-    return FailedPreconditionError(CheckDataDirReachable(options_.data_dir).message());
+    return FailedPreconditionError(DataDirReachableByTasks(options_.data_dir).message());
   }
   env["HOME"] = box.home;
   env["TMPDIR"] = box.tmp;

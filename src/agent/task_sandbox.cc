@@ -20,6 +20,13 @@
 namespace tessera {
 namespace {
 
+// "0700": a directory's permission bits as `ls` and chmod spell them.
+std::string ModeText(mode_t mode) {
+  char buf[8] = {'0'};
+  const char* end = std::to_chars(buf + 1, buf + sizeof(buf), mode & 07777, 8).ptr;
+  return std::string(static_cast<const char*>(buf), end);
+}
+
 std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 // Owns a directory this agent made (or one of its own), never following a link.
@@ -194,6 +201,28 @@ Status PrepareCheckpointDir(const std::string& dir, bool managed, int64_t uid, i
     }
   }
   return ClearMarkers(dir);
+}
+
+Status DataDirReachableByTasks(const std::string& data_dir) {
+  if (::geteuid() != 0) {
+    return Status::Ok();
+  }
+  std::filesystem::path p = std::filesystem::absolute(data_dir).lexically_normal();
+  for (std::filesystem::path at = p.parent_path(); !at.empty(); at = at.parent_path()) {
+    struct stat st {};
+    if (::stat(at.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
+      return FailedPreconditionError(
+          "tasks run as their tenants' uids and could not reach the data directory " +
+          p.string() + ": " + at.string() + " (mode " + ModeText(st.st_mode) +
+          ") is not searchable by others. Choose a data directory they can reach, e.g. "
+          "--data /var/lib/tessera/" + p.filename().string() + ", or allow them in with "
+          "`chmod o+x " + at.string() + "`");
+    }
+    if (at == at.root_path()) {
+      break;
+    }
+  }
+  return Status::Ok();
 }
 
 bool Reachable(const std::string& dir, int64_t uid, int64_t gid) {

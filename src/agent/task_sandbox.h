@@ -111,6 +111,11 @@ StatusOr<std::vector<std::string>> HiddenGpuDevices(const std::string& device_di
 // bits only; ACLs are not read). True for uid < 0 (the agent's own identity).
 bool Reachable(const std::string& dir, int64_t uid, int64_t gid);
 
+// Run as root, the agent's tasks run as other uids: every directory above `data_dir`
+// (each job's HOME and working directory live in it) must be searchable by others.
+// FailedPrecondition naming the directory and the fix when one is not; Ok when not root.
+Status DataDirReachableByTasks(const std::string& data_dir);
+
 // Makes `dir` and its missing parents with `mode`; the ones it creates get `mode`.
 Status MakeDirs(const std::string& dir, unsigned mode);
 

@@ -6,6 +6,7 @@
 //  - kill -9 of the controller while 1,000 jobs are submitted and run: every
 //    acknowledged job exists exactly once and ends, no GPU is ever given twice (the
 //    tasks themselves hold a lock per GPU UUID while they run);
+//  - `tessera up` and an agent run as root refuse a data directory under a 0700 one;
 //  - an agent is killed: its task is requeued and completes on the other node;
 //  - a high-priority job preempts a low-priority one, which checkpoints on SIGTERM,
 //    is requeued and resumes from its checkpoint directory.
@@ -207,6 +208,45 @@ release
   for (auto& [name, agent] : agents_) {
     EXPECT_EQ(agent->Output().find("double-booked"), std::string::npos) << agent->Output();
   }
+}
+
+// Run as root, tasks run as other uids: `tessera up` (and an agent) on a data directory
+// under a private (0700) directory refuse to start, naming the fix, instead of starting
+// and failing every task.
+TEST_F(ClusterTest, UpAsRootRefusesADataDirectoryTasksCannotReach) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "runs as root only: as another user tasks run as that user";
+  }
+  const std::string home = dir_ + "/private-home";
+  ASSERT_EQ(::mkdir(home.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(home.c_str(), 0700), 0);
+  Process up({TESSERA_BINARY, "up", "--data", home + "/tessera-data", "--listen", "127.0.0.1:0"},
+             dir_ + "/up-private.log");
+  const std::optional<int> rc = up.Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(rc.has_value()) << "tessera up started: " << up.Output();
+  EXPECT_NE(*rc, 0);
+  const std::string out = up.Output();
+  EXPECT_NE(out.find(home + " (mode 0700) is not searchable by others"), std::string::npos) << out;
+  EXPECT_NE(out.find("chmod o+x " + home), std::string::npos) << out;
+  EXPECT_NE(out.find("--data /var/lib/tessera/tessera-data"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(home + "/tessera-data"));  // nothing made
+  Process agent({TESSERA_BINARY, "agent", "--server", "http://127.0.0.1:1", "--token", "x",
+                 "--data", home + "/agent", "--fake-gpus", "1xH100-80GB"},
+                dir_ + "/agent-private.log");
+  const std::optional<int> agent_rc = agent.Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(agent_rc.has_value()) << agent.Output();
+  EXPECT_NE(*agent_rc, 0);
+  EXPECT_NE(agent.Output().find("is not searchable by others"), std::string::npos)
+      << agent.Output();
+  // Once others may search it, the same command starts.
+  ASSERT_EQ(::chmod(home.c_str(), 0711), 0);
+  Process ok({TESSERA_BINARY, "up", "--data", home + "/tessera-data", "--listen", "127.0.0.1:0"},
+             dir_ + "/up-reachable.log");
+  EXPECT_TRUE(WaitFor([&] { return ok.Output().find("Tessera is up") != std::string::npos; },
+                      std::chrono::seconds(60)))
+      << ok.Output();
+  ok.Signal(SIGTERM);
+  EXPECT_EQ(ok.Wait(std::chrono::seconds(30)), std::optional<int>(0)) << ok.Output();
 }
 
 TEST_F(ClusterTest, LostNodesTasksAreRequeuedToTheOtherNode) {
