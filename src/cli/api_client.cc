@@ -520,13 +520,21 @@ Status StatusFromHttpError(int http_status, const std::string& body) {
     return InternalError("the controller answered HTTP " + std::to_string(http_status) +
                          " where an error was expected");
   }
-  // One line, and not a whole proxy page.
-  constexpr size_t kMaxMessage = 200;
+  // One line. Kept whole: a validation error may list many problems and a pending
+  // reason may be long (a proxy's page is already cut short by StatusFromHttp); only a
+  // runaway message is cut, on a UTF-8 character boundary, and says so.
+  constexpr size_t kMaxMessage = 64 << 10;
   std::string message = status.message();
   std::replace_if(
       message.begin(), message.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
   if (message.size() > kMaxMessage) {
-    message = message.substr(0, kMaxMessage) + "...";
+    size_t cut = kMaxMessage;
+    while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) {
+      --cut;
+    }
+    const size_t whole = message.size();
+    message.resize(cut);
+    message += "... (cut: " + std::to_string(whole) + " bytes in all)";
   }
   if (http_status != 400) {
     message += " (" + std::string(StatusCodeName(status.code())) + ")";

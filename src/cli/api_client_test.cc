@@ -167,8 +167,42 @@ TEST(StatusFromHttpErrorTest, MapsStatusesAndKeepsTheServersMessage) {
   EXPECT_EQ(StatusFromHttpError(502, "<html>Bad\ngateway</html>").message(),
             "HTTP 502: <html>Bad gateway</html> (Unavailable)");
   EXPECT_EQ(StatusFromHttpError(500, "").message(), "HTTP 500 (Internal)");
-  EXPECT_EQ(StatusFromHttpError(500, std::string(1000, 'x')).message().size(),
-            200 + std::string("... (Internal)").size());
+  // Not the controller's own message: the start of the raw body (api/http_errors.cc).
+  EXPECT_EQ(StatusFromHttpError(500, std::string(1000, 'x')).message(),
+            "HTTP 500: " + std::string(512, 'x') + "... (Internal)");
+}
+
+// A validation error that lists many problems, or a long pending reason, is printed
+// whole; only a message past 64 KiB is cut, and says so.
+TEST(StatusFromHttpErrorTest, ALongMessageOfTheControllerIsKeptWhole) {
+  std::string problems;
+  for (int i = 0; i < 40; ++i) {
+    problems += (i > 0 ? "; " : "") + std::string("tasks[") + std::to_string(i) +
+                "].resources.gpus: must be between 0 and 8, got 9";
+  }
+  ASSERT_GT(problems.size(), 1000u);
+  const std::string body = nlohmann::json{{"error", {{"code", "InvalidArgument"},
+                                                     {"message", problems}}}}.dump();
+  Status bad = StatusFromHttpError(400, body);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(), problems);
+  std::ostringstream err;
+  EXPECT_EQ(ReportError(bad, err), 2);
+  EXPECT_EQ(err.str(), "tessera: " + problems + "\n");
+
+  Status pending = StatusFromHttpError(
+      409, nlohmann::json{{"error", {{"code", "FailedPrecondition"}, {"message", problems}}}}.dump());
+  EXPECT_EQ(pending.message(), problems + " (FailedPrecondition)");
+
+  // Past 64 KiB: cut there, on a character boundary, with how much there was.
+  std::string accented = "x";
+  while (accented.size() < 70'000) {
+    accented += "\xc3\xa9";  // é, two bytes: a cut at 65,536 would split one
+  }
+  Status cut = StatusFromHttpError(
+      400, nlohmann::json{{"error", {{"code", "InvalidArgument"}, {"message", accented}}}}.dump());
+  EXPECT_EQ(cut.message(), accented.substr(0, 65'535) + "... (cut: " +
+                               std::to_string(accented.size()) + " bytes in all)");
 }
 
 TEST(ExitCodeTest, FollowsTheStatusCode) {

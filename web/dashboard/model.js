@@ -437,7 +437,7 @@ export function enrichHolders(nodes, jobs) {
     gpus: (n.gpus || []).map((g) => ({
       ...g,
       holders: (g.holders || []).map((h) => {
-        const j = byId.get(String(h.job));
+        const j = jobHidden(h) ? undefined : byId.get(String(h.job));
         if (!j) return h;
         return { ...h, job_name: h.job_name || j.name || '', queue: h.queue || j.queue || '' };
       }),
@@ -445,11 +445,24 @@ export function enrichHolders(nodes, jobs) {
   }));
 }
 
+// Another tenant's job in a tenant's view: the controller sends who holds the slice
+// (tenant, queue) but not what (job null, a placeholder job_name).
+function jobHidden(holder) {
+  return holder.job === null || holder.job === undefined;
+}
+
+// The first part of a slice's label: "#3 notebook", or "other tenant: team-a" for a
+// job withheld from this viewer (never "#null").
+function jobLabel(holder) {
+  if (jobHidden(holder)) return holder.tenant ? `other tenant: ${holder.tenant}` : 'other tenant';
+  return holder.job_name ? `#${holder.job} ${holder.job_name}` : `#${holder.job}`;
+}
+
 // A slice's label as two lines, e.g. ["#3 notebook", "1g.10gb"] or ["#2 inference", "0.25"];
 // the second is '' for a whole card.
 export function sliceLabelLines(holder, mode) {
   if (!holder) return ['', ''];
-  const first = holder.job_name ? `#${holder.job} ${holder.job_name}` : `#${holder.job}`;
+  const first = jobLabel(holder);
   let second = '';
   if (mode === 'mig' && holder.mig_profile) second = holder.mig_profile;
   else if (mode === 'shared') second = `${formatGpus(holder.milli)} GPU`;
@@ -459,8 +472,7 @@ export function sliceLabelLines(holder, mode) {
 // A slice's label, e.g. "#3 notebook · 1g.10gb" or "#2 inference · 0.25".
 export function sliceLabel(holder, mode) {
   if (!holder) return '';
-  let label = `#${holder.job}`;
-  if (holder.job_name) label += ` ${holder.job_name}`;
+  let label = jobLabel(holder);
   if (mode === 'mig' && holder.mig_profile) label += ` · ${holder.mig_profile}`;
   else if (mode === 'shared') label += ` · ${formatGpus(holder.milli)}`;
   return label;
@@ -470,7 +482,9 @@ export function sliceLabel(holder, mode) {
 export function sliceTooltip(holder, gpu) {
   if (!holder) return '';
   const lines = [`tenant: ${holder.tenant || '?'}`,
-                 `job: ${holder.job}${holder.job_name ? ` (${holder.job_name})` : ''}`];
+                 jobHidden(holder)
+                   ? `job: ${holder.job_name || '(another tenant\'s job)'}`
+                   : `job: ${holder.job}${holder.job_name ? ` (${holder.job_name})` : ''}`];
   if (holder.queue) lines.push(`queue: ${holder.queue}`);
   if (holder.mig_profile) {
     lines.push(`MIG: ${holder.mig_profile}${Number.isInteger(holder.mig_start) ? ` at slot ${holder.mig_start}` : ''}`);

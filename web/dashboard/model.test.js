@@ -282,6 +282,29 @@ test('slice labels, tooltips and telemetry text', () => {
   assert.equal(M.telemetryText({ telemetry: { xid_count: 2, last_xid: 79 } }), 'XID 79 ×2');
 });
 
+test("a tenant's view: other tenants' slices (job and name withheld) never read null", () => {
+  // What /v1/nodes sends a tenant for another tenant's job (controller_views.cc).
+  const other = { job: null, job_name: "(another tenant's job)", tenant: 'team-a', queue: 'team-a',
+                  milli: 142, memory_mib: 9728, mig_profile: '1g.10gb', mig_start: 6 };
+  const own = { job: 4, job_name: 'nb', tenant: 'team-b', milli: 1000 };
+  const nodes = M.enrichHolders([{ name: 'vm', gpus: [{ index: 0, mode: 'mig', holders: [other, own] }] }],
+                                [{ id: 4, name: 'nb', queue: 'team-b' }]);
+  const holders = nodes[0].gpus[0].holders;
+  assert.deepEqual(M.sliceLabelLines(holders[0], 'mig'), ['other tenant: team-a', '1g.10gb']);
+  assert.equal(M.sliceLabel(holders[0], 'mig'), 'other tenant: team-a · 1g.10gb');
+  assert.equal(M.sliceTooltip(holders[0], {}),
+               "tenant: team-a\njob: (another tenant's job)\nqueue: team-a\nMIG: 1g.10gb at slot 6\nmemory: 9.5 GiB");
+  assert.deepEqual(M.sliceLabelLines(holders[1], 'exclusive'), ['#4 nb', '']);
+  // Without a tenant either, and with the job left out rather than null.
+  assert.deepEqual(M.sliceLabelLines({ job_name: "(another tenant's job)", milli: 250 }, 'shared'),
+                   ['other tenant', '0.25 GPU']);
+  for (const h of [...holders, { milli: 1000 }]) {
+    for (const text of [...M.sliceLabelLines(h, 'mig'), M.sliceLabel(h, 'shared'), M.sliceTooltip(h, {})]) {
+      assert.doesNotMatch(text, /null|undefined/, text);
+    }
+  }
+});
+
 test('token in the URL fragment', () => {
   assert.deepEqual(M.parseTokenFragment('#token=tsr_admin_abc'), { token: 'tsr_admin_abc', rest: '' });
   assert.deepEqual(M.parseTokenFragment('#view=queue&token=t1'), { token: 't1', rest: '#view=queue' });
