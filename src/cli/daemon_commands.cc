@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -16,6 +18,7 @@
 
 #include "agent/agent.h"
 #include "agent/nvml_backend.h"
+#include "agent/task_sandbox.h"
 #include "cli/gpu_probe_command.h"
 #include "api/node_labels.h"
 #include "api/units.h"
@@ -24,6 +27,7 @@
 #include "plugins/registry.h"
 #include "model/gpu_catalog.h"
 #include "cli/ha_server_command.h"
+#include "cli/man_pages.h"
 #include "cli/store_command.h"
 #include "server/server.h"
 
@@ -546,11 +550,85 @@ int RunAgent(AgentFlags flags) {
   return 0;
 }
 
+// `text` as one word of a POSIX shell: as it is when that is safe, else in single quotes.
+std::string ShellWord(const std::string& text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("/._-+:,=@%").find(c) != std::string_view::npos;
+  });
+  if (plain) {
+    return text;
+  }
+  std::string quoted = "'";
+  for (const char c : text) {
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return quoted + "'";
+}
+
+// How a shell here runs `tessera`: plain `tessera` when PATH finds the one beside this
+// tesserad, else that one's absolute path (run from build/, `tessera` is not on PATH,
+// or is another installation).
+std::string TesseraCommand() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    return "tessera";
+  }
+  const fs::path beside = self.parent_path() / "tessera";
+  // The daemons change their environment only before their threads start.
+  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
+  std::stringstream dirs(path != nullptr ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (dir.empty() || dir[0] != '/') {
+      continue;  // relative entries depend on where the command is typed
+    }
+    const fs::path candidate = fs::path(dir) / "tessera";
+    if (::access(candidate.c_str(), X_OK) == 0) {
+      return fs::equivalent(candidate, beside, ec) ? "tessera" : ShellWord(beside.string());
+    }
+  }
+  return ShellWord(beside.string());
+}
+
+// The banner's "try:" line, with commands that work as printed from where `tessera up`
+// was started: the tessera it can be run by, a tenant of the queue configuration, and
+// an example job file that is there (examples/ of a checkout, or the installed copy).
+std::string TryCommands(const std::string& url, const std::string& token_dir,
+                        const std::vector<std::string>& tenants) {
+  namespace fs = std::filesystem;
+  const std::string tessera = TesseraCommand();
+  std::string tenant = tenants.empty() ? "team-a" : tenants.front();
+  if (std::find(tenants.begin(), tenants.end(), "team-a") != tenants.end()) {
+    tenant = "team-a";
+  }
+  std::error_code ec;
+  std::string job = "--gpus 1 -- sh -c 'echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES'";
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path installed =
+      ec ? fs::path()
+         : self.parent_path().parent_path() / "share/doc/tessera/examples/train-gang.yaml";
+  if (fs::exists("examples/train-gang.yaml", ec)) {
+    job = "-f examples/train-gang.yaml";
+  } else if (!installed.empty() && fs::exists(installed, ec)) {
+    job = "-f " + ShellWord(installed.lexically_normal().string());
+  }
+  return "export TESSERA_SERVER=" + ShellWord(url) + " TESSERA_TOKEN=$(cat " +
+         ShellWord(token_dir + "/" + tenant + ".token") + "); " + tessera + " submit " + job +
+         "; " + tessera + " top";
+}
+
 int RunUp(ServerFlags sflags, AgentFlags aflags) {
   // What the daemon writes (store, logs, records) is its own unless it says otherwise;
   // tasks run as other users and get umask 022 back.
   ::umask(077);
   Status dir = MakeAbsolute(&sflags.data_dir, "--data");
+  if (dir.ok()) {
+    // Checked before anything is made: run as root, the tasks run as other uids, and a
+    // data directory under a private home would fail every one of them.
+    dir = DataDirReachableByTasks(sflags.data_dir);
+  }
   if (dir.ok()) {
     dir = PrepareServerDataDir(sflags.data_dir, sflags.init);
   }
@@ -580,7 +658,8 @@ int RunUp(ServerFlags sflags, AgentFlags aflags) {
   if (ec || ::chmod(token_dir.c_str(), 0700) != 0) {
     return Fail(UnavailableError("cannot make " + token_dir + " (mode 0700)"), "up");
   }
-  for (const std::string& tenant : srv.controller().Tenants()) {
+  const std::vector<std::string> tenants = srv.controller().Tenants();
+  for (const std::string& tenant : tenants) {
     const std::string path = token_dir + "/" + tenant + ".token";
     if (std::filesystem::exists(path)) {
       ::chmod(path.c_str(), 0600);
@@ -632,9 +711,7 @@ int RunUp(ServerFlags sflags, AgentFlags aflags) {
             << "  node:          " << (*agent)->inventory().spec.name << ", "
             << (*agent)->inventory().spec.gpus.size() << " GPUs (" << (*agent)->describe_gpus()
             << ")\n"
-            << "  try:           export TESSERA_SERVER=" << srv.url()
-            << " TESSERA_TOKEN=$(cat " << token_dir << "/team-a.token); tessera submit -f "
-            << "examples/train-gang.yaml; tessera top\n"
+            << "  try:           " << TryCommands(srv.url(), token_dir, tenants) << "\n"
             << "Stop with Ctrl-C.\n"
             << std::flush;
   WaitForStopSignal();
@@ -682,10 +759,15 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::ba
   // deadlock detector): 7-18 % of the controller's CPU with 10,000 agents connected.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"Tessera's daemons: the controller and the node agent", "tessera"};
-  app.set_version_flag("--version", "tessera 0.1.0");
+  app.set_version_flag("--version", "tessera " TESSERA_VERSION);
   app.require_subcommand(1);
   int exit_code = 0;
   tessera::AddDaemonCommands(app, &exit_code);
+  // Hidden: the daemon commands' manual pages, which `tessera man` asks for.
+  tessera::ManPageOptions man;
+  man.version = "tessera " TESSERA_VERSION;
+  man.write_root = false;  // tessera.1 is the user commands' page
+  tessera::AddManCommand(app, man, nullptr, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
