@@ -2,6 +2,7 @@
 // against the placement experiment (`tessera sim fgd`), per seed: unallocated GPU % at
 // 100 % arrived, live and simulated, and their difference (goal: within 0.5 point).
 // Usage: fgd_live_replay_bench [--placement P] [--seeds 42-51] [TRACES_DIR]
+// TRACES_DIR: else TESSERA_TRACES_DIR, else the path CMake recorded (data/traces).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
   std::string placement = "tessera";
   uint64_t first = 42, last = 51;
   const char* env = std::getenv("TESSERA_TRACES_DIR");
-  std::string traces = env != nullptr ? env : TESSERA_DEFAULT_TRACES_DIR;
+  std::string traces = env != nullptr && *env != '\0' ? env : TESSERA_DEFAULT_TRACES_DIR;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--placement" && i + 1 < argc) {

@@ -40,7 +40,10 @@ ORACLES = {"srtf"}  # knows every job's runtime: shown, not ranked
 REFERENCE = "static-vc"  # each tenant alone on its quota
 GAP_GOAL, JAIN_GOAL = 0.02, 0.9
 
-TRACES = os.environ.get("TESSERA_TRACES_DIR", "../shared/traces")
+# The public traces: TESSERA_TRACES_DIR, else the repository's data/traces (relative to
+# the working directory, as the cells record it: data/traces from the repository root).
+TRACES = os.environ.get("TESSERA_TRACES_DIR") or os.path.relpath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "traces"))
 PHILLY = "philly:" + os.path.join(TRACES, "sia/traces/philly.csv")
 TIRESIAS = "tiresias:" + os.path.join(TRACES, "tiresias/60_job.csv")
 POLLUX = "pollux:" + os.path.join(TRACES, "pollux-adaptdl-workloads/workloads/workload-{n}.csv")
@@ -80,7 +83,7 @@ def run_cell(args, index, trace, cluster, load, checkpoint, seed, extra):
     cmd = [args.tessera, "sim", "jobs", "--trace", trace.replace("{seed}", str(seed)),
            "--cluster", cluster, "--policy", args.policies, "--load", str(load),
            "--seed", str(seed), "--json", "-q", "-j", str(args.threads), "--per-job",
-           "--out", out_dir]
+           "--out", out_dir, "--traces-dir", TRACES]
     if checkpoint == "signal":
         cmd.append("--checkpoint-on-signal")
     cmd += extra + ["--checkpoint-minutes", str(args.checkpoint_minutes)]

@@ -27,6 +27,10 @@ if(TARGET tessera_cuda_limiter)
 endif()
 file(GLOB TESSERA_EXAMPLE_JOBS ${PROJECT_SOURCE_DIR}/examples/*.yaml)
 install(FILES ${TESSERA_EXAMPLE_JOBS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+# The public traces `tessera sim jobs` replays by name (it looks in ../share/tessera/traces
+# beside its own directory), with their sources and licences (data/traces/README.md).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/data/traces/
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/tessera/traces)
 
 # The manual pages, from the commands' own help (`tessera man`, which asks tesserad for
 # the daemons' pages), into BUILD/man, then compressed as Debian wants them.

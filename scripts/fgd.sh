@@ -6,12 +6,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-traces="${TESSERA_TRACES_DIR:-$(cd .. && pwd)/shared/traces}"
+# The trace is in the repository (data/traces); TESSERA_TRACES_DIR points elsewhere.
+traces="${TESSERA_TRACES_DIR:-$PWD/data/traces}"
 openb="$traces/alibaba-gpu-v2023-fgd"
 if [[ ! -f "$openb/openb_node_list_gpu_node.csv" ]]; then
-  echo "run: the Alibaba trace is not at $openb; set TESSERA_TRACES_DIR" >&2
+  echo "fgd: the Alibaba trace is not at $openb (data/traces of the repository," \
+       "or TESSERA_TRACES_DIR)" >&2
   exit 2
 fi
+traces="$(cd "$traces" && pwd)"
+openb="$traces/alibaba-gpu-v2023-fgd"
 
 ./scripts/setup.sh
 cmake --preset dev -DTESSERA_TRACES_DIR="$traces" >/dev/null

@@ -125,7 +125,9 @@ for f in /usr/lib/tessera/libtessera_cuda_limiter.so \
          /etc/tessera/server.env /etc/tessera/agent.env \
          /usr/share/man/man1/tessera.1.gz /usr/share/man/man1/tessera-submit.1.gz \
          /usr/share/man/man1/tessera-server.1.gz /usr/share/man/man1/tessera-sim-jobs.1.gz \
-         /usr/share/doc/tessera/examples/train-gang.yaml; do
+         /usr/share/doc/tessera/examples/train-gang.yaml \
+         /usr/share/tessera/traces/README.md \
+         /usr/share/tessera/traces/tiresias/60_job.csv; do
   [[ -f "$f" ]] || fail "$f is not installed"
 done
 [[ "$(/usr/bin/tessera --version)" == "tessera $version" ]] || fail "tessera --version: $(/usr/bin/tessera --version)"
@@ -320,6 +322,7 @@ if grep -i "warning" "$work/dpkg-purge.log"; then
 fi
 for path in /usr/bin/tessera /usr/bin/tesserad /usr/bin/tessera-shim /usr/lib/tessera \
             /etc/tessera /var/lib/tessera /var/lib/tessera-agent /usr/share/doc/tessera \
+            /usr/share/tessera \
             /lib/systemd/system/tessera-server.service /lib/systemd/system/tessera-agent.service \
             /usr/share/man/man1/tessera.1.gz; do
   [[ ! -e "$path" ]] || fail "$path is left after the purge"

@@ -12,6 +12,10 @@ packages=(
   clang libclang-rt-14-dev
   prometheus chromium nodejs python3
   etcd-server etcd-client openssl
+  # the Debian package and its manual pages (cmake/Packaging.cmake, scripts/package-check.sh)
+  dpkg-dev file groff-base man-db adduser
+  # the documentation site (scripts/docs-check.sh)
+  mkdocs
 )
 
 missing=()

@@ -2,18 +2,23 @@
 # Sets up, builds and runs every test with ctest (ci preset: the dev build's tests,
 # optimised at -O1, a quarter faster to compile than -O2, with precompiled headers and
 # without debug info or benchmarks; two at a time with the end-to-end tests one after
-# another), then the job-spec fuzzer for a bounded time (FUZZ_SECONDS, default 30,
-# while the next build compiles), then the core's tests (base, model, state, sched,
+# another), then the job-spec fuzzer for a bounded time (FUZZ_SECONDS, default 30) and
+# the Debian package check (scripts/package-check.sh) while the next build compiles, then the core's tests (base, model, state, sched,
 # plugins, api, sim, store, metrics: label `core`) again under AddressSanitizer and
 # UndefinedBehaviorSanitizer (asan-ubsan preset), whose build starts beside the ci tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-traces="${TESSERA_TRACES_DIR:-$(cd .. && pwd)/shared/traces}"
+# The public traces the tests read are in the repository (data/traces); TESSERA_TRACES_DIR
+# points elsewhere. Passed to every configure, so a build folder set up earlier with
+# another folder follows.
+traces="${TESSERA_TRACES_DIR:-$PWD/data/traces}"
 if [[ ! -d "$traces/alibaba-gpu-v2023-fgd" ]]; then
-  echo "test: the public traces are not at $traces; set TESSERA_TRACES_DIR" >&2
+  echo "test: the public traces are not at $traces (data/traces of the repository," \
+       "or TESSERA_TRACES_DIR)" >&2
   exit 2
 fi
+traces="$(cd "$traces" && pwd)"  # the tests run in the build folder
 
 stage_start=$(date +%s)
 # Prints how long the stage that just ended took, so a slow pass shows where.
@@ -50,13 +55,19 @@ if ((ctest_rc != 0)); then
   exit "$ctest_rc"
 fi
 
-# The fuzzer (one process, one core) runs while the sanitizer build compiles; its
-# output is printed once both are done.
+# The fuzzer (one process, one core) and the Debian package check (the package from the
+# ci build installed, a job run through its systemd units' command lines, purged: mostly
+# waiting, as root or through sudo) run while the sanitizer build compiles; their output
+# is printed once all are done.
 echo "== fuzz the job-spec parser for ${FUZZ_SECONDS:-30} s, beside the asan-ubsan build"
 mkdir -p build
 fuzz_log=build/fuzz.log
 ./scripts/fuzz.sh "${FUZZ_SECONDS:-30}" > "$fuzz_log" 2>&1 &
 fuzz_pid=$!
+echo "== the Debian package: install, run a job through its units, purge (beside it too)"
+package_log=build/package-check.log
+./scripts/package-check.sh build/ci > "$package_log" 2>&1 &
+package_pid=$!
 
 echo "== asan-ubsan build: core tests (what the tests left of it)"
 cmake --build --preset asan-ubsan --target core_tests
@@ -67,6 +78,13 @@ cat "$fuzz_log"
 if ((fuzz_rc != 0)); then
   echo "test: the fuzzer failed (exit $fuzz_rc)" >&2
   exit "$fuzz_rc"
+fi
+package_rc=0
+wait "$package_pid" || package_rc=$?
+cat "$package_log"
+if ((package_rc != 0)); then
+  echo "test: the package check failed (exit $package_rc)" >&2
+  exit "$package_rc"
 fi
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --preset asan-ubsan

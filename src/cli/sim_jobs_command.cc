@@ -26,6 +26,11 @@
 #include "sim/job_trace.h"
 #include "sim/job_workload.h"
 
+// The traces folder CMake recorded (TESSERA_TRACES_DIR: the source tree's data/traces).
+#ifndef TESSERA_DEFAULT_TRACES_DIR
+#define TESSERA_DEFAULT_TRACES_DIR "data/traces"
+#endif
+
 namespace tessera {
 namespace {
 
@@ -65,9 +70,24 @@ std::string PerJobCsv(const JobRun& run) {
   return out;
 }
 
+// Where the public traces are when --traces-dir is not given: $TESSERA_TRACES_DIR, else
+// the copy a package installs beside this binary (<bin>/../share/tessera/traces), else
+// the data/traces of the source tree this binary was built from (as configured).
 std::string DefaultTracesDir() {
   const char* env = std::getenv("TESSERA_TRACES_DIR");
-  return env != nullptr && *env != '\0' ? std::string(env) : std::string("../shared/traces");
+  if (env != nullptr && *env != '\0') {
+    return env;
+  }
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path installed =
+        self.parent_path().parent_path() / "share" / "tessera" / "traces";
+    if (std::filesystem::is_directory(installed, ec)) {
+      return installed.string();
+    }
+  }
+  return TESSERA_DEFAULT_TRACES_DIR;
 }
 
 StatusOr<std::vector<SchedulerPolicy>> ParsePolicies(std::string_view list) {
@@ -342,7 +362,9 @@ void AddSimJobsCommand(CLI::App& sim, int* exit_code) {
                   "after the grace)")
       ->capture_default_str();
   cmd->add_option("--traces-dir", opts->traces_dir,
-                  "where the public traces are (default: $TESSERA_TRACES_DIR or ../shared/traces)");
+                  "where the public traces are (default: $TESSERA_TRACES_DIR, else "
+                  "../share/tessera/traces beside this binary, else the source tree's "
+                  "data/traces)");
   cmd->add_option("--out", opts->out, "output directory")->capture_default_str();
   cmd->add_option("--jobs,-j", opts->threads, "worker threads (default: one per core)");
   cmd->add_flag("--json", opts->json, "print the summary as one JSON object on stdout");

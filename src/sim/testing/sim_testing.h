@@ -21,13 +21,14 @@
 namespace tessera::testing {
 
 // The folder `subdir` of the traces, through TESSERA_TRACES_DIR (set by CMake for every
-// test). Fails the calling test (never skips it) and returns "" when the variable is
-// unset or the folder is missing.
+// test: the repository's data/traces unless configured otherwise). Fails the calling
+// test (never skips it) and returns "" when the variable is unset or the folder is
+// missing.
 inline std::string TracesDir(std::string_view subdir) {
   const char* root = std::getenv("TESSERA_TRACES_DIR");
   if (root == nullptr || *root == '\0') {
     ADD_FAILURE() << "TESSERA_TRACES_DIR is not set; run through ctest or set it to the "
-                     "shared traces folder";
+                     "repository's data/traces";
     return "";
   }
   std::filesystem::path dir = std::filesystem::path(root) / subdir;
