@@ -1,5 +1,5 @@
 # The layering rule, checked: a source file may include only headers of its own folder
-# and of the folders its target links, directly or through other targets (DESIGN.md,
+# and of the folders its target links, directly or through other targets (docs/architecture.md,
 # "Layers"). At configure time this writes, for every registered target's sources and
 # for every header under src/, the folders it may include; the test `layer_includes`
 # (cmake/check_layers.cmake) fails on any other `#include "folder/..."`.
