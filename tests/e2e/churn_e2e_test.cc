@@ -33,7 +33,7 @@ class ChurnTest : public ServerAndAgentsTest {
   static json ChurnJob(int i, std::mt19937& rng) {
     const int shape = static_cast<int>(rng() % 10);
     const int priorities[] = {0, 5, 10};
-    const int ms = 100 + static_cast<int>(rng() % 700);
+    const int ms = 50 + static_cast<int>(rng() % 350);  // short: more arrivals per run
     json job = {{"name", "churn-" + std::to_string(i)},
                 {"queue", rng() % 2 == 0 ? "team-a" : "team-b"},
                 {"priority", priorities[rng() % 3]},
