@@ -37,12 +37,12 @@ cmake --preset ci -DTESSERA_TRACES_DIR="$traces"
 cmake --build --preset ci
 stage_done "the ci build"
 
-# The sanitizer build starts beside the ci tests, one compile at a time at the lowest
-# priority: the tests leave about a core idle (the end-to-end ones run one after
-# another), and at nice 19 a compile takes only what they leave. It goes on with both
-# cores once the tests are done.
+# The sanitizer build starts beside the ci tests, two compiles at a time at the lowest
+# priority: the tests leave much of the CPU idle (the end-to-end ones run one after
+# another and mostly wait), and at nice 19 a compile takes only what they leave. It goes
+# on with both cores once the tests are done.
 cmake --preset asan-ubsan -DTESSERA_TRACES_DIR="$traces" > build/asan-ubsan-configure.log
-nice -n 19 ninja -C build/asan-ubsan -j1 core_tests > build/asan-ubsan-early.log 2>&1 &
+nice -n 19 ninja -C build/asan-ubsan -j2 core_tests > build/asan-ubsan-early.log 2>&1 &
 early_pid=$!
 trap 'kill -TERM "$early_pid" 2>/dev/null || true' EXIT
 ctest_rc=0
