@@ -76,9 +76,7 @@ class AgentRecoveryTest : public ::testing::Test {
   }
 
   void Send(TaskLaunch launch) {
-    HeartbeatResponse answer;
-    answer.launch.push_back(std::move(launch));
-    controller_.Answer(answer);
+    controller_.AnswerWithLaunch(std::move(launch));
     Status s = agent_->RunOnce();
     ASSERT_TRUE(s.ok()) << s.ToString();
   }

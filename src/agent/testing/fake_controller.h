@@ -70,6 +70,12 @@ class FakeController {
     std::lock_guard<std::mutex> lock(mu_);
     answers_.push_back(std::move(answer));
   }
+  // The answer to the next heartbeat: this one launch.
+  void AnswerWithLaunch(TaskLaunch launch) {
+    HeartbeatResponse answer;
+    answer.launch.push_back(std::move(launch));
+    Answer(std::move(answer));
+  }
   void AnswerRegistrations(RegisterResponse answer) {
     std::lock_guard<std::mutex> lock(mu_);
     register_answer_ = std::move(answer);
