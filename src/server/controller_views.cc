@@ -236,7 +236,11 @@ void Controller::SetFitVerdicts(WaitContext& c, const WaitContext& last) {
   c.fit = NodeSetFit(nodes_, *catalog_, NodeSet::kKnown, last.fit);
   c.fit_up = NodeSetFit(nodes_, *catalog_, NodeSet::kUp, last.fit_up);
   c.fit_undrained = NodeSetFit(nodes_, *catalog_, NodeSet::kKnownUndrained, last.fit_undrained);
-  gpu_task_defaults_.SetNodes(nodes_);
+  // The per-GPU room changes only with the nodes' specs, which that set's fingerprint
+  // covers: a walk of every node once per node change, not once per cycle.
+  if (c.fit_undrained == nullptr || c.fit_undrained != last.fit_undrained) {
+    gpu_task_defaults_.SetNodes(nodes_);
+  }
   c.down = DownNodes(nodes_);
   fit_stale_ = false;
 }
