@@ -30,6 +30,7 @@
 #include "cli/man_pages.h"
 #include "cli/store_command.h"
 #include "server/server.h"
+#include "store/store_url.h"
 
 namespace tessera {
 namespace {
@@ -317,6 +318,15 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
     TESSERA_ASSIGN_OR_RETURN(o.queues_yaml, ReadFile(f.queues_file, "--queues"));
   }
   o.fsync = !f.no_fsync;
+  if (f.ha.store.empty()) {
+    // The state store, opened as every driver opens one (store/store_url.h): SQLite in
+    // --data. (With --store, each term of the lead opens its own: RunHaServer.)
+    OpenStoreOptions store;
+    store.sqlite.fsync = o.fsync;
+    o.open_store = [url = "sqlite:" + o.data_dir + "/state.db", store] {
+      return OpenStore(url, store);
+    };
+  }
   o.rate_per_second = f.rate;
   // The default's ratio of burst to rate (4 s of it: a burst of thousands of jobs).
   o.rate_burst = f.rate * (ServerOptions{}.rate_burst / ServerOptions{}.rate_per_second);

@@ -13,7 +13,6 @@
 #include "server/ha/etcd_election_backend.h"
 #include "server/ha/ha_server.h"
 #include "store/etcd/etcd_client.h"
-#include "store/etcd/etcd_store.h"
 #include "store/store_url.h"
 
 namespace tessera {
@@ -56,8 +55,8 @@ void AddEtcdFlags(CLI::App* cmd, EtcdFlags* f, const std::string& prefix) {
       ->capture_default_str();
 }
 
-StatusOr<EtcdStoreOptions> ToEtcdStoreOptions(const std::string& url, const EtcdFlags& f,
-                                              const std::string& url_flag) {
+StatusOr<OpenStoreOptions> ToEtcdOpenStoreOptions(const std::string& url, const EtcdFlags& f,
+                                                  const std::string& url_flag) {
   StatusOr<StoreUrl> parsed = ParseStoreUrl(url);
   if (!parsed.ok()) {
     return InvalidArgumentError(url_flag + ": " + parsed.status().message());
@@ -70,9 +69,9 @@ StatusOr<EtcdStoreOptions> ToEtcdStoreOptions(const std::string& url, const Etcd
   if (!timeout.ok() || *timeout < 100'000) {
     return InvalidArgumentError("--etcd-timeout: at least 100ms, got '" + f.timeout + "'");
   }
-  EtcdStoreOptions etcd;
-  etcd.endpoints = parsed->endpoints;
-  etcd.prefix = parsed->prefix;
+  // Endpoints and prefix: OpenStore takes them from the URL.
+  OpenStoreOptions options;
+  EtcdStoreOptions& etcd = options.etcd;
   etcd.ca_file = f.ca;
   etcd.cert_file = f.cert;
   etcd.key_file = f.key;
@@ -84,7 +83,7 @@ StatusOr<EtcdStoreOptions> ToEtcdStoreOptions(const std::string& url, const Etcd
   etcd.max_txn_ops = static_cast<size_t>(f.max_txn_ops);
   // Room for the request's framing and the Txn's compares.
   etcd.max_txn_bytes = static_cast<size_t>(f.max_request_bytes / 8 * 7);
-  return etcd;
+  return options;
 }
 
 void AddHaServerFlags(CLI::App* cmd, HaServerFlags* f) {
@@ -103,11 +102,16 @@ void AddHaServerFlags(CLI::App* cmd, HaServerFlags* f) {
 
 int RunHaServer(const HaServerFlags& flags, ServerOptions options,
                 const std::function<void()>& wait_for_stop) {
-  StatusOr<EtcdStoreOptions> parsed = ToEtcdStoreOptions(flags.store, flags.etcd, "--store");
+  StatusOr<OpenStoreOptions> parsed = ToEtcdOpenStoreOptions(flags.store, flags.etcd, "--store");
   if (!parsed.ok()) {
     return Fail(parsed.status());
   }
-  const EtcdStoreOptions etcd = std::move(parsed).value();
+  const OpenStoreOptions store_options = std::move(parsed).value();
+  // The store's cluster: the election runs on it, beside the store.
+  StatusOr<EtcdStoreOptions> cluster = EtcdStoreOptionsOf(flags.store, store_options);
+  if (!cluster.ok()) {
+    return Fail(cluster.status());
+  }
   StatusOr<int64_t> lease = ParseDurationMicros(flags.lease);
   if (!lease.ok() || *lease < 1'000'000 || *lease % 1'000'000 != 0) {
     return Fail(InvalidArgumentError("--lease: whole seconds, at least 1s, got '" + flags.lease +
@@ -127,14 +131,10 @@ int RunHaServer(const HaServerFlags& flags, ServerOptions options,
         "--agent-port: with --store give a fixed port (agents reach every leader's channel on it)"));
   }
 
-  // The election's own client: its calls get a short deadline of their own.
-  EtcdClientOptions client_options;
-  client_options.endpoints = etcd.endpoints;
-  client_options.ca_file = etcd.ca_file;
-  client_options.cert_file = etcd.cert_file;
-  client_options.key_file = etcd.key_file;
-  client_options.user = etcd.user;
-  client_options.password = etcd.password;
+  // The election's own client: its calls get a short deadline of their own (not
+  // --etcd-timeout, the store's).
+  EtcdClientOptions client_options = ToEtcdClientOptions(*cluster);
+  client_options.deadline_ms = EtcdClientOptions{}.deadline_ms;
   StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Create(client_options);
   if (!client.ok()) {
     return Fail(client.status());
@@ -146,16 +146,17 @@ int RunHaServer(const HaServerFlags& flags, ServerOptions options,
   HaServerOptions ha;
   ha.server = std::move(options);
   ha.advertise_url = flags.advertise_url;
-  ha.election.key = etcd.prefix + "leader";
+  ha.election.key = cluster->prefix + "leader";
   ha.election.lease_ttl_s = ttl_s;
   const std::string leader_key = ha.election.key;
-  ha.open_store = [etcd, leader_key](int64_t fence, std::function<void()> on_fenced)
+  // Each term opens the store fenced on its leader key (see OpenStoreOptions::fence).
+  ha.open_store = [url = flags.store, store_options, leader_key](
+                      int64_t fence, std::function<void()> on_fenced)
       -> StatusOr<std::unique_ptr<Store>> {
-    EtcdStoreOptions o = etcd;
-    o.on_fenced = std::move(on_fenced);
-    TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<EtcdStore> store, EtcdStore::Open(std::move(o)));
-    store->SetFence(leader_key, fence);
-    return std::unique_ptr<Store>(std::move(store));
+    OpenStoreOptions o = store_options;
+    o.etcd.on_fenced = std::move(on_fenced);
+    o.fence = StoreFence{leader_key, fence};
+    return OpenStore(url, std::move(o));
   };
   const std::string data_dir = ha.server.data_dir;
   StatusOr<std::unique_ptr<HaServer>> server =

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "server/server.h"
-#include "store/etcd/etcd_store.h"
+#include "store/store_url.h"
 
 namespace CLI {
 class App;
@@ -26,10 +26,10 @@ struct EtcdFlags {
 
 void AddEtcdFlags(CLI::App* cmd, EtcdFlags* flags, const std::string& prefix);
 
-// The etcd store's options for `url` (etcd://...) and the flags; InvalidArgument names
-// the flag at fault.
-StatusOr<EtcdStoreOptions> ToEtcdStoreOptions(const std::string& url, const EtcdFlags& flags,
-                                              const std::string& url_flag);
+// The options to OpenStore `url` with, from the flags; `url` must be etcd://... (the
+// flag `url_flag` takes no other store). InvalidArgument names the flag at fault.
+StatusOr<OpenStoreOptions> ToEtcdOpenStoreOptions(const std::string& url, const EtcdFlags& flags,
+                                                  const std::string& url_flag);
 
 struct HaServerFlags {
   std::string store;          // "" : SQLite in the data directory

@@ -8,8 +8,6 @@
 #include <string>
 
 #include "cli/ha_server_command.h"
-#include "store/etcd/etcd_store.h"
-#include "store/sqlite_store.h"
 #include "store/store_migrate.h"
 #include "store/store_url.h"
 
@@ -37,15 +35,15 @@ int RunMigrate(const MigrateFlags& f) {
   if (!std::filesystem::is_regular_file(from->path, ec)) {
     return Fail(InvalidArgumentError("--from: no such file: " + from->path));
   }
-  StatusOr<EtcdStoreOptions> to_options = ToEtcdStoreOptions(f.to, f.etcd, "--to");
+  StatusOr<OpenStoreOptions> to_options = ToEtcdOpenStoreOptions(f.to, f.etcd, "--to");
   if (!to_options.ok()) {
     return Fail(to_options.status());
   }
-  StatusOr<std::unique_ptr<Store>> source = OpenSqliteStore(from->path);
+  StatusOr<std::unique_ptr<Store>> source = OpenStore(f.from);
   if (!source.ok()) {
     return Fail(source.status());
   }
-  StatusOr<std::unique_ptr<Store>> dest = OpenEtcdStore(std::move(to_options).value());
+  StatusOr<std::unique_ptr<Store>> dest = OpenStore(f.to, std::move(to_options).value());
   if (!dest.ok()) {
     return Fail(dest.status());
   }

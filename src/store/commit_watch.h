@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 
+#include "base/mutex.h"
 #include "base/clock.h"
 #include "store/store.h"
 
@@ -27,8 +28,8 @@ class CommitWatch final : public ForwardingStore {
 
  private:
   const Clock* clock_;
-  mutable std::mutex mu_;
-  std::multiset<Micros> started_;  // each Commit under way: when it began
+  mutable Mutex mu_;
+  std::multiset<Micros> started_ GUARDED_BY(mu_);  // each Commit under way: when it began
 };
 
 }  // namespace tessera

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "base/mutex.h"
 #include "store/store.h"
 
 namespace tessera {
@@ -17,7 +18,7 @@ bool Overlaps(const UsageRow& row, int64_t since_us, int64_t until_us) {
 
 Status InMemoryStore::Commit(WriteBatch batch) {
   TESSERA_RETURN_IF_ERROR(ValidateBatch(batch));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) {
     return ClosedError();
   }
@@ -27,7 +28,7 @@ Status InMemoryStore::Commit(WriteBatch batch) {
   // Jobs are upserted in order, as the SQLite store does; the undo log restores the rows
   // touched so far when one of them breaks idempotency-key uniqueness.
   std::vector<std::pair<uint64_t, std::optional<JobRow>>> undo;
-  auto put = [this](uint64_t id, std::optional<JobRow> row) {
+  auto put = [this](uint64_t id, std::optional<JobRow> row) REQUIRES(mu_) {
     auto found = jobs_.find(id);
     if (found != jobs_.end()) {
       if (!found->second.idempotency_key.empty()) {
@@ -76,7 +77,7 @@ Status InMemoryStore::Commit(WriteBatch batch) {
 }
 
 StatusOr<std::optional<JobRow>> InMemoryStore::LoadJob(uint64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) {
     return ClosedError();
   }
@@ -88,7 +89,7 @@ StatusOr<std::optional<JobRow>> InMemoryStore::LoadJob(uint64_t id) {
 }
 
 StatusOr<std::vector<JobRow>> InMemoryStore::LoadJobs() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) {
     return ClosedError();
   }
@@ -101,7 +102,7 @@ StatusOr<std::vector<JobRow>> InMemoryStore::LoadJobs() {
 }
 
 StatusOr<std::vector<UsageRow>> InMemoryStore::LoadUsage(int64_t since_us, int64_t until_us) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) {
     return ClosedError();
   }
@@ -119,7 +120,7 @@ StatusOr<std::vector<UsageRow>> InMemoryStore::LoadUsage(int64_t since_us, int64
 StatusOr<std::vector<JobRow>> InMemoryStore::LoadJobsPage(uint64_t after_id,
                                                           int64_t submit_since_us,
                                                           int64_t submit_until_us, size_t limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) {
     return ClosedError();
   }
@@ -137,7 +138,7 @@ StatusOr<std::vector<JobRow>> InMemoryStore::LoadJobsPage(uint64_t after_id,
 
 StatusOr<std::vector<UsageRow>> InMemoryStore::LoadUsageOfJobs(uint64_t first_job,
                                                                uint64_t last_job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) {
     return ClosedError();
   }
@@ -154,7 +155,7 @@ StatusOr<std::vector<UsageRow>> InMemoryStore::LoadUsageOfJobs(uint64_t first_jo
 }
 
 StatusOr<std::vector<TokenRow>> InMemoryStore::LoadTokens() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) {
     return ClosedError();
   }
@@ -168,7 +169,7 @@ StatusOr<std::vector<TokenRow>> InMemoryStore::LoadTokens() {
 
 StatusOr<std::vector<std::pair<std::string, std::string>>> InMemoryStore::ListKv(
     std::string_view prefix) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) {
     return ClosedError();
   }
@@ -180,7 +181,7 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> InMemoryStore::ListKv
 }
 
 StatusOr<std::optional<std::string>> InMemoryStore::GetKv(std::string_view key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) {
     return ClosedError();
   }
@@ -192,18 +193,18 @@ StatusOr<std::optional<std::string>> InMemoryStore::GetKv(std::string_view key) 
 }
 
 Status InMemoryStore::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   closed_ = true;
   return Status::Ok();
 }
 
 void InMemoryStore::InjectCommitError(Status error) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   inject_ = std::move(error);
 }
 
 uint64_t InMemoryStore::commits() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return commits_;
 }
 

@@ -1,4 +1,5 @@
 // SqliteStore: see sqlite_store.h.
+#include "base/mutex.h"
 #include "store/sqlite_store.h"
 
 #include <sqlite3.h>
@@ -243,13 +244,6 @@ Status ClosedError() { return FailedPreconditionError("store is closed"); }
 
 }  // namespace
 
-struct SqliteStore::Pending {
-  const WriteBatch* batch = nullptr;
-  Status status;
-  bool done = false;  // guarded by SqliteStore::mu_
-  std::condition_variable cv;
-};
-
 struct SqliteStore::Statements {
   // Writer.
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
@@ -291,6 +285,7 @@ Status SqliteStore::Init() {
   TESSERA_RETURN_IF_ERROR(Prepare(writer_, kUpsertTokenSql, &w.upsert_token));
   TESSERA_RETURN_IF_ERROR(Prepare(writer_, kUpsertKvSql, &w.upsert_kv));
 
+  MutexLock read_lock(read_mu_);  // nothing reads yet; the readers' lock for the analysis
   TESSERA_ASSIGN_OR_RETURN(reader_, OpenConnection(path_, options_));
   TESSERA_RETURN_IF_ERROR(Exec(reader_, "PRAGMA query_only = 1", "reader"));
   read_stmts_ = std::make_unique<Statements>();
@@ -304,53 +299,20 @@ Status SqliteStore::Init() {
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kGetKvSql, &r.get_kv));
   TESSERA_RETURN_IF_ERROR(Prepare(reader_, kListKvSql, &r.list_kv));
 
-  committer_ = std::thread([this] { CommitterLoop(); });
+  GroupCommit::Options group_options;
+  group_options.max_group = options_.max_group;
+  group_commit_ = std::make_unique<GroupCommit>(
+      [this](std::span<GroupCommit::Write* const> group) { return WriteGroup(group); },
+      group_options);
   return Status::Ok();
 }
 
 Status SqliteStore::Commit(WriteBatch batch) {
   TESSERA_RETURN_IF_ERROR(ValidateBatch(batch));
-  Pending pending;
-  pending.batch = &batch;
-  std::unique_lock<std::mutex> lock(mu_);
-  if (closing_) {
-    return ClosedError();
-  }
-  if (batch.empty()) {
-    return Status::Ok();
-  }
-  queue_.push_back(&pending);
-  work_cv_.notify_one();
-  pending.cv.wait(lock, [&pending] { return pending.done; });
-  return pending.status;
+  return group_commit_->Commit(batch);
 }
 
-void SqliteStore::CommitterLoop() {
-  std::vector<Pending*> group;
-  for (;;) {
-    group.clear();
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [this] { return closing_ || !queue_.empty(); });
-      if (queue_.empty()) {
-        return;  // closing, and everything submitted is written
-      }
-      const size_t max_group = std::max<size_t>(options_.max_group, 1);
-      while (!queue_.empty() && group.size() < max_group) {
-        group.push_back(queue_.front());
-        queue_.pop_front();
-      }
-    }
-    WriteGroup(group);
-    std::lock_guard<std::mutex> lock(mu_);
-    for (Pending* pending : group) {
-      pending->done = true;
-      pending->cv.notify_one();
-    }
-  }
-}
-
-void SqliteStore::WriteGroup(const std::vector<Pending*>& group) {
+Status SqliteStore::WriteGroup(std::span<GroupCommit::Write* const> group) {
   Statements& w = *write_stmts_;
   Status tx = Run(writer_, w.begin.get(), "begin");
   for (size_t i = 0; tx.ok() && i < group.size(); ++i) {
@@ -372,18 +334,14 @@ void SqliteStore::WriteGroup(const std::vector<Pending*>& group) {
   }
   if (tx.ok()) {
     transactions_.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return Status::Ok();
   }
   if (sqlite3_get_autocommit(writer_) == 0) {
     static_cast<void>(Run(writer_, w.rollback.get(), "rollback"));
   }
-  Status failure(tx.code(), "transaction of " + std::to_string(group.size()) +
-                                " batch(es) failed, nothing applied: " + tx.message());
-  for (Pending* pending : group) {
-    if (pending->status.ok()) {
-      pending->status = failure;
-    }
-  }
+  // GroupCommit hands this to every batch of the group that did not fail alone.
+  return Status(tx.code(), "transaction of " + std::to_string(group.size()) +
+                               " batch(es) failed, nothing applied: " + tx.message());
 }
 
 Status SqliteStore::ApplyBatch(const WriteBatch& batch) {
@@ -499,7 +457,7 @@ StatusOr<std::vector<UsageRow>> ReadUsageRows(sqlite3* db, sqlite3_stmt* s) {
 }  // namespace
 
 StatusOr<std::vector<JobRow>> SqliteStore::LoadJobs() {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(read_mu_);
   if (reader_ == nullptr) {
     return ClosedError();
   }
@@ -517,7 +475,7 @@ StatusOr<std::vector<JobRow>> SqliteStore::LoadJobs() {
 }
 
 StatusOr<std::optional<JobRow>> SqliteStore::LoadJob(uint64_t id) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(read_mu_);
   if (reader_ == nullptr) {
     return ClosedError();
   }
@@ -535,7 +493,7 @@ StatusOr<std::optional<JobRow>> SqliteStore::LoadJob(uint64_t id) {
 }
 
 StatusOr<std::vector<UsageRow>> SqliteStore::LoadUsage(int64_t since_us, int64_t until_us) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(read_mu_);
   if (reader_ == nullptr) {
     return ClosedError();
   }
@@ -549,7 +507,7 @@ StatusOr<std::vector<UsageRow>> SqliteStore::LoadUsage(int64_t since_us, int64_t
 StatusOr<std::vector<JobRow>> SqliteStore::LoadJobsPage(uint64_t after_id,
                                                         int64_t submit_since_us,
                                                         int64_t submit_until_us, size_t limit) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(read_mu_);
   if (reader_ == nullptr) {
     return ClosedError();
   }
@@ -572,7 +530,7 @@ StatusOr<std::vector<JobRow>> SqliteStore::LoadJobsPage(uint64_t after_id,
 
 StatusOr<std::vector<UsageRow>> SqliteStore::LoadUsageOfJobs(uint64_t first_job,
                                                              uint64_t last_job) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(read_mu_);
   if (reader_ == nullptr) {
     return ClosedError();
   }
@@ -584,7 +542,7 @@ StatusOr<std::vector<UsageRow>> SqliteStore::LoadUsageOfJobs(uint64_t first_job,
 }
 
 StatusOr<std::vector<TokenRow>> SqliteStore::LoadTokens() {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(read_mu_);
   if (reader_ == nullptr) {
     return ClosedError();
   }
@@ -608,7 +566,7 @@ StatusOr<std::vector<TokenRow>> SqliteStore::LoadTokens() {
 }
 
 StatusOr<std::optional<std::string>> SqliteStore::GetKv(std::string_view key) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(read_mu_);
   if (reader_ == nullptr) {
     return ClosedError();
   }
@@ -627,7 +585,7 @@ StatusOr<std::optional<std::string>> SqliteStore::GetKv(std::string_view key) {
 
 StatusOr<std::vector<std::pair<std::string, std::string>>> SqliteStore::ListKv(
     std::string_view prefix) {
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(read_mu_);
   if (reader_ == nullptr) {
     return ClosedError();
   }
@@ -646,21 +604,16 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> SqliteStore::ListKv(
 }
 
 Status SqliteStore::Close() {
-  std::lock_guard<std::mutex> close_lock(close_mu_);
+  MutexLock close_lock(close_mu_);
   if (closed_) {
     return close_status_;
   }
   closed_ = true;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    closing_ = true;
-  }
-  work_cv_.notify_all();
-  if (committer_.joinable()) {
-    committer_.join();
+  if (group_commit_ != nullptr) {
+    group_commit_->Stop();  // writes what is queued; later Commits are refused
   }
   {
-    std::lock_guard<std::mutex> lock(read_mu_);
+    MutexLock lock(read_mu_);
     read_stmts_.reset();
     if (reader_ != nullptr) {
       int rc = sqlite3_close(reader_);

@@ -5,11 +5,12 @@
 // a database, or a SQLite database of another program, too). Tables: jobs (indexed by state,
 // unique (tenant, idempotency_key) where the key is not empty), usage (append only, indexed
 // by end), tokens, kv.
-// Group commit: Commit hands its batch to one committer thread and waits. The committer
-// takes every batch waiting (up to max_group), writes them in one transaction (each batch in
-// its own savepoint, so a batch that breaks a constraint fails alone and leaves no trace),
-// commits once (one fsync), then wakes the callers. A failing transaction (COMMIT, I/O)
-// fails every caller of that group, and nothing of the group is applied.
+// Group commit (store/group_commit.h): Commit hands its batch to one committer thread and
+// waits. The committer takes every batch waiting (up to max_group), writes them in one
+// transaction (each batch in its own savepoint, so a batch that breaks a constraint fails
+// alone and leaves no trace), commits once (one fsync), then wakes the callers. A failing
+// transaction (COMMIT, I/O) fails every caller of that group, and nothing of the group is
+// applied.
 // Reads use a second connection: they see exactly the batches whose Commit returned OK.
 // Errors: constraint -> AlreadyExists, busy/locked/I/O -> Unavailable, disk full ->
 // ResourceExhausted, not a database/corrupt/newer schema -> FailedPrecondition.
@@ -17,15 +18,15 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
-#include <thread>
 
+#include "base/mutex.h"
+#include "store/group_commit.h"
 #include "store/store.h"
 
 struct sqlite3;
@@ -73,34 +74,29 @@ class SqliteStore final : public Store {
   const std::string& path() const { return path_; }
 
  private:
-  struct Pending;
   struct Statements;
 
   SqliteStore(std::string path, SqliteStoreOptions options);
   Status Init();
-  void CommitterLoop();
-  // Writes one group in one transaction and sets each Pending's status.
-  void WriteGroup(const std::vector<Pending*>& group);
+  // Writes one group in one transaction (group_commit_'s thread) and sets each write's
+  // status; the transaction's error when it failed (then nothing of the group is applied).
+  Status WriteGroup(std::span<GroupCommit::Write* const> group);
   Status ApplyBatch(const WriteBatch& batch);
 
   const std::string path_;
   const SqliteStoreOptions options_;
   sqlite3* writer_ = nullptr;  // used by Init, then the committer thread only, then Close
-  sqlite3* reader_ = nullptr;  // guarded by read_mu_
+  Mutex read_mu_;
+  sqlite3* reader_ PT_GUARDED_BY(read_mu_) = nullptr;  // set by Init, closed by Close
   std::unique_ptr<Statements> write_stmts_;
-  std::unique_ptr<Statements> read_stmts_;
-  std::mutex read_mu_;
+  std::unique_ptr<Statements> read_stmts_ PT_GUARDED_BY(read_mu_);
 
-  std::mutex mu_;  // guards queue_, closing_
-  std::condition_variable work_cv_;
-  std::deque<Pending*> queue_;
-  bool closing_ = false;
-  std::thread committer_;
+  std::unique_ptr<GroupCommit> group_commit_;  // set once Init has succeeded
   std::atomic<uint64_t> transactions_{0};
 
-  std::mutex close_mu_;  // serialises Close
-  bool closed_ = false;  // guarded by close_mu_
-  Status close_status_;
+  Mutex close_mu_;  // serialises Close
+  bool closed_ GUARDED_BY(close_mu_) = false;
+  Status close_status_ GUARDED_BY(close_mu_);
 };
 
 // Opens the SQLite store (see SqliteStore::Open).

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/shared_text.h"
 #include "base/status.h"
 
@@ -186,15 +187,16 @@ class InMemoryStore final : public Store {
   uint64_t commits() const;
 
  private:
-  mutable std::mutex mu_;
-  bool closed_ = false;
-  Status inject_;
-  uint64_t commits_ = 0;
-  std::map<uint64_t, JobRow> jobs_;
-  std::map<std::pair<std::string, std::string>, uint64_t> idempotency_;  // (tenant, key) -> id
-  std::vector<UsageRow> usage_;                                          // in insertion order
-  std::map<std::string, TokenRow, std::less<>> tokens_;
-  std::map<std::string, std::string, std::less<>> kv_;
+  mutable Mutex mu_;
+  bool closed_ GUARDED_BY(mu_) = false;
+  Status inject_ GUARDED_BY(mu_);
+  uint64_t commits_ GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, JobRow> jobs_ GUARDED_BY(mu_);
+  // (tenant, key) -> id
+  std::map<std::pair<std::string, std::string>, uint64_t> idempotency_ GUARDED_BY(mu_);
+  std::vector<UsageRow> usage_ GUARDED_BY(mu_);  // in insertion order
+  std::map<std::string, TokenRow, std::less<>> tokens_ GUARDED_BY(mu_);
+  std::map<std::string, std::string, std::less<>> kv_ GUARDED_BY(mu_);
 };
 
 }  // namespace tessera

@@ -81,14 +81,42 @@ StatusOr<StoreUrl> ParseStoreUrl(std::string_view url) {
   return out;
 }
 
+namespace {
+
+EtcdStoreOptions WithUrl(StoreUrl parsed, EtcdStoreOptions etcd) {
+  etcd.endpoints = std::move(parsed.endpoints);
+  etcd.prefix = std::move(parsed.prefix);
+  return etcd;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& url, OpenStoreOptions options) {
   TESSERA_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
   if (parsed.kind == StoreUrl::Kind::kSqlite) {
+    if (!options.fence.key.empty()) {
+      return InvalidArgumentError("store URL '" + url +
+                                  "': a fenced store (several controllers) needs etcd://, not "
+                                  "SQLite");
+    }
     return OpenSqliteStore(parsed.path, options.sqlite);
   }
-  options.etcd.endpoints = std::move(parsed.endpoints);
-  options.etcd.prefix = std::move(parsed.prefix);
-  return OpenEtcdStore(std::move(options.etcd));
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<EtcdStore> store,
+                           EtcdStore::Open(WithUrl(std::move(parsed), std::move(options.etcd))));
+  if (!options.fence.key.empty()) {
+    // Before the store is handed out: no write of this term goes unfenced.
+    store->SetFence(std::move(options.fence.key), options.fence.create_revision);
+  }
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+StatusOr<EtcdStoreOptions> EtcdStoreOptionsOf(const std::string& url,
+                                              const OpenStoreOptions& options) {
+  TESSERA_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
+  if (parsed.kind != StoreUrl::Kind::kEtcd) {
+    return BadUrl(url, "not an etcd store");
+  }
+  return WithUrl(std::move(parsed), options.etcd);
 }
 
 }  // namespace tessera

@@ -1,4 +1,5 @@
 // EtcdClient: see etcd_client.h.
+#include "base/mutex.h"
 #include "store/etcd/etcd_client.h"
 
 #include <grpcpp/grpcpp.h>
@@ -247,20 +248,20 @@ struct EtcdClient::Impl {
   std::string transport = "plaintext";
   std::string user, password;
 
-  std::mutex mu;  // guards current, token
-  size_t current = 0;
-  std::string token;
+  Mutex mu;
+  size_t current GUARDED_BY(mu) = 0;
+  std::string token GUARDED_BY(mu);
 
   size_t Current() {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     return current;
   }
   void Answered(size_t index) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     current = index;
   }
   std::string Token() {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     return token;
   }
 
@@ -293,7 +294,7 @@ struct EtcdClient::Impl {
     etcdserverpb::AuthenticateResponse response;
     grpc::Status s = ep.auth->Authenticate(&context, request, &response);
     if (s.ok()) {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       token = response.token();
     }
     return s;

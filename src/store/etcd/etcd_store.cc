@@ -1,8 +1,11 @@
-// EtcdStore: opening, group commit and fencing (reads: etcd_store_read.cc). See etcd_store.h.
+// EtcdStore: opening, writing a group (GroupCommit's WriteGroupFn) and fencing (reads:
+// etcd_store_read.cc). See etcd_store.h.
+#include "base/mutex.h"
 #include "store/etcd/etcd_store.h"
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <random>
 #include <set>
@@ -40,6 +43,22 @@ struct Writes {
     }
   }
 };
+
+// Whether `ops` operations of `bytes` bytes fit in one Txn.
+bool FitsInOneTxn(size_t ops, size_t bytes, const EtcdStoreOptions& options) {
+  return ops <= options.max_txn_ops && bytes <= options.max_txn_bytes;
+}
+
+// A batch's writes (and the marker) do not fit in one Txn: a batch is never split.
+Status TooLargeError(const Writes& writes, const EtcdStoreOptions& options) {
+  return InvalidArgumentError(
+      "etcd store: a batch of " + std::to_string(writes.ops.size() + 1) + " operations (" +
+      std::to_string(writes.bytes) + " bytes) does not fit in one etcd transaction (at most " +
+      std::to_string(options.max_txn_ops) + " operations, etcd's --max-txn-ops, and " +
+      std::to_string(options.max_txn_bytes) +
+      " bytes, under --max-request-bytes); run etcd with --max-txn-ops 10000 "
+      "--max-request-bytes 33554432 and raise the store's max_txn_ops and max_txn_bytes");
+}
 
 // The group's batches applied in order in memory, from the rows read for them, to find
 // each batch's idempotency conflicts and its writes.
@@ -150,11 +169,48 @@ class Simulation {
 
 }  // namespace
 
-struct EtcdStore::Pending {
-  const WriteBatch* batch = nullptr;
-  Status status;
-  bool done = false;  // guarded by EtcdStore::mu_
-  std::condition_variable cv;
+// One group's write in progress: what its steps (Attempt, ReadRows, FlushTxn, ...) share.
+struct EtcdStore::Group {
+  // A Txn whose answer was lost: the batches it carried with their outcomes.
+  struct Lost {
+    std::vector<std::pair<Write*, Status>> results;
+    uint64_t next_seq = 1;
+    int64_t base_rev = 0;  // the marker revision the Txn was conditioned on
+  };
+
+  Group(const std::string& prefix, Clock::time_point deadline_at, std::span<Write* const> writes)
+      : keys{prefix}, deadline(deadline_at), remaining(writes.begin(), writes.end()) {}
+
+  bool fenced() const { return !fence_key.empty(); }
+  // The write is settled: its caller gets `status`.
+  void Finish(Write* write, Status status) {
+    write->status = std::move(status);
+    if (auto it = std::find(remaining.begin(), remaining.end(), write); it != remaining.end()) {
+      remaining.erase(it);
+    }
+  }
+  // The Txn of `results` was applied: each batch gets its own outcome.
+  void FinishResults() {
+    for (auto& [write, status] : results) {
+      Finish(write, std::move(status));
+    }
+    results.clear();
+  }
+
+  const Keys keys;
+  const Clock::time_point deadline;
+  std::string fence_key;  // "": the group is not fenced
+  int64_t fence_rev = 0;
+  std::map<std::string, Lost> lost;  // by the Txn's nonce
+  std::deque<Write*> remaining;      // not settled yet, in queue order
+  Status last_error = UnavailableError("etcd store: commit not attempted");
+  // This attempt's reads: the job id owning each idempotency key read, and each job read's
+  // key (empty: none).
+  std::map<Simulation::TenantKey, uint64_t> owner;
+  std::map<uint64_t, Simulation::TenantKey> job_key;
+  // The Txn being built: its writes, and the batches it carries with their outcomes.
+  Writes txn;
+  std::vector<std::pair<Write*, Status>> results;
 };
 
 EtcdStore::EtcdStore(EtcdStoreOptions options, std::shared_ptr<EtcdClient> client)
@@ -172,21 +228,15 @@ StatusOr<std::unique_ptr<EtcdStore>> EtcdStore::Open(EtcdStoreOptions options) {
   if (options.max_txn_ops < 2) {
     return InvalidArgumentError("etcd store: max_txn_ops must be at least 2");
   }
-  EtcdClientOptions client_options;
-  client_options.endpoints = options.endpoints;
-  client_options.ca_file = options.ca_file;
-  client_options.cert_file = options.cert_file;
-  client_options.key_file = options.key_file;
-  client_options.user = options.user;
-  client_options.password = options.password;
-  client_options.deadline_ms = options.deadline_ms;
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> client,
-                           EtcdClient::Create(std::move(client_options)));
+                           EtcdClient::Create(ToEtcdClientOptions(options)));
   std::unique_ptr<EtcdStore> store(
       new EtcdStore(std::move(options), std::shared_ptr<EtcdClient>(std::move(client))));
   std::string nonce;
   TESSERA_RETURN_IF_ERROR(store->ReadMarker({}, &nonce));
-  store->committer_ = std::thread([s = store.get()] { s->CommitterLoop(); });
+  store->group_commit_ = std::make_unique<GroupCommit>(
+      [s = store.get()](std::span<Write* const> group) { return s->WriteGroup(group); },
+      GroupCommit::Options{});  // every batch waiting: Txns are cut to fit as they are built
   return store;
 }
 
@@ -212,313 +262,259 @@ Status EtcdStore::ReadMarker(EtcdClient::Deadline deadline, std::string* nonce) 
 
 Status EtcdStore::Commit(WriteBatch batch) {
   TESSERA_RETURN_IF_ERROR(ValidateBatch(batch));
-  Pending pending;
-  pending.batch = &batch;
-  std::unique_lock<std::mutex> lock(mu_);
-  if (closing_) {
-    return FailedPreconditionError("store is closed");
-  }
-  if (batch.empty()) {
-    return Status::Ok();
-  }
-  queue_.push_back(&pending);
-  work_cv_.notify_one();
-  pending.cv.wait(lock, [&pending] { return pending.done; });
-  return pending.status;
-}
-
-void EtcdStore::CommitterLoop() {
-  std::vector<Pending*> group;
-  for (;;) {
-    group.clear();
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [this] { return closing_ || !queue_.empty(); });
-      if (queue_.empty()) {
-        return;  // closing, and everything submitted is written
-      }
-      group.assign(queue_.begin(), queue_.end());
-      queue_.clear();
-    }
-    WriteGroup(group);
-    std::lock_guard<std::mutex> lock(mu_);
-    for (Pending* pending : group) {
-      pending->done = true;
-      pending->cv.notify_one();
-    }
-  }
+  return group_commit_->Commit(batch);
 }
 
 void EtcdStore::SetFence(std::string key, int64_t create_revision) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   fence_key_ = std::move(key);
   fence_rev_ = create_revision;
   fenced_ = false;
 }
 
 void EtcdStore::ClearFence() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   fence_key_.clear();
   fence_rev_ = 0;
   fenced_ = false;
 }
 
-void EtcdStore::WriteGroup(const std::vector<Pending*>& group) {
-  const Keys keys{options_.prefix};
-  const auto deadline = Clock::now() + std::chrono::milliseconds(options_.deadline_ms);
-  std::string fence_key;
-  int64_t fence_rev = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!fence_key_.empty() && fenced_) {
-      for (Pending* p : group) {
-        p->status = FencedError();
-      }
-      return;
+Status EtcdStore::WriteGroup(std::span<Write* const> writes) {
+  Group group(options_.prefix, Clock::now() + std::chrono::milliseconds(options_.deadline_ms),
+              writes);
+  if (!TakeFence(group)) {
+    for (Write* write : writes) {
+      write->status = FencedError();
     }
-    fence_key = fence_key_;
-    fence_rev = fence_rev_;
+    return Status::Ok();
   }
-  const bool fenced_group = !fence_key.empty();
-
-  // Txns whose answer was lost, by nonce: the batches they carried and their outcomes.
-  struct Lost {
-    std::vector<std::pair<Pending*, Status>> results;
-    uint64_t next_seq = 1;
-    int64_t base_rev = 0;  // the marker revision the Txn was conditioned on
-  };
-  std::map<std::string, Lost> lost;
-  std::deque<Pending*> remaining(group.begin(), group.end());
-  Status last_error = UnavailableError("etcd store: commit not attempted");
-
-  // Settles the batches of a lost Txn that turned out applied.
-  auto settle = [&](const std::string& nonce, int64_t rev) {
-    auto it = lost.find(nonce);
-    if (it == lost.end()) {
-      // Those conditioned on another revision can no longer apply.
-      for (auto l = lost.begin(); l != lost.end();) {
-        l = l->second.base_rev != rev ? lost.erase(l) : std::next(l);
-      }
-      return;
-    }
-    for (auto& [p, status] : it->second.results) {
-      p->status = status;
-      remaining.erase(std::find(remaining.begin(), remaining.end(), p));
-    }
-    txns_.fetch_add(1, std::memory_order_relaxed);
-    lost.clear();
-  };
-
-  for (int attempt = 0; attempt < kMaxAttempts && !remaining.empty(); ++attempt) {
-    if (Clock::now() >= deadline) {
+  for (int attempt = 0; attempt < kMaxAttempts && !group.remaining.empty(); ++attempt) {
+    if (Clock::now() >= group.deadline || Attempt(group) == Step::kStop) {
       break;
     }
-    if (!marker_known_) {
-      std::string nonce;
-      Status read = ReadMarker(deadline, &nonce);
-      if (!read.ok()) {
-        last_error = read;
-        if (read.code() != StatusCode::kUnavailable) {
-          break;
-        }
+  }
+  FinishGroup(group);
+  return Status::Ok();  // every write has its own status
+}
+
+bool EtcdStore::TakeFence(Group& group) {
+  MutexLock lock(mu_);
+  if (!fence_key_.empty() && fenced_) {
+    return false;
+  }
+  group.fence_key = fence_key_;
+  group.fence_rev = fence_rev_;
+  return true;
+}
+
+EtcdStore::Step EtcdStore::Attempt(Group& group) {
+  if (!marker_known_) {
+    if (const Step step = RefreshMarker(group); step != Step::kGo) {
+      return step;
+    }
+  }
+  if (const Step step = ReadRows(group); step != Step::kGo) {
+    return step;
+  }
+  return BuildAndWrite(group);
+}
+
+EtcdStore::Step EtcdStore::RefreshMarker(Group& group) {
+  std::string nonce;
+  Status read = ReadMarker(group.deadline, &nonce);
+  if (!read.ok()) {
+    group.last_error = read;
+    return read.code() == StatusCode::kUnavailable ? Step::kAgain : Step::kStop;
+  }
+  Settle(group, nonce, marker_rev_);
+  return group.remaining.empty() ? Step::kStop : Step::kGo;
+}
+
+EtcdStore::Step EtcdStore::ReadRows(Group& group) {
+  std::set<uint64_t> ids;
+  std::set<Simulation::TenantKey> idem_set;
+  for (Write* write : group.remaining) {
+    for (const JobRow& job : write->batch->jobs) {
+      ids.insert(job.id);
+      if (!job.idempotency_key.empty()) {
+        idem_set.emplace(job.tenant, job.idempotency_key);
+      }
+    }
+  }
+  const std::vector<Simulation::TenantKey> idem(idem_set.begin(), idem_set.end());
+  std::vector<EtcdOp> reads;
+  for (uint64_t id : ids) {
+    reads.push_back(EtcdOp::Get(group.keys.Job(id)));
+  }
+  for (const auto& [tenant, key] : idem) {
+    reads.push_back(EtcdOp::Get(group.keys.Idempotency(tenant, key)));
+  }
+  group.owner.clear();
+  group.job_key.clear();
+  for (size_t begin = 0; begin < reads.size(); begin += options_.max_txn_ops) {
+    const size_t end = std::min(reads.size(), begin + options_.max_txn_ops);
+    std::vector<EtcdOp> chunk(reads.begin() + static_cast<std::ptrdiff_t>(begin),
+                              reads.begin() + static_cast<std::ptrdiff_t>(end));
+    auto answer = client_->Txn({}, chunk, {}, group.deadline);
+    if (!answer.ok()) {
+      group.last_error = answer.status();
+      return answer.status().code() == StatusCode::kUnavailable ? Step::kAgain : Step::kStop;
+    }
+    for (size_t i = 0; i < answer->responses.size() && begin + i < ids.size() + idem.size(); ++i) {
+      if (answer->responses[i].kvs.empty()) {
         continue;
       }
-      settle(nonce, marker_rev_);
-      if (remaining.empty()) {
-        break;
-      }
-    }
-    // What the simulation needs: the rows of the jobs written and the owners of their keys.
-    std::set<uint64_t> ids;
-    std::set<Simulation::TenantKey> idem_set;
-    for (Pending* p : remaining) {
-      for (const JobRow& job : p->batch->jobs) {
-        ids.insert(job.id);
-        if (!job.idempotency_key.empty()) {
-          idem_set.emplace(job.tenant, job.idempotency_key);
+      const EtcdKeyValue& kv = answer->responses[i].kvs[0];
+      if (begin + i < ids.size()) {
+        if (auto row = etcd_store::DecodeJob(kv.value)) {
+          group.job_key[row->id] = row->idempotency_key.empty()
+                                       ? Simulation::TenantKey{}
+                                       : Simulation::TenantKey{row->tenant, row->idempotency_key};
         }
+      } else {
+        group.owner[idem[begin + i - ids.size()]] = std::strtoull(kv.value.c_str(), nullptr, 10);
       }
-    }
-    const std::vector<Simulation::TenantKey> idem(idem_set.begin(), idem_set.end());
-    std::vector<EtcdOp> reads;
-    for (uint64_t id : ids) {
-      reads.push_back(EtcdOp::Get(keys.Job(id)));
-    }
-    for (const auto& [tenant, key] : idem) {
-      reads.push_back(EtcdOp::Get(keys.Idempotency(tenant, key)));
-    }
-    std::map<Simulation::TenantKey, uint64_t> owner;
-    std::map<uint64_t, Simulation::TenantKey> job_key;
-    Status read_status;
-    for (size_t begin = 0; begin < reads.size() && read_status.ok();
-         begin += options_.max_txn_ops) {
-      const size_t end = std::min(reads.size(), begin + options_.max_txn_ops);
-      std::vector<EtcdOp> chunk(reads.begin() + static_cast<std::ptrdiff_t>(begin),
-                                reads.begin() + static_cast<std::ptrdiff_t>(end));
-      auto answer = client_->Txn({}, chunk, {}, deadline);
-      if (!answer.ok()) {
-        read_status = answer.status();
-        break;
-      }
-      for (size_t i = 0; i < answer->responses.size() && begin + i < ids.size() + idem.size();
-           ++i) {
-        if (answer->responses[i].kvs.empty()) {
-          continue;
-        }
-        const EtcdKeyValue& kv = answer->responses[i].kvs[0];
-        if (begin + i < ids.size()) {
-          if (auto row = etcd_store::DecodeJob(kv.value)) {
-            job_key[row->id] = row->idempotency_key.empty()
-                                   ? Simulation::TenantKey{}
-                                   : Simulation::TenantKey{row->tenant, row->idempotency_key};
-          }
-        } else {
-          owner[idem[begin + i - ids.size()]] = std::strtoull(kv.value.c_str(), nullptr, 10);
-        }
-      }
-    }
-    if (!read_status.ok()) {
-      last_error = read_status;
-      if (read_status.code() != StatusCode::kUnavailable) {
-        break;
-      }
-      continue;
-    }
-
-    // Apply in order; write a Txn whenever the next batch would not fit in it.
-    Simulation sim(keys, std::move(owner), std::move(job_key), next_usage_seq_);
-    Writes txn;
-    std::vector<std::pair<Pending*, Status>> results;  // the batches of `txn`
-    bool again = false;                                // build the group again from a fresh marker
-    bool stop = false;  // the group is finished (fenced, or a hard error)
-    auto flush = [&]() {
-      if (results.empty()) {
-        return;
-      }
-      if (txn.ops.empty()) {  // every batch failed alone: nothing to write
-        for (auto& [p, status] : results) {
-          p->status = status;
-          remaining.erase(std::find(remaining.begin(), remaining.end(), p));
-        }
-        results.clear();
-        return;
-      }
-      const std::string nonce = nonce_base_ + std::to_string(++nonce_counter_);
-      std::vector<EtcdCompare> compares;
-      std::vector<EtcdOp> success, failure;
-      if (fenced_group) {
-        compares.push_back(EtcdCompare::CreateRevision(fence_key, fence_rev));
-        failure.push_back(EtcdOp::Get(fence_key));
-      }
-      compares.push_back(EtcdCompare::ModRevision(keys.Marker(), marker_rev_));
-      failure.push_back(EtcdOp::Get(keys.Marker()));
-      for (auto& [key, value] : txn.ops) {
-        success.push_back(value ? EtcdOp::Put(key, std::move(*value)) : EtcdOp::Delete(key));
-      }
-      success.push_back(
-          EtcdOp::Put(keys.Marker(), etcd_store::EncodeMarker({nonce, sim.next_seq()})));
-      auto answer = client_->Txn(compares, success, failure, deadline);
-      txn = Writes{};
-      if (!answer.ok()) {
-        last_error = answer.status();
-        if (EtcdOutcomeUnknown(answer.status())) {
-          lost[nonce] = Lost{results, sim.next_seq(), marker_rev_};
-          marker_known_ = false;
-          again = true;
-        } else if (answer.status().code() == StatusCode::kUnavailable) {
-          again = true;  // not sent: build it again
-        } else {
-          for (auto& [p, status] : results) {
-            p->status = answer.status();
-            remaining.erase(std::find(remaining.begin(), remaining.end(), p));
-          }
-          again = true;  // the later batches were built on this Txn's writes
-        }
-        results.clear();
-        return;
-      }
-      if (answer->succeeded) {
-        txns_.fetch_add(1, std::memory_order_relaxed);
-        marker_rev_ = answer->revision;
-        next_usage_seq_ = sim.next_seq();
-        lost.clear();  // conditioned on an older marker: they can no longer apply
-        for (auto& [p, status] : results) {
-          p->status = status;
-          remaining.erase(std::find(remaining.begin(), remaining.end(), p));
-        }
-        results.clear();
-        return;
-      }
-      results.clear();
-      size_t r = 0;
-      if (fenced_group) {
-        const auto& fence = answer->responses[r++].kvs;
-        if (fence.empty() || fence[0].create_revision != fence_rev) {
-          last_error = FencedError();
-          stop = true;
-          return;
-        }
-      }
-      // The marker moved: another writer, or a lost Txn of ours applied after all.
-      const auto& marker = answer->responses[r].kvs;
-      marker_rev_ = marker.empty() ? 0 : marker[0].mod_revision;
-      std::optional<etcd_store::Marker> decoded =
-          marker.empty() ? std::nullopt : etcd_store::DecodeMarker(marker[0].value);
-      next_usage_seq_ = decoded ? decoded->next_usage_seq : 1;
-      settle(decoded ? decoded->nonce : "", marker_rev_);
-      last_error =
-          UnavailableError("etcd store: commit gave up after " + std::to_string(kMaxAttempts) +
-                           " tries: another writer kept moving the commit marker");
-      again = true;
-    };
-
-    const std::vector<Pending*> order(remaining.begin(), remaining.end());
-    for (Pending* p : order) {
-      if (again || stop) {
-        break;
-      }
-      Writes writes;
-      Status status = sim.Apply(*p->batch, &writes);
-      if (!status.ok()) {
-        writes = Writes{};  // a conflict: nothing of the batch
-      } else if (writes.ops.size() + 1 > options_.max_txn_ops ||
-                 writes.bytes > options_.max_txn_bytes) {
-        sim.Undo();
-        status = InvalidArgumentError(
-            "etcd store: a batch of " + std::to_string(writes.ops.size() + 1) + " operations (" +
-            std::to_string(writes.bytes) +
-            " bytes) does not fit in one etcd transaction (at most " +
-            std::to_string(options_.max_txn_ops) + " operations, etcd's --max-txn-ops, and " +
-            std::to_string(options_.max_txn_bytes) +
-            " bytes, under --max-request-bytes); run etcd with --max-txn-ops 10000 "
-            "--max-request-bytes 33554432 and raise the store's max_txn_ops and max_txn_bytes");
-        writes = Writes{};
-      }
-      if (!writes.ops.empty() && (txn.ops.size() + writes.ops.size() + 1 > options_.max_txn_ops ||
-                                  txn.bytes + writes.bytes > options_.max_txn_bytes)) {
-        flush();  // this batch was simulated after the Txn's batches: it goes in the next one
-        if (again || stop) {
-          break;
-        }
-      }
-      txn.Merge(std::move(writes));
-      results.emplace_back(p, std::move(status));
-    }
-    if (!again && !stop) {
-      flush();
-    }
-    if (stop) {
-      break;
     }
   }
+  return Step::kGo;
+}
 
+EtcdStore::Step EtcdStore::BuildAndWrite(Group& group) {
+  Simulation sim(group.keys, std::move(group.owner), std::move(group.job_key), next_usage_seq_);
+  group.txn = Writes{};
+  group.results.clear();
+  const std::vector<Write*> order(group.remaining.begin(), group.remaining.end());
+  for (Write* write : order) {
+    Writes writes;
+    Status status = sim.Apply(*write->batch, &writes);
+    if (!status.ok()) {
+      writes = Writes{};  // a conflict: nothing of the batch
+    } else if (!FitsInOneTxn(writes.ops.size() + 1, writes.bytes, options_)) {
+      sim.Undo();
+      status = TooLargeError(writes, options_);
+      writes = Writes{};
+    }
+    if (!writes.ops.empty() && !FitsInOneTxn(group.txn.ops.size() + writes.ops.size() + 1,
+                                             group.txn.bytes + writes.bytes, options_)) {
+      // This batch was simulated after the Txn's batches: it goes in the next one.
+      if (const Step step = FlushTxn(group, sim.next_seq()); step != Step::kGo) {
+        return step;
+      }
+    }
+    group.txn.Merge(std::move(writes));
+    group.results.emplace_back(write, std::move(status));
+  }
+  return FlushTxn(group, sim.next_seq());
+}
+
+EtcdStore::Step EtcdStore::FlushTxn(Group& group, uint64_t next_seq) {
+  if (group.results.empty()) {
+    return Step::kGo;
+  }
+  if (group.txn.ops.empty()) {  // every batch failed alone: nothing to write
+    group.FinishResults();
+    return Step::kGo;
+  }
+  const std::string nonce = nonce_base_ + std::to_string(++nonce_counter_);
+  StatusOr<EtcdTxnResult> answer = SendTxn(group, nonce, next_seq);
+  if (!answer.ok()) {
+    return OnTxnError(group, answer.status(), nonce, next_seq);
+  }
+  if (answer->succeeded) {
+    txns_.fetch_add(1, std::memory_order_relaxed);
+    marker_rev_ = answer->revision;
+    next_usage_seq_ = next_seq;
+    group.lost.clear();  // conditioned on an older marker: they can no longer apply
+    group.FinishResults();
+    return Step::kGo;
+  }
+  group.results.clear();
+  return OnTxnRefused(group, *answer);
+}
+
+StatusOr<EtcdTxnResult> EtcdStore::SendTxn(Group& group, const std::string& nonce,
+                                           uint64_t next_seq) {
+  std::vector<EtcdCompare> compares;
+  std::vector<EtcdOp> success, failure;
+  if (group.fenced()) {
+    compares.push_back(EtcdCompare::CreateRevision(group.fence_key, group.fence_rev));
+    failure.push_back(EtcdOp::Get(group.fence_key));
+  }
+  compares.push_back(EtcdCompare::ModRevision(group.keys.Marker(), marker_rev_));
+  failure.push_back(EtcdOp::Get(group.keys.Marker()));
+  for (auto& [key, value] : group.txn.ops) {
+    success.push_back(value ? EtcdOp::Put(key, std::move(*value)) : EtcdOp::Delete(key));
+  }
+  success.push_back(EtcdOp::Put(group.keys.Marker(), etcd_store::EncodeMarker({nonce, next_seq})));
+  auto answer = client_->Txn(compares, success, failure, group.deadline);
+  group.txn = Writes{};
+  return answer;
+}
+
+EtcdStore::Step EtcdStore::OnTxnError(Group& group, const Status& error, const std::string& nonce,
+                                      uint64_t next_seq) {
+  group.last_error = error;
+  if (EtcdOutcomeUnknown(error)) {
+    group.lost[nonce] = Group::Lost{group.results, next_seq, marker_rev_};
+    marker_known_ = false;
+  } else if (error.code() != StatusCode::kUnavailable) {
+    // A hard error fails the Txn's batches; the later batches were built on its writes and
+    // are built again. (Unavailable: not sent, build it again.)
+    for (auto& [write, status] : group.results) {
+      group.Finish(write, error);
+    }
+  }
+  group.results.clear();
+  return Step::kAgain;
+}
+
+EtcdStore::Step EtcdStore::OnTxnRefused(Group& group, const EtcdTxnResult& answer) {
+  size_t r = 0;
+  if (group.fenced()) {
+    const auto& fence = answer.responses[r++].kvs;
+    if (fence.empty() || fence[0].create_revision != group.fence_rev) {
+      group.last_error = FencedError();
+      return Step::kStop;
+    }
+  }
+  // The marker moved: another writer, or a lost Txn of ours applied after all.
+  const auto& marker = answer.responses[r].kvs;
+  marker_rev_ = marker.empty() ? 0 : marker[0].mod_revision;
+  std::optional<etcd_store::Marker> decoded =
+      marker.empty() ? std::nullopt : etcd_store::DecodeMarker(marker[0].value);
+  next_usage_seq_ = decoded ? decoded->next_usage_seq : 1;
+  Settle(group, decoded ? decoded->nonce : "", marker_rev_);
+  group.last_error =
+      UnavailableError("etcd store: commit gave up after " + std::to_string(kMaxAttempts) +
+                       " tries: another writer kept moving the commit marker");
+  return Step::kAgain;
+}
+
+void EtcdStore::Settle(Group& group, const std::string& nonce, int64_t rev) {
+  auto it = group.lost.find(nonce);
+  if (it == group.lost.end()) {
+    // Those conditioned on another revision can no longer apply.
+    for (auto l = group.lost.begin(); l != group.lost.end();) {
+      l = l->second.base_rev != rev ? group.lost.erase(l) : std::next(l);
+    }
+    return;
+  }
+  for (auto& [write, status] : it->second.results) {
+    group.Finish(write, status);
+  }
+  txns_.fetch_add(1, std::memory_order_relaxed);
+  group.lost.clear();
+}
+
+void EtcdStore::FinishGroup(Group& group) {
+  const Status& last_error = group.last_error;
   const bool fenced = last_error.code() == FencedError().code() &&
                       last_error.message() == FencedError().message();
   if (fenced) {
     bool call = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (fence_key_ == fence_key && fence_rev_ == fence_rev && !fenced_) {
+      MutexLock lock(mu_);
+      if (fence_key_ == group.fence_key && fence_rev_ == group.fence_rev && !fenced_) {
         fenced_ = true;
         call = true;
       }
@@ -527,18 +523,18 @@ void EtcdStore::WriteGroup(const std::vector<Pending*>& group) {
       options_.on_fenced();
     }
   }
-  for (Pending* p : remaining) {
+  for (Write* write : group.remaining) {
     if (fenced) {
-      p->status = FencedError();
+      write->status = FencedError();
       continue;
     }
     bool maybe = false;
-    for (const auto& [nonce, l] : lost) {
-      for (const auto& [q, status] : l.results) {
-        maybe = maybe || q == p;
+    for (const auto& [nonce, lost] : group.lost) {
+      for (const auto& [carried, status] : lost.results) {
+        maybe = maybe || carried == write;
       }
     }
-    p->status = Status(
+    write->status = Status(
         last_error.ok() ? StatusCode::kUnavailable : last_error.code(),
         last_error.message() + (maybe ? " (the batch may or may not have been applied)" : ""));
     marker_known_ = false;
@@ -553,19 +549,26 @@ Status EtcdStore::CheckOpen() const {
 }
 
 Status EtcdStore::Close() {
-  std::lock_guard<std::mutex> close_lock(close_mu_);
+  MutexLock close_lock(close_mu_);
   if (closed_.exchange(true)) {
     return Status::Ok();
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    closing_ = true;
-  }
-  work_cv_.notify_all();
-  if (committer_.joinable()) {
-    committer_.join();
+  if (group_commit_ != nullptr) {
+    group_commit_->Stop();  // writes what is queued; later Commits are refused
   }
   return Status::Ok();
+}
+
+EtcdClientOptions ToEtcdClientOptions(const EtcdStoreOptions& options) {
+  EtcdClientOptions client;
+  client.endpoints = options.endpoints;
+  client.ca_file = options.ca_file;
+  client.cert_file = options.cert_file;
+  client.key_file = options.key_file;
+  client.user = options.user;
+  client.password = options.password;
+  client.deadline_ms = options.deadline_ms;
+  return client;
 }
 
 StatusOr<std::unique_ptr<Store>> OpenEtcdStore(EtcdStoreOptions options) {

@@ -8,15 +8,16 @@
 //   kv/<key>                  the raw value
 //   idem/<len(tenant)>:<tenant><key>   the owning job's id (idempotency index)
 //   meta/commit               CommitMarker: rewritten by every transaction
-// Commit: group commit. Commit hands its batch to one committer thread, which takes every
-// waiting batch, reads what the batches need (the jobs' rows and idempotency keys), applies
-// them in order in memory (a batch that reuses another job's idempotency key fails alone
-// with AlreadyExists and leaves no trace), and writes the group in as few Txns as
-// max_txn_ops and max_txn_bytes allow (one when it fits). Every Txn is conditioned on the
-// commit marker's mod revision (so the reads it was built on are still current; if another
-// writer got in first the group is read and built again) and, with a fence, on the fence
-// key's create revision. A batch that cannot fit in one Txn on its own fails with
-// InvalidArgument naming --max-txn-ops / --max-request-bytes: a batch is never split.
+// Commit: group commit (store/group_commit.h). Commit hands its batch to one committer
+// thread, which takes every waiting batch, reads what the batches need (the jobs' rows and
+// idempotency keys), applies them in order in memory (a batch that reuses another job's
+// idempotency key fails alone with AlreadyExists and leaves no trace), and writes the
+// group in as few Txns as max_txn_ops and max_txn_bytes allow (one when it fits). Every
+// Txn is conditioned on the commit marker's mod revision (so the reads it was built on are
+// still current; if another writer got in first the group is read and built again) and,
+// with a fence, on the fence key's create revision. A batch that cannot fit in one Txn on
+// its own fails with InvalidArgument naming --max-txn-ops / --max-request-bytes: a batch
+// is never split.
 // Production etcd should run with --max-txn-ops 10000 --max-request-bytes 33554432 (and
 // these options raised to match); etcd's defaults (128, 1.5 MiB) hold small groups only.
 // Fencing: SetFence(key, rev) conditions every later Txn on create_revision(key) == rev;
@@ -34,18 +35,18 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "store/etcd/etcd_client.h"
+#include "store/group_commit.h"
 #include "store/store.h"
 
 namespace tessera {
@@ -66,6 +67,10 @@ struct EtcdStoreOptions {
   // Called once (from the committer thread, must not block) when a fenced write is refused.
   std::function<void()> on_fenced;
 };
+
+// The client options of the store's cluster: its endpoints, TLS, credentials and deadline
+// (also for a driver's own calls to that cluster, e.g. leader election).
+EtcdClientOptions ToEtcdClientOptions(const EtcdStoreOptions& options);
 
 class EtcdStore final : public Store {
  public:
@@ -99,12 +104,37 @@ class EtcdStore final : public Store {
   const EtcdStoreOptions& options() const { return options_; }
 
  private:
-  struct Pending;
-  struct Group;
+  using Write = GroupCommit::Write;
+  struct Group;  // one group's write in progress, and its steps' shared state
+  // What a step of a group's write leaves to do: go on, try the rest again from a fresh
+  // marker (next attempt), or stop trying (fenced, a hard error, or nothing left).
+  enum class Step { kGo, kAgain, kStop };
 
   EtcdStore(EtcdStoreOptions options, std::shared_ptr<EtcdClient> client);
-  void CommitterLoop();
-  void WriteGroup(const std::vector<Pending*>& group);
+  // group_commit_'s WriteGroupFn: tries the group until every write is settled, the
+  // deadline passes or kMaxAttempts; sets every write's status.
+  Status WriteGroup(std::span<Write* const> writes);
+  // Copies the fence for the group; false when the current fence was already refused.
+  bool TakeFence(Group& group);
+  // One try at the group's remaining writes, from the marker as the committer knows it.
+  Step Attempt(Group& group);
+  // Reads the marker again (after a lost answer or a failed group) and settles a lost Txn
+  // that it shows applied.
+  Step RefreshMarker(Group& group);
+  // Reads the rows the simulation needs: the jobs written and the owners of their keys.
+  Step ReadRows(Group& group);
+  // Applies the remaining batches in order, writing a Txn whenever the next would not fit.
+  Step BuildAndWrite(Group& group);
+  // Writes the Txn built so far (its batches' writes, the marker's next_seq).
+  Step FlushTxn(Group& group, uint64_t next_seq);
+  StatusOr<EtcdTxnResult> SendTxn(Group& group, const std::string& nonce, uint64_t next_seq);
+  Step OnTxnError(Group& group, const Status& error, const std::string& nonce, uint64_t next_seq);
+  // The Txn's compare failed: the fence changed (kStop), or the marker moved.
+  Step OnTxnRefused(Group& group, const EtcdTxnResult& answer);
+  // Settles the batches of the lost Txn `nonce` that turned out applied at marker `rev`.
+  void Settle(Group& group, const std::string& nonce, int64_t rev);
+  // Gives every write still unsettled its error; notes a refused fence (on_fenced).
+  void FinishGroup(Group& group);
   // Reads the commit marker into marker_rev_ / next_usage_seq_; its nonce into *nonce.
   Status ReadMarker(EtcdClient::Deadline deadline, std::string* nonce);
   // Every key in [begin, end) at one revision, page by page; visit returns false to stop.
@@ -115,14 +145,11 @@ class EtcdStore final : public Store {
   const EtcdStoreOptions options_;
   std::shared_ptr<EtcdClient> client_;
 
-  std::mutex mu_;  // guards queue_, closing_, fence_key_, fence_rev_, fenced_
-  std::condition_variable work_cv_;
-  std::deque<Pending*> queue_;
-  bool closing_ = false;
-  std::string fence_key_;
-  int64_t fence_rev_ = 0;
-  bool fenced_ = false;  // the current fence was refused: fail at once
-  std::thread committer_;
+  Mutex mu_;
+  std::string fence_key_ GUARDED_BY(mu_);
+  int64_t fence_rev_ GUARDED_BY(mu_) = 0;
+  bool fenced_ GUARDED_BY(mu_) = false;  // the current fence was refused: fail at once
+  std::unique_ptr<GroupCommit> group_commit_;  // set once Open has read the marker
   std::atomic<uint64_t> txns_{0};
   std::atomic<bool> closed_{false};
 
@@ -133,7 +160,7 @@ class EtcdStore final : public Store {
   uint64_t nonce_counter_ = 0;
   std::string nonce_base_;
 
-  std::mutex close_mu_;  // serialises Close
+  Mutex close_mu_;  // serialises Close
 };
 
 // Opens the etcd store (see EtcdStore::Open).

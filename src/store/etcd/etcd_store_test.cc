@@ -12,6 +12,7 @@
 
 #include "store/etcd/testing/etcd_cluster.h"
 #include "store/store_contract_test.h"
+#include "store/store_url.h"
 
 namespace tessera {
 namespace {
@@ -245,6 +246,41 @@ TEST_F(EtcdStoreTest, AFencedStoreWritesNothingOnceTheFenceKeyChanges) {
   unfenced.kv = {{"free", "y"}};
   EXPECT_TRUE(store->Commit(unfenced).ok());
   EXPECT_EQ(fenced_calls.load(), 1);
+}
+
+// As a leader's term opens it (cli/ha_server_command.cc): by URL, fenced on the leader key.
+TEST_F(EtcdStoreTest, OpenStoreByUrlFencesEveryWriteOnTheGivenKey) {
+  auto cluster = testing::SharedEtcdCluster();
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  const std::string prefix = FreshPrefix("url");
+  const std::string key = prefix + "leader";
+  std::unique_ptr<EtcdStore> admin = Open();
+  ASSERT_NE(admin, nullptr);
+  EtcdClient& client = *admin->client();
+  auto created = client.Txn({EtcdCompare::CreateRevision(key, 0)}, {EtcdOp::Put(key, "me")});
+  ASSERT_TRUE(created.ok());
+  ASSERT_TRUE(created->succeeded);
+
+  std::atomic<int> fenced_calls{0};
+  OpenStoreOptions options;
+  options.etcd.on_fenced = [&fenced_calls] { ++fenced_calls; };
+  options.fence = StoreFence{key, created->revision};
+  auto store = OpenStore("etcd://" + (*cluster)->Endpoints() + prefix, options);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  WriteBatch mine;
+  mine.kv = {{"mine", "1"}};
+  ASSERT_TRUE((*store)->Commit(mine).ok());
+  // Under the URL's prefix.
+  EXPECT_TRUE(client.Get(prefix + "kv/mine").value().has_value());
+
+  ASSERT_EQ(client.DeleteRange(key).value(), 1);
+  WriteBatch late;
+  late.kv = {{"late", "2"}};
+  Status status = (*store)->Commit(late);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_NE(status.message().find("fenced"), std::string::npos) << status.ToString();
+  EXPECT_EQ(fenced_calls.load(), 1);
+  EXPECT_FALSE((*store)->GetKv("late").value().has_value());
 }
 
 TEST_F(EtcdStoreTest, OpenFailsWhenNoEndpointAnswers) {
