@@ -367,31 +367,23 @@ pid_t PidOfName(const char* name) {
   return static_cast<pid_t>(v);
 }
 
-}  // namespace
+// The descriptors the shim keeps, in RunShim's order.
+enum ShimFd : uint8_t { kReportFd, kLogFd, kNullFd, kCgroupFd, kPtyMasterFd, kTtyFd, kPtyListenFd };
+constexpr size_t kShimFds = 7;
 
-[[noreturn]] void RunShim(const ShimPlan& plan, int report_fd) {
-  // Move what it keeps above the stdio numbers, in case the agent runs without them.
-  int fds[7] = {report_fd,
-                plan.log_fd.get(),
-                plan.null_fd.get(),
-                plan.cgroup_procs_fd.get(),
-                plan.pty_master_fd.get(),
-                plan.pty_slave_fd.get(),
-                plan.pty_listen_fd.get()};
+// Moves each of `fds` (-1: none) above the stdio numbers, in case the agent runs without
+// them; one that cannot be moved becomes -1.
+void MoveAboveStdio(int (&fds)[kShimFds]) {
   for (int& fd : fds) {
     if (fd >= 0 && fd <= STDERR_FILENO) {
       fd = ::fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
     }
   }
-  report_fd = fds[0];
-  const int log_fd = fds[1];
-  const int null_fd = fds[2];
-  const int cgroup_fd = fds[3];
-  const int tty_fd = fds[5];
-  if (report_fd < 0 || log_fd < 0 || null_fd < 0) {
-    ::_exit(127);
-  }
-  int keep[7];
+}
+
+// Closes every descriptor from 3 up but `fds` (each above stdio, or -1).
+void CloseAllBut(const int (&fds)[kShimFds]) {
+  int keep[kShimFds];
   size_t kept = 0;
   for (int fd : fds) {
     if (fd >= 0) {
@@ -403,6 +395,11 @@ pid_t PidOfName(const char* name) {
     }
   }
   CloseAllExcept(keep, kept);
+}
+
+// The shim's own process: stdio on /dev/null, its own session as the task's subreaper,
+// and the GPUs the task may not use hidden in a mount namespace of its own.
+void SetUpShim(const ShimPlan& plan, int report_fd, int null_fd) {
   ::dup2(null_fd, STDIN_FILENO);
   ::dup2(null_fd, STDOUT_FILENO);
   ::dup2(null_fd, STDERR_FILENO);
@@ -429,13 +426,16 @@ pid_t PidOfName(const char* name) {
       }
     }
   }
+}
 
-  const pid_t self = ::getpid();
+// Starts the task's leader (LeaderMain) in a process group of its own; returns once it
+// has exec'd or failed.
+pid_t StartLeader(const ShimPlan& plan, const int (&fds)[kShimFds]) {
   // The leader shares the shim's memory until it execs (CLONE_VM | CLONE_VFORK, as
   // posix_spawn does; the shim waits meanwhile), so that starting it does not copy the
   // agent's address space a second time. It has its own stack, file table, signal
   // handlers and credentials, and makes only system calls.
-  LeaderArgs args{&plan, report_fd, log_fd, null_fd, cgroup_fd, tty_fd};
+  LeaderArgs args{&plan, fds[kReportFd], fds[kLogFd], fds[kNullFd], fds[kCgroupFd], fds[kTtyFd]};
   void* stack = ::mmap(nullptr, kLeaderStackBytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   const pid_t leader = stack == MAP_FAILED
@@ -443,21 +443,18 @@ pid_t PidOfName(const char* name) {
                            : ::clone(LeaderEntry, static_cast<char*>(stack) + kLeaderStackBytes,
                                      CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   if (leader < 0) {
-    Fail(report_fd, kStageShimFork, errno);
+    Fail(fds[kReportFd], kStageShimFork, errno);
   }
   ::munmap(stack, kLeaderStackBytes);
   // Also from this side, so the group exists once Start returns.
   ::setpgid(leader, leader);
-  PtyRelay relay(fds[4], fds[6], log_fd, plan.pty_secret.data(), plan.pty_secret.size());
-  if (tty_fd >= 0) {
-    ::close(tty_fd);  // the task holds it; the relay sees EIO once no process does
-  } else {
-    ::close(log_fd);
-  }
-  if (cgroup_fd >= 0) {
-    ::close(cgroup_fd);
-  }
+  return leader;
+}
 
+// Records the shim and its leader in the task's state file, for a restarted agent to
+// adopt the task, and tells the agent the leader's pid (or kills the leader and reports
+// the error).
+void RecordLeader(const ShimPlan& plan, int report_fd, pid_t self, pid_t leader) {
   ProcStat own;
   Text<96> record;
   if (ReadProcStat(self, &own)) {
@@ -482,16 +479,10 @@ pid_t PidOfName(const char* name) {
   } else {
     Report(report_fd, kReportLeader, 0, 0, leader);
   }
-  ::close(report_fd);
+}
 
-  bool fenced = false;
-  siginfo_t info = tty_fd >= 0 ? relay.Run(plan, leader, self, &fenced)
-                                : WaitForLeader(plan, leader, self, &fenced);
-  ::kill(-leader, SIGKILL);  // its group, while the zombie still reserves the id
-  int status = 0;
-  ::waitpid(leader, &status, 0);
-  CleanUp(plan, self);
-
+// Records how the task ended in its state file: "fenced", "exit N" or "signal N".
+void RecordOutcome(const ShimPlan& plan, bool fenced, const siginfo_t& info) {
   Text<32> outcome;
   if (fenced) {
     outcome.Add("fenced");
@@ -507,6 +498,53 @@ pid_t PidOfName(const char* name) {
   // (and not run again).
   (void)AppendToStateFile(plan.state_file.c_str(), outcome.c_str(), outcome.size,
                           /*durable=*/true);
+}
+
+}  // namespace
+
+[[noreturn]] void RunShim(const ShimPlan& plan, int report_fd) {
+  int fds[kShimFds] = {report_fd,
+                       plan.log_fd.get(),
+                       plan.null_fd.get(),
+                       plan.cgroup_procs_fd.get(),
+                       plan.pty_master_fd.get(),
+                       plan.pty_slave_fd.get(),
+                       plan.pty_listen_fd.get()};
+  MoveAboveStdio(fds);
+  report_fd = fds[kReportFd];
+  const int log_fd = fds[kLogFd];
+  const int null_fd = fds[kNullFd];
+  const int cgroup_fd = fds[kCgroupFd];
+  const int tty_fd = fds[kTtyFd];
+  if (report_fd < 0 || log_fd < 0 || null_fd < 0) {
+    ::_exit(127);
+  }
+  CloseAllBut(fds);
+  SetUpShim(plan, report_fd, null_fd);
+
+  const pid_t self = ::getpid();
+  const pid_t leader = StartLeader(plan, fds);
+  PtyRelay relay(fds[kPtyMasterFd], fds[kPtyListenFd], log_fd, plan.pty_secret.data(),
+                 plan.pty_secret.size());
+  if (tty_fd >= 0) {
+    ::close(tty_fd);  // the task holds it; the relay sees EIO once no process does
+  } else {
+    ::close(log_fd);
+  }
+  if (cgroup_fd >= 0) {
+    ::close(cgroup_fd);
+  }
+  RecordLeader(plan, report_fd, self, leader);
+  ::close(report_fd);
+
+  bool fenced = false;
+  siginfo_t info = tty_fd >= 0 ? relay.Run(plan, leader, self, &fenced)
+                                : WaitForLeader(plan, leader, self, &fenced);
+  ::kill(-leader, SIGKILL);  // its group, while the zombie still reserves the id
+  int status = 0;
+  ::waitpid(leader, &status, 0);
+  CleanUp(plan, self);
+  RecordOutcome(plan, fenced, info);
   // The terminal's last output (into the log too) and the status, before the shim exits,
   // which the agent reports; a stalled client holds that up kPtySendTimeoutMs at most.
   if (tty_fd >= 0) {

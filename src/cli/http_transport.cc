@@ -375,6 +375,143 @@ std::optional<std::string> HeaderValue(const HttpHeaders& headers, std::string_v
   return std::nullopt;
 }
 
+// Reads the head of the final answer (1xx interim answers skipped) into `head`, leaving
+// what follows it in `c.buffered`. kNothing: the connection ended or failed before any
+// byte of an answer came, so the request may be sent again.
+ReadOutcome ReadHead(HttpTransport::Connection& c, ParsedHead* head) {
+  std::string& in = c.buffered;
+  bool got_any = !in.empty();
+  while (true) {
+    size_t blank = in.find("\r\n\r\n");
+    if (blank != std::string::npos) {
+      if (!ParseHead(std::string_view(in).substr(0, blank + 4), head)) {
+        return ReadOutcome::kMalformed;
+      }
+      in.erase(0, head->size);
+      if (head->status >= 200) {
+        return ReadOutcome::kOk;
+      }
+      *head = ParsedHead{};  // 1xx: an interim answer
+      continue;
+    }
+    if (in.size() > kMaxHead) {
+      return ReadOutcome::kMalformed;
+    }
+    if (c.ReadSome(&in) <= 0) {
+      return got_any ? ReadOutcome::kFailed : ReadOutcome::kNothing;
+    }
+    got_any = true;
+  }
+}
+
+// Skips a chunked body's trailers, up to the blank line that ends it.
+Status SkipTrailers(HttpTransport::Connection& c) {
+  while (true) {
+    const size_t line = c.FillLine();
+    if (line == std::string::npos) {
+      return UnavailableError(kReadFailed);
+    }
+    c.buffered.erase(0, line + 2);
+    if (line == 0) {
+      return Status::Ok();
+    }
+  }
+}
+
+// Chunks: "<hex size>[;ext]\r\n<data>\r\n" ... "0\r\n" [trailers] "\r\n".
+Status ReadChunkedBody(HttpTransport::Connection& c, std::string* body) {
+  std::string& in = c.buffered;
+  while (true) {
+    const size_t eol = c.FillLine();
+    if (eol == std::string::npos) {
+      return UnavailableError(kReadFailed);
+    }
+    std::string_view size_text = std::string_view(in).substr(0, eol);
+    size_text = Trim(size_text.substr(0, size_text.find(';')));
+    size_t size = 0;
+    const char* end = size_text.data() + size_text.size();
+    auto [stop, err] = std::from_chars(size_text.data(), end, size, 16);
+    if (size_text.empty() || err != std::errc() || stop != end || size > kMaxBody - body->size()) {
+      return UnavailableError(kBadAnswer);
+    }
+    in.erase(0, eol + 2);
+    if (size == 0) {
+      return SkipTrailers(c);
+    }
+    while (in.size() < size + 2) {
+      if (c.ReadSome(&in) <= 0) {
+        return UnavailableError(kReadFailed);
+      }
+    }
+    body->append(in, 0, size);
+    in.erase(0, size + 2);
+  }
+}
+
+// A body of `length` (the Content-Length header's value) bytes.
+Status ReadSizedBody(HttpTransport::Connection& c, const std::string& length, std::string* body) {
+  StatusOr<int64_t> size = ParseInt64(length);
+  if (!size.ok() || *size < 0 || static_cast<uint64_t>(*size) > kMaxBody) {
+    return UnavailableError(kBadAnswer);
+  }
+  std::string& in = c.buffered;
+  while (in.size() < static_cast<size_t>(*size)) {
+    if (c.ReadSome(&in) <= 0) {
+      return UnavailableError(kReadFailed);
+    }
+  }
+  *body = in.substr(0, static_cast<size_t>(*size));
+  in.erase(0, static_cast<size_t>(*size));
+  return Status::Ok();
+}
+
+// A body framed by the end of the connection.
+Status ReadBodyToEnd(HttpTransport::Connection& c, std::string* body) {
+  std::string& in = c.buffered;
+  while (true) {
+    ssize_t n = c.ReadSome(&in);
+    if (n == 0) {
+      break;
+    }
+    if (n < 0 || in.size() > kMaxBody) {
+      return UnavailableError(kReadFailed);
+    }
+  }
+  *body = std::move(in);
+  in.clear();
+  return Status::Ok();
+}
+
+// The answer whose head is `head`, its body read as the head frames it. `*keep` tells
+// whether the connection may carry the next request.
+StatusOr<HttpAnswer> ReadAnswer(HttpTransport::Connection& c, std::string_view method,
+                                ParsedHead head, bool* keep) {
+  HttpAnswer answer;
+  answer.status = head.status;
+  answer.headers = std::move(head.headers);
+  const std::string encoding =
+      AsciiLower(HeaderValue(answer.headers, "transfer-encoding").value_or(""));
+  const std::optional<std::string> length = HeaderValue(answer.headers, "content-length");
+  *keep =
+      head.http11 && AsciiLower(HeaderValue(answer.headers, "connection").value_or("")) != "close";
+  const bool no_body = answer.status == 204 || answer.status == 304 || method == "HEAD";
+  Status read;
+  if (no_body) {
+    // Nothing follows the head.
+  } else if (encoding.find("chunked") != std::string::npos) {
+    read = ReadChunkedBody(c, &answer.body);
+  } else if (length.has_value()) {
+    read = ReadSizedBody(c, *length, &answer.body);
+  } else {
+    *keep = false;
+    read = ReadBodyToEnd(c, &answer.body);
+  }
+  if (!read.ok()) {
+    return read;
+  }
+  return answer;
+}
+
 }  // namespace
 
 HttpTransport::HttpTransport(HttpTarget target) : target_(std::move(target)) {}
@@ -394,149 +531,30 @@ StatusOr<HttpAnswer> HttpTransport::Send(std::string_view method, const std::str
     if (!reused) {
       TESSERA_ASSIGN_OR_RETURN(connection_, Connect(target_));
     }
-    Connection& c = *connection_;
     if (maybe_taken != nullptr) {
       *maybe_taken = true;
     }
     // Resent only on a kept connection the server had closed: nothing of it was taken.
-    auto retry_or = [&](const char* problem) -> std::optional<Status> {
+    const bool may_retry = reused && attempt == 0 && may_resend;
+    if (!connection_->WriteAll(request)) {
       connection_.reset();
-      if (reused && attempt == 0 && may_resend) {
-        return std::nullopt;
-      }
-      return UnavailableError(problem);
-    };
-    if (!c.WriteAll(request)) {
-      if (std::optional<Status> s = retry_or(kWriteFailed)) {
-        return *s;
-      }
-      continue;
-    }
-
-    std::string& in = c.buffered;
-    ParsedHead head;
-    bool got_any = !in.empty();
-    while (true) {
-      size_t blank = in.find("\r\n\r\n");
-      if (blank != std::string::npos) {
-        if (!ParseHead(std::string_view(in).substr(0, blank + 4), &head)) {
-          connection_.reset();
-          return UnavailableError(kBadAnswer);
-        }
-        if (head.status >= 200) {
-          break;
-        }
-        in.erase(0, head.size);  // 1xx: an interim answer
-        head = ParsedHead{};
+      if (may_retry) {
         continue;
       }
-      if (in.size() > kMaxHead) {
-        connection_.reset();
-        return UnavailableError(kBadAnswer);
-      }
-      ssize_t n = c.ReadSome(&in);
-      if (n <= 0) {
-        if (!got_any) {
-          if (std::optional<Status> s = retry_or(kReadFailed)) {
-            return *s;
-          }
-          break;
-        }
-        connection_.reset();
-        return UnavailableError(kReadFailed);
-      }
-      got_any = true;
+      return UnavailableError(kWriteFailed);
     }
-    if (connection_ == nullptr) {
-      continue;  // resend on a new connection
+    ParsedHead head;
+    const ReadOutcome got = ReadHead(*connection_, &head);
+    if (got != ReadOutcome::kOk) {
+      connection_.reset();
+      if (got == ReadOutcome::kNothing && may_retry) {
+        continue;  // resend on a new connection
+      }
+      return UnavailableError(got == ReadOutcome::kMalformed ? kBadAnswer : kReadFailed);
     }
-    in.erase(0, head.size);
-
-    HttpAnswer answer;
-    answer.status = head.status;
-    answer.headers = std::move(head.headers);
-    const std::string encoding =
-        AsciiLower(HeaderValue(answer.headers, "transfer-encoding").value_or(""));
-    const std::optional<std::string> length = HeaderValue(answer.headers, "content-length");
-    bool keep = head.http11 &&
-                AsciiLower(HeaderValue(answer.headers, "connection").value_or("")) != "close";
-    const bool no_body = answer.status == 204 || answer.status == 304 || method == "HEAD";
-    if (no_body) {
-      // Nothing follows the head.
-    } else if (encoding.find("chunked") != std::string::npos) {
-      // Chunks: "<hex size>[;ext]\r\n<data>\r\n" ... "0\r\n" [trailers] "\r\n".
-      while (true) {
-        const size_t eol = c.FillLine();
-        if (eol == std::string::npos) {
-          connection_.reset();
-          return UnavailableError(kReadFailed);
-        }
-        std::string_view size_text = std::string_view(in).substr(0, eol);
-        size_text = Trim(size_text.substr(0, size_text.find(';')));
-        size_t size = 0;
-        const char* end = size_text.data() + size_text.size();
-        auto [stop, err] = std::from_chars(size_text.data(), end, size, 16);
-        if (size_text.empty() || err != std::errc() || stop != end ||
-            size > kMaxBody - answer.body.size()) {
-          connection_.reset();
-          return UnavailableError(kBadAnswer);
-        }
-        in.erase(0, eol + 2);
-        if (size == 0) {
-          // Trailers, if any, up to the blank line.
-          while (true) {
-            const size_t line = c.FillLine();
-            if (line == std::string::npos) {
-              connection_.reset();
-              return UnavailableError(kReadFailed);
-            }
-            in.erase(0, line + 2);
-            if (line == 0) {
-              break;
-            }
-          }
-          break;
-        }
-        while (in.size() < size + 2) {
-          if (c.ReadSome(&in) <= 0) {
-            connection_.reset();
-            return UnavailableError(kReadFailed);
-          }
-        }
-        answer.body.append(in, 0, size);
-        in.erase(0, size + 2);
-      }
-    } else if (length.has_value()) {
-      StatusOr<int64_t> size = ParseInt64(*length);
-      if (!size.ok() || *size < 0 || static_cast<uint64_t>(*size) > kMaxBody) {
-        connection_.reset();
-        return UnavailableError(kBadAnswer);
-      }
-      while (in.size() < static_cast<size_t>(*size)) {
-        if (c.ReadSome(&in) <= 0) {
-          connection_.reset();
-          return UnavailableError(kReadFailed);
-        }
-      }
-      answer.body = in.substr(0, static_cast<size_t>(*size));
-      in.erase(0, static_cast<size_t>(*size));
-    } else {
-      // Framed by the end of the connection.
-      keep = false;
-      while (true) {
-        ssize_t n = c.ReadSome(&in);
-        if (n == 0) {
-          break;
-        }
-        if (n < 0 || in.size() > kMaxBody) {
-          connection_.reset();
-          return UnavailableError(kReadFailed);
-        }
-      }
-      answer.body = std::move(in);
-      in.clear();
-    }
-    if (!keep) {
+    bool keep = false;
+    StatusOr<HttpAnswer> answer = ReadAnswer(*connection_, method, std::move(head), &keep);
+    if (!answer.ok() || !keep) {
       connection_.reset();
     }
     return answer;

@@ -243,140 +243,148 @@ std::vector<std::string> GpuModelsForSlurmType(std::string_view type, const GpuC
   return out;
 }
 
-StatusOr<json> SlurmRequestToSpec(const SlurmRequest& r, const GpuCatalog& catalog,
-                                  std::vector<std::string>* warnings) {
-  using GpuUnit = SlurmRequest::GpuUnit;
-  using MemUnit = SlurmRequest::MemUnit;
-  json spec = json::object();
-  if (!r.partition.empty()) {
-    spec["queue"] = r.partition;
-  }
-  if (!r.priority.is_null()) {
-    spec["priority"] = r.priority;
-  }
-  // The gang: Slurm's tasks, and how many of them share a node (for per-node values).
+namespace {
+
+// The gang: Slurm's tasks, and how many of them share a node (for per-node values).
+struct SlurmGang {
+  int64_t tasks = 1;
+  int64_t per_node = 0;  // 0: the tasks do not divide evenly over the nodes
+};
+
+StatusOr<SlurmGang> GangOf(const SlurmRequest& r) {
   const int64_t nodes = r.nodes.value_or(1);
-  const int64_t tasks = r.ntasks.has_value()            ? *r.ntasks
-                        : r.ntasks_per_node.has_value() ? nodes * *r.ntasks_per_node
-                                                        : nodes;
-  if (tasks > kMaxReplicas) {
-    return InvalidArgumentError("the job has " + std::to_string(tasks) + " tasks; at most " +
+  SlurmGang gang;
+  gang.tasks = r.ntasks.has_value()            ? *r.ntasks
+               : r.ntasks_per_node.has_value() ? nodes * *r.ntasks_per_node
+                                               : nodes;
+  if (gang.tasks > kMaxReplicas) {
+    return InvalidArgumentError("the job has " + std::to_string(gang.tasks) + " tasks; at most " +
                                 std::to_string(kMaxReplicas));
   }
-  if (tasks < nodes) {
-    return InvalidArgumentError("--ntasks=" + std::to_string(tasks) + " is fewer than --nodes=" +
-                                std::to_string(nodes));
+  if (gang.tasks < nodes) {
+    return InvalidArgumentError("--ntasks=" + std::to_string(gang.tasks) +
+                                " is fewer than --nodes=" + std::to_string(nodes));
   }
-  int64_t per_node = 0;  // 0: the tasks do not divide evenly over the nodes
   if (r.ntasks_per_node.has_value()) {
-    per_node = *r.ntasks_per_node;
-  } else if (tasks % nodes == 0) {
-    per_node = tasks / nodes;
+    gang.per_node = *r.ntasks_per_node;
+  } else if (gang.tasks % nodes == 0) {
+    gang.per_node = gang.tasks / nodes;
   }
-  const auto divide = [&](int64_t value, int64_t by, const std::string& origin,
-                          const std::string& what) -> StatusOr<int64_t> {
-    if (by == 0) {
-      return InvalidArgumentError(origin + ": the tasks do not divide evenly over --nodes; give "
-                                           "--ntasks-per-node");
-    }
-    if (value % by != 0) {
-      return InvalidArgumentError(origin + ": " + std::to_string(value) + " " + what + " over " +
-                                  std::to_string(by) + " tasks is not a whole number per task; " +
-                                  "give --gpus-per-task, or --nodes/--ntasks-per-node to match");
-    }
-    return value / by;
-  };
-  if (tasks != 1) {
-    spec["replicas"] = tasks;
+  return gang;
+}
+
+// `value` (of `what`, given by the option `origin`) shared evenly among `by` tasks.
+StatusOr<int64_t> DividePerTask(int64_t value, int64_t by, const std::string& origin,
+                                const std::string& what) {
+  if (by == 0) {
+    return InvalidArgumentError(origin +
+                                ": the tasks do not divide evenly over --nodes; give "
+                                "--ntasks-per-node");
   }
-  if (r.nodes.has_value() && *r.nodes == 1 && tasks > 1) {
-    spec["topology"] = {{"scope", "node"}, {"hard", true}};
+  if (value % by != 0) {
+    return InvalidArgumentError(origin + ": " + std::to_string(value) + " " + what + " over " +
+                                std::to_string(by) + " tasks is not a whole number per task; " +
+                                "give --gpus-per-task, or --nodes/--ntasks-per-node to match");
   }
-  int64_t gpus = 0;
+  return value / by;
+}
+
+StatusOr<int64_t> GpusPerTask(const SlurmRequest& r, const SlurmGang& gang) {
+  using GpuUnit = SlurmRequest::GpuUnit;
   switch (r.gpu_unit) {
     case GpuUnit::kNone:
       break;
     case GpuUnit::kPerTask:
-      gpus = r.gpu_count;
-      break;
-    case GpuUnit::kPerNode: {
-      TESSERA_ASSIGN_OR_RETURN(gpus, divide(r.gpu_count, per_node, r.gpu_origin, "GPUs per node"));
-      break;
-    }
-    case GpuUnit::kTotal: {
-      TESSERA_ASSIGN_OR_RETURN(gpus, divide(r.gpu_count, tasks, r.gpu_origin, "GPUs in all"));
-      break;
-    }
+      return r.gpu_count;
+    case GpuUnit::kPerNode:
+      return DividePerTask(r.gpu_count, gang.per_node, r.gpu_origin, "GPUs per node");
+    case GpuUnit::kTotal:
+      return DividePerTask(r.gpu_count, gang.tasks, r.gpu_origin, "GPUs in all");
   }
-  json res = json::object();
+  return int64_t{0};
+}
+
+// The GPU fields of a task's resources: how many (`gpus` a task), which models, and
+// shares of one.
+Status AddGpuResources(const SlurmRequest& r, const GpuCatalog& catalog, int64_t gpus, json* res) {
   const bool shared = !r.gpu_fraction.empty() || !r.mig.empty();
   if (gpus > 0 && !shared) {
-    res["gpus"] = gpus;
+    (*res)["gpus"] = gpus;
   }
-  if (r.gpu_unit != GpuUnit::kNone && !r.gpu_type.empty()) {
+  if (r.gpu_unit != SlurmRequest::GpuUnit::kNone && !r.gpu_type.empty()) {
     std::vector<std::string> models = GpuModelsForSlurmType(r.gpu_type, catalog);
     if (models.empty()) {
       return InvalidArgumentError(r.gpu_origin + ": GPU type '" + r.gpu_type +
                                   "' matches no GPU model in the catalog");
     }
-    res["gpu_model"] = models.size() == 1 ? json(models[0]) : json(models);
+    (*res)["gpu_model"] = models.size() == 1 ? json(models[0]) : json(models);
   }
   if (!r.gpu_model.empty()) {
     std::vector<std::string> models;
     for (std::string_view m : Split(r.gpu_model, '|')) {
       models.emplace_back(Trim(m));
     }
-    res["gpu_model"] = models.size() == 1 ? json(models[0]) : json(models);
+    (*res)["gpu_model"] = models.size() == 1 ? json(models[0]) : json(models);
   }
   if (!r.gpu_fraction.empty()) {
-    res["gpu_fraction"] = r.gpu_fraction;
+    (*res)["gpu_fraction"] = r.gpu_fraction;
   }
   if (!r.gpu_memory_mib.empty()) {
-    res["gpu_memory"] = FormatMiB(*ParseInt64(r.gpu_memory_mib));
+    (*res)["gpu_memory"] = FormatMiB(*ParseInt64(r.gpu_memory_mib));
   }
   if (!r.mig.empty()) {
-    res["mig"] = r.mig;
+    (*res)["mig"] = r.mig;
   }
-  int64_t cpus = r.cpus_per_task.value_or(1);
-  if (r.cpus_per_task.has_value()) {
-    res["cpu"] = *r.cpus_per_task;
-  } else if (r.cpus_per_gpu.has_value()) {
-    if (gpus == 0) {
-      return InvalidArgumentError("--cpus-per-gpu: the job asks for no GPUs");
-    }
-    cpus = *r.cpus_per_gpu * gpus;
-    res["cpu"] = cpus;
-  }
-  int64_t mem = 0;
+  return Status::Ok();
+}
+
+// A task's memory in MiB (0: none asked for), from Slurm's per-node, per-GPU or per-CPU
+// amount.
+StatusOr<int64_t> MemoryPerTask(const SlurmRequest& r, int64_t per_node, int64_t gpus,
+                                int64_t cpus) {
+  using MemUnit = SlurmRequest::MemUnit;
   switch (r.mem_unit) {
     case MemUnit::kNone:
       break;
     case MemUnit::kPerNode:
       if (per_node == 0) {
-        return InvalidArgumentError(r.mem_origin + ": the tasks do not divide evenly over "
-                                                   "--nodes; give --ntasks-per-node");
+        return InvalidArgumentError(r.mem_origin +
+                                    ": the tasks do not divide evenly over "
+                                    "--nodes; give --ntasks-per-node");
       }
-      mem = r.mem_mib / per_node;  // rounded down: the node's tasks together fit in it
-      break;
+      return r.mem_mib / per_node;  // rounded down: the node's tasks together fit in it
     case MemUnit::kPerGpu:
       if (gpus == 0) {
         return InvalidArgumentError(r.mem_origin + ": the job asks for no GPUs");
       }
-      mem = r.mem_mib * gpus;
-      break;
+      return r.mem_mib * gpus;
     case MemUnit::kPerCpu:
-      mem = r.mem_mib * cpus;
-      break;
+      return r.mem_mib * cpus;
   }
+  return int64_t{0};
+}
+
+// The CPU and memory fields of a task's resources (`gpus` a task).
+Status AddCpuAndMemory(const SlurmRequest& r, const SlurmGang& gang, int64_t gpus, json* res) {
+  int64_t cpus = r.cpus_per_task.value_or(1);
+  if (r.cpus_per_task.has_value()) {
+    (*res)["cpu"] = *r.cpus_per_task;
+  } else if (r.cpus_per_gpu.has_value()) {
+    if (gpus == 0) {
+      return InvalidArgumentError("--cpus-per-gpu: the job asks for no GPUs");
+    }
+    cpus = *r.cpus_per_gpu * gpus;
+    (*res)["cpu"] = cpus;
+  }
+  TESSERA_ASSIGN_OR_RETURN(const int64_t mem, MemoryPerTask(r, gang.per_node, gpus, cpus));
   if (mem > 0) {
-    res["memory"] = FormatMiB(mem);
+    (*res)["memory"] = FormatMiB(mem);
   }
-  if (!res.empty()) {
-    spec["resources"] = res;
-  }
-  if (r.time_given && r.time.has_value()) {
-    spec["runtime_limit"] = FormatDuration(*r.time);
-  }
+  return Status::Ok();
+}
+
+// The job's restart policy; an empty object when the request says nothing of it.
+StatusOr<json> RestartJson(const SlurmRequest& r) {
   json restart = json::object();
   if (r.requeue.has_value()) {
     // Slurm requeues after a node failure or preemption, never after the script failed.
@@ -399,33 +407,73 @@ StatusOr<json> SlurmRequestToSpec(const SlurmRequest& r, const GpuCatalog& catal
   if (!r.restart_backoff.empty()) {
     restart["backoff"] = r.restart_backoff;
   }
-  if (!restart.empty()) {
-    spec["restart"] = restart;
-  }
+  return restart;
+}
+
+// The fields that say when the job may run and how it is stopped: array, dependency,
+// hold, signal, checkpoint, preemption.
+void AddRunConditions(const SlurmRequest& r, json* spec, std::vector<std::string>* warnings) {
   if (!r.array.empty()) {
-    spec["array"] = r.array;
+    (*spec)["array"] = r.array;
   }
   if (!r.dependency.empty()) {
-    spec["dependency"] = r.dependency;
+    (*spec)["dependency"] = r.dependency;
   }
   if (r.hold) {
-    spec["hold"] = true;
+    (*spec)["hold"] = true;
   }
   if (!r.signal_name.empty()) {
-    spec["signal"] = {{"name", r.signal_name}, {"before", FormatDuration(r.signal_before_s * 1'000'000)}};
+    (*spec)["signal"] = {{"name", r.signal_name},
+                         {"before", FormatDuration(r.signal_before_s * 1'000'000)}};
     if (!r.time_given || !r.time.has_value()) {
-      warnings->push_back("--signal: the job has no time limit (--time), so the signal is never sent");
+      warnings->push_back(
+          "--signal: the job has no time limit (--time), so the signal is never sent");
     }
   }
   if (!r.checkpoint_interval.empty()) {
-    spec["checkpoint"] = {{"interval", r.checkpoint_interval}};
+    (*spec)["checkpoint"] = {{"interval", r.checkpoint_interval}};
   }
   if (r.preemptible.has_value()) {
-    spec["preemptible"] = *r.preemptible;
+    (*spec)["preemptible"] = *r.preemptible;
   }
   if (r.hold_if_unfit) {
-    spec["hold_if_unfit"] = true;
+    (*spec)["hold_if_unfit"] = true;
   }
+}
+
+}  // namespace
+
+StatusOr<json> SlurmRequestToSpec(const SlurmRequest& r, const GpuCatalog& catalog,
+                                  std::vector<std::string>* warnings) {
+  json spec = json::object();
+  if (!r.partition.empty()) {
+    spec["queue"] = r.partition;
+  }
+  if (!r.priority.is_null()) {
+    spec["priority"] = r.priority;
+  }
+  TESSERA_ASSIGN_OR_RETURN(const SlurmGang gang, GangOf(r));
+  if (gang.tasks != 1) {
+    spec["replicas"] = gang.tasks;
+  }
+  if (r.nodes.has_value() && *r.nodes == 1 && gang.tasks > 1) {
+    spec["topology"] = {{"scope", "node"}, {"hard", true}};
+  }
+  TESSERA_ASSIGN_OR_RETURN(const int64_t gpus, GpusPerTask(r, gang));
+  json res = json::object();
+  TESSERA_RETURN_IF_ERROR(AddGpuResources(r, catalog, gpus, &res));
+  TESSERA_RETURN_IF_ERROR(AddCpuAndMemory(r, gang, gpus, &res));
+  if (!res.empty()) {
+    spec["resources"] = res;
+  }
+  if (r.time_given && r.time.has_value()) {
+    spec["runtime_limit"] = FormatDuration(*r.time);
+  }
+  TESSERA_ASSIGN_OR_RETURN(json restart, RestartJson(r));
+  if (!restart.empty()) {
+    spec["restart"] = restart;
+  }
+  AddRunConditions(r, &spec, warnings);
   return spec;
 }
 

@@ -366,27 +366,27 @@ Status OutputPattern(const Given& g, std::string* out) {
   return Status::Ok();
 }
 
-Status Apply(const Given& g, SlurmRequest* r, std::vector<std::string>* warnings) {
+// --mem, --mem-per-gpu, --mem-per-cpu: a size in `unit`s of the request.
+Status MemoryValue(const Given& g, SlurmRequest::MemUnit unit, SlurmRequest* r) {
+  StatusOr<int64_t> mib = ParseSlurmMemoryMiB(g.value);
+  if (!mib.ok()) {
+    return InvalidArgumentError(g.where + ": " + mib.status().message());
+  }
+  if (*mib == 0) {
+    return InvalidArgumentError(g.where + ": 0 (all of a node's memory) is not supported; "
+                                          "give a size");
+  }
+  r->mem_unit = unit;
+  r->mem_mib = *mib;
+  r->mem_origin = g.where;
+  return Status::Ok();
+}
+
+// What the job asks for: nodes, tasks, CPUs, GPUs and memory.
+std::optional<Status> ApplyResources(const Given& g, SlurmRequest* r) {
   using GpuUnit = SlurmRequest::GpuUnit;
   using MemUnit = SlurmRequest::MemUnit;
-  const auto memory = [&](MemUnit unit) -> Status {
-    StatusOr<int64_t> mib = ParseSlurmMemoryMiB(g.value);
-    if (!mib.ok()) {
-      return InvalidArgumentError(g.where + ": " + mib.status().message());
-    }
-    if (*mib == 0) {
-      return InvalidArgumentError(g.where + ": 0 (all of a node's memory) is not supported; "
-                                            "give a size");
-    }
-    r->mem_unit = unit;
-    r->mem_mib = *mib;
-    r->mem_origin = g.where;
-    return Status::Ok();
-  };
   switch (g.def->id) {
-    case Opt::kJobName:
-      r->job_name = g.value;
-      return Status::Ok();
     case Opt::kNodes: {
       if (g.value.find('-') != std::string::npos) {
         return InvalidArgumentError(g.where + ": a range of node counts is not supported; give "
@@ -426,11 +426,21 @@ Status Apply(const Given& g, SlurmRequest* r, std::vector<std::string>* warnings
       r->gpu_unit = GpuUnit::kPerTask;
       return GpuValue(g, false, r);
     case Opt::kMem:
-      return memory(MemUnit::kPerNode);
+      return MemoryValue(g, MemUnit::kPerNode, r);
     case Opt::kMemPerGpu:
-      return memory(MemUnit::kPerGpu);
+      return MemoryValue(g, MemUnit::kPerGpu, r);
     case Opt::kMemPerCpu:
-      return memory(MemUnit::kPerCpu);
+      return MemoryValue(g, MemUnit::kPerCpu, r);
+    default:
+      return std::nullopt;
+  }
+}
+
+// When and where it is scheduled: limit, queue, priority, array, dependencies, requeue,
+// hold, account.
+std::optional<Status> ApplyScheduling(const Given& g, SlurmRequest* r,
+                                      std::vector<std::string>* warnings) {
+  switch (g.def->id) {
     case Opt::kTime: {
       StatusOr<std::optional<Micros>> t = ParseSlurmTime(g.value);
       if (!t.ok()) {
@@ -475,24 +485,12 @@ Status Apply(const Given& g, SlurmRequest* r, std::vector<std::string>* warnings
       r->dependency = DependencySpecText(*d);
       return Status::Ok();
     }
-    case Opt::kOutput:
-      return OutputPattern(g, &r->output);
-    case Opt::kError:
-      return OutputPattern(g, &r->error);
-    case Opt::kChdir:
-      r->chdir = g.value;
-      return Status::Ok();
-    case Opt::kExport:
-      r->export_spec = g.value;
-      return Status::Ok();
     case Opt::kRequeue:
       r->requeue = true;
       return Status::Ok();
     case Opt::kNoRequeue:
       r->requeue = false;
       return Status::Ok();
-    case Opt::kSignal:
-      return SignalValue(g, r, warnings);
     case Opt::kHold:
       r->hold = true;
       return Status::Ok();
@@ -503,12 +501,45 @@ Status Apply(const Given& g, SlurmRequest* r, std::vector<std::string>* warnings
     case Opt::kAccount:
       r->account = g.value;
       return Status::Ok();
+    default:
+      return std::nullopt;
+  }
+}
+
+// How its processes run: name, output files, directory, environment, signal.
+std::optional<Status> ApplyProcess(const Given& g, SlurmRequest* r,
+                                   std::vector<std::string>* warnings) {
+  switch (g.def->id) {
+    case Opt::kJobName:
+      r->job_name = g.value;
+      return Status::Ok();
+    case Opt::kOutput:
+      return OutputPattern(g, &r->output);
+    case Opt::kError:
+      return OutputPattern(g, &r->error);
+    case Opt::kChdir:
+      r->chdir = g.value;
+      return Status::Ok();
+    case Opt::kExport:
+      r->export_spec = g.value;
+      return Status::Ok();
     case Opt::kOpenMode:
       if (g.value != "append" && g.value != "truncate") {
         return InvalidArgumentError(g.where + ": expected append or truncate, got '" + g.value + "'");
       }
       r->open_append = g.value == "append";
       return Status::Ok();
+    case Opt::kSignal:
+      return SignalValue(g, r, warnings);
+    default:
+      return std::nullopt;
+  }
+}
+
+// Tessera's own (#TESSERA lines and the command line). Their values are checked when the
+// request becomes a job spec, but for --gpu-memory and --preemptible.
+std::optional<Status> ApplyTessera(const Given& g, SlurmRequest* r) {
+  switch (g.def->id) {
     case Opt::kGpuModel:
       r->gpu_model = g.value;
       return Status::Ok();
@@ -550,12 +581,32 @@ Status Apply(const Given& g, SlurmRequest* r, std::vector<std::string>* warnings
     case Opt::kHoldIfUnfit:
       r->hold_if_unfit = true;
       return Status::Ok();
-    case Opt::kIgnored:
-      warnings->push_back(g.where + ": ignored (it changes nothing in Tessera)");
-      return Status::Ok();
     default:
-      return InvalidArgumentError(g.where + ": only on the command line");
+      return std::nullopt;
   }
+}
+
+// One option into the request: the group that has it applies it (each answers nullopt
+// for the others'); what none has is ignored with a warning or belongs to the command line.
+Status Apply(const Given& g, SlurmRequest* r, std::vector<std::string>* warnings) {
+  std::optional<Status> applied = ApplyResources(g, r);
+  if (!applied) {
+    applied = ApplyScheduling(g, r, warnings);
+  }
+  if (!applied) {
+    applied = ApplyProcess(g, r, warnings);
+  }
+  if (!applied) {
+    applied = ApplyTessera(g, r);
+  }
+  if (applied) {
+    return *std::move(applied);
+  }
+  if (g.def->id == Opt::kIgnored) {
+    warnings->push_back(g.where + ": ignored (it changes nothing in Tessera)");
+    return Status::Ok();
+  }
+  return InvalidArgumentError(g.where + ": only on the command line");
 }
 
 // The script's directives, in order, each as its options.

@@ -322,6 +322,34 @@ class JobScheduler {
   std::vector<JobId> FindVictims(JobRecord& job, std::vector<JobRecord>& jobs, ClusterState& state,
                                  QuotaLedger& quota, Micros now, Rng& rng,
                                  std::vector<double>* costs);
+  // FindVictims' steps (job_scheduler_preemption.cc). One search: the preemptor, what
+  // its victims are taken from, and the victims taken so far (ids, in victim order).
+  struct VictimSearch {
+    const JobRecord& job;
+    std::vector<JobRecord>& jobs;
+    ClusterState& state;
+    QuotaLedger& quota;
+    Rng& rng;
+    std::vector<uint64_t> chosen;
+    bool nominal_only;  // a victim was counted on as reclaim: the job must fit its nominal
+  };
+  // Whether `job`, of charge `pre`, fits its queue's nominal quota with the preemptions
+  // in flight done (its own demand, counted `own` times among them, left out).
+  bool WithinNominal(const JobRecord& job, const ResourceVector& pre, int64_t own,
+                     const QuotaLedger& quota) const;
+  // Whether `job` may count on the victim `v` only as reclaim (`v` is of another queue
+  // and no LAS or SRTF preemption allows it): only while v's queue borrows, and then
+  // the job must fit its own nominal quota.
+  bool IsReclaimVictim(const JobRecord& v, const JobRecord& job, int job_level, Micros now);
+  // Takes candidates, cheapest first, until the job is admissible; false (all given
+  // back) when it never is.
+  bool TakeUntilAdmissible(VictimSearch& s, const std::vector<VictimCandidate>& candidates,
+                           Micros now);
+  // Minimal: gives back the chosen victims (costliest first) the job can do without.
+  void DropUnneededVictims(VictimSearch& s);
+  // Gives every chosen victim back and marks it chosen for this cycle; their ids, and
+  // their costs appended to *costs.
+  std::vector<JobId> CommitVictims(VictimSearch& s, Micros now, std::vector<double>* costs);
   bool Admissible(const JobRecord& job, ClusterState& state, QuotaLedger& quota, bool nominal_only,
                   Rng& rng);
   std::optional<Reservation> Reserve(const JobRecord& job, const std::vector<JobRecord>& jobs,

@@ -228,6 +228,126 @@ void JobScheduler::AddInFlight(QueueId queue, const ResourceVector& charge, int 
   }
 }
 
+namespace {
+
+// What a victim frees is what it holds: a task whose node was lost holds nothing.
+void TakeVictim(const JobRecord& v, ClusterState& state, QuotaLedger& quota) {
+  quota.Remove(v.queue, v.charge);
+  for (size_t t = v.allocations.size(); t-- > 0;) {
+    if (v.Holds(t)) {
+      MustSucceed(state.Release(v.allocations[t]));
+    }
+  }
+}
+
+// Undoes TakeVictim.
+void GiveBackVictim(const JobRecord& v, ClusterState& state, QuotaLedger& quota) {
+  for (size_t t = 0; t < v.allocations.size(); ++t) {
+    if (v.Holds(t)) {
+      MustSucceed(state.Allocate(v.allocations[t]));
+    }
+  }
+  quota.Add(v.queue, v.charge);
+}
+
+// Counts the preemptions in flight (`in_flight`, by queue) as done in `overlay`, less
+// the job's own demand (`own` times its charge `pre`) in its queue.
+void OverlayInFlight(const std::vector<ResourceVector>& in_flight, const JobRecord& job,
+                     const ResourceVector& pre, int64_t own, LedgerOverlay& overlay) {
+  auto nonzero = [](const ResourceVector& v) {
+    return std::any_of(v.begin(), v.end(), [](int64_t x) { return x != 0; });
+  };
+  for (size_t q = 0; q < in_flight.size(); ++q) {
+    const QueueId queue(static_cast<uint32_t>(q));
+    if (own > 0 && queue == job.queue) {
+      ResourceVector delta = in_flight[q];
+      for (size_t r = 0; r < delta.size(); ++r) {
+        delta[r] -= own * pre[r];
+      }
+      if (nonzero(delta)) {
+        overlay.Add(queue, delta);
+      }
+    } else if (nonzero(in_flight[q])) {
+      overlay.Add(queue, in_flight[q]);
+    }
+  }
+}
+
+}  // namespace
+
+bool JobScheduler::WithinNominal(const JobRecord& job, const ResourceVector& pre, int64_t own,
+                                 const QuotaLedger& quota) const {
+  const ResourceVector& queue_in_flight = in_flight_[job.queue.value()];
+  for (size_t r = 0; r < pre.size(); ++r) {
+    const int64_t usage = quota.Usage(job.queue, r) + queue_in_flight[r] - own * pre[r];
+    if (pre[r] > 0 && usage + pre[r] > tree_->quota(job.queue, r).nominal) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool JobScheduler::IsReclaimVictim(const JobRecord& v, const JobRecord& job, int job_level,
+                                   Micros now) {
+  return v.queue != job.queue &&
+         !(options_.preempt_las && CycleLasLevel(v, now) > job_level &&
+           v.spec.priority <= job.spec.priority) &&
+         !(options_.preempt_srtf && v.spec.priority <= job.spec.priority &&
+           v.RemainingBy(v.oracle_runtime, now) > job.RemainingBy(job.oracle_runtime, now));
+}
+
+bool JobScheduler::TakeUntilAdmissible(VictimSearch& s,
+                                       const std::vector<VictimCandidate>& candidates, Micros now) {
+  const int job_level = CycleLasLevel(s.job, now);
+  for (const VictimCandidate& c : candidates) {
+    const JobRecord& v = s.jobs[c.id];
+    const bool reclaiming = IsReclaimVictim(v, s.job, job_level, now);
+    if (reclaiming && !s.quota.IsBorrowing(v.queue)) {
+      continue;
+    }
+    TakeVictim(v, s.state, s.quota);
+    s.chosen.push_back(c.id);
+    s.nominal_only = s.nominal_only || reclaiming;
+    if (Admissible(s.job, s.state, s.quota, s.nominal_only, s.rng)) {
+      return true;
+    }
+  }
+  for (auto it = s.chosen.rbegin(); it != s.chosen.rend(); ++it) {
+    GiveBackVictim(s.jobs[*it], s.state, s.quota);
+  }
+  return false;
+}
+
+void JobScheduler::DropUnneededVictims(VictimSearch& s) {
+  for (size_t i = s.chosen.size(); i-- > 0;) {
+    if (s.chosen.size() == 1) {
+      break;
+    }
+    const JobRecord& v = s.jobs[s.chosen[i]];
+    GiveBackVictim(v, s.state, s.quota);
+    if (Admissible(s.job, s.state, s.quota, s.nominal_only, s.rng)) {
+      s.chosen.erase(s.chosen.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      TakeVictim(v, s.state, s.quota);
+    }
+  }
+}
+
+std::vector<JobId> JobScheduler::CommitVictims(VictimSearch& s, Micros now,
+                                               std::vector<double>* costs) {
+  std::vector<JobId> victims;
+  for (auto it = s.chosen.rbegin(); it != s.chosen.rend(); ++it) {
+    GiveBackVictim(s.jobs[*it], s.state, s.quota);
+  }
+  for (uint64_t id : s.chosen) {
+    victim_stamp_[id] = cycle_stamp_;  // not a victim twice in one cycle
+    AddInFlight(s.jobs[id].queue, s.jobs[id].charge, -1);
+    victims.push_back(JobId(id));
+    costs->push_back(VictimCost(s.jobs[id], now));
+  }
+  return victims;
+}
+
 std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobRecord>& jobs,
                                              ClusterState& state, QuotaLedger& quota, Micros now,
                                              Rng& rng, std::vector<double>* costs) {
@@ -247,15 +367,7 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   // within nominal, with the preemptions in flight done (a queue's usage moves only
   // with its own charges). (Not QuotaLedger::Check, which also wants the quota
   // available now: what the queue lent out is exactly what reclaim takes back.)
-  const ResourceVector& queue_in_flight = in_flight_[job.queue.value()];
-  bool within_nominal = true;
-  for (size_t r = 0; r < pre.size(); ++r) {
-    const int64_t usage = quota.Usage(job.queue, r) + queue_in_flight[r] - own * pre[r];
-    if (pre[r] > 0 && usage + pre[r] > tree_->quota(job.queue, r).nominal) {
-      within_nominal = false;
-    }
-  }
-  const bool reclaim = options_.preempt_reclaim && within_nominal;
+  const bool reclaim = options_.preempt_reclaim && WithinNominal(job, pre, own, quota);
   if (!MayPreemptAny(job, CycleLasLevel(job, now), reclaim)) {
     return {};  // without grouping the running jobs
   }
@@ -268,100 +380,13 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
     return {};
   }
   LedgerOverlay in_flight(quota);
-  auto nonzero = [](const ResourceVector& v) {
-    return std::any_of(v.begin(), v.end(), [](int64_t x) { return x != 0; });
-  };
-  for (size_t q = 0; q < in_flight_.size(); ++q) {
-    const QueueId queue(static_cast<uint32_t>(q));
-    if (own > 0 && queue == job.queue) {
-      ResourceVector delta = in_flight_[q];
-      for (size_t r = 0; r < delta.size(); ++r) {
-        delta[r] -= own * pre[r];
-      }
-      if (nonzero(delta)) {
-        in_flight.Add(queue, delta);
-      }
-    } else if (nonzero(in_flight_[q])) {
-      in_flight.Add(queue, in_flight_[q]);
-    }
-  }
-
-  // What a victim frees is what it holds: a task whose node was lost holds nothing.
-  auto take = [&](uint64_t id) {
-    JobRecord& v = jobs[id];
-    quota.Remove(v.queue, v.charge);
-    for (size_t t = v.allocations.size(); t-- > 0;) {
-      if (v.Holds(t)) {
-        MustSucceed(state.Release(v.allocations[t]));
-      }
-    }
-  };
-  auto give_back = [&](uint64_t id) {
-    JobRecord& v = jobs[id];
-    for (size_t t = 0; t < v.allocations.size(); ++t) {
-      if (v.Holds(t)) {
-        MustSucceed(state.Allocate(v.allocations[t]));
-      }
-    }
-    quota.Add(v.queue, v.charge);
-  };
-  const int job_level = CycleLasLevel(job, now);
-  // Whether the job may count on a victim from another queue: only while that queue
-  // borrows, and then the job must fit its own nominal quota.
-  auto is_reclaim = [&](const JobRecord& v) {
-    return v.queue != job.queue &&
-           !(options_.preempt_las && CycleLasLevel(v, now) > job_level &&
-             v.spec.priority <= job.spec.priority) &&
-           !(options_.preempt_srtf && v.spec.priority <= job.spec.priority &&
-             v.RemainingBy(v.oracle_runtime, now) > job.RemainingBy(job.oracle_runtime, now));
-  };
-
-  std::vector<uint64_t> chosen;
-  bool nominal_only = false;
-  bool fits = false;
-  for (const VictimCandidate& c : candidates) {
-    const JobRecord& v = jobs[c.id];
-    const bool reclaiming = is_reclaim(v);
-    if (reclaiming && !quota.IsBorrowing(v.queue)) {
-      continue;
-    }
-    take(c.id);
-    chosen.push_back(c.id);
-    nominal_only = nominal_only || reclaiming;
-    if (Admissible(job, state, quota, nominal_only, rng)) {
-      fits = true;
-      break;
-    }
-  }
-  if (!fits) {
-    for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
-      give_back(*it);
-    }
+  OverlayInFlight(in_flight_, job, pre, own, in_flight);
+  VictimSearch search{job, jobs, state, quota, rng, {}, false};
+  if (!TakeUntilAdmissible(search, candidates, now)) {
     return {};
   }
-  // Minimal: drop victims (costliest first) the job can do without.
-  for (size_t i = chosen.size(); i-- > 0;) {
-    if (chosen.size() == 1) {
-      break;
-    }
-    give_back(chosen[i]);
-    if (Admissible(job, state, quota, nominal_only, rng)) {
-      chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
-    } else {
-      take(chosen[i]);
-    }
-  }
-  std::vector<JobId> victims;
-  for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
-    give_back(*it);
-  }
-  for (uint64_t id : chosen) {
-    victim_stamp_[id] = cycle_stamp_;  // not a victim twice in one cycle
-    AddInFlight(jobs[id].queue, jobs[id].charge, -1);
-    victims.push_back(JobId(id));
-    costs->push_back(VictimCost(jobs[id], now));
-  }
-  return victims;
+  DropUnneededVictims(search);
+  return CommitVictims(search, now, costs);
 }
 
 }  // namespace tessera
