@@ -130,7 +130,11 @@ Status Agent::Init() {
   if (!options_.gpu_sharing.empty()) {
     // At start-up every item must apply; later discoveries report GPUs as they are.
     TESSERA_ASSIGN_OR_RETURN(GpuSharingConfig sharing, ParseGpuSharingConfig(options_.gpu_sharing));
-    TESSERA_ASSIGN_OR_RETURN(std::vector<DiscoveredGpu> found, backend_->Discover());
+    std::vector<DiscoveredGpu> found;
+    {
+      MutexLock lock(mu_);  // the backend's callers hold it (no other thread runs yet)
+      TESSERA_ASSIGN_OR_RETURN(found, backend_->Discover());
+    }
     std::vector<std::string> problems = ApplyGpuSharingConfig(sharing, &found);
     if (!problems.empty()) {
       return InvalidArgumentError(problems.front());
@@ -176,48 +180,31 @@ Status Agent::Init() {
   }
   launcher_ = std::make_unique<TaskLauncher>(lo);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Recover();
   }
   if (options_.heartbeat_interval > 0) {
     interval_ = options_.heartbeat_interval;
   }
-  {
-    ControllerLinksOptions links;
-    links.ca_cert = options_.ca_cert;
-    links.insecure = options_.insecure;
-    links.answer_timeout = AnswerBound();
-    TESSERA_ASSIGN_OR_RETURN(links_, ControllerLinks::Create(options_.server_url, links));
-  }
-  // The node proves itself with the credential its first registration got (kept in
-  // <data_dir>/node.credential); the join token only until it has one.
-  {
-    std::ifstream in(options_.data_dir + "/node.credential");
-    std::string credential;
-    std::getline(in, credential);
-    bearer_ = credential.empty() ? options_.token : credential;
-    links_->SetBearer(bearer_);
-  }
-  channel_ = std::make_unique<AgentChannelClient>(
-      [this](const HeartbeatResponse& commands) { OnPush(commands); },
-      [this] {
-        {
-          std::lock_guard<std::mutex> lock(loop_mu_);
-          stream_ended_ = true;
-        }
-        loop_cv_.notify_all();
-      });
+  TESSERA_RETURN_IF_ERROR(InitTransports());
   agent_id_ = RandomId();
   return Status::Ok();
 }
 
 Status Agent::RefreshInventory() {
-  TESSERA_ASSIGN_OR_RETURN(gpus_, backend_->Discover());
-  StatusOr<GpuSharingConfig> sharing = ParseGpuSharingConfig(options_.gpu_sharing);
-  if (sharing.ok()) {
-    for (const std::string& problem : ApplyGpuSharingConfig(*sharing, &gpus_)) {
-      std::cerr << "tessera agent: " << problem << " (the GPU is reported as the driver has it)\n";
+  // Under mu_: the backend has one caller at a time, and launches (on the channel's
+  // reader thread) read gpus_. The rest works on a copy.
+  std::vector<DiscoveredGpu> gpus;
+  {
+    MutexLock lock(mu_);
+    TESSERA_ASSIGN_OR_RETURN(gpus_, backend_->Discover());
+    StatusOr<GpuSharingConfig> sharing = ParseGpuSharingConfig(options_.gpu_sharing);
+    if (sharing.ok()) {
+      for (const std::string& problem : ApplyGpuSharingConfig(*sharing, &gpus_)) {
+        std::cerr << "tessera agent: " << problem << " (the GPU is reported as the driver has it)\n";
+      }
     }
+    gpus = gpus_;
   }
   NodeInventory inv;
   NodeSpec& spec = inv.spec;
@@ -226,7 +213,7 @@ Status Agent::RefreshInventory() {
   spec.cpu = MilliCpu(options_.cpu_milli > 0 ? options_.cpu_milli : std::max<int64_t>(1, cpus) * 1000);
   spec.memory = MiB(options_.memory_mib > 0 ? options_.memory_mib : MachineMemoryMiB());
   int numa = 1;
-  for (const DiscoveredGpu& g : gpus_) {
+  for (const DiscoveredGpu& g : gpus) {
     if (!g.model.valid()) {
       return FailedPreconditionError("GPU " + std::to_string(g.index) + " ('" + g.product_name +
                                      "') is not a model the catalog knows");
@@ -253,26 +240,37 @@ Status Agent::RefreshInventory() {
   });
   // The admin's label wins; a domain the driver reports that breaks the label syntax is
   // left out rather than failing the registration.
-  if (std::string domain = NodeFabricDomain(gpus_);
+  if (std::string domain = NodeFabricDomain(gpus);
       !given && !domain.empty() && ValidateNodeLabel(kNvlinkDomainLabel, domain).ok()) {
     spec.labels.emplace_back(std::string(kNvlinkDomainLabel), std::move(domain));
     std::sort(spec.labels.begin(), spec.labels.end());
   }
-  gpu_shares_->OnInventory(gpus_);
+  gpu_shares_->OnInventory(gpus);
   // "mps" and "cuda-limiter" say how shares are enforced here (the admin's labels win).
   for (auto& [key, value] : gpu_shares_->Labels()) {
-    if (std::none_of(spec.labels.begin(), spec.labels.end(), [&](const auto& l) { return l.first == key; })) {
+    if (std::none_of(spec.labels.begin(), spec.labels.end(),
+                     [&key = key](const auto& l) { return l.first == key; })) {
       spec.labels.emplace_back(key, value);
     }
   }
   std::sort(spec.labels.begin(), spec.labels.end());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   inventory_ = std::move(inv);
   return Status::Ok();
 }
 
+NodeInventory Agent::inventory() const {
+  MutexLock lock(mu_);
+  return inventory_;
+}
+
+std::string Agent::describe_gpus() const {
+  MutexLock lock(mu_);
+  return backend_->Describe();
+}
+
 void Agent::Start() {
-  std::lock_guard<std::mutex> lock(loop_mu_);
+  MutexLock lock(loop_mu_);
   if (loop_.joinable()) {
     return;
   }
@@ -284,10 +282,10 @@ void Agent::Start() {
 
 void Agent::Stop() {
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     stopping_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
   if (loop_.joinable()) {
     loop_.join();
   }
@@ -304,7 +302,7 @@ void Agent::Stop() {
   }
   if (!options_.keep_tasks_on_stop) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       for (auto& [id, t] : tasks_) {
         if (!t.exited) {
           (void)WriteTaskMarker(t.record, "lost", "the agent stopped and killed it");
@@ -317,7 +315,7 @@ void Agent::Stop() {
   if (gpu_shares_ != nullptr) {
     gpu_shares_->Stop(!options_.keep_tasks_on_stop);  // daemons go with the tasks, or stay with them
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   launcher_.reset();
 }
 
@@ -326,11 +324,11 @@ void Agent::Loop() {
   constexpr Micros kMaxReturnSpread = 5'000'000;
   using Steady = std::chrono::steady_clock;
   Micros backoff = 200'000;
-  std::unique_lock<std::mutex> lock(loop_mu_);
+  MutexLock lock(loop_mu_);
   while (!stopping_) {
-    lock.unlock();
+    lock.Unlock();
     Status s = RunOnce();
-    lock.lock();
+    lock.Lock();
     Micros wait = interval_;
     if (!s.ok()) {
       std::cerr << "tessera agent: " << s.ToString() << "\n";
@@ -344,9 +342,10 @@ void Agent::Loop() {
       backoff = 200'000;
     }
     Steady::time_point until = Steady::now() + std::chrono::microseconds(wait);
-    while (!stopping_ && !report_now_ && loop_cv_.wait_until(lock, until, [this] {
-      return stopping_ || report_now_ || stream_ended_;
-    })) {
+    while (!stopping_ && !report_now_ &&
+           loop_cv_.WaitUntil(loop_mu_, until, [this]() REQUIRES(loop_mu_) {
+             return stopping_ || report_now_ || stream_ended_;
+           })) {
       if (stream_ended_) {
         stream_ended_ = false;
         const Micros spread = std::clamp<Micros>(interval_, 1, kMaxReturnSpread);
@@ -362,7 +361,6 @@ StatusOr<nlohmann::json> Agent::Post(const std::string& path, const nlohmann::js
   TESSERA_ASSIGN_OR_RETURN(
       ControllerLinks::Answer r,
       links_->Post(path, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
-  last_status_ = r.status;
   if (r.status != 200) {
     return StatusFromHttp(r.status, r.body);
   }
@@ -388,7 +386,7 @@ Status Agent::Register() {
   req.agent_id = agent_id_;
   std::vector<std::pair<std::string, int64_t>> shipped;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     req.inventory = inventory_;
   }
   req.tasks = Reports(&shipped);
@@ -438,20 +436,20 @@ Status Agent::Register() {
   const Micros timeout = resp.node_timeout_ms * 1000;
   lease_ = timeout <= 0 ? 0 : timeout - std::max<Micros>(1'000'000, timeout / 10);
   Renew(sent);
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Delivered(shipped, req.tasks);  // what this registration reported is durable now
   registered_ = true;
   pty_address_ = LocalAddressToward(links_->current());
   std::cerr << "tessera agent: registered node " << resp.node << " with "
             << inventory_.spec.gpus.size() << " GPUs (" << backend_->Describe() << ")"
             << (links_->listed() > 1 ? " at " + links_->current() : "") << "\n";
-  lock.unlock();
+  lock.Unlock();
   (void)UseChannel();  // at once: launches are pushed only once the stream is open
   return Status::Ok();
 }
 
 std::vector<TaskReport> Agent::Reports(std::vector<std::pair<std::string, int64_t>>* shipped) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<TaskReport> out;
   for (auto& [id, t] : tasks_) {
     TaskReport r;
@@ -612,7 +610,7 @@ StatusOr<LaunchSpec> Agent::BuildLaunchSpec(const LocalTask& t, int64_t uid, int
 
 void Agent::StopTask(const TaskStop& stop) {
   const std::string id = TaskRecordId(stop.key);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = tasks_.find(id);
   if (it == tasks_.end() && seen_.insert(id).second) {
     // A stop for a task this agent never had (its launch was never sent, or was lost):
@@ -663,7 +661,7 @@ void Agent::ReleaseTask(LocalTask& t) {
 }
 
 void Agent::Sweep() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (launcher_ == nullptr) {
     return;
   }
@@ -717,7 +715,7 @@ void Agent::Sweep() {
 }
 
 size_t Agent::running_tasks() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [id, t] : tasks_) {
     n += t.exited ? 0 : 1;

@@ -4,11 +4,12 @@
 // receives the tasks to launch and to stop.
 //
 // Channel: when the registration names the controller's agent channel, heartbeats go
-// over that stream (agent/agent_channel_client.h), and launches and stops arrive on it
-// the moment they are durable. The agent heartbeats at once when a task ends (an exit
-// watcher waits on the shims' pidfds) or a launch arrives, and at least every interval;
-// without the channel (while it cannot be opened) heartbeats go over HTTP. A stream
-// that breaks or stops answering makes the agent register again (below).
+// over that stream (agent/agent_channel_client.h, protobuf messages), and launches and
+// stops arrive on it the moment they are durable. The agent heartbeats at once when a
+// task ends (an exit watcher waits on the shims' pidfds) or a launch arrives, and at
+// least every interval; without the channel (while it cannot be opened) heartbeats go
+// over HTTP (JSON). Both are HeartbeatTransports (agent/heartbeat_transport.h), handled
+// alike. A stream that breaks or stops answering makes the agent register again (below).
 //
 // Delivery: the controller resends a launch until a heartbeat reports that task and
 // a stop until the task has exited; the agent ignores keys it has seen. Exit reports
@@ -55,12 +56,10 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -69,11 +68,13 @@
 
 #include "agent/agent_channel_client.h"
 #include "agent/gpu_backend.h"
+#include "agent/heartbeat_transport.h"
 #include "agent/task_launcher.h"
 #include "agent/task_sandbox.h"
 #include "api/agent_protocol.h"
 #include "api/node_labels.h"
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/rng.h"
 #include "base/status.h"
 #include "model/gpu_catalog.h"
@@ -151,8 +152,9 @@ class Agent {
   // The controller the agent speaks to now (the last that answered); same thread.
   std::string controller() const;
 
-  const NodeInventory& inventory() const { return inventory_; }
-  std::string describe_gpus() const { return backend_->Describe(); }
+  // A copy: the loop replaces the inventory at each registration.
+  NodeInventory inventory() const;
+  std::string describe_gpus() const;
   int double_bookings() const { return double_bookings_.load(); }
   size_t running_tasks() const;
 
@@ -181,14 +183,15 @@ class Agent {
 
   Agent(AgentOptions options, const GpuCatalog& catalog);
   Status Init();
+  // The HTTP links to the controllers with the node's bearer, and the two heartbeat
+  // transports over them (agent_heartbeat.cc).
+  Status InitTransports();
   void Loop();
   Status Register();
   Status Heartbeat();
-  // One heartbeat's exchange (agent_heartbeat.cc): on the channel when it is open or can
-  // be opened, else over HTTP. `store_failed`: the controller is alive but took nothing.
-  // `channel_lost`: the stream broke or did not answer (it is closed now).
-  StatusOr<HeartbeatResponse> Exchange(const HeartbeatRequest& request, bool* store_failed,
-                                       bool* channel_lost);
+  // One heartbeat's exchange (agent_heartbeat.cc), waiting up to AnswerBound(): on the
+  // channel when it is open or can be opened, else over HTTP.
+  HeartbeatResult Exchange(const HeartbeatRequest& request);
   bool UseChannel();  // opens the channel when due; false: use HTTP this time
   void Apply(const HeartbeatResponse& commands);   // its launches, then its stops
   void OnPush(const HeartbeatResponse& commands);  // the channel's reader thread
@@ -197,41 +200,41 @@ class Agent {
   // Prepares the task under mu_ and lists it as starting; a launch thread then records
   // and starts it (agent_launch.cc). Without the loop (RunOnce), it starts inline.
   void Launch(const TaskLaunch& launch);
-  // A task that fails to start is kept, to be reported, with its GPUs released (mu_).
-  void FailLaunch(LocalTask task, std::string message);
-  // Reserves the task's GPUs and plans its sandbox (mu_); on an error, what it reserved
-  // stays in `task` for FailLaunch to release.
-  Status PrepareTask(LocalTask& task, LaunchSpec* spec);
+  // A task that fails to start is kept, to be reported, with its GPUs released.
+  void FailLaunch(LocalTask task, std::string message) REQUIRES(mu_);
+  // Reserves the task's GPUs and plans its sandbox; on an error, what it reserved stays
+  // in `task` for FailLaunch to release.
+  Status PrepareTask(LocalTask& task, LaunchSpec* spec) REQUIRES(mu_);
   // Records and starts a prepared task (without mu_), then marks it started or failed.
-  void Spawn(const std::string& id, LaunchSpec spec);
+  void Spawn(const std::string& id, LaunchSpec spec) EXCLUDES(mu_);
   void LaunchLoop();
   void StartLaunchers();
   void StopLaunchers();  // after the last Launch: waits for the launches in flight
   // The agent's own ledger: never hand out a GPU slice twice.
-  Status ReserveGpus(LocalTask& task);
+  Status ReserveGpus(LocalTask& task) REQUIRES(mu_);
   // The task's GPUs and new MIG instances: their UUIDs and device nodes.
   Status GrantDevices(LocalTask& task, std::vector<std::string>* visible,
-                      std::vector<GpuDeviceGrant>* granted);
+                      std::vector<GpuDeviceGrant>* granted) REQUIRES(mu_);
   // Environment, job sandbox, checkpoint directory, CPUs, device fence and lease;
   // `note` gets what the task's log should say about its working directory.
   StatusOr<LaunchSpec> BuildLaunchSpec(const LocalTask& task, int64_t uid, int64_t gid,
                                        const std::vector<std::string>& visible,
                                        const std::vector<GpuDeviceGrant>& granted,
-                                       std::string* note);
-  int GpuMinor(int gpu) const;  // its device node: <device_dir>/nvidia<minor>
+                                       std::string* note) REQUIRES(mu_);
+  // Its device node: <device_dir>/nvidia<minor>.
+  int GpuMinor(int gpu) const REQUIRES(mu_);
   void StopTask(const TaskStop& stop);
   void Sweep();  // reap exits, enforce kill deadlines, notice checkpoints
-  void ReleaseTask(LocalTask& task);
-  // Re-attaches what earlier agents on this data directory left (requires mu_).
-  void Recover();
-  // Forgets the tasks whose end the controller has durably recorded (requires mu_).
-  void Acknowledge(const std::vector<TaskReport>& reported);
-  // An exchange was answered (requires mu_): advances the log offsets shipped, then
-  // Acknowledge.
+  void ReleaseTask(LocalTask& task) REQUIRES(mu_);
+  // Re-attaches what earlier agents on this data directory left.
+  void Recover() REQUIRES(mu_);
+  // Forgets the tasks whose end the controller has durably recorded.
+  void Acknowledge(const std::vector<TaskReport>& reported) REQUIRES(mu_);
+  // An exchange was answered: advances the log offsets shipped, then Acknowledge.
   void Delivered(const std::vector<std::pair<std::string, int64_t>>& shipped,
-                 const std::vector<TaskReport>& reported);
+                 const std::vector<TaskReport>& reported) REQUIRES(mu_);
   // The uid/gid a launch runs as, or why it may not run.
-  StatusOr<std::pair<int64_t, int64_t>> RunAs(const TaskLaunch& launch);
+  StatusOr<std::pair<int64_t, int64_t>> RunAs(const TaskLaunch& launch) REQUIRES(mu_);
   // Records a successful exchange that was sent at `sent_wall_us` (the lease file).
   void Renew(Micros sent_wall_us);
   std::vector<TaskReport> Reports(std::vector<std::pair<std::string, int64_t>>* shipped);
@@ -245,15 +248,19 @@ class Agent {
   const GpuCatalog* catalog_;
   SystemClock system_clock_;
   const Clock* clock_ = &system_clock_;
-  std::unique_ptr<GpuBackend> backend_;
-  std::vector<DiscoveredGpu> gpus_;
-  NodeInventory inventory_;
+  // One caller at a time (GpuBackend's rule): the agent's calls hold mu_.
+  std::unique_ptr<GpuBackend> backend_ PT_GUARDED_BY(mu_);
+  // Replaced at each registration (on the loop thread); launches read it.
+  std::vector<DiscoveredGpu> gpus_ GUARDED_BY(mu_);
+  NodeInventory inventory_ GUARDED_BY(mu_);
+  // Made by Init, reset by Stop once the threads that use it have ended; thread-safe.
   std::unique_ptr<TaskLauncher> launcher_;
   std::unique_ptr<AgentGpuShares> gpu_shares_;  // MPS daemons and the CUDA limiter
   std::unique_ptr<ControllerLinks> links_;  // HTTP to the controllers
   std::string bearer_;  // the node's credential, or the join token until it has one
   // The agent channel (on the loop thread; pushes arrive on its reader thread).
   std::unique_ptr<AgentChannelClient> channel_;
+  std::unique_ptr<HttpHeartbeatTransport> http_;  // over links_, without the channel
   int64_t channel_port_ = 0;  // from the last registration; 0: none
   Micros channel_retry_at_ = 0;
   Micros channel_backoff_ = 0;  // grows while the channel cannot be opened
@@ -261,43 +268,47 @@ class Agent {
   std::string agent_id_;
   bool registered_ = false;
   // Where tasks' terminals listen: the address the controller sees this agent at (set
-  // at registration, under mu_).
-  std::string pty_address_ = "127.0.0.1";
+  // at registration).
+  std::string pty_address_ GUARDED_BY(mu_) = "127.0.0.1";
   Micros interval_ = 500'000;
-  Micros lease_ = 0;  // tasks fence themselves this long after the last contact; 0: never
-  bool warned_same_uid_ = false;
-  int last_status_ = 0;  // HTTP status of the last answered request; 0: none
+  // Tasks fence themselves this long after the last contact; 0: never. Set by Register
+  // on the loop thread while the channel is closed (no push can launch meanwhile).
+  Micros lease_ = 0;
+  bool warned_same_uid_ GUARDED_BY(mu_) = false;
   // Telemetry, on the loop thread.
   bool telemetry_read_ = false;  // whether a read was attempted
   Micros telemetry_at_ = 0;      // when
   std::vector<GpuTelemetry> unsent_telemetry_;
   std::set<std::string> telemetry_errors_;  // messages logged already
 
-  mutable std::mutex mu_;
-  std::map<std::string, LocalTask> tasks_;  // by launcher id
-  std::set<std::string> seen_;              // launch ids ever accepted
-  std::set<std::string> orphans_;           // killed at start: no readable record
-  std::map<int, int64_t> gpu_used_;         // gpu index -> milli in use
+  mutable Mutex mu_;
+  std::map<std::string, LocalTask> tasks_ GUARDED_BY(mu_);  // by launcher id
+  std::set<std::string> seen_ GUARDED_BY(mu_);              // launch ids ever accepted
+  std::set<std::string> orphans_ GUARDED_BY(mu_);  // killed at start: no readable record
+  std::map<int, int64_t> gpu_used_ GUARDED_BY(mu_);  // gpu index -> milli in use
   std::atomic<int> double_bookings_{0};
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
-  bool stopping_ = false;
-  bool report_now_ = false;  // guarded by loop_mu_
-  // The stream ended by itself (guarded by loop_mu_): the loop reports at a random point
-  // of the next min(heartbeat, kMaxReturnSpread), so that the agents of a controller that
-  // restarted come back spread over the interval it sized to its fleet.
-  bool stream_ended_ = false;
-  // Jitter for the loop's retries and returns (guarded by loop_mu_).
-  Pcg32 jitter_{(uint64_t{std::random_device{}()} << 32) | std::random_device{}()};
+  // Taken with mu_ held (StopTask's ReportSoon), never the other way round.
+  Mutex loop_mu_ ACQUIRED_AFTER(mu_);
+  CondVar loop_cv_;
+  bool stopping_ GUARDED_BY(loop_mu_) = false;
+  bool report_now_ GUARDED_BY(loop_mu_) = false;
+  // The stream ended by itself: the loop reports at a random point of the next
+  // min(heartbeat, kMaxReturnSpread), so that the agents of a controller that restarted
+  // come back spread over the interval it sized to its fleet.
+  bool stream_ended_ GUARDED_BY(loop_mu_) = false;
+  // Jitter for the loop's retries and returns.
+  Pcg32 jitter_ GUARDED_BY(loop_mu_){(uint64_t{std::random_device{}()} << 32) |
+                                     std::random_device{}()};
   // Launch threads: they start prepared tasks, two at a time.
   static constexpr int kLaunchThreads = 2;
-  std::mutex launch_mu_;
-  std::condition_variable launch_cv_;
-  std::deque<std::function<void()>> launch_queue_;
-  int launches_in_flight_ = 0;
-  bool launch_stopping_ = false;
-  std::vector<std::thread> launchers_;
+  // Taken with loop_mu_ held (Start starts the launch threads).
+  Mutex launch_mu_ ACQUIRED_AFTER(loop_mu_);
+  CondVar launch_cv_;
+  std::deque<std::function<void()>> launch_queue_ GUARDED_BY(launch_mu_);
+  int launches_in_flight_ GUARDED_BY(launch_mu_) = 0;
+  bool launch_stopping_ GUARDED_BY(launch_mu_) = false;
+  std::vector<std::thread> launchers_ GUARDED_BY(launch_mu_);
   std::thread loop_;
   std::thread exit_watch_;
 };

@@ -8,6 +8,8 @@
 
 #include "agent/agent_channel_args.h"
 #include "api/agent_channel.grpc.pb.h"
+#include "api/agent_channel_codec.h"
+#include "base/mutex.h"
 
 namespace tessera {
 
@@ -50,13 +52,13 @@ struct AgentChannelClient::Impl {
   std::thread reader;
   std::string where;  // "the agent channel at host:port"
 
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  uint64_t next_seq = 1;
-  uint64_t waiting_for = 0;
-  std::optional<ControllerMessage> answer;
-  bool broken = false;
-  bool closing = false;  // Close cancelled the stream
+  mutable Mutex mu;
+  CondVar cv;
+  uint64_t next_seq GUARDED_BY(mu) = 1;
+  uint64_t waiting_for GUARDED_BY(mu) = 0;
+  std::optional<ControllerMessage> answer GUARDED_BY(mu);
+  bool broken GUARDED_BY(mu) = false;
+  bool closing GUARDED_BY(mu) = false;  // Close cancelled the stream
 
   void Read() {
     ControllerMessage m;
@@ -65,18 +67,18 @@ struct AgentChannelClient::Impl {
         Deliver(m);
         continue;
       }
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       if (m.ack() == waiting_for) {
         answer = std::move(m);
-        cv.notify_all();
+        cv.NotifyAll();
       }
     }
     bool cancelled = false;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       broken = true;
       cancelled = closing;
-      cv.notify_all();
+      cv.NotifyAll();
     }
     if (!cancelled) {
       on_end();
@@ -84,10 +86,9 @@ struct AgentChannelClient::Impl {
   }
 
   void Deliver(const ControllerMessage& m) {
-    nlohmann::json j = nlohmann::json::parse(m.commands(), nullptr, false);
     StatusOr<HeartbeatResponse> commands =
-        j.is_discarded() ? StatusOr<HeartbeatResponse>(InvalidArgumentError("not JSON"))
-                         : HeartbeatResponseFromJson(j);
+        m.has_commands() ? FromProto(m.commands())
+                         : StatusOr<HeartbeatResponse>(InvalidArgumentError("no commands"));
     if (!commands.ok()) {
       std::cerr << "tessera agent: a push from the controller: " << commands.status().ToString()
                 << "\n";
@@ -136,9 +137,12 @@ StatusOr<HeartbeatResponse> AgentChannelClient::Open(const AgentChannelTarget& t
   c.context = std::make_unique<grpc::ClientContext>();
   c.context->AddMetadata("authorization", "Bearer " + target.credential);
   c.stream = c.stub->Connect(c.context.get());
-  c.broken = false;
-  c.closing = false;
-  c.next_seq = 1;
+  {
+    MutexLock lock(c.mu);
+    c.broken = false;
+    c.closing = false;
+    c.next_seq = 1;
+  }
   c.reader = std::thread([&c] { c.Read(); });
   AgentMessage hello;
   hello.set_node(target.node);
@@ -147,11 +151,16 @@ StatusOr<HeartbeatResponse> AgentChannelClient::Open(const AgentChannelTarget& t
   return Send(std::move(hello), timeout, &store_failed);
 }
 
-StatusOr<HeartbeatResponse> AgentChannelClient::Exchange(const HeartbeatRequest& request,
-                                                         Micros timeout, bool* store_failed) {
+HeartbeatResult AgentChannelClient::Exchange(const HeartbeatRequest& request, Micros timeout) {
   AgentMessage m;
-  m.set_heartbeat(ToJson(request).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  return Send(std::move(m), timeout, store_failed);
+  ToProto(request, m.mutable_heartbeat());
+  HeartbeatResult result;
+  result.answer = Send(std::move(m), timeout, &result.store_failed);
+  if (!result.answer.ok() && !result.store_failed) {
+    (void)Close();  // a stream that broke, stopped answering or sent nonsense is done
+    result.lost = true;
+  }
+  return result;
 }
 
 StatusOr<HeartbeatResponse> AgentChannelClient::Send(AgentMessage m, Micros timeout,
@@ -162,20 +171,24 @@ StatusOr<HeartbeatResponse> AgentChannelClient::Send(AgentMessage m, Micros time
     return UnavailableError("the agent channel is not open");
   }
   {
-    std::lock_guard<std::mutex> lock(c.mu);
+    MutexLock lock(c.mu);
     m.set_seq(c.next_seq++);
     c.waiting_for = m.seq();
     c.answer.reset();
   }
   bool answered = false;
   if (c.stream->Write(m)) {
-    std::unique_lock<std::mutex> lock(c.mu);
-    answered = c.cv.wait_for(lock, std::chrono::microseconds(timeout), [&c] {
+    MutexLock lock(c.mu);
+    answered = c.cv.WaitFor(c.mu, std::chrono::microseconds(timeout), [&c]() REQUIRES(c.mu) {
       return c.answer.has_value() || c.broken;
     }) && c.answer.has_value();
   }
   if (!answered) {
-    const bool timed_out = !c.broken;
+    bool timed_out = false;
+    {
+      MutexLock lock(c.mu);  // the reader thread sets it
+      timed_out = !c.broken;
+    }
     Status ended = Close();
     return timed_out ? UnavailableError(c.where + ": no answer within " +
                                         std::to_string(timeout / 1000) + " ms")
@@ -183,7 +196,7 @@ StatusOr<HeartbeatResponse> AgentChannelClient::Send(AgentMessage m, Micros time
   }
   ControllerMessage reply;
   {
-    std::lock_guard<std::mutex> lock(c.mu);
+    MutexLock lock(c.mu);
     reply = std::move(*c.answer);
     c.answer.reset();
   }
@@ -191,11 +204,15 @@ StatusOr<HeartbeatResponse> AgentChannelClient::Send(AgentMessage m, Micros time
     *store_failed = true;
     return UnavailableError("the controller took no reports: " + reply.error());
   }
-  nlohmann::json j = nlohmann::json::parse(reply.commands(), nullptr, false);
-  if (j.is_discarded()) {
-    return InternalError(c.where + ": an answer that is not JSON");
+  if (!reply.has_commands()) {
+    return InvalidArgumentError(c.where + ": an answer without commands");
   }
-  return HeartbeatResponseFromJson(j);
+  StatusOr<HeartbeatResponse> commands = FromProto(reply.commands());
+  if (!commands.ok()) {
+    return InvalidArgumentError(c.where + ": an answer that does not decode: " +
+                                commands.status().message());
+  }
+  return commands;
 }
 
 Status AgentChannelClient::Close() {
@@ -205,7 +222,7 @@ Status AgentChannelClient::Close() {
   }
   bool broken = false;
   {
-    std::lock_guard<std::mutex> lock(c.mu);
+    MutexLock lock(c.mu);
     broken = c.broken;
     c.closing = true;
   }

@@ -1,22 +1,24 @@
-// AgentChannelClient: the agent's end of the agent channel (api/agent_channel.proto).
-// One stream to the controller: Exchange sends a heartbeat and waits for its answer
-// (which the controller sends once the reports are durable); pushes (launches and stops
-// the controller made durable between answers) go to the push handler as they arrive,
-// on the client's reader thread.
+// AgentChannelClient: the agent's end of the agent channel (api/agent_channel.proto), one
+// of its two HeartbeatTransports (agent/heartbeat_transport.h). One stream to the
+// controller, carrying the protocol's protobuf messages (api/agent_channel_codec.h):
+// Exchange sends a heartbeat and waits for its answer (which the controller sends once
+// the reports are durable); pushes (launches and stops the controller made durable
+// between answers) go to the push handler as they arrive, on the client's reader thread.
+// What the controller sends is checked by the codec; a push that does not decode is
+// logged and dropped, an answer that does not decode ends the stream (lost).
 //
 // Thread safety: Open, Exchange and Close from one thread (the agent's loop); the push
 // handler runs on the reader thread and must be thread-safe against the loop.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "agent/heartbeat_transport.h"
 #include "api/agent_protocol.h"
 #include "base/clock.h"
 #include "base/status.h"
@@ -37,13 +39,13 @@ struct AgentChannelTarget {
   std::string agent_id;
 };
 
-class AgentChannelClient {
+class AgentChannelClient final : public HeartbeatTransport {
  public:
   using PushHandler = std::function<void(const HeartbeatResponse& commands)>;
   // `on_end` runs on the reader thread when the stream ends by itself (the controller
   // went away or ended it), so that the agent reconnects without waiting.
   AgentChannelClient(PushHandler on_push, std::function<void()> on_end);
-  ~AgentChannelClient();
+  ~AgentChannelClient() override;
   AgentChannelClient(const AgentChannelClient&) = delete;
   AgentChannelClient& operator=(const AgentChannelClient&) = delete;
 
@@ -51,11 +53,10 @@ class AgentChannelClient {
   // agent to register again). Unavailable when the controller cannot be reached within
   // `timeout`; the stream's end status otherwise.
   StatusOr<HeartbeatResponse> Open(const AgentChannelTarget& target, Micros timeout);
-  // Sends `request` and waits up to `timeout` for its answer. Unavailable (and the stream
-  // closed) when the stream broke or the answer did not come; an answer that says the
-  // store failed is Unavailable with `store_failed` set.
-  StatusOr<HeartbeatResponse> Exchange(const HeartbeatRequest& request, Micros timeout,
-                                       bool* store_failed);
+  // Sends `request` and waits up to `timeout` for its answer. An answer that says the
+  // store failed is Unavailable with `store_failed` set; any other failure (the stream
+  // broke, the answer did not come or does not decode) closes the stream and sets `lost`.
+  HeartbeatResult Exchange(const HeartbeatRequest& request, Micros timeout) override;
   // Ends the stream; returns how it ended (the controller's status, or Unavailable).
   Status Close();
   bool open() const;

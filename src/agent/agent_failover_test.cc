@@ -22,6 +22,7 @@
 #include "agent/controller_links.h"
 #include "agent/testing/fake_controller.h"
 #include "api/agent_channel.grpc.pb.h"
+#include "api/agent_channel_codec.h"
 #include "base/file_util.h"
 #include "base/testing/loopback_listener.h"
 
@@ -107,12 +108,12 @@ class FakeChannel final : public channel::AgentChannel::Service {
         continue;
       }
       HeartbeatResponse answer;
-      if (!in.heartbeat().empty() && !answered_first_.exchange(true)) {
+      if (in.has_heartbeat() && !answered_first_.exchange(true)) {
         answer = first_answer_;
       }
       channel::ControllerMessage out;
       out.set_ack(in.seq());
-      out.set_commands(ToJson(answer).dump());
+      ToProto(answer, out.mutable_commands());
       stream->Write(out);
     }
     return grpc::Status::OK;

@@ -43,7 +43,7 @@ AgentGpuShares::AgentGpuShares(AgentGpuSharesOptions o) : data_dir_(o.data_dir) 
 AgentGpuShares::~AgentGpuShares() { Stop(false); }
 
 void AgentGpuShares::OnInventory(const std::vector<DiscoveredGpu>& gpus) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stopped_) {
     return;
   }
@@ -64,7 +64,7 @@ void AgentGpuShares::OnInventory(const std::vector<DiscoveredGpu>& gpus) {
 }
 
 void AgentGpuShares::Poll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (mps_ != nullptr && !stopped_) {
     mps_->Poll();
     WriteStatus();
@@ -72,7 +72,7 @@ void AgentGpuShares::Poll() {
 }
 
 void AgentGpuShares::Stop(bool stop_daemons) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stopped_) {
     return;
   }
@@ -84,7 +84,7 @@ void AgentGpuShares::Stop(bool stop_daemons) {
 
 void AgentGpuShares::AddEnv(const TaskLaunch& launch,
                             std::map<std::string, std::string>* env) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::optional<MpsDirs> mps;
   if (mps_ != nullptr && launch.gpus.size() == 1) {
     mps = mps_->Serving(launch.gpus[0]);
@@ -93,7 +93,7 @@ void AgentGpuShares::AddEnv(const TaskLaunch& launch,
 }
 
 std::vector<std::pair<std::string, std::string>> AgentGpuShares::Labels() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (std::find(modes_.begin(), modes_.end(), SharingMode::kShared) == modes_.end()) {
     return {};
   }
@@ -114,12 +114,12 @@ std::vector<std::pair<std::string, std::string>> AgentGpuShares::Labels() const 
 }
 
 std::vector<MpsDaemonStatus> AgentGpuShares::mps_status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return mps_ != nullptr ? mps_->status() : std::vector<MpsDaemonStatus>{};
 }
 
 std::vector<std::string> AgentGpuShares::problems() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> out;
   if (!limiter_problem_.empty()) {
     out.push_back(limiter_problem_);

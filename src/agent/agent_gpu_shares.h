@@ -14,7 +14,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "agent/gpu_share_env.h"
 #include "agent/mps_supervisor.h"
 #include "base/clock.h"
+#include "base/mutex.h"
 
 namespace tessera {
 
@@ -64,18 +64,20 @@ class AgentGpuShares {
   std::vector<std::string> problems() const;
 
  private:
-  void WriteStatus();  // requires mu_
+  void WriteStatus() REQUIRES(mu_);
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
+  // data_dir_, limiter_, limiter_problem_, mps_enabled_ and mps_multi_user_ are set by
+  // the constructor and only read after.
   std::string data_dir_;
   std::string limiter_;
   std::string limiter_problem_;
-  std::vector<SharingMode> modes_;
-  std::unique_ptr<MpsSupervisor> mps_;  // runs no daemon when MPS is off
+  std::vector<SharingMode> modes_ GUARDED_BY(mu_);
+  std::unique_ptr<MpsSupervisor> mps_ PT_GUARDED_BY(mu_);  // runs no daemon when MPS is off
   bool mps_enabled_ = false;
   bool mps_multi_user_ = false;
-  bool stopped_ = false;
-  std::string written_status_;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  std::string written_status_ GUARDED_BY(mu_);
 };
 
 }  // namespace tessera

@@ -1,8 +1,11 @@
 // Agent: heartbeats, over the agent channel when the controller offers one, else over
-// HTTP, and the telemetry they carry (declared in agent.h).
+// HTTP (both HeartbeatTransports, agent/heartbeat_transport.h), and the telemetry they
+// carry (declared in agent.h).
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <string>
 #include <utility>
 
 #include "agent/agent.h"
@@ -27,6 +30,34 @@ std::string UrlHost(const std::string& url) {
 
 }  // namespace
 
+Status Agent::InitTransports() {
+  ControllerLinksOptions links;
+  links.ca_cert = options_.ca_cert;
+  links.insecure = options_.insecure;
+  links.answer_timeout = AnswerBound();
+  TESSERA_ASSIGN_OR_RETURN(links_, ControllerLinks::Create(options_.server_url, links));
+  http_ = std::make_unique<HttpHeartbeatTransport>(links_.get());
+  // The node proves itself with the credential its first registration got (kept in
+  // <data_dir>/node.credential); the join token only until it has one.
+  {
+    std::ifstream in(options_.data_dir + "/node.credential");
+    std::string credential;
+    std::getline(in, credential);
+    bearer_ = credential.empty() ? options_.token : credential;
+    links_->SetBearer(bearer_);
+  }
+  channel_ = std::make_unique<AgentChannelClient>(
+      [this](const HeartbeatResponse& commands) { OnPush(commands); },
+      [this] {
+        {
+          MutexLock lock(loop_mu_);
+          stream_ended_ = true;
+        }
+        loop_cv_.NotifyAll();
+      });
+  return Status::Ok();
+}
+
 Status Agent::Heartbeat() {
   HeartbeatRequest req;
   req.node = options_.node_name;
@@ -35,29 +66,27 @@ Status Agent::Heartbeat() {
   req.tasks = Reports(&shipped);
   req.gpus = TakeTelemetry();
   const Micros sent = SystemClock().NowMicros();
-  bool store_failed = false;
-  bool channel_lost = false;
-  StatusOr<HeartbeatResponse> answer = Exchange(req, &store_failed, &channel_lost);
-  if (channel_lost) {
+  HeartbeatResult result = Exchange(req);
+  if (result.lost) {
     // Its controller went away or stopped answering (a failover, or a restart): register
     // again, from the next address, with every report kept.
-    std::cerr << "tessera agent: " << answer.status().ToString() << "; registering again"
+    std::cerr << "tessera agent: " << result.answer.status().ToString() << "; registering again"
               << (links_->listed() > 1 ? " from the next controller" : "") << "\n";
     unsent_telemetry_ = std::move(req.gpus);
     registered_ = false;
     links_->Advance();
     return Register();
   }
-  if (!answer.ok()) {
-    if (store_failed) {
+  if (!result.answer.ok()) {
+    if (result.store_failed) {
       // A controller whose store failed takes no reports but is alive and hands out
       // nothing: the node is not lost, so its tasks need not fence themselves.
       Renew(sent);
     }
     unsent_telemetry_ = std::move(req.gpus);  // goes with the next heartbeat
-    return answer.status();
+    return result.answer.status();
   }
-  HeartbeatResponse resp = std::move(answer).value();
+  HeartbeatResponse resp = std::move(result.answer).value();
   if (resp.reregister) {
     // This controller did not take the reports (it restarted, or lost this agent):
     // keep every one of them for the registration.
@@ -69,7 +98,7 @@ Status Agent::Heartbeat() {
     interval_ = resp.heartbeat_interval_ms * 1000;  // the controller paces its fleet
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Delivered(shipped, req.tasks);
   }
   Apply(resp);
@@ -83,26 +112,10 @@ Micros Agent::AnswerBound() const {
 
 std::string Agent::controller() const { return links_->current(); }
 
-StatusOr<HeartbeatResponse> Agent::Exchange(const HeartbeatRequest& request, bool* store_failed,
-                                            bool* channel_lost) {
-  *store_failed = false;
-  *channel_lost = false;
-  if (UseChannel()) {
-    StatusOr<HeartbeatResponse> answer = channel_->Exchange(request, AnswerBound(), store_failed);
-    if (answer.ok() || *store_failed) {
-      return answer;
-    }
-    (void)channel_->Close();
-    *channel_lost = true;
-    return answer;
-  }
-  last_status_ = 0;
-  StatusOr<nlohmann::json> answer = Post("/v1/agents/heartbeat", ToJson(request));
-  if (!answer.ok()) {
-    *store_failed = last_status_ == 503;
-    return answer.status();
-  }
-  return HeartbeatResponseFromJson(*answer);
+HeartbeatResult Agent::Exchange(const HeartbeatRequest& request) {
+  HeartbeatTransport& transport =
+      UseChannel() ? static_cast<HeartbeatTransport&>(*channel_) : *http_;
+  return transport.Exchange(request, AnswerBound());
 }
 
 bool Agent::UseChannel() {
@@ -176,16 +189,16 @@ void Agent::OnPush(const HeartbeatResponse& commands) {
 
 void Agent::ReportSoon() {
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     report_now_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
 }
 
 void Agent::WatchExits() {
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(loop_mu_);
+      MutexLock lock(loop_mu_);
       if (stopping_) {
         return;
       }
@@ -207,7 +220,7 @@ std::vector<GpuTelemetry> Agent::TakeTelemetry() {
   telemetry_read_ = true;
   telemetry_at_ = now;
   StatusOr<std::vector<GpuTelemetry>> sample = [&] {
-    std::lock_guard<std::mutex> lock(mu_);  // the backend has one caller at a time
+    MutexLock lock(mu_);  // the backend has one caller at a time
     return backend_->ReadTelemetry();
   }();
   if (!sample.ok()) {

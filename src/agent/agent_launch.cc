@@ -17,7 +17,7 @@ void Agent::Launch(const TaskLaunch& l) {
   const std::string id = TaskRecordId(l.key);
   auto spec = std::make_shared<LaunchSpec>();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!seen_.insert(id).second || tasks_.count(id) > 0) {
       return;  // a resend
     }
@@ -33,11 +33,11 @@ void Agent::Launch(const TaskLaunch& l) {
     tasks_[id] = std::move(t);
   }
   {
-    std::lock_guard<std::mutex> lock(launch_mu_);
+    MutexLock lock(launch_mu_);
     if (!launchers_.empty()) {
       launch_queue_.push_back([this, id, spec] { Spawn(id, *spec); });
       ++launches_in_flight_;
-      launch_cv_.notify_one();
+      launch_cv_.NotifyOne();
       return;
     }
   }
@@ -84,7 +84,7 @@ Status Agent::PrepareTask(LocalTask& t, LaunchSpec* spec) {
 void Agent::Spawn(const std::string& id, LaunchSpec spec) {
   TaskRecord record;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = tasks_.find(id);
     if (it == tasks_.end()) {
       return;
@@ -104,7 +104,7 @@ void Agent::Spawn(const std::string& id, LaunchSpec spec) {
       ReportSoon();  // where its terminal listens: `tessera run --pty` waits for it
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = tasks_.find(id);
   if (it == tasks_.end()) {
     return;
@@ -133,24 +133,26 @@ void Agent::Spawn(const std::string& id, LaunchSpec spec) {
 }
 
 void Agent::LaunchLoop() {
-  std::unique_lock<std::mutex> lock(launch_mu_);
+  MutexLock lock(launch_mu_);
   while (true) {
-    launch_cv_.wait(lock, [this] { return launch_stopping_ || !launch_queue_.empty(); });
+    launch_cv_.Wait(launch_mu_, [this]() REQUIRES(launch_mu_) {
+      return launch_stopping_ || !launch_queue_.empty();
+    });
     if (launch_queue_.empty()) {
       return;
     }
     std::function<void()> job = std::move(launch_queue_.front());
     launch_queue_.pop_front();
-    lock.unlock();
+    lock.Unlock();
     job();
-    lock.lock();
+    lock.Lock();
     --launches_in_flight_;
-    launch_cv_.notify_all();
+    launch_cv_.NotifyAll();
   }
 }
 
 void Agent::StartLaunchers() {
-  std::lock_guard<std::mutex> lock(launch_mu_);
+  MutexLock lock(launch_mu_);
   launch_stopping_ = false;
   for (int i = 0; i < kLaunchThreads; ++i) {
     launchers_.emplace_back([this] { LaunchLoop(); });
@@ -158,16 +160,17 @@ void Agent::StartLaunchers() {
 }
 
 void Agent::StopLaunchers() {
+  std::vector<std::thread> launchers;  // joined without the lock, which they need to end
   {
-    std::unique_lock<std::mutex> lock(launch_mu_);
-    launch_cv_.wait(lock, [this] { return launches_in_flight_ == 0; });
+    MutexLock lock(launch_mu_);
+    launch_cv_.Wait(launch_mu_, [this]() REQUIRES(launch_mu_) { return launches_in_flight_ == 0; });
     launch_stopping_ = true;
+    launchers.swap(launchers_);
   }
-  launch_cv_.notify_all();
-  for (std::thread& t : launchers_) {
+  launch_cv_.NotifyAll();
+  for (std::thread& t : launchers) {
     t.join();
   }
-  launchers_.clear();
 }
 
 }  // namespace tessera

@@ -18,7 +18,7 @@ bool TaskLauncher::WaitForExit(int timeout_ms) {
   std::vector<std::string> ids;  // parallel to fds[1..]
   bool gone = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (int fd : retired_pidfds_) {
       ::close(fd);
     }
@@ -53,7 +53,7 @@ bool TaskLauncher::WaitForExit(int timeout_ms) {
     (void)!::read(wake_fd_, &count, sizeof(count));
   }
   bool ended = false;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (size_t i = 1; i < fds.size(); ++i) {
     if (fds[i].revents == 0) {
       continue;
@@ -89,18 +89,18 @@ void TaskLauncher::CloseWatchFds() {
 }
 
 bool TaskLauncher::Running(std::string_view id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return tasks_.find(id) != tasks_.end();
 }
 
 std::string TaskLauncher::CgroupOf(std::string_view id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = tasks_.find(id);
   return it == tasks_.end() ? std::string() : it->second.cgroup_dir;
 }
 
 std::vector<std::string> TaskLauncher::Warnings() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return warnings_;
 }
 

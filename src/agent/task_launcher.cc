@@ -12,7 +12,6 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -372,10 +371,10 @@ class TaskLauncher::Spawner {
   Spawner() : thread_([this] { Loop(); }) {}
   ~Spawner() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     thread_.join();
   }
 
@@ -383,10 +382,10 @@ class TaskLauncher::Spawner {
     std::packaged_task<void()> job(fn);
     std::future<void> done = job.get_future();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       jobs_.push_back(std::move(job));
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     done.get();
   }
 
@@ -398,8 +397,8 @@ class TaskLauncher::Spawner {
     while (true) {
       std::packaged_task<void()> job;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+        MutexLock lock(mu_);
+        cv_.Wait(mu_, [this]() REQUIRES(mu_) { return stop_ || !jobs_.empty(); });
         if (jobs_.empty()) {
           return;
         }
@@ -410,10 +409,10 @@ class TaskLauncher::Spawner {
     }
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::packaged_task<void()>> jobs_;
-  bool stop_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::packaged_task<void()>> jobs_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: starts after the members above exist
 };
 
@@ -442,7 +441,7 @@ TaskLauncher::TaskLauncher(Options options) : options_(std::move(options)) {
 
 TaskLauncher::~TaskLauncher() {
   spawner_.reset();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   RetryCgroupRemovals();
   CloseWatchFds();
 }
@@ -519,7 +518,7 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
                                  ": the agent is not root");
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (tasks_.count(spec.id) != 0 || starting_.count(spec.id) != 0) {
       return AlreadyExistsError("task " + spec.id + " is already running");
     }
@@ -533,7 +532,7 @@ StatusOr<int> TaskLauncher::Start(const LaunchSpec& spec) {
   ShimPlan plan;
   plan.state_file = Absolute(spec.state_file);
   auto finish = [&](StatusOr<Spawned> result) -> StatusOr<int> {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     starting_.erase(spec.id);
     if (!result.ok()) {
       if (!cgroup_dir.empty() &&
@@ -614,7 +613,7 @@ Status TaskLauncher::Adopt(const std::string& id, const std::string& state_file)
   task.child = ReadProcStat(task.shim_pid, &stat) && stat.starttime == task.shim_starttime &&
                stat.ppid == ::getpid();
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (tasks_.count(id) != 0 || starting_.count(id) != 0) {
     return AlreadyExistsError("task " + id + " is already known");
   }
@@ -627,7 +626,7 @@ Status TaskLauncher::Adopt(const std::string& id, const std::string& state_file)
 }
 
 int TaskLauncher::PtyPort(std::string_view id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = tasks_.find(id);
   return it == tasks_.end() ? 0 : it->second.pty_port;
 }
@@ -636,7 +635,7 @@ Status TaskLauncher::Signal(std::string_view id, int signal) {
   if (signal < 0 || signal >= NSIG) {
     return InvalidArgumentError("no such signal " + std::to_string(signal));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = tasks_.find(id);
   if (it == tasks_.end()) {
     return NotFoundError("no running task " + std::string(id));
@@ -653,7 +652,7 @@ Status TaskLauncher::Signal(std::string_view id, int signal) {
 }
 
 Status TaskLauncher::Kill(std::string_view id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = tasks_.find(id);
   if (it == tasks_.end()) {
     return NotFoundError("no running task " + std::string(id));
@@ -677,7 +676,7 @@ void TaskLauncher::KillAll() {
   };
   std::vector<Shim> shims;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [id, task] : tasks_) {
       if (ShimEnded(task)) {
         if (task.leftovers) {
@@ -702,7 +701,7 @@ void TaskLauncher::KillAll() {
 
 std::vector<TaskExit> TaskLauncher::Reap() {
   std::vector<TaskExit> exits;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     Task& task = it->second;
     if (!ShimEnded(task)) {

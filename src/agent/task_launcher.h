@@ -56,13 +56,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "agent/cgroups.h"
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace tessera {
@@ -206,25 +206,26 @@ class TaskLauncher {
   };
   class Spawner;
 
-  void AddWarning(std::string text);  // requires mu_
-  void RetryCgroupRemovals();         // requires mu_
-  bool ShimEnded(Task& task);         // requires mu_
-  void CloseWatchFds();               // requires mu_; the destructor's
+  void AddWarning(std::string text) REQUIRES(mu_);
+  void RetryCgroupRemovals() REQUIRES(mu_);
+  bool ShimEnded(Task& task) REQUIRES(mu_);  // `task` is one of tasks_
+  void CloseWatchFds() REQUIRES(mu_);        // the destructor's
 
   const Options options_;
   std::map<std::string, std::string> base_env_;
   std::unique_ptr<CgroupTree> cgroups_;  // null when use_cgroups is false
   std::unique_ptr<Spawner> spawner_;
 
-  mutable std::mutex mu_;
-  std::map<std::string, Task, std::less<>> tasks_;  // started, not yet reaped
-  std::set<std::string, std::less<>> starting_;     // ids inside Start
-  std::vector<std::string> pending_cgroup_removals_;
-  std::vector<std::string> warnings_;
-  // WaitForExit's: an eventfd that interrupts it, and the pidfds of reaped tasks, which
-  // it closes (not Reap: a poll may still hold them).
+  mutable Mutex mu_;
+  std::map<std::string, Task, std::less<>> tasks_ GUARDED_BY(mu_);  // started, not yet reaped
+  std::set<std::string, std::less<>> starting_ GUARDED_BY(mu_);     // ids inside Start
+  std::vector<std::string> pending_cgroup_removals_ GUARDED_BY(mu_);
+  std::vector<std::string> warnings_ GUARDED_BY(mu_);
+  // WaitForExit's: an eventfd that interrupts it (made by the constructor, closed by the
+  // destructor), and the pidfds of reaped tasks, which it closes (not Reap: a poll may
+  // still hold them).
   int wake_fd_ = -1;
-  std::vector<int> retired_pidfds_;
+  std::vector<int> retired_pidfds_ GUARDED_BY(mu_);
 };
 
 }  // namespace tessera

@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "api/agent_protocol_limits.h"
 #include "api/job_codec.h"
 #include "api/json_fields.h"
 
@@ -16,22 +17,7 @@ namespace {
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-constexpr size_t kMaxIdLength = 256;
-constexpr size_t kMaxLabels = 256;
-constexpr size_t kMaxLabelLength = 1024;
-constexpr size_t kMaxGpusPerNode = 64;
-constexpr size_t kMaxMigPerGpu = 16;
-constexpr size_t kMaxMessageBytes = 64 * 1024;
-constexpr size_t kMaxTasksPerMessage = 65'536;
-constexpr size_t kMaxLaunchEnvBytes = 1 << 20;
-constexpr int64_t kMaxGpuIndex = 1023;
-constexpr int64_t kMaxGraceMs = int64_t{7} * 24 * 3600 * 1000;
-constexpr int64_t kMaxHeartbeatMs = 3'600'000;
-constexpr int64_t kMaxNodeTimeoutMs = int64_t{24} * 3'600'000;
-constexpr int64_t kMaxUnixId = 4'294'967'294;  // (uid_t)-1 means "unchanged" to the kernel
-// Plausible GPU temperatures in degrees Celsius (sensors report whole degrees).
-constexpr int64_t kMinTempC = -273;
-constexpr int64_t kMaxTempC = 1000;
+using namespace agent_limits;  // NOLINT: the protocol's bounds, shared with its other codec
 
 // A string made safe to dump.
 std::string Utf8(const std::string& s) { return IsValidUtf8(s) ? s : ToValidUtf8(s); }
@@ -160,11 +146,11 @@ class Decoder {
     }
     report.state = *parsed;
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "exit_code", kInt32Min, kInt32Max, &report.exit_code));
-    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "signal", 0, 128, &report.signal));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "signal", 0, kMaxReportSignal, &report.signal));
     TESSERA_RETURN_IF_ERROR(OptBool(j, path, "checkpointed", &report.checkpointed));
     TESSERA_RETURN_IF_ERROR(OptString(j, path, "message", kMaxMessageBytes, &report.message));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "log_offset", 0, kInt64Max, &report.log_offset));
-    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "pty_port", 0, 65535, &report.pty_port));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "pty_port", 0, kMaxPort, &report.pty_port));
     if (const Json* v = FindField(j, "log_b64")) {
       const std::string at = ChildPath(path, "log_b64");
       TESSERA_ASSIGN_OR_RETURN(std::string b64,
@@ -188,7 +174,7 @@ class Decoder {
     }
     TESSERA_ASSIGN_OR_RETURN(int64_t g, r_.Int(*gpu, ChildPath(path, "gpu"), 0, kMaxGpuIndex));
     mig.gpu = static_cast<int>(g);
-    TESSERA_ASSIGN_OR_RETURN(mig.profile, RequiredString(j, path, "profile", 64));
+    TESSERA_ASSIGN_OR_RETURN(mig.profile, RequiredString(j, path, "profile", kMaxProfileLength));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "start", -1, kMigMemorySlots - 1, &mig.start));
     return mig;
   }
@@ -259,9 +245,10 @@ class Decoder {
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "gpu_milli", 0, kMilliPerGpu, &launch.gpu_milli));
     TESSERA_RETURN_IF_ERROR(
         OptInt(j, path, "gpu_memory_mib", 0, kInt64Max, &launch.gpu_memory_mib));
-    if (Status listed = List(j, path, "numa_nodes", 64,
+    if (Status listed = List(j, path, "numa_nodes", kMaxNumaNodes,
                              [&](const Json& v, const std::string& at) {
-                               TESSERA_ASSIGN_OR_RETURN(int64_t n, r_.Int(v, at, 0, 63));
+                               TESSERA_ASSIGN_OR_RETURN(int64_t n,
+                                                        r_.Int(v, at, 0, kMaxNumaNodes - 1));
                                launch.numa_nodes.push_back(static_cast<int>(n));
                                return Status::Ok();
                              });
@@ -275,7 +262,8 @@ class Decoder {
     TESSERA_RETURN_IF_ERROR(OptBool(j, path, "checkpoint_managed", &launch.checkpoint_managed));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "uid", -1, kMaxUnixId, &launch.uid));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "gid", -1, kMaxUnixId, &launch.gid));
-    TESSERA_RETURN_IF_ERROR(OptString(j, path, "pty_secret", 256, &launch.pty_secret));
+    TESSERA_RETURN_IF_ERROR(
+        OptString(j, path, "pty_secret", kMaxPtySecretLength, &launch.pty_secret));
     return launch;
   }
 
@@ -284,7 +272,7 @@ class Decoder {
     TaskStop stop;
     TESSERA_ASSIGN_OR_RETURN(stop.key, KeyField(j, path));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "grace_ms", 0, kMaxGraceMs, &stop.grace_ms));
-    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "signal", 1, 64, &stop.signal));
+    TESSERA_RETURN_IF_ERROR(OptInt(j, path, "signal", 1, kMaxStopSignal, &stop.signal));
     return stop;
   }
 
@@ -292,7 +280,7 @@ class Decoder {
     TESSERA_RETURN_IF_ERROR(r_.CheckObject(j, path));
     MigTelemetry m;
     TESSERA_ASSIGN_OR_RETURN(m.uuid, RequiredString(j, path, "uuid", kMaxIdLength));
-    TESSERA_RETURN_IF_ERROR(OptString(j, path, "profile", 64, &m.profile));
+    TESSERA_RETURN_IF_ERROR(OptString(j, path, "profile", kMaxProfileLength, &m.profile));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "start", -1, kMigMemorySlots - 1, &m.start));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "gi_id", -1, kInt32Max, &m.gi_id));
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "fb_used_mib", 0, kInt64Max, &m.fb_used_mib));
@@ -729,7 +717,8 @@ StatusOr<RegisterResponse> RegisterResponseFromJson(const nlohmann::json& j) {
                                          &response.node_timeout_ms));
         TESSERA_RETURN_IF_ERROR(
             d.OptString(j, "", "credential", kMaxIdLength, &response.credential));
-        TESSERA_RETURN_IF_ERROR(d.OptInt(j, "", "channel_port", 0, 65535, &response.channel_port));
+        TESSERA_RETURN_IF_ERROR(
+            d.OptInt(j, "", "channel_port", 0, kMaxPort, &response.channel_port));
         return response;
       });
 }

@@ -1,6 +1,8 @@
-// The controller <-> node agent protocol: JSON messages over HTTP, and over the agent
-// channel (api/agent_channel.proto), a stream that carries the same heartbeats and pushes
-// launches and stops the moment they are durable.
+// The controller <-> node agent protocol: JSON messages over HTTP, and the agent channel
+// (api/agent_channel.proto), a stream that carries the same heartbeats as protobuf
+// messages (their codec, api/agent_channel_codec.h, checks what this one checks) and
+// pushes launches and stops the moment they are durable. The bounds both codecs check
+// are in api/agent_protocol_limits.h.
 //
 //   agent -> controller  POST register   RegisterRequest  -> RegisterResponse
 //   agent -> controller  POST heartbeat  HeartbeatRequest -> HeartbeatResponse

@@ -1,10 +1,10 @@
+#include "base/mutex.h"
 #include "server/agent_channel_server.h"
 
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <iostream>
 #include <map>
@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "api/agent_channel.grpc.pb.h"
+#include "api/agent_channel_codec.h"
 #include "metrics/exposition.h"
 #include "server/controller.h"
 
@@ -27,15 +28,19 @@ class Stream;
 // What a stream's reactor shares with the workers and Push. The reactor may be gone (its
 // OnDone ran) while a worker still holds this; `reactor` is then null.
 struct StreamState {
-  std::mutex mu;
-  Stream* reactor = nullptr;
-  std::deque<ControllerMessage> out;  // front: being written when `writing`
-  bool writing = false;
-  bool reading = true;   // a read is outstanding, or a worker handles what it read
-  bool closing = false;  // no more reads or writes are started; Finish when idle
-  bool finished = false;
-  grpc::Status finish_status = grpc::Status::OK;
-  // Set by the hello (by a worker, before any other message of the stream is handled).
+  Mutex mu;
+  Stream* reactor GUARDED_BY(mu) = nullptr;
+  std::deque<ControllerMessage> out GUARDED_BY(mu);  // front: being written when `writing`
+  bool writing GUARDED_BY(mu) = false;
+  // A read is outstanding, or a worker handles what it read.
+  bool reading GUARDED_BY(mu) = true;
+  // No more reads or writes are started; Finish when idle.
+  bool closing GUARDED_BY(mu) = false;
+  bool finished GUARDED_BY(mu) = false;
+  grpc::Status finish_status GUARDED_BY(mu) = grpc::Status::OK;
+  // Not guarded: `peer` and `authorization` are set before the first read, the rest by
+  // the hello (by a worker, before any other message of the stream is handled); a
+  // stream's messages are handled one at a time.
   std::string node;
   std::string agent_id;
   std::string authorization;
@@ -58,14 +63,15 @@ struct AgentChannelServer::Impl final : channel::AgentChannel::CallbackService {
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 
-  std::mutex work_mu;
-  std::condition_variable work_cv;
-  std::deque<Work> work;
-  bool stopping = false;
-  std::vector<std::thread> workers;
+  Mutex work_mu;
+  CondVar work_cv;
+  std::deque<Work> work GUARDED_BY(work_mu);
+  bool stopping GUARDED_BY(work_mu) = false;
+  std::vector<std::thread> workers;  // started by Start, joined by Stop
 
-  mutable std::mutex streams_mu;
-  std::map<std::string, std::shared_ptr<StreamState>> streams;  // node -> its stream
+  mutable Mutex streams_mu;
+  // node -> its stream
+  std::map<std::string, std::shared_ptr<StreamState>> streams GUARDED_BY(streams_mu);
   std::atomic<uint64_t> pushes{0};
   // Arrival of an agent's message to its answer (the wait for a worker and the durable
   // commit included).
@@ -77,10 +83,10 @@ struct AgentChannelServer::Impl final : channel::AgentChannel::CallbackService {
 
   void Enqueue(Work w) {
     {
-      std::lock_guard<std::mutex> lock(work_mu);
+      MutexLock lock(work_mu);
       work.push_back(std::move(w));
     }
-    work_cv.notify_one();
+    work_cv.NotifyOne();
   }
   void WorkerLoop();
   void Handle(Work& w);
@@ -91,7 +97,7 @@ struct AgentChannelServer::Impl final : channel::AgentChannel::CallbackService {
   void Answer(const std::shared_ptr<StreamState>& s, uint64_t ack,
               const StatusOr<HeartbeatResponse>& answer);
   void Forget(const std::shared_ptr<StreamState>& s) {
-    std::lock_guard<std::mutex> lock(streams_mu);
+    MutexLock lock(streams_mu);
     auto it = streams.find(s->node);
     if (it != streams.end() && it->second == s) {
       streams.erase(it);
@@ -120,7 +126,10 @@ class Stream final : public grpc::ServerBidiReactor<AgentMessage, ControllerMess
  public:
   Stream(AgentChannelServer::Impl* owner, grpc::CallbackServerContext* context)
       : owner_(owner), state_(std::make_shared<StreamState>()) {
-    state_->reactor = this;
+    {
+      MutexLock lock(state_->mu);  // not shared yet; for the analysis
+      state_->reactor = this;
+    }
     state_->peer = context->peer();
     const auto& metadata = context->client_metadata();
     if (auto it = metadata.find("authorization"); it != metadata.end()) {
@@ -134,7 +143,7 @@ class Stream final : public grpc::ServerBidiReactor<AgentMessage, ControllerMess
     Stream* start = nullptr;
     const ControllerMessage* front = nullptr;
     {
-      std::lock_guard<std::mutex> lock(s->mu);
+      MutexLock lock(s->mu);
       if (s->reactor == nullptr || s->closing) {
         return;
       }
@@ -152,31 +161,41 @@ class Stream final : public grpc::ServerBidiReactor<AgentMessage, ControllerMess
 
   // Ends the stream with `status` once nothing is in flight.
   static void Close(const std::shared_ptr<StreamState>& s, grpc::Status status) {
-    std::unique_lock<std::mutex> lock(s->mu);
-    if (!s->closing) {
-      s->closing = true;
-      s->finish_status = std::move(status);
+    Finishing finish;
+    {
+      MutexLock lock(s->mu);
+      if (!s->closing) {
+        s->closing = true;
+        s->finish_status = std::move(status);
+      }
+      finish = TakeFinish(*s);
     }
-    MaybeFinish(s, lock);
+    finish.Run();
   }
 
   // A worker is done with the message read: read the next one, or finish.
   static void Resume(const std::shared_ptr<StreamState>& s) {
-    std::unique_lock<std::mutex> lock(s->mu);
-    if (s->closing || s->reactor == nullptr) {
-      s->reading = false;
-      MaybeFinish(s, lock);
-      return;
+    Finishing finish;
+    Stream* r = nullptr;
+    {
+      MutexLock lock(s->mu);
+      if (s->closing || s->reactor == nullptr) {
+        s->reading = false;
+        finish = TakeFinish(*s);
+      } else {
+        r = s->reactor;
+      }
     }
-    Stream* r = s->reactor;
-    lock.unlock();
-    r->StartRead(&r->in_);
+    finish.Run();
+    if (r != nullptr) {
+      r->StartRead(&r->in_);
+    }
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
       {
-        std::lock_guard<std::mutex> lock(state_->mu);
+        MutexLock lock(state_->mu);
         state_->reading = false;
       }
       Close(state_, grpc::Status::OK);
@@ -186,26 +205,32 @@ class Stream final : public grpc::ServerBidiReactor<AgentMessage, ControllerMess
   }
 
   void OnWriteDone(bool ok) override {
-    std::unique_lock<std::mutex> lock(state_->mu);
-    state_->out.pop_front();
-    if (!ok) {
-      state_->closing = true;
+    Finishing finish;
+    const ControllerMessage* front = nullptr;
+    {
+      MutexLock lock(state_->mu);
+      state_->out.pop_front();
+      if (!ok) {
+        state_->closing = true;
+      }
+      if (state_->closing || state_->out.empty()) {
+        state_->writing = false;
+        finish = TakeFinish(*state_);
+      } else {
+        front = &state_->out.front();
+      }
     }
-    if (state_->closing || state_->out.empty()) {
-      state_->writing = false;
-      MaybeFinish(state_, lock);
-      return;
+    finish.Run();
+    if (front != nullptr) {
+      StartWrite(front);
     }
-    const ControllerMessage* front = &state_->out.front();
-    lock.unlock();
-    StartWrite(front);
   }
 
   void OnCancel() override { Close(state_, grpc::Status::CANCELLED); }
 
   void OnDone() override {
     {
-      std::lock_guard<std::mutex> lock(state_->mu);
+      MutexLock lock(state_->mu);
       state_->reactor = nullptr;
     }
     owner_->Forget(state_);
@@ -213,17 +238,25 @@ class Stream final : public grpc::ServerBidiReactor<AgentMessage, ControllerMess
   }
 
  private:
-  static void MaybeFinish(const std::shared_ptr<StreamState>& s,
-                          std::unique_lock<std::mutex>& lock) {
-    if (!s->closing || s->reading || s->writing || s->finished || s->reactor == nullptr) {
-      return;
+  // A Finish to call once the stream's lock is let go of (none when `reactor` is null).
+  struct Finishing {
+    Stream* reactor = nullptr;
+    grpc::Status status;
+    void Run() {
+      if (reactor != nullptr) {
+        reactor->Finish(status);
+      }
     }
-    s->finished = true;
-    s->out.clear();
-    Stream* r = s->reactor;
-    grpc::Status status = s->finish_status;
-    lock.unlock();
-    r->Finish(status);
+  };
+  // The stream is to finish now when it is closing and idle: marked finished, and the
+  // Finish to call returned.
+  static Finishing TakeFinish(StreamState& s) REQUIRES(s.mu) {
+    if (!s.closing || s.reading || s.writing || s.finished || s.reactor == nullptr) {
+      return {};
+    }
+    s.finished = true;
+    s.out.clear();
+    return {s.reactor, s.finish_status};
   }
 
   AgentChannelServer::Impl* owner_;
@@ -239,17 +272,17 @@ grpc::ServerBidiReactor<AgentMessage, ControllerMessage>* AgentChannelServer::Im
 }
 
 void AgentChannelServer::Impl::WorkerLoop() {
-  std::unique_lock<std::mutex> lock(work_mu);
+  MutexLock lock(work_mu);
   while (true) {
-    work_cv.wait(lock, [this] { return stopping || !work.empty(); });
+    work_cv.Wait(work_mu, [this]() REQUIRES(work_mu) { return stopping || !work.empty(); });
     if (work.empty()) {
       return;
     }
     Work w = std::move(work.front());
     work.pop_front();
-    lock.unlock();
+    lock.Unlock();
     Handle(w);
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -278,11 +311,10 @@ void AgentChannelServer::Impl::Handle(Work& w) {
       return;
     }
   } else {
-    nlohmann::json body = nlohmann::json::parse(w.message.heartbeat(), nullptr, false);
     StatusOr<HeartbeatRequest> r =
-        body.is_discarded()
-            ? StatusOr<HeartbeatRequest>(InvalidArgumentError("heartbeat: not JSON"))
-            : HeartbeatRequestFromJson(body);
+        w.message.has_heartbeat()
+            ? FromProto(w.message.heartbeat())
+            : StatusOr<HeartbeatRequest>(InvalidArgumentError("heartbeat: is required"));
     if (r.ok() && (r->node != s.node || r->agent_id != s.agent_id)) {
       r = PermissionDeniedError("a heartbeat for node '" + r->node + "' on the stream of '" +
                                 s.node + "'");
@@ -311,7 +343,7 @@ void AgentChannelServer::Impl::Install(const std::shared_ptr<StreamState>& s) {
   s->installed = true;
   std::shared_ptr<StreamState> replaced;
   {
-    std::lock_guard<std::mutex> lock(streams_mu);
+    MutexLock lock(streams_mu);
     replaced = std::exchange(streams[s->node], s);
   }
   if (replaced != nullptr && replaced != s) {
@@ -329,8 +361,7 @@ void AgentChannelServer::Impl::Answer(const std::shared_ptr<StreamState>& s, uin
     Stream::Send(s, std::move(m));
     return;
   }
-  m.set_commands(
-      ToJson(answer.value()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  ToProto(answer.value(), m.mutable_commands());
   Stream::Send(s, std::move(m));
   if (answer->reregister) {
     Forget(s);
@@ -384,10 +415,10 @@ void AgentChannelServer::Stop() {
   // Cancels the streams; the workers still run, to finish the ones they hold.
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   {
-    std::lock_guard<std::mutex> lock(impl_->work_mu);
+    MutexLock lock(impl_->work_mu);
     impl_->stopping = true;
   }
-  impl_->work_cv.notify_all();
+  impl_->work_cv.NotifyAll();
   for (std::thread& t : impl_->workers) {
     t.join();
   }
@@ -401,7 +432,7 @@ int AgentChannelServer::port() const { return impl_->port; }
 void AgentChannelServer::Push(const std::string& node, const HeartbeatResponse& commands) {
   std::shared_ptr<StreamState> s;
   {
-    std::lock_guard<std::mutex> lock(impl_->streams_mu);
+    MutexLock lock(impl_->streams_mu);
     auto it = impl_->streams.find(node);
     if (it == impl_->streams.end()) {
       return;
@@ -409,13 +440,13 @@ void AgentChannelServer::Push(const std::string& node, const HeartbeatResponse& 
     s = it->second;
   }
   ControllerMessage m;
-  m.set_commands(ToJson(commands).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  ToProto(commands, m.mutable_commands());
   Stream::Send(s, std::move(m));
   impl_->pushes.fetch_add(1);
 }
 
 size_t AgentChannelServer::streams() const {
-  std::lock_guard<std::mutex> lock(impl_->streams_mu);
+  MutexLock lock(impl_->streams_mu);
   return impl_->streams.size();
 }
 

@@ -19,6 +19,11 @@
 // node must be the credential's. Anything else ends the stream with PERMISSION_DENIED
 // or UNAUTHENTICATED before the controller sees a message.
 //
+// Messages: the protocol's protobuf messages (api/agent_channel.proto), decoded and
+// checked by api/agent_channel_codec.h as the HTTP heartbeat's JSON is: a heartbeat that
+// does not decode, or that speaks for another node, ends the stream with
+// INVALID_ARGUMENT or PERMISSION_DENIED.
+//
 // Thread safety: Push and the accessors from any thread; Stop once, from one thread.
 #pragma once
 

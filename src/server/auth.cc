@@ -1,3 +1,4 @@
+#include "base/mutex.h"
 #include "server/auth.h"
 
 #include <openssl/evp.h>
@@ -157,12 +158,12 @@ StatusOr<Principal> PrincipalFromRow(const TokenRow& row) {
 }
 
 void TokenRegistry::Add(const std::string& hash, Principal who) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(mu_);
   by_hash_.insert_or_assign(hash, std::move(who));
 }
 
 bool TokenRegistry::Remove(const std::string& hash) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(mu_);
   return by_hash_.erase(hash) > 0;
 }
 
@@ -173,7 +174,7 @@ Status TokenRegistry::AddRows(const std::vector<TokenRow>& rows) {
     TESSERA_ASSIGN_OR_RETURN(Principal who, PrincipalFromRow(row));
     principals.push_back(std::move(who));
   }
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(mu_);
   for (size_t i = 0; i < rows.size(); ++i) {
     by_hash_.insert_or_assign(rows[i].hash, std::move(principals[i]));
   }
@@ -193,7 +194,7 @@ StatusOr<Principal> TokenRegistry::Authenticate(std::string_view authorization) 
     return UnauthenticatedError("missing bearer token");
   }
   std::string hash = HashToken(token);
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  ReaderLock lock(mu_);
   auto found = by_hash_.find(hash);
   if (found == by_hash_.end()) {
     return UnauthenticatedError("unknown token");
@@ -202,7 +203,7 @@ StatusOr<Principal> TokenRegistry::Authenticate(std::string_view authorization) 
 }
 
 size_t TokenRegistry::size() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  ReaderLock lock(mu_);
   return by_hash_.size();
 }
 

@@ -13,12 +13,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "store/store.h"
 
@@ -58,7 +58,7 @@ std::string GenerateToken(std::string_view prefix);
 TokenRow MakeTokenRow(const std::string& hash, const Principal& who, int64_t created_us);
 StatusOr<Principal> PrincipalFromRow(const TokenRow& row);  // InvalidArgument: bad role
 
-class TokenRegistry {  // thread-safe (shared_mutex)
+class TokenRegistry {  // thread-safe (a reader-writer lock)
  public:
   // Adds or replaces the principal of a token hash.
   void Add(const std::string& hash, Principal who);
@@ -75,8 +75,8 @@ class TokenRegistry {  // thread-safe (shared_mutex)
   size_t size() const;
 
  private:
-  mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, Principal> by_hash_;
+  mutable SharedMutex mu_;
+  std::unordered_map<std::string, Principal> by_hash_ GUARDED_BY(mu_);
 };
 
 }  // namespace tessera

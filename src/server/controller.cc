@@ -39,7 +39,12 @@ StatusOr<std::unique_ptr<Controller>> Controller::Open(ControllerOptions options
                                                        const Clock& clock,
                                                        const std::string& queues_yaml) {
   std::unique_ptr<Controller> c(new Controller(std::move(options), store, catalog, clock));
-  TESSERA_RETURN_IF_ERROR(c->Load(queues_yaml));
+  {
+    // Nothing else runs yet: held so that Load may touch what mu_ guards (it reads the
+    // store with it held, which later steps never do).
+    MutexLock lock(c->mu_);
+    TESSERA_RETURN_IF_ERROR(c->Load(queues_yaml));
+  }
   return c;
 }
 
@@ -206,7 +211,7 @@ Status Controller::LoadJobRow(JobRow row, Micros now) {
 }
 
 void Controller::Start() {
-  std::lock_guard<std::mutex> lock(loop_mu_);
+  MutexLock lock(loop_mu_);
   if (loop_.joinable()) {
     return;
   }
@@ -229,10 +234,10 @@ void Controller::Start() {
 void Controller::Stop() {
   eta_refresher_.Stop();  // started last, stopped first
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     stopping_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
   if (loop_.joinable()) {
     loop_.join();
   }
@@ -240,32 +245,34 @@ void Controller::Stop() {
 
 void Controller::Wake() {
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     wake_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
 }
 
 void Controller::Loop() {
-  std::unique_lock<std::mutex> lock(loop_mu_);
+  MutexLock lock(loop_mu_);
   while (!stopping_) {
-    loop_cv_.wait_for(lock, std::chrono::microseconds(options_.cycle_interval),
-                      [this] { return stopping_ || wake_; });
+    loop_cv_.WaitFor(loop_mu_, std::chrono::microseconds(options_.cycle_interval),
+                     [this]() REQUIRES(loop_mu_) { return stopping_ || wake_; });
     if (stopping_) {
       break;
     }
     wake_ = false;
-    lock.unlock();
+    lock.Unlock();
     Status s = RunCycle();
     if (!s.ok()) {
       std::cerr << "tessera server: scheduling cycle: " << s.ToString() << "\n";
     }
     ValidationStep();
-    lock.lock();
+    lock.Lock();
   }
 }
 
 void Controller::EventForwarder::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
+  // The core tells its listener only from within a locked step.
+  controller->mu_.AssertHeld();
   controller->LearnRuntime(job, event);
   controller->gates_.dirty = true;  // a start or an end may let a gated job go
   if (controller->options_.lifecycle_listener == nullptr) {

@@ -63,13 +63,11 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -82,6 +80,7 @@
 #include "api/agent_protocol.h"
 #include "api/job_codec.h"
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/rng.h"
 #include "base/status.h"
 #include "metrics/exposition.h"
@@ -359,191 +358,228 @@ class Controller {
 
   Controller(ControllerOptions options, Store* store, const GpuCatalog& catalog,
              const Clock& clock);
-  Status Load(const std::string& queues_yaml);
+  Status Load(const std::string& queues_yaml) REQUIRES(mu_);
   // The jobs of the store: pending ones queued, running and stopping ones with their
   // placement (waiting for their nodes), the oldest finished ones archived.
-  Status LoadJobRows(Micros now);
+  Status LoadJobRows(Micros now) REQUIRES(mu_);
   // One stored job into memory; an error (a row this version cannot read) leaves
   // nothing behind and the row is quarantined.
-  Status LoadJobRow(JobRow row, Micros now);
+  Status LoadJobRow(JobRow row, Micros now) REQUIRES(mu_);
   // Builds the core afresh from the nodes that are up (at the first cycle, after the
   // queue tree changed, after an in-place node change failed), putting every job back.
-  Status RebuildScheduler(Micros now, Pending& out);
+  Status RebuildScheduler(Micros now, Pending& out) REQUIRES(mu_);
   // Node changes in place (controller_cluster.cc); with mu_ held. A failure falls back
   // to a rebuild before the next cycle (logged).
   // The node registered: added to the core (or its spec updated, deferred while it
   // holds work), its drains applied, and the tasks it still runs held again.
-  void NodeJoined(const NodeInfo& node, Micros now, Pending& out);
+  void NodeJoined(const NodeInfo& node, Micros now, Pending& out) REQUIRES(mu_);
   // A running job whose task no longer fits its node (its agent came back with less)
   // is stopped and requeued rather than held on resources that are gone.
-  void RequeueMisfit(LiveJob& job, const std::string& why, Micros now, Pending& out);
+  void RequeueMisfit(LiveJob& job, const std::string& why, Micros now, Pending& out) REQUIRES(mu_);
   // The node left (its tasks detached by NodeDown): removed from the core.
-  void NodeLeft(const std::string& name);
+  void NodeLeft(const std::string& name) REQUIRES(mu_);
   // Updates the nodes whose spec changed once they hold nothing.
-  void ApplyRespecs();
+  void ApplyRespecs() REQUIRES(mu_);
   void Loop();
   void Wake();
   // The heartbeat interval told to agents now (see max_heartbeats_per_second); mu_ held.
-  Micros HeartbeatIntervalLocked() const;
+  Micros HeartbeatIntervalLocked() const REQUIRES(mu_);
 
   // All of these run with mu_ held.
   // A job in memory, or an archived one read from the store into `*archived` (read
   // only: it is finished); null when there is none. `lock` (on mu_) is released while
   // the store is read: pointers into the controller's state taken before do not survive.
-  const LiveJob* FindOrLoad(JobNumber id, std::optional<LiveJob>* archived,
-                            std::unique_lock<std::mutex>& lock);
+  const LiveJob* FindOrLoad(JobNumber id, std::optional<LiveJob>* archived) REQUIRES(mu_);
   // Archives the oldest finished jobs beyond finished_in_memory (controller_archive.cc).
-  void Archive(Micros now);
-  bool Visible(const Principal& who, const LiveJob& job) const;
+  void Archive(Micros now) REQUIRES(mu_);
+  bool Visible(const Principal& who, const LiveJob& job) const REQUIRES(mu_);
   // Whether `who` may cancel, hold, release or requeue a job it can see: the admin, a
   // token of the job's tenant as a whole (its coordinator), or the job's own user (as
   // Slurm: a user acts on its own jobs only). Else PermissionDenied naming the owner.
-  Status MayChange(const Principal& who, const LiveJob& job) const;
+  Status MayChange(const Principal& who, const LiveJob& job) const REQUIRES(mu_);
   // Who acted, as a job's reason records it ("user alice", "admin ops").
   static std::string Actor(const Principal& who);
   // A submission's queue (its tenant's first when `queue` is empty, filled in) checked
   // against `who`; returns the queue's tenant.
-  StatusOr<std::string> ResolveQueue(const Principal& who, std::string& queue) const;
+  StatusOr<std::string> ResolveQueue(const Principal& who, std::string& queue) const REQUIRES(mu_);
   // A new job's row is durable: counted, handed to the core, published.
-  void Acknowledge(LiveJob& job, Micros now);
+  void Acknowledge(LiveJob& job, Micros now) REQUIRES(mu_);
   // The job holding `tenant`'s Idempotency-Key `key` once no submission of it is in
   // flight: a resend racing its first try waits for the first's commit (on keys_cv_,
   // releasing `lock`) and is then answered as a replay of it. nullopt: no job holds it;
   // Aborted after kKeyWait without an outcome.
-  StatusOr<std::optional<JobNumber>> SettledKey(const std::string& tenant, const std::string& key,
-                                                std::unique_lock<std::mutex>& lock);
+  StatusOr<std::optional<JobNumber>> SettledKey(const std::string& tenant, const std::string& key) REQUIRES(mu_);
   // Refuses (ResourceExhausted, 429) a submission that would take a queue past its
   // maxPending (queue_limits.h); `adding`: the jobs it makes, by queue.
-  Status CheckPendingBound(const std::map<std::string, size_t>& adding);
-  int64_t MaxPendingOf(const std::string& queue);  // mu_
+  Status CheckPendingBound(const std::map<std::string, size_t>& adding) REQUIRES(mu_);
+  int64_t MaxPendingOf(const std::string& queue) REQUIRES(mu_);  // mu_
   // A submission's commit ended (made durable or forgotten): wakes SettledKey's waiters.
-  void KeysSettled() { keys_cv_.notify_all(); }
+  void KeysSettled() { keys_cv_.NotifyAll(); }
   // The answer to a commit that failed: a uniqueness conflict (another job already
   // holds the key in the store) is the client's answer, not a failure of the store.
   Status SubmitCommitFailed(const Status& s, const std::string& what);
+  // SubmitBatch's steps (controller_jobs.cc). Who may submit, the batch's shape and the
+  // queues' maxPending (takes mu_).
+  Status AdmitBatch(const Principal& who, const std::vector<JobSubmission>& jobs);
+  // Arrays' elements in their place (takes mu_ for the parsed arrays only).
+  StatusOr<std::vector<JobSubmission>> FlattenArrays(std::vector<JobSubmission> jobs);
+  // Each job's tenant, its queue resolved.
+  StatusOr<std::vector<std::string>> BatchTenants(const Principal& who,
+                                                  std::vector<JobSubmission>& jobs) REQUIRES(mu_);
+  // Each job prepared (PrepareSubmission; an array's elements share their first's) and
+  // given its per-GPU defaults.
+  Status PrepareBatch(const Principal& who, std::vector<JobSubmission>& jobs) REQUIRES(mu_);
+  // The jobs' rows into `batch` and the table (invisible until acknowledged); their ids.
+  std::vector<JobNumber> StageBatch(std::vector<JobSubmission>& jobs,
+                                    const std::vector<std::string>& tenants,
+                                    std::vector<std::string>& specs, const std::string& key,
+                                    Micros now, WriteBatch& batch) REQUIRES(mu_);
   // A batch whose idempotency key was used: the first batch's ids when it is the same
   // batch (`tenants`: each job's tenant). `lock` (on mu_) may be released.
   StatusOr<nlohmann::json> RetriedBatch(const std::vector<JobSubmission>& jobs,
                                         const std::vector<std::string>& tenants,
-                                        const std::string& key, std::unique_lock<std::mutex>& lock);
+                                        const std::string& key) REQUIRES(mu_);
   // Without `with_spec` the "spec" member is left out (listings splice in its text).
-  nlohmann::json JobJson(const LiveJob& job, bool with_spec = true, bool with_reason = true) const;
+  nlohmann::json JobJson(const LiveJob& job, bool with_spec = true, bool with_reason = true) const REQUIRES(mu_);
   // The job's view, published for the API's reads (job_views.h); with mu_ held, after
   // every change of the job (Seal, Submit, Load).
-  void PublishView(const LiveJob& job);
+  void PublishView(const LiveJob& job) REQUIRES(mu_);
   // A job's reason as its view holds it (job_views.h): fixed, or worked out when pending.
-  void FillReason(const LiveJob& job, JobView& view) const;
+  void FillReason(const LiveJob& job, JobView& view) const REQUIRES(mu_);
   // After every cycle: what pending jobs' reasons are worked out from.
-  void PublishWaitContext();
+  void PublishWaitContext() REQUIRES(mu_);
   // The "never fits" verdicts of `c` from the node registry (known_nodes.h), reusing
   // those of `last` for an unchanged node set. mu_ held.
-  void SetFitVerdicts(WaitContext& c, const WaitContext& last);
+  void SetFitVerdicts(WaitContext& c, const WaitContext& last) REQUIRES(mu_);
   // Before a submission is judged: republishes the verdicts when a node came, went or
   // was drained since they were made (fit_stale_), so a node that just registered
   // counts at once. mu_ held.
-  void RefreshFitVerdicts();
-  void Seal(Pending& out);  // the dirty jobs' rows into the batch
+  void RefreshFitVerdicts() REQUIRES(mu_);
+  void Seal(Pending& out) REQUIRES(mu_);  // the dirty jobs' rows into the batch
   // The core's cycle: starts and preemptions into `out`. False when it had nothing to
   // decide on (no nodes, or no pending job). mu_ held.
-  bool RunCoreCycle(Micros now, Pending& out);
-  void StartJob(LiveJob& job, const StartDecision& d, Micros now, Pending& out);
-  void StopJob(LiveJob& job, AfterStop after, Micros grace, Micros now, Pending& out);
+  bool RunCoreCycle(Micros now, Pending& out) REQUIRES(mu_);
+  void StartJob(LiveJob& job, const StartDecision& d, Micros now, Pending& out) REQUIRES(mu_);
+  void StopJob(LiveJob& job, AfterStop after, Micros grace, Micros now, Pending& out) REQUIRES(mu_);
   // The job's attempt is to end in a requeue for `cause`, with `reason`, unless its end
   // was already decided (a cancel, a failure, an earlier requeue).
-  void PlanRequeue(LiveJob& job, RequeueCause cause, std::string reason);
-  void TaskExited(LiveJob& job, int task, int exit_code, int signal, Micros now, Pending& out);
-  void Finalize(LiveJob& job, Micros now, Pending& out);
-  void NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out);
+  void PlanRequeue(LiveJob& job, RequeueCause cause, std::string reason) REQUIRES(mu_);
+  void TaskExited(LiveJob& job, int task, int exit_code, int signal, Micros now, Pending& out) REQUIRES(mu_);
+  void Finalize(LiveJob& job, Micros now, Pending& out) REQUIRES(mu_);
+  void NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out) REQUIRES(mu_);
   void HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
-                     Pending& out);
+                     Pending& out) REQUIRES(mu_);
   // Usage intervals of the running jobs that overlap [since, until), up to now.
-  void AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) const;
-  TaskLaunch MakeLaunch(const LiveJob& job, int task) const;
-  std::string CheckpointDir(const LiveJob& job) const;
+  void AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) const REQUIRES(mu_);
+  TaskLaunch MakeLaunch(const LiveJob& job, int task) const REQUIRES(mu_);
+  std::string CheckpointDir(const LiveJob& job) const REQUIRES(mu_);
   // The part of a reported chunk not written yet, into `out`.
-  void AppendLog(LiveJob& job, int task, int64_t offset, const std::string& chunk, Pending& out);
+  void AppendLog(LiveJob& job, int task, int64_t offset, const std::string& chunk, Pending& out) REQUIRES(mu_);
 
   // What the scheduler learned, across node changes and restarts (controller_history.cc).
-  void LoadHistory();
+  void LoadHistory() REQUIRES(mu_);
   // Into `out`, at most every history_interval: the usage and the predictor.
-  void SaveHistory(Micros now, Pending& out);
+  void SaveHistory(Micros now, Pending& out) REQUIRES(mu_);
   // A queue's fair-share usage and factor (null for a cohort or while rebuilding).
-  nlohmann::json FairShareJson(QueueId q) const;
+  nlohmann::json FairShareJson(QueueId q) const REQUIRES(mu_);
   // The node inventory's history (controller_whatif.cc): a record under
   // "history/nodes/<name>/<time>" when a node's spec first appears or changes, and when
   // the admin removes it; only changes, so it grows with the fleet's changes.
-  Status LoadNodeHistory();
-  void RecordNodeJoin(const NodeInventory& inventory, Micros now, Pending& out);
-  void RecordNodeLeave(const std::string& name, Micros now, Pending& out);
+  Status LoadNodeHistory() REQUIRES(mu_);
+  void RecordNodeJoin(const NodeInventory& inventory, Micros now, Pending& out) REQUIRES(mu_);
+  void RecordNodeLeave(const std::string& name, Micros now, Pending& out) REQUIRES(mu_);
 
   // Drains (controller_health.cc).
-  Status LoadDrains();
+  Status LoadDrains() REQUIRES(mu_);
   // Validation runs (controller_validation.cc), loaded at Open.
-  Status LoadValidations();
+  Status LoadValidations() REQUIRES(mu_);
   Status StartValidationJob(const ValidationCheck& check, const std::string& node,
-                            ValidationSlot& slot, Micros now, Pending& out);
-  void ApplyValidationHold(const std::string& node);  // mu_ held
-  void WriteValidationMetrics(MetricsWriter& w) const;
-  ValidationBook validation_;    // mu_
-  std::mutex validation_step_mu_;  // one pass at a time
-  void ApplyDrains(const NodeInfo& node);  // to the core's state, when it is current
-  void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out);
+                            ValidationSlot& slot, Micros now, Pending& out) REQUIRES(mu_);
+  void ApplyValidationHold(const std::string& node) REQUIRES(mu_);  // mu_ held
+  // The steps of ValidationStep. A check job that ended; its output is read without mu_
+  // (task output has a lock of its own, never taken under it).
+  struct EndedValidation {
+    std::string check, node;
+    uint64_t job = 0;
+    JobState state = JobState::kCancelled;
+    int exit_code = 0;
+    std::string reason;
+    std::string output;
+  };
+  // Holds each check's due nodes, at most `parallel` at once; mu_ held.
+  void HoldDueValidationNodes(Micros now, Pending& out) REQUIRES(mu_);
+  // The running check job of `slot`: into `ended` once it ended; cancelled when it was
+  // requeued or moved off `node`, failed when it timed out. mu_ held.
+  void TendValidationJob(const ValidationCheck& check, const std::string& node,
+                         ValidationSlot& slot, Micros now, std::vector<EndedValidation>& ended,
+                         Pending& out) REQUIRES(mu_);
+  // A held node: its check started once it is idle, or it is let go (the run recorded
+  // as skipped) after max_wait. False while it still waits, the slot unchanged. mu_ held.
+  bool StartOrReleaseValidation(const ValidationCheck& check, const std::string& node,
+                                ValidationSlot& slot, Micros now, Pending& out) REQUIRES(mu_);
+  // The ended check's run: judged and recorded, its node drained for a regression or a
+  // failure, the node let go. mu_ held.
+  void JudgeValidation(const EndedValidation& e, Micros now, Pending& judged) REQUIRES(mu_);
+  void WriteValidationMetrics(MetricsWriter& w) const REQUIRES(mu_);
+  ValidationBook validation_ GUARDED_BY(mu_);
+  Mutex validation_step_mu_;  // one pass at a time
+  void ValidationPass() REQUIRES(validation_step_mu_);  // ValidationStep's, one at a time
+  void ApplyDrains(const NodeInfo& node) REQUIRES(mu_);  // to the core's state, when it is current
+  void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out) REQUIRES(mu_);
   void HandleTelemetry(NodeInfo& node, const std::string& agent_id,
-                       std::vector<GpuTelemetry> sample, Micros now, Pending& out);
+                       std::vector<GpuTelemetry> sample, Micros now, Pending& out) REQUIRES(mu_);
   // Who holds each GPU now: (node, GPU index) -> the grants of running tasks there.
   struct GrantHolder {
     JobNumber job;
     const LiveJob* info;
     const GpuGrant* grant;
   };
-  std::map<std::pair<std::string, int>, std::vector<GrantHolder>> GpuHolders() const;
+  std::map<std::pair<std::string, int>, std::vector<GrantHolder>> GpuHolders() const REQUIRES(mu_);
   // The nodes' JSON (GET /v1/nodes), or only node `only`. `viewer` a tenant: other
   // tenants' jobs are shown without their ids and names.
-  nlohmann::json NodesJson(const std::string& only, const Principal* viewer = nullptr) const;
+  nlohmann::json NodesJson(const std::string& only, const Principal* viewer = nullptr) const REQUIRES(mu_);
   static nlohmann::json DrainJson(const std::optional<DrainInfo>& drain);
 
   // Idle and hung jobs, efficiency (controller_idle.cc); mu_ held. Every
   // kIdleSampleInterval (from RunCycle): samples, flags and the queues' idle actions.
-  void WatchIdle(Micros now, Pending& out);
-  const IdlePolicy& IdlePolicyOf(const std::string& queue) const;
-  void RefreshIdlePolicies();  // from the queue configuration, when it changed
+  void WatchIdle(Micros now, Pending& out) REQUIRES(mu_);
+  const IdlePolicy& IdlePolicyOf(const std::string& queue) const REQUIRES(mu_);
+  void RefreshIdlePolicies() REQUIRES(mu_);  // from the queue configuration, when it changed
   // The job's GPU utilisation now (0..100) from its nodes' last telemetry; none without.
-  std::optional<double> JobUtilisationNow(const LiveJob& job, Micros now) const;
-  void IdleJson(const LiveJob& job, nlohmann::json& out) const;  // into JobJson
+  std::optional<double> JobUtilisationNow(const LiveJob& job, Micros now) const REQUIRES(mu_);
+  void IdleJson(const LiveJob& job, nlohmann::json& out) const REQUIRES(mu_);  // into JobJson
   // What the current attempt used of `gpu_milli` (idle_watch.h); -1: not measured.
-  int64_t UsedGpuMilli(const LiveJob& job, int64_t gpu_milli) const;
+  int64_t UsedGpuMilli(const LiveJob& job, int64_t gpu_milli) const REQUIRES(mu_);
   // An ended interval's used_gpu_milli, counted for the tenant.
-  void MeasureUsage(const LiveJob& job, UsageRow& row);
-  void WriteIdleMetrics(MetricsWriter& w, Micros now) const;
-  IdleState idle_;  // mu_
+  void MeasureUsage(const LiveJob& job, UsageRow& row) REQUIRES(mu_);
+  void WriteIdleMetrics(MetricsWriter& w, Micros now) const REQUIRES(mu_);
+  IdleState idle_ GUARDED_BY(mu_);
 
   // Arrays, dependencies, holds and singletons (controller_gates.cc, job_gates.h); mu_
   // held. At submission: an array's elements, the priority class resolved, the
   // dependency's jobs found (`lock` may be released, as FindOrLoad does).
-  StatusOr<std::vector<JobSubmission>> ExpandArray(JobSubmission job) const;
-  Status PrepareSubmission(const Principal& who, JobSubmission& job,
-                           std::unique_lock<std::mutex>& lock);
+  // `a`: the array job.array names (ParsedArray); its elements, copied without mu_.
+  static std::vector<JobSubmission> ExpandArray(const JobSubmission& job, const JobGates::Array& a);
+  Status PrepareSubmission(const Principal& who, JobSubmission& job) REQUIRES(mu_);
   // A durable job that a hold, dependency, singleton or throttle may keep back: watched,
   // and gated at once until the next pass says otherwise.
-  void WatchGates(LiveJob& job);
+  void WatchGates(LiveJob& job) REQUIRES(mu_);
   // Before each cycle (when something changed): gates and ungates the watched jobs.
-  void UpdateGates(Micros now);
-  std::string GateReason(const LiveJob& job) const;  // "" when not gated
+  void UpdateGates(Micros now) REQUIRES(mu_);
+  std::string GateReason(const LiveJob& job) const REQUIRES(mu_);  // "" when not gated
   // Why a dependency keeps its job back now; "" when it holds.
-  std::string DependencyReason(const JobGates::Waits& waits);
+  std::string DependencyReason(const JobGates::Waits& waits) REQUIRES(mu_);
   // The array a job belongs to (its first element's id); 0: none.
-  uint64_t ArrayIdOf(const LiveJob& job) const;
-  std::shared_ptr<const JobGates::Array> ParsedArray(const std::string& text) const;
+  uint64_t ArrayIdOf(const LiveJob& job) const REQUIRES(mu_);
+  std::shared_ptr<const JobGates::Array> ParsedArray(const std::string& text) const REQUIRES(mu_);
   // The jobs a dependency names (an array's elements for an array's id). `remember`: the
   // array is kept in gates_.arrays, for the dependency's job to find it again should its
   // first element leave memory (one small entry per array a dependency names).
   StatusOr<std::vector<JobNumber>> DependencyJobs(const JobRef& ref,
-                                                  std::unique_lock<std::mutex>* lock,
-                                                  bool remember = true);
-  DependencyTarget TargetOf(JobNumber id);
+                                                  bool may_load, bool remember = true) REQUIRES(mu_);
+  DependencyTarget TargetOf(JobNumber id) REQUIRES(mu_);
   // The job ids a user's name stands for: one job, or every element of an array.
-  StatusOr<std::vector<JobNumber>> NamedJobs(const Principal& who, const std::string& text,
-                                             std::unique_lock<std::mutex>& lock);
+  StatusOr<std::vector<JobNumber>> NamedJobs(const Principal& who, const std::string& text) REQUIRES(mu_);
   // Hold, Release, Requeue: `refuse` says why a job is not one the action applies to
   // ("": it is; null: archived), `act` changes it (mu_ held), `after` runs once after
   // them all (may be empty).
@@ -557,39 +593,40 @@ class Controller {
                                       const NamedAction& action);
   // SLURM_* variables of a task (so that batch scripts written for Slurm run).
   void AddSlurmEnv(const LiveJob& job, int task, const std::vector<std::string>& node_order,
-                   int local_rank, TaskLaunch& launch) const;
-  JobGates gates_;  // mu_
+                   int local_rank, TaskLaunch& launch) const REQUIRES(mu_);
+  JobGates gates_ GUARDED_BY(mu_);
   // Runtime limits and the signal ahead of them (controller_limits.cc); mu_ held.
-  void EnforceTimeLimits(Micros now, Pending& out);
-  std::map<JobNumber, int32_t> limit_signalled_;  // job -> the attempt signalled; mu_
-  mutable std::map<std::string, std::shared_ptr<const JobGates::Array>> parsed_arrays_;  // mu_
+  void EnforceTimeLimits(Micros now, Pending& out) REQUIRES(mu_);
+  std::map<JobNumber, int32_t> limit_signalled_ GUARDED_BY(mu_);  // job -> the attempt signalled
+  mutable std::map<std::string, std::shared_ptr<const JobGates::Array>> parsed_arrays_
+      GUARDED_BY(mu_);
 
   // GPU faults and restarts (controller_restarts.cc); mu_ held.
   // A GPU failed in a way that ends the work on it (FaultEndsWork): the jobs holding it
   // are stopped with their grace and requeued as "gpu-fault" (or fail, restarts spent).
   void HandleGpuFault(const NodeInfo& node, int gpu, const HealthFinding& finding, Micros now,
-                      Pending& out);
+                      Pending& out) REQUIRES(mu_);
   // Whether the job's restart policy lets an attempt that ended for `cause` run again
   // now (causes it does not count always do); else `why` says why not, in words.
-  bool RestartAllowed(const LiveJob& job, RequeueCause cause, std::string* why = nullptr) const;
-  const RestartPolicy& RestartPolicyOf(const LiveJob& job) const;
+  bool RestartAllowed(const LiveJob& job, RequeueCause cause, std::string* why = nullptr) const REQUIRES(mu_);
+  const RestartPolicy& RestartPolicyOf(const LiveJob& job) const REQUIRES(mu_);
   // Finalize of a requeue: counts the restart and returns when the next attempt may
   // start (a failure's backoff; 0: at once); `ended` (the stored attempt) records both.
-  Micros CountRestart(LiveJob& job, Micros now, nlohmann::json& ended);
+  Micros CountRestart(LiveJob& job, Micros now, nlohmann::json& ended) REQUIRES(mu_);
   // After Open: each job's restart count, and the backoffs still to wait out.
-  void RestoreRestarts(Micros now);
+  void RestoreRestarts(Micros now) REQUIRES(mu_);
   // Restarts whose backoff ended are offered to the scheduler (their views change).
-  void ReleaseRestarts(Micros now, Pending& out);
-  void RestartJson(const LiveJob& job, nlohmann::json& out) const;  // into JobJson
-  void WriteRestartMetrics(MetricsWriter& w) const;
-  void WriteSchedulerMetrics(MetricsWriter& w) const;  // cycles, decisions, placement model
+  void ReleaseRestarts(Micros now, Pending& out) REQUIRES(mu_);
+  void RestartJson(const LiveJob& job, nlohmann::json& out) const REQUIRES(mu_);  // into JobJson
+  void WriteRestartMetrics(MetricsWriter& w) const REQUIRES(mu_);
+  void WriteSchedulerMetrics(MetricsWriter& w) const REQUIRES(mu_);  // cycles, decisions, placement model
 
   // Part of Metrics(): the queues' quota, the agents, each GPU's allocation and drain.
-  void WriteQuotaAndGpus(MetricsWriter& w) const;
+  void WriteQuotaAndGpus(MetricsWriter& w) const REQUIRES(mu_);
 
   // Makes `out` durable (without mu_), then hands out its launches and stops.
   Status Publish(Pending out);
-  PushSink push_sink_;  // guarded by mu_
+  PushSink push_sink_ GUARDED_BY(mu_);
 
   ControllerOptions options_;
   Store* store_;
@@ -598,17 +635,17 @@ class Controller {
 
   JobLogs logs_;         // its own lock
   PublishedJobs views_;  // its own lock: what the API's job reads see
-  PtySessions ptys_;     // guarded by mu_: terminals' secrets and endpoints
+  PtySessions ptys_ GUARDED_BY(mu_);  // terminals' secrets and endpoints
   // The core lock, and what it guards down to counters_ (see the top of this file).
-  mutable std::mutex mu_;
-  JobTable jobs_;
-  CoreSession core_;  // after jobs_: its lifecycle points into the table's records
+  mutable Mutex mu_;
+  JobTable jobs_ GUARDED_BY(mu_);
+  CoreSession core_ GUARDED_BY(mu_);  // after jobs_: its lifecycle points into the table's records
   // When the scheduler's history was last written, and the predictor's observations then.
-  Micros history_saved_at_ = 0;
-  int64_t history_observations_ = 0;
-  int64_t history_workload_observed_ = 0;  // the learner's count last saved
-  // Each node's last recorded spec in the node history; mu_.
-  std::map<std::string, std::optional<NodeSpec>> node_history_;
+  Micros history_saved_at_ GUARDED_BY(mu_) = 0;
+  int64_t history_observations_ GUARDED_BY(mu_) = 0;
+  int64_t history_workload_observed_ GUARDED_BY(mu_) = 0;  // the learner's count last saved
+  // Each node's last recorded spec in the node history.
+  std::map<std::string, std::optional<NodeSpec>> node_history_ GUARDED_BY(mu_);
   // Passes the lifecycle's events to options_.lifecycle_listener with the jobs' ids.
   struct EventForwarder final : LifecycleListener {
     Controller* controller = nullptr;
@@ -616,37 +653,37 @@ class Controller {
   };
   EventForwarder forwarder_;
   static constexpr const char* kNodeKeyPrefix = "node/";  // + name: the node's inventory
-  NodeRegistry nodes_;
-  GpuTaskDefaults gpu_task_defaults_;  // mu_; its nodes with the fit verdicts
-  TenantIdentities identities_;
+  NodeRegistry nodes_ GUARDED_BY(mu_);
+  GpuTaskDefaults gpu_task_defaults_ GUARDED_BY(mu_);  // its nodes with the fit verdicts
+  TenantIdentities identities_ GUARDED_BY(mu_);
   ControllerCounters counters_;  // for Metrics(); its atomics without mu_
-  Micros next_silence_check_ = 0;  // the loop's next walk for silent nodes; mu_
-  bool fit_stale_ = true;  // a node event since the fit verdicts were made; mu_
+  Micros next_silence_check_ GUARDED_BY(mu_) = 0;  // the loop's next walk for silent nodes
+  bool fit_stale_ GUARDED_BY(mu_) = true;  // a node event since the fit verdicts were made
   std::atomic<bool> store_failed_{false};
   std::vector<QuarantinedJob> quarantined_;  // written by Load only
-  // Each queue's maxPending, and the configuration text it was read from; mu_.
+  // Each queue's maxPending, and the configuration text it was read from.
   struct PendingBounds {
     std::string yaml;
     std::map<std::string, int64_t> by_queue;
-  } pending_bounds_;
+  } pending_bounds_ GUARDED_BY(mu_);
   // Signalled with mu_ whenever a submission's commit ends (SettledKey).
-  std::condition_variable keys_cv_;
+  CondVar keys_cv_;
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
-  bool wake_ = false;
-  bool stopping_ = false;
+  Mutex loop_mu_ ACQUIRED_AFTER(mu_);
+  CondVar loop_cv_;
+  bool wake_ GUARDED_BY(loop_mu_) = false;
+  bool stopping_ GUARDED_BY(loop_mu_) = false;
   std::thread loop_;
 
   // The ETA refresh (controller_eta.cc): its thread, one forecast at a time, and the
   // cycle count it last ran after.
   EtaRefresher eta_refresher_;
-  std::mutex eta_mu_;
+  Mutex eta_mu_;
   std::atomic<uint64_t> eta_cycles_seen_{0};
   // Under a policy that does not train the core's predictor, the ETAs train their own
   // from every job that succeeds (LearnRuntime, with mu_ held); not kept across restarts.
-  RuntimePredictor eta_predictor_;
-  void LearnRuntime(const JobRecord& job, const LifecycleEvent& event);
+  RuntimePredictor eta_predictor_ GUARDED_BY(mu_);
+  void LearnRuntime(const JobRecord& job, const LifecycleEvent& event) REQUIRES(mu_);
 };
 
 }  // namespace tessera

@@ -35,7 +35,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
   Pending out;
   RegisterResponse response;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const Micros now = clock_->NowMicros();
     NodeInfo& node = nodes_.FindOrAdd(spec.name);
     if (node.up && node.agent_id != request.agent_id) {
@@ -130,7 +130,7 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
       continue;
     }
     // The launch reached the agent: stop resending it.
-    std::erase_if(node.launches, [&](const TaskLaunch& l) { return l.key == r.key; });
+    std::erase_if(node.launches, [&](const TaskLaunch& l) REQUIRES(mu_) { return l.key == r.key; });
     if (r.pty_port > 0) {
       ptys_.Reported(r.key, node.address, r.pty_port, now);
     }
@@ -174,7 +174,7 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
   Pending out;
   HeartbeatResponse response;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = nodes_.all().find(request.node);
     if (it == nodes_.all().end() || !it->second.up || it->second.agent_id != request.agent_id) {
       response.reregister = true;
@@ -199,7 +199,7 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
       HandleTelemetry(node, request.agent_id, request.gpus, now, out);
     }
     // Stops stay until the task is gone; launches until the agent reports the task.
-    std::erase_if(node.stops, [&](const TaskStop& s) {
+    std::erase_if(node.stops, [&](const TaskStop& s) REQUIRES(mu_) {
       LiveJob* job = jobs_.Find(JobNumber(s.key.job));
       return job == nullptr || job->row.attempts != s.key.attempt ||
              static_cast<size_t>(s.key.task) >= job->tasks.size() ||
@@ -207,7 +207,7 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
     });
     // A launch whose attempt stopped before the agent took it is not sent again: the
     // stop that follows it ends that attempt on the agent (it never had it).
-    std::erase_if(node.launches, [&](const TaskLaunch& l) {
+    std::erase_if(node.launches, [&](const TaskLaunch& l) REQUIRES(mu_) {
       LiveJob* job = jobs_.Find(JobNumber(l.key.job));
       return job == nullptr || job->row.attempts != l.key.attempt ||
              jobs_.Rec(*job).phase != JobPhase::kRunning;

@@ -16,8 +16,7 @@ void Controller::Archive(Micros now) {
   }
 }
 
-const LiveJob* Controller::FindOrLoad(JobNumber id, std::optional<LiveJob>* archived,
-                                      std::unique_lock<std::mutex>& lock) {
+const LiveJob* Controller::FindOrLoad(JobNumber id, std::optional<LiveJob>* archived) {
   if (LiveJob* job = jobs_.Find(id)) {
     return job;
   }
@@ -25,9 +24,9 @@ const LiveJob* Controller::FindOrLoad(JobNumber id, std::optional<LiveJob>* arch
     return nullptr;
   }
   // An archived job never changes: read it without holding up the others.
-  lock.unlock();
+  mu_.Unlock();
   StatusOr<std::optional<JobRow>> row = store_->LoadJob(id.value());
-  lock.lock();
+  mu_.Lock();
   if (!row.ok() || !row->has_value()) {
     return nullptr;
   }

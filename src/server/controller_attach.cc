@@ -5,7 +5,7 @@
 namespace tessera {
 
 StatusOr<nlohmann::json> Controller::Attach(const Principal& who, JobNumber id, int task) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const LiveJob* job = jobs_.Find(id);
   if (job == nullptr || !Visible(who, *job)) {
     return NotFoundError("no job " + ToString(id));

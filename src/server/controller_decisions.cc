@@ -468,7 +468,7 @@ Status Controller::RunCycle() {
   const auto started = std::chrono::steady_clock::now();
   Pending out;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const Micros now = clock_->NowMicros();
     // A walk over every node, so not at every cycle (cycles follow every exit): a lost
     // node is noticed at most a tenth of the timeout (and at most 1 s) late.
@@ -490,7 +490,7 @@ Status Controller::RunCycle() {
         // What was decided before (a node lost) is still made durable and handed out.
         Seal(out);
         PublishWaitContext();
-        lock.unlock();
+        lock.Unlock();
         (void)Publish(std::move(out));
         return s;
       }
@@ -530,7 +530,7 @@ Status Controller::RunCycle() {
 }
 
 std::vector<std::string> Controller::CheckInvariants() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return core_.CheckInvariants();
 }
 
@@ -559,7 +559,7 @@ Status Controller::Publish(Pending out) {
   if (out.launches.empty() && out.stops.empty() && out.finished.empty()) {
     return Status::Ok();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Their terminal rows are durable now: they may leave memory.
   jobs_.NoteFinished(out.finished);
   Archive(clock_->NowMicros());
@@ -583,7 +583,7 @@ Status Controller::Publish(Pending out) {
     }
     auto& stops = n->second.stops;
     if (std::none_of(stops.begin(), stops.end(),
-                     [&](const TaskStop& s) { return s.key == stop.key; })) {
+                     [&key = stop.key](const TaskStop& s) { return s.key == key; })) {
       stops.push_back(stop);
       if (push_sink_) {
         pushes[node].stop.push_back(stop);
@@ -597,7 +597,7 @@ Status Controller::Publish(Pending out) {
 }
 
 void Controller::SetPushSink(PushSink sink) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   push_sink_ = std::move(sink);
 }
 

@@ -18,14 +18,14 @@
 namespace tessera {
 
 StatusOr<std::shared_ptr<const EtaTable>> Controller::ForecastEtas(EtaRuntimes runtimes) {
-  std::lock_guard<std::mutex> one_at_a_time(eta_mu_);
+  MutexLock one_at_a_time(eta_mu_);
   ForecastInput in;
   std::vector<JobNumber> ids;  // by the forecast's job index
   std::unordered_map<uint64_t, std::string> gated;
   // Wall time, not the injected clock: this measures the controller itself.
   const auto t0 = std::chrono::steady_clock::now();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (core_.rebuild_pending() || core_.state() == nullptr || core_.scheduler() == nullptr) {
       return std::shared_ptr<const EtaTable>();
     }

@@ -177,7 +177,7 @@ StatusOr<nlohmann::json> Controller::Drain(const std::string& name, int gpu, con
   Pending out;
   nlohmann::json result;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     TESSERA_ASSIGN_OR_RETURN(NodeInfo * found, nodes_.FindGpu(name, gpu));
     NodeInfo& node = *found;
     SetDrain(node, gpu, DrainInfo{reason, "admin", "admin", clock_->NowMicros()}, out);
@@ -191,7 +191,7 @@ StatusOr<nlohmann::json> Controller::Resume(const std::string& name, int gpu) {
   Pending out;
   nlohmann::json result;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     TESSERA_ASSIGN_OR_RETURN(NodeInfo * found, nodes_.FindGpu(name, gpu));
     NodeInfo& node = *found;
     const bool drained = gpu < 0 ? node.drain.has_value() : node.gpu_drains.count(gpu) > 0;

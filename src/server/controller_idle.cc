@@ -85,7 +85,7 @@ void Controller::WatchIdle(Micros now, Pending& out) {
   idle_.next_check = now + kIdleSampleInterval;
   RefreshIdlePolicies();
   // Jobs no longer running (and output of jobs never measured, e.g. without GPUs).
-  idle_.watch.Retain([&](uint64_t id) {
+  idle_.watch.Retain([&](uint64_t id) REQUIRES(mu_) {
     const LiveJob* job = jobs_.Find(JobNumber(id));
     return job != nullptr && job->state == JobState::kRunning;
   });

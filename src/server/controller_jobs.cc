@@ -121,12 +121,12 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   JobNumber id;
   JobRow row;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     StatusOr<std::string> resolved = ResolveQueue(who, job.spec.queue);
     if (!resolved.ok()) {
       return resolved.status();
     }
-    TESSERA_RETURN_IF_ERROR(PrepareSubmission(who, job, lock));
+    TESSERA_RETURN_IF_ERROR(PrepareSubmission(who, job));
     RefreshFitVerdicts();  // the nodes bound the per-GPU defaults
     gpu_task_defaults_.SetQueues(core_.queues_yaml());
     gpu_task_defaults_.Apply(job);
@@ -134,9 +134,9 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     const std::string& queue = job.spec.queue;
     if (!idempotency_key.empty()) {
       TESSERA_ASSIGN_OR_RETURN(std::optional<JobNumber> first,
-                               SettledKey(tenant, idempotency_key, lock));
+                               SettledKey(tenant, idempotency_key));
       std::optional<LiveJob> archived;
-      const LiveJob* found = first ? FindOrLoad(*first, &archived, lock) : nullptr;
+      const LiveJob* found = first ? FindOrLoad(*first, &archived) : nullptr;
       if (found != nullptr) {
         const LiveJob& existing = *found;
         // A retry must be the same request; anything else under the same key is a client
@@ -177,7 +177,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   WriteBatch batch;
   batch.jobs.push_back(std::move(row));
   Status s = store_->Commit(std::move(batch));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   KeysSettled();
   LiveJob& j = jobs_.all().at(id);
   if (!s.ok()) {
@@ -212,12 +212,26 @@ Status BatchKeyReused(const std::string& key) {
                             "new batch");
 }
 
+// The spec text of each job's row, the costly part of a submission (written without the
+// lock), each read back as the controller will read it after a restart.
+StatusOr<std::vector<std::string>> BatchSpecTexts(std::vector<JobSubmission>& jobs, Micros now,
+                                                  const GpuCatalog& catalog) {
+  std::vector<std::string> specs(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].spec.submit_time = now;
+    specs[i] = JobSubmissionToJson(jobs[i], catalog).dump();
+    // An array's elements differ only in their index: its first answers for all.
+    const bool element = i > 0 && !jobs[i].array.empty() && jobs[i].array == jobs[i - 1].array;
+    if (Status back = element ? Status::Ok() : ReadsBack(specs[i], catalog); !back.ok()) {
+      return AtJob(i, back);
+    }
+  }
+  return specs;
+}
+
 }  // namespace
 
-StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
-                                                 std::vector<JobSubmission> jobs,
-                                                 const std::string& key, bool* created) {
-  *created = false;
+Status Controller::AdmitBatch(const Principal& who, const std::vector<JobSubmission>& jobs) {
   if (who.role == Role::kAgent) {
     return PermissionDeniedError("agents cannot submit jobs");
   }
@@ -236,83 +250,137 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
   // A queue at its maxPending refuses before the arrays are expanded and the jobs
   // prepared (a flood at the bound costs little). Concurrent submissions may pass it
   // together: the bound holds to within one batch.
-  {
-    std::map<std::string, size_t> adding;
-    std::lock_guard<std::mutex> lock(mu_);
-    for (JobSubmission& j : jobs) {
-      std::string queue = j.spec.queue;
-      if (!ResolveQueue(who, queue).ok()) {
-        continue;  // refused with its path below
-      }
-      std::shared_ptr<const JobGates::Array> a = j.array.empty() ? nullptr : ParsedArray(j.array);
-      adding[queue] += a != nullptr ? a->indices.size() : 1;
+  std::map<std::string, size_t> adding;
+  MutexLock lock(mu_);
+  for (const JobSubmission& j : jobs) {
+    std::string queue = j.spec.queue;
+    if (!ResolveQueue(who, queue).ok()) {
+      continue;  // refused with its path later
     }
-    TESSERA_RETURN_IF_ERROR(CheckPendingBound(adding));
+    std::shared_ptr<const JobGates::Array> a = j.array.empty() ? nullptr : ParsedArray(j.array);
+    adding[queue] += a != nullptr ? a->indices.size() : 1;
   }
-  // Arrays in a batch: their elements in their place.
-  if (std::any_of(jobs.begin(), jobs.end(), [](const JobSubmission& j) { return !j.array.empty(); })) {
-    std::vector<JobSubmission> flat;
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (jobs[i].array.empty()) {
-        flat.push_back(std::move(jobs[i]));
-        continue;
-      }
-      StatusOr<std::vector<JobSubmission>> elements = ExpandArray(std::move(jobs[i]));
-      if (!elements.ok()) {
-        return AtJob(i, elements.status());
-      }
-      for (JobSubmission& e : *elements) {
-        flat.push_back(std::move(e));
-      }
-      if (flat.size() > kMaxBatchJobs) {
-        return OutOfRangeError("jobs: a batch makes at most " + std::to_string(kMaxBatchJobs) +
-                               " jobs, arrays' elements included");
-      }
+  return CheckPendingBound(adding);
+}
+
+StatusOr<std::vector<JobSubmission>> Controller::FlattenArrays(std::vector<JobSubmission> jobs) {
+  if (std::none_of(jobs.begin(), jobs.end(), [](const JobSubmission& j) { return !j.array.empty(); })) {
+    return jobs;
+  }
+  std::vector<JobSubmission> flat;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].array.empty()) {
+      flat.push_back(std::move(jobs[i]));
+      continue;
     }
-    jobs = std::move(flat);
+    std::shared_ptr<const JobGates::Array> array;
+    {
+      MutexLock lock(mu_);  // the parsed arrays' cache
+      array = ParsedArray(jobs[i].array);
+    }
+    if (array == nullptr) {
+      return AtJob(i, InvalidArgumentError("array: '" + jobs[i].array +
+                                           "' is not an array of indices"));
+    }
+    for (JobSubmission& e : ExpandArray(jobs[i], *array)) {
+      flat.push_back(std::move(e));
+    }
+    if (flat.size() > kMaxBatchJobs) {
+      return OutOfRangeError("jobs: a batch makes at most " + std::to_string(kMaxBatchJobs) +
+                             " jobs, arrays' elements included");
+    }
   }
+  return flat;
+}
+
+StatusOr<std::vector<std::string>> Controller::BatchTenants(const Principal& who,
+                                                            std::vector<JobSubmission>& jobs) {
+  std::vector<std::string> tenants(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    StatusOr<std::string> tenant = ResolveQueue(who, jobs[i].spec.queue);
+    if (!tenant.ok()) {
+      return AtJob(i, tenant.status());
+    }
+    tenants[i] = std::move(tenant).value();
+  }
+  return tenants;
+}
+
+Status Controller::PrepareBatch(const Principal& who, std::vector<JobSubmission>& jobs) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    // Each element of one array alike: its first answers for all.
+    if (i > 0 && !jobs[i].array.empty() && jobs[i].array == jobs[i - 1].array &&
+        jobs[i].array_index > jobs[i - 1].array_index &&
+        jobs[i].dependency == jobs[i - 1].dependency &&
+        jobs[i].priority_class == jobs[i - 1].priority_class) {
+      jobs[i].spec.priority = jobs[i - 1].spec.priority;
+      continue;
+    }
+    const int64_t index = jobs[i].array_index;
+    jobs[i].array_index = -1;  // set by the server, as expanded above
+    Status prepared = PrepareSubmission(who, jobs[i]);
+    jobs[i].array_index = index;
+    if (!prepared.ok()) {
+      return AtJob(i, prepared);
+    }
+  }
+  RefreshFitVerdicts();  // the nodes bound the per-GPU defaults
+  gpu_task_defaults_.SetQueues(core_.queues_yaml());
+  for (JobSubmission& job : jobs) {
+    gpu_task_defaults_.Apply(job);
+  }
+  return Status::Ok();
+}
+
+std::vector<JobNumber> Controller::StageBatch(std::vector<JobSubmission>& jobs,
+                                              const std::vector<std::string>& tenants,
+                                              std::vector<std::string>& specs,
+                                              const std::string& key, Micros now,
+                                              WriteBatch& batch) {
+  std::vector<JobNumber> ids;
+  ids.reserve(jobs.size());
+  batch.jobs.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobNumber id = jobs_.TakeId();
+    JobRow row;
+    row.id = id.value();
+    row.tenant = tenants[i];
+    row.queue = jobs[i].spec.queue;
+    row.name = jobs[i].spec.name;
+    row.idempotency_key = key.empty() ? "" : BatchJobKey(key, i);
+    row.spec_json = std::move(specs[i]);
+    row.state = std::string(JobStateName(JobState::kPending));
+    row.submit_us = now;
+    row.reason = jobs[i].hold ? HeldReason() : "waiting for the next scheduling cycle";
+    LiveJob& j = jobs_.Add(id);  // finished (invisible to the core) until durable
+    j.row = row;
+    j.submission = std::move(jobs[i]);
+    if (!key.empty()) {
+      jobs_.AddKey(row.tenant, row.idempotency_key, id);
+    }
+    batch.jobs.push_back(std::move(row));
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
+                                                 std::vector<JobSubmission> jobs,
+                                                 const std::string& key, bool* created) {
+  *created = false;
+  TESSERA_RETURN_IF_ERROR(AdmitBatch(who, jobs));
+  TESSERA_ASSIGN_OR_RETURN(jobs, FlattenArrays(std::move(jobs)));
   const size_t n = jobs.size();
-  std::vector<std::string> tenants(n);
-  auto resolve = [&](std::vector<std::string>& out) -> Status {
-    for (size_t i = 0; i < n; ++i) {
-      StatusOr<std::string> tenant = ResolveQueue(who, jobs[i].spec.queue);
-      if (!tenant.ok()) {
-        return AtJob(i, tenant.status());
-      }
-      out[i] = std::move(tenant).value();
-    }
-    return Status::Ok();
-  };
+  std::vector<std::string> tenants;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    TESSERA_RETURN_IF_ERROR(resolve(tenants));
-    for (size_t i = 0; i < n; ++i) {
-      // Each element of one array alike: its first answers for all.
-      if (i > 0 && !jobs[i].array.empty() && jobs[i].array == jobs[i - 1].array &&
-          jobs[i].array_index > jobs[i - 1].array_index &&
-          jobs[i].dependency == jobs[i - 1].dependency &&
-          jobs[i].priority_class == jobs[i - 1].priority_class) {
-        jobs[i].spec.priority = jobs[i - 1].spec.priority;
-        continue;
-      }
-      const int64_t index = jobs[i].array_index;
-      jobs[i].array_index = -1;  // set by the server, as expanded above
-      Status prepared = PrepareSubmission(who, jobs[i], lock);
-      jobs[i].array_index = index;
-      if (!prepared.ok()) {
-        return AtJob(i, prepared);
-      }
-    }
-    RefreshFitVerdicts();  // the nodes bound the per-GPU defaults
-    gpu_task_defaults_.SetQueues(core_.queues_yaml());
-    for (JobSubmission& job : jobs) {
-      gpu_task_defaults_.Apply(job);
-    }
+    MutexLock lock(mu_);
+    TESSERA_ASSIGN_OR_RETURN(tenants, BatchTenants(who, jobs));
+    TESSERA_RETURN_IF_ERROR(PrepareBatch(who, jobs));
     if (!key.empty()) {
       TESSERA_ASSIGN_OR_RETURN(std::optional<JobNumber> first,
-                               SettledKey(tenants[0], BatchJobKey(key, 0), lock));
+                               SettledKey(tenants[0], BatchJobKey(key, 0)));
       if (first) {
-        return RetriedBatch(jobs, tenants, key, lock);
+        return RetriedBatch(jobs, tenants, key);
       }
     }
   }
@@ -323,26 +391,13 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
       return AtJob(i, s);
     }
   }
-  // The rows' spec text, the costly part of a submission, is written without the lock.
   const Micros now = clock_->NowMicros();
-  std::vector<std::string> specs(n);
-  for (size_t i = 0; i < n; ++i) {
-    jobs[i].spec.submit_time = now;
-    specs[i] = JobSubmissionToJson(jobs[i], *catalog_).dump();
-    // An array's elements differ only in their index: its first answers for all.
-    const bool element = i > 0 && !jobs[i].array.empty() && jobs[i].array == jobs[i - 1].array;
-    if (Status back = element ? Status::Ok() : ReadsBack(specs[i], *catalog_); !back.ok()) {
-      return AtJob(i, back);
-    }
-  }
+  TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> specs, BatchSpecTexts(jobs, now, *catalog_));
   WriteBatch batch;
-  batch.jobs.reserve(n);
   std::vector<JobNumber> ids;
-  ids.reserve(n);
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    std::vector<std::string> again(n);
-    TESSERA_RETURN_IF_ERROR(resolve(again));
+    MutexLock lock(mu_);
+    TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> again, BatchTenants(who, jobs));
     if (again != tenants) {
       return AbortedError("the queue configuration changed during the submission; retry");
     }
@@ -350,9 +405,9 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
       // A resend that came in while this one was checked without the lock: the first
       // to take the key makes the jobs, the other answers as a replay of it.
       TESSERA_ASSIGN_OR_RETURN(std::optional<JobNumber> first,
-                               SettledKey(tenants[0], BatchJobKey(key, 0), lock));
+                               SettledKey(tenants[0], BatchJobKey(key, 0)));
       if (first) {
-        return RetriedBatch(jobs, tenants, key, lock);
+        return RetriedBatch(jobs, tenants, key);
       }
       for (size_t i = 1; i < n; ++i) {
         if (jobs_.FindKey(tenants[i], BatchJobKey(key, i))) {
@@ -360,30 +415,10 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
         }
       }
     }
-    for (size_t i = 0; i < n; ++i) {
-      const JobNumber id = jobs_.TakeId();
-      JobRow row;
-      row.id = id.value();
-      row.tenant = tenants[i];
-      row.queue = jobs[i].spec.queue;
-      row.name = jobs[i].spec.name;
-      row.idempotency_key = key.empty() ? "" : BatchJobKey(key, i);
-      row.spec_json = std::move(specs[i]);
-      row.state = std::string(JobStateName(JobState::kPending));
-      row.submit_us = now;
-      row.reason = jobs[i].hold ? HeldReason() : "waiting for the next scheduling cycle";
-      LiveJob& j = jobs_.Add(id);  // finished (invisible to the core) until durable
-      j.row = row;
-      j.submission = std::move(jobs[i]);
-      if (!key.empty()) {
-        jobs_.AddKey(row.tenant, row.idempotency_key, id);
-      }
-      batch.jobs.push_back(std::move(row));
-      ids.push_back(id);
-    }
+    ids = StageBatch(jobs, tenants, specs, key, now, batch);
   }
   Status s = store_->Commit(std::move(batch));
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   KeysSettled();
   if (!s.ok()) {
     for (JobNumber id : ids) {
@@ -398,8 +433,8 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
   nlohmann::json out = nlohmann::json::array();
   for (size_t i = 0; i < n; ++i) {
     if (i > 0 && i % kAcknowledgeSlice == 0) {
-      lock.unlock();
-      lock.lock();
+      lock.Unlock();
+      lock.Lock();
     }
     LiveJob& j = jobs_.all().at(ids[i]);
     j.spec_text_ok = 1;  // written by the JSON library just now
@@ -413,17 +448,16 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
 
 StatusOr<nlohmann::json> Controller::RetriedBatch(const std::vector<JobSubmission>& jobs,
                                                   const std::vector<std::string>& tenants,
-                                                  const std::string& key,
-                                                  std::unique_lock<std::mutex>& lock) {
+                                                  const std::string& key) {
   const size_t n = jobs.size();
   nlohmann::json ids = nlohmann::json::array();
   std::vector<JobSubmission> first;  // the first batch's jobs, compared without the lock
   first.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     TESSERA_ASSIGN_OR_RETURN(std::optional<JobNumber> id,
-                             SettledKey(tenants[i], BatchJobKey(key, i), lock));
+                             SettledKey(tenants[i], BatchJobKey(key, i)));
     std::optional<LiveJob> archived;
-    const LiveJob* found = id ? FindOrLoad(*id, &archived, lock) : nullptr;
+    const LiveJob* found = id ? FindOrLoad(*id, &archived) : nullptr;
     if (found == nullptr) {
       return BatchKeyReused(key);
     }
@@ -436,21 +470,23 @@ StatusOr<nlohmann::json> Controller::RetriedBatch(const std::vector<JobSubmissio
       return BatchKeyReused(key);
     }
   }
-  lock.unlock();
-  for (size_t i = 0; i < n; ++i) {
+  mu_.Unlock();
+  bool same = true;
+  for (size_t i = 0; i < n && same; ++i) {
     // As for a single job, where it was retried from is not part of the request.
     JobSubmission retry = jobs[i];
     retry.submit_dir = first[i].submit_dir;
-    if (JobSubmissionToJson(retry, *catalog_) != JobSubmissionToJson(first[i], *catalog_)) {
-      return BatchKeyReused(key);
-    }
+    same = JobSubmissionToJson(retry, *catalog_) == JobSubmissionToJson(first[i], *catalog_);
+  }
+  mu_.Lock();
+  if (!same) {
+    return BatchKeyReused(key);
   }
   return nlohmann::json{{"ids", std::move(ids)}};
 }
 
 StatusOr<std::optional<JobNumber>> Controller::SettledKey(const std::string& tenant,
-                                                          const std::string& key,
-                                                          std::unique_lock<std::mutex>& lock) {
+                                                          const std::string& key) {
   // Longer than any commit takes; a store that hangs longer fails on its own.
   constexpr auto kKeyWait = std::chrono::seconds(30);
   const auto deadline = std::chrono::steady_clock::now() + kKeyWait;
@@ -459,7 +495,7 @@ StatusOr<std::optional<JobNumber>> Controller::SettledKey(const std::string& ten
     if (!id || !jobs_.InFlight(*id)) {
       return id;
     }
-    if (keys_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
+    if (!keys_cv_.WaitUntil(mu_, deadline) &&
         jobs_.InFlight(*id)) {
       return AbortedError("a submission with this idempotency key is still in progress; retry");
     }
@@ -541,9 +577,9 @@ StatusOr<std::string> Controller::GetJobText(const Principal& who, JobNumber id)
     return views_.Text(*view);
   }
   // Not published: archived out of memory (read from the store), or no such job.
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::optional<LiveJob> archived;
-  const LiveJob* job = FindOrLoad(id, &archived, lock);
+  const LiveJob* job = FindOrLoad(id, &archived);
   if (job == nullptr || !Visible(who, *job)) {
     return NotFoundError("no job " + ToString(id));
   }
@@ -554,9 +590,9 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, JobNumber id) 
   Pending out;
   nlohmann::json result;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::optional<LiveJob> archived;
-    const LiveJob* found = FindOrLoad(id, &archived, lock);
+    const LiveJob* found = FindOrLoad(id, &archived);
     if (found == nullptr || !Visible(who, *found)) {
       return NotFoundError("no job " + ToString(id));
     }
@@ -600,9 +636,9 @@ StatusOr<LogChunk> Controller::ReadLog(const Principal& who, JobNumber id, int t
     replicas = view->tasks;
     state = view->state;
   } else {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::optional<LiveJob> archived;
-    const LiveJob* job = FindOrLoad(id, &archived, lock);
+    const LiveJob* job = FindOrLoad(id, &archived);
     if (job == nullptr || !Visible(who, *job)) {
       return NotFoundError("no job " + ToString(id));
     }

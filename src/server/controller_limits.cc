@@ -50,7 +50,7 @@ void Controller::EnforceTimeLimits(Micros now, Pending& out) {
     }
   }
   // Jobs that ended forget their signal.
-  std::erase_if(limit_signalled_, [&](const auto& entry) {
+  std::erase_if(limit_signalled_, [&](const auto& entry) REQUIRES(mu_) {
     const LiveJob* job = jobs_.Find(entry.first);
     return job == nullptr || job->state != JobState::kRunning;
   });

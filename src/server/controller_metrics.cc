@@ -179,7 +179,7 @@ void Controller::WriteSchedulerMetrics(MetricsWriter& w) const {
 }
 
 std::string Controller::Metrics() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const Micros now = clock_->NowMicros();
   MetricsWriter w;
 
@@ -266,7 +266,7 @@ std::string Controller::Metrics() {
 }
 
 std::string Controller::GpuMetrics() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Who holds each GPU, one entry per job.
   std::map<std::pair<std::string, int>, std::vector<GpuHolder>> holders;
   for (const auto& [gpu, grants] : GpuHolders()) {
@@ -293,8 +293,9 @@ std::string Controller::GpuMetrics() {
         continue;  // the driver has nothing to say about it
       }
       const std::string model = catalog_->Get(node.inventory.spec.gpus[g].model).name;
-      auto labels = [&](const std::string& profile, const std::string& gi, const std::string& tenant,
-                        const std::string& job) -> MetricLabels {
+      auto labels = [&, &name = name](const std::string& profile, const std::string& gi,
+                                      const std::string& tenant,
+                                      const std::string& job) -> MetricLabels {
         return {{"gpu", std::to_string(g)}, {"UUID", t.uuid}, {"device", "nvidia" + std::to_string(g)},
                 {"modelName", model},       {"Hostname", name}, {"GPU_I_PROFILE", profile},
                 {"GPU_I_ID", gi},           {"tenant", tenant}, {"job_id", job}};
@@ -371,7 +372,7 @@ StatusOr<nlohmann::json> Controller::UsageSeries(Micros since, Micros until, Mic
   TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> rows, store_->LoadUsage(since, until));
   std::map<std::string, double> quota_gpus;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     AppendRunningUsage(since, until, &rows);
     for (QueueId q : core_.tree().queues()) {
       double& gpus = quota_gpus[core_.tree().tenant(q)];

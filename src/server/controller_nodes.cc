@@ -110,7 +110,7 @@ std::vector<JobNumber> Controller::JobPage::ids() const {
 }
 
 nlohmann::json Controller::Nodes(const Principal& who) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return {{"nodes", NodesJson("", &who)}};
 }
 
@@ -120,7 +120,7 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
   }
   Pending out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = nodes_.all().find(name);
     if (it == nodes_.all().end()) {
       return NotFoundError("no node '" + name + "'");
@@ -172,7 +172,7 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
 Status Controller::FenceNode(const std::string& name, const std::string& reason) {
   Pending out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = nodes_.all().find(name);
     if (it == nodes_.all().end()) {
       return NotFoundError("no node '" + name + "'");
@@ -191,7 +191,7 @@ Status Controller::FenceNode(const std::string& name, const std::string& reason)
 
 Status Controller::ForgetRemovedNodes() {
   TESSERA_ASSIGN_OR_RETURN(auto removed, store_->ListKv(kRemovedNodePrefix));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [key, value] : removed) {
     if (!value.empty()) {
       nodes_.all().erase(key.substr(std::string(kRemovedNodePrefix).size()));
@@ -218,7 +218,7 @@ void Controller::CountForeignReports(const std::string& node,
   if (reports.empty()) {
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const TaskReport& r : reports) {
     LiveJob* job = jobs_.Find(JobNumber(r.key.job));
     if (job == nullptr || r.key.task < 0 || static_cast<size_t>(r.key.task) >= job->tasks.size() ||

@@ -126,7 +126,7 @@ StatusOr<nlohmann::json> Controller::AddValidation(const nlohmann::json& body) {
   TESSERA_ASSIGN_OR_RETURN(ValidationCheck check, ValidationCheckFromJson(body));
   Pending out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (validation_.checks.count(check.name) > 0) {
       return AlreadyExistsError("validation check '" + check.name +
                                 "' exists; remove it first to change it");
@@ -145,7 +145,7 @@ StatusOr<nlohmann::json> Controller::AddValidation(const nlohmann::json& body) {
 StatusOr<nlohmann::json> Controller::RemoveValidation(const std::string& name) {
   Pending out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = validation_.checks.find(name);
     if (it == validation_.checks.end()) {
       return NotFoundError("no validation check '" + name + "'");
@@ -180,7 +180,7 @@ StatusOr<nlohmann::json> Controller::RemoveValidation(const std::string& name) {
 }
 
 nlohmann::json Controller::Validations() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   nlohmann::json list = nlohmann::json::array();
   for (const auto& [name, check] : validation_.checks) {
     nlohmann::json j = ValidationCheckToJson(check);
@@ -225,7 +225,7 @@ StatusOr<nlohmann::json> Controller::RunValidation(const std::string& name,
   Pending out;
   nlohmann::json queued = nlohmann::json::array();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = validation_.checks.find(name);
     if (it == validation_.checks.end()) {
       return NotFoundError("no validation check '" + name + "'");
@@ -255,7 +255,7 @@ StatusOr<nlohmann::json> Controller::RunValidation(const std::string& name,
 
 StatusOr<nlohmann::json> Controller::ValidationResults(const std::string& name,
                                                        const std::string& node, size_t limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!name.empty() && validation_.checks.count(name) == 0) {
     return NotFoundError("no validation check '" + name + "'");
   }
@@ -357,23 +357,179 @@ Status Controller::StartValidationJob(const ValidationCheck& check, const std::s
   return Status::Ok();
 }
 
+void Controller::HoldDueValidationNodes(Micros now, Pending& out) {
+  // Due nodes are held, at most `parallel` per check (a manual run is not limited).
+  for (const auto& [name, check] : validation_.checks) {
+    int selected = 0;
+    for (const auto& [node_name, info] : nodes_.all()) {
+      selected += ValidationSelects(check.nodes, node_name, info.inventory.spec.labels) ? 1 : 0;
+    }
+    const int limit = check.parallel > 0 ? check.parallel : std::max(1, selected / 10);
+    int held = validation_.HeldFor(name);
+    for (const auto& [node_name, info] : nodes_.all()) {
+      if (!info.up || !ValidationSelects(check.nodes, node_name, info.inventory.spec.labels)) {
+        continue;
+      }
+      auto found = validation_.slots.find({name, node_name});
+      ValidationSlot probe;
+      const ValidationSlot& current = found != validation_.slots.end() ? found->second : probe;
+      if (current.job != 0 || current.waiting_since > 0 ||
+          (!current.manual &&
+           (now < ValidationDueAt(check, current.last_start) || held >= limit)) ||
+          validation_.Holds(node_name)) {
+        continue;
+      }
+      ValidationSlot& slot = validation_.slots[{name, node_name}];
+      slot.waiting_since = now;
+      ++held;
+      out.batch.kv.emplace_back(SlotKey(name, node_name), SlotJson(name, node_name, slot).dump());
+      ApplyValidationHold(node_name);
+    }
+  }
+}
+
+void Controller::TendValidationJob(const ValidationCheck& check, const std::string& node_name,
+                                   ValidationSlot& slot, Micros now,
+                                   std::vector<EndedValidation>& ended, Pending& out) {
+  const std::string& name = check.name;
+  LiveJob* job = jobs_.Find(JobNumber(slot.job));
+  if (job == nullptr) {
+    ended.push_back({name, node_name, slot.job, JobState::kCancelled, 0,
+                     "the check job is no longer known", ""});
+    return;
+  }
+  JobRecord& rec = jobs_.Rec(*job);
+  if (rec.phase == JobPhase::kPending) {
+    // Requeued (its node was lost): a check belongs to its node, so it ends here.
+    core_.lifecycle()->Finish(rec, JobEnd::kCancelled, now);
+    out.finished.push_back(job->id());
+    job->SetState(JobState::kCancelled);
+    job->row.end_us = now;
+    out.dirty.insert(job->id());
+  }
+  if (rec.phase == JobPhase::kRunning && !job->tasks.empty() && job->tasks[0].node != node_name) {
+    // Requeued and placed elsewhere by a cycle before this pass: not a check of its node.
+    job->row.reason = "cancelled: the validation check lost node " + node_name;
+    StopJob(*job, AfterStop::kCancel, 0, now, out);
+  }
+  if (Terminal(job->state)) {
+    ended.push_back(
+        {name, node_name, slot.job, job->state, job->row.exit_code, job->row.reason, ""});
+  } else if (rec.phase == JobPhase::kRunning && now - rec.run_start > check.timeout) {
+    slot.timed_out = true;
+    job->row.reason = "validation " + name + ": timed out after " + FormatDuration(check.timeout);
+    StopJob(*job, AfterStop::kFail, 0, now, out);
+    out.batch.kv.emplace_back(SlotKey(name, node_name), SlotJson(name, node_name, slot).dump());
+  }
+}
+
+bool Controller::StartOrReleaseValidation(const ValidationCheck& check,
+                                          const std::string& node_name, ValidationSlot& slot,
+                                          Micros now, Pending& out) {
+  const std::string& name = check.name;
+  StatusOr<NodeId> id = core_.state()->FindNode(node_name);
+  NodeInfo* info = nodes_.Find(node_name);
+  if (id.ok() && info != nullptr && info->up && NodeIdle(core_.state()->node(id.value()))) {
+    Status started = StartValidationJob(check, node_name, slot, now, out);
+    if (!started.ok()) {
+      ValidationRun run{name,
+                        node_name,
+                        0,
+                        now,
+                        "skipped",
+                        0,
+                        "validation " + name + ": could not reserve the node: " + started.message(),
+                        {}};
+      RecordRun(validation_, std::move(run), out.batch);
+      slot.waiting_since = 0;
+      slot.last_start = now;
+    }
+    return true;
+  }
+  if (now - slot.waiting_since > check.max_wait) {
+    ValidationRun run{name,
+                      node_name,
+                      0,
+                      now,
+                      "skipped",
+                      0,
+                      "validation " + name + ": the node stayed busy for " +
+                          FormatDuration(check.max_wait) + "; skipped until the next slot",
+                      {}};
+    RecordRun(validation_, std::move(run), out.batch);
+    slot.waiting_since = 0;
+    slot.last_start = now;
+    return true;
+  }
+  return false;
+}
+
+void Controller::JudgeValidation(const EndedValidation& e, Micros now, Pending& judged) {
+  auto slot = validation_.slots.find({e.check, e.node});
+  auto check = validation_.checks.find(e.check);
+  if (slot == validation_.slots.end() || check == validation_.checks.end() ||
+      slot->second.job != e.job) {
+    return;  // the check was removed meanwhile
+  }
+  const ValidationCheck& c = check->second;
+  ValidationRun run{e.check, e.node, e.job, now, "passed", e.exit_code, "", {}};
+  NodeInfo* node = nodes_.Find(e.node);
+  if (e.state == JobState::kSucceeded) {
+    for (const ValidationValue& v : ParseValidationOutput(e.output)) {
+      ValidationVerdict verdict =
+          JudgeValidationValue(v, validation_.History(e.check, e.node, v.gpu, v.metric),
+                               c.threshold_percent, c.higher_is_better);
+      if (verdict.regressed) {
+        run.outcome = "regressed";
+        ++validation_.regressions;
+        const std::string reason = RegressionReason(e.check, verdict, c.threshold_percent);
+        if (run.reason.empty()) {
+          run.reason = reason;
+        }
+        if (node != nullptr) {
+          const bool known = v.gpu < static_cast<int>(node->inventory.spec.gpus.size());
+          SetDrain(*node, known ? v.gpu : -1, DrainInfo{reason, "validation", "validation", now},
+                   judged);
+        }
+      }
+      run.results.push_back(std::move(verdict));
+    }
+  } else if (e.state == JobState::kFailed) {
+    run.outcome = "failed";
+    run.reason = slot->second.timed_out
+                     ? "validation " + e.check + ": timed out after " + FormatDuration(c.timeout)
+                     : "validation " + e.check + ": check failed with exit code " +
+                           std::to_string(e.exit_code);
+    if (node != nullptr) {
+      SetDrain(*node, -1, DrainInfo{run.reason, "validation", "validation", now}, judged);
+    }
+  } else {
+    run.outcome = "interrupted";
+    run.reason = "validation " + e.check + ": " + (e.reason.empty() ? "cancelled" : e.reason);
+  }
+  std::cerr << "tessera server: validation " << e.check << " on node " << e.node << ": "
+            << run.outcome << (run.reason.empty() ? "" : " (" + run.reason + ")") << "\n";
+  RecordRun(validation_, std::move(run), judged.batch);
+  slot->second.job = 0;
+  slot->second.timed_out = false;
+  judged.batch.kv.emplace_back(SlotKey(e.check, e.node),
+                               SlotJson(e.check, e.node, slot->second).dump());
+  ApplyValidationHold(e.node);
+}
+
 void Controller::ValidationStep() {
-  std::unique_lock<std::mutex> step(validation_step_mu_, std::try_to_lock);
-  if (!step.owns_lock()) {
+  if (!validation_step_mu_.TryLock()) {
     return;  // another thread's pass is under way
   }
-  struct Ended {
-    std::string check, node;
-    uint64_t job = 0;
-    JobState state = JobState::kCancelled;
-    int exit_code = 0;
-    std::string reason;
-    std::string output;
-  };
-  std::vector<Ended> ended;
+  ValidationPass();
+  validation_step_mu_.Unlock();
+}
+
+void Controller::ValidationPass() {
+  std::vector<EndedValidation> ended;
   Pending out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const Micros now = clock_->NowMicros();
     if (validation_.checks.empty() || core_.state() == nullptr || core_.rebuild_pending() ||
         (now < validation_.next_step && !validation_.poked)) {
@@ -381,112 +537,18 @@ void Controller::ValidationStep() {
     }
     validation_.next_step = now + kStepInterval;
     validation_.poked = false;
-    // Due nodes are held, at most `parallel` per check (a manual run is not limited).
-    for (const auto& [name, check] : validation_.checks) {
-      int selected = 0;
-      for (const auto& [node_name, info] : nodes_.all()) {
-        selected += ValidationSelects(check.nodes, node_name, info.inventory.spec.labels) ? 1 : 0;
-      }
-      const int limit = check.parallel > 0 ? check.parallel : std::max(1, selected / 10);
-      int held = validation_.HeldFor(name);
-      for (const auto& [node_name, info] : nodes_.all()) {
-        if (!info.up || !ValidationSelects(check.nodes, node_name, info.inventory.spec.labels)) {
-          continue;
-        }
-        auto found = validation_.slots.find({name, node_name});
-        ValidationSlot probe;
-        const ValidationSlot& current = found != validation_.slots.end() ? found->second : probe;
-        if (current.job != 0 || current.waiting_since > 0 ||
-            (!current.manual &&
-             (now < ValidationDueAt(check, current.last_start) || held >= limit)) ||
-            validation_.Holds(node_name)) {
-          continue;
-        }
-        ValidationSlot& slot = validation_.slots[{name, node_name}];
-        slot.waiting_since = now;
-        ++held;
-        out.batch.kv.emplace_back(SlotKey(name, node_name), SlotJson(name, node_name, slot).dump());
-        ApplyValidationHold(node_name);
-      }
-    }
+    HoldDueValidationNodes(now, out);
     // Running checks: ended, requeued, moved or timed out; held nodes: start or let go.
     for (auto& [key, slot] : validation_.slots) {
       const auto& [name, node_name] = key;
       const ValidationCheck& check = validation_.checks.at(name);
       if (slot.job != 0) {
-        LiveJob* job = jobs_.Find(JobNumber(slot.job));
-        if (job == nullptr) {
-          ended.push_back({name, node_name, slot.job, JobState::kCancelled, 0,
-                           "the check job is no longer known", ""});
-          continue;
-        }
-        JobRecord& rec = jobs_.Rec(*job);
-        if (rec.phase == JobPhase::kPending) {
-          // Requeued (its node was lost): a check belongs to its node, so it ends here.
-          core_.lifecycle()->Finish(rec, JobEnd::kCancelled, now);
-          out.finished.push_back(job->id());
-          job->SetState(JobState::kCancelled);
-          job->row.end_us = now;
-          out.dirty.insert(job->id());
-        }
-        if (rec.phase == JobPhase::kRunning && !job->tasks.empty() &&
-            job->tasks[0].node != node_name) {
-          // Requeued and placed elsewhere by a cycle before this pass: not a check of its node.
-          job->row.reason = "cancelled: the validation check lost node " + node_name;
-          StopJob(*job, AfterStop::kCancel, 0, now, out);
-        }
-        if (Terminal(job->state)) {
-          ended.push_back(
-              {name, node_name, slot.job, job->state, job->row.exit_code, job->row.reason, ""});
-        } else if (rec.phase == JobPhase::kRunning && now - rec.run_start > check.timeout) {
-          slot.timed_out = true;
-          job->row.reason =
-              "validation " + name + ": timed out after " + FormatDuration(check.timeout);
-          StopJob(*job, AfterStop::kFail, 0, now, out);
-          out.batch.kv.emplace_back(SlotKey(name, node_name),
-                                    SlotJson(name, node_name, slot).dump());
-        }
-        continue;
+        TendValidationJob(check, node_name, slot, now, ended, out);
+      } else if (slot.waiting_since != 0 &&
+                 StartOrReleaseValidation(check, node_name, slot, now, out)) {
+        out.batch.kv.emplace_back(SlotKey(name, node_name), SlotJson(name, node_name, slot).dump());
+        ApplyValidationHold(node_name);
       }
-      if (slot.waiting_since == 0) {
-        continue;
-      }
-      StatusOr<NodeId> id = core_.state()->FindNode(node_name);
-      NodeInfo* info = nodes_.Find(node_name);
-      if (id.ok() && info != nullptr && info->up && NodeIdle(core_.state()->node(id.value()))) {
-        Status started = StartValidationJob(check, node_name, slot, now, out);
-        if (!started.ok()) {
-          ValidationRun run{
-              name,
-              node_name,
-              0,
-              now,
-              "skipped",
-              0,
-              "validation " + name + ": could not reserve the node: " + started.message(),
-              {}};
-          RecordRun(validation_, std::move(run), out.batch);
-          slot.waiting_since = 0;
-          slot.last_start = now;
-        }
-      } else if (now - slot.waiting_since > check.max_wait) {
-        ValidationRun run{name,
-                          node_name,
-                          0,
-                          now,
-                          "skipped",
-                          0,
-                          "validation " + name + ": the node stayed busy for " +
-                              FormatDuration(check.max_wait) + "; skipped until the next slot",
-                          {}};
-        RecordRun(validation_, std::move(run), out.batch);
-        slot.waiting_since = 0;
-        slot.last_start = now;
-      } else {
-        continue;
-      }
-      out.batch.kv.emplace_back(SlotKey(name, node_name), SlotJson(name, node_name, slot).dump());
-      ApplyValidationHold(node_name);
     }
     Seal(out);
   }
@@ -498,7 +560,7 @@ void Controller::ValidationStep() {
     return;
   }
   // Outside the core lock: task output has a lock of its own, never taken under it.
-  for (Ended& e : ended) {
+  for (EndedValidation& e : ended) {
     StatusOr<LogChunk> chunk = logs_.Read(JobNumber(e.job), 0, 0, kOutputBytes);
     if (chunk.ok()) {
       e.output = std::move(chunk.value().data);
@@ -506,60 +568,10 @@ void Controller::ValidationStep() {
   }
   Pending judged;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const Micros now = clock_->NowMicros();
-    for (const Ended& e : ended) {
-      auto slot = validation_.slots.find({e.check, e.node});
-      auto check = validation_.checks.find(e.check);
-      if (slot == validation_.slots.end() || check == validation_.checks.end() ||
-          slot->second.job != e.job) {
-        continue;  // the check was removed meanwhile
-      }
-      const ValidationCheck& c = check->second;
-      ValidationRun run{e.check, e.node, e.job, now, "passed", e.exit_code, "", {}};
-      NodeInfo* node = nodes_.Find(e.node);
-      if (e.state == JobState::kSucceeded) {
-        for (const ValidationValue& v : ParseValidationOutput(e.output)) {
-          ValidationVerdict verdict =
-              JudgeValidationValue(v, validation_.History(e.check, e.node, v.gpu, v.metric),
-                                   c.threshold_percent, c.higher_is_better);
-          if (verdict.regressed) {
-            run.outcome = "regressed";
-            ++validation_.regressions;
-            const std::string reason = RegressionReason(e.check, verdict, c.threshold_percent);
-            if (run.reason.empty()) {
-              run.reason = reason;
-            }
-            if (node != nullptr) {
-              const bool known = v.gpu < static_cast<int>(node->inventory.spec.gpus.size());
-              SetDrain(*node, known ? v.gpu : -1,
-                       DrainInfo{reason, "validation", "validation", now}, judged);
-            }
-          }
-          run.results.push_back(std::move(verdict));
-        }
-      } else if (e.state == JobState::kFailed) {
-        run.outcome = "failed";
-        run.reason =
-            slot->second.timed_out
-                ? "validation " + e.check + ": timed out after " + FormatDuration(c.timeout)
-                : "validation " + e.check + ": check failed with exit code " +
-                      std::to_string(e.exit_code);
-        if (node != nullptr) {
-          SetDrain(*node, -1, DrainInfo{run.reason, "validation", "validation", now}, judged);
-        }
-      } else {
-        run.outcome = "interrupted";
-        run.reason = "validation " + e.check + ": " + (e.reason.empty() ? "cancelled" : e.reason);
-      }
-      std::cerr << "tessera server: validation " << e.check << " on node " << e.node << ": "
-                << run.outcome << (run.reason.empty() ? "" : " (" + run.reason + ")") << "\n";
-      RecordRun(validation_, std::move(run), judged.batch);
-      slot->second.job = 0;
-      slot->second.timed_out = false;
-      judged.batch.kv.emplace_back(SlotKey(e.check, e.node),
-                                   SlotJson(e.check, e.node, slot->second).dump());
-      ApplyValidationHold(e.node);
+    for (const EndedValidation& e : ended) {
+      JudgeValidation(e, now, judged);
     }
     Seal(judged);
   }

@@ -262,7 +262,7 @@ void Controller::RefreshFitVerdicts() {
 }
 
 nlohmann::json Controller::Nodes() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return {{"nodes", NodesJson("")}};
 }
 
@@ -408,7 +408,7 @@ nlohmann::json Controller::NodesJson(const std::string& only, const Principal* v
 }
 
 nlohmann::json Controller::Queues() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::map<std::string, std::pair<int64_t, int64_t>> counts;  // pending, running
   for (const auto& [id, job] : jobs_.all()) {
     if (!job.durable) {
@@ -462,7 +462,7 @@ nlohmann::json Controller::Queues() {
 }
 
 std::vector<std::string> Controller::Tenants() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> out;
   for (QueueId q : core_.tree().queues()) {
     const std::string& t = core_.tree().tenant(q);
@@ -474,7 +474,7 @@ std::vector<std::string> Controller::Tenants() {
 }
 
 Status Controller::SetQueues(const std::string& yaml) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   CoreSession::Queues old = core_.TakeQueues();
   Status s = core_.ApplyQueueYaml(yaml);
   if (s.ok()) {
@@ -520,7 +520,7 @@ StatusOr<nlohmann::json> Controller::Usage(Micros since, Micros until, const std
   TESSERA_RETURN_IF_ERROR(CheckUsageQuery(since, until, by));
   TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> rows, store_->LoadUsage(since, until));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     AppendRunningUsage(since, until, &rows);
   }
   return SumUsage(rows, since, until, by, tenant);

@@ -27,7 +27,6 @@ std::string NodeHistoryKey(const std::string& name, Micros at) {
 
 Status Controller::LoadNodeHistory() {
   TESSERA_ASSIGN_OR_RETURN(auto records, store_->ListKv(kNodeHistoryPrefix));
-  std::lock_guard<std::mutex> lock(mu_);
   node_history_.clear();
   for (const auto& [key, text] : records) {  // by node, then time: the last one stays
     nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
@@ -82,7 +81,7 @@ StatusOr<nlohmann::json> Controller::History(Micros since, Micros until, uint64_
   page["since_us"] = since;
   page["until_us"] = until;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const SchedulerOptions& o = core_.policy().options;
     page["policy"] = {{"name", core_.policy().name},
                       {"placement", options_.placement},

@@ -1,3 +1,4 @@
+#include "base/mutex.h"
 #include "server/http_guard.h"
 
 #include <arpa/inet.h>
@@ -187,7 +188,7 @@ class SourceCounts {
 
   // Counts a connection from `source`; false (nothing counted) when it is at the cap.
   bool Admit(const std::string& source) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     int& n = counts_[source];
     if (cap_ > 0 && n >= cap_) {
       return false;
@@ -196,7 +197,7 @@ class SourceCounts {
     return true;
   }
   void Release(const std::string& source) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = counts_.find(source);
     if (it != counts_.end() && --it->second <= 0) {
       counts_.erase(it);
@@ -205,8 +206,8 @@ class SourceCounts {
 
  private:
   const int cap_;
-  std::mutex mu_;
-  std::map<std::string, int> counts_;
+  Mutex mu_;
+  std::map<std::string, int> counts_ GUARDED_BY(mu_);
 };
 
 // A plain connection's stream for the library: buffered reads that, while a request's
@@ -342,7 +343,7 @@ class HeaderWaiter {
       }
       return;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     epoll_fd_ = epoll_fd;
     wake_fd_ = wake_fd;
     queue_ = queue;
@@ -353,7 +354,7 @@ class HeaderWaiter {
   // Closes the connections still waiting; no hand-off to the pool after it returns.
   void Stop() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!thread_.joinable()) {
         return;
       }
@@ -363,7 +364,7 @@ class HeaderWaiter {
     thread_.join();
     std::map<int, Waiting> left;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       left.swap(waiting_);
       deadlines_.clear();
       queue_ = nullptr;
@@ -380,7 +381,7 @@ class HeaderWaiter {
   // Takes `fd` until its headers are complete or `deadline`; false when not running
   // (the caller keeps the connection).
   bool Add(int fd, const std::string& source, TimePoint deadline) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (queue_ == nullptr || stopping_) {
       return false;
     }
@@ -416,7 +417,7 @@ class HeaderWaiter {
     for (;;) {
       int timeout_ms = -1;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         if (stopping_) {
           return;
         }
@@ -447,7 +448,7 @@ class HeaderWaiter {
     Waiting w;
     httplib::TaskQueue* queue = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto it = waiting_.find(fd);
       if (it == waiting_.end()) {
         return;
@@ -471,7 +472,7 @@ class HeaderWaiter {
   void Expire(TimePoint now) {
     std::vector<std::pair<int, std::string>> expired;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
         const int fd = deadlines_.begin()->second;
         deadlines_.erase(deadlines_.begin());
@@ -491,14 +492,16 @@ class HeaderWaiter {
 
   SourceCounts* const sources_;
   const ServeFn serve_;
-  std::mutex mu_;
+  Mutex mu_;
   std::thread thread_;
-  httplib::TaskQueue* queue_ = nullptr;  // null: not running
-  bool stopping_ = false;
+  httplib::TaskQueue* queue_ GUARDED_BY(mu_) = nullptr;  // null: not running
+  bool stopping_ GUARDED_BY(mu_) = false;
+  // Set by Start before the loop's thread starts and closed by Stop after it ended: the
+  // loop reads them without mu_.
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
-  std::map<int, Waiting> waiting_;                 // by socket
-  std::set<std::pair<TimePoint, int>> deadlines_;  // of waiting_
+  std::map<int, Waiting> waiting_ GUARDED_BY(mu_);                 // by socket
+  std::set<std::pair<TimePoint, int>> deadlines_ GUARDED_BY(mu_);  // of waiting_
 };
 
 // The server's pool, with the waiter running while it does (one listen).

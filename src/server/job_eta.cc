@@ -1,3 +1,4 @@
+#include "base/mutex.h"
 #include "server/job_eta.h"
 
 #include <chrono>
@@ -74,27 +75,31 @@ void EtaRefresher::Start(std::function<void()> refresh, Micros interval) {
   if (interval <= 0 || thread_.joinable()) {
     return;
   }
-  stopping_ = false;
+  {
+    MutexLock lock(mu_);
+    stopping_ = false;
+  }
   thread_ = std::thread([this, refresh = std::move(refresh), interval] {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     while (!stopping_) {
-      cv_.wait_for(lock, std::chrono::microseconds(interval), [this] { return stopping_; });
+      cv_.WaitFor(mu_, std::chrono::microseconds(interval),
+                  [this]() REQUIRES(mu_) { return stopping_; });
       if (stopping_) {
         break;
       }
-      lock.unlock();
+      lock.Unlock();
       refresh();
-      lock.lock();
+      lock.Lock();
     }
   });
 }
 
 void EtaRefresher::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) {
     thread_.join();
   }

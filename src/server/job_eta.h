@@ -11,7 +11,6 @@
 // Thread safety: an EtaTable is immutable once published; EtaFieldsJson is pure.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,6 +20,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "base/clock.h"
 #include "server/job_number.h"
 
@@ -65,9 +65,9 @@ class EtaRefresher {
   void Stop();  // idempotent; joins the thread
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

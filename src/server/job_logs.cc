@@ -1,3 +1,4 @@
+#include "base/mutex.h"
 #include "server/job_logs.h"
 
 #include <algorithm>
@@ -12,7 +13,7 @@ std::string JobLogs::Path(JobNumber job, int task) const {
 }
 
 Status JobLogs::Append(const std::vector<LogAppend>& appends) {
-  std::lock_guard<std::mutex> lock(append_mu_);
+  MutexLock lock(append_mu_);
   Status result = Status::Ok();
   for (const LogAppend& a : appends) {
     const std::string path = Path(a.job, a.task);

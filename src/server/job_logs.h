@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "server/job_number.h"
 
@@ -42,7 +43,7 @@ class JobLogs {
 
  private:
   std::string dir_;
-  std::mutex append_mu_;
+  Mutex append_mu_;
 };
 
 }  // namespace tessera

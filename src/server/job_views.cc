@@ -1,3 +1,4 @@
+#include "base/mutex.h"
 #include "server/job_views.h"
 
 #include <algorithm>
@@ -26,7 +27,7 @@ PendingDemand DemandOf(JobNumber id, const std::string& queue, const JobSpec& sp
 }
 
 void PublishedJobs::Put(std::shared_ptr<const JobView> view) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (view->pending) {
     ++pending_by_queue_[view->queue];
   }
@@ -40,7 +41,7 @@ void PublishedJobs::Put(std::shared_ptr<const JobView> view) {
 }
 
 void PublishedJobs::Erase(JobNumber id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = jobs_.find(id); it != jobs_.end()) {
     Unpend(*it->second);
     if (auto t = by_tenant_.find(it->second->tenant); t != by_tenant_.end()) {
@@ -63,24 +64,24 @@ void PublishedJobs::Unpend(const JobView& view) {
 }
 
 size_t PublishedJobs::PendingIn(const std::string& queue) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = pending_by_queue_.find(queue);
   return it == pending_by_queue_.end() ? 0 : it->second;
 }
 
 void PublishedJobs::SetContext(std::shared_ptr<const WaitContext> context) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   context_ = std::move(context);
 }
 
 std::shared_ptr<const JobView> PublishedJobs::Get(JobNumber id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : it->second;
 }
 
 std::shared_ptr<const WaitContext> PublishedJobs::context() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return context_;
 }
 
@@ -99,12 +100,12 @@ std::string PublishedJobs::ReasonOf(const JobView& view) const {
 }
 
 void PublishedJobs::SetEtas(std::shared_ptr<const EtaTable> etas) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   etas_ = std::move(etas);
 }
 
 std::shared_ptr<const EtaTable> PublishedJobs::etas() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return etas_;
 }
 
@@ -138,7 +139,7 @@ PublishedJobs::Page PublishedJobs::List(const Principal& who, const JobFilter& f
   JobNumber below = after;  // 0: from the newest
   bool done = false;
   while (!done) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // The next job below `below`, newest first: of every tenant, or of `only`'s.
     std::set<JobNumber>::const_iterator tenant_it;
     std::map<JobNumber, std::shared_ptr<const JobView>>::const_iterator all_it;

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/clock.h"
 #include "base/shared_text.h"
 #include "model/gpu_catalog.h"
@@ -178,16 +179,16 @@ class PublishedJobs {
   const Clock* clock_ = nullptr;
   // A plain mutex, held for a lookup, an insert or a bounded step of a listing's walk:
   // a reader-preferring lock could starve the controller's publishing under read load.
-  mutable std::mutex mu_;
-  std::map<JobNumber, std::shared_ptr<const JobView>> jobs_;
-  std::map<std::string, size_t> pending_by_queue_;  // kept with jobs_ (PendingIn)
+  mutable Mutex mu_;
+  std::map<JobNumber, std::shared_ptr<const JobView>> jobs_ GUARDED_BY(mu_);
+  std::map<std::string, size_t> pending_by_queue_ GUARDED_BY(mu_);  // kept with jobs_ (PendingIn)
   // Each tenant's jobs, kept with jobs_: a tenant's listing walks its own jobs, not
   // every other tenant's (one tenant's 50,000 pending jobs once cost another's listing
   // of 100 rows 20 ms).
-  std::map<std::string, std::set<JobNumber>, std::less<>> by_tenant_;
-  void Unpend(const JobView& view);  // mu_ held: `view` leaves the pending counts
-  std::shared_ptr<const WaitContext> context_ = std::make_shared<WaitContext>();
-  std::shared_ptr<const EtaTable> etas_;  // null until the first refresh
+  std::map<std::string, std::set<JobNumber>, std::less<>> by_tenant_ GUARDED_BY(mu_);
+  void Unpend(const JobView& view) REQUIRES(mu_);  // `view` leaves the pending counts
+  std::shared_ptr<const WaitContext> context_ GUARDED_BY(mu_) = std::make_shared<WaitContext>();
+  std::shared_ptr<const EtaTable> etas_ GUARDED_BY(mu_);  // null until the first refresh
 };
 
 }  // namespace tessera

@@ -1,3 +1,4 @@
+#include "base/mutex.h"
 #include "server/pending_reasons.h"
 
 #include <algorithm>
@@ -260,13 +261,13 @@ FitVerdict FitCache::Check(const std::vector<TaskRequest>& tasks,
                            const TopologyPolicy& topology) const {
   const std::string key = KeyOf(tasks, topology);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = memo_.find(key); it != memo_.end()) {
       return it->second;
     }
   }
   FitVerdict v = checker_.Check(SpecOf(tasks, topology));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (memo_.size() >= kMaxMemo) {
     memo_.clear();
   }
@@ -280,13 +281,13 @@ std::string LiveCache::Short(const std::vector<TaskRequest>& tasks,
                              const TopologyPolicy& topology) const {
   const std::string key = KeyOf(tasks, topology);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = memo_.find(key); it != memo_.end()) {
       return it->second;
     }
   }
   std::string why = Compute(tasks, topology);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (memo_.size() >= kMaxMemo) {
     memo_.clear();
   }

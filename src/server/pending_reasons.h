@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "model/job.h"
 #include "plugins/fit_check.h"
@@ -49,8 +50,8 @@ class FitCache {
  private:
   FitChecker checker_;
   uint64_t fingerprint_;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, FitVerdict> memo_;
+  mutable Mutex mu_;
+  mutable std::map<std::string, FitVerdict> memo_ GUARDED_BY(mu_);
 };
 
 // Why a job that could run on the empty nodes does not fit the live ones now.
@@ -64,8 +65,8 @@ class LiveCache {
   std::string Compute(const std::vector<TaskRequest>& tasks, const TopologyPolicy& topology) const;
 
   FitChecker now_;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, std::string> memo_;
+  mutable Mutex mu_;
+  mutable std::map<std::string, std::string> memo_ GUARDED_BY(mu_);
 };
 
 struct WaitContext;

@@ -1,3 +1,4 @@
+#include "base/mutex.h"
 #include "server/rate_limiter.h"
 
 #include <algorithm>
@@ -27,7 +28,7 @@ bool RateLimiter::Allow(std::string_view key) {
   if (rate_per_us_ <= 0) {
     return true;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const Micros now = clock_.NowMicros();
   auto found = buckets_.find(key);
   if (found == buckets_.end()) {
@@ -50,7 +51,7 @@ void RateLimiter::Charge(std::string_view key, double cost) {
   if (rate_per_us_ <= 0 || cost <= 0) {
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto found = buckets_.find(key);
   if (found == buckets_.end()) {
     return;
@@ -88,7 +89,7 @@ void RateLimiter::Evict(Micros now) {
 }
 
 size_t RateLimiter::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return buckets_.size();
 }
 
@@ -99,7 +100,7 @@ Micros AuthThrottle::Blocked(std::string_view address) {
   if (options_.max_failures <= 0) {
     return 0;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.find(std::string(address));
   if (it == entries_.end()) {
     return 0;
@@ -111,7 +112,7 @@ void AuthThrottle::Failed(std::string_view address) {
   if (options_.max_failures <= 0) {
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const Micros now = clock_.NowMicros();
   auto it = entries_.find(std::string(address));
   if (it == entries_.end()) {
@@ -149,7 +150,7 @@ void AuthThrottle::Failed(std::string_view address) {
 }
 
 size_t AuthThrottle::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return entries_.size();
 }
 

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "base/clock.h"
 
 namespace tessera {
@@ -58,14 +59,14 @@ class RateLimiter {
   };
 
   double Refilled(const Bucket& bucket, Micros now) const;
-  void Evict(Micros now);
+  void Evict(Micros now) REQUIRES(mu_);
 
   const Clock& clock_;
   const double rate_per_us_;
   const double burst_;
   const size_t max_keys_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Bucket, StringHash, std::equal_to<>> buckets_;
+  mutable Mutex mu_;
+  std::unordered_map<std::string, Bucket, StringHash, std::equal_to<>> buckets_ GUARDED_BY(mu_);
 };
 
 struct AuthThrottleOptions {
@@ -96,8 +97,8 @@ class AuthThrottle {
   };
   const Clock& clock_;
   const AuthThrottleOptions options_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
+  mutable Mutex mu_;
+  std::unordered_map<std::string, Entry> entries_ GUARDED_BY(mu_);
 };
 
 }  // namespace tessera

@@ -1,3 +1,4 @@
+#include "base/mutex.h"
 #include "server/server.h"
 
 #include <httplib.h>
@@ -8,7 +9,6 @@
 
 #include <charconv>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -48,7 +48,7 @@ using server_internal::SendJson;
 class ElasticPool final : public httplib::TaskQueue {
  public:
   ElasticPool(size_t min, size_t max) : max_(std::max(min, max)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (size_t i = 0; i < min; ++i) {
       Spawn();
     }
@@ -56,23 +56,23 @@ class ElasticPool final : public httplib::TaskQueue {
   ~ElasticPool() override = default;
 
   void enqueue(std::function<void()> fn) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     jobs_.push_back(std::move(fn));
     if (idle_ < jobs_.size() && threads_.size() < max_) {
       Spawn();
     }
-    cv_.notify_one();
+    cv_.NotifyOne();
   }
 
   void shutdown() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     std::vector<std::thread> threads;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       threads.swap(threads_);
     }
     for (std::thread& t : threads) {
@@ -81,34 +81,34 @@ class ElasticPool final : public httplib::TaskQueue {
   }
 
  private:
-  void Spawn() {  // mu_ held
+  void Spawn() REQUIRES(mu_) {
     ++idle_;
     threads_.emplace_back([this] { Work(); });
   }
   void Work() {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (;;) {
-      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      cv_.Wait(mu_, [this]() REQUIRES(mu_) { return stopping_ || !jobs_.empty(); });
       if (jobs_.empty()) {
         return;  // stopping, nothing left
       }
       std::function<void()> fn = std::move(jobs_.front());
       jobs_.pop_front();
       --idle_;
-      lock.unlock();
+      lock.Unlock();
       fn();
-      lock.lock();
+      lock.Lock();
       ++idle_;
     }
   }
 
   const size_t max_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  size_t idle_ = 0;
-  bool stopping_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::function<void()>> jobs_ GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ GUARDED_BY(mu_);
+  size_t idle_ GUARDED_BY(mu_) = 0;
+  bool stopping_ GUARDED_BY(mu_) = false;
 };
 
 // Which roles may call which kind of endpoint; the handlers check finer rules (admin

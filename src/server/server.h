@@ -57,6 +57,7 @@
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/clock.h"
 #include "base/status.h"
 #include "model/gpu_catalog.h"
@@ -209,10 +210,11 @@ class Server {
     std::string hash;
     bool revoked = false;
   };
-  std::mutex cred_mu_;
-  std::map<std::string, NodeCredential> node_creds_;
-  std::set<std::string> joining_;               // names whose first registration is under way
-  std::map<std::string, std::string> revoked_;  // hash -> node name
+  Mutex cred_mu_;
+  std::map<std::string, NodeCredential> node_creds_ GUARDED_BY(cred_mu_);
+  // Names whose first registration is under way.
+  std::set<std::string> joining_ GUARDED_BY(cred_mu_);
+  std::map<std::string, std::string> revoked_ GUARDED_BY(cred_mu_);  // hash -> node name
   int listen_fd_ = -1;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<httplib::Server> http_;

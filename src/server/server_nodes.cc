@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "base/mutex.h"
 #include "api/agent_protocol.h"
 #include "api/http_errors.h"
 #include "server/auth.h"
@@ -49,7 +50,7 @@ bool Server::LoadNodeCredential(const TokenRow& row) {
     return false;
   }
   const bool revoked = row.role == kRevokedRole;
-  std::lock_guard<std::mutex> lock(cred_mu_);
+  MutexLock lock(cred_mu_);
   node_creds_[row.name] = NodeCredential{row.hash, revoked};
   if (revoked) {
     revoked_[row.hash] = row.name;
@@ -65,7 +66,7 @@ std::string Server::RevokedMessage(const std::string& authorization) {
     return "";
   }
   const std::string hash = HashToken(token);
-  std::lock_guard<std::mutex> lock(cred_mu_);
+  MutexLock lock(cred_mu_);
   auto it = revoked_.find(hash);
   if (it == revoked_.end()) {
     return "";
@@ -84,7 +85,7 @@ void Server::JoinNode(const RegisterRequest& r, const std::string& remote_addr,
   // credential; the commits run outside the lock, so that new nodes join side by
   // side rather than one at a time.
   {
-    std::lock_guard<std::mutex> lock(cred_mu_);
+    MutexLock lock(cred_mu_);
     if (node_creds_.count(name) > 0) {
       SendError(res,
                 PermissionDeniedError(
@@ -104,7 +105,7 @@ void Server::JoinNode(const RegisterRequest& r, const std::string& remote_addr,
     Server* server;
     const std::string& name;
     ~Unclaim() {
-      std::lock_guard<std::mutex> lock(server->cred_mu_);
+      MutexLock lock(server->cred_mu_);
       server->joining_.erase(name);
     }
   } unclaim{this, name};
@@ -129,7 +130,7 @@ void Server::JoinNode(const RegisterRequest& r, const std::string& remote_addr,
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(cred_mu_);
+    MutexLock lock(cred_mu_);
     tokens_->Add(row.hash, Principal{Role::kNode, "", name});
     node_creds_[name] = NodeCredential{row.hash, false};
   }
@@ -225,7 +226,7 @@ void Server::NodeAdminRoutes() {
       return;
     }
     const std::string name = req.matches[1];
-    std::lock_guard<std::mutex> lock(cred_mu_);
+    MutexLock lock(cred_mu_);
     if (joining_.count(name) > 0) {
       SendError(res, UnavailableError("node '" + name + "' is registering at this moment; " +
                                       "remove it once it has"));
@@ -267,7 +268,7 @@ void Server::NodeAdminRoutes() {
                }
                const std::string name = req.matches[1];
                {
-                 std::lock_guard<std::mutex> lock(cred_mu_);
+                 MutexLock lock(cred_mu_);
                  auto cred = node_creds_.find(name);
                  if (cred == node_creds_.end()) {
                    SendError(res, NotFoundError("node '" + name + "' has no credential"));

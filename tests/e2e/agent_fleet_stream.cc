@@ -6,6 +6,7 @@
 #include <random>
 
 #include "agent/agent_channel_args.h"
+#include "api/agent_channel_codec.h"
 #include "e2e/agent_fleet_internal.h"
 
 namespace tessera::fleet {
@@ -378,7 +379,7 @@ void AgentFleet::Impl::SendHeartbeat(SimAgent& a, uint64_t token) {
   }
   AgentMessage m;
   m.set_seq(a.next_seq++);
-  m.set_heartbeat(ToJson(req).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  ToProto(req, m.mutable_heartbeat());
   a.outstanding = m.seq();
   a.sent_at = now;
   a.in_flight = std::move(req.tasks);
@@ -395,10 +396,9 @@ void AgentFleet::Impl::OnMessage(SimAgent& a, uint64_t epoch, const ControllerMe
   }
   HeartbeatResponse commands;
   if (m.error().empty()) {
-    nlohmann::json j = nlohmann::json::parse(m.commands(), nullptr, false);
     StatusOr<HeartbeatResponse> parsed =
-        j.is_discarded() ? StatusOr<HeartbeatResponse>(InvalidArgumentError("not JSON"))
-                         : HeartbeatResponseFromJson(j);
+        m.has_commands() ? FromProto(m.commands())
+                         : StatusOr<HeartbeatResponse>(InvalidArgumentError("no commands"));
     if (!parsed.ok()) {
       NoteError("a message from the controller: " + parsed.status().ToString());
       a.link->Cancel();

@@ -1,3 +1,4 @@
+#include "base/mutex.h"
 #include "server/ha/ha_server.h"
 
 #include <httplib.h>
@@ -112,20 +113,20 @@ Status HaServer::Start() {
 
 void HaServer::Stop() {
   {
-    std::lock_guard<std::mutex> lock(events_mu_);
+    MutexLock lock(events_mu_);
     stopping_ = true;  // the term's end below brings no front back
   }
   if (election_ != nullptr) {
     // Ends a term (kLost is queued), then resigns: the others take over at once.
     election_->Stop(/*resign=*/true);
   }
-  events_cv_.notify_all();
+  events_cv_.NotifyAll();
   if (role_thread_.joinable()) {
     role_thread_.join();
   }
   std::unique_ptr<Server> server;
   {
-    std::lock_guard<std::mutex> lock(role_mu_);
+    MutexLock lock(role_mu_);
     server = std::move(server_);
   }
   if (server != nullptr) {
@@ -144,12 +145,12 @@ std::string HaServer::leader() const { return election_ == nullptr ? "" : electi
 uint64_t HaServer::terms() const { return election_ == nullptr ? 0 : election_->terms(); }
 
 std::string HaServer::last_step_down() const {
-  std::lock_guard<std::mutex> lock(role_mu_);
+  MutexLock lock(role_mu_);
   return last_step_down_;
 }
 
 bool HaServer::WithServer(const std::function<void(Server&)>& f) {
-  std::lock_guard<std::mutex> lock(role_mu_);
+  MutexLock lock(role_mu_);
   if (server_ == nullptr) {
     return false;
   }
@@ -159,7 +160,7 @@ bool HaServer::WithServer(const std::function<void(Server&)>& f) {
 
 void HaServer::OnElection(const ElectionEvent& event) {
   {
-    std::lock_guard<std::mutex> lock(events_mu_);
+    MutexLock lock(events_mu_);
     if (event.kind == ElectionEvent::Kind::kElected) {
       elected_fence_ = event.fence_revision;
     } else {
@@ -169,21 +170,21 @@ void HaServer::OnElection(const ElectionEvent& event) {
     }
     events_.push_back(event);
   }
-  events_cv_.notify_all();
+  events_cv_.NotifyAll();
 }
 
 void HaServer::RoleLoop() {
   for (;;) {
     ElectionEvent event;
     {
-      std::unique_lock<std::mutex> lock(events_mu_);
-      events_cv_.wait_for(lock, std::chrono::milliseconds(kHealthCheckMs),
-                          [this] { return stopping_ || !events_.empty(); });
+      MutexLock lock(events_mu_);
+      events_cv_.WaitFor(events_mu_, std::chrono::milliseconds(kHealthCheckMs),
+                         [this]() REQUIRES(events_mu_) { return stopping_ || !events_.empty(); });
       if (events_.empty()) {
         if (stopping_) {
           return;  // nothing left to apply
         }
-        lock.unlock();
+        lock.Unlock();
         CheckHealth();
         continue;
       }
@@ -201,7 +202,7 @@ void HaServer::RoleLoop() {
 void HaServer::CheckHealth() {
   bool failed = false;
   {
-    std::lock_guard<std::mutex> lock(role_mu_);
+    MutexLock lock(role_mu_);
     failed = server_ != nullptr && !server_->controller().healthy();
   }
   if (failed) {
@@ -234,21 +235,21 @@ void HaServer::BecomeLeader(int64_t fence) {
     const std::string why = "could not start leading: " + started.message();
     std::cerr << "tessera server: " << why << "\n";
     {
-      std::lock_guard<std::mutex> lock(role_mu_);
+      MutexLock lock(role_mu_);
       last_step_down_ = why;
     }
     election_->StepDown(why);  // its kLost brings the front back
     return;
   }
   std::cerr << "tessera server: leading (term fence " << fence << ") on " << url_ << "\n";
-  std::lock_guard<std::mutex> lock(role_mu_);
+  MutexLock lock(role_mu_);
   server_ = std::move(server.value());
 }
 
 void HaServer::BecomeFollower(const std::string& why) {
   std::unique_ptr<Server> server;
   {
-    std::lock_guard<std::mutex> lock(role_mu_);
+    MutexLock lock(role_mu_);
     server = std::move(server_);
     if (server != nullptr) {
       last_step_down_ = why;
@@ -261,7 +262,7 @@ void HaServer::BecomeFollower(const std::string& why) {
   // Only now may another controller lead: this one answers no agent any more.
   election_->ReleaseEndedTerm();
   {
-    std::lock_guard<std::mutex> lock(events_mu_);
+    MutexLock lock(events_mu_);
     if (stopping_) {
       return;
     }

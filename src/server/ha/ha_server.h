@@ -28,7 +28,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -37,6 +36,7 @@
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/clock.h"
 #include "base/status.h"
 #include "model/gpu_catalog.h"
@@ -110,19 +110,19 @@ class HaServer {
   std::string url_;
   std::unique_ptr<LeaderElection> election_;
 
-  std::mutex events_mu_;
-  std::condition_variable events_cv_;
-  std::deque<ElectionEvent> events_;
+  Mutex events_mu_;
+  CondVar events_cv_;
+  std::deque<ElectionEvent> events_ GUARDED_BY(events_mu_);
   // The fence of the last term elected, and of the last that ended (kLost): a term's
   // store refuses writes once its fence has ended (TermStore in ha_server.cc).
-  int64_t elected_fence_ = 0;  // under events_mu_
+  int64_t elected_fence_ GUARDED_BY(events_mu_) = 0;
   std::shared_ptr<std::atomic<int64_t>> ended_fence_ = std::make_shared<std::atomic<int64_t>>(0);
-  bool stopping_ = false;
+  bool stopping_ GUARDED_BY(events_mu_) = false;
   std::thread role_thread_;
 
-  mutable std::mutex role_mu_;  // guards server_, last_step_down_
-  std::unique_ptr<Server> server_;
-  std::string last_step_down_;
+  mutable Mutex role_mu_;
+  std::unique_ptr<Server> server_ GUARDED_BY(role_mu_);
+  std::string last_step_down_ GUARDED_BY(role_mu_);
   std::unique_ptr<httplib::Server> front_;
   std::thread front_thread_;
 };

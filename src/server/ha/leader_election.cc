@@ -1,3 +1,4 @@
+#include "base/mutex.h"
 #include "server/ha/leader_election.h"
 
 #include <algorithm>
@@ -17,11 +18,11 @@ void LeaderElection::Start() { thread_ = std::thread([this] { Loop(); }); }
 
 void LeaderElection::Stop(bool resign) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     resign_ = resign;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) {
     thread_.join();
   }
@@ -29,19 +30,19 @@ void LeaderElection::Stop(bool resign) {
 
 void LeaderElection::StepDown(const std::string& why) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!leading_) {
       return;
     }
     step_down_ = why.empty() ? "stepped down" : why;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void LeaderElection::ReleaseEndedTerm() {
   int64_t lease = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::swap(lease, ended_lease_);
   }
   if (lease != 0) {
@@ -50,29 +51,29 @@ void LeaderElection::ReleaseEndedTerm() {
 }
 
 bool LeaderElection::leading() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return leading_;
 }
 
 std::string LeaderElection::leader() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return leader_;
 }
 
 std::string LeaderElection::last_error() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return last_error_;
 }
 
 uint64_t LeaderElection::terms() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return terms_;
 }
 
 bool LeaderElection::Wait(int64_t ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(ms, 0)),
-               [this] { return stopping_ || !step_down_.empty(); });
+  MutexLock lock(mu_);
+  cv_.WaitFor(mu_, std::chrono::milliseconds(std::max<int64_t>(ms, 0)),
+              [this]() REQUIRES(mu_) { return stopping_ || !step_down_.empty(); });
   return !stopping_;
 }
 
@@ -80,7 +81,7 @@ void LeaderElection::Loop() {
   for (;;) {
     bool leading = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) {
         break;
       }
@@ -95,7 +96,7 @@ void LeaderElection::Loop() {
   bool leading = false;
   bool resign = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     leading = leading_;
     resign = resign_;
   }
@@ -109,7 +110,7 @@ void LeaderElection::FollowOnce() {
   StatusOr<std::optional<LeaderRecord>> record = backend_.Get(options_.key);
   if (!record.ok()) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       leader_.clear();
       last_error_ = record.status().message();
     }
@@ -118,7 +119,7 @@ void LeaderElection::FollowOnce() {
   }
   if (record.value().has_value()) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       leader_ = record.value()->value;
       last_error_.clear();
     }
@@ -126,7 +127,7 @@ void LeaderElection::FollowOnce() {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     leader_.clear();
     last_error_.clear();
   }
@@ -139,7 +140,7 @@ void LeaderElection::FollowOnce() {
   const Micros sent = clock_.NowMicros();
   StatusOr<int64_t> lease = backend_.GrantLease(options_.lease_ttl_s);
   if (!lease.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     last_error_ = lease.status().message();
   } else {
     StatusOr<std::optional<int64_t>> created =
@@ -149,7 +150,7 @@ void LeaderElection::FollowOnce() {
       valid_until_ = sent + options_.lease_ttl_s * 1'000'000;
       ElectionEvent event{ElectionEvent::Kind::kElected, *created.value(), ""};
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         leading_ = true;
         leader_ = options_.identity;
         step_down_.clear();
@@ -160,7 +161,7 @@ void LeaderElection::FollowOnce() {
     }
     (void)backend_.Revoke(lease.value());  // lost the race, or the store failed
     if (!created.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       last_error_ = created.status().message();
     }
   }
@@ -172,7 +173,7 @@ void LeaderElection::LeadOnce() {
   Wait(period_ms);
   std::string why;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) {
       return;  // Loop ends the term
     }
@@ -211,7 +212,7 @@ void LeaderElection::LeadOnce() {
 
 void LeaderElection::EndTerm(const std::string& why, bool revoke) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     leading_ = false;
     leader_.clear();
     step_down_.clear();
@@ -221,7 +222,7 @@ void LeaderElection::EndTerm(const std::string& why, bool revoke) {
   // with defer_release, once the owner has stopped acting on the term.
   if (lease_ != 0 && revoke) {
     if (options_.defer_release) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ended_lease_ = lease_;
     } else {
       (void)backend_.Revoke(lease_);

@@ -20,13 +20,13 @@
 // Thread safety: every public method is thread-safe; Start and Stop from one thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/clock.h"
 #include "server/ha/election_backend.h"
 
@@ -91,17 +91,17 @@ class LeaderElection {
   const LeaderElectionOptions options_;
   Listener listener_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool resign_ = true;
-  std::string step_down_;  // a pending StepDown's reason
-  bool leading_ = false;
-  std::string leader_;
-  std::string last_error_;
-  uint64_t terms_ = 0;
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool resign_ GUARDED_BY(mu_) = true;
+  std::string step_down_ GUARDED_BY(mu_);  // a pending StepDown's reason
+  bool leading_ GUARDED_BY(mu_) = false;
+  std::string leader_ GUARDED_BY(mu_);
+  std::string last_error_ GUARDED_BY(mu_);
+  uint64_t terms_ GUARDED_BY(mu_) = 0;
   int64_t lease_ = 0;         // the election thread's
-  int64_t ended_lease_ = 0;   // guarded by mu_: a deferred release
+  int64_t ended_lease_ GUARDED_BY(mu_) = 0;  // a deferred release
   Micros valid_until_ = 0;    // the election thread's
   // After a term ends this controller waits a lease's length before campaigning again,
   // so that a leader that stepped down (fenced, failed to start) leaves the lead to others.
