@@ -260,8 +260,14 @@ def main(argv):
         else:
             files, argv = argv, []
     if not files:
-        files = subprocess.run(["git", "ls-files", "src/*.cc", "src/*.h"], capture_output=True,
-                               text=True, check=True).stdout.split()
+        listed = subprocess.run(["git", "ls-files", "src/*.cc", "src/*.h"], capture_output=True,
+                                text=True)
+        if listed.returncode == 0:
+            files = listed.stdout.split()
+        else:  # not a git checkout (a source archive): every file under src/
+            import os
+            files = sorted(os.path.join(d, f) for d, _, names in os.walk("src") for f in names
+                           if f.endswith((".cc", ".h")))
     if only_production:
         files = [f for f in files if production(f)]
     if tidy_build:

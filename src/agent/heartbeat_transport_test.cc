@@ -20,13 +20,10 @@
 #include "agent/controller_links.h"
 #include "agent/testing/fake_agent_channel.h"
 #include "agent/testing/fake_controller.h"
-#include "api/json_fields.h"
+#include "api/testing/heartbeat_samples.h"
+#include "base/testing/temp_dir.h"
 
 namespace tessera {
-
-// Failures show the structs as their JSON.
-void PrintTo(const HeartbeatRequest& r, std::ostream* os) { *os << DumpJson(ToJson(r)); }
-void PrintTo(const HeartbeatResponse& r, std::ostream* os) { *os << DumpJson(ToJson(r)); }
 
 namespace {
 
@@ -40,69 +37,6 @@ void PrintTo(Transport t, std::ostream* os) { *os << TransportText(t); }
 
 constexpr Micros kTransportWait = 5'000'000;
 
-// A heartbeat with every field of every struct set.
-HeartbeatRequest EveryFieldRequest() {
-  HeartbeatRequest r;
-  r.node = "n1";
-  r.agent_id = "agent-1";
-  TaskReport t;
-  t.key = {42, 3, 2};
-  t.state = TaskState::kExited;
-  t.exit_code = 3;
-  t.signal = 9;
-  t.checkpointed = true;
-  t.message = "killed";
-  t.log_offset = 4096;
-  t.log_chunk = std::string("out\n\xff\x00 bytes", 12);
-  t.pty_port = 40000;
-  r.tasks = {t};
-  GpuTelemetry g;
-  g.index = 1;
-  g.uuid = "GPU-1";
-  g.lost = true;
-  g.util_pct = 50;
-  g.fb_used_mib = 10;
-  g.fb_free_mib = 20;
-  g.temp_c = 60;
-  g.power_mw = 300'000;
-  g.sm_clock_mhz = 1980;
-  g.xid_count = 1;
-  g.last_xid = 79;
-  g.ecc_sbe_volatile = 1;
-  g.ecc_dbe_volatile = 2;
-  g.ecc_sbe_aggregate = 3;
-  g.ecc_dbe_aggregate = 4;
-  g.mig = {{"MIG-1", "3g.40gb", 4, 1, 5, 6}};
-  r.gpus = {g};
-  return r;
-}
-
-HeartbeatResponse EveryFieldResponse() {
-  HeartbeatResponse r;
-  TaskLaunch l;
-  l.key = {7, 1, 1};
-  l.job_name = "train";
-  l.command = {"python", "train.py"};
-  l.env = {{"RANK", "1"}};
-  l.gpus = {0};
-  l.mig = {{0, "1g.10gb", 6}};
-  l.cpu_milli = 2000;
-  l.memory_mib = 4096;
-  l.gpu_milli = 1000;
-  l.gpu_memory_mib = 1024;
-  l.numa_nodes = {0};
-  l.working_dir = "/work";
-  l.checkpoint_dir = "/ckpt";
-  l.checkpoint_managed = true;
-  l.submit_dir = "/home/u";
-  l.uid = 1000;
-  l.gid = 1000;
-  l.pty_secret = "secret";
-  r.launch = {l};
-  r.stop = {TaskStop{{8, 0, 1}, 100, 2}};
-  r.heartbeat_interval_ms = 2000;
-  return r;
-}
 
 class HeartbeatTransportTest : public ::testing::TestWithParam<Transport> {
  protected:
@@ -152,16 +86,16 @@ class HeartbeatTransportTest : public ::testing::TestWithParam<Transport> {
 };
 
 TEST_P(HeartbeatTransportTest, CarriesEveryFieldBothWays) {
-  controller_->Answer(EveryFieldResponse());
-  HeartbeatResult r = Beat(EveryFieldRequest());
+  controller_->Answer(FullHeartbeatResponse());
+  HeartbeatResult r = Beat(FullHeartbeatRequest());
   ASSERT_TRUE(r.answer.ok()) << r.answer.status().ToString();
-  EXPECT_EQ(*r.answer, EveryFieldResponse());
+  EXPECT_EQ(*r.answer, FullHeartbeatResponse());
   EXPECT_FALSE(r.store_failed);
   EXPECT_FALSE(r.lost);
   ASSERT_EQ(controller_->requests().size(), 1u);
-  EXPECT_EQ(controller_->requests()[0], EveryFieldRequest());
+  EXPECT_EQ(controller_->requests()[0], FullHeartbeatRequest());
   // Nothing queued: an empty answer.
-  r = Beat(EveryFieldRequest());
+  r = Beat(FullHeartbeatRequest());
   ASSERT_TRUE(r.answer.ok()) << r.answer.status().ToString();
   EXPECT_EQ(*r.answer, HeartbeatResponse{});
   EXPECT_EQ(controller_->requests().size(), 2u);
@@ -172,14 +106,14 @@ TEST_P(HeartbeatTransportTest, CarriesEveryFieldBothWays) {
 
 TEST_P(HeartbeatTransportTest, StoreFailureKeepsTheTransport) {
   controller_->FailNext();
-  HeartbeatResult r = Beat(EveryFieldRequest());
+  HeartbeatResult r = Beat(FullHeartbeatRequest());
   ASSERT_FALSE(r.answer.ok());
   EXPECT_EQ(r.answer.status().code(), StatusCode::kUnavailable) << r.answer.status().ToString();
   EXPECT_TRUE(r.store_failed);
   EXPECT_FALSE(r.lost);
   EXPECT_TRUE(controller_->requests().empty());
   // The same transport takes the next one.
-  r = Beat(EveryFieldRequest());
+  r = Beat(FullHeartbeatRequest());
   ASSERT_TRUE(r.answer.ok()) << r.answer.status().ToString();
   EXPECT_EQ(controller_->requests().size(), 1u);
   if (stream()) {
@@ -192,7 +126,7 @@ TEST_P(HeartbeatTransportTest, ReregisterComesThrough) {
   HeartbeatResponse again;
   again.reregister = true;
   controller_->Answer(again);
-  HeartbeatResult r = Beat(EveryFieldRequest());
+  HeartbeatResult r = Beat(FullHeartbeatRequest());
   ASSERT_TRUE(r.answer.ok()) << r.answer.status().ToString();
   EXPECT_TRUE(r.answer->reregister);
 }
@@ -203,7 +137,7 @@ TEST_P(HeartbeatTransportTest, RefusesAnAnswerThatDoesNotDecode) {
   HeartbeatResponse bad;
   bad.stop = {TaskStop{{8, 0, 1}, 100, 0}};
   controller_->Answer(bad);
-  HeartbeatResult r = Beat(EveryFieldRequest());
+  HeartbeatResult r = Beat(FullHeartbeatRequest());
   ASSERT_FALSE(r.answer.ok());
   EXPECT_EQ(r.answer.status().code(), StatusCode::kInvalidArgument) << r.answer.status().ToString();
   EXPECT_NE(r.answer.status().message().find("stop[0].signal"), std::string::npos)
@@ -217,7 +151,7 @@ TEST_P(HeartbeatTransportTest, RefusesAnAnswerThatDoesNotDecode) {
 
 TEST_P(HeartbeatTransportTest, ControllerGoneIsUnavailable) {
   StopController();
-  HeartbeatResult r = Beat(EveryFieldRequest());
+  HeartbeatResult r = Beat(FullHeartbeatRequest());
   ASSERT_FALSE(r.answer.ok());
   EXPECT_EQ(r.answer.status().code(), StatusCode::kUnavailable) << r.answer.status().ToString();
   EXPECT_FALSE(r.store_failed);
@@ -238,19 +172,13 @@ class AgentOverTransportTest : public ::testing::TestWithParam<Transport> {
       channel_ = std::make_unique<FakeAgentChannel>(controller_);
       ASSERT_TRUE(channel_->ok());
     }
-    char dir[] = "/tmp/tessera_agent_transport_XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
+    ASSERT_TRUE(dir_.ok());
   }
-  void TearDown() override {
-    agent_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  void TearDown() override { agent_.reset(); }  // before its data directory goes
 
   FakeController controller_;
   std::unique_ptr<FakeAgentChannel> channel_;
-  std::string dir_;
+  testing::TempDir dir_{"tessera_agent_transport_"};
   std::unique_ptr<Agent> agent_;
 };
 
@@ -259,7 +187,7 @@ TEST_P(AgentOverTransportTest, LaunchesAndReportsTheExit) {
   o.server_url = controller_.url();
   o.token = "join-token";
   o.node_name = "n1";
-  o.data_dir = dir_;
+  o.data_dir = dir_.path();
   o.fake_gpus = "1xH100-80GB";
   o.use_cgroups = false;
   o.telemetry_interval = 0;

@@ -9,89 +9,12 @@
 
 #include "api/job_codec.h"
 #include "api/json_fields.h"
+#include "api/testing/heartbeat_samples.h"
 
 namespace tessera {
 
-// Failures show the structs as their JSON.
-void PrintTo(const HeartbeatRequest& r, std::ostream* os) { *os << DumpJson(ToJson(r)); }
-void PrintTo(const HeartbeatResponse& r, std::ostream* os) { *os << DumpJson(ToJson(r)); }
-
 namespace {
 
-// Every field of every struct set to something other than its default.
-HeartbeatRequest FullRequest() {
-  HeartbeatRequest r;
-  r.node = "node-a";
-  r.agent_id = "agent-7";
-  TaskReport exited;
-  exited.key = {42, 3, 2};
-  exited.state = TaskState::kExited;
-  exited.exit_code = -3;
-  exited.signal = 9;
-  exited.checkpointed = true;
-  exited.message = "killed";
-  exited.log_offset = 4096;
-  exited.log_chunk = std::string("step 1\n\xff\x00\x01 binary", 16);
-  exited.pty_port = 40000;
-  r.tasks.push_back(exited);
-  for (TaskState s : {TaskState::kRunning, TaskState::kFailedToStart, TaskState::kLost}) {
-    TaskReport other = exited;
-    other.key.task += 1 + static_cast<int>(s);
-    other.state = s;
-    r.tasks.push_back(other);
-  }
-  GpuTelemetry g;
-  g.index = 3;
-  g.uuid = "GPU-3";
-  g.lost = true;
-  g.util_pct = 77;
-  g.fb_used_mib = 1000;
-  g.fb_free_mib = 2000;
-  g.temp_c = -5;
-  g.power_mw = 250'000;
-  g.sm_clock_mhz = 1410;
-  g.xid_count = 2;
-  g.last_xid = 79;
-  g.ecc_sbe_volatile = 1;
-  g.ecc_dbe_volatile = 2;
-  g.ecc_sbe_aggregate = 3;
-  g.ecc_dbe_aggregate = 4;
-  g.mig = {{"MIG-a", "3g.40gb", 4, 2, 10, 20}, {"MIG-b", "1g.10gb", 0, 9, 1, 2}};
-  r.gpus = {g};
-  return r;
-}
-
-HeartbeatResponse FullResponse() {
-  HeartbeatResponse r;
-  TaskLaunch l;
-  l.key = {7, 1, 1};
-  l.job_name = "train";
-  l.command = {"python", "train.py"};
-  l.env = {{"RANK", "0"}, {"WORLD_SIZE", "2"}};
-  l.gpus = {0, 1};
-  l.mig = {{1, "1g.10gb", 6}};
-  l.cpu_milli = 4000;
-  l.memory_mib = 8192;
-  l.gpu_milli = 500;
-  l.gpu_memory_mib = 20480;
-  l.numa_nodes = {0, 1};
-  l.working_dir = "/work";
-  l.checkpoint_dir = "/ckpt/7";
-  l.checkpoint_managed = true;
-  l.submit_dir = "/home/u";
-  l.uid = 1000;
-  l.gid = 1001;
-  l.pty_secret = "s3cret";
-  r.launch.push_back(l);
-  TaskStop s;
-  s.key = {8, 2, 5};
-  s.grace_ms = 5000;
-  s.signal = 2;
-  r.stop.push_back(s);
-  r.reregister = true;
-  r.heartbeat_interval_ms = 2500;
-  return r;
-}
 
 // Through bytes, as on the stream.
 template <typename M>
@@ -131,19 +54,19 @@ void ExpectEveryFieldSet(const google::protobuf::Message& m, const std::string& 
 }
 
 TEST(AgentChannelCodec, EveryFieldIsWritten) {
-  ExpectEveryFieldSet(ToProto(FullRequest()), "request");
-  ExpectEveryFieldSet(ToProto(FullResponse()), "response");
+  ExpectEveryFieldSet(ToProto(FullHeartbeatRequest()), "request");
+  ExpectEveryFieldSet(ToProto(FullHeartbeatResponse()), "response");
 }
 
 TEST(AgentChannelCodec, RequestRoundTrip) {
-  const HeartbeatRequest in = FullRequest();
+  const HeartbeatRequest in = FullHeartbeatRequest();
   StatusOr<HeartbeatRequest> out = FromProto(Wire(ToProto(in)));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(*out, in);
 }
 
 TEST(AgentChannelCodec, ResponseRoundTrip) {
-  const HeartbeatResponse in = FullResponse();
+  const HeartbeatResponse in = FullHeartbeatResponse();
   StatusOr<HeartbeatResponse> out = FromProto(Wire(ToProto(in)));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(*out, in);
@@ -206,14 +129,14 @@ void ExpectTransportsAgree(const T& in, FromJson from_json) {
 }
 
 TEST(AgentChannelCodec, AgreesWithTheJsonCodec) {
-  ExpectTransportsAgree(FullRequest(), HeartbeatRequestFromJson);
-  ExpectTransportsAgree(FullResponse(), HeartbeatResponseFromJson);
+  ExpectTransportsAgree(FullHeartbeatRequest(), HeartbeatRequestFromJson);
+  ExpectTransportsAgree(FullHeartbeatResponse(), HeartbeatResponseFromJson);
   // Text that is not UTF-8 is repaired the same way by both.
-  HeartbeatRequest bad_text = FullRequest();
+  HeartbeatRequest bad_text = FullHeartbeatRequest();
   bad_text.tasks[0].message = "bad \xc3\x28 byte \xff";
   bad_text.gpus[0].uuid = "GPU-\xe2\x82";
   ExpectTransportsAgree(bad_text, HeartbeatRequestFromJson);
-  HeartbeatResponse bad_launch = FullResponse();
+  HeartbeatResponse bad_launch = FullHeartbeatResponse();
   bad_launch.launch[0].command.push_back("\xff\xfe");
   bad_launch.launch[0].env["X"] = "v\x80";
   ExpectTransportsAgree(bad_launch, HeartbeatResponseFromJson);
@@ -222,7 +145,7 @@ TEST(AgentChannelCodec, AgreesWithTheJsonCodec) {
   minimal.node = "n";
   minimal.agent_id = "a";
   ExpectTransportsAgree(minimal, HeartbeatRequestFromJson);
-  HeartbeatRequest negative_port = FullRequest();
+  HeartbeatRequest negative_port = FullHeartbeatRequest();
   negative_port.tasks[0].pty_port = -1;
   ExpectTransportsAgree(negative_port, HeartbeatRequestFromJson);
   HeartbeatResponse empty;
@@ -416,7 +339,7 @@ TEST(AgentChannelCodec, RefusesBadRequests) {
     cases.push_back(std::move(r));
   }
   for (const Refusal& c : cases) {
-    channel::HeartbeatRequest p = ToProto(FullRequest());
+    channel::HeartbeatRequest p = ToProto(FullHeartbeatRequest());
     c.spoil(p);
     StatusOr<HeartbeatRequest> out = FromProto(p);
     ASSERT_FALSE(out.ok()) << c.field << " was taken";
@@ -430,7 +353,7 @@ TEST(AgentChannelCodec, RefusesBadResponses) {
     cases.push_back(std::move(r));
   }
   for (const ResponseRefusal& c : cases) {
-    channel::HeartbeatResponse p = ToProto(FullResponse());
+    channel::HeartbeatResponse p = ToProto(FullHeartbeatResponse());
     c.spoil(p);
     StatusOr<HeartbeatResponse> out = FromProto(p);
     ASSERT_FALSE(out.ok()) << c.field << " was taken";
@@ -449,7 +372,7 @@ TEST(AgentChannelCodec, RefusesWhatTheJsonCodecRefuses) {
       {"node", [](HeartbeatRequest& r) { r.node.clear(); }},
   };
   for (const auto& [field, spoil] : requests) {
-    HeartbeatRequest bad = FullRequest();
+    HeartbeatRequest bad = FullHeartbeatRequest();
     spoil(bad);
     StatusOr<HeartbeatRequest> via_proto = FromProto(ToProto(bad));
     StatusOr<HeartbeatRequest> via_json = HeartbeatRequestFromJson(ToJson(bad));
@@ -468,7 +391,7 @@ TEST(AgentChannelCodec, RefusesWhatTheJsonCodecRefuses) {
       {"stop[0].grace_ms", [](HeartbeatResponse& r) { r.stop[0].grace_ms = -1; }},
   };
   for (const auto& [field, spoil] : responses) {
-    HeartbeatResponse bad = FullResponse();
+    HeartbeatResponse bad = FullHeartbeatResponse();
     spoil(bad);
     StatusOr<HeartbeatResponse> via_proto = FromProto(ToProto(bad));
     StatusOr<HeartbeatResponse> via_json = HeartbeatResponseFromJson(ToJson(bad));
