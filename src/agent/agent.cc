@@ -192,19 +192,20 @@ Status Agent::Init() {
 }
 
 Status Agent::RefreshInventory() {
-  // Under mu_: the backend has one caller at a time, and launches (on the channel's
-  // reader thread) read gpus_. The rest works on a copy.
   std::vector<DiscoveredGpu> gpus;
   {
-    MutexLock lock(mu_);
-    TESSERA_ASSIGN_OR_RETURN(gpus_, backend_->Discover());
-    StatusOr<GpuSharingConfig> sharing = ParseGpuSharingConfig(options_.gpu_sharing);
-    if (sharing.ok()) {
-      for (const std::string& problem : ApplyGpuSharingConfig(*sharing, &gpus_)) {
-        std::cerr << "tessera agent: " << problem << " (the GPU is reported as the driver has it)\n";
-      }
+    MutexLock lock(mu_);  // the backend has one caller at a time
+    TESSERA_ASSIGN_OR_RETURN(gpus, backend_->Discover());
+  }
+  StatusOr<GpuSharingConfig> sharing = ParseGpuSharingConfig(options_.gpu_sharing);
+  if (sharing.ok()) {
+    for (const std::string& problem : ApplyGpuSharingConfig(*sharing, &gpus)) {
+      std::cerr << "tessera agent: " << problem << " (the GPU is reported as the driver has it)\n";
     }
-    gpus = gpus_;
+  }
+  {
+    MutexLock lock(mu_);  // launches (on the channel's reader thread) read gpus_
+    gpus_ = gpus;
   }
   NodeInventory inv;
   NodeSpec& spec = inv.spec;

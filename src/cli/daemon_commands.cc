@@ -546,8 +546,9 @@ int RunAgent(AgentFlags flags) {
   if (!agent.ok()) {
     return Fail(agent.status(), "agent");
   }
-  std::cout << "tessera agent: node " << (*agent)->inventory().spec.name << ", "
-            << (*agent)->inventory().spec.gpus.size() << " GPUs (" << (*agent)->describe_gpus()
+  const NodeSpec node = (*agent)->inventory().spec;  // a copy, taken once
+  std::cout << "tessera agent: node " << node.name << ", " << node.gpus.size() << " GPUs ("
+            << (*agent)->describe_gpus()
             << "), controller " << flags.server << "\n"
             << std::flush;
   (*agent)->Start();
@@ -710,6 +711,7 @@ int RunUp(ServerFlags sflags, AgentFlags aflags) {
     return Fail(agent.status(), "up");
   }
   (*agent)->Start();
+  const NodeSpec node = (*agent)->inventory().spec;  // a copy, taken once
   std::cout << "Tessera is up: a one-machine cluster.\n"
             << "  API:           " << srv.url() << "\n"
             << "  agent channel: port " << srv.agent_port() << "\n"
@@ -718,9 +720,8 @@ int RunUp(ServerFlags sflags, AgentFlags aflags) {
             << sflags.data_dir << "/metrics.token)\n"
             << "  admin token:   " << sflags.data_dir << "/admin.token\n"
             << "  tenant tokens: " << token_dir << "/<tenant>.token\n"
-            << "  node:          " << (*agent)->inventory().spec.name << ", "
-            << (*agent)->inventory().spec.gpus.size() << " GPUs (" << (*agent)->describe_gpus()
-            << ")\n"
+            << "  node:          " << node.name << ", " << node.gpus.size() << " GPUs ("
+            << (*agent)->describe_gpus() << ")\n"
             << "  try:           " << TryCommands(srv.url(), token_dir, tenants) << "\n"
             << "Stop with Ctrl-C.\n"
             << std::flush;

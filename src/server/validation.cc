@@ -191,13 +191,17 @@ Micros ValidationDueAt(const ValidationCheck& check, Micros last_start) {
   return (last_start > 0 ? last_start : check.created) + check.every;
 }
 
+// A check program prints its values one JSON object per line; other lines are its own
+// output, passed over.
+constexpr char kValueLineStart = '{';
+
 std::vector<ValidationValue> ParseValidationOutput(const std::string& output) {
   std::vector<ValidationValue> out;
   std::stringstream in(output);
   std::string line;
   while (std::getline(in, line)) {
     const size_t begin = line.find_first_not_of(" \t\r");
-    if (begin == std::string::npos || line[begin] != '{') {
+    if (begin == std::string::npos || line[begin] != kValueLineStart) {
       continue;
     }
     const nlohmann::json j = nlohmann::json::parse(line.substr(begin), nullptr, false);
