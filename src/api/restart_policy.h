@@ -1,52 +1,20 @@
-// A job's restart policy, the job file's `restart` block:
+// The job file's `restart` block (the policy itself: model/restart_policy.h):
 //
 //   restart: {max: 2, on: [failure, node-lost, gpu-fault], backoff: 30s}
 //
-// `on` names the ends of an attempt that start a new one, each counting against `max`
-// (0..100 restarts over the job's life): `failure` (a task exited non-zero or was killed
-// by a signal), `node-lost` (a node of the job stopped answering), `gpu-fault` (a GPU the
-// job held failed: XID 48/79/94/95, an uncorrectable ECC error, lost). An end it does not
-// name, or one past `max`, fails the job. A failure's restart waits `backoff` (a fixed
-// delay, 0..1h, default 30s); node-lost and gpu-fault restarts requeue at once (the
-// fault was the machine's, and the drain or the node's absence keeps the job away).
-// Preemption and lost tasks (an agent's restart) never count. Without a block a job
-// gets DefaultRestartPolicy(): up to 3 restarts on node-lost and gpu-fault, none on
-// failure. The block is read by job_codec.cc, with the job file's other fields.
-// Thread safety: values and pure functions.
+// Read by job_codec.cc with the job file's other fields; this header adds the parsing
+// of `on` lists that the CLI's flags share.
+// Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <string_view>
 
-#include "base/clock.h"
 #include "base/status.h"
+#include "model/restart_policy.h"
 
 namespace tessera {
 
-enum class RestartOn : uint8_t { kFailure = 1, kNodeLost = 2, kGpuFault = 4 };
-
-inline constexpr int kMaxRestarts = 100;
-inline constexpr Micros kDefaultRestartBackoff = 30'000'000;
-inline constexpr Micros kMaxRestartBackoff = 3'600'000'000;
-
-struct RestartPolicy {
-  int max = 3;
-  uint8_t on = 1 | 2 | 4;  // RestartOn bits
-  Micros backoff = kDefaultRestartBackoff;
-
-  bool Restarts(RestartOn cause) const { return (on & static_cast<uint8_t>(cause)) != 0; }
-  bool operator==(const RestartPolicy&) const = default;
-};
-
-// What a job without a `restart` block gets.
-inline RestartPolicy DefaultRestartPolicy() {
-  return RestartPolicy{3, static_cast<uint8_t>(2 | 4), 0};
-}
-
-std::string_view RestartOnName(RestartOn cause);  // "failure", "node-lost", "gpu-fault"
-// "failure, gpu-fault" (in that fixed order).
-std::string RestartOnNames(uint8_t on);
 // "failure,gpu-fault" (commas, spaces allowed) into bits; InvalidArgument naming `field`
 // for an empty list or an unknown name.
 StatusOr<uint8_t> ParseRestartOnList(std::string_view text, std::string_view field);

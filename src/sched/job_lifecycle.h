@@ -53,22 +53,6 @@
 
 namespace tessera {
 
-enum class JobEnd : uint8_t { kSucceeded, kFailed, kCancelled };
-// Why an attempt ended early. kGpuFault: a GPU it held failed (XID 48/79/94/95, an
-// uncorrectable ECC error, lost); kFailure: a task failed and the job's restart policy
-// restarts it. Values are kept stable (new ones last).
-// kRequested: its user asked (a requeue command); kIdle: its queue's idle policy requeued
-// it (GPU utilisation stayed under the policy's floor).
-enum class RequeueCause : uint8_t {
-  kPreempted,
-  kNodeLost,
-  kTaskLost,
-  kGpuFault,
-  kFailure,
-  kRequested,
-  kIdle,
-};
-
 struct LifecycleEvent {
   enum class Kind : uint8_t {
     kSubmitted,

@@ -17,6 +17,7 @@
 #include "base/strong_id.h"
 #include "model/job.h"
 #include "model/queue_tree.h"
+#include "sched/attempt_state.h"
 #include "state/node_ledger.h"
 #include "state/quota_ledger.h"
 
@@ -59,6 +60,10 @@ struct JobRecord {
   // it waits for that job (SchedulerOptions::victim_hold).
   JobId evicted_for;
   Micros evicted_hold_until = 0;
+
+  // The current attempt's tasks and how it is to end, and the restarts counted; kept by
+  // the AttemptMachine (attempt_machine.h).
+  AttemptState attempt;
 
   // Kept by JobLifecycle while running or stopping.
   std::vector<uint8_t> held;   // per allocation: 1 while the ClusterState holds it
