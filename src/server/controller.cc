@@ -170,6 +170,7 @@ Status Controller::LoadJobRow(JobRow row, Micros now) {
   }
   rec.spec = job.submission.spec;
   rec.spec.submit_time = job.row.submit_us;
+  rec.attempt.policy = job.submission.restart.value_or(DefaultRestartPolicy());
   rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
   rec.resumed_from = job.row.progress_us;
   rec.preemptions = job.row.preemptions;
@@ -188,11 +189,11 @@ Status Controller::LoadJobRow(JobRow row, Micros now) {
   rec.allocations = std::move(allocations);
   rec.run_start = run_start;
   job.tasks.resize(stored_tasks.size());
+  rec.attempt.tasks.resize(stored_tasks.size());
   for (size_t t = 0; t < stored_tasks.size(); ++t) {
     job.tasks[t].node = stored_tasks[t].node;
-    job.tasks[t].exited = stored_tasks[t].exited;
-    job.tasks[t].exit_code = stored_tasks[t].exit_code;
-    job.tasks[t].signal = stored_tasks[t].signal;
+    rec.attempt.tasks[t] =
+        TaskOutcome{stored_tasks[t].exited, stored_tasks[t].exit_code, stored_tasks[t].signal};
     // A node nobody has heard of since the restart: known only through this job.
     const std::string& n = stored_tasks[t].node;
     if (nodes_.Find(n) == nullptr) {
@@ -203,10 +204,11 @@ Status Controller::LoadJobRow(JobRow row, Micros now) {
       info.last_seen = now;
     }
   }
-  job.after = after == "cancel" ? AfterStop::kCancel
-              : after == "fail" ? AfterStop::kFail
-              : after == "requeue" || rec.phase == JobPhase::kStopping ? AfterStop::kRequeue
-                                                                     : AfterStop::kNone;
+  rec.attempt.after = after == "cancel" ? AttemptEnd::kCancel
+                     : after == "fail"   ? AttemptEnd::kFail
+                     : after == "requeue" || rec.phase == JobPhase::kStopping
+                         ? AttemptEnd::kRequeue
+                         : AttemptEnd::kNone;
   return Status::Ok();
 }
 

@@ -87,6 +87,7 @@
 #include "model/gpu_catalog.h"
 #include "model/queue_tree.h"
 #include "plugins/job_policies.h"
+#include "sched/attempt_machine.h"
 #include "sched/job_lifecycle.h"
 #include "sched/job_record.h"
 #include "sched/job_scheduler.h"
@@ -297,6 +298,11 @@ class Controller {
   // Marks a node down at once (its credential was revoked); its jobs are requeued.
   // NotFound for an unknown node.
   Status FenceNode(const std::string& name, const std::string& reason);
+  // A node known to be gone before its heartbeats time out (its machine was powered
+  // off; a driver of scenarios): down at once, its jobs lost with it as when its
+  // heartbeats stop (requeued or failed by their restart policies). NotFound for an
+  // unknown node, FailedPrecondition for one already down.
+  Status DeclareNodeLost(const std::string& name, const std::string& reason);
   // After Open: forgets the nodes RemoveNode removed that have not registered since
   // (the store keeps rows; a marker says the node is gone).
   Status ForgetRemovedNodes();
@@ -460,12 +466,16 @@ class Controller {
   // decide on (no nodes, or no pending job). mu_ held.
   bool RunCoreCycle(Micros now, Pending& out) REQUIRES(mu_);
   void StartJob(LiveJob& job, const StartDecision& d, Micros now, Pending& out) REQUIRES(mu_);
-  void StopJob(LiveJob& job, AfterStop after, Micros grace, Micros now, Pending& out) REQUIRES(mu_);
-  // The job's attempt is to end in a requeue for `cause`, with `reason`, unless its end
-  // was already decided (a cancel, a failure, an earlier requeue).
-  void PlanRequeue(LiveJob& job, RequeueCause cause, std::string reason) REQUIRES(mu_);
-  void TaskExited(LiveJob& job, int task, int exit_code, int signal, Micros now, Pending& out) REQUIRES(mu_);
-  void Finalize(LiveJob& job, Micros now, Pending& out) REQUIRES(mu_);
+  // The core's attempt machine (sched/attempt_machine.h) over the current lifecycle.
+  AttemptMachine Attempts() REQUIRES(mu_) { return AttemptMachine(core_.lifecycle()); }
+  // Asks a running or stopping job's attempt to stop (sched/attempt_machine.h decides
+  // the end) and carries out the effects.
+  void StopJob(LiveJob& job, const StopRequest& request, Micros now, Pending& out) REQUIRES(mu_);
+  // Carries out what the attempt machine decided for `job`: stops to send, the row's
+  // reason and exit code, and an ended attempt's records (RecordEnded).
+  void ApplyAttempt(LiveJob& job, AttemptEffects fx, Micros now, Pending& out) REQUIRES(mu_);
+  // An attempt ended: its usage, the stored attempt, the job's new state and counters.
+  void RecordEnded(LiveJob& job, const EndedAttempt& ended, Micros now, Pending& out) REQUIRES(mu_);
   void NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out) REQUIRES(mu_);
   void HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
                      Pending& out) REQUIRES(mu_);
@@ -598,6 +608,11 @@ class Controller {
   // Runtime limits and the signal ahead of them (controller_limits.cc); mu_ held.
   void EnforceTimeLimits(Micros now, Pending& out) REQUIRES(mu_);
   std::map<JobNumber, int32_t> limit_signalled_ GUARDED_BY(mu_);  // job -> the attempt signalled
+  // The earliest time a running job's limit or limit signal falls due: the jobs are
+  // walked only then (EnforceTimeLimits), and at that very cycle.
+  Micros next_limit_check_ GUARDED_BY(mu_) = 0;
+  // A job started: its limit joins the next check.
+  void WatchLimit(const LiveJob& job) REQUIRES(mu_);
   mutable std::map<std::string, std::shared_ptr<const JobGates::Array>> parsed_arrays_
       GUARDED_BY(mu_);
 
@@ -606,13 +621,9 @@ class Controller {
   // are stopped with their grace and requeued as "gpu-fault" (or fail, restarts spent).
   void HandleGpuFault(const NodeInfo& node, int gpu, const HealthFinding& finding, Micros now,
                       Pending& out) REQUIRES(mu_);
-  // Whether the job's restart policy lets an attempt that ended for `cause` run again
-  // now (causes it does not count always do); else `why` says why not, in words.
-  bool RestartAllowed(const LiveJob& job, RequeueCause cause, std::string* why = nullptr) const REQUIRES(mu_);
-  const RestartPolicy& RestartPolicyOf(const LiveJob& job) const REQUIRES(mu_);
-  // Finalize of a requeue: counts the restart and returns when the next attempt may
-  // start (a failure's backoff; 0: at once); `ended` (the stored attempt) records both.
-  Micros CountRestart(LiveJob& job, Micros now, nlohmann::json& ended) REQUIRES(mu_);
+  // The detail a stored attempt gets from the job's reason (which GPU failed, what the
+  // idle policy saw), the restart counted and the backoff.
+  void NoteRestart(const LiveJob& job, const EndedAttempt& ended, nlohmann::json& stored) REQUIRES(mu_);
   // After Open: each job's restart count, and the backoffs still to wait out.
   void RestoreRestarts(Micros now) REQUIRES(mu_);
   // Restarts whose backoff ended are offered to the scheduler (their views change).

@@ -60,7 +60,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
         continue;
       }
       for (size_t t = 0; t < job.tasks.size(); ++t) {
-        if (job.tasks[t].node != spec.name || job.tasks[t].exited ||
+        if (job.tasks[t].node != spec.name || jobs_.TaskExited(job, t) ||
             reported.count({id.value(), static_cast<int>(t), job.row.attempts}) > 0) {
           continue;
         }
@@ -71,7 +71,8 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
           nodes_.relaunch().emplace_back(
               spec.name, TaskKey{id.value(), static_cast<int>(t), job.row.attempts});
         } else {
-          TaskExited(job, static_cast<int>(t), 0, 0, now, out);  // was being stopped anyway
+          // Was being stopped anyway.
+          ApplyAttempt(job, Attempts().TaskExited(jobs_.Rec(job), t, 0, 0, now), now, out);
         }
       }
     }
@@ -84,7 +85,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
       if (r.state == TaskState::kRunning && job != nullptr &&
           jobs_.Rec(*job).phase == JobPhase::kStopping && job->row.attempts == r.key.attempt &&
           static_cast<size_t>(r.key.task) < job->tasks.size() &&
-          !job->tasks[static_cast<size_t>(r.key.task)].exited) {
+          !jobs_.TaskExited(*job, static_cast<size_t>(r.key.task))) {
         out.stops.emplace_back(spec.name, TaskStop{r.key, options_.stop_grace / 1000, 15});
       }
     }
@@ -135,34 +136,30 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
       ptys_.Reported(r.key, node.address, r.pty_port, now);
     }
     AppendLog(*job, r.key.task, r.log_offset, r.log_chunk, out);
-    if (r.checkpointed && !job->checkpointed) {
-      job->checkpointed = true;
-      job->checkpoint_progress = jobs_.Rec(*job).Progress(now);
+    JobRecord& rec = jobs_.Rec(*job);
+    if (r.checkpointed) {
+      Attempts().Checkpointed(rec, now);
     }
+    const size_t task = static_cast<size_t>(r.key.task);
     if (r.state == TaskState::kFailedToStart) {
       // No program ran: no exit code of its own (an older agent reports 127), the reason
       // says what failed (a missing program, a MIG instance the driver would not make).
-      job->row.reason = "task " + std::to_string(r.key.task) + " failed to start: " + r.message;
-      job->row.exit_code = r.exit_code;
-      if (job->after == AfterStop::kNone) {
-        job->after = AfterStop::kFail;
-      }
-      TaskExited(*job, r.key.task, r.exit_code, 0, now, out);
-      if (jobs_.Rec(*job).phase == JobPhase::kRunning) {
-        StopJob(*job, AfterStop::kFail, 0, now, out);
-      }
+      ApplyAttempt(*job,
+                   Attempts().TaskFailedToStart(
+                       rec, task, r.exit_code,
+                       "task " + std::to_string(r.key.task) + " failed to start: " + r.message, now),
+                   now, out);
     } else if (r.state == TaskState::kLost) {
       // Gone without a known outcome (its agent killed it, or lost its supervisor): as
       // for a lost node, the job runs again from its checkpoint.
-      PlanRequeue(*job, RequeueCause::kTaskLost,
-                  "requeued: task " + std::to_string(r.key.task) + " on " + name + " was lost (" +
-                      r.message + ")");
-      TaskExited(*job, r.key.task, 0, 9, now, out);
-      if (jobs_.Rec(*job).phase == JobPhase::kRunning) {
-        StopJob(*job, job->after, 0, now, out);
-      }
+      ApplyAttempt(*job,
+                   Attempts().TasksLost(rec, {task}, RequeueCause::kTaskLost,
+                                        "requeued: task " + std::to_string(r.key.task) + " on " +
+                                            name + " was lost (" + r.message + ")",
+                                        now),
+                   now, out);
     } else if (r.state == TaskState::kExited) {
-      TaskExited(*job, r.key.task, r.exit_code, r.signal, now, out);
+      ApplyAttempt(*job, Attempts().TaskExited(rec, task, r.exit_code, r.signal, now), now, out);
     }
   }
 }
@@ -203,7 +200,7 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
       LiveJob* job = jobs_.Find(JobNumber(s.key.job));
       return job == nullptr || job->row.attempts != s.key.attempt ||
              static_cast<size_t>(s.key.task) >= job->tasks.size() ||
-             job->tasks[static_cast<size_t>(s.key.task)].exited;
+             jobs_.TaskExited(*job, static_cast<size_t>(s.key.task));
     });
     // A launch whose attempt stopped before the agent took it is not sent again: the
     // stop that follows it ends that attempt on the agent (it never had it).

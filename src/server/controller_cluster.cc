@@ -48,7 +48,7 @@ Status Controller::RebuildScheduler(Micros now, Pending& out) {
       rec.held.assign(rec.allocations.size(), 0);
       for (size_t t = 0; t < rec.allocations.size(); ++t) {
         StatusOr<NodeId> node = core_.state()->FindNode(job.tasks[t].node);
-        if (job.tasks[t].exited || !node.ok()) {
+        if (jobs_.TaskExited(job, t) || !node.ok()) {
           continue;
         }
         rec.allocations[t].node = node.value();
@@ -69,9 +69,10 @@ Status Controller::RebuildScheduler(Micros now, Pending& out) {
 
 void Controller::RequeueMisfit(LiveJob& job, const std::string& why, Micros now, Pending& out) {
   std::cerr << "tessera server: " << why << "; requeued\n";
-  PlanRequeue(job, RequeueCause::kTaskLost,
-              "requeued: its node came back without room for it (" + why + ")");
-  StopJob(job, job.after, 0, now, out);
+  StopJob(job,
+          StopRequest{AttemptEnd::kRequeue, RequeueCause::kTaskLost, 0,
+                      "requeued: its node came back without room for it (" + why + ")"},
+          now, out);
 }
 
 // ---- node changes in place ----------------------------------------------------------
@@ -112,7 +113,7 @@ void Controller::NodeJoined(const NodeInfo& node, Micros now, Pending& out) {
       }
       rec.held.resize(rec.allocations.size(), 0);
       for (size_t t = 0; t < job.tasks.size() && t < rec.allocations.size(); ++t) {
-        if (job.tasks[t].node != spec.name || job.tasks[t].exited || rec.held[t] != 0) {
+        if (job.tasks[t].node != spec.name || jobs_.TaskExited(job, t) || rec.held[t] != 0) {
           continue;
         }
         rec.allocations[t].node = id.value();

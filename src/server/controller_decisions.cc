@@ -20,34 +20,25 @@ using namespace controller_rows;  // NOLINT: the controller's own helpers
 
 namespace {
 
-// The attempt of `job` that ends at `now` (job_attempts.h), with its GPUs named while
-// its nodes are still known.
-nlohmann::json EndedAttempt(const LiveJob& job, const JobRecord& rec, Micros now, bool failed,
-                            const NodeRegistry& nodes, const GpuCatalog& catalog) {
-  static constexpr const char* kCause[] = {"preempted", "node lost", "task lost", "gpu-fault",
-                                           "failed",    "requeued",  "idle"};
-  std::string ended = failed ? "failed" : "succeeded";
-  if (job.after == AfterStop::kRequeue) {
-    ended = kCause[static_cast<size_t>(job.cause)];
-  } else if (job.after == AfterStop::kCancel) {
-    ended = "cancelled";
-  } else if (job.after == AfterStop::kFail) {
-    ended = "failed";
-  }
+// The attempt of `job` that ended (job_attempts.h), with its GPUs named while its nodes
+// are still known.
+nlohmann::json StoredEndedAttempt(const LiveJob& job, const EndedAttempt& ended, Micros now,
+                                  const NodeRegistry& nodes, const GpuCatalog& catalog) {
   int exit_code = 0;
   int signal = 0;
   nlohmann::json tasks = nlohmann::json::array();
   for (size_t t = 0; t < job.tasks.size(); ++t) {
     const TaskRun& run = job.tasks[t];
+    const TaskOutcome outcome = t < ended.tasks.size() ? ended.tasks[t] : TaskOutcome{};
     if (exit_code == 0 && signal == 0) {
-      exit_code = run.exit_code;
-      signal = run.signal;
+      exit_code = outcome.exit_code;
+      signal = outcome.signal;
     }
     nlohmann::json gpus = nlohmann::json::array();
     auto found = nodes.all().find(run.node);
     const NodeInfo* node = found == nodes.all().end() ? nullptr : &found->second;
-    if (t < rec.allocations.size()) {
-      for (const GpuGrant& g : rec.allocations[t].gpus) {
+    if (t < ended.allocations.size()) {
+      for (const GpuGrant& g : ended.allocations[t].gpus) {
         nlohmann::json gpu = {
             {"index", g.gpu}, {"milli", g.milli.value()}, {"mig_profile", nullptr}};
         const size_t gi = static_cast<size_t>(g.gpu);
@@ -65,15 +56,15 @@ nlohmann::json EndedAttempt(const LiveJob& job, const JobRecord& rec, Micros now
       }
     }
     tasks.push_back({{"node", run.node},
-                     {"exit_code", run.exit_code},
-                     {"signal", run.signal},
+                     {"exit_code", outcome.exit_code},
+                     {"signal", outcome.signal},
                      {"gpus", std::move(gpus)}});
   }
-  nlohmann::json out = {{"attempt", job.row.attempts}, {"start", rec.run_start},
-                        {"end", now},                {"ended", ended},
-                        {"exit_code", exit_code},    {"signal", signal},
+  nlohmann::json out = {{"attempt", job.row.attempts}, {"start", ended.run_start},
+                        {"end", now},                  {"ended", std::string(ended.as)},
+                        {"exit_code", exit_code},      {"signal", signal},
                         {"tasks", std::move(tasks)}};
-  if (ended == "failed" && job.row.reason.find(" failed to start: ") != std::string::npos) {
+  if (ended.as == "failed" && job.row.reason.find(" failed to start: ") != std::string::npos) {
     out["detail"] = job.row.reason;  // no exit code says it: the launch failed
   }
   return out;
@@ -94,13 +85,15 @@ void Controller::Seal(Pending& out) {
     if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
         !rec.allocations.empty() && rec.allocations.size() == job.tasks.size()) {
       std::vector<StoredTask> tasks;
-      for (const TaskRun& r : job.tasks) {
-        tasks.push_back(StoredTask{r.node, r.exited, r.exit_code, r.signal});
+      for (size_t t = 0; t < job.tasks.size(); ++t) {
+        const TaskOutcome o =
+            t < rec.attempt.tasks.size() ? rec.attempt.tasks[t] : TaskOutcome{};
+        tasks.push_back(StoredTask{job.tasks[t].node, o.exited, o.exit_code, o.signal});
       }
       static constexpr const char* kAfter[] = {"", "requeue", "cancel", "fail"};
       job.row.placement_json = WithStoredAttempts(
           PlacementJson(rec.allocations, tasks, rec.run_start,
-                        kAfter[static_cast<size_t>(job.after)]),
+                        kAfter[static_cast<size_t>(rec.attempt.after)]),
           job.row.placement_json);
     }
     out.batch.jobs.push_back(job.row);
@@ -215,9 +208,8 @@ TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
 
 void Controller::StartJob(LiveJob& job, const StartDecision& d, Micros now, Pending& out) {
   const JobNumber id = job.id();
-  const JobRecord& rec = jobs_.Rec(job);  // the lifecycle made it running
-  job.after = AfterStop::kNone;
-  job.checkpointed = false;
+  JobRecord& rec = jobs_.Rec(job);  // the lifecycle made it running
+  Attempts().Started(rec);
   job.tasks.assign(rec.allocations.size(), TaskRun{});
   for (size_t t = 0; t < rec.allocations.size(); ++t) {
     job.tasks[t].node = core_.state()->spec(rec.allocations[t].node).name;
@@ -243,158 +235,75 @@ void Controller::StartJob(LiveJob& job, const StartDecision& d, Micros now, Pend
   for (size_t t = 0; t < rec.allocations.size(); ++t) {
     out.launches.emplace_back(job.tasks[t].node, MakeLaunch(job, static_cast<int>(t)));
   }
+  WatchLimit(job);
 }
 
-void Controller::StopJob(LiveJob& job, AfterStop after, Micros grace, Micros now, Pending& out) {
-  JobRecord& rec = jobs_.Rec(job);
-  if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
+void Controller::StopJob(LiveJob& job, const StopRequest& request, Micros now, Pending& out) {
+  ApplyAttempt(job, Attempts().Stop(jobs_.Rec(job), request, now), now, out);
+}
+
+void Controller::ApplyAttempt(LiveJob& job, AttemptEffects fx, Micros now, Pending& out) {
+  if (!fx.changed) {
     return;
   }
-  // A cancel or a failure outranks a requeue already under way.
-  if (job.after == AfterStop::kNone || after == AfterStop::kCancel ||
-      (after == AfterStop::kFail && job.after == AfterStop::kRequeue)) {
-    job.after = after;
-  }
-  core_.lifecycle()->Stopping(rec);
-  job.SetState(JobState::kStopping);
   out.dirty.insert(job.id());
-  bool alive = false;
-  for (size_t t = 0; t < job.tasks.size(); ++t) {
-    if (!job.tasks[t].exited) {
-      alive = true;
-      // Rounded up to whole milliseconds: a victim evicted at its periodic checkpoint
-      // must not end a fraction of a millisecond before it and lose the interval.
-      out.stops.emplace_back(job.tasks[t].node,
-                             TaskStop{TaskKey{job.row.id, static_cast<int>(t), job.row.attempts},
-                                      (grace + 999) / 1000, 15});
-    }
+  if (fx.reason) {
+    job.row.reason = std::move(*fx.reason);
   }
-  if (!alive) {
-    Finalize(job, now, out);
+  if (fx.exit_code) {
+    job.row.exit_code = *fx.exit_code;
   }
-}
-
-void Controller::PlanRequeue(LiveJob& job, RequeueCause cause, std::string reason) {
-  std::string why;
-  if (job.after == AfterStop::kNone && !RestartAllowed(job, cause, &why)) {
-    // Its restart policy does not restart it for this, or its restarts are spent.
-    const std::string what = reason.rfind("requeued: ", 0) == 0 ? reason.substr(10) : reason;
-    job.after = AfterStop::kFail;
-    job.row.reason = "failed: " + what + " (" + why + ")";
-    return;
+  if (!fx.stop.empty()) {
+    job.SetState(JobState::kStopping);
   }
-  if (job.after == AfterStop::kNone) {
-    job.after = AfterStop::kRequeue;
-    job.cause = cause;
-    job.row.reason = std::move(reason);
+  for (size_t t : fx.stop) {
+    // Rounded up to whole milliseconds: a victim evicted at its periodic checkpoint
+    // must not end a fraction of a millisecond before it and lose the interval.
+    out.stops.emplace_back(job.tasks[t].node,
+                           TaskStop{TaskKey{job.row.id, static_cast<int>(t), job.row.attempts},
+                                    (fx.grace + 999) / 1000, 15});
+  }
+  if (fx.ended) {
+    RecordEnded(job, *fx.ended, now, out);
   }
 }
 
-void Controller::TaskExited(LiveJob& job, int task, int exit_code, int signal, Micros now,
-                            Pending& out) {
-  TaskRun& run = job.tasks[static_cast<size_t>(task)];
-  if (run.exited) {
-    return;
-  }
-  run.exited = true;
-  run.exit_code = exit_code;
-  run.signal = signal;
-  out.dirty.insert(job.id());
-  bool alive = false;
-  for (const TaskRun& r : job.tasks) {
-    alive = alive || !r.exited;
-  }
-  if (job.after == AfterStop::kNone && (exit_code != 0 || signal != 0)) {
-    job.row.reason = "task " + std::to_string(task) +
-                     (signal != 0 ? " was killed by signal " + std::to_string(signal)
-                                  : " exited with code " + std::to_string(exit_code));
-    job.row.exit_code = exit_code != 0 ? exit_code : 128 + signal;
-    const RestartPolicy& policy = RestartPolicyOf(job);
-    std::string why;
-    const bool restart = RestartAllowed(job, RequeueCause::kFailure, &why);
-    if (restart) {
-      // The whole gang stops, then restarts together after the backoff.
-      job.cause = RequeueCause::kFailure;
-      job.row.reason = "restarting after failure (attempt " + std::to_string(job.restarts + 2) +
-                       " of " + std::to_string(policy.max + 1) + ")";
-    } else if (policy.Restarts(RestartOn::kFailure)) {
-      job.row.reason += " (" + why + ")";
-    }
-    const AfterStop after = restart ? AfterStop::kRequeue : AfterStop::kFail;
-    if (alive) {
-      StopJob(job, after, 0, now, out);
-      return;
-    }
-    job.after = after;
-  }
-  if (!alive) {
-    Finalize(job, now, out);
-  }
-}
-
-void Controller::Finalize(LiveJob& job, Micros now, Pending& out) {
+void Controller::RecordEnded(LiveJob& job, const EndedAttempt& ended, Micros now, Pending& out) {
   const JobNumber id = job.id();
-  JobRecord& rec = jobs_.Rec(job);
-  if (rec.run_start > 0 && now > rec.run_start) {
+  const JobRecord& rec = jobs_.Rec(job);
+  if (ended.run_start > 0 && now > ended.run_start) {
     out.batch.usage.push_back(
-        UsageRow{id.value(), job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
+        UsageRow{id.value(), job.row.tenant, job.row.queue, ended.run_start, now, rec.gpu_milli});
     MeasureUsage(job, out.batch.usage.back());
     counters_.tenant_gpu_seconds[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0 *
-                                                    static_cast<double>(now - rec.run_start) / 1e6;
-  }
-  out.dirty.insert(id);
-
-  bool failed = false;
-  for (const TaskRun& r : job.tasks) {
-    failed = failed || r.exit_code != 0 || r.signal != 0;
-  }
-  // A preempted job whose tasks all exited 0 without reporting a checkpoint ran to its
-  // end within its grace period: it is done, not stopped early (docs/preemption.md). A
-  // checkpoint report, a signal or a non-zero code means resume it.
-  if (job.after == AfterStop::kRequeue &&
-      (job.cause == RequeueCause::kPreempted || job.cause == RequeueCause::kGpuFault ||
-       job.cause == RequeueCause::kIdle) &&
-      !failed && !job.checkpointed && !job.tasks.empty()) {
-    job.after = AfterStop::kNone;
-    job.row.reason.clear();
+                                                    static_cast<double>(now - ended.run_start) / 1e6;
   }
   // The attempt that ended is stored with this transition; the job now holds nothing.
-  nlohmann::json ended = EndedAttempt(job, rec, now, failed, nodes_, *catalog_);
-  // A restart is counted (and a failure's backoff set) in the same write.
-  const Micros restart_at = job.after == AfterStop::kRequeue ? CountRestart(job, now, ended) : 0;
+  nlohmann::json stored = StoredEndedAttempt(job, ended, now, nodes_, *catalog_);
+  if (ended.requeued) {
+    NoteRestart(job, ended, stored);  // the restart counted, in the same write
+  }
   job.row.placement_json =
-      rec.run_start > 0 ? AppendAttempt(job.row.placement_json, std::move(ended))
-                        : WithStoredAttempts(nlohmann::json::object(), job.row.placement_json);
-  JobEnd end = JobEnd::kSucceeded;
-  switch (job.after) {
-    case AfterStop::kRequeue: {
-      core_.lifecycle()->Requeue(rec, job.checkpointed ? job.checkpoint_progress : 0, job.cause,
-                                 now, restart_at);
-      job.row.progress_us = rec.resumed_from;
-      job.SetState(JobState::kPending);
-      job.tasks.clear();
-      job.after = AfterStop::kNone;
-      ++counters_.decisions["requeue"];
-      return;
-    }
-    case AfterStop::kCancel:
+      ended.run_start > 0 ? AppendAttempt(job.row.placement_json, std::move(stored))
+                          : WithStoredAttempts(nlohmann::json::object(), job.row.placement_json);
+  if (ended.requeued) {
+    job.row.progress_us = rec.resumed_from;
+    job.SetState(JobState::kPending);
+    job.tasks.clear();
+    ++counters_.decisions["requeue"];
+    return;
+  }
+  switch (ended.end) {
+    case JobEnd::kCancelled:
       job.SetState(JobState::kCancelled);
-      end = JobEnd::kCancelled;
       break;
-    case AfterStop::kFail:
+    case JobEnd::kFailed:
       job.SetState(JobState::kFailed);
-      end = JobEnd::kFailed;
       break;
-    case AfterStop::kNone:
-      job.SetState(failed ? JobState::kFailed : JobState::kSucceeded);
-      end = failed ? JobEnd::kFailed : JobEnd::kSucceeded;
-      if (!failed) {
-        job.row.exit_code = 0;
-        job.row.reason.clear();
-      }
+    case JobEnd::kSucceeded:
+      job.SetState(JobState::kSucceeded);
       break;
   }
-  core_.lifecycle()->Finish(rec, end, now);
   out.finished.push_back(id);
   job.row.end_us = now;
   ++counters_.finished[{job.row.queue, job.row.state}];
@@ -412,27 +321,23 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
     if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
       continue;
     }
-    bool touched = false;
+    std::vector<size_t> lost;
     for (size_t t = 0; t < job.tasks.size(); ++t) {
       if (job.tasks[t].node == name) {
-        touched = touched || !job.tasks[t].exited;
+        if (!jobs_.TaskExited(job, t)) {
+          lost.push_back(t);
+        }
         // The node leaves the core holding nothing.
         core_.lifecycle()->DetachTask(jobs_.Rec(job), t);
       }
     }
-    if (!touched) {
+    if (lost.empty()) {
       continue;
     }
-    PlanRequeue(job, RequeueCause::kNodeLost,
-                "requeued: node " + name + " was lost (" + reason + ")");
-    for (size_t t = 0; t < job.tasks.size(); ++t) {
-      if (job.tasks[t].node == name && !job.tasks[t].exited) {
-        job.tasks[t].exited = true;  // detached above
-        job.tasks[t].signal = 9;
-      }
-    }
-    // The rest of the gang stops at once: it restarts as a whole.
-    StopJob(job, job.after, 0, now, out);
+    ApplyAttempt(job,
+                 Attempts().TasksLost(jobs_.Rec(job), lost, RequeueCause::kNodeLost,
+                                      "requeued: node " + name + " was lost (" + reason + ")", now),
+                 now, out);
   }
   NodeLeft(name);
 }
@@ -454,11 +359,13 @@ bool Controller::RunCoreCycle(Micros now, Pending& out) {
     for (const PreemptDecision& d : result.preemptions) {
       LiveJob& victim = jobs_.JobAt(d.victim);
       ++victim.row.preemptions;
-      victim.cause = RequeueCause::kPreempted;
-      victim.row.reason = "preempted by job " + ToString(jobs_.IdAt(d.preemptor));
       ++counters_.decisions["preempt"];
       ++counters_.preemptions[victim.row.queue];
-      StopJob(victim, AfterStop::kRequeue, std::max<Micros>(0, d.evict_at - now), now, out);
+      StopJob(victim,
+              StopRequest{AttemptEnd::kRequeue, RequeueCause::kPreempted,
+                          std::max<Micros>(0, d.evict_at - now),
+                          "preempted by job " + ToString(jobs_.IdAt(d.preemptor))},
+              now, out);
     }
   }
   return true;
@@ -482,6 +389,8 @@ Status Controller::RunCycle() {
                    now, out);
         }
       }
+    }
+    if (now >= next_limit_check_) {
       EnforceTimeLimits(now, out);
     }
     if (core_.rebuild_pending()) {
@@ -503,7 +412,7 @@ Status Controller::RunCycle() {
       if (job == nullptr || n == nodes_.all().end() || !n->second.up ||
           job->row.attempts != key.attempt || jobs_.Rec(*job).phase != JobPhase::kRunning ||
           static_cast<size_t>(key.task) >= job->tasks.size() ||
-          job->tasks[static_cast<size_t>(key.task)].exited ||
+          jobs_.TaskExited(*job, static_cast<size_t>(key.task)) ||
           job->tasks[static_cast<size_t>(key.task)].node != node) {
         continue;
       }

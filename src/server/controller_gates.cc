@@ -557,8 +557,10 @@ StatusOr<nlohmann::json> Controller::Requeue(const Principal& who, const std::st
   };
   requeue.act = [this](LiveJob& job, const std::string& by, Micros now, Pending& out) REQUIRES(mu_) {
     // Not a restart its policy counts: the user asked for it.
-    PlanRequeue(job, RequeueCause::kRequested, "requeued by " + by);
-    StopJob(job, AfterStop::kRequeue, options_.stop_grace, now, out);
+    StopJob(job,
+            StopRequest{AttemptEnd::kRequeue, RequeueCause::kRequested, options_.stop_grace,
+                        "requeued by " + by},
+            now, out);
   };
   return ActOnNamed(who, text, requeue);
 }

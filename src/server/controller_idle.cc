@@ -111,11 +111,13 @@ void Controller::WatchIdle(Micros now, Pending& out) {
         w.acted = true;
         if (policy.action == IdleAction::kRequeue) {
           // As a preemption: the tasks get the signal and may checkpoint, then it waits again.
-          PlanRequeue(job, RequeueCause::kIdle, "requeued: " + text);
-          StopJob(job, AfterStop::kRequeue, options_.stop_grace, now, out);
+          StopJob(job,
+                  StopRequest{AttemptEnd::kRequeue, RequeueCause::kIdle, options_.stop_grace,
+                              "requeued: " + text},
+                  now, out);
         } else {
           job.row.reason = text;
-          StopJob(job, AfterStop::kCancel, options_.stop_grace, now, out);
+          StopJob(job, StopRequest{AttemptEnd::kCancel, RequeueCause::kPreempted, options_.stop_grace, ""}, now, out);
         }
         continue;  // StopJob marked it dirty: Seal publishes its view
       }

@@ -550,6 +550,7 @@ void Controller::Acknowledge(LiveJob& j, Micros now) {
   ++counters_.submitted[j.row.queue];
   JobRecord& rec = jobs_.Rec(j);
   rec.spec = j.submission.spec;
+  rec.attempt.policy = j.submission.restart.value_or(DefaultRestartPolicy());
   rec.phase = JobPhase::kPending;
   rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
   rec.queue = core_.tree().FindQueue(j.row.queue).value();
@@ -613,8 +614,10 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, JobNumber id) 
       job->row.reason = "cancelled before it started, by " + Actor(who);
       out.dirty.insert(id);
     } else {
-      job->row.reason = "cancelled by " + Actor(who);
-      StopJob(*job, AfterStop::kCancel, options_.stop_grace, now, out);
+      StopJob(*job,
+              StopRequest{AttemptEnd::kCancel, RequeueCause::kPreempted, options_.stop_grace,
+                          "cancelled by " + Actor(who)},
+              now, out);
     }
     Seal(out);
     result = JobJson(*job);

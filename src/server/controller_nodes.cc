@@ -132,8 +132,11 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
       if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
         continue;
       }
-      if (std::any_of(job.tasks.begin(), job.tasks.end(),
-                      [&](const TaskRun& r) { return r.node == name && !r.exited; })) {
+      bool runs_here = false;
+      for (size_t t = 0; t < job.tasks.size(); ++t) {
+        runs_here = runs_here || (job.tasks[t].node == name && !jobs_.TaskExited(job, t));
+      }
+      if (runs_here) {
         running.push_back(id);
       }
     }
@@ -182,6 +185,28 @@ Status Controller::FenceNode(const std::string& name, const std::string& reason)
     // fenced themselves: a new attempt must not start while the old one may still run.
     const Micros now = clock_->NowMicros();
     SetDrain(it->second, -1, DrainInfo{reason, "admin", "admin", now}, out);
+    Seal(out);
+  }
+  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
+  Wake();
+  return Status::Ok();
+}
+
+Status Controller::DeclareNodeLost(const std::string& name, const std::string& reason) {
+  if (!healthy()) {
+    return UnavailableError("the state store failed; the controller accepts no changes");
+  }
+  Pending out;
+  {
+    MutexLock lock(mu_);
+    auto it = nodes_.all().find(name);
+    if (it == nodes_.all().end()) {
+      return NotFoundError("no node '" + name + "'");
+    }
+    if (!it->second.up) {
+      return FailedPreconditionError("node '" + name + "' is down already");
+    }
+    NodeDown(it->second, reason, clock_->NowMicros(), out);
     Seal(out);
   }
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));

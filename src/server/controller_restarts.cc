@@ -1,9 +1,8 @@
-// GPU faults that end a job's attempt, and the restart policy (api/restart_policy.h):
-// which ends of an attempt start another, how many, and after what backoff. Requeues go
-// through the controller's one stop path (PlanRequeue, StopJob, Finalize) and the core's
-// JobLifecycle::Requeue, as preemptions and lost nodes do; a failure's backoff is the
-// lifecycle's hold (JobLifecycle::HoldUntil), stored with the ended attempt so that a
-// controller restart keeps it.
+// GPU faults that end a job's attempt, and what the controller keeps of restarts: the
+// count and backoff stored with each ended attempt (so that a controller restart keeps
+// them), the view's `restart` block and the metrics. Which ends restart, how many times
+// and after what backoff is the core's attempt machine's (sched/attempt_machine.h); a
+// backoff is the lifecycle's hold (JobLifecycle::HoldUntil).
 #include <initializer_list>
 #include <iostream>
 #include <map>
@@ -14,81 +13,27 @@
 #include "server/job_attempts.h"
 
 namespace tessera {
-namespace {
 
-// The restart.on entry a cause counts against; none: it never counts.
-std::optional<RestartOn> CountedAs(RequeueCause cause) {
-  switch (cause) {
-    case RequeueCause::kFailure:
-      return RestartOn::kFailure;
-    case RequeueCause::kNodeLost:
-      return RestartOn::kNodeLost;
-    case RequeueCause::kGpuFault:
-      return RestartOn::kGpuFault;
-    case RequeueCause::kPreempted:
-    case RequeueCause::kTaskLost:
-    case RequeueCause::kRequested:
-    case RequeueCause::kIdle:
-      return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-const RestartPolicy& Controller::RestartPolicyOf(const LiveJob& job) const {
-  static const RestartPolicy kDefault = DefaultRestartPolicy();
-  return job.submission.restart ? *job.submission.restart : kDefault;
-}
-
-bool Controller::RestartAllowed(const LiveJob& job, RequeueCause cause, std::string* why) const {
-  const std::optional<RestartOn> on = CountedAs(cause);
-  if (!on) {
-    return true;
-  }
-  const RestartPolicy& policy = RestartPolicyOf(job);
-  if (!policy.Restarts(*on)) {
-    if (why != nullptr) {
-      *why = "its restart policy does not restart on " + std::string(RestartOnName(*on));
-    }
-    return false;
-  }
-  if (job.restarts >= policy.max) {
-    if (why != nullptr) {
-      *why = "no restarts left: " + std::to_string(job.restarts) + " of " +
-             std::to_string(policy.max) + " used";
-    }
-    return false;
-  }
-  return true;
-}
-
-Micros Controller::CountRestart(LiveJob& job, Micros now, nlohmann::json& ended) {
-  const std::optional<RestartOn> on = CountedAs(job.cause);
+void Controller::NoteRestart(const LiveJob& job, const EndedAttempt& ended, nlohmann::json& stored) {
   // What the cause's name alone does not say: which GPU failed, what the idle policy saw.
-  if (job.cause == RequeueCause::kGpuFault || job.cause == RequeueCause::kIdle) {
-    const std::string_view prefix =
-        job.cause == RequeueCause::kGpuFault ? "requeued: gpu-fault: " : "requeued: idle: ";
+  if (ended.as == RequeueCauseName(RequeueCause::kGpuFault) ||
+      ended.as == RequeueCauseName(RequeueCause::kIdle)) {
+    const std::string_view prefix = ended.as == RequeueCauseName(RequeueCause::kGpuFault)
+                                        ? "requeued: gpu-fault: "
+                                        : "requeued: idle: ";
     if (job.row.reason.rfind(prefix, 0) == 0) {
-      ended["detail"] = job.row.reason.substr(prefix.size());
+      stored["detail"] = job.row.reason.substr(prefix.size());
     } else if (job.row.reason.rfind("requeued: ", 0) == 0) {
-      ended["detail"] = job.row.reason.substr(10);
+      stored["detail"] = job.row.reason.substr(10);
     }
   }
-  if (on) {
-    ++job.restarts;
-    ++counters_.restarts[std::string(RestartOnName(*on))];
+  if (ended.counted) {
+    ++counters_.restarts[std::string(RestartOnName(*ended.counted))];
   }
-  ended["restarts"] = job.restarts;
-  if (job.cause != RequeueCause::kFailure) {
-    return 0;  // the fault was the machine's: requeued at once, elsewhere
+  stored["restarts"] = ended.restarts;
+  if (ended.restart_at > 0) {
+    stored["restart_at"] = ended.restart_at;
   }
-  const Micros backoff = RestartPolicyOf(job).backoff;
-  if (backoff <= 0) {
-    return 0;
-  }
-  ended["restart_at"] = now + backoff;
-  return now + backoff;
 }
 
 void Controller::HandleGpuFault(const NodeInfo& node, int gpu, const HealthFinding& finding,
@@ -102,22 +47,24 @@ void Controller::HandleGpuFault(const NodeInfo& node, int gpu, const HealthFindi
     }
     bool holds = false;
     for (size_t t = 0; t < job.tasks.size() && t < rec.allocations.size(); ++t) {
-      if (job.tasks[t].node != name || job.tasks[t].exited) {
+      if (job.tasks[t].node != name || jobs_.TaskExited(job, t)) {
         continue;
       }
       for (const GpuGrant& g : rec.allocations[t].gpus) {
         holds = holds || g.gpu == gpu;
       }
     }
-    if (!holds || job.after != AfterStop::kNone) {
+    if (!holds || rec.attempt.after != AttemptEnd::kNone) {
       continue;  // its end is decided already (a cancel, a failure, a requeue under way)
     }
     ++counters_.gpu_faults[std::string(HealthKindName(finding.kind))];
     std::cerr << "tessera server: job " << ToString(id) << " stops: GPU fault: " << where << "\n";
-    PlanRequeue(job, RequeueCause::kGpuFault, "requeued: gpu-fault: " + where);
     // Every task of the gang gets the preemption signal and the grace to checkpoint;
     // the drain keeps the next attempt off this GPU.
-    StopJob(job, job.after, options_.stop_grace, now, out);
+    StopJob(job,
+            StopRequest{AttemptEnd::kRequeue, RequeueCause::kGpuFault, options_.stop_grace,
+                        "requeued: gpu-fault: " + where},
+            now, out);
   }
 }
 
@@ -125,11 +72,12 @@ void Controller::RestoreRestarts(Micros now) {
   (void)now;
   for (auto& [id, job] : jobs_.all()) {
     const nlohmann::json attempts = StoredAttempts(job.row.placement_json);
-    if (attempts.empty() || !attempts.back().is_object()) {
+    if (job.slot == JobTable::kArchived || attempts.empty() || !attempts.back().is_object()) {
       continue;
     }
     const nlohmann::json& last = attempts.back();
-    job.restarts = last.value("restarts", 0);
+    AttemptState& attempt = jobs_.Rec(job).attempt;
+    attempt.restarts = last.value("restarts", 0);
     const Micros restart_at = last.value("restart_at", Micros{0});
     if (job.state == JobState::kPending && restart_at > 0) {
       // Waits out its backoff even across the restart (released by the first cycle
@@ -137,13 +85,13 @@ void Controller::RestoreRestarts(Micros now) {
       core_.lifecycle()->HoldUntil(jobs_.Rec(job), restart_at);
     }
     // A stopping job's cause is not stored; its reason says it.
-    if (job.after == AfterStop::kRequeue) {
+    if (attempt.after == AttemptEnd::kRequeue) {
       if (job.row.reason.rfind("requeued: gpu-fault", 0) == 0) {
-        job.cause = RequeueCause::kGpuFault;
+        attempt.cause = RequeueCause::kGpuFault;
       } else if (job.row.reason.rfind("restarting after failure", 0) == 0) {
-        job.cause = RequeueCause::kFailure;
+        attempt.cause = RequeueCause::kFailure;
       } else if (job.row.reason.rfind("requeued: node", 0) == 0) {
-        job.cause = RequeueCause::kNodeLost;
+        attempt.cause = RequeueCause::kNodeLost;
       }
     }
   }
@@ -159,7 +107,14 @@ void Controller::ReleaseRestarts(Micros now, Pending& out) {
 }
 
 void Controller::RestartJson(const LiveJob& job, nlohmann::json& out) const {
-  const RestartPolicy& policy = RestartPolicyOf(job);
+  const RestartPolicy policy = job.submission.restart.value_or(DefaultRestartPolicy());
+  int used = 0;
+  if (job.slot != JobTable::kArchived) {
+    used = jobs_.Rec(job).attempt.restarts;
+  } else if (const nlohmann::json attempts = StoredAttempts(job.row.placement_json);
+             !attempts.empty() && attempts.back().is_object()) {
+    used = attempts.back().value("restarts", 0);
+  }
   nlohmann::json on = nlohmann::json::array();
   for (RestartOn c : {RestartOn::kFailure, RestartOn::kNodeLost, RestartOn::kGpuFault}) {
     if (policy.Restarts(c)) {
@@ -174,8 +129,8 @@ void Controller::RestartJson(const LiveJob& job, nlohmann::json& out) const {
                     {"on", std::move(on)},
                     {"backoff_seconds", static_cast<double>(policy.backoff) / 1e6},
                     {"default", !job.submission.restart.has_value()},
-                    {"used", job.restarts},
-                    {"left", std::max(0, policy.max - job.restarts)},
+                    {"used", used},
+                    {"left", std::max(0, policy.max - used)},
                     {"restart_at", restart_at > 0 ? nlohmann::json(FormatRfc3339(restart_at))
                                                   : nlohmann::json(nullptr)}};
 }

@@ -158,7 +158,7 @@ StatusOr<nlohmann::json> Controller::RemoveValidation(const std::string& name) {
       if (s->second.job != 0) {
         if (LiveJob* job = jobs_.Find(JobNumber(s->second.job)); job && !Terminal(job->state)) {
           job->row.reason = "cancelled: validation check " + name + " was removed";
-          StopJob(*job, AfterStop::kCancel, 0, now, out);
+          StopJob(*job, StopRequest{AttemptEnd::kCancel, RequeueCause::kPreempted, 0, ""}, now, out);
         }
       }
       out.batch.kv.emplace_back(SlotKey(name, node), "");
@@ -333,6 +333,7 @@ Status Controller::StartValidationJob(const ValidationCheck& check, const std::s
   ++counters_.submitted[queue];
   JobRecord& rec = jobs_.Rec(job);
   rec.spec = job.submission.spec;
+  rec.attempt.policy = job.submission.restart.value_or(DefaultRestartPolicy());
   rec.queue = core_.tree().FindQueue(queue).value();
   rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
   rec.allocations = {a};
@@ -410,7 +411,7 @@ void Controller::TendValidationJob(const ValidationCheck& check, const std::stri
   if (rec.phase == JobPhase::kRunning && !job->tasks.empty() && job->tasks[0].node != node_name) {
     // Requeued and placed elsewhere by a cycle before this pass: not a check of its node.
     job->row.reason = "cancelled: the validation check lost node " + node_name;
-    StopJob(*job, AfterStop::kCancel, 0, now, out);
+    StopJob(*job, StopRequest{AttemptEnd::kCancel, RequeueCause::kPreempted, 0, ""}, now, out);
   }
   if (Terminal(job->state)) {
     ended.push_back(
@@ -418,7 +419,7 @@ void Controller::TendValidationJob(const ValidationCheck& check, const std::stri
   } else if (rec.phase == JobPhase::kRunning && now - rec.run_start > check.timeout) {
     slot.timed_out = true;
     job->row.reason = "validation " + name + ": timed out after " + FormatDuration(check.timeout);
-    StopJob(*job, AfterStop::kFail, 0, now, out);
+    StopJob(*job, StopRequest{AttemptEnd::kFail, RequeueCause::kPreempted, 0, ""}, now, out);
     out.batch.kv.emplace_back(SlotKey(name, node_name), SlotJson(name, node_name, slot).dump());
   }
 }

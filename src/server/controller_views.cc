@@ -36,9 +36,11 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
     if (t < job.tasks.size()) {
       const TaskRun& run = job.tasks[t];
       task["node"] = run.node;
-      task["state"] = run.exited ? "exited" : "running";
-      if (run.exited) {
-        task["exit_code"] = run.exit_code;
+      const TaskOutcome outcome =
+          t < rec.attempt.tasks.size() ? rec.attempt.tasks[t] : TaskOutcome{};
+      task["state"] = outcome.exited ? "exited" : "running";
+      if (outcome.exited) {
+        task["exit_code"] = outcome.exit_code;
       }
       auto node = nodes_.all().find(run.node);
       if (t < rec.allocations.size() && node != nodes_.all().end()) {
@@ -275,7 +277,7 @@ std::map<std::pair<std::string, int>, std::vector<Controller::GrantHolder>> Cont
       continue;
     }
     for (size_t t = 0; t < rec.allocations.size() && t < job.tasks.size(); ++t) {
-      if (job.tasks[t].exited) {
+      if (jobs_.TaskExited(job, t)) {
         continue;
       }
       for (const GpuGrant& g : rec.allocations[t].gpus) {
@@ -295,7 +297,7 @@ nlohmann::json Controller::NodesJson(const std::string& only, const Principal* v
       continue;
     }
     for (size_t t = 0; t < rec.allocations.size() && t < job.tasks.size(); ++t) {
-      if (job.tasks[t].exited || (!only.empty() && job.tasks[t].node != only)) {
+      if (jobs_.TaskExited(job, t) || (!only.empty() && job.tasks[t].node != only)) {
         continue;
       }
       const Allocation& a = rec.allocations[t];

@@ -37,15 +37,10 @@
 
 namespace tessera {
 
-// How a stopping job's attempt ends once all its tasks have exited.
-enum class AfterStop : uint8_t { kNone, kRequeue, kCancel, kFail };
-
-// One task of a job's current attempt.
+// Where one task of a job's current attempt runs and what of its output was received;
+// how it ended is the core's (JobRecord::attempt, sched/attempt_machine.h).
 struct TaskRun {
   std::string node;  // node name
-  bool exited = false;
-  int exit_code = 0;
-  int signal = 0;
   int64_t log_received = 0;  // bytes of this attempt's output written to the log
 };
 
@@ -62,13 +57,6 @@ struct LiveJob {
   JobSubmission submission;
   bool durable = false;        // acknowledged; invisible until then
   std::vector<TaskRun> tasks;  // of the current attempt
-  AfterStop after = AfterStop::kNone;
-  RequeueCause cause = RequeueCause::kPreempted;  // with after == kRequeue
-  bool checkpointed = false;  // reported a checkpoint since its preemption signal
-  Micros checkpoint_progress = 0;
-  // Restarts its restart policy counted (api/restart_policy.h), stored with each ended
-  // attempt ("restarts"); read back at Open.
-  int restarts = 0;
   // Its JobRecord's index in the table's records (the core's JobId), reused once it is
   // archived; JobTable::kArchived for a job read back from the store.
   uint32_t slot = 0;
@@ -118,6 +106,15 @@ class JobTable {
   std::vector<JobRecord>* records() { return &records_; }  // for the JobLifecycle
   JobRecord& Rec(const LiveJob& job) { return records_[job.slot]; }
   const JobRecord& Rec(const LiveJob& job) const { return records_[job.slot]; }
+  // Whether task `t` of the job's current attempt has exited (the core's record of it);
+  // true for a task it does not have, and for an archived job.
+  bool TaskExited(const LiveJob& job, size_t t) const {
+    if (job.slot == kArchived) {
+      return true;
+    }
+    const std::vector<TaskOutcome>& tasks = records_[job.slot].attempt.tasks;
+    return t >= tasks.size() || tasks[t].exited;
+  }
   LiveJob& JobAt(JobId slot) { return jobs_.at(slot_job_[slot.value()]); }
   // The id of the job in `slot` (invalid: free).
   JobNumber IdAt(JobId slot) const { return slot_job_[slot.value()]; }
