@@ -29,14 +29,23 @@ using Key = std::tuple<uint64_t, int, int>;  // job, task, attempt
 
 Key KeyOf(const TaskKey& k) { return {k.job, k.task, k.attempt}; }
 
-// Same order as the simulator's events at one instant: ends before arrivals.
-enum class EventKind : uint8_t { kWorkDone = 0, kStopDeadline = 1, kArrival = 2, kTick = 3 };
+// Same order as the simulator's events at one instant (sim/job_sim.h): task exits, then
+// cluster events, arrivals, wake-ups (time limits, backoffs) and ticks.
+enum class EventKind : uint8_t {
+  kTaskExit = 0,
+  kCluster = 1,
+  kArrival = 2,
+  kWake = 3,
+  kTick = 4,
+};
 
 struct Event {
   Micros time;
   EventKind kind;
   uint64_t seq;
-  Key key;       // a task's; kArrival: job index in the first field
+  Key key;       // a task's; kArrival: job index in the first field; kCluster: event index
+  int exit_code = 0;  // kTaskExit
+  int signal = 0;     // kTaskExit
   bool operator>(const Event& o) const {
     return std::tie(time, kind, seq) > std::tie(o.time, o.kind, o.seq);
   }
@@ -65,6 +74,9 @@ class RunListener final : public LifecycleListener {
       case LifecycleEvent::Kind::kRequeued:
         running_.erase(id);
         ++pending_;
+        if (event.cause == RequeueCause::kFailure && job.attempt.policy.backoff > 0) {
+          wakes_.push_back(e.time + job.attempt.policy.backoff);  // its backoff ends
+        }
         break;
       case LifecycleEvent::Kind::kFinished:
         if (running_.erase(id) == 0) {
@@ -78,7 +90,10 @@ class RunListener final : public LifecycleListener {
   }
 
   int64_t pending() const { return pending_; }
+  // Times (on the run's clock) a cycle must run at, noted since the last call.
+  std::vector<Micros> TakeWakes() { return std::exchange(wakes_, {}); }
   size_t running() const { return running_.size(); }
+  bool IsRunning(uint64_t id) const { return running_.count(id) > 0; }
   // The attempt's work still to do is the job's duration less this: the progress it
   // resumed from, less its start-up (restart overhead).
   Micros work_left_offset(uint64_t id) const {
@@ -91,6 +106,7 @@ class RunListener final : public LifecycleListener {
   int64_t pending_ = 0;
   std::set<uint64_t> running_;
   std::unordered_map<uint64_t, Micros> work_left_offset_;
+  std::vector<Micros> wakes_;
 };
 
 // One node's agent: the tasks it runs and the exits it has yet to report.
@@ -99,6 +115,7 @@ struct FakeAgent {
   std::string id;
   std::set<Key> running;
   std::vector<TaskReport> exits;
+  bool lost = false;  // declared lost: it reports nothing more
 };
 
 class ControllerRun {
@@ -135,6 +152,7 @@ class ControllerRun {
     o.node_timeout = 1'000'000LL * 1'000'000;  // the fake agents never fall silent
     o.lifecycle_listener = &listener_;
     o.cycle_on_exit = false;  // cycles where the simulator runs them (see the header)
+    o.stop_grace = options_.stop_grace;
     TESSERA_ASSIGN_OR_RETURN(controller_, Controller::Open(o, &store_, catalog, clock_,
                                                            QueueTreeYaml(queues, catalog)));
     for (const NodeSpec& n : nodes) {
@@ -149,9 +167,13 @@ class ControllerRun {
       agents_.push_back(FakeAgent{n.name, r.agent_id, {}, {}});
       agent_of_[n.name] = agents_.size() - 1;
       gpus_ += static_cast<int64_t>(n.gpus.size());
+      gpus_of_[n.name] = static_cast<int64_t>(n.gpus.size());
     }
     for (size_t i = 0; i < jobs_.size(); ++i) {
       Push(jobs_[i].spec.submit_time, EventKind::kArrival, Key{i, 0, 0});
+    }
+    for (size_t i = 0; i < options_.cluster_events.size(); ++i) {
+      Push(options_.cluster_events[i].at, EventKind::kCluster, Key{i, 0, 0});
     }
     return Status::Ok();
   }
@@ -164,6 +186,7 @@ class ControllerRun {
       const Micros now = events_.top().time;
       clock_.Set(kEpoch + now);
       bool changed = false;
+      std::vector<size_t> cluster;  // after the exits are reported
       while (!events_.empty() && events_.top().time == now) {
         const Event e = events_.top();
         events_.pop();
@@ -173,11 +196,20 @@ class ControllerRun {
             TESSERA_RETURN_IF_ERROR(Submit(std::get<0>(e.key)));
             changed = true;
             break;
-          case EventKind::kWorkDone:
-            changed = Exit(e.key, 0) || changed;
+          case EventKind::kTaskExit:
+            changed = Exit(e.key, e.exit_code, e.signal) || changed;
             break;
-          case EventKind::kStopDeadline:
-            changed = Exit(e.key, 15) || changed;
+          case EventKind::kCluster:
+            --wakes_left_;
+            cluster.push_back(std::get<0>(e.key));
+            changed = true;
+            break;
+          case EventKind::kWake:
+            --wakes_left_;
+            // A time limit's wake-up counts only while its attempt runs; a backoff's always.
+            changed = changed || std::get<0>(e.key) == 0 ||
+                      (listener_.IsRunning(std::get<0>(e.key)) &&
+                       attempt_of_[std::get<0>(e.key)] == std::get<2>(e.key));
             break;
           case EventKind::kTick:
             tick_pending_ = false;
@@ -187,15 +219,22 @@ class ControllerRun {
       }
       if (changed) {
         TESSERA_RETURN_IF_ERROR(Exchange(now));  // the exits
+        for (size_t index : cluster) {
+          TESSERA_RETURN_IF_ERROR(ApplyClusterEvent(options_.cluster_events[index], now));
+        }
+        TESSERA_RETURN_IF_ERROR(Settle(now));
         TESSERA_RETURN_IF_ERROR(controller_->RunCycle());
         recorder_.EndCycle(now, controller_->CheckInvariants());
         TESSERA_RETURN_IF_ERROR(Exchange(now));  // the launches and stops
+        for (Micros at : listener_.TakeWakes()) {
+          Push(at, EventKind::kWake, Key{});
+        }
       }
       if (listener_.pending() > 0 && !tick_pending_ && options_.tick > 0) {
         Push(now + options_.tick, EventKind::kTick, Key{});
         tick_pending_ = true;
       }
-      if (listener_.running() == 0 && arrivals_left_ == 0 && !Busy()) {
+      if (listener_.running() == 0 && arrivals_left_ == 0 && wakes_left_ == 0 && !Busy()) {
         break;  // nothing runs or will arrive: what still waits can never start
       }
     }
@@ -206,11 +245,13 @@ class ControllerRun {
   }
 
  private:
-  void Push(Micros time, EventKind kind, Key key) {
+  void Push(Micros time, EventKind kind, Key key, int exit_code = 0, int signal = 0) {
     if (kind == EventKind::kArrival) {
       ++arrivals_left_;
+    } else if (kind == EventKind::kWake || kind == EventKind::kCluster) {
+      ++wakes_left_;
     }
-    events_.push(Event{time, kind, seq_++, key});
+    events_.push(Event{time, kind, seq_++, key, exit_code, signal});
   }
 
   // Whether an agent still has an exit to report (the controller has yet to hear it).
@@ -227,6 +268,7 @@ class ControllerRun {
     submission.command = {"true"};
     // The simulator keeps a job that never fits pending (its outcome: never ran).
     submission.hold_if_unfit = true;
+    submission.restart = job.restart;
     JobOutcome o;
     o.name = job.spec.name;
     o.gpus = job.spec.TotalGpus();
@@ -250,8 +292,8 @@ class ControllerRun {
     return Status::Ok();
   }
 
-  // The task `key` ends (its work done, or stopped); false when it no longer runs.
-  bool Exit(const Key& key, int signal) {
+  // The task `key` ends (its work done, failed, or stopped); false when it no longer runs.
+  bool Exit(const Key& key, int exit_code, int signal) {
     auto it = task_node_.find(key);
     if (it == task_node_.end()) {
       return false;
@@ -265,50 +307,122 @@ class ControllerRun {
     TaskReport r;
     r.key = TaskKey{job, task, attempt};
     r.state = TaskState::kExited;
+    r.exit_code = exit_code;
     r.signal = signal;
-    r.checkpointed = signal != 0 && (sim.spec.checkpoint_on_signal ||
+    r.checkpointed = signal == 15 && stopping_.count(key) > 0 &&
+                     (sim.spec.checkpoint_on_signal ||
                                      options_.policy.options.lossless_preemption);
     agent.exits.push_back(r);
     return true;
   }
 
+  // Stops without grace decided by the exits and cluster events of this instant (a
+  // gang's failure, a lost node) end their tasks within it, before its cycle, as in the
+  // simulator: exchange until none is left.
+  Status Settle(Micros now) {
+    for (int round = 0; round < 64; ++round) {
+      TESSERA_RETURN_IF_ERROR(Exchange(now));
+      bool more = false;
+      while (!events_.empty() && events_.top().time == now &&
+             events_.top().kind == EventKind::kTaskExit) {
+        const Event e = events_.top();
+        events_.pop();
+        more = Exit(e.key, e.exit_code, e.signal) || more;
+      }
+      if (!more) {
+        return Status::Ok();
+      }
+    }
+    return InternalError("the stops of one instant did not settle");
+  }
+
+  Status ApplyClusterEvent(const SimClusterEvent& event, Micros now) {
+    auto found = agent_of_.find(event.node);
+    if (found == agent_of_.end()) {
+      return InvalidArgumentError("cluster event on unknown node '" + event.node + "'");
+    }
+    FakeAgent& agent = agents_[found->second];
+    if (agent.lost) {
+      return Status::Ok();
+    }
+    if (event.kind == SimClusterEvent::Kind::kNodeLost) {
+      agent.lost = true;
+      agent.running.clear();  // gone with the node
+      agent.exits.clear();
+      return controller_->DeclareNodeLost(event.node, "lost at " + std::to_string(now / 1'000'000) + " s");
+    }
+    // A GPU fault as the agent's telemetry shows it: a healthy baseline, then the XID.
+    const size_t gpus = static_cast<size_t>(gpus_of_.at(event.node));
+    std::vector<GpuTelemetry> sample(gpus);
+    for (size_t g = 0; g < gpus; ++g) {
+      sample[g].index = static_cast<int>(g);
+      sample[g].uuid = "GPU-" + event.node + "-" + std::to_string(g);
+    }
+    TESSERA_RETURN_IF_ERROR(Beat(agent, sample, now));
+    GpuTelemetry& faulty = sample.at(static_cast<size_t>(event.gpu));
+    faulty.xid_count = 1;
+    faulty.last_xid = event.xid;
+    return Beat(agent, sample, now);
+  }
+
   // Every agent's heartbeat at `now`: its reports, then what the controller sends back.
   Status Exchange(Micros now) {
     for (FakeAgent& agent : agents_) {
-      HeartbeatRequest request;
-      request.node = agent.node;
-      request.agent_id = agent.id;
-      for (const Key& k : agent.running) {
-        TaskReport r;
-        r.key = TaskKey{std::get<0>(k), std::get<1>(k), std::get<2>(k)};
-        request.tasks.push_back(r);
+      if (!agent.lost) {
+        TESSERA_RETURN_IF_ERROR(Beat(agent, {}, now));
       }
-      for (TaskReport& r : agent.exits) {
-        request.tasks.push_back(std::move(r));
+    }
+    return Status::Ok();
+  }
+
+  // One heartbeat of `agent` (with a telemetry sample when given): its reports, then
+  // what the controller sends back, carried out on the run's clock.
+  Status Beat(FakeAgent& agent, std::vector<GpuTelemetry> gpus, Micros now) {
+    HeartbeatRequest request;
+    request.gpus = std::move(gpus);
+    request.node = agent.node;
+    request.agent_id = agent.id;
+    for (const Key& k : agent.running) {
+      TaskReport r;
+      r.key = TaskKey{std::get<0>(k), std::get<1>(k), std::get<2>(k)};
+      request.tasks.push_back(r);
+    }
+    for (TaskReport& r : agent.exits) {
+      request.tasks.push_back(std::move(r));
+    }
+    agent.exits.clear();
+    TESSERA_ASSIGN_OR_RETURN(HeartbeatResponse response, controller_->Heartbeat(request));
+    if (response.reregister) {
+      return InternalError("the controller lost the agent of node " + agent.node);
+    }
+    for (const TaskLaunch& l : response.launch) {
+      const Key key = KeyOf(l.key);
+      if (!launched_.insert(key).second) {
+        continue;  // sent again until reported running
       }
-      agent.exits.clear();
-      TESSERA_ASSIGN_OR_RETURN(HeartbeatResponse response, controller_->Heartbeat(request));
-      if (response.reregister) {
-        return InternalError("the controller lost the agent of node " + agent.node);
-      }
-      for (const TaskLaunch& l : response.launch) {
-        const Key key = KeyOf(l.key);
-        if (!launched_.insert(key).second) {
-          continue;  // sent again until reported running
+      agent.running.insert(key);
+      task_node_[key] = agent.node;
+      const SimJob& sim = jobs_[index_of_.at(l.key.job)];
+      const Micros left = sim.duration - listener_.work_left_offset(l.key.job);
+      Push(now + std::max<Micros>(left, 0), EventKind::kTaskExit, key);
+      for (const SimFailure& f : sim.failures) {
+        if (f.attempt == l.key.attempt && f.task == l.key.task) {
+          Push(now + f.after, EventKind::kTaskExit, key, f.exit_code, f.signal);
         }
-        agent.running.insert(key);
-        task_node_[key] = agent.node;
-        const SimJob& sim = jobs_[index_of_.at(l.key.job)];
-        const Micros left = sim.duration - listener_.work_left_offset(l.key.job);
-        Push(now + std::max<Micros>(left, 0), EventKind::kWorkDone, key);
       }
-      for (const TaskStop& s : response.stop) {
-        const Key key = KeyOf(s.key);
-        if (agent.running.count(key) == 0 || !stopping_.insert(key).second) {
-          continue;
+      if (l.key.task == 0) {
+        attempt_of_[l.key.job] = l.key.attempt;
+        if (sim.spec.runtime_limit > 0) {
+          Push(now + sim.spec.runtime_limit, EventKind::kWake, Key{l.key.job, 0, l.key.attempt});
         }
-        Push(now + s.grace_ms * 1000, EventKind::kStopDeadline, key);
       }
+    }
+    for (const TaskStop& s : response.stop) {
+      const Key key = KeyOf(s.key);
+      if (agent.running.count(key) == 0 || !stopping_.insert(key).second) {
+        continue;
+      }
+      Push(now + s.grace_ms * 1000, EventKind::kTaskExit, key, 0, 15);
     }
     return Status::Ok();
   }
@@ -324,6 +438,7 @@ class ControllerRun {
   std::unique_ptr<Controller> controller_;
   std::vector<FakeAgent> agents_;
   std::map<std::string, size_t> agent_of_;
+  std::map<std::string, int64_t> gpus_of_;
   std::map<uint64_t, size_t> index_of_;  // controller id -> job index
   std::map<Key, std::string> task_node_;
   std::set<Key> launched_;
@@ -331,6 +446,8 @@ class ControllerRun {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   uint64_t seq_ = 0;
   int64_t arrivals_left_ = 0;
+  int64_t wakes_left_ = 0;  // wake-ups and cluster events still to come
+  std::map<uint64_t, int> attempt_of_;  // job -> its latest attempt launched
   int64_t gpus_ = 0;
   bool tick_pending_ = false;
 };

@@ -1,8 +1,8 @@
 // The scenario suite through the controller (controller_job_runner.h): every
 // tests/scenarios/*.yaml as its own test. Its checks must pass, and every job's outcome
-// (first start, finish, preemptions, service, work lost) must equal the simulator's
-// under each policy the file names, and again under the bounds the server puts on a
-// named policy.
+// (first start, finish, end, attempts, restarts, preemptions, service, work lost) must
+// equal the simulator's under each policy the file names, and again under the bounds the
+// server puts on a named policy.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -45,12 +45,17 @@ std::string OutcomeDiff(const JobRun& sim, const JobRun& live) {
     const JobOutcome& b = live.jobs[i];
     if (a.first_start != b.first_start || a.finish != b.finish ||
         a.preemptions != b.preemptions || a.service != b.service ||
-        a.lost_gpu_seconds != b.lost_gpu_seconds) {
-      out << a.name << ": simulator start " << s(a.first_start) << " finish " << s(a.finish)
-          << " preemptions " << a.preemptions << " service " << s(a.service) << " lost "
-          << a.lost_gpu_seconds << "; controller start " << s(b.first_start) << " finish "
-          << s(b.finish) << " preemptions " << b.preemptions << " service " << s(b.service)
-          << " lost " << b.lost_gpu_seconds << "\n";
+        a.lost_gpu_seconds != b.lost_gpu_seconds || a.end != b.end ||
+        a.attempts != b.attempts || a.restarts != b.restarts) {
+      auto line = [&s](const JobOutcome& o) {
+        std::ostringstream l;
+        l << "start " << s(o.first_start) << " finish " << s(o.finish) << " ("
+          << (o.end.empty() ? "-" : o.end) << ") attempts " << o.attempts << " restarts "
+          << o.restarts << " preemptions " << o.preemptions << " service " << s(o.service)
+          << " lost " << o.lost_gpu_seconds;
+        return l.str();
+      };
+      out << a.name << ": simulator " << line(a) << "; controller " << line(b) << "\n";
     }
   }
   if (sim.quota_violations != live.quota_violations) {

@@ -25,9 +25,12 @@ struct JobOutcome {
   Micros finish = -1;       // -1: never finished (still queued when the run ended)
   Micros service = 0;       // time spent running, all attempts, lost work included
   int preemptions = 0;
-  double lost_gpu_seconds = 0;  // work thrown away by preemptions (since the last checkpoint)
+  double lost_gpu_seconds = 0;  // work thrown away by requeues (since the last checkpoint)
   Micros predicted = 0;         // runtime predicted at first start; 0: none
   Micros actual = 0;            // uninterrupted runtime (the trace's duration)
+  std::string end;              // "succeeded", "failed", "cancelled"; "" while unfinished
+  int attempts = 0;             // starts
+  int restarts = 0;             // restarts its restart policy counted
 };
 
 // Each tenant's allocated GPU milli over time: a step function, one sample per change.

@@ -1,9 +1,25 @@
 #include "sim/job_run_recorder.h"
 
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace tessera {
+namespace {
+
+std::string_view EndName(JobEnd end) {
+  switch (end) {
+    case JobEnd::kSucceeded:
+      return "succeeded";
+    case JobEnd::kFailed:
+      return "failed";
+    case JobEnd::kCancelled:
+      return "cancelled";
+  }
+  return "?";
+}
+
+}  // namespace
 
 JobRunRecorder::JobRunRecorder(const QueueTree& tree, Options options) : options_(options) {
   std::unordered_map<std::string, size_t> tenant_index;
@@ -51,6 +67,7 @@ void JobRunRecorder::OnJobEvent(const JobRecord& job, const LifecycleEvent& even
       break;
     case LifecycleEvent::Kind::kStarted: {
       e.kind = SimEvent::Kind::kStart;
+      ++o.attempts;
       if (o.first_start < 0) {
         o.first_start = event.time;
         o.predicted = job.predicted_runtime;
@@ -84,8 +101,10 @@ void JobRunRecorder::OnJobEvent(const JobRecord& job, const LifecycleEvent& even
       e.kind = requeued ? SimEvent::Kind::kEvict : SimEvent::Kind::kFinish;
       o.service += event.ran;
       o.lost_gpu_seconds += event.lost_gpu_seconds;
+      o.restarts = job.attempt.restarts;
       if (!requeued) {
         o.finish = event.time;
+        o.end = EndName(event.end);
       }
       auto m = milli_of_.find(event.job.value());
       if (m != milli_of_.end()) {

@@ -1,6 +1,7 @@
 // JobRunRecorder: what a run of jobs did, built from the job lifecycle's events: each
-// job's outcome (first start, finish, service, preemptions, work lost), each tenant's
-// GPUs over time, the event log and the invariant breaches a driver found. The
+// job's outcome (first start, finish and how it ended, attempts and restarts, service,
+// preemptions, work lost), each tenant's GPUs over time, the event log and the
+// invariant breaches a driver found. The
 // simulator and the controller-driven scenario runs record through it alike, so their
 // results compare field by field.
 // Thread safety: none; one driver thread.

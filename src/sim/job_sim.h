@@ -1,12 +1,22 @@
 // The job-level discrete-event simulator: a trace of jobs through the scheduling
 // cycle in virtual time.
 //
-// Events: arrival, start, finish, preemption signal, eviction (requeue), and a
-// periodic tick while jobs wait (fair-share decay and starvation limits move with
-// time). All events of one timestamp are applied, then one cycle runs. After every
-// cycle the quota invariant is checked (QuotaLedger::Violations) and every breach
-// counted. Deterministic for a given seed: the only randomness is the placer's
-// tie-break and users' runtime limits, both drawn from seeded generators.
+// Every attempt of a job goes through the AttemptMachine (sched/attempt_machine.h), task
+// by task, as in the live controller: each task exits 0 when its work is done, or with
+// a failure the job states (SimJob::failures); a stop (a preemption, a gang member's
+// failure, a lost node, a GPU fault, a time limit) signals the tasks still running,
+// which exit with signal 15 at the end of their grace (checkpointing first when the job
+// checkpoints on its signal or preemption is lossless); the machine decides the end
+// (requeued, restarted after the policy's backoff, succeeded, failed).
+//
+// Events of one instant apply in this order, then one cycle runs: task exits (work
+// done, failures, kills, in the order they were scheduled; kills with no grace made
+// while applying the instant join it), cluster events (SimClusterEvent), arrivals, time
+// limits, ticks (the periodic tick while jobs wait, and one at the end of each
+// restart's backoff). A cycle runs after an instant where anything applied. After every
+// cycle the lifecycle's invariants are checked and every breach counted. Deterministic
+// for a given seed: the only randomness is the placer's tie-break and users' runtime
+// limits, both drawn from seeded generators.
 // Thread safety: one simulation per thread; runs share nothing.
 #pragma once
 
@@ -21,15 +31,42 @@
 #include "model/job.h"
 #include "model/node.h"
 #include "model/queue_tree.h"
+#include "model/restart_policy.h"
 #include "plugins/job_policies.h"
 #include "sched/runtime_predictor.h"
 #include "sim/job_report.h"
 
 namespace tessera {
 
+// Task `task` of the job's attempt number `attempt` (1-based: its Nth start) exits with
+// `exit_code` or is killed by `signal`, `after` its start (JobRecord::run_start), unless
+// it exited before (its work done, or stopped). Work done at the same instant wins.
+struct SimFailure {
+  int attempt = 1;
+  Micros after = 0;
+  int task = 0;
+  int exit_code = 1;
+  int signal = 0;
+};
+
 struct SimJob {
   JobSpec spec;
   Micros duration = 0;  // true runtime when never interrupted
+  RestartPolicy restart = DefaultRestartPolicy();
+  std::vector<SimFailure> failures = {};
+};
+
+// Something happens to the cluster at `at`. kNodeLost: the node's tasks are lost (their
+// jobs requeue for node-lost, or fail when their policy does not restart them) and the
+// node leaves for good. kGpuFault: GPU `gpu` of the node is drained and every running
+// job holding it stops (the stop grace) and requeues for gpu-fault (`xid` names it).
+struct SimClusterEvent {
+  enum class Kind { kNodeLost, kGpuFault };
+  Micros at = 0;
+  Kind kind = Kind::kNodeLost;
+  std::string node;
+  int gpu = 0;
+  int xid = 79;
 };
 
 struct JobSimOptions {
@@ -40,6 +77,10 @@ struct JobSimOptions {
   uint64_t seed = 42;
   Micros tick = 300'000'000;          // cycle period while jobs wait
   RuntimePredictor::Options predictor;
+  // The grace given to a job's tasks on a time limit or a GPU fault (the controller's
+  // stop_grace).
+  Micros stop_grace = 30'000'000;
+  std::vector<SimClusterEvent> cluster_events;
   bool record_usage = true;   // tenants' usage over time (for plots)
   bool record_events = false;  // the event log (for scenario tests)
   // Called now and then with the fraction of jobs finished.

@@ -12,10 +12,12 @@ Status Parser::ReadOptions(const YAML::Node& node, const std::string& path,
       node, path,
       {"grace_seconds", "tick_seconds", "starvation_seconds", "min_run_seconds", "las_thresholds",
        "fairshare_half_life_seconds", "lossless_preemption", "placement", "seed",
-       "restart_overhead_seconds", "checkpoint_wait_seconds"},
+       "restart_overhead_seconds", "checkpoint_wait_seconds", "stop_grace_seconds"},
       [&](const std::string& key, const YAML::Node& v, const std::string& p) -> Status {
         if (key == "grace_seconds") {
           TESSERA_ASSIGN_OR_RETURN(o->grace, Time(v, p));
+        } else if (key == "stop_grace_seconds") {
+          TESSERA_ASSIGN_OR_RETURN(o->stop_grace, Time(v, p));
         } else if (key == "restart_overhead_seconds") {
           TESSERA_ASSIGN_OR_RETURN(o->restart_overhead, Time(v, p));
         } else if (key == "checkpoint_wait_seconds") {
@@ -169,7 +171,7 @@ Status Parser::ReadJob(const YAML::Node& node, const std::string& path, const Qu
   // how long it runs and how often it repeats.
   EmbeddedJobOptions fields;
   fields.path = path;
-  fields.extra_keys = {"submit", "duration", "repeat"};
+  fields.extra_keys = {"submit", "duration", "repeat", "failures"};
   fields.priority_class = [&tree](const std::string& name) { return tree.PriorityOf(name); };
   StatusOr<JobSubmission> submission = ReadEmbeddedJob(node, catalog_, fields);
   if (!submission.ok()) {
@@ -178,6 +180,7 @@ Status Parser::ReadJob(const YAML::Node& node, const std::string& path, const Qu
   }
   SimJob job;
   job.spec = std::move(submission->spec);
+  job.restart = submission->restart.value_or(DefaultRestartPolicy());
   JobSpec& spec = job.spec;
   int64_t repeat = 1;
   Micros every = 0;
@@ -195,6 +198,8 @@ Status Parser::ReadJob(const YAML::Node& node, const std::string& path, const Qu
                      has_duration = true;
                    } else if (key == "repeat") {
                      return ReadRepeat(v, p, &repeat, &every);
+                   } else if (key == "failures") {
+                     return ReadFailures(v, p, spec.tasks.size(), &job.failures);
                    }
                    return Status::Ok();
                  }));
@@ -223,6 +228,132 @@ Status Parser::ReadJob(const YAML::Node& node, const std::string& path, const Qu
     out->push_back(std::move(copy));
   }
   return Status::Ok();
+}
+
+Status Parser::ReadFailures(const YAML::Node& node, const std::string& path, size_t tasks,
+                            std::vector<SimFailure>* out) const {
+  return ForEachEntry(node, path, [&](const YAML::Node& entry, const std::string& epath) -> Status {
+    SimFailure f;
+    bool has_code = false;
+    bool has_signal = false;
+    TESSERA_RETURN_IF_ERROR(ForEachKey(
+        entry, epath, {"attempt", "after", "task", "exit_code", "signal"},
+        [&](const std::string& key, const YAML::Node& v, const std::string& p) -> Status {
+          int64_t x = 0;
+          if (key == "after") {
+            TESSERA_ASSIGN_OR_RETURN(f.after, Time(v, p));
+            return Status::Ok();
+          }
+          TESSERA_ASSIGN_OR_RETURN(x, NonNegative(v, p));
+          if (key == "attempt") {
+            if (x < 1 || x > 1000) {
+              return Error(p, v, "attempt must be in 1..1000 (the job's Nth start)");
+            }
+            f.attempt = static_cast<int>(x);
+          } else if (key == "task") {
+            if (x >= static_cast<int64_t>(tasks)) {
+              return Error(p, v, "task " + std::to_string(x) + " is not one of the job's " +
+                                     std::to_string(tasks) + " tasks (0-based)");
+            }
+            f.task = static_cast<int>(x);
+          } else if (key == "exit_code") {
+            if (x < 1 || x > 255) {
+              return Error(p, v, "exit_code must be in 1..255");
+            }
+            f.exit_code = static_cast<int>(x);
+            has_code = true;
+          } else {
+            if (x < 1 || x > 64) {
+              return Error(p, v, "signal must be in 1..64");
+            }
+            f.signal = static_cast<int>(x);
+            has_signal = true;
+          }
+          return Status::Ok();
+        }));
+    if (has_code && has_signal) {
+      return Error(epath, entry, "a failure has an exit_code or a signal, not both");
+    }
+    if (has_signal) {
+      f.exit_code = 0;
+    }
+    out->push_back(f);
+    return Status::Ok();
+  });
+}
+
+Status Parser::ReadEvent(const YAML::Node& node, const std::string& path,
+                         const std::vector<NodeSpec>& nodes, SimClusterEvent* out) const {
+  bool has_at = false;
+  int what = 0;
+  auto find_node = [&](const YAML::Node& v, const std::string& p) -> StatusOr<const NodeSpec*> {
+    TESSERA_ASSIGN_OR_RETURN(std::string name, String(v, p));
+    for (const NodeSpec& n : nodes) {
+      if (n.name == name) {
+        out->node = name;
+        return &n;
+      }
+    }
+    return Error(p, v, "no node named '" + name + "' in the cluster");
+  };
+  TESSERA_RETURN_IF_ERROR(ForEachKey(
+      node, path, {"at", "node_lost", "gpu_fault"},
+      [&](const std::string& key, const YAML::Node& v, const std::string& p) -> Status {
+        if (key == "at") {
+          TESSERA_ASSIGN_OR_RETURN(out->at, Time(v, p));
+          has_at = true;
+          return Status::Ok();
+        }
+        ++what;
+        if (key == "node_lost") {
+          out->kind = SimClusterEvent::Kind::kNodeLost;
+          return find_node(v, p).status();
+        }
+        out->kind = SimClusterEvent::Kind::kGpuFault;
+        const NodeSpec* spec = nullptr;
+        Status fault = ForEachKey(
+            v, p, {"node", "gpu", "xid"},
+            [&](const std::string& k, const YAML::Node& fv, const std::string& fp) -> Status {
+              if (k == "node") {
+                TESSERA_ASSIGN_OR_RETURN(spec, find_node(fv, fp));
+                return Status::Ok();
+              }
+              TESSERA_ASSIGN_OR_RETURN(int64_t x, NonNegative(fv, fp));
+              if (k == "xid" && (x < 1 || x > 1000)) {
+                return Error(fp, fv, "xid must be in 1..1000");
+              }
+              (k == "gpu" ? out->gpu : out->xid) = static_cast<int>(std::min<int64_t>(x, 1000));
+              return Status::Ok();
+            });
+        if (!fault.ok()) {
+          return fault;
+        }
+        if (spec == nullptr) {
+          return Error(p, v, "a gpu_fault needs a node");
+        }
+        if (out->gpu >= static_cast<int>(spec->gpus.size())) {
+          return Error(p, v, "node '" + spec->name + "' has no GPU " + std::to_string(out->gpu));
+        }
+        return Status::Ok();
+      }));
+  if (!has_at) {
+    return Error(path, node, "an event needs a time (at)");
+  }
+  if (what != 1) {
+    return Error(path, node, "an event is one of node_lost or gpu_fault");
+  }
+  return Status::Ok();
+}
+
+Status Parser::ReadEvents(const YAML::Node& node, const std::string& path,
+                          const std::vector<NodeSpec>& nodes,
+                          std::vector<SimClusterEvent>* out) const {
+  return ForEachEntry(node, path, [&](const YAML::Node& entry, const std::string& epath) {
+    SimClusterEvent e;
+    TESSERA_RETURN_IF_ERROR(ReadEvent(entry, epath, nodes, &e));
+    out->push_back(std::move(e));
+    return Status::Ok();
+  });
 }
 
 Status Parser::ReadRepeat(const YAML::Node& node, const std::string& path, int64_t* count,
@@ -255,9 +386,10 @@ StatusOr<Scenario> Parser::Parse(const YAML::Node& root) {
     return Error("", root, "a scenario is a map (name, policy, cluster, queues, jobs, expect)");
   }
   // Found sections (a default YAML::Node is a defined null, hence the optionals).
-  std::optional<YAML::Node> options, cluster, queues, jobs, expect, policy;
+  std::optional<YAML::Node> options, cluster, queues, jobs, expect, policy, events;
   TESSERA_RETURN_IF_ERROR(ForEachKey(
-      root, "", {"name", "description", "policy", "options", "cluster", "queues", "jobs", "expect"},
+      root, "",
+      {"name", "description", "policy", "options", "cluster", "queues", "jobs", "events", "expect"},
       [&](const std::string& key, const YAML::Node& v, const std::string& p) -> Status {
         if (key == "name") {
           TESSERA_ASSIGN_OR_RETURN(s.name, String(v, p));
@@ -274,6 +406,8 @@ StatusOr<Scenario> Parser::Parse(const YAML::Node& root) {
           queues.emplace(v);
         } else if (key == "jobs") {
           jobs.emplace(v);
+        } else if (key == "events") {
+          events.emplace(v);
         } else {
           expect.emplace(v);
         }
@@ -295,6 +429,9 @@ StatusOr<Scenario> Parser::Parse(const YAML::Node& root) {
   TESSERA_RETURN_IF_ERROR(ReadCluster(*cluster, "cluster", &s.nodes));
   if (s.nodes.empty()) {
     return Error("cluster", *cluster, "the cluster has no nodes");
+  }
+  if (events) {
+    TESSERA_RETURN_IF_ERROR(ReadEvents(*events, "events", s.nodes, &s.events));
   }
 
   const YAML::Node queues_node = queues ? *queues : root;

@@ -16,6 +16,7 @@
 //     lossless_preemption: false
 //     restart_overhead_seconds: 60     # a resumption's time before progress (default 0)
 //     checkpoint_wait_seconds: 1800    # evict at a checkpoint that comes this soon
+//     stop_grace_seconds: 30           # grace on a time limit or a GPU fault (default 30)
 //     placement: bestfit               # task placement profile (plugins/registry.h)
 //     seed: 42
 //   cluster:                           # groups of identical nodes
@@ -34,8 +35,8 @@
 //     cohorts: [{name: org}]
 //     queues: [{name: a, cohort: org, quota: {gpu: 4}}]
 //   jobs:                              # each the API's job spec (api/job_codec.h), read
-//     - name: j1                       #   by the same parser, plus submit, duration and
-//       queue: a                       #   repeat; command may be left out
+//     - name: j1                       #   by the same parser, plus submit, duration,
+//       queue: a                       #   repeat and failures; command may be left out
 //       submit: 0                      # seconds
 //       duration: 100                  # seconds of work when never interrupted
 //       priority: 10                   # a number or a priority class name
@@ -50,10 +51,27 @@
 //         gpu_model: [A100-80GB, H100-80GB]
 //       topology: {scope: node, hard: true}   # node | nvlink | rack | any
 //       checkpoint: {interval: 100, on_signal: true}   # seconds
-//       runtime_limit: 600             # seconds (what backfill-limit trusts)
+//       runtime_limit: 600             # seconds: what backfill-limit trusts, and each
+//                                      #   attempt is stopped there (grace: stop_grace)
+//                                      #   and fails
 //       preemptible: true
 //       user: alice
+//       restart: {max: 2, on: [failure, node-lost, gpu-fault], backoff: 60s}
+//                                      # the API's restart policy (model/restart_policy.h);
+//                                      #   default: 3 restarts on node-lost and gpu-fault
 //       repeat: {count: 10, every: 60}  # j1-0 .. j1-9, submitted 60 s apart
+//       failures:                      # task `task` (0-based, default 0) of the job's
+//         - {attempt: 1, after: 50, task: 0, exit_code: 1}   # attempt-th start (default
+//         - {attempt: 2, after: 10, signal: 9}   # 1) exits `after` seconds after that
+//                                      #   start (default 0) with exit_code (1..255,
+//                                      #   default 1) or is killed by signal (1..64),
+//                                      #   unless it exited before (work done wins a tie)
+//   events:                            # the cluster, over time
+//     - {at: 100, node_lost: n-1}      # its tasks are lost (their jobs requeue for
+//                                      #   node-lost), then the node leaves for good
+//     - {at: 200, gpu_fault: {node: n-0, gpu: 3, xid: 79}}   # the GPU is drained; jobs
+//                                      #   on it stop (stop_grace) and requeue for
+//                                      #   gpu-fault (xid default 79, gpu default 0)
 //   expect:                            # a list; each entry one or more checks
 //     - start_order: [j1, j2]          # relative order of the jobs' first starts
 //                                      # (in job lists, "j*": every job named j...)
@@ -71,6 +89,11 @@
 //     - never_starts: [j3]
 //     - running_at: {150: [j1, j2]}    # exactly these jobs hold resources at t
 //     - lost_work: {j1: 0}             # GPU-seconds thrown away by preemptions
+//     - ends: {j1: failed, j2: succeeded}   # how the job ended: succeeded | failed |
+//                                      #   cancelled | unfinished
+//     - attempts: {j1: 3}              # exact number of starts
+//     - restarts: {j1: 2}              # exact restarts its restart policy counted
+//                                      # (in job maps too, "j*" stands for every job j...)
 //     - all_finish: true
 //     - quota_violations: 0            # checked for every run even when not written
 //     - policy: fifo-strict            # the checks of this entry run under this
@@ -109,6 +132,7 @@ struct ScenarioOptions {
   std::optional<bool> lossless_preemption;
   std::optional<Micros> restart_overhead;
   std::optional<Micros> checkpoint_wait;
+  std::optional<Micros> stop_grace;
   std::string placement = "bestfit";
   uint64_t seed = 42;
 };
@@ -119,10 +143,11 @@ struct ScenarioCheck {
   std::string policy;  // the run it applies to (a policy string)
   // The payload; which fields a kind uses follows its shape in the file.
   std::vector<std::string> names;  // lists of jobs (patterns expanded)
-  // job -> a time in microseconds (starts, finishes), a count (preemptions_of) or
-  // GPU-seconds (lost_work)
+  // job -> a time in microseconds (starts, finishes), a count (preemptions_of,
+  // attempts, restarts) or GPU-seconds (lost_work)
   std::vector<std::pair<std::string, int64_t>> values;
-  std::vector<std::pair<std::string, std::string>> pairs;       // victim -> preemptor ("": any)
+  // victim -> preemptor ("": any) (preempted); job -> its end, "" unfinished (ends)
+  std::vector<std::pair<std::string, std::string>> pairs;
   std::vector<std::pair<Micros, std::vector<std::string>>> at;  // running_at
   std::vector<std::pair<std::string, std::vector<std::string>>> nodes;  // on_nodes
   int64_t number = 0;  // max_preemptions, quota_violations
@@ -138,6 +163,7 @@ struct Scenario {
   std::vector<NodeSpec> nodes;
   QueueTreeSpec queues;
   std::vector<SimJob> jobs;
+  std::vector<SimClusterEvent> events;
   std::vector<ScenarioCheck> checks;
 
   // The distinct policies the checks run under, the scenario's own first.

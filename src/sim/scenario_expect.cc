@@ -6,26 +6,34 @@ namespace tessera::scenario_internal {
 
 // A list of jobs; "prefix*" stands for every job whose name starts with prefix, in
 // file order (e.g. the jobs of a `repeat`).
+StatusOr<std::vector<std::string>> Parser::JobsNamed(const std::string& name,
+                                                     const YAML::Node& node,
+                                                     const std::string& path) const {
+  if (name.empty() || name.back() != '*') {
+    TESSERA_RETURN_IF_ERROR(KnownJob(name, node, path));
+    return std::vector<std::string>{name};
+  }
+  const std::string_view prefix(name.data(), name.size() - 1);
+  std::vector<std::string> out;
+  for (const std::string& job : job_order_) {
+    if (StartsWith(job, prefix)) {
+      out.push_back(job);
+    }
+  }
+  if (out.empty()) {
+    return Error(path, node, "no job name starts with '" + std::string(prefix) + "'");
+  }
+  return out;
+}
+
+// A list of jobs; "prefix*" stands for every job whose name starts with prefix, in
+// file order (e.g. the jobs of a `repeat`).
 Status Parser::ReadJobList(const YAML::Node& value, const std::string& path,
                            ScenarioCheck* c) const {
   TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> names, Strings(value, path));
   for (size_t i = 0; i < names.size(); ++i) {
-    const std::string& name = names[i];
-    if (name.empty() || name.back() != '*') {
-      TESSERA_RETURN_IF_ERROR(KnownJob(name, value[i], path));
-      c->names.push_back(name);
-      continue;
-    }
-    const std::string_view prefix(name.data(), name.size() - 1);
-    const size_t before = c->names.size();
-    for (const std::string& job : job_order_) {
-      if (StartsWith(job, prefix)) {
-        c->names.push_back(job);
-      }
-    }
-    if (c->names.size() == before) {
-      return Error(path, value[i], "no job name starts with '" + std::string(prefix) + "'");
-    }
+    TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> jobs, JobsNamed(names[i], value[i], path));
+    c->names.insert(c->names.end(), jobs.begin(), jobs.end());
   }
   if (c->names.empty()) {
     return Error(path, value, "names no job");
@@ -95,20 +103,47 @@ Status Parser::ReadKeyedCheck(const std::string& kind, const YAML::Node& value,
       });
 }
 
+// ends: {job: succeeded | failed | cancelled | unfinished}.
+Status Parser::ReadEnds(const YAML::Node& value, const std::string& path, ScenarioCheck* c) const {
+  Status st = ForEachKey(
+      value, path, {}, [&](const std::string& key, const YAML::Node& v, const std::string& p) {
+        TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> jobs, JobsNamed(key, v, p));
+        TESSERA_ASSIGN_OR_RETURN(std::string end, String(v, p));
+        if (end != "succeeded" && end != "failed" && end != "cancelled" && end != "unfinished") {
+          return Error(p, v,
+                       "expected succeeded, failed, cancelled or unfinished, got '" + end + "'");
+        }
+        for (const std::string& job : jobs) {
+          c->pairs.emplace_back(job, end == "unfinished" ? "" : end);
+        }
+        return Status::Ok();
+      });
+  if (!st.ok()) {
+    return st;
+  }
+  if (c->pairs.empty()) {
+    return Error(path, value, "names no job");
+  }
+  return Status::Ok();
+}
+
 Status Parser::ReadCheck(const std::string& kind, const YAML::Node& value, const YAML::Node& key,
                          const std::string& path, ScenarioCheck* c) const {
   c->kind = kind;
   c->line = LineOf(key);
   auto job_list = [&] { return ReadJobList(value, path, c); };
-  // {job: value} with values read by `read`.
+  // {job: value} with values read by `read` ("prefix*" keys stand for every such job).
   auto job_map =
       [&](const std::function<StatusOr<int64_t>(const YAML::Node&, const std::string&)>& read)
       -> Status {
     Status st = ForEachKey(value, path, {},
-                           [&](const std::string& job, const YAML::Node& v, const std::string& p) {
-                             TESSERA_RETURN_IF_ERROR(KnownJob(job, v, p));
+                           [&](const std::string& name, const YAML::Node& v, const std::string& p) {
+                             TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> jobs,
+                                                      JobsNamed(name, v, p));
                              TESSERA_ASSIGN_OR_RETURN(int64_t x, read(v, p));
-                             c->values.emplace_back(job, x);
+                             for (const std::string& job : jobs) {
+                               c->values.emplace_back(job, x);
+                             }
                              return Status::Ok();
                            });
     if (!st.ok()) {
@@ -133,8 +168,12 @@ Status Parser::ReadCheck(const std::string& kind, const YAML::Node& value, const
   if (kind == "starts" || kind == "finishes") {
     return job_map(seconds);
   }
-  if (kind == "preemptions_of" || kind == "lost_work") {
+  if (kind == "preemptions_of" || kind == "lost_work" || kind == "attempts" ||
+      kind == "restarts") {
     return job_map(count);
+  }
+  if (kind == "ends") {
+    return ReadEnds(value, path, c);
   }
   if (kind == "max_preemptions" || kind == "quota_violations") {
     TESSERA_ASSIGN_OR_RETURN(c->number, NonNegative(value, path));
@@ -152,7 +191,8 @@ Status Parser::ReadCheck(const std::string& kind, const YAML::Node& value, const
                    "'; expected one of start_order, starts, finishes, on_nodes, same_node, "
                    "same_rack, preempted, not_preempted, preemptions_of, max_preemptions, "
                    "backfilled, not_backfilled, borrowing, not_borrowing, never_starts, "
-                   "running_at, lost_work, all_finish, quota_violations, policy");
+                   "running_at, lost_work, ends, attempts, restarts, all_finish, "
+                   "quota_violations, policy");
 }
 
 Status Parser::ReadExpect(const YAML::Node& node, const std::string& path, Scenario* s) const {

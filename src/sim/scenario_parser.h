@@ -75,6 +75,14 @@ class Parser : private YamlReader {
                      std::vector<NodeSpec>* nodes) const;
   Status ReadJob(const YAML::Node& node, const std::string& path, const QueueTree& tree,
                  const std::string& default_queue, std::vector<SimJob>* out) const;
+  // failures: [{attempt, after, task, exit_code | signal}] of a job with `tasks` tasks.
+  Status ReadFailures(const YAML::Node& node, const std::string& path, size_t tasks,
+                      std::vector<SimFailure>* out) const;
+  // events: [{at, node_lost: NODE} | {at, gpu_fault: {node, gpu, xid}}] on `nodes`.
+  Status ReadEvents(const YAML::Node& node, const std::string& path,
+                    const std::vector<NodeSpec>& nodes, std::vector<SimClusterEvent>* out) const;
+  Status ReadEvent(const YAML::Node& node, const std::string& path,
+                   const std::vector<NodeSpec>& nodes, SimClusterEvent* out) const;
   // repeat: {count, every}.
   Status ReadRepeat(const YAML::Node& node, const std::string& path, int64_t* count,
                     Micros* every) const;
@@ -82,8 +90,12 @@ class Parser : private YamlReader {
   Status ReadCheck(const std::string& kind, const YAML::Node& value, const YAML::Node& key,
                    const std::string& path, ScenarioCheck* check) const;
   Status ReadJobList(const YAML::Node& value, const std::string& path, ScenarioCheck* c) const;
+  Status ReadEnds(const YAML::Node& value, const std::string& path, ScenarioCheck* c) const;
   Status ReadKeyedCheck(const std::string& kind, const YAML::Node& value, const std::string& path,
                         ScenarioCheck* c) const;
+  // A job name, or "prefix*": every job whose name starts with prefix, in file order.
+  StatusOr<std::vector<std::string>> JobsNamed(const std::string& name, const YAML::Node& node,
+                                               const std::string& path) const;
   Status KnownJob(const std::string& name, const YAML::Node& node, const std::string& path) const {
     if (!job_names_.contains(name)) {
       return Error(path, node, "no job named '" + name + "'");

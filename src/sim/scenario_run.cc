@@ -267,6 +267,35 @@ if (c.kind == "backfilled" || c.kind == "not_backfilled" || c.kind == "borrowing
   return out.str();
 }
 
+// Checks of how jobs ended: ends, attempts, restarts.
+std::string EvaluateEnds(const ScenarioCheck& c, const RunView& run) {
+  std::ostringstream out;
+  auto end = [](const std::string& e) { return e.empty() ? std::string("unfinished") : e; };
+  if (c.kind == "ends") {
+    for (const auto& [name, want] : c.pairs) {
+      const JobOutcome& o = run.job(name);
+      if (o.end != want) {
+        out << "  " << name << ": expected " << end(want) << ", actual " << end(o.end);
+        if (o.finish >= 0) {
+          out << " at " << Seconds(o.finish);
+        }
+        out << "\n";
+      }
+    }
+    return out.str();
+  }
+  const bool attempts = c.kind == "attempts";
+  for (const auto& [name, n] : c.values) {
+    const JobOutcome& o = run.job(name);
+    const int64_t actual = attempts ? o.attempts : o.restarts;
+    if (actual != n) {
+      out << "  " << name << ": expected " << n << (attempts ? " attempts" : " restarts")
+          << ", actual " << actual << "\n";
+    }
+  }
+  return out.str();
+}
+
 // Evaluates one check; returns the diff, "" when it holds.
 std::string Evaluate(const ScenarioCheck& c, const RunView& run) {
   static const std::set<std::string, std::less<>> kStarts = {"start_order", "starts", "finishes",
@@ -278,6 +307,9 @@ std::string Evaluate(const ScenarioCheck& c, const RunView& run) {
   }
   if (kPreemptions.count(c.kind) > 0) {
     return EvaluatePreemptions(c, run);
+  }
+  if (c.kind == "ends" || c.kind == "attempts" || c.kind == "restarts") {
+    return EvaluateEnds(c, run);
   }
   return EvaluateOutcomes(c, run);
 }
@@ -309,15 +341,19 @@ std::string FormatJobOutcomes(const JobRun& run) {
   std::ostringstream out;
   auto row = [&out](std::string_view job, std::string_view tenant, std::string_view submit,
                     std::string_view start, std::string_view finish, std::string_view duration,
-                    std::string_view preemptions, std::string_view lost) {
+                    std::string_view preemptions, std::string_view lost, std::string_view end,
+                    std::string_view attempts, std::string_view restarts) {
     out << "  " << std::left << std::setw(16) << job << " " << std::setw(12) << tenant << std::right
         << std::setw(9) << submit << std::setw(9) << start << std::setw(9) << finish << std::setw(9)
-        << duration << std::setw(8) << preemptions << std::setw(11) << lost << "\n";
+        << duration << std::setw(8) << preemptions << std::setw(11) << lost << std::setw(10) << end
+        << std::setw(9) << attempts << std::setw(9) << restarts << "\n";
   };
-  row("job", "tenant", "submit", "start", "finish", "duration", "preempt", "lost GPU-s");
+  row("job", "tenant", "submit", "start", "finish", "duration", "preempt", "lost GPU-s", "end",
+      "attempts", "restarts");
   for (const JobOutcome& o : run.jobs) {
     row(o.name, o.tenant, Seconds(o.submit), When(o.first_start), When(o.finish), Seconds(o.actual),
-        std::to_string(o.preemptions), std::to_string(std::llround(o.lost_gpu_seconds)));
+        std::to_string(o.preemptions), std::to_string(std::llround(o.lost_gpu_seconds)),
+        o.end.empty() ? "-" : o.end, std::to_string(o.attempts), std::to_string(o.restarts));
   }
   return out.str();
 }
@@ -369,6 +405,8 @@ StatusOr<ScenarioResult> RunScenario(const Scenario& scenario, const GpuCatalog&
     options.placement = o.placement;
     options.seed = o.seed;
     options.tick = o.tick.value_or(options.tick);
+    options.stop_grace = o.stop_grace.value_or(options.stop_grace);
+    options.cluster_events = scenario.events;
     options.record_usage = false;
     options.record_events = true;
     StatusOr<JobSimResult> sim =

@@ -372,5 +372,273 @@ TEST(ScenarioRunnerTest, EveryCheckKindReportsItsFailure) {
   EXPECT_EQ(r->logs.count("fifo-strict"), 0u);  // it passed there
 }
 
+
+// ---- attempts: failures, restarts, stops -----------------------------------------------
+
+// Parses and runs `yaml`; every check must hold.
+void ExpectPasses(const std::string& yaml) {
+  StatusOr<Scenario> s = Parse(yaml);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  StatusOr<ScenarioResult> r = RunScenario(*s, Catalog());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->ok()) << r->Report();
+}
+
+TEST(ScenarioAttemptTest, AFailedTaskRestartsAfterTheBackoff) {
+  // Fails at 50, restarts exactly 60 s later (not at the next 300 s tick), runs its
+  // 100 s again from the start (no checkpoint).
+  ExpectPasses(R"(name: restart
+policy: fifo
+cluster: [{count: 1, prefix: n, gpus: 4}]
+jobs:
+  - name: j
+    duration: 100
+    resources: {gpus: 4}
+    restart: {max: 2, on: [failure], backoff: 60s}
+    failures: [{attempt: 1, after: 50, task: 0, exit_code: 1}]
+expect:
+  - ends: {j: succeeded}
+  - attempts: {j: 2}
+  - restarts: {j: 1}
+  - finishes: {j: 210}
+  - running_at: {49: [j], 50: [], 109: [], 110: [j]}
+  - lost_work: {j: 200}
+)");
+}
+
+TEST(ScenarioAttemptTest, SpentRestartsFailTheJob) {
+  ExpectPasses(R"(name: spent
+policy: fifo
+cluster: [{count: 1, prefix: n, gpus: 4}]
+jobs:
+  - name: j
+    duration: 100
+    resources: {gpus: 4}
+    restart: {max: 2, on: [failure], backoff: 10s}
+    failures:
+      - {attempt: 1, after: 10}
+      - {attempt: 2, after: 10, signal: 9}
+      - {attempt: 3, after: 10, exit_code: 3}
+  - {name: k, submit: 1, duration: 10, resources: {gpus: 4}}
+expect:
+  - ends: {j: failed, k: succeeded}
+  - attempts: {j: 3, k: 1}
+  - restarts: {j: 2, k: 0}
+  # k runs while j waits out its first backoff.
+  - starts: {k: 10}
+  - finishes: {j: 50, k: 20}
+  - running_at: {10: [k], 20: [j], 30: [], 40: [j], 50: []}
+)");
+}
+
+TEST(ScenarioAttemptTest, AGangStopsAsAWholeAndRestartsOnce) {
+  // Task 1 fails at 30: task 0 stops at once, the gang restarts together at 30.
+  ExpectPasses(R"(name: gang
+policy: fifo
+cluster: [{count: 1, prefix: n, gpus: 4}]
+jobs:
+  - name: g
+    duration: 100
+    replicas: 2
+    resources: {gpus: 2}
+    restart: {max: 1, on: [failure], backoff: 0s}
+    failures: [{task: 1, after: 30, exit_code: 2}]
+expect:
+  - ends: {g: succeeded}
+  - attempts: {g: 2}
+  - restarts: {g: 1}
+  - starts: {g: 0}
+  - finishes: {g: 130}
+)");
+}
+
+TEST(ScenarioAttemptTest, ATimeLimitFailsTheJobAfterTheStopGrace) {
+  // Killed (signal 15) at its limit plus the stop grace; a time limit never restarts.
+  ExpectPasses(R"(name: limit
+policy: fifo
+options: {stop_grace_seconds: 20}
+cluster: [{count: 1, prefix: n, gpus: 4}]
+jobs:
+  - {name: j, duration: 100, runtime_limit: 60, resources: {gpus: 4}, restart: {max: 3, on: [failure]}}
+  - {name: k, duration: 100, runtime_limit: 100, resources: {gpus: 4}}
+expect:
+  - ends: {j: failed, k: succeeded}
+  - finishes: {j: 80, k: 180}
+  - attempts: {j*: 1, k: 1}
+  - restarts: {j: 0}
+)");
+}
+
+constexpr const char* kNodeLost = R"(name: node-lost
+policy: fifo
+cluster: [{count: 2, prefix: n, gpus: 8}]
+jobs:
+  - {name: j, duration: 100, resources: {gpus: 8}}
+events:
+  - {at: 40, node_lost: n-0}
+expect:
+  - on_nodes: {j: [n-0]}
+  - ends: {j: succeeded}
+  - attempts: {j: 2}
+  - restarts: {j: 1}
+  - finishes: {j: 140}
+)";
+
+TEST(ScenarioAttemptTest, ALostNodeRequeuesItsJobsAndLeaves) {
+  ExpectPasses(kNodeLost);
+  // The node is gone for good: a job submitted after waits for the one node left.
+  std::string later = Replace(kNodeLost, "events:",
+                              "  - {name: w, submit: 50, duration: 10, resources: {gpus: 8}}\n"
+                              "events:");
+  ExpectPasses(Replace(later, "finishes: {j: 140}", "finishes: {j: 140, w: 150}"));
+  // A policy that does not restart on node-lost fails the job there.
+  std::string no_restart = Replace(kNodeLost, "resources: {gpus: 8}}",
+                                   "resources: {gpus: 8}, restart: {max: 3, on: [failure]}}");
+  no_restart = Replace(no_restart, "ends: {j: succeeded}", "ends: {j: failed}");
+  no_restart = Replace(no_restart, "attempts: {j: 2}", "attempts: {j: 1}");
+  no_restart = Replace(no_restart, "restarts: {j: 1}", "restarts: {j: 0}");
+  ExpectPasses(Replace(no_restart, "finishes: {j: 140}", "finishes: {j: 40}"));
+}
+
+TEST(ScenarioAttemptTest, AGpuFaultRequeuesAndItsGpuIsNotReused) {
+  // a and b hold one GPU each; the fault on GPU 0 stops a after the stop grace (at 70);
+  // it cannot restart on the drained GPU and waits for b's.
+  ExpectPasses(R"(name: gpu-fault
+policy: fifo
+options: {stop_grace_seconds: 30}
+cluster: [{count: 1, prefix: n, gpus: 2}]
+jobs:
+  - {name: a, duration: 100, resources: {gpus: 1}}
+  - {name: b, duration: 100, resources: {gpus: 1}}
+events:
+  - {at: 40, gpu_fault: {node: n-0, gpu: 0, xid: 48}}
+expect:
+  - ends: {a: succeeded, b: succeeded}
+  - attempts: {a: 2, b: 1}
+  - restarts: {a: 1, b: 0}
+  - running_at: {69: [a, b], 70: [b], 100: [a]}
+  - finishes: {b: 100, a: 200}
+)");
+}
+
+TEST(ScenarioAttemptTest, WorkDoneWithinTheGraceSucceeds) {
+  // Preempted at 90 with a 30 s grace, its work ends at 100: it succeeded, not requeued.
+  ExpectPasses(R"(name: grace-rule
+policy: priority
+options: {grace_seconds: 30}
+cluster: [{count: 1, prefix: n, gpus: 2}]
+jobs:
+  - {name: low, submit: 0, duration: 100, priority: 0, resources: {gpus: 2}}
+  - {name: high, submit: 90, duration: 50, priority: 10, resources: {gpus: 2}}
+expect:
+  - preempted: {low: high}
+  - ends: {low: succeeded, high: succeeded}
+  - attempts: {low: 1}
+  - finishes: {low: 100, high: 150}
+  - lost_work: {low: 0}
+)");
+}
+
+TEST(ScenarioParserTest, ReadsFailuresEventsAndEnds) {
+  constexpr const char* kFull = R"(name: full
+policy: fifo
+options: {stop_grace_seconds: 5}
+cluster: [{count: 2, prefix: n, gpus: 4}]
+jobs:
+  - name: j
+    duration: 100
+    replicas: 2
+    resources: {gpus: 1}
+    restart: {max: 2, on: [failure, gpu-fault], backoff: 1m}
+    failures: [{attempt: 2, after: 5, task: 1, signal: 9}, {after: 7}]
+  - {name: k, duration: 10, resources: {gpus: 1}}
+events:
+  - {at: 3, node_lost: n-1}
+  - {at: 4, gpu_fault: {node: n-0, gpu: 3}}
+expect:
+  - ends: {j: failed, k*: unfinished}
+  - attempts: {k: 1}
+)";
+  StatusOr<Scenario> s = Parse(kFull);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(*s->options.stop_grace, 5'000'000);
+  const SimJob& j = s->jobs[0];
+  EXPECT_EQ(j.restart.max, 2);
+  EXPECT_EQ(j.restart.backoff, 60'000'000);
+  EXPECT_EQ(j.restart.on, 1 | 4);
+  EXPECT_EQ(s->jobs[1].restart, DefaultRestartPolicy());
+  ASSERT_EQ(j.failures.size(), 2u);
+  EXPECT_EQ(j.failures[0].attempt, 2);
+  EXPECT_EQ(j.failures[0].after, 5'000'000);
+  EXPECT_EQ(j.failures[0].task, 1);
+  EXPECT_EQ(j.failures[0].exit_code, 0);
+  EXPECT_EQ(j.failures[0].signal, 9);
+  EXPECT_EQ(j.failures[1].attempt, 1);
+  EXPECT_EQ(j.failures[1].task, 0);
+  EXPECT_EQ(j.failures[1].exit_code, 1);
+  ASSERT_EQ(s->events.size(), 2u);
+  EXPECT_EQ(s->events[0].kind, SimClusterEvent::Kind::kNodeLost);
+  EXPECT_EQ(s->events[0].node, "n-1");
+  EXPECT_EQ(s->events[0].at, 3'000'000);
+  EXPECT_EQ(s->events[1].kind, SimClusterEvent::Kind::kGpuFault);
+  EXPECT_EQ(s->events[1].gpu, 3);
+  EXPECT_EQ(s->events[1].xid, 79);
+  EXPECT_EQ(s->checks[0].pairs,
+            (std::vector<std::pair<std::string, std::string>>{{"j", "failed"}, {"k", ""}}));
+
+  auto bad = [&](const std::string& from, const std::string& to,
+                 const std::vector<std::string>& parts) {
+    ExpectError(Replace(kFull, from, to), parts);
+  };
+  bad("task: 1, signal", "task: 2, signal", {"jobs[0].failures[0].task", "2 tasks", "line 11"});
+  bad("attempt: 2,", "attempt: 0,", {"jobs[0].failures[0].attempt", "line 11"});
+  bad("{after: 7}", "{after: -7}", {"jobs[0].failures[1].after", "line 11"});
+  bad("{after: 7}", "{after: 7, exit_code: 0}", {"exit_code must be in 1..255", "line 11"});
+  bad("{after: 7}", "{after: 7, exit_code: 2, signal: 9}", {"not both", "line 11"});
+  bad("{after: 7}", "{after: 7, code: 2}", {"jobs[0].failures[1]", "unknown key 'code'", "line 11"});
+  bad("signal: 9}", "signal: 99}", {"signal must be in 1..64", "line 11"});
+  bad("node_lost: n-1", "node_lost: n-9", {"events[0].node_lost", "no node named 'n-9'", "line 14"});
+  bad("node_lost: n-1}", "node_lost: n-1, gpu_fault: {node: n-0}}", {"events[0]", "one of", "line 14"});
+  bad("{at: 3, node_lost", "{node_lost", {"events[0]", "needs a time", "line 14"});
+  bad("{at: 3, node_lost", "{at: 3, lost", {"events[0]", "unknown key 'lost'", "line 14"});
+  bad("gpu: 3}", "gpu: 4}", {"events[1].gpu_fault", "has no GPU 4", "line 15"});
+  bad("{node: n-0, gpu: 3}", "{gpu: 3}", {"events[1].gpu_fault", "needs a node", "line 15"});
+  bad("{node: n-0, gpu: 3}", "{node: m, gpu: 3}", {"no node named 'm'", "line 15"});
+  bad("gpu: 3}", "gpu: 3, xid: 0}", {"xid must be", "line 15"});
+  bad("j: failed", "j: crashed", {"expect[0].ends", "got 'crashed'", "line 17"});
+  bad("j: failed", "z: failed", {"no job named 'z'", "line 17"});
+  bad("attempts: {k: 1}", "attempts: {q*: 1}", {"no job name starts with 'q'", "line 18"});
+  bad("attempts: {k: 1}", "restarts: {k: x}", {"expect[1].restarts", "line 18"});
+  bad("stop_grace_seconds: 5", "stop_grace_seconds: -5", {"options.stop_grace_seconds", "line 3"});
+}
+
+TEST(JobSimAttemptTest, RejectsBadFailuresAndEvents) {
+  StatusOr<Scenario> s = Parse(kNodeLost);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  JobSimOptions options;
+  StatusOr<SchedulerPolicy> fifo = ParseSchedulerPolicy("fifo");
+  ASSERT_TRUE(fifo.ok());
+  options.policy = *fifo;
+  auto run = [&](std::vector<SimJob> jobs, std::vector<SimClusterEvent> events) {
+    options.cluster_events = std::move(events);
+    return RunJobSimulation(s->nodes, s->queues, jobs, options, Catalog()).status();
+  };
+  const SimJob good = s->jobs[0];
+  EXPECT_TRUE(run({good}, s->events).ok());
+  for (const SimFailure& f : {SimFailure{0, 0, 0, 1, 0}, SimFailure{1, -1, 0, 1, 0},
+                              SimFailure{1, 0, 1, 1, 0}, SimFailure{1, 0, 0, 0, 0}}) {
+    SimJob job = good;
+    job.failures = {f};
+    const Status st = run({job}, {});
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+    EXPECT_NE(st.message().find("failure"), std::string::npos) << st.message();
+  }
+  SimClusterEvent unknown{0, SimClusterEvent::Kind::kNodeLost, "nope"};
+  EXPECT_EQ(run({good}, {unknown}).code(), StatusCode::kInvalidArgument);
+  SimClusterEvent no_gpu{0, SimClusterEvent::Kind::kGpuFault, "n-0", 8};
+  EXPECT_EQ(run({good}, {no_gpu}).code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace tessera
+
