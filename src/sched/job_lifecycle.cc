@@ -299,6 +299,7 @@ void JobLifecycle::Finish(JobRecord& job, JobEnd end, Micros now) {
     scheduler_->Forget(job);
   }
   job.phase = JobPhase::kFinished;
+  job.end = end;
   Emit(job, e);
 }
 

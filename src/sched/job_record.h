@@ -35,6 +35,7 @@ struct JobRecord {
   JobSpec spec;
   QueueId queue;
   JobPhase phase = JobPhase::kPending;
+  JobEnd end = JobEnd::kSucceeded;  // how it ended, once finished (JobLifecycle::Finish)
   int64_t gpu_milli = 0;  // of the whole gang
 
   // While running or stopping.

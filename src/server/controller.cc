@@ -125,8 +125,9 @@ Status Controller::LoadJobRows(Micros now) {
   }
   // Holds, dependencies and throttles found again (their jobs are all in memory now).
   for (auto& [id, job] : jobs_.all()) {
-    if (!Terminal(job.state)) {
+    if (!Terminal(jobs_.StateOf(job))) {
       WatchGates(job);
+      WatchLimit(job);  // a running attempt's limit counts from its stored start
     }
   }
   Archive(now);  // the oldest finished jobs stay in the store only
@@ -175,17 +176,19 @@ Status Controller::LoadJobRow(JobRow row, Micros now) {
   rec.resumed_from = job.row.progress_us;
   rec.preemptions = job.row.preemptions;
   rec.eligible_since = job.row.submit_us;
-  job.state = *state;
-  if (Terminal(job.state)) {
+  if (Terminal(*state)) {
     rec.phase = JobPhase::kFinished;
+    rec.end = *state == JobState::kSucceeded ? JobEnd::kSucceeded
+              : *state == JobState::kCancelled ? JobEnd::kCancelled
+                                               : JobEnd::kFailed;
     jobs_.NoteFinished(id);
     return Status::Ok();
   }
-  if (job.state == JobState::kPending) {
+  if (*state == JobState::kPending) {
     rec.phase = JobPhase::kPending;
     return Status::Ok();
   }
-  rec.phase = job.state == JobState::kStopping ? JobPhase::kStopping : JobPhase::kRunning;
+  rec.phase = *state == JobState::kStopping ? JobPhase::kStopping : JobPhase::kRunning;
   rec.allocations = std::move(allocations);
   rec.run_start = run_start;
   job.tasks.resize(stored_tasks.size());

@@ -102,6 +102,7 @@
 #include "server/job_logs.h"
 #include "server/job_state.h"
 #include "server/job_table.h"
+#include "server/time_limits.h"
 #include "server/job_views.h"
 #include "server/node_registry.h"
 #include "server/pty_sessions.h"
@@ -607,11 +608,9 @@ class Controller {
   JobGates gates_ GUARDED_BY(mu_);
   // Runtime limits and the signal ahead of them (controller_limits.cc); mu_ held.
   void EnforceTimeLimits(Micros now, Pending& out) REQUIRES(mu_);
-  std::map<JobNumber, int32_t> limit_signalled_ GUARDED_BY(mu_);  // job -> the attempt signalled
-  // The earliest time a running job's limit or limit signal falls due: the jobs are
-  // walked only then (EnforceTimeLimits), and at that very cycle.
-  Micros next_limit_check_ GUARDED_BY(mu_) = 0;
-  // A job started: its limit joins the next check.
+  // Running attempts' runtime limits and the signals ahead of them (time_limits.h).
+  TimeLimits limits_ GUARDED_BY(mu_);
+  // An attempt started, or runs after a restart: its limit is watched (time_limits.h).
   void WatchLimit(const LiveJob& job) REQUIRES(mu_);
   mutable std::map<std::string, std::shared_ptr<const JobGates::Array>> parsed_arrays_
       GUARDED_BY(mu_);

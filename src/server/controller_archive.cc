@@ -32,7 +32,6 @@ const LiveJob* Controller::FindOrLoad(JobNumber id, std::optional<LiveJob>* arch
   }
   LiveJob& job = archived->emplace();
   job.row = std::move(**row);
-  job.state = ParseJobState(job.row.state).value_or(JobState::kFailed);
   job.durable = true;
   job.slot = JobTable::kArchived;
   nlohmann::json spec = nlohmann::json::parse(job.row.spec_json.str(), nullptr, false);

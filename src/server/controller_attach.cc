@@ -20,8 +20,8 @@ StatusOr<nlohmann::json> Controller::Attach(const Principal& who, JobNumber id, 
   }
   // Not ready: pending, starting (its agent has not reported the port yet) or ended.
   nlohmann::json out = {
-      {"job", id.value()}, {"task", task}, {"state", job->row.state}, {"ready", false}};
-  if (job->state != JobState::kRunning) {
+      {"job", id.value()}, {"task", task}, {"state", std::string(JobStateName(jobs_.StateOf(*job)))}, {"ready", false}};
+  if (jobs_.StateOf(*job) != JobState::kRunning) {
     return out;
   }
   const int attempt = job->row.attempts;

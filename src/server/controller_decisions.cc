@@ -96,6 +96,7 @@ void Controller::Seal(Pending& out) {
                         kAfter[static_cast<size_t>(rec.attempt.after)]),
           job.row.placement_json);
     }
+    job.row.state = std::string(JobStateName(jobs_.StateOf(job)));  // the stored copy
     out.batch.jobs.push_back(job.row);
     PublishView(job);
   }
@@ -214,7 +215,6 @@ void Controller::StartJob(LiveJob& job, const StartDecision& d, Micros now, Pend
   for (size_t t = 0; t < rec.allocations.size(); ++t) {
     job.tasks[t].node = core_.state()->spec(rec.allocations[t].node).name;
   }
-  job.SetState(JobState::kRunning);
   if (job.row.start_us == 0) {
     job.row.start_us = now;
   }
@@ -253,9 +253,6 @@ void Controller::ApplyAttempt(LiveJob& job, AttemptEffects fx, Micros now, Pendi
   if (fx.exit_code) {
     job.row.exit_code = *fx.exit_code;
   }
-  if (!fx.stop.empty()) {
-    job.SetState(JobState::kStopping);
-  }
   for (size_t t : fx.stop) {
     // Rounded up to whole milliseconds: a victim evicted at its periodic checkpoint
     // must not end a fraction of a millisecond before it and lose the interval.
@@ -288,25 +285,13 @@ void Controller::RecordEnded(LiveJob& job, const EndedAttempt& ended, Micros now
                           : WithStoredAttempts(nlohmann::json::object(), job.row.placement_json);
   if (ended.requeued) {
     job.row.progress_us = rec.resumed_from;
-    job.SetState(JobState::kPending);
     job.tasks.clear();
     ++counters_.decisions["requeue"];
     return;
   }
-  switch (ended.end) {
-    case JobEnd::kCancelled:
-      job.SetState(JobState::kCancelled);
-      break;
-    case JobEnd::kFailed:
-      job.SetState(JobState::kFailed);
-      break;
-    case JobEnd::kSucceeded:
-      job.SetState(JobState::kSucceeded);
-      break;
-  }
   out.finished.push_back(id);
   job.row.end_us = now;
-  ++counters_.finished[{job.row.queue, job.row.state}];
+  ++counters_.finished[{job.row.queue, std::string(JobStateName(jobs_.StateOf(job)))}];
 }
 
 void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out) {
@@ -390,9 +375,7 @@ Status Controller::RunCycle() {
         }
       }
     }
-    if (now >= next_limit_check_) {
-      EnforceTimeLimits(now, out);
-    }
+    EnforceTimeLimits(now, out);
     if (core_.rebuild_pending()) {
       Status s = RebuildScheduler(now, out);
       if (!s.ok()) {

@@ -168,7 +168,7 @@ void Controller::WatchGates(LiveJob& job) {
   const JobNumber id = job.id();
   if (gates_.watched.count(id) != 0) {  // a hold on a job watched already
     gates_.dirty = true;
-    if (job.state == JobState::kPending) {
+    if (jobs_.StateOf(job) == JobState::kPending) {
       core_.lifecycle()->Gate(jobs_.Rec(job));
       gates_.reasons[id] = job.row.reason;
     }
@@ -217,7 +217,7 @@ void Controller::WatchGates(LiveJob& job) {
   }
   gates_.watched.insert(id);
   gates_.dirty = true;
-  if (job.state == JobState::kPending && job.slot != JobTable::kArchived) {
+  if (jobs_.StateOf(job) == JobState::kPending && job.slot != JobTable::kArchived) {
     core_.lifecycle()->Gate(jobs_.Rec(job));
     gates_.reasons[id] = IsHeldReason(job.row.reason) ? job.row.reason
                                                        : "waiting for the next scheduling cycle";
@@ -226,8 +226,8 @@ void Controller::WatchGates(LiveJob& job) {
 
 DependencyTarget Controller::TargetOf(JobNumber id) {
   if (const LiveJob* job = jobs_.Find(id)) {
-    DependencyTarget t{job->row.attempts > 0 || Holding(job->state), Terminal(job->state),
-                       job->state == JobState::kSucceeded};
+    DependencyTarget t{job->row.attempts > 0 || Holding(jobs_.StateOf(*job)), Terminal(jobs_.StateOf(*job)),
+                       jobs_.StateOf(*job) == JobState::kSucceeded};
     if (t.ended && gates_.referenced.count(id) != 0) {
       gates_.outcomes[id] = t;  // kept for when it leaves memory
     }
@@ -317,7 +317,7 @@ void Controller::UpdateGates(Micros now) {
   bool singletons = false;
   for (JobNumber id : gates_.watched) {
     const LiveJob* job = jobs_.Find(id);
-    if (job == nullptr || Terminal(job->state)) {
+    if (job == nullptr || Terminal(jobs_.StateOf(*job))) {
       gone.push_back(id);
       continue;
     }
@@ -325,8 +325,8 @@ void Controller::UpdateGates(Micros now) {
       singletons = singletons || d->second.singleton;
     }
     const uint64_t a = ArrayIdOf(*job);
-    if (a != 0 && (Holding(job->state) ||
-                   (job->state == JobState::kPending && !core_.lifecycle()->Gated(jobs_.Rec(*job).id)))) {
+    if (a != 0 && (Holding(jobs_.StateOf(*job)) ||
+                   (jobs_.StateOf(*job) == JobState::kPending && !core_.lifecycle()->Gated(jobs_.Rec(*job).id)))) {
       ++active[a];
     }
   }
@@ -336,14 +336,14 @@ void Controller::UpdateGates(Micros now) {
   std::map<NameKey, std::pair<JobNumber, JobNumber>> names;  // oldest unfinished, one holding
   if (singletons) {
     for (const auto& [id, job] : jobs_.all()) {
-      if (!job.durable || Terminal(job.state) || job.row.name.empty()) {
+      if (!job.durable || Terminal(jobs_.StateOf(job)) || job.row.name.empty()) {
         continue;
       }
       auto& entry = names[{job.row.tenant, job.submission.spec.user, job.row.name}];
       if (!entry.first.valid()) {
         entry.first = id;  // ids ascend
       }
-      if (Holding(job.state)) {
+      if (Holding(jobs_.StateOf(job))) {
         entry.second = id;
       }
     }
@@ -351,7 +351,7 @@ void Controller::UpdateGates(Micros now) {
   std::map<std::string, std::string> dependency_reasons;  // by dependency text, this pass
   for (JobNumber id : gates_.watched) {
     LiveJob* job = jobs_.Find(id);
-    if (job == nullptr || job->state != JobState::kPending) {
+    if (job == nullptr || jobs_.StateOf(*job) != JobState::kPending) {
       continue;
     }
     std::string reason;
@@ -461,7 +461,7 @@ StatusOr<nlohmann::json> Controller::CancelNamed(const Principal& who, const std
     {
       MutexLock lock(mu_);
       const LiveJob* job = jobs_.Find(id);
-      if (job == nullptr || Terminal(job->state)) {
+      if (job == nullptr || Terminal(jobs_.StateOf(*job))) {
         continue;
       }
     }
@@ -513,11 +513,12 @@ StatusOr<nlohmann::json> Controller::ActOnNamed(const Principal& who, const std:
 
 StatusOr<nlohmann::json> Controller::Hold(const Principal& who, const std::string& text) {
   NamedAction hold;
-  hold.refuse = [](const LiveJob* job) -> std::string {
-    if (job != nullptr && job->state == JobState::kPending && IsHeldReason(job->row.reason)) {
+  hold.refuse = [this](const LiveJob* job) REQUIRES(mu_) -> std::string {
+    if (job != nullptr && jobs_.StateOf(*job) == JobState::kPending &&
+        IsHeldReason(job->row.reason)) {
       return " is held already";
     }
-    return job == nullptr || job->state != JobState::kPending
+    return job == nullptr || jobs_.StateOf(*job) != JobState::kPending
                ? " is not pending: only a pending job can be held"
                : "";
   };
@@ -530,10 +531,10 @@ StatusOr<nlohmann::json> Controller::Hold(const Principal& who, const std::strin
 
 StatusOr<nlohmann::json> Controller::Release(const Principal& who, const std::string& text) {
   NamedAction release;
-  release.refuse = [](const LiveJob* job) -> std::string {
-    return job == nullptr || job->state != JobState::kPending || !IsHeldReason(job->row.reason)
-               ? " is not held"
-               : "";
+  release.refuse = [this](const LiveJob* job) REQUIRES(mu_) -> std::string {
+    const bool held = job != nullptr && jobs_.StateOf(*job) == JobState::kPending &&
+                      IsHeldReason(job->row.reason);
+    return held ? "" : " is not held";
   };
   release.act = [this](LiveJob& job, const std::string& by, Micros, Pending&) REQUIRES(mu_) {
     job.row.reason = "released by " + by;
@@ -548,12 +549,13 @@ StatusOr<nlohmann::json> Controller::Release(const Principal& who, const std::st
 
 StatusOr<nlohmann::json> Controller::Requeue(const Principal& who, const std::string& text) {
   NamedAction requeue;
-  requeue.refuse = [](const LiveJob* job) -> std::string {
-    if (job != nullptr && job->state == JobState::kRunning) {
+  requeue.refuse = [this](const LiveJob* job) REQUIRES(mu_) -> std::string {
+    if (job != nullptr && jobs_.StateOf(*job) == JobState::kRunning) {
       return "";
     }
-    return " is " + (job != nullptr ? job->row.state : std::string("archived")) +
-           ": only a running job can be requeued";
+    const std::string state =
+        job != nullptr ? std::string(JobStateName(jobs_.StateOf(*job))) : std::string("archived");
+    return " is " + state + ": only a running job can be requeued";
   };
   requeue.act = [this](LiveJob& job, const std::string& by, Micros now, Pending& out) REQUIRES(mu_) {
     // Not a restart its policy counts: the user asked for it.

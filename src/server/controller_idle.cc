@@ -87,10 +87,10 @@ void Controller::WatchIdle(Micros now, Pending& out) {
   // Jobs no longer running (and output of jobs never measured, e.g. without GPUs).
   idle_.watch.Retain([&](uint64_t id) REQUIRES(mu_) {
     const LiveJob* job = jobs_.Find(JobNumber(id));
-    return job != nullptr && job->state == JobState::kRunning;
+    return job != nullptr && jobs_.StateOf(*job) == JobState::kRunning;
   });
   for (auto& [id, job] : jobs_.all()) {
-    if (!job.durable || job.state != JobState::kRunning) {
+    if (!job.durable || jobs_.StateOf(job) != JobState::kRunning) {
       continue;
     }
     const std::optional<double> util = JobUtilisationNow(job, now);
@@ -127,7 +127,7 @@ void Controller::WatchIdle(Micros now, Pending& out) {
 }
 
 void Controller::IdleJson(const LiveJob& job, nlohmann::json& out) const {
-  const bool running = job.state == JobState::kRunning || job.state == JobState::kStopping;
+  const bool running = jobs_.StateOf(job) == JobState::kRunning || jobs_.StateOf(job) == JobState::kStopping;
   const JobWatch* w = running ? idle_.watch.Find(job.row.id) : nullptr;
   if (w == nullptr || w->attempt != job.row.attempts) {
     out["idle_since"] = nullptr;
@@ -181,7 +181,7 @@ void Controller::WriteIdleMetrics(MetricsWriter& w, Micros now) const {
     queues[name];
   }
   for (const auto& [id, job] : jobs_.all()) {
-    if (!job.durable || (job.state != JobState::kRunning && job.state != JobState::kStopping)) {
+    if (!job.durable || (jobs_.StateOf(job) != JobState::kRunning && jobs_.StateOf(job) != JobState::kStopping)) {
       continue;
     }
     const JobRecord& rec = jobs_.Rec(job);

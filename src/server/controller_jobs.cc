@@ -598,10 +598,10 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, JobNumber id) 
       return NotFoundError("no job " + ToString(id));
     }
     TESSERA_RETURN_IF_ERROR(MayChange(who, *found));
-    if (Terminal(found->state)) {  // archived jobs are all terminal
+    if (Terminal(jobs_.StateOf(*found))) {  // archived jobs are all terminal
       return FailedPreconditionError(
           "job " + ToString(id) + " has already " +
-          (found->state == JobState::kCancelled ? "been cancelled" : found->row.state));
+          (jobs_.StateOf(*found) == JobState::kCancelled ? "been cancelled" : std::string(JobStateName(jobs_.StateOf(*found)))));
     }
     LiveJob* job = jobs_.Find(id);
     const Micros now = clock_->NowMicros();
@@ -609,7 +609,6 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, JobNumber id) 
     if (rec.phase == JobPhase::kPending) {
       core_.lifecycle()->Finish(rec, JobEnd::kCancelled, now);
       out.finished.push_back(id);
-      job->SetState(JobState::kCancelled);
       job->row.end_us = now;
       job->row.reason = "cancelled before it started, by " + Actor(who);
       out.dirty.insert(id);
@@ -646,7 +645,7 @@ StatusOr<LogChunk> Controller::ReadLog(const Principal& who, JobNumber id, int t
       return NotFoundError("no job " + ToString(id));
     }
     replicas = static_cast<int>(job->submission.spec.tasks.size());
-    state = job->row.state;
+    state = std::string(JobStateName(jobs_.StateOf(*job)));
   }
   if (task < 0 || task >= replicas) {
     return InvalidArgumentError("task must be in 0.." + std::to_string(replicas - 1));

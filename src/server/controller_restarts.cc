@@ -79,7 +79,7 @@ void Controller::RestoreRestarts(Micros now) {
     AttemptState& attempt = jobs_.Rec(job).attempt;
     attempt.restarts = last.value("restarts", 0);
     const Micros restart_at = last.value("restart_at", Micros{0});
-    if (job.state == JobState::kPending && restart_at > 0) {
+    if (jobs_.StateOf(job) == JobState::kPending && restart_at > 0) {
       // Waits out its backoff even across the restart (released by the first cycle
       // when it has passed).
       core_.lifecycle()->HoldUntil(jobs_.Rec(job), restart_at);
@@ -122,7 +122,7 @@ void Controller::RestartJson(const LiveJob& job, nlohmann::json& out) const {
     }
   }
   Micros restart_at = 0;
-  if (job.slot != JobTable::kArchived && job.state == JobState::kPending) {
+  if (job.slot != JobTable::kArchived && jobs_.StateOf(job) == JobState::kPending) {
     restart_at = core_.lifecycle()->HeldUntil(jobs_.Rec(job).id);
   }
   out["restart"] = {{"max", policy.max},

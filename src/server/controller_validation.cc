@@ -156,7 +156,7 @@ StatusOr<nlohmann::json> Controller::RemoveValidation(const std::string& name) {
          s != validation_.slots.end() && s->first.first == name;) {
       const std::string node = s->first.second;
       if (s->second.job != 0) {
-        if (LiveJob* job = jobs_.Find(JobNumber(s->second.job)); job && !Terminal(job->state)) {
+        if (LiveJob* job = jobs_.Find(JobNumber(s->second.job)); job && !Terminal(jobs_.StateOf(*job))) {
           job->row.reason = "cancelled: validation check " + name + " was removed";
           StopJob(*job, StopRequest{AttemptEnd::kCancel, RequeueCause::kPreempted, 0, ""}, now, out);
         }
@@ -404,7 +404,6 @@ void Controller::TendValidationJob(const ValidationCheck& check, const std::stri
     // Requeued (its node was lost): a check belongs to its node, so it ends here.
     core_.lifecycle()->Finish(rec, JobEnd::kCancelled, now);
     out.finished.push_back(job->id());
-    job->SetState(JobState::kCancelled);
     job->row.end_us = now;
     out.dirty.insert(job->id());
   }
@@ -413,9 +412,9 @@ void Controller::TendValidationJob(const ValidationCheck& check, const std::stri
     job->row.reason = "cancelled: the validation check lost node " + node_name;
     StopJob(*job, StopRequest{AttemptEnd::kCancel, RequeueCause::kPreempted, 0, ""}, now, out);
   }
-  if (Terminal(job->state)) {
+  if (Terminal(jobs_.StateOf(*job))) {
     ended.push_back(
-        {name, node_name, slot.job, job->state, job->row.exit_code, job->row.reason, ""});
+        {name, node_name, slot.job, jobs_.StateOf(*job), job->row.exit_code, job->row.reason, ""});
   } else if (rec.phase == JobPhase::kRunning && now - rec.run_start > check.timeout) {
     slot.timed_out = true;
     job->row.reason = "validation " + name + ": timed out after " + FormatDuration(check.timeout);

@@ -64,7 +64,7 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
     }
     tasks.push_back(std::move(task));
   }
-  const bool ended = Terminal(job.state);
+  const bool ended = Terminal(jobs_.StateOf(job));
   // Ended attempts (job_attempts.h): a finished job shows where its last one ran.
   const nlohmann::json stored = StoredAttempts(row.placement_json);
   if (ended && !stored.empty()) {
@@ -78,14 +78,14 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
       }
     }
   }
-  const bool holding = job.state == JobState::kRunning || job.state == JobState::kStopping;
+  const bool holding = jobs_.StateOf(job) == JobState::kRunning || jobs_.StateOf(job) == JobState::kStopping;
   nlohmann::json out = {
       {"id", row.id},
       {"name", row.name},
       {"tenant", row.tenant},
       {"user", job.submission.spec.user},
       {"queue", row.queue},
-      {"state", row.state},
+      {"state", std::string(JobStateName(jobs_.StateOf(job)))},
       {"priority", job.submission.spec.priority},
       {"submit_time", TimeOrNull(row.submit_us)},
       {"start_time", TimeOrNull(row.start_us)},
@@ -103,7 +103,7 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
       {"predicted_seconds", rec.predicted_runtime > 0
                                 ? nlohmann::json(static_cast<double>(rec.predicted_runtime) / 1e6)
                                 : nlohmann::json(nullptr)},
-      {"exit_code", ended && job.state != JobState::kCancelled ? nlohmann::json(row.exit_code)
+      {"exit_code", ended && jobs_.StateOf(job) != JobState::kCancelled ? nlohmann::json(row.exit_code)
                                                                : nlohmann::json(nullptr)},
       {"gpus", job.submission.spec.TotalGpus()},
       {"gpu_milli", rec.gpu_milli},
@@ -121,7 +121,7 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
   if (!job.submission.dependency.empty()) {
     out["dependency"] = job.submission.dependency;
   }
-  out["held"] = job.state == JobState::kPending && IsHeldReason(row.reason);
+  out["held"] = jobs_.StateOf(job) == JobState::kPending && IsHeldReason(row.reason);
   if (with_reason) {
     JobView view;
     FillReason(job, view);
@@ -137,7 +137,7 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
 }
 
 void Controller::FillReason(const LiveJob& job, JobView& view) const {
-  view.pending = job.state == JobState::kPending;
+  view.pending = jobs_.StateOf(job) == JobState::kPending;
   view.reason = job.row.reason;
   if (view.pending && job.slot != JobTable::kArchived) {
     if (std::string gate = GateReason(job); !gate.empty()) {
@@ -174,7 +174,7 @@ void Controller::PublishView(const LiveJob& job) {
   view->tasks = static_cast<int>(job.submission.spec.tasks.size());
   view->tenant = job.row.tenant;
   view->queue = job.row.queue;
-  view->state = job.row.state;
+  view->state = std::string(JobStateName(jobs_.StateOf(job)));
   view->user = job.submission.spec.user;
   FillReason(job, *view);
   // The spec never changes: the view shares the stored text (spliced in at read time)

@@ -11,6 +11,35 @@ LiveJob* JobTable::Find(JobNumber id) {
   return it == jobs_.end() || !it->second.durable ? nullptr : &it->second;
 }
 
+JobState JobTable::StateOf(const LiveJob& job) const {
+  if (job.slot == kArchived) {
+    return ParseJobState(job.row.state).value_or(JobState::kFailed);
+  }
+  const JobRecord& rec = records_[job.slot];
+  switch (rec.phase) {
+    case JobPhase::kPending:
+      return JobState::kPending;
+    case JobPhase::kRunning:
+      return JobState::kRunning;
+    case JobPhase::kStopping:
+      return JobState::kStopping;
+    case JobPhase::kFinished:
+      break;
+  }
+  if (!job.durable) {
+    return JobState::kPending;  // its record is filled in at its acknowledgement
+  }
+  switch (rec.end) {
+    case JobEnd::kSucceeded:
+      return JobState::kSucceeded;
+    case JobEnd::kFailed:
+      return JobState::kFailed;
+    case JobEnd::kCancelled:
+      return JobState::kCancelled;
+  }
+  return JobState::kFailed;
+}
+
 LiveJob& JobTable::Add(JobNumber id) {
   LiveJob& job = jobs_[id];
   job.slot = AllocSlot(id);

@@ -47,13 +47,10 @@ struct TaskRun {
 // A job as the live controller holds it: its stored row, its submission and the
 // progress of its attempt; the core's view of it is its JobRecord (JobTable::Rec).
 struct LiveJob {
-  JobRow row;  // row.state is `state`'s name: set both through SetState
-  JobState state = JobState::kPending;
+  // Its stored row. row.state is written from the core's record when the row is sealed
+  // (JobTable::StateOf); for a job read back from the store (archived) it is the state.
+  JobRow row;
   JobNumber id() const { return JobNumber(row.id); }  // the row holds it as an integer
-  void SetState(JobState s) {
-    state = s;
-    row.state = std::string(JobStateName(s));
-  }
   JobSubmission submission;
   bool durable = false;        // acknowledged; invisible until then
   std::vector<TaskRun> tasks;  // of the current attempt
@@ -106,6 +103,10 @@ class JobTable {
   std::vector<JobRecord>* records() { return &records_; }  // for the JobLifecycle
   JobRecord& Rec(const LiveJob& job) { return records_[job.slot]; }
   const JobRecord& Rec(const LiveJob& job) const { return records_[job.slot]; }
+  // The job's state, from the one place it is kept: the core's record (its phase, and
+  // its end once finished); a job not acknowledged yet is pending; an archived one's is
+  // its stored row's.
+  JobState StateOf(const LiveJob& job) const;
   // Whether task `t` of the job's current attempt has exited (the core's record of it);
   // true for a task it does not have, and for an archived job.
   bool TaskExited(const LiveJob& job, size_t t) const {
