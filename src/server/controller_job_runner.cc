@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <queue>
@@ -17,6 +18,7 @@
 #include "base/clock.h"
 #include "server/controller.h"
 #include "sim/job_run_recorder.h"
+#include "sim/sim_gates.h"
 #include "store/store.h"
 
 namespace tessera {
@@ -30,20 +32,22 @@ using Key = std::tuple<uint64_t, int, int>;  // job, task, attempt
 Key KeyOf(const TaskKey& k) { return {k.job, k.task, k.attempt}; }
 
 // Same order as the simulator's events at one instant (sim/job_sim.h): task exits, then
-// cluster events, arrivals, wake-ups (time limits, backoffs) and ticks.
+// cluster events, arrivals, releases of held jobs, wake-ups (time limits, backoffs) and
+// ticks.
 enum class EventKind : uint8_t {
   kTaskExit = 0,
   kCluster = 1,
   kArrival = 2,
-  kWake = 3,
-  kTick = 4,
+  kRelease = 3,
+  kWake = 4,
+  kTick = 5,
 };
 
 struct Event {
   Micros time;
   EventKind kind;
   uint64_t seq;
-  Key key;       // a task's; kArrival: job index in the first field; kCluster: event index
+  Key key;  // a task's; kArrival, kRelease: job index in the first field; kCluster: event index
   int exit_code = 0;  // kTaskExit
   int signal = 0;     // kTaskExit
   bool operator>(const Event& o) const {
@@ -68,6 +72,7 @@ class RunListener final : public LifecycleListener {
       case LifecycleEvent::Kind::kStarted:
         --pending_;
         running_.insert(id);
+        started_.insert(id);
         // Its start-up (restart overhead) makes the attempt run that much longer.
         work_left_offset_[id] = job.resumed_from - job.startup;
         break;
@@ -82,6 +87,7 @@ class RunListener final : public LifecycleListener {
         if (running_.erase(id) == 0) {
           --pending_;
         }
+        ends_[id] = event.end;
         break;
       case LifecycleEvent::Kind::kSignalled:
         break;
@@ -94,6 +100,12 @@ class RunListener final : public LifecycleListener {
   std::vector<Micros> TakeWakes() { return std::exchange(wakes_, {}); }
   size_t running() const { return running_.size(); }
   bool IsRunning(uint64_t id) const { return running_.count(id) > 0; }
+  // What a dependency on the job knows of it (the controller's Controller::TargetOf).
+  DependencyTarget TargetOf(uint64_t id) const {
+    auto end = ends_.find(id);
+    return DependencyTarget{started_.count(id) > 0, end != ends_.end(),
+                            end != ends_.end() && end->second == JobEnd::kSucceeded};
+  }
   // The attempt's work still to do is the job's duration less this: the progress it
   // resumed from, less its start-up (restart overhead).
   Micros work_left_offset(uint64_t id) const {
@@ -105,6 +117,8 @@ class RunListener final : public LifecycleListener {
   JobRunRecorder* recorder_;
   int64_t pending_ = 0;
   std::set<uint64_t> running_;
+  std::set<uint64_t> started_;       // jobs that started an attempt
+  std::map<uint64_t, JobEnd> ends_;  // finished jobs: how
   std::unordered_map<uint64_t, Micros> work_left_offset_;
   std::vector<Micros> wakes_;
 };
@@ -171,6 +185,9 @@ class ControllerRun {
     }
     for (size_t i = 0; i < jobs_.size(); ++i) {
       Push(jobs_[i].spec.submit_time, EventKind::kArrival, Key{i, 0, 0});
+      if (jobs_[i].release) {
+        Push(*jobs_[i].release, EventKind::kRelease, Key{i, 0, 0});
+      }
     }
     for (size_t i = 0; i < options_.cluster_events.size(); ++i) {
       Push(options_.cluster_events[i].at, EventKind::kCluster, Key{i, 0, 0});
@@ -187,6 +204,7 @@ class ControllerRun {
       clock_.Set(kEpoch + now);
       bool changed = false;
       std::vector<size_t> cluster;  // after the exits are reported
+      std::vector<size_t> releases;  // after the cluster events
       while (!events_.empty() && events_.top().time == now) {
         const Event e = events_.top();
         events_.pop();
@@ -202,6 +220,11 @@ class ControllerRun {
           case EventKind::kCluster:
             --wakes_left_;
             cluster.push_back(std::get<0>(e.key));
+            changed = true;
+            break;
+          case EventKind::kRelease:
+            --wakes_left_;
+            releases.push_back(std::get<0>(e.key));
             changed = true;
             break;
           case EventKind::kWake:
@@ -223,6 +246,10 @@ class ControllerRun {
           TESSERA_RETURN_IF_ERROR(ApplyClusterEvent(options_.cluster_events[index], now));
         }
         TESSERA_RETURN_IF_ERROR(Settle(now));
+        for (size_t index : releases) {
+          TESSERA_RETURN_IF_ERROR(Release(index));
+        }
+        UpdateGated();  // as the cycle's UpdateGates is about to
         TESSERA_RETURN_IF_ERROR(controller_->RunCycle());
         recorder_.EndCycle(now, controller_->CheckInvariants());
         TESSERA_RETURN_IF_ERROR(Exchange(now));  // the launches and stops
@@ -230,7 +257,10 @@ class ControllerRun {
           Push(at, EventKind::kWake, Key{});
         }
       }
-      if (listener_.pending() > 0 && !tick_pending_ && options_.tick > 0) {
+      // Ticks while jobs wait to be scheduled: gated ones do not, unless their gate would
+      // open at the next cycle (as the simulator: sim/sim_gates.h, AnyDue).
+      if ((listener_.pending() > static_cast<int64_t>(gated_.size()) || AnyGateDue()) &&
+          !tick_pending_ && options_.tick > 0) {
         Push(now + options_.tick, EventKind::kTick, Key{});
         tick_pending_ = true;
       }
@@ -248,7 +278,8 @@ class ControllerRun {
   void Push(Micros time, EventKind kind, Key key, int exit_code = 0, int signal = 0) {
     if (kind == EventKind::kArrival) {
       ++arrivals_left_;
-    } else if (kind == EventKind::kWake || kind == EventKind::kCluster) {
+    } else if (kind == EventKind::kWake || kind == EventKind::kCluster ||
+               kind == EventKind::kRelease) {
       ++wakes_left_;
     }
     events_.push(Event{time, kind, seq_++, key, exit_code, signal});
@@ -269,6 +300,23 @@ class ControllerRun {
     // The simulator keeps a job that never fits pending (its outcome: never ran).
     submission.hold_if_unfit = true;
     submission.restart = job.restart;
+    submission.hold = job.hold;
+    if (!job.dependency.items.empty()) {
+      // The file's jobs by their index, here by the ids the controller gave them.
+      DependencySpec dependency = job.dependency;
+      for (Dependency& d : dependency.items) {
+        for (JobRef& ref : d.jobs) {
+          auto it = id_of_.find(ref.id);
+          if (it == id_of_.end()) {
+            return InvalidArgumentError("job '" + job.spec.name + "' depends on job '" +
+                                        (ref.id < jobs_.size() ? jobs_[ref.id].spec.name : "?") +
+                                        "', which is not submitted before it");
+          }
+          ref.id = it->second;
+        }
+      }
+      submission.dependency = DependencySpecText(dependency);
+    }
     JobOutcome o;
     o.name = job.spec.name;
     o.gpus = job.spec.TotalGpus();
@@ -289,7 +337,51 @@ class ControllerRun {
                            view["id"].dump() + ", not " + std::to_string(id));
     }
     index_of_[id] = index;
+    id_of_[index] = id;
+    if (job.hold || !job.dependency.items.empty()) {
+      gated_.insert(id);  // the controller gates it at once (WatchGates)
+    }
     return Status::Ok();
+  }
+
+  // The scenario releases its held job `index` (Controller::Release, which lets it go
+  // unless its dependency keeps it back).
+  Status Release(size_t index) {
+    auto it = id_of_.find(index);
+    if (it == id_of_.end()) {
+      return InvalidArgumentError("job '" + jobs_[index].spec.name +
+                                  "' is released before it is submitted");
+    }
+    released_.insert(it->second);
+    return controller_->Release(Principal{Role::kAdmin, "", "scenario"}, std::to_string(it->second))
+        .status();
+  }
+
+  // The jobs the controller keeps gated, as its UpdateGates decides before the cycle: a
+  // watched job leaves once it is not held and its dependency is satisfied (for good:
+  // neither comes back), for the ticks to count only the jobs that wait to be scheduled.
+  void UpdateGated() {
+    for (auto it = gated_.begin(); it != gated_.end();) {
+      it = GatePasses(*it) ? gated_.erase(it) : std::next(it);
+    }
+  }
+
+  // Whether a gated job would be let go by the next cycle's UpdateGates.
+  bool AnyGateDue() const {
+    return std::any_of(gated_.begin(), gated_.end(),
+                       [this](uint64_t id) { return GatePasses(id); });
+  }
+
+  // Whether nothing keeps the job `id` back now: not held, its dependency satisfied.
+  bool GatePasses(uint64_t id) const {
+    const SimJob& job = jobs_[index_of_.at(id)];
+    if (job.hold && released_.count(id) == 0) {
+      return false;
+    }
+    return DependencySatisfied(job.dependency, [this](uint64_t index) {
+      auto it = id_of_.find(index);
+      return it == id_of_.end() ? DependencyTarget{} : listener_.TargetOf(it->second);
+    });
   }
 
   // The task `key` ends (its work done, failed, or stopped); false when it no longer runs.
@@ -440,6 +532,9 @@ class ControllerRun {
   std::map<std::string, size_t> agent_of_;
   std::map<std::string, int64_t> gpus_of_;
   std::map<uint64_t, size_t> index_of_;  // controller id -> job index
+  std::map<size_t, uint64_t> id_of_;     // job index -> controller id
+  std::set<uint64_t> gated_;             // ids of the jobs the controller keeps gated
+  std::set<uint64_t> released_;          // ids of the held jobs released
   std::map<Key, std::string> task_node_;
   std::set<Key> launched_;
   std::set<Key> stopping_;

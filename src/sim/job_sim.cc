@@ -15,6 +15,7 @@
 #include "sched/job_lifecycle.h"
 #include "sched/job_scheduler.h"
 #include "sim/job_run_recorder.h"
+#include "sim/sim_gates.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
 
@@ -22,7 +23,14 @@ namespace tessera {
 namespace {
 
 // The order of an instant's events (docs in job_sim.h).
-enum class EventKind : uint8_t { kExit = 0, kCluster = 1, kArrival = 2, kLimit = 3, kTick = 4 };
+enum class EventKind : uint8_t {
+  kExit = 0,
+  kCluster = 1,
+  kArrival = 2,
+  kRelease = 3,
+  kLimit = 4,
+  kTick = 5,
+};
 enum class ExitKind : uint8_t { kWorkDone, kFailure, kKill };
 
 struct Event {
@@ -80,6 +88,8 @@ class Simulation {
         recorder_(tree_, JobRunRecorder::Options{options.record_events, options.record_usage}) {}
 
   Status Init(const std::vector<SimJob>& jobs) {
+    TESSERA_RETURN_IF_ERROR(ValidateSimGates(jobs));
+    gates_.emplace(jobs);
     const SchedulerPolicy& policy = options_.policy;
     TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<JobOrderPlugin> job_order,
                              MakeJobOrder(policy.job_order, policy.options));
@@ -118,6 +128,9 @@ class Simulation {
       jobs_.push_back(std::move(r));
       failures_.push_back(sj.failures);
       Push(sj.spec.submit_time, EventKind::kArrival, i, 0);
+      if (sj.release) {
+        Push(*sj.release, EventKind::kRelease, i, 0);
+      }
       JobOutcome o;
       o.name = sj.spec.name;
       o.gpus = sj.spec.TotalGpus();
@@ -145,14 +158,18 @@ class Simulation {
       if (changed) {
         Cycle(now);
       }
-      if (scheduler_->pending() > 0 && !tick_pending_ && options_.tick > 0) {
+      // Ticks while jobs wait to be scheduled (gated ones do not, unless their gate
+      // would open at the next cycle).
+      if ((scheduler_->pending() > 0 || gates_->AnyDue(jobs_, lifecycle_)) && !tick_pending_ &&
+          options_.tick > 0) {
         Push(now + options_.tick, EventKind::kTick, 0, 0);
         tick_pending_ = true;
       }
       if (running_ == 0 && arrivals_left_ == 0 && restarts_held_ == 0 && cluster_left_ == 0) {
-        // Nothing runs, nothing will arrive, no restart waits out its backoff and the
-        // cluster stays as it is: the cycle that just ran was the last chance, so
-        // whatever still waits can never start (e.g. no quota).
+        // Nothing runs, nothing will arrive or be released, no restart waits out its
+        // backoff and the cluster stays as it is: the cycle that just ran was the last
+        // chance, so whatever still waits can never start (e.g. no quota, a dependency
+        // never satisfied).
         break;
       }
       if (options_.progress && finished_ >= next_report) {
@@ -192,8 +209,8 @@ class Simulation {
 
   void Push(Micros time, EventKind kind, uint64_t job, int attempt,
             ExitKind exit = ExitKind::kWorkDone, int index = 0) {
-    if (kind == EventKind::kArrival) {
-      ++arrivals_left_;
+    if (kind == EventKind::kArrival || kind == EventKind::kRelease) {
+      ++arrivals_left_;  // releases too: each may let a job start
     }
     events_.push(Event{time, kind, exit, seq_++, job, attempt, index});
   }
@@ -216,7 +233,12 @@ class Simulation {
       case EventKind::kArrival:
         --arrivals_left_;
         lifecycle_.Submit(jobs_[e.job], now);
+        gates_->Arrived(jobs_[e.job], lifecycle_);  // as the controller: gated at once
         learner_.ObserveJob(jobs_[e.job].spec);
+        return true;
+      case EventKind::kRelease:
+        --arrivals_left_;
+        gates_->Release(e.job);
         return true;
       case EventKind::kLimit: {
         JobRecord& job = jobs_[e.job];
@@ -288,6 +310,7 @@ class Simulation {
       --running_;
       if (!fx.ended->requeued) {
         ++finished_;
+        gates_->Finished(id, fx.ended->end);
       } else if (fx.ended->restart_at > now) {
         // Held back by the lifecycle until then: a cycle must run at that time.
         Push(fx.ended->restart_at, EventKind::kTick, 1, 0);
@@ -409,6 +432,9 @@ class Simulation {
   }
 
   void Cycle(Micros now) {
+    // As the controller's cycle: restarts whose backoff ended, then the gates.
+    (void)lifecycle_.ReleaseDue(now);
+    gates_->Update(jobs_, lifecycle_, now);
     RefreshPlacement();
     CycleResult result = lifecycle_.RunCycle(now, rng_);
     for (const StartDecision& d : result.starts) {
@@ -435,6 +461,7 @@ class Simulation {
   Pcg32 rng_;
   std::vector<JobRecord> jobs_;
   std::vector<std::vector<SimFailure>> failures_;  // by job id
+  std::optional<SimGates> gates_;                  // holds and dependencies (made by Init)
   JobLifecycle lifecycle_;
   AttemptMachine machine_;
   JobRunRecorder recorder_;

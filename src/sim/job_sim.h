@@ -11,10 +11,12 @@
 //
 // Events of one instant apply in this order, then one cycle runs: task exits (work
 // done, failures, kills, in the order they were scheduled; kills with no grace made
-// while applying the instant join it), cluster events (SimClusterEvent), arrivals, time
-// limits, ticks (the periodic tick while jobs wait, and one at the end of each
-// restart's backoff). A cycle runs after an instant where anything applied. After every
-// cycle the lifecycle's invariants are checked and every breach counted. Deterministic
+// while applying the instant join it), cluster events (SimClusterEvent), arrivals,
+// releases of held jobs, time limits, ticks (the periodic tick while jobs wait to be
+// scheduled, and one at the end of each restart's backoff). A cycle runs after an
+// instant where anything applied; before it, holds and dependencies gate or ungate the
+// jobs that have them (sim/sim_gates.h). After every cycle the lifecycle's invariants
+// are checked and every breach counted. Deterministic
 // for a given seed: the only randomness is the placer's tie-break and users' runtime
 // limits, both drawn from seeded generators.
 // Thread safety: one simulation per thread; runs share nothing.
@@ -22,9 +24,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "api/job_relations.h"
 #include "base/clock.h"
 #include "base/status.h"
 #include "model/gpu_catalog.h"
@@ -54,6 +58,14 @@ struct SimJob {
   Micros duration = 0;  // true runtime when never interrupted
   RestartPolicy restart = DefaultRestartPolicy();
   std::vector<SimFailure> failures = {};
+  // Submitted held (JobSubmission::hold): it does not start before `release` (never
+  // when unset), as the controller's hold until `tessera release` (sim/sim_gates.h).
+  bool hold = false;
+  std::optional<Micros> release = std::nullopt;
+  // It does not start before this holds (api/job_relations.h), each JobRef naming a job
+  // of the run by its index in the job list (JobRef::id; no array elements, no
+  // singleton). Empty: none.
+  DependencySpec dependency = {};
 };
 
 // Something happens to the cluster at `at`. kNodeLost: the node's tasks are lost (their

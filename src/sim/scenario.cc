@@ -169,9 +169,15 @@ Status Parser::ReadJob(const YAML::Node& node, const std::string& path, const Qu
                        const std::string& default_queue, std::vector<SimJob>* out) const {
   // The job is the API's job spec (api/job_codec.h); the scenario adds when it arrives,
   // how long it runs and how often it repeats.
+  if (node.IsMap() && node["dependency"].IsDefined()) {
+    // The API's dependency names jobs by id, which mean nothing here.
+    return Error(path + ".dependency", node["dependency"],
+                 "a scenario names its jobs' dependencies with depends (e.g. depends: "
+                 "\"afterok:j1\", by job name), not the API's dependency (by job id)");
+  }
   EmbeddedJobOptions fields;
   fields.path = path;
-  fields.extra_keys = {"submit", "duration", "repeat", "failures"};
+  fields.extra_keys = {"submit", "duration", "repeat", "failures", "depends"};
   fields.priority_class = [&tree](const std::string& name) { return tree.PriorityOf(name); };
   StatusOr<JobSubmission> submission = ReadEmbeddedJob(node, catalog_, fields);
   if (!submission.ok()) {
@@ -181,6 +187,7 @@ Status Parser::ReadJob(const YAML::Node& node, const std::string& path, const Qu
   SimJob job;
   job.spec = std::move(submission->spec);
   job.restart = submission->restart.value_or(DefaultRestartPolicy());
+  job.hold = submission->hold;
   JobSpec& spec = job.spec;
   int64_t repeat = 1;
   Micros every = 0;
@@ -283,7 +290,8 @@ Status Parser::ReadFailures(const YAML::Node& node, const std::string& path, siz
 }
 
 Status Parser::ReadEvent(const YAML::Node& node, const std::string& path,
-                         const std::vector<NodeSpec>& nodes, SimClusterEvent* out) const {
+                         const std::vector<NodeSpec>& nodes, SimClusterEvent* out,
+                         std::optional<std::string>* release) const {
   bool has_at = false;
   int what = 0;
   auto find_node = [&](const YAML::Node& v, const std::string& p) -> StatusOr<const NodeSpec*> {
@@ -297,7 +305,7 @@ Status Parser::ReadEvent(const YAML::Node& node, const std::string& path,
     return Error(p, v, "no node named '" + name + "' in the cluster");
   };
   TESSERA_RETURN_IF_ERROR(ForEachKey(
-      node, path, {"at", "node_lost", "gpu_fault"},
+      node, path, {"at", "node_lost", "gpu_fault", "release"},
       [&](const std::string& key, const YAML::Node& v, const std::string& p) -> Status {
         if (key == "at") {
           TESSERA_ASSIGN_OR_RETURN(out->at, Time(v, p));
@@ -305,6 +313,11 @@ Status Parser::ReadEvent(const YAML::Node& node, const std::string& path,
           return Status::Ok();
         }
         ++what;
+        if (key == "release") {
+          TESSERA_ASSIGN_OR_RETURN(std::string job, String(v, p));
+          *release = std::move(job);
+          return Status::Ok();
+        }
         if (key == "node_lost") {
           out->kind = SimClusterEvent::Kind::kNodeLost;
           return find_node(v, p).status();
@@ -340,20 +353,133 @@ Status Parser::ReadEvent(const YAML::Node& node, const std::string& path,
     return Error(path, node, "an event needs a time (at)");
   }
   if (what != 1) {
-    return Error(path, node, "an event is one of node_lost or gpu_fault");
+    return Error(path, node, "an event is one of node_lost, gpu_fault or release");
   }
   return Status::Ok();
 }
 
 Status Parser::ReadEvents(const YAML::Node& node, const std::string& path,
-                          const std::vector<NodeSpec>& nodes,
+                          const std::vector<NodeSpec>& nodes, std::vector<SimJob>* jobs,
                           std::vector<SimClusterEvent>* out) const {
   return ForEachEntry(node, path, [&](const YAML::Node& entry, const std::string& epath) {
     SimClusterEvent e;
-    TESSERA_RETURN_IF_ERROR(ReadEvent(entry, epath, nodes, &e));
-    out->push_back(std::move(e));
+    std::optional<std::string> release;
+    TESSERA_RETURN_IF_ERROR(ReadEvent(entry, epath, nodes, &e, &release));
+    if (!release) {
+      out->push_back(std::move(e));
+      return Status::Ok();
+    }
+    const std::string p = epath + ".release";
+    const YAML::Node v = entry["release"];
+    auto job = std::find_if(jobs->begin(), jobs->end(),
+                            [&](const SimJob& j) { return j.spec.name == *release; });
+    if (job == jobs->end()) {
+      return Error(p, v, "no job named '" + *release + "'");
+    }
+    if (!job->hold) {
+      return Error(p, v,
+                   "job '" + *release + "' is not held (release is for a job with hold: true)");
+    }
+    if (job->release) {
+      return Error(p, v, "job '" + *release + "' is released twice");
+    }
+    if (e.at < job->spec.submit_time) {
+      return Error(p, v,
+                   "job '" + *release + "' is released at " + std::to_string(e.at / kSecond) +
+                       " s, before its submission at " +
+                       std::to_string(job->spec.submit_time / kSecond) + " s");
+    }
+    job->release = e.at;
     return Status::Ok();
   });
+}
+
+StatusOr<DependencySpec> Parser::ReadDepends(const YAML::Node& node, const std::string& path,
+                                             const std::vector<SimJob>& jobs, size_t self) const {
+  TESSERA_ASSIGN_OR_RETURN(std::string text, String(node, path));
+  const std::string_view whole = Trim(text);
+  DependencySpec spec;
+  spec.any = whole.find('?') != std::string_view::npos;
+  if (spec.any && whole.find(',') != std::string_view::npos) {
+    return Error(path, node, "use either ',' (all) or '?' (any), not both");
+  }
+  const SimJob& dependent = jobs[self];
+  for (std::string_view item : Split(whole, spec.any ? '?' : ',')) {
+    item = Trim(item);
+    const std::vector<std::string_view> parts = Split(item, ':');
+    Dependency dep;
+    bool known = false;
+    for (DependencyKind k : {DependencyKind::kAfter, DependencyKind::kAfterAny,
+                             DependencyKind::kAfterOk, DependencyKind::kAfterNotOk}) {
+      if (!parts.empty() && Trim(parts[0]) == DependencyKindName(k)) {
+        dep.kind = k;
+        known = true;
+      }
+    }
+    if (!known || parts.size() < 2) {
+      return Error(path, node,
+                   "'" + std::string(item) +
+                       "' is not a dependency: use after, afterany, afterok "
+                       "or afternotok, each followed by :JOB[:JOB...] naming jobs of this file");
+    }
+    for (size_t i = 1; i < parts.size(); ++i) {
+      const std::string name(Trim(parts[i]));
+      auto it = std::find_if(jobs.begin(), jobs.end(),
+                             [&](const SimJob& j) { return j.spec.name == name; });
+      if (it == jobs.end()) {
+        return Error(path, node, "no job named '" + name + "'");
+      }
+      const auto k = static_cast<size_t>(it - jobs.begin());
+      if (k == self) {
+        return Error(path, node, "job '" + name + "' cannot depend on itself");
+      }
+      const Micros at = it->spec.submit_time;
+      if (at > dependent.spec.submit_time || (at == dependent.spec.submit_time && k > self)) {
+        return Error(path, node,
+                     "job '" + name + "' is submitted after '" + dependent.spec.name + "' (at " +
+                         std::to_string(at / kSecond) +
+                         " s; jobs of one time in file order): a job depends only on jobs "
+                         "submitted before it");
+      }
+      dep.jobs.push_back(JobRef{k, -1});
+    }
+    spec.items.push_back(std::move(dep));
+  }
+  return spec;
+}
+
+Status Parser::ReadJobs(const YAML::Node& node, const QueueTree& tree,
+                        const std::string& default_queue, Scenario* s) {
+  struct Depends {
+    size_t job;
+    YAML::Node value;
+    std::string path;
+  };
+  std::vector<Depends> depends;  // read once every job is known
+  Status all = ForEachEntry(node, "jobs", [&](const YAML::Node& e, const std::string& p) -> Status {
+    std::vector<SimJob> read;
+    TESSERA_RETURN_IF_ERROR(ReadJob(e, p, tree, default_queue, &read));
+    const YAML::Node d = e["depends"];
+    for (SimJob& job : read) {
+      if (!job_names_.insert(job.spec.name).second) {
+        return Error(p, e, "job name '" + job.spec.name + "' is used twice");
+      }
+      job_order_.push_back(job.spec.name);
+      if (d.IsDefined()) {
+        depends.push_back(Depends{s->jobs.size(), d, p + ".depends"});
+      }
+      s->jobs.push_back(std::move(job));
+    }
+    return Status::Ok();
+  });
+  if (!all.ok()) {
+    return all;
+  }
+  for (const Depends& d : depends) {
+    TESSERA_ASSIGN_OR_RETURN(s->jobs[d.job].dependency,
+                             ReadDepends(d.value, d.path, s->jobs, d.job));
+  }
+  return Status::Ok();
 }
 
 Status Parser::ReadRepeat(const YAML::Node& node, const std::string& path, int64_t* count,
@@ -430,10 +556,6 @@ StatusOr<Scenario> Parser::Parse(const YAML::Node& root) {
   if (s.nodes.empty()) {
     return Error("cluster", *cluster, "the cluster has no nodes");
   }
-  if (events) {
-    TESSERA_RETURN_IF_ERROR(ReadEvents(*events, "events", s.nodes, &s.events));
-  }
-
   const YAML::Node queues_node = queues ? *queues : root;
   if (queues) {
     StatusOr<QueueTreeSpec> spec = ParseQueueTreeYaml(*queues, catalog_);
@@ -459,23 +581,12 @@ StatusOr<Scenario> Parser::Parse(const YAML::Node& root) {
   if (!jobs) {
     return Error("", root, "the scenario needs jobs");
   }
-  Status read_jobs = ForEachEntry(*jobs, "jobs", [&](const YAML::Node& e, const std::string& p) {
-    std::vector<SimJob> read;
-    TESSERA_RETURN_IF_ERROR(ReadJob(e, p, *tree, default_queue, &read));
-    for (SimJob& job : read) {
-      if (!job_names_.insert(job.spec.name).second) {
-        return Error(p, e, "job name '" + job.spec.name + "' is used twice");
-      }
-      job_order_.push_back(job.spec.name);
-      s.jobs.push_back(std::move(job));
-    }
-    return Status::Ok();
-  });
-  if (!read_jobs.ok()) {
-    return read_jobs;
-  }
+  TESSERA_RETURN_IF_ERROR(ReadJobs(*jobs, *tree, default_queue, &s));
   if (s.jobs.empty()) {
     return Error("jobs", *jobs, "the scenario has no jobs");
+  }
+  if (events) {  // after the jobs: a release names one
+    TESSERA_RETURN_IF_ERROR(ReadEvents(*events, "events", s.nodes, &s.jobs, &s.events));
   }
   if (!expect) {
     return Error("", root, "the scenario needs expect (a list of checks)");

@@ -36,7 +36,8 @@
 //     queues: [{name: a, cohort: org, quota: {gpu: 4}}]
 //   jobs:                              # each the API's job spec (api/job_codec.h), read
 //     - name: j1                       #   by the same parser, plus submit, duration,
-//       queue: a                       #   repeat and failures; command may be left out
+//       queue: a                       #   repeat, failures and depends; command may be
+//                                      #   left out
 //       submit: 0                      # seconds
 //       duration: 100                  # seconds of work when never interrupted
 //       priority: 10                   # a number or a priority class name
@@ -66,12 +67,36 @@
 //                                      #   start (default 0) with exit_code (1..255,
 //                                      #   default 1) or is killed by signal (1..64),
 //                                      #   unless it exited before (work done wins a tie)
+//       hold: true                     # the API's field: submitted held, it does not
+//                                      #   start before a release event (never without)
+//       depends: "afterok:j1:j2,afterany:j3"   # scenario-only: it does not start before
+//                                      #   this holds, as the API's dependency
+//                                      #   (api/job_relations.h) but naming the file's
+//                                      #   jobs: after (started, or ended without
+//                                      #   starting), afterany (ended), afterok
+//                                      #   (succeeded), afternotok (failed or cancelled),
+//                                      #   each :NAME[:NAME...]; items joined by ',' must
+//                                      #   all hold, by '?' one ("afternotok:j1?afterok:j2");
+//                                      #   no singleton. Each name is a job submitted
+//                                      #   before this one (earlier, or at the same time
+//                                      #   and listed before it). The API's `dependency:`
+//                                      #   (by job id) is refused here. A dependency that
+//                                      #   can never hold keeps the job waiting for good
+//                                      #   (never_starts, ends: unfinished). Held and
+//                                      #   dependent jobs are gated from their arrival,
+//                                      #   and judged again before every cycle, as the
+//                                      #   controller's gates (sim/sim_gates.h): a start
+//                                      #   within a cycle lets an `after` dependent go at
+//                                      #   the next cycle (the tick, if nothing sooner)
 //   events:                            # the cluster, over time
 //     - {at: 100, node_lost: n-1}      # its tasks are lost (their jobs requeue for
 //                                      #   node-lost), then the node leaves for good
 //     - {at: 200, gpu_fault: {node: n-0, gpu: 3, xid: 79}}   # the GPU is drained; jobs
 //                                      #   on it stop (stop_grace) and requeue for
 //                                      #   gpu-fault (xid default 79, gpu default 0)
+//     - {at: 100, release: j1}         # lifts the hold of j1 (a job with hold: true,
+//                                      #   submitted by then), as `tessera release`; it
+//                                      #   may start in that instant's cycle
 //   expect:                            # a list; each entry one or more checks
 //     - start_order: [j1, j2]          # relative order of the jobs' first starts
 //                                      # (in job lists, "j*": every job named j...)

@@ -11,12 +11,14 @@
 #include <fstream>
 #include <functional>
 #include <iomanip>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 
+#include "api/job_relations.h"
 #include "api/queue_config.h"
 #include "api/yaml_reader.h"
 #include "base/strings.h"
@@ -73,16 +75,27 @@ class Parser : private YamlReader {
   Status ReadOptions(const YAML::Node& node, const std::string& path, ScenarioOptions* o) const;
   Status ReadCluster(const YAML::Node& node, const std::string& path,
                      std::vector<NodeSpec>* nodes) const;
+  // jobs: every job (repeats expanded) into s->jobs, then their `depends`.
+  Status ReadJobs(const YAML::Node& node, const QueueTree& tree, const std::string& default_queue,
+                  Scenario* s);
   Status ReadJob(const YAML::Node& node, const std::string& path, const QueueTree& tree,
                  const std::string& default_queue, std::vector<SimJob>* out) const;
+  // depends: "afterok:j1:j2,afterany:j3" or "afternotok:j1?afterok:j2" of jobs[self],
+  // naming jobs submitted before it: the dependency with each job by its index.
+  StatusOr<DependencySpec> ReadDepends(const YAML::Node& node, const std::string& path,
+                                       const std::vector<SimJob>& jobs, size_t self) const;
   // failures: [{attempt, after, task, exit_code | signal}] of a job with `tasks` tasks.
   Status ReadFailures(const YAML::Node& node, const std::string& path, size_t tasks,
                       std::vector<SimFailure>* out) const;
-  // events: [{at, node_lost: NODE} | {at, gpu_fault: {node, gpu, xid}}] on `nodes`.
+  // events: [{at, node_lost: NODE} | {at, gpu_fault: {node, gpu, xid}} | {at, release:
+  // JOB}] on `nodes`; a release sets the held job's SimJob::release in `jobs`.
   Status ReadEvents(const YAML::Node& node, const std::string& path,
-                    const std::vector<NodeSpec>& nodes, std::vector<SimClusterEvent>* out) const;
+                    const std::vector<NodeSpec>& nodes, std::vector<SimJob>* jobs,
+                    std::vector<SimClusterEvent>* out) const;
+  // One event; a release leaves its job's name in *release (out->at its time).
   Status ReadEvent(const YAML::Node& node, const std::string& path,
-                   const std::vector<NodeSpec>& nodes, SimClusterEvent* out) const;
+                   const std::vector<NodeSpec>& nodes, SimClusterEvent* out,
+                   std::optional<std::string>* release) const;
   // repeat: {count, every}.
   Status ReadRepeat(const YAML::Node& node, const std::string& path, int64_t* count,
                     Micros* every) const;

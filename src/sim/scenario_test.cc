@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -639,6 +641,106 @@ TEST(JobSimAttemptTest, RejectsBadFailuresAndEvents) {
   EXPECT_EQ(run({good}, {no_gpu}).code(), StatusCode::kInvalidArgument);
 }
 
+// ---- holds and dependencies ----------------------------------------------------------
+
+constexpr const char* kGates = R"(name: gates
+policy: fifo
+cluster: [{count: 1, prefix: n, gpus: 4}]
+jobs:
+  - {name: a, submit: 0, duration: 10, resources: {gpus: 1}}
+  - {name: b, submit: 5, duration: 10, resources: {gpus: 1}, hold: true}
+  - {name: c, submit: 5, duration: 10, resources: {gpus: 1}, depends: "afterok:a:b,afterany:b"}
+  - {name: d, submit: 9, duration: 10, resources: {gpus: 1}, depends: "afternotok:a?after:c"}
+events:
+  - {at: 20, release: b}
+expect:
+  - starts: {a: 0, b: 20, c: 30, d: 40}
+)";
+
+TEST(ScenarioParserTest, ReadsHoldsDependenciesAndReleases) {
+  StatusOr<Scenario> s = Parse(kGates);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->jobs.size(), 4u);
+  EXPECT_TRUE(s->events.empty());  // a release is the job's, not the cluster's
+  EXPECT_FALSE(s->jobs[0].hold);
+  EXPECT_FALSE(s->jobs[0].release.has_value());
+  EXPECT_TRUE(s->jobs[0].dependency.items.empty());
+  EXPECT_TRUE(s->jobs[1].hold);
+  EXPECT_EQ(s->jobs[1].release, std::optional<Micros>(20'000'000));
+  // Jobs by their index in the file's job list.
+  const DependencySpec c{{Dependency{DependencyKind::kAfterOk, {JobRef{0, -1}, JobRef{1, -1}}},
+                          Dependency{DependencyKind::kAfterAny, {JobRef{1, -1}}}},
+                         false};
+  EXPECT_EQ(s->jobs[2].dependency, c);
+  EXPECT_EQ(DependencySpecText(s->jobs[3].dependency), "afternotok:0?after:2");
+  // b is held until 20; c waits for b's end (30); d's first item can never hold (a
+  // succeeded) and its second holds once c starts at 30, seen by the next cycle (c's
+  // end at 40, before the tick at 330).
+  StatusOr<ScenarioResult> r = RunScenario(*s, Catalog());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->ok()) << r->Report();
+}
+
+TEST(ScenarioParserTest, DependsAndReleasesNameJobsOfTheFile) {
+  auto bad = [](const std::string& from, const std::string& to,
+                const std::vector<std::string>& parts) {
+    ExpectError(Replace(kGates, from, to), parts);
+  };
+  const std::string c_depends = "depends: \"afterok:a:b,afterany:b\"";
+  bad("afterok:a:b", "afterok:a:zed", {"jobs[2].depends", "no job named 'zed'", "line 7"});
+  // Only jobs submitted before it: earlier, or at the same time and listed before.
+  bad(c_depends, "depends: \"afterok:d\"",
+      {"jobs[2].depends", "job 'd' is submitted after 'c'", "line 7"});
+  bad("hold: true}", "hold: true, depends: \"afterany:c\"}",
+      {"jobs[1].depends", "job 'c' is submitted after 'b'", "line 6"});
+  bad(c_depends, "depends: \"afterok:c\"", {"jobs[2].depends", "cannot depend on itself"});
+  bad(c_depends, "depends: singleton", {"jobs[2].depends", "not a dependency", "line 7"});
+  bad(c_depends, "depends: \"afterok\"", {"jobs[2].depends", "not a dependency", "line 7"});
+  bad(c_depends, "depends: \"afterever:a\"", {"jobs[2].depends", "not a dependency", "line 7"});
+  bad("after:c", "after:c,after:a", {"jobs[3].depends", "not both", "line 8"});
+  bad(c_depends, "depends: [a]", {"jobs[2].depends", "line 7"});
+  // The API's dependency names jobs by id: refused, pointing to depends.
+  bad(c_depends, "dependency: \"afterok:1\"",
+      {"jobs[2].dependency", "depends", "by job name", "line 7"});
+  bad("release: b", "release: a",
+      {"events[0].release", "job 'a' is not held", "hold: true", "line 10"});
+  bad("release: b", "release: zz", {"events[0].release", "no job named 'zz'", "line 10"});
+  bad("{at: 20, release", "{at: 3, release", {"events[0].release", "before its submission"});
+  bad("{at: 20, release: b}", "{at: 20, release: b}\n  - {at: 30, release: b}",
+      {"events[1].release", "released twice", "line 11"});
+  bad("{at: 20, release: b}", "{at: 20, release: b, node_lost: n-0}", {"events[0]", "one of"});
+}
+
+TEST(JobSimGatesTest, RejectsBadHoldsAndDependencies) {
+  StatusOr<Scenario> s = Parse(kGates);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  JobSimOptions options;
+  StatusOr<SchedulerPolicy> fifo = ParseSchedulerPolicy("fifo");
+  ASSERT_TRUE(fifo.ok());
+  options.policy = *fifo;
+  auto run = [&](const std::vector<SimJob>& jobs) {
+    return RunJobSimulation(s->nodes, s->queues, jobs, options, Catalog()).status();
+  };
+  EXPECT_TRUE(run(s->jobs).ok());
+  auto expect_bad = [&](const std::function<void(std::vector<SimJob>&)>& change,
+                        const std::string& part) {
+    std::vector<SimJob> jobs = s->jobs;
+    change(jobs);
+    const Status st = run(jobs);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << part;
+    EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
+  };
+  expect_bad([](auto& j) { j[0].release = 20'000'000; }, "not submitted held");
+  expect_bad([](auto& j) { j[1].release = 1'000'000; }, "before its submission");
+  expect_bad([](auto& j) { j[2].dependency.items[0].jobs[0].id = 2; }, "itself");
+  expect_bad([](auto& j) { j[2].dependency.items[0].jobs[0].id = 9; }, "no job 9");
+  expect_bad([](auto& j) { j[2].dependency.items[0].jobs[0].index = 3; }, "array");
+  expect_bad(
+      [](auto& j) {
+        j[2].dependency.items[1] = Dependency{DependencyKind::kSingleton, {}};
+      },
+      "singleton");
+}
+
 }  // namespace
 }  // namespace tessera
-
