@@ -89,6 +89,51 @@ StatusOr<bool> MakeOwnedDir(const std::string& dir, int64_t uid, int64_t gid, un
   return false;
 }
 
+// Makes `dir` (not its parents) with exactly `mode` when missing; true when this call
+// made it. It is made aside, given its mode and renamed into place, so that it never
+// appears under its name with the mode the daemon's umask (077) narrowed it to: another
+// process that finds it there (the agent of another node on a shared checkpoint root)
+// goes on at once, as a task's uid, through it.
+StatusOr<bool> MakeDirWithMode(const std::string& dir, unsigned mode) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) {
+      return FailedPreconditionError(dir + " exists and is not a directory");
+    }
+    return false;
+  }
+  if (errno != ENOENT) {
+    return InternalError("cannot create " + dir + ": " + ErrnoText(errno));
+  }
+  std::string tmp = dir + ".new-XXXXXX";
+  if (::mkdtemp(tmp.data()) == nullptr) {
+    return InternalError("cannot create a directory beside " + dir + ": " + ErrnoText(errno));
+  }
+  if (::chmod(tmp.c_str(), mode) != 0) {
+    const int err = errno;
+    ::rmdir(tmp.c_str());
+    return InternalError("cannot set the mode of " + tmp + ": " + ErrnoText(err));
+  }
+  int moved = ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, dir.c_str(), RENAME_NOREPLACE);
+  if (moved != 0 && errno == EINVAL) {
+    // A file system without RENAME_NOREPLACE (NFS): rename(2) replaces only an empty
+    // directory, one that another process made the same way a moment ago.
+    moved = ::rename(tmp.c_str(), dir.c_str());
+  }
+  if (moved == 0) {
+    return true;
+  }
+  const int err = errno;
+  ::rmdir(tmp.c_str());
+  if (err != EEXIST && err != ENOTEMPTY && err != ENOTDIR && err != EISDIR) {
+    return InternalError("cannot create " + dir + ": " + ErrnoText(err));
+  }
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return FailedPreconditionError(dir + " exists and is not a directory");
+  }
+  return false;  // made by another process meanwhile
+}
+
 bool Exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
@@ -128,10 +173,7 @@ Status MakeDirs(const std::string& dir, unsigned mode) {
     if (at == p.root_path()) {
       continue;
     }
-    TESSERA_ASSIGN_OR_RETURN(bool made, MakeDir(at.string(), mode));
-    if (made) {
-      ::chmod(at.c_str(), mode);  // not narrowed by the umask
-    }
+    TESSERA_RETURN_IF_ERROR(MakeDirWithMode(at.string(), mode).status());
   }
   return Status::Ok();
 }

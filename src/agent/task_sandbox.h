@@ -116,7 +116,9 @@ bool Reachable(const std::string& dir, int64_t uid, int64_t gid);
 // FailedPrecondition naming the directory and the fix when one is not; Ok when not root.
 Status DataDirReachableByTasks(const std::string& data_dir);
 
-// Makes `dir` and its missing parents with `mode`; the ones it creates get `mode`.
+// Makes `dir` and its missing parents with `mode`; the ones it creates get `mode`, and
+// appear under their names with it (made aside and renamed into place, whatever the
+// umask), so another process never finds one narrower.
 Status MakeDirs(const std::string& dir, unsigned mode);
 
 }  // namespace tessera

@@ -5,9 +5,13 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace tessera {
 namespace {
@@ -115,6 +119,68 @@ TEST_F(HiddenGpuDevicesTest, WithoutCapabilityNodesMigNeedsNothingMore) {
   auto hidden = HiddenGpuDevices(dev_, caps_, {0, 1}, {{0, 4, 0}});
   ASSERT_TRUE(hidden.ok()) << hidden.status().message();
   EXPECT_EQ(Names(*hidden), std::vector<std::string>{"nvidia1"});
+}
+
+// The agents of two nodes make a shared checkpoint root at once: the one that finds it
+// made goes on, as the task's uid, through it at once. So a directory MakeDirs makes
+// must never be seen under its name with the mode the daemons' umask (077) narrows it
+// to (it was made 0700 and widened a moment later: the other agent's task failed to
+// start with "cannot remove .../checkpoints/N/.tessera/preempt: Permission denied").
+TEST(MakeDirsTest, ADirectoryNeverAppearsNarrowerThanItsMode) {
+  char tmpl[] = "/tmp/tessera-makedirs-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  const mode_t old_umask = ::umask(077);
+  int narrower = 0;
+  for (int i = 0; i < 100; ++i) {
+    const std::string dir = root + "/c" + std::to_string(i) + "/checkpoints";
+    std::atomic<bool> done{false};
+    std::atomic<int> first_seen{-1};
+    std::thread watcher([&] {
+      struct stat st {};
+      while (!done.load()) {
+        if (::lstat(dir.c_str(), &st) == 0) {
+          first_seen = static_cast<int>(st.st_mode & 07777);
+          return;
+        }
+      }
+    });
+    Status made = MakeDirs(dir, 0711);
+    done = true;
+    watcher.join();
+    ASSERT_TRUE(made.ok()) << made.message();
+    struct stat st {};
+    ASSERT_EQ(::lstat(dir.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0711u);
+    if (first_seen.load() != -1 && first_seen.load() != 0711) {
+      ++narrower;
+    }
+  }
+  ::umask(old_umask);
+  EXPECT_EQ(narrower, 0) << "directories seen before they had their mode";
+  // Nothing made aside is left behind.
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    EXPECT_EQ(e.path().filename().string().find(".new-"), std::string::npos) << e.path();
+  }
+  std::filesystem::remove_all(root);
+}
+
+TEST(MakeDirsTest, AnExistingDirectoryKeepsItsModeAndAFileIsRefused) {
+  char tmpl[] = "/tmp/tessera-makedirs-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  ASSERT_EQ(::mkdir((root + "/mine").c_str(), 0750), 0);
+  ASSERT_EQ(::chmod((root + "/mine").c_str(), 0750), 0);
+  ASSERT_TRUE(MakeDirs(root + "/mine/a/b", 0711).ok());
+  struct stat st {};
+  ASSERT_EQ(::lstat((root + "/mine").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+  ASSERT_EQ(::lstat((root + "/mine/a/b").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0711u);
+  std::ofstream(root + "/file") << "x";
+  Status s = MakeDirs(root + "/file/sub", 0711);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.message();
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
