@@ -255,6 +255,7 @@ void AttemptMachine::Finalize(JobRecord& job, Micros now, AttemptEffects& fx) {
     case AttemptEnd::kRequeue: {
       ended.as = RequeueCauseName(a.cause);
       ended.requeued = true;
+      ended.cause = a.cause;
       ended.counted = CountedAs(a.cause);
       if (ended.counted) {
         ++a.restarts;

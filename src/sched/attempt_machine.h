@@ -56,7 +56,8 @@ struct StopRequest {
 struct EndedAttempt {
   std::string_view as;  // "succeeded", "failed", "cancelled", or the requeue's cause
   bool requeued = false;
-  JobEnd end = JobEnd::kSucceeded;  // when not requeued
+  RequeueCause cause = RequeueCause::kPreempted;  // when requeued (`as` is its name)
+  JobEnd end = JobEnd::kSucceeded;                // when not requeued
   Micros run_start = 0;             // 0: it never ran
   std::vector<Allocation> allocations;
   std::vector<TaskOutcome> tasks;

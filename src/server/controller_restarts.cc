@@ -16,11 +16,9 @@ namespace tessera {
 
 void Controller::NoteRestart(const LiveJob& job, const EndedAttempt& ended, nlohmann::json& stored) {
   // What the cause's name alone does not say: which GPU failed, what the idle policy saw.
-  if (ended.as == RequeueCauseName(RequeueCause::kGpuFault) ||
-      ended.as == RequeueCauseName(RequeueCause::kIdle)) {
-    const std::string_view prefix = ended.as == RequeueCauseName(RequeueCause::kGpuFault)
-                                        ? "requeued: gpu-fault: "
-                                        : "requeued: idle: ";
+  if (ended.cause == RequeueCause::kGpuFault || ended.cause == RequeueCause::kIdle) {
+    const std::string_view prefix =
+        ended.cause == RequeueCause::kGpuFault ? "requeued: gpu-fault: " : "requeued: idle: ";
     if (job.row.reason.rfind(prefix, 0) == 0) {
       stored["detail"] = job.row.reason.substr(prefix.size());
     } else if (job.row.reason.rfind("requeued: ", 0) == 0) {
