@@ -30,7 +30,9 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
       views_(catalog),
       core_(catalog, options_.seed, options_.placement),
       gpu_task_defaults_(catalog),
-      identities_({options_.run_as, options_.uid_pool_start, options_.uid_pool_size}) {}
+      identities_({options_.run_as, options_.uid_pool_start, options_.uid_pool_size}) {
+  modules_ = {&idle_};
+}
 
 Controller::~Controller() { Stop(); }
 
@@ -92,12 +94,11 @@ Status Controller::Load(const std::string& queues_yaml) {
   for (const UsageRow& u : usage) {
     counters_.tenant_gpu_seconds[u.tenant] += static_cast<double>(u.gpu_milli) / 1000.0 *
                                               static_cast<double>(u.end_us - u.start_us) / 1e6;
-    if (u.used_gpu_milli >= 0) {
-      idle_.tenant_used_seconds[u.tenant] += static_cast<double>(u.used_gpu_milli) / 1000.0 *
-                                             static_cast<double>(u.end_us - u.start_us) / 1e6;
-    }
   }
 
+  for (ControllerModule* m : modules_) {
+    TESSERA_RETURN_IF_ERROR(m->Load(*store_));
+  }
   TESSERA_RETURN_IF_ERROR(LoadJobRows(now));
   views_.set_clock(clock_);  // a restart's time left
   RestoreRestarts(now);

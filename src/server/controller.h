@@ -97,7 +97,8 @@
 #include "server/core_session.h"
 #include "server/gpu_health.h"
 #include "server/gpu_task_defaults.h"
-#include "server/idle_watch.h"
+#include "server/modules/controller_module.h"
+#include "server/modules/idle_module.h"
 #include "server/job_gates.h"
 #include "server/job_logs.h"
 #include "server/job_state.h"
@@ -481,7 +482,7 @@ class Controller {
   void HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
                      Pending& out) REQUIRES(mu_);
   // Usage intervals of the running jobs that overlap [since, until), up to now.
-  void AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) const REQUIRES(mu_);
+  void AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) REQUIRES(mu_);
   TaskLaunch MakeLaunch(const LiveJob& job, int task) const REQUIRES(mu_);
   std::string CheckpointDir(const LiveJob& job) const REQUIRES(mu_);
   // The part of a reported chunk not written yet, into `out`.
@@ -551,20 +552,16 @@ class Controller {
   nlohmann::json NodesJson(const std::string& only, const Principal* viewer = nullptr) const REQUIRES(mu_);
   static nlohmann::json DrainJson(const std::optional<DrainInfo>& drain);
 
-  // Idle and hung jobs, efficiency (controller_idle.cc); mu_ held. Every
-  // kIdleSampleInterval (from RunCycle): samples, flags and the queues' idle actions.
-  void WatchIdle(Micros now, Pending& out) REQUIRES(mu_);
-  const IdlePolicy& IdlePolicyOf(const std::string& queue) const REQUIRES(mu_);
-  void RefreshIdlePolicies() REQUIRES(mu_);  // from the queue configuration, when it changed
-  // The job's GPU utilisation now (0..100) from its nodes' last telemetry; none without.
-  std::optional<double> JobUtilisationNow(const LiveJob& job, Micros now) const REQUIRES(mu_);
-  void IdleJson(const LiveJob& job, nlohmann::json& out) const REQUIRES(mu_);  // into JobJson
-  // What the current attempt used of `gpu_milli` (idle_watch.h); -1: not measured.
-  int64_t UsedGpuMilli(const LiveJob& job, int64_t gpu_milli) const REQUIRES(mu_);
-  // An ended interval's used_gpu_milli, counted for the tenant.
-  void MeasureUsage(const LiveJob& job, UsageRow& row) REQUIRES(mu_);
-  void WriteIdleMetrics(MetricsWriter& w, Micros now) const REQUIRES(mu_);
-  IdleState idle_ GUARDED_BY(mu_);
+  // Feature modules (modules/controller_module.h), called through their hooks with mu_
+  // held (controller_modules.cc), in the order of modules_.
+  class Step;  // a locked step as a module sees it (ModuleStep)
+  JobFacts FactsOf(const LiveJob& job) const REQUIRES(mu_);
+  void ModulesBeforeCycle(Micros now, Pending& out) REQUIRES(mu_);
+  void ModulesOnUsage(const LiveJob& job, UsageRow& row, bool ended) const REQUIRES(mu_);
+  void ModulesDescribeJob(const LiveJob& job, nlohmann::json& out) const REQUIRES(mu_);
+  void ModulesWriteMetrics(Micros now, MetricsWriter& w) REQUIRES(mu_);
+  IdleModule idle_ GUARDED_BY(mu_);  // idle and hung jobs, GPU use (modules/idle_module.h)
+  std::vector<ControllerModule*> modules_;  // set by the constructor, then read-only
 
   // Arrays, dependencies, holds and singletons (controller_gates.cc, job_gates.h); mu_
   // held. At submission: an array's elements, the priority class resolved, the

@@ -271,7 +271,7 @@ void Controller::RecordEnded(LiveJob& job, const EndedAttempt& ended, Micros now
   if (ended.run_start > 0 && now > ended.run_start) {
     out.batch.usage.push_back(
         UsageRow{id.value(), job.row.tenant, job.row.queue, ended.run_start, now, rec.gpu_milli});
-    MeasureUsage(job, out.batch.usage.back());
+    ModulesOnUsage(job, out.batch.usage.back(), /*ended=*/true);
     counters_.tenant_gpu_seconds[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0 *
                                                     static_cast<double>(now - ended.run_start) / 1e6;
   }
@@ -401,7 +401,7 @@ Status Controller::RunCycle() {
       }
       out.launches.emplace_back(node, MakeLaunch(*job, key.task));
     }
-    WatchIdle(now, out);
+    ModulesBeforeCycle(now, out);
     if (RunCoreCycle(now, out)) {
       std::vector<std::string> broken = core_.lifecycle()->CheckInvariants();
       if (!broken.empty()) {

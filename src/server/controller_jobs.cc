@@ -665,7 +665,9 @@ void Controller::AppendLog(LiveJob& job, int task, int64_t offset, const std::st
   const size_t skip = offset < run.log_received ? static_cast<size_t>(run.log_received - offset) : 0;
   out.logs.push_back(LogAppend{job.id(), task, data.substr(skip)});
   run.log_received = end;
-  idle_.watch.Output(job.row.id, clock_->NowMicros());  // output silence marks a hang
+  for (ControllerModule* m : modules_) {
+    m->OnOutput(job.id(), clock_->NowMicros());
+  }
 }
 
 }  // namespace tessera

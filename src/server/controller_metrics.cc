@@ -261,7 +261,7 @@ std::string Controller::Metrics() {
     w.Sample({{"tenant", t}}, it != tenant_seconds.end() ? it->second : 0.0);
   }
   WriteValidationMetrics(w);
-  WriteIdleMetrics(w, now);
+  ModulesWriteMetrics(now, w);
   return w.Take();
 }
 

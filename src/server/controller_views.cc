@@ -111,7 +111,7 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
       {"checkpoint_dir", CheckpointDir(job)},
       {"run_as", RunAsJson(identities_.Known(row.tenant))},
       {"tasks", std::move(tasks)}};
-  IdleJson(job, out);
+  ModulesDescribeJob(job, out);
   RestartJson(job, out);
   if (const uint64_t array = ArrayIdOf(job); array != 0) {
     out["array_job"] = array;
@@ -424,7 +424,6 @@ nlohmann::json Controller::Queues() {
     }
   }
   nlohmann::json out = nlohmann::json::array();
-  RefreshIdlePolicies();
   for (size_t i = 0; i < core_.tree().size(); ++i) {
     const QueueId q(i);
     const QueueNodeSpec& spec = core_.tree().spec(q);
@@ -456,9 +455,15 @@ nlohmann::json Controller::Queues() {
                    {"running", c != counts.end() ? c->second.second : 0},
                    {"max_pending", core_.tree().is_queue(q) ? nlohmann::json(MaxPendingOf(spec.name))
                                                             : nlohmann::json(nullptr)},
-                   {"idle", core_.tree().is_queue(q) ? IdlePolicyJson(IdlePolicyOf(spec.name))
-                                                     : nlohmann::json(nullptr)},
                    {"resources", std::move(resources)}});
+    nlohmann::json& queue = out.back();
+    if (core_.tree().is_queue(q)) {
+      for (ControllerModule* m : modules_) {
+        m->DescribeQueue(spec.name, core_.queues_yaml(), queue);
+      }
+    } else {
+      queue["idle"] = nullptr;
+    }
   }
   return {{"queues", std::move(out)}};
 }
@@ -504,7 +509,7 @@ Status Controller::SetQueues(const std::string& yaml) {
   return Status::Ok();
 }
 
-void Controller::AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) const {
+void Controller::AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) {
   const Micros now = clock_->NowMicros();
   for (const auto& [id, job] : jobs_.all()) {
     const JobRecord& rec = jobs_.Rec(job);
@@ -512,7 +517,7 @@ void Controller::AppendRunningUsage(Micros since, Micros until, std::vector<Usag
         rec.run_start < until && now > since) {
       rows->push_back(
           UsageRow{id.value(), job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
-      rows->back().used_gpu_milli = UsedGpuMilli(job, rec.gpu_milli);
+      ModulesOnUsage(job, rows->back(), /*ended=*/false);
     }
   }
 }

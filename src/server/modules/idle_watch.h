@@ -100,17 +100,3 @@ class IdleWatch {
 };
 
 }  // namespace tessera
-
-namespace tessera {
-
-// What the controller keeps for idle detection and efficiency (controller_idle.cc).
-struct IdleState {
-  IdleWatch watch;
-  std::string policies_yaml;  // the queue configuration the policies were read from
-  std::map<std::string, IdlePolicy> policies;  // by queue
-  Micros next_check = 0;
-  // Utilisation-weighted GPU-seconds of ended intervals per tenant (from the store).
-  std::map<std::string, double> tenant_used_seconds;
-};
-
-}  // namespace tessera

@@ -1,4 +1,4 @@
-#include "server/idle_watch.h"
+#include "server/modules/idle_watch.h"
 
 #include <algorithm>
 

@@ -1,13 +1,15 @@
-// Idle and hung jobs (server/idle_watch.h) and efficiency: every kIdleSampleInterval
-// the running jobs' utilisation is sampled from the agents' last telemetry, flags are
-// raised and cleared, and the queue's action (api/queue_idle.h) is taken once per flag.
+#include "server/modules/idle_module.h"
+
 #include <cmath>
 #include <iostream>
+#include <limits>
+#include <set>
+#include <vector>
 
 #include "api/units.h"
 #include "base/time_format.h"
-#include "server/controller.h"
 #include "server/controller_rows.h"
+#include "server/node_registry.h"
 
 namespace tessera {
 namespace {
@@ -18,39 +20,57 @@ nlohmann::json Pct(double v) {
 
 std::string FlagText(const IdlePolicy& p, bool hung) {
   const std::string window = FormatDuration(p.window);
-  return hung ? "hung: GPU utilisation below " + std::to_string(p.below_pct) + "% and no output for " +
-                    window
+  return hung ? "hung: GPU utilisation below " + std::to_string(p.below_pct) +
+                    "% and no output for " + window
               : "idle: GPU utilisation below " + std::to_string(p.below_pct) + "% for " + window;
+}
+
+double GpuSeconds(int64_t milli, Micros from, Micros to) {
+  return static_cast<double>(milli) / 1000.0 * static_cast<double>(to - from) / 1e6;
 }
 
 }  // namespace
 
-const IdlePolicy& Controller::IdlePolicyOf(const std::string& queue) const {
-  static const IdlePolicy kDefault;
-  auto it = idle_.policies.find(queue);
-  return it != idle_.policies.end() ? it->second : kDefault;
+Status IdleModule::Load(Store& store) {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> usage,
+                           store.LoadUsage(0, std::numeric_limits<int64_t>::max()));
+  for (const UsageRow& u : usage) {
+    if (u.used_gpu_milli >= 0) {
+      tenant_used_seconds_[u.tenant] += GpuSeconds(u.used_gpu_milli, u.start_us, u.end_us);
+    }
+  }
+  return Status::Ok();
 }
 
-void Controller::RefreshIdlePolicies() {
-  if (idle_.policies_yaml != core_.queues_yaml()) {
+const IdlePolicy& IdleModule::PolicyOf(const std::string& queue) const {
+  static const IdlePolicy kDefault;
+  auto it = policies_.find(queue);
+  return it != policies_.end() ? it->second : kDefault;
+}
+
+void IdleModule::RefreshPolicies(const std::string& queues_yaml) {
+  if (policies_yaml_ != queues_yaml) {
     // Checked when the configuration was accepted (queue_config.cc); unreadable: defaults.
-    StatusOr<std::map<std::string, IdlePolicy>> policies = QueueIdlePolicies(core_.queues_yaml());
-    idle_.policies = policies.ok() ? std::move(policies).value() : std::map<std::string, IdlePolicy>{};
-    idle_.policies_yaml = core_.queues_yaml();
+    StatusOr<std::map<std::string, IdlePolicy>> policies = QueueIdlePolicies(queues_yaml);
+    policies_ = policies.ok() ? std::move(policies).value() : std::map<std::string, IdlePolicy>{};
+    policies_yaml_ = queues_yaml;
   }
 }
 
-std::optional<double> Controller::JobUtilisationNow(const LiveJob& job, Micros now) const {
-  const JobRecord& rec = jobs_.Rec(job);
+std::optional<double> IdleModule::UtilisationNow(const ModuleStep& step, const JobFacts& job) {
+  if (job.record == nullptr) {
+    return std::nullopt;
+  }
+  const JobRecord& rec = *job.record;
   double used = 0;
   double held = 0;
-  for (size_t t = 0; t < job.tasks.size() && t < rec.allocations.size(); ++t) {
-    auto n = nodes_.all().find(job.tasks[t].node);
-    if (n == nodes_.all().end() || !n->second.up || n->second.telemetry_at <= 0 ||
-        now - n->second.telemetry_at > options_.node_timeout) {
+  for (size_t t = 0; t < job.tasks && t < rec.allocations.size(); ++t) {
+    const NodeInfo* node = step.Node(job.task_node(t));
+    if (node == nullptr || !node->up || node->telemetry_at <= 0 ||
+        step.now() - node->telemetry_at > step.node_timeout()) {
       return std::nullopt;  // no telemetry from one of its nodes: no sample
     }
-    const std::vector<GpuTelemetry>& telemetry = n->second.telemetry;
+    const std::vector<GpuTelemetry>& telemetry = node->telemetry;
     for (const GpuGrant& g : rec.allocations[t].gpus) {
       if (g.gpu < 0 || static_cast<size_t>(g.gpu) >= telemetry.size()) {
         return std::nullopt;
@@ -78,58 +98,59 @@ std::optional<double> Controller::JobUtilisationNow(const LiveJob& job, Micros n
   return used / held;
 }
 
-void Controller::WatchIdle(Micros now, Pending& out) {
-  if (now < idle_.next_check) {
+void IdleModule::BeforeCycle(ModuleStep& step) {
+  const Micros now = step.now();
+  if (now < next_check_) {
     return;
   }
-  idle_.next_check = now + kIdleSampleInterval;
-  RefreshIdlePolicies();
-  // Jobs no longer running (and output of jobs never measured, e.g. without GPUs).
-  idle_.watch.Retain([&](uint64_t id) REQUIRES(mu_) {
-    const LiveJob* job = jobs_.Find(JobNumber(id));
-    return job != nullptr && jobs_.StateOf(*job) == JobState::kRunning;
-  });
-  for (auto& [id, job] : jobs_.all()) {
-    if (!job.durable || jobs_.StateOf(job) != JobState::kRunning) {
-      continue;
+  next_check_ = now + kIdleSampleInterval;
+  RefreshPolicies(step.queues_yaml());
+  std::set<uint64_t> running;
+  step.ForEachRunningJob([&](const JobFacts& job) {
+    if (job.state != JobState::kRunning) {
+      return;
     }
-    const std::optional<double> util = JobUtilisationNow(job, now);
+    running.insert(job.id.value());
+    const std::optional<double> util = UtilisationNow(step, job);
     if (!util) {
-      continue;
+      return;
     }
-    const IdlePolicy& policy = IdlePolicyOf(job.row.queue);
-    const IdleWatch::Change change = idle_.watch.Observe(
-        id.value(), job.row.attempts, jobs_.Rec(job).run_start, now, *util, policy);
-    JobWatch& w = *idle_.watch.Find(id.value());
+    const IdlePolicy& policy = PolicyOf(job.queue);
+    const IdleWatch::Change change = watch_.Observe(job.id.value(), job.attempt,
+                                                    job.record->run_start, now, *util, policy);
+    JobWatch& w = *watch_.Find(job.id.value());
     if (change == IdleWatch::Change::kCleared) {
-      std::cerr << "tessera server: job " << ToString(id) << " is no longer idle\n";
+      std::cerr << "tessera server: job " << ToString(job.id) << " is no longer idle\n";
     } else if (change == IdleWatch::Change::kIdle || change == IdleWatch::Change::kHung) {
       const std::string text = FlagText(policy, w.hung);
-      std::cerr << "tessera server: job " << ToString(id) << " (queue " << job.row.queue
+      std::cerr << "tessera server: job " << ToString(job.id) << " (queue " << job.queue
                 << ") flagged " << text << "; action " << IdleActionName(policy.action) << "\n";
       if (policy.action != IdleAction::kNotify && !w.acted) {
         w.acted = true;
         if (policy.action == IdleAction::kRequeue) {
           // As a preemption: the tasks get the signal and may checkpoint, then it waits again.
-          StopJob(job,
-                  StopRequest{AttemptEnd::kRequeue, RequeueCause::kIdle, options_.stop_grace,
-                              "requeued: " + text},
-                  now, out);
+          step.Stop(job.id,
+                    StopRequest{AttemptEnd::kRequeue, RequeueCause::kIdle, step.stop_grace(),
+                                "requeued: " + text},
+                    "");
         } else {
-          job.row.reason = text;
-          StopJob(job, StopRequest{AttemptEnd::kCancel, RequeueCause::kPreempted, options_.stop_grace, ""}, now, out);
+          step.Stop(job.id,
+                    StopRequest{AttemptEnd::kCancel, RequeueCause::kPreempted, step.stop_grace(), ""},
+                    text);
         }
-        continue;  // StopJob marked it dirty: Seal publishes its view
+        return;  // the stop republishes its view
       }
     }
-    PublishView(job);  // the window's figures change at every sample
-  }
+    step.Republish(job.id);  // the window's figures change at every sample
+  });
+  // Jobs no longer running (and output of jobs never measured, e.g. without GPUs).
+  watch_.Retain([&](uint64_t id) { return running.count(id) > 0; });
 }
 
-void Controller::IdleJson(const LiveJob& job, nlohmann::json& out) const {
-  const bool running = jobs_.StateOf(job) == JobState::kRunning || jobs_.StateOf(job) == JobState::kStopping;
-  const JobWatch* w = running ? idle_.watch.Find(job.row.id) : nullptr;
-  if (w == nullptr || w->attempt != job.row.attempts) {
+void IdleModule::DescribeJob(const JobFacts& job, nlohmann::json& out) const {
+  const bool running = job.state == JobState::kRunning || job.state == JobState::kStopping;
+  const JobWatch* w = running ? watch_.Find(job.id.value()) : nullptr;
+  if (w == nullptr || w->attempt != job.attempt) {
     out["idle_since"] = nullptr;
     out["hung"] = false;
     out["utilisation_window"] = nullptr;
@@ -146,30 +167,35 @@ void Controller::IdleJson(const LiveJob& job, nlohmann::json& out) const {
       {"last_output_time", controller_rows::TimeOrNull(w->last_output)}};
 }
 
-int64_t Controller::UsedGpuMilli(const LiveJob& job, int64_t gpu_milli) const {
-  const JobWatch* w = idle_.watch.Find(job.row.id);
-  if (w == nullptr || w->attempt != job.row.attempts || w->util.observed() <= 0) {
+void IdleModule::DescribeQueue(const std::string& queue, const std::string& queues_yaml,
+                               nlohmann::json& out) {
+  RefreshPolicies(queues_yaml);
+  out["idle"] = IdlePolicyJson(PolicyOf(queue));
+}
+
+int64_t IdleModule::UsedGpuMilli(uint64_t job, int attempt, int64_t gpu_milli) const {
+  const JobWatch* w = watch_.Find(job);
+  if (w == nullptr || w->attempt != attempt || w->util.observed() <= 0) {
     return -1;
   }
   const double mean = w->util.integral() / static_cast<double>(w->util.observed());
   return std::llround(static_cast<double>(gpu_milli) * mean / 100.0);
 }
 
-void Controller::MeasureUsage(const LiveJob& job, UsageRow& row) {
-  row.used_gpu_milli = UsedGpuMilli(job, row.gpu_milli);
-  if (row.used_gpu_milli >= 0) {
-    idle_.tenant_used_seconds[row.tenant] += static_cast<double>(row.used_gpu_milli) / 1000.0 *
-                                             static_cast<double>(row.end_us - row.start_us) / 1e6;
+void IdleModule::OnUsage(UsageRow& row, int attempt, bool ended) {
+  row.used_gpu_milli = UsedGpuMilli(row.job, attempt, row.gpu_milli);
+  if (ended && row.used_gpu_milli >= 0) {
+    tenant_used_seconds_[row.tenant] += GpuSeconds(row.used_gpu_milli, row.start_us, row.end_us);
   }
 }
 
-void Controller::WriteIdleMetrics(MetricsWriter& w, Micros now) const {
+void IdleModule::WriteMetrics(const ModuleStep& step, MetricsWriter& w) const {
   struct PerQueue {
     int64_t idle = 0, hung = 0;
     double used = 0, held = 0;  // milli-GPU x %
   };
   std::map<std::string, PerQueue> queues;
-  std::map<std::string, double> tenant_used = idle_.tenant_used_seconds;
+  std::map<std::string, double> tenant_used = tenant_used_seconds_;
   struct Flagged {
     std::string id, tenant, queue;
     bool hung;
@@ -177,24 +203,21 @@ void Controller::WriteIdleMetrics(MetricsWriter& w, Micros now) const {
   };
   std::vector<Flagged> flagged;
   double cluster_used = 0, cluster_held = 0;
-  for (const auto& [name, policy] : idle_.policies) {
+  for (const auto& [name, policy] : policies_) {
     queues[name];
   }
-  for (const auto& [id, job] : jobs_.all()) {
-    if (!job.durable || (jobs_.StateOf(job) != JobState::kRunning && jobs_.StateOf(job) != JobState::kStopping)) {
-      continue;
-    }
-    const JobRecord& rec = jobs_.Rec(job);
-    const int64_t used = UsedGpuMilli(job, rec.gpu_milli);
+  const Micros now = step.now();
+  step.ForEachRunningJob([&](const JobFacts& job) {
+    const JobRecord& rec = *job.record;
+    const int64_t used = UsedGpuMilli(job.id.value(), job.attempt, rec.gpu_milli);
     if (used >= 0 && now > rec.run_start) {
-      tenant_used[job.row.tenant] +=
-          static_cast<double>(used) / 1000.0 * static_cast<double>(now - rec.run_start) / 1e6;
+      tenant_used[job.tenant] += GpuSeconds(used, rec.run_start, now);
     }
-    const JobWatch* watch = idle_.watch.Find(id.value());
-    if (watch == nullptr || watch->attempt != job.row.attempts) {
-      continue;
+    const JobWatch* watch = watch_.Find(job.id.value());
+    if (watch == nullptr || watch->attempt != job.attempt) {
+      return;
     }
-    PerQueue& q = queues[job.row.queue];
+    PerQueue& q = queues[job.queue];
     const double mean = watch->util.Mean(watch->util.window());
     if (mean >= 0) {
       q.used += static_cast<double>(rec.gpu_milli) * mean;
@@ -203,10 +226,10 @@ void Controller::WriteIdleMetrics(MetricsWriter& w, Micros now) const {
     if (watch->idle_since > 0) {
       ++q.idle;
       q.hung += watch->hung ? 1 : 0;
-      flagged.push_back({ToString(id), job.row.tenant, job.row.queue, watch->hung,
+      flagged.push_back({ToString(job.id), job.tenant, job.queue, watch->hung,
                          std::max(0.0, mean) / 100.0});
     }
-  }
+  });
   w.Family("tessera_jobs_idle", MetricType::kGauge,
            "Running jobs flagged idle (GPU utilisation below the queue's idle policy), hung ones "
            "included.");
