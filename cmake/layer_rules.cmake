@@ -25,8 +25,8 @@ function(_tessera_collect_targets dir out)
   set(${out} ${found} PARENT_SCOPE)
 endfunction()
 
-# The folder a target's sources live in: "agent" for src/agent, "e2e" for tests/e2e,
-# "bench" for bench/.
+# The folder a target's sources live in: "agent" for src/agent (and its subfolders
+# src/agent/gpu, src/agent/launch), "e2e" for tests/e2e, "bench" for bench/.
 function(_tessera_target_folder target out)
   get_target_property(dir ${target} SOURCE_DIR)
   file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${dir})

@@ -43,7 +43,7 @@
 // faults are injected through <data_dir>/fake-faults (see fake_gpus.h).
 //
 // Preemption: a stop writes the preempt marker into the task's checkpoint directory
-// (agent/checkpoint_protocol.h) and sends the signal (SIGTERM); after the grace
+// (agent/launch/checkpoint_protocol.h) and sends the signal (SIGTERM); after the grace
 // period, SIGKILL. Tasks die with the agent.
 //
 // Shared GPUs (agent/agent_gpu_shares.h): one MPS control daemon per GPU in shared mode,
@@ -67,9 +67,9 @@
 #include <vector>
 
 #include "agent/agent_channel_client.h"
-#include "agent/gpu_backend.h"
+#include "agent/gpu/gpu_backend.h"
 #include "agent/heartbeat_transport.h"
-#include "agent/task_launcher.h"
+#include "agent/launch/task_launcher.h"
 #include "agent/task_sandbox.h"
 #include "api/agent_protocol.h"
 #include "api/node_labels.h"
@@ -91,7 +91,7 @@ struct AgentOptions {
   std::string node_name;         // "": the host name
   std::string data_dir;          // logs/ live here; required
   std::string fake_gpus;         // "": NVML when present, else no GPUs
-  // Overrides the GPUs' reported sharing modes (agent/gpu_sharing_config.h), e.g.
+  // Overrides the GPUs' reported sharing modes (agent/gpu/gpu_sharing_config.h), e.g.
   // "all=shared" or "0,1=shared;2=timeslice:4"; "": as discovered.
   std::string gpu_sharing;
   std::string nvml_library = "libnvidia-ml.so.1";
@@ -107,7 +107,7 @@ struct AgentOptions {
   int64_t memory_mib = 0;        // 0: the machine's memory
   bool use_cgroups = true;
   // The tessera-shim to spawn per task; "": the one beside this executable, and without
-  // one, forked shims (agent/shim_start.h).
+  // one, forked shims (agent/launch/shim_start.h).
   std::string shim_program;
   std::string ca_cert;           // for https:// controllers
   bool insecure = false;

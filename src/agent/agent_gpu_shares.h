@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/gpu_backend.h"
+#include "agent/gpu/gpu_backend.h"
 #include "agent/gpu_share_env.h"
 #include "agent/mps_supervisor.h"
 #include "base/clock.h"

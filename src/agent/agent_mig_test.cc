@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "agent/agent.h"
-#include "agent/nvml_api.h"
+#include "agent/gpu/nvml_api.h"
 #include "agent/testing/fake_controller.h"
 
 #ifndef TESSERA_FAKE_NVML_PATH

@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "agent/agent.h"
-#include "agent/task_state_file.h"
+#include "agent/launch/task_state_file.h"
 #include "agent/testing/fake_controller.h"
 #include "base/file_util.h"
 

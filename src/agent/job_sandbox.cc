@@ -19,8 +19,8 @@
 #include <system_error>
 #include <vector>
 
+#include "agent/launch/task_shim.h"
 #include "agent/task_sandbox.h"
-#include "agent/task_shim.h"
 
 namespace tessera {
 namespace {

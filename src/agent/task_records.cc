@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "agent/task_state_file.h"
+#include "agent/launch/task_state_file.h"
 #include "base/file_util.h"
 #include "base/strings.h"
 

@@ -3,7 +3,7 @@
 // task that still runs.
 //
 // Layout: one state file per task attempt, `<data_dir>/tasks/<launcher id>.task` (mode
-// 0600, root's; agent/task_state_file.h), which is also the launcher's state file:
+// 0600, root's; agent/launch/task_state_file.h), which is also the launcher's state file:
 //   line 1        the launch as the controller sent it, the log path, the GPU ledger
 //                 entries and the MIG instances the agent made for it (JSON); the file
 //                 is made with it atomically (fsynced) before the task is started

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/task_state_file.h"
+#include "agent/launch/task_state_file.h"
 #include "base/file_util.h"
 #include "base/testing/temp_dir.h"
 

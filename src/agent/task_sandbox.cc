@@ -15,7 +15,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "agent/checkpoint_protocol.h"
+#include "agent/launch/checkpoint_protocol.h"
 
 namespace tessera {
 namespace {

@@ -98,7 +98,8 @@ struct TaskReport {
   std::string message;        // e.g. why it failed to start
   int64_t log_offset = 0;     // offset of log_chunk in the task's output
   std::string log_chunk;      // new output since log_offset (raw bytes)
-  int pty_port = 0;           // the task's terminal listens here (agent/pty_relay.h); 0: none
+  int pty_port = 0;           // the task's terminal listens here (agent/launch/pty_relay.h);
+                              // 0: none
   bool operator==(const TaskReport&) const = default;
 };
 
@@ -136,7 +137,7 @@ struct TaskLaunch {
   int64_t uid = -1;
   int64_t gid = -1;
   // Non-empty: the task runs on a pseudo-terminal that a client sending this secret may
-  // attach to (`tessera run --pty`, agent/pty_relay.h). Made by the controller.
+  // attach to (`tessera run --pty`, agent/launch/pty_relay.h). Made by the controller.
   std::string pty_secret;
   bool operator==(const TaskLaunch&) const = default;
 };

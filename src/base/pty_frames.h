@@ -1,5 +1,5 @@
 // The framing of an attached terminal's stream: `tessera run --pty` and a task's shim
-// (agent/pty_relay.h) speak it over one TCP connection.
+// (agent/launch/pty_relay.h) speak it over one TCP connection.
 //
 //   frame   = type (1 byte) | length (2 bytes, big-endian) | payload (length bytes)
 //   'H' hello     client -> shim, first: the attach secret (GET /v1/jobs/{id}/attach)

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "agent/agent.h"
-#include "agent/nvml_backend.h"
+#include "agent/gpu/nvml_backend.h"
 #include "agent/task_sandbox.h"
 #include "cli/gpu_probe_command.h"
 #include "api/node_labels.h"

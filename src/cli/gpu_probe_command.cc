@@ -3,9 +3,9 @@
 #include <iostream>
 #include <memory>
 
-#include "agent/fake_gpus.h"
-#include "agent/gpu_probe.h"
-#include "agent/nvml_backend.h"
+#include "agent/gpu/fake_gpus.h"
+#include "agent/gpu/gpu_probe.h"
+#include "agent/gpu/nvml_backend.h"
 #include "api/units.h"
 
 namespace tessera {

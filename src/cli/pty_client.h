@@ -1,5 +1,5 @@
 // The client side of a task's terminal (`tessera run --pty`; the shim's side is
-// agent/pty_relay.h, the frames base/pty_frames.h): the user's terminal in raw mode,
+// agent/launch/pty_relay.h, the frames base/pty_frames.h): the user's terminal in raw mode,
 // signals as bytes on a pipe, a TCP connection to the node and the relay loop.
 // Thread safety: TerminalMode and SignalPipe change process-wide state (the terminal's
 // mode, signal dispositions): one of each at a time, on the main thread.

@@ -5,7 +5,7 @@
 // output (or task N's, or every task's with "N: " before each line) to stdout as the
 // controller receives it, and exits as the job did.
 //
-// --pty: the task runs on a pseudo-terminal of its own (agent/pty_relay.h): the user's
+// --pty: the task runs on a pseudo-terminal of its own (agent/launch/pty_relay.h): the user's
 // terminal goes raw (restored on every way out), keystrokes go to the task (Ctrl-C
 // included: it interrupts the task's foreground program), its output comes back, the
 // window size follows the terminal's. The job carries TESSERA_PTY=1 and the user's TERM.

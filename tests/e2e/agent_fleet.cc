@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "agent/fake_gpus.h"
+#include "agent/gpu/fake_gpus.h"
 #include "e2e/agent_fleet_internal.h"
 
 namespace tessera::fleet {

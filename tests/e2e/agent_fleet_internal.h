@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/gpu_backend.h"
+#include "agent/gpu/gpu_backend.h"
 #include "api/agent_channel.grpc.pb.h"
 #include "e2e/agent_fleet.h"
 
