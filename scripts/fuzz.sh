@@ -23,7 +23,7 @@ fi
 # The sources the target needs, compiled in this script so that it does not depend on
 # the rest of the project configuring with clang.
 sources=(
-  src/base/status.cc src/base/strings.cc
+  src/base/status.cc src/base/strings.cc src/base/time_format.cc
   src/model/gpu_catalog.cc src/model/request.cc src/model/job.cc src/model/restart_policy.cc
   src/api/units.cc src/api/json_fields.cc src/api/job_codec.cc src/api/job_encoder.cc src/api/yaml_reader.cc
   src/api/restart_policy.cc src/api/job_relations.cc src/api/job_codec_relations.cc

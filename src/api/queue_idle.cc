@@ -30,18 +30,6 @@ StatusOr<int> ReadPercent(const YAML::Node& node, const std::string& path) {
 
 }  // namespace
 
-std::string_view IdleActionName(IdleAction action) {
-  switch (action) {
-    case IdleAction::kNotify:
-      return "notify";
-    case IdleAction::kRequeue:
-      return "requeue";
-    case IdleAction::kCancel:
-      return "cancel";
-  }
-  return "notify";
-}
-
 StatusOr<IdlePolicy> ReadIdlePolicy(const YAML::Node& node, const std::string& path) {
   IdlePolicy policy;
   if (node.IsNull()) {

@@ -22,18 +22,9 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "model/idle_policy.h"
 
 namespace tessera {
-
-enum class IdleAction : uint8_t { kNotify, kRequeue, kCancel };
-std::string_view IdleActionName(IdleAction action);
-
-struct IdlePolicy {
-  int below_pct = 5;                      // utilisation under this is idle; 0: never idle
-  Micros window = 30LL * 60 * 1'000'000;  // idle this long (and run this long) to flag
-  IdleAction action = IdleAction::kNotify;
-  bool operator==(const IdlePolicy&) const = default;
-};
 
 // The `idle` map of a queue at `path`.
 StatusOr<IdlePolicy> ReadIdlePolicy(const YAML::Node& node, const std::string& path);

@@ -352,33 +352,6 @@ std::string FormatGpuFraction(int64_t milli) {
   return out;
 }
 
-std::string FormatDuration(Micros micros) {
-  if (micros == 0) {
-    return "0s";
-  }
-  if (micros < 0) {
-    if (micros == std::numeric_limits<int64_t>::min()) {
-      return std::to_string(micros) + "us";
-    }
-    return "-" + FormatDuration(-micros);
-  }
-  std::string out;
-  int64_t seconds = micros / kMicrosPerSecond;
-  const int64_t sub = micros % kMicrosPerSecond;
-  const std::array<std::pair<int64_t, const char*>, 4> parts = {
-      {{86'400, "d"}, {3'600, "h"}, {60, "m"}, {1, "s"}}};
-  for (const auto& [size, name] : parts) {
-    if (seconds >= size) {
-      out += std::to_string(seconds / size) + name;
-      seconds %= size;
-    }
-  }
-  if (sub != 0) {
-    out += sub % 1000 == 0 ? std::to_string(sub / 1000) + "ms" : std::to_string(sub) + "us";
-  }
-  return out;
-}
-
 StatusOr<int64_t> ParseSlurmMemoryMiB(std::string_view text) {
   const std::string_view t = Trim(text);
   const std::string hint = "; expected a size such as 4G, 512M, 1T or a number of MiB";

@@ -22,7 +22,7 @@
 //
 // Formatters write the shortest exact text the parsers read back:
 // FormatMiB(20480) == "20GiB", FormatMiB(1536) == "1536MiB", FormatDuration(5400e6) ==
-// "1h30m", FormatCpuMilli(500) == "500m", FormatGpuFraction(250) == "0.25".
+// "1h30m" (base/time_format.h), FormatCpuMilli(500) == "500m", FormatGpuFraction(250) == "0.25".
 // Thread safety: pure functions.
 #pragma once
 
@@ -32,6 +32,7 @@
 #include <string_view>
 
 #include "base/clock.h"
+#include "base/time_format.h"
 #include "base/status.h"
 
 namespace tessera {
@@ -50,7 +51,6 @@ std::string FormatCpuMilli(int64_t milli);
 // 250 -> "0.25", 1000 -> "1".
 std::string FormatGpuFraction(int64_t milli);
 // "1h30m", "45s", "2d", "1s500ms", "0s".
-std::string FormatDuration(Micros micros);
 
 // The exact value of the non-negative decimal `number` ("12", "0.25", "1.") times
 // mul / div, when that is a whole number that fits in int64. Used by the parsers

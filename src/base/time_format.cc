@@ -1,6 +1,9 @@
 #include "base/time_format.h"
 
+#include <array>
 #include <cctype>
+#include <cstdint>
+#include <limits>
 #include <ctime>
 
 namespace tessera {
@@ -108,6 +111,33 @@ StatusOr<Micros> ParseRfc3339(std::string_view text) {
     return bad();  // 2026-11-31 and the like
   }
   return static_cast<Micros>(t) * kMicrosPerSecond + fraction - offset;
+}
+
+std::string FormatDuration(Micros micros) {
+  if (micros == 0) {
+    return "0s";
+  }
+  if (micros < 0) {
+    if (micros == std::numeric_limits<int64_t>::min()) {
+      return std::to_string(micros) + "us";
+    }
+    return "-" + FormatDuration(-micros);
+  }
+  std::string out;
+  int64_t seconds = micros / kMicrosPerSecond;
+  const int64_t sub = micros % kMicrosPerSecond;
+  const std::array<std::pair<int64_t, const char*>, 4> parts = {
+      {{86'400, "d"}, {3'600, "h"}, {60, "m"}, {1, "s"}}};
+  for (const auto& [size, name] : parts) {
+    if (seconds >= size) {
+      out += std::to_string(seconds / size) + name;
+      seconds %= size;
+    }
+  }
+  if (sub != 0) {
+    out += sub % 1000 == 0 ? std::to_string(sub / 1000) + "ms" : std::to_string(sub) + "us";
+  }
+  return out;
 }
 
 }  // namespace tessera

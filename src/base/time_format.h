@@ -16,5 +16,8 @@ std::string FormatRfc3339(Micros time);
 // Accepts "2026-11-29T21:00:00Z", "2026-11-29T21:00:00.123Z", "...+01:00" and a bare
 // date "2026-11-29" (midnight UTC). InvalidArgument quoting the text otherwise.
 StatusOr<Micros> ParseRfc3339(std::string_view text);
+// The shortest exact duration text api/units.h's ParseDuration reads back: "1h30m",
+// "90s", "1d", "250ms".
+std::string FormatDuration(Micros micros);
 
 }  // namespace tessera

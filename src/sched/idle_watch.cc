@@ -1,4 +1,6 @@
-#include "server/modules/idle_watch.h"
+#include "sched/idle_watch.h"
+
+#include "base/time_format.h"
 
 #include <algorithm>
 
@@ -126,6 +128,38 @@ JobWatch* IdleWatch::Find(uint64_t job) {
 const JobWatch* IdleWatch::Find(uint64_t job) const {
   auto it = jobs_.find(job);
   return it == jobs_.end() ? nullptr : &it->second;
+}
+
+double GrantUtilisation(int64_t milli, double card_pct) {
+  const double share_pct = static_cast<double>(milli) / 10.0;
+  return milli >= 1000 || share_pct <= 0 ? card_pct
+                                         : std::min(card_pct, share_pct) / share_pct * 100.0;
+}
+
+IdleWatch::Verdict IdleWatch::Sample(uint64_t job, int attempt, Micros run_start, Micros now,
+                                     double util_pct, const IdlePolicy& policy, Micros grace) {
+  Verdict v;
+  v.change = Observe(job, attempt, run_start, now, util_pct, policy);
+  if (v.change != Change::kIdle && v.change != Change::kHung) {
+    return v;
+  }
+  JobWatch& w = jobs_[job];
+  const std::string window = FormatDuration(policy.window);
+  const std::string below = std::to_string(policy.below_pct);
+  v.text = w.hung ? "hung: GPU utilisation below " + below + "% and no output for " + window
+                  : "idle: GPU utilisation below " + below + "% for " + window;
+  if (policy.action == IdleAction::kNotify || w.acted) {
+    return v;
+  }
+  w.acted = true;
+  if (policy.action == IdleAction::kRequeue) {
+    // As a preemption: the tasks get the signal and may checkpoint, then it waits again.
+    v.stop = StopRequest{AttemptEnd::kRequeue, RequeueCause::kIdle, grace, "requeued: " + v.text};
+  } else {
+    v.stop = StopRequest{AttemptEnd::kCancel, RequeueCause::kPreempted, grace, ""};
+    v.reason = v.text;
+  }
+  return v;
 }
 
 }  // namespace tessera

@@ -1,8 +1,9 @@
 // IdleWatch: per running job, the utilisation of its GPUs over a rolling window, when
 // its output last grew, and whether it is flagged idle or hung under its queue's policy
-// (api/queue_idle.h). Pure: the controller feeds it samples and times from its injected
-// clock (every kIdleSampleInterval, from the agents' last telemetry) and acts on the
-// changes it returns.
+// (model/idle_policy.h). Pure: the controller (server/modules/idle_module.h, from the
+// agents' last telemetry) and the simulator (sim/job_sim.h, from the jobs' stated
+// utilisation) feed it samples at the same instants (IdleSampleAfter) and ask the
+// attempt machine for the stop each Sample returns.
 //
 // A job's utilisation sample is the grant-weighted mean over its GPUs of what it uses
 // of each: a whole card counts the card's utilisation; a share of milli m counts
@@ -24,14 +25,25 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
-#include "api/queue_idle.h"
 #include "base/clock.h"
+#include "model/idle_policy.h"
+#include "sched/attempt_machine.h"
 
 namespace tessera {
 
 inline constexpr Micros kIdleSampleInterval = 10'000'000;
+// What a grant of `milli` (1000: a whole card) uses of its card when the card is
+// `card_pct` busy (0..100): a whole card counts the card; a share, the card's busy time
+// capped at the share, as a fraction of the share (see the top of this file).
+double GrantUtilisation(int64_t milli, double card_pct);
+// The first sample instant after `now`: samples fall on a grid of the clock, so that
+// every driver samples at the same times whenever its steps run.
+inline Micros IdleSampleAfter(Micros now) {
+  return (now / kIdleSampleInterval + 1) * kIdleSampleInterval;
+}
 
 class UtilWindow {
  public:
@@ -82,6 +94,17 @@ class IdleWatch {
   // utilisation 0..100. A new attempt (or a changed window) starts afresh.
   Change Observe(uint64_t job, int attempt, Micros run_start, Micros now, double util_pct,
                  const IdlePolicy& policy);
+  // Observe, and what the change asks of the attempt machine: the queue's action
+  // (requeue as cause idle, or cancel; `grace` for the tasks), once per flag. The
+  // text says what was seen ("idle: GPU utilisation below 5% for 30m", "hung: ...").
+  struct Verdict {
+    Change change = Change::kNone;
+    std::string text;                 // kIdle, kHung: the flag
+    std::optional<StopRequest> stop;  // the action, when one is due now
+    std::string reason;               // with a cancel: the job's reason
+  };
+  Verdict Sample(uint64_t job, int attempt, Micros run_start, Micros now, double util_pct,
+                 const IdlePolicy& policy, Micros grace);
   // The job's output grew at `now`.
   void Output(uint64_t job, Micros now);
   void Forget(uint64_t job) {

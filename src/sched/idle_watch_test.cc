@@ -1,4 +1,4 @@
-#include "server/modules/idle_watch.h"
+#include "sched/idle_watch.h"
 
 #include <gtest/gtest.h>
 

@@ -31,7 +31,8 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
       core_(catalog, options_.seed, options_.placement),
       gpu_task_defaults_(catalog),
       identities_({options_.run_as, options_.uid_pool_start, options_.uid_pool_size}) {
-  modules_ = {&idle_};
+  health_ = GpuHealthModule(options_.health);
+  modules_ = {&validation_runs_, &limits_, &health_, &idle_, &eta_, &node_history_, &gates_};
 }
 
 Controller::~Controller() { Stop(); }
@@ -58,8 +59,9 @@ Status Controller::Load(const std::string& queues_yaml) {
   const std::string yaml = stored ? *stored : queues_yaml;
   TESSERA_RETURN_IF_ERROR(core_.ApplyQueueYaml(yaml));
   forwarder_.controller = this;
-  // Always: the ETAs' runtime predictor learns from it (LearnRuntime).
+  // Always: the modules hear its events (the ETAs' runtime predictor learns from them).
   core_.MakeLifecycle(jobs_.records(), &forwarder_);
+  eta_.UseCorePredictor(core_.policy().uses_predictor);
   if (!stored) {
     WriteBatch b;
     b.kv.emplace_back(kQueuesKey, yaml);
@@ -82,10 +84,8 @@ Status Controller::Load(const std::string& queues_yaml) {
   }
 
   TESSERA_RETURN_IF_ERROR(LoadDrains());
-  TESSERA_RETURN_IF_ERROR(LoadValidations());
   TESSERA_RETURN_IF_ERROR(identities_.Load(*store_));
   LoadHistory();
-  TESSERA_RETURN_IF_ERROR(LoadNodeHistory());
   history_saved_at_ = now;
   history_observations_ = core_.predictor().observations();
   history_workload_observed_ = core_.learner().observed();
@@ -127,8 +127,8 @@ Status Controller::LoadJobRows(Micros now) {
   // Holds, dependencies and throttles found again (their jobs are all in memory now).
   for (auto& [id, job] : jobs_.all()) {
     if (!Terminal(jobs_.StateOf(job))) {
-      WatchGates(job);
-      WatchLimit(job);  // a running attempt's limit counts from its stored start
+      ModulesOnJobAccepted(job, now);
+      ModulesOnAttemptRunning(job);  // a running attempt's limit counts from its stored start
     }
   }
   Archive(now);  // the oldest finished jobs stay in the store only
@@ -223,22 +223,11 @@ void Controller::Start() {
   }
   stopping_ = false;
   loop_ = std::thread([this] { Loop(); });
-  // After a cycle, at most every eta_interval: the ETA refresh runs on its own thread.
-  eta_refresher_.Start(
-      [this] {
-        const uint64_t cycles = counters_.cycles.load();
-        if (cycles != eta_cycles_seen_.load()) {
-          eta_cycles_seen_.store(cycles);
-          if (auto refreshed = RefreshEtas(); !refreshed.ok()) {
-            std::cerr << "tessera server: ETA refresh: " << refreshed.status().ToString() << "\n";
-          }
-        }
-      },
-      options_.eta_interval);
+  ModulesStart();  // their threads (the ETA refresh) after the loop
 }
 
 void Controller::Stop() {
-  eta_refresher_.Stop();  // started last, stopped first
+  ModulesStop();  // started last, stopped first
   {
     MutexLock lock(loop_mu_);
     stopping_ = true;
@@ -279,8 +268,7 @@ void Controller::Loop() {
 void Controller::EventForwarder::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
   // The core tells its listener only from within a locked step.
   controller->mu_.AssertHeld();
-  controller->LearnRuntime(job, event);
-  controller->gates_.dirty = true;  // a start or an end may let a gated job go
+  controller->ModulesOnJobEvent(job, event);
   if (controller->options_.lifecycle_listener == nullptr) {
     return;
   }

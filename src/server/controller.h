@@ -34,6 +34,14 @@
 //   JobLogs (job_logs.h)          task output on disk
 //   PublishedJobs (job_views.h)   immutable job views and the wait context for reads
 //   usage_report.h                GPU-hours and usage series from usage intervals (pure)
+// Feature modules (modules/controller_module.h), attached through declared hooks:
+//   EtaModule (modules/eta_module.h)      pending jobs' ETAs: its refresh thread, its
+//                                         runtime predictor, one forecast at a time
+//   NodeHistory (modules/node_history.h)  the node inventory's recorded changes
+//   ValidationRuns (modules/validation_runs.h)  the admin's checks on held nodes, their
+//                                         results and drains (facade: controller_validation.cc)
+//   JobGatesModule (modules/job_gates_module.h)  holds, dependencies, arrays' throttles
+//                                         and singletons (facade: controller_gates.cc)
 // A job is named by its JobNumber (job_number.h) and its state is a JobState
 // (job_state.h); both are written to the store as plain values.
 // JSON views live here (controller_views.cc, controller_nodes.cc, controller_metrics.cc),
@@ -56,7 +64,9 @@
 //     a removal or a fence) before mu_; mu_ before the published views' lock (views are
 //     published under mu_), and before loop_mu_ (Wake may be called under it); the
 //     loop releases loop_mu_ before a cycle takes mu_. JobLogs' lock is never taken
-//     with mu_ held.
+//     with mu_ held. The ETA module's forecast lock (one forecast at a time) before
+//     mu_ (its snapshot takes mu_); mu_ before the ETA module's predictor lock (a
+//     lifecycle event teaches it under mu_).
 //
 // Thread safety: every public method may be called from any thread. RunCycle is
 // called by the scheduling loop (Start) or directly by tests.
@@ -95,20 +105,22 @@
 #include "server/auth.h"
 #include "server/controller_counters.h"
 #include "server/core_session.h"
-#include "server/gpu_health.h"
+#include "server/modules/gpu_health_module.h"
 #include "server/gpu_task_defaults.h"
 #include "server/modules/controller_module.h"
 #include "server/modules/idle_module.h"
-#include "server/job_gates.h"
+#include "server/modules/eta_module.h"
+#include "server/modules/node_history.h"
+#include "server/modules/job_gates_module.h"
 #include "server/job_logs.h"
 #include "server/job_state.h"
 #include "server/job_table.h"
-#include "server/time_limits.h"
+#include "server/modules/time_limits.h"
 #include "server/job_views.h"
 #include "server/node_registry.h"
 #include "server/pty_sessions.h"
 #include "server/tenant_identities.h"
-#include "server/validation.h"
+#include "server/modules/validation_runs.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
 #include "store/store.h"
@@ -166,7 +178,7 @@ struct ControllerOptions {
   std::optional<SchedulerPolicy> scheduler_policy;
   // Told every job transition, under the controller's lock (scenario runs, tests).
   LifecycleListener* lifecycle_listener = nullptr;
-  // Pending jobs' ETAs (controller_eta.cc): after a cycle, at most this often, a copy of
+  // Pending jobs' ETAs (modules/eta_module.h): after a cycle, at most this often, a copy of
   // the core is taken under the core lock and run forward on the refresh's own thread
   // (sim/start_forecast.h); 0: no background refresh (RefreshEtas still works).
   Micros eta_interval = 5'000'000;
@@ -233,8 +245,8 @@ class Controller {
   StatusOr<nlohmann::json> Attach(const Principal& who, JobNumber id, int task);
   nlohmann::json Nodes();
   nlohmann::json Queues();
-  // Admin: validation runs (controller_validation.cc, validation.h). Add: InvalidArgument
-  // naming the field, AlreadyExists for a name in use. Run: every node the check selects
+  // Admin: validation runs (modules/validation_runs.h; the facade: controller_validation.cc).
+  // Add: InvalidArgument naming the field, AlreadyExists for a name in use. Run: every node the check selects
   // (or `node`) is due now. Results: newest first, at most `limit`; "" names all.
   StatusOr<nlohmann::json> AddValidation(const nlohmann::json& body);
   StatusOr<nlohmann::json> RemoveValidation(const std::string& name);
@@ -333,12 +345,12 @@ class Controller {
   // they hold. Every cycle checks them and counts the cycles that broke any.
   std::vector<std::string> CheckInvariants() const;
 
-  // Pending jobs' ETAs, positions and what blocks them (controller_eta.cc): a copy of the
-  // core taken under the core lock, run forward without it. kPredicted: running jobs end
-  // and pending ones run by the runtime predictor (what RefreshEtas publishes to the job
-  // views); kUserLimit: every job runs for its user's limit (Slurm's `--start`, for
+  // Pending jobs' ETAs, positions and what blocks them (modules/eta_module.h): a copy of
+  // the core taken under the core lock, run forward without it. kPredicted: running jobs
+  // end and pending ones run by the runtime predictor (what RefreshEtas publishes to the
+  // job views); kUserLimit: every job runs for its user's limit (Slurm's `--start`, for
   // comparison). Null table: the core is not built yet. One forecast at a time.
-  enum class EtaRuntimes { kPredicted, kUserLimit };
+  using EtaRuntimes = ::tessera::EtaRuntimes;
   StatusOr<std::shared_ptr<const EtaTable>> ForecastEtas(EtaRuntimes runtimes);
   // ForecastEtas(kPredicted), published to the job views; returns the table.
   StatusOr<std::shared_ptr<const EtaTable>> RefreshEtas();
@@ -494,48 +506,17 @@ class Controller {
   void SaveHistory(Micros now, Pending& out) REQUIRES(mu_);
   // A queue's fair-share usage and factor (null for a cohort or while rebuilding).
   nlohmann::json FairShareJson(QueueId q) const REQUIRES(mu_);
-  // The node inventory's history (controller_whatif.cc): a record under
-  // "history/nodes/<name>/<time>" when a node's spec first appears or changes, and when
-  // the admin removes it; only changes, so it grows with the fleet's changes.
-  Status LoadNodeHistory() REQUIRES(mu_);
-  void RecordNodeJoin(const NodeInventory& inventory, Micros now, Pending& out) REQUIRES(mu_);
-  void RecordNodeLeave(const std::string& name, Micros now, Pending& out) REQUIRES(mu_);
 
   // Drains (controller_health.cc).
   Status LoadDrains() REQUIRES(mu_);
-  // Validation runs (controller_validation.cc), loaded at Open.
-  Status LoadValidations() REQUIRES(mu_);
-  Status StartValidationJob(const ValidationCheck& check, const std::string& node,
-                            ValidationSlot& slot, Micros now, Pending& out) REQUIRES(mu_);
-  void ApplyValidationHold(const std::string& node) REQUIRES(mu_);  // mu_ held
-  // The steps of ValidationStep. A check job that ended; its output is read without mu_
-  // (task output has a lock of its own, never taken under it).
-  struct EndedValidation {
-    std::string check, node;
-    uint64_t job = 0;
-    JobState state = JobState::kCancelled;
-    int exit_code = 0;
-    std::string reason;
-    std::string output;
-  };
-  // Holds each check's due nodes, at most `parallel` at once; mu_ held.
-  void HoldDueValidationNodes(Micros now, Pending& out) REQUIRES(mu_);
-  // The running check job of `slot`: into `ended` once it ended; cancelled when it was
-  // requeued or moved off `node`, failed when it timed out. mu_ held.
-  void TendValidationJob(const ValidationCheck& check, const std::string& node,
-                         ValidationSlot& slot, Micros now, std::vector<EndedValidation>& ended,
-                         Pending& out) REQUIRES(mu_);
-  // A held node: its check started once it is idle, or it is let go (the run recorded
-  // as skipped) after max_wait. False while it still waits, the slot unchanged. mu_ held.
-  bool StartOrReleaseValidation(const ValidationCheck& check, const std::string& node,
-                                ValidationSlot& slot, Micros now, Pending& out) REQUIRES(mu_);
-  // The ended check's run: judged and recorded, its node drained for a regression or a
-  // failure, the node let go. mu_ held.
-  void JudgeValidation(const EndedValidation& e, Micros now, Pending& judged) REQUIRES(mu_);
-  void WriteValidationMetrics(MetricsWriter& w) const REQUIRES(mu_);
-  ValidationBook validation_ GUARDED_BY(mu_);
+  // Validation runs (the ValidationRuns module's facade, controller_validation.cc).
+  ValidationRuns validation_runs_ GUARDED_BY(mu_);
   Mutex validation_step_mu_;  // one pass at a time
   void ValidationPass() REQUIRES(validation_step_mu_);  // ValidationStep's, one at a time
+  // ModuleStep::StartNodeJob (controller_node_jobs.cc): a module's job started at once
+  // on the whole of `node`, held and charged as any running job.
+  StatusOr<JobNumber> StartNodeJob(const std::string& node, const NodeJob& request, Micros now,
+                                   Pending& out) REQUIRES(mu_);
   void ApplyDrains(const NodeInfo& node) REQUIRES(mu_);  // to the core's state, when it is current
   void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out) REQUIRES(mu_);
   void HandleTelemetry(NodeInfo& node, const std::string& agent_id,
@@ -555,37 +536,37 @@ class Controller {
   // Feature modules (modules/controller_module.h), called through their hooks with mu_
   // held (controller_modules.cc), in the order of modules_.
   class Step;  // a locked step as a module sees it (ModuleStep)
+  // A Step for a module's facade (controller_validation.cc); `out` null: read-only.
+  std::unique_ptr<ModuleStep> LockedStep(Micros now, Pending* out) REQUIRES(mu_);
+  // The first module's NodeHold of `node` ("": none holds it), for drains and views.
+  std::string ModulesNodeHold(const std::string& node) const REQUIRES(mu_);
   JobFacts FactsOf(const LiveJob& job) const REQUIRES(mu_);
   void ModulesBeforeCycle(Micros now, Pending& out) REQUIRES(mu_);
+  void ModulesBeforeDecide(Micros now, Pending& out) REQUIRES(mu_);  // in RunCoreCycle
+  void ModulesOnJobAccepted(const LiveJob& job, Micros now) REQUIRES(mu_);
   void ModulesOnUsage(const LiveJob& job, UsageRow& row, bool ended) const REQUIRES(mu_);
   void ModulesDescribeJob(const LiveJob& job, nlohmann::json& out) const REQUIRES(mu_);
   void ModulesWriteMetrics(Micros now, MetricsWriter& w) REQUIRES(mu_);
+  void ModulesOnAttemptRunning(const LiveJob& job) const REQUIRES(mu_);
+  void ModulesOnTelemetry(const NodeInfo& node, const std::vector<GpuTelemetry>& sample,
+                          bool comparable, Micros now, Pending& out) REQUIRES(mu_);
+  GpuHealthModule health_ GUARDED_BY(mu_);  // GPUs drained and their work stopped (modules/gpu_health_module.h)
+  TimeLimits limits_ GUARDED_BY(mu_);  // runtime limits and their signals (modules/time_limits.h)
   IdleModule idle_ GUARDED_BY(mu_);  // idle and hung jobs, GPU use (modules/idle_module.h)
   std::vector<ControllerModule*> modules_;  // set by the constructor, then read-only
+  // Job events (from the lifecycle, via forwarder_) and node membership, to the modules.
+  void ModulesOnJobEvent(const JobRecord& job, const LifecycleEvent& event) REQUIRES(mu_);
+  void ModulesOnNodeJoined(const NodeInventory& inventory, Micros now, Pending& out) REQUIRES(mu_);
+  void ModulesOnNodeRemoved(const std::string& name, Micros now, Pending& out) REQUIRES(mu_);
+  void ModulesStart();  // after the loop starts (loop_mu_ held)
+  void ModulesStop();   // before the loop stops
 
-  // Arrays, dependencies, holds and singletons (controller_gates.cc, job_gates.h); mu_
-  // held. At submission: an array's elements, the priority class resolved, the
-  // dependency's jobs found (`lock` may be released, as FindOrLoad does).
-  // `a`: the array job.array names (ParsedArray); its elements, copied without mu_.
-  static std::vector<JobSubmission> ExpandArray(const JobSubmission& job, const JobGates::Array& a);
+  // Arrays, dependencies, holds and singletons: the JobGatesModule's facade
+  // (controller_gates.cc); mu_ held. At submission: the priority class resolved, the
+  // dependency's jobs found (mu_ may be let go, as FindOrLoad does).
   Status PrepareSubmission(const Principal& who, JobSubmission& job) REQUIRES(mu_);
-  // A durable job that a hold, dependency, singleton or throttle may keep back: watched,
-  // and gated at once until the next pass says otherwise.
-  void WatchGates(LiveJob& job) REQUIRES(mu_);
-  // Before each cycle (when something changed): gates and ungates the watched jobs.
-  void UpdateGates(Micros now) REQUIRES(mu_);
-  std::string GateReason(const LiveJob& job) const REQUIRES(mu_);  // "" when not gated
-  // Why a dependency keeps its job back now; "" when it holds.
-  std::string DependencyReason(const JobGates::Waits& waits) REQUIRES(mu_);
-  // The array a job belongs to (its first element's id); 0: none.
-  uint64_t ArrayIdOf(const LiveJob& job) const REQUIRES(mu_);
-  std::shared_ptr<const JobGates::Array> ParsedArray(const std::string& text) const REQUIRES(mu_);
-  // The jobs a dependency names (an array's elements for an array's id). `remember`: the
-  // array is kept in gates_.arrays, for the dependency's job to find it again should its
-  // first element leave memory (one small entry per array a dependency names).
-  StatusOr<std::vector<JobNumber>> DependencyJobs(const JobRef& ref,
-                                                  bool may_load, bool remember = true) REQUIRES(mu_);
-  DependencyTarget TargetOf(JobNumber id) REQUIRES(mu_);
+  // Why the gates keep a pending job back now ("" when they do not): its pending reason.
+  std::string GateReason(const LiveJob& job) const REQUIRES(mu_);
   // The job ids a user's name stands for: one job, or every element of an array.
   StatusOr<std::vector<JobNumber>> NamedJobs(const Principal& who, const std::string& text) REQUIRES(mu_);
   // Hold, Release, Requeue: `refuse` says why a job is not one the action applies to
@@ -595,28 +576,17 @@ class Controller {
     std::function<std::string(const LiveJob*)> refuse;
     // `by`: who acted (Actor), for the job's reason to record.
     std::function<void(LiveJob&, const std::string& by, Micros, Pending&)> act;
-    std::function<void(Micros)> after;
+    std::function<void(Micros, Pending&)> after;
   };
   StatusOr<nlohmann::json> ActOnNamed(const Principal& who, const std::string& text,
                                       const NamedAction& action);
   // SLURM_* variables of a task (so that batch scripts written for Slurm run).
   void AddSlurmEnv(const LiveJob& job, int task, const std::vector<std::string>& node_order,
                    int local_rank, TaskLaunch& launch) const REQUIRES(mu_);
-  JobGates gates_ GUARDED_BY(mu_);
-  // Runtime limits and the signal ahead of them (controller_limits.cc); mu_ held.
-  void EnforceTimeLimits(Micros now, Pending& out) REQUIRES(mu_);
-  // Running attempts' runtime limits and the signals ahead of them (time_limits.h).
-  TimeLimits limits_ GUARDED_BY(mu_);
-  // An attempt started, or runs after a restart: its limit is watched (time_limits.h).
-  void WatchLimit(const LiveJob& job) REQUIRES(mu_);
-  mutable std::map<std::string, std::shared_ptr<const JobGates::Array>> parsed_arrays_
-      GUARDED_BY(mu_);
+  // Holds, dependencies, throttles, singletons (modules/job_gates_module.h).
+  JobGatesModule gates_ GUARDED_BY(mu_);
 
   // GPU faults and restarts (controller_restarts.cc); mu_ held.
-  // A GPU failed in a way that ends the work on it (FaultEndsWork): the jobs holding it
-  // are stopped with their grace and requeued as "gpu-fault" (or fail, restarts spent).
-  void HandleGpuFault(const NodeInfo& node, int gpu, const HealthFinding& finding, Micros now,
-                      Pending& out) REQUIRES(mu_);
   // The detail a stored attempt gets from the job's reason (which GPU failed, what the
   // idle policy saw), the restart counted and the backoff.
   void NoteRestart(const LiveJob& job, const EndedAttempt& ended, nlohmann::json& stored) REQUIRES(mu_);
@@ -651,8 +621,8 @@ class Controller {
   Micros history_saved_at_ GUARDED_BY(mu_) = 0;
   int64_t history_observations_ GUARDED_BY(mu_) = 0;
   int64_t history_workload_observed_ GUARDED_BY(mu_) = 0;  // the learner's count last saved
-  // Each node's last recorded spec in the node history.
-  std::map<std::string, std::optional<NodeSpec>> node_history_ GUARDED_BY(mu_);
+  // The node inventory's recorded changes (modules/node_history.h).
+  NodeHistory node_history_ GUARDED_BY(mu_){*catalog_};
   // Passes the lifecycle's events to options_.lifecycle_listener with the jobs' ids.
   struct EventForwarder final : LifecycleListener {
     Controller* controller = nullptr;
@@ -682,15 +652,13 @@ class Controller {
   bool stopping_ GUARDED_BY(loop_mu_) = false;
   std::thread loop_;
 
-  // The ETA refresh (controller_eta.cc): its thread, one forecast at a time, and the
-  // cycle count it last ran after.
-  EtaRefresher eta_refresher_;
-  Mutex eta_mu_;
-  std::atomic<uint64_t> eta_cycles_seen_{0};
-  // Under a policy that does not train the core's predictor, the ETAs train their own
-  // from every job that succeeds (LearnRuntime, with mu_ held); not kept across restarts.
-  RuntimePredictor eta_predictor_ GUARDED_BY(mu_);
-  void LearnRuntime(const JobRecord& job, const LifecycleEvent& event) REQUIRES(mu_);
+  // Pending jobs' ETAs (modules/eta_module.h). What it needs of the core
+  // (controller_eta.cc): the forecast's input copied under mu_ (false: the core is not
+  // built yet), and its table published to the job views. Last: its thread (stopped
+  // by Stop) uses the members above.
+  bool SnapshotForEtas(EtaSnapshot& snap) EXCLUDES(mu_);
+  EtaModule MakeEtaModule();
+  EtaModule eta_ = MakeEtaModule();
 };
 
 }  // namespace tessera

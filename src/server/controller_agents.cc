@@ -91,7 +91,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
     }
     out.batch.kv.emplace_back(kNodeKeyPrefix + spec.name,
                               ToJson(request.inventory, *catalog_).dump());
-    RecordNodeJoin(request.inventory, now, out);
+    ModulesOnNodeJoined(request.inventory, now, out);  // the node history records a change
     Seal(out);
     response.node = spec.name;
     response.heartbeat_interval_ms = HeartbeatIntervalLocked() / 1000;

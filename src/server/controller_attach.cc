@@ -1,5 +1,5 @@
 // Controller: GET /v1/jobs/{id}/attach, where a task's terminal listens and its secret
-// (server/pty_sessions.h, agent/pty_relay.h).
+// (server/pty_sessions.h, agent/launch/pty_relay.h).
 #include "server/controller.h"
 
 namespace tessera {

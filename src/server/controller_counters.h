@@ -32,7 +32,6 @@ struct ControllerCounters {
   std::map<std::string, uint64_t> submitted;                         // by queue
   std::map<std::pair<std::string, std::string>, uint64_t> finished;  // (queue, state)
   std::map<std::string, double> tenant_gpu_seconds;                  // finished intervals, all time
-  std::map<std::string, uint64_t> gpu_faults;  // jobs stopped by a GPU fault, by kind
   std::map<std::string, uint64_t> restarts;    // restarts counted, by cause (restart.on)
   uint64_t invariant_breaches = 0;  // cycles after which CheckInvariants found any
   // Task reports dropped because they named a task not placed on the reporting node.

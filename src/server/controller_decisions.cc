@@ -235,7 +235,7 @@ void Controller::StartJob(LiveJob& job, const StartDecision& d, Micros now, Pend
   for (size_t t = 0; t < rec.allocations.size(); ++t) {
     out.launches.emplace_back(job.tasks[t].node, MakeLaunch(job, static_cast<int>(t)));
   }
-  WatchLimit(job);
+  ModulesOnAttemptRunning(job);
 }
 
 void Controller::StopJob(LiveJob& job, const StopRequest& request, Micros now, Pending& out) {
@@ -329,7 +329,7 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
 
 bool Controller::RunCoreCycle(Micros now, Pending& out) {
   ReleaseRestarts(now, out);  // backoffs that ended: offered to this cycle
-  UpdateGates(now);           // dependencies met, holds released, throttles with room
+  ModulesBeforeDecide(now, out);  // gates: dependencies met, holds released, throttles
   if (core_.state()->present_count() == 0 || core_.scheduler()->pending() == 0) {
     return false;
   }
@@ -375,7 +375,7 @@ Status Controller::RunCycle() {
         }
       }
     }
-    EnforceTimeLimits(now, out);
+    ModulesBeforeCycle(now, out);
     if (core_.rebuild_pending()) {
       Status s = RebuildScheduler(now, out);
       if (!s.ok()) {
@@ -401,7 +401,6 @@ Status Controller::RunCycle() {
       }
       out.launches.emplace_back(node, MakeLaunch(*job, key.task));
     }
-    ModulesBeforeCycle(now, out);
     if (RunCoreCycle(now, out)) {
       std::vector<std::string> broken = core_.lifecycle()->CheckInvariants();
       if (!broken.empty()) {

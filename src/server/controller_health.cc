@@ -80,7 +80,7 @@ void Controller::ApplyDrains(const NodeInfo& node) {
   // A node waiting to take a new inventory takes no work on the old one.
   (void)core_.state()->SetNodeDrained(
       id.value(), node.drain.has_value() || nodes_.AwaitsRespec(node.inventory.spec.name) ||
-                      validation_.Holds(node.inventory.spec.name));  // held for a check
+                      !ModulesNodeHold(node.inventory.spec.name).empty());  // e.g. for a check
   const int gpus = core_.state()->node(id.value()).gpu_count();
   for (int g = 0; g < gpus; ++g) {
     (void)core_.state()->SetGpuDrained(id.value(), g, node.gpu_drains.count(g) > 0);
@@ -129,42 +129,16 @@ void Controller::HandleTelemetry(NodeInfo& node, const std::string& agent_id,
       by_index[static_cast<size_t>(t.index)] = std::move(t);
     }
   }
-  const bool baseline = node.telemetry_agent == agent_id && node.telemetry.size() == gpus;
   for (size_t g = 0; g < gpus; ++g) {
-    GpuTelemetry& now_sample = by_index[g];
     if (!seen[g]) {
       // A GPU of the inventory the driver no longer reports.
-      now_sample.index = static_cast<int>(g);
-      now_sample.uuid = g < node.inventory.gpu_uuids.size() ? node.inventory.gpu_uuids[g] : "";
-      now_sample.lost = true;
-    }
-    const GpuTelemetry* previous = baseline ? &node.telemetry[g] : nullptr;
-    const int index = static_cast<int>(g);
-    auto existing = node.gpu_drains.find(index);
-    std::optional<HealthFinding> finding = CheckGpuHealth(previous, now_sample, options_.health);
-    if (existing == node.gpu_drains.end()) {
-      if (finding) {
-        SetDrain(node, index,
-                 DrainInfo{finding->reason, "health", std::string(HealthKindName(finding->kind)), now},
-                 out);
-        if (FaultEndsWork(*finding)) {
-          HandleGpuFault(node, index, *finding, now, out);  // its jobs stop and requeue
-        }
-      }
-    } else if (existing->second.kind == HealthKindName(HealthKind::kTemperature) &&
-               !now_sample.lost && now_sample.temp_c <= options_.health.temperature_resume_c) {
-      SetDrain(node, index, std::nullopt, out);  // cooled down
-    } else if (finding && finding->kind != HealthKind::kTemperature &&
-               existing->second.kind == HealthKindName(HealthKind::kTemperature)) {
-      // A worse finding replaces a temperature drain, which would lift itself.
-      SetDrain(node, index,
-               DrainInfo{finding->reason, "health", std::string(HealthKindName(finding->kind)), now},
-               out);
-      if (FaultEndsWork(*finding)) {
-        HandleGpuFault(node, index, *finding, now, out);
-      }
+      by_index[g].index = static_cast<int>(g);
+      by_index[g].uuid = g < node.inventory.gpu_uuids.size() ? node.inventory.gpu_uuids[g] : "";
+      by_index[g].lost = true;
     }
   }
+  const bool comparable = node.telemetry_agent == agent_id && node.telemetry.size() == gpus;
+  ModulesOnTelemetry(node, by_index, comparable, now, out);
   node.telemetry = std::move(by_index);
   node.telemetry_agent = agent_id;
   node.telemetry_at = now;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iterator>
 #include <map>
@@ -14,11 +15,15 @@
 #include <unordered_map>
 #include <utility>
 
+#include <yaml-cpp/yaml.h>
+
 #include "api/queue_config.h"
 #include "base/clock.h"
+#include "base/time_format.h"
 #include "server/controller.h"
 #include "sim/job_run_recorder.h"
 #include "sim/sim_gates.h"
+#include "sim/sim_idle.h"
 #include "store/store.h"
 
 namespace tessera {
@@ -32,16 +37,40 @@ using Key = std::tuple<uint64_t, int, int>;  // job, task, attempt
 Key KeyOf(const TaskKey& k) { return {k.job, k.task, k.attempt}; }
 
 // Same order as the simulator's events at one instant (sim/job_sim.h): task exits, then
-// cluster events, arrivals, releases of held jobs, wake-ups (time limits, backoffs) and
-// ticks.
+// cluster events, arrivals, releases of held jobs, wake-ups (time limits, backoffs), idle
+// samples and ticks.
 enum class EventKind : uint8_t {
   kTaskExit = 0,
   kCluster = 1,
   kArrival = 2,
   kRelease = 3,
   kWake = 4,
-  kTick = 5,
+  kIdleSample = 5,
+  kTick = 6,
 };
+
+// The queue configuration with the run's idle policies (the controller reads them from
+// its queue configuration, as from an admin's).
+std::string WithIdlePolicies(const std::string& yaml,
+                             const std::map<std::string, IdlePolicy>& policies) {
+  if (policies.empty()) {
+    return yaml;
+  }
+  YAML::Node root = YAML::Load(yaml);
+  for (YAML::Node queue : root["queues"]) {
+    auto it = policies.find(queue["name"].as<std::string>());
+    if (it != policies.end()) {
+      YAML::Node idle;
+      idle["below"] = it->second.below_pct;
+      idle["for"] = FormatDuration(it->second.window);
+      idle["action"] = std::string(IdleActionName(it->second.action));
+      queue["idle"] = idle;
+    }
+  }
+  YAML::Emitter out;
+  out << root;
+  return out.c_str();
+}
 
 struct Event {
   Micros time;
@@ -100,7 +129,7 @@ class RunListener final : public LifecycleListener {
   std::vector<Micros> TakeWakes() { return std::exchange(wakes_, {}); }
   size_t running() const { return running_.size(); }
   bool IsRunning(uint64_t id) const { return running_.count(id) > 0; }
-  // What a dependency on the job knows of it (the controller's Controller::TargetOf).
+  // What a dependency on the job knows of it (the controller's JobGatesModule::TargetOf).
   DependencyTarget TargetOf(uint64_t id) const {
     auto end = ends_.find(id);
     return DependencyTarget{started_.count(id) > 0, end != ends_.end(),
@@ -167,8 +196,9 @@ class ControllerRun {
     o.lifecycle_listener = &listener_;
     o.cycle_on_exit = false;  // cycles where the simulator runs them (see the header)
     o.stop_grace = options_.stop_grace;
-    TESSERA_ASSIGN_OR_RETURN(controller_, Controller::Open(o, &store_, catalog, clock_,
-                                                           QueueTreeYaml(queues, catalog)));
+    TESSERA_ASSIGN_OR_RETURN(
+        controller_, Controller::Open(o, &store_, catalog, clock_,
+                                      WithIdlePolicies(QueueTreeYaml(queues, catalog), options_.idle)));
     for (const NodeSpec& n : nodes) {
       RegisterRequest r;
       r.agent_id = "agent-" + n.name;
@@ -205,6 +235,7 @@ class ControllerRun {
       bool changed = false;
       std::vector<size_t> cluster;  // after the exits are reported
       std::vector<size_t> releases;  // after the cluster events
+      bool sample = false;           // the agents' telemetry goes before the cycle
       while (!events_.empty() && events_.top().time == now) {
         const Event e = events_.top();
         events_.pop();
@@ -234,6 +265,11 @@ class ControllerRun {
                       (listener_.IsRunning(std::get<0>(e.key)) &&
                        attempt_of_[std::get<0>(e.key)] == std::get<2>(e.key));
             break;
+          case EventKind::kIdleSample:
+            idle_sample_pending_ = false;
+            sample = true;
+            changed = true;
+            break;
           case EventKind::kTick:
             tick_pending_ = false;
             changed = true;
@@ -249,7 +285,10 @@ class ControllerRun {
         for (size_t index : releases) {
           TESSERA_RETURN_IF_ERROR(Release(index));
         }
-        UpdateGated();  // as the cycle's UpdateGates is about to
+        UpdateGated();  // as the cycle's gate pass (JobGatesModule::Update) is about to
+        if (sample) {
+          TESSERA_RETURN_IF_ERROR(SendTelemetry(now));
+        }
         TESSERA_RETURN_IF_ERROR(controller_->RunCycle());
         recorder_.EndCycle(now, controller_->CheckInvariants());
         TESSERA_RETURN_IF_ERROR(Exchange(now));  // the launches and stops
@@ -263,6 +302,11 @@ class ControllerRun {
           !tick_pending_ && options_.tick > 0) {
         Push(now + options_.tick, EventKind::kTick, Key{});
         tick_pending_ = true;
+      }
+      // Idle samples on the simulator's grid while a job runs (sim/sim_idle.h).
+      if (SimIdle::Enabled(options_.idle) && listener_.running() > 0 && !idle_sample_pending_) {
+        Push(IdleSampleAfter(now), EventKind::kIdleSample, Key{});
+        idle_sample_pending_ = true;
       }
       if (listener_.running() == 0 && arrivals_left_ == 0 && wakes_left_ == 0 && !Busy()) {
         break;  // nothing runs or will arrive: what still waits can never start
@@ -339,7 +383,7 @@ class ControllerRun {
     index_of_[id] = index;
     id_of_[index] = id;
     if (job.hold || !job.dependency.items.empty()) {
-      gated_.insert(id);  // the controller gates it at once (WatchGates)
+      gated_.insert(id);  // the controller gates it at once (JobGatesModule::Watch)
     }
     return Status::Ok();
   }
@@ -357,7 +401,7 @@ class ControllerRun {
         .status();
   }
 
-  // The jobs the controller keeps gated, as its UpdateGates decides before the cycle: a
+  // The jobs the controller keeps gated, as its gate pass decides before the cycle: a
   // watched job leaves once it is not held and its dependency is satisfied (for good:
   // neither comes back), for the ticks to count only the jobs that wait to be scheduled.
   void UpdateGated() {
@@ -366,7 +410,7 @@ class ControllerRun {
     }
   }
 
-  // Whether a gated job would be let go by the next cycle's UpdateGates.
+  // Whether a gated job would be let go by the next cycle's gate pass.
   bool AnyGateDue() const {
     return std::any_of(gated_.begin(), gated_.end(),
                        [this](uint64_t id) { return GatePasses(id); });
@@ -457,6 +501,33 @@ class ControllerRun {
     return Beat(agent, sample, now);
   }
 
+  // Every agent's heartbeat at `now` with a telemetry sample: each card as busy as the
+  // jobs of the live tasks on it state (sim/sim_idle.h, CardUtilisation).
+  Status SendTelemetry(Micros now) {
+    for (FakeAgent& agent : agents_) {
+      if (agent.lost) {
+        continue;
+      }
+      std::vector<double> busy(static_cast<size_t>(gpus_of_.at(agent.node)), 0.0);
+      for (const Key& key : agent.running) {
+        const TaskGpus& t = task_gpus_.at(key);
+        const int pct = UtilisationAt(jobs_[t.job].utilisation, now - t.start);
+        for (int g : t.gpus) {
+          busy.at(static_cast<size_t>(g)) +=
+              pct * static_cast<double>(std::min<int64_t>(t.milli, 1000)) / 1000.0;
+        }
+      }
+      std::vector<GpuTelemetry> sample(busy.size());
+      for (size_t g = 0; g < busy.size(); ++g) {
+        sample[g].index = static_cast<int>(g);
+        sample[g].uuid = "GPU-" + agent.node + "-" + std::to_string(g);
+        sample[g].util_pct = static_cast<int>(std::llround(std::min(100.0, busy[g])));
+      }
+      TESSERA_RETURN_IF_ERROR(Beat(agent, std::move(sample), now));
+    }
+    return Status::Ok();
+  }
+
   // Every agent's heartbeat at `now`: its reports, then what the controller sends back.
   Status Exchange(Micros now) {
     for (FakeAgent& agent : agents_) {
@@ -494,6 +565,7 @@ class ControllerRun {
       }
       agent.running.insert(key);
       task_node_[key] = agent.node;
+      task_gpus_[key] = TaskGpus{l.gpus, l.gpu_milli, index_of_.at(l.key.job), now};
       const SimJob& sim = jobs_[index_of_.at(l.key.job)];
       const Micros left = sim.duration - listener_.work_left_offset(l.key.job);
       Push(now + std::max<Micros>(left, 0), EventKind::kTaskExit, key);
@@ -536,6 +608,14 @@ class ControllerRun {
   std::set<uint64_t> gated_;             // ids of the jobs the controller keeps gated
   std::set<uint64_t> released_;          // ids of the held jobs released
   std::map<Key, std::string> task_node_;
+  // What each launched task holds, for its node's telemetry.
+  struct TaskGpus {
+    std::vector<int> gpus;
+    int64_t milli = 1000;  // per GPU
+    size_t job = 0;        // index
+    Micros start = 0;      // its attempt's start on the run's clock
+  };
+  std::map<Key, TaskGpus> task_gpus_;
   std::set<Key> launched_;
   std::set<Key> stopping_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
@@ -545,6 +625,7 @@ class ControllerRun {
   std::map<uint64_t, int> attempt_of_;  // job -> its latest attempt launched
   int64_t gpus_ = 0;
   bool tick_pending_ = false;
+  bool idle_sample_pending_ = false;
 };
 
 }  // namespace

@@ -257,7 +257,7 @@ Status Controller::AdmitBatch(const Principal& who, const std::vector<JobSubmiss
     if (!ResolveQueue(who, queue).ok()) {
       continue;  // refused with its path later
     }
-    std::shared_ptr<const JobGates::Array> a = j.array.empty() ? nullptr : ParsedArray(j.array);
+    std::shared_ptr<const JobGates::Array> a = j.array.empty() ? nullptr : gates_.ParsedArray(j.array);
     adding[queue] += a != nullptr ? a->indices.size() : 1;
   }
   return CheckPendingBound(adding);
@@ -276,13 +276,13 @@ StatusOr<std::vector<JobSubmission>> Controller::FlattenArrays(std::vector<JobSu
     std::shared_ptr<const JobGates::Array> array;
     {
       MutexLock lock(mu_);  // the parsed arrays' cache
-      array = ParsedArray(jobs[i].array);
+      array = gates_.ParsedArray(jobs[i].array);
     }
     if (array == nullptr) {
       return AtJob(i, InvalidArgumentError("array: '" + jobs[i].array +
                                            "' is not an array of indices"));
     }
-    for (JobSubmission& e : ExpandArray(jobs[i], *array)) {
+    for (JobSubmission& e : JobGatesModule::ExpandArray(jobs[i], *array)) {
       flat.push_back(std::move(e));
     }
     if (flat.size() > kMaxBatchJobs) {
@@ -557,7 +557,7 @@ void Controller::Acknowledge(LiveJob& j, Micros now) {
   core_.ObserveSubmission(rec.spec);
   // Enqueued now when the core is current, else by the rebuild before the next cycle.
   core_.lifecycle()->Submit(rec, now);
-  WatchGates(j);
+  ModulesOnJobAccepted(j, now);  // gated at once when a hold or dependency may keep it
   PublishView(j);
 }
 

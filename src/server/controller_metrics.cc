@@ -260,7 +260,6 @@ std::string Controller::Metrics() {
     auto it = tenant_seconds.find(t);
     w.Sample({{"tenant", t}}, it != tenant_seconds.end() ? it->second : 0.0);
   }
-  WriteValidationMetrics(w);
   ModulesWriteMetrics(now, w);
   return w.Take();
 }

@@ -28,6 +28,37 @@ class Controller::Step final : public ModuleStep {
       }
     }
   }
+  bool VisitJob(JobNumber id, const std::function<void(const JobFacts&)>& visit) const override {
+    c_.mu_.AssertHeld();
+    const LiveJob* job = c_.jobs_.Find(id);
+    if (job == nullptr) {
+      return false;
+    }
+    visit(c_.FactsOf(*job));
+    return true;
+  }
+  void SetDrain(const std::string& name, int gpu, std::optional<DrainInfo> drain) override {
+    c_.mu_.AssertHeld();
+    NodeInfo* node = c_.nodes_.Find(name);
+    if (node != nullptr && out_ != nullptr) {
+      c_.SetDrain(*node, gpu, std::move(drain), *out_);
+    }
+  }
+  void Signal(JobNumber id, int signal, Micros grace) override {
+    c_.mu_.AssertHeld();
+    const LiveJob* job = c_.jobs_.Find(id);
+    if (job == nullptr || out_ == nullptr) {
+      return;
+    }
+    for (size_t t = 0; t < job->tasks.size(); ++t) {
+      if (!c_.jobs_.TaskExited(*job, t)) {
+        out_->stops.emplace_back(
+            job->tasks[t].node,
+            TaskStop{TaskKey{job->row.id, static_cast<int>(t), job->row.attempts},
+                     (grace + 999) / 1000, signal});
+      }
+    }
+  }
   const NodeInfo* Node(const std::string& name) const override {
     c_.mu_.AssertHeld();
     auto it = c_.nodes_.all().find(name);
@@ -58,6 +89,114 @@ class Controller::Step final : public ModuleStep {
   }
   WriteBatch& batch() override { return out_->batch; }
 
+  // ---- jobs a module runs itself on whole nodes (ValidationRuns) ----
+  void ForEachNode(const std::function<void(const std::string& name, const NodeInfo&)>& visit)
+      const override {
+    c_.mu_.AssertHeld();
+    for (const auto& [name, node] : c_.nodes_.all()) {
+      visit(name, node);
+    }
+  }
+  bool HasQueue(const std::string& queue) const override {
+    c_.mu_.AssertHeld();
+    return c_.core_.tree().FindQueue(queue).ok();
+  }
+  bool CoreReady() const override {
+    c_.mu_.AssertHeld();
+    return c_.core_.state() != nullptr && !c_.core_.rebuild_pending();
+  }
+  bool NodeIdle(const std::string& node) const override {
+    c_.mu_.AssertHeld();
+    if (c_.core_.state() == nullptr) {
+      return false;
+    }
+    StatusOr<NodeId> id = c_.core_.state()->FindNode(node);
+    if (!id.ok()) {
+      return false;
+    }
+    const NodeLedger& n = c_.core_.state()->node(id.value());
+    return n.used_cpu().value() == 0 && n.used_memory().value() == 0 && !n.HasGpuAllocations();
+  }
+  StatusOr<JobNumber> StartNodeJob(const std::string& node, const NodeJob& request) override {
+    c_.mu_.AssertHeld();
+    return c_.StartNodeJob(node, request, now_, *out_);
+  }
+  RowOutcome Outcome(JobNumber id) const override {
+    c_.mu_.AssertHeld();
+    const LiveJob* job = c_.jobs_.Find(id);
+    return job != nullptr ? RowOutcome{job->row.exit_code, job->row.reason} : RowOutcome{};
+  }
+  void CancelPending(JobNumber id) override {
+    c_.mu_.AssertHeld();
+    LiveJob* job = c_.jobs_.Find(id);
+    if (job == nullptr || job->slot == JobTable::kArchived || out_ == nullptr ||
+        c_.jobs_.Rec(*job).phase != JobPhase::kPending) {
+      return;
+    }
+    c_.core_.lifecycle()->Finish(c_.jobs_.Rec(*job), JobEnd::kCancelled, now_);
+    out_->finished.push_back(job->id());
+    job->row.end_us = now_;
+    out_->dirty.insert(job->id());
+  }
+  void NodeHoldChanged(const std::string& name) override {
+    c_.mu_.AssertHeld();
+    const NodeInfo* node = c_.nodes_.Find(name);
+    if (node != nullptr && node->up && !c_.core_.rebuild_pending()) {
+      c_.ApplyDrains(*node);
+    }
+    c_.fit_stale_ = true;
+  }
+
+  // ---- pending jobs a module keeps back (JobGatesModule) ----
+  void ForEachJob(const std::function<void(const JobFacts&)>& visit) const override {
+    c_.mu_.AssertHeld();
+    for (const auto& [id, job] : c_.jobs_.all()) {
+      if (job.durable) {
+        visit(c_.FactsOf(job));
+      }
+    }
+  }
+  const std::string& Reason(JobNumber id) const override {
+    c_.mu_.AssertHeld();
+    static const std::string kNone;
+    const LiveJob* job = c_.jobs_.Find(id);
+    return job != nullptr ? job->row.reason : kNone;
+  }
+  void Gate(JobNumber id) override {
+    c_.mu_.AssertHeld();
+    if (LiveJob* job = c_.jobs_.Find(id); job != nullptr) {
+      c_.core_.lifecycle()->Gate(c_.jobs_.Rec(*job));  // ignored unless pending
+    }
+  }
+  void Ungate(JobNumber id) override {
+    c_.mu_.AssertHeld();
+    if (LiveJob* job = c_.jobs_.Find(id); job != nullptr) {
+      c_.core_.lifecycle()->Ungate(c_.jobs_.Rec(*job), now_);
+    }
+  }
+  bool Gated(JobNumber id) const override {
+    c_.mu_.AssertHeld();
+    const LiveJob* job = c_.jobs_.Find(id);
+    return job != nullptr && c_.core_.lifecycle()->Gated(c_.jobs_.Rec(*job).id);
+  }
+  bool FindOrLoad(JobNumber id, const std::function<void(const JobFacts&)>& visit) override {
+    c_.mu_.AssertHeld();
+    std::optional<LiveJob> archived;
+    const LiveJob* job = c_.FindOrLoad(id, &archived);  // may let go of mu_ while reading
+    if (job == nullptr) {
+      return false;
+    }
+    visit(c_.FactsOf(*job));
+    return true;
+  }
+  StatusOr<std::optional<JobRow>> LoadRow(JobNumber id) override {
+    c_.mu_.AssertHeld();
+    if (!c_.jobs_.MayExist(id)) {
+      return std::optional<JobRow>();
+    }
+    return c_.store_->LoadJob(id.value());
+  }
+
  private:
   Controller& c_;
   Micros now_;
@@ -72,6 +211,8 @@ JobFacts Controller::FactsOf(const LiveJob& job) const {
                   job.row.attempts,
                   jobs_.StateOf(job),
                   archived ? nullptr : &jobs_.Rec(job),
+                  job.submission,
+                  job.row.tenant == kValidationTenant,
                   job.tasks.size(),
                   [&job](size_t t) -> const std::string& { return job.tasks[t].node; }};
 }
@@ -80,6 +221,36 @@ void Controller::ModulesBeforeCycle(Micros now, Pending& out) {
   Step step(*this, now, &out);
   for (ControllerModule* m : modules_) {
     m->BeforeCycle(step);
+  }
+}
+
+void Controller::ModulesBeforeDecide(Micros now, Pending& out) {
+  Step step(*this, now, &out);
+  for (ControllerModule* m : modules_) {
+    m->BeforeDecide(step);
+  }
+}
+
+void Controller::ModulesOnJobAccepted(const LiveJob& job, Micros now) {
+  Step step(*this, now, nullptr);
+  const JobFacts facts = FactsOf(job);
+  for (ControllerModule* m : modules_) {
+    m->OnJobAccepted(facts, step);
+  }
+}
+
+void Controller::ModulesOnTelemetry(const NodeInfo& node, const std::vector<GpuTelemetry>& sample,
+                                    bool comparable, Micros now, Pending& out) {
+  Step step(*this, now, &out);
+  for (ControllerModule* m : modules_) {
+    m->OnTelemetry(node, sample, comparable, step);
+  }
+}
+
+void Controller::ModulesOnAttemptRunning(const LiveJob& job) const {
+  const JobFacts facts = FactsOf(job);
+  for (ControllerModule* m : modules_) {
+    m->OnAttemptRunning(facts);
   }
 }
 
@@ -101,6 +272,56 @@ void Controller::ModulesWriteMetrics(Micros now, MetricsWriter& w) {
   for (const ControllerModule* m : modules_) {
     m->WriteMetrics(step, w);
   }
+}
+
+// ---- job events and node membership (ETAs, node history) ----
+
+void Controller::ModulesOnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
+  for (ControllerModule* m : modules_) {
+    m->OnJobEvent(job, event, core_.tree());
+  }
+}
+
+void Controller::ModulesOnNodeJoined(const NodeInventory& inventory, Micros now, Pending& out) {
+  Step step(*this, now, &out);
+  for (ControllerModule* m : modules_) {
+    m->OnNodeJoined(inventory, step);
+  }
+}
+
+void Controller::ModulesOnNodeRemoved(const std::string& name, Micros now, Pending& out) {
+  Step step(*this, now, &out);
+  for (ControllerModule* m : modules_) {
+    m->OnNodeRemoved(name, step);
+  }
+}
+
+// Each module's Start in attach order, after the loop; Stop in reverse, before it.
+void Controller::ModulesStart() {
+  for (ControllerModule* m : modules_) {
+    m->Start();
+  }
+}
+
+void Controller::ModulesStop() {
+  for (auto it = modules_.rbegin(); it != modules_.rend(); ++it) {
+    (*it)->Stop();
+  }
+}
+
+// ---- module facades and node holds (ValidationRuns) ----
+
+std::unique_ptr<ModuleStep> Controller::LockedStep(Micros now, Pending* out) {
+  return std::make_unique<Step>(*this, now, out);
+}
+
+std::string Controller::ModulesNodeHold(const std::string& node) const {
+  for (const ControllerModule* m : modules_) {
+    if (std::string why = m->NodeHold(node); !why.empty()) {
+      return why;
+    }
+  }
+  return "";
 }
 
 }  // namespace tessera

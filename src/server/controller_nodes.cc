@@ -154,7 +154,7 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
     // What a down node still holds is requeued, as when a node is lost.
     NodeDown(node, "removed by the admin", now, out);
     out.batch.kv.emplace_back(kRemovedNodePrefix + name, nlohmann::json{{"at_us", now}}.dump());
-    RecordNodeLeave(name, now, out);
+    ModulesOnNodeRemoved(name, now, out);
     out.batch.kv.emplace_back(kDrainKeyPrefix + name, kNoDrains);
     for (TokenRow& t : extra.tokens) {
       out.batch.tokens.push_back(std::move(t));

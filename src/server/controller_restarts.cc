@@ -34,38 +34,6 @@ void Controller::NoteRestart(const LiveJob& job, const EndedAttempt& ended, nloh
   }
 }
 
-void Controller::HandleGpuFault(const NodeInfo& node, int gpu, const HealthFinding& finding,
-                                Micros now, Pending& out) {
-  const std::string& name = node.inventory.spec.name;
-  const std::string where = finding.reason + " on node " + name + " GPU " + std::to_string(gpu);
-  for (auto& [id, job] : jobs_.all()) {
-    const JobRecord& rec = jobs_.Rec(job);
-    if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
-      continue;
-    }
-    bool holds = false;
-    for (size_t t = 0; t < job.tasks.size() && t < rec.allocations.size(); ++t) {
-      if (job.tasks[t].node != name || jobs_.TaskExited(job, t)) {
-        continue;
-      }
-      for (const GpuGrant& g : rec.allocations[t].gpus) {
-        holds = holds || g.gpu == gpu;
-      }
-    }
-    if (!holds || rec.attempt.after != AttemptEnd::kNone) {
-      continue;  // its end is decided already (a cancel, a failure, a requeue under way)
-    }
-    ++counters_.gpu_faults[std::string(HealthKindName(finding.kind))];
-    std::cerr << "tessera server: job " << ToString(id) << " stops: GPU fault: " << where << "\n";
-    // Every task of the gang gets the preemption signal and the grace to checkpoint;
-    // the drain keeps the next attempt off this GPU.
-    StopJob(job,
-            StopRequest{AttemptEnd::kRequeue, RequeueCause::kGpuFault, options_.stop_grace,
-                        "requeued: gpu-fault: " + where},
-            now, out);
-  }
-}
-
 void Controller::RestoreRestarts(Micros now) {
   (void)now;
   for (auto& [id, job] : jobs_.all()) {
@@ -147,10 +115,6 @@ void WriteCountsBy(MetricsWriter& w, const char* label, std::initializer_list<co
 }  // namespace
 
 void Controller::WriteRestartMetrics(MetricsWriter& w) const {
-  w.Family("tessera_job_gpu_faults_total", MetricType::kCounter,
-           "Jobs stopped and requeued (or failed) because a GPU they held failed, by finding "
-           "kind (xid, ecc, lost), since the controller started.");
-  WriteCountsBy(w, "kind", {"lost", "xid", "ecc"}, counters_.gpu_faults);
   w.Family("tessera_job_restarts_total", MetricType::kCounter,
            "Restarts counted by jobs' restart policies, by cause (failure, node-lost, "
            "gpu-fault), since the controller started.");

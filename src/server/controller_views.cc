@@ -113,14 +113,6 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
       {"tasks", std::move(tasks)}};
   ModulesDescribeJob(job, out);
   RestartJson(job, out);
-  if (const uint64_t array = ArrayIdOf(job); array != 0) {
-    out["array_job"] = array;
-    out["array_index"] = job.submission.array_index;
-    out["array"] = job.submission.array;
-  }
-  if (!job.submission.dependency.empty()) {
-    out["dependency"] = job.submission.dependency;
-  }
   out["held"] = jobs_.StateOf(job) == JobState::kPending && IsHeldReason(row.reason);
   if (with_reason) {
     JobView view;
@@ -394,9 +386,9 @@ nlohmann::json Controller::NodesJson(const std::string& only, const Principal* v
     out.push_back({{"name", name},
                    {"labels", std::move(labels)},
                    {"state", node.up ? "up" : "down"},
-                   {"reason", node.reason.empty() ? validation_.HoldReason(name) : node.reason},
+                   {"reason", node.reason.empty() ? ModulesNodeHold(name) : node.reason},
                    {"schedulable",
-                    node.up && !node.drain.has_value() && !validation_.Holds(name)},
+                    node.up && !node.drain.has_value() && ModulesNodeHold(name).empty()},
                    {"drain", DrainJson(node.drain)},
                    {"address", node.address},
                    {"last_heartbeat", TimeOrNull(node.last_seen)},

@@ -1,10 +1,8 @@
-// The cluster's recorded history for what-if replays (sim/whatif.h): the node
-// inventory's changes, kept under "history/nodes/<name>/<time>", and GET
-// /v1/admin/history (jobs with their attempts, nodes, policy, queues), read from the
-// store so that archived jobs are included.
+// GET /v1/admin/history, the cluster's recorded history for what-if replays
+// (sim/whatif.h): jobs with their attempts, the node inventory's changes (recorded by
+// modules/node_history.h), policy and queues, read from the store so that archived jobs
+// are included.
 #include <algorithm>
-#include <cstdio>
-#include <iostream>
 #include <map>
 #include <string>
 #include <utility>
@@ -12,62 +10,6 @@
 #include "server/controller.h"
 
 namespace tessera {
-namespace {
-
-constexpr const char* kNodeHistoryPrefix = "history/nodes/";
-
-// Keys sort by node, then time: the time is zero-padded.
-std::string NodeHistoryKey(const std::string& name, Micros at) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "%020lld", static_cast<long long>(at));
-  return kNodeHistoryPrefix + name + "/" + buf;
-}
-
-}  // namespace
-
-Status Controller::LoadNodeHistory() {
-  TESSERA_ASSIGN_OR_RETURN(auto records, store_->ListKv(kNodeHistoryPrefix));
-  node_history_.clear();
-  for (const auto& [key, text] : records) {  // by node, then time: the last one stays
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
-      std::cerr << "tessera server: node history record " << key << " is malformed; ignored\n";
-      continue;
-    }
-    const std::string name = j["name"].get<std::string>();
-    if (j.value("event", "") == "leave" || !j.contains("inventory")) {
-      node_history_[name] = std::nullopt;
-      continue;
-    }
-    StatusOr<NodeInventory> inv = NodeInventoryFromJson(j["inventory"], *catalog_);
-    if (inv.ok()) {
-      node_history_[name] = std::move(inv->spec);
-    }
-  }
-  return Status::Ok();
-}
-
-void Controller::RecordNodeJoin(const NodeInventory& inventory, Micros now, Pending& out) {
-  const std::string& name = inventory.spec.name;
-  auto it = node_history_.find(name);
-  if (it != node_history_.end() && it->second && *it->second == inventory.spec) {
-    return;  // only changes are recorded
-  }
-  node_history_[name] = inventory.spec;
-  out.batch.kv.emplace_back(NodeHistoryKey(name, now),
-                            nlohmann::json{{"name", name},
-                                           {"at_us", now},
-                                           {"event", "join"},
-                                           {"inventory", ToJson(inventory, *catalog_)}}
-                                .dump());
-}
-
-void Controller::RecordNodeLeave(const std::string& name, Micros now, Pending& out) {
-  node_history_[name] = std::nullopt;
-  out.batch.kv.emplace_back(
-      NodeHistoryKey(name, now),
-      nlohmann::json{{"name", name}, {"at_us", now}, {"event", "leave"}}.dump());
-}
 
 StatusOr<nlohmann::json> Controller::History(Micros since, Micros until, uint64_t after,
                                              int64_t limit) {
@@ -94,16 +36,7 @@ StatusOr<nlohmann::json> Controller::History(Micros since, Micros until, uint64_
     page["queues_yaml"] = core_.queues_yaml();
   }
   // The store is thread-safe and holds every durable row, archived jobs included.
-  TESSERA_ASSIGN_OR_RETURN(auto records, store_->ListKv(kNodeHistoryPrefix));
-  nlohmann::json nodes = nlohmann::json::array();
-  for (const auto& [key, text] : records) {
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_object() && j.contains("at_us") && j["at_us"].is_number_integer() &&
-        j["at_us"].get<Micros>() < until) {
-      nodes.push_back(std::move(j));
-    }
-  }
-  page["nodes"] = std::move(nodes);
+  TESSERA_ASSIGN_OR_RETURN(page["nodes"], NodeHistory::Records(*store_, until));
 
   // One page read from the store (a row more tells whether another page follows), and
   // the usage of its jobs only: a page costs the page, not the history.

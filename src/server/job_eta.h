@@ -1,5 +1,5 @@
 // Job ETAs as the API shows them: the last start forecast (sim/start_forecast.h) of
-// every pending job, published by the controller's ETA refresh (controller_eta.cc)
+// every pending job, published by the controller's ETA module (modules/eta_module.h)
 // and read by PublishedJobs without the controller's lock.
 //
 // A pending job's view gets "eta" (RFC 3339, or null with "eta_note" saying why),

@@ -132,7 +132,7 @@ struct JobView {
   // `reason` and the time left; 0: none.
   Micros restart_at = 0;
   // Kept back by a hold, a dependency, a singleton or its array's throttle
-  // (job_gates.h): `reason` says which, and is the whole reason.
+  // (modules/job_gates_module.h): `reason` says which, and is the whole reason.
   bool gated = false;
   int tasks = 0;         // the gang's size (its logs are tasks 0..tasks-1)
   PendingDemand demand;  // when pending

@@ -1,5 +1,5 @@
 // PtySessions: the controller's side of tasks on a pseudo-terminal (`tessera run --pty`;
-// the terminal itself is the task shim's, agent/pty_relay.h): the secret each launch
+// the terminal itself is the task shim's, agent/launch/pty_relay.h): the secret each launch
 // carries, and where each task's terminal listens, as its agent reported.
 //
 // A job asks for a terminal with TESSERA_PTY=1 in its environment (the job file needs no

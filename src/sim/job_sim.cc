@@ -16,6 +16,7 @@
 #include "sched/job_scheduler.h"
 #include "sim/job_run_recorder.h"
 #include "sim/sim_gates.h"
+#include "sim/sim_idle.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
 
@@ -29,7 +30,8 @@ enum class EventKind : uint8_t {
   kArrival = 2,
   kRelease = 3,
   kLimit = 4,
-  kTick = 5,
+  kIdleSample = 5,
+  kTick = 6,
 };
 enum class ExitKind : uint8_t { kWorkDone, kFailure, kKill };
 
@@ -90,6 +92,7 @@ class Simulation {
   Status Init(const std::vector<SimJob>& jobs) {
     TESSERA_RETURN_IF_ERROR(ValidateSimGates(jobs));
     gates_.emplace(jobs);
+    idle_.emplace(options_.idle, jobs);
     const SchedulerPolicy& policy = options_.policy;
     TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<JobOrderPlugin> job_order,
                              MakeJobOrder(policy.job_order, policy.options));
@@ -164,6 +167,10 @@ class Simulation {
           options_.tick > 0) {
         Push(now + options_.tick, EventKind::kTick, 0, 0);
         tick_pending_ = true;
+      }
+      if (idle_->enabled() && running_ > 0 && !idle_sample_pending_) {
+        Push(IdleSampleAfter(now), EventKind::kIdleSample, 0, 0);
+        idle_sample_pending_ = true;
       }
       if (running_ == 0 && arrivals_left_ == 0 && restarts_held_ == 0 && cluster_left_ == 0) {
         // Nothing runs, nothing will arrive or be released, no restart waits out its
@@ -252,6 +259,13 @@ class Simulation {
                                      now),
                        now);
       }
+      case EventKind::kIdleSample:
+        idle_sample_pending_ = false;
+        for (const auto& [id, stop] :
+             idle_->Sample(jobs_, attempts_, tree_, now, options_.stop_grace)) {
+          Effects(id, machine_.Stop(jobs_[id], stop, now), now);
+        }
+        return true;  // a cycle runs at every sample, as the controller samples in one
       case EventKind::kTick:
         if (e.job == 0) {
           tick_pending_ = false;
@@ -462,6 +476,7 @@ class Simulation {
   std::vector<JobRecord> jobs_;
   std::vector<std::vector<SimFailure>> failures_;  // by job id
   std::optional<SimGates> gates_;                  // holds and dependencies (made by Init)
+  std::optional<SimIdle> idle_;                    // idle actions (made by Init)
   JobLifecycle lifecycle_;
   AttemptMachine machine_;
   JobRunRecorder recorder_;
@@ -475,6 +490,7 @@ class Simulation {
   int64_t cluster_left_ = 0;    // cluster events to come
   size_t finished_ = 0;
   bool tick_pending_ = false;
+  bool idle_sample_pending_ = false;
 };
 
 }  // namespace

@@ -12,8 +12,8 @@
 // Events of one instant apply in this order, then one cycle runs: task exits (work
 // done, failures, kills, in the order they were scheduled; kills with no grace made
 // while applying the instant join it), cluster events (SimClusterEvent), arrivals,
-// releases of held jobs, time limits, ticks (the periodic tick while jobs wait to be
-// scheduled, and one at the end of each restart's backoff). A cycle runs after an
+// releases of held jobs, time limits, idle samples (sim/sim_idle.h), ticks (the periodic
+// tick while jobs wait to be scheduled, and one at the end of each restart's backoff). A cycle runs after an
 // instant where anything applied; before it, holds and dependencies gate or ungate the
 // jobs that have them (sim/sim_gates.h). After every cycle the lifecycle's invariants
 // are checked and every breach counted. Deterministic
@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 #include "model/gpu_catalog.h"
+#include "model/idle_policy.h"
 #include "model/job.h"
 #include "model/node.h"
 #include "model/queue_tree.h"
@@ -53,6 +55,13 @@ struct SimFailure {
   int signal = 0;
 };
 
+// From `after` into each attempt (since its start) its GPUs are `pct` % busy (0..100),
+// until the next step (sim/sim_idle.h).
+struct SimUtilisation {
+  Micros after = 0;
+  int pct = 100;
+};
+
 struct SimJob {
   JobSpec spec;
   Micros duration = 0;  // true runtime when never interrupted
@@ -66,6 +75,8 @@ struct SimJob {
   // of the run by its index in the job list (JobRef::id; no array elements, no
   // singleton). Empty: none.
   DependencySpec dependency = {};
+  // How busy its GPUs are over each attempt, in ascending `after`; empty: 100 %.
+  std::vector<SimUtilisation> utilisation = {};
 };
 
 // Something happens to the cluster at `at`. kNodeLost: the node's tasks are lost (their
@@ -93,6 +104,8 @@ struct JobSimOptions {
   // stop_grace).
   Micros stop_grace = 30'000'000;
   std::vector<SimClusterEvent> cluster_events;
+  // Queues' idle policies by queue name (sim/sim_idle.h); none: no idle actions.
+  std::map<std::string, IdlePolicy> idle;
   bool record_usage = true;   // tenants' usage over time (for plots)
   bool record_events = false;  // the event log (for scenario tests)
   // Called now and then with the fraction of jobs finished.

@@ -1,6 +1,7 @@
 #include "sim/scenario.h"
 
 #include "api/job_codec.h"
+#include "api/queue_idle.h"
 #include "sim/scenario_parser.h"
 
 namespace tessera {
@@ -177,7 +178,7 @@ Status Parser::ReadJob(const YAML::Node& node, const std::string& path, const Qu
   }
   EmbeddedJobOptions fields;
   fields.path = path;
-  fields.extra_keys = {"submit", "duration", "repeat", "failures", "depends"};
+  fields.extra_keys = {"submit", "duration", "repeat", "failures", "depends", "utilisation"};
   fields.priority_class = [&tree](const std::string& name) { return tree.PriorityOf(name); };
   StatusOr<JobSubmission> submission = ReadEmbeddedJob(node, catalog_, fields);
   if (!submission.ok()) {
@@ -207,6 +208,8 @@ Status Parser::ReadJob(const YAML::Node& node, const std::string& path, const Qu
                      return ReadRepeat(v, p, &repeat, &every);
                    } else if (key == "failures") {
                      return ReadFailures(v, p, spec.tasks.size(), &job.failures);
+                   } else if (key == "utilisation") {
+                     return ReadUtilisation(v, p, &job.utilisation);
                    }
                    return Status::Ok();
                  }));
@@ -235,6 +238,40 @@ Status Parser::ReadJob(const YAML::Node& node, const std::string& path, const Qu
     out->push_back(std::move(copy));
   }
   return Status::Ok();
+}
+
+Status Parser::ReadUtilisation(const YAML::Node& node, const std::string& path,
+                               std::vector<SimUtilisation>* out) const {
+  auto pct = [&](const YAML::Node& v, const std::string& p) -> StatusOr<int> {
+    TESSERA_ASSIGN_OR_RETURN(int64_t x, NonNegative(v, p));
+    if (x > 100) {
+      return Error(p, v, "utilisation is a percentage 0..100");
+    }
+    return static_cast<int>(x);
+  };
+  if (node.IsScalar()) {  // the same all along
+    TESSERA_ASSIGN_OR_RETURN(int x, pct(node, path));
+    out->push_back(SimUtilisation{0, x});
+    return Status::Ok();
+  }
+  return ForEachEntry(node, path, [&](const YAML::Node& entry, const std::string& epath) -> Status {
+    SimUtilisation u;
+    TESSERA_RETURN_IF_ERROR(ForEachKey(
+        entry, epath, {"after", "pct"},
+        [&](const std::string& key, const YAML::Node& v, const std::string& p) -> Status {
+          if (key == "after") {
+            TESSERA_ASSIGN_OR_RETURN(u.after, Time(v, p));
+          } else {
+            TESSERA_ASSIGN_OR_RETURN(u.pct, pct(v, p));
+          }
+          return Status::Ok();
+        }));
+    if (!out->empty() && u.after <= out->back().after) {
+      return Error(epath, entry, "steps go in ascending `after`");
+    }
+    out->push_back(u);
+    return Status::Ok();
+  });
 }
 
 Status Parser::ReadFailures(const YAML::Node& node, const std::string& path, size_t tasks,
@@ -563,6 +600,12 @@ StatusOr<Scenario> Parser::Parse(const YAML::Node& root) {
       return InvalidArgumentError(file_ + ": queues: " + spec.status().message());
     }
     s.queues = std::move(*spec);
+    // Checked by ParseQueueTreeYaml with the rest of the configuration.
+    StatusOr<std::map<std::string, IdlePolicy>> idle = QueueIdlePolicies(YAML::Dump(*queues));
+    if (!idle.ok()) {
+      return InvalidArgumentError(file_ + ": queues: " + idle.status().message());
+    }
+    s.idle = std::move(*idle);
   } else {
     QueueNodeSpec q;
     q.name = "default";

@@ -88,6 +88,15 @@
 //                                      #   controller's gates (sim/sim_gates.h): a start
 //                                      #   within a cycle lets an `after` dependent go at
 //                                      #   the next cycle (the tick, if nothing sooner)
+//       utilisation: [{after: 0, pct: 90}, {after: 600, pct: 2}]   # how busy its GPUs
+//                                      #   are from `after` into each attempt (a number:
+//                                      #   all along; default 100). With a queue's idle
+//                                      #   policy (queues: ... idle: {below: 5%, for:
+//                                      #   10m, action: requeue | cancel}) the job is
+//                                      #   sampled every 10 s of the clock and the
+//                                      #   action taken as the controller takes it
+//                                      #   (sim/sim_idle.h); it writes no output, so an
+//                                      #   idle job is hung as well
 //   events:                            # the cluster, over time
 //     - {at: 100, node_lost: n-1}      # its tasks are lost (their jobs requeue for
 //                                      #   node-lost), then the node leaves for good
@@ -189,6 +198,7 @@ struct Scenario {
   QueueTreeSpec queues;
   std::vector<SimJob> jobs;
   std::vector<SimClusterEvent> events;
+  std::map<std::string, IdlePolicy> idle;  // the queues' idle policies (api/queue_idle.h)
   std::vector<ScenarioCheck> checks;
 
   // The distinct policies the checks run under, the scenario's own first.

@@ -85,6 +85,9 @@ class Parser : private YamlReader {
   StatusOr<DependencySpec> ReadDepends(const YAML::Node& node, const std::string& path,
                                        const std::vector<SimJob>& jobs, size_t self) const;
   // failures: [{attempt, after, task, exit_code | signal}] of a job with `tasks` tasks.
+  // utilisation: PCT | [{after: T, pct: PCT}, ...] (ascending after).
+  Status ReadUtilisation(const YAML::Node& node, const std::string& path,
+                         std::vector<SimUtilisation>* out) const;
   Status ReadFailures(const YAML::Node& node, const std::string& path, size_t tasks,
                       std::vector<SimFailure>* out) const;
   // events: [{at, node_lost: NODE} | {at, gpu_fault: {node, gpu, xid}} | {at, release:

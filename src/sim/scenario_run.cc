@@ -407,6 +407,7 @@ StatusOr<ScenarioResult> RunScenario(const Scenario& scenario, const GpuCatalog&
     options.tick = o.tick.value_or(options.tick);
     options.stop_grace = o.stop_grace.value_or(options.stop_grace);
     options.cluster_events = scenario.events;
+    options.idle = scenario.idle;
     options.record_usage = false;
     options.record_events = true;
     StatusOr<JobSimResult> sim =

@@ -1,5 +1,5 @@
 // Holds and dependencies in the job simulator, gated as the live controller gates them
-// (server/controller_gates.cc, UpdateGates): a job submitted held (SimJob::hold) or with
+// (server/modules/job_gates_module.h, its pass): a job submitted held (SimJob::hold) or with
 // a dependency (SimJob::dependency) is gated in the core (JobLifecycle::Gate) from its
 // arrival, so it cannot start in the cycle of its own arrival; before every cycle each
 // such job still pending is gated again while it is held or its dependency is not

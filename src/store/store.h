@@ -54,7 +54,7 @@ struct UsageRow {
   std::string tenant, queue;
   int64_t start_us = 0, end_us = 0;
   int64_t gpu_milli = 0;
-  // What it used of them: gpu_milli x its GPUs' mean utilisation (server/modules/idle_watch.h);
+  // What it used of them: gpu_milli x its GPUs' mean utilisation (sched/idle_watch.h);
   // -1: not measured (no telemetry, or a row from before schema version 3).
   int64_t used_gpu_milli = -1;
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,7 +21,10 @@ class FakeModuleStep final : public ModuleStep {
     int attempt = 1;
     JobState state = JobState::kRunning;
     JobRecord record;
+    JobSubmission submission;
+    bool internal = false;
     std::vector<std::string> task_nodes;
+    std::string reason;  // the row's (Reason)
   };
   Micros now_us = 0;
   std::string yaml;
@@ -35,12 +39,24 @@ class FakeModuleStep final : public ModuleStep {
   };
   std::vector<StopAsked> stops;
   std::vector<JobNumber> republished;
+  struct SignalSent {
+    JobNumber job;
+    int signal;
+    Micros grace;
+  };
+  std::vector<SignalSent> signals;
+  struct DrainSet {
+    std::string node;
+    int gpu;
+    std::optional<DrainInfo> drain;
+  };
+  std::vector<DrainSet> drains;
   WriteBatch written;
 
   JobFacts FactsOf(uint64_t id) const {
     const Job& j = jobs.at(id);
     return JobFacts{JobNumber(id), j.tenant, j.queue, j.attempt, j.state, &j.record,
-                    j.task_nodes.size(),
+                    j.submission, j.internal, j.task_nodes.size(),
                     [&j](size_t t) -> const std::string& { return j.task_nodes[t]; }};
   }
 
@@ -53,6 +69,26 @@ class FakeModuleStep final : public ModuleStep {
       }
     }
   }
+  bool VisitJob(JobNumber job, const std::function<void(const JobFacts&)>& visit) const override {
+    if (jobs.count(job.value()) == 0) {
+      return false;
+    }
+    visit(FactsOf(job.value()));
+    return true;
+  }
+  void SetDrain(const std::string& node, int gpu, std::optional<DrainInfo> drain) override {
+    drains.push_back({node, gpu, drain});
+    if (auto it = nodes.find(node); it != nodes.end() && gpu >= 0) {
+      if (drain) {
+        it->second.gpu_drains[gpu] = *drain;
+      } else {
+        it->second.gpu_drains.erase(gpu);
+      }
+    }
+  }
+  void Signal(JobNumber job, int signal, Micros signal_grace) override {
+    signals.push_back({job, signal, signal_grace});
+  }
   const NodeInfo* Node(const std::string& name) const override {
     auto it = nodes.find(name);
     return it != nodes.end() ? &it->second : nullptr;
@@ -64,6 +100,120 @@ class FakeModuleStep final : public ModuleStep {
   }
   void Republish(JobNumber job) override { republished.push_back(job); }
   WriteBatch& batch() override { return written; }
+
+  // ---- jobs a module runs itself on whole nodes (ValidationRuns) ----
+  // A job started by StartNodeJob joins `jobs` (running on its node, internal); the
+  // test ends it by setting its state, record.phase and `outcomes`.
+  std::set<std::string> queues = {"q"};
+  bool core_ready = true;
+  std::set<std::string> busy_nodes;  // nodes with work allocated (not idle)
+  Status refuse_node_jobs = Status::Ok();
+  uint64_t next_job = 1000;
+  struct NodeJobStarted {
+    JobNumber job;
+    std::string node;
+    NodeJob request;
+  };
+  std::vector<NodeJobStarted> node_jobs;
+  std::map<uint64_t, RowOutcome> outcomes;
+  std::vector<JobNumber> cancelled_pending;
+  std::vector<std::string> hold_changes;
+
+  void ForEachNode(const std::function<void(const std::string& name, const NodeInfo&)>& visit)
+      const override {
+    for (const auto& [name, n] : nodes) {
+      visit(name, n);
+    }
+  }
+  bool HasQueue(const std::string& queue) const override { return queues.count(queue) > 0; }
+  bool CoreReady() const override { return core_ready; }
+  bool NodeIdle(const std::string& node) const override {
+    return nodes.count(node) > 0 && busy_nodes.count(node) == 0;
+  }
+  StatusOr<JobNumber> StartNodeJob(const std::string& node, const NodeJob& request) override {
+    if (!refuse_node_jobs.ok()) {
+      return refuse_node_jobs;
+    }
+    const JobNumber id(next_job++);
+    Job& j = jobs[id.value()];
+    j.tenant = request.tenant;
+    j.queue = request.queue;
+    j.internal = true;
+    j.record.phase = JobPhase::kRunning;
+    j.record.run_start = now_us;
+    j.task_nodes = {node};
+    node_jobs.push_back({id, node, request});
+    return id;
+  }
+  RowOutcome Outcome(JobNumber job) const override {
+    auto it = outcomes.find(job.value());
+    return it != outcomes.end() ? it->second : RowOutcome{};
+  }
+  void CancelPending(JobNumber job) override {
+    auto it = jobs.find(job.value());
+    if (it != jobs.end() && it->second.record.phase == JobPhase::kPending) {
+      it->second.record.phase = JobPhase::kFinished;
+      it->second.state = JobState::kCancelled;
+      cancelled_pending.push_back(job);
+    }
+  }
+  void NodeHoldChanged(const std::string& node) override { hold_changes.push_back(node); }
+
+  // ---- pending jobs a module keeps back (JobGatesModule) ----
+  // `gated`: the pending jobs Gate keeps back (Ungate lets go). Jobs in `archived` are
+  // found only by FindOrLoad and LoadRow, as if read back from the store (`loads`
+  // counts the reads; `load_error` fails LoadRow).
+  std::set<uint64_t> gated;
+  std::map<uint64_t, Job> archived;
+  int loads = 0;
+  Status load_error = Status::Ok();
+
+  void ForEachJob(const std::function<void(const JobFacts&)>& visit) const override {
+    for (const auto& [id, j] : jobs) {
+      visit(FactsOf(id));
+    }
+  }
+  const std::string& Reason(JobNumber job) const override {
+    static const std::string kNone;
+    auto it = jobs.find(job.value());
+    return it != jobs.end() ? it->second.reason : kNone;
+  }
+  void Gate(JobNumber job) override {
+    if (auto it = jobs.find(job.value()); it != jobs.end() && it->second.state == JobState::kPending) {
+      gated.insert(job.value());
+    }
+  }
+  void Ungate(JobNumber job) override { gated.erase(job.value()); }
+  bool Gated(JobNumber job) const override { return gated.count(job.value()) != 0; }
+  bool FindOrLoad(JobNumber job, const std::function<void(const JobFacts&)>& visit) override {
+    if (VisitJob(job, visit)) {
+      return true;
+    }
+    auto it = archived.find(job.value());
+    ++loads;
+    if (it == archived.end()) {
+      return false;
+    }
+    const Job& j = it->second;
+    visit(JobFacts{job, j.tenant, j.queue, j.attempt, j.state, nullptr, j.submission, j.internal,
+                   0, [&j](size_t t) -> const std::string& { return j.task_nodes[t]; }});
+    return true;
+  }
+  StatusOr<std::optional<JobRow>> LoadRow(JobNumber job) override {
+    ++loads;
+    if (!load_error.ok()) {
+      return load_error;
+    }
+    auto it = archived.find(job.value());
+    if (it == archived.end()) {
+      return std::optional<JobRow>();
+    }
+    JobRow row;
+    row.id = job.value();
+    row.state = std::string(JobStateName(it->second.state));
+    row.attempts = it->second.attempt;
+    return std::optional<JobRow>(std::move(row));
+  }
 };
 
 }  // namespace tessera

@@ -1,4 +1,4 @@
-#include "server/gpu_health.h"
+#include "server/modules/gpu_health.h"
 
 #include <array>
 #include <utility>

@@ -18,13 +18,6 @@ nlohmann::json Pct(double v) {
   return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(std::round(v * 10) / 10);
 }
 
-std::string FlagText(const IdlePolicy& p, bool hung) {
-  const std::string window = FormatDuration(p.window);
-  return hung ? "hung: GPU utilisation below " + std::to_string(p.below_pct) +
-                    "% and no output for " + window
-              : "idle: GPU utilisation below " + std::to_string(p.below_pct) + "% for " + window;
-}
-
 double GpuSeconds(int64_t milli, Micros from, Micros to) {
   return static_cast<double>(milli) / 1000.0 * static_cast<double>(to - from) / 1e6;
 }
@@ -83,12 +76,7 @@ std::optional<double> IdleModule::UtilisationNow(const ModuleStep& step, const J
       const GpuTelemetry& s = telemetry[static_cast<size_t>(g.gpu)];
       const double milli = static_cast<double>(g.milli.value());
       const double card = s.lost ? 0.0 : static_cast<double>(s.util_pct);
-      // A share: the card's busy time capped at the share, as a fraction of the share.
-      const double share_pct = milli / 10.0;
-      const double util = milli >= 1000 || share_pct <= 0
-                              ? card
-                              : std::min(card, share_pct) / share_pct * 100.0;
-      used += milli * util;
+      used += milli * GrantUtilisation(g.milli.value(), card);
       held += milli;
     }
   }
@@ -103,7 +91,7 @@ void IdleModule::BeforeCycle(ModuleStep& step) {
   if (now < next_check_) {
     return;
   }
-  next_check_ = now + kIdleSampleInterval;
+  next_check_ = IdleSampleAfter(now);  // on the grid the simulator samples on too
   RefreshPolicies(step.queues_yaml());
   std::set<uint64_t> running;
   step.ForEachRunningJob([&](const JobFacts& job) {
@@ -116,30 +104,17 @@ void IdleModule::BeforeCycle(ModuleStep& step) {
       return;
     }
     const IdlePolicy& policy = PolicyOf(job.queue);
-    const IdleWatch::Change change = watch_.Observe(job.id.value(), job.attempt,
-                                                    job.record->run_start, now, *util, policy);
-    JobWatch& w = *watch_.Find(job.id.value());
-    if (change == IdleWatch::Change::kCleared) {
+    const IdleWatch::Verdict v = watch_.Sample(job.id.value(), job.attempt, job.record->run_start,
+                                               now, *util, policy, step.stop_grace());
+    if (v.change == IdleWatch::Change::kCleared) {
       std::cerr << "tessera server: job " << ToString(job.id) << " is no longer idle\n";
-    } else if (change == IdleWatch::Change::kIdle || change == IdleWatch::Change::kHung) {
-      const std::string text = FlagText(policy, w.hung);
+    } else if (!v.text.empty()) {
       std::cerr << "tessera server: job " << ToString(job.id) << " (queue " << job.queue
-                << ") flagged " << text << "; action " << IdleActionName(policy.action) << "\n";
-      if (policy.action != IdleAction::kNotify && !w.acted) {
-        w.acted = true;
-        if (policy.action == IdleAction::kRequeue) {
-          // As a preemption: the tasks get the signal and may checkpoint, then it waits again.
-          step.Stop(job.id,
-                    StopRequest{AttemptEnd::kRequeue, RequeueCause::kIdle, step.stop_grace(),
-                                "requeued: " + text},
-                    "");
-        } else {
-          step.Stop(job.id,
-                    StopRequest{AttemptEnd::kCancel, RequeueCause::kPreempted, step.stop_grace(), ""},
-                    text);
-        }
-        return;  // the stop republishes its view
-      }
+                << ") flagged " << v.text << "; action " << IdleActionName(policy.action) << "\n";
+    }
+    if (v.stop) {
+      step.Stop(job.id, *v.stop, v.reason);
+      return;  // the stop republishes its view
     }
     step.Republish(job.id);  // the window's figures change at every sample
   });

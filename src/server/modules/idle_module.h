@@ -1,10 +1,10 @@
 // IdleModule: idle and hung jobs, and how much of their GPUs jobs use.
 //
-// Owns: the IdleWatch of every running job (modules/idle_watch.h), each queue's idle
-// policy read from the queue configuration (api/queue_idle.h), and each tenant's
-// utilisation-weighted GPU-seconds.
+// Owns: the IdleWatch of every running job (sched/idle_watch.h, whose verdicts the
+// simulator shares), each queue's idle policy read from the queue configuration
+// (api/queue_idle.h), and each tenant's utilisation-weighted GPU-seconds.
 // Hooks: Load (the tenants' used GPU-seconds from the stored usage), BeforeCycle
-// (every kIdleSampleInterval: samples, flags and the queue's action), OnOutput (output
+// (at each instant of the sample grid, IdleSampleAfter: samples, flags and the queue's action), OnOutput (output
 // silence marks a hang), OnUsage (what an interval used), DescribeJob, DescribeQueue,
 // WriteMetrics.
 // Invariants: a job's sample is the grant-weighted mean over its GPUs from its nodes'
@@ -21,7 +21,7 @@
 
 #include "api/queue_idle.h"
 #include "server/modules/controller_module.h"
-#include "server/modules/idle_watch.h"
+#include "sched/idle_watch.h"
 
 namespace tessera {
 

@@ -1,14 +1,15 @@
 // What keeps pending jobs back beyond resources: a user's hold, a dependency, an
-// array's throttle (`%N`), a singleton (api/job_relations.h). The controller keeps this
-// beside its job table and gates such jobs in the core (JobLifecycle::Gate) until they
-// may run; the reason a gated job waits is its pending reason.
+// array's throttle (`%N`), a singleton (api/job_relations.h). The JobGatesModule
+// (modules/job_gates_module.h) keeps this state and gates such jobs in the core
+// (ModuleStep::Gate) until they may run; the reason a gated job waits is its pending
+// reason.
 //
 // Invariants: `watched` holds every unfinished job that has a hold, a dependency, a
 // singleton or belongs to a throttled array (found lazily finished and dropped);
 // `reasons` holds exactly the watched jobs gated now; `referenced` counts, per job,
 // the watched jobs whose dependencies name it, and `outcomes` keeps the outcome of
 // referenced jobs that left memory (archived).
-// Thread safety: none; guarded by the controller's core lock.
+// Thread safety: none; the module runs under the controller's core lock.
 #pragma once
 
 #include <cstdint>

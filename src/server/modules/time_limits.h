@@ -1,22 +1,22 @@
-// TimeLimits: the controller's runtime-limit feature as a module of its own. It owns the
-// deadlines of running attempts: a job's runtime limit (`runtime_limit`, sbatch's
-// --time) and the signal it asks for ahead of it (`signal: {name, before}`, sbatch's
-// --signal), both measured from the attempt's start.
+// TimeLimits: runtime limits as a controller module (modules/controller_module.h). It
+// owns the deadlines of running attempts: a job's runtime limit (`runtime_limit`,
+// sbatch's --time) and the signal it asks for ahead of it (`signal: {name, before}`,
+// sbatch's --signal), both measured from the attempt's start.
 //
-// Hooks it uses: on start (Watch, when an attempt starts or is found running after a
-// restart) and before a cycle (Due: what falls due now). The controller acts on what
-// Due returns: a limit stops the attempt with the stop grace and fails it ("time
-// limit", through the attempt machine); a signal goes to the attempt's tasks as a stop
-// whose grace runs to the limit and then the stop grace, so that a task that saves its
-// work and exits ends on its own terms, and one that does not is killed where the limit
-// alone would have killed it.
+// Hooks: OnAttemptRunning (Watch: an attempt started, or was found running after a
+// restart; the controller's own check jobs time out by their own rules and are not
+// watched) and BeforeCycle (what falls due now, acted on through the step). A limit
+// asks the attempt machine to stop the attempt with the stop grace and fail it ("time
+// limit"); a signal goes to the attempt's tasks as a stop whose grace runs to the limit
+// and then the stop grace, so that a task that saves its work and exits ends on its own
+// terms, and one that does not is killed where the limit alone would have killed it.
 //
 // Invariants: each watched attempt's signal is due at most once and not after its
 // limit; the earliest deadline is found without a walk over the jobs (a heap). An entry
-// of an attempt that ended early stays until its time and is returned then: the
-// controller acts only on an attempt that still runs.
-// Pure: time comes in as arguments. Thread safety: none; guarded by the controller's
-// core lock.
+// of an attempt that ended early stays until its time and is returned then: only an
+// attempt that still runs is acted on.
+// Watch/TakeDue are pure: time comes in as arguments. Thread safety: none; the
+// controller calls it with its core lock held.
 #pragma once
 
 #include <cstdint>
@@ -26,10 +26,11 @@
 
 #include "base/clock.h"
 #include "server/job_number.h"
+#include "server/modules/controller_module.h"
 
 namespace tessera {
 
-class TimeLimits {
+class TimeLimits final : public ControllerModule {
  public:
   struct Attempt {
     JobNumber job;
@@ -57,6 +58,10 @@ class TimeLimits {
   // The earliest deadline watched; 0: none.
   Micros next() const { return heap_.empty() ? 0 : heap_.top().at; }
   size_t watched() const { return heap_.size(); }
+
+  // The hooks.
+  void OnAttemptRunning(const JobFacts& job) override;
+  void BeforeCycle(ModuleStep& step) override;
 
  private:
   struct Entry {

@@ -1,8 +1,10 @@
-#include "server/time_limits.h"
+#include "server/modules/time_limits.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
+
+#include "server/modules/fake_module_step.h"
 
 namespace tessera {
 namespace {
@@ -95,6 +97,68 @@ TEST(TimeLimitsTest, DeadlinesOfManyAttemptsComeEarliestFirstAndTiesInWatchOrder
   EXPECT_EQ(due[2].job, JobNumber(2));
   EXPECT_EQ(due[2].attempt, 2);
   EXPECT_EQ(limits.next(), 300 * kSec);
+}
+
+// The module's hooks through a fake step: what it watches and what it asks of the core.
+class TimeLimitsModuleTest : public ::testing::Test {
+ protected:
+  // A running job `id` started at 100 s with `limit`, signal 10 sent `before` it.
+  FakeModuleStep::Job& Running(uint64_t id, Micros limit, Micros before = 0) {
+    FakeModuleStep::Job& j = step_.jobs[id];
+    j.record.phase = JobPhase::kRunning;
+    j.record.run_start = 100 * kSec;
+    j.record.spec.runtime_limit = limit;
+    j.submission.limit_signal = before > 0 ? 10 : 0;
+    j.submission.limit_signal_before = before;
+    j.task_nodes = {"n1"};
+    return j;
+  }
+  void At(Micros t) {
+    step_.now_us = t;
+    limits_.BeforeCycle(step_);
+  }
+  FakeModuleStep step_;
+  TimeLimits limits_;
+};
+
+TEST_F(TimeLimitsModuleTest, ALimitFailsTheAttemptThroughTheMachineWithTheStopGrace) {
+  Running(1, 60 * kSec);
+  limits_.OnAttemptRunning(step_.FactsOf(1));
+  At(159 * kSec);
+  EXPECT_TRUE(step_.stops.empty());
+  At(160 * kSec);
+  ASSERT_EQ(step_.stops.size(), 1u);
+  EXPECT_EQ(step_.stops[0].job, JobNumber(1));
+  EXPECT_EQ(step_.stops[0].request.after, AttemptEnd::kFail);
+  EXPECT_EQ(step_.stops[0].request.grace, step_.grace);
+  EXPECT_EQ(step_.stops[0].reason, "failed: time limit of 1m reached");
+  At(500 * kSec);
+  EXPECT_EQ(step_.stops.size(), 1u) << "due once";
+}
+
+TEST_F(TimeLimitsModuleTest, TheSignalAheadOfTheLimitGetsAGraceRunningToTheLimitThenTheStopGrace) {
+  Running(1, 60 * kSec, 15 * kSec);
+  limits_.OnAttemptRunning(step_.FactsOf(1));
+  At(146 * kSec);
+  ASSERT_EQ(step_.signals.size(), 1u);
+  EXPECT_EQ(step_.signals[0].signal, 10);
+  EXPECT_EQ(step_.signals[0].grace, 14 * kSec + step_.grace);
+  EXPECT_TRUE(step_.stops.empty());
+}
+
+TEST_F(TimeLimitsModuleTest, AnEndedOrNewerAttemptAndTheControllersOwnChecksAreLeftAlone) {
+  Running(1, 60 * kSec);
+  limits_.OnAttemptRunning(step_.FactsOf(1));
+  step_.jobs[1].attempt = 2;  // the watched attempt was requeued and runs again
+  FakeModuleStep::Job& stopping = Running(2, 60 * kSec);
+  limits_.OnAttemptRunning(step_.FactsOf(2));
+  stopping.state = JobState::kStopping;
+  Running(3, 60 * kSec).internal = true;
+  limits_.OnAttemptRunning(step_.FactsOf(3));
+  EXPECT_EQ(limits_.watched(), 2u) << "a validation check times out by its own rules";
+  At(1'000 * kSec);
+  EXPECT_TRUE(step_.stops.empty());
+  EXPECT_TRUE(step_.signals.empty());
 }
 
 }  // namespace

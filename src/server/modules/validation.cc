@@ -1,4 +1,4 @@
-#include "server/validation.h"
+#include "server/modules/validation.h"
 
 #include <algorithm>
 #include <array>

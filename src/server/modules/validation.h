@@ -4,8 +4,8 @@
 //
 // This header is the pure part, with no controller state: definitions and their JSON,
 // node selection, when a node is due, the results a check prints, and the baseline and
-// regression maths. The controller's part (holding nodes, starting the check job,
-// reading its output, draining) is controller_validation.cc.
+// regression maths. The module's part (holding nodes, starting the check job, judging
+// its output, draining) is modules/validation_runs.h.
 //
 // Results: a check prints JSON lines on stdout, {"gpu":0,"metric":"matmul_tflops",
 // "value":312.4}; other lines are ignored. A GPU's baseline for a metric is the median of
@@ -114,7 +114,7 @@ struct ValidationSlot {
   bool timed_out = false;    // the controller stopped the job at its timeout
 };
 
-// The controller's validation state (guarded by the controller's core lock).
+// What ValidationRuns knows (modules/validation_runs.h; it holds it under the core lock).
 struct ValidationBook {
   static constexpr size_t kRunsKept = 50;  // per check and node, in memory
   std::map<std::string, ValidationCheck> checks;

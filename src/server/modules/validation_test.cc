@@ -1,6 +1,6 @@
 // The pure part of validation runs: definitions, node selection, due times, the result
 // lines a check prints, and the baseline and regression maths.
-#include "server/validation.h"
+#include "server/modules/validation.h"
 
 #include <gtest/gtest.h>
 
