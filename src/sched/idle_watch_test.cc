@@ -160,5 +160,74 @@ TEST(IdleWatchTest, RetainForgetsJobsNeverSampledToo) {
   EXPECT_EQ(watch.Find(8)->last_output, kStart);
 }
 
+// The verdict both drivers act on: the queue's action once per flag, as a stop request.
+TEST(IdleWatchTest, SampleAsksForTheQueuesActionOncePerFlag) {
+  IdleWatch watch;
+  const IdlePolicy requeue{10, 10 * kMin, IdleAction::kRequeue};
+  IdleWatch::Verdict v;
+  int stops = 0;
+  for (Micros t = kStart; t <= kStart + 30 * kMin; t += 10 * kS) {
+    v = watch.Sample(7, 1, kStart, t, 2, requeue, 30 * kS);
+    if (v.stop) {
+      ++stops;
+      EXPECT_EQ(t, kStart + 10 * kMin) << "at the end of the first full window";
+      EXPECT_EQ(v.stop->after, AttemptEnd::kRequeue);
+      EXPECT_EQ(v.stop->cause, RequeueCause::kIdle);
+      EXPECT_EQ(v.stop->grace, 30 * kS);
+      EXPECT_EQ(v.stop->reason, "requeued: hung: GPU utilisation below 10% and no output for 10m");
+      EXPECT_TRUE(v.reason.empty());
+    }
+  }
+  EXPECT_EQ(stops, 1);
+  // Busy again: cleared, then a new flag acts again.
+  bool cleared = false;
+  for (Micros t = kStart + 30 * kMin + 10 * kS; t <= kStart + 31 * kMin && !cleared; t += 10 * kS) {
+    v = watch.Sample(7, 1, kStart, t, 90, requeue, 30 * kS);
+    cleared = v.change == IdleWatch::Change::kCleared;
+    EXPECT_FALSE(v.stop.has_value());
+  }
+  EXPECT_TRUE(cleared);
+  for (Micros t = kStart + 32 * kMin; t <= kStart + 50 * kMin && !v.stop; t += 10 * kS) {
+    v = watch.Sample(7, 1, kStart, t, 2, requeue, 30 * kS);
+  }
+  EXPECT_TRUE(v.stop.has_value());
+}
+
+TEST(IdleWatchTest, ACancelCarriesTheFlagAsTheJobsReasonAndNotifyAsksNothing) {
+  IdleWatch watch;
+  watch.Output(8, kStart + 9 * kMin);  // output within the window: idle, not hung
+  IdleWatch::Verdict v;
+  for (Micros t = kStart; t <= kStart + 10 * kMin; t += 10 * kS) {
+    v = watch.Sample(8, 1, kStart, t, 0, IdlePolicy{5, 10 * kMin, IdleAction::kCancel}, kS);
+  }
+  ASSERT_TRUE(v.stop.has_value());
+  EXPECT_EQ(v.stop->after, AttemptEnd::kCancel);
+  EXPECT_EQ(v.reason, "idle: GPU utilisation below 5% for 10m");
+  // Its output stops: the flag turns to hung, which asks for nothing more.
+  bool hung = false;
+  for (Micros t = kStart + 10 * kMin + 10 * kS; t <= kStart + 30 * kMin; t += 10 * kS) {
+    v = watch.Sample(8, 1, kStart, t, 0, IdlePolicy{5, 10 * kMin, IdleAction::kCancel}, kS);
+    hung = hung || v.change == IdleWatch::Change::kHung;
+    EXPECT_FALSE(v.stop.has_value()) << "one action per flag";
+  }
+  EXPECT_TRUE(hung);
+  IdleWatch quiet;
+  for (Micros t = kStart; t <= kStart + 60 * kMin; t += 10 * kS) {
+    v = quiet.Sample(9, 1, kStart, t, 0, IdlePolicy{5, 10 * kMin, IdleAction::kNotify}, kS);
+    EXPECT_FALSE(v.stop.has_value());
+  }
+  EXPECT_GT(quiet.Find(9)->idle_since, 0) << "flagged all the same";
+}
+
+TEST(IdleWatchTest, SamplesFallOnTheClocksGridAndSharesAreJudgedAgainstTheirShare) {
+  EXPECT_EQ(IdleSampleAfter(0), kIdleSampleInterval);
+  EXPECT_EQ(IdleSampleAfter(kIdleSampleInterval - 1), kIdleSampleInterval);
+  EXPECT_EQ(IdleSampleAfter(kIdleSampleInterval), 2 * kIdleSampleInterval);
+  EXPECT_DOUBLE_EQ(GrantUtilisation(1000, 40), 40);
+  EXPECT_DOUBLE_EQ(GrantUtilisation(250, 25), 100);  // a quarter share fully used
+  EXPECT_DOUBLE_EQ(GrantUtilisation(250, 80), 100);  // capped at the share
+  EXPECT_DOUBLE_EQ(GrantUtilisation(500, 10), 20);
+}
+
 }  // namespace
 }  // namespace tessera
