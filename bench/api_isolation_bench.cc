@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "server/server.h"
+#include "server/http/server.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The FGD `default` pod list through the live controller (server/fgd_controller_replay.h)
+// The FGD `default` pod list through the live controller (server/scenarios/fgd_controller_replay.h)
 // against the placement experiment (`tessera sim fgd`), per seed: unallocated GPU % at
 // 100 % arrived, live and simulated, and their difference (goal: within 0.5 point).
 // Usage: fgd_live_replay_bench [--placement P] [--seeds 42-51] [TRACES_DIR]
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "plugins/fgd.h"
-#include "server/fgd_controller_replay.h"
+#include "server/scenarios/fgd_controller_replay.h"
 #include "sim/fgd_experiment.h"
 #include "sim/openb_trace.h"
 #include "state/cluster_state.h"

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "agent/agent.h"
-#include "server/server.h"
+#include "server/http/server.h"
 
 namespace {
 

@@ -23,7 +23,7 @@
 
 #include "bench_cluster.h"
 #include "bench_util.h"
-#include "server/server.h"
+#include "server/http/server.h"
 
 namespace {
 

@@ -44,7 +44,7 @@
 
 #include "bench_cluster.h"
 #include "bench_util.h"
-#include "server/server.h"
+#include "server/http/server.h"
 #include "store/etcd/etcd_store.h"
 #include "store/etcd/testing/etcd_cluster.h"
 

@@ -31,7 +31,7 @@ import time
 PCH_HEADERS = ["<algorithm>", "<chrono>", "<filesystem>", "<fstream>", "<functional>",
                "<iostream>", "<map>", "<memory>", "<mutex>", "<optional>", "<set>",
                "<sstream>", "<string>", "<thread>", "<unordered_map>", "<vector>",
-               "<nlohmann/json.hpp>", "<httplib.h>", '"server/controller.h"', '"server/server.h"',
+               "<nlohmann/json.hpp>", "<httplib.h>", '"server/controller.h"', '"server/http/server.h"',
                '"agent/agent.h"']
 GCC_ONLY = {"-Wno-restrict", "-Wno-stringop-overflow", "-Wno-array-bounds", "-Winvalid-pch"}
 CHECK_FLAGS = ["-fsyntax-only", "-Wthread-safety", "-Werror"]

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "api/job_keys.h"
 #include "api/json_fields.h"
 #include "api/yaml_reader.h"
 #include "base/strings.h"
@@ -89,8 +90,8 @@ StatusOr<std::vector<JobSubmission>> ParseJson(std::string_view text, const GpuC
   TESSERA_ASSIGN_OR_RETURN(
       Json doc, ParseJsonText(text, "job batch", {kMaxBatchExpandedBytes, kMaxBatchNesting}));
   FieldReader r;
-  TESSERA_RETURN_IF_ERROR(r.CheckObject(doc, "", {"jobs", "submit_dir"}));
-  const Json* list = FindField(doc, "jobs");
+  TESSERA_RETURN_IF_ERROR(r.CheckObject(doc, "", job_keys::kBatchKeys));
+  const Json* list = FindField(doc, job_keys::kJobs);
   if (list == nullptr) {
     return InvalidArgumentError("jobs: is required: a list of job specs");
   }
@@ -107,7 +108,7 @@ StatusOr<std::vector<JobSubmission>> ParseJson(std::string_view text, const GpuC
     TESSERA_RETURN_IF_ERROR(budget.Add(job));
     jobs.push_back(std::move(job));
   }
-  const Json* dir = FindField(doc, "submit_dir");
+  const Json* dir = FindField(doc, job_keys::kSubmitDir);
   TESSERA_RETURN_IF_ERROR(ApplySubmitDir(dir != nullptr ? *dir : Json(), catalog, jobs));
   return jobs;
 }
@@ -129,9 +130,9 @@ StatusOr<std::vector<JobSubmission>> ParseYaml(std::string_view text, const GpuC
   YAML::Node list;
   Json submit_dir;
   TESSERA_RETURN_IF_ERROR(reader.ForEachKey(
-      root, "", {"jobs", "submit_dir"},
+      root, "", {job_keys::kBatchKeys.begin(), job_keys::kBatchKeys.end()},
       [&](const std::string& key, const YAML::Node& value, const std::string& path) -> Status {
-        if (key == "jobs") {
+        if (key == job_keys::kJobs) {
           list = value;
         } else if (!value.IsNull()) {
           TESSERA_ASSIGN_OR_RETURN(std::string dir, reader.String(value, path));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/job_codec_relations.h"
+#include "api/job_keys.h"
 #include "api/json_fields.h"
 #include "api/units.h"
 #include "api/yaml_reader.h"
@@ -21,6 +22,8 @@
 
 namespace tessera {
 namespace {
+
+namespace keys = job_keys;
 
 constexpr int64_t kDefaultCpuMilli = 1000;
 constexpr int64_t kDefaultMemoryMiB = 1024;
@@ -55,24 +58,19 @@ class JobDecoder {
 
  private:
   Status Top(const Json& j, JobSubmission* job) {
-    std::vector<std::string_view> keys = {
-        "name",     "queue",       "user",          "priority",   "command",
-        "env",      "working_dir", "submit_dir",    "replicas",   "resources",
-        "topology", "checkpoint",  "runtime_limit", "preemptible", "hold_if_unfit",
-        "restart",  "array",       "array_index",   "dependency", "hold",
-        "priority_class", "signal"};
+    std::vector<std::string_view> allowed(keys::kTopLevel.begin(), keys::kTopLevel.end());
     if (embedded_ != nullptr) {
-      keys.insert(keys.end(), embedded_->extra_keys.begin(), embedded_->extra_keys.end());
+      allowed.insert(allowed.end(), embedded_->extra_keys.begin(), embedded_->extra_keys.end());
     }
-    TESSERA_RETURN_IF_ERROR(r_.CheckObject(j, "", keys));
+    TESSERA_RETURN_IF_ERROR(r_.CheckObject(j, "", allowed));
     JobSpec& spec = job->spec;
-    if (const Json* v = FindField(j, "name")) {
+    if (const Json* v = FindField(j, keys::kName)) {
       TESSERA_ASSIGN_OR_RETURN(spec.name, Name(*v, "name"));
     }
-    if (const Json* v = FindField(j, "queue")) {
+    if (const Json* v = FindField(j, keys::kQueue)) {
       TESSERA_ASSIGN_OR_RETURN(spec.queue, Name(*v, "queue"));
     }
-    if (const Json* v = FindField(j, "user")) {
+    if (const Json* v = FindField(j, keys::kUser)) {
       TESSERA_ASSIGN_OR_RETURN(spec.user, yaml_scalars_ ? r_.ScalarText(*v, "user", kMaxUserLength)
                                                         : r_.String(*v, "user", kMaxUserLength));
       for (char c : spec.user) {
@@ -82,50 +80,50 @@ class JobDecoder {
         }
       }
     }
-    if (const Json* v = FindField(j, "priority")) {
+    if (const Json* v = FindField(j, keys::kPriority)) {
       TESSERA_ASSIGN_OR_RETURN(spec.priority, Priority(*v));
     }
-    if (const Json* command = FindField(j, "command")) {
+    if (const Json* command = FindField(j, keys::kCommand)) {
       TESSERA_RETURN_IF_ERROR(Command(*command, &job->command));
     } else if (embedded_ == nullptr || embedded_->require_command) {
       return r_.Error("command", "is required: a list of arguments, or one string run by /bin/sh");
     }
-    if (const Json* v = FindField(j, "env")) {
+    if (const Json* v = FindField(j, keys::kEnv)) {
       TESSERA_RETURN_IF_ERROR(Env(*v, &job->env));
     }
-    if (const Json* v = FindField(j, "working_dir")) {
+    if (const Json* v = FindField(j, keys::kWorkingDir)) {
       TESSERA_ASSIGN_OR_RETURN(job->working_dir, Path(*v, "working_dir"));
     }
-    if (const Json* v = FindField(j, "submit_dir")) {
+    if (const Json* v = FindField(j, keys::kSubmitDir)) {
       TESSERA_ASSIGN_OR_RETURN(job->submit_dir, Path(*v, "submit_dir"));
     }
     int64_t replicas = 1;
-    if (const Json* v = FindField(j, "replicas")) {
+    if (const Json* v = FindField(j, keys::kReplicas)) {
       TESSERA_ASSIGN_OR_RETURN(replicas, r_.Int(*v, "replicas", 1, kMaxReplicas));
     }
     TaskRequest task;
-    const Json* resources = FindField(j, "resources");
+    const Json* resources = FindField(j, keys::kResources);
     TESSERA_RETURN_IF_ERROR(Resources(resources, &task));
     // The server fills these per GPU (queue_resource_defaults.h); others keep 1 core, 1 GiB.
-    job->cpu_defaulted = resources == nullptr || FindField(*resources, "cpu") == nullptr;
-    job->memory_defaulted = resources == nullptr || FindField(*resources, "memory") == nullptr;
-    if (const Json* v = FindField(j, "topology")) {
+    job->cpu_defaulted = resources == nullptr || FindField(*resources, keys::kCpu) == nullptr;
+    job->memory_defaulted = resources == nullptr || FindField(*resources, keys::kMemory) == nullptr;
+    if (const Json* v = FindField(j, keys::kTopology)) {
       TESSERA_RETURN_IF_ERROR(Topology(*v, &spec.topology));
     }
-    if (const Json* v = FindField(j, "checkpoint")) {
+    if (const Json* v = FindField(j, keys::kCheckpoint)) {
       TESSERA_RETURN_IF_ERROR(Checkpoint(*v, job));
     }
-    if (const Json* v = FindField(j, "runtime_limit")) {
+    if (const Json* v = FindField(j, keys::kRuntimeLimit)) {
       TESSERA_ASSIGN_OR_RETURN(spec.runtime_limit,
                                r_.Quantity(*v, "runtime_limit", &ParseDurationMicros));
     }
-    if (const Json* v = FindField(j, "preemptible")) {
+    if (const Json* v = FindField(j, keys::kPreemptible)) {
       TESSERA_ASSIGN_OR_RETURN(spec.preemptible, r_.Bool(*v, "preemptible"));
     }
-    if (const Json* v = FindField(j, "hold_if_unfit")) {
+    if (const Json* v = FindField(j, keys::kHoldIfUnfit)) {
       TESSERA_ASSIGN_OR_RETURN(job->hold_if_unfit, r_.Bool(*v, "hold_if_unfit"));
     }
-    if (const Json* v = FindField(j, "restart"); v != nullptr && !v->is_null()) {
+    if (const Json* v = FindField(j, keys::kRestart); v != nullptr && !v->is_null()) {
       RestartPolicy restart;
       TESSERA_RETURN_IF_ERROR(Restart(*v, &restart));
       job->restart = restart;
@@ -296,24 +294,22 @@ class JobDecoder {
     if (v == nullptr) {
       return Status::Ok();
     }
-    TESSERA_RETURN_IF_ERROR(r_.CheckObject(*v, "resources",
-                                           {"gpus", "gpu_model", "gpu_fraction", "gpu_milli",
-                                            "gpu_memory", "mig", "cpu", "memory", "gpu_topology"}));
+    TESSERA_RETURN_IF_ERROR(r_.CheckObject(*v, "resources", keys::kResourceKeys));
     const RequestLimits limits;
     std::optional<int64_t> gpus;
-    if (const Json* f = FindField(*v, "gpus")) {
+    if (const Json* f = FindField(*v, keys::kGpus)) {
       TESSERA_ASSIGN_OR_RETURN(gpus, r_.Int(*f, "resources.gpus", 0, limits.max_gpus_per_task));
     }
-    if (const Json* f = FindField(*v, "gpu_model")) {
+    if (const Json* f = FindField(*v, keys::kGpuModel)) {
       TESSERA_RETURN_IF_ERROR(GpuModels(*f, &task->models));
     }
     std::optional<int64_t> share;
     std::string share_path;
-    if (const Json* f = FindField(*v, "gpu_fraction")) {
+    if (const Json* f = FindField(*v, keys::kGpuFraction)) {
       share_path = "resources.gpu_fraction";
       TESSERA_ASSIGN_OR_RETURN(share, r_.Quantity(*f, share_path, &ParseGpuMilli));
     }
-    if (const Json* f = FindField(*v, "gpu_milli")) {
+    if (const Json* f = FindField(*v, keys::kGpuMilli)) {
       if (share) {
         return r_.Error("resources.gpu_milli", "give gpu_fraction or gpu_milli, not both");
       }
@@ -321,26 +317,26 @@ class JobDecoder {
       TESSERA_ASSIGN_OR_RETURN(share, r_.Int(*f, share_path, 1, kMilliPerGpu));
     }
     std::optional<int64_t> gpu_memory;
-    if (const Json* f = FindField(*v, "gpu_memory")) {
+    if (const Json* f = FindField(*v, keys::kGpuMemory)) {
       TESSERA_ASSIGN_OR_RETURN(gpu_memory,
                                r_.Quantity(*f, "resources.gpu_memory", &ParseMemoryMiB));
     }
-    if (const Json* f = FindField(*v, "mig")) {
+    if (const Json* f = FindField(*v, keys::kMig)) {
       TESSERA_ASSIGN_OR_RETURN(task->mig_profile,
                                r_.String(*f, "resources.mig", kMaxMigProfileLength));
       if (Trim(task->mig_profile).empty()) {
         return r_.Error("resources.mig", "must not be empty");
       }
     }
-    if (const Json* f = FindField(*v, "cpu")) {
+    if (const Json* f = FindField(*v, keys::kCpu)) {
       TESSERA_ASSIGN_OR_RETURN(int64_t cpu, r_.Quantity(*f, "resources.cpu", &ParseCpuMilli));
       task->cpu = MilliCpu(cpu);
     }
-    if (const Json* f = FindField(*v, "memory")) {
+    if (const Json* f = FindField(*v, keys::kMemory)) {
       TESSERA_ASSIGN_OR_RETURN(int64_t mem, r_.Quantity(*f, "resources.memory", &ParseMemoryMiB));
       task->memory = MiB(mem);
     }
-    if (const Json* f = FindField(*v, "gpu_topology")) {
+    if (const Json* f = FindField(*v, keys::kGpuTopology)) {
       TESSERA_ASSIGN_OR_RETURN(std::string t, r_.String(*f, "resources.gpu_topology", 64));
       if (t == "prefer-local") {
         task->topology = GpuTopology::kPreferLocal;
@@ -409,8 +405,8 @@ class JobDecoder {
   }
 
   Status Topology(const Json& v, TopologyPolicy* out) {
-    TESSERA_RETURN_IF_ERROR(r_.CheckObject(v, "topology", {"scope", "hard"}));
-    if (const Json* f = FindField(v, "scope")) {
+    TESSERA_RETURN_IF_ERROR(r_.CheckObject(v, "topology", keys::kTopologyKeys));
+    if (const Json* f = FindField(v, keys::kScope)) {
       TESSERA_ASSIGN_OR_RETURN(std::string scope, r_.String(*f, "topology.scope", 64));
       StatusOr<TopologyScope> parsed = ParseTopologyScope(scope);
       if (!parsed.ok()) {
@@ -419,34 +415,34 @@ class JobDecoder {
       }
       out->scope = *parsed;
     }
-    if (const Json* f = FindField(v, "hard")) {
+    if (const Json* f = FindField(v, keys::kHard)) {
       TESSERA_ASSIGN_OR_RETURN(out->hard, r_.Bool(*f, "topology.hard"));
     }
     return Status::Ok();
   }
 
   Status Checkpoint(const Json& v, JobSubmission* job) {
-    TESSERA_RETURN_IF_ERROR(r_.CheckObject(v, "checkpoint", {"interval", "on_signal", "dir"}));
-    if (const Json* f = FindField(v, "interval")) {
+    TESSERA_RETURN_IF_ERROR(r_.CheckObject(v, "checkpoint", keys::kCheckpointKeys));
+    if (const Json* f = FindField(v, keys::kInterval)) {
       TESSERA_ASSIGN_OR_RETURN(job->spec.checkpoint_interval,
                                r_.Quantity(*f, "checkpoint.interval", &ParseDurationMicros));
     }
-    if (const Json* f = FindField(v, "on_signal")) {
+    if (const Json* f = FindField(v, keys::kOnSignal)) {
       TESSERA_ASSIGN_OR_RETURN(job->spec.checkpoint_on_signal, r_.Bool(*f, "checkpoint.on_signal"));
     }
-    if (const Json* f = FindField(v, "dir")) {
+    if (const Json* f = FindField(v, keys::kDir)) {
       TESSERA_ASSIGN_OR_RETURN(job->checkpoint_dir, Path(*f, "checkpoint.dir"));
     }
     return Status::Ok();
   }
 
   Status Restart(const Json& v, RestartPolicy* out) {
-    TESSERA_RETURN_IF_ERROR(r_.CheckObject(v, "restart", {"max", "on", "backoff"}));
-    if (const Json* f = FindField(v, "max")) {
+    TESSERA_RETURN_IF_ERROR(r_.CheckObject(v, "restart", keys::kRestartKeys));
+    if (const Json* f = FindField(v, keys::kMax)) {
       TESSERA_ASSIGN_OR_RETURN(int64_t max, r_.Int(*f, "restart.max", 0, kMaxRestarts));
       out->max = static_cast<int>(max);
     }
-    if (const Json* f = FindField(v, "on")) {
+    if (const Json* f = FindField(v, keys::kOn)) {
       if (f->is_string()) {
         TESSERA_ASSIGN_OR_RETURN(out->on, ParseRestartOnList(f->get<std::string>(), "restart.on"));
       } else {
@@ -463,7 +459,7 @@ class JobDecoder {
         }
       }
     }
-    if (const Json* f = FindField(v, "backoff")) {
+    if (const Json* f = FindField(v, keys::kBackoff)) {
       TESSERA_ASSIGN_OR_RETURN(out->backoff,
                                r_.Quantity(*f, "restart.backoff", &ParseDurationMicros));
       if (out->backoff < 0 || out->backoff > kMaxRestartBackoff) {

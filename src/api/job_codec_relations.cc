@@ -4,12 +4,15 @@
 
 #include <csignal>
 
+#include "api/job_keys.h"
 #include "api/job_relations.h"
 #include "api/units.h"
 #include "base/strings.h"
 
 namespace tessera {
 namespace {
+
+namespace keys = job_keys;
 
 constexpr std::pair<const char*, int> kSignals[] = {
     {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ABRT", SIGABRT},
@@ -51,7 +54,7 @@ StatusOr<int> ParseSignalName(std::string_view text) {
 
 Status ReadJobRelations(const Json& j, FieldReader& r, JobSubmission* job) {
   constexpr size_t kMaxText = 64 * 1024;
-  if (const Json* v = FindField(j, "array")) {
+  if (const Json* v = FindField(j, keys::kArray)) {
     TESSERA_ASSIGN_OR_RETURN(std::string text, r.ScalarText(*v, "array", kMaxText));
     StatusOr<ArraySpec> spec = ParseArraySpec(text);
     if (!spec.ok()) {
@@ -69,16 +72,16 @@ Status ReadJobRelations(const Json& j, FieldReader& r, JobSubmission* job) {
                                   std::to_string(kMaxArrayText) +
                                   ": give its indices as ranges (a-b, a-b:step)");
     }
-    if (const Json* i = FindField(j, "array_index")) {
+    if (const Json* i = FindField(j, keys::kArrayIndex)) {
       TESSERA_ASSIGN_OR_RETURN(job->array_index, r.Int(*i, "array_index", 0, kMaxArrayIndex));
       if (!std::binary_search(spec->indices.begin(), spec->indices.end(), job->array_index)) {
         return r.Error("array_index", "is not one of the array's indices (" + job->array + ")");
       }
     }
-  } else if (FindField(j, "array_index") != nullptr) {
+  } else if (FindField(j, keys::kArrayIndex) != nullptr) {
     return r.Error("array_index", "is set only on the elements of an array");
   }
-  if (const Json* v = FindField(j, "dependency")) {
+  if (const Json* v = FindField(j, keys::kDependency)) {
     TESSERA_ASSIGN_OR_RETURN(std::string text, r.ScalarText(*v, "dependency", kMaxText));
     StatusOr<DependencySpec> spec = ParseDependencySpec(text);
     if (!spec.ok()) {
@@ -86,16 +89,16 @@ Status ReadJobRelations(const Json& j, FieldReader& r, JobSubmission* job) {
     }
     job->dependency = DependencySpecText(*spec);
   }
-  if (const Json* v = FindField(j, "hold")) {
+  if (const Json* v = FindField(j, keys::kHold)) {
     TESSERA_ASSIGN_OR_RETURN(job->hold, r.Bool(*v, "hold"));
   }
   // A priority written as a name (the codec read it as 0) is a class for the server.
   std::string from_priority;
-  if (const Json* v = FindField(j, "priority");
+  if (const Json* v = FindField(j, keys::kPriority);
       v != nullptr && v->is_string() && !ParseInt64(v->get_ref<const std::string&>()).ok()) {
     from_priority = v->get_ref<const std::string&>();
   }
-  if (const Json* v = FindField(j, "priority_class")) {
+  if (const Json* v = FindField(j, keys::kPriorityClass)) {
     TESSERA_ASSIGN_OR_RETURN(job->priority_class, r.ScalarText(*v, "priority_class", 128));
     if (!from_priority.empty() && from_priority != job->priority_class) {
       return r.Error("priority_class", "names '" + job->priority_class + "' but priority names '" +
@@ -107,9 +110,9 @@ Status ReadJobRelations(const Json& j, FieldReader& r, JobSubmission* job) {
     }
     job->priority_class = from_priority;
   }
-  if (const Json* v = FindField(j, "signal")) {
-    TESSERA_RETURN_IF_ERROR(r.CheckObject(*v, "signal", {"name", "before"}));
-    const Json* name = FindField(*v, "name");
+  if (const Json* v = FindField(j, keys::kSignal)) {
+    TESSERA_RETURN_IF_ERROR(r.CheckObject(*v, "signal", keys::kSignalKeys));
+    const Json* name = FindField(*v, keys::kName);
     if (name == nullptr) {
       return r.Error("signal.name", "is required, e.g. USR1");
     }
@@ -120,7 +123,7 @@ Status ReadJobRelations(const Json& j, FieldReader& r, JobSubmission* job) {
     }
     job->limit_signal = *sig;
     job->limit_signal_before = 60'000'000;
-    if (const Json* before = FindField(*v, "before")) {
+    if (const Json* before = FindField(*v, keys::kBefore)) {
       TESSERA_ASSIGN_OR_RETURN(job->limit_signal_before,
                                r.Quantity(*before, "signal.before", &ParseDurationMicros));
       if (job->limit_signal_before < 0 || job->limit_signal_before > 7LL * 24 * 3600 * 1'000'000) {
@@ -137,23 +140,23 @@ Status ReadJobRelations(const Json& j, FieldReader& r, JobSubmission* job) {
 
 void WriteJobRelations(const JobSubmission& job, Json& out) {
   if (!job.array.empty()) {
-    out["array"] = job.array;
+    out[keys::kArray] = job.array;
     if (job.array_index >= 0) {
-      out["array_index"] = job.array_index;
+      out[keys::kArrayIndex] = job.array_index;
     }
   }
   if (!job.dependency.empty()) {
-    out["dependency"] = job.dependency;
+    out[keys::kDependency] = job.dependency;
   }
   if (job.hold) {
-    out["hold"] = true;
+    out[keys::kHold] = true;
   }
   if (!job.priority_class.empty()) {
-    out["priority_class"] = job.priority_class;
+    out[keys::kPriorityClass] = job.priority_class;
   }
   if (job.limit_signal > 0) {
-    out["signal"] = {{"name", SignalName(job.limit_signal)},
-                     {"before", FormatDuration(job.limit_signal_before)}};
+    out[keys::kSignal] = {{keys::kName, SignalName(job.limit_signal)},
+                     {keys::kBefore, FormatDuration(job.limit_signal_before)}};
   }
 }
 

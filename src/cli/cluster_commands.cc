@@ -16,6 +16,8 @@
 #include <utility>
 
 #include "api/job_batch.h"
+#include "api/job_draft.h"
+#include "api/job_keys.h"
 #include "api/restart_policy.h"
 #include "api/json_fields.h"
 #include "api/job_relations.h"
@@ -137,131 +139,81 @@ Micros Now(const Clock& clock) { return clock.NowMicros(); }
 // ---------------------------------------------------------------------------------
 // submit
 
-namespace {
-
-// A size as typed in Tessera's units, or in Slurm's (4G is 4 GiB) as exact MiB; else
-// as typed, for the controller's message.
-json MemoryFlag(const std::string& text) {
-  if (ParseMemoryMiB(text).ok()) {
-    return text;
-  }
-  StatusOr<int64_t> slurm = ParseSlurmMemoryMiB(text);
-  return slurm.ok() ? json(FormatMiB(*slurm)) : json(text);
-}
-
-}  // namespace
-
-StatusOr<json> BuildJobSpec(const SubmitOptions& o) {
-  json spec = json::object();
+StatusOr<JobDraft> JobDraftFromFlags(const SubmitOptions& o) {
   if (o.command.empty()) {
     return InvalidArgumentError(
         "a job needs a command: tessera submit [flags] -- COMMAND ARGS... (or -f job.yaml)");
   }
-  auto integer = [](const std::string& flag, const std::string& text,
-                    int64_t min) -> StatusOr<int64_t> {
-    StatusOr<int64_t> v = ParseInt64(text);
-    if (!v.ok() || *v < min) {
-      return InvalidArgumentError(flag + " expects an integer >= " + std::to_string(min) +
-                                  ", got '" + text + "'");
-    }
-    return *v;
-  };
-  if (!o.name.empty()) {
-    spec["name"] = o.name;
-  }
-  if (!o.queue.empty()) {
-    spec["queue"] = o.queue;
-  }
+  JobDraft d;
+  d.name = o.name;
+  d.queue = o.queue;
   if (!o.priority.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(spec["priority"], integer("--priority", o.priority, INT32_MIN));
+    TESSERA_ASSIGN_OR_RETURN(d.priority, IntFlag("--priority", o.priority, INT32_MIN));
   }
-  spec["command"] = o.command;
-  json env = json::object();
+  d.command = o.command;
+  d.env.emplace();
   for (const std::string& kv : o.env) {
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
       return InvalidArgumentError("--env expects KEY=VALUE, got '" + kv + "'");
     }
-    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    (*d.env)[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  spec["env"] = env;
   if (!o.replicas.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(spec["replicas"], integer("--replicas", o.replicas, 1));
+    TESSERA_ASSIGN_OR_RETURN(d.replicas, IntFlag("--replicas", o.replicas, 1));
   }
-  json resources = json::object();
+  JobDraft::Resources& r = d.resources;
   if (!o.gpus.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(resources["gpus"], integer("--gpus", o.gpus, 0));
+    TESSERA_ASSIGN_OR_RETURN(r.gpus, IntFlag("--gpus", o.gpus, 0));
   }
   if (!o.gpu_model.empty()) {
-    resources["gpu_model"] = o.gpu_model;
+    r.gpu_model = {o.gpu_model};
   }
   if (!o.gpu_fraction.empty()) {
-    // Sent as typed: the codec reads "0.25" exactly, with no float on the way.
-    if (!ParseGpuMilli(o.gpu_fraction).ok()) {
-      return InvalidArgumentError("--gpu-fraction expects a share of one GPU in (0, 1], got '" +
-                                  o.gpu_fraction + "'");
-    }
-    resources["gpu_fraction"] = o.gpu_fraction;
+    TESSERA_ASSIGN_OR_RETURN(r.gpu_fraction, GpuFractionFlag("--gpu-fraction", o.gpu_fraction));
   }
   if (!o.gpu_memory.empty()) {
-    resources["gpu_memory"] = MemoryFlag(o.gpu_memory);
+    TESSERA_ASSIGN_OR_RETURN(r.gpu_memory, MemoryFlag("--gpu-memory", o.gpu_memory));
   }
-  if (!o.mig.empty()) {
-    resources["mig"] = o.mig;
-  }
+  r.mig = o.mig;
   if (!o.cpu.empty()) {
-    resources["cpu"] = o.cpu;
+    TESSERA_ASSIGN_OR_RETURN(r.cpu, CpuFlag("--cpu", o.cpu));
   }
   if (!o.memory.empty()) {
-    resources["memory"] = MemoryFlag(o.memory);
-  }
-  if (!resources.empty()) {
-    spec["resources"] = resources;
+    TESSERA_ASSIGN_OR_RETURN(r.memory, MemoryFlag("--memory", o.memory));
   }
   if (!o.checkpoint_interval.empty()) {
-    spec["checkpoint"] = {{"interval", o.checkpoint_interval}};
+    TESSERA_ASSIGN_OR_RETURN(d.checkpoint_interval,
+                             DurationFlag("--checkpoint-interval", o.checkpoint_interval));
   }
   if (!o.runtime_limit.empty()) {
-    // Slurm's forms too (1:00:00, 2-0, UNLIMITED); a bare number stays seconds.
-    StatusOr<std::optional<Micros>> slurm = ParseSlurmTime(o.runtime_limit);
-    if (ParseDurationMicros(o.runtime_limit).ok() || !slurm.ok()) {
-      spec["runtime_limit"] = o.runtime_limit;
-    } else if (slurm->has_value()) {
-      spec["runtime_limit"] = FormatDuration(**slurm);
-    }
+    TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> limit,
+                             RuntimeLimitFlag("--runtime-limit", o.runtime_limit));
+    d.runtime_limit = limit.value_or("");
   }
-  if (!o.submit_dir.empty()) {
-    spec["submit_dir"] = o.submit_dir;
-  }
-  if (o.hold_if_unfit) {
-    spec["hold_if_unfit"] = true;
-  }
-  if (!o.restart_max.empty() || !o.restart_on.empty() || !o.restart_backoff.empty()) {
-    json restart = json::object();
-    if (!o.restart_max.empty()) {
-      StatusOr<int64_t> max = ParseInt64(o.restart_max);
-      if (!max.ok()) {
-        return InvalidArgumentError("--restart-max expects a number of restarts, got '" +
-                                    o.restart_max + "'");
-      }
-      restart["max"] = max.value();  // the range is the codec's
+  d.submit_dir = o.submit_dir;
+  d.hold_if_unfit = o.hold_if_unfit;
+  if (!o.restart_max.empty()) {
+    StatusOr<int64_t> max = ParseInt64(o.restart_max);
+    if (!max.ok()) {
+      return InvalidArgumentError("--restart-max expects a number of restarts, got '" +
+                                  o.restart_max + "'");
     }
-    if (!o.restart_on.empty()) {
-      TESSERA_ASSIGN_OR_RETURN(uint8_t on, ParseRestartOnList(o.restart_on, "--restart-on"));
-      json names = json::array();
-      for (RestartOn c : {RestartOn::kFailure, RestartOn::kNodeLost, RestartOn::kGpuFault}) {
-        if ((on & static_cast<uint8_t>(c)) != 0) {
-          names.push_back(std::string(RestartOnName(c)));
-        }
-      }
-      restart["on"] = std::move(names);
-    }
-    if (!o.restart_backoff.empty()) {
-      restart["backoff"] = o.restart_backoff;
-    }
-    spec["restart"] = std::move(restart);
+    d.restart.max = *max;  // the range is the codec's
   }
-  return spec;
+  if (!o.restart_on.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(d.restart.on, RestartOnFlag("--restart-on", o.restart_on));
+  }
+  if (!o.restart_backoff.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(d.restart.backoff,
+                             DurationFlag("--restart-backoff", o.restart_backoff));
+  }
+  return d;
+}
+
+StatusOr<json> BuildJobSpec(const SubmitOptions& o) {
+  TESSERA_ASSIGN_OR_RETURN(JobDraft draft, JobDraftFromFlags(o));
+  return JobDraftToJson(draft);
 }
 
 // The directory the user runs `tessera submit` in, as the shell names it: $PWD keeps
@@ -284,7 +236,7 @@ std::string CurrentDirForJobs() {
 namespace {
 
 std::string WithSubmitDir(const std::string& body, bool is_json, const std::string& dir) {
-  return dir.empty() ? body : WithField(body, is_json, "submit_dir", json(dir));
+  return dir.empty() ? body : WithField(body, is_json, std::string(job_keys::kSubmitDir), json(dir));
 }
 
 // A file of several jobs (a `jobs:` list): one POST /v1/jobs/batch, all or none; the

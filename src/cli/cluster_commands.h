@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "api/job_draft.h"
 #include "base/clock.h"
 #include "base/status.h"
 #include "cli/api_client.h"
@@ -33,8 +34,8 @@
 namespace tessera {
 
 // `tessera submit`. Either `file` (a YAML or JSON job spec sent as is; "-" reads
-// stdin) or the flags and `command`; numeric flags are kept as typed and checked by
-// BuildJobSpec. Empty strings are "not given". A file holding a batch (a `jobs:` list,
+// stdin) or the flags and `command`; flag values are kept as typed and checked by
+// JobDraftFromFlags. Empty strings are "not given". A file holding a batch (a `jobs:` list,
 // api/job_batch.h) goes to POST /v1/jobs/batch and prints the ids one a line.
 struct SubmitOptions {
   std::string file;
@@ -66,13 +67,11 @@ struct SubmitOptions {
   bool hold_if_unfit = false;
 };
 
-// The JSON job spec for the flags of `options` (not for `file`):
-//   {"name","queue","priority","command":[...],"env":{},"replicas",
-//    "resources":{"gpus","gpu_model","gpu_fraction","gpu_memory","mig","cpu","memory"},
-//    "checkpoint":{"interval"},"runtime_limit","submit_dir","hold_if_unfit",
-//    "restart":{"max","on":[...],"backoff"}}
-// with only the given fields (command and env always). InvalidArgument on bad values
-// or a missing command.
+// The job for the flags of `options` (not for `file`): only the given fields, command
+// and env always. Values are checked as the codec checks a file's (api/job_draft.h);
+// InvalidArgument naming the flag on a bad value, or on a missing command.
+StatusOr<JobDraft> JobDraftFromFlags(const SubmitOptions& options);
+// Its job document (JobDraftToJson), as POST /v1/jobs takes it.
 StatusOr<nlohmann::json> BuildJobSpec(const SubmitOptions& options);
 
 int RunSubmit(const ClientConfig& config, const SubmitOptions& options, std::ostream& out,

@@ -29,7 +29,7 @@
 #include "cli/ha_server_command.h"
 #include "cli/man_pages.h"
 #include "cli/store_command.h"
-#include "server/server.h"
+#include "server/http/server.h"
 #include "store/store_url.h"
 
 namespace tessera {

@@ -12,7 +12,7 @@
 #include "base/time_format.h"
 #include "cli/cluster_commands.h"
 #include "server/controller.h"
-#include "server/server_fixture.h"
+#include "server/http/server_fixture.h"
 
 namespace tessera {
 namespace {

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "server/server.h"
+#include "server/http/server.h"
 #include "store/store_url.h"
 
 namespace CLI {

@@ -6,6 +6,8 @@
 #include <regex>
 #include <string>
 
+#include "api/job_keys.h"
+
 namespace tessera {
 
 using nlohmann::json;
@@ -45,7 +47,8 @@ std::string WithField(const std::string& body, bool is_json, const std::string& 
 
 namespace {
 
-constexpr char kHold[] = "hold_if_unfit";
+// As a std::string: yaml-cpp looks keys up by string.
+std::string HoldKey() { return std::string(job_keys::kHoldIfUnfit); }
 
 // What the file says: absent, true, false, or unreadable (left to the controller).
 enum class Said { kAbsent, kTrue, kFalse, kUnreadable };
@@ -56,21 +59,21 @@ Said HoldSaid(const std::string& body, bool is_json) {
     if (!doc.is_object()) {
       return Said::kUnreadable;
     }
-    if (!doc.contains(kHold)) {
+    if (!doc.contains(HoldKey())) {
       return Said::kAbsent;
     }
-    return doc[kHold] == true ? Said::kTrue : Said::kFalse;
+    return doc[HoldKey()] == true ? Said::kTrue : Said::kFalse;
   }
   try {
     const YAML::Node doc = YAML::Load(body);
     if (!doc.IsMap()) {
       return Said::kUnreadable;
     }
-    if (!doc[kHold]) {
+    if (!doc[HoldKey()]) {
       return Said::kAbsent;
     }
     bool v = false;
-    return doc[kHold].IsScalar() && YAML::convert<bool>::decode(doc[kHold], v) && v
+    return doc[HoldKey()].IsScalar() && YAML::convert<bool>::decode(doc[HoldKey()], v) && v
                ? Said::kTrue
                : Said::kFalse;
   } catch (const YAML::Exception&) {
@@ -84,8 +87,8 @@ std::string SetHoldTrue(const std::string& body, bool is_json) {
   // JSON: `"hold_if_unfit": <scalar>`; YAML: a line `hold_if_unfit: <scalar> [# ...]` at
   // the top level (column 0).
   const std::regex pattern =
-      is_json ? std::regex(R"re(("hold_if_unfit"\s*:\s*)(false|null|0|"[^"]*"))re")
-              : std::regex(R"re((^|\n)(hold_if_unfit:[ \t]*)([^#\n]*[^#\s]))re");
+      is_json ? std::regex("(\"" + HoldKey() + R"re("\s*:\s*)(false|null|0|"[^"]*"))re")
+              : std::regex("(^|\n)(" + HoldKey() + R"re(:[ \t]*)([^#\n]*[^#\s]))re");
   auto begin = std::sregex_iterator(body.begin(), body.end(), pattern);
   if (begin == std::sregex_iterator() || std::next(begin) != std::sregex_iterator()) {
     return "";
@@ -107,7 +110,7 @@ StatusOr<std::string> WithHoldIfUnfit(const std::string& body, bool is_json) {
     case Said::kTrue:
       return body;
     case Said::kAbsent: {
-      std::string out = WithField(body, is_json, kHold, json(true));
+      std::string out = WithField(body, is_json, HoldKey(), json(true));
       if (out != body) {
         return out;
       }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "api/job_keys.h"
 #include "base/strings.h"
 #include "model/gpu_catalog.h"
 
@@ -52,7 +53,8 @@ StatusOr<std::string> ReadScript(const std::string& path) {
 // The flags' document over the script's: resources and env key by key, the rest whole.
 void Overlay(const json& overrides, json* spec) {
   for (const auto& [key, value] : overrides.items()) {
-    if ((key == "resources" || key == "env") && spec->contains(key) && value.is_object()) {
+    if ((key == job_keys::kResources || key == job_keys::kEnv) && spec->contains(key) &&
+        value.is_object()) {
       for (const auto& [k, v] : value.items()) {
         (*spec)[key][k] = v;
       }
@@ -101,12 +103,12 @@ StatusOr<json> SubmitFlagOverrides(const SubmitOptions& options) {
   SubmitOptions o = options;
   o.command = {"-"};
   o.submit_dir.clear();
-  TESSERA_ASSIGN_OR_RETURN(json spec, BuildJobSpec(o));
-  spec.erase("command");
-  if (spec["env"].empty()) {
-    spec.erase("env");
+  TESSERA_ASSIGN_OR_RETURN(JobDraft draft, JobDraftFromFlags(o));
+  draft.command.clear();
+  if (draft.env && draft.env->empty()) {
+    draft.env.reset();  // no --env: the script's --export stands
   }
-  return spec;
+  return JobDraftToJson(draft);
 }
 
 int RunBatchSubmit(const ClientConfig& config, const BatchSubmitOptions& o, std::ostream& out,

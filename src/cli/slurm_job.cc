@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/job_codec.h"
+#include "api/job_draft.h"
 #include "api/json_fields.h"
 #include "api/units.h"
 #include "base/strings.h"
@@ -15,7 +16,6 @@
 namespace tessera {
 namespace {
 
-using nlohmann::json;
 
 // Runs as `bash -c PRELUDE NAME OUT ERR MODE SHEBANG TEXT ARGS...` (SHEBANG: the `#!`
 // line's interpreter and its one argument, if any; no item may be empty in a job's
@@ -161,10 +161,10 @@ bool KeptFromEnvironment(const std::string& key, const std::string& value) {
   return IsValidEnvName(key) && IsValidUtf8(value);
 }
 
-StatusOr<json> ExportedEnv(const std::optional<std::string>& spec,
-                           const std::map<std::string, std::string>& environment) {
+StatusOr<std::map<std::string, std::string>> ExportedEnv(
+    const std::optional<std::string>& spec, const std::map<std::string, std::string>& environment) {
   const std::string text = spec.value_or("ALL");
-  json env = json::object();
+  std::map<std::string, std::string> env;
   bool all = false;
   bool first = true;
   for (std::string_view item : Split(text, ',')) {
@@ -194,8 +194,8 @@ StatusOr<json> ExportedEnv(const std::optional<std::string>& spec,
     }
   }
   size_t bytes = 0;
-  for (const auto& [key, value] : env.items()) {
-    bytes += key.size() + value.get_ref<const std::string&>().size();
+  for (const auto& [key, value] : env) {
+    bytes += key.size() + value.size();
   }
   if (bytes > kMaxEnvBytes) {
     return InvalidArgumentError("--export: the environment is " + std::to_string(bytes) +
@@ -306,35 +306,32 @@ StatusOr<int64_t> GpusPerTask(const SlurmRequest& r, const SlurmGang& gang) {
 
 // The GPU fields of a task's resources: how many (`gpus` a task), which models, and
 // shares of one.
-Status AddGpuResources(const SlurmRequest& r, const GpuCatalog& catalog, int64_t gpus, json* res) {
+Status AddGpuResources(const SlurmRequest& r, const GpuCatalog& catalog, int64_t gpus,
+                       JobDraft::Resources* res) {
   const bool shared = !r.gpu_fraction.empty() || !r.mig.empty();
   if (gpus > 0 && !shared) {
-    (*res)["gpus"] = gpus;
+    res->gpus = gpus;
   }
   if (r.gpu_unit != SlurmRequest::GpuUnit::kNone && !r.gpu_type.empty()) {
-    std::vector<std::string> models = GpuModelsForSlurmType(r.gpu_type, catalog);
-    if (models.empty()) {
+    res->gpu_model = GpuModelsForSlurmType(r.gpu_type, catalog);
+    if (res->gpu_model.empty()) {
       return InvalidArgumentError(r.gpu_origin + ": GPU type '" + r.gpu_type +
                                   "' matches no GPU model in the catalog");
     }
-    (*res)["gpu_model"] = models.size() == 1 ? json(models[0]) : json(models);
   }
   if (!r.gpu_model.empty()) {
-    std::vector<std::string> models;
+    res->gpu_model.clear();
     for (std::string_view m : Split(r.gpu_model, '|')) {
-      models.emplace_back(Trim(m));
+      res->gpu_model.emplace_back(Trim(m));
     }
-    (*res)["gpu_model"] = models.size() == 1 ? json(models[0]) : json(models);
   }
   if (!r.gpu_fraction.empty()) {
-    (*res)["gpu_fraction"] = r.gpu_fraction;
+    TESSERA_ASSIGN_OR_RETURN(res->gpu_fraction, GpuFractionFlag("--gpu-fraction", r.gpu_fraction));
   }
   if (!r.gpu_memory_mib.empty()) {
-    (*res)["gpu_memory"] = FormatMiB(*ParseInt64(r.gpu_memory_mib));
+    res->gpu_memory = FormatMiB(*ParseInt64(r.gpu_memory_mib));
   }
-  if (!r.mig.empty()) {
-    (*res)["mig"] = r.mig;
-  }
+  res->mig = r.mig;
   return Status::Ok();
 }
 
@@ -365,128 +362,110 @@ StatusOr<int64_t> MemoryPerTask(const SlurmRequest& r, int64_t per_node, int64_t
 }
 
 // The CPU and memory fields of a task's resources (`gpus` a task).
-Status AddCpuAndMemory(const SlurmRequest& r, const SlurmGang& gang, int64_t gpus, json* res) {
+Status AddCpuAndMemory(const SlurmRequest& r, const SlurmGang& gang, int64_t gpus,
+                       JobDraft::Resources* res) {
   int64_t cpus = r.cpus_per_task.value_or(1);
   if (r.cpus_per_task.has_value()) {
-    (*res)["cpu"] = *r.cpus_per_task;
+    res->cpu = *r.cpus_per_task;
   } else if (r.cpus_per_gpu.has_value()) {
     if (gpus == 0) {
       return InvalidArgumentError("--cpus-per-gpu: the job asks for no GPUs");
     }
     cpus = *r.cpus_per_gpu * gpus;
-    (*res)["cpu"] = cpus;
+    res->cpu = cpus;
   }
   TESSERA_ASSIGN_OR_RETURN(const int64_t mem, MemoryPerTask(r, gang.per_node, gpus, cpus));
   if (mem > 0) {
-    (*res)["memory"] = FormatMiB(mem);
+    res->memory = FormatMiB(mem);
   }
   return Status::Ok();
 }
 
-// The job's restart policy; an empty object when the request says nothing of it.
-StatusOr<json> RestartJson(const SlurmRequest& r) {
-  json restart = json::object();
+// The job's restart policy; empty when the request says nothing of it.
+StatusOr<JobDraft::Restart> RestartOf(const SlurmRequest& r) {
+  JobDraft::Restart restart;
   if (r.requeue.has_value()) {
     // Slurm requeues after a node failure or preemption, never after the script failed.
-    restart = *r.requeue ? json{{"on", {"node-lost", "gpu-fault"}}} : json{{"max", 0}};
+    if (*r.requeue) {
+      restart.on = static_cast<uint8_t>(RestartOn::kNodeLost) |
+                   static_cast<uint8_t>(RestartOn::kGpuFault);
+    } else {
+      restart.max = 0;
+    }
   }
   if (!r.restart_max.empty()) {
     StatusOr<int64_t> max = ParseInt64(r.restart_max);
     if (!max.ok()) {
       return InvalidArgumentError("--restart-max: expected a number, got '" + r.restart_max + "'");
     }
-    restart["max"] = *max;  // the range is the codec's
+    restart.max = *max;  // the range is the codec's
   }
   if (!r.restart_on.empty()) {
-    json on = json::array();
-    for (std::string_view c : Split(r.restart_on, ',')) {
-      on.push_back(std::string(Trim(c)));
-    }
-    restart["on"] = on;
+    TESSERA_ASSIGN_OR_RETURN(restart.on, RestartOnFlag("--restart-on", r.restart_on));
   }
   if (!r.restart_backoff.empty()) {
-    restart["backoff"] = r.restart_backoff;
+    TESSERA_ASSIGN_OR_RETURN(restart.backoff, DurationFlag("--restart-backoff", r.restart_backoff));
   }
   return restart;
 }
 
 // The fields that say when the job may run and how it is stopped: array, dependency,
 // hold, signal, checkpoint, preemption.
-void AddRunConditions(const SlurmRequest& r, json* spec, std::vector<std::string>* warnings) {
-  if (!r.array.empty()) {
-    (*spec)["array"] = r.array;
-  }
-  if (!r.dependency.empty()) {
-    (*spec)["dependency"] = r.dependency;
-  }
-  if (r.hold) {
-    (*spec)["hold"] = true;
-  }
+Status AddRunConditions(const SlurmRequest& r, JobDraft* d, std::vector<std::string>* warnings) {
+  d->array = r.array;
+  d->dependency = r.dependency;
+  d->hold = r.hold;
   if (!r.signal_name.empty()) {
-    (*spec)["signal"] = {{"name", r.signal_name},
-                         {"before", FormatDuration(r.signal_before_s * 1'000'000)}};
+    d->signal_name = r.signal_name;
+    d->signal_before = r.signal_before_s * 1'000'000;
     if (!r.time_given || !r.time.has_value()) {
       warnings->push_back(
           "--signal: the job has no time limit (--time), so the signal is never sent");
     }
   }
   if (!r.checkpoint_interval.empty()) {
-    (*spec)["checkpoint"] = {{"interval", r.checkpoint_interval}};
+    TESSERA_ASSIGN_OR_RETURN(d->checkpoint_interval,
+                             DurationFlag("--checkpoint-interval", r.checkpoint_interval));
   }
-  if (r.preemptible.has_value()) {
-    (*spec)["preemptible"] = *r.preemptible;
-  }
-  if (r.hold_if_unfit) {
-    (*spec)["hold_if_unfit"] = true;
-  }
+  d->preemptible = r.preemptible;
+  d->hold_if_unfit = r.hold_if_unfit;
+  return Status::Ok();
 }
 
 }  // namespace
 
-StatusOr<json> SlurmRequestToSpec(const SlurmRequest& r, const GpuCatalog& catalog,
-                                  std::vector<std::string>* warnings) {
-  json spec = json::object();
-  if (!r.partition.empty()) {
-    spec["queue"] = r.partition;
-  }
-  if (!r.priority.is_null()) {
-    spec["priority"] = r.priority;
-  }
+StatusOr<JobDraft> SlurmRequestToDraft(const SlurmRequest& r, const GpuCatalog& catalog,
+                                       std::vector<std::string>* warnings) {
+  JobDraft d;
+  d.queue = r.partition;
+  d.priority = r.priority;
   TESSERA_ASSIGN_OR_RETURN(const SlurmGang gang, GangOf(r));
   if (gang.tasks != 1) {
-    spec["replicas"] = gang.tasks;
+    d.replicas = gang.tasks;
   }
   if (r.nodes.has_value() && *r.nodes == 1 && gang.tasks > 1) {
-    spec["topology"] = {{"scope", "node"}, {"hard", true}};
+    d.topology = TopologyPolicy{TopologyScope::kNode, /*hard=*/true};
   }
   TESSERA_ASSIGN_OR_RETURN(const int64_t gpus, GpusPerTask(r, gang));
-  json res = json::object();
-  TESSERA_RETURN_IF_ERROR(AddGpuResources(r, catalog, gpus, &res));
-  TESSERA_RETURN_IF_ERROR(AddCpuAndMemory(r, gang, gpus, &res));
-  if (!res.empty()) {
-    spec["resources"] = res;
-  }
+  TESSERA_RETURN_IF_ERROR(AddGpuResources(r, catalog, gpus, &d.resources));
+  TESSERA_RETURN_IF_ERROR(AddCpuAndMemory(r, gang, gpus, &d.resources));
   if (r.time_given && r.time.has_value()) {
-    spec["runtime_limit"] = FormatDuration(*r.time);
+    d.runtime_limit = FormatDuration(*r.time);
   }
-  TESSERA_ASSIGN_OR_RETURN(json restart, RestartJson(r));
-  if (!restart.empty()) {
-    spec["restart"] = restart;
-  }
-  AddRunConditions(r, &spec, warnings);
-  return spec;
+  TESSERA_ASSIGN_OR_RETURN(d.restart, RestartOf(r));
+  TESSERA_RETURN_IF_ERROR(AddRunConditions(r, &d, warnings));
+  return d;
 }
 
-StatusOr<SlurmJob> FinishSlurmJob(const SlurmJobInput& in, const SlurmRequest& r, SlurmJob job) {
-  json& spec = job.spec;
+Status FinishSlurmJob(const SlurmJobInput& in, const SlurmRequest& r, JobDraft* d) {
   if (!r.job_name.empty()) {
     if (!IsValidJobName(r.job_name)) {
       return InvalidArgumentError("--job-name: '" + r.job_name +
                                   "' is not a job name (1 to 128 of A-Za-z0-9._-)");
     }
-    spec["name"] = r.job_name;
+    d->name = r.job_name;
   } else {
-    spec["name"] = DefaultJobName(in.script_name);
+    d->name = DefaultJobName(in.script_name);
   }
   // The interpreter of the `#!` line: a path and at most one argument, as Linux reads it.
   std::string shebang = "/bin/bash";
@@ -508,17 +487,19 @@ StatusOr<SlurmJob> FinishSlurmJob(const SlurmJobInput& in, const SlurmRequest& r
   const std::string out = !r.output.empty()  ? r.output
                           : !r.array.empty() ? "slurm-%A_%a.out"
                                              : "slurm-%j.out";
-  json command = {"/bin/bash",  "-c",   std::string(kPrelude),
-                  in.script_name.empty() ? "wrap" : in.script_name,
-                  out,          r.error.empty() ? out : r.error,
-                  r.open_append ? "append" : "truncate",
-                  shebang,      in.script_text};
-  for (const std::string& a : in.script_args) {
-    command.push_back(a);
-  }
+  std::vector<std::string> command = {"/bin/bash",
+                                      "-c",
+                                      std::string(kPrelude),
+                                      in.script_name.empty() ? "wrap" : in.script_name,
+                                      out,
+                                      r.error.empty() ? out : r.error,
+                                      r.open_append ? "append" : "truncate",
+                                      shebang,
+                                      in.script_text};
+  command.insert(command.end(), in.script_args.begin(), in.script_args.end());
   size_t bytes = 0;
-  for (const json& a : command) {
-    bytes += a.get_ref<const std::string&>().size();
+  for (const std::string& a : command) {
+    bytes += a.size();
   }
   if (bytes > kMaxCommandBytes) {
     return InvalidArgumentError(
@@ -526,22 +507,20 @@ StatusOr<SlurmJob> FinishSlurmJob(const SlurmJobInput& in, const SlurmRequest& r
         std::to_string(kPrelude.size()) + "-byte wrapper) is " + std::to_string(bytes) +
         " bytes, over the " + std::to_string(kMaxCommandBytes) + " bytes the controller takes");
   }
-  spec["command"] = command;
-  TESSERA_ASSIGN_OR_RETURN(spec["env"], ExportedEnv(r.export_spec, in.environment));
+  d->command = std::move(command);
+  TESSERA_ASSIGN_OR_RETURN(d->env, ExportedEnv(r.export_spec, in.environment));
   if (!r.chdir.empty()) {
     if (r.chdir[0] == '/') {
-      spec["working_dir"] = r.chdir;
+      d->working_dir = r.chdir;
     } else if (!in.submit_dir.empty()) {
-      spec["working_dir"] = in.submit_dir + "/" + r.chdir;
+      d->working_dir = in.submit_dir + "/" + r.chdir;
     } else {
       return InvalidArgumentError("--chdir: '" + r.chdir +
                                   "' is relative and the submit directory is not known");
     }
   }
-  if (!in.submit_dir.empty()) {
-    spec["submit_dir"] = in.submit_dir;
-  }
-  return job;
+  d->submit_dir = in.submit_dir;
+  return Status::Ok();
 }
 
 }  // namespace tessera

@@ -4,11 +4,11 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "api/job_draft.h"
 #include "base/clock.h"
 #include "base/status.h"
 #include "model/gpu_catalog.h"
@@ -38,7 +38,7 @@ struct SlurmRequest {
   std::optional<Micros> time;  // nullopt with time_given: no limit
 
   std::string partition;
-  nlohmann::json priority;  // null, a number (--priority) or a class name (--qos)
+  std::optional<IntOrText> priority;  // a number (--priority) or a class name (--qos)
   std::string array;        // canonical (ParseArraySpec)
   std::string dependency;   // canonical (ParseDependencySpec)
   std::string output;       // patterns
@@ -65,16 +65,16 @@ struct SlurmRequest {
   bool hold_if_unfit = false;
 };
 
-// The job document for `request` (the fields of the job file; command and env are the
-// caller's). Warnings about what maps loosely are appended to `warnings`.
-StatusOr<nlohmann::json> SlurmRequestToSpec(const SlurmRequest& request, const GpuCatalog& catalog,
-                                            std::vector<std::string>* warnings);
+// The job for `request` (the fields of the job file; command and env are the caller's),
+// values checked as the codec checks them. Warnings about what maps loosely are appended
+// to `warnings`.
+StatusOr<JobDraft> SlurmRequestToDraft(const SlurmRequest& request, const GpuCatalog& catalog,
+                                       std::vector<std::string>* warnings);
 
 struct SlurmJobInput;
 struct SlurmJob;
 // The rest of the job from the input: name, command (the script through BatchPrelude),
 // env (--export), working_dir, submit_dir.
-StatusOr<SlurmJob> FinishSlurmJob(const SlurmJobInput& input, const SlurmRequest& request,
-                                  SlurmJob job);
+Status FinishSlurmJob(const SlurmJobInput& input, const SlurmRequest& request, JobDraft* draft);
 
 }  // namespace tessera

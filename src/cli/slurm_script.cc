@@ -775,8 +775,10 @@ StatusOr<SlurmJob> TranslateSlurmJob(const SlurmJobInput& in, const GpuCatalog& 
     TESSERA_RETURN_IF_ERROR(Apply(g, &r, &job.warnings));
   }
   job.account = r.account;
-  TESSERA_ASSIGN_OR_RETURN(job.spec, SlurmRequestToSpec(r, catalog, &job.warnings));
-  return FinishSlurmJob(in, r, std::move(job));
+  TESSERA_ASSIGN_OR_RETURN(JobDraft draft, SlurmRequestToDraft(r, catalog, &job.warnings));
+  TESSERA_RETURN_IF_ERROR(FinishSlurmJob(in, r, &draft));
+  job.spec = JobDraftToJson(draft);
+  return job;
 }
 
 }  // namespace tessera

@@ -14,7 +14,7 @@
 #include "api/job_codec.h"
 #include "cli/whatif_command.h"
 #include "server/controller.h"
-#include "server/server_fixture.h"
+#include "server/http/server_fixture.h"
 
 namespace tessera {
 namespace {

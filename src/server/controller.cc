@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <limits>
 #include <set>
 
 #include "api/queue_config.h"
@@ -32,7 +31,9 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
       gpu_task_defaults_(catalog),
       identities_({options_.run_as, options_.uid_pool_start, options_.uid_pool_size}) {
   health_ = GpuHealthModule(options_.health);
-  modules_ = {&validation_runs_, &limits_, &health_, &idle_, &eta_, &node_history_, &gates_};
+  // Accounting first: its families lead the modules' part of /metrics.
+  modules_ = {&accounting_, &validation_runs_, &limits_, &health_, &idle_,
+              &eta_,        &node_history_,    &gates_};
 }
 
 Controller::~Controller() { Stop(); }
@@ -89,13 +90,6 @@ Status Controller::Load(const std::string& queues_yaml) {
   history_saved_at_ = now;
   history_observations_ = core_.predictor().observations();
   history_workload_observed_ = core_.learner().observed();
-  TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> usage,
-                           store_->LoadUsage(0, std::numeric_limits<int64_t>::max()));
-  for (const UsageRow& u : usage) {
-    counters_.tenant_gpu_seconds[u.tenant] += static_cast<double>(u.gpu_milli) / 1000.0 *
-                                              static_cast<double>(u.end_us - u.start_us) / 1e6;
-  }
-
   for (ControllerModule* m : modules_) {
     TESSERA_RETURN_IF_ERROR(m->Load(*store_));
   }

@@ -33,8 +33,10 @@
 //   TenantIdentities (tenant_identities.h)      tenants' Unix identities
 //   JobLogs (job_logs.h)          task output on disk
 //   PublishedJobs (job_views.h)   immutable job views and the wait context for reads
-//   usage_report.h                GPU-hours and usage series from usage intervals (pure)
 // Feature modules (modules/controller_module.h), attached through declared hooks:
+//   Accounting (modules/accounting.h)     tenants' GPU-seconds and the usage API's
+//                                         intervals; its sums in modules/usage_report.h
+//                                         (pure) (facade: Usage, UsageSeries)
 //   EtaModule (modules/eta_module.h)      pending jobs' ETAs: its refresh thread, its
 //                                         runtime predictor, one forecast at a time
 //   NodeHistory (modules/node_history.h)  the node inventory's recorded changes
@@ -102,11 +104,12 @@
 #include "sched/job_record.h"
 #include "sched/job_scheduler.h"
 #include "sched/runtime_predictor.h"
-#include "server/auth.h"
+#include "server/http/auth.h"
 #include "server/controller_counters.h"
 #include "server/core_session.h"
 #include "server/modules/gpu_health_module.h"
 #include "server/gpu_task_defaults.h"
+#include "server/modules/accounting.h"
 #include "server/modules/controller_module.h"
 #include "server/modules/idle_module.h"
 #include "server/modules/eta_module.h"
@@ -493,8 +496,6 @@ class Controller {
   void NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out) REQUIRES(mu_);
   void HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
                      Pending& out) REQUIRES(mu_);
-  // Usage intervals of the running jobs that overlap [since, until), up to now.
-  void AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) REQUIRES(mu_);
   TaskLaunch MakeLaunch(const LiveJob& job, int task) const REQUIRES(mu_);
   std::string CheckpointDir(const LiveJob& job) const REQUIRES(mu_);
   // The part of a reported chunk not written yet, into `out`.
@@ -544,7 +545,8 @@ class Controller {
   void ModulesBeforeCycle(Micros now, Pending& out) REQUIRES(mu_);
   void ModulesBeforeDecide(Micros now, Pending& out) REQUIRES(mu_);  // in RunCoreCycle
   void ModulesOnJobAccepted(const LiveJob& job, Micros now) REQUIRES(mu_);
-  void ModulesOnUsage(const LiveJob& job, UsageRow& row, bool ended) const REQUIRES(mu_);
+  // An interval of attempt `attempt`: every module's OnUsage, then, ended, OnIntervalEnded.
+  void ModulesOnUsage(UsageRow& row, int attempt, bool ended) const REQUIRES(mu_);
   void ModulesDescribeJob(const LiveJob& job, nlohmann::json& out) const REQUIRES(mu_);
   void ModulesWriteMetrics(Micros now, MetricsWriter& w) REQUIRES(mu_);
   void ModulesOnAttemptRunning(const LiveJob& job) const REQUIRES(mu_);
@@ -553,6 +555,7 @@ class Controller {
   GpuHealthModule health_ GUARDED_BY(mu_);  // GPUs drained and their work stopped (modules/gpu_health_module.h)
   TimeLimits limits_ GUARDED_BY(mu_);  // runtime limits and their signals (modules/time_limits.h)
   IdleModule idle_ GUARDED_BY(mu_);  // idle and hung jobs, GPU use (modules/idle_module.h)
+  Accounting accounting_ GUARDED_BY(mu_);  // tenants' GPU-seconds (modules/accounting.h)
   std::vector<ControllerModule*> modules_;  // set by the constructor, then read-only
   // Job events (from the lifecycle, via forwarder_) and node membership, to the modules.
   void ModulesOnJobEvent(const JobRecord& job, const LifecycleEvent& event) REQUIRES(mu_);

@@ -1,10 +1,9 @@
 // ControllerCounters: what the controller counts of its own work for /metrics: cycles
 // and their wall time, the decisions applied, submissions and finished jobs by queue,
-// the GPU-seconds each tenant's finished intervals used, and the reports and cycles
-// that something was wrong with.
+// and the reports and cycles that something was wrong with (tenants' GPU-seconds:
+// modules/accounting.h).
 //
-// Invariants: counters only grow (tenant_gpu_seconds starts from the stored usage at
-// Open); each map's keys are named beside it.
+// Invariants: counters only grow; each map's keys are named beside it.
 //
 // Thread safety: the atomic members and the Histogram (thread-safe itself) may be
 // updated and read from any thread; every other member is guarded by the controller's
@@ -31,7 +30,6 @@ struct ControllerCounters {
   std::map<std::string, uint64_t> preemptions;                       // by victim queue
   std::map<std::string, uint64_t> submitted;                         // by queue
   std::map<std::pair<std::string, std::string>, uint64_t> finished;  // (queue, state)
-  std::map<std::string, double> tenant_gpu_seconds;                  // finished intervals, all time
   std::map<std::string, uint64_t> restarts;    // restarts counted, by cause (restart.on)
   uint64_t invariant_breaches = 0;  // cycles after which CheckInvariants found any
   // Task reports dropped because they named a task not placed on the reporting node.

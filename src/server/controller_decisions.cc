@@ -271,9 +271,7 @@ void Controller::RecordEnded(LiveJob& job, const EndedAttempt& ended, Micros now
   if (ended.run_start > 0 && now > ended.run_start) {
     out.batch.usage.push_back(
         UsageRow{id.value(), job.row.tenant, job.row.queue, ended.run_start, now, rec.gpu_milli});
-    ModulesOnUsage(job, out.batch.usage.back(), /*ended=*/true);
-    counters_.tenant_gpu_seconds[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0 *
-                                                    static_cast<double>(now - ended.run_start) / 1e6;
+    ModulesOnUsage(out.batch.usage.back(), job.row.attempts, /*ended=*/true);
   }
   // The attempt that ended is stored with this transition; the job now holds nothing.
   nlohmann::json stored = StoredEndedAttempt(job, ended, now, nodes_, *catalog_);

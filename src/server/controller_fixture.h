@@ -14,8 +14,8 @@
 
 #include "api/job_codec.h"
 #include "server/controller.h"
-#include "server/server.h"
-#include "server/server_fixture.h"
+#include "server/http/server.h"
+#include "server/http/server_fixture.h"
 #include "store/sqlite_store.h"
 
 namespace tessera {

@@ -7,7 +7,7 @@
 #include "api/node_labels.h"
 #include "base/time_format.h"
 #include "server/controller.h"
-#include "server/usage_report.h"
+#include "server/modules/usage_report.h"
 
 namespace tessera {
 namespace {
@@ -185,8 +185,6 @@ std::string Controller::Metrics() {
 
   // Jobs per queue and state; every configured queue appears, with zeros.
   std::map<std::pair<std::string, std::string>, int64_t> jobs;  // (queue, state)
-  std::map<std::string, double> tenant_in_use;
-  std::map<std::string, double> tenant_seconds = counters_.tenant_gpu_seconds;
   for (const auto& [id, job] : jobs_.all()) {
     if (!job.durable) {
       continue;
@@ -196,18 +194,11 @@ std::string Controller::Metrics() {
       ++jobs[{job.row.queue, "pending"}];
     } else if (rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) {
       ++jobs[{job.row.queue, "running"}];
-      tenant_in_use[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0;
-      if (rec.run_start > 0 && now > rec.run_start) {
-        tenant_seconds[job.row.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0 *
-                                          static_cast<double>(now - rec.run_start) / 1e6;
-      }
     }
   }
   w.Family("tessera_jobs", MetricType::kGauge, "Jobs by queue, tenant and state (running includes stopping).");
-  std::set<std::string> tenants;
   for (QueueId q : core_.tree().queues()) {
     const std::string& name = core_.tree().spec(q).name;
-    tenants.insert(core_.tree().tenant(q));
     for (const char* state : {"pending", "running"}) {
       auto it = jobs.find({name, state});
       w.Sample({{"queue", name}, {"tenant", core_.tree().tenant(q)}, {"state", state}},
@@ -242,25 +233,7 @@ std::string Controller::Metrics() {
   WriteSchedulerMetrics(w);
   WriteQuotaAndGpus(w);
 
-  w.Family("tessera_tenant_gpus_in_use", MetricType::kGauge,
-           "GPUs held by each tenant's running jobs (shares and MIG slices by their fraction).");
-  for (const auto& [t, v] : tenant_in_use) {
-    tenants.insert(t);
-  }
-  for (const auto& [t, v] : tenant_seconds) {
-    tenants.insert(t);
-  }
-  for (const std::string& t : tenants) {
-    auto it = tenant_in_use.find(t);
-    w.Sample({{"tenant", t}}, it != tenant_in_use.end() ? it->second : 0.0);
-  }
-  w.Family("tessera_tenant_gpu_seconds_total", MetricType::kCounter,
-           "GPU-seconds used by each tenant, all time (from the state store), running jobs included.");
-  for (const std::string& t : tenants) {
-    auto it = tenant_seconds.find(t);
-    w.Sample({{"tenant", t}}, it != tenant_seconds.end() ? it->second : 0.0);
-  }
-  ModulesWriteMetrics(now, w);
+  ModulesWriteMetrics(now, w);  // Accounting's per-tenant GPU families first
   return w.Take();
 }
 
@@ -370,17 +343,11 @@ StatusOr<nlohmann::json> Controller::UsageSeries(Micros since, Micros until, Mic
   TESSERA_RETURN_IF_ERROR(CheckUsageSeriesQuery(since, until, step));
   TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> rows, store_->LoadUsage(since, until));
   std::map<std::string, double> quota_gpus;
-  {
+  {  // the store is read above, without mu_
     MutexLock lock(mu_);
-    AppendRunningUsage(since, until, &rows);
-    for (QueueId q : core_.tree().queues()) {
-      double& gpus = quota_gpus[core_.tree().tenant(q)];
-      for (size_t r = 0; r < core_.tree().resources().size(); ++r) {
-        if (core_.tree().resources()[r].kind == ResourceKind::kGpu) {
-          gpus += static_cast<double>(core_.tree().quota(q, r).nominal) / 1000.0;
-        }
-      }
-    }
+    const std::unique_ptr<ModuleStep> s = LockedStep(clock_->NowMicros(), nullptr);
+    Accounting::RunningIntervals(*s, since, until, rows);
+    quota_gpus = s->TenantQuotaGpus();
   }
   return ::tessera::UsageSeries(rows, since, until, step, tenant, quota_gpus);
 }

@@ -147,6 +147,26 @@ class Controller::Step final : public ModuleStep {
     c_.fit_stale_ = true;
   }
 
+  // ---- GPU usage accounting (Accounting) ----
+  void FillUsage(UsageRow& row, int attempt) const override {
+    c_.mu_.AssertHeld();
+    c_.ModulesOnUsage(row, attempt, /*ended=*/false);
+  }
+  std::map<std::string, double> TenantQuotaGpus() const override {
+    c_.mu_.AssertHeld();
+    const QueueTree& tree = c_.core_.tree();
+    std::map<std::string, double> quota_gpus;
+    for (QueueId q : tree.queues()) {
+      double& gpus = quota_gpus[tree.tenant(q)];
+      for (size_t r = 0; r < tree.resources().size(); ++r) {
+        if (tree.resources()[r].kind == ResourceKind::kGpu) {
+          gpus += static_cast<double>(tree.quota(q, r).nominal) / 1000.0;
+        }
+      }
+    }
+    return quota_gpus;
+  }
+
   // ---- pending jobs a module keeps back (JobGatesModule) ----
   void ForEachJob(const std::function<void(const JobFacts&)>& visit) const override {
     c_.mu_.AssertHeld();
@@ -254,9 +274,15 @@ void Controller::ModulesOnAttemptRunning(const LiveJob& job) const {
   }
 }
 
-void Controller::ModulesOnUsage(const LiveJob& job, UsageRow& row, bool ended) const {
+// Every module's OnUsage first, so that the row is complete when an ended one is counted.
+void Controller::ModulesOnUsage(UsageRow& row, int attempt, bool ended) const {
   for (ControllerModule* m : modules_) {
-    m->OnUsage(row, job.row.attempts, ended);
+    m->OnUsage(row, attempt, ended);
+  }
+  if (ended) {
+    for (ControllerModule* m : modules_) {
+      m->OnIntervalEnded(row);
+    }
   }
 }
 

@@ -15,7 +15,7 @@
 
 #include "api/job_codec.h"
 #include "server/controller_fixture.h"
-#include "server/server.h"
+#include "server/http/server.h"
 #include "server/testing/job_yaml.h"
 #include "store/sqlite_store.h"
 

@@ -14,7 +14,7 @@
 #include "server/job_attempts.h"
 #include "server/known_nodes.h"
 #include "server/pending_reasons.h"
-#include "server/usage_report.h"
+#include "server/modules/usage_report.h"
 
 namespace tessera {
 
@@ -501,26 +501,13 @@ Status Controller::SetQueues(const std::string& yaml) {
   return Status::Ok();
 }
 
-void Controller::AppendRunningUsage(Micros since, Micros until, std::vector<UsageRow>* rows) {
-  const Micros now = clock_->NowMicros();
-  for (const auto& [id, job] : jobs_.all()) {
-    const JobRecord& rec = jobs_.Rec(job);
-    if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
-        rec.run_start < until && now > since) {
-      rows->push_back(
-          UsageRow{id.value(), job.row.tenant, job.row.queue, rec.run_start, now, rec.gpu_milli});
-      ModulesOnUsage(job, rows->back(), /*ended=*/false);
-    }
-  }
-}
-
 StatusOr<nlohmann::json> Controller::Usage(Micros since, Micros until, const std::string& by,
                                            const std::string& tenant) {
   TESSERA_RETURN_IF_ERROR(CheckUsageQuery(since, until, by));
   TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> rows, store_->LoadUsage(since, until));
-  {
+  {  // the store is read above, without mu_
     MutexLock lock(mu_);
-    AppendRunningUsage(since, until, &rows);
+    Accounting::RunningIntervals(*LockedStep(clock_->NowMicros(), nullptr), since, until, rows);
   }
   return SumUsage(rows, since, until, by, tenant);
 }

@@ -17,7 +17,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
-#include "server/usage_report.h"
+#include "server/modules/usage_report.h"
 #include "store/store.h"
 
 namespace tessera {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "server/server_fixture.h"
+#include "server/http/server_fixture.h"
 
 namespace tessera {
 namespace {

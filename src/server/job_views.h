@@ -29,7 +29,7 @@
 #include "model/node.h"
 #include "model/queue_tree.h"
 #include "sched/job_scheduler.h"
-#include "server/auth.h"
+#include "server/http/auth.h"
 #include "server/job_eta.h"
 #include "server/job_number.h"
 #include "state/quota_ledger.h"

@@ -2,7 +2,7 @@
 
 #include <iterator>
 
-#include "server/auth.h"
+#include "server/http/auth.h"
 
 namespace tessera {
 

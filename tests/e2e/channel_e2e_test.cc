@@ -24,7 +24,7 @@
 #include "agent/agent.h"
 #include "agent/agent_channel_client.h"
 #include "server/agent_channel_server.h"
-#include "server/server.h"
+#include "server/http/server.h"
 
 namespace tessera {
 namespace {

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/server_util.h"
+#include "server/http/server_util.h"
 #include "store/store.h"
 
 namespace tessera {

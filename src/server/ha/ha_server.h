@@ -42,7 +42,7 @@
 #include "model/gpu_catalog.h"
 #include "server/ha/election_backend.h"
 #include "server/ha/leader_election.h"
-#include "server/server.h"
+#include "server/http/server.h"
 
 namespace httplib {
 class Server;

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/ha/testing/fake_election_backend.h"
-#include "server/server_fixture.h"
+#include "server/http/server_fixture.h"
 
 namespace tessera {
 // Named, not anonymous: its WaitFor would meet leader_election_test.cc's in a unity batch.

@@ -18,6 +18,7 @@
 //   OnOutput      a task's output grew (an agent's report)
 //   OnTelemetry   a node's agent sent a GPU sample (before the node keeps it)
 //   OnUsage       an interval of GPU use, ended or still running, is counted or shown
+//   OnIntervalEnded  an ended interval's row is complete (after every module's OnUsage)
 //   DescribeJob   a job's JSON view is built
 //   DescribeQueue a queue's JSON view is built
 //   WriteMetrics  /metrics is scraped
@@ -142,6 +143,14 @@ class ModuleStep {
   // The module's NodeHold of `node` changed: the core applies it to its state now.
   virtual void NodeHoldChanged(const std::string& node) = 0;
 
+  // ---- GPU usage accounting (modules/accounting.h) ----
+  // Fills in what the modules measure of a running interval of attempt `attempt` (each
+  // one's OnUsage, not ended: row.used_gpu_milli).
+  virtual void FillUsage(UsageRow& row, int attempt) const = 0;
+  // Each tenant the queue configuration names, with the nominal GPU quota of its queues
+  // added up (in GPUs).
+  virtual std::map<std::string, double> TenantQuotaGpus() const = 0;
+
   // ---- pending jobs a module keeps back (modules/job_gates_module.h) ----
   // Every acknowledged job in memory, finished ones too, in id order.
   virtual void ForEachJob(const std::function<void(const JobFacts&)>& visit) const = 0;
@@ -192,6 +201,9 @@ class ControllerModule {
     (void)attempt;
     (void)ended;
   }
+  // An ended interval's row, complete (every module's OnUsage ran on it), is in the
+  // step's batch: what accounting counts.
+  virtual void OnIntervalEnded(const UsageRow& row) { (void)row; }
   virtual void DescribeJob(const JobFacts& job, nlohmann::json& out) const {
     (void)job;
     (void)out;

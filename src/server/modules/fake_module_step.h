@@ -159,6 +159,20 @@ class FakeModuleStep final : public ModuleStep {
   }
   void NodeHoldChanged(const std::string& node) override { hold_changes.push_back(node); }
 
+  // ---- GPU usage accounting (Accounting) ----
+  // `used_gpu_milli`: what the other modules measured of each running job's attempt (by
+  // job id; FillUsage leaves the row's -1 for a job without one); `quota_gpus`: the
+  // tenants of the queue configuration and their GPU quotas (TenantQuotaGpus).
+  std::map<uint64_t, int64_t> used_gpu_milli;
+  std::map<std::string, double> quota_gpus;
+  void FillUsage(UsageRow& row, int attempt) const override {
+    (void)attempt;
+    if (auto it = used_gpu_milli.find(row.job); it != used_gpu_milli.end()) {
+      row.used_gpu_milli = it->second;
+    }
+  }
+  std::map<std::string, double> TenantQuotaGpus() const override { return quota_gpus; }
+
   // ---- pending jobs a module keeps back (JobGatesModule) ----
   // `gated`: the pending jobs Gate keeps back (Ungate lets go). Jobs in `archived` are
   // found only by FindOrLoad and LoadRow, as if read back from the store (`loads`
