@@ -1,5 +1,6 @@
 #include "server/controller.h"
 
+#include <limits>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -92,6 +93,14 @@ Status Controller::Load(const std::string& queues_yaml) {
   history_workload_observed_ = core_.learner().observed();
   for (ControllerModule* m : modules_) {
     TESSERA_RETURN_IF_ERROR(m->Load(*store_));
+  }
+  {
+    // Read once for every module that counts them (the table grows with the cluster's life).
+    TESSERA_ASSIGN_OR_RETURN(const std::vector<UsageRow> usage,
+                             store_->LoadUsage(0, std::numeric_limits<int64_t>::max()));
+    for (ControllerModule* m : modules_) {
+      m->OnStoredUsage(usage);
+    }
   }
   TESSERA_RETURN_IF_ERROR(LoadJobRows(now));
   views_.set_clock(clock_);  // a restart's time left

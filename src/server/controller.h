@@ -44,10 +44,14 @@
 //                                         results and drains (facade: controller_validation.cc)
 //   JobGatesModule (modules/job_gates_module.h)  holds, dependencies, arrays' throttles
 //                                         and singletons (facade: controller_gates.cc)
+//   TimeLimits (modules/time_limits.h)    runtime limits and the signals ahead of them
+//   GpuHealthModule (modules/gpu_health_module.h)  GPUs drained from telemetry, the
+//                                         work on a failed GPU stopped
+//   IdleModule (modules/idle_module.h)    idle and hung jobs, what jobs use of their GPUs
 // A job is named by its JobNumber (job_number.h) and its state is a JobState
 // (job_state.h); both are written to the store as plain values.
 // JSON views live here (controller_views.cc, controller_nodes.cc, controller_metrics.cc),
-// not in those services; HTTP routes per resource are in server_*.cc.
+// not in those services; HTTP routes per resource are in http/server_*.cc.
 //
 // Lock discipline:
 //   - mu_, the core lock, guards JobTable, NodeRegistry, CoreSession, TenantIdentities
@@ -59,9 +63,12 @@
 //     thread-safe on their own and never touch mu_.
 //   - The store is never waited on with mu_ held: a locked step collects what it
 //     decided into a Pending, which Publish makes durable without mu_ and hands out
-//     once durable; FindOrLoad releases mu_ while reading an archived job. The one
-//     exception is SetQueues, an admin's rare call, which commits the new queue
-//     configuration under mu_ so that no cycle runs on one that failed to commit.
+//     once durable; FindOrLoad releases mu_ while reading an archived job (only in a
+//     user's call, never within a hook). The exceptions: SetQueues, an admin's rare
+//     call, which commits the new queue configuration under mu_ so that no cycle runs
+//     on one that failed to commit; and the row of an archived job a dependency names,
+//     read under mu_ by the gates' pass (ModuleStep::LoadRow: one small read, once per
+//     such job, whose outcome is then kept).
 //   - Lock order: the server's node-credential lock (held across a first registration,
 //     a removal or a fence) before mu_; mu_ before the published views' lock (views are
 //     published under mu_), and before loop_mu_ (Wake may be called under it); the

@@ -2,6 +2,8 @@
 // step they act through. Modules see jobs and nodes as const views and change the core
 // only through Step: a stop goes through the attempt machine (StopJob), a row through
 // the step's durable batch.
+#include <cstdlib>
+#include <iostream>
 #include <string>
 
 #include "server/controller.h"
@@ -10,9 +12,12 @@ namespace tessera {
 
 class Controller::Step final : public ModuleStep {
  public:
-  // `out` null: a read-only step (metrics, views); Stop, Republish and batch are not
-  // called on one.
-  Step(Controller& c, Micros now, Pending* out) : c_(c), now_(now), out_(out) {}
+  // `out` null: a step that commits nothing (metrics, views, a read at acceptance): its
+  // stops, signals and drains do nothing, a job is not started, and a row is a
+  // programming error. `facade`: a user's call, which may let go of the core lock to
+  // read an archived job (FindOrLoad); a hook runs mid-step and may not.
+  Step(Controller& c, Micros now, Pending* out, bool facade = false)
+      : c_(c), now_(now), out_(out), facade_(facade) {}
 
   Micros now() const override { return now_; }
   const std::string& queues_yaml() const override {
@@ -87,7 +92,14 @@ class Controller::Step final : public ModuleStep {
       c_.PublishView(*job);
     }
   }
-  WriteBatch& batch() override { return out_->batch; }
+  void Put(std::string key, std::string value) override {
+    if (out_ == nullptr) {
+      std::cerr << "tessera server: internal error: a module wrote '" << key
+                << "' on a step that commits nothing\n";
+      std::abort();
+    }
+    out_->batch.kv.emplace_back(std::move(key), std::move(value));
+  }
 
   // ---- jobs a module runs itself on whole nodes (ValidationRuns) ----
   void ForEachNode(const std::function<void(const std::string& name, const NodeInfo&)>& visit)
@@ -119,6 +131,9 @@ class Controller::Step final : public ModuleStep {
   }
   StatusOr<JobNumber> StartNodeJob(const std::string& node, const NodeJob& request) override {
     c_.mu_.AssertHeld();
+    if (out_ == nullptr) {
+      return FailedPreconditionError("a job cannot start on a step that commits nothing");
+    }
     return c_.StartNodeJob(node, request, now_, *out_);
   }
   RowOutcome Outcome(JobNumber id) const override {
@@ -126,12 +141,15 @@ class Controller::Step final : public ModuleStep {
     const LiveJob* job = c_.jobs_.Find(id);
     return job != nullptr ? RowOutcome{job->row.exit_code, job->row.reason} : RowOutcome{};
   }
-  void CancelPending(JobNumber id) override {
+  void CancelPending(JobNumber id, const std::string& reason = "") override {
     c_.mu_.AssertHeld();
     LiveJob* job = c_.jobs_.Find(id);
     if (job == nullptr || job->slot == JobTable::kArchived || out_ == nullptr ||
         c_.jobs_.Rec(*job).phase != JobPhase::kPending) {
       return;
+    }
+    if (!reason.empty()) {
+      job->row.reason = reason;
     }
     c_.core_.lifecycle()->Finish(c_.jobs_.Rec(*job), JobEnd::kCancelled, now_);
     out_->finished.push_back(job->id());
@@ -202,7 +220,8 @@ class Controller::Step final : public ModuleStep {
   bool FindOrLoad(JobNumber id, const std::function<void(const JobFacts&)>& visit) override {
     c_.mu_.AssertHeld();
     std::optional<LiveJob> archived;
-    const LiveJob* job = c_.FindOrLoad(id, &archived);  // may let go of mu_ while reading
+    const LiveJob* job = facade_ ? c_.FindOrLoad(id, &archived)  // may let go of mu_
+                                 : c_.jobs_.Find(id);
     if (job == nullptr) {
       return false;
     }
@@ -221,6 +240,7 @@ class Controller::Step final : public ModuleStep {
   Controller& c_;
   Micros now_;
   Pending* out_;
+  bool facade_;
 };
 
 JobFacts Controller::FactsOf(const LiveJob& job) const {
@@ -338,7 +358,7 @@ void Controller::ModulesStop() {
 // ---- module facades and node holds (ValidationRuns) ----
 
 std::unique_ptr<ModuleStep> Controller::LockedStep(Micros now, Pending* out) {
-  return std::make_unique<Step>(*this, now, out);
+  return std::make_unique<Step>(*this, now, out, /*facade=*/true);
 }
 
 std::string Controller::ModulesNodeHold(const std::string& node) const {

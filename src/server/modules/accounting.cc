@@ -13,13 +13,10 @@ double AccountingGpuSeconds(int64_t milli, Micros from, Micros to) {
 
 }  // namespace
 
-Status Accounting::Load(Store& store) {
-  TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> usage,
-                           store.LoadUsage(0, std::numeric_limits<int64_t>::max()));
-  for (const UsageRow& u : usage) {
+void Accounting::OnStoredUsage(const std::vector<UsageRow>& rows) {
+  for (const UsageRow& u : rows) {
     tenant_gpu_seconds_[u.tenant] += AccountingGpuSeconds(u.gpu_milli, u.start_us, u.end_us);
   }
-  return Status::Ok();
 }
 
 void Accounting::OnIntervalEnded(const UsageRow& row) {

@@ -2,9 +2,10 @@
 // intervals the usage API adds up.
 //
 // Owns: each tenant's GPU-seconds of ended intervals, all time (from the stored usage at
-// Load, then each interval as it ends), and the usage API's intervals of the running
-// jobs (RunningIntervals); the sums over them are modules/usage_report.h's (pure).
-// Hooks: Load (the stored intervals' GPU-seconds per tenant), OnIntervalEnded (an ended
+// Open, then each interval as it ends). The usage API's intervals of the running jobs
+// are worked out on request (RunningIntervals); the sums over them are
+// modules/usage_report.h's (pure).
+// Hooks: OnStoredUsage (the stored intervals' GPU-seconds per tenant), OnIntervalEnded (an ended
 // interval counted for its tenant), WriteMetrics (tessera_tenant_gpus_in_use,
 // tessera_tenant_gpu_seconds_total).
 // Invariants: a tenant's GPU-seconds only grow, and are the stored intervals' held
@@ -27,7 +28,7 @@ namespace tessera {
 
 class Accounting final : public ControllerModule {
  public:
-  Status Load(Store& store) override;
+  void OnStoredUsage(const std::vector<UsageRow>& rows) override;
   void OnIntervalEnded(const UsageRow& row) override;
   void WriteMetrics(const ModuleStep& step, MetricsWriter& w) const override;
 

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,7 +110,9 @@ TEST_F(AccountingTest, TotalsAreReadBackFromTheStoredIntervalsAfterARestart) {
   ASSERT_TRUE(store.Commit(std::move(step_.written)).ok());
 
   Accounting restarted;
-  ASSERT_TRUE(restarted.Load(store).ok());
+  StatusOr<std::vector<UsageRow>> stored = store.LoadUsage(0, std::numeric_limits<int64_t>::max());
+  ASSERT_TRUE(stored.ok());
+  restarted.OnStoredUsage(*stored);
   EXPECT_DOUBLE_EQ(restarted.TenantGpuSeconds("a"), 260.0);
   EXPECT_DOUBLE_EQ(restarted.TenantGpuSeconds("b"), accounting_.TenantGpuSeconds("b"));
   EXPECT_EQ(Metrics(restarted), Metrics(accounting_));

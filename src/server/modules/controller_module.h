@@ -13,6 +13,7 @@
 // Hooks (all but Start/Stop run with the core lock held, in the order modules were
 // attached):
 //   Load          at Open, before jobs are loaded: the module's durable state
+//   OnStoredUsage at Open, after Load: every stored usage interval (read once for all)
 //   BeforeCycle   each scheduling cycle, before the core decides
 //   OnAttemptRunning  an attempt started, or was found running after a restart
 //   OnOutput      a task's output grew (an agent's report)
@@ -90,6 +91,11 @@ struct RowOutcome {
 };
 
 // The locked step a hook runs in: what a module may read and do of the core.
+// JobFacts and NodeInfo references are valid for the visit that passed them and only
+// until the module asks for a change: after Stop, StartNodeJob, CancelPending or
+// FindOrLoad a module reads again rather than use facts it holds (a stop may end the
+// attempt at once, a start may move the core's records). Stopping jobs from within
+// ForEachRunningJob is safe: no step call adds or removes jobs or nodes.
 class ModuleStep {
  public:
   virtual ~ModuleStep() = default;
@@ -118,8 +124,11 @@ class ModuleStep {
   virtual void SetDrain(const std::string& node, int gpu, std::optional<DrainInfo> drain) = 0;
   // The job's published view changed (a figure the module adds to it).
   virtual void Republish(JobNumber job) = 0;
-  // Rows made durable with the step (before anything it decided is handed out).
-  virtual WriteBatch& batch() = 0;
+  // A key-value row made durable with the step (before anything it decided is handed
+  // out); "" as the value removes the key's row. Modules write only under their own
+  // key prefixes. Only a step that can commit takes one (a read-only step, as metrics
+  // and views get, is a programming error: the process aborts with a message).
+  virtual void Put(std::string key, std::string value) = 0;
 
   // ---- jobs a module runs itself on whole nodes (modules/validation_runs.h) ----
   // Every node known to the core, up or down, in name order.
@@ -137,9 +146,9 @@ class ModuleStep {
   virtual StatusOr<JobNumber> StartNodeJob(const std::string& node, const NodeJob& job) = 0;
   // The job's exit code and reason as its row holds them now ({0, ""}: unknown job).
   virtual RowOutcome Outcome(JobNumber job) const = 0;
-  // Ends a pending job (one requeued) at once as cancelled, its reason kept; no effect
-  // on a job that is not pending.
-  virtual void CancelPending(JobNumber job) = 0;
+  // Ends a pending job (one requeued) at once as cancelled, with `reason` when it is not
+  // empty (else its reason kept); no effect on a job that is not pending.
+  virtual void CancelPending(JobNumber job, const std::string& reason = "") = 0;
   // The module's NodeHold of `node` changed: the core applies it to its state now.
   virtual void NodeHoldChanged(const std::string& node) = 0;
 
@@ -164,7 +173,9 @@ class ModuleStep {
   virtual bool Gated(JobNumber job) const = 0;
   // Calls `visit` with job `job`, in memory or archived (read back from the store:
   // record null); false if there is none. The core lock is let go while the store is
-  // read: what was read before (views, pointers) does not survive the call.
+  // read: what was read before (views, pointers) does not survive the call. Only a
+  // user's call (a facade's step) may let go of the lock: within a hook, where the core
+  // is mid-step, it finds only jobs in memory.
   virtual bool FindOrLoad(JobNumber job, const std::function<void(const JobFacts&)>& visit) = 0;
   // An archived job's row, read from the store with the core lock held (small and rare;
   // a pass does not let go of the lock); nullopt: no such job ever was.
@@ -178,6 +189,7 @@ class ControllerModule {
     (void)store;
     return Status::Ok();
   }
+  virtual void OnStoredUsage(const std::vector<UsageRow>& rows) { (void)rows; }
   virtual void BeforeCycle(ModuleStep& step) { (void)step; }
   virtual void OnAttemptRunning(const JobFacts& job) { (void)job; }
   // `sample`: one entry per GPU of `node`'s inventory, by index (a GPU the driver no

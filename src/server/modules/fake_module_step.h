@@ -99,7 +99,9 @@ class FakeModuleStep final : public ModuleStep {
     stops.push_back({job, request, reason});
   }
   void Republish(JobNumber job) override { republished.push_back(job); }
-  WriteBatch& batch() override { return written; }
+  void Put(std::string key, std::string value) override {
+    written.kv.emplace_back(std::move(key), std::move(value));
+  }
 
   // ---- jobs a module runs itself on whole nodes (ValidationRuns) ----
   // A job started by StartNodeJob joins `jobs` (running on its node, internal); the
@@ -149,9 +151,12 @@ class FakeModuleStep final : public ModuleStep {
     auto it = outcomes.find(job.value());
     return it != outcomes.end() ? it->second : RowOutcome{};
   }
-  void CancelPending(JobNumber job) override {
+  void CancelPending(JobNumber job, const std::string& reason = "") override {
     auto it = jobs.find(job.value());
     if (it != jobs.end() && it->second.record.phase == JobPhase::kPending) {
+      if (!reason.empty()) {
+        it->second.reason = reason;
+      }
       it->second.record.phase = JobPhase::kFinished;
       it->second.state = JobState::kCancelled;
       cancelled_pending.push_back(job);

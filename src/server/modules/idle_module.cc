@@ -24,15 +24,12 @@ double GpuSeconds(int64_t milli, Micros from, Micros to) {
 
 }  // namespace
 
-Status IdleModule::Load(Store& store) {
-  TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> usage,
-                           store.LoadUsage(0, std::numeric_limits<int64_t>::max()));
-  for (const UsageRow& u : usage) {
+void IdleModule::OnStoredUsage(const std::vector<UsageRow>& rows) {
+  for (const UsageRow& u : rows) {
     if (u.used_gpu_milli >= 0) {
       tenant_used_seconds_[u.tenant] += GpuSeconds(u.used_gpu_milli, u.start_us, u.end_us);
     }
   }
-  return Status::Ok();
 }
 
 const IdlePolicy& IdleModule::PolicyOf(const std::string& queue) const {

@@ -3,7 +3,7 @@
 // Owns: the IdleWatch of every running job (sched/idle_watch.h, whose verdicts the
 // simulator shares), each queue's idle policy read from the queue configuration
 // (api/queue_idle.h), and each tenant's utilisation-weighted GPU-seconds.
-// Hooks: Load (the tenants' used GPU-seconds from the stored usage), BeforeCycle
+// Hooks: OnStoredUsage (the tenants' used GPU-seconds from the stored usage), BeforeCycle
 // (at each instant of the sample grid, IdleSampleAfter: samples, flags and the queue's action), OnOutput (output
 // silence marks a hang), OnUsage (what an interval used), DescribeJob, DescribeQueue,
 // WriteMetrics.
@@ -27,7 +27,7 @@ namespace tessera {
 
 class IdleModule final : public ControllerModule {
  public:
-  Status Load(Store& store) override;
+  void OnStoredUsage(const std::vector<UsageRow>& rows) override;
   void BeforeCycle(ModuleStep& step) override;
   void OnOutput(JobNumber job, Micros now) override { watch_.Output(job.value(), now); }
   void OnUsage(UsageRow& row, int attempt, bool ended) override;

@@ -46,7 +46,7 @@ void NodeHistory::OnNodeJoined(const NodeInventory& inventory, ModuleStep& step)
   }
   last_[name] = inventory.spec;
   const Micros now = step.now();
-  step.batch().kv.emplace_back(NodeHistoryKey(name, now),
+  step.Put(NodeHistoryKey(name, now),
                                nlohmann::json{{"name", name},
                                               {"at_us", now},
                                               {"event", "join"},
@@ -57,7 +57,7 @@ void NodeHistory::OnNodeJoined(const NodeInventory& inventory, ModuleStep& step)
 void NodeHistory::OnNodeRemoved(const std::string& name, ModuleStep& step) {
   last_[name] = std::nullopt;
   const Micros now = step.now();
-  step.batch().kv.emplace_back(
+  step.Put(
       NodeHistoryKey(name, now),
       nlohmann::json{{"name", name}, {"at_us", now}, {"event", "leave"}}.dump());
 }

@@ -32,8 +32,8 @@ nlohmann::json SlotJson(const std::string& check, const std::string& node,
 }
 
 void WriteSlot(const std::string& check, const std::string& node, const ValidationSlot& s,
-               WriteBatch& batch) {
-  batch.kv.emplace_back(SlotKey(check, node), SlotJson(check, node, s).dump());
+               ModuleStep& step) {
+  step.Put(SlotKey(check, node), SlotJson(check, node, s).dump());
 }
 
 // A check job as the pass sees it, after what the pass did to it.
@@ -108,14 +108,14 @@ Status ValidationRuns::Load(Store& store) {
   return Status::Ok();
 }
 
-void ValidationRuns::RecordRun(ValidationRun run, WriteBatch& batch) {
+void ValidationRuns::RecordRun(ValidationRun run, ModuleStep& step) {
   const std::pair<std::string, std::string> id{run.check, run.node};
   book_.Record(std::move(run));
   nlohmann::json kept = nlohmann::json::array();
   for (const ValidationRun& r : book_.runs[id]) {
     kept.push_back(ValidationRunToJson(r));
   }
-  batch.kv.emplace_back(kRunsPrefix + id.first + "/" + id.second, kept.dump());
+  step.Put(kRunsPrefix + id.first + "/" + id.second, kept.dump());
 }
 
 StatusOr<nlohmann::json> ValidationRuns::Add(ModuleStep& step, ValidationCheck check) {
@@ -128,7 +128,7 @@ StatusOr<nlohmann::json> ValidationRuns::Add(ModuleStep& step, ValidationCheck c
   }
   check.created = step.now();
   nlohmann::json shown = ValidationCheckToJson(check);
-  step.batch().kv.emplace_back(kCheckPrefix + check.name, shown.dump());
+  step.Put(kCheckPrefix + check.name, shown.dump());
   book_.checks[check.name] = std::move(check);
   return shown;
 }
@@ -138,23 +138,26 @@ StatusOr<nlohmann::json> ValidationRuns::Remove(ModuleStep& step, const std::str
   if (it == book_.checks.end()) {
     return NotFoundError("no validation check '" + name + "'");
   }
-  step.batch().kv.emplace_back(kCheckPrefix + name, "");
+  step.Put(kCheckPrefix + name, "");
   for (auto s = book_.slots.lower_bound({name, ""});
        s != book_.slots.end() && s->first.first == name;) {
     const std::string node = s->first.second;
     if (s->second.job != 0) {
+      // Running, it stops now; requeued (pending), it ends at once: a check job must not
+      // run later untracked.
+      const std::string why = "cancelled: validation check " + name + " was removed";
       step.Stop(JobNumber(s->second.job),
-                StopRequest{AttemptEnd::kCancel, RequeueCause::kPreempted, 0, ""},
-                "cancelled: validation check " + name + " was removed");
+                StopRequest{AttemptEnd::kCancel, RequeueCause::kPreempted, 0, ""}, why);
+      step.CancelPending(JobNumber(s->second.job), why);
     }
-    step.batch().kv.emplace_back(SlotKey(name, node), "");
+    step.Put(SlotKey(name, node), "");
     s = book_.slots.erase(s);
     step.NodeHoldChanged(node);
   }
   // Its results go too: a check added again under the name starts a fresh baseline.
   for (auto r = book_.runs.lower_bound({name, ""});
        r != book_.runs.end() && r->first.first == name;) {
-    step.batch().kv.emplace_back(kRunsPrefix + name + "/" + r->first.second, "[]");
+    step.Put(kRunsPrefix + name + "/" + r->first.second, "[]");
     r = book_.runs.erase(r);
   }
   book_.checks.erase(it);
@@ -221,7 +224,7 @@ StatusOr<nlohmann::json> ValidationRuns::Run(ModuleStep& step, const std::string
     ValidationSlot& slot = book_.slots[{name, node_name}];
     if (slot.job == 0 && slot.waiting_since == 0) {
       slot.manual = true;
-      WriteSlot(name, node_name, slot, step.batch());
+      WriteSlot(name, node_name, slot, step);
     }
     queued.push_back(node_name);
   });
@@ -302,7 +305,7 @@ void ValidationRuns::HoldDueNodes(ModuleStep& step) {
           ValidationSlot& slot = book_.slots[{name, node_name}];
           slot.waiting_since = now;
           ++held;
-          WriteSlot(name, node_name, slot, step.batch());
+          WriteSlot(name, node_name, slot, step);
           step.NodeHoldChanged(node_name);
         });
   }
@@ -337,7 +340,7 @@ void ValidationRuns::TendJob(ModuleStep& step, const ValidationCheck& check,
     slot.timed_out = true;
     step.Stop(id, StopRequest{AttemptEnd::kFail, RequeueCause::kPreempted, 0, ""},
               "validation " + name + ": timed out after " + FormatDuration(check.timeout));
-    WriteSlot(name, node, slot, step.batch());
+    WriteSlot(name, node, slot, step);
   }
 }
 
@@ -358,7 +361,7 @@ bool ValidationRuns::StartOrRelease(ModuleStep& step, const ValidationCheck& che
   } else {
     return false;
   }
-  RecordRun(ValidationRun{check.name, node, 0, now, "skipped", 0, skipped, {}}, step.batch());
+  RecordRun(ValidationRun{check.name, node, 0, now, "skipped", 0, skipped, {}}, step);
   slot.waiting_since = 0;
   slot.last_start = now;
   return true;
@@ -380,7 +383,7 @@ std::optional<std::vector<ValidationRuns::Ended>> ValidationRuns::Tend(ModuleSte
     if (slot.job != 0) {
       TendJob(step, check, node, slot, ended);
     } else if (slot.waiting_since != 0 && StartOrRelease(step, check, node, slot)) {
-      WriteSlot(name, node, slot, step.batch());
+      WriteSlot(name, node, slot, step);
       step.NodeHoldChanged(node);
     }
   }
@@ -433,10 +436,10 @@ void ValidationRuns::JudgeOne(ModuleStep& step, const Ended& e) {
   }
   std::cerr << "tessera server: validation " << e.check << " on node " << e.node << ": "
             << run.outcome << (run.reason.empty() ? "" : " (" + run.reason + ")") << "\n";
-  RecordRun(std::move(run), step.batch());
+  RecordRun(std::move(run), step);
   slot->second.job = 0;
   slot->second.timed_out = false;
-  WriteSlot(e.check, e.node, slot->second, step.batch());
+  WriteSlot(e.check, e.node, slot->second, step);
   step.NodeHoldChanged(e.node);
 }
 

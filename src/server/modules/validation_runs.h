@@ -94,7 +94,7 @@ class ValidationRuns final : public ControllerModule {
                     ValidationSlot& slot);
   void JudgeOne(ModuleStep& step, const Ended& e);
   // Keeps `run` and writes its node's kept runs as one row.
-  void RecordRun(ValidationRun run, WriteBatch& batch);
+  void RecordRun(ValidationRun run, ModuleStep& step);
 
   ValidationBook book_;
 };

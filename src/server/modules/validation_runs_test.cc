@@ -182,6 +182,22 @@ TEST_F(ValidationRunsTest, ARequeuedCheckEndsAndIsRecordedAsInterrupted) {
   EXPECT_TRUE(step_.drains.empty());
 }
 
+TEST_F(ValidationRunsTest, RemovingACheckEndsItsJobRunningOrRequeued) {
+  AddCheck({{"every", "24h"}});
+  ASSERT_TRUE(runs_.Run(step_, "burn", "").ok());
+  Pass();
+  ASSERT_EQ(step_.node_jobs.size(), 1U);
+  const JobNumber id = step_.node_jobs[0].job;
+  FakeModuleStep::Job& job = step_.jobs[id.value()];
+  job.state = JobState::kPending;  // requeued, not tended yet
+  job.record.phase = JobPhase::kPending;
+  ASSERT_TRUE(runs_.Remove(step_, "burn").ok());
+  ASSERT_EQ(step_.cancelled_pending.size(), 1U) << "it must not run later untracked";
+  EXPECT_EQ(step_.cancelled_pending[0], id);
+  EXPECT_EQ(step_.jobs[id.value()].reason, "cancelled: validation check burn was removed");
+  EXPECT_EQ(runs_.NodeHold("n1"), "");
+}
+
 TEST_F(ValidationRunsTest, TheRunsKeptPerNodeAreBounded) {
   AddCheck({{"every", "24h"}});
   const size_t runs = ValidationBook::kRunsKept + 5;
