@@ -16,6 +16,14 @@ int UtilisationAt(const std::vector<SimUtilisation>& steps, Micros since) {
   return pct;
 }
 
+double CardContribution(int pct, int64_t milli) {
+  return pct * static_cast<double>(std::min<int64_t>(milli, 1000)) / 1000.0;
+}
+
+int CardPercent(double contributions) {
+  return static_cast<int>(std::llround(std::min(100.0, contributions)));
+}
+
 std::map<std::pair<NodeId, int>, int> CardUtilisation(const std::vector<JobRecord>& jobs,
                                                       const std::vector<SimJob>& specs,
                                                       Micros now) {
@@ -31,14 +39,13 @@ std::map<std::pair<NodeId, int>, int> CardUtilisation(const std::vector<JobRecor
         continue;
       }
       for (const GpuGrant& g : job.allocations[t].gpus) {
-        const int64_t milli = std::min<int64_t>(g.milli.value(), 1000);
-        sum[{job.allocations[t].node, g.gpu}] += pct * static_cast<double>(milli) / 1000.0;
+        sum[{job.allocations[t].node, g.gpu}] += CardContribution(pct, g.milli.value());
       }
     }
   }
   std::map<std::pair<NodeId, int>, int> out;
   for (const auto& [card, v] : sum) {
-    out[card] = static_cast<int>(std::llround(std::min(100.0, v)));
+    out[card] = CardPercent(v);
   }
   return out;
 }

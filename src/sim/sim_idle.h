@@ -32,6 +32,12 @@ namespace tessera {
 // steps: the last step at or before it; 100 before the first and when none is stated.
 int UtilisationAt(const std::vector<SimUtilisation>& steps, Micros since);
 
+// What a live task adds to its card: its job's utilisation `pct` times its share of the
+// card (`milli`, at most a whole card); and the whole percentage a card reports for the
+// sum of its tasks' contributions (capped at 100), as an agent's telemetry does.
+double CardContribution(int pct, int64_t milli);
+int CardPercent(double contributions);
+
 // What each card shows when `jobs` run with their stated utilisation: (node, gpu) ->
 // the whole percentage the agent would report.
 std::map<std::pair<NodeId, int>, int> CardUtilisation(const std::vector<JobRecord>& jobs,

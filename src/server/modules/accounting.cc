@@ -3,24 +3,18 @@
 #include <limits>
 #include <set>
 
+#include "server/modules/usage_report.h"
+
 namespace tessera {
-namespace {
-
-// Held GPU-seconds of `milli` milli-GPUs over [from, to).
-double AccountingGpuSeconds(int64_t milli, Micros from, Micros to) {
-  return static_cast<double>(milli) / 1000.0 * static_cast<double>(to - from) / 1e6;
-}
-
-}  // namespace
 
 void Accounting::OnStoredUsage(const std::vector<UsageRow>& rows) {
   for (const UsageRow& u : rows) {
-    tenant_gpu_seconds_[u.tenant] += AccountingGpuSeconds(u.gpu_milli, u.start_us, u.end_us);
+    tenant_gpu_seconds_[u.tenant] += GpuSeconds(u.gpu_milli, u.start_us, u.end_us);
   }
 }
 
 void Accounting::OnIntervalEnded(const UsageRow& row) {
-  tenant_gpu_seconds_[row.tenant] += AccountingGpuSeconds(row.gpu_milli, row.start_us, row.end_us);
+  tenant_gpu_seconds_[row.tenant] += GpuSeconds(row.gpu_milli, row.start_us, row.end_us);
 }
 
 double Accounting::TenantGpuSeconds(const std::string& tenant) const {
@@ -49,7 +43,7 @@ void Accounting::WriteMetrics(const ModuleStep& step, MetricsWriter& w) const {
     const JobRecord& rec = *job.record;
     in_use[job.tenant] += static_cast<double>(rec.gpu_milli) / 1000.0;
     if (rec.run_start > 0 && now > rec.run_start) {
-      seconds[job.tenant] += AccountingGpuSeconds(rec.gpu_milli, rec.run_start, now);
+      seconds[job.tenant] += GpuSeconds(rec.gpu_milli, rec.run_start, now);
     }
   });
   std::set<std::string> tenants;

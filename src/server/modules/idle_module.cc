@@ -9,6 +9,7 @@
 #include "api/units.h"
 #include "base/time_format.h"
 #include "server/controller_rows.h"
+#include "server/modules/usage_report.h"
 #include "server/node_registry.h"
 
 namespace tessera {
@@ -16,10 +17,6 @@ namespace {
 
 nlohmann::json Pct(double v) {
   return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(std::round(v * 10) / 10);
-}
-
-double GpuSeconds(int64_t milli, Micros from, Micros to) {
-  return static_cast<double>(milli) / 1000.0 * static_cast<double>(to - from) / 1e6;
 }
 
 }  // namespace

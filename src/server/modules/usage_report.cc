@@ -10,6 +10,10 @@
 
 namespace tessera {
 
+double GpuSeconds(int64_t milli, Micros from, Micros to) {
+  return static_cast<double>(milli) / 1000.0 * static_cast<double>(to - from) / 1e6;
+}
+
 Status CheckUsageQuery(Micros since, Micros until, std::string_view by) {
   if (by != "tenant" && by != "queue" && by != "job" && by != "user") {
     return InvalidArgumentError("by must be tenant, queue, job or user, got '" + std::string(by) +

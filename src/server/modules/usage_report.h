@@ -21,6 +21,9 @@ namespace tessera {
 
 // InvalidArgument unless `by` is tenant, queue, job or user and the window is not empty.
 Status CheckUsageQuery(Micros since, Micros until, std::string_view by);
+// GPU-seconds of `milli` milli-GPUs over [from, to): held (gpu_milli) or used
+// (used_gpu_milli), as accounting and the idle watch count them.
+double GpuSeconds(int64_t milli, Micros from, Micros to);
 
 // GET /v1/usage: per key of `by`, the GPU-hours and the number of distinct jobs, in key
 // order (job ids by number), with "used_gpu_hours" (GPU-hours x measured utilisation)

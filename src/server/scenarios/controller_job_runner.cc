@@ -513,15 +513,14 @@ class ControllerRun {
         const TaskGpus& t = task_gpus_.at(key);
         const int pct = UtilisationAt(jobs_[t.job].utilisation, now - t.start);
         for (int g : t.gpus) {
-          busy.at(static_cast<size_t>(g)) +=
-              pct * static_cast<double>(std::min<int64_t>(t.milli, 1000)) / 1000.0;
+          busy.at(static_cast<size_t>(g)) += CardContribution(pct, t.milli);
         }
       }
       std::vector<GpuTelemetry> sample(busy.size());
       for (size_t g = 0; g < busy.size(); ++g) {
         sample[g].index = static_cast<int>(g);
         sample[g].uuid = "GPU-" + agent.node + "-" + std::to_string(g);
-        sample[g].util_pct = static_cast<int>(std::llround(std::min(100.0, busy[g])));
+        sample[g].util_pct = CardPercent(busy[g]);
       }
       TESSERA_RETURN_IF_ERROR(Beat(agent, std::move(sample), now));
     }
