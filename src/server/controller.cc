@@ -87,10 +87,7 @@ Status Controller::Load(const std::string& queues_yaml) {
 
   TESSERA_RETURN_IF_ERROR(LoadDrains());
   TESSERA_RETURN_IF_ERROR(identities_.Load(*store_));
-  LoadHistory();
-  history_saved_at_ = now;
-  history_observations_ = core_.predictor().observations();
-  history_workload_observed_ = core_.learner().observed();
+  memory_.Load(*store_, core_, now);
   for (ControllerModule* m : modules_) {
     TESSERA_RETURN_IF_ERROR(m->Load(*store_));
   }

@@ -32,6 +32,7 @@
 //   ControllerCounters (controller_counters.h)  what Metrics() reports of the controller
 //   TenantIdentities (tenant_identities.h)      tenants' Unix identities
 //   JobLogs (job_logs.h)          task output on disk
+//   SchedulerMemory (scheduler_memory.h)  what the core learned, to and from the store
 //   PublishedJobs (job_views.h)   immutable job views and the wait context for reads
 // Feature modules (modules/controller_module.h), attached through declared hooks:
 //   Accounting (modules/accounting.h)     tenants' GPU-seconds and the usage API's
@@ -50,8 +51,13 @@
 //   IdleModule (modules/idle_module.h)    idle and hung jobs, what jobs use of their GPUs
 // A job is named by its JobNumber (job_number.h) and its state is a JobState
 // (job_state.h); both are written to the store as plain values.
-// JSON views live here (controller_views.cc, controller_nodes.cc, controller_metrics.cc),
-// not in those services; HTTP routes per resource are in http/server_*.cc.
+// Pure parts the core calls, each tested on its own:
+//   job_admission.h     the rules a submission passes (queue, maxPending, rows, keys)
+//   task_launches.h     a task's launch (rendezvous, SLURM_*, share limits) from its grants
+//   inventory_bounds.h  what an agent may claim at registration
+//   views/              the JSON and Prometheus text of jobs, nodes, queues and metrics,
+//                       from what the core gathers under its lock (no view holds state)
+// HTTP routes per resource are in http/server_*.cc.
 //
 // Lock discipline:
 //   - mu_, the core lock, guards JobTable, NodeRegistry, CoreSession, TenantIdentities
@@ -122,6 +128,7 @@
 #include "server/modules/eta_module.h"
 #include "server/modules/node_history.h"
 #include "server/modules/job_gates_module.h"
+#include "server/job_admission.h"
 #include "server/job_logs.h"
 #include "server/job_state.h"
 #include "server/job_table.h"
@@ -129,7 +136,9 @@
 #include "server/job_views.h"
 #include "server/node_registry.h"
 #include "server/pty_sessions.h"
+#include "server/scheduler_memory.h"
 #include "server/tenant_identities.h"
+#include "server/views/gpu_holds.h"
 #include "server/modules/validation_runs.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
@@ -332,8 +341,6 @@ class Controller {
   Status ForgetRemovedNodes();
   // Before a name's first registration: clears its removal marker, durably.
   Status ClearRemovedNode(const std::string& name);
-  // Upper bounds on what an agent may claim (InvalidArgument naming the field).
-  static Status CheckInventoryBounds(const NodeInventory& inventory);
   // Task reports dropped because they named a task not placed on the reporting node.
   uint64_t foreign_reports() const { return counters_.foreign_reports.load(); }
   // Counts (and logs) a report from `node` on a task not placed there.
@@ -422,16 +429,6 @@ class Controller {
   const LiveJob* FindOrLoad(JobNumber id, std::optional<LiveJob>* archived) REQUIRES(mu_);
   // Archives the oldest finished jobs beyond finished_in_memory (controller_archive.cc).
   void Archive(Micros now) REQUIRES(mu_);
-  bool Visible(const Principal& who, const LiveJob& job) const REQUIRES(mu_);
-  // Whether `who` may cancel, hold, release or requeue a job it can see: the admin, a
-  // token of the job's tenant as a whole (its coordinator), or the job's own user (as
-  // Slurm: a user acts on its own jobs only). Else PermissionDenied naming the owner.
-  Status MayChange(const Principal& who, const LiveJob& job) const REQUIRES(mu_);
-  // Who acted, as a job's reason records it ("user alice", "admin ops").
-  static std::string Actor(const Principal& who);
-  // A submission's queue (its tenant's first when `queue` is empty, filled in) checked
-  // against `who`; returns the queue's tenant.
-  StatusOr<std::string> ResolveQueue(const Principal& who, std::string& queue) const REQUIRES(mu_);
   // A new job's row is durable: counted, handed to the core, published.
   void Acknowledge(LiveJob& job, Micros now) REQUIRES(mu_);
   // The job holding `tenant`'s Idempotency-Key `key` once no submission of it is in
@@ -442,12 +439,8 @@ class Controller {
   // Refuses (ResourceExhausted, 429) a submission that would take a queue past its
   // maxPending (queue_limits.h); `adding`: the jobs it makes, by queue.
   Status CheckPendingBound(const std::map<std::string, size_t>& adding) REQUIRES(mu_);
-  int64_t MaxPendingOf(const std::string& queue) REQUIRES(mu_);  // mu_
   // A submission's commit ended (made durable or forgotten): wakes SettledKey's waiters.
   void KeysSettled() { keys_cv_.NotifyAll(); }
-  // The answer to a commit that failed: a uniqueness conflict (another job already
-  // holds the key in the store) is the client's answer, not a failure of the store.
-  Status SubmitCommitFailed(const Status& s, const std::string& what);
   // SubmitBatch's steps (controller_jobs.cc). Who may submit, the batch's shape and the
   // queues' maxPending (takes mu_).
   Status AdmitBatch(const Principal& who, const std::vector<JobSubmission>& jobs);
@@ -503,17 +496,12 @@ class Controller {
   void NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out) REQUIRES(mu_);
   void HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
                      Pending& out) REQUIRES(mu_);
+  // Task `task`'s launch (task_launches.h builds it from what is gathered here).
   TaskLaunch MakeLaunch(const LiveJob& job, int task) const REQUIRES(mu_);
+  // The job's checkpoint directory (CheckpointDirOf, task_launches.h).
   std::string CheckpointDir(const LiveJob& job) const REQUIRES(mu_);
   // The part of a reported chunk not written yet, into `out`.
   void AppendLog(LiveJob& job, int task, int64_t offset, const std::string& chunk, Pending& out) REQUIRES(mu_);
-
-  // What the scheduler learned, across node changes and restarts (controller_history.cc).
-  void LoadHistory() REQUIRES(mu_);
-  // Into `out`, at most every history_interval: the usage and the predictor.
-  void SaveHistory(Micros now, Pending& out) REQUIRES(mu_);
-  // A queue's fair-share usage and factor (null for a cohort or while rebuilding).
-  nlohmann::json FairShareJson(QueueId q) const REQUIRES(mu_);
 
   // Drains (controller_health.cc).
   Status LoadDrains() REQUIRES(mu_);
@@ -529,17 +517,14 @@ class Controller {
   void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out) REQUIRES(mu_);
   void HandleTelemetry(NodeInfo& node, const std::string& agent_id,
                        std::vector<GpuTelemetry> sample, Micros now, Pending& out) REQUIRES(mu_);
-  // Who holds each GPU now: (node, GPU index) -> the grants of running tasks there.
-  struct GrantHolder {
-    JobNumber job;
-    const LiveJob* info;
-    const GpuGrant* grant;
-  };
-  std::map<std::pair<std::string, int>, std::vector<GrantHolder>> GpuHolders() const REQUIRES(mu_);
-  // The nodes' JSON (GET /v1/nodes), or only node `only`. `viewer` a tenant: other
-  // tenants' jobs are shown without their ids and names.
+  // Who holds each GPU now (views/gpu_holds.h), on node `only` ("": every node); with
+  // `used`, what running tasks hold of each node's CPUs and memory too.
+  GpuHolds GpuHolders(const std::string& only = "",
+                      std::map<std::string, std::pair<int64_t, int64_t>>* used = nullptr) const
+      REQUIRES(mu_);
+  // The nodes' JSON (GET /v1/nodes, views/node_views.h), or only node `only`. `viewer` a
+  // tenant: other tenants' jobs are shown without their ids and names.
   nlohmann::json NodesJson(const std::string& only, const Principal* viewer = nullptr) const REQUIRES(mu_);
-  static nlohmann::json DrainJson(const std::optional<DrainInfo>& drain);
 
   // Feature modules (modules/controller_module.h), called through their hooks with mu_
   // held (controller_modules.cc), in the order of modules_.
@@ -590,9 +575,6 @@ class Controller {
   };
   StatusOr<nlohmann::json> ActOnNamed(const Principal& who, const std::string& text,
                                       const NamedAction& action);
-  // SLURM_* variables of a task (so that batch scripts written for Slurm run).
-  void AddSlurmEnv(const LiveJob& job, int task, const std::vector<std::string>& node_order,
-                   int local_rank, TaskLaunch& launch) const REQUIRES(mu_);
   // Holds, dependencies, throttles, singletons (modules/job_gates_module.h).
   JobGatesModule gates_ GUARDED_BY(mu_);
 
@@ -605,11 +587,7 @@ class Controller {
   // Restarts whose backoff ended are offered to the scheduler (their views change).
   void ReleaseRestarts(Micros now, Pending& out) REQUIRES(mu_);
   void RestartJson(const LiveJob& job, nlohmann::json& out) const REQUIRES(mu_);  // into JobJson
-  void WriteRestartMetrics(MetricsWriter& w) const REQUIRES(mu_);
-  void WriteSchedulerMetrics(MetricsWriter& w) const REQUIRES(mu_);  // cycles, decisions, placement model
 
-  // Part of Metrics(): the queues' quota, the agents, each GPU's allocation and drain.
-  void WriteQuotaAndGpus(MetricsWriter& w) const REQUIRES(mu_);
 
   // Makes `out` durable (without mu_), then hands out its launches and stops.
   Status Publish(Pending out);
@@ -627,10 +605,8 @@ class Controller {
   mutable Mutex mu_;
   JobTable jobs_ GUARDED_BY(mu_);
   CoreSession core_ GUARDED_BY(mu_);  // after jobs_: its lifecycle points into the table's records
-  // When the scheduler's history was last written, and the predictor's observations then.
-  Micros history_saved_at_ GUARDED_BY(mu_) = 0;
-  int64_t history_observations_ GUARDED_BY(mu_) = 0;
-  int64_t history_workload_observed_ GUARDED_BY(mu_) = 0;  // the learner's count last saved
+  // What the scheduler learned, to and from the store (scheduler_memory.h).
+  SchedulerMemory memory_ GUARDED_BY(mu_){options_.history_interval};
   // The node inventory's recorded changes (modules/node_history.h).
   NodeHistory node_history_ GUARDED_BY(mu_){*catalog_};
   // Passes the lifecycle's events to options_.lifecycle_listener with the jobs' ids.
@@ -648,11 +624,7 @@ class Controller {
   bool fit_stale_ GUARDED_BY(mu_) = true;  // a node event since the fit verdicts were made
   std::atomic<bool> store_failed_{false};
   std::vector<QuarantinedJob> quarantined_;  // written by Load only
-  // Each queue's maxPending, and the configuration text it was read from.
-  struct PendingBounds {
-    std::string yaml;
-    std::map<std::string, int64_t> by_queue;
-  } pending_bounds_ GUARDED_BY(mu_);
+  PendingBounds pending_bounds_ GUARDED_BY(mu_);  // each queue's maxPending (job_admission.h)
   // Signalled with mu_ whenever a submission's commit ends (SettledKey).
   CondVar keys_cv_;
 

@@ -14,6 +14,8 @@
 #include "base/time_format.h"
 #include "plugins/registry.h"
 #include "sched/runtime_predictor.h"
+#include "server/inventory_bounds.h"
+
 namespace tessera {
 
 // ---- agents ------------------------------------------------------------------

@@ -7,7 +7,7 @@ namespace tessera {
 StatusOr<nlohmann::json> Controller::Attach(const Principal& who, JobNumber id, int task) {
   MutexLock lock(mu_);
   const LiveJob* job = jobs_.Find(id);
-  if (job == nullptr || !Visible(who, *job)) {
+  if (job == nullptr || !PublishedJobs::Visible(who, job->row.tenant)) {
     return NotFoundError("no job " + ToString(id));
   }
   const int replicas = static_cast<int>(job->submission.spec.tasks.size());

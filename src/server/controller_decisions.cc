@@ -13,6 +13,7 @@
 #include "server/controller.h"
 #include "server/controller_rows.h"
 #include "server/job_attempts.h"
+#include "server/task_launches.h"
 
 namespace tessera {
 
@@ -104,107 +105,46 @@ void Controller::Seal(Pending& out) {
 }
 
 std::string Controller::CheckpointDir(const LiveJob& job) const {
-  if (!job.submission.checkpoint_dir.empty()) {
-    return job.submission.checkpoint_dir;
-  }
-  const std::string root =
-      options_.checkpoint_root.empty() ? options_.data_dir + "/checkpoints" : options_.checkpoint_root;
-  return root + "/" + std::to_string(job.row.id);
+  return CheckpointDirOf(job.submission, job.row.id, options_.checkpoint_root, options_.data_dir);
 }
 
+// The inputs gathered here, the launch built by task_launches.h (pure).
 TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
   const JobRecord& rec = jobs_.Rec(job);
-  const Allocation& a = rec.allocations[static_cast<size_t>(task)];
-  const NodeSpec& node = core_.state()->spec(a.node);
-  const GpuModel* model = nullptr;
-  TaskLaunch l;
-  l.key = TaskKey{job.row.id, task, job.row.attempts};
-  l.job_name = job.row.name;
-  l.command = job.submission.command;
-  l.env = job.submission.env;
-  l.cpu_milli = a.cpu.value();
-  l.memory_mib = a.memory.value();
-  l.working_dir = job.submission.working_dir;
-  l.submit_dir = job.submission.submit_dir;
-  l.checkpoint_dir = CheckpointDir(job);
-  l.checkpoint_managed = job.submission.checkpoint_dir.empty();
+  LaunchInputs in;
+  in.job_id = job.row.id;
+  in.job_name = job.row.name;
+  in.attempt = job.row.attempts;
+  in.tenant = job.row.tenant;
+  in.queue = job.row.queue;
+  in.submission = &job.submission;
+  in.task = task;
+  for (const TaskRun& run : job.tasks) {
+    in.task_nodes.push_back(run.node);
+  }
+  in.allocations = rec.allocations;
+  in.node = &core_.state()->spec(rec.allocations[static_cast<size_t>(task)].node);
+  if (auto master = nodes_.all().find(job.tasks[0].node); master != nodes_.all().end()) {
+    in.master_address = master->second.address;
+  }
+  in.identity = identities_.Known(job.row.tenant);
   if (PtySessions::Wanted(job.submission.env)) {
-    l.pty_secret = ptys_.Secret(l.key);  // the same in a resent launch
+    // The same in a resent launch.
+    in.pty_secret = ptys_.Secret(TaskKey{job.row.id, task, job.row.attempts});
   }
-  if (std::optional<std::pair<int64_t, int64_t>> id = identities_.Known(job.row.tenant)) {
-    l.uid = id->first;
-    l.gid = id->second;
-  }
-  std::set<int> numa;
-  for (const GpuGrant& g : a.gpus) {
-    const GpuSpec& gpu = node.gpus[static_cast<size_t>(g.gpu)];
-    model = &catalog_->Get(gpu.model);
-    numa.insert(gpu.numa_node);
-    if (g.is_mig()) {
-      l.mig.push_back(MigRequest{g.gpu, model->mig_profiles[static_cast<size_t>(g.mig_profile)].name,
-                                 g.mig_start});
-    } else {
-      l.gpus.push_back(g.gpu);
-    }
-    l.gpu_milli = g.milli.value();
-    l.gpu_memory_mib = g.memory.value();
-  }
-  l.numa_nodes.assign(numa.begin(), numa.end());
-
-  // The gang's rendezvous, as torchrun sets it: one process per task.
-  const int world = static_cast<int>(rec.allocations.size());
-  std::vector<std::string> node_order;
-  int local_rank = 0;
-  for (int t = 0; t < world; ++t) {
-    const std::string& n = job.tasks[static_cast<size_t>(t)].node;
-    if (std::find(node_order.begin(), node_order.end(), n) == node_order.end()) {
-      node_order.push_back(n);
-    }
-    if (t < task && n == job.tasks[static_cast<size_t>(task)].node) {
-      ++local_rank;
+  in.checkpoint_dir = CheckpointDir(job);
+  in.checkpoint_managed = job.submission.checkpoint_dir.empty();
+  if (const uint64_t a = gates_.ArrayIdOf(job.id(), job.submission); a != 0) {
+    in.array.id = a;
+    in.array.index = job.submission.array_index;
+    std::shared_ptr<const JobGates::Array> array = gates_.ParsedArray(job.submission.array);
+    if (array != nullptr && !array->indices.empty()) {
+      in.array.count = array->indices.size();
+      in.array.min = array->indices.front();
+      in.array.max = array->indices.back();
     }
   }
-  const std::string& mine = job.tasks[static_cast<size_t>(task)].node;
-  const int node_rank = static_cast<int>(
-      std::find(node_order.begin(), node_order.end(), mine) - node_order.begin());
-  auto master = nodes_.all().find(job.tasks[0].node);
-  l.env["MASTER_ADDR"] = master != nodes_.all().end() && !master->second.address.empty()
-                             ? master->second.address
-                             : "127.0.0.1";
-  l.env["MASTER_PORT"] = std::to_string(20000 + job.row.id % 20000);
-  l.env["WORLD_SIZE"] = std::to_string(world);
-  l.env["RANK"] = std::to_string(task);
-  l.env["LOCAL_RANK"] = std::to_string(local_rank);
-  l.env["NODE_RANK"] = std::to_string(node_rank);
-  l.env["LOCAL_WORLD_SIZE"] = std::to_string(
-      std::count_if(job.tasks.begin(), job.tasks.end(), [&](const TaskRun& r) { return r.node == mine; }));
-  AddSlurmEnv(job, task, node_order, local_rank, l);
-  l.env["TESSERA_JOB_ID"] = std::to_string(job.row.id);
-  l.env["TESSERA_JOB_NAME"] = job.row.name;
-  l.env["TESSERA_TASK_INDEX"] = std::to_string(task);
-  l.env["TESSERA_ATTEMPT"] = std::to_string(job.row.attempts);
-  l.env["TESSERA_TENANT"] = job.row.tenant;
-  l.env["TESSERA_QUEUE"] = job.row.queue;
-  l.env["TESSERA_CHECKPOINT_DIR"] = l.checkpoint_dir;
-  if (a.gpus.size() == 1 && !a.gpus[0].is_mig() &&
-      node.gpus[static_cast<size_t>(a.gpus[0].gpu)].mode == SharingMode::kTimeslice) {
-    // Time-slicing: replicas take turns; no MPS, no memory cap (nothing isolates it).
-    l.env["TESSERA_GPU_SHARING"] = "timeslice";
-  } else if (a.gpus.size() == 1 && !a.gpus[0].is_mig() &&
-             a.gpus[0].milli.value() < kWholeGpu.value()) {
-    // A software share: MPS enforces the compute share and the memory cap.
-    l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
-        std::to_string(std::max<int64_t>(1, a.gpus[0].milli.value() / 10));
-    if (a.gpus[0].memory.value() > 0) {
-      l.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(a.gpus[0].memory.value()) + "M";
-    }
-    // The same limits for the CUDA limiter the agent preloads (agent/gpu_share_env.h).
-    l.env["TESSERA_CUDA_COMPUTE_PERCENT"] = l.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"];
-    if (a.gpus[0].memory.value() > 0) {
-      l.env["TESSERA_CUDA_MEMORY_LIMIT_MIB"] = std::to_string(a.gpus[0].memory.value());
-    }
-  }
-  return l;
+  return BuildTaskLaunch(in, *catalog_);
 }
 
 void Controller::StartJob(LiveJob& job, const StartDecision& d, Micros now, Pending& out) {
@@ -406,7 +346,7 @@ Status Controller::RunCycle() {
         std::cerr << "tessera server: invariant broken after the cycle: " << broken.front() << "\n";
       }
     }
-    SaveHistory(now, out);
+    memory_.Save(now, core_, out.batch);
     Seal(out);
     PublishWaitContext();
   }

@@ -51,7 +51,7 @@ Status Controller::PrepareSubmission(const Principal& who, JobSubmission& job) {
       // Named jobs must be the submitter's to see.
       std::optional<LiveJob> archived;
       const LiveJob* target = FindOrLoad(ids->front(), &archived);
-      if (target == nullptr || !Visible(who, *target)) {
+      if (target == nullptr || !PublishedJobs::Visible(who, target->row.tenant)) {
         return InvalidArgumentError("dependency: no job " + JobRefText(ref));
       }
     }
@@ -80,7 +80,7 @@ StatusOr<std::vector<JobNumber>> Controller::NamedJobs(const Principal& who,
   }
   std::optional<LiveJob> archived;
   const LiveJob* job = FindOrLoad(ids->front(), &archived);
-  if (job == nullptr || !Visible(who, *job)) {
+  if (job == nullptr || !PublishedJobs::Visible(who, job->row.tenant)) {
     return NotFoundError("no job " + JobRefText(*ref));
   }
   return ids;
@@ -122,10 +122,10 @@ StatusOr<nlohmann::json> Controller::ActOnNamed(const Principal& who, const std:
     const Micros now = clock_->NowMicros();
     for (JobNumber id : ids) {
       LiveJob* job = jobs_.Find(id);
-      if (job != nullptr && !Visible(who, *job)) {
+      if (job != nullptr && !PublishedJobs::Visible(who, job->row.tenant)) {
         continue;
       }
-      if (Status may = job != nullptr ? MayChange(who, *job) : Status::Ok(); !may.ok()) {
+      if (Status may = job != nullptr ? MayChange(who, job->id(), job->submission.spec.user) : Status::Ok(); !may.ok()) {
         if (ids.size() == 1) {
           return may;
         }
@@ -207,59 +207,6 @@ StatusOr<nlohmann::json> Controller::Requeue(const Principal& who, const std::st
             now, out);
   };
   return ActOnNamed(who, text, requeue);
-}
-
-void Controller::AddSlurmEnv(const LiveJob& job, int task,
-                             const std::vector<std::string>& node_order, int local_rank,
-                             TaskLaunch& l) const {
-  const std::string& mine = job.tasks[static_cast<size_t>(task)].node;
-  const auto node_id = std::find(node_order.begin(), node_order.end(), mine) - node_order.begin();
-  std::string nodelist;
-  for (const std::string& n : node_order) {
-    nodelist += (nodelist.empty() ? "" : ",") + n;
-  }
-  // GPUs this job holds on this node (every task of it there), as Slurm counts them.
-  int gpus_here = 0;
-  const JobRecord& rec = jobs_.Rec(job);
-  for (size_t t = 0; t < job.tasks.size() && t < rec.allocations.size(); ++t) {
-    if (job.tasks[t].node == mine) {
-      gpus_here += static_cast<int>(rec.allocations[t].gpus.size());
-    }
-  }
-  const size_t tasks = job.tasks.size();
-  std::map<std::string, std::string>& e = l.env;
-  e["SLURM_JOB_ID"] = std::to_string(job.row.id);
-  e["SLURM_JOBID"] = e["SLURM_JOB_ID"];
-  e["SLURM_JOB_NAME"] = job.row.name;
-  e["SLURM_JOB_PARTITION"] = job.row.queue;
-  e["SLURM_JOB_ACCOUNT"] = job.row.tenant;
-  e["SLURM_NTASKS"] = std::to_string(tasks);
-  e["SLURM_NPROCS"] = e["SLURM_NTASKS"];
-  e["SLURM_PROCID"] = std::to_string(task);
-  e["SLURM_LOCALID"] = std::to_string(local_rank);
-  e["SLURM_NODEID"] = std::to_string(node_id);
-  e["SLURM_JOB_NODELIST"] = nodelist;
-  e["SLURM_NODELIST"] = nodelist;
-  e["SLURM_NNODES"] = std::to_string(node_order.size());
-  e["SLURM_JOB_NUM_NODES"] = e["SLURM_NNODES"];
-  e["SLURMD_NODENAME"] = mine;
-  e["SLURM_GPUS_ON_NODE"] = std::to_string(gpus_here);
-  e["SLURM_CPUS_PER_TASK"] =
-      std::to_string(std::max<int64_t>(1, (l.cpu_milli + 999) / 1000));
-  if (!job.submission.submit_dir.empty()) {
-    e["SLURM_SUBMIT_DIR"] = job.submission.submit_dir;
-  }
-  e["SLURM_CLUSTER_NAME"] = "tessera";
-  if (const uint64_t a = gates_.ArrayIdOf(job.id(), job.submission); a != 0) {
-    std::shared_ptr<const JobGates::Array> array = gates_.ParsedArray(job.submission.array);
-    e["SLURM_ARRAY_JOB_ID"] = std::to_string(a);
-    e["SLURM_ARRAY_TASK_ID"] = std::to_string(job.submission.array_index);
-    if (array != nullptr && !array->indices.empty()) {
-      e["SLURM_ARRAY_TASK_COUNT"] = std::to_string(array->indices.size());
-      e["SLURM_ARRAY_TASK_MIN"] = std::to_string(array->indices.front());
-      e["SLURM_ARRAY_TASK_MAX"] = std::to_string(array->indices.back());
-    }
-  }
 }
 
 }  // namespace tessera

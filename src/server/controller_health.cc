@@ -18,16 +18,6 @@ nlohmann::json DrainToStored(const std::string& reason, const std::string& by,
 
 }  // namespace
 
-nlohmann::json Controller::DrainJson(const std::optional<DrainInfo>& drain) {
-  if (!drain) {
-    return nullptr;
-  }
-  return {{"reason", drain->reason},
-          {"by", drain->by},
-          {"kind", drain->kind},
-          {"since", FormatRfc3339(drain->since)}};
-}
-
 Status Controller::LoadDrains() {
   TESSERA_ASSIGN_OR_RETURN(auto stored, store_->ListKv(kDrainKeyPrefix));
   for (const auto& [key, text] : stored) {

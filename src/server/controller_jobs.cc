@@ -13,78 +13,12 @@
 #include "api/job_batch.h"
 #include "api/queue_limits.h"
 #include "server/controller_rows.h"
+#include "server/job_admission.h"
 #include "server/pending_reasons.h"
 
 namespace tessera {
 
 using namespace controller_rows;  // NOLINT: the controller's own helpers
-
-namespace {
-
-// What is stored must read back at the next start (a row that does not would be
-// quarantined then): a job the reader would refuse is refused now, naming its field.
-Status ReadsBack(const std::string& text, const GpuCatalog& catalog) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded()) {
-    return InternalError("the job as it would be stored is not JSON");
-  }
-  StatusOr<JobSubmission> back = JobSubmissionFromJson(j, catalog);
-  if (!back.ok()) {
-    return InvalidArgumentError(back.status().message() + " (as it would be stored)");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
-bool Controller::Visible(const Principal& who, const LiveJob& job) const {
-  return who.role == Role::kAdmin || (who.role == Role::kTenant && who.tenant == job.row.tenant);
-}
-
-Status Controller::MayChange(const Principal& who, const LiveJob& job) const {
-  if (who.role == Role::kAdmin || who.user.empty() || job.submission.spec.user == who.user) {
-    return Status::Ok();
-  }
-  return PermissionDeniedError("job " + ToString(job.id()) + " is " +
-                               (job.submission.spec.user.empty()
-                                    ? std::string("the tenant's")
-                                    : "user '" + job.submission.spec.user + "''s") +
-                               ": only its user or the tenant's own token may change it");
-}
-
-std::string Controller::Actor(const Principal& who) {
-  if (!who.user.empty()) {
-    return "user " + who.user;
-  }
-  return (who.role == Role::kAdmin ? "admin " : "tenant token ") +
-         (who.name.empty() ? std::string("(unnamed)") : who.name);
-}
-
-StatusOr<std::string> Controller::ResolveQueue(const Principal& who, std::string& queue) const {
-  std::string tenant = who.tenant;
-  if (queue.empty()) {
-    for (QueueId q : core_.tree().queues()) {
-      if (who.role == Role::kAdmin || core_.tree().tenant(q) == tenant) {
-        queue = core_.tree().spec(q).name;
-        break;
-      }
-    }
-    if (queue.empty()) {
-      return FailedPreconditionError("tenant '" + tenant + "' has no queue");
-    }
-  }
-  StatusOr<QueueId> q = core_.tree().FindQueue(queue);
-  if (!q.ok()) {
-    return InvalidArgumentError("queue: no queue named '" + queue + "'");
-  }
-  if (who.role == Role::kAdmin) {
-    return core_.tree().tenant(q.value());
-  }
-  if (core_.tree().tenant(q.value()) != tenant) {
-    return PermissionDeniedError("queue '" + queue + "' belongs to another tenant");
-  }
-  return tenant;
-}
 
 StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission job,
                                             const std::string& idempotency_key, bool* created) {
@@ -122,7 +56,7 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   JobRow row;
   {
     MutexLock lock(mu_);
-    StatusOr<std::string> resolved = ResolveQueue(who, job.spec.queue);
+    StatusOr<std::string> resolved = ResolveQueue(core_.tree(), who, job.spec.queue);
     if (!resolved.ok()) {
       return resolved.status();
     }
@@ -156,17 +90,10 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
     TESSERA_RETURN_IF_ERROR(CheckPendingBound({{queue, 1}}));
     TESSERA_RETURN_IF_ERROR(CheckSubmissionFits(*views_.context(), job.spec, job.hold_if_unfit));
     job.spec.submit_time = now;
-    row.spec_json = JobSubmissionToJson(job, *catalog_).dump();
-    TESSERA_RETURN_IF_ERROR(ReadsBack(row.spec_json, *catalog_));
+    std::string spec_text = JobSubmissionToJson(job, *catalog_).dump();
+    TESSERA_RETURN_IF_ERROR(ReadsBack(spec_text, *catalog_));
     id = jobs_.TakeId();
-    row.id = id.value();
-    row.tenant = tenant;
-    row.queue = queue;
-    row.name = job.spec.name;
-    row.idempotency_key = idempotency_key;
-    row.state = std::string(JobStateName(JobState::kPending));
-    row.submit_us = now;
-    row.reason = job.hold ? HeldReason() : "waiting for the next scheduling cycle";
+    row = NewJobRow(id, tenant, job, std::move(spec_text), idempotency_key, now);
     LiveJob& j = jobs_.Add(id);  // finished (invisible to the core) until durable
     j.row = row;
     j.submission = std::move(job);
@@ -182,54 +109,18 @@ StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission 
   LiveJob& j = jobs_.all().at(id);
   if (!s.ok()) {
     jobs_.Remove(id);
-    return SubmitCommitFailed(s, "the job");
+    bool failed = false;
+    Status refused = SubmitCommitError(s, "the job", &failed);
+    if (failed) {
+      store_failed_ = true;
+    }
+    return refused;
   }
   Acknowledge(j, now);
   *created = true;
   Wake();
   return JobJson(j);
 }
-
-namespace {
-
-// The Idempotency-Key of the i-th job of a batch submitted under `key`: a byte that no
-// HTTP header carries keeps it apart from every single submission's key.
-std::string BatchJobKey(const std::string& key, size_t i) {
-  return key + '\x1f' + std::to_string(i);
-}
-
-std::string JobPath(size_t i) { return "jobs[" + std::to_string(i) + "]"; }
-
-// `s` about the i-th job of a batch: "jobs[3].queue: ..." or "jobs[3]: ...".
-Status AtJob(size_t i, const Status& s) {
-  const std::string& m = s.message();
-  return Status(s.code(), JobPath(i) + (m.rfind("queue: ", 0) == 0 ? "." : ": ") + m);
-}
-
-Status BatchKeyReused(const std::string& key) {
-  return AlreadyExistsError("Idempotency-Key '" + key +
-                            "' was already used for a batch of other jobs; use a new key for a "
-                            "new batch");
-}
-
-// The spec text of each job's row, the costly part of a submission (written without the
-// lock), each read back as the controller will read it after a restart.
-StatusOr<std::vector<std::string>> BatchSpecTexts(std::vector<JobSubmission>& jobs, Micros now,
-                                                  const GpuCatalog& catalog) {
-  std::vector<std::string> specs(jobs.size());
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    jobs[i].spec.submit_time = now;
-    specs[i] = JobSubmissionToJson(jobs[i], catalog).dump();
-    // An array's elements differ only in their index: its first answers for all.
-    const bool element = i > 0 && !jobs[i].array.empty() && jobs[i].array == jobs[i - 1].array;
-    if (Status back = element ? Status::Ok() : ReadsBack(specs[i], catalog); !back.ok()) {
-      return AtJob(i, back);
-    }
-  }
-  return specs;
-}
-
-}  // namespace
 
 Status Controller::AdmitBatch(const Principal& who, const std::vector<JobSubmission>& jobs) {
   if (who.role == Role::kAgent) {
@@ -254,7 +145,7 @@ Status Controller::AdmitBatch(const Principal& who, const std::vector<JobSubmiss
   MutexLock lock(mu_);
   for (const JobSubmission& j : jobs) {
     std::string queue = j.spec.queue;
-    if (!ResolveQueue(who, queue).ok()) {
+    if (!ResolveQueue(core_.tree(), who, queue).ok()) {
       continue;  // refused with its path later
     }
     std::shared_ptr<const JobGates::Array> a = j.array.empty() ? nullptr : gates_.ParsedArray(j.array);
@@ -297,7 +188,7 @@ StatusOr<std::vector<std::string>> Controller::BatchTenants(const Principal& who
                                                             std::vector<JobSubmission>& jobs) {
   std::vector<std::string> tenants(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
-    StatusOr<std::string> tenant = ResolveQueue(who, jobs[i].spec.queue);
+    StatusOr<std::string> tenant = ResolveQueue(core_.tree(), who, jobs[i].spec.queue);
     if (!tenant.ok()) {
       return AtJob(i, tenant.status());
     }
@@ -342,16 +233,8 @@ std::vector<JobNumber> Controller::StageBatch(std::vector<JobSubmission>& jobs,
   batch.jobs.reserve(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     const JobNumber id = jobs_.TakeId();
-    JobRow row;
-    row.id = id.value();
-    row.tenant = tenants[i];
-    row.queue = jobs[i].spec.queue;
-    row.name = jobs[i].spec.name;
-    row.idempotency_key = key.empty() ? "" : BatchJobKey(key, i);
-    row.spec_json = std::move(specs[i]);
-    row.state = std::string(JobStateName(JobState::kPending));
-    row.submit_us = now;
-    row.reason = jobs[i].hold ? HeldReason() : "waiting for the next scheduling cycle";
+    JobRow row = NewJobRow(id, tenants[i], jobs[i], std::move(specs[i]),
+                           key.empty() ? "" : BatchJobKey(key, i), now);
     LiveJob& j = jobs_.Add(id);  // finished (invisible to the core) until durable
     j.row = row;
     j.submission = std::move(jobs[i]);
@@ -392,7 +275,7 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
     }
   }
   const Micros now = clock_->NowMicros();
-  TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> specs, BatchSpecTexts(jobs, now, *catalog_));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> specs, SpecTexts(jobs, now, *catalog_));
   WriteBatch batch;
   std::vector<JobNumber> ids;
   {
@@ -424,7 +307,12 @@ StatusOr<nlohmann::json> Controller::SubmitBatch(const Principal& who,
     for (JobNumber id : ids) {
       jobs_.Remove(id);
     }
-    return SubmitCommitFailed(s, "the jobs");
+    bool failed = false;
+    Status refused = SubmitCommitError(s, "the jobs", &failed);
+    if (failed) {
+      store_failed_ = true;
+    }
+    return refused;
   }
   // A slice at a time, so that cycles, heartbeats and other submissions are not held up
   // for the whole of a large batch (all of it is durable already; the jobs not yet
@@ -502,47 +390,9 @@ StatusOr<std::optional<JobNumber>> Controller::SettledKey(const std::string& ten
   }
 }
 
-int64_t Controller::MaxPendingOf(const std::string& queue) {
-  if (pending_bounds_.yaml != core_.queues_yaml()) {
-    // Checked when the configuration was accepted (queue_config.cc); unreadable: defaults.
-    StatusOr<std::map<std::string, int64_t>> bounds = QueueMaxPending(core_.queues_yaml());
-    pending_bounds_.by_queue = bounds.ok() ? std::move(bounds).value() : std::map<std::string, int64_t>{};
-    pending_bounds_.yaml = core_.queues_yaml();
-  }
-  auto it = pending_bounds_.by_queue.find(queue);
-  return it != pending_bounds_.by_queue.end() ? it->second : kDefaultMaxPending;
-}
-
 Status Controller::CheckPendingBound(const std::map<std::string, size_t>& adding) {
-  for (const auto& [queue, n] : adding) {
-    const auto bound = static_cast<size_t>(MaxPendingOf(queue));
-    const size_t now = views_.PendingIn(queue);
-    if (now + n > bound) {
-      return ResourceExhaustedError(
-          "queue '" + queue + "' has " + std::to_string(now) + " pending jobs and holds at most " +
-          std::to_string(bound) + " (maxPending in the queue configuration); this submission makes " +
-          std::to_string(n) + ": wait for some to start, or ask the admin to raise the bound");
-    }
-  }
-  return Status::Ok();
-}
-
-Status Controller::SubmitCommitFailed(const Status& s, const std::string& what) {
-  // A batch the store cannot take (too large for one etcd transaction) was refused
-  // whole, before anything was written: the store has not failed.
-  if (s.code() == StatusCode::kInvalidArgument) {
-    return InvalidArgumentError("could not make " + what + " durable: " + s.message());
-  }
-  // The store refused the key and wrote nothing of the batch (each batch is all or
-  // nothing): a job this controller does not hold in memory has it, one whose row it
-  // could not read at its start (quarantined) or one archived past the key's
-  // retention.
-  if (s.code() == StatusCode::kAlreadyExists) {
-    return AlreadyExistsError("Idempotency-Key already used: " + s.message() +
-                              "; use a new key for a new job");
-  }
-  store_failed_ = true;
-  return UnavailableError("could not make " + what + " durable: " + s.message());
+  return pending_bounds_.Check(adding, core_.queues_yaml(),
+                               [this](const std::string& queue) { return views_.PendingIn(queue); });
 }
 
 void Controller::Acknowledge(LiveJob& j, Micros now) {
@@ -581,7 +431,7 @@ StatusOr<std::string> Controller::GetJobText(const Principal& who, JobNumber id)
   MutexLock lock(mu_);
   std::optional<LiveJob> archived;
   const LiveJob* job = FindOrLoad(id, &archived);
-  if (job == nullptr || !Visible(who, *job)) {
+  if (job == nullptr || !PublishedJobs::Visible(who, job->row.tenant)) {
     return NotFoundError("no job " + ToString(id));
   }
   return JobJson(*job).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -594,10 +444,10 @@ StatusOr<nlohmann::json> Controller::Cancel(const Principal& who, JobNumber id) 
     MutexLock lock(mu_);
     std::optional<LiveJob> archived;
     const LiveJob* found = FindOrLoad(id, &archived);
-    if (found == nullptr || !Visible(who, *found)) {
+    if (found == nullptr || !PublishedJobs::Visible(who, found->row.tenant)) {
       return NotFoundError("no job " + ToString(id));
     }
-    TESSERA_RETURN_IF_ERROR(MayChange(who, *found));
+    TESSERA_RETURN_IF_ERROR(MayChange(who, found->id(), found->submission.spec.user));
     if (Terminal(jobs_.StateOf(*found))) {  // archived jobs are all terminal
       return FailedPreconditionError(
           "job " + ToString(id) + " has already " +
@@ -641,7 +491,7 @@ StatusOr<LogChunk> Controller::ReadLog(const Principal& who, JobNumber id, int t
     MutexLock lock(mu_);
     std::optional<LiveJob> archived;
     const LiveJob* job = FindOrLoad(id, &archived);
-    if (job == nullptr || !Visible(who, *job)) {
+    if (job == nullptr || !PublishedJobs::Visible(who, job->row.tenant)) {
       return NotFoundError("no job " + ToString(id));
     }
     replicas = static_cast<int>(job->submission.spec.tasks.size());

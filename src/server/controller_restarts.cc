@@ -3,7 +3,6 @@
 // them), the view's `restart` block and the metrics. Which ends restart, how many times
 // and after what backoff is the core's attempt machine's (sched/attempt_machine.h); a
 // backoff is the lifecycle's hold (JobLifecycle::HoldUntil).
-#include <initializer_list>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -11,6 +10,7 @@
 #include "base/time_format.h"
 #include "server/controller.h"
 #include "server/job_attempts.h"
+#include "server/views/job_json.h"
 
 namespace tessera {
 
@@ -73,52 +73,18 @@ void Controller::ReleaseRestarts(Micros now, Pending& out) {
 }
 
 void Controller::RestartJson(const LiveJob& job, nlohmann::json& out) const {
-  const RestartPolicy policy = job.submission.restart.value_or(DefaultRestartPolicy());
   int used = 0;
+  Micros restart_at = 0;
   if (job.slot != JobTable::kArchived) {
     used = jobs_.Rec(job).attempt.restarts;
+    if (jobs_.StateOf(job) == JobState::kPending) {
+      restart_at = core_.lifecycle()->HeldUntil(jobs_.Rec(job).id);
+    }
   } else if (const nlohmann::json attempts = StoredAttempts(job.row.placement_json);
              !attempts.empty() && attempts.back().is_object()) {
     used = attempts.back().value("restarts", 0);
   }
-  nlohmann::json on = nlohmann::json::array();
-  for (RestartOn c : {RestartOn::kFailure, RestartOn::kNodeLost, RestartOn::kGpuFault}) {
-    if (policy.Restarts(c)) {
-      on.push_back(std::string(RestartOnName(c)));
-    }
-  }
-  Micros restart_at = 0;
-  if (job.slot != JobTable::kArchived && jobs_.StateOf(job) == JobState::kPending) {
-    restart_at = core_.lifecycle()->HeldUntil(jobs_.Rec(job).id);
-  }
-  out["restart"] = {{"max", policy.max},
-                    {"on", std::move(on)},
-                    {"backoff_seconds", static_cast<double>(policy.backoff) / 1e6},
-                    {"default", !job.submission.restart.has_value()},
-                    {"used", used},
-                    {"left", std::max(0, policy.max - used)},
-                    {"restart_at", restart_at > 0 ? nlohmann::json(FormatRfc3339(restart_at))
-                                                  : nlohmann::json(nullptr)}};
-}
-
-namespace {
-
-// One sample per label value, 0 for a value not counted yet.
-void WriteCountsBy(MetricsWriter& w, const char* label, std::initializer_list<const char*> values,
-                   const std::map<std::string, uint64_t>& counts) {
-  for (const char* value : values) {
-    auto it = counts.find(value);
-    w.Sample({{label, value}}, static_cast<double>(it != counts.end() ? it->second : 0));
-  }
-}
-
-}  // namespace
-
-void Controller::WriteRestartMetrics(MetricsWriter& w) const {
-  w.Family("tessera_job_restarts_total", MetricType::kCounter,
-           "Restarts counted by jobs' restart policies, by cause (failure, node-lost, "
-           "gpu-fault), since the controller started.");
-  WriteCountsBy(w, "cause", {"failure", "node-lost", "gpu-fault"}, counters_.restarts);
+  out["restart"] = ::tessera::RestartJson(job.submission.restart, used, restart_at);
 }
 
 }  // namespace tessera

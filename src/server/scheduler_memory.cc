@@ -1,21 +1,12 @@
-// What the scheduler has learned, kept across node changes and restarts: each queue's
-// decayed fair-share usage, the runtime predictor's histograms and the workload's task
-// shapes (placement). They live in the store (keys "scheduler/fairshare",
-// "scheduler/predictor" and "scheduler/workload"), written with a cycle's
-// batch at most every ControllerOptions::history_interval, and read back by Open. A
-// crash loses at most that interval of usage and what finished within it.
+#include "server/scheduler_memory.h"
+
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
 
-#include "server/controller.h"
-
 namespace tessera {
-namespace {
-
-constexpr const char* kFairShareKey = "scheduler/fairshare";
-constexpr const char* kPredictorKey = "scheduler/predictor";
-constexpr const char* kWorkloadKey = "scheduler/workload";
+namespace scheduler_memory {
 
 nlohmann::json UsageJson(const QueueUsage::Saved& saved) {
   nlohmann::json queues = nlohmann::json::object();
@@ -122,9 +113,9 @@ StatusOr<WorkloadLearner::Saved> WorkloadFromJson(const nlohmann::json& j) {
   WorkloadLearner::Saved saved;
   saved.observed = j["observed"].get<int64_t>();
   for (const nlohmann::json& s : j[key]) {
-    if (!s.is_array() || s.size() != 6 || !s[0].is_number_integer() ||
-        !s[1].is_number_integer() || !s[2].is_number_integer() || !s[3].is_number_unsigned() ||
-        !s[4].is_number() || !s[5].is_number()) {
+    if (!s.is_array() || s.size() != 6 || !s[0].is_number_integer() || !s[1].is_number_integer() ||
+        !s[2].is_number_integer() || !s[3].is_number_unsigned() || !s[4].is_number() ||
+        !s[5].is_number()) {
       return bad;
     }
     saved.shapes.push_back(WorkloadLearner::Shape{s[0].get<int64_t>(), s[1].get<int64_t>(),
@@ -134,10 +125,13 @@ StatusOr<WorkloadLearner::Saved> WorkloadFromJson(const nlohmann::json& j) {
   return saved;
 }
 
-// A stored value that cannot be read is reported and ignored: the history is an
-// optimisation of fairness and backfill, not state a job depends on.
-std::optional<nlohmann::json> ReadJson(Store* store, const char* key) {
-  StatusOr<std::optional<std::string>> text = store->GetKv(key);
+}  // namespace scheduler_memory
+
+namespace {
+
+// A stored value that cannot be read is reported and ignored (see the header).
+std::optional<nlohmann::json> ReadJson(Store& store, const char* key) {
+  StatusOr<std::optional<std::string>> text = store.GetKv(key);
   if (!text.ok() || !text->has_value()) {
     return std::nullopt;
   }
@@ -151,57 +145,63 @@ std::optional<nlohmann::json> ReadJson(Store* store, const char* key) {
 
 }  // namespace
 
-void Controller::LoadHistory() {
-  if (std::optional<nlohmann::json> j = ReadJson(store_, kFairShareKey)) {
-    StatusOr<QueueUsage::Saved> saved = UsageFromJson(*j);
+void SchedulerMemory::Load(Store& store, CoreSession& core, Micros now) {
+  if (std::optional<nlohmann::json> j = ReadJson(store, kFairShareKey)) {
+    StatusOr<QueueUsage::Saved> saved = scheduler_memory::UsageFromJson(*j);
     if (saved.ok()) {
-      core_.carried_usage() = std::move(saved).value();
+      core.carried_usage() = std::move(saved).value();
     } else {
       std::cerr << "tessera server: " << saved.status().message() << "; starting without it\n";
     }
   }
-  if (std::optional<nlohmann::json> j = ReadJson(store_, kPredictorKey)) {
-    StatusOr<RuntimePredictor::State> state = PredictorFromJson(*j);
-    Status s = state.ok() ? core_.predictor().Restore(*state) : state.status();
+  if (std::optional<nlohmann::json> j = ReadJson(store, kPredictorKey)) {
+    StatusOr<RuntimePredictor::State> state = scheduler_memory::PredictorFromJson(*j);
+    Status s = state.ok() ? core.predictor().Restore(*state) : state.status();
     if (!s.ok()) {
       std::cerr << "tessera server: " << s.message() << "; starting without it\n";
     }
   }
-  if (std::optional<nlohmann::json> j = ReadJson(store_, kWorkloadKey)) {
-    StatusOr<WorkloadLearner::Saved> saved = WorkloadFromJson(*j);
-    Status s = saved.ok() ? core_.learner().Restore(*saved) : saved.status();
+  if (std::optional<nlohmann::json> j = ReadJson(store, kWorkloadKey)) {
+    StatusOr<WorkloadLearner::Saved> saved = scheduler_memory::WorkloadFromJson(*j);
+    Status s = saved.ok() ? core.learner().Restore(*saved) : saved.status();
     if (s.ok()) {
-      core_.learner().Refresh();  // the first scheduler places with it
+      core.learner().Refresh();  // the first scheduler places with it
     } else {
       std::cerr << "tessera server: " << s.message() << "; starting without it\n";
     }
   }
+  // What was just read is what the store holds: not written again until it changes.
+  saved_at_ = now;
+  predictor_observations_ = core.predictor().observations();
+  workload_observed_ = core.learner().observed();
 }
 
-void Controller::SaveHistory(Micros now, Pending& out) {
-  if (now - history_saved_at_ < options_.history_interval) {
+void SchedulerMemory::Save(Micros now, CoreSession& core, WriteBatch& batch) {
+  if (now - saved_at_ < interval_) {
     return;
   }
-  history_saved_at_ = now;
-  core_.CarryUsage(now);
-  if (core_.carried_usage()) {
-    out.batch.kv.emplace_back(kFairShareKey, UsageJson(*core_.carried_usage()).dump());
+  saved_at_ = now;
+  core.CarryUsage(now);
+  if (core.carried_usage()) {
+    batch.kv.emplace_back(kFairShareKey, scheduler_memory::UsageJson(*core.carried_usage()).dump());
   }
-  if (core_.predictor().observations() != history_observations_) {
-    history_observations_ = core_.predictor().observations();
-    out.batch.kv.emplace_back(kPredictorKey, PredictorJson(core_.predictor().Save()).dump());
+  if (core.predictor().observations() != predictor_observations_) {
+    predictor_observations_ = core.predictor().observations();
+    batch.kv.emplace_back(kPredictorKey,
+                          scheduler_memory::PredictorJson(core.predictor().Save()).dump());
   }
-  if (core_.learner().observed() != history_workload_observed_) {
-    history_workload_observed_ = core_.learner().observed();
-    out.batch.kv.emplace_back(kWorkloadKey, WorkloadJson(core_.learner().Save()).dump());
+  if (core.learner().observed() != workload_observed_) {
+    workload_observed_ = core.learner().observed();
+    batch.kv.emplace_back(kWorkloadKey,
+                          scheduler_memory::WorkloadJson(core.learner().Save()).dump());
   }
 }
 
-nlohmann::json Controller::FairShareJson(QueueId q) const {
-  if (core_.scheduler() == nullptr || core_.rebuild_pending() || !core_.tree().is_queue(q)) {
+nlohmann::json FairShareJson(const CoreSession& core, QueueId q) {
+  if (core.scheduler() == nullptr || core.rebuild_pending() || !core.tree().is_queue(q)) {
     return nullptr;
   }
-  const QueueUsage& usage = core_.scheduler()->usage();
+  const QueueUsage& usage = core.scheduler()->usage();
   return {{"decayed_gpu_hours", usage.decayed_gpu_seconds(q) / 1000.0 / 3600.0},
           {"factor", usage.FairShareFactor(q)}};
 }

@@ -1,0 +1,17 @@
+// Upper bounds on what an agent may claim at registration: its node's name, CPU,
+// memory, GPU count, labels, GPU UUIDs and MIG instances. Generous for real machines;
+// small enough that a forged inventory cannot make the scheduler's per-node structures
+// huge, and the name is a plain host name (it travels in URLs and store keys).
+// Pure: no state, safe from any thread.
+#pragma once
+
+#include "api/agent_protocol.h"
+#include "base/status.h"
+
+namespace tessera {
+
+// InvalidArgument naming the first field out of bounds ("inventory.<field>: ...").
+// Checks bounds only: a spec's meaning (GPU models, modes) is ValidateNodeSpec's.
+Status CheckInventoryBounds(const NodeInventory& inventory);
+
+}  // namespace tessera

@@ -1,0 +1,45 @@
+// A job's JSON (GET /v1/jobs/{id}, listings, the published views), from typed inputs the
+// core gathers under its lock: the job as the table holds it, its core record, the nodes
+// its tasks run on, who it runs as and where its checkpoints go. The core adds what its
+// feature modules describe (ControllerModule::DescribeJob), the pending reason and the
+// spec.
+//
+// A view: it owns nothing and changes nothing.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "model/gpu_catalog.h"
+#include "model/restart_policy.h"
+#include "sched/job_record.h"
+#include "server/job_state.h"
+#include "server/job_table.h"
+#include "server/node_registry.h"
+
+namespace tessera {
+
+struct JobJsonInputs {
+  const LiveJob& job;
+  // Its core record; for an archived job an empty one with only gpu_milli set.
+  const JobRecord& rec;
+  JobState state;
+  const std::map<std::string, NodeInfo>& nodes;  // the tasks' GPUs' models and UUIDs
+  const GpuCatalog& catalog;
+  std::string checkpoint_dir;
+  std::optional<std::pair<int64_t, int64_t>> run_as;  // the tenant's uid:gid, once known
+};
+
+// Everything but the modules' members, "held", "reason" and "spec".
+nlohmann::json JobJson(const JobJsonInputs& in);
+
+// The job's "restart" block: its policy (`given`: the job's own, else the default), the
+// restarts used, and when a backoff ends (0: none).
+nlohmann::json RestartJson(const std::optional<RestartPolicy>& given, int used,
+                           Micros restart_at);
+
+}  // namespace tessera
