@@ -263,7 +263,9 @@ def main(argv):
         listed = subprocess.run(["git", "ls-files", "src/*.cc", "src/*.h"], capture_output=True,
                                 text=True)
         if listed.returncode == 0:
-            files = listed.stdout.split()
+            import os
+            # A tracked file deleted in the working tree (not yet committed) is gone.
+            files = [f for f in listed.stdout.split() if os.path.exists(f)]
         else:  # not a git checkout (a source archive): every file under src/
             import os
             files = sorted(os.path.join(d, f) for d, _, names in os.walk("src") for f in names

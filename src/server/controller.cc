@@ -12,11 +12,12 @@
 #include "base/time_format.h"
 #include "plugins/registry.h"
 #include "sched/runtime_predictor.h"
-#include "server/controller_rows.h"
+#include "server/job_rows.h"
+#include "server/job_attempts.h"
 
 namespace tessera {
 
-using namespace controller_rows;  // NOLINT: the controller's own helpers
+using namespace job_rows;  // NOLINT: the controller's own helpers
 
 // ---- construction and recovery ------------------------------------------------
 
@@ -34,7 +35,7 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
   health_ = GpuHealthModule(options_.health);
   // Accounting first: its families lead the modules' part of /metrics.
   modules_ = {&accounting_, &validation_runs_, &limits_, &health_, &idle_,
-              &eta_,        &node_history_,    &gates_};
+              &eta_,        &node_history_,    &gates_,  &restarts_};
 }
 
 Controller::~Controller() { Stop(); }
@@ -101,7 +102,7 @@ Status Controller::Load(const std::string& queues_yaml) {
   }
   TESSERA_RETURN_IF_ERROR(LoadJobRows(now));
   views_.set_clock(clock_);  // a restart's time left
-  RestoreRestarts(now);
+  RestoreRestarts();
   for (const auto& [id, job] : jobs_.all()) {
     PublishView(job);
   }
@@ -133,6 +134,34 @@ Status Controller::LoadJobRows(Micros now) {
   }
   Archive(now);  // the oldest finished jobs stay in the store only
   return Status::Ok();
+}
+
+void Controller::RestoreRestarts() {
+  for (auto& [id, job] : jobs_.all()) {
+    const nlohmann::json attempts = StoredAttempts(job.row.placement_json);
+    if (job.slot == JobTable::kArchived || attempts.empty() || !attempts.back().is_object()) {
+      continue;
+    }
+    const nlohmann::json& last = attempts.back();
+    AttemptState& attempt = jobs_.Rec(job).attempt;
+    attempt.restarts = StoredRestarts(attempts);  // a finishing attempt stores no count
+    const Micros restart_at = last.value("restart_at", Micros{0});
+    if (jobs_.StateOf(job) == JobState::kPending && restart_at > 0) {
+      // Waits out its backoff even across the restart (released by the first cycle
+      // when it has passed).
+      core_.lifecycle()->HoldUntil(jobs_.Rec(job), restart_at);
+    }
+    // A stopping job's cause is not stored; its reason says it.
+    if (attempt.after == AttemptEnd::kRequeue) {
+      if (job.row.reason.rfind("requeued: gpu-fault", 0) == 0) {
+        attempt.cause = RequeueCause::kGpuFault;
+      } else if (job.row.reason.rfind("restarting after failure", 0) == 0) {
+        attempt.cause = RequeueCause::kFailure;
+      } else if (job.row.reason.rfind("requeued: node", 0) == 0) {
+        attempt.cause = RequeueCause::kNodeLost;
+      }
+    }
+  }
 }
 
 Status Controller::LoadJobRow(JobRow row, Micros now) {

@@ -49,6 +49,8 @@
 //   GpuHealthModule (modules/gpu_health_module.h)  GPUs drained from telemetry, the
 //                                         work on a failed GPU stopped
 //   IdleModule (modules/idle_module.h)    idle and hung jobs, what jobs use of their GPUs
+//   RestartsModule (modules/restarts_module.h)  restarts counted by cause, the stored
+//                                         attempts' detail, the view's restart block
 // A job is named by its JobNumber (job_number.h) and its state is a JobState
 // (job_state.h); both are written to the store as plain values.
 // Pure parts the core calls, each tested on its own:
@@ -127,6 +129,7 @@
 #include "server/modules/idle_module.h"
 #include "server/modules/eta_module.h"
 #include "server/modules/node_history.h"
+#include "server/modules/restarts_module.h"
 #include "server/modules/job_gates_module.h"
 #include "server/job_admission.h"
 #include "server/job_logs.h"
@@ -248,13 +251,18 @@ class Controller {
   // array 12). NotFound when there is no such job visible to `who`.
   StatusOr<JobNumber> ResolveJobId(const Principal& who, const std::string& text);
   // Cancel, hold, release and requeue by such a name; "12" where 12 is an array's id
-  // acts on every element of the array. Returns {"jobs": [ids acted on]} (cancel: the
-  // job's JSON for one job). Hold: pending jobs only; release: held ones; requeue:
-  // running ones (their attempt ends and they wait again, not counted as a restart).
-  StatusOr<nlohmann::json> CancelNamed(const Principal& who, const std::string& text);
-  StatusOr<nlohmann::json> Hold(const Principal& who, const std::string& text);
-  StatusOr<nlohmann::json> Release(const Principal& who, const std::string& text);
-  StatusOr<nlohmann::json> Requeue(const Principal& who, const std::string& text);
+  // acts on every element of the array. Returns the jobs acted on, and whether the name
+  // named one job (the API then answers with its view). Hold: pending jobs only;
+  // release: held ones; requeue: running ones (their attempt ends and they wait again,
+  // not counted as a restart); cancel: an array's elements still to end.
+  struct ActedOn {
+    std::vector<JobNumber> jobs;
+    bool named_one = false;
+  };
+  StatusOr<ActedOn> CancelNamed(const Principal& who, const std::string& text);
+  StatusOr<ActedOn> Hold(const Principal& who, const std::string& text);
+  StatusOr<ActedOn> Release(const Principal& who, const std::string& text);
+  StatusOr<ActedOn> Requeue(const Principal& who, const std::string& text);
   StatusOr<LogChunk> ReadLog(const Principal& who, JobNumber id, int task, int64_t offset,
                              int64_t max_bytes);
   // GET /v1/jobs/{id}/attach (controller_attach.cc): where task `task`'s terminal
@@ -540,6 +548,9 @@ class Controller {
   // An interval of attempt `attempt`: every module's OnUsage, then, ended, OnIntervalEnded.
   void ModulesOnUsage(UsageRow& row, int attempt, bool ended) const REQUIRES(mu_);
   void ModulesDescribeJob(const LiveJob& job, nlohmann::json& out) const REQUIRES(mu_);
+  // An attempt ended: what the modules add to its stored record (RecordEnded).
+  void ModulesOnAttemptEnded(const LiveJob& job, const EndedAttempt& ended,
+                             nlohmann::json& stored_attempt, Micros now) REQUIRES(mu_);
   void ModulesWriteMetrics(Micros now, MetricsWriter& w) REQUIRES(mu_);
   void ModulesOnAttemptRunning(const LiveJob& job) const REQUIRES(mu_);
   void ModulesOnTelemetry(const NodeInfo& node, const std::vector<GpuTelemetry>& sample,
@@ -573,20 +584,22 @@ class Controller {
     std::function<void(LiveJob&, const std::string& by, Micros, Pending&)> act;
     std::function<void(Micros, Pending&)> after;
   };
-  StatusOr<nlohmann::json> ActOnNamed(const Principal& who, const std::string& text,
+  StatusOr<ActedOn> ActOnNamed(const Principal& who, const std::string& text,
                                       const NamedAction& action);
   // Holds, dependencies, throttles, singletons (modules/job_gates_module.h).
   JobGatesModule gates_ GUARDED_BY(mu_);
 
-  // GPU faults and restarts (controller_restarts.cc); mu_ held.
-  // The detail a stored attempt gets from the job's reason (which GPU failed, what the
-  // idle policy saw), the restart counted and the backoff.
-  void NoteRestart(const LiveJob& job, const EndedAttempt& ended, nlohmann::json& stored) REQUIRES(mu_);
-  // After Open: each job's restart count, and the backoffs still to wait out.
-  void RestoreRestarts(Micros now) REQUIRES(mu_);
-  // Restarts whose backoff ended are offered to the scheduler (their views change).
+  // Restarts: the core's part (the count, cause and backoff in its records and the
+  // lifecycle); what is shown and counted of them is RestartsModule's. mu_ held.
+  // After Open: each job's restart count from its stored attempts, and the backoffs
+  // still to wait out (controller.cc).
+  void RestoreRestarts() REQUIRES(mu_);
+  // Restarts whose backoff ended are offered to the scheduler (their views change)
+  // (controller_decisions.cc).
   void ReleaseRestarts(Micros now, Pending& out) REQUIRES(mu_);
-  void RestartJson(const LiveJob& job, nlohmann::json& out) const REQUIRES(mu_);  // into JobJson
+  // The restarts counted, the stored attempts' detail, the view's block
+  // (modules/restarts_module.h).
+  RestartsModule restarts_ GUARDED_BY(mu_);
 
 
   // Makes `out` durable (without mu_), then hands out its launches and stops.

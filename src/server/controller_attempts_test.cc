@@ -146,6 +146,18 @@ TEST(JobAttemptsTest, StoredWithThePlacementAndCappedAt64) {
   EXPECT_EQ(AttemptsView(attempts)[0]["run_seconds"], 1.0);
 }
 
+TEST(JobAttemptsTest, TheRestartsCountedAreTheNewestRequeuedAttempts) {
+  EXPECT_EQ(StoredRestarts(nlohmann::json::array()), 0);
+  nlohmann::json attempts = {{{"attempt", 1}, {"ended", "preempted"}, {"restarts", 0}},
+                             {{"attempt", 2}, {"ended", "failed"}, {"restarts", 1}},
+                             {{"attempt", 3}, {"ended", "node lost"}, {"restarts", 2}}};
+  EXPECT_EQ(StoredRestarts(attempts), 2);
+  // The attempt that finished the job stores no count: the one before it stands.
+  attempts.push_back({{"attempt", 4}, {"ended", "succeeded"}});
+  EXPECT_EQ(StoredRestarts(attempts), 2);
+  EXPECT_EQ(StoredRestarts(nlohmann::json::array({{{"attempt", 1}, {"ended", "failed"}}})), 0);
+}
+
 TEST_F(ControllerAttemptsTest, ALostNodeEndsTheAttemptAsNodeLost) {
   node_timeout_ = 30 * kSecond;
   Reopen();

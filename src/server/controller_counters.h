@@ -30,7 +30,6 @@ struct ControllerCounters {
   std::map<std::string, uint64_t> preemptions;                       // by victim queue
   std::map<std::string, uint64_t> submitted;                         // by queue
   std::map<std::pair<std::string, std::string>, uint64_t> finished;  // (queue, state)
-  std::map<std::string, uint64_t> restarts;    // restarts counted, by cause (restart.on)
   uint64_t invariant_breaches = 0;  // cycles after which CheckInvariants found any
   // Task reports dropped because they named a task not placed on the reporting node.
   std::atomic<uint64_t> foreign_reports{0};

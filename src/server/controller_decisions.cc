@@ -11,13 +11,13 @@
 #include <set>
 
 #include "server/controller.h"
-#include "server/controller_rows.h"
+#include "server/job_rows.h"
 #include "server/job_attempts.h"
 #include "server/task_launches.h"
 
 namespace tessera {
 
-using namespace controller_rows;  // NOLINT: the controller's own helpers
+using namespace job_rows;  // NOLINT: the controller's own helpers
 
 namespace {
 
@@ -67,6 +67,14 @@ nlohmann::json StoredEndedAttempt(const LiveJob& job, const EndedAttempt& ended,
                         {"tasks", std::move(tasks)}};
   if (ended.as == "failed" && job.row.reason.find(" failed to start: ") != std::string::npos) {
     out["detail"] = job.row.reason;  // no exit code says it: the launch failed
+  }
+  if (ended.requeued) {
+    // The restart its policy counted so far and its backoff: the core's record of them,
+    // put back at Open (RestoreRestarts).
+    out["restarts"] = ended.restarts;
+    if (ended.restart_at > 0) {
+      out["restart_at"] = ended.restart_at;
+    }
   }
   return out;
 }
@@ -215,9 +223,7 @@ void Controller::RecordEnded(LiveJob& job, const EndedAttempt& ended, Micros now
   }
   // The attempt that ended is stored with this transition; the job now holds nothing.
   nlohmann::json stored = StoredEndedAttempt(job, ended, now, nodes_, *catalog_);
-  if (ended.requeued) {
-    NoteRestart(job, ended, stored);  // the restart counted, in the same write
-  }
+  ModulesOnAttemptEnded(job, ended, stored, now);  // the restart counted, in the same write
   job.row.placement_json =
       ended.run_start > 0 ? AppendAttempt(job.row.placement_json, std::move(stored))
                           : WithStoredAttempts(nlohmann::json::object(), job.row.placement_json);
@@ -263,6 +269,15 @@ void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now,
                  now, out);
   }
   NodeLeft(name);
+}
+
+void Controller::ReleaseRestarts(Micros now, Pending& out) {
+  if (core_.lifecycle() == nullptr || !core_.lifecycle()->bound()) {
+    return;
+  }
+  for (JobId slot : core_.lifecycle()->ReleaseDue(now)) {
+    out.dirty.insert(jobs_.IdAt(slot));
+  }
 }
 
 bool Controller::RunCoreCycle(Micros now, Pending& out) {

@@ -7,6 +7,7 @@
 
 #include "api/job_relations.h"
 #include "server/controller.h"
+#include "server/job_admission.h"
 
 namespace tessera {
 
@@ -14,26 +15,7 @@ Status Controller::PrepareSubmission(const Principal& who, JobSubmission& job) {
   if (job.array_index >= 0) {
     return InvalidArgumentError("array_index: is set by the server on each element of an array");
   }
-  if (!job.priority_class.empty()) {
-    std::vector<std::string> names;
-    bool found = false;
-    for (const PriorityClass& c : core_.tree().priority_classes()) {
-      names.push_back(c.name);
-      if (c.name == job.priority_class) {
-        job.spec.priority = c.value;
-        found = true;
-      }
-    }
-    if (!found) {
-      std::string list;
-      for (const std::string& n : names) {
-        list += (list.empty() ? "" : ", ") + n;
-      }
-      return InvalidArgumentError("priority_class: no priority class '" + job.priority_class +
-                                  "'" + (list.empty() ? " (the queue configuration has none)"
-                                                      : "; there are: " + list));
-    }
-  }
+  TESSERA_RETURN_IF_ERROR(ResolvePriorityClass(core_.tree(), job));
   if (job.dependency.empty()) {
     return Status::Ok();
   }
@@ -86,17 +68,19 @@ StatusOr<std::vector<JobNumber>> Controller::NamedJobs(const Principal& who,
   return ids;
 }
 
-StatusOr<nlohmann::json> Controller::CancelNamed(const Principal& who, const std::string& text) {
+StatusOr<Controller::ActedOn> Controller::CancelNamed(const Principal& who,
+                                                      const std::string& text) {
   std::vector<JobNumber> ids;
   {
     MutexLock lock(mu_);
     TESSERA_ASSIGN_OR_RETURN(ids, NamedJobs(who, text));
   }
   if (ids.size() == 1) {
-    return Cancel(who, ids.front());
+    TESSERA_RETURN_IF_ERROR(Cancel(who, ids.front()).status());
+    return ActedOn{ids, true};
   }
   // A whole array: every element still to end.
-  nlohmann::json done = nlohmann::json::array();
+  ActedOn done;
   for (JobNumber id : ids) {
     {
       MutexLock lock(mu_);
@@ -106,19 +90,21 @@ StatusOr<nlohmann::json> Controller::CancelNamed(const Principal& who, const std
       }
     }
     if (StatusOr<nlohmann::json> one = Cancel(who, id); one.ok()) {
-      done.push_back(id.value());
+      done.jobs.push_back(id);
     }
   }
-  return nlohmann::json{{"jobs", std::move(done)}};
+  return done;
 }
 
-StatusOr<nlohmann::json> Controller::ActOnNamed(const Principal& who, const std::string& text,
-                                                const NamedAction& action) {
+StatusOr<Controller::ActedOn> Controller::ActOnNamed(const Principal& who,
+                                                     const std::string& text,
+                                                     const NamedAction& action) {
   Pending out;
-  nlohmann::json done = nlohmann::json::array();
+  ActedOn done;
   {
     MutexLock lock(mu_);
     TESSERA_ASSIGN_OR_RETURN(std::vector<JobNumber> ids, NamedJobs(who, text));
+    done.named_one = ids.size() == 1;
     const Micros now = clock_->NowMicros();
     for (JobNumber id : ids) {
       LiveJob* job = jobs_.Find(id);
@@ -140,7 +126,7 @@ StatusOr<nlohmann::json> Controller::ActOnNamed(const Principal& who, const std:
       }
       action.act(*job, Actor(who), now, out);
       out.dirty.insert(id);
-      done.push_back(id.value());
+      done.jobs.push_back(id);
     }
     if (action.after) {
       action.after(now, out);
@@ -148,10 +134,10 @@ StatusOr<nlohmann::json> Controller::ActOnNamed(const Principal& who, const std:
     Seal(out);
   }
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
-  return nlohmann::json{{"jobs", std::move(done)}};
+  return done;
 }
 
-StatusOr<nlohmann::json> Controller::Hold(const Principal& who, const std::string& text) {
+StatusOr<Controller::ActedOn> Controller::Hold(const Principal& who, const std::string& text) {
   NamedAction hold;
   hold.refuse = [this](const LiveJob* job) REQUIRES(mu_) -> std::string {
     if (job != nullptr && jobs_.StateOf(*job) == JobState::kPending &&
@@ -169,7 +155,7 @@ StatusOr<nlohmann::json> Controller::Hold(const Principal& who, const std::strin
   return ActOnNamed(who, text, hold);
 }
 
-StatusOr<nlohmann::json> Controller::Release(const Principal& who, const std::string& text) {
+StatusOr<Controller::ActedOn> Controller::Release(const Principal& who, const std::string& text) {
   NamedAction release;
   release.refuse = [this](const LiveJob* job) REQUIRES(mu_) -> std::string {
     const bool held = job != nullptr && jobs_.StateOf(*job) == JobState::kPending &&
@@ -184,12 +170,12 @@ StatusOr<nlohmann::json> Controller::Release(const Principal& who, const std::st
   release.after = [this](Micros now, Pending& out) REQUIRES(mu_) {
     gates_.Update(*LockedStep(now, &out));
   };
-  StatusOr<nlohmann::json> out = ActOnNamed(who, text, release);
+  StatusOr<ActedOn> out = ActOnNamed(who, text, release);
   Wake();
   return out;
 }
 
-StatusOr<nlohmann::json> Controller::Requeue(const Principal& who, const std::string& text) {
+StatusOr<Controller::ActedOn> Controller::Requeue(const Principal& who, const std::string& text) {
   NamedAction requeue;
   requeue.refuse = [this](const LiveJob* job) REQUIRES(mu_) -> std::string {
     if (job != nullptr && jobs_.StateOf(*job) == JobState::kRunning) {

@@ -72,7 +72,7 @@ TEST_F(ControllerGatesTest, AThrottledArrayRunsAtMostItsLimitAndCancelsWhole) {
   EXPECT_EQ(State(a + 2), "cancelled");
   auto all = controller_->CancelNamed(Team(), std::to_string(a));
   ASSERT_TRUE(all.ok()) << all.status().ToString();
-  EXPECT_EQ((*all)["jobs"], nlohmann::json({a + 1, a + 3}));
+  EXPECT_EQ(all->jobs, (std::vector<JobNumber>{JobNumber(a + 1), JobNumber(a + 3)}));
   EXPECT_EQ(State(a), "succeeded");
   EXPECT_EQ(State(a + 3), "cancelled");
 }
@@ -147,7 +147,7 @@ TEST_F(ControllerGatesTest, ArrayIndicesComeOnlyFromTheServerAndNamesStayInTheir
   ASSERT_EQ(theirs, a + 2);
   auto held = controller_->Release(Team(), std::to_string(a));
   ASSERT_TRUE(held.ok()) << held.status().ToString();
-  EXPECT_EQ((*held)["jobs"], nlohmann::json({a, a + 1}));
+  EXPECT_EQ(held->jobs, (std::vector<JobNumber>{JobNumber(a), JobNumber(a + 1)}));
   EXPECT_EQ(controller_->Hold(Team(), std::to_string(theirs)).status().code(),
             StatusCode::kNotFound);
   EXPECT_EQ(controller_->Hold(Team(), std::to_string(a) + "_2").status().code(),
@@ -191,7 +191,7 @@ TEST_F(ControllerGatesTest, AHoldSurvivesARestartUntilReleasedAndRequeueRunsItAg
   // A requeue ends the attempt (the agent is told to stop it) and runs it again.
   auto requeued = controller_->Requeue(Team(), std::to_string(held));
   ASSERT_TRUE(requeued.ok()) << requeued.status().ToString();
-  EXPECT_EQ((*requeued)["jobs"], nlohmann::json({held}));
+  EXPECT_EQ(requeued->jobs, std::vector<JobNumber>{JobNumber(held)});
   EXPECT_EQ(State(held), "stopping");
   Exit(held, 143);
   std::vector<TaskLaunch> again = CycleAndTake();

@@ -1,62 +1,14 @@
 // The controller's GPU health: telemetry from the agents, drains by health checks
-// and by admins, kept in the store under "drain/<node>" so they survive restarts.
-#include <charconv>
+// and by admins (kept durable by the node registry, node_registry.h).
 #include <iostream>
 
 #include "base/time_format.h"
 #include "server/controller.h"
 
 namespace tessera {
-namespace {
-
-constexpr const char* kDrainKeyPrefix = "drain/";
-
-nlohmann::json DrainToStored(const std::string& reason, const std::string& by,
-                             const std::string& kind, Micros since) {
-  return {{"reason", reason}, {"by", by}, {"kind", kind}, {"since_us", since}};
-}
-
-}  // namespace
-
 Status Controller::LoadDrains() {
-  TESSERA_ASSIGN_OR_RETURN(auto stored, store_->ListKv(kDrainKeyPrefix));
-  for (const auto& [key, text] : stored) {
-    const std::string name = key.substr(std::string(kDrainKeyPrefix).size());
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      return InternalError("stored drains of node '" + name + "' are not a JSON object");
-    }
-    auto read = [&](const nlohmann::json& d) -> StatusOr<DrainInfo> {
-      if (!d.is_object() || !d.value("reason", nlohmann::json()).is_string() ||
-          !d.value("since_us", nlohmann::json()).is_number_integer()) {
-        return InternalError("stored drain of node '" + name + "' is malformed: " + d.dump());
-      }
-      return DrainInfo{d["reason"].get<std::string>(), d.value("by", "admin"),
-                       d.value("kind", "admin"), d["since_us"].get<int64_t>()};
-    };
-    NodeInfo& node = nodes_.all()[name];
-    if (node.inventory.spec.name.empty()) {
-      node.inventory.spec.name = name;
-      node.reason = "waiting for its agent after a controller restart";
-      node.last_seen = clock_->NowMicros();
-    }
-    if (j.contains("node") && !j["node"].is_null()) {
-      TESSERA_ASSIGN_OR_RETURN(DrainInfo d, read(j["node"]));
-      node.drain = std::move(d);
-    }
-    if (j.contains("gpus") && j["gpus"].is_object()) {
-      for (const auto& [index, d] : j["gpus"].items()) {
-        TESSERA_ASSIGN_OR_RETURN(DrainInfo info, read(d));
-        int gpu = -1;
-        const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), gpu);
-        if (ec != std::errc() || end != index.data() + index.size() || gpu < 0) {
-          return InternalError("stored drain of node '" + name + "' names GPU '" + index + "'");
-        }
-        node.gpu_drains[gpu] = std::move(info);
-      }
-    }
-  }
-  return Status::Ok();
+  TESSERA_ASSIGN_OR_RETURN(auto stored, store_->ListKv(NodeRegistry::DrainsKeyPrefix()));
+  return nodes_.RestoreDrains(stored, clock_->NowMicros());
 }
 
 void Controller::ApplyDrains(const NodeInfo& node) {
@@ -87,25 +39,11 @@ void Controller::SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drai
   } else {
     std::cerr << "tessera server: " << what << " resumed\n";
   }
-  if (gpu < 0) {
-    node.drain = std::move(drain);
-  } else if (drain) {
-    node.gpu_drains[gpu] = std::move(*drain);
-  } else {
-    node.gpu_drains.erase(gpu);
-  }
+  std::pair<std::string, std::string> row = nodes_.SetDrain(node, gpu, std::move(drain));
   if (!core_.rebuild_pending() && node.up) {
     ApplyDrains(node);
   }
-  nlohmann::json stored = {{"node", nullptr}, {"gpus", nlohmann::json::object()}};
-  if (node.drain) {
-    stored["node"] = DrainToStored(node.drain->reason, node.drain->by, node.drain->kind,
-                                   node.drain->since);
-  }
-  for (const auto& [index, d] : node.gpu_drains) {
-    stored["gpus"][std::to_string(index)] = DrainToStored(d.reason, d.by, d.kind, d.since);
-  }
-  out.batch.kv.emplace_back(kDrainKeyPrefix + name, stored.dump());
+  out.batch.kv.push_back(std::move(row));
 }
 
 void Controller::HandleTelemetry(NodeInfo& node, const std::string& agent_id,

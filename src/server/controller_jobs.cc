@@ -12,13 +12,13 @@
 
 #include "api/job_batch.h"
 #include "api/queue_limits.h"
-#include "server/controller_rows.h"
+#include "server/job_rows.h"
 #include "server/job_admission.h"
 #include "server/pending_reasons.h"
 
 namespace tessera {
 
-using namespace controller_rows;  // NOLINT: the controller's own helpers
+using namespace job_rows;  // NOLINT: the controller's own helpers
 
 StatusOr<nlohmann::json> Controller::Submit(const Principal& who, JobSubmission job,
                                             const std::string& idempotency_key, bool* created) {

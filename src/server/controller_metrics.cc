@@ -19,7 +19,6 @@ std::string Controller::Metrics() {
     }
   }
   WriteJobMetrics(w, core_.tree(), jobs, counters_);
-  WriteRestartMetrics(w, counters_);
   const WorkloadLearner& learner = core_.learner();
   WriteSchedulerMetrics(
       w, counters_,

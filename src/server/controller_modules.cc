@@ -7,6 +7,7 @@
 #include <string>
 
 #include "server/controller.h"
+#include "server/job_attempts.h"
 
 namespace tessera {
 
@@ -245,16 +246,22 @@ class Controller::Step final : public ModuleStep {
 
 JobFacts Controller::FactsOf(const LiveJob& job) const {
   const bool archived = job.slot == JobTable::kArchived;
+  const JobState state = jobs_.StateOf(job);
+  const int stored_restarts =
+      archived ? StoredRestarts(StoredAttempts(job.row.placement_json)) : 0;
+  const bool held = !archived && state == JobState::kPending && core_.lifecycle() != nullptr;
   return JobFacts{job.id(),
                   job.row.tenant,
                   job.row.queue,
                   job.row.attempts,
-                  jobs_.StateOf(job),
+                  state,
                   archived ? nullptr : &jobs_.Rec(job),
                   job.submission,
                   job.row.tenant == kValidationTenant,
                   job.tasks.size(),
-                  [&job](size_t t) -> const std::string& { return job.tasks[t].node; }};
+                  [&job](size_t t) -> const std::string& { return job.tasks[t].node; },
+                  stored_restarts,
+                  held ? core_.lifecycle()->HeldUntil(jobs_.Rec(job).id) : 0};
 }
 
 void Controller::ModulesBeforeCycle(Micros now, Pending& out) {
@@ -303,6 +310,15 @@ void Controller::ModulesOnUsage(UsageRow& row, int attempt, bool ended) const {
     for (ControllerModule* m : modules_) {
       m->OnIntervalEnded(row);
     }
+  }
+}
+
+void Controller::ModulesOnAttemptEnded(const LiveJob& job, const EndedAttempt& ended,
+                                       nlohmann::json& stored_attempt, Micros now) {
+  const Step step(*this, now, nullptr);  // read-only: the core is mid-transition
+  const JobFacts facts = FactsOf(job);
+  for (ControllerModule* m : modules_) {
+    m->OnAttemptEnded(facts, ended, stored_attempt, step);
   }
 }
 

@@ -9,8 +9,6 @@ namespace tessera {
 namespace {
 
 constexpr const char* kRemovedNodePrefix = "removed_node/";  // + name: {"at_us"} or ""
-constexpr const char* kDrainKeyPrefix = "drain/";            // as in controller_health.cc
-constexpr const char* kNoDrains = R"({"node":null,"gpus":{}})";
 
 }  // namespace
 
@@ -75,7 +73,7 @@ StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBa
     NodeDown(node, "removed by the admin", now, out);
     out.batch.kv.emplace_back(kRemovedNodePrefix + name, nlohmann::json{{"at_us", now}}.dump());
     ModulesOnNodeRemoved(name, now, out);
-    out.batch.kv.emplace_back(kDrainKeyPrefix + name, kNoDrains);
+    out.batch.kv.push_back(NodeRegistry::NoDrainsRow(name));
     for (TokenRow& t : extra.tokens) {
       out.batch.tokens.push_back(std::move(t));
     }

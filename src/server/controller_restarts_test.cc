@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/time_format.h"
 #include "server/controller_fixture.h"
 
 namespace tessera {
@@ -69,6 +70,8 @@ TEST_F(ControllerRestartsTest, AFailingTaskWithMaxTwoRunsThreeTimesAfterItsBacko
                                " of 3) in 10s");
     EXPECT_EQ(j["restart"]["used"], attempt);
     EXPECT_EQ(j["restart"]["left"], 2 - attempt);
+    // The backoff's end: the lifecycle's hold, 10 s from the failure.
+    EXPECT_EQ(j["restart"]["restart_at"], FormatRfc3339(clock_.NowMicros() + 10 * kSecond));
     // Not before its backoff: nothing starts at 9 s, it starts at 10 s.
     clock_.Advance(9 * kSecond);
     EXPECT_TRUE(CycleAndTake().empty()) << "attempt " << attempt;
@@ -106,6 +109,7 @@ TEST_F(ControllerRestartsTest, AControllerRestartDuringTheBackoffRestartsOnTimeA
   Reopen();
   Register();
   EXPECT_EQ(Job(id)["reason"], "restarting after failure (attempt 2 of 3) in 6s");
+  EXPECT_EQ(Job(id)["restart"]["restart_at"], FormatRfc3339(clock_.NowMicros() + 6 * kSecond));
   EXPECT_TRUE(CycleAndTake().empty()) << "the backoff holds across the restart";
   clock_.Advance(6 * kSecond);
   std::vector<TaskLaunch> l = CycleAndTake();
@@ -113,7 +117,41 @@ TEST_F(ControllerRestartsTest, AControllerRestartDuringTheBackoffRestartsOnTimeA
   EXPECT_EQ(l[0].key.attempt, 2);
   EXPECT_TRUE(CycleAndTake().empty()) << "one launch for the attempt";
   EXPECT_EQ(Job(id)["restart"]["used"], 1);
+  EXPECT_TRUE(Job(id)["restart"]["restart_at"].is_null()) << "running: no backoff";
   ExpectInvariants();
+}
+
+// Finished jobs beyond the newest leave memory; the store still answers for them.
+class ControllerRestartsArchiveTest : public ControllerRestartsTest {
+ protected:
+  void Tune(ControllerOptions& o) override { o.finished_in_memory = 1; }
+};
+
+TEST_F(ControllerRestartsArchiveTest, AJobReadBackFromTheStoreShowsTheRestartsItUsed) {
+  Register();
+  const uint64_t id = Submit("team-a", kRetried);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    ASSERT_EQ(CycleAndTake().size(), 1u) << "attempt " << attempt;
+    Fails(id, 1);
+    clock_.Advance(10 * kSecond);
+  }
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  Exit(id);  // its third attempt succeeds
+  EXPECT_EQ(Job(id)["restart"]["used"], 2);
+  Reopen();  // in memory still, its count read back from its stored attempts
+  Register();
+  EXPECT_EQ(Job(id)["restart"]["used"], 2);
+  const uint64_t newer = Submit("team-a", kRetried);
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  Exit(newer);
+  const Controller::JobPage page =
+      controller_->ListJobIds(Principal{Role::kAdmin, "", "test"}, JobFilter{}, JobNumber(0), 100);
+  ASSERT_EQ(page.ids(), std::vector<JobNumber>{JobNumber(newer)}) << "archived";
+  const nlohmann::json j = Job(id);
+  EXPECT_EQ(j["state"], "succeeded");
+  EXPECT_EQ(j["restart"]["used"], 2);
+  EXPECT_EQ(j["restart"]["left"], 0);
+  EXPECT_TRUE(j["restart"]["restart_at"].is_null());
 }
 
 TEST_F(ControllerRestartsTest, AGangRestartsWholeOnceEveryTaskOfTheAttemptHasStopped) {

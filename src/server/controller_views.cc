@@ -10,7 +10,7 @@
 
 #include "base/time_format.h"
 #include "server/controller.h"
-#include "server/controller_rows.h"
+#include "server/job_rows.h"
 #include "server/job_attempts.h"
 #include "server/known_nodes.h"
 #include "server/pending_reasons.h"
@@ -21,7 +21,7 @@
 
 namespace tessera {
 
-using namespace controller_rows;  // NOLINT: the controller's own helpers
+using namespace job_rows;  // NOLINT: the controller's own helpers
 
 // ---- views -------------------------------------------------------------------
 
@@ -34,8 +34,7 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
   nlohmann::json out = ::tessera::JobJson(JobJsonInputs{
       job, job.slot == JobTable::kArchived ? archived : jobs_.Rec(job), state, nodes_.all(),
       *catalog_, CheckpointDir(job), identities_.Known(job.row.tenant)});
-  ModulesDescribeJob(job, out);
-  RestartJson(job, out);
+  ModulesDescribeJob(job, out);  // the restart block too (RestartsModule)
   out["held"] = state == JobState::kPending && IsHeldReason(job.row.reason);
   if (with_reason) {
     JobView view;

@@ -33,6 +33,23 @@ StatusOr<std::string> ResolveQueue(const QueueTree& tree, const Principal& who,
   return tree.tenant(q.value());
 }
 
+Status ResolvePriorityClass(const QueueTree& tree, JobSubmission& job) {
+  if (job.priority_class.empty()) {
+    return Status::Ok();
+  }
+  std::string list;
+  for (const PriorityClass& c : tree.priority_classes()) {
+    if (c.name == job.priority_class) {
+      job.spec.priority = c.value;
+      return Status::Ok();
+    }
+    list += (list.empty() ? "" : ", ") + c.name;
+  }
+  return InvalidArgumentError("priority_class: no priority class '" + job.priority_class + "'" +
+                              (list.empty() ? " (the queue configuration has none)"
+                                            : "; there are: " + list));
+}
+
 Status ReadsBack(const std::string& text, const GpuCatalog& catalog) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) {

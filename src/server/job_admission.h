@@ -38,6 +38,10 @@ namespace tessera {
 StatusOr<std::string> ResolveQueue(const QueueTree& tree, const Principal& who,
                                    std::string& queue);
 
+// The job's priority from its priority_class (none named: unchanged); InvalidArgument
+// listing the classes the configuration has when it names another.
+Status ResolvePriorityClass(const QueueTree& tree, JobSubmission& job);
+
 // InvalidArgument naming the field when `text` (a job as it would be stored) would not
 // read back.
 Status ReadsBack(const std::string& text, const GpuCatalog& catalog);

@@ -60,6 +60,24 @@ TEST(JobAdmissionTest, AQueueIsResolvedForItsOwnTenantOnly) {
   EXPECT_EQ(*admin, "team-b");  // the admin submits for the queue's tenant
 }
 
+TEST(JobAdmissionTest, APriorityClassSetsThePriorityOrIsRefusedListingTheClasses) {
+  const QueueTree tree =
+      Tree(std::string("priorityClasses:\n  - {name: high, value: 100}\n  - {name: low, value: -5}\n") +
+           kQueues);
+  JobSubmission job;
+  job.spec.priority = 7;
+  ASSERT_TRUE(ResolvePriorityClass(tree, job).ok());
+  EXPECT_EQ(job.spec.priority, 7);  // none named: unchanged
+  job.priority_class = "low";
+  ASSERT_TRUE(ResolvePriorityClass(tree, job).ok());
+  EXPECT_EQ(job.spec.priority, -5);
+  job.priority_class = "urgent";
+  Status refused = ResolvePriorityClass(tree, job);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("there are: high, low"), std::string::npos) << refused.message();
+  EXPECT_NE(ResolvePriorityClass(Tree(kQueues), job).message().find("has none"), std::string::npos);
+}
+
 TEST(JobAdmissionTest, PendingBoundsFollowTheConfigurationText) {
   PendingBounds bounds;
   EXPECT_EQ(bounds.Of("a-main", kQueues), 3);

@@ -85,4 +85,13 @@ double StoredRunSeconds(const nlohmann::json& stored) {
   return total;
 }
 
+int StoredRestarts(const nlohmann::json& stored) {
+  for (auto it = stored.rbegin(); it != stored.rend(); ++it) {
+    if (it->is_object() && it->contains("restarts")) {
+      return it->value("restarts", 0);
+    }
+  }
+  return 0;
+}
+
 }  // namespace tessera

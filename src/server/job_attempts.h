@@ -6,7 +6,8 @@
 // Stored attempt: {"attempt": n, "start": us, "end": us, "ended": "succeeded" |
 // "failed" | "cancelled" | "preempted" | "node lost" | "task lost" | "gpu-fault", "exit_code": c,
 // "signal": s, "detail": "XID 79 (...) on node n1 GPU 0" (gpu-fault), "restarts": n (the
-// restart policy's count after it), "restart_at": us (a failure's backoff end),
+// restart policy's count after it; a requeued attempt only), "restart_at": us (a
+// failure's backoff end),
 // "tasks": [{"node": name, "exit_code", "signal",
 // "gpus": [{"index", "model", "uuid", "milli", "mig_profile"}]}]}
 //
@@ -39,5 +40,9 @@ nlohmann::json AttemptsView(const nlohmann::json& stored);
 
 // The sum of the stored attempts' run times, in seconds.
 double StoredRunSeconds(const nlohmann::json& stored);
+
+// The restarts counted so far: the newest requeued attempt's "restarts" (an attempt that
+// finished the job stores none, and the count before it stands); 0 when none was requeued.
+int StoredRestarts(const nlohmann::json& stored);
 
 }  // namespace tessera

@@ -1,10 +1,10 @@
 #include "server/job_table.h"
 
-#include "server/controller_rows.h"
+#include "server/job_rows.h"
 
 namespace tessera {
 
-using controller_rows::QueueKey;
+using job_rows::QueueKey;
 
 LiveJob* JobTable::Find(JobNumber id) {
   auto it = jobs_.find(id);

@@ -1,6 +1,48 @@
 #include "server/node_registry.h"
 
+#include <charconv>
+#include <nlohmann/json.hpp>
+
 namespace tessera {
+namespace {
+
+nlohmann::json DrainToStored(const DrainInfo& d) {
+  return {{"reason", d.reason}, {"by", d.by}, {"kind", d.kind}, {"since_us", d.since}};
+}
+
+StatusOr<DrainInfo> DrainFromStored(const std::string& name, const nlohmann::json& d) {
+  if (!d.is_object() || !d.value("reason", nlohmann::json()).is_string() ||
+      !d.value("since_us", nlohmann::json()).is_number_integer()) {
+    return InternalError("stored drain of node '" + name + "' is malformed: " + d.dump());
+  }
+  return DrainInfo{d["reason"].get<std::string>(), d.value("by", "admin"),
+                   d.value("kind", "admin"), d["since_us"].get<int64_t>()};
+}
+
+// One node's stored drains into `node`.
+Status ReadDrains(const std::string& name, const std::string& text, NodeInfo& node) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InternalError("stored drains of node '" + name + "' are not a JSON object");
+  }
+  if (j.contains("node") && !j["node"].is_null()) {
+    TESSERA_ASSIGN_OR_RETURN(node.drain, DrainFromStored(name, j["node"]));
+  }
+  if (j.contains("gpus") && j["gpus"].is_object()) {
+    for (const auto& [index, d] : j["gpus"].items()) {
+      TESSERA_ASSIGN_OR_RETURN(DrainInfo info, DrainFromStored(name, d));
+      int gpu = -1;
+      const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), gpu);
+      if (ec != std::errc() || end != index.data() + index.size() || gpu < 0) {
+        return InternalError("stored drain of node '" + name + "' names GPU '" + index + "'");
+      }
+      node.gpu_drains[gpu] = std::move(info);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 NodeInfo* NodeRegistry::Find(const std::string& name) {
   auto it = nodes_.find(name);
@@ -32,6 +74,46 @@ StatusOr<NodeInfo*> NodeRegistry::FindGpu(const std::string& name, int gpu) {
                                 std::to_string(gpu));
   }
   return &it->second;
+}
+
+std::pair<std::string, std::string> NodeRegistry::SetDrain(NodeInfo& node, int gpu,
+                                                         std::optional<DrainInfo> drain) {
+  if (gpu < 0) {
+    node.drain = std::move(drain);
+  } else if (drain) {
+    node.gpu_drains[gpu] = std::move(*drain);
+  } else {
+    node.gpu_drains.erase(gpu);
+  }
+  nlohmann::json stored = {{"node", nullptr}, {"gpus", nlohmann::json::object()}};
+  if (node.drain) {
+    stored["node"] = DrainToStored(*node.drain);
+  }
+  for (const auto& [index, d] : node.gpu_drains) {
+    stored["gpus"][std::to_string(index)] = DrainToStored(d);
+  }
+  return {DrainsKeyPrefix() + node.inventory.spec.name, stored.dump()};
+}
+
+std::pair<std::string, std::string> NodeRegistry::NoDrainsRow(const std::string& name) {
+  const nlohmann::json none = {{"node", nullptr}, {"gpus", nlohmann::json::object()}};
+  return {DrainsKeyPrefix() + name, none.dump()};
+}
+
+Status NodeRegistry::RestoreDrains(const std::vector<std::pair<std::string, std::string>>& rows,
+                                   Micros now) {
+  const size_t prefix = std::string(DrainsKeyPrefix()).size();
+  for (const auto& [key, text] : rows) {
+    const std::string name = key.substr(prefix);
+    NodeInfo& node = FindOrAdd(name);
+    if (node.inventory.spec.name.empty()) {
+      node.inventory.spec.name = name;
+      node.reason = "waiting for its agent after a controller restart";
+      node.last_seen = now;
+    }
+    TESSERA_RETURN_IF_ERROR(ReadDrains(name, text, node));
+  }
+  return Status::Ok();
 }
 
 }  // namespace tessera

@@ -4,6 +4,10 @@
 // until they hold nothing (respec) and the launches to send again to agents that
 // registered without them (relaunch).
 //
+// Drains are durable: the registry writes each node's drains as one store row (key
+// DrainsKey(name)) whenever they change, and reads them back at the controller's start,
+// before any agent has registered (a drained node stays drained across a restart).
+//
 // Invariants: nodes are numbered (NodeInfo::seq) in the order they first became known,
 // and a node keeps its number while it is known, up or down; the core adds nodes in that
 // order. A node in respec() is up and drained in the core until its spec is updated.
@@ -66,6 +70,18 @@ class NodeRegistry {
   NodeInfo& FindOrAdd(const std::string& name);
   // NotFound for an unknown node, InvalidArgument for a GPU index it does not have.
   StatusOr<NodeInfo*> FindGpu(const std::string& name, int gpu);
+
+  // Drains (the node's when gpu < 0, else one GPU's): set, or lifted with nullopt.
+  // Returns the node's drains row to make durable (key, value). The node must be known.
+  std::pair<std::string, std::string> SetDrain(NodeInfo& node, int gpu,
+                                                std::optional<DrainInfo> drain);
+  // The stored drains rows (DrainsKeyPrefix() + name -> value) into the nodes, adding a
+  // node not known yet as waiting for its agent (`now`: its last sign of life).
+  // Internal for a row this version cannot read, naming the node.
+  Status RestoreDrains(const std::vector<std::pair<std::string, std::string>>& rows, Micros now);
+  static const char* DrainsKeyPrefix() { return "drain/"; }
+  // The row of a node without drains (a removed node's).
+  static std::pair<std::string, std::string> NoDrainsRow(const std::string& name);
 
   // Up nodes whose new spec waits for them to hold nothing (drained until then).
   std::set<std::string>& respec() { return respec_; }

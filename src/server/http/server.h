@@ -166,6 +166,7 @@ class Server {
   void Routes();  // health, then the groups below, then the error handlers
   void JobRoutes();     // reads, cancels and logs; calls SubmitRoutes
   void SubmitRoutes();  // POST /v1/jobs and /v1/jobs/batch
+  void NamedActionRoutes();  // cancel, hold, release, requeue by a job's name
   // A job named by its id or, for an array element, "ARRAY_INDEX".
   StatusOr<JobNumber> JobIdOf(const Principal& who, const std::string& text);
   // Charges the request's token for the `jobs` a submission makes (see Hardening).

@@ -86,6 +86,15 @@ size_t JobsMade(const JobSubmission& job) {
   return spec.ok() ? spec->indices.size() : 1;
 }
 
+// The jobs a named action acted on, as the API answers: {"jobs": [ids]}.
+nlohmann::json ActedOnJson(const Controller::ActedOn& acted) {
+  nlohmann::json ids = nlohmann::json::array();
+  for (JobNumber id : acted.jobs) {
+    ids.push_back(id.value());
+  }
+  return {{"jobs", std::move(ids)}};
+}
+
 }  // namespace
 
 void Server::ChargeJobs(const httplib::Request& req, size_t jobs) {
@@ -165,6 +174,50 @@ void Server::SubmitRoutes() {
          }));
 }
 
+// Cancel, hold, release and requeue, of a job ("12", "12_3") or of every element of an
+// array ("12").
+void Server::NamedActionRoutes() {
+  httplib::Server& s = *http_;
+  using Req = httplib::Request;
+  using Res = httplib::Response;
+  s.Post(
+      R"(/v1/jobs/([^/]+)/cancel)", Authed([this](const Principal& who, const Req& req, Res& res) {
+        StatusOr<Controller::ActedOn> out = controller_->CancelNamed(who, req.matches[1]);
+        if (!out.ok()) {
+          SendError(res, out.status());
+          return;
+        }
+        if (!out->named_one) {
+          SendJson(res, ActedOnJson(*out));
+          return;
+        }
+        // One job: its view after the cancel.
+        StatusOr<std::string> text = controller_->GetJobText(who, out->jobs.front());
+        if (!text.ok()) {
+          SendError(res, text.status());
+          return;
+        }
+        res.status = 200;
+        res.set_content(std::move(text).value(), "application/json");
+      }));
+
+  // Hold, release, requeue: a job ("12", "12_3") or every element of an array ("12").
+  for (const char* action : {"hold", "release", "requeue"}) {
+    const std::string a = action;
+    s.Post("/v1/jobs/([^/]+)/" + a, Authed([this, a](const Principal& who, const Req& req, Res& res) {
+             const std::string name = req.matches[1];
+             StatusOr<Controller::ActedOn> out = a == "hold"      ? controller_->Hold(who, name)
+                                                 : a == "release" ? controller_->Release(who, name)
+                                                                  : controller_->Requeue(who, name);
+             if (!out.ok()) {
+               SendError(res, out.status());
+               return;
+             }
+             SendJson(res, ActedOnJson(*out));
+           }));
+  }
+}
+
 // GET /v1/jobs, GET /v1/jobs/{id}, its cancel and its logs.
 void Server::JobRoutes() {
   httplib::Server& s = *http_;
@@ -218,31 +271,7 @@ void Server::JobRoutes() {
           res.set_content(std::move(out).value(), "application/json");
         }));
 
-  s.Post(
-      R"(/v1/jobs/([^/]+)/cancel)", Authed([this](const Principal& who, const Req& req, Res& res) {
-        StatusOr<nlohmann::json> out = controller_->CancelNamed(who, req.matches[1]);
-        if (!out.ok()) {
-          SendError(res, out.status());
-          return;
-        }
-        SendJson(res, out.value());
-      }));
-
-  // Hold, release, requeue: a job ("12", "12_3") or every element of an array ("12").
-  for (const char* action : {"hold", "release", "requeue"}) {
-    const std::string a = action;
-    s.Post("/v1/jobs/([^/]+)/" + a, Authed([this, a](const Principal& who, const Req& req, Res& res) {
-             const std::string name = req.matches[1];
-             StatusOr<nlohmann::json> out = a == "hold"      ? controller_->Hold(who, name)
-                                            : a == "release" ? controller_->Release(who, name)
-                                                             : controller_->Requeue(who, name);
-             if (!out.ok()) {
-               SendError(res, out.status());
-               return;
-             }
-             SendJson(res, out.value());
-           }));
-  }
+  NamedActionRoutes();
 
   s.Get(R"(/v1/jobs/([^/]+)/logs)", Authed([this](const Principal& who, const Req& req, Res& res) {
           StatusOr<JobNumber> id = JobIdOf(who, req.matches[1]);

@@ -20,6 +20,8 @@
 //   OnTelemetry   a node's agent sent a GPU sample (before the node keeps it)
 //   OnUsage       an interval of GPU use, ended or still running, is counted or shown
 //   OnIntervalEnded  an ended interval's row is complete (after every module's OnUsage)
+//   OnAttemptEnded   an attempt ended (requeued or finished), its stored record not yet
+//                 written: what the module adds to it (modules/restarts_module.h)
 //   DescribeJob   a job's JSON view is built
 //   DescribeQueue a queue's JSON view is built
 //   WriteMetrics  /metrics is scraped
@@ -73,6 +75,12 @@ struct JobFacts {
   size_t tasks;  // of the current attempt
   // The node of each task of the current attempt, by task index (< tasks).
   std::function<const std::string&(size_t task)> task_node;
+  // Restarts (modules/restarts_module.h): for a job read back from the store (record
+  // null), the restarts its last stored attempt counted (else the record's
+  // attempt.restarts); for a pending job, when the lifecycle's hold (a restart's backoff)
+  // lets it go to the scheduler (0: none, or not pending).
+  int stored_restarts = 0;
+  Micros held_until = 0;
 };
 
 // A job the core runs for a module on one whole node (ModuleStep::StartNodeJob).
@@ -216,6 +224,17 @@ class ControllerModule {
   // An ended interval's row, complete (every module's OnUsage ran on it), is in the
   // step's batch: what accounting counts.
   virtual void OnIntervalEnded(const UsageRow& row) { (void)row; }
+  // The attempt of `job` ended as `ended` (sched/attempt_machine.h: requeued or
+  // finished; `job` is as the end left it); `stored_attempt` is its record as it will be
+  // stored with the step (server/job_attempts.h), for the module to add to. `step` is
+  // read-only: the core is mid-transition.
+  virtual void OnAttemptEnded(const JobFacts& job, const EndedAttempt& ended,
+                              nlohmann::json& stored_attempt, const ModuleStep& step) {
+    (void)job;
+    (void)ended;
+    (void)stored_attempt;
+    (void)step;
+  }
   virtual void DescribeJob(const JobFacts& job, nlohmann::json& out) const {
     (void)job;
     (void)out;

@@ -25,6 +25,8 @@ class FakeModuleStep final : public ModuleStep {
     bool internal = false;
     std::vector<std::string> task_nodes;
     std::string reason;  // the row's (Reason)
+    int stored_restarts = 0;  // JobFacts::stored_restarts (an archived job's)
+    Micros held_until = 0;    // JobFacts::held_until (a pending job's backoff)
   };
   Micros now_us = 0;
   std::string yaml;
@@ -57,7 +59,8 @@ class FakeModuleStep final : public ModuleStep {
     const Job& j = jobs.at(id);
     return JobFacts{JobNumber(id), j.tenant, j.queue, j.attempt, j.state, &j.record,
                     j.submission, j.internal, j.task_nodes.size(),
-                    [&j](size_t t) -> const std::string& { return j.task_nodes[t]; }};
+                    [&j](size_t t) -> const std::string& { return j.task_nodes[t]; },
+                    j.stored_restarts, j.held_until};
   }
 
   Micros now() const override { return now_us; }
@@ -215,7 +218,8 @@ class FakeModuleStep final : public ModuleStep {
     }
     const Job& j = it->second;
     visit(JobFacts{job, j.tenant, j.queue, j.attempt, j.state, nullptr, j.submission, j.internal,
-                   0, [&j](size_t t) -> const std::string& { return j.task_nodes[t]; }});
+                   0, [&j](size_t t) -> const std::string& { return j.task_nodes[t]; },
+                   j.stored_restarts, j.held_until});
     return true;
   }
   StatusOr<std::optional<JobRow>> LoadRow(JobNumber job) override {

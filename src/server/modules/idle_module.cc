@@ -8,7 +8,7 @@
 
 #include "api/units.h"
 #include "base/time_format.h"
-#include "server/controller_rows.h"
+#include "server/job_rows.h"
 #include "server/modules/usage_report.h"
 #include "server/node_registry.h"
 
@@ -133,7 +133,7 @@ void IdleModule::DescribeJob(const JobFacts& job, nlohmann::json& out) const {
       {"window", FormatDuration(w->util.window())},
       {"attempt_mean_pct", Pct(observed > 0 ? w->util.integral() / observed : -1)},
       {"observed_seconds", observed / 1e6},
-      {"last_output_time", controller_rows::TimeOrNull(w->last_output)}};
+      {"last_output_time", job_rows::TimeOrNull(w->last_output)}};
 }
 
 void IdleModule::DescribeQueue(const std::string& queue, const std::string& queues_yaml,

@@ -4,14 +4,14 @@
 #include <algorithm>
 
 #include "base/time_format.h"
-#include "server/controller_rows.h"
+#include "server/job_rows.h"
 #include "server/job_attempts.h"
 
 namespace tessera {
 namespace {
 
-using controller_rows::RunAsJson;
-using controller_rows::TimeOrNull;
+using job_rows::RunAsJson;
+using job_rows::TimeOrNull;
 
 nlohmann::json GrantsJson(const Allocation& a, const NodeInventory& inv, const GpuCatalog& catalog) {
   nlohmann::json gpus = nlohmann::json::array();

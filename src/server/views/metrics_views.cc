@@ -79,14 +79,6 @@ void WriteJobMetrics(MetricsWriter& w, const QueueTree& tree,
   }
 }
 
-void WriteRestartMetrics(MetricsWriter& w, const ControllerCounters& counters) {
-  w.Family("tessera_job_restarts_total", MetricType::kCounter,
-           "Restarts counted by jobs' restart policies, by cause (failure, node-lost, "
-           "gpu-fault), since the controller started.");
-  WriteCountsBy(w, {}, "cause", {"failure", "node-lost", "gpu-fault"}, counters.restarts,
-                [](const char* cause) { return std::string(cause); });
-}
-
 void WriteSchedulerMetrics(MetricsWriter& w, const ControllerCounters& counters,
                            const SchedulerFigures& figures) {
   w.Family("tessera_scheduler_cycles_total", MetricType::kCounter, "Scheduling cycles run.");

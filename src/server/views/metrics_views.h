@@ -30,9 +30,6 @@ void WriteJobMetrics(MetricsWriter& w, const QueueTree& tree,
                      const std::map<std::pair<std::string, std::string>, int64_t>& jobs,
                      const ControllerCounters& counters);
 
-// Restarts counted by jobs' restart policies, by cause.
-void WriteRestartMetrics(MetricsWriter& w, const ControllerCounters& counters);
-
 // What the scheduling loop and the placement's workload model did.
 struct SchedulerFigures {
   uint64_t rebuilds = 0;        // CoreSession::rebuilds

@@ -2,13 +2,13 @@
 #include "server/views/node_views.h"
 
 #include "base/time_format.h"
-#include "server/controller_rows.h"
+#include "server/job_rows.h"
 #include "server/modules/gpu_health.h"
 
 namespace tessera {
 namespace {
 
-using controller_rows::TimeOrNull;
+using job_rows::TimeOrNull;
 
 // The grants on one GPU as `viewer` may see them; adds up the GPU's used milli.
 nlohmann::json HoldersJson(const std::vector<GpuHold>& here, const GpuModel& model,

@@ -1,6 +1,6 @@
-// How the controller writes a job in its store row and shows it: the placement as
-// stored (nodes by name, each task's exit), terminal states, times, identities.
-// Internal to the controller's files. Thread safety: functions.
+// How a job is written in its store row and shown: the placement as stored (nodes by
+// name, each task's exit), terminal states, times, identities. Used by the controller
+// and its views (views/). Thread safety: functions.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,7 +15,7 @@
 #include "base/time_format.h"
 #include "state/node_ledger.h"
 
-namespace tessera::controller_rows {
+namespace tessera::job_rows {
 
 inline constexpr const char* kQueuesKey = "queues.yaml";
 
@@ -113,4 +113,4 @@ inline nlohmann::json RunAsJson(const std::optional<std::pair<int64_t, int64_t>>
   return {{"uid", id->first}, {"gid", id->second}};
 }
 
-}  // namespace tessera::controller_rows
+}  // namespace tessera::job_rows
