@@ -26,7 +26,8 @@
 //
 // Services, each with its own header contract:
 //   JobTable (job_table.h)        jobs in memory, idempotency keys, slots, archiving
-//   NodeRegistry (node_registry.h) nodes and agents, drains, respecs, relaunches
+//   NodeRegistry (node_registry.h) nodes and agents, drains (and their store rows),
+//                                 respecs, relaunches
 //   CoreSession (core_session.h)  policy, queue tree, cluster state, quotas, scheduler,
 //                                 lifecycle, what the core learned
 //   ControllerCounters (controller_counters.h)  what Metrics() reports of the controller
@@ -57,6 +58,7 @@
 //   job_admission.h     the rules a submission passes (queue, maxPending, rows, keys)
 //   task_launches.h     a task's launch (rendezvous, SLURM_*, share limits) from its grants
 //   inventory_bounds.h  what an agent may claim at registration
+//   cluster_history.h   the admin's history pages for what-if replays (store reads)
 //   views/              the JSON and Prometheus text of jobs, nodes, queues and metrics,
 //                       from what the core gathers under its lock (no view holds state)
 // HTTP routes per resource are in http/server_*.cc.
