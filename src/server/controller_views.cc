@@ -213,7 +213,10 @@ nlohmann::json Controller::NodesJson(const std::string& only, const Principal* v
   const GpuHolds holds = GpuHolders(only, &used);
   std::map<std::string, std::string> module_holds;
   for (const auto& [name, node] : nodes_.all()) {
-    if (std::string why = ModulesNodeHold(name); !why.empty() && (only.empty() || name == only)) {
+    if (!only.empty() && name != only) {
+      continue;
+    }
+    if (std::string why = ModulesNodeHold(name); !why.empty()) {
       module_holds.emplace(name, std::move(why));
     }
   }

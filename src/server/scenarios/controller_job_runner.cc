@@ -200,13 +200,7 @@ class ControllerRun {
         controller_, Controller::Open(o, &store_, catalog, clock_,
                                       WithIdlePolicies(QueueTreeYaml(queues, catalog), options_.idle)));
     for (const NodeSpec& n : nodes) {
-      RegisterRequest r;
-      r.agent_id = "agent-" + n.name;
-      r.inventory.spec = n;
-      for (size_t g = 0; g < n.gpus.size(); ++g) {
-        r.inventory.gpu_uuids.push_back("GPU-" + n.name + "-" + std::to_string(g));
-      }
-      r.inventory.mig_instances.resize(n.gpus.size());
+      const RegisterRequest r = FakeAgentRegistration(n);
       TESSERA_RETURN_IF_ERROR(controller_->Register(r, "127.0.0.1").status());
       agents_.push_back(FakeAgent{n.name, r.agent_id, {}, {}});
       agent_of_[n.name] = agents_.size() - 1;
@@ -641,6 +635,17 @@ StatusOr<JobSimResult> RunJobsThroughController(
     TESSERA_RETURN_IF_ERROR(inspect(run->controller()));
   }
   return result;
+}
+
+RegisterRequest FakeAgentRegistration(const NodeSpec& node) {
+  RegisterRequest r;
+  r.agent_id = "agent-" + node.name;
+  r.inventory.spec = node;
+  for (size_t g = 0; g < node.gpus.size(); ++g) {
+    r.inventory.gpu_uuids.push_back("GPU-" + node.name + "-" + std::to_string(g));
+  }
+  r.inventory.mig_instances.resize(node.gpus.size());
+  return r;
 }
 
 }  // namespace tessera

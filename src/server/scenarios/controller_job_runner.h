@@ -16,6 +16,7 @@
 #include <functional>
 #include <vector>
 
+#include "api/agent_protocol.h"
 #include "base/status.h"
 #include "model/gpu_catalog.h"
 #include "model/node.h"
@@ -32,5 +33,9 @@ StatusOr<JobSimResult> RunJobsThroughController(
     const std::vector<NodeSpec>& nodes, const QueueTreeSpec& queues,
     const std::vector<SimJob>& jobs, const JobSimOptions& options, const GpuCatalog& catalog,
     const std::function<Status(Controller&)>& inspect = nullptr);
+
+// What a fake agent of `node` registers with: its spec, a made-up UUID per GPU
+// ("GPU-<node>-<index>") and no MIG instances (the replays' agents and this runner's).
+RegisterRequest FakeAgentRegistration(const NodeSpec& node);
 
 }  // namespace tessera

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "api/job_codec.h"
+#include "server/scenarios/controller_job_runner.h"
 #include "base/clock.h"
 #include "base/rng.h"
 #include "server/controller.h"
@@ -102,14 +103,7 @@ StatusOr<FgdLiveReplayResult> ReplayFgdThroughController(const FgdLiveReplaySpec
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Controller> controller,
                            Controller::Open(o, &store, catalog, clock, kQueuesYaml));
   for (const NodeSpec& n : *spec.nodes) {
-    RegisterRequest r;
-    r.agent_id = "agent-" + n.name;
-    r.inventory.spec = n;
-    for (size_t g = 0; g < n.gpus.size(); ++g) {
-      r.inventory.gpu_uuids.push_back("GPU-" + n.name + "-" + std::to_string(g));
-    }
-    r.inventory.mig_instances.resize(n.gpus.size());
-    TESSERA_RETURN_IF_ERROR(controller->Register(r, "127.0.0.1").status());
+    TESSERA_RETURN_IF_ERROR(controller->Register(FakeAgentRegistration(n), "127.0.0.1").status());
   }
 
   const Principal admin{Role::kAdmin, "", "replay"};
