@@ -183,9 +183,9 @@ class Replay {
             sub.spec = jobs_[i].spec;
             sub.command = {"true"};
             bool created = false;
-            TESSERA_ASSIGN_OR_RETURN(nlohmann::json v,
-                                     controller_->Submit(Principal{Role::kAdmin, "", "bench"},
-                                                         std::move(sub), "", &created));
+            TESSERA_ASSIGN_OR_RETURN(
+                nlohmann::json v, controller_->intake().Submit(Principal{Role::kAdmin, "", "bench"},
+                                                               std::move(sub), "", &created));
             if (v["id"].get<uint64_t>() != i + 1) {
               return InternalError("unexpected job id " + v["id"].dump());
             }

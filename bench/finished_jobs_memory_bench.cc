@@ -55,7 +55,7 @@ bool RunRound(Controller& controller, ManualClock& clock, const Principal& tenan
               const JobSubmission& job, int64_t n, std::vector<std::vector<TaskReport>>& running) {
   for (int64_t i = 0; i < n; ++i) {
     bool created = false;
-    if (!controller.Submit(tenant, job, "", &created).ok()) {
+    if (!controller.intake().Submit(tenant, job, "", &created).ok()) {
       std::fprintf(stderr, "submit failed\n");
       return false;
     }

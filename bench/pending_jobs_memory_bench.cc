@@ -48,14 +48,14 @@ bool SubmitPending(Controller& controller, const Principal& tenant, const JobSub
     StatusOr<nlohmann::json> r = Status::Ok();
     bool created = false;
     if (kind == "single") {
-      r = controller.Submit(tenant, job, "", &created);
+      r = controller.intake().Submit(tenant, job, "", &created);
     } else if (kind == "batch") {
-      r = controller.SubmitBatch(tenant, std::vector<JobSubmission>(static_cast<size_t>(chunk), job),
-                                 "", &created);
+      r = controller.intake().SubmitBatch(
+          tenant, std::vector<JobSubmission>(static_cast<size_t>(chunk), job), "", &created);
     } else {
       JobSubmission array = job;
       array.array = "0-" + std::to_string(chunk - 1);
-      r = controller.Submit(tenant, array, "", &created);
+      r = controller.intake().Submit(tenant, array, "", &created);
     }
     if (!r.ok()) {
       std::fprintf(stderr, "%s submit refused: %s\n", kind.c_str(), r.status().ToString().c_str());

@@ -30,8 +30,8 @@ class EtaCommandTest : public ServerFixture {
         GpuCatalog::Default());
     EXPECT_TRUE(job.ok()) << job.status().ToString();
     bool created = false;
-    auto out = server_->controller().Submit(Principal{Role::kTenant, "team-a", "a"},
-                                            std::move(job).value(), "", &created);
+    auto out = server_->controller().intake().Submit(Principal{Role::kTenant, "team-a", "a"},
+                                                     std::move(job).value(), "", &created);
     EXPECT_TRUE(out.ok()) << out.status().ToString();
     return out.ok() ? (*out)["id"].get<uint64_t>() : 0;
   }

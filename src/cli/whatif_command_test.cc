@@ -29,8 +29,8 @@ class WhatIfCommandTest : public ServerFixture {
         GpuCatalog::Default());
     ASSERT_TRUE(job.ok()) << job.status().ToString();
     bool created = false;
-    auto out = server_->controller().Submit(Principal{Role::kTenant, tenant, tenant},
-                                            std::move(job).value(), "", &created);
+    auto out = server_->controller().intake().Submit(Principal{Role::kTenant, tenant, tenant},
+                                                     std::move(job).value(), "", &created);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
   }
 

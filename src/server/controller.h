@@ -35,6 +35,12 @@
 //   JobLogs (job_logs.h)          task output on disk
 //   SchedulerMemory (scheduler_memory.h)  what the core learned, to and from the store
 //   PublishedJobs (job_views.h)   immutable job views and the wait context for reads
+// Services the routes call, acting only through the core's transactions (Transact,
+// Read: a ServiceStep, services/service_step.h):
+//   JobActions (services/job_actions.h)  cancel, hold, release and requeue of jobs
+//   JobIntake (services/job_intake.h)    submissions (jobs, arrays, batches; idempotent),
+//                                        through its own port (JobIntake::Core, which the
+//                                        controller implements: IntakePort, controller_jobs.cc)
 // Feature modules (modules/controller_module.h), attached through declared hooks:
 //   Accounting (modules/accounting.h)     tenants' GPU-seconds and the usage API's
 //                                         intervals; its sums in modules/usage_report.h
@@ -142,6 +148,8 @@
 #include "server/node_registry.h"
 #include "server/pty_sessions.h"
 #include "server/scheduler_memory.h"
+#include "server/services/job_intake.h"
+#include "server/services/service_step.h"
 #include "server/tenant_identities.h"
 #include "server/views/gpu_holds.h"
 #include "server/modules/validation_runs.h"
@@ -232,39 +240,13 @@ class Controller {
   void Stop();
 
   // ---- users (HTTP handlers) ----
-  // `idempotency_key` non-empty: a second submission with the same key by the same
-  // tenant returns the first job and sets *created to false.
-  StatusOr<nlohmann::json> Submit(const Principal& who, JobSubmission job,
-                                  const std::string& idempotency_key, bool* created);
-  // POST /v1/jobs/batch: every job checked (queue, tenant), then all of them made
-  // durable in one store commit and acknowledged together, or none. Returns {"ids": [...]}
-  // in the order given; the ids are consecutive. Errors name the job ("jobs[3].queue:
-  // ..."). `idempotency_key` non-empty: a retry of the same batch by the same tenant
-  // returns the first ids and sets *created to false; another batch under the key is
-  // AlreadyExists, one still being made durable Aborted.
-  StatusOr<nlohmann::json> SubmitBatch(const Principal& who, std::vector<JobSubmission> jobs,
-                                       const std::string& idempotency_key, bool* created);
+  // Submissions (POST /v1/jobs, /v1/jobs/batch): the JobIntake service
+  // (services/job_intake.h); it takes the core lock itself.
+  JobIntake& intake() { return intake_; }
   // GET /v1/jobs/{id}: from the published views (without the controller's lock), or
   // for a job archived out of memory from the store.
   StatusOr<nlohmann::json> GetJob(const Principal& who, JobNumber id);
   StatusOr<std::string> GetJobText(const Principal& who, JobNumber id);
-  StatusOr<nlohmann::json> Cancel(const Principal& who, JobNumber id);
-  // Jobs named as users name them (controller_gates.cc): "12" or "12_3" (element 3 of
-  // array 12). NotFound when there is no such job visible to `who`.
-  StatusOr<JobNumber> ResolveJobId(const Principal& who, const std::string& text);
-  // Cancel, hold, release and requeue by such a name; "12" where 12 is an array's id
-  // acts on every element of the array. Returns the jobs acted on, and whether the name
-  // named one job (the API then answers with its view). Hold: pending jobs only;
-  // release: held ones; requeue: running ones (their attempt ends and they wait again,
-  // not counted as a restart); cancel: an array's elements still to end.
-  struct ActedOn {
-    std::vector<JobNumber> jobs;
-    bool named_one = false;
-  };
-  StatusOr<ActedOn> CancelNamed(const Principal& who, const std::string& text);
-  StatusOr<ActedOn> Hold(const Principal& who, const std::string& text);
-  StatusOr<ActedOn> Release(const Principal& who, const std::string& text);
-  StatusOr<ActedOn> Requeue(const Principal& who, const std::string& text);
   StatusOr<LogChunk> ReadLog(const Principal& who, JobNumber id, int task, int64_t offset,
                              int64_t max_bytes);
   // GET /v1/jobs/{id}/attach (controller_attach.cc): where task `task`'s terminal
@@ -356,6 +338,19 @@ class Controller {
   // Counts (and logs) a report from `node` on a task not placed there.
   void CountForeignReports(const std::string& node, const std::vector<TaskReport>& reports);
 
+  // ---- services (services/service_step.h) ----
+  // One transaction of a service: `decide` runs with the core lock held on a user's
+  // step (which may let go of the lock to read an archived job: FindOrLoad, JobsNamed).
+  // Its error is returned with nothing committed (it fails before it changes anything).
+  // Else the rows it changed are sealed (views published), `sealed` (if any) reads the
+  // outcome under the same lock, and the step is made durable and handed out without
+  // the lock (Publish). A WakeLoop asked for wakes the loop at the end, whatever the outcome.
+  Status Transact(const std::function<Status(ServiceStep&)>& decide,
+                  const std::function<void(const ServiceStep&)>& sealed = nullptr) EXCLUDES(mu_);
+  // A read with the core lock held, on a step that commits nothing (as above, it may let
+  // go of the lock to read an archived job); `read`'s status.
+  Status Read(const std::function<Status(ServiceStep&)>& read) EXCLUDES(mu_);
+
   // ---- agents ----
   StatusOr<RegisterResponse> Register(const RegisterRequest& request, const std::string& address);
   StatusOr<HeartbeatResponse> Heartbeat(const HeartbeatRequest& request);
@@ -441,37 +436,6 @@ class Controller {
   void Archive(Micros now) REQUIRES(mu_);
   // A new job's row is durable: counted, handed to the core, published.
   void Acknowledge(LiveJob& job, Micros now) REQUIRES(mu_);
-  // The job holding `tenant`'s Idempotency-Key `key` once no submission of it is in
-  // flight: a resend racing its first try waits for the first's commit (on keys_cv_,
-  // releasing `lock`) and is then answered as a replay of it. nullopt: no job holds it;
-  // Aborted after kKeyWait without an outcome.
-  StatusOr<std::optional<JobNumber>> SettledKey(const std::string& tenant, const std::string& key) REQUIRES(mu_);
-  // Refuses (ResourceExhausted, 429) a submission that would take a queue past its
-  // maxPending (queue_limits.h); `adding`: the jobs it makes, by queue.
-  Status CheckPendingBound(const std::map<std::string, size_t>& adding) REQUIRES(mu_);
-  // A submission's commit ended (made durable or forgotten): wakes SettledKey's waiters.
-  void KeysSettled() { keys_cv_.NotifyAll(); }
-  // SubmitBatch's steps (controller_jobs.cc). Who may submit, the batch's shape and the
-  // queues' maxPending (takes mu_).
-  Status AdmitBatch(const Principal& who, const std::vector<JobSubmission>& jobs);
-  // Arrays' elements in their place (takes mu_ for the parsed arrays only).
-  StatusOr<std::vector<JobSubmission>> FlattenArrays(std::vector<JobSubmission> jobs);
-  // Each job's tenant, its queue resolved.
-  StatusOr<std::vector<std::string>> BatchTenants(const Principal& who,
-                                                  std::vector<JobSubmission>& jobs) REQUIRES(mu_);
-  // Each job prepared (PrepareSubmission; an array's elements share their first's) and
-  // given its per-GPU defaults.
-  Status PrepareBatch(const Principal& who, std::vector<JobSubmission>& jobs) REQUIRES(mu_);
-  // The jobs' rows into `batch` and the table (invisible until acknowledged); their ids.
-  std::vector<JobNumber> StageBatch(std::vector<JobSubmission>& jobs,
-                                    const std::vector<std::string>& tenants,
-                                    std::vector<std::string>& specs, const std::string& key,
-                                    Micros now, WriteBatch& batch) REQUIRES(mu_);
-  // A batch whose idempotency key was used: the first batch's ids when it is the same
-  // batch (`tenants`: each job's tenant). `lock` (on mu_) may be released.
-  StatusOr<nlohmann::json> RetriedBatch(const std::vector<JobSubmission>& jobs,
-                                        const std::vector<std::string>& tenants,
-                                        const std::string& key) REQUIRES(mu_);
   // Without `with_spec` the "spec" member is left out (listings splice in its text).
   nlohmann::json JobJson(const LiveJob& job, bool with_spec = true, bool with_reason = true) const REQUIRES(mu_);
   // The job's view, published for the API's reads (job_views.h); with mu_ held, after
@@ -538,7 +502,7 @@ class Controller {
 
   // Feature modules (modules/controller_module.h), called through their hooks with mu_
   // held (controller_modules.cc), in the order of modules_.
-  class Step;  // a locked step as a module sees it (ModuleStep)
+  class Step;  // a locked step as a module (ModuleStep) or a service (ServiceStep) sees it
   // A Step for a module's facade (controller_validation.cc); `out` null: read-only.
   std::unique_ptr<ModuleStep> LockedStep(Micros now, Pending* out) REQUIRES(mu_);
   // The first module's NodeHold of `node` ("": none holds it), for drains and views.
@@ -575,19 +539,6 @@ class Controller {
   Status PrepareSubmission(const Principal& who, JobSubmission& job) REQUIRES(mu_);
   // Why the gates keep a pending job back now ("" when they do not): its pending reason.
   std::string GateReason(const LiveJob& job) const REQUIRES(mu_);
-  // The job ids a user's name stands for: one job, or every element of an array.
-  StatusOr<std::vector<JobNumber>> NamedJobs(const Principal& who, const std::string& text) REQUIRES(mu_);
-  // Hold, Release, Requeue: `refuse` says why a job is not one the action applies to
-  // ("": it is; null: archived), `act` changes it (mu_ held), `after` runs once after
-  // them all (may be empty).
-  struct NamedAction {
-    std::function<std::string(const LiveJob*)> refuse;
-    // `by`: who acted (Actor), for the job's reason to record.
-    std::function<void(LiveJob&, const std::string& by, Micros, Pending&)> act;
-    std::function<void(Micros, Pending&)> after;
-  };
-  StatusOr<ActedOn> ActOnNamed(const Principal& who, const std::string& text,
-                                      const NamedAction& action);
   // Holds, dependencies, throttles, singletons (modules/job_gates_module.h).
   JobGatesModule gates_ GUARDED_BY(mu_);
 
@@ -639,9 +590,12 @@ class Controller {
   bool fit_stale_ GUARDED_BY(mu_) = true;  // a node event since the fit verdicts were made
   std::atomic<bool> store_failed_{false};
   std::vector<QuarantinedJob> quarantined_;  // written by Load only
-  PendingBounds pending_bounds_ GUARDED_BY(mu_);  // each queue's maxPending (job_admission.h)
-  // Signalled with mu_ whenever a submission's commit ends (SettledKey).
-  CondVar keys_cv_;
+  // Submissions (services/job_intake.h), acting on the core through IntakePort
+  // (controller_jobs.cc).
+  class IntakePort;
+  std::unique_ptr<JobIntake::Core> MakeIntakePort();
+  std::unique_ptr<JobIntake::Core> intake_port_ = MakeIntakePort();
+  JobIntake intake_{*intake_port_, *catalog_, *clock_};
 
   Mutex loop_mu_ ACQUIRED_AFTER(mu_);
   CondVar loop_cv_;

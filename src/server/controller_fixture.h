@@ -16,6 +16,7 @@
 #include "server/controller.h"
 #include "server/http/server.h"
 #include "server/http/server_fixture.h"
+#include "server/services/job_actions.h"
 #include "store/sqlite_store.h"
 
 namespace tessera {
@@ -91,8 +92,8 @@ class ControllerTest : public ScratchDirTest {
     StatusOr<JobSubmission> job = ParseJobYaml(yaml, catalog());
     EXPECT_TRUE(job.ok()) << job.status().ToString();
     bool created = false;
-    auto out = controller_->Submit(Principal{Role::kTenant, tenant, "test"}, std::move(job).value(), "",
-                                   &created);
+    auto out = controller_->intake().Submit(Principal{Role::kTenant, tenant, "test"},
+                                            std::move(job).value(), "", &created);
     EXPECT_TRUE(out.ok()) << out.status().ToString();
     return out.ok() ? (*out)["id"].get<uint64_t>() : 0;
   }
@@ -151,6 +152,9 @@ class ControllerTest : public ScratchDirTest {
     }
     return out;
   }
+
+  // Users' actions on jobs (cancel, hold, release, requeue) over the open controller.
+  JobActions Actions() { return JobActions(*controller_); }
 
   ManualClock clock_{kT0};
   std::string agent_id_ = "agent-1";

@@ -1,5 +1,6 @@
 // Job arrays, dependencies, holds, singletons and requeues through the controller
-// (controller_gates.cc), on a manual clock with the test playing the agent.
+// (controller_gates.cc) and its JobActions service (services/job_actions.h), on a manual
+// clock with the test playing the agent.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -55,11 +56,11 @@ TEST_F(ControllerGatesTest, AThrottledArrayRunsAtMostItsLimitAndCancelsWhole) {
             std::string::npos)
       << Reason(a + 1);
   // Named as users name them: "A_INDEX".
-  StatusOr<JobNumber> seven = controller_->ResolveJobId(Team(), std::to_string(a) + "_7");
+  StatusOr<JobNumber> seven = Actions().ResolveJobId(Team(), std::to_string(a) + "_7");
   ASSERT_TRUE(seven.ok()) << seven.status().ToString();
   EXPECT_EQ(seven->value(), a + 3);
-  EXPECT_FALSE(controller_->ResolveJobId(Team(), std::to_string(a) + "_3").ok());
-  EXPECT_FALSE(controller_->ResolveJobId(Principal{Role::kTenant, "team-b", "t"},
+  EXPECT_FALSE(Actions().ResolveJobId(Team(), std::to_string(a) + "_3").ok());
+  EXPECT_FALSE(Actions().ResolveJobId(Principal{Role::kTenant, "team-b", "t"},
                                          std::to_string(a) + "_7")
                    .ok());
 
@@ -68,9 +69,9 @@ TEST_F(ControllerGatesTest, AThrottledArrayRunsAtMostItsLimitAndCancelsWhole) {
   ASSERT_EQ(Jobs(second), std::vector<uint64_t>{a + 1});
   EXPECT_EQ(second[0].env.at("SLURM_ARRAY_TASK_ID"), "2");
   // One element cancelled alone, then the rest by the array's id.
-  ASSERT_TRUE(controller_->CancelNamed(Team(), std::to_string(a) + "_4").ok());
+  ASSERT_TRUE(Actions().CancelNamed(Team(), std::to_string(a) + "_4").ok());
   EXPECT_EQ(State(a + 2), "cancelled");
-  auto all = controller_->CancelNamed(Team(), std::to_string(a));
+  auto all = Actions().CancelNamed(Team(), std::to_string(a));
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   EXPECT_EQ(all->jobs, (std::vector<JobNumber>{JobNumber(a + 1), JobNumber(a + 3)}));
   EXPECT_EQ(State(a), "succeeded");
@@ -115,16 +116,23 @@ TEST_F(ControllerGatesTest, DependenciesOnUnknownOrForeignJobsAreRefused) {
                    catalog());
   ASSERT_TRUE(job.ok());
   bool created = false;
-  auto out = controller_->Submit(Team(), *job, "", &created);
+  auto out = controller_->intake().Submit(Team(), *job, "", &created);
   EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("dependency: no job"), std::string::npos);
   job->dependency = "afterany:999";
-  EXPECT_NE(controller_->Submit(Team(), *job, "", &created).status().message().find("no job 999"),
+  EXPECT_NE(controller_->intake()
+                .Submit(Team(), *job, "", &created)
+                .status()
+                .message()
+                .find("no job 999"),
             std::string::npos);
   job->dependency.clear();
   job->priority_class = "urgent";
-  EXPECT_NE(controller_->Submit(Team(), *job, "", &created).status().message().find(
-                "no priority class 'urgent'"),
+  EXPECT_NE(controller_->intake()
+                .Submit(Team(), *job, "", &created)
+                .status()
+                .message()
+                .find("no priority class 'urgent'"),
             std::string::npos);
 }
 
@@ -134,23 +142,23 @@ TEST_F(ControllerGatesTest, ArrayIndicesComeOnlyFromTheServerAndNamesStayInTheir
       ParseJobYaml("queue: team-a\ncommand: [true]\narray: 0-99\narray_index: 0\n", catalog());
   ASSERT_TRUE(forged.ok()) << forged.status().ToString();
   bool created = false;
-  auto out = controller_->SubmitBatch(Team(), {*forged}, "", &created);
+  auto out = controller_->intake().SubmitBatch(Team(), {*forged}, "", &created);
   EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("array_index: is set by the server"), std::string::npos)
       << out.status().ToString();
-  EXPECT_EQ(controller_->Submit(Team(), *forged, "", &created).status().code(),
+  EXPECT_EQ(controller_->intake().Submit(Team(), *forged, "", &created).status().code(),
             StatusCode::kInvalidArgument);
 
   // A real array of team-a's, then team-b's jobs: nothing named by team-a reaches them.
   const uint64_t a = Submit("team-a", std::string(kOneGpu) + "array: 0-1\nhold: true\n");
   const uint64_t theirs = Submit("team-b", "queue: team-b\ncommand: [true]\n");
   ASSERT_EQ(theirs, a + 2);
-  auto held = controller_->Release(Team(), std::to_string(a));
+  auto held = Actions().Release(Team(), std::to_string(a));
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   EXPECT_EQ(held->jobs, (std::vector<JobNumber>{JobNumber(a), JobNumber(a + 1)}));
-  EXPECT_EQ(controller_->Hold(Team(), std::to_string(theirs)).status().code(),
+  EXPECT_EQ(Actions().Hold(Team(), std::to_string(theirs)).status().code(),
             StatusCode::kNotFound);
-  EXPECT_EQ(controller_->Hold(Team(), std::to_string(a) + "_2").status().code(),
+  EXPECT_EQ(Actions().Hold(Team(), std::to_string(a) + "_2").status().code(),
             StatusCode::kNotFound);
   EXPECT_FALSE(controller_->GetJob(Principal{Role::kTenant, "team-b", "t"}, JobNumber(theirs))
                    ->at("held")
@@ -180,16 +188,16 @@ TEST_F(ControllerGatesTest, AHoldSurvivesARestartUntilReleasedAndRequeueRunsItAg
   Register();
   EXPECT_TRUE(CycleAndTake().empty());
   EXPECT_NE(Reason(held).find("held"), std::string::npos) << Reason(held);
-  EXPECT_EQ(controller_->Hold(Team(), std::to_string(held)).status().code(),
+  EXPECT_EQ(Actions().Hold(Team(), std::to_string(held)).status().code(),
             StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(controller_->Release(Team(), std::to_string(held)).ok());
+  ASSERT_TRUE(Actions().Release(Team(), std::to_string(held)).ok());
   std::vector<TaskLaunch> run = CycleAndTake();
   ASSERT_EQ(Jobs(run), std::vector<uint64_t>{held});
-  EXPECT_EQ(controller_->Hold(Team(), std::to_string(held)).status().code(),
+  EXPECT_EQ(Actions().Hold(Team(), std::to_string(held)).status().code(),
             StatusCode::kFailedPrecondition);
 
   // A requeue ends the attempt (the agent is told to stop it) and runs it again.
-  auto requeued = controller_->Requeue(Team(), std::to_string(held));
+  auto requeued = Actions().Requeue(Team(), std::to_string(held));
   ASSERT_TRUE(requeued.ok()) << requeued.status().ToString();
   EXPECT_EQ(requeued->jobs, std::vector<JobNumber>{JobNumber(held)});
   EXPECT_EQ(State(held), "stopping");

@@ -238,7 +238,7 @@ class ControllerHistoryTest : public ControllerTest {
     const uint64_t id = Submit("team-a", kTrain);
     auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok());
-    auto c = controller_->Cancel(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto c = Actions().Cancel(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     return j.ok() && (*j)["predicted_seconds"].is_number() ? (*j)["predicted_seconds"].get<double>()
                                                             : -1;
@@ -337,7 +337,8 @@ TEST_F(ControllerArchiveTest, OldFinishedJobsAreReadFromTheStoreAndTheirSlotsReu
       "name: short\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\n";
   std::vector<uint64_t> ids;
   bool created = false;
-  auto keyed = controller_->Submit(Principal{Role::kTenant, "team-a", "test"},
+  auto keyed =
+      controller_->intake().Submit(Principal{Role::kTenant, "team-a", "test"},
                                    ParseJobYaml(kJob, catalog()).value(), "key-1", &created);
   ASSERT_TRUE(keyed.ok() && created);
   ids.push_back((*keyed)["id"].get<uint64_t>());
@@ -367,7 +368,7 @@ TEST_F(ControllerArchiveTest, OldFinishedJobsAreReadFromTheStoreAndTheirSlotsReu
   }
   EXPECT_EQ(controller_->GetJob(admin_, JobNumber(ids.back() + 1)).status().code(),
             StatusCode::kNotFound);
-  EXPECT_EQ(controller_->Cancel(admin_, JobNumber(ids[0])).status().code(),
+  EXPECT_EQ(Actions().Cancel(admin_, JobNumber(ids[0])).status().code(),
             StatusCode::kFailedPrecondition);
   // Another tenant still cannot see it.
   EXPECT_EQ(controller_->GetJob(Principal{Role::kTenant, "team-b", "t"}, JobNumber(ids[0]))
@@ -375,7 +376,8 @@ TEST_F(ControllerArchiveTest, OldFinishedJobsAreReadFromTheStoreAndTheirSlotsReu
                 .code(),
             StatusCode::kNotFound);
   // A retry with the archived job's key returns that job, not a new one.
-  auto retry = controller_->Submit(Principal{Role::kTenant, "team-a", "test"},
+  auto retry =
+      controller_->intake().Submit(Principal{Role::kTenant, "team-a", "test"},
                                    ParseJobYaml(kJob, catalog()).value(), "key-1", &created);
   ASSERT_TRUE(retry.ok()) << retry.status().ToString();
   EXPECT_FALSE(created);

@@ -1,7 +1,8 @@
 // Controller: the feature modules' hooks (modules/controller_module.h) and the locked
 // step they act through. Modules see jobs and nodes as const views and change the core
 // only through Step: a stop goes through the attempt machine (StopJob), a row through
-// the step's durable batch.
+// the step's durable batch. Services' transactions (Transact, Read) run on the same Step,
+// as a ServiceStep (services/service_step.h).
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -11,7 +12,7 @@
 
 namespace tessera {
 
-class Controller::Step final : public ModuleStep {
+class Controller::Step final : public ServiceStep {
  public:
   // `out` null: a step that commits nothing (metrics, views, a read at acceptance): its
   // stops, signals and drains do nothing, a job is not started, and a row is a
@@ -237,11 +238,52 @@ class Controller::Step final : public ModuleStep {
     return c_.store_->LoadJob(id.value());
   }
 
+  // ---- a service's transaction (services/service_step.h) ----
+  StatusOr<std::vector<JobNumber>> JobsNamed(const JobRef& ref) override {
+    c_.mu_.AssertHeld();
+    return c_.gates_.DependencyJobs(ref, *this, /*may_load=*/facade_, /*remember=*/false);
+  }
+  void SetReason(JobNumber id, std::string reason) override {
+    c_.mu_.AssertHeld();
+    LiveJob* job = c_.jobs_.Find(id);
+    if (job == nullptr) {
+      return;
+    }
+    if (out_ == nullptr) {
+      std::cerr << "tessera server: internal error: a reason set on a step that commits nothing\n";
+      std::abort();
+    }
+    job->row.reason = std::move(reason);
+    out_->dirty.insert(id);
+  }
+  void WatchGates(JobNumber id) override {
+    c_.mu_.AssertHeld();
+    if (const LiveJob* job = c_.jobs_.Find(id); job != nullptr) {
+      c_.gates_.Watch(c_.FactsOf(*job), *this);
+    }
+  }
+  void RecheckGates() override {
+    c_.mu_.AssertHeld();
+    c_.gates_.Recheck();
+  }
+  void UpdateGates() override {
+    c_.mu_.AssertHeld();
+    c_.gates_.Update(*this);
+  }
+  void WakeLoop() override { wake_ = true; }
+  bool wake() const { return wake_; }
+  nlohmann::json Describe(JobNumber id) const override {
+    c_.mu_.AssertHeld();
+    const LiveJob* job = c_.jobs_.Find(id);
+    return job != nullptr ? c_.JobJson(*job) : nlohmann::json(nullptr);
+  }
+
  private:
   Controller& c_;
   Micros now_;
   Pending* out_;
   bool facade_;
+  bool wake_ = false;
 };
 
 JobFacts Controller::FactsOf(const LiveJob& job) const {
@@ -375,6 +417,40 @@ void Controller::ModulesStop() {
 
 std::unique_ptr<ModuleStep> Controller::LockedStep(Micros now, Pending* out) {
   return std::make_unique<Step>(*this, now, out, /*facade=*/true);
+}
+
+// ---- services' transactions (services/service_step.h) ----
+
+Status Controller::Transact(const std::function<Status(ServiceStep&)>& decide,
+                            const std::function<void(const ServiceStep&)>& sealed) {
+  Pending out;
+  Status status;
+  bool wake = false;
+  {
+    MutexLock lock(mu_);
+    Step step(*this, clock_->NowMicros(), &out, /*facade=*/true);
+    status = decide(step);
+    wake = step.wake();
+    if (status.ok()) {
+      Seal(out);
+      if (sealed) {
+        sealed(step);
+      }
+    }
+  }
+  if (status.ok()) {
+    status = Publish(std::move(out));  // without mu_
+  }
+  if (wake) {
+    Wake();
+  }
+  return status;
+}
+
+Status Controller::Read(const std::function<Status(ServiceStep&)>& read) {
+  MutexLock lock(mu_);
+  Step step(*this, clock_->NowMicros(), nullptr, /*facade=*/true);
+  return read(step);
 }
 
 std::string Controller::ModulesNodeHold(const std::string& node) const {

@@ -36,8 +36,8 @@ class ControllerReasonsTest : public ControllerTest {
       return job.status();
     }
     bool created = false;
-    return controller_->Submit(Principal{Role::kTenant, tenant, "test"}, std::move(job).value(), "",
-                               &created);
+    return controller_->intake().Submit(Principal{Role::kTenant, tenant, "test"},
+                                        std::move(job).value(), "", &created);
   }
 
   nlohmann::json Job(uint64_t id) {
@@ -210,7 +210,7 @@ TEST_F(ControllerReasonsTest, BatchFollowsTheRulePerJob) {
   auto job = [&](const std::string& yaml) { return ParseJobYaml(yaml, catalog()).value(); };
   const Principal who{Role::kTenant, "team-a", "test"};
   bool created = false;
-  auto refused = controller_->SubmitBatch(
+  auto refused = controller_->intake().SubmitBatch(
       who, {job("command: [/bin/true]\nresources: {gpus: 1}\n"), job(kSixteen)}, "", &created);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().message().rfind("jobs[1]: never fits: the job needs 16 GPUs; 8 are "
@@ -218,10 +218,11 @@ TEST_F(ControllerReasonsTest, BatchFollowsTheRulePerJob) {
                                              0),
             0u)
       << refused.status().message();
-  auto held = controller_->SubmitBatch(who,
-                                       {job("command: [/bin/true]\nresources: {gpus: 1}\n"),
-                                        job(std::string(kSixteen) + "hold_if_unfit: true\n")},
-                                       "", &created);
+  auto held =
+      controller_->intake().SubmitBatch(who,
+                                        {job("command: [/bin/true]\nresources: {gpus: 1}\n"),
+                                         job(std::string(kSixteen) + "hold_if_unfit: true\n")},
+                                        "", &created);
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   EXPECT_EQ((*held)["ids"].size(), 2u);
 }
@@ -319,7 +320,8 @@ TEST_F(ControllerReasonsTest, SubmitRightAfterABiggerNodeRegistersIsAccepted) {
   ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
   // And a batch too.
   bool created = false;
-  auto batch = controller_->SubmitBatch(Principal{Role::kTenant, "team-a", "test"},
+  auto batch =
+      controller_->intake().SubmitBatch(Principal{Role::kTenant, "team-a", "test"},
                                         {ParseJobYaml(kEight, catalog()).value()}, "", &created);
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
   ASSERT_TRUE(controller_->RunCycle().ok());

@@ -215,7 +215,7 @@ TEST_F(ControllerRecoveryTest, ACancelInFlightSurvivesARestart) {
   const uint64_t id = Submit("team-a", kOneGpu);
   std::vector<TaskLaunch> launches = CycleAndTake();
   ASSERT_EQ(launches.size(), 1u);
-  ASSERT_TRUE(controller_->Cancel(Principal{Role::kAdmin, "", "test"}, JobNumber(id)).ok());
+  ASSERT_TRUE(Actions().Cancel(Principal{Role::kAdmin, "", "test"}, JobNumber(id)).ok());
   Reopen();
   RegisterRequest req = Inventory();
   req.tasks = {Report(launches[0].key, TaskState::kRunning)};
@@ -291,7 +291,7 @@ TEST_F(ControllerRecoveryTest, AnAcknowledgedBatchSurvivesARestartAndIsScheduled
   const Principal a{Role::kTenant, "team-a", "test"};
   bool created = false;
   const std::vector<uint64_t> ids =
-      Ids(controller_->SubmitBatch(a, Batch(3), "batch-key", &created));
+      Ids(controller_->intake().SubmitBatch(a, Batch(3), "batch-key", &created));
   ASSERT_EQ(ids.size(), 3u);
   EXPECT_TRUE(created);
   EXPECT_EQ(ids[1], ids[0] + 1);
@@ -302,7 +302,7 @@ TEST_F(ControllerRecoveryTest, AnAcknowledgedBatchSurvivesARestartAndIsScheduled
     EXPECT_EQ(Job(id)["queue"], "team-a") << id;
   }
   // The key survives too: the retry gets the same ids and makes nothing new.
-  EXPECT_EQ(Ids(controller_->SubmitBatch(a, Batch(3), "batch-key", &created)), ids);
+  EXPECT_EQ(Ids(controller_->intake().SubmitBatch(a, Batch(3), "batch-key", &created)), ids);
   EXPECT_FALSE(created);
   Register();  // two whole H100s
   const std::vector<TaskLaunch> launches = CycleAndTake();
@@ -329,7 +329,7 @@ TEST_F(ControllerRecoveryTest, ABatchWhoseCommitFailedLeavesNoJob) {
   failing.fail = true;
   bool created = true;
   const Principal a{Role::kTenant, "team-a", "test"};
-  StatusOr<nlohmann::json> out = controller_->SubmitBatch(a, Batch(4), "k", &created);
+  StatusOr<nlohmann::json> out = controller_->intake().SubmitBatch(a, Batch(4), "k", &created);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), StatusCode::kUnavailable);
   EXPECT_FALSE(created);

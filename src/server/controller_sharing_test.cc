@@ -45,8 +45,8 @@ class ControllerSharingTest : public ControllerTest {
       return job.status();
     }
     bool created = false;
-    return controller_->Submit(Principal{Role::kTenant, "team-a", "test"}, std::move(job).value(),
-                               "", &created);
+    return controller_->intake().Submit(Principal{Role::kTenant, "team-a", "test"},
+                                        std::move(job).value(), "", &created);
   }
 
   std::string State(uint64_t id) {

@@ -113,7 +113,7 @@ TEST_F(ControllerTrustTest, AnUnreadableRowIsQuarantinedAndTheRestStarts) {
   EXPECT_EQ(Job(good)["state"], "pending");
 
   bool created = false;
-  auto again = controller_->Submit(TeamA(), Parse(kOneGpu), "bad-key", &created);
+  auto again = controller_->intake().Submit(TeamA(), Parse(kOneGpu), "bad-key", &created);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), StatusCode::kAlreadyExists) << again.status().ToString();
   EXPECT_TRUE(controller_->healthy());
@@ -135,7 +135,7 @@ TEST_F(ControllerTrustTest, TwoSubmissionsWithOneKeyGetOneJob) {
     auto submit = [&](int k) {
       JobSubmission job = Parse(kOneGpu);
       go.arrive_and_wait();
-      answers[k] = controller_->Submit(TeamA(), std::move(job), key, &created[k]);
+      answers[k] = controller_->intake().Submit(TeamA(), std::move(job), key, &created[k]);
     };
     std::thread other(submit, 1);
     submit(0);
@@ -165,7 +165,7 @@ TEST_F(ControllerTrustTest, TwoBatchesWithOneKeyGetOneSetOfJobs) {
       std::vector<JobSubmission> jobs = {Parse(kOneGpu), Parse(kOneGpu)};
       jobs[1].array = "0-2";
       go.arrive_and_wait();
-      answers[k] = controller_->SubmitBatch(TeamA(), std::move(jobs), key, &created[k]);
+      answers[k] = controller_->intake().SubmitBatch(TeamA(), std::move(jobs), key, &created[k]);
     };
     std::thread other(submit, 1);
     submit(0);
@@ -192,7 +192,7 @@ TEST_F(ControllerTrustTest, AQueueHoldsAtMostItsMaxPendingJobs) {
   EXPECT_GT(Submit("team-a", std::string(kOneGpu) + "array: \"0-3\"\n"), 0u);
   bool created = false;
   JobSubmission two = Parse(std::string(kOneGpu) + "array: \"0-1\"\n");
-  auto refused = controller_->Submit(TeamA(), std::move(two), "", &created);
+  auto refused = controller_->intake().Submit(TeamA(), std::move(two), "", &created);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(refused.status().message().find("maxPending"), std::string::npos)
@@ -201,14 +201,14 @@ TEST_F(ControllerTrustTest, AQueueHoldsAtMostItsMaxPendingJobs) {
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(rows->size(), 4u);  // nothing of the refused array was made
   EXPECT_GT(Submit("team-a", kOneGpu), 0u);  // the fifth fits
-  auto sixth = controller_->Submit(TeamA(), Parse(kOneGpu), "", &created);
+  auto sixth = controller_->intake().Submit(TeamA(), Parse(kOneGpu), "", &created);
   EXPECT_EQ(sixth.status().code(), StatusCode::kResourceExhausted);
   // Two start (the node has two whole H100s): two more fit.
   Register();
   EXPECT_EQ(CycleAndTake().size(), 2u);
   EXPECT_GT(Submit("team-a", kOneGpu), 0u);
   EXPECT_GT(Submit("team-a", kOneGpu), 0u);
-  EXPECT_EQ(controller_->Submit(TeamA(), Parse(kOneGpu), "", &created).status().code(),
+  EXPECT_EQ(controller_->intake().Submit(TeamA(), Parse(kOneGpu), "", &created).status().code(),
             StatusCode::kResourceExhausted);
   EXPECT_GT(Submit("team-b", kOneGpu), 0u);  // another queue's bound is its own
   // A bad bound is refused with its path.
@@ -228,23 +228,23 @@ TEST_F(ControllerTrustTest, AUserChangesOnlyItsOwnJobsAndTheActorIsRecorded) {
   bool created = false;
   JobSubmission job = Parse(kOneGpu);
   job.spec.user = "alice";
-  auto made = controller_->Submit(alice, std::move(job), "", &created);
+  auto made = controller_->intake().Submit(alice, std::move(job), "", &created);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   const JobNumber id((*made)["id"].get<uint64_t>());
   const std::string name = std::to_string(id.value());
 
-  auto cancel = controller_->Cancel(bob, id);
+  auto cancel = Actions().Cancel(bob, id);
   ASSERT_FALSE(cancel.ok());
   EXPECT_EQ(cancel.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(cancel.status().message().find("alice"), std::string::npos) << cancel.status().message();
-  EXPECT_EQ(controller_->Hold(bob, name).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Actions().Hold(bob, name).status().code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(Job(id.value())["state"], "pending");
 
-  ASSERT_TRUE(controller_->Hold(alice, name).ok());
+  ASSERT_TRUE(Actions().Hold(alice, name).ok());
   EXPECT_NE(Job(id.value())["reason"].get<std::string>().find("(held by user alice)"), std::string::npos)
       << Job(id.value())["reason"];
-  ASSERT_TRUE(controller_->Release(TeamA(), name).ok());  // the tenant's own token may
-  ASSERT_TRUE(controller_->Cancel(TeamA(), id).ok());
+  ASSERT_TRUE(Actions().Release(TeamA(), name).ok());  // the tenant's own token may
+  ASSERT_TRUE(Actions().Cancel(TeamA(), id).ok());
   EXPECT_EQ(Job(id.value())["state"], "cancelled");
   EXPECT_EQ(Job(id.value())["reason"], "cancelled before it started, by tenant token test");
 }

@@ -239,7 +239,7 @@ nlohmann::json Controller::Queues() {
   for (size_t i = 0; i < core_.tree().size(); ++i) {
     const QueueId q(i);
     if (core_.tree().is_queue(q)) {
-      max_pending[core_.tree().spec(q).name] = pending_bounds_.Of(core_.tree().spec(q).name, core_.queues_yaml());
+      max_pending[core_.tree().spec(q).name] = intake_.MaxPending(core_.tree().spec(q).name, core_.queues_yaml());
     }
     fair_share.push_back(FairShareJson(core_, q));
   }

@@ -265,6 +265,7 @@ Status Server::Init() {
       options_.queues_yaml.empty() ? DefaultQueuesYaml() : options_.queues_yaml;
   TESSERA_ASSIGN_OR_RETURN(
       controller_, Controller::Open(std::move(copts), store_.get(), *catalog_, clock_, queues));
+  job_actions_ = std::make_unique<JobActions>(*controller_);
   TESSERA_RETURN_IF_ERROR(controller_->ForgetRemovedNodes());
 
   const size_t threads = static_cast<size_t>(std::max(options_.threads, 1));

@@ -63,6 +63,7 @@
 #include "model/gpu_catalog.h"
 #include "server/controller.h"
 #include "server/http/rate_limiter.h"
+#include "server/services/job_actions.h"
 
 namespace httplib {
 class Server;
@@ -218,6 +219,7 @@ class Server {
   std::map<std::string, std::string> revoked_ GUARDED_BY(cred_mu_);  // hash -> node name
   int listen_fd_ = -1;
   std::unique_ptr<Controller> controller_;
+  std::unique_ptr<JobActions> job_actions_;  // over controller_ (services/job_actions.h)
   std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<AgentChannelServer> channel_;
   std::thread serve_;

@@ -87,7 +87,7 @@ size_t JobsMade(const JobSubmission& job) {
 }
 
 // The jobs a named action acted on, as the API answers: {"jobs": [ids]}.
-nlohmann::json ActedOnJson(const Controller::ActedOn& acted) {
+nlohmann::json ActedOnJson(const JobActions::ActedOn& acted) {
   nlohmann::json ids = nlohmann::json::array();
   for (JobNumber id : acted.jobs) {
     ids.push_back(id.value());
@@ -110,7 +110,7 @@ StatusOr<JobNumber> Server::JobIdOf(const Principal& who, const std::string& tex
   if (text.find('_') == std::string::npos) {
     return ParseId(text);
   }
-  return controller_->ResolveJobId(who, text);
+  return job_actions_->ResolveJobId(who, text);
 }
 
 // POST /v1/jobs and POST /v1/jobs/batch.
@@ -131,7 +131,7 @@ void Server::SubmitRoutes() {
              ChargeJobs(req, made);
            }
            bool created = false;
-           StatusOr<nlohmann::json> out = controller_->Submit(
+           StatusOr<nlohmann::json> out = controller_->intake().Submit(
                who, std::move(job).value(), req.get_header_value("Idempotency-Key"), &created);
            if (!out.ok()) {
              SendError(res, out.status());
@@ -161,7 +161,7 @@ void Server::SubmitRoutes() {
            }
            ChargeJobs(req, made);
            bool created = false;
-           StatusOr<nlohmann::json> out = controller_->SubmitBatch(
+           StatusOr<nlohmann::json> out = controller_->intake().SubmitBatch(
                who, std::move(jobs).value(), req.get_header_value("Idempotency-Key"), &created);
            if (!out.ok()) {
              SendError(res, out.status());
@@ -182,7 +182,7 @@ void Server::NamedActionRoutes() {
   using Res = httplib::Response;
   s.Post(
       R"(/v1/jobs/([^/]+)/cancel)", Authed([this](const Principal& who, const Req& req, Res& res) {
-        StatusOr<Controller::ActedOn> out = controller_->CancelNamed(who, req.matches[1]);
+        StatusOr<JobActions::ActedOn> out = job_actions_->CancelNamed(who, req.matches[1]);
         if (!out.ok()) {
           SendError(res, out.status());
           return;
@@ -206,9 +206,9 @@ void Server::NamedActionRoutes() {
     const std::string a = action;
     s.Post("/v1/jobs/([^/]+)/" + a, Authed([this, a](const Principal& who, const Req& req, Res& res) {
              const std::string name = req.matches[1];
-             StatusOr<Controller::ActedOn> out = a == "hold"      ? controller_->Hold(who, name)
-                                                 : a == "release" ? controller_->Release(who, name)
-                                                                  : controller_->Requeue(who, name);
+             StatusOr<JobActions::ActedOn> out = a == "hold"      ? job_actions_->Hold(who, name)
+                                                 : a == "release" ? job_actions_->Release(who, name)
+                                                                  : job_actions_->Requeue(who, name);
              if (!out.ok()) {
                SendError(res, out.status());
                return;

@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "base/time_format.h"
 #include "server/controller.h"
+#include "server/services/job_actions.h"
 #include "sim/job_run_recorder.h"
 #include "sim/sim_gates.h"
 #include "sim/sim_idle.h"
@@ -366,10 +367,9 @@ class ControllerRun {
     TESSERA_ASSIGN_OR_RETURN(QueueId queue, tree_.FindQueue(job.spec.queue));
     recorder_.Track(JobId(id), queue, index, std::move(o));
     bool created = false;
-    TESSERA_ASSIGN_OR_RETURN(
-        nlohmann::json view,
-        controller_->Submit(Principal{Role::kAdmin, "", "scenario"}, std::move(submission), "",
-                            &created));
+    TESSERA_ASSIGN_OR_RETURN(nlohmann::json view,
+                             controller_->intake().Submit(Principal{Role::kAdmin, "", "scenario"},
+                                                          std::move(submission), "", &created));
     if (view["id"].get<uint64_t>() != id) {
       return InternalError("the controller numbered job '" + job.spec.name + "' " +
                            view["id"].dump() + ", not " + std::to_string(id));
@@ -382,7 +382,7 @@ class ControllerRun {
     return Status::Ok();
   }
 
-  // The scenario releases its held job `index` (Controller::Release, which lets it go
+  // The scenario releases its held job `index` (JobActions::Release, which lets it go
   // unless its dependency keeps it back).
   Status Release(size_t index) {
     auto it = id_of_.find(index);
@@ -391,7 +391,8 @@ class ControllerRun {
                                   "' is released before it is submitted");
     }
     released_.insert(it->second);
-    return controller_->Release(Principal{Role::kAdmin, "", "scenario"}, std::to_string(it->second))
+    return JobActions(*controller_)
+        .Release(Principal{Role::kAdmin, "", "scenario"}, std::to_string(it->second))
         .status();
   }
 

@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/rng.h"
 #include "server/controller.h"
+#include "server/services/job_actions.h"
 #include "sim/fgd_experiment.h"
 #include "state/cluster_state.h"
 #include "store/store.h"
@@ -124,7 +125,7 @@ StatusOr<FgdLiveReplayResult> ReplayFgdThroughController(const FgdLiveReplaySpec
     job.command = {"true"};
     bool created = false;
     TESSERA_ASSIGN_OR_RETURN(nlohmann::json view,
-                             controller->Submit(admin, std::move(job), "", &created));
+                             controller->intake().Submit(admin, std::move(job), "", &created));
     const auto id = view["id"].get<uint64_t>();
     const size_t before = listener.started();
     TESSERA_RETURN_IF_ERROR(controller->RunCycle());
@@ -132,7 +133,7 @@ StatusOr<FgdLiveReplayResult> ReplayFgdThroughController(const FgdLiveReplaySpec
       ++result.pods_placed;
       allocated += milli;
     } else {
-      TESSERA_RETURN_IF_ERROR(controller->Cancel(admin, JobNumber(id)).status());
+      TESSERA_RETURN_IF_ERROR(JobActions(*controller).Cancel(admin, JobNumber(id)).status());
     }
     // The experiment's sample and bin, with its rounding.
     const double alloc_pct = RoundHalfEven(
