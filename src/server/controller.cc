@@ -33,9 +33,25 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
       gpu_task_defaults_(catalog),
       identities_({options_.run_as, options_.uid_pool_start, options_.uid_pool_size}) {
   health_ = GpuHealthModule(options_.health);
-  // Accounting first: its families lead the modules' part of /metrics.
-  modules_ = {&accounting_, &validation_runs_, &limits_, &health_, &idle_,
-              &eta_,        &node_history_,    &gates_,  &restarts_};
+  // Accounting first: its families lead the modules' part of /metrics. Attached modules
+  // (the validation runs) come next.
+  modules_ = {&accounting_, &limits_, &health_, &idle_, &eta_, &node_history_, &gates_, &restarts_};
+}
+
+Status Controller::Attach(ControllerModule& module, std::function<void()> after_cycle) {
+  MutexLock lock(mu_);  // before Start: the store is read with it held, as Open does
+  TESSERA_RETURN_IF_ERROR(module.Load(*store_));
+  modules_.insert(modules_.begin() + static_cast<std::ptrdiff_t>(1 + attached_++), &module);
+  fit_stale_ = true;  // its holds count for the fit verdicts
+  if (after_cycle) {
+    after_cycle_.push_back(std::move(after_cycle));
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> Controller::ReadTaskOutput(JobNumber job, int64_t max_bytes) {
+  TESSERA_ASSIGN_OR_RETURN(LogChunk chunk, logs_.Read(job, 0, 0, max_bytes));
+  return std::move(chunk.data);
 }
 
 Controller::~Controller() { Stop(); }
@@ -289,7 +305,9 @@ void Controller::Loop() {
     if (!s.ok()) {
       std::cerr << "tessera server: scheduling cycle: " << s.ToString() << "\n";
     }
-    ValidationStep();
+    for (const std::function<void()>& after : after_cycle_) {
+      after();  // an attached module's pass (the validation runs'), without mu_
+    }
     lock.Lock();
   }
 }

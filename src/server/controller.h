@@ -38,6 +38,11 @@
 // Services the routes call, acting only through the core's transactions (Transact,
 // Read: a ServiceStep, services/service_step.h):
 //   JobActions (services/job_actions.h)  cancel, hold, release and requeue of jobs
+//   ValidationService (services/validation_service.h)  the admin's validation runs and
+//                                        their pass; owns the ValidationRuns module and
+//                                        attaches it to the core (Attach)
+//   NodeActions (services/node_actions.h)  the admin's drain, resume, fence, loss and
+//                                        removal of nodes
 //   JobIntake (services/job_intake.h)    submissions (jobs, arrays, batches; idempotent),
 //                                        through its own port (JobIntake::Core, which the
 //                                        controller implements: IntakePort, controller_jobs.cc)
@@ -49,7 +54,8 @@
 //                                         runtime predictor, one forecast at a time
 //   NodeHistory (modules/node_history.h)  the node inventory's recorded changes
 //   ValidationRuns (modules/validation_runs.h)  the admin's checks on held nodes, their
-//                                         results and drains (facade: controller_validation.cc)
+//                                         results and drains (owned by ValidationService,
+//                                         attached after Open: Attach)
 //   JobGatesModule (modules/job_gates_module.h)  holds, dependencies, arrays' throttles
 //                                         and singletons (facade: controller_gates.cc)
 //   TimeLimits (modules/time_limits.h)    runtime limits and the signals ahead of them
@@ -152,7 +158,7 @@
 #include "server/services/service_step.h"
 #include "server/tenant_identities.h"
 #include "server/views/gpu_holds.h"
-#include "server/modules/validation_runs.h"
+#include "server/modules/validation.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
 #include "store/store.h"
@@ -256,19 +262,22 @@ class Controller {
   StatusOr<nlohmann::json> Attach(const Principal& who, JobNumber id, int task);
   nlohmann::json Nodes();
   nlohmann::json Queues();
-  // Admin: validation runs (modules/validation_runs.h; the facade: controller_validation.cc).
-  // Add: InvalidArgument naming the field, AlreadyExists for a name in use. Run: every node the check selects
-  // (or `node`) is due now. Results: newest first, at most `limit`; "" names all.
-  StatusOr<nlohmann::json> AddValidation(const nlohmann::json& body);
-  StatusOr<nlohmann::json> RemoveValidation(const std::string& name);
-  nlohmann::json Validations();
-  StatusOr<nlohmann::json> RunValidation(const std::string& name, const std::string& node);
-  StatusOr<nlohmann::json> ValidationResults(const std::string& name, const std::string& node,
-                                             size_t limit);
-  // The validation pass: holds due nodes, starts checks on held idle nodes, judges the
-  // ended ones (at most once a second unless a run was asked for). The scheduling loop
-  // runs it after each cycle; tests call it after RunCycle. Takes mu_ itself.
-  void ValidationStep();
+  // A module owned outside the core (ValidationService's), attached once Open returned,
+  // before Start and any other call: its stored state is loaded now (its Load, with mu_
+  // held, as Open loads the core's own) and its hooks run from then on as theirs do,
+  // after Accounting's and before the core's other modules (attached ones in the order
+  // attached). Only Load is replayed of Open: no OnStoredUsage, no OnJobAccepted of the
+  // jobs Open reloaded. `after_cycle` (may be empty) runs on the loop's thread after
+  // each of its cycles, without mu_ (a pass that takes it itself). Both must outlive
+  // the controller.
+  Status Attach(ControllerModule& module, std::function<void()> after_cycle = nullptr)
+      EXCLUDES(mu_);
+  // Task 0's output of `job`, at most `max_bytes` from its start (JobLogs: its own lock,
+  // never taken with mu_ held).
+  StatusOr<std::string> ReadTaskOutput(JobNumber job, int64_t max_bytes) EXCLUDES(mu_);
+  // The core lock, for the annotations of a service whose state it guards (a service
+  // takes it only through Transact and Read).
+  Mutex& core_lock() const RETURN_CAPABILITY(mu_) { return mu_; }
   // `tenant` non-empty: only that tenant's usage.
   StatusOr<nlohmann::json> Usage(Micros since, Micros until, const std::string& by,
                                  const std::string& tenant = "");
@@ -284,12 +293,6 @@ class Controller {
   // ids above `after`, and "next_after" for the next page (null on the last).
   // InvalidArgument for an empty window or a limit outside 1..10000.
   StatusOr<nlohmann::json> History(Micros since, Micros until, uint64_t after, int64_t limit);
-  // Admin: takes a node (gpu < 0) or one of its GPUs out of service for new work,
-  // durably; what runs there keeps running. NotFound for an unknown node,
-  // InvalidArgument for an unknown GPU or an empty reason. Returns the node's JSON.
-  StatusOr<nlohmann::json> Drain(const std::string& node, int gpu, const std::string& reason);
-  // Admin: lifts a drain (an admin's or a health check's). Returns the node's JSON.
-  StatusOr<nlohmann::json> Resume(const std::string& node, int gpu);
   // Prometheus text: the scheduler, queues, agents and GPU allocation (/metrics).
   std::string Metrics();
   // Prometheus text with the DCGM exporter's names and labels, plus the tenant and job
@@ -315,20 +318,9 @@ class Controller {
   // GET /v1/nodes as `who` sees it: a tenant sees which tenant holds each GPU but not
   // the job ids or names of other tenants' jobs; the admin sees everything.
   nlohmann::json Nodes(const Principal& who);
-  // Admin: forgets a node (its inventory, drains and whatever `extra` holds, e.g. its
-  // credential's tombstone, in one durable batch), so that the name may register afresh.
-  // NotFound for an unknown node; FailedPrecondition while the node is up and a job runs
-  // there. The jobs of a node that is down are requeued (as for a lost node).
-  StatusOr<nlohmann::json> RemoveNode(const std::string& name, WriteBatch extra);
-  // Marks a node down at once (its credential was revoked); its jobs are requeued.
-  // NotFound for an unknown node.
-  Status FenceNode(const std::string& name, const std::string& reason);
-  // A node known to be gone before its heartbeats time out (its machine was powered
-  // off; a driver of scenarios): down at once, its jobs lost with it as when its
-  // heartbeats stop (requeued or failed by their restart policies). NotFound for an
-  // unknown node, FailedPrecondition for one already down.
-  Status DeclareNodeLost(const std::string& name, const std::string& reason);
-  // After Open: forgets the nodes RemoveNode removed that have not registered since
+  // The admin's drains, fences, losses and removals of nodes: the NodeActions service
+  // (services/node_actions.h). After Open: forgets the nodes the admin removed
+  // (ServiceStep::ForgetNode) that have not registered since
   // (the store keeps rows; a marker says the node is gone).
   Status ForgetRemovedNodes();
   // Before a name's first registration: clears its removal marker, durably.
@@ -468,6 +460,9 @@ class Controller {
   // An attempt ended: its usage, the stored attempt, the job's new state and counters.
   void RecordEnded(LiveJob& job, const EndedAttempt& ended, Micros now, Pending& out) REQUIRES(mu_);
   void NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out) REQUIRES(mu_);
+  // ServiceStep::ForgetNode (controller_nodes.cc): the modules told, the removal's marker
+  // and cleared drains into `out`, the node no longer known.
+  void ForgetNode(const std::string& name, Micros now, Pending& out) REQUIRES(mu_);
   void HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
                      Pending& out) REQUIRES(mu_);
   // Task `task`'s launch (task_launches.h builds it from what is gathered here).
@@ -479,10 +474,6 @@ class Controller {
 
   // Drains (controller_health.cc).
   Status LoadDrains() REQUIRES(mu_);
-  // Validation runs (the ValidationRuns module's facade, controller_validation.cc).
-  ValidationRuns validation_runs_ GUARDED_BY(mu_);
-  Mutex validation_step_mu_;  // one pass at a time
-  void ValidationPass() REQUIRES(validation_step_mu_);  // ValidationStep's, one at a time
   // ModuleStep::StartNodeJob (controller_node_jobs.cc): a module's job started at once
   // on the whole of `node`, held and charged as any running job.
   StatusOr<JobNumber> StartNodeJob(const std::string& node, const NodeJob& request, Micros now,
@@ -503,7 +494,7 @@ class Controller {
   // Feature modules (modules/controller_module.h), called through their hooks with mu_
   // held (controller_modules.cc), in the order of modules_.
   class Step;  // a locked step as a module (ModuleStep) or a service (ServiceStep) sees it
-  // A Step for a module's facade (controller_validation.cc); `out` null: read-only.
+  // A Step for a module's facade (controller_gates.cc); `out` null: read-only.
   std::unique_ptr<ModuleStep> LockedStep(Micros now, Pending* out) REQUIRES(mu_);
   // The first module's NodeHold of `node` ("": none holds it), for drains and views.
   std::string ModulesNodeHold(const std::string& node) const REQUIRES(mu_);
@@ -525,7 +516,9 @@ class Controller {
   TimeLimits limits_ GUARDED_BY(mu_);  // runtime limits and their signals (modules/time_limits.h)
   IdleModule idle_ GUARDED_BY(mu_);  // idle and hung jobs, GPU use (modules/idle_module.h)
   Accounting accounting_ GUARDED_BY(mu_);  // tenants' GPU-seconds (modules/accounting.h)
-  std::vector<ControllerModule*> modules_;  // set by the constructor, then read-only
+  std::vector<ControllerModule*> modules_;  // set by the constructor and Attach, then read-only
+  size_t attached_ = 0;                     // modules attached (after Accounting)
+  std::vector<std::function<void()>> after_cycle_;  // Attach's; run by the loop
   // Job events (from the lifecycle, via forwarder_) and node membership, to the modules.
   void ModulesOnJobEvent(const JobRecord& job, const LifecycleEvent& event) REQUIRES(mu_);
   void ModulesOnNodeJoined(const NodeInventory& inventory, Micros now, Pending& out) REQUIRES(mu_);

@@ -17,6 +17,8 @@
 #include "server/http/server.h"
 #include "server/http/server_fixture.h"
 #include "server/services/job_actions.h"
+#include "server/services/node_actions.h"
+#include "server/services/validation_service.h"
 #include "store/sqlite_store.h"
 
 namespace tessera {
@@ -39,6 +41,7 @@ class ControllerTest : public ScratchDirTest {
   }
   void TearDown() override {
     controller_.reset();
+    validation_.reset();  // after the controller, which calls its module
     store_.reset();
     ScratchDirTest::TearDown();
   }
@@ -46,6 +49,7 @@ class ControllerTest : public ScratchDirTest {
   // Opens (again) the controller on the same store file, as after a restart.
   void Reopen() {
     controller_.reset();
+    validation_.reset();
     store_.reset();
     auto store = SqliteStore::Open(dir_ + "/state.db");
     ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -57,6 +61,9 @@ class ControllerTest : public ScratchDirTest {
     auto c = Controller::Open(options, store_.get(), catalog(), clock_, DefaultQueuesYaml());
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     controller_ = std::move(c).value();
+    auto v = ValidationService::Open(*controller_);  // attached as the server attaches it
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    validation_ = std::move(v).value();
   }
 
   // Changes to the options of every (re)opened controller.
@@ -155,10 +162,13 @@ class ControllerTest : public ScratchDirTest {
 
   // Users' actions on jobs (cancel, hold, release, requeue) over the open controller.
   JobActions Actions() { return JobActions(*controller_); }
+  // The admin's actions on nodes (drain, resume, fence, loss, removal).
+  NodeActions NodeAdmin() { return NodeActions(*controller_); }
 
   ManualClock clock_{kT0};
   std::string agent_id_ = "agent-1";
   std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<ValidationService> validation_;  // the validation runs (attached)
   std::unique_ptr<Controller> controller_;
   std::map<uint64_t, TaskKey> running_;
 };

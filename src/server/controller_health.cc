@@ -1,5 +1,6 @@
 // The controller's GPU health: telemetry from the agents, drains by health checks
-// and by admins (kept durable by the node registry, node_registry.h).
+// and by admins (kept durable by the node registry, node_registry.h; the admin's drains
+// and resumes: services/node_actions.h).
 #include <iostream>
 
 #include "base/time_format.h"
@@ -70,41 +71,6 @@ void Controller::HandleTelemetry(NodeInfo& node, const std::string& agent_id,
   node.telemetry = std::move(by_index);
   node.telemetry_agent = agent_id;
   node.telemetry_at = now;
-}
-
-StatusOr<nlohmann::json> Controller::Drain(const std::string& name, int gpu, const std::string& reason) {
-  if (reason.empty()) {
-    return InvalidArgumentError("a drain needs a reason");
-  }
-  Pending out;
-  nlohmann::json result;
-  {
-    MutexLock lock(mu_);
-    TESSERA_ASSIGN_OR_RETURN(NodeInfo * found, nodes_.FindGpu(name, gpu));
-    NodeInfo& node = *found;
-    SetDrain(node, gpu, DrainInfo{reason, "admin", "admin", clock_->NowMicros()}, out);
-    result = NodesJson(name).at(0);
-  }
-  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
-  return result;
-}
-
-StatusOr<nlohmann::json> Controller::Resume(const std::string& name, int gpu) {
-  Pending out;
-  nlohmann::json result;
-  {
-    MutexLock lock(mu_);
-    TESSERA_ASSIGN_OR_RETURN(NodeInfo * found, nodes_.FindGpu(name, gpu));
-    NodeInfo& node = *found;
-    const bool drained = gpu < 0 ? node.drain.has_value() : node.gpu_drains.count(gpu) > 0;
-    if (drained) {
-      SetDrain(node, gpu, std::nullopt, out);
-    }
-    result = NodesJson(name).at(0);
-  }
-  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
-  Wake();
-  return result;
 }
 
 }  // namespace tessera

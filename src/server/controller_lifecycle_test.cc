@@ -266,7 +266,7 @@ TEST_F(ControllerHistoryTest, FairShareAndPredictionsSurviveNodeFlapsAndARestart
 
   // The node leaves and comes back 100 times (each time a new agent).
   for (int flap = 0; flap < 100; ++flap) {
-    ASSERT_TRUE(controller_->FenceNode("node-1", "flap").ok());
+    ASSERT_TRUE(NodeAdmin().FenceNode("node-1", "flap").ok());
     ASSERT_TRUE(controller_->RunCycle().ok());
     agent_id_ = "agent-flap-" + std::to_string(flap);
     Register();

@@ -278,6 +278,47 @@ class Controller::Step final : public ServiceStep {
     return job != nullptr ? c_.JobJson(*job) : nlohmann::json(nullptr);
   }
 
+  // ---- the admin's actions on nodes (services/node_actions.h) ----
+  std::vector<JobNumber> JobsOnNode(const std::string& node) const override {
+    c_.mu_.AssertHeld();
+    std::vector<JobNumber> on;  // the table is in id order
+    for (const auto& [id, job] : c_.jobs_.all()) {
+      const JobPhase phase = c_.jobs_.Rec(job).phase;
+      const bool runs = phase == JobPhase::kRunning || phase == JobPhase::kStopping;
+      bool here = false;
+      for (size_t t = 0; runs && !here && t < job.tasks.size(); ++t) {
+        here = job.tasks[t].node == node && !c_.jobs_.TaskExited(job, t);
+      }
+      if (here) {
+        on.push_back(id);
+      }
+    }
+    return on;
+  }
+  void NodeDown(const std::string& name, const std::string& reason) override {
+    c_.mu_.AssertHeld();
+    if (NodeInfo* node = c_.nodes_.Find(name); node != nullptr && out_ != nullptr) {
+      c_.NodeDown(*node, reason, now_, *out_);
+    }
+  }
+  void ForgetNode(const std::string& name) override {
+    c_.mu_.AssertHeld();
+    if (c_.nodes_.Find(name) != nullptr && out_ != nullptr) {
+      c_.ForgetNode(name, now_, *out_);
+    }
+  }
+  void PutToken(TokenRow row) override {
+    if (out_ == nullptr) {
+      std::cerr << "tessera server: internal error: a token on a step that commits nothing\n";
+      std::abort();
+    }
+    out_->batch.tokens.push_back(std::move(row));
+  }
+  nlohmann::json DescribeNode(const std::string& name) const override {
+    c_.mu_.AssertHeld();
+    return Node(name) != nullptr ? c_.NodesJson(name).at(0) : nlohmann::json(nullptr);
+  }
+
  private:
   Controller& c_;
   Micros now_;
@@ -413,7 +454,7 @@ void Controller::ModulesStop() {
   }
 }
 
-// ---- module facades and node holds (ValidationRuns) ----
+// ---- module facades (the gates', metrics, views) and node holds ----
 
 std::unique_ptr<ModuleStep> Controller::LockedStep(Micros now, Pending* out) {
   return std::make_unique<Step>(*this, now, out, /*facade=*/true);

@@ -1,6 +1,6 @@
-// Controller: node membership (removal, fencing on revocation), the paginated job
-// listing and the nodes' view as a tenant sees it. Inventory bounds: inventory_bounds.h.
-#include <algorithm>
+// Controller: node membership (what the core keeps of a node the admin removed: its
+// marker, services/node_actions.h removes), the paginated job listing and the nodes'
+// view as a tenant sees it. Inventory bounds: inventory_bounds.h.
 #include <iostream>
 
 #include "server/controller.h"
@@ -32,104 +32,13 @@ nlohmann::json Controller::Nodes(const Principal& who) {
   return {{"nodes", NodesJson("", &who)}};
 }
 
-StatusOr<nlohmann::json> Controller::RemoveNode(const std::string& name, WriteBatch extra) {
-  if (!healthy()) {
-    return UnavailableError("the state store failed; the controller accepts no changes");
-  }
-  Pending out;
-  {
-    MutexLock lock(mu_);
-    auto it = nodes_.all().find(name);
-    if (it == nodes_.all().end()) {
-      return NotFoundError("no node '" + name + "'");
-    }
-    NodeInfo& node = it->second;
-    std::vector<JobNumber> running;
-    for (const auto& [id, job] : jobs_.all()) {
-      const JobPhase phase = jobs_.Rec(job).phase;
-      if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
-        continue;
-      }
-      bool runs_here = false;
-      for (size_t t = 0; t < job.tasks.size(); ++t) {
-        runs_here = runs_here || (job.tasks[t].node == name && !jobs_.TaskExited(job, t));
-      }
-      if (runs_here) {
-        running.push_back(id);
-      }
-    }
-    if (node.up && !running.empty()) {
-      std::sort(running.begin(), running.end());
-      std::string ids;
-      for (size_t i = 0; i < running.size() && i < 10; ++i) {
-        ids += (i == 0 ? "" : ", ") + ToString(running[i]);
-      }
-      return FailedPreconditionError(
-          "node '" + name + "' is up and runs " + std::to_string(running.size()) + " job(s) (" +
-          ids + "); drain it and let them finish, or remove it once it is down");
-    }
-    const Micros now = clock_->NowMicros();
-    // What a down node still holds is requeued, as when a node is lost.
-    NodeDown(node, "removed by the admin", now, out);
-    out.batch.kv.emplace_back(kRemovedNodePrefix + name, nlohmann::json{{"at_us", now}}.dump());
-    ModulesOnNodeRemoved(name, now, out);
-    out.batch.kv.push_back(NodeRegistry::NoDrainsRow(name));
-    for (TokenRow& t : extra.tokens) {
-      out.batch.tokens.push_back(std::move(t));
-    }
-    for (auto& kv : extra.kv) {
-      out.batch.kv.push_back(std::move(kv));
-    }
-    Seal(out);
-    nodes_.all().erase(it);
-    fit_stale_ = true;
-    std::cerr << "tessera server: node " << name << " removed by the admin\n";
-  }
-  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
-  Wake();
-  return nlohmann::json{{"removed", name}};
-}
-
-Status Controller::FenceNode(const std::string& name, const std::string& reason) {
-  Pending out;
-  {
-    MutexLock lock(mu_);
-    auto it = nodes_.all().find(name);
-    if (it == nodes_.all().end()) {
-      return NotFoundError("no node '" + name + "'");
-    }
-    // No new work from now on; the running work is requeued only when the node is
-    // declared lost (its heartbeats are refused from now on), by when its tasks have
-    // fenced themselves: a new attempt must not start while the old one may still run.
-    const Micros now = clock_->NowMicros();
-    SetDrain(it->second, -1, DrainInfo{reason, "admin", "admin", now}, out);
-    Seal(out);
-  }
-  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
-  Wake();
-  return Status::Ok();
-}
-
-Status Controller::DeclareNodeLost(const std::string& name, const std::string& reason) {
-  if (!healthy()) {
-    return UnavailableError("the state store failed; the controller accepts no changes");
-  }
-  Pending out;
-  {
-    MutexLock lock(mu_);
-    auto it = nodes_.all().find(name);
-    if (it == nodes_.all().end()) {
-      return NotFoundError("no node '" + name + "'");
-    }
-    if (!it->second.up) {
-      return FailedPreconditionError("node '" + name + "' is down already");
-    }
-    NodeDown(it->second, reason, clock_->NowMicros(), out);
-    Seal(out);
-  }
-  TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
-  Wake();
-  return Status::Ok();
+void Controller::ForgetNode(const std::string& name, Micros now, Pending& out) {
+  out.batch.kv.emplace_back(kRemovedNodePrefix + name, nlohmann::json{{"at_us", now}}.dump());
+  ModulesOnNodeRemoved(name, now, out);
+  out.batch.kv.push_back(NodeRegistry::NoDrainsRow(name));
+  nodes_.all().erase(name);
+  fit_stale_ = true;
+  std::cerr << "tessera server: node " << name << " removed by the admin\n";
 }
 
 Status Controller::ForgetRemovedNodes() {

@@ -89,7 +89,7 @@ TEST_F(ControllerReasonsTest, ShareLargerThanAnyCardIsRefusedOrHeld) {
 TEST_F(ControllerReasonsTest, GangLargerThanTheSchedulableGpus) {
   AddNode("n1", SharingMode::kExclusive);
   AddNode("n3", SharingMode::kExclusive);
-  ASSERT_TRUE(controller_->Drain("n3", 5, "xid 79").ok());
+  ASSERT_TRUE(NodeAdmin().Drain("n3", 5, "xid 79").ok());
   ASSERT_TRUE(controller_->RunCycle().ok());
   StatusOr<nlohmann::json> refused = TrySubmit(
       "team-a", "command: [/bin/true]\nreplicas: 17\nresources: {gpus: 1}\n");
@@ -103,7 +103,7 @@ TEST_F(ControllerReasonsTest, GangLargerThanTheSchedulableGpus) {
             "ends (`tessera nodes` shows them; never fits: the job needs 16 GPUs; 15 are "
             "schedulable (1 drained on node n3))");
   // The drain lifted: it runs.
-  ASSERT_TRUE(controller_->Resume("n3", 5).ok());
+  ASSERT_TRUE(NodeAdmin().Resume("n3", 5).ok());
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Job(held)["state"], "running");
 }
@@ -121,7 +121,7 @@ TEST_F(ControllerReasonsTest, DrainingTheOnlyNodeOfAModelQueuesItsJobs) {
     r.inventory.mig_instances.emplace_back();
   }
   ASSERT_TRUE(controller_->Register(r, "127.0.0.1").ok());
-  ASSERT_TRUE(controller_->Drain("a1", -1, "maintenance").ok());
+  ASSERT_TRUE(NodeAdmin().Drain("a1", -1, "maintenance").ok());
   ASSERT_TRUE(controller_->RunCycle().ok());
   const uint64_t id = Submit(
       "team-a", "command: [/bin/true]\nresources: {gpus: 2, gpu_model: A100-80GB}\n");
@@ -133,7 +133,7 @@ TEST_F(ControllerReasonsTest, DrainingTheOnlyNodeOfAModelQueuesItsJobs) {
   EXPECT_FALSE(
       TrySubmit("team-a", "command: [/bin/true]\nresources: {gpus: 5, gpu_model: A100-80GB}\n")
           .ok());
-  ASSERT_TRUE(controller_->Resume("a1", -1).ok());
+  ASSERT_TRUE(NodeAdmin().Resume("a1", -1).ok());
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Job(id)["state"], "running");
 }
@@ -171,7 +171,7 @@ TEST_F(ControllerReasonsTest, PendingJobThatBecomesUnfitStaysPendingWithTheReaso
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Job(gang)["state"], "pending");
   EXPECT_EQ(Reason(gang).rfind("waiting for", 0), 0u) << Reason(gang);
-  ASSERT_TRUE(controller_->Drain("n2", -1, "maintenance").ok());
+  ASSERT_TRUE(NodeAdmin().Drain("n2", -1, "maintenance").ok());
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Job(gang)["state"], "pending");
   EXPECT_EQ(Reason(gang),
@@ -183,12 +183,12 @@ TEST_F(ControllerReasonsTest, PendingJobThatBecomesUnfitStaysPendingWithTheReaso
 // A cluster in maintenance (every node drained) refuses nothing either.
 TEST_F(ControllerReasonsTest, EveryNodeDrainedAcceptsAndSaysSo) {
   AddNode("n1", SharingMode::kExclusive);
-  ASSERT_TRUE(controller_->Drain("n1", -1, "maintenance").ok());
+  ASSERT_TRUE(NodeAdmin().Drain("n1", -1, "maintenance").ok());
   ASSERT_TRUE(controller_->RunCycle().ok());
   const uint64_t id = Submit("team-a", "command: [/bin/true]\nresources: {gpus: 8}\n");
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Reason(id), "held by a drain: every node is drained (1 node drained: n1)");
-  ASSERT_TRUE(controller_->Resume("n1", -1).ok());
+  ASSERT_TRUE(NodeAdmin().Resume("n1", -1).ok());
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Job(id)["state"], "running");
 }

@@ -126,7 +126,7 @@ TEST_F(ControllerTest, XidDrainsTheGpuAndNoNewWorkLandsOnIt) {
   Register();
   EXPECT_EQ(controller_->Nodes()["nodes"][0]["gpus"][0]["health"], "drained");
   EXPECT_TRUE(CycleAndTake(bad).empty());
-  ASSERT_TRUE(controller_->Resume("node-1", 0).ok());
+  ASSERT_TRUE(NodeAdmin().Resume("node-1", 0).ok());
   launched = CycleAndTake(bad);  // the same counters: no new XID
   ASSERT_EQ(launched.size(), 1U);
   EXPECT_EQ(launched[0].gpus[0], 0);
@@ -160,17 +160,17 @@ TEST_F(ControllerTest, TemperatureDrainLiftsItselfEccAndLostDoNot) {
 
 TEST_F(ControllerTest, AdminDrainsANodeAndChecksItsArguments) {
   Register();
-  EXPECT_EQ(controller_->Drain("nope", -1, "x").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(controller_->Drain("node-1", 4, "x").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(controller_->Drain("node-1", -1, "").status().code(), StatusCode::kInvalidArgument);
-  auto node = controller_->Drain("node-1", -1, "maintenance window");
+  EXPECT_EQ(NodeAdmin().Drain("nope", -1, "x").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(NodeAdmin().Drain("node-1", 4, "x").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(NodeAdmin().Drain("node-1", -1, "").status().code(), StatusCode::kInvalidArgument);
+  auto node = NodeAdmin().Drain("node-1", -1, "maintenance window");
   ASSERT_TRUE(node.ok());
   EXPECT_EQ((*node)["drain"]["reason"], "maintenance window");
   EXPECT_EQ((*node)["drain"]["by"], "admin");
   EXPECT_FALSE((*node)["schedulable"].get<bool>());
   Submit("team-a", "name: cpu\nresources: {cpu: 1}\ncommand: [x]\n");
   EXPECT_TRUE(CycleAndTake().empty()) << "not even CPU work lands on a drained node";
-  ASSERT_TRUE(controller_->Resume("node-1", -1).ok());
+  ASSERT_TRUE(NodeAdmin().Resume("node-1", -1).ok());
   EXPECT_EQ(CycleAndTake().size(), 1U);
 }
 

@@ -1,7 +1,8 @@
-// Validation runs driven through the controller on a manual clock: when a check is due,
-// the node held for it (a job submitted meanwhile does not land there, a running one is
-// not preempted), the check job pinned to the node, its results judged, drains on a
-// regression or a failure, and everything kept across a restart.
+// Validation runs driven through the controller and its ValidationService on a manual
+// clock: when a check is due, the node held for it (a job submitted meanwhile does not
+// land there, a running one is not preempted), the check job pinned to the node, its
+// results judged, drains on a regression or a failure, and everything kept across a
+// restart.
 #include <gtest/gtest.h>
 
 #include "server/controller_fixture.h"
@@ -15,10 +16,10 @@ constexpr const char* kOneGpu =
 class ControllerValidationTest : public ControllerTest {
  protected:
   void AddCheck(const std::string& every = "1h") {
-    auto r = controller_->AddValidation({{"name", "burn"},
-                                         {"command", "burn --seconds 60"},
-                                         {"every", every},
-                                         {"threshold", "10%"}});
+    auto r = validation_->Add({{"name", "burn"},
+                               {"command", "burn --seconds 60"},
+                               {"every", every},
+                               {"threshold", "10%"}});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   // A pass of the scheduling loop: the cycle, then the validation pass (a second later,
@@ -26,13 +27,13 @@ class ControllerValidationTest : public ControllerTest {
   std::vector<TaskLaunch> Pass() {
     clock_.Advance(2 * kSecond);
     EXPECT_TRUE(controller_->RunCycle().ok());
-    controller_->ValidationStep();
+    validation_->Step();
     return CycleAndTake();
   }
   // The validation pass, past its once-a-second throttle.
   void Step() {
     clock_.Advance(2 * kSecond);
-    controller_->ValidationStep();
+    validation_->Step();
   }
   // The task of `job` exits with `code`, having printed `output`.
   void ExitWith(uint64_t job, int code, const std::string& output) {
@@ -48,16 +49,16 @@ class ControllerValidationTest : public ControllerTest {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   std::string NodeState() {
-    nlohmann::json list = controller_->Validations();
+    nlohmann::json list = validation_->List();
     return list["checks"][0]["node_states"][0]["state"].get<std::string>();
   }
   nlohmann::json Node() { return controller_->Nodes()["nodes"][0]; }
   // Runs the check now and returns the check job's launch.
   TaskLaunch RunNow() {
-    auto r = controller_->RunValidation("burn", "");
+    auto r = validation_->Run("burn", "");
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     std::vector<TaskLaunch> l = Pass();
-    EXPECT_EQ(l.size(), 1U) << controller_->Validations().dump() << controller_->Nodes().dump();
+    EXPECT_EQ(l.size(), 1U) << validation_->List().dump() << controller_->Nodes().dump();
     return l.empty() ? TaskLaunch{} : l[0];
   }
 };
@@ -112,7 +113,7 @@ TEST_F(ControllerValidationTest, DueNodeIsHeldUntilItsJobsEndThenRunsTheCheckAlo
   EXPECT_EQ(NodeState(), "scheduled");
   EXPECT_EQ(controller_->CheckInvariants(), std::vector<std::string>{});
 
-  auto results = controller_->ValidationResults("burn", "", 10);
+  auto results = validation_->Results("burn", "", 10);
   ASSERT_TRUE(results.ok());
   ASSERT_EQ((*results)["runs"].size(), 1U);
   const nlohmann::json& run = (*results)["runs"][0];
@@ -139,7 +140,7 @@ TEST_F(ControllerValidationTest, BusyNodeIsLetGoAfterMaxWait) {
   Register();
   const uint64_t busy = Submit("team-a", kOneGpu);
   ASSERT_EQ(Pass().size(), 1U);
-  auto r = controller_->AddValidation(
+  auto r = validation_->Add(
       {{"name", "burn"}, {"command", "true"}, {"every", "1h"}, {"max_wait", "30m"}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   clock_.Advance(61 * kMinute);
@@ -154,7 +155,7 @@ TEST_F(ControllerValidationTest, BusyNodeIsLetGoAfterMaxWait) {
   }
   ASSERT_EQ(l.size(), 1U);
   EXPECT_EQ(l[0].key.job, later);
-  auto results = controller_->ValidationResults("burn", "node-1", 10);
+  auto results = validation_->Results("burn", "node-1", 10);
   ASSERT_TRUE(results.ok());
   ASSERT_EQ((*results)["runs"].size(), 1U);
   EXPECT_EQ((*results)["runs"][0]["outcome"], "skipped");
@@ -197,23 +198,23 @@ TEST_F(ControllerValidationTest, RegressionDrainsTheGpuAndFailureTheNodeAcrossAR
   ExitWith(third.key.job, 3, "diag: PCIe replay errors\n");
   Step();
   EXPECT_EQ(Node()["drain"]["reason"], "validation burn: check failed with exit code 3");
-  auto results = controller_->ValidationResults("burn", "node-1", 10);
+  auto results = validation_->Results("burn", "node-1", 10);
   ASSERT_TRUE(results.ok());
   ASSERT_EQ((*results)["runs"].size(), 3U);
   EXPECT_EQ((*results)["runs"][0]["outcome"], "failed");
   EXPECT_EQ((*results)["runs"][1]["outcome"], "regressed");
   EXPECT_EQ((*results)["runs"][2]["outcome"], "passed");
 
-  auto removed = controller_->RemoveValidation("burn");
+  auto removed = validation_->Remove("burn");
   ASSERT_TRUE(removed.ok());
   Reopen();
-  EXPECT_TRUE(controller_->Validations()["checks"].empty());
-  EXPECT_EQ(controller_->ValidationResults("burn", "", 10).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(validation_->List()["checks"].empty());
+  EXPECT_EQ(validation_->Results("burn", "", 10).status().code(), StatusCode::kNotFound);
   // Added again, it starts afresh: its first result sets a new baseline.
   AddCheck("24h");
-  EXPECT_TRUE((*controller_->ValidationResults("burn", "", 10))["runs"].empty());
-  EXPECT_TRUE(controller_->RemoveValidation("burn").ok());
-  EXPECT_EQ(controller_->RemoveValidation("burn").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE((*validation_->Results("burn", "", 10))["runs"].empty());
+  EXPECT_TRUE(validation_->Remove("burn").ok());
+  EXPECT_EQ(validation_->Remove("burn").status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(ControllerValidationTest, AHeldNodeStaysHeldAcrossARestartAndItsCheckIsJudged) {
@@ -221,7 +222,7 @@ TEST_F(ControllerValidationTest, AHeldNodeStaysHeldAcrossARestartAndItsCheckIsJu
   const uint64_t busy = Submit("team-a", kOneGpu);
   ASSERT_EQ(Pass().size(), 1U);
   AddCheck("1h");
-  ASSERT_TRUE(controller_->RunValidation("burn", "node-1").ok());
+  ASSERT_TRUE(validation_->Run("burn", "node-1").ok());
   EXPECT_TRUE(Pass().empty());
   EXPECT_EQ(NodeState(), "waiting");
 
@@ -240,7 +241,7 @@ TEST_F(ControllerValidationTest, AHeldNodeStaysHeldAcrossARestartAndItsCheckIsJu
   EXPECT_EQ(NodeState(), "running");
   ExitWith(l[0].key.job, 0, "{\"gpu\":0,\"metric\":\"tflops\",\"value\":300}\n");
   l = Pass();  // judged after the first cycle rebuilt the core; the node is let go
-  auto results = controller_->ValidationResults("burn", "node-1", 10);
+  auto results = validation_->Results("burn", "node-1", 10);
   ASSERT_TRUE(results.ok());
   ASSERT_EQ((*results)["runs"].size(), 1U);
   EXPECT_EQ((*results)["runs"][0]["outcome"], "passed");
@@ -250,8 +251,7 @@ TEST_F(ControllerValidationTest, AHeldNodeStaysHeldAcrossARestartAndItsCheckIsJu
 
 TEST_F(ControllerValidationTest, TimeoutFailsTheCheckAndDrainsTheNode) {
   Register();
-  auto r =
-      controller_->AddValidation({{"name", "burn"}, {"command", "sleep 1000"}, {"timeout", "5m"}});
+  auto r = validation_->Add({{"name", "burn"}, {"command", "sleep 1000"}, {"timeout", "5m"}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   TaskLaunch check = RunNow();
   clock_.Advance(6 * kMinute);

@@ -63,17 +63,16 @@ NodeInfo& NodeRegistry::FindOrAdd(const std::string& name) {
   return slot->second;
 }
 
-StatusOr<NodeInfo*> NodeRegistry::FindGpu(const std::string& name, int gpu) {
-  auto it = nodes_.find(name);
-  if (it == nodes_.end()) {
+Status NodeRegistry::CheckGpu(const NodeInfo* node, const std::string& name, int gpu) {
+  if (node == nullptr) {
     return NotFoundError("no node '" + name + "'");
   }
-  const size_t gpus = it->second.inventory.spec.gpus.size();
+  const size_t gpus = node->inventory.spec.gpus.size();
   if (gpu >= static_cast<int>(gpus)) {
     return InvalidArgumentError("node " + name + " has " + std::to_string(gpus) + " GPUs; no GPU " +
                                 std::to_string(gpu));
   }
-  return &it->second;
+  return Status::Ok();
 }
 
 std::pair<std::string, std::string> NodeRegistry::SetDrain(NodeInfo& node, int gpu,

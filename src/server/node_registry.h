@@ -68,8 +68,9 @@ class NodeRegistry {
   NodeInfo& Add(const std::string& name);
   // The node, added (numbered after every other) when it is not known yet.
   NodeInfo& FindOrAdd(const std::string& name);
-  // NotFound for an unknown node, InvalidArgument for a GPU index it does not have.
-  StatusOr<NodeInfo*> FindGpu(const std::string& name, int gpu);
+  // NotFound for an unknown node (`node` null), InvalidArgument for a GPU index `gpu` it
+  // does not have (gpu < 0: the whole node). `name`: the node's name, for the messages.
+  static Status CheckGpu(const NodeInfo* node, const std::string& name, int gpu);
 
   // Drains (the node's when gpu < 0, else one GPU's): set, or lifted with nullopt.
   // Returns the node's drains row to make durable (key, value). The node must be known.

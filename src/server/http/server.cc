@@ -266,6 +266,8 @@ Status Server::Init() {
   TESSERA_ASSIGN_OR_RETURN(
       controller_, Controller::Open(std::move(copts), store_.get(), *catalog_, clock_, queues));
   job_actions_ = std::make_unique<JobActions>(*controller_);
+  TESSERA_ASSIGN_OR_RETURN(validations_, ValidationService::Open(*controller_));
+  node_actions_ = std::make_unique<NodeActions>(*controller_);
   TESSERA_RETURN_IF_ERROR(controller_->ForgetRemovedNodes());
 
   const size_t threads = static_cast<size_t>(std::max(options_.threads, 1));
@@ -488,7 +490,7 @@ void Server::DrainRoutes() {
       }
       const std::string node = req.matches[1];
       StatusOr<nlohmann::json> out =
-          drain ? controller_->Drain(node, gpu, reason) : controller_->Resume(node, gpu);
+          drain ? node_actions_->Drain(node, gpu, reason) : node_actions_->Resume(node, gpu);
       if (!out.ok()) {
         SendError(res, out.status());
         return;

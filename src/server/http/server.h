@@ -64,6 +64,8 @@
 #include "server/controller.h"
 #include "server/http/rate_limiter.h"
 #include "server/services/job_actions.h"
+#include "server/services/node_actions.h"
+#include "server/services/validation_service.h"
 
 namespace httplib {
 class Server;
@@ -218,8 +220,12 @@ class Server {
   std::set<std::string> joining_ GUARDED_BY(cred_mu_);
   std::map<std::string, std::string> revoked_ GUARDED_BY(cred_mu_);  // hash -> node name
   int listen_fd_ = -1;
+  // Before controller_, which calls its module and pass until it is gone
+  // (services/validation_service.h).
+  std::unique_ptr<ValidationService> validations_;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<JobActions> job_actions_;  // over controller_ (services/job_actions.h)
+  std::unique_ptr<NodeActions> node_actions_;  // over controller_ (services/node_actions.h)
   std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<AgentChannelServer> channel_;
   std::thread serve_;

@@ -238,7 +238,7 @@ void Server::NodeAdminRoutes() {
       extra.tokens.push_back(
           TokenRow{cred->second.hash, kRemovedRole, "", name, clock_.NowMicros()});
     }
-    StatusOr<nlohmann::json> out = controller_->RemoveNode(name, extra);
+    StatusOr<nlohmann::json> out = node_actions_->RemoveNode(name, extra);
     if (!out.ok() && out.status().code() == StatusCode::kNotFound && !extra.tokens.empty()) {
       // A credential whose node the controller no longer knows: forget the credential.
       Status committed = store_->Commit(std::move(extra));
@@ -291,7 +291,7 @@ void Server::NodeAdminRoutes() {
                }
                // Its work is requeued now rather than after the heartbeat timeout: the node is no
                // longer trusted to report on it.
-               Status fenced = controller_->FenceNode(name, "its credential was revoked");
+               Status fenced = node_actions_->FenceNode(name, "its credential was revoked");
                if (!fenced.ok() && fenced.code() != StatusCode::kNotFound) {
                  SendError(res, fenced);
                  return;

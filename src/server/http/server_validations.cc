@@ -1,4 +1,4 @@
-// Validation runs (admin only; Controller::AddValidation and the rest):
+// Validation runs (admin only; the ValidationService, services/validation_service.h):
 //   GET    /v1/admin/validations                    the checks, with each node's state
 //   POST   /v1/admin/validations                    add a check (validation.h's fields)
 //   DELETE /v1/admin/validations/{name}             remove it
@@ -35,7 +35,7 @@ void Server::ValidationRoutes() {
             SendError(res, st);
             return;
           }
-          SendJson(res, controller_->Validations());
+          SendJson(res, validations_->List());
         }));
   s.Post("/v1/admin/validations", Authed([this](const Principal& who, const Req& req, Res& res) {
            if (Status st = AdminOnly(who); !st.ok()) {
@@ -47,7 +47,7 @@ void Server::ValidationRoutes() {
              SendError(res, body.status());
              return;
            }
-           StatusOr<nlohmann::json> out = controller_->AddValidation(body.value());
+           StatusOr<nlohmann::json> out = validations_->Add(body.value());
            if (!out.ok()) {
              SendError(res, out.status());
              return;
@@ -65,9 +65,9 @@ void Server::ValidationRoutes() {
             SendError(res, InvalidArgumentError("limit: expected 1 to 10000"));
             return;
           }
-          reply(res, controller_->ValidationResults(req.get_param_value("check"),
-                                                    req.get_param_value("node"),
-                                                    static_cast<size_t>(limit.value())));
+          reply(res, validations_->Results(req.get_param_value("check"),
+                                           req.get_param_value("node"),
+                                           static_cast<size_t>(limit.value())));
         }));
   s.Delete(R"(/v1/admin/validations/([^/]+))",
            Authed([this, reply](const Principal& who, const Req& req, Res& res) {
@@ -75,7 +75,7 @@ void Server::ValidationRoutes() {
                SendError(res, st);
                return;
              }
-             reply(res, controller_->RemoveValidation(req.matches[1]));
+             reply(res, validations_->Remove(req.matches[1]));
            }));
   s.Post(R"(/v1/admin/validations/([^/]+)/run)",
          Authed([this, reply](const Principal& who, const Req& req, Res& res) {
@@ -99,7 +99,7 @@ void Server::ValidationRoutes() {
                node = j["node"].get<std::string>();
              }
            }
-           reply(res, controller_->RunValidation(req.matches[1], node));
+           reply(res, validations_->Run(req.matches[1], node));
          }));
 }
 

@@ -267,7 +267,7 @@ class ControllerModule {
     (void)inventory;
     (void)step;
   }
-  // The admin removed node `name` (RemoveNode).
+  // The admin removed node `name` (NodeActions::RemoveNode).
   virtual void OnNodeRemoved(const std::string& name, ModuleStep& step) {
     (void)name;
     (void)step;

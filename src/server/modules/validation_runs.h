@@ -18,14 +18,16 @@
 // history stays bounded; long-term history is for the metrics' scraper).
 // Hooks: Load (checks, slots and runs), NodeHold (a node held or running a check takes
 // no new work), WriteMetrics. The API (Add, Remove, List, Run, Results) and the pass
-// (Tend, then Judge) are called by the controller's facade (controller_validation.cc).
+// (Tend, then Judge) are called by its owner, services/validation_service.h, which
+// attaches it to the controller (Controller::Attach).
 // Invariants: at most `parallel` nodes are held for a check at once (a manual run is
 // not limited), each only while up and not held for another check; a check job
 // belongs to its node: one requeued or moved elsewhere is cancelled; every slot and run
 // change is in the step's batch; a check's removal removes its slots and runs.
-// Thread safety: none; the controller calls it with its core lock held. A check's
-// output is read between Tend and Judge without that lock (task output has a lock of
-// its own, never taken under it), so the pass is two locked steps.
+// Thread safety: none; it is called with the controller's core lock held (its hooks, and
+// its owner's transactions). A check's output is read between Tend and Judge without
+// that lock (task output has a lock of its own, never taken under it), so the pass is
+// two locked steps.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +50,7 @@ class ValidationRuns final : public ControllerModule {
   std::string NodeHold(const std::string& node) const override { return book_.HoldReason(node); }
   void WriteMetrics(const ModuleStep& step, MetricsWriter& w) const override;
 
-  // The admin's API (controller.h's AddValidation and the rest). Add: AlreadyExists for
+  // The admin's API (ValidationService's Add and the rest). Add: AlreadyExists for
   // a name in use, InvalidArgument for an unknown queue. Run: every node the check
   // selects (or `node`) is due now. Results: newest first, at most `limit`; "" names all.
   StatusOr<nlohmann::json> Add(ModuleStep& step, ValidationCheck check);

@@ -22,6 +22,7 @@
 #include "base/time_format.h"
 #include "server/controller.h"
 #include "server/services/job_actions.h"
+#include "server/services/node_actions.h"
 #include "sim/job_run_recorder.h"
 #include "sim/sim_gates.h"
 #include "sim/sim_idle.h"
@@ -480,7 +481,8 @@ class ControllerRun {
       agent.lost = true;
       agent.running.clear();  // gone with the node
       agent.exits.clear();
-      return controller_->DeclareNodeLost(event.node, "lost at " + std::to_string(now / 1'000'000) + " s");
+      return NodeActions(*controller_)
+          .DeclareNodeLost(event.node, "lost at " + std::to_string(now / 1'000'000) + " s");
     }
     // A GPU fault as the agent's telemetry shows it: a healthy baseline, then the XID.
     const size_t gpus = static_cast<size_t>(gpus_of_.at(event.node));

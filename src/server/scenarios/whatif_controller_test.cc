@@ -16,6 +16,7 @@
 #include "server/controller.h"
 #include "server/scenarios/controller_job_runner.h"
 #include "server/core_session.h"
+#include "server/services/node_actions.h"
 #include "sim/cluster_preset.h"
 #include "sim/job_trace.h"
 #include "sim/job_workload.h"
@@ -53,7 +54,7 @@ Recorded RunRecorded(const std::string& policy) {
   StatusOr<JobSimResult> run = RunJobsThroughController(
       cluster->nodes, cluster->queues, out.jobs, options, Catalog(), [&](Controller& c) -> Status {
         // The admin removes a node after the run: its leave is recorded too.
-        TESSERA_RETURN_IF_ERROR(c.RemoveNode(cluster->nodes.back().name, WriteBatch{}).status());
+        TESSERA_RETURN_IF_ERROR(NodeActions(c).RemoveNode(cluster->nodes.back().name, WriteBatch{}).status());
         uint64_t after = 0;
         do {
           TESSERA_ASSIGN_OR_RETURN(
