@@ -59,6 +59,16 @@ def clang_args(command, repo):
     return out
 
 
+def sources_of(path):
+    """The files a compile command compiles: a unity build's batch (CMake's
+    Unity/unity_N_cxx.cxx) stands for the files it includes, each checked on its own
+    flags."""
+    if "/Unity/unity_" not in path:
+        return [path]
+    with open(path) as f:
+        return re.findall(r'^#include "([^"]+)"', f.read(), re.M)
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", default="build/ci")
@@ -75,10 +85,10 @@ def main(argv):
                 for f in opts.folders]
     entries = []
     for e in json.load(open(db_path)):
-        path = e["file"]
-        if (any(path.startswith(p) for p in prefixes) and not path.endswith("_test.cc")
-                and "/testing/" not in path):
-            entries.append((path, e["directory"], clang_args(e["command"], repo)))
+        for path in sources_of(e["file"]):
+            if (any(path.startswith(p) for p in prefixes) and not path.endswith("_test.cc")
+                    and "/testing/" not in path):
+                entries.append((path, e["directory"], clang_args(e["command"], repo)))
     if not entries:
         print("thread-safety: no files to check under " + " ".join(opts.folders), file=sys.stderr)
         return 2
