@@ -213,9 +213,11 @@ def against_clang_tidy(build, bound, files):
     tsa = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tsa)
     repo = os.getcwd()
-    db = [{"directory": e["directory"], "file": e["file"],
-           "arguments": tsa.clang_args(e["command"], repo) + [e["file"]]}
-          for e in json.load(open(os.path.join(build, "compile_commands.json")))]
+    # A unity build's batch stands for the files it includes (tsa.sources_of).
+    db = [{"directory": e["directory"], "file": path,
+           "arguments": tsa.clang_args(e["command"], repo) + [path]}
+          for e in json.load(open(os.path.join(build, "compile_commands.json")))
+          for path in tsa.sources_of(e["file"])]
     tmp = tempfile.mkdtemp(prefix="tessera-tidy-")
     with open(os.path.join(tmp, "compile_commands.json"), "w") as f:
         json.dump(db, f)
