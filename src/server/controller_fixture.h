@@ -117,6 +117,16 @@ class ControllerTest : public ScratchDirTest {
     return r.ok() ? r->launch : std::vector<TaskLaunch>{};
   }
 
+  // A pass of the scheduling loop with the validation runs: the cycle, then the
+  // validation pass (two seconds later, past its once-a-second throttle), then a
+  // heartbeat that takes the launches.
+  std::vector<TaskLaunch> ValidationPass() {
+    clock_.Advance(2 * kSecond);
+    EXPECT_TRUE(controller_->RunCycle().ok());
+    validation_->Step();
+    return CycleAndTake();
+  }
+
   std::vector<TaskReport> Running() const {
     std::vector<TaskReport> out;
     for (const auto& [job, key] : running_) {

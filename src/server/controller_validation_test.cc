@@ -22,14 +22,6 @@ class ControllerValidationTest : public ControllerTest {
                                {"threshold", "10%"}});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
-  // A pass of the scheduling loop: the cycle, then the validation pass (a second later,
-  // past its throttle), then a heartbeat that takes the launches.
-  std::vector<TaskLaunch> Pass() {
-    clock_.Advance(2 * kSecond);
-    EXPECT_TRUE(controller_->RunCycle().ok());
-    validation_->Step();
-    return CycleAndTake();
-  }
   // The validation pass, past its once-a-second throttle.
   void Step() {
     clock_.Advance(2 * kSecond);
@@ -57,7 +49,7 @@ class ControllerValidationTest : public ControllerTest {
   TaskLaunch RunNow() {
     auto r = validation_->Run("burn", "");
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    std::vector<TaskLaunch> l = Pass();
+    std::vector<TaskLaunch> l = ValidationPass();
     EXPECT_EQ(l.size(), 1U) << validation_->List().dump() << controller_->Nodes().dump();
     return l.empty() ? TaskLaunch{} : l[0];
   }
@@ -66,14 +58,14 @@ class ControllerValidationTest : public ControllerTest {
 TEST_F(ControllerValidationTest, DueNodeIsHeldUntilItsJobsEndThenRunsTheCheckAlone) {
   Register();
   const uint64_t busy = Submit("team-a", kOneGpu);
-  ASSERT_EQ(Pass().size(), 1U);
+  ASSERT_EQ(ValidationPass().size(), 1U);
   AddCheck("1h");
   clock_.Advance(30 * kMinute);
-  EXPECT_TRUE(Pass().empty());
+  EXPECT_TRUE(ValidationPass().empty());
   EXPECT_EQ(NodeState(), "scheduled");
 
   clock_.Advance(31 * kMinute);  // past created + 1h: due, the node is held
-  EXPECT_TRUE(Pass().empty());
+  EXPECT_TRUE(ValidationPass().empty());
   EXPECT_EQ(NodeState(), "waiting");
   EXPECT_EQ(Node()["reason"], "held for validation burn: takes no new work until its jobs end");
   EXPECT_EQ(Node()["schedulable"], false);
@@ -82,11 +74,11 @@ TEST_F(ControllerValidationTest, DueNodeIsHeldUntilItsJobsEndThenRunsTheCheckAlo
   EXPECT_EQ((*job)["state"], "running");  // not preempted for the check
   // Work submitted while the check waits does not land on the held node.
   const uint64_t later = Submit("team-a", kOneGpu);
-  EXPECT_TRUE(Pass().empty());
+  EXPECT_TRUE(ValidationPass().empty());
   EXPECT_EQ(NodeState(), "waiting");
 
   Exit(busy);  // the node's last job ends: the check starts, alone
-  std::vector<TaskLaunch> launches = Pass();
+  std::vector<TaskLaunch> launches = ValidationPass();
   ASSERT_EQ(launches.size(), 1U);
   const TaskLaunch check = launches[0];
   EXPECT_NE(check.key.job, later);
@@ -101,13 +93,13 @@ TEST_F(ControllerValidationTest, DueNodeIsHeldUntilItsJobsEndThenRunsTheCheckAlo
   ASSERT_TRUE(shown.ok());
   EXPECT_EQ((*shown)["tenant"], "_validation");
   EXPECT_EQ((*shown)["state"], "running");
-  EXPECT_TRUE(Pass().empty());  // the waiting job still waits
+  EXPECT_TRUE(ValidationPass().empty());  // the waiting job still waits
 
   ExitWith(check.key.job, 0,
            "warming up\n{\"gpu\":0,\"metric\":\"tflops\",\"value\":300}\n"
            "{\"gpu\":1,\"metric\":\"tflops\",\"value\":310}\n");
   Step();
-  launches = Pass();  // the node is let go: the waiting job starts
+  launches = ValidationPass();  // the node is let go: the waiting job starts
   ASSERT_EQ(launches.size(), 1U);
   EXPECT_EQ(launches[0].key.job, later);
   EXPECT_EQ(NodeState(), "scheduled");
@@ -127,31 +119,31 @@ TEST_F(ControllerValidationTest, DueNodeIsHeldUntilItsJobsEndThenRunsTheCheckAlo
   // The next run is due an hour after this one started, not before.
   Exit(later);
   clock_.Advance(50 * kMinute);
-  EXPECT_TRUE(Pass().empty());
+  EXPECT_TRUE(ValidationPass().empty());
   EXPECT_EQ(NodeState(), "scheduled");
   clock_.Advance(15 * kMinute);
   EXPECT_TRUE(controller_->RunCycle().ok());
   Step();                        // holds the idle node and starts the check at once
-  EXPECT_EQ(Pass().size(), 1U);  // the agent's heartbeat takes its launch
+  EXPECT_EQ(ValidationPass().size(), 1U);  // the agent's heartbeat takes its launch
   EXPECT_EQ(NodeState(), "running");
 }
 
 TEST_F(ControllerValidationTest, BusyNodeIsLetGoAfterMaxWait) {
   Register();
   const uint64_t busy = Submit("team-a", kOneGpu);
-  ASSERT_EQ(Pass().size(), 1U);
+  ASSERT_EQ(ValidationPass().size(), 1U);
   auto r = validation_->Add(
       {{"name", "burn"}, {"command", "true"}, {"every", "1h"}, {"max_wait", "30m"}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   clock_.Advance(61 * kMinute);
-  Pass();
+  ValidationPass();
   EXPECT_EQ(NodeState(), "waiting");
   const uint64_t later = Submit("team-a", kOneGpu);
   clock_.Advance(31 * kMinute);
-  std::vector<TaskLaunch> l = Pass();  // skipped: the node takes work again
+  std::vector<TaskLaunch> l = ValidationPass();  // skipped: the node takes work again
   EXPECT_EQ(NodeState(), "scheduled");
   if (l.empty()) {
-    l = Pass();
+    l = ValidationPass();
   }
   ASSERT_EQ(l.size(), 1U);
   EXPECT_EQ(l[0].key.job, later);
@@ -220,19 +212,19 @@ TEST_F(ControllerValidationTest, RegressionDrainsTheGpuAndFailureTheNodeAcrossAR
 TEST_F(ControllerValidationTest, AHeldNodeStaysHeldAcrossARestartAndItsCheckIsJudged) {
   Register();
   const uint64_t busy = Submit("team-a", kOneGpu);
-  ASSERT_EQ(Pass().size(), 1U);
+  ASSERT_EQ(ValidationPass().size(), 1U);
   AddCheck("1h");
   ASSERT_TRUE(validation_->Run("burn", "node-1").ok());
-  EXPECT_TRUE(Pass().empty());
+  EXPECT_TRUE(ValidationPass().empty());
   EXPECT_EQ(NodeState(), "waiting");
 
   Reopen();  // the hold is durable: the node comes back held
   Register();
   const uint64_t later = Submit("team-a", kOneGpu);
-  EXPECT_TRUE(Pass().empty());
+  EXPECT_TRUE(ValidationPass().empty());
   EXPECT_EQ(NodeState(), "waiting");
   Exit(busy);
-  std::vector<TaskLaunch> l = Pass();
+  std::vector<TaskLaunch> l = ValidationPass();
   ASSERT_EQ(l.size(), 1U);
   EXPECT_EQ(l[0].env.at("TESSERA_VALIDATION"), "burn");
 
@@ -240,7 +232,7 @@ TEST_F(ControllerValidationTest, AHeldNodeStaysHeldAcrossARestartAndItsCheckIsJu
   Register();
   EXPECT_EQ(NodeState(), "running");
   ExitWith(l[0].key.job, 0, "{\"gpu\":0,\"metric\":\"tflops\",\"value\":300}\n");
-  l = Pass();  // judged after the first cycle rebuilt the core; the node is let go
+  l = ValidationPass();  // judged after the first cycle rebuilt the core; the node is let go
   auto results = validation_->Results("burn", "node-1", 10);
   ASSERT_TRUE(results.ok());
   ASSERT_EQ((*results)["runs"].size(), 1U);

@@ -17,14 +17,6 @@ class ValidationServiceTest : public ControllerTest {
     auto r = validation_->Add({{"name", "burn"}, {"command", "burn"}, {"threshold", "10%"}});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
-  // The loop's cycle, then the service's pass (past its once-a-second throttle), then a
-  // heartbeat that takes the launches.
-  std::vector<TaskLaunch> Pass() {
-    clock_.Advance(2 * kSecond);
-    EXPECT_TRUE(controller_->RunCycle().ok());
-    validation_->Step();
-    return CycleAndTake();
-  }
   nlohmann::json NodeOne() { return controller_->Nodes()["nodes"][0]; }
 };
 
@@ -47,14 +39,14 @@ TEST_F(ValidationServiceTest, RunQueuesTheCheckOnTheNodeWhichIsHeldForIt) {
   auto queued = validation_->Run("burn", "");
   ASSERT_TRUE(queued.ok()) << queued.status().ToString();
   EXPECT_EQ(*queued, (nlohmann::json{{"check", "burn"}, {"nodes", {"node-1"}}}));
-  std::vector<TaskLaunch> launches = Pass();  // the node is idle: held, the check starts
+  std::vector<TaskLaunch> launches = ValidationPass();  // the node is idle: held, the check starts
   ASSERT_EQ(launches.size(), 1U);
   EXPECT_EQ(launches[0].env.at("TESSERA_VALIDATION"), "burn");
   EXPECT_EQ(NodeOne()["schedulable"], false) << NodeOne().dump();
   EXPECT_EQ(validation_->List()["checks"][0]["node_states"][0]["state"], "running");
   // A job submitted now waits: the node is the check's.
   Submit("team-a", "name: one\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\n");
-  EXPECT_TRUE(Pass().empty());
+  EXPECT_TRUE(ValidationPass().empty());
 }
 
 TEST_F(ValidationServiceTest, UnknownCheckOrNodeIsNotFound) {
@@ -74,7 +66,7 @@ TEST_F(ValidationServiceTest, ResultsAfterAPassJudgeTheCheckOutput) {
   Register();
   AddBurn();
   ASSERT_TRUE(validation_->Run("burn", "node-1").ok());
-  std::vector<TaskLaunch> launches = Pass();
+  std::vector<TaskLaunch> launches = ValidationPass();
   ASSERT_EQ(launches.size(), 1U);
   auto none = validation_->Results("burn", "node-1", 10);
   ASSERT_TRUE(none.ok());
