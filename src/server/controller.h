@@ -1,9 +1,9 @@
-// Controller: the real-time driver of the scheduling core, and the facade of the live
-// controller's services. It wires them, holds the one core lock, persists every change
-// through a Store and hands decisions to the agents.
+// Controller: the real-time driver of the scheduling core. It holds the one core lock,
+// persists every change through a Store and hands decisions to the agents; the
+// services the routes call (services/) act on it only through its transactions.
 //
-// Life of a job: Submit validates it, makes it durable (the Store's group commit)
-// and only then acknowledges it and hands it to the JobScheduler. A cycle starts
+// Life of a job: the JobIntake service validates it and makes it durable (the Store's
+// group commit); only then does the core acknowledge it and hand it to the JobScheduler. A cycle starts
 // jobs: their rows (state "running", placement) are made durable before the
 // launches are handed to the agents in their next heartbeat. A job ends when every
 // task of its attempt has exited: succeeded (all 0), failed, cancelled, or, when it
