@@ -36,6 +36,7 @@
 #include "bench_util.h"
 #include "plugins/job_policies.h"
 #include "server/controller.h"
+#include "server/scenarios/controller_job_runner.h"
 #include "sim/cluster_preset.h"
 #include "sim/job_trace.h"
 #include "sim/job_workload.h"
@@ -148,13 +149,7 @@ class Replay {
     TESSERA_ASSIGN_OR_RETURN(
         controller_, Controller::Open(o, &store_, catalog, clock_, QueueTreeYaml(setup.queues, catalog)));
     for (const NodeSpec& n : setup.nodes) {
-      RegisterRequest r;
-      r.agent_id = "agent-" + n.name;
-      r.inventory.spec = n;
-      for (size_t g = 0; g < n.gpus.size(); ++g) {
-        r.inventory.gpu_uuids.push_back("GPU-" + n.name + "-" + std::to_string(g));
-      }
-      r.inventory.mig_instances.resize(n.gpus.size());
+      const RegisterRequest r = FakeAgentRegistration(n);
       TESSERA_RETURN_IF_ERROR(controller_->Register(r, "127.0.0.1").status());
       agents_.push_back(Agent{n.name, r.agent_id, {}, {}});
       agent_of_[n.name] = agents_.size() - 1;
