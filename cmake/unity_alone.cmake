@@ -5,13 +5,6 @@
 # -Wsubobject-linkage, raised for any file that is included). Paths from the repository
 # root. Renaming the clashing helpers takes a file off the list.
 set(TESSERA_UNITY_ALONE
-  src/agent/gpu/gpu_sharing_config.cc
-  src/agent/launch/cgroups.cc
-  src/agent/launch/checkpoint_protocol.cc
-  src/agent/launch/pty_relay.cc
-  src/agent/launch/shim_start.cc
-  src/api/queue_idle.cc
-  src/api/units.cc
   src/cli/run_command.cc
   src/cli/slurm_script.cc
   src/cli/store_command.cc
@@ -20,8 +13,6 @@ set(TESSERA_UNITY_ALONE
   src/server/known_nodes.cc
   src/server/scenarios/fgd_controller_replay.cc
   src/server/services/node_actions.cc
-  src/sim/job_report.cc
-  src/sim/start_forecast.cc
   src/store/etcd/etcd_store.cc
   src/store/sqlite_store.cc
 )

@@ -11,6 +11,7 @@
 
 #include "agent/launch/task_state_file.h"
 #include "base/file_util.h"
+#include "base/status.h"
 #include "base/strings.h"
 
 namespace tessera {
@@ -45,7 +46,6 @@ bool TakeSpare(const std::string& tasks_dir, const std::string& to) {
   return false;
 }
 
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 bool IsDirectory(const std::string& path) {
   struct stat st {};

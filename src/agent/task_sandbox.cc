@@ -16,6 +16,7 @@
 #include <system_error>
 
 #include "agent/launch/checkpoint_protocol.h"
+#include "base/status.h"
 
 namespace tessera {
 namespace {
@@ -27,7 +28,6 @@ std::string ModeText(mode_t mode) {
   return std::string(static_cast<const char*>(buf), end);
 }
 
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 // Owns a directory this agent made (or one of its own), never following a link.
 Status ChownDir(const std::string& dir, int64_t uid, int64_t gid, unsigned mode) {

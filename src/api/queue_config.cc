@@ -22,12 +22,12 @@ namespace {
 const YamlReader kYaml;
 
 // Units per kind: the scale of a bare number, and the accepted suffixes.
-struct Unit {
+struct QuotaUnit {
   std::string_view suffix;
   int64_t scale;  // ledger units per 1 of the suffixed number
 };
 
-std::vector<Unit> UnitsOf(ResourceKind kind) {
+std::vector<QuotaUnit> UnitsOf(ResourceKind kind) {
   switch (kind) {
     case ResourceKind::kGpu:
     case ResourceKind::kCpu:
@@ -89,9 +89,9 @@ StatusOr<int64_t> ParseQuantityText(std::string_view text, ResourceKind kind) {
     return InvalidArgumentError(bad);
   }
   std::string_view suffix = t.substr(pos);
-  const std::vector<Unit> units = UnitsOf(kind);
-  auto unit =
-      std::find_if(units.begin(), units.end(), [&](const Unit& u) { return u.suffix == suffix; });
+  const std::vector<QuotaUnit> units = UnitsOf(kind);
+  auto unit = std::find_if(units.begin(), units.end(),
+                           [&](const QuotaUnit& u) { return u.suffix == suffix; });
   if (unit == units.end()) {
     return InvalidArgumentError(bad);
   }

@@ -9,11 +9,11 @@
 namespace tessera {
 namespace {
 
-const YamlReader kYaml;
+const YamlReader kIdleYaml;
 constexpr Micros kMinWindow = 60'000'000;
 
 StatusOr<int> ReadPercent(const YAML::Node& node, const std::string& path) {
-  TESSERA_ASSIGN_OR_RETURN(std::string text, kYaml.String(node, path));
+  TESSERA_ASSIGN_OR_RETURN(std::string text, kIdleYaml.String(node, path));
   std::string_view digits = text;
   if (!digits.empty() && digits.back() == '%') {
     digits.remove_suffix(1);
@@ -22,8 +22,8 @@ StatusOr<int> ReadPercent(const YAML::Node& node, const std::string& path) {
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
   if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || v < 0 ||
       v > 100) {
-    return kYaml.Error(path, node,
-                       "expected a whole percentage 0..100 such as 5% or 5, got '" + text + "'");
+    return kIdleYaml.Error(
+        path, node, "expected a whole percentage 0..100 such as 5% or 5, got '" + text + "'");
   }
   return v;
 }
@@ -35,23 +35,24 @@ StatusOr<IdlePolicy> ReadIdlePolicy(const YAML::Node& node, const std::string& p
   if (node.IsNull()) {
     return policy;
   }
-  TESSERA_RETURN_IF_ERROR(kYaml.ForEachKey(
+  TESSERA_RETURN_IF_ERROR(kIdleYaml.ForEachKey(
       node, path, {"below", "for", "action"},
       [&](const std::string& key, const YAML::Node& value, const std::string& p) -> Status {
         if (key == "below") {
           TESSERA_ASSIGN_OR_RETURN(policy.below_pct, ReadPercent(value, p));
         } else if (key == "for") {
-          TESSERA_ASSIGN_OR_RETURN(std::string text, kYaml.String(value, p));
+          TESSERA_ASSIGN_OR_RETURN(std::string text, kIdleYaml.String(value, p));
           StatusOr<int64_t> micros = ParseDurationMicros(text);
           if (!micros.ok()) {
-            return kYaml.Error(p, value, std::string(micros.status().message()));
+            return kIdleYaml.Error(p, value, std::string(micros.status().message()));
           }
           if (*micros < kMinWindow) {
-            return kYaml.Error(p, value, "the idle window must be at least 1m, got '" + text + "'");
+            return kIdleYaml.Error(p, value,
+                                   "the idle window must be at least 1m, got '" + text + "'");
           }
           policy.window = *micros;
         } else {
-          TESSERA_ASSIGN_OR_RETURN(std::string text, kYaml.String(value, p));
+          TESSERA_ASSIGN_OR_RETURN(std::string text, kIdleYaml.String(value, p));
           if (text == "notify") {
             policy.action = IdleAction::kNotify;
           } else if (text == "requeue") {
@@ -59,8 +60,8 @@ StatusOr<IdlePolicy> ReadIdlePolicy(const YAML::Node& node, const std::string& p
           } else if (text == "cancel") {
             policy.action = IdleAction::kCancel;
           } else {
-            return kYaml.Error(p, value,
-                               "expected notify, requeue or cancel, got '" + text + "'");
+            return kIdleYaml.Error(p, value,
+                                   "expected notify, requeue or cancel, got '" + text + "'");
           }
         }
         return Status::Ok();

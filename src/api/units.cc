@@ -100,7 +100,7 @@ void SplitNumber(std::string_view text, std::string_view* number, std::string_vi
   *suffix = Trim(text.substr(i));
 }
 
-struct Unit {
+struct SuffixUnit {
   std::string_view name;
   int64_t mul;
   int64_t div;
@@ -132,18 +132,18 @@ StatusOr<int64_t> ParseMemoryMiB(std::string_view text) {
   std::string_view number;
   std::string_view suffix;
   SplitNumber(t, &number, &suffix);
-  static constexpr std::array<Unit, 9> kUnits = {{{"", 1, 1},
-                                                  {"ki", 1, 1024},
-                                                  {"kib", 1, 1024},
-                                                  {"mi", 1, 1},
-                                                  {"mib", 1, 1},
-                                                  {"gi", 1024, 1},
-                                                  {"gib", 1024, 1},
-                                                  {"ti", 1024 * 1024, 1},
-                                                  {"tib", 1024 * 1024, 1}}};
+  static constexpr std::array<SuffixUnit, 9> kUnits = {{{"", 1, 1},
+                                                        {"ki", 1, 1024},
+                                                        {"kib", 1, 1024},
+                                                        {"mi", 1, 1},
+                                                        {"mib", 1, 1},
+                                                        {"gi", 1024, 1},
+                                                        {"gib", 1024, 1},
+                                                        {"ti", 1024 * 1024, 1},
+                                                        {"tib", 1024 * 1024, 1}}};
   const std::string unit = AsciiLower(suffix);
-  const Unit* found = nullptr;
-  for (const Unit& u : kUnits) {
+  const SuffixUnit* found = nullptr;
+  for (const SuffixUnit& u : kUnits) {
     if (u.name == unit) {
       found = &u;
     }
@@ -240,13 +240,13 @@ StatusOr<int64_t> ParseDurationMicros(std::string_view text) {
   if (t.empty()) {
     return InvalidArgumentError("empty duration" + hint);
   }
-  static constexpr std::array<Unit, 7> kUnits = {{{"d", 86'400 * kMicrosPerSecond, 1},
-                                                  {"h", 3'600 * kMicrosPerSecond, 1},
-                                                  {"m", 60 * kMicrosPerSecond, 1},
-                                                  {"s", kMicrosPerSecond, 1},
-                                                  {"ms", 1'000, 1},
-                                                  {"us", 1, 1},
-                                                  {"\xC2\xB5s", 1, 1}}};  // µs
+  static constexpr std::array<SuffixUnit, 7> kUnits = {{{"d", 86'400 * kMicrosPerSecond, 1},
+                                                        {"h", 3'600 * kMicrosPerSecond, 1},
+                                                        {"m", 60 * kMicrosPerSecond, 1},
+                                                        {"s", kMicrosPerSecond, 1},
+                                                        {"ms", 1'000, 1},
+                                                        {"us", 1, 1},
+                                                        {"\xC2\xB5s", 1, 1}}};  // µs
   int64_t total = 0;
   size_t pos = 0;
   std::vector<std::string_view> seen;
@@ -273,7 +273,7 @@ StatusOr<int64_t> ParseDurationMicros(std::string_view text) {
       }
       mul = kMicrosPerSecond;
     } else {
-      for (const Unit& u : kUnits) {
+      for (const SuffixUnit& u : kUnits) {
         if (u.name == unit_text) {
           mul = u.mul;
         }

@@ -10,4 +10,10 @@ Micros SystemClock::NowMicros() const {
       .count();
 }
 
+int64_t MonotonicMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace tessera

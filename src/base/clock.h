@@ -34,4 +34,8 @@ class ManualClock final : public Clock {
   Micros now_;
 };
 
+// Milliseconds of a monotonic clock (not wall time): deadlines of a process's own waits
+// (a kill's wait, a terminal's hello), which a wall clock's steps must not move.
+int64_t MonotonicMillis();
+
 }  // namespace tessera

@@ -1,6 +1,10 @@
 #include "base/status.h"
 
+#include <system_error>
+
 namespace tessera {
+
+std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {

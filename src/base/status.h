@@ -87,6 +87,10 @@ inline Status PermissionDeniedError(std::string msg) {
   return {StatusCode::kPermissionDenied, std::move(msg)};
 }
 
+// The system's text for errno value `err` ("No such file or directory"), thread-safe
+// where strerror is not.
+std::string ErrnoText(int err);
+
 // StatusOr<T> holds either a value or a non-OK Status.
 template <typename T>
 class [[nodiscard]] StatusOr {

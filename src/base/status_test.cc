@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <memory>
 
 namespace tessera {
@@ -41,6 +42,11 @@ TEST(StatusTest, OkByDefaultAndPrints) {
   EXPECT_FALSE(e.ok());
   EXPECT_EQ(e.code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(e.ToString(), "ResourceExhausted: queue over quota");
+}
+
+TEST(StatusTest, ErrnoTextNamesTheError) {
+  EXPECT_EQ(ErrnoText(ENOENT), "No such file or directory");
+  EXPECT_EQ(ErrnoText(EACCES), "Permission denied");
 }
 
 TEST(StatusTest, StatusOrCarriesValueOrError) {

@@ -1,6 +1,8 @@
 #include "base/strings.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 
 namespace tessera {
 
@@ -36,6 +38,12 @@ std::string_view Trim(std::string_view text) {
   }
   size_t end = text.find_last_not_of(kSpace);
   return text.substr(begin, end - begin + 1);
+}
+
+std::string FixedDecimal(double v, int decimals) {
+  char buf[384];  // DBL_MAX with 9 decimals fits
+  std::snprintf(buf, sizeof(buf), "%.*f", std::clamp(decimals, 0, 9), v);
+  return buf;
 }
 
 bool StartsWith(std::string_view text, std::string_view prefix) {

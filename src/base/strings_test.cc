@@ -5,6 +5,13 @@
 namespace tessera {
 namespace {
 
+TEST(StringsTest, FixedDecimalPrintsTheGivenPlaces) {
+  EXPECT_EQ(FixedDecimal(12.5, 2), "12.50");
+  EXPECT_EQ(FixedDecimal(0.125, 0), "0");
+  EXPECT_EQ(FixedDecimal(-3.14159, 3), "-3.142");
+  EXPECT_EQ(FixedDecimal(1.0, 12), "1.000000000");  // at most 9 places
+}
+
 TEST(StringsTest, SplitKeepsEmptyFields) {
   auto parts = Split("a,,b,", ',');
   ASSERT_EQ(parts.size(), 4U);

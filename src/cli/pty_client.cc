@@ -14,12 +14,12 @@
 #include <system_error>
 
 #include "base/pty_frames.h"
+#include "base/status.h"
 
 namespace tessera {
 
 namespace {
 
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 // The pipe the handlers write to: a handler can reach no object.
 int g_signal_pipe[2] = {-1, -1};

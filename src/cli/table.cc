@@ -183,9 +183,7 @@ std::string FormatFixed(double value, int places) {
   if (!std::isfinite(value)) {
     return "-";
   }
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", std::clamp(places, 0, 9), value);
-  return buf;
+  return FixedDecimal(value, places);
 }
 
 StatusOr<Micros> ParseTimeArgument(std::string_view text, Micros now) {

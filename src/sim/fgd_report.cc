@@ -13,18 +13,12 @@
 namespace tessera {
 namespace {
 
-std::string Fixed(double v, int decimals) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(decimals) << v;
-  return out.str();
-}
-
 // Shortest decimal form of a value already rounded to 2 places ("4.8", "12.05", "100.0").
 std::string Short(double v) {
   if (std::isnan(v)) {
     return "";
   }
-  std::string s = Fixed(v, 2);
+  std::string s = FixedDecimal(v, 2);
   while (s.back() == '0') {
     s.pop_back();
   }
@@ -189,17 +183,17 @@ std::string SummaryTable(const std::vector<FgdSummaryRow>& rows) {
     }
     last_trace = r.trace;
     out << std::left << std::setw(width) << r.trace << std::setw(15) << r.policy << std::right
-        << std::setw(6) << r.seeds << std::setw(9) << Fixed(r.unallocated_at_100.median, 2)
-        << std::setw(8) << Fixed(r.unallocated_at_100.p25, 2) << std::setw(8)
-        << Fixed(r.unallocated_at_100.p75, 2);
+        << std::setw(6) << r.seeds << std::setw(9) << FixedDecimal(r.unallocated_at_100.median, 2)
+        << std::setw(8) << FixedDecimal(r.unallocated_at_100.p25, 2) << std::setw(8)
+        << FixedDecimal(r.unallocated_at_100.p75, 2);
     if (r.authors_median) {
       double diff = r.unallocated_at_100.median - *r.authors_median;
-      out << std::setw(10) << Fixed(*r.authors_median, 2) << std::setw(8)
-          << ((diff >= 0 ? "+" : "") + Fixed(diff, 2));
+      out << std::setw(10) << FixedDecimal(*r.authors_median, 2) << std::setw(8)
+          << ((diff >= 0 ? "+" : "") + FixedDecimal(diff, 2));
     } else {
       out << std::setw(10) << "-" << std::setw(8) << "-";
     }
-    out << std::setw(10) << Fixed(r.mean_seconds, 3) << '\n';
+    out << std::setw(10) << FixedDecimal(r.mean_seconds, 3) << '\n';
   }
   return out.str();
 }
@@ -210,15 +204,15 @@ std::string SummaryCsv(const std::vector<FgdSummaryRow>& rows) {
          "authors_median,diff,mean_seconds\n";
   for (const FgdSummaryRow& r : rows) {
     out << r.trace << ',' << r.policy << ',' << r.seeds << ','
-        << Fixed(r.unallocated_at_100.median, 4) << ',' << Fixed(r.unallocated_at_100.p25, 4) << ','
-        << Fixed(r.unallocated_at_100.p75, 4) << ',';
+        << FixedDecimal(r.unallocated_at_100.median, 4) << ',' << FixedDecimal(r.unallocated_at_100.p25, 4) << ','
+        << FixedDecimal(r.unallocated_at_100.p75, 4) << ',';
     if (r.authors_median) {
-      out << Fixed(*r.authors_median, 4) << ','
-          << Fixed(r.unallocated_at_100.median - *r.authors_median, 4);
+      out << FixedDecimal(*r.authors_median, 4) << ','
+          << FixedDecimal(r.unallocated_at_100.median - *r.authors_median, 4);
     } else {
       out << ',';
     }
-    out << ',' << Fixed(r.mean_seconds, 4) << '\n';
+    out << ',' << FixedDecimal(r.mean_seconds, 4) << '\n';
   }
   return out.str();
 }
@@ -309,7 +303,7 @@ std::string UnallocatedSvg(const std::string& trace, const std::vector<FgdRunRes
     svg << "<line x1=\"" << x_of(0) << "\" y1=\"" << y_of(y) << "\" x2=\"" << x_of(kXMax)
         << "\" y2=\"" << y_of(y) << "\" stroke=\"#eee\"/>\n";
     svg << "<text x=\"" << x_of(0) - 6 << "\" y=\"" << y_of(y) + 4 << "\" text-anchor=\"end\">"
-        << Fixed(y, 0) << "</text>\n";
+        << FixedDecimal(y, 0) << "</text>\n";
   }
   svg << "<line x1=\"" << x_of(100) << "\" y1=\"" << y_of(0) << "\" x2=\"" << x_of(100)
       << "\" y2=\"" << y_of(y_max) << "\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>\n";
@@ -333,9 +327,9 @@ std::string UnallocatedSvg(const std::string& trace, const std::vector<FgdRunRes
       if (!s.has[k]) {
         continue;
       }
-      upper << (first ? "M" : "L") << Fixed(x_of(k), 1) << ',' << Fixed(y_of(s.q[k].p75), 1);
-      line << (first ? "M" : "L") << Fixed(x_of(k), 1) << ',' << Fixed(y_of(s.q[k].median), 1);
-      lower_pts.push_back(Fixed(x_of(k), 1) + "," + Fixed(y_of(s.q[k].p25), 1));
+      upper << (first ? "M" : "L") << FixedDecimal(x_of(k), 1) << ',' << FixedDecimal(y_of(s.q[k].p75), 1);
+      line << (first ? "M" : "L") << FixedDecimal(x_of(k), 1) << ',' << FixedDecimal(y_of(s.q[k].median), 1);
+      lower_pts.push_back(FixedDecimal(x_of(k), 1) + "," + FixedDecimal(y_of(s.q[k].p25), 1));
       first = false;
     }
     std::string path = upper.str();
@@ -352,7 +346,7 @@ std::string UnallocatedSvg(const std::string& trace, const std::vector<FgdRunRes
         << "\" y2=\"" << ly << "\" stroke=\"" << color << "\" stroke-width=\"3\"/>\n";
     std::string label = XmlEscape(s.policy);
     if (s.has[100]) {
-      label += " (" + Fixed(s.q[100].median, 2) + ")";
+      label += " (" + FixedDecimal(s.q[100].median, 2) + ")";
     }
     svg << "<text x=\"" << kW - kRight + 42 << "\" y=\"" << ly + 4 << "\">" << label << "</text>\n";
   }

@@ -14,16 +14,9 @@
 namespace tessera {
 namespace {
 
-constexpr double kMicrosPerSecond = 1e6;
 constexpr double kSecondsPerHour = 3600;
 
-double Seconds(Micros t) { return static_cast<double>(t) / kMicrosPerSecond; }
-
-std::string Fixed(double v, int decimals) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(decimals) << v;
-  return out.str();
-}
+double Seconds(Micros t) { return static_cast<double>(t) / 1e6; }
 
 // Six decimals: microsecond resolution for seconds, plenty for ratios; keeps the JSON
 // free of binary noise such as 0.30000000000000004.
@@ -33,15 +26,15 @@ double Round6(double v) { return std::round(v * 1e6) / 1e6; }
 // "42 s", "3.5 min", "2.1 h", "1.3 d".
 std::string HumanDuration(double seconds) {
   if (seconds < 60) {
-    return Fixed(seconds, seconds < 10 ? 1 : 0) + " s";
+    return FixedDecimal(seconds, seconds < 10 ? 1 : 0) + " s";
   }
   if (seconds < kSecondsPerHour) {
-    return Fixed(seconds / 60, 1) + " min";
+    return FixedDecimal(seconds / 60, 1) + " min";
   }
   if (seconds < 86400) {
-    return Fixed(seconds / kSecondsPerHour, 1) + " h";
+    return FixedDecimal(seconds / kSecondsPerHour, 1) + " h";
   }
-  return Fixed(seconds / 86400, 1) + " d";
+  return FixedDecimal(seconds / 86400, 1) + " d";
 }
 
 // A step of 1, 2 or 5 x 10^k that splits [0, max] into at most `ticks` intervals.
@@ -61,7 +54,7 @@ double NiceStep(double max, int ticks) {
 
 // Shortest form of a tick value: "0", "2.5", "40".
 std::string TickLabel(double v) {
-  std::string s = Fixed(v, 2);
+  std::string s = FixedDecimal(v, 2);
   while (s.back() == '0') {
     s.pop_back();
   }
@@ -71,7 +64,7 @@ std::string TickLabel(double v) {
   return s;
 }
 
-constexpr std::array<const char*, 10> kPalette = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+constexpr std::array<const char*, 10> kJobPalette = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                                   "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                                                   "#bcbd22", "#17becf"};
 
@@ -84,13 +77,13 @@ void SvgHeader(std::ostringstream& svg, double w, double h) {
 
 void SvgLine(std::ostringstream& svg, double x1, double y1, double x2, double y2,
              std::string_view attrs) {
-  svg << "<line x1=\"" << Fixed(x1, 1) << "\" y1=\"" << Fixed(y1, 1) << "\" x2=\"" << Fixed(x2, 1)
-      << "\" y2=\"" << Fixed(y2, 1) << "\" " << attrs << "/>\n";
+  svg << "<line x1=\"" << FixedDecimal(x1, 1) << "\" y1=\"" << FixedDecimal(y1, 1) << "\" x2=\"" << FixedDecimal(x2, 1)
+      << "\" y2=\"" << FixedDecimal(y2, 1) << "\" " << attrs << "/>\n";
 }
 
 void SvgText(std::ostringstream& svg, double x, double y, std::string_view anchor,
              std::string_view escaped_text, std::string_view attrs = "") {
-  svg << "<text x=\"" << Fixed(x, 1) << "\" y=\"" << Fixed(y, 1) << "\" text-anchor=\"" << anchor
+  svg << "<text x=\"" << FixedDecimal(x, 1) << "\" y=\"" << FixedDecimal(y, 1) << "\" text-anchor=\"" << anchor
       << '"';
   if (!attrs.empty()) {
     svg << ' ' << attrs;
@@ -246,14 +239,14 @@ std::string JobSummaryTable(const std::vector<JobSummary>& rows) {
       << "lostGPUh" << std::setw(8) << "quotaV" << '\n';
   for (const JobSummary& r : rows) {
     out << std::left << std::setw(pw) << r.policy << std::right << std::setw(8) << r.jobs
-        << std::setw(7) << r.unfinished << std::setw(12) << Fixed(r.avg_jct_s * scale, decimals)
-        << std::setw(12) << Fixed(r.median_jct_s * scale, decimals) << std::setw(12)
-        << Fixed(r.p99_jct_s * scale, decimals) << std::setw(12)
-        << Fixed(r.avg_wait_s * scale, decimals) << std::setw(12)
-        << Fixed(r.p99_wait_s * scale, decimals) << std::setw(13)
-        << Fixed(r.makespan_s * scale, decimals) << std::setw(7) << Fixed(r.utilization * 100, 1)
-        << std::setw(7) << Fixed(r.jain, 3) << std::setw(9) << r.preemptions << std::setw(10)
-        << Fixed(r.lost_gpu_hours, 1) << std::setw(8) << r.quota_violations << '\n';
+        << std::setw(7) << r.unfinished << std::setw(12) << FixedDecimal(r.avg_jct_s * scale, decimals)
+        << std::setw(12) << FixedDecimal(r.median_jct_s * scale, decimals) << std::setw(12)
+        << FixedDecimal(r.p99_jct_s * scale, decimals) << std::setw(12)
+        << FixedDecimal(r.avg_wait_s * scale, decimals) << std::setw(12)
+        << FixedDecimal(r.p99_wait_s * scale, decimals) << std::setw(13)
+        << FixedDecimal(r.makespan_s * scale, decimals) << std::setw(7) << FixedDecimal(r.utilization * 100, 1)
+        << std::setw(7) << FixedDecimal(r.jain, 3) << std::setw(9) << r.preemptions << std::setw(10)
+        << FixedDecimal(r.lost_gpu_hours, 1) << std::setw(8) << r.quota_violations << '\n';
   }
   // Jobs that never finished are in no JCT figure: say so rather than let the averages
   // flatter the policy that starved them.
@@ -438,11 +431,11 @@ void DrawCurve(std::ostringstream& svg, const Scale& scale, const Series& s, con
   // Evenly spaced ranks, first and last included; y is the rank's cumulative fraction.
   const size_t m = std::min(n, kMaxPoints);
   svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.8\" points=\"";
-  svg << Fixed(scale.X(s.jct[0]), 1) << ',' << Fixed(Scale::Y(0), 1);  // from 0
+  svg << FixedDecimal(scale.X(s.jct[0]), 1) << ',' << FixedDecimal(Scale::Y(0), 1);  // from 0
   for (size_t k = 0; k < m; ++k) {
     size_t i = m == 1 ? 0 : (k * (n - 1) + (m - 1) / 2) / (m - 1);
     double y = static_cast<double>(i + 1) / static_cast<double>(n);
-    svg << ' ' << Fixed(scale.X(s.jct[i]), 1) << ',' << Fixed(Scale::Y(y), 1);
+    svg << ' ' << FixedDecimal(scale.X(s.jct[i]), 1) << ',' << FixedDecimal(Scale::Y(y), 1);
   }
   svg << "\"/>\n";
 }
@@ -474,7 +467,7 @@ std::string JctCdfSvg(const std::vector<JobRun>& runs) {
   SvgText(svg, cdf_plot::kW / 2, 22, "middle", "CDF of job completion time", "font-size=\"15\"");
   cdf_plot::DrawAxes(svg, scale);
   for (size_t si = 0; si < series.size(); ++si) {
-    const char* color = kPalette[si % kPalette.size()];
+    const char* color = kJobPalette[si % kJobPalette.size()];
     cdf_plot::DrawCurve(svg, scale, series[si], color);
     cdf_plot::DrawLegendEntry(svg, series[si], si, color);
   }
@@ -554,7 +547,7 @@ TimeAxis FitTimeAxis(const JobRun& run) {
     }
   }
   if (t1 <= t0) {
-    t1 = t0 + static_cast<Micros>(kSecondsPerHour * kMicrosPerSecond);
+    t1 = t0 + static_cast<Micros>(kSecondsPerHour * 1e6);
   }
   return {t0, Seconds(t1 - t0) / kSecondsPerHour};
 }
@@ -650,13 +643,13 @@ void DrawPanel(std::ostringstream& svg, size_t pi, const Panel& panel, double sp
   for (double x = 0; x <= span_h + 1e-9; x += x_step) {
     SvgText(svg, x_of(x), top + ph + 13, "middle", TickLabel(x), "font-size=\"10\"");
   }
-  svg << "<rect x=\"" << Fixed(left, 1) << "\" y=\"" << Fixed(top, 1) << "\" width=\""
-      << Fixed(pw, 1) << "\" height=\"" << Fixed(ph, 1) << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  svg << "<rect x=\"" << FixedDecimal(left, 1) << "\" y=\"" << FixedDecimal(top, 1) << "\" width=\""
+      << FixedDecimal(pw, 1) << "\" height=\"" << FixedDecimal(ph, 1) << "\" fill=\"none\" stroke=\"#333\"/>\n";
   SvgText(svg, left + pw / 2, top + ph + 27, "middle", "hours", "font-size=\"10\" fill=\"#555\"");
-  svg << "<polyline fill=\"none\" stroke=\"" << kPalette[0] << "\" stroke-width=\"1.2\" points=\"";
+  svg << "<polyline fill=\"none\" stroke=\"" << kJobPalette[0] << "\" stroke-width=\"1.2\" points=\"";
   for (size_t i = 0; i < points.size(); ++i) {
-    svg << (i > 0 ? " " : "") << Fixed(x_of(points[i].first), 1) << ','
-        << Fixed(y_of(points[i].second), 1);
+    svg << (i > 0 ? " " : "") << FixedDecimal(x_of(points[i].first), 1) << ','
+        << FixedDecimal(y_of(points[i].second), 1);
   }
   svg << "\"/>\n";
   if (panel.quota_gpus > 0) {

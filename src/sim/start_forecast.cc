@@ -54,15 +54,15 @@ Micros ForecastRemaining(Micros estimate, const JobRecord& job, Micros now, Micr
 
 namespace {
 
-enum class EventKind : uint8_t { kFinish = 0, kEvict = 1, kTick = 2 };
+enum class ForecastEventKind : uint8_t { kFinish = 0, kEvict = 1, kTick = 2 };
 
-struct Event {
+struct ForecastEvent {
   Micros time;
-  EventKind kind;
+  ForecastEventKind kind;
   uint64_t seq;
   uint64_t job;
   int attempt;
-  bool operator>(const Event& o) const {
+  bool operator>(const ForecastEvent& o) const {
     return std::tie(time, kind, seq) > std::tie(o.time, o.kind, o.seq);
   }
 };
@@ -170,16 +170,16 @@ class ForecastRun {
       (void)lifecycle_.Restore(r);
       if (r.phase == JobPhase::kRunning) {
         ++running_;
-        Push(in_.now + in_.jobs[r.id.value()].runtime, EventKind::kFinish, r.id.value(), 0);
+        Push(in_.now + in_.jobs[r.id.value()].runtime, ForecastEventKind::kFinish, r.id.value(), 0);
       } else if (r.phase == JobPhase::kStopping) {
         // A victim is evicted at its checkpoint or its grace's end (the scheduler's
         // EvictionTime: what the live controller told its agent); a job stopped for
         // another reason (cancelled, a failed task) ends when its runtime says.
         ++running_;
         if (r.preemptor.valid()) {
-          Push(EvictionAt(r), EventKind::kEvict, r.id.value(), 0);
+          Push(EvictionAt(r), ForecastEventKind::kEvict, r.id.value(), 0);
         } else {
-          Push(in_.now + in_.jobs[r.id.value()].runtime, EventKind::kFinish, r.id.value(), 0);
+          Push(in_.now + in_.jobs[r.id.value()].runtime, ForecastEventKind::kFinish, r.id.value(), 0);
         }
       } else if (r.phase == JobPhase::kPending) {
         ++waiting_;
@@ -315,7 +315,7 @@ class ForecastRun {
       const Micros batch_end = std::min(first + resolution, end);
       Micros last = first;
       while (!events_.empty() && events_.top().time <= batch_end) {
-        const Event e = events_.top();
+        const ForecastEvent e = events_.top();
         events_.pop();
         last = e.time;
         Apply(e);
@@ -325,8 +325,8 @@ class ForecastRun {
     out.budget_exhausted = waiting_ > 0 && out.cycles >= options_.max_cycles;
   }
 
-  void Apply(const Event& e) {
-    if (e.kind == EventKind::kTick) {
+  void Apply(const ForecastEvent& e) {
+    if (e.kind == ForecastEventKind::kTick) {
       tick_pending_ = false;
       return;
     }
@@ -334,11 +334,11 @@ class ForecastRun {
     if (attempts_[e.job] != e.attempt) {
       return;
     }
-    if (e.kind == EventKind::kFinish &&
+    if (e.kind == ForecastEventKind::kFinish &&
         (job.phase == JobPhase::kRunning || job.phase == JobPhase::kStopping)) {
       lifecycle_.Finish(job, JobEnd::kSucceeded, e.time);
       --running_;
-    } else if (e.kind == EventKind::kEvict && job.phase == JobPhase::kStopping) {
+    } else if (e.kind == ForecastEventKind::kEvict && job.phase == JobPhase::kStopping) {
       const Micros checkpoint = job.spec.checkpoint_on_signal ? job.Progress(e.time) : 0;
       lifecycle_.Requeue(job, checkpoint, RequeueCause::kPreempted, e.time);
       --running_;
@@ -358,20 +358,20 @@ class ForecastRun {
       }
       ++running_;
       const int attempt = ++attempts_[id];
-      Push(now + job.startup + (job.oracle_runtime - job.resumed_from), EventKind::kFinish, id,
+      Push(now + job.startup + (job.oracle_runtime - job.resumed_from), ForecastEventKind::kFinish, id,
            attempt);
     }
     for (const PreemptDecision& d : result.preemptions) {
-      Push(d.evict_at, EventKind::kEvict, d.victim.value(), attempts_[d.victim.value()]);
+      Push(d.evict_at, ForecastEventKind::kEvict, d.victim.value(), attempts_[d.victim.value()]);
     }
     if (scheduler_->pending() > 0 && !tick_pending_ && options_.tick > 0) {
-      Push(now + options_.tick, EventKind::kTick, 0, 0);
+      Push(now + options_.tick, ForecastEventKind::kTick, 0, 0);
       tick_pending_ = true;
     }
   }
 
-  void Push(Micros time, EventKind kind, uint64_t job, int attempt) {
-    events_.push(Event{time, kind, seq_++, job, attempt});
+  void Push(Micros time, ForecastEventKind kind, uint64_t job, int attempt) {
+    events_.push(ForecastEvent{time, kind, seq_++, job, attempt});
   }
 
   ForecastInput& in_;
@@ -390,7 +390,7 @@ class ForecastRun {
   mutable std::unordered_map<std::string, bool> fits_now_;
   std::vector<int> attempts_;
   std::vector<uint8_t> target_;  // pending at the snapshot
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::priority_queue<ForecastEvent, std::vector<ForecastEvent>, std::greater<>> events_;
   uint64_t seq_ = 0;
   int64_t running_ = 0;  // running or stopping
   int64_t waiting_ = 0;  // pending at the snapshot and not started yet

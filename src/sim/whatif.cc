@@ -1,5 +1,6 @@
 // The what-if comparison: the replay under the recorded policy and under another, beside
 // what happened, per tenant and queue (whatif.h).
+#include "base/strings.h"
 #include "sim/whatif.h"
 
 #include <algorithm>
@@ -78,12 +79,6 @@ std::string Duration(double seconds) {
   } else {
     std::snprintf(buf, sizeof(buf), "%.2fh", seconds / 3600.0);
   }
-  return buf;
-}
-
-std::string Fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
   return buf;
 }
 
@@ -240,9 +235,9 @@ std::string WhatIfText(const WhatIfReport& report) {
       row.push_back(std::to_string(f.jobs));
       row.push_back(Duration(f.avg_jct_s));
       row.push_back(Duration(f.avg_wait_s));
-      row.push_back(Fixed(100 * f.utilization, 1) + "%");
+      row.push_back(FixedDecimal(100 * f.utilization, 1) + "%");
       if (report.quotas) {
-        row.push_back(f.rho < 0 ? std::string("-") : Fixed(f.rho, 2));
+        row.push_back(f.rho < 0 ? std::string("-") : FixedDecimal(f.rho, 2));
       }
     }
     rows.push_back(std::move(row));
@@ -269,7 +264,7 @@ std::string WhatIfText(const WhatIfReport& report) {
   out << "fairness (Jain over tenants), makespan, preemptions:";
   for (size_t s = 0; s < report.summaries.size(); ++s) {
     const JobSummary& m = report.summaries[s];
-    out << "  [" << s + 1 << "] " << Fixed(m.jain, 3) << " " << Duration(m.makespan_s) << " "
+    out << "  [" << s + 1 << "] " << FixedDecimal(m.jain, 3) << " " << Duration(m.makespan_s) << " "
         << m.preemptions;
   }
   out << "\n";

@@ -2,22 +2,14 @@
 
 #include <algorithm>
 
+#include "base/strings.h"
+
 namespace tessera {
 namespace {
 
 constexpr int kMaxGpuIndex = 63;
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-Status BadItem(std::string_view item, const std::string& why) {
+Status BadSharingItem(std::string_view item, const std::string& why) {
   return InvalidArgumentError("--gpu-sharing item '" + std::string(item) + "': " + why);
 }
 
@@ -56,17 +48,17 @@ StatusOr<GpuSharingItem> ParseItem(std::string_view text) {
   item.text = std::string(text);
   const size_t eq = text.find('=');
   if (eq == std::string_view::npos) {
-    return BadItem(text, "expected GPUS=MODE, e.g. 0,1=shared or all=timeslice:4");
+    return BadSharingItem(text, "expected GPUS=MODE, e.g. 0,1=shared or all=timeslice:4");
   }
   const std::string_view gpus = Trim(text.substr(0, eq));
   const std::string_view mode = Trim(text.substr(eq + 1));
   StatusOr<GpuSharing> sharing = ParseGpuSharing(mode);
   if (!sharing.ok()) {
-    return BadItem(text, sharing.status().message() +
+    return BadSharingItem(text, sharing.status().message() +
                              " (modes: exclusive, shared, timeslice:N with N in 2..64)");
   }
   if (sharing->mode == SharingMode::kMig) {
-    return BadItem(text,
+    return BadSharingItem(text,
                    "MIG mode follows the driver (nvidia-smi -i N -mig 1) and is not set "
                    "here");
   }
@@ -80,7 +72,7 @@ StatusOr<GpuSharingItem> ParseItem(std::string_view text) {
     const int first = ParseIndex(part.substr(0, dash));
     const int last = dash == std::string_view::npos ? first : ParseIndex(part.substr(dash + 1));
     if (first < 0 || last < 0 || last < first) {
-      return BadItem(text, "'" + std::string(Trim(part)) +
+      return BadSharingItem(text, "'" + std::string(Trim(part)) +
                                "' is not a GPU index or range (0..63, e.g. 2 or 0-3) or all");
     }
     for (int g = first; g <= last; ++g) {

@@ -18,6 +18,7 @@
 #include <system_error>
 
 #include "base/file_util.h"
+#include "base/status.h"
 #include "base/strings.h"
 
 namespace tessera {
@@ -29,7 +30,6 @@ constexpr std::string_view kTaskPrefix = "task-";
 constexpr const char* kLimitsOff = ": CPU and memory limits are not enforced";
 
 // Thread-safe, unlike std::strerror.
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 // Writes `value` to an existing control file. Returns 0 or an errno.
 int WriteControl(const std::string& path, std::string_view value) {

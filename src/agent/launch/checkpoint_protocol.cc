@@ -12,6 +12,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "base/status.h"
 #include "base/strings.h"
 
 namespace tessera {
@@ -22,7 +23,6 @@ std::string ProtocolDir(const std::string& dir) {
 }
 
 // Thread-safe, unlike std::strerror.
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 // Writes all of `data` to `fd`, retrying short writes and EINTR. Returns 0 or an errno.
 int WriteAll(int fd, std::string_view data) {

@@ -15,19 +15,19 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <string>
 #include <system_error>
 
 #include "agent/launch/task_launcher.h"
 #include "agent/launch/task_shim.h"
+#include "base/clock.h"
 #include "base/file_util.h"
+#include "base/status.h"
 
 namespace tessera {
 
 namespace {
 
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 // A listening socket on `address` alone ("": 127.0.0.1), port chosen by the kernel.
 StatusOr<UniqueFd> Listen(const std::string& address, int* port) {
@@ -70,12 +70,6 @@ StatusOr<UniqueFd> Listen(const std::string& address, int* port) {
   *port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                                       : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return fd;
-}
-
-int64_t NowMs() {
-  struct timespec ts {};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
 }  // namespace
@@ -190,7 +184,7 @@ siginfo_t PtyRelay::Run(const ShimPlan& plan, pid_t leader, pid_t self, bool* fe
     if (child_fd < 0 || leased) {
       timeout = 100;  // look at the children and the lease at least this often
     }
-    const int64_t now = NowMs();
+    const int64_t now = MonotonicMillis();
     for (size_t i = 0; i < kPtyMaxPending; ++i) {
       fds[kPending + i] = {pending_[i].fd, POLLIN, 0};
       if (pending_[i].fd >= 0) {
@@ -217,7 +211,7 @@ siginfo_t PtyRelay::Run(const ShimPlan& plan, pid_t leader, pid_t self, bool* fe
     if ((fds[kClient].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       ReadClient();
     }
-    const int64_t after = NowMs();
+    const int64_t after = MonotonicMillis();
     for (size_t i = 0; i < kPtyMaxPending; ++i) {
       Pending& p = pending_[i];
       if ((fds[kPending + i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
@@ -276,7 +270,7 @@ void PtyRelay::Accept() {
     }
     ClosePending(*slot);
     slot->fd = fd;
-    slot->until_ms = NowMs() + kPtyHelloMs;
+    slot->until_ms = MonotonicMillis() + kPtyHelloMs;
     slot->size = 0;
   }
 }

@@ -20,12 +20,12 @@
 #include "agent/launch/task_launcher.h"
 #include "agent/launch/task_state_file.h"
 #include "agent/launch/task_shim.h"
+#include "base/status.h"
 
 namespace tessera {
 namespace {
 
 // Thread-safe, unlike std::strerror.
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 }  // namespace
 

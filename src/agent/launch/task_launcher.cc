@@ -29,7 +29,9 @@
 #include "agent/launch/shim_start.h"
 #include "agent/launch/task_state_file.h"
 #include "agent/launch/task_shim.h"
+#include "base/clock.h"
 #include "base/file_util.h"
+#include "base/status.h"
 #include "base/strings.h"
 
 namespace tessera {
@@ -44,7 +46,6 @@ constexpr std::array<const char*, 6> kBaseEnvKeys = {"PATH", "HOME", "USER",
                                                      "LANG", "TZ",   "TMPDIR"};
 
 // Thread-safe, unlike std::strerror.
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 bool ValidId(std::string_view id) {
   if (id.empty() || id.size() > 200 || id.front() == '.') {
@@ -112,12 +113,6 @@ Status ValidateSpec(const LaunchSpec& spec) {
                                 ": a lease needs lease_us >= 0 and an absolute lease_file");
   }
   return Status::Ok();
-}
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 std::string Absolute(const std::string& path) {
@@ -504,7 +499,7 @@ bool TaskLauncher::ShimEnded(Task& task) {
     task.outcome.signal = 0;
     task.outcome.status_known = false;
     task.leftovers = true;
-    task.give_up_at_ms = NowMs() + kKillWaitMs;
+    task.give_up_at_ms = MonotonicMillis() + kKillWaitMs;
   }
   return true;
 }
@@ -688,7 +683,7 @@ void TaskLauncher::KillAll() {
       shims.push_back({task.shim_pid, task.shim_starttime, task.child});
     }
   }
-  for (int64_t end = NowMs() + kKillWaitMs; !shims.empty() && NowMs() < end;) {
+  for (int64_t end = MonotonicMillis() + kKillWaitMs; !shims.empty() && MonotonicMillis() < end;) {
     std::this_thread::sleep_for(kPollPause);
     // A concurrent Reap may reap a child shim: ChildExited then sees ECHILD.
     shims.erase(std::remove_if(shims.begin(), shims.end(),
@@ -711,7 +706,7 @@ std::vector<TaskExit> TaskLauncher::Reap() {
     // Without an end line the shim did not finish its work: finish it here, holding the
     // shim's zombie (when it is ours) so its pid keeps naming the task's session.
     if (task.leftovers && KillLeftovers(task.shim_pid, task.shim_starttime, task.cgroup_dir) > 0 &&
-        NowMs() < task.give_up_at_ms) {
+        MonotonicMillis() < task.give_up_at_ms) {
       ++it;
       continue;
     }
