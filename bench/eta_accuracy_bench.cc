@@ -177,12 +177,11 @@ class Replay {
             JobSubmission sub;
             sub.spec = jobs_[i].spec;
             sub.command = {"true"};
-            bool created = false;
-            TESSERA_ASSIGN_OR_RETURN(
-                nlohmann::json v, controller_->intake().Submit(Principal{Role::kAdmin, "", "bench"},
-                                                               std::move(sub), "", &created));
-            if (v["id"].get<uint64_t>() != i + 1) {
-              return InternalError("unexpected job id " + v["id"].dump());
+            TESSERA_ASSIGN_OR_RETURN(JobIntake::Submitted made,
+                                     controller_->intake().Submit(
+                                         Principal{Role::kAdmin, "", "bench"}, std::move(sub), ""));
+            if (made.jobs.front().value() != i + 1) {
+              return InternalError("unexpected job id " + ToString(made.jobs.front()));
             }
             samples_[i].submit = now;
             arrived.push_back(i);

@@ -77,10 +77,7 @@ int Run(int pending, int nodes, int runs) {
     t.gpu_milli = MilliGpu(kMilliPerGpu);
     s.spec.tasks.push_back(t);
     s.command = {"true"};
-    bool created = false;
-    return c->intake()
-        .Submit(Principal{Role::kAdmin, "", "bench"}, std::move(s), "", &created)
-        .ok();
+    return c->intake().Submit(Principal{Role::kAdmin, "", "bench"}, std::move(s), "").ok();
   };
   for (int i = 0; i < 1'100; ++i) {
     if (!submit(i)) {

@@ -54,8 +54,7 @@ bool ParseFlags(int argc, char** argv, int64_t* jobs, int64_t* keep) {
 bool RunRound(Controller& controller, ManualClock& clock, const Principal& tenant,
               const JobSubmission& job, int64_t n, std::vector<std::vector<TaskReport>>& running) {
   for (int64_t i = 0; i < n; ++i) {
-    bool created = false;
-    if (!controller.intake().Submit(tenant, job, "", &created).ok()) {
+    if (!controller.intake().Submit(tenant, job, "").ok()) {
       std::fprintf(stderr, "submit failed\n");
       return false;
     }

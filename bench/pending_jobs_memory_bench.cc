@@ -45,17 +45,16 @@ bool SubmitPending(Controller& controller, const Principal& tenant, const JobSub
                    const std::string& kind, int64_t n) {
   for (int64_t done = 0; done < n;) {
     const int64_t chunk = kind == "single" ? 1 : std::min(kChunk, n - done);
-    StatusOr<nlohmann::json> r = Status::Ok();
-    bool created = false;
+    StatusOr<JobIntake::Submitted> r = Status::Ok();
     if (kind == "single") {
-      r = controller.intake().Submit(tenant, job, "", &created);
+      r = controller.intake().Submit(tenant, job, "");
     } else if (kind == "batch") {
       r = controller.intake().SubmitBatch(
-          tenant, std::vector<JobSubmission>(static_cast<size_t>(chunk), job), "", &created);
+          tenant, std::vector<JobSubmission>(static_cast<size_t>(chunk), job), "");
     } else {
       JobSubmission array = job;
       array.array = "0-" + std::to_string(chunk - 1);
-      r = controller.intake().Submit(tenant, array, "", &created);
+      r = controller.intake().Submit(tenant, array, "");
     }
     if (!r.ok()) {
       std::fprintf(stderr, "%s submit refused: %s\n", kind.c_str(), r.status().ToString().c_str());

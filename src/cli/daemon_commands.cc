@@ -669,7 +669,7 @@ int RunUp(ServerFlags sflags, AgentFlags aflags) {
   if (ec || ::chmod(token_dir.c_str(), 0700) != 0) {
     return Fail(UnavailableError("cannot make " + token_dir + " (mode 0700)"), "up");
   }
-  const std::vector<std::string> tenants = srv.controller().Tenants();
+  const std::vector<std::string> tenants = srv.views().Tenants();
   for (const std::string& tenant : tenants) {
     const std::string path = token_dir + "/" + tenant + ".token";
     if (std::filesystem::exists(path)) {

@@ -13,6 +13,7 @@
 #include "cli/cluster_commands.h"
 #include "server/controller.h"
 #include "server/http/server_fixture.h"
+#include "server/services/job_reads.h"
 
 namespace tessera {
 namespace {
@@ -29,15 +30,15 @@ class EtaCommandTest : public ServerFixture {
             R"(", "command": ["true"], "runtime_limit": "1h", "resources": {"gpus": 4}})",
         GpuCatalog::Default());
     EXPECT_TRUE(job.ok()) << job.status().ToString();
-    bool created = false;
     auto out = server_->controller().intake().Submit(Principal{Role::kTenant, "team-a", "a"},
-                                                     std::move(job).value(), "", &created);
+                                                     std::move(job).value(), "");
     EXPECT_TRUE(out.ok()) << out.status().ToString();
-    return out.ok() ? (*out)["id"].get<uint64_t>() : 0;
+    return out.ok() ? out->jobs.front().value() : 0;
   }
 
   nlohmann::json View(uint64_t id) {
-    auto v = server_->controller().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto v =
+        JobReads(server_->controller()).GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(v.ok()) << v.status().ToString();
     return v.ok() ? *v : nlohmann::json::object();
   }

@@ -28,9 +28,8 @@ class WhatIfCommandTest : public ServerFixture {
         R"({"name": ")" + name + R"(", "command": ["true"], "resources": {"gpus": 2}})",
         GpuCatalog::Default());
     ASSERT_TRUE(job.ok()) << job.status().ToString();
-    bool created = false;
     auto out = server_->controller().intake().Submit(Principal{Role::kTenant, tenant, tenant},
-                                                     std::move(job).value(), "", &created);
+                                                     std::move(job).value(), "");
     ASSERT_TRUE(out.ok()) << out.status().ToString();
   }
 

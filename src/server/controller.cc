@@ -35,23 +35,16 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
   health_ = GpuHealthModule(options_.health);
   // Accounting first: its families lead the modules' part of /metrics. Attached modules
   // (the validation runs) come next.
-  modules_ = {&accounting_, &limits_, &health_, &idle_, &eta_, &node_history_, &gates_, &restarts_};
+  host_ = ModuleHost({&accounting_, &limits_, &health_, &idle_, &eta_, &node_history_, &gates_,
+                      &restarts_});
 }
 
 Status Controller::Attach(ControllerModule& module, std::function<void()> after_cycle) {
   MutexLock lock(mu_);  // before Start: the store is read with it held, as Open does
   TESSERA_RETURN_IF_ERROR(module.Load(*store_));
-  modules_.insert(modules_.begin() + static_cast<std::ptrdiff_t>(1 + attached_++), &module);
+  host_.Attach(module, std::move(after_cycle));
   fit_stale_ = true;  // its holds count for the fit verdicts
-  if (after_cycle) {
-    after_cycle_.push_back(std::move(after_cycle));
-  }
   return Status::Ok();
-}
-
-StatusOr<std::string> Controller::ReadTaskOutput(JobNumber job, int64_t max_bytes) {
-  TESSERA_ASSIGN_OR_RETURN(LogChunk chunk, logs_.Read(job, 0, 0, max_bytes));
-  return std::move(chunk.data);
 }
 
 Controller::~Controller() { Stop(); }
@@ -105,16 +98,12 @@ Status Controller::Load(const std::string& queues_yaml) {
   TESSERA_RETURN_IF_ERROR(LoadDrains());
   TESSERA_RETURN_IF_ERROR(identities_.Load(*store_));
   memory_.Load(*store_, core_, now);
-  for (ControllerModule* m : modules_) {
-    TESSERA_RETURN_IF_ERROR(m->Load(*store_));
-  }
+  TESSERA_RETURN_IF_ERROR(host_.Load(*store_));
   {
     // Read once for every module that counts them (the table grows with the cluster's life).
     TESSERA_ASSIGN_OR_RETURN(const std::vector<UsageRow> usage,
                              store_->LoadUsage(0, std::numeric_limits<int64_t>::max()));
-    for (ControllerModule* m : modules_) {
-      m->OnStoredUsage(usage);
-    }
+    host_.OnStoredUsage(usage);
   }
   TESSERA_RETURN_IF_ERROR(LoadJobRows(now));
   views_.set_clock(clock_);  // a restart's time left
@@ -144,8 +133,8 @@ Status Controller::LoadJobRows(Micros now) {
   // Holds, dependencies and throttles found again (their jobs are all in memory now).
   for (auto& [id, job] : jobs_.all()) {
     if (!Terminal(jobs_.StateOf(job))) {
-      ModulesOnJobAccepted(job, now);
-      ModulesOnAttemptRunning(job);  // a running attempt's limit counts from its stored start
+      host_.OnJobAccepted(FactsOf(job), *HookStep(now, nullptr));
+      host_.OnAttemptRunning(FactsOf(job));  // a running attempt's limit: from its stored start
     }
   }
   Archive(now);  // the oldest finished jobs stay in the store only
@@ -153,98 +142,18 @@ Status Controller::LoadJobRows(Micros now) {
 }
 
 void Controller::RestoreRestarts() {
-  for (auto& [id, job] : jobs_.all()) {
-    const nlohmann::json attempts = StoredAttempts(job.row.placement_json);
-    if (job.slot == JobTable::kArchived || attempts.empty() || !attempts.back().is_object()) {
-      continue;
-    }
-    const nlohmann::json& last = attempts.back();
-    AttemptState& attempt = jobs_.Rec(job).attempt;
-    attempt.restarts = StoredRestarts(attempts);  // a finishing attempt stores no count
-    const Micros restart_at = last.value("restart_at", Micros{0});
-    if (jobs_.StateOf(job) == JobState::kPending && restart_at > 0) {
-      // Waits out its backoff even across the restart (released by the first cycle
-      // when it has passed).
-      core_.lifecycle()->HoldUntil(jobs_.Rec(job), restart_at);
-    }
-    // A stopping job's cause is not stored; its reason says it.
-    if (attempt.after == AttemptEnd::kRequeue) {
-      if (job.row.reason.rfind("requeued: gpu-fault", 0) == 0) {
-        attempt.cause = RequeueCause::kGpuFault;
-      } else if (job.row.reason.rfind("restarting after failure", 0) == 0) {
-        attempt.cause = RequeueCause::kFailure;
-      } else if (job.row.reason.rfind("requeued: node", 0) == 0) {
-        attempt.cause = RequeueCause::kNodeLost;
-      }
-    }
+  for (const auto& [rec, restart_at] : jobs_.RestoreRestarts()) {
+    // Waits out its backoff even across the restart (released by the first cycle once
+    // it has passed).
+    core_.lifecycle()->HoldUntil(*rec, restart_at);
   }
 }
 
 Status Controller::LoadJobRow(JobRow row, Micros now) {
-  nlohmann::json spec = nlohmann::json::parse(row.spec_json.str(), nullptr, false);
-  if (spec.is_discarded()) {
-    return InternalError("stored spec is not JSON");
-  }
-  StatusOr<JobSubmission> sub = JobSubmissionFromJson(spec, *catalog_);
-  if (!sub.ok()) {
-    return InternalError("spec: " + sub.status().message());
-  }
-  std::optional<JobState> state = ParseJobState(row.state);
-  if (!state) {
-    return InternalError("unknown stored state '" + row.state.substr(0, 40) + "'");
-  }
-  std::vector<Allocation> allocations;
-  std::vector<StoredTask> stored_tasks;
-  Micros run_start = 0;
-  std::string after;
-  if (!Terminal(*state) && *state != JobState::kPending) {
-    TESSERA_RETURN_IF_ERROR(
-        ParsePlacement(row.placement_json, &allocations, &stored_tasks, &run_start, &after));
-  }
-  const JobNumber id(row.id);
-  LiveJob& job = jobs_.Add(id);
-  job.durable = true;
-  job.submission = std::move(sub).value();
-  job.submission.spec.queue = row.queue;
-  job.row = std::move(row);
-  if (!job.row.idempotency_key.empty()) {
-    jobs_.AddKey(job.row.tenant, job.row.idempotency_key, id);
-  }
-  JobRecord& rec = jobs_.Rec(job);
-  // Known before the first cycle: an agent may report an exit before then.
-  if (StatusOr<QueueId> q = core_.tree().FindQueue(job.row.queue); q.ok()) {
-    rec.queue = q.value();
-  }
-  rec.spec = job.submission.spec;
-  rec.spec.submit_time = job.row.submit_us;
-  rec.attempt.policy = job.submission.restart.value_or(DefaultRestartPolicy());
-  rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
-  rec.resumed_from = job.row.progress_us;
-  rec.preemptions = job.row.preemptions;
-  rec.eligible_since = job.row.submit_us;
-  if (Terminal(*state)) {
-    rec.phase = JobPhase::kFinished;
-    rec.end = *state == JobState::kSucceeded ? JobEnd::kSucceeded
-              : *state == JobState::kCancelled ? JobEnd::kCancelled
-                                               : JobEnd::kFailed;
-    jobs_.NoteFinished(id);
-    return Status::Ok();
-  }
-  if (*state == JobState::kPending) {
-    rec.phase = JobPhase::kPending;
-    return Status::Ok();
-  }
-  rec.phase = *state == JobState::kStopping ? JobPhase::kStopping : JobPhase::kRunning;
-  rec.allocations = std::move(allocations);
-  rec.run_start = run_start;
-  job.tasks.resize(stored_tasks.size());
-  rec.attempt.tasks.resize(stored_tasks.size());
-  for (size_t t = 0; t < stored_tasks.size(); ++t) {
-    job.tasks[t].node = stored_tasks[t].node;
-    rec.attempt.tasks[t] =
-        TaskOutcome{stored_tasks[t].exited, stored_tasks[t].exit_code, stored_tasks[t].signal};
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<std::string> nodes,
+                           jobs_.Restore(std::move(row), *catalog_, core_.tree()));
+  for (const std::string& n : nodes) {
     // A node nobody has heard of since the restart: known only through this job.
-    const std::string& n = stored_tasks[t].node;
     if (nodes_.Find(n) == nullptr) {
       NodeInfo& info = nodes_.Add(n);
       info.inventory.spec.name = n;
@@ -253,11 +162,6 @@ Status Controller::LoadJobRow(JobRow row, Micros now) {
       info.last_seen = now;
     }
   }
-  rec.attempt.after = after == "cancel" ? AttemptEnd::kCancel
-                     : after == "fail"   ? AttemptEnd::kFail
-                     : after == "requeue" || rec.phase == JobPhase::kStopping
-                         ? AttemptEnd::kRequeue
-                         : AttemptEnd::kNone;
   return Status::Ok();
 }
 
@@ -268,11 +172,11 @@ void Controller::Start() {
   }
   stopping_ = false;
   loop_ = std::thread([this] { Loop(); });
-  ModulesStart();  // their threads (the ETA refresh) after the loop
+  host_.Start();  // the modules' threads (the ETA refresh) after the loop
 }
 
 void Controller::Stop() {
-  ModulesStop();  // started last, stopped first
+  host_.Stop();  // the modules' threads, started last, stopped first
   {
     MutexLock lock(loop_mu_);
     stopping_ = true;
@@ -305,9 +209,7 @@ void Controller::Loop() {
     if (!s.ok()) {
       std::cerr << "tessera server: scheduling cycle: " << s.ToString() << "\n";
     }
-    for (const std::function<void()>& after : after_cycle_) {
-      after();  // an attached module's pass (the validation runs'), without mu_
-    }
+    host_.AfterCycle();  // the attached modules' passes (the validation runs'), without mu_
     lock.Lock();
   }
 }
@@ -315,7 +217,7 @@ void Controller::Loop() {
 void Controller::EventForwarder::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
   // The core tells its listener only from within a locked step.
   controller->mu_.AssertHeld();
-  controller->ModulesOnJobEvent(job, event);
+  controller->host_.OnJobEvent(job, event, controller->core_.tree());
   if (controller->options_.lifecycle_listener == nullptr) {
     return;
   }

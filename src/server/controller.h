@@ -30,7 +30,7 @@
 //                                 respecs, relaunches
 //   CoreSession (core_session.h)  policy, queue tree, cluster state, quotas, scheduler,
 //                                 lifecycle, what the core learned
-//   ControllerCounters (controller_counters.h)  what Metrics() reports of the controller
+//   ControllerCounters (controller_counters.h)  what /metrics reports of the controller
 //   TenantIdentities (tenant_identities.h)      tenants' Unix identities
 //   JobLogs (job_logs.h)          task output on disk
 //   SchedulerMemory (scheduler_memory.h)  what the core learned, to and from the store
@@ -38,18 +38,21 @@
 // Services the routes call, acting only through the core's transactions (Transact,
 // Read: a ServiceStep, services/service_step.h):
 //   JobActions (services/job_actions.h)  cancel, hold, release and requeue of jobs
+//   JobReads (services/job_reads.h)      a job, the listing, logs, a terminal (the views first)
 //   ValidationService (services/validation_service.h)  the admin's validation runs and
 //                                        their pass; owns the ValidationRuns module and
 //                                        attaches it to the core (Attach)
 //   NodeActions (services/node_actions.h)  the admin's drain, resume, fence, loss and
 //                                        removal of nodes
+//   ClusterViews (services/cluster_views.h)  nodes, queues, tenants, metrics, usage, history
 //   JobIntake (services/job_intake.h)    submissions (jobs, arrays, batches; idempotent),
 //                                        through its own port (JobIntake::Core, which the
 //                                        controller implements: IntakePort, controller_jobs.cc)
-// Feature modules (modules/controller_module.h), attached through declared hooks:
+// Feature modules (modules/controller_module.h), attached through declared hooks, each
+// fanned out by ModuleHost (modules/module_host.h) in its order:
 //   Accounting (modules/accounting.h)     tenants' GPU-seconds and the usage API's
 //                                         intervals; its sums in modules/usage_report.h
-//                                         (pure) (facade: Usage, UsageSeries)
+//                                         (pure) (read by ClusterViews)
 //   EtaModule (modules/eta_module.h)      pending jobs' ETAs: its refresh thread, its
 //                                         runtime predictor, one forecast at a time
 //   NodeHistory (modules/node_history.h)  the node inventory's recorded changes
@@ -70,7 +73,6 @@
 //   job_admission.h     the rules a submission passes (queue, maxPending, rows, keys)
 //   task_launches.h     a task's launch (rendezvous, SLURM_*, share limits) from its grants
 //   inventory_bounds.h  what an agent may claim at registration
-//   cluster_history.h   the admin's history pages for what-if replays (store reads)
 //   views/              the JSON and Prometheus text of jobs, nodes, queues and metrics,
 //                       from what the core gathers under its lock (no view holds state)
 // HTTP routes per resource are in http/server_*.cc.
@@ -80,9 +82,10 @@
 //     and the counters that are not atomic. Those services have no lock of their own:
 //     every method that touches them takes mu_ (the private ones run with it held).
 //   - JobLogs and PublishedJobs have their own locks: task output is written and read
-//     without mu_, and the API's job reads (GetJob, ListJobIds, JobText) never wait for
-//     a cycle. The server's token registry, rate limiter and authentication throttle are
-//     thread-safe on their own and never touch mu_.
+//     without mu_, and the API's job reads (JobReads) never wait for a cycle, except for
+//     an archived job or a terminal's endpoint. The server's token registry, rate
+//     limiter and authentication throttle are thread-safe on their own and never touch
+//     mu_.
 //   - The store is never waited on with mu_ held: a locked step collects what it
 //     decided into a Pending, which Publish makes durable without mu_ and hands out
 //     once durable; FindOrLoad releases mu_ while reading an archived job (only in a
@@ -140,6 +143,7 @@
 #include "server/gpu_task_defaults.h"
 #include "server/modules/accounting.h"
 #include "server/modules/controller_module.h"
+#include "server/modules/module_host.h"
 #include "server/modules/idle_module.h"
 #include "server/modules/eta_module.h"
 #include "server/modules/node_history.h"
@@ -157,7 +161,6 @@
 #include "server/services/job_intake.h"
 #include "server/services/service_step.h"
 #include "server/tenant_identities.h"
-#include "server/views/gpu_holds.h"
 #include "server/modules/validation.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
@@ -249,19 +252,10 @@ class Controller {
   // Submissions (POST /v1/jobs, /v1/jobs/batch): the JobIntake service
   // (services/job_intake.h); it takes the core lock itself.
   JobIntake& intake() { return intake_; }
-  // GET /v1/jobs/{id}: from the published views (without the controller's lock), or
-  // for a job archived out of memory from the store.
-  StatusOr<nlohmann::json> GetJob(const Principal& who, JobNumber id);
-  StatusOr<std::string> GetJobText(const Principal& who, JobNumber id);
-  StatusOr<LogChunk> ReadLog(const Principal& who, JobNumber id, int task, int64_t offset,
-                             int64_t max_bytes);
-  // GET /v1/jobs/{id}/attach (controller_attach.cc): where task `task`'s terminal
-  // listens and its secret, {"ready": true, "address", "port", "secret", "attempt",
-  // "state"}, once the job runs and the agent has said; {"ready": false, "state"} before
-  // and after. FailedPrecondition for a job without a terminal (server/pty_sessions.h).
-  StatusOr<nlohmann::json> Attach(const Principal& who, JobNumber id, int task);
-  nlohmann::json Nodes();
-  nlohmann::json Queues();
+  // What the API's job reads (services/job_reads.h) see without mu_: the published
+  // views and the task logs, each with its own lock; only the controller writes them.
+  const PublishedJobs& published() const { return views_; }
+  const JobLogs& logs() const { return logs_; }
   // A module owned outside the core (ValidationService's), attached once Open returned,
   // before Start and any other call: its stored state is loaded now (its Load, with mu_
   // held, as Open loads the core's own) and its hooks run from then on as theirs do,
@@ -272,52 +266,12 @@ class Controller {
   // the controller.
   Status Attach(ControllerModule& module, std::function<void()> after_cycle = nullptr)
       EXCLUDES(mu_);
-  // Task 0's output of `job`, at most `max_bytes` from its start (JobLogs: its own lock,
-  // never taken with mu_ held).
-  StatusOr<std::string> ReadTaskOutput(JobNumber job, int64_t max_bytes) EXCLUDES(mu_);
   // The core lock, for the annotations of a service whose state it guards (a service
   // takes it only through Transact and Read).
   Mutex& core_lock() const RETURN_CAPABILITY(mu_) { return mu_; }
-  // `tenant` non-empty: only that tenant's usage.
-  StatusOr<nlohmann::json> Usage(Micros since, Micros until, const std::string& by,
-                                 const std::string& tenant = "");
-  // GPUs in use per tenant over [since, until) in buckets of `step`: the average
-  // number of GPUs (shares and MIG slices by their fraction of a card) each tenant
-  // held in each bucket, with its nominal GPU quota. `tenant` non-empty: only it.
-  // InvalidArgument for an empty window, a step <= 0 or more than 1,000 buckets.
-  StatusOr<nlohmann::json> UsageSeries(Micros since, Micros until, Micros step,
-                                       const std::string& tenant = "");
-  // Admin (GET /v1/admin/history, controller_whatif.cc): the jobs submitted in
-  // [since, until) with every ended attempt, the node inventory's recorded changes, the
-  // policy as it runs and the queue configuration; a page of at most `limit` jobs with
-  // ids above `after`, and "next_after" for the next page (null on the last).
-  // InvalidArgument for an empty window or a limit outside 1..10000.
-  StatusOr<nlohmann::json> History(Micros since, Micros until, uint64_t after, int64_t limit);
-  // Prometheus text: the scheduler, queues, agents and GPU allocation (/metrics).
-  std::string Metrics();
-  // Prometheus text with the DCGM exporter's names and labels, plus the tenant and job
-  // holding each GPU or MIG instance ("tenant", "job_id": Prometheus keeps "job" for
-  // the scrape job), from the agents' last samples (/metrics/gpus).
-  std::string GpuMetrics();
   // Admin: replaces the queue configuration (validated, durable, then applied).
   Status SetQueues(const std::string& yaml);
-  // The tenants named by the queue configuration.
-  std::vector<std::string> Tenants();
 
-  // A page of ListJobs (newest first, jobs in memory): at most `limit` jobs visible to
-  // `who` below `after` (0: from the newest); `more` when others follow the last one.
-  // Read from the published views: neither this nor JobText takes the controller's lock.
-  struct JobPage {
-    std::vector<std::shared_ptr<const JobView>> jobs;
-    bool more = false;
-    std::vector<JobNumber> ids() const;
-  };
-  JobPage ListJobIds(const Principal& who, const JobFilter& filter, JobNumber after, size_t limit);
-  // A listed job's JSON text, as GET /v1/jobs/{id} shows it.
-  std::string JobText(const JobView& view) const { return views_.Text(view); }
-  // GET /v1/nodes as `who` sees it: a tenant sees which tenant holds each GPU but not
-  // the job ids or names of other tenants' jobs; the admin sees everything.
-  nlohmann::json Nodes(const Principal& who);
   // The admin's drains, fences, losses and removals of nodes: the NodeActions service
   // (services/node_actions.h). After Open: forgets the nodes the admin removed
   // (ServiceStep::ForgetNode) that have not registered since
@@ -482,49 +436,25 @@ class Controller {
   void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out) REQUIRES(mu_);
   void HandleTelemetry(NodeInfo& node, const std::string& agent_id,
                        std::vector<GpuTelemetry> sample, Micros now, Pending& out) REQUIRES(mu_);
-  // Who holds each GPU now (views/gpu_holds.h), on node `only` ("": every node); with
-  // `used`, what running tasks hold of each node's CPUs and memory too.
-  GpuHolds GpuHolders(const std::string& only = "",
-                      std::map<std::string, std::pair<int64_t, int64_t>>* used = nullptr) const
-      REQUIRES(mu_);
-  // The nodes' JSON (GET /v1/nodes, views/node_views.h), or only node `only`. `viewer` a
-  // tenant: other tenants' jobs are shown without their ids and names.
-  nlohmann::json NodesJson(const std::string& only, const Principal* viewer = nullptr) const REQUIRES(mu_);
+  // What the nodes' JSON (views/node_views.h) is written from, of every node or only
+  // `only`: who holds each GPU and what running tasks hold of each node, for `visit`.
+  void NodeInputs(const std::string& only,
+                  const std::function<void(const NodeViewInputs&)>& visit) const REQUIRES(mu_);
 
-  // Feature modules (modules/controller_module.h), called through their hooks with mu_
-  // held (controller_modules.cc), in the order of modules_.
+  // Feature modules (modules/controller_module.h), called through host_ with mu_ held
+  // on the steps and facts built here (controller_modules.cc).
   class Step;  // a locked step as a module (ModuleStep) or a service (ServiceStep) sees it
   // A Step for a module's facade (controller_gates.cc); `out` null: read-only.
   std::unique_ptr<ModuleStep> LockedStep(Micros now, Pending* out) REQUIRES(mu_);
-  // The first module's NodeHold of `node` ("": none holds it), for drains and views.
-  std::string ModulesNodeHold(const std::string& node) const REQUIRES(mu_);
+  // A Step for a hook (no facade: it may not let go of mu_); `out` null: read-only.
+  std::unique_ptr<ModuleStep> HookStep(Micros now, Pending* out) REQUIRES(mu_);
   JobFacts FactsOf(const LiveJob& job) const REQUIRES(mu_);
-  void ModulesBeforeCycle(Micros now, Pending& out) REQUIRES(mu_);
-  void ModulesBeforeDecide(Micros now, Pending& out) REQUIRES(mu_);  // in RunCoreCycle
-  void ModulesOnJobAccepted(const LiveJob& job, Micros now) REQUIRES(mu_);
-  // An interval of attempt `attempt`: every module's OnUsage, then, ended, OnIntervalEnded.
-  void ModulesOnUsage(UsageRow& row, int attempt, bool ended) const REQUIRES(mu_);
-  void ModulesDescribeJob(const LiveJob& job, nlohmann::json& out) const REQUIRES(mu_);
-  // An attempt ended: what the modules add to its stored record (RecordEnded).
-  void ModulesOnAttemptEnded(const LiveJob& job, const EndedAttempt& ended,
-                             nlohmann::json& stored_attempt, Micros now) REQUIRES(mu_);
-  void ModulesWriteMetrics(Micros now, MetricsWriter& w) REQUIRES(mu_);
-  void ModulesOnAttemptRunning(const LiveJob& job) const REQUIRES(mu_);
-  void ModulesOnTelemetry(const NodeInfo& node, const std::vector<GpuTelemetry>& sample,
-                          bool comparable, Micros now, Pending& out) REQUIRES(mu_);
   GpuHealthModule health_ GUARDED_BY(mu_);  // GPUs drained and their work stopped (modules/gpu_health_module.h)
   TimeLimits limits_ GUARDED_BY(mu_);  // runtime limits and their signals (modules/time_limits.h)
   IdleModule idle_ GUARDED_BY(mu_);  // idle and hung jobs, GPU use (modules/idle_module.h)
   Accounting accounting_ GUARDED_BY(mu_);  // tenants' GPU-seconds (modules/accounting.h)
-  std::vector<ControllerModule*> modules_;  // set by the constructor and Attach, then read-only
-  size_t attached_ = 0;                     // modules attached (after Accounting)
-  std::vector<std::function<void()>> after_cycle_;  // Attach's; run by the loop
-  // Job events (from the lifecycle, via forwarder_) and node membership, to the modules.
-  void ModulesOnJobEvent(const JobRecord& job, const LifecycleEvent& event) REQUIRES(mu_);
-  void ModulesOnNodeJoined(const NodeInventory& inventory, Micros now, Pending& out) REQUIRES(mu_);
-  void ModulesOnNodeRemoved(const std::string& name, Micros now, Pending& out) REQUIRES(mu_);
-  void ModulesStart();  // after the loop starts (loop_mu_ held)
-  void ModulesStop();   // before the loop stops
+  // The modules in hook order (set by the constructor and Attach, then read-only).
+  ModuleHost host_;
 
   // Arrays, dependencies, holds and singletons: the JobGatesModule's facade
   // (controller_gates.cc); mu_ held. At submission: the priority class resolved, the
@@ -578,7 +508,7 @@ class Controller {
   NodeRegistry nodes_ GUARDED_BY(mu_);
   GpuTaskDefaults gpu_task_defaults_ GUARDED_BY(mu_);  // its nodes with the fit verdicts
   TenantIdentities identities_ GUARDED_BY(mu_);
-  ControllerCounters counters_;  // for Metrics(); its atomics without mu_
+  ControllerCounters counters_;  // for /metrics; its atomics without mu_
   Micros next_silence_check_ GUARDED_BY(mu_) = 0;  // the loop's next walk for silent nodes
   bool fit_stale_ GUARDED_BY(mu_) = true;  // a node event since the fit verdicts were made
   std::atomic<bool> store_failed_{false};

@@ -93,7 +93,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
     }
     out.batch.kv.emplace_back(kNodeKeyPrefix + spec.name,
                               ToJson(request.inventory, *catalog_).dump());
-    ModulesOnNodeJoined(request.inventory, now, out);  // the node history records a change
+    host_.OnNodeJoined(request.inventory, *HookStep(now, &out));  // the node history records it
     Seal(out);
     response.node = spec.name;
     response.heartbeat_interval_ms = HeartbeatIntervalLocked() / 1000;

@@ -25,7 +25,7 @@ class ControllerAttemptsTest : public ControllerTest {
   }
   Micros node_timeout_ = 1000 * kHour;
   nlohmann::json Job(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : nlohmann::json();
   }

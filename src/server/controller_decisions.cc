@@ -19,68 +19,6 @@ namespace tessera {
 
 using namespace job_rows;  // NOLINT: the controller's own helpers
 
-namespace {
-
-// The attempt of `job` that ended (job_attempts.h), with its GPUs named while its nodes
-// are still known.
-nlohmann::json StoredEndedAttempt(const LiveJob& job, const EndedAttempt& ended, Micros now,
-                                  const NodeRegistry& nodes, const GpuCatalog& catalog) {
-  int exit_code = 0;
-  int signal = 0;
-  nlohmann::json tasks = nlohmann::json::array();
-  for (size_t t = 0; t < job.tasks.size(); ++t) {
-    const TaskRun& run = job.tasks[t];
-    const TaskOutcome outcome = t < ended.tasks.size() ? ended.tasks[t] : TaskOutcome{};
-    if (exit_code == 0 && signal == 0) {
-      exit_code = outcome.exit_code;
-      signal = outcome.signal;
-    }
-    nlohmann::json gpus = nlohmann::json::array();
-    auto found = nodes.all().find(run.node);
-    const NodeInfo* node = found == nodes.all().end() ? nullptr : &found->second;
-    if (t < ended.allocations.size()) {
-      for (const GpuGrant& g : ended.allocations[t].gpus) {
-        nlohmann::json gpu = {
-            {"index", g.gpu}, {"milli", g.milli.value()}, {"mig_profile", nullptr}};
-        const size_t gi = static_cast<size_t>(g.gpu);
-        if (node != nullptr && gi < node->inventory.spec.gpus.size()) {
-          const GpuModel& model = catalog.Get(node->inventory.spec.gpus[gi].model);
-          gpu["model"] = model.name;
-          if (g.is_mig()) {
-            gpu["mig_profile"] = model.mig_profiles[static_cast<size_t>(g.mig_profile)].name;
-          }
-        }
-        if (node != nullptr && gi < node->inventory.gpu_uuids.size()) {
-          gpu["uuid"] = node->inventory.gpu_uuids[gi];
-        }
-        gpus.push_back(std::move(gpu));
-      }
-    }
-    tasks.push_back({{"node", run.node},
-                     {"exit_code", outcome.exit_code},
-                     {"signal", outcome.signal},
-                     {"gpus", std::move(gpus)}});
-  }
-  nlohmann::json out = {{"attempt", job.row.attempts}, {"start", ended.run_start},
-                        {"end", now},                  {"ended", std::string(ended.as)},
-                        {"exit_code", exit_code},      {"signal", signal},
-                        {"tasks", std::move(tasks)}};
-  if (ended.as == "failed" && job.row.reason.find(" failed to start: ") != std::string::npos) {
-    out["detail"] = job.row.reason;  // no exit code says it: the launch failed
-  }
-  if (ended.requeued) {
-    // The restart its policy counted so far and its backoff: the core's record of them,
-    // put back at Open (RestoreRestarts).
-    out["restarts"] = ended.restarts;
-    if (ended.restart_at > 0) {
-      out["restart_at"] = ended.restart_at;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 // ---- decisions ---------------------------------------------------------------
 
 void Controller::Seal(Pending& out) {
@@ -183,7 +121,7 @@ void Controller::StartJob(LiveJob& job, const StartDecision& d, Micros now, Pend
   for (size_t t = 0; t < rec.allocations.size(); ++t) {
     out.launches.emplace_back(job.tasks[t].node, MakeLaunch(job, static_cast<int>(t)));
   }
-  ModulesOnAttemptRunning(job);
+  host_.OnAttemptRunning(FactsOf(job));
 }
 
 void Controller::StopJob(LiveJob& job, const StopRequest& request, Micros now, Pending& out) {
@@ -219,11 +157,12 @@ void Controller::RecordEnded(LiveJob& job, const EndedAttempt& ended, Micros now
   if (ended.run_start > 0 && now > ended.run_start) {
     out.batch.usage.push_back(
         UsageRow{id.value(), job.row.tenant, job.row.queue, ended.run_start, now, rec.gpu_milli});
-    ModulesOnUsage(out.batch.usage.back(), job.row.attempts, /*ended=*/true);
+    host_.OnUsage(out.batch.usage.back(), job.row.attempts, /*ended=*/true);
   }
   // The attempt that ended is stored with this transition; the job now holds nothing.
   nlohmann::json stored = StoredEndedAttempt(job, ended, now, nodes_, *catalog_);
-  ModulesOnAttemptEnded(job, ended, stored, now);  // the restart counted, in the same write
+  // The restart counted, in the same write; read-only: the core is mid-transition.
+  host_.OnAttemptEnded(FactsOf(job), ended, stored, *HookStep(now, nullptr));
   job.row.placement_json =
       ended.run_start > 0 ? AppendAttempt(job.row.placement_json, std::move(stored))
                           : WithStoredAttempts(nlohmann::json::object(), job.row.placement_json);
@@ -282,7 +221,7 @@ void Controller::ReleaseRestarts(Micros now, Pending& out) {
 
 bool Controller::RunCoreCycle(Micros now, Pending& out) {
   ReleaseRestarts(now, out);  // backoffs that ended: offered to this cycle
-  ModulesBeforeDecide(now, out);  // gates: dependencies met, holds released, throttles
+  host_.BeforeDecide(*HookStep(now, &out));  // gates: dependencies met, holds released, throttles
   if (core_.state()->present_count() == 0 || core_.scheduler()->pending() == 0) {
     return false;
   }
@@ -328,7 +267,7 @@ Status Controller::RunCycle() {
         }
       }
     }
-    ModulesBeforeCycle(now, out);
+    host_.BeforeCycle(*HookStep(now, &out));
     if (core_.rebuild_pending()) {
       Status s = RebuildScheduler(now, out);
       if (!s.ok()) {

@@ -17,7 +17,7 @@ constexpr const char* kTwoGpus =
 class ControllerEtaTest : public ControllerTest {
  protected:
   nlohmann::json View(uint64_t id) {
-    auto text = controller_->GetJobText(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto text = Reads().GetJobText(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(text.ok()) << text.status().ToString();
     return nlohmann::json::parse(text.ok() ? *text : "{}");
   }

@@ -16,7 +16,9 @@
 #include "server/controller.h"
 #include "server/http/server.h"
 #include "server/http/server_fixture.h"
+#include "server/services/cluster_views.h"
 #include "server/services/job_actions.h"
+#include "server/services/job_reads.h"
 #include "server/services/node_actions.h"
 #include "server/services/validation_service.h"
 #include "store/sqlite_store.h"
@@ -98,11 +100,10 @@ class ControllerTest : public ScratchDirTest {
   uint64_t Submit(const std::string& tenant, const std::string& yaml) {
     StatusOr<JobSubmission> job = ParseJobYaml(yaml, catalog());
     EXPECT_TRUE(job.ok()) << job.status().ToString();
-    bool created = false;
     auto out = controller_->intake().Submit(Principal{Role::kTenant, tenant, "test"},
-                                            std::move(job).value(), "", &created);
+                                            std::move(job).value(), "");
     EXPECT_TRUE(out.ok()) << out.status().ToString();
-    return out.ok() ? (*out)["id"].get<uint64_t>() : 0;
+    return out.ok() ? out->jobs.front().value() : 0;  // an array's: its first element's
   }
 
   // One cycle, then a heartbeat that takes the launches; returns them.
@@ -151,7 +152,7 @@ class ControllerTest : public ScratchDirTest {
   }
 
   std::map<std::string, double> UsageByTenant(Micros since, Micros until) {
-    auto u = controller_->Usage(since, until, "tenant");
+    auto u = Views().Usage(since, until, "tenant");
     EXPECT_TRUE(u.ok()) << u.status().ToString();
     std::map<std::string, double> out;
     for (const auto& row : (*u)["rows"]) {
@@ -172,8 +173,12 @@ class ControllerTest : public ScratchDirTest {
 
   // Users' actions on jobs (cancel, hold, release, requeue) over the open controller.
   JobActions Actions() { return JobActions(*controller_); }
+  // The API's job reads (a job, the listing, logs, a terminal).
+  JobReads Reads() { return JobReads(*controller_); }
   // The admin's actions on nodes (drain, resume, fence, loss, removal).
   NodeActions NodeAdmin() { return NodeActions(*controller_); }
+  // The cluster-wide reads (nodes, queues, tenants, metrics, usage, history).
+  ClusterViews Views() { return ClusterViews(*controller_, *store_); }
 
   ManualClock clock_{kT0};
   std::string agent_id_ = "agent-1";

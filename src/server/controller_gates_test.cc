@@ -15,12 +15,12 @@ class ControllerGatesTest : public ControllerTest {
   Principal Team() const { return Principal{Role::kTenant, "team-a", "test"}; }
 
   std::string Reason(uint64_t id) {
-    auto job = controller_->GetJob(Team(), JobNumber(id));
+    auto job = Reads().GetJob(Team(), JobNumber(id));
     EXPECT_TRUE(job.ok()) << job.status().ToString();
     return job.ok() ? (*job)["reason"].get<std::string>() : "";
   }
   std::string State(uint64_t id) {
-    auto job = controller_->GetJob(Team(), JobNumber(id));
+    auto job = Reads().GetJob(Team(), JobNumber(id));
     return job.ok() ? (*job)["state"].get<std::string>() : "?";
   }
   std::vector<uint64_t> Jobs(const std::vector<TaskLaunch>& launches) {
@@ -115,21 +115,16 @@ TEST_F(ControllerGatesTest, DependenciesOnUnknownOrForeignJobsAreRefused) {
                        std::to_string(theirs) + "\n",
                    catalog());
   ASSERT_TRUE(job.ok());
-  bool created = false;
-  auto out = controller_->intake().Submit(Team(), *job, "", &created);
+  auto out = controller_->intake().Submit(Team(), *job, "");
   EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("dependency: no job"), std::string::npos);
   job->dependency = "afterany:999";
-  EXPECT_NE(controller_->intake()
-                .Submit(Team(), *job, "", &created)
-                .status()
-                .message()
-                .find("no job 999"),
+  EXPECT_NE(controller_->intake().Submit(Team(), *job, "").status().message().find("no job 999"),
             std::string::npos);
   job->dependency.clear();
   job->priority_class = "urgent";
   EXPECT_NE(controller_->intake()
-                .Submit(Team(), *job, "", &created)
+                .Submit(Team(), *job, "")
                 .status()
                 .message()
                 .find("no priority class 'urgent'"),
@@ -141,12 +136,11 @@ TEST_F(ControllerGatesTest, ArrayIndicesComeOnlyFromTheServerAndNamesStayInTheir
   StatusOr<JobSubmission> forged =
       ParseJobYaml("queue: team-a\ncommand: [true]\narray: 0-99\narray_index: 0\n", catalog());
   ASSERT_TRUE(forged.ok()) << forged.status().ToString();
-  bool created = false;
-  auto out = controller_->intake().SubmitBatch(Team(), {*forged}, "", &created);
+  auto out = controller_->intake().SubmitBatch(Team(), {*forged}, "");
   EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("array_index: is set by the server"), std::string::npos)
       << out.status().ToString();
-  EXPECT_EQ(controller_->intake().Submit(Team(), *forged, "", &created).status().code(),
+  EXPECT_EQ(controller_->intake().Submit(Team(), *forged, "").status().code(),
             StatusCode::kInvalidArgument);
 
   // A real array of team-a's, then team-b's jobs: nothing named by team-a reaches them.
@@ -160,7 +154,7 @@ TEST_F(ControllerGatesTest, ArrayIndicesComeOnlyFromTheServerAndNamesStayInTheir
             StatusCode::kNotFound);
   EXPECT_EQ(Actions().Hold(Team(), std::to_string(a) + "_2").status().code(),
             StatusCode::kNotFound);
-  EXPECT_FALSE(controller_->GetJob(Principal{Role::kTenant, "team-b", "t"}, JobNumber(theirs))
+  EXPECT_FALSE(Reads().GetJob(Principal{Role::kTenant, "team-b", "t"}, JobNumber(theirs))
                    ->at("held")
                    .get<bool>());
 }
@@ -205,7 +199,7 @@ TEST_F(ControllerGatesTest, AHoldSurvivesARestartUntilReleasedAndRequeueRunsItAg
   std::vector<TaskLaunch> again = CycleAndTake();
   ASSERT_EQ(Jobs(again), std::vector<uint64_t>{held});
   EXPECT_EQ(again[0].key.attempt, run[0].key.attempt + 1);
-  auto job = controller_->GetJob(Team(), JobNumber(held));
+  auto job = Reads().GetJob(Team(), JobNumber(held));
   ASSERT_TRUE(job.ok());
   EXPECT_EQ((*job)["restart"]["used"], 0);  // not counted against its restart policy
 }

@@ -23,7 +23,7 @@ void Controller::ApplyDrains(const NodeInfo& node) {
   // A node waiting to take a new inventory takes no work on the old one.
   (void)core_.state()->SetNodeDrained(
       id.value(), node.drain.has_value() || nodes_.AwaitsRespec(node.inventory.spec.name) ||
-                      !ModulesNodeHold(node.inventory.spec.name).empty());  // e.g. for a check
+                      !host_.NodeHold(node.inventory.spec.name).empty());  // e.g. for a check
   const int gpus = core_.state()->node(id.value()).gpu_count();
   for (int g = 0; g < gpus; ++g) {
     (void)core_.state()->SetGpuDrained(id.value(), g, node.gpu_drains.count(g) > 0);
@@ -67,7 +67,7 @@ void Controller::HandleTelemetry(NodeInfo& node, const std::string& agent_id,
     }
   }
   const bool comparable = node.telemetry_agent == agent_id && node.telemetry.size() == gpus;
-  ModulesOnTelemetry(node, by_index, comparable, now, out);
+  host_.OnTelemetry(node, by_index, comparable, *HookStep(now, &out));
   node.telemetry = std::move(by_index);
   node.telemetry_agent = agent_id;
   node.telemetry_at = now;

@@ -44,7 +44,7 @@ class ControllerIdleTest : public ControllerTest {
     Register();
   }
   nlohmann::json Job(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : nlohmann::json();
   }
@@ -122,7 +122,7 @@ TEST_F(ControllerIdleTest, NotifyFlagsAfterTheWindowNotBeforeAndClearsOnRecovery
   EXPECT_EQ(j["idle_since"], FormatRfc3339(kFirstSample + 30 * kMinute));
   EXPECT_EQ(j["hung"], false);  // it writes output every minute
   EXPECT_EQ(j["state"], "running");  // notify: nothing else happens
-  const std::string metrics = controller_->Metrics();
+  const std::string metrics = Views().Metrics();
   EXPECT_NE(metrics.find("tessera_jobs_idle{queue=\"team-a\"} 1"), std::string::npos);
   EXPECT_NE(metrics.find("tessera_jobs_hung{queue=\"team-a\"} 0"), std::string::npos);
   // 1 % but for the first sample's 10 s at 0 %.
@@ -144,9 +144,9 @@ TEST_F(ControllerIdleTest, NotifyFlagsAfterTheWindowNotBeforeAndClearsOnRecovery
   TickUntil(clock_.NowMicros() + kMinute, 90, id);
   j = Job(id);
   EXPECT_TRUE(j["idle_since"].is_null()) << j.dump();
-  EXPECT_NE(controller_->Metrics().find("tessera_jobs_idle{queue=\"team-a\"} 0"), std::string::npos);
+  EXPECT_NE(Views().Metrics().find("tessera_jobs_idle{queue=\"team-a\"} 0"), std::string::npos);
   // GET /v1/queues shows the policies, defaults where the file has none.
-  for (const auto& q : controller_->Queues()["queues"]) {
+  for (const auto& q : Views().Queues()["queues"]) {
     if (q["name"] == "team-a") {
       EXPECT_EQ(q["idle"]["text"], "below 5% for 30m: notify");
     } else if (q["name"] == "team-c") {
@@ -181,7 +181,7 @@ TEST_F(ControllerIdleTest, SilentAndIdleIsHungButSilentAndBusyIsNot) {
   EXPECT_EQ(j["hung"], false);
   // 80 % of its share, but for the first sample's 10 s at 0 %.
   EXPECT_NEAR(j["utilisation_window"]["mean_pct"].get<double>(), 80.0, 0.5);
-  const std::string metrics = controller_->Metrics();
+  const std::string metrics = Views().Metrics();
   EXPECT_NE(metrics.find("tessera_jobs_hung{queue=\"team-a\"} 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("state=\"hung\""), std::string::npos);
 }
@@ -265,7 +265,7 @@ TEST_F(ControllerIdleTest, EfficiencyIsStoredWithUsageAndSurvivesARestart) {
   }
   Exit(whole);
   Exit(share);
-  auto u = controller_->Usage(kT0, kT0 + kHour, "job");
+  auto u = Views().Usage(kT0, kT0 + kHour, "job");
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   ASSERT_EQ((*u)["rows"].size(), 2u);
   // Utilisation is measured from the first sample (10 s in); the first 10 s count at the
@@ -275,17 +275,17 @@ TEST_F(ControllerIdleTest, EfficiencyIsStoredWithUsageAndSurvivesARestart) {
   EXPECT_NEAR((*u)["rows"][0]["used_gpu_hours"].get<double>(), 0.5, 0.01);
   EXPECT_NEAR((*u)["rows"][1]["gpu_hours"].get<double>(), 0.25, 1e-9);
   EXPECT_NEAR((*u)["rows"][1]["efficiency"].get<double>(), 1.0, 0.01);
-  const std::string before = controller_->Metrics();
+  const std::string before = Views().Metrics();
   EXPECT_NE(before.find("tessera_tenant_gpu_seconds_used_total{tenant=\"team-a\"}"),
             std::string::npos);
 
   Reopen();
-  u = controller_->Usage(kT0, kT0 + kHour, "tenant");
+  u = Views().Usage(kT0, kT0 + kHour, "tenant");
   ASSERT_TRUE(u.ok());
   ASSERT_EQ((*u)["rows"].size(), 1u);
   EXPECT_NEAR((*u)["rows"][0]["used_gpu_hours"].get<double>(), 0.75, 0.01);
   EXPECT_NEAR((*u)["rows"][0]["efficiency"].get<double>(), 0.6, 0.01);  // 0.75 / 1.25
-  const std::string after = controller_->Metrics();
+  const std::string after = Views().Metrics();
   const std::string family = "tessera_tenant_gpu_seconds_used_total{tenant=\"team-a\"} ";
   ASSERT_NE(after.find(family), std::string::npos);
   const double seconds = std::stod(after.substr(after.find(family) + family.size()));

@@ -1,6 +1,6 @@
-// The users' side of the controller: job views and task logs, and the core's side of
-// submissions (JobIntake's port, services/job_intake.h; cancels are the JobActions
-// service's: services/job_actions.h).
+// The core's side of submissions (JobIntake's port, services/job_intake.h) and of task
+// output (what a report adds to the logs). Cancels are the JobActions service's
+// (services/job_actions.h), the API's reads the JobReads service's (services/job_reads.h).
 #include "server/controller.h"
 
 #include <algorithm>
@@ -113,64 +113,9 @@ void Controller::Acknowledge(LiveJob& j, Micros now) {
   core_.ObserveSubmission(rec.spec);
   // Enqueued now when the core is current, else by the rebuild before the next cycle.
   core_.lifecycle()->Submit(rec, now);
-  ModulesOnJobAccepted(j, now);  // gated at once when a hold or dependency may keep it
+  // Gated at once when a hold or dependency may keep it.
+  host_.OnJobAccepted(FactsOf(j), *HookStep(now, nullptr));
   PublishView(j);
-}
-
-StatusOr<nlohmann::json> Controller::GetJob(const Principal& who, JobNumber id) {
-  TESSERA_ASSIGN_OR_RETURN(std::string text, GetJobText(who, id));
-  nlohmann::json out = nlohmann::json::parse(text, nullptr, false);
-  if (out.is_discarded()) {
-    return InternalError("job " + ToString(id) + ": its view is not JSON");
-  }
-  return out;
-}
-
-StatusOr<std::string> Controller::GetJobText(const Principal& who, JobNumber id) {
-  if (std::shared_ptr<const JobView> view = views_.Get(id)) {
-    if (!PublishedJobs::Visible(who, view->tenant)) {
-      return NotFoundError("no job " + ToString(id));
-    }
-    return views_.Text(*view);
-  }
-  // Not published: archived out of memory (read from the store), or no such job.
-  MutexLock lock(mu_);
-  std::optional<LiveJob> archived;
-  const LiveJob* job = FindOrLoad(id, &archived);
-  if (job == nullptr || !PublishedJobs::Visible(who, job->row.tenant)) {
-    return NotFoundError("no job " + ToString(id));
-  }
-  return JobJson(*job).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-StatusOr<LogChunk> Controller::ReadLog(const Principal& who, JobNumber id, int task, int64_t offset,
-                                       int64_t max_bytes) {
-  std::string state;
-  int replicas = 0;
-  // A published job without the controller's lock (as GetJobText); an archived one from
-  // the store.
-  if (std::shared_ptr<const JobView> view = views_.Get(id)) {
-    if (!PublishedJobs::Visible(who, view->tenant)) {
-      return NotFoundError("no job " + ToString(id));
-    }
-    replicas = view->tasks;
-    state = view->state;
-  } else {
-    MutexLock lock(mu_);
-    std::optional<LiveJob> archived;
-    const LiveJob* job = FindOrLoad(id, &archived);
-    if (job == nullptr || !PublishedJobs::Visible(who, job->row.tenant)) {
-      return NotFoundError("no job " + ToString(id));
-    }
-    replicas = static_cast<int>(job->submission.spec.tasks.size());
-    state = std::string(JobStateName(jobs_.StateOf(*job)));
-  }
-  if (task < 0 || task >= replicas) {
-    return InvalidArgumentError("task must be in 0.." + std::to_string(replicas - 1));
-  }
-  TESSERA_ASSIGN_OR_RETURN(LogChunk chunk, logs_.Read(id, task, offset, max_bytes));
-  chunk.job_state = std::move(state);
-  return chunk;
 }
 
 void Controller::AppendLog(LiveJob& job, int task, int64_t offset, const std::string& data,
@@ -183,9 +128,7 @@ void Controller::AppendLog(LiveJob& job, int task, int64_t offset, const std::st
   const size_t skip = offset < run.log_received ? static_cast<size_t>(run.log_received - offset) : 0;
   out.logs.push_back(LogAppend{job.id(), task, data.substr(skip)});
   run.log_received = end;
-  for (ControllerModule* m : modules_) {
-    m->OnOutput(job.id(), clock_->NowMicros());
-  }
+  host_.OnOutput(job.id(), clock_->NowMicros());
 }
 
 }  // namespace tessera

@@ -34,12 +34,12 @@ class ControllerLabelsTest : public ControllerTest {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   std::string State(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? (*j)["state"].get<std::string>() : "";
   }
   nlohmann::json NodeView(const std::string& name) {
-    nlohmann::json nodes = controller_->Nodes(Principal{Role::kAdmin, "", "test"})["nodes"];
+    nlohmann::json nodes = Views().Nodes(Principal{Role::kAdmin, "", "test"})["nodes"];
     for (const nlohmann::json& n : nodes) {
       if (n["name"] == name) {
         return n;
@@ -66,7 +66,7 @@ TEST_F(ControllerLabelsTest, ARackHardGangWaitsUntilRelabelledNodesShareARack) {
   EXPECT_EQ(NodeView("node-2")["labels"]["rack"], "r1");
   ASSERT_EQ(CycleAndTake().size(), 1u);  // node-1's task; node-2's goes to its agent
   EXPECT_EQ(State(gang), "running");
-  const std::string metrics = controller_->Metrics();
+  const std::string metrics = Views().Metrics();
   EXPECT_NE(metrics.find("tessera_node_info{node=\"node-2\",block=\"b1\",rack=\"r1\"} 1"),
             std::string::npos)
       << metrics;
@@ -75,7 +75,7 @@ TEST_F(ControllerLabelsTest, ARackHardGangWaitsUntilRelabelledNodesShareARack) {
   Join("node-1", agent_id_, {{"block", "b1"}, {"nvlink-domain", "c/1"}, {"rack", "r1"}});
   EXPECT_TRUE(NodeView("node-1")["schedulable"].get<bool>());
   EXPECT_EQ(State(gang), "running");
-  EXPECT_NE(controller_->Metrics().find("nvlink_domain=\"c/1\""), std::string::npos);
+  EXPECT_NE(Views().Metrics().find("nvlink_domain=\"c/1\""), std::string::npos);
   std::vector<std::string> broken = controller_->CheckInvariants();
   EXPECT_TRUE(broken.empty()) << broken.front();
 }

@@ -23,7 +23,7 @@ class ControllerLifecycleTest : public ControllerTest {
     o.node_timeout = node_timeout_;
   }
   nlohmann::json Job(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : nlohmann::json();
   }
@@ -225,7 +225,7 @@ class ControllerHistoryTest : public ControllerTest {
 
   std::map<std::string, double> DecayedGpuHours() {
     std::map<std::string, double> out;
-    const nlohmann::json queues = controller_->Queues();
+    const nlohmann::json queues = Views().Queues();
     for (const auto& q : queues["queues"]) {
       if (q["kind"] == "queue" && !q["fair_share"].is_null()) {
         out[q["name"].get<std::string>()] = q["fair_share"]["decayed_gpu_hours"].get<double>();
@@ -236,7 +236,7 @@ class ControllerHistoryTest : public ControllerTest {
   // The runtime a new "train" job is predicted to take, in seconds.
   double PredictedTrain() {
     const uint64_t id = Submit("team-a", kTrain);
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok());
     auto c = Actions().Cancel(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(c.ok()) << c.status().ToString();
@@ -336,12 +336,10 @@ TEST_F(ControllerArchiveTest, OldFinishedJobsAreReadFromTheStoreAndTheirSlotsReu
   constexpr const char* kJob =
       "name: short\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\n";
   std::vector<uint64_t> ids;
-  bool created = false;
-  auto keyed =
-      controller_->intake().Submit(Principal{Role::kTenant, "team-a", "test"},
-                                   ParseJobYaml(kJob, catalog()).value(), "key-1", &created);
-  ASSERT_TRUE(keyed.ok() && created);
-  ids.push_back((*keyed)["id"].get<uint64_t>());
+  auto keyed = controller_->intake().Submit(Principal{Role::kTenant, "team-a", "test"},
+                                            ParseJobYaml(kJob, catalog()).value(), "key-1");
+  ASSERT_TRUE(keyed.ok() && !keyed->replayed);
+  ids.push_back(keyed->jobs.at(0).value());
   for (int i = 0; i < 5; ++i) {
     ids.push_back(Submit("team-a", kJob));
   }
@@ -356,41 +354,41 @@ TEST_F(ControllerArchiveTest, OldFinishedJobsAreReadFromTheStoreAndTheirSlotsReu
     EXPECT_TRUE(broken.empty()) << broken.front();
   }
   // Only the two newest finished jobs are listed (listings cover what is in memory).
-  Controller::JobPage page = controller_->ListJobIds(admin_, JobFilter{}, JobNumber(0), 100);
+  JobReads::JobPage page = Reads().ListJobIds(admin_, JobFilter{}, JobNumber(0), 100);
   EXPECT_EQ(page.ids(), (std::vector<JobNumber>{JobNumber(ids[5]), JobNumber(ids[4])}));
   // The others answer from the store, as they were.
   for (uint64_t id : ids) {
-    auto j = controller_->GetJob(admin_, JobNumber(id));
+    auto j = Reads().GetJob(admin_, JobNumber(id));
     ASSERT_TRUE(j.ok()) << id << ": " << j.status().ToString();
     EXPECT_EQ((*j)["state"], "succeeded") << id;
     EXPECT_EQ((*j)["attempts"], 1) << id;
     EXPECT_EQ((*j)["gpus"], 1) << id;
   }
-  EXPECT_EQ(controller_->GetJob(admin_, JobNumber(ids.back() + 1)).status().code(),
+  EXPECT_EQ(Reads().GetJob(admin_, JobNumber(ids.back() + 1)).status().code(),
             StatusCode::kNotFound);
   EXPECT_EQ(Actions().Cancel(admin_, JobNumber(ids[0])).status().code(),
             StatusCode::kFailedPrecondition);
   // Another tenant still cannot see it.
-  EXPECT_EQ(controller_->GetJob(Principal{Role::kTenant, "team-b", "t"}, JobNumber(ids[0]))
+  EXPECT_EQ(Reads().GetJob(Principal{Role::kTenant, "team-b", "t"}, JobNumber(ids[0]))
                 .status()
                 .code(),
             StatusCode::kNotFound);
   // A retry with the archived job's key returns that job, not a new one.
-  auto retry =
-      controller_->intake().Submit(Principal{Role::kTenant, "team-a", "test"},
-                                   ParseJobYaml(kJob, catalog()).value(), "key-1", &created);
+  auto retry = controller_->intake().Submit(Principal{Role::kTenant, "team-a", "test"},
+                                            ParseJobYaml(kJob, catalog()).value(), "key-1");
   ASSERT_TRUE(retry.ok()) << retry.status().ToString();
-  EXPECT_FALSE(created);
-  EXPECT_EQ((*retry)["id"], ids[0]);
+  EXPECT_TRUE(retry->replayed);
+  EXPECT_EQ(retry->jobs, std::vector<JobNumber>{JobNumber(ids[0])});
+  EXPECT_EQ(retry->job_view["state"], "succeeded");  // as it is now, read from the store
 
   // New jobs run on reused slots; a restart keeps the same view.
   const uint64_t next = Submit("team-a", kJob);
   ASSERT_EQ(CycleAndTake().size(), 1u);
   Exit(next);
   Reopen();
-  page = controller_->ListJobIds(admin_, JobFilter{}, JobNumber(0), 100);
+  page = Reads().ListJobIds(admin_, JobFilter{}, JobNumber(0), 100);
   EXPECT_EQ(page.ids(), (std::vector<JobNumber>{JobNumber(next), JobNumber(ids[5])}));
-  auto j = controller_->GetJob(admin_, JobNumber(ids[1]));
+  auto j = Reads().GetJob(admin_, JobNumber(ids[1]));
   ASSERT_TRUE(j.ok());
   EXPECT_EQ((*j)["state"], "succeeded");
 }

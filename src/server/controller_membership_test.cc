@@ -44,13 +44,13 @@ class ControllerMembershipTest : public ControllerTest {
     return r.ok() ? r->launch : std::vector<TaskLaunch>{};
   }
   nlohmann::json Job(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : nlohmann::json();
   }
   uint64_t Counter(const std::string& name) {
     std::smatch m;
-    const std::string text = controller_->Metrics();
+    const std::string text = Views().Metrics();
     const std::regex line("\n" + name + " ([0-9]+)\n");
     EXPECT_TRUE(std::regex_search(text, m, line)) << name;
     return m.empty() ? 0 : std::stoull(m[1]);
@@ -304,7 +304,7 @@ TEST_F(ControllerHeartbeatPaceTest, NodesThatJoinedBetweenCyclesAreAllPlacedOnAt
   }
   ASSERT_TRUE(controller_->RunCycle().ok());
   for (uint64_t id : jobs) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     ASSERT_TRUE(j.ok()) << j.status().ToString();
     EXPECT_EQ((*j)["state"], "running") << j->dump();
   }

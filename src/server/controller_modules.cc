@@ -1,8 +1,9 @@
-// Controller: the feature modules' hooks (modules/controller_module.h) and the locked
-// step they act through. Modules see jobs and nodes as const views and change the core
-// only through Step: a stop goes through the attempt machine (StopJob), a row through
-// the step's durable batch. Services' transactions (Transact, Read) run on the same Step,
-// as a ServiceStep (services/service_step.h).
+// Controller: the locked step the feature modules' hooks (modules/controller_module.h,
+// fanned out by modules/module_host.h) act through, and the facts they read. Modules
+// see jobs and nodes as const views and change the core only through Step: a stop goes
+// through the attempt machine (StopJob), a row through the step's durable batch.
+// Services' transactions (Transact, Read) run on the same Step, as a ServiceStep
+// (services/service_step.h).
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -170,7 +171,7 @@ class Controller::Step final : public ServiceStep {
   // ---- GPU usage accounting (Accounting) ----
   void FillUsage(UsageRow& row, int attempt) const override {
     c_.mu_.AssertHeld();
-    c_.ModulesOnUsage(row, attempt, /*ended=*/false);
+    c_.host_.OnUsage(row, attempt, /*ended=*/false);
   }
   std::map<std::string, double> TenantQuotaGpus() const override {
     c_.mu_.AssertHeld();
@@ -277,6 +278,22 @@ class Controller::Step final : public ServiceStep {
     const LiveJob* job = c_.jobs_.Find(id);
     return job != nullptr ? c_.JobJson(*job) : nlohmann::json(nullptr);
   }
+  nlohmann::json DescribeFound(JobNumber id,
+                               const std::function<bool(const JobFacts&)>& show) override {
+    c_.mu_.AssertHeld();
+    std::optional<LiveJob> archived;
+    const LiveJob* job = facade_ ? c_.FindOrLoad(id, &archived)  // may let go of mu_
+                                 : c_.jobs_.Find(id);
+    return job != nullptr && show(c_.FactsOf(*job)) ? c_.JobJson(*job) : nlohmann::json(nullptr);
+  }
+  std::optional<Terminal> TerminalOf(JobNumber id, int task, int attempt) const override {
+    c_.mu_.AssertHeld();
+    std::optional<PtySessions::Endpoint> at = c_.ptys_.Find(id.value(), task, attempt);
+    if (!at) {
+      return std::nullopt;
+    }
+    return Terminal{at->address, at->port, c_.ptys_.Secret(TaskKey{id.value(), task, attempt})};
+  }
 
   // ---- the admin's actions on nodes (services/node_actions.h) ----
   std::vector<JobNumber> JobsOnNode(const std::string& node) const override {
@@ -316,7 +333,42 @@ class Controller::Step final : public ServiceStep {
   }
   nlohmann::json DescribeNode(const std::string& name) const override {
     c_.mu_.AssertHeld();
-    return Node(name) != nullptr ? c_.NodesJson(name).at(0) : nlohmann::json(nullptr);
+    nlohmann::json out(nullptr);
+    if (Node(name) != nullptr) {
+      c_.NodeInputs(name,
+                    [&](const NodeViewInputs& in) { out = NodesJson(in, name, nullptr).at(0); });
+    }
+    return out;
+  }
+
+  // ---- the cluster's views (services/cluster_views.h) ----
+  CoreFigures Figures() const override {
+    c_.mu_.AssertHeld();
+    const bool built = !c_.core_.rebuild_pending();
+    const WorkloadLearner& learner = c_.core_.learner();
+    return CoreFigures{
+        c_.core_.tree(), built ? c_.core_.quota() : nullptr, built ? c_.core_.state() : nullptr,
+        c_.nodes_.all(), c_.counters_,
+        SchedulerFigures{c_.core_.rebuilds(), learner.observed(), learner.models_made(),
+                         learner.model() == nullptr ? 0 : learner.model()->workload().tasks.size()},
+        c_.core_.policy(), c_.options_.placement, c_.options_.seed};
+  }
+  void VisitNodeInputs(const std::string& only,
+                       const std::function<void(const NodeViewInputs&)>& visit) const override {
+    c_.mu_.AssertHeld();
+    c_.NodeInputs(only, visit);
+  }
+  nlohmann::json FairShare(QueueId q) const override {
+    c_.mu_.AssertHeld();
+    return FairShareJson(c_.core_, q);
+  }
+  void DescribeQueue(const std::string& queue, nlohmann::json& out) const override {
+    c_.mu_.AssertHeld();
+    c_.host_.DescribeQueue(queue, c_.core_.queues_yaml(), out);
+  }
+  void WriteModuleMetrics(MetricsWriter& w) const override {
+    c_.mu_.AssertHeld();
+    c_.host_.WriteMetrics(*this, w);
   }
 
  private:
@@ -347,117 +399,14 @@ JobFacts Controller::FactsOf(const LiveJob& job) const {
                   held ? core_.lifecycle()->HeldUntil(jobs_.Rec(job).id) : 0};
 }
 
-void Controller::ModulesBeforeCycle(Micros now, Pending& out) {
-  Step step(*this, now, &out);
-  for (ControllerModule* m : modules_) {
-    m->BeforeCycle(step);
-  }
-}
-
-void Controller::ModulesBeforeDecide(Micros now, Pending& out) {
-  Step step(*this, now, &out);
-  for (ControllerModule* m : modules_) {
-    m->BeforeDecide(step);
-  }
-}
-
-void Controller::ModulesOnJobAccepted(const LiveJob& job, Micros now) {
-  Step step(*this, now, nullptr);
-  const JobFacts facts = FactsOf(job);
-  for (ControllerModule* m : modules_) {
-    m->OnJobAccepted(facts, step);
-  }
-}
-
-void Controller::ModulesOnTelemetry(const NodeInfo& node, const std::vector<GpuTelemetry>& sample,
-                                    bool comparable, Micros now, Pending& out) {
-  Step step(*this, now, &out);
-  for (ControllerModule* m : modules_) {
-    m->OnTelemetry(node, sample, comparable, step);
-  }
-}
-
-void Controller::ModulesOnAttemptRunning(const LiveJob& job) const {
-  const JobFacts facts = FactsOf(job);
-  for (ControllerModule* m : modules_) {
-    m->OnAttemptRunning(facts);
-  }
-}
-
-// Every module's OnUsage first, so that the row is complete when an ended one is counted.
-void Controller::ModulesOnUsage(UsageRow& row, int attempt, bool ended) const {
-  for (ControllerModule* m : modules_) {
-    m->OnUsage(row, attempt, ended);
-  }
-  if (ended) {
-    for (ControllerModule* m : modules_) {
-      m->OnIntervalEnded(row);
-    }
-  }
-}
-
-void Controller::ModulesOnAttemptEnded(const LiveJob& job, const EndedAttempt& ended,
-                                       nlohmann::json& stored_attempt, Micros now) {
-  const Step step(*this, now, nullptr);  // read-only: the core is mid-transition
-  const JobFacts facts = FactsOf(job);
-  for (ControllerModule* m : modules_) {
-    m->OnAttemptEnded(facts, ended, stored_attempt, step);
-  }
-}
-
-void Controller::ModulesDescribeJob(const LiveJob& job, nlohmann::json& out) const {
-  const JobFacts facts = FactsOf(job);
-  for (const ControllerModule* m : modules_) {
-    m->DescribeJob(facts, out);
-  }
-}
-
-void Controller::ModulesWriteMetrics(Micros now, MetricsWriter& w) {
-  const Step step(*this, now, nullptr);
-  for (const ControllerModule* m : modules_) {
-    m->WriteMetrics(step, w);
-  }
-}
-
-// ---- job events and node membership (ETAs, node history) ----
-
-void Controller::ModulesOnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
-  for (ControllerModule* m : modules_) {
-    m->OnJobEvent(job, event, core_.tree());
-  }
-}
-
-void Controller::ModulesOnNodeJoined(const NodeInventory& inventory, Micros now, Pending& out) {
-  Step step(*this, now, &out);
-  for (ControllerModule* m : modules_) {
-    m->OnNodeJoined(inventory, step);
-  }
-}
-
-void Controller::ModulesOnNodeRemoved(const std::string& name, Micros now, Pending& out) {
-  Step step(*this, now, &out);
-  for (ControllerModule* m : modules_) {
-    m->OnNodeRemoved(name, step);
-  }
-}
-
-// Each module's Start in attach order, after the loop; Stop in reverse, before it.
-void Controller::ModulesStart() {
-  for (ControllerModule* m : modules_) {
-    m->Start();
-  }
-}
-
-void Controller::ModulesStop() {
-  for (auto it = modules_.rbegin(); it != modules_.rend(); ++it) {
-    (*it)->Stop();
-  }
-}
-
-// ---- module facades (the gates', metrics, views) and node holds ----
+// ---- module facades (the gates', metrics, views) and hooks' steps ----
 
 std::unique_ptr<ModuleStep> Controller::LockedStep(Micros now, Pending* out) {
   return std::make_unique<Step>(*this, now, out, /*facade=*/true);
+}
+
+std::unique_ptr<ModuleStep> Controller::HookStep(Micros now, Pending* out) {
+  return std::make_unique<Step>(*this, now, out);
 }
 
 // ---- services' transactions (services/service_step.h) ----
@@ -492,15 +441,6 @@ Status Controller::Read(const std::function<Status(ServiceStep&)>& read) {
   MutexLock lock(mu_);
   Step step(*this, clock_->NowMicros(), nullptr, /*facade=*/true);
   return read(step);
-}
-
-std::string Controller::ModulesNodeHold(const std::string& node) const {
-  for (const ControllerModule* m : modules_) {
-    if (std::string why = m->NodeHold(node); !why.empty()) {
-      return why;
-    }
-  }
-  return "";
 }
 
 }  // namespace tessera

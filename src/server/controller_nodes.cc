@@ -1,6 +1,5 @@
 // Controller: node membership (what the core keeps of a node the admin removed: its
-// marker, services/node_actions.h removes), the paginated job listing and the nodes'
-// view as a tenant sees it. Inventory bounds: inventory_bounds.h.
+// marker, services/node_actions.h removes). Inventory bounds: inventory_bounds.h.
 #include <iostream>
 
 #include "server/controller.h"
@@ -12,29 +11,9 @@ constexpr const char* kRemovedNodePrefix = "removed_node/";  // + name: {"at_us"
 
 }  // namespace
 
-Controller::JobPage Controller::ListJobIds(const Principal& who, const JobFilter& filter,
-                                           JobNumber after, size_t limit) {
-  PublishedJobs::Page published = views_.List(who, filter, after, limit);
-  return JobPage{std::move(published.jobs), published.more};
-}
-
-std::vector<JobNumber> Controller::JobPage::ids() const {
-  std::vector<JobNumber> out;
-  out.reserve(jobs.size());
-  for (const auto& view : jobs) {
-    out.push_back(view->id);
-  }
-  return out;
-}
-
-nlohmann::json Controller::Nodes(const Principal& who) {
-  MutexLock lock(mu_);
-  return {{"nodes", NodesJson("", &who)}};
-}
-
 void Controller::ForgetNode(const std::string& name, Micros now, Pending& out) {
   out.batch.kv.emplace_back(kRemovedNodePrefix + name, nlohmann::json{{"at_us", now}}.dump());
-  ModulesOnNodeRemoved(name, now, out);
+  host_.OnNodeRemoved(name, *HookStep(now, &out));
   out.batch.kv.push_back(NodeRegistry::NoDrainsRow(name));
   nodes_.all().erase(name);
   fit_stale_ = true;

@@ -15,7 +15,7 @@ class ControllerPlacementTest : public ControllerTest {
   void Tune(ControllerOptions& options) override { options.history_interval = 0; }
 
   double Metric(const std::string& name) {
-    const std::string text = controller_->Metrics();
+    const std::string text = Views().Metrics();
     const size_t at = text.find("\n" + name + " ");
     EXPECT_NE(at, std::string::npos) << name << " missing from\n" << text;
     return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));

@@ -33,9 +33,10 @@ class ControllerReadsTest : public ControllerTest {
       const Principal admin{Role::kAdmin, "", "test"};
       const uint64_t other = test->other_;
       std::future<nlohmann::json> read = std::async(std::launch::async, [c, admin, other] {
-        Controller::JobPage page = c->ListJobIds(admin, JobFilter{}, JobNumber(0), 10);
-        auto job = c->GetJob(admin, JobNumber(other));
-        auto log = c->ReadLog(admin, JobNumber(other), 0, 0, 1024);
+        const JobReads reads(*c);
+        JobReads::JobPage page = reads.ListJobIds(admin, JobFilter{}, JobNumber(0), 10);
+        auto job = reads.GetJob(admin, JobNumber(other));
+        auto log = reads.ReadLog(admin, JobNumber(other), 0, 0, 1024);
         nlohmann::json out = {{"listed", page.jobs.size()}};
         out["job"] = job.ok() ? *job : nlohmann::json(job.status().ToString());
         out["log_state"] = log.ok() ? log->job_state : log.status().ToString();
@@ -75,7 +76,7 @@ TEST_F(ControllerReadsTest, AJobIsReadAndListedWhileTheCycleHoldsTheControllersL
   EXPECT_EQ(listener_.seen["job"]["reason"], "waiting for the next scheduling cycle");
   EXPECT_EQ(listener_.seen["log_state"], "pending");  // logs are read without the lock too
 
-  auto after = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(other_));
+  auto after = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(other_));
   ASSERT_TRUE(after.ok());
   EXPECT_EQ((*after)["state"], "running");
 }

@@ -30,18 +30,17 @@ class ControllerReasonsTest : public ControllerTest {
     ASSERT_TRUE(out.ok()) << out.status().ToString();
   }
 
-  StatusOr<nlohmann::json> TrySubmit(const std::string& tenant, const std::string& yaml) {
+  StatusOr<JobIntake::Submitted> TrySubmit(const std::string& tenant, const std::string& yaml) {
     StatusOr<JobSubmission> job = ParseJobYaml(yaml, catalog());
     if (!job.ok()) {
       return job.status();
     }
-    bool created = false;
     return controller_->intake().Submit(Principal{Role::kTenant, tenant, "test"},
-                                        std::move(job).value(), "", &created);
+                                        std::move(job).value(), "");
   }
 
   nlohmann::json Job(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : nlohmann::json{};
   }
@@ -63,7 +62,7 @@ constexpr const char* kSixteen = "command: [/bin/true]\nreplicas: 2\nresources: 
 TEST_F(ControllerReasonsTest, ShareLargerThanAnyCardIsRefusedOrHeld) {
   AddNode("n1", SharingMode::kShared);
   ASSERT_TRUE(controller_->RunCycle().ok());
-  StatusOr<nlohmann::json> refused = TrySubmit("team-a", kBigShare);
+  StatusOr<JobIntake::Submitted> refused = TrySubmit("team-a", kBigShare);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(refused.status().message(),
@@ -91,8 +90,8 @@ TEST_F(ControllerReasonsTest, GangLargerThanTheSchedulableGpus) {
   AddNode("n3", SharingMode::kExclusive);
   ASSERT_TRUE(NodeAdmin().Drain("n3", 5, "xid 79").ok());
   ASSERT_TRUE(controller_->RunCycle().ok());
-  StatusOr<nlohmann::json> refused = TrySubmit(
-      "team-a", "command: [/bin/true]\nreplicas: 17\nresources: {gpus: 1}\n");
+  StatusOr<JobIntake::Submitted> refused =
+      TrySubmit("team-a", "command: [/bin/true]\nreplicas: 17\nresources: {gpus: 1}\n");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().message().rfind("never fits: the job needs 17 GPUs; 16 are", 0), 0u)
       << refused.status().message();
@@ -209,9 +208,8 @@ TEST_F(ControllerReasonsTest, BatchFollowsTheRulePerJob) {
   ASSERT_TRUE(controller_->RunCycle().ok());
   auto job = [&](const std::string& yaml) { return ParseJobYaml(yaml, catalog()).value(); };
   const Principal who{Role::kTenant, "team-a", "test"};
-  bool created = false;
   auto refused = controller_->intake().SubmitBatch(
-      who, {job("command: [/bin/true]\nresources: {gpus: 1}\n"), job(kSixteen)}, "", &created);
+      who, {job("command: [/bin/true]\nresources: {gpus: 1}\n"), job(kSixteen)}, "");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().message().rfind("jobs[1]: never fits: the job needs 16 GPUs; 8 are "
                                              "schedulable",
@@ -222,9 +220,9 @@ TEST_F(ControllerReasonsTest, BatchFollowsTheRulePerJob) {
       controller_->intake().SubmitBatch(who,
                                         {job("command: [/bin/true]\nresources: {gpus: 1}\n"),
                                          job(std::string(kSixteen) + "hold_if_unfit: true\n")},
-                                        "", &created);
+                                        "");
   ASSERT_TRUE(held.ok()) << held.status().ToString();
-  EXPECT_EQ((*held)["ids"].size(), 2u);
+  EXPECT_EQ(held->jobs.size(), 2u);
 }
 
 // Nodes that are down count for "never fits": a job that only they could hold is
@@ -250,14 +248,14 @@ TEST_F(ControllerDownNodeReasonsTest, NodeThatTimesOutDoesNotMakeAJobUnfit) {
                            " (no heartbeat for 2 s); no node that is up could ever hold it";
   EXPECT_EQ(Job(before)["state"], "pending");
   EXPECT_EQ(Reason(before), "requeued: node n2 was lost (no heartbeat for 2 s); " + down);
-  StatusOr<nlohmann::json> accepted = TrySubmit("team-a", kEight);
+  StatusOr<JobIntake::Submitted> accepted = TrySubmit("team-a", kEight);
   ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
-  const uint64_t after = (*accepted)["id"].get<uint64_t>();
+  const uint64_t after = accepted->jobs.front().value();
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Job(after)["state"], "pending");
   EXPECT_EQ(Reason(after), down);
   // What no known node could hold is still refused.
-  StatusOr<nlohmann::json> refused = TrySubmit("team-a", kSixteen);
+  StatusOr<JobIntake::Submitted> refused = TrySubmit("team-a", kSixteen);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().message().rfind("never fits: the job needs 16 GPUs; 12 are "
                                              "schedulable",
@@ -279,8 +277,8 @@ TEST_F(ControllerReasonsTest, AfterARestartTheStoredNodesCountBeforeTheirAgentsR
   ASSERT_TRUE(controller_->RunCycle().ok());
   Reopen();
   // No agent back yet: judged against the stored inventories.
-  StatusOr<nlohmann::json> refused = TrySubmit("team-a", "command: [/bin/true]\nresources: "
-                                                         "{gpus: 9}\n");
+  StatusOr<JobIntake::Submitted> refused =
+      TrySubmit("team-a", "command: [/bin/true]\nresources: {gpus: 9}\n");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().message().rfind("never fits: a task asks 9 GPUs on one node; a "
                                              "schedulable node has at most 8",
@@ -290,9 +288,9 @@ TEST_F(ControllerReasonsTest, AfterARestartTheStoredNodesCountBeforeTheirAgentsR
   // Only the smaller node back, and a cycle run: the bigger one still counts.
   AddNode("n1", SharingMode::kExclusive, 4);
   ASSERT_TRUE(controller_->RunCycle().ok());
-  StatusOr<nlohmann::json> accepted = TrySubmit("team-a", kEight);
+  StatusOr<JobIntake::Submitted> accepted = TrySubmit("team-a", kEight);
   ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
-  const uint64_t id = (*accepted)["id"].get<uint64_t>();
+  const uint64_t id = accepted->jobs.front().value();
   ASSERT_TRUE(controller_->RunCycle().ok());
   EXPECT_EQ(Job(id)["state"], "pending");
   EXPECT_EQ(Reason(id), "waiting for node n2, which is down since " +
@@ -308,7 +306,7 @@ TEST_F(ControllerReasonsTest, AfterARestartTheStoredNodesCountBeforeTheirAgentsR
 TEST_F(ControllerReasonsTest, SubmitRightAfterABiggerNodeRegistersIsAccepted) {
   AddNode("n1", SharingMode::kExclusive, 4);
   ASSERT_TRUE(controller_->RunCycle().ok());
-  StatusOr<nlohmann::json> refused = TrySubmit("team-a", kEight);
+  StatusOr<JobIntake::Submitted> refused = TrySubmit("team-a", kEight);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().message().rfind("never fits: a task asks 8 GPUs on one node; a "
                                              "schedulable node has at most 4",
@@ -316,16 +314,14 @@ TEST_F(ControllerReasonsTest, SubmitRightAfterABiggerNodeRegistersIsAccepted) {
             0u)
       << refused.status().message();
   AddNode("n2", SharingMode::kExclusive, 8);
-  StatusOr<nlohmann::json> accepted = TrySubmit("team-a", kEight);
+  StatusOr<JobIntake::Submitted> accepted = TrySubmit("team-a", kEight);
   ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
   // And a batch too.
-  bool created = false;
-  auto batch =
-      controller_->intake().SubmitBatch(Principal{Role::kTenant, "team-a", "test"},
-                                        {ParseJobYaml(kEight, catalog()).value()}, "", &created);
+  auto batch = controller_->intake().SubmitBatch(Principal{Role::kTenant, "team-a", "test"},
+                                                 {ParseJobYaml(kEight, catalog()).value()}, "");
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
   ASSERT_TRUE(controller_->RunCycle().ok());
-  EXPECT_EQ(Job((*accepted)["id"].get<uint64_t>())["state"], "running");
+  EXPECT_EQ(Job(accepted->jobs.front().value())["state"], "running");
 }
 
 // Under a policy without borrowing, a queue at its own quota says so (as the scheduler

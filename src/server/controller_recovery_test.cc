@@ -17,7 +17,7 @@ using testing::kOneGpu;
 class ControllerRecoveryTest : public ControllerTest {
  protected:
   nlohmann::json Job(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : nlohmann::json();
   }
@@ -280,20 +280,24 @@ std::vector<JobSubmission> Batch(int n, const std::string& gpus = "1") {
   return jobs.ok() ? *jobs : std::vector<JobSubmission>{};
 }
 
-std::vector<uint64_t> Ids(const StatusOr<nlohmann::json>& out) {
+std::vector<uint64_t> Ids(const StatusOr<JobIntake::Submitted>& out) {
   EXPECT_TRUE(out.ok()) << out.status().ToString();
-  return out.ok() ? (*out)["ids"].get<std::vector<uint64_t>>() : std::vector<uint64_t>{};
+  std::vector<uint64_t> ids;
+  for (JobNumber id : out.ok() ? out->jobs : std::vector<JobNumber>{}) {
+    ids.push_back(id.value());
+  }
+  return ids;
 }
 
 // The jobs of an acknowledged batch are durable together: after a restart every one
 // is there, once, and the cycle starts those that fit.
 TEST_F(ControllerRecoveryTest, AnAcknowledgedBatchSurvivesARestartAndIsScheduled) {
   const Principal a{Role::kTenant, "team-a", "test"};
-  bool created = false;
-  const std::vector<uint64_t> ids =
-      Ids(controller_->intake().SubmitBatch(a, Batch(3), "batch-key", &created));
+  const StatusOr<JobIntake::Submitted> first =
+      controller_->intake().SubmitBatch(a, Batch(3), "batch-key");
+  const std::vector<uint64_t> ids = Ids(first);
   ASSERT_EQ(ids.size(), 3u);
-  EXPECT_TRUE(created);
+  EXPECT_FALSE(first->replayed);
   EXPECT_EQ(ids[1], ids[0] + 1);
   EXPECT_EQ(ids[2], ids[0] + 2);
   Reopen();
@@ -302,8 +306,10 @@ TEST_F(ControllerRecoveryTest, AnAcknowledgedBatchSurvivesARestartAndIsScheduled
     EXPECT_EQ(Job(id)["queue"], "team-a") << id;
   }
   // The key survives too: the retry gets the same ids and makes nothing new.
-  EXPECT_EQ(Ids(controller_->intake().SubmitBatch(a, Batch(3), "batch-key", &created)), ids);
-  EXPECT_FALSE(created);
+  const StatusOr<JobIntake::Submitted> retry =
+      controller_->intake().SubmitBatch(a, Batch(3), "batch-key");
+  EXPECT_EQ(Ids(retry), ids);
+  EXPECT_TRUE(retry.ok() && retry->replayed);
   Register();  // two whole H100s
   const std::vector<TaskLaunch> launches = CycleAndTake();
   ASSERT_EQ(launches.size(), 2u);
@@ -312,7 +318,7 @@ TEST_F(ControllerRecoveryTest, AnAcknowledgedBatchSurvivesARestartAndIsScheduled
     running += Job(id)["state"] == "running" ? 1 : 0;
   }
   EXPECT_EQ(running, 2);
-  const Controller::JobPage page = controller_->ListJobIds(a, JobFilter{}, JobNumber(), 100);
+  const JobReads::JobPage page = Reads().ListJobIds(a, JobFilter{}, JobNumber(), 100);
   EXPECT_EQ(page.jobs.size(), 3u) << "a job of the batch is there twice, or one is missing";
 }
 
@@ -327,17 +333,15 @@ TEST_F(ControllerRecoveryTest, ABatchWhoseCommitFailedLeavesNoJob) {
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   controller_ = std::move(opened).value();
   failing.fail = true;
-  bool created = true;
   const Principal a{Role::kTenant, "team-a", "test"};
-  StatusOr<nlohmann::json> out = controller_->intake().SubmitBatch(a, Batch(4), "k", &created);
+  StatusOr<JobIntake::Submitted> out = controller_->intake().SubmitBatch(a, Batch(4), "k");
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), StatusCode::kUnavailable);
-  EXPECT_FALSE(created);
-  EXPECT_TRUE(controller_->ListJobIds(a, JobFilter{}, JobNumber(), 100).jobs.empty());
+  EXPECT_TRUE(Reads().ListJobIds(a, JobFilter{}, JobNumber(), 100).jobs.empty());
   Reopen();  // on the real store
-  EXPECT_TRUE(controller_->ListJobIds(a, JobFilter{}, JobNumber(), 100).jobs.empty());
+  EXPECT_TRUE(Reads().ListJobIds(a, JobFilter{}, JobNumber(), 100).jobs.empty());
   for (uint64_t id = 1; id <= 4; ++id) {
-    EXPECT_FALSE(controller_->GetJob(a, JobNumber(id)).ok()) << id;
+    EXPECT_FALSE(Reads().GetJob(a, JobNumber(id)).ok()) << id;
   }
 }
 

@@ -23,7 +23,7 @@ constexpr const char* kCheckpointed =
 class ControllerRestartsTest : public ControllerTest {
  protected:
   nlohmann::json Job(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : nlohmann::json();
   }
@@ -95,7 +95,7 @@ TEST_F(ControllerRestartsTest, AFailingTaskWithMaxTwoRunsThreeTimesAfterItsBacko
   }
   EXPECT_EQ(j["restart"]["used"], 2);
   EXPECT_EQ(j["restart"]["left"], 0);
-  EXPECT_NE(controller_->Metrics().find("tessera_job_restarts_total{cause=\"failure\"} 2"),
+  EXPECT_NE(Views().Metrics().find("tessera_job_restarts_total{cause=\"failure\"} 2"),
             std::string::npos);
   ExpectInvariants();
 }
@@ -144,8 +144,8 @@ TEST_F(ControllerRestartsArchiveTest, AJobReadBackFromTheStoreShowsTheRestartsIt
   const uint64_t newer = Submit("team-a", kRetried);
   ASSERT_EQ(CycleAndTake().size(), 1u);
   Exit(newer);
-  const Controller::JobPage page =
-      controller_->ListJobIds(Principal{Role::kAdmin, "", "test"}, JobFilter{}, JobNumber(0), 100);
+  const JobReads::JobPage page =
+      Reads().ListJobIds(Principal{Role::kAdmin, "", "test"}, JobFilter{}, JobNumber(0), 100);
   ASSERT_EQ(page.ids(), std::vector<JobNumber>{JobNumber(newer)}) << "archived";
   const nlohmann::json j = Job(id);
   EXPECT_EQ(j["state"], "succeeded");
@@ -243,7 +243,7 @@ TEST_F(ControllerRestartsTest, AnXid79OnAHeldGpuRequeuesTheJobFromItsCheckpointO
   ASSERT_EQ(again[0].gpus.size(), 1u);
   EXPECT_NE(again[0].gpus[0], gpu);
   EXPECT_EQ(again[0].checkpoint_dir, dir);
-  EXPECT_NE(controller_->Metrics().find("tessera_job_gpu_faults_total{kind=\"xid\"} 1"),
+  EXPECT_NE(Views().Metrics().find("tessera_job_gpu_faults_total{kind=\"xid\"} 1"),
             std::string::npos);
   ExpectInvariants();
 }
@@ -294,10 +294,10 @@ TEST_F(ControllerRestartsTest, AnApplicationXidOrATemperatureDrainLeavesTheJobRu
   EXPECT_TRUE(r.stop.empty());
   EXPECT_EQ(Job(a)["state"], "running");
   EXPECT_EQ(Job(b)["state"], "running");
-  nlohmann::json nodes = controller_->Nodes();
+  nlohmann::json nodes = Views().Nodes();
   EXPECT_EQ(nodes["nodes"][0]["gpus"][l[0].gpus[0]]["health"], "ok");
   EXPECT_EQ(nodes["nodes"][0]["gpus"][l[1].gpus[0]]["health"], "drained");
-  EXPECT_NE(controller_->Metrics().find("tessera_job_gpu_faults_total{kind=\"xid\"} 0"),
+  EXPECT_NE(Views().Metrics().find("tessera_job_gpu_faults_total{kind=\"xid\"} 0"),
             std::string::npos);
 }
 

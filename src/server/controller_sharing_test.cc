@@ -39,23 +39,22 @@ class ControllerSharingTest : public ControllerTest {
     ASSERT_TRUE(out.ok()) << out.status().ToString();
   }
 
-  StatusOr<nlohmann::json> TrySubmit(const std::string& yaml) {
+  StatusOr<JobIntake::Submitted> TrySubmit(const std::string& yaml) {
     StatusOr<JobSubmission> job = ParseJobYaml(yaml, catalog());
     if (!job.ok()) {
       return job.status();
     }
-    bool created = false;
     return controller_->intake().Submit(Principal{Role::kTenant, "team-a", "test"},
-                                        std::move(job).value(), "", &created);
+                                        std::move(job).value(), "");
   }
 
   std::string State(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? (*j)["state"].get<std::string>() : "";
   }
   std::string Reason(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     return j.ok() ? (*j)["reason"].get<std::string>() : "";
   }
 };
@@ -97,7 +96,7 @@ TEST_F(ControllerSharingTest, TimesliceGpuRunsFourQuartersAndNoWholeGpuJob) {
   EXPECT_EQ(launches[0].key.job, quarters[4]);
   EXPECT_EQ(State(whole_b), "pending");
   // The dashboard's view of the GPU says its mode and replicas.
-  const nlohmann::json nodes = controller_->Nodes();
+  const nlohmann::json nodes = Views().Nodes();
   const nlohmann::json& gpu = nodes["nodes"][0]["gpus"][1];
   EXPECT_EQ(gpu["mode"], "timeslice");
   EXPECT_EQ(gpu["replicas"], 4);
@@ -126,7 +125,7 @@ TEST_F(ControllerSharingTest, ShareWithoutMemoryIsCappedAtItsFractionOfTheCard) 
 TEST_F(ControllerSharingTest, ShareAskingMoreMemoryThanTheTimesliceCardIsRefused) {
   RegisterNode(SharingMode::kTimeslice);
   ASSERT_TRUE(controller_->RunCycle().ok());
-  StatusOr<nlohmann::json> refused =
+  StatusOr<JobIntake::Submitted> refused =
       TrySubmit("command: [/bin/true]\nresources: {gpu_fraction: 0.25, gpu_memory: 81GiB}\n");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);

@@ -56,7 +56,7 @@ TEST_F(ControllerTest, UsageInGpuHoursIsExactAndSurvivesARestart) {
   EXPECT_NEAR(cut["team-a"], 2 * 0.25 + 0.25, 1e-9);
   EXPECT_NEAR(cut["team-b"], 0.25 * 1.5 + 0.428 * 55.0 / 60.0, 1e-9);
 
-  std::string before = controller_->Metrics();
+  std::string before = Views().Metrics();
   EXPECT_NE(before.find("tessera_tenant_gpu_seconds_total{tenant=\"team-a\"} 9000\n"), std::string::npos)
       << before;
 
@@ -64,7 +64,7 @@ TEST_F(ControllerTest, UsageInGpuHoursIsExactAndSurvivesARestart) {
   std::map<std::string, double> after = UsageByTenant(kT0, kT0 + 3 * kHour);
   EXPECT_NEAR(after["team-a"], 2.5, 1e-9);
   EXPECT_NEAR(after["team-b"], 0.5 + mig_hours, 1e-9);
-  std::string metrics = controller_->Metrics();
+  std::string metrics = Views().Metrics();
   EXPECT_NE(metrics.find("tessera_tenant_gpu_seconds_total{tenant=\"team-a\"} 9000\n"), std::string::npos)
       << metrics;
   (void)one;
@@ -77,7 +77,7 @@ TEST_F(ControllerTest, UsageSeriesAveragesGpusPerBucket) {
   clock_.Advance(90 * kSecond);
   Exit(train);
   clock_.Advance(30 * kSecond);
-  auto s = controller_->UsageSeries(kT0, kT0 + 2 * kMinute, kMinute);
+  auto s = Views().UsageSeries(kT0, kT0 + 2 * kMinute, kMinute);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   ASSERT_EQ((*s)["times"].size(), 2U);
   bool found = false;
@@ -90,9 +90,9 @@ TEST_F(ControllerTest, UsageSeriesAveragesGpusPerBucket) {
     }
   }
   EXPECT_TRUE(found) << s->dump();
-  EXPECT_FALSE(controller_->UsageSeries(kT0, kT0, kMinute).ok());
-  EXPECT_FALSE(controller_->UsageSeries(kT0, kT0 + kHour, 0).ok());
-  EXPECT_FALSE(controller_->UsageSeries(kT0, kT0 + 1000 * kHour, kMinute).ok());
+  EXPECT_FALSE(Views().UsageSeries(kT0, kT0, kMinute).ok());
+  EXPECT_FALSE(Views().UsageSeries(kT0, kT0 + kHour, 0).ok());
+  EXPECT_FALSE(Views().UsageSeries(kT0, kT0 + 1000 * kHour, kMinute).ok());
 }
 
 // An XID on GPU 0 drains it: the next whole-GPU jobs land on GPU 1 and then wait.
@@ -103,7 +103,7 @@ TEST_F(ControllerTest, XidDrainsTheGpuAndNoNewWorkLandsOnIt) {
   bad[0].xid_count = 1;
   bad[0].last_xid = 79;
   CycleAndTake(bad);
-  nlohmann::json nodes = controller_->Nodes();
+  nlohmann::json nodes = Views().Nodes();
   const auto& gpu0 = nodes["nodes"][0]["gpus"][0];
   EXPECT_EQ(gpu0["health"], "drained");
   EXPECT_EQ(gpu0["drain"]["by"], "health");
@@ -119,12 +119,12 @@ TEST_F(ControllerTest, XidDrainsTheGpuAndNoNewWorkLandsOnIt) {
   EXPECT_TRUE(CycleAndTake(bad).empty()) << "GPU 0 is drained; the second job waits";
 
   // Metrics say so; the drain survives a restart; an admin resume lets the job start.
-  EXPECT_NE(controller_->Metrics().find("tessera_gpu_drained{Hostname=\"node-1\",gpu=\"0\",UUID=\"GPU-0\","
+  EXPECT_NE(Views().Metrics().find("tessera_gpu_drained{Hostname=\"node-1\",gpu=\"0\",UUID=\"GPU-0\","
                                         "kind=\"xid\",reason=\"XID 79 (GPU has fallen off the bus)\"} 1"),
             std::string::npos);
   Reopen();
   Register();
-  EXPECT_EQ(controller_->Nodes()["nodes"][0]["gpus"][0]["health"], "drained");
+  EXPECT_EQ(Views().Nodes()["nodes"][0]["gpus"][0]["health"], "drained");
   EXPECT_TRUE(CycleAndTake(bad).empty());
   ASSERT_TRUE(NodeAdmin().Resume("node-1", 0).ok());
   launched = CycleAndTake(bad);  // the same counters: no new XID
@@ -140,7 +140,7 @@ TEST_F(ControllerTest, TemperatureDrainLiftsItselfEccAndLostDoNot) {
   t[2].ecc_dbe_volatile = 1;
   t[3].lost = true;
   CycleAndTake(t);
-  nlohmann::json gpus = controller_->Nodes()["nodes"][0]["gpus"];
+  nlohmann::json gpus = Views().Nodes()["nodes"][0]["gpus"];
   EXPECT_EQ(gpus[1]["drain"]["kind"], "temperature");
   EXPECT_EQ(gpus[1]["drain"]["reason"], "temperature 93 C (limit 90 C)");
   EXPECT_EQ(gpus[2]["drain"]["kind"], "ecc");
@@ -149,10 +149,10 @@ TEST_F(ControllerTest, TemperatureDrainLiftsItselfEccAndLostDoNot) {
   t[1].temp_c = 86;  // cooler, not yet at the resume temperature
   t[2].ecc_dbe_volatile = 1;
   CycleAndTake(t);
-  EXPECT_EQ(controller_->Nodes()["nodes"][0]["gpus"][1]["health"], "drained");
+  EXPECT_EQ(Views().Nodes()["nodes"][0]["gpus"][1]["health"], "drained");
   t[1].temp_c = 85;
   CycleAndTake(t);
-  gpus = controller_->Nodes()["nodes"][0]["gpus"];
+  gpus = Views().Nodes()["nodes"][0]["gpus"];
   EXPECT_EQ(gpus[1]["health"], "ok");
   EXPECT_EQ(gpus[2]["health"], "drained");
   EXPECT_EQ(gpus[3]["health"], "lost");  // until an admin resumes it
@@ -183,10 +183,10 @@ TEST_F(ControllerTest, GpuMetricsCarryDcgmLabelsAndTheHolders) {
   std::vector<GpuTelemetry> t = Healthy();
   t[0].util_pct = 77;
   t[0].power_mw = 312'500;
-  const int start = controller_->Nodes()["nodes"][0]["gpus"][2]["holders"][0]["mig_start"].get<int>();
+  const int start = Views().Nodes()["nodes"][0]["gpus"][2]["holders"][0]["mig_start"].get<int>();
   t[2].mig = {MigTelemetry{"MIG-a", "3g.40gb", start, 2, 1000, 39000}};
   CycleAndTake(t);
-  const std::string text = controller_->GpuMetrics();
+  const std::string text = Views().GpuMetrics();
   EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"), std::string::npos);
   EXPECT_NE(text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-0\",device=\"nvidia0\",modelName=\"H100-80GB\","
                       "Hostname=\"node-1\",GPU_I_PROFILE=\"\",GPU_I_ID=\"\",tenant=\"\",job_id=\"\"} 77\n"),
@@ -206,7 +206,7 @@ TEST_F(ControllerTest, GpuMetricsCarryDcgmLabelsAndTheHolders) {
             std::string::npos)
       << text;
 
-  const std::string m = controller_->Metrics();
+  const std::string m = Views().Metrics();
   EXPECT_NE(m.find("tessera_jobs{queue=\"team-b\",tenant=\"team-b\",state=\"running\"} 1\n"), std::string::npos);
   EXPECT_NE(m.find("tessera_scheduler_decisions_total{decision=\"start\"} 2\n"), std::string::npos);
   EXPECT_NE(m.find("tessera_gpu_allocated_ratio{Hostname=\"node-1\",gpu=\"3\",UUID=\"GPU-3\"} 0.25\n"),

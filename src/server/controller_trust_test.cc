@@ -21,7 +21,7 @@ class ControllerTrustTest : public ControllerTest {
  protected:
   static Principal TeamA() { return Principal{Role::kTenant, "team-a", "test"}; }
   nlohmann::json Job(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : nlohmann::json();
   }
@@ -112,8 +112,7 @@ TEST_F(ControllerTrustTest, AnUnreadableRowIsQuarantinedAndTheRestStarts) {
   EXPECT_EQ(controller_->quarantined()[1].id, good + 2);
   EXPECT_EQ(Job(good)["state"], "pending");
 
-  bool created = false;
-  auto again = controller_->intake().Submit(TeamA(), Parse(kOneGpu), "bad-key", &created);
+  auto again = controller_->intake().Submit(TeamA(), Parse(kOneGpu), "bad-key");
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), StatusCode::kAlreadyExists) << again.status().ToString();
   EXPECT_TRUE(controller_->healthy());
@@ -130,22 +129,22 @@ TEST_F(ControllerTrustTest, TwoSubmissionsWithOneKeyGetOneJob) {
   for (int round = 0; round < kRounds; ++round) {
     const std::string key = "key-" + std::to_string(round);
     std::latch go(2);
-    StatusOr<nlohmann::json> answers[2] = {InternalError("not run"), InternalError("not run")};
-    bool created[2] = {false, false};
+    StatusOr<JobIntake::Submitted> answers[2] = {InternalError("not run"),
+                                                 InternalError("not run")};
     auto submit = [&](int k) {
       JobSubmission job = Parse(kOneGpu);
       go.arrive_and_wait();
-      answers[k] = controller_->intake().Submit(TeamA(), std::move(job), key, &created[k]);
+      answers[k] = controller_->intake().Submit(TeamA(), std::move(job), key);
     };
     std::thread other(submit, 1);
     submit(0);
     other.join();
     ASSERT_TRUE(answers[0].ok()) << "round " << round << ": " << answers[0].status().ToString();
     ASSERT_TRUE(answers[1].ok()) << "round " << round << ": " << answers[1].status().ToString();
-    ASSERT_EQ((*answers[0])["id"], (*answers[1])["id"]) << "round " << round;
-    ASSERT_EQ(created[0] + created[1], 1) << "round " << round;
+    ASSERT_EQ(answers[0]->jobs, answers[1]->jobs) << "round " << round;
+    ASSERT_EQ(answers[0]->replayed + answers[1]->replayed, 1) << "round " << round;
     ASSERT_TRUE(controller_->healthy()) << "round " << round;
-    ids.insert((*answers[0])["id"].get<uint64_t>());
+    ids.insert(answers[0]->jobs.at(0).value());
   }
   EXPECT_EQ(ids.size(), static_cast<size_t>(kRounds));
   auto rows = store_->LoadJobs();
@@ -159,22 +158,22 @@ TEST_F(ControllerTrustTest, TwoBatchesWithOneKeyGetOneSetOfJobs) {
   for (int round = 0; round < kRounds; ++round) {
     const std::string key = "batch-" + std::to_string(round);
     std::latch go(2);
-    StatusOr<nlohmann::json> answers[2] = {InternalError("not run"), InternalError("not run")};
-    bool created[2] = {false, false};
+    StatusOr<JobIntake::Submitted> answers[2] = {InternalError("not run"),
+                                                 InternalError("not run")};
     auto submit = [&](int k) {
       std::vector<JobSubmission> jobs = {Parse(kOneGpu), Parse(kOneGpu)};
       jobs[1].array = "0-2";
       go.arrive_and_wait();
-      answers[k] = controller_->intake().SubmitBatch(TeamA(), std::move(jobs), key, &created[k]);
+      answers[k] = controller_->intake().SubmitBatch(TeamA(), std::move(jobs), key);
     };
     std::thread other(submit, 1);
     submit(0);
     other.join();
     ASSERT_TRUE(answers[0].ok()) << "round " << round << ": " << answers[0].status().ToString();
     ASSERT_TRUE(answers[1].ok()) << "round " << round << ": " << answers[1].status().ToString();
-    ASSERT_EQ((*answers[0])["ids"], (*answers[1])["ids"]) << "round " << round;
-    ASSERT_EQ((*answers[0])["ids"].size(), 4u);
-    ASSERT_EQ(created[0] + created[1], 1) << "round " << round;
+    ASSERT_EQ(answers[0]->jobs, answers[1]->jobs) << "round " << round;
+    ASSERT_EQ(answers[0]->jobs.size(), 4u);
+    ASSERT_EQ(answers[0]->replayed + answers[1]->replayed, 1) << "round " << round;
     ASSERT_TRUE(controller_->healthy()) << "round " << round;
   }
 }
@@ -190,9 +189,8 @@ TEST_F(ControllerTrustTest, AQueueHoldsAtMostItsMaxPendingJobs) {
   yaml.insert(yaml.find(at) + at.size(), "    maxPending: 5\n");
   ASSERT_TRUE(controller_->SetQueues(yaml).ok());
   EXPECT_GT(Submit("team-a", std::string(kOneGpu) + "array: \"0-3\"\n"), 0u);
-  bool created = false;
   JobSubmission two = Parse(std::string(kOneGpu) + "array: \"0-1\"\n");
-  auto refused = controller_->intake().Submit(TeamA(), std::move(two), "", &created);
+  auto refused = controller_->intake().Submit(TeamA(), std::move(two), "");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(refused.status().message().find("maxPending"), std::string::npos)
@@ -201,14 +199,14 @@ TEST_F(ControllerTrustTest, AQueueHoldsAtMostItsMaxPendingJobs) {
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(rows->size(), 4u);  // nothing of the refused array was made
   EXPECT_GT(Submit("team-a", kOneGpu), 0u);  // the fifth fits
-  auto sixth = controller_->intake().Submit(TeamA(), Parse(kOneGpu), "", &created);
+  auto sixth = controller_->intake().Submit(TeamA(), Parse(kOneGpu), "");
   EXPECT_EQ(sixth.status().code(), StatusCode::kResourceExhausted);
   // Two start (the node has two whole H100s): two more fit.
   Register();
   EXPECT_EQ(CycleAndTake().size(), 2u);
   EXPECT_GT(Submit("team-a", kOneGpu), 0u);
   EXPECT_GT(Submit("team-a", kOneGpu), 0u);
-  EXPECT_EQ(controller_->intake().Submit(TeamA(), Parse(kOneGpu), "", &created).status().code(),
+  EXPECT_EQ(controller_->intake().Submit(TeamA(), Parse(kOneGpu), "").status().code(),
             StatusCode::kResourceExhausted);
   EXPECT_GT(Submit("team-b", kOneGpu), 0u);  // another queue's bound is its own
   // A bad bound is refused with its path.
@@ -225,12 +223,11 @@ TEST_F(ControllerTrustTest, AQueueHoldsAtMostItsMaxPendingJobs) {
 TEST_F(ControllerTrustTest, AUserChangesOnlyItsOwnJobsAndTheActorIsRecorded) {
   const Principal alice{Role::kTenant, "team-a", "alice-token", "alice"};
   const Principal bob{Role::kTenant, "team-a", "bob-token", "bob"};
-  bool created = false;
   JobSubmission job = Parse(kOneGpu);
   job.spec.user = "alice";
-  auto made = controller_->intake().Submit(alice, std::move(job), "", &created);
+  auto made = controller_->intake().Submit(alice, std::move(job), "");
   ASSERT_TRUE(made.ok()) << made.status().ToString();
-  const JobNumber id((*made)["id"].get<uint64_t>());
+  const JobNumber id = made->jobs.at(0);
   const std::string name = std::to_string(id.value());
 
   auto cancel = Actions().Cancel(bob, id);

@@ -44,13 +44,13 @@ class ControllerValidationTest : public ControllerTest {
     nlohmann::json list = validation_->List();
     return list["checks"][0]["node_states"][0]["state"].get<std::string>();
   }
-  nlohmann::json Node() { return controller_->Nodes()["nodes"][0]; }
+  nlohmann::json Node() { return Views().Nodes()["nodes"][0]; }
   // Runs the check now and returns the check job's launch.
   TaskLaunch RunNow() {
     auto r = validation_->Run("burn", "");
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     std::vector<TaskLaunch> l = ValidationPass();
-    EXPECT_EQ(l.size(), 1U) << validation_->List().dump() << controller_->Nodes().dump();
+    EXPECT_EQ(l.size(), 1U) << validation_->List().dump() << Views().Nodes().dump();
     return l.empty() ? TaskLaunch{} : l[0];
   }
 };
@@ -69,7 +69,7 @@ TEST_F(ControllerValidationTest, DueNodeIsHeldUntilItsJobsEndThenRunsTheCheckAlo
   EXPECT_EQ(NodeState(), "waiting");
   EXPECT_EQ(Node()["reason"], "held for validation burn: takes no new work until its jobs end");
   EXPECT_EQ(Node()["schedulable"], false);
-  auto job = controller_->GetJob(Principal{Role::kAdmin, "", "admin"}, JobNumber(busy));
+  auto job = Reads().GetJob(Principal{Role::kAdmin, "", "admin"}, JobNumber(busy));
   ASSERT_TRUE(job.ok());
   EXPECT_EQ((*job)["state"], "running");  // not preempted for the check
   // Work submitted while the check waits does not land on the held node.
@@ -89,7 +89,7 @@ TEST_F(ControllerValidationTest, DueNodeIsHeldUntilItsJobsEndThenRunsTheCheckAlo
   EXPECT_EQ(NodeState(), "running");
   // Held and charged like any running job: the core's ledgers and quotas agree.
   EXPECT_EQ(controller_->CheckInvariants(), std::vector<std::string>{});
-  auto shown = controller_->GetJob(Principal{Role::kAdmin, "", "admin"}, JobNumber(check.key.job));
+  auto shown = Reads().GetJob(Principal{Role::kAdmin, "", "admin"}, JobNumber(check.key.job));
   ASSERT_TRUE(shown.ok());
   EXPECT_EQ((*shown)["tenant"], "_validation");
   EXPECT_EQ((*shown)["state"], "running");
@@ -178,7 +178,7 @@ TEST_F(ControllerValidationTest, RegressionDrainsTheGpuAndFailureTheNodeAcrossAR
   EXPECT_EQ(node["gpus"][0]["drain"]["by"], "validation");
   EXPECT_TRUE(node["gpus"][1]["drain"].is_null());  // GPU 1 had no baseline: it sets one
   EXPECT_TRUE(node["drain"].is_null());
-  const std::string metrics = controller_->Metrics();
+  const std::string metrics = Views().Metrics();
   EXPECT_NE(metrics.find("tessera_validation_result{node=\"node-1\",gpu=\"0\",check=\"burn\","
                          "metric=\"tflops\"} 210\n"),
             std::string::npos)

@@ -1,5 +1,5 @@
-// What the controller shows: jobs, nodes and who holds each GPU, queues, usage; and
-// the queue configuration.
+// What the controller shows of jobs, and what the nodes' views are written from (who
+// holds each GPU; services/cluster_views.h writes them); and the queue configuration.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -14,10 +14,8 @@
 #include "server/job_attempts.h"
 #include "server/known_nodes.h"
 #include "server/pending_reasons.h"
-#include "server/modules/usage_report.h"
 #include "server/views/job_json.h"
 #include "server/views/node_views.h"
-#include "server/views/queue_views.h"
 
 namespace tessera {
 
@@ -34,7 +32,7 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
   nlohmann::json out = ::tessera::JobJson(JobJsonInputs{
       job, job.slot == JobTable::kArchived ? archived : jobs_.Rec(job), state, nodes_.all(),
       *catalog_, CheckpointDir(job), identities_.Known(job.row.tenant)});
-  ModulesDescribeJob(job, out);  // the restart block too (RestartsModule)
+  host_.DescribeJob(FactsOf(job), out);  // the restart block too (RestartsModule)
   out["held"] = state == JobState::kPending && IsHeldReason(job.row.reason);
   if (with_reason) {
     JobView view;
@@ -177,14 +175,10 @@ void Controller::RefreshFitVerdicts() {
   views_.SetContext(std::move(c));
 }
 
-nlohmann::json Controller::Nodes() {
-  MutexLock lock(mu_);
-  return {{"nodes", NodesJson("")}};
-}
-
-GpuHolds Controller::GpuHolders(const std::string& only,
-                                std::map<std::string, std::pair<int64_t, int64_t>>* used) const {
+void Controller::NodeInputs(const std::string& only,
+                            const std::function<void(const NodeViewInputs&)>& visit) const {
   GpuHolds holds;
+  std::map<std::string, std::pair<int64_t, int64_t>> used;  // cpu, memory
   for (const auto& [id, job] : jobs_.all()) {
     const JobRecord& rec = jobs_.Rec(job);
     if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
@@ -198,76 +192,21 @@ GpuHolds Controller::GpuHolders(const std::string& only,
       for (const GpuGrant& g : a.gpus) {
         holds[{job.tasks[t].node, g.gpu}].push_back(GpuHold{id, &job.row, &g});
       }
-      if (used != nullptr) {
-        auto& u = (*used)[job.tasks[t].node];
-        u.first += a.cpu.value();
-        u.second += a.memory.value();
-      }
+      auto& u = used[job.tasks[t].node];
+      u.first += a.cpu.value();
+      u.second += a.memory.value();
     }
   }
-  return holds;
-}
-
-nlohmann::json Controller::NodesJson(const std::string& only, const Principal* viewer) const {
-  std::map<std::string, std::pair<int64_t, int64_t>> used;  // cpu, memory
-  const GpuHolds holds = GpuHolders(only, &used);
   std::map<std::string, std::string> module_holds;
   for (const auto& [name, node] : nodes_.all()) {
     if (!only.empty() && name != only) {
       continue;
     }
-    if (std::string why = ModulesNodeHold(name); !why.empty()) {
+    if (std::string why = host_.NodeHold(name); !why.empty()) {
       module_holds.emplace(name, std::move(why));
     }
   }
-  return ::tessera::NodesJson(NodeViewInputs{nodes_.all(), holds, used, *catalog_, module_holds},
-                              only, viewer);
-}
-
-nlohmann::json Controller::Queues() {
-  MutexLock lock(mu_);
-  std::map<std::string, std::pair<int64_t, int64_t>> jobs;  // pending, running
-  for (const auto& [id, job] : jobs_.all()) {
-    const JobPhase phase = jobs_.Rec(job).phase;
-    if (job.durable && phase != JobPhase::kFinished) {
-      auto& c = jobs[job.row.queue];
-      ++(phase == JobPhase::kPending ? c.first : c.second);
-    }
-  }
-  std::map<std::string, int64_t> max_pending;
-  std::vector<nlohmann::json> fair_share;
-  for (size_t i = 0; i < core_.tree().size(); ++i) {
-    const QueueId q(i);
-    if (core_.tree().is_queue(q)) {
-      max_pending[core_.tree().spec(q).name] = intake_.MaxPending(core_.tree().spec(q).name, core_.queues_yaml());
-    }
-    fair_share.push_back(FairShareJson(core_, q));
-  }
-  nlohmann::json out = QueuesJson(QueueViewInputs{
-      core_.tree(), core_.rebuild_pending() ? nullptr : core_.quota(), *catalog_, jobs,
-      max_pending, fair_share});
-  for (size_t i = 0; i < core_.tree().size(); ++i) {
-    if (!core_.tree().is_queue(QueueId(i))) {
-      out[i]["idle"] = nullptr;
-      continue;
-    }
-    for (ControllerModule* m : modules_) {
-      m->DescribeQueue(core_.tree().spec(QueueId(i)).name, core_.queues_yaml(), out[i]);
-    }
-  }
-  return {{"queues", std::move(out)}};
-}
-
-std::vector<std::string> Controller::Tenants() {
-  MutexLock lock(mu_);
-  std::vector<std::string> out;
-  for (QueueId q : core_.tree().queues()) {
-    const std::string& t = core_.tree().tenant(q);
-    if (std::find(out.begin(), out.end(), t) == out.end()) {
-      out.push_back(t);
-    }
-  }
-  return out;
+  visit(NodeViewInputs{nodes_.all(), holds, used, *catalog_, module_holds});
 }
 
 Status Controller::SetQueues(const std::string& yaml) {
@@ -297,17 +236,6 @@ Status Controller::SetQueues(const std::string& yaml) {
   core_.DropScheduler(clock_->NowMicros());
   PublishWaitContext();  // reasons say so until the next cycle
   return Status::Ok();
-}
-
-StatusOr<nlohmann::json> Controller::Usage(Micros since, Micros until, const std::string& by,
-                                           const std::string& tenant) {
-  TESSERA_RETURN_IF_ERROR(CheckUsageQuery(since, until, by));
-  TESSERA_ASSIGN_OR_RETURN(std::vector<UsageRow> rows, store_->LoadUsage(since, until));
-  {  // the store is read above, without mu_
-    MutexLock lock(mu_);
-    Accounting::RunningIntervals(*LockedStep(clock_->NowMicros(), nullptr), since, until, rows);
-  }
-  return SumUsage(rows, since, until, by, tenant);
 }
 
 }  // namespace tessera

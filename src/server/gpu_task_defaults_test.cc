@@ -17,7 +17,7 @@ constexpr const char* kTwoH100s = "name: two\nresources: {gpus: 2, gpu_model: H1
 class GpuTaskDefaultsTest : public ControllerTest {
  protected:
   nlohmann::json SpecResources(uint64_t id) {
-    auto j = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto j = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? (*j)["spec"]["resources"] : nlohmann::json();
   }

@@ -3,6 +3,9 @@
 #include <utility>
 
 #include "base/time_format.h"
+#include "model/gpu_catalog.h"
+#include "server/job_table.h"
+#include "server/node_registry.h"
 
 namespace tessera {
 
@@ -92,6 +95,62 @@ int StoredRestarts(const nlohmann::json& stored) {
     }
   }
   return 0;
+}
+
+nlohmann::json StoredEndedAttempt(const LiveJob& job, const EndedAttempt& ended, Micros now,
+                                  const NodeRegistry& nodes, const GpuCatalog& catalog) {
+  int exit_code = 0;
+  int signal = 0;
+  nlohmann::json tasks = nlohmann::json::array();
+  for (size_t t = 0; t < job.tasks.size(); ++t) {
+    const TaskRun& run = job.tasks[t];
+    const TaskOutcome outcome = t < ended.tasks.size() ? ended.tasks[t] : TaskOutcome{};
+    if (exit_code == 0 && signal == 0) {
+      exit_code = outcome.exit_code;
+      signal = outcome.signal;
+    }
+    nlohmann::json gpus = nlohmann::json::array();
+    auto found = nodes.all().find(run.node);
+    const NodeInfo* node = found == nodes.all().end() ? nullptr : &found->second;
+    if (t < ended.allocations.size()) {
+      for (const GpuGrant& g : ended.allocations[t].gpus) {
+        nlohmann::json gpu = {
+            {"index", g.gpu}, {"milli", g.milli.value()}, {"mig_profile", nullptr}};
+        const size_t gi = static_cast<size_t>(g.gpu);
+        if (node != nullptr && gi < node->inventory.spec.gpus.size()) {
+          const GpuModel& model = catalog.Get(node->inventory.spec.gpus[gi].model);
+          gpu["model"] = model.name;
+          if (g.is_mig()) {
+            gpu["mig_profile"] = model.mig_profiles[static_cast<size_t>(g.mig_profile)].name;
+          }
+        }
+        if (node != nullptr && gi < node->inventory.gpu_uuids.size()) {
+          gpu["uuid"] = node->inventory.gpu_uuids[gi];
+        }
+        gpus.push_back(std::move(gpu));
+      }
+    }
+    tasks.push_back({{"node", run.node},
+                     {"exit_code", outcome.exit_code},
+                     {"signal", outcome.signal},
+                     {"gpus", std::move(gpus)}});
+  }
+  nlohmann::json out = {{"attempt", job.row.attempts}, {"start", ended.run_start},
+                        {"end", now},                  {"ended", std::string(ended.as)},
+                        {"exit_code", exit_code},      {"signal", signal},
+                        {"tasks", std::move(tasks)}};
+  if (ended.as == "failed" && job.row.reason.find(" failed to start: ") != std::string::npos) {
+    out["detail"] = job.row.reason;  // no exit code says it: the launch failed
+  }
+  if (ended.requeued) {
+    // The restart its policy counted so far and its backoff: the core's record of them,
+    // put back at Open (RestoreRestarts).
+    out["restarts"] = ended.restarts;
+    if (ended.restart_at > 0) {
+      out["restart_at"] = ended.restart_at;
+    }
+  }
+  return out;
 }
 
 }  // namespace tessera

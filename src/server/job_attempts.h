@@ -18,8 +18,13 @@
 #include <string>
 
 #include "base/clock.h"
+#include "sched/attempt_machine.h"
 
 namespace tessera {
+
+struct LiveJob;
+class NodeRegistry;
+class GpuCatalog;
 
 // At most this many ended attempts are kept (the oldest are dropped).
 inline constexpr size_t kMaxStoredAttempts = 64;
@@ -44,5 +49,10 @@ double StoredRunSeconds(const nlohmann::json& stored);
 // The restarts counted so far: the newest requeued attempt's "restarts" (an attempt that
 // finished the job stores none, and the count before it stands); 0 when none was requeued.
 int StoredRestarts(const nlohmann::json& stored);
+
+// The stored record of `job`'s attempt that just ended (the format above), with its GPUs
+// named (model, UUID, MIG profile) from `nodes` while they are still known.
+nlohmann::json StoredEndedAttempt(const LiveJob& job, const EndedAttempt& ended, Micros now,
+                                  const NodeRegistry& nodes, const GpuCatalog& catalog);
 
 }  // namespace tessera

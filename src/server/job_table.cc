@@ -1,10 +1,13 @@
 #include "server/job_table.h"
 
+#include "server/job_attempts.h"
 #include "server/job_rows.h"
 
 namespace tessera {
 
+using job_rows::ParsePlacement;
 using job_rows::QueueKey;
+using job_rows::StoredTask;
 
 LiveJob* JobTable::Find(JobNumber id) {
   auto it = jobs_.find(id);
@@ -131,6 +134,108 @@ std::vector<JobNumber> JobTable::Archive(Micros now, size_t keep) {
     archived_keys_.pop_front();
   }
   return archived;
+}
+
+StatusOr<std::vector<std::string>> JobTable::Restore(JobRow row, const GpuCatalog& catalog,
+                                                     const QueueTree& tree) {
+  nlohmann::json spec = nlohmann::json::parse(row.spec_json.str(), nullptr, false);
+  if (spec.is_discarded()) {
+    return InternalError("stored spec is not JSON");
+  }
+  StatusOr<JobSubmission> sub = JobSubmissionFromJson(spec, catalog);
+  if (!sub.ok()) {
+    return InternalError("spec: " + sub.status().message());
+  }
+  std::optional<JobState> state = ParseJobState(row.state);
+  if (!state) {
+    return InternalError("unknown stored state '" + row.state.substr(0, 40) + "'");
+  }
+  std::vector<Allocation> allocations;
+  std::vector<StoredTask> stored_tasks;
+  Micros run_start = 0;
+  std::string after;
+  if (!Terminal(*state) && *state != JobState::kPending) {
+    TESSERA_RETURN_IF_ERROR(
+        ParsePlacement(row.placement_json, &allocations, &stored_tasks, &run_start, &after));
+  }
+  // Nothing fails from here on.
+  const JobNumber id(row.id);
+  LiveJob& job = Add(id);
+  job.durable = true;
+  job.submission = std::move(sub).value();
+  job.submission.spec.queue = row.queue;
+  job.row = std::move(row);
+  if (!job.row.idempotency_key.empty()) {
+    AddKey(job.row.tenant, job.row.idempotency_key, id);
+  }
+  JobRecord& rec = Rec(job);
+  // Known before the first cycle: an agent may report an exit before then.
+  if (StatusOr<QueueId> q = tree.FindQueue(job.row.queue); q.ok()) {
+    rec.queue = q.value();
+  }
+  rec.spec = job.submission.spec;
+  rec.spec.submit_time = job.row.submit_us;
+  rec.attempt.policy = job.submission.restart.value_or(DefaultRestartPolicy());
+  rec.gpu_milli = rec.spec.TotalGpuMilli(catalog);
+  rec.resumed_from = job.row.progress_us;
+  rec.preemptions = job.row.preemptions;
+  rec.eligible_since = job.row.submit_us;
+  if (Terminal(*state)) {
+    rec.phase = JobPhase::kFinished;
+    rec.end = *state == JobState::kSucceeded   ? JobEnd::kSucceeded
+              : *state == JobState::kCancelled ? JobEnd::kCancelled
+                                               : JobEnd::kFailed;
+    NoteFinished(id);
+    return std::vector<std::string>{};
+  }
+  if (*state == JobState::kPending) {
+    rec.phase = JobPhase::kPending;
+    return std::vector<std::string>{};
+  }
+  rec.phase = *state == JobState::kStopping ? JobPhase::kStopping : JobPhase::kRunning;
+  rec.allocations = std::move(allocations);
+  rec.run_start = run_start;
+  job.tasks.resize(stored_tasks.size());
+  rec.attempt.tasks.resize(stored_tasks.size());
+  std::vector<std::string> nodes;
+  for (size_t t = 0; t < stored_tasks.size(); ++t) {
+    job.tasks[t].node = stored_tasks[t].node;
+    rec.attempt.tasks[t] =
+        TaskOutcome{stored_tasks[t].exited, stored_tasks[t].exit_code, stored_tasks[t].signal};
+    nodes.push_back(stored_tasks[t].node);
+  }
+  rec.attempt.after = after == "cancel" ? AttemptEnd::kCancel
+                     : after == "fail"   ? AttemptEnd::kFail
+                     : after == "requeue" || rec.phase == JobPhase::kStopping
+                         ? AttemptEnd::kRequeue
+                         : AttemptEnd::kNone;
+  return nodes;
+}
+
+std::vector<std::pair<JobRecord*, Micros>> JobTable::RestoreRestarts() {
+  std::vector<std::pair<JobRecord*, Micros>> backoffs;
+  for (auto& [id, job] : jobs_) {
+    const nlohmann::json attempts = StoredAttempts(job.row.placement_json);
+    if (job.slot == kArchived || attempts.empty() || !attempts.back().is_object()) {
+      continue;
+    }
+    AttemptState& attempt = Rec(job).attempt;
+    attempt.restarts = StoredRestarts(attempts);  // a finishing attempt stores no count
+    const Micros restart_at = attempts.back().value("restart_at", Micros{0});
+    if (StateOf(job) == JobState::kPending && restart_at > 0) {
+      backoffs.emplace_back(&Rec(job), restart_at);
+    }
+    if (attempt.after == AttemptEnd::kRequeue) {
+      if (job.row.reason.rfind("requeued: gpu-fault", 0) == 0) {
+        attempt.cause = RequeueCause::kGpuFault;
+      } else if (job.row.reason.rfind("restarting after failure", 0) == 0) {
+        attempt.cause = RequeueCause::kFailure;
+      } else if (job.row.reason.rfind("requeued: node", 0) == 0) {
+        attempt.cause = RequeueCause::kNodeLost;
+      }
+    }
+  }
+  return backoffs;
 }
 
 }  // namespace tessera

@@ -28,7 +28,10 @@
 
 #include "api/job_codec.h"
 #include "base/clock.h"
+#include "base/status.h"
 #include "base/strong_id.h"
+#include "model/gpu_catalog.h"
+#include "model/queue_tree.h"
 #include "sched/job_lifecycle.h"
 #include "sched/job_record.h"
 #include "server/job_number.h"
@@ -120,6 +123,19 @@ class JobTable {
   // The id of the job in `slot` (invalid: free).
   JobNumber IdAt(JobId slot) const { return slot_job_[slot.value()]; }
   size_t slot_count() const { return slot_job_.size(); }
+
+  // At Open, a stored job read back into the table: its submission parsed from the
+  // row's spec, its record (the core's view of it: queue, phase, end, restart policy, the
+  // current attempt's allocations and tasks' exits) set from the row and its stored
+  // placement, its idempotency key found again. Returns the names of the nodes its
+  // current attempt's tasks are on. An error (a row this version cannot read) leaves
+  // nothing behind.
+  StatusOr<std::vector<std::string>> Restore(JobRow row, const GpuCatalog& catalog,
+                                             const QueueTree& tree);
+  // Once every stored job is restored: each job's restart count from its stored attempts
+  // and a requeued attempt's cause from its reason (a stopping job's cause is not
+  // stored). Returns the pending jobs still to wait out a restart's backoff, with its end.
+  std::vector<std::pair<JobRecord*, Micros>> RestoreRestarts();
 
   // Jobs whose terminal rows are durable: candidates for archiving, oldest first.
   void NoteFinished(JobNumber id) { finished_order_.push_back(id); }

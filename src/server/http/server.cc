@@ -266,8 +266,10 @@ Status Server::Init() {
   TESSERA_ASSIGN_OR_RETURN(
       controller_, Controller::Open(std::move(copts), store_.get(), *catalog_, clock_, queues));
   job_actions_ = std::make_unique<JobActions>(*controller_);
+  job_reads_ = std::make_unique<JobReads>(*controller_);
   TESSERA_ASSIGN_OR_RETURN(validations_, ValidationService::Open(*controller_));
   node_actions_ = std::make_unique<NodeActions>(*controller_);
+  views_ = std::make_unique<ClusterViews>(*controller_, *store_);
   TESSERA_RETURN_IF_ERROR(controller_->ForgetRemovedNodes());
 
   const size_t threads = static_cast<size_t>(std::max(options_.threads, 1));
@@ -310,7 +312,7 @@ Status Server::Init() {
 
 StatusOr<std::string> Server::CreateTenantToken(const std::string& tenant,
                                                 const std::string& name, const std::string& user) {
-  const std::vector<std::string> tenants = controller_->Tenants();
+  const std::vector<std::string> tenants = views_->Tenants();
   if (std::find(tenants.begin(), tenants.end(), tenant) == tenants.end()) {
     return InvalidArgumentError("no tenant '" + tenant + "' in the queue configuration");
   }
@@ -452,7 +454,7 @@ void Server::DrainRoutes() {
   using Res = httplib::Response;
 
   s.Get("/v1/nodes", Authed([this](const Principal& who, const Req&, Res& res) {
-          SendJson(res, controller_->Nodes(who));
+          SendJson(res, views_->Nodes(who));
         }));
 
   // Admin: POST /v1/nodes/{name}/drain {"reason", "gpu"?} and /resume {"gpu"?}.
@@ -510,13 +512,13 @@ void Server::ViewRoutes() {
 
   s.Get("/metrics", Authed(
                         [this](const Principal&, const Req&, Res& res) {
-                          res.set_content(controller_->Metrics() + ChannelMetrics(),
+                          res.set_content(views_->Metrics() + ChannelMetrics(),
                                           "text/plain; version=0.0.4; charset=utf-8");
                         },
                         Access::kMetrics));
   s.Get("/metrics/gpus", Authed(
                              [this](const Principal&, const Req&, Res& res) {
-                               res.set_content(controller_->GpuMetrics(),
+                               res.set_content(views_->GpuMetrics(),
                                                "text/plain; version=0.0.4; charset=utf-8");
                              },
                              Access::kMetrics));
@@ -542,7 +544,7 @@ void Server::ViewRoutes() {
             SendError(res, InvalidArgumentError("by: only 'tenant' is supported for series"));
             return;
           }
-          StatusOr<nlohmann::json> out = controller_->UsageSeries(
+          StatusOr<nlohmann::json> out = views_->UsageSeries(
               since, until, step, who.role == Role::kTenant ? who.tenant : "");
           if (!out.ok()) {
             SendError(res, out.status());
@@ -559,7 +561,7 @@ void Server::ConfigRoutes() {
   using Res = httplib::Response;
 
   s.Get("/v1/queues", Authed([this](const Principal&, const Req&, Res& res) {
-          SendJson(res, controller_->Queues());
+          SendJson(res, views_->Queues());
         }));
 
   s.Put("/v1/queues", Authed([this](const Principal& who, const Req& req, Res& res) {
@@ -571,7 +573,7 @@ void Server::ConfigRoutes() {
             SendError(res, st);
             return;
           }
-          SendJson(res, controller_->Queues());
+          SendJson(res, views_->Queues());
         }));
 
   s.Get("/v1/usage", Authed([this](const Principal& who, const Req& req, Res& res) {
@@ -586,7 +588,7 @@ void Server::ConfigRoutes() {
           // A tenant sees its own usage only.
           const std::string scope = who.role == Role::kTenant ? who.tenant : "";
           StatusOr<nlohmann::json> out = by == "user" ? UsageByUser(since, until, scope)
-                                                      : controller_->Usage(since, until, by, scope);
+                                                      : views_->Usage(since, until, by, scope);
           if (!out.ok()) {
             SendError(res, out.status());
             return;
@@ -600,7 +602,7 @@ void Server::ConfigRoutes() {
             SendError(res, st);
             return;
           }
-          SendJson(res, {{"tenants", controller_->Tenants()}});
+          SendJson(res, {{"tenants", views_->Tenants()}});
         }));
 
   s.Post("/v1/tenants", Authed([this](const Principal& who, const Req& req, Res& res) {

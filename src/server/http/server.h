@@ -63,7 +63,9 @@
 #include "model/gpu_catalog.h"
 #include "server/controller.h"
 #include "server/http/rate_limiter.h"
+#include "server/services/cluster_views.h"
 #include "server/services/job_actions.h"
+#include "server/services/job_reads.h"
 #include "server/services/node_actions.h"
 #include "server/services/validation_service.h"
 
@@ -148,6 +150,8 @@ class Server {
   const std::string& join_token() const { return join_token_; }
   const std::string& metrics_token() const { return metrics_token_; }
   Controller& controller() { return *controller_; }
+  // The cluster-wide reads the routes serve (services/cluster_views.h).
+  ClusterViews& views() { return *views_; }
   // Creates a tenant token (stored hashed) and returns it; a non-empty `user` makes it
   // that user's token inside the tenant (CheckUserName).
   StatusOr<std::string> CreateTenantToken(const std::string& tenant, const std::string& name,
@@ -225,7 +229,9 @@ class Server {
   std::unique_ptr<ValidationService> validations_;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<JobActions> job_actions_;  // over controller_ (services/job_actions.h)
+  std::unique_ptr<JobReads> job_reads_;  // over controller_ (services/job_reads.h)
   std::unique_ptr<NodeActions> node_actions_;  // over controller_ (services/node_actions.h)
+  std::unique_ptr<ClusterViews> views_;  // over controller_ and store_ (services/cluster_views.h)
   std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<AgentChannelServer> channel_;
   std::thread serve_;

@@ -30,7 +30,7 @@ constexpr size_t kHistoryScan = 5000;
 
 StatusOr<nlohmann::json> Server::UsageByUser(Micros since, Micros until,
                                              const std::string& tenant) {
-  TESSERA_ASSIGN_OR_RETURN(nlohmann::json by_job, controller_->Usage(since, until, "job", tenant));
+  TESSERA_ASSIGN_OR_RETURN(nlohmann::json by_job, views_->Usage(since, until, "job", tenant));
   std::set<uint64_t> ids;
   for (const nlohmann::json& row : by_job["rows"]) {
     StatusOr<int64_t> id = ParseInt64(row.value("key", ""));

@@ -16,6 +16,7 @@
 #include "server/http/server.h"
 #include "server/http/server_util.h"
 #include "server/thread_priority.h"
+#include "server/views/job_json.h"
 
 namespace tessera {
 
@@ -43,14 +44,14 @@ void StampUser(const Principal& who, JobSpec& spec) {
 // socket for tens of milliseconds, which other tenants' small requests waited behind.
 constexpr size_t kPageSlice = 25;  // jobs rendered and sent per chunk
 
-void StreamJobPage(Controller* controller, httplib::Response& res,
-                   std::shared_ptr<Controller::JobPage> page) {
+void StreamJobPage(const JobReads* reads, httplib::Response& res,
+                   std::shared_ptr<JobReads::JobPage> page) {
   struct Progress {
     size_t next = 0;       // the first id not yet sent
     bool written = false;  // a job was sent (the next one needs a comma)
   };
   auto progress = std::make_shared<Progress>();
-  res.set_chunked_content_provider("application/json", [controller, page, progress](
+  res.set_chunked_content_provider("application/json", [reads, page, progress](
                                                            size_t, httplib::DataSink& sink) {
     const size_t at = progress->next;
     std::string text = at == 0 ? "{\"jobs\":[" : "";
@@ -68,7 +69,7 @@ void StreamJobPage(Controller* controller, httplib::Response& res,
       if (progress->written) {
         text += ',';
       }
-      text += controller->JobText(*page->jobs[i]);
+      text += reads->JobText(*page->jobs[i]);
       progress->written = true;
     }
     LowerThreadPriority();
@@ -130,9 +131,8 @@ void Server::SubmitRoutes() {
            if (const size_t made = JobsMade(*job); made > 1) {
              ChargeJobs(req, made);
            }
-           bool created = false;
-           StatusOr<nlohmann::json> out = controller_->intake().Submit(
-               who, std::move(job).value(), req.get_header_value("Idempotency-Key"), &created);
+           StatusOr<JobIntake::Submitted> out = controller_->intake().Submit(
+               who, std::move(job).value(), req.get_header_value("Idempotency-Key"));
            if (!out.ok()) {
              SendError(res, out.status());
              if (out.status().code() == StatusCode::kAlreadyExists) {
@@ -140,7 +140,7 @@ void Server::SubmitRoutes() {
              }
              return;
            }
-           SendJson(res, out.value(), created ? 201 : 200);
+           SendJson(res, SubmittedJson(*out), out->replayed ? 200 : 201);
          }));
 
   // A batch: validated whole, committed in one store commit, charged by its jobs.
@@ -160,9 +160,8 @@ void Server::SubmitRoutes() {
              made += JobsMade(job);
            }
            ChargeJobs(req, made);
-           bool created = false;
-           StatusOr<nlohmann::json> out = controller_->intake().SubmitBatch(
-               who, std::move(jobs).value(), req.get_header_value("Idempotency-Key"), &created);
+           StatusOr<JobIntake::Submitted> out = controller_->intake().SubmitBatch(
+               who, std::move(jobs).value(), req.get_header_value("Idempotency-Key"));
            if (!out.ok()) {
              SendError(res, out.status());
              if (out.status().code() == StatusCode::kAlreadyExists) {
@@ -170,7 +169,7 @@ void Server::SubmitRoutes() {
              }
              return;
            }
-           SendJson(res, out.value(), created ? 201 : 200);
+           SendJson(res, SubmittedJson(*out), out->replayed ? 200 : 201);
          }));
 }
 
@@ -192,7 +191,7 @@ void Server::NamedActionRoutes() {
           return;
         }
         // One job: its view after the cancel.
-        StatusOr<std::string> text = controller_->GetJobText(who, out->jobs.front());
+        StatusOr<std::string> text = job_reads_->GetJobText(who, out->jobs.front());
         if (!text.ok()) {
           SendError(res, text.status());
           return;
@@ -249,19 +248,19 @@ void Server::JobRoutes() {
           }
           // Larger asks get the largest page; "next" tells the client to go on.
           const size_t limit_rows = static_cast<size_t>(std::min(limit.value(), kMaxPage));
-          auto page = std::make_shared<Controller::JobPage>(controller_->ListJobIds(
+          auto page = std::make_shared<JobReads::JobPage>(job_reads_->ListJobIds(
               who, filter, JobNumber(static_cast<uint64_t>(after.value())), limit_rows));
           // A listing costs in proportion to what it returns, so a tenant polling big pages
           // spends its rate on them rather than the controller's time that others need.
           limiter_->Charge(
               HashToken(req.get_header_value("Authorization")),
               static_cast<double>(page->jobs.size()) / std::max(options_.list_rows_per_token, 1.0));
-          StreamJobPage(controller_.get(), res, std::move(page));
+          StreamJobPage(job_reads_.get(), res, std::move(page));
         }));
 
   s.Get(R"(/v1/jobs/([^/]+))", Authed([this](const Principal& who, const Req& req, Res& res) {
           StatusOr<JobNumber> id = JobIdOf(who, req.matches[1]);
-          StatusOr<std::string> out = id.ok() ? controller_->GetJobText(who, id.value())
+          StatusOr<std::string> out = id.ok() ? job_reads_->GetJobText(who, id.value())
                                               : StatusOr<std::string>(id.status());
           if (!out.ok()) {
             SendError(res, out.status());
@@ -285,7 +284,7 @@ void Server::JobRoutes() {
             SendError(res, !task.ok() ? task.status() : offset.status());
             return;
           }
-          StatusOr<LogChunk> chunk = controller_->ReadLog(
+          StatusOr<LogChunk> chunk = job_reads_->ReadLog(
               who, id.value(), static_cast<int>(task.value()), offset.value(), kMaxLogRead);
           if (!chunk.ok()) {
             SendError(res, chunk.status());
@@ -303,7 +302,7 @@ void Server::JobRoutes() {
           StatusOr<nlohmann::json> out =
               !id.ok()     ? StatusOr<nlohmann::json>(id.status())
               : !task.ok() ? StatusOr<nlohmann::json>(task.status())
-                           : controller_->Attach(who, id.value(), static_cast<int>(task.value()));
+                           : job_reads_->Attach(who, id.value(), static_cast<int>(task.value()));
           if (!out.ok()) {
             SendError(res, out.status());
             return;

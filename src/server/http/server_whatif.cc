@@ -1,5 +1,5 @@
 // GET /v1/admin/history (admin): the recorded history that `tessera whatif` replays
-// (Controller::History). Query: since, until (RFC 3339; default the last 7 days up to
+// (ClusterViews::History). Query: since, until (RFC 3339; default the last 7 days up to
 // now), after (a job id, the cursor of the previous page), limit (jobs per page,
 // default 1000).
 #include <httplib.h>
@@ -49,7 +49,7 @@ void Server::HistoryRoutes() {
             SendError(res, st);
             return;
           }
-          StatusOr<nlohmann::json> out = controller_->History(
+          StatusOr<nlohmann::json> out = views_->History(
               window[0], window[1], static_cast<uint64_t>(after.value()), limit.value());
           if (!out.ok()) {
             SendError(res, out.status());

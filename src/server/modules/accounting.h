@@ -14,8 +14,8 @@
 // now; every tenant the queue configuration names has a series in both families (zeros
 // when it held nothing), as does every tenant that ever held a GPU.
 // Thread safety: none; the controller calls it with its core lock held. The usage API's
-// facade (Controller::Usage, UsageSeries) reads the store's intervals without that lock
-// and takes it only for RunningIntervals.
+// reads (ClusterViews::Usage, UsageSeries) read the store's intervals without that lock
+// and take it only for RunningIntervals.
 #pragma once
 
 #include <map>

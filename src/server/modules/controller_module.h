@@ -10,8 +10,8 @@
 // step's durable batch. Modules do not call one another; what one needs of another
 // goes through the core.
 //
-// Hooks (all but Start/Stop run with the core lock held, in the order modules were
-// attached):
+// Hooks (all but Start/Stop run with the core lock held, in the order ModuleHost keeps:
+// modules/module_host.h):
 //   Load          at Open, before jobs are loaded: the module's durable state
 //   OnStoredUsage at Open, after Load: every stored usage interval (read once for all)
 //   BeforeCycle   each scheduling cycle, before the core decides

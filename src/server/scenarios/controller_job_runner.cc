@@ -222,6 +222,7 @@ class ControllerRun {
   }
 
   Controller& controller() { return *controller_; }
+  Store& store() { return store_; }
 
   StatusOr<JobSimResult> Run() {
     int64_t events = 0;
@@ -367,13 +368,12 @@ class ControllerRun {
     const uint64_t id = index_of_.size() + 1;
     TESSERA_ASSIGN_OR_RETURN(QueueId queue, tree_.FindQueue(job.spec.queue));
     recorder_.Track(JobId(id), queue, index, std::move(o));
-    bool created = false;
-    TESSERA_ASSIGN_OR_RETURN(nlohmann::json view,
+    TESSERA_ASSIGN_OR_RETURN(JobIntake::Submitted made,
                              controller_->intake().Submit(Principal{Role::kAdmin, "", "scenario"},
-                                                          std::move(submission), "", &created));
-    if (view["id"].get<uint64_t>() != id) {
+                                                          std::move(submission), ""));
+    if (made.jobs.front().value() != id) {
       return InternalError("the controller numbered job '" + job.spec.name + "' " +
-                           view["id"].dump() + ", not " + std::to_string(id));
+                           ToString(made.jobs.front()) + ", not " + std::to_string(id));
     }
     index_of_[id] = index;
     id_of_[index] = id;
@@ -629,13 +629,13 @@ class ControllerRun {
 StatusOr<JobSimResult> RunJobsThroughController(
     const std::vector<NodeSpec>& nodes, const QueueTreeSpec& queues,
     const std::vector<SimJob>& jobs, const JobSimOptions& options, const GpuCatalog& catalog,
-    const std::function<Status(Controller&)>& inspect) {
+    const std::function<Status(Controller&, Store&)>& inspect) {
   TESSERA_ASSIGN_OR_RETURN(QueueTree tree, QueueTree::Create(queues, catalog));
   auto run = std::make_unique<ControllerRun>(jobs, options, tree);
   TESSERA_RETURN_IF_ERROR(run->Open(nodes, queues, catalog));
   TESSERA_ASSIGN_OR_RETURN(JobSimResult result, run->Run());
   if (inspect) {
-    TESSERA_RETURN_IF_ERROR(inspect(run->controller()));
+    TESSERA_RETURN_IF_ERROR(inspect(run->controller(), run->store()));
   }
   return result;
 }

@@ -26,13 +26,14 @@
 namespace tessera {
 
 class Controller;
+class Store;
 
-// `inspect`, when given, is called with the controller once the run has ended, before it
-// closes (what-if tests read its recorded history); its error is the run's.
+// `inspect`, when given, is called with the controller and its store once the run has
+// ended, before it closes (what-if tests read its recorded history); its error is the run's.
 StatusOr<JobSimResult> RunJobsThroughController(
     const std::vector<NodeSpec>& nodes, const QueueTreeSpec& queues,
     const std::vector<SimJob>& jobs, const JobSimOptions& options, const GpuCatalog& catalog,
-    const std::function<Status(Controller&)>& inspect = nullptr);
+    const std::function<Status(Controller&, Store&)>& inspect = nullptr);
 
 // What a fake agent of `node` registers with: its spec, a made-up UUID per GPU
 // ("GPU-<node>-<index>") and no MIG instances (the replays' agents and this runner's).

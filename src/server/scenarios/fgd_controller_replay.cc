@@ -123,10 +123,9 @@ StatusOr<FgdLiveReplayResult> ReplayFgdThroughController(const FgdLiveReplaySpec
     job.spec.queue = "pods";
     job.spec.tasks = {request};
     job.command = {"true"};
-    bool created = false;
-    TESSERA_ASSIGN_OR_RETURN(nlohmann::json view,
-                             controller->intake().Submit(admin, std::move(job), "", &created));
-    const auto id = view["id"].get<uint64_t>();
+    TESSERA_ASSIGN_OR_RETURN(JobIntake::Submitted made,
+                             controller->intake().Submit(admin, std::move(job), ""));
+    const uint64_t id = made.jobs.front().value();
     const size_t before = listener.started();
     TESSERA_RETURN_IF_ERROR(controller->RunCycle());
     if (listener.started() > before) {

@@ -1,6 +1,6 @@
 // `tessera whatif`'s key property, at controller level: a workload run through the live
 // controller (controller_job_runner.h), its recorded history read back page by page
-// (Controller::History, as GET /v1/admin/history serves it) and replayed (sim/whatif.h,
+// (ClusterViews::History, as GET /v1/admin/history serves it) and replayed (sim/whatif.h,
 // the CLI's code path): the replay of the policy that ran gives what happened within
 // 1 % per tenant and overall, and another policy's figures stand beside them.
 #include <gtest/gtest.h>
@@ -16,6 +16,7 @@
 #include "server/controller.h"
 #include "server/scenarios/controller_job_runner.h"
 #include "server/core_session.h"
+#include "server/services/cluster_views.h"
 #include "server/services/node_actions.h"
 #include "sim/cluster_preset.h"
 #include "sim/job_trace.h"
@@ -52,14 +53,15 @@ Recorded RunRecorded(const std::string& policy) {
   options.policy = WithServerBounds(ParseSchedulerPolicy(policy).value(), 60 * kSec, 120 * kSec);
   options.policy.options.restart_overhead = 60 * kSec;
   StatusOr<JobSimResult> run = RunJobsThroughController(
-      cluster->nodes, cluster->queues, out.jobs, options, Catalog(), [&](Controller& c) -> Status {
+      cluster->nodes, cluster->queues, out.jobs, options, Catalog(),
+      [&](Controller& c, Store& store) -> Status {
         // The admin removes a node after the run: its leave is recorded too.
         TESSERA_RETURN_IF_ERROR(NodeActions(c).RemoveNode(cluster->nodes.back().name, WriteBatch{}).status());
         uint64_t after = 0;
         do {
           TESSERA_ASSIGN_OR_RETURN(
               nlohmann::json page,
-              c.History(1, std::numeric_limits<int64_t>::max(), after, 50));
+              ClusterViews(c, store).History(1, std::numeric_limits<int64_t>::max(), after, 50));
           // Through text, as the CLI gets it.
           TESSERA_ASSIGN_OR_RETURN(
               after, AddHistoryPage(nlohmann::json::parse(page.dump()), Catalog(), &out.history));

@@ -19,7 +19,7 @@ class JobActionsTest : public ControllerTest {
   static Principal TeamB() { return Principal{Role::kTenant, "team-b", "other"}; }
 
   nlohmann::json View(uint64_t id) {
-    auto job = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto job = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(job.ok()) << job.status().ToString();
     return job.ok() ? *job : nlohmann::json();
   }

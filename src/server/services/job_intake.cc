@@ -29,11 +29,18 @@ bool SameRequest(const JobSubmission& retry, const JobSubmission& first,
   return JobSubmissionToJson(again, catalog) == JobSubmissionToJson(first, catalog);
 }
 
+JobIntake::Submitted SingleJobSubmitted(JobNumber id, nlohmann::json view, bool replayed) {
+  JobIntake::Submitted out;
+  out.jobs = {id};
+  out.replayed = replayed;
+  out.job_view = std::move(view);
+  return out;
+}
+
 }  // namespace
 
-StatusOr<nlohmann::json> JobIntake::Submit(const Principal& who, JobSubmission job,
-                                           const std::string& key, bool* created) {
-  *created = false;
+StatusOr<JobIntake::Submitted> JobIntake::Submit(const Principal& who, JobSubmission job,
+                                                 const std::string& key) {
   if (who.role == Role::kAgent) {
     return PermissionDeniedError(kAgentsCannotSubmit);
   }
@@ -41,7 +48,7 @@ StatusOr<nlohmann::json> JobIntake::Submit(const Principal& who, JobSubmission j
     return UnavailableError(kStoreFailed);
   }
   if (!job.array.empty()) {
-    return SubmitArray(who, std::move(job), key, created);
+    return SubmitArray(who, std::move(job), key);
   }
   const Micros now = clock_.NowMicros();
   JobNumber id;
@@ -58,8 +65,7 @@ StatusOr<nlohmann::json> JobIntake::Submit(const Principal& who, JobSubmission j
     if (!key.empty()) {
       TESSERA_ASSIGN_OR_RETURN(std::optional<JobNumber> first, SettledKey(tenant, key));
       if (first) {
-        TESSERA_ASSIGN_OR_RETURN(std::optional<nlohmann::json> replayed,
-                                 Replayed(job, *first, key));
+        TESSERA_ASSIGN_OR_RETURN(std::optional<Submitted> replayed, Replayed(job, *first, key));
         if (replayed) {
           return std::move(*replayed);
         }
@@ -77,18 +83,17 @@ StatusOr<nlohmann::json> JobIntake::Submit(const Principal& who, JobSubmission j
   TESSERA_RETURN_IF_ERROR(Settle(committed, {id}, "the job"));
   core_.Acknowledge(id, now, /*spec_text_ok=*/false);
   keys_cv_.NotifyAll();
-  *created = true;
   core_.Wake();
-  return core_.JobJson(id);
+  return SingleJobSubmitted(id, core_.JobJson(id), /*replayed=*/false);
 }
 
-StatusOr<std::optional<nlohmann::json>> JobIntake::Replayed(const JobSubmission& job,
-                                                            JobNumber first,
-                                                            const std::string& key) {
-  nlohmann::json json;
-  std::optional<JobSubmission> existing = core_.SubmissionOf(first, &json);
+StatusOr<std::optional<JobIntake::Submitted>> JobIntake::Replayed(const JobSubmission& job,
+                                                                  JobNumber first,
+                                                                  const std::string& key) {
+  nlohmann::json view;
+  std::optional<JobSubmission> existing = core_.SubmissionOf(first, &view);
   if (!existing) {
-    return std::optional<nlohmann::json>();  // no longer there: submitted afresh
+    return std::optional<Submitted>();  // no longer there: submitted afresh
   }
   // Anything but the same request under the same key is a client bug that silently
   // returning the first job would hide.
@@ -97,18 +102,18 @@ StatusOr<std::optional<nlohmann::json>> JobIntake::Replayed(const JobSubmission&
                               ToString(first) +
                               " with a different body; use a new key for a new job");
   }
-  return std::optional<nlohmann::json>(std::move(json));
+  return std::optional<Submitted>(SingleJobSubmitted(first, std::move(view), /*replayed=*/true));
 }
 
-StatusOr<nlohmann::json> JobIntake::SubmitArray(const Principal& who, JobSubmission job,
-                                                const std::string& key, bool* created) {
+StatusOr<JobIntake::Submitted> JobIntake::SubmitArray(const Principal& who, JobSubmission job,
+                                                      const std::string& key) {
   // An array is one batch of its elements: one durable commit, consecutive ids.
   if (job.array_index >= 0) {
     return InvalidArgumentError(kArrayIndexIsTheServers);
   }
   std::vector<JobSubmission> one;
   one.push_back(std::move(job));
-  StatusOr<nlohmann::json> batch = SubmitBatch(who, std::move(one), key, created);
+  StatusOr<Submitted> batch = SubmitBatch(who, std::move(one), key);
   if (!batch.ok()) {  // about the one job submitted: without the batch's "jobs[0]"
     std::string m = batch.status().message();
     for (std::string_view prefix : {"jobs[0].", "jobs[0]: "}) {
@@ -118,16 +123,16 @@ StatusOr<nlohmann::json> JobIntake::SubmitArray(const Principal& who, JobSubmiss
     }
     return Status(batch.status().code(), m);
   }
-  nlohmann::json out = std::move(batch).value();
-  out["array_job"] = out["ids"].front();
-  out["id"] = out["ids"].front();
+  Submitted out = std::move(batch).value();
+  out.shape = Submitted::Shape::kArray;
   return out;
 }
 
-StatusOr<nlohmann::json> JobIntake::SubmitBatch(const Principal& who,
-                                                std::vector<JobSubmission> jobs,
-                                                const std::string& key, bool* created) {
-  *created = false;
+StatusOr<JobIntake::Submitted> JobIntake::SubmitBatch(const Principal& who,
+                                                      std::vector<JobSubmission> jobs,
+                                                      const std::string& key) {
+  Submitted out;
+  out.shape = Submitted::Shape::kBatch;
   TESSERA_RETURN_IF_ERROR(AdmitBatch(who, jobs));
   TESSERA_ASSIGN_OR_RETURN(jobs, FlattenArrays(std::move(jobs)));
   std::vector<std::string> tenants;
@@ -139,22 +144,25 @@ StatusOr<nlohmann::json> JobIntake::SubmitBatch(const Principal& who,
       TESSERA_ASSIGN_OR_RETURN(std::optional<JobNumber> first,
                                SettledKey(tenants[0], BatchJobKey(key, 0)));
       if (first) {
-        return RetriedBatch(jobs, tenants, key);
+        TESSERA_ASSIGN_OR_RETURN(out.jobs, RetriedBatch(jobs, tenants, key));
+        out.replayed = true;
+        return out;
       }
     }
   }
   const Micros now = clock_.NowMicros();
   TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> specs, CheckBatch(jobs, now));
   WriteBatch batch;
-  std::optional<StatusOr<nlohmann::json>> replay;
-  TESSERA_ASSIGN_OR_RETURN(std::vector<JobNumber> ids,
+  std::optional<StatusOr<std::vector<JobNumber>>> replay;
+  TESSERA_ASSIGN_OR_RETURN(out.jobs,
                            StageBatch(who, jobs, tenants, specs, key, now, batch, &replay));
   if (replay) {
-    return std::move(*replay);
+    TESSERA_ASSIGN_OR_RETURN(out.jobs, std::move(*replay));
+    out.replayed = true;
+    return out;
   }
   const Status committed = core_.Commit(std::move(batch));
-  TESSERA_ASSIGN_OR_RETURN(nlohmann::json out, FinishBatch(committed, ids, now));
-  *created = true;
+  TESSERA_RETURN_IF_ERROR(FinishBatch(committed, out.jobs, now));
   return out;
 }
 
@@ -271,7 +279,7 @@ StatusOr<std::vector<std::string>> JobIntake::CheckBatch(std::vector<JobSubmissi
 StatusOr<std::vector<JobNumber>> JobIntake::StageBatch(
     const Principal& who, std::vector<JobSubmission>& jobs, const std::vector<std::string>& tenants,
     std::vector<std::string>& specs, const std::string& key, Micros now, WriteBatch& batch,
-    std::optional<StatusOr<nlohmann::json>>* replay) {
+    std::optional<StatusOr<std::vector<JobNumber>>>* replay) {
   MutexLock lock(core_.lock());
   TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> again, BatchTenants(who, jobs));
   if (again != tenants) {
@@ -328,33 +336,32 @@ Status JobIntake::Settle(const Status& committed, const std::vector<JobNumber>& 
   return refused;
 }
 
-StatusOr<nlohmann::json> JobIntake::FinishBatch(const Status& committed,
-                                                const std::vector<JobNumber>& ids, Micros now) {
+Status JobIntake::FinishBatch(const Status& committed, const std::vector<JobNumber>& ids,
+                              Micros now) {
   MutexLock lock(core_.lock());
   TESSERA_RETURN_IF_ERROR(Settle(committed, ids, "the jobs"));
   // A slice at a time, so that cycles, heartbeats and other submissions are not held up
   // for the whole of a large batch (all of it is durable already; the jobs not yet
   // acknowledged stay invisible, and a resend of one of them waits for the last slice).
   constexpr size_t kAcknowledgeSlice = 256;
-  nlohmann::json out = nlohmann::json::array();
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i > 0 && i % kAcknowledgeSlice == 0) {
       lock.Unlock();
       lock.Lock();
     }
     core_.Acknowledge(ids[i], now, /*spec_text_ok=*/true);  // written by the JSON library
-    out.push_back(ids[i].value());
   }
   keys_cv_.NotifyAll();
   core_.Wake();
-  return nlohmann::json{{"ids", std::move(out)}};
+  return Status::Ok();
 }
 
-StatusOr<nlohmann::json> JobIntake::RetriedBatch(const std::vector<JobSubmission>& jobs,
-                                                 const std::vector<std::string>& tenants,
-                                                 const std::string& key) {
+StatusOr<std::vector<JobNumber>> JobIntake::RetriedBatch(const std::vector<JobSubmission>& jobs,
+                                                         const std::vector<std::string>& tenants,
+                                                         const std::string& key) {
   const size_t n = jobs.size();
-  nlohmann::json ids = nlohmann::json::array();
+  std::vector<JobNumber> ids;
+  ids.reserve(n);
   std::vector<JobSubmission> first;  // the first batch's jobs, compared without the lock
   first.reserve(n);
   for (size_t i = 0; i < n; ++i) {
@@ -365,7 +372,7 @@ StatusOr<nlohmann::json> JobIntake::RetriedBatch(const std::vector<JobSubmission
       return BatchKeyReused(key);
     }
     first.push_back(std::move(*found));
-    ids.push_back(id->value());
+    ids.push_back(*id);
   }
   // A longer first batch has a job beyond this one's last.
   for (const std::string& tenant : std::set<std::string>(tenants.begin(), tenants.end())) {
@@ -382,7 +389,7 @@ StatusOr<nlohmann::json> JobIntake::RetriedBatch(const std::vector<JobSubmission
   if (!same) {
     return BatchKeyReused(key);
   }
-  return nlohmann::json{{"ids", std::move(ids)}};
+  return ids;
 }
 
 StatusOr<std::optional<JobNumber>> JobIntake::SettledKey(const std::string& tenant,

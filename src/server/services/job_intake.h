@@ -15,7 +15,7 @@
 //     A submission whose commit failed leaves nothing behind: its staged jobs and their
 //     keys are forgotten; a failure of the store itself marks the controller unhealthy.
 //   - An Idempotency-Key is answered once its first submission's commit settled: the same
-//     body gets the first job (or the first batch's ids) back with *created false,
+//     body gets the first job (or the first batch's ids) back, marked replayed,
 //     another body AlreadyExists; one still in flight after 30 s is Aborted. Of two
 //     racing submissions under one key, one stages its jobs, the other waits and replays.
 //   - A batch is all or nothing: every job is checked before any is staged, all of its
@@ -125,20 +125,34 @@ class JobIntake {
   JobIntake(const JobIntake&) = delete;
   JobIntake& operator=(const JobIntake&) = delete;
 
-  // POST /v1/jobs: the job's JSON. `key` non-empty: a second submission with the same key
-  // by the same tenant returns the first job and sets *created to false. An array is one
-  // batch of its elements (their ids consecutive): {"ids", "id", "array_job"}.
-  StatusOr<nlohmann::json> Submit(const Principal& who, JobSubmission job, const std::string& key,
-                                  bool* created) EXCLUDES(core_.lock());
-  // POST /v1/jobs/batch: every job checked (queue, tenant), then all of them made
-  // durable in one store commit and acknowledged together, or none. Returns {"ids": [...]}
-  // in the order given; the ids are consecutive. Errors name the job ("jobs[3].queue:
-  // ..."). `key` non-empty: a retry of the same batch by the same tenant returns the first
-  // ids and sets *created to false; another batch under the key is AlreadyExists, one
-  // still being made durable Aborted.
-  StatusOr<nlohmann::json> SubmitBatch(const Principal& who, std::vector<JobSubmission> jobs,
-                                       const std::string& key, bool* created)
+  // What a submission answers: the jobs it made or, for a resend under an Idempotency-Key,
+  // the jobs the key's first submission made. The API's JSON of it is SubmittedJson
+  // (views/job_json.h).
+  struct Submitted {
+    enum class Shape { kJob, kArray, kBatch };
+    Shape shape = Shape::kJob;
+    // The one job; an array's elements in index order (the first names the array); a
+    // batch's jobs in the order given. An array's or a batch's ids are consecutive.
+    std::vector<JobNumber> jobs;
+    // Nothing was made: the key's first submission answered again.
+    bool replayed = false;
+    // kJob: the job as GET /v1/jobs/{id} showed it when answered. Rendered by the core
+    // under its lock, since the job may be scheduled the moment the lock is let go of.
+    nlohmann::json job_view;
+  };
+
+  // POST /v1/jobs. `key` non-empty: a second submission with the same key by the same
+  // tenant is answered with the first job, replayed. An array is one batch of its
+  // elements.
+  StatusOr<Submitted> Submit(const Principal& who, JobSubmission job, const std::string& key)
       EXCLUDES(core_.lock());
+  // POST /v1/jobs/batch: every job checked (queue, tenant), then all of them made
+  // durable in one store commit and acknowledged together, or none. Errors name the job
+  // ("jobs[3].queue: ..."). `key` non-empty: a retry of the same batch by the same tenant
+  // is answered with the first batch's ids, replayed; another batch under the key is
+  // AlreadyExists, one still being made durable Aborted.
+  StatusOr<Submitted> SubmitBatch(const Principal& who, std::vector<JobSubmission> jobs,
+                                  const std::string& key) EXCLUDES(core_.lock());
   // A queue's maxPending in the configuration `queues_yaml` (GET /v1/queues).
   int64_t MaxPending(const std::string& queue, const std::string& queues_yaml) EXCLUDES(bounds_mu_);
 
@@ -162,13 +176,11 @@ class JobIntake {
   StatusOr<std::vector<std::string>> CheckBatch(std::vector<JobSubmission>& jobs, Micros now);
   // With the lock again: the queues as they were, the key still free (else *replay: the
   // answer to a retry of the first batch), then every job staged into `batch`; their ids.
-  StatusOr<std::vector<JobNumber>> StageBatch(const Principal& who,
-                                              std::vector<JobSubmission>& jobs,
-                                              const std::vector<std::string>& tenants,
-                                              std::vector<std::string>& specs,
-                                              const std::string& key, Micros now, WriteBatch& batch,
-                                              std::optional<StatusOr<nlohmann::json>>* replay)
-      EXCLUDES(core_.lock());
+  StatusOr<std::vector<JobNumber>> StageBatch(
+      const Principal& who, std::vector<JobSubmission>& jobs,
+      const std::vector<std::string>& tenants, std::vector<std::string>& specs,
+      const std::string& key, Micros now, WriteBatch& batch,
+      std::optional<StatusOr<std::vector<JobNumber>>>* replay) EXCLUDES(core_.lock());
   // One job staged into `batch` under a new id (`key`: the job's own, may be empty).
   JobNumber Stage(const std::string& tenant, const std::string& key, JobSubmission job,
                   std::string spec_text, Micros now, WriteBatch& batch) REQUIRES(core_.lock());
@@ -177,23 +189,22 @@ class JobIntake {
   Status Settle(const Status& committed, const std::vector<JobNumber>& ids, const std::string& what)
       REQUIRES(core_.lock());
   // After a batch's commit: Settle, then the jobs acknowledged a slice at a time (the lock
-  // let go of between slices) and the key's waiters told; {"ids": [...]}.
-  StatusOr<nlohmann::json> FinishBatch(const Status& committed, const std::vector<JobNumber>& ids,
-                                       Micros now) EXCLUDES(core_.lock());
+  // let go of between slices) and the key's waiters told.
+  Status FinishBatch(const Status& committed, const std::vector<JobNumber>& ids, Micros now)
+      EXCLUDES(core_.lock());
   // An array submitted as one job: the batch of its elements, its errors without the
   // batch's "jobs[0]".
-  StatusOr<nlohmann::json> SubmitArray(const Principal& who, JobSubmission job,
-                                       const std::string& key, bool* created)
+  StatusOr<Submitted> SubmitArray(const Principal& who, JobSubmission job, const std::string& key)
       EXCLUDES(core_.lock());
-  // A single job whose key was used: the first job's JSON when it is the same request;
-  // nullopt when that job is gone (the submission goes on as a new one).
-  StatusOr<std::optional<nlohmann::json>> Replayed(const JobSubmission& job, JobNumber first,
-                                                   const std::string& key) REQUIRES(core_.lock());
+  // A single job whose key was used: the first job, replayed, when it is the same
+  // request; nullopt when that job is gone (the submission goes on as a new one).
+  StatusOr<std::optional<Submitted>> Replayed(const JobSubmission& job, JobNumber first,
+                                              const std::string& key) REQUIRES(core_.lock());
   // A batch whose key was used: the first batch's ids when it is the same batch
   // (`tenants`: each job's tenant). Lets go of the lock while it compares.
-  StatusOr<nlohmann::json> RetriedBatch(const std::vector<JobSubmission>& jobs,
-                                        const std::vector<std::string>& tenants,
-                                        const std::string& key) REQUIRES(core_.lock());
+  StatusOr<std::vector<JobNumber>> RetriedBatch(const std::vector<JobSubmission>& jobs,
+                                                const std::vector<std::string>& tenants,
+                                                const std::string& key) REQUIRES(core_.lock());
   // The job holding `tenant`'s key once no submission of it is in flight: a resend racing
   // its first try waits for the first's commit (keys_cv_, letting go of the lock).
   // nullopt: no job holds it; Aborted after 30 s without an outcome.

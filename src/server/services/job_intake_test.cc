@@ -191,9 +191,13 @@ class JobIntakeTest : public ::testing::Test {
     }
     return jobs;
   }
-  static std::vector<uint64_t> Ids(const StatusOr<nlohmann::json>& out) {
+  static std::vector<uint64_t> Ids(const StatusOr<JobIntake::Submitted>& out) {
     EXPECT_TRUE(out.ok()) << out.status().ToString();
-    return out.ok() ? (*out)["ids"].get<std::vector<uint64_t>>() : std::vector<uint64_t>{};
+    std::vector<uint64_t> ids;
+    for (JobNumber id : out.ok() ? out->jobs : std::vector<JobNumber>{}) {
+      ids.push_back(id.value());
+    }
+    return ids;
   }
 
   const Principal team_a_{Role::kTenant, "a", "test"};
@@ -203,45 +207,42 @@ class JobIntakeTest : public ::testing::Test {
 };
 
 TEST_F(JobIntakeTest, KeyReusedWithAnotherBodyIsAlreadyExists) {
-  bool created = false;
-  StatusOr<nlohmann::json> first = intake_.Submit(team_a_, Job("train"), "k1", &created);
+  StatusOr<JobIntake::Submitted> first = intake_.Submit(team_a_, Job("train"), "k1");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  EXPECT_TRUE(created);
-  const uint64_t id = (*first)["id"].get<uint64_t>();
+  EXPECT_EQ(first->shape, JobIntake::Submitted::Shape::kJob);
+  EXPECT_EQ(Ids(first), (std::vector<uint64_t>{1}));
+  EXPECT_FALSE(first->replayed);
+  EXPECT_EQ(first->job_view, (nlohmann::json{{"id", 1}, {"name", "train"}}));
 
-  StatusOr<nlohmann::json> again = intake_.Submit(team_a_, Job("train"), "k1", &created);
+  StatusOr<JobIntake::Submitted> again = intake_.Submit(team_a_, Job("train"), "k1");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_FALSE(created);
-  EXPECT_EQ((*again)["id"].get<uint64_t>(), id);
+  EXPECT_EQ(again->shape, JobIntake::Submitted::Shape::kJob);
+  EXPECT_EQ(Ids(again), (std::vector<uint64_t>{1}));
+  EXPECT_TRUE(again->replayed);
+  EXPECT_EQ(again->job_view, first->job_view);  // the first job's view again
 
-  StatusOr<nlohmann::json> other = intake_.Submit(team_a_, Job("eval"), "k1", &created);
+  StatusOr<JobIntake::Submitted> other = intake_.Submit(team_a_, Job("eval"), "k1");
   EXPECT_EQ(other.status().code(), StatusCode::kAlreadyExists);
   EXPECT_NE(other.status().message().find("with a different body"), std::string::npos)
       << other.status().message();
-  EXPECT_FALSE(created);
   EXPECT_EQ(core_.jobs(), 1u);
 }
 
 TEST_F(JobIntakeTest, FailedBatchCommitLeavesNothingStaged) {
   core_.AnswerCommits(UnavailableError("disk gone"));
-  bool created = true;
-  StatusOr<nlohmann::json> out =
-      intake_.SubmitBatch(team_a_, Batch({"a", "b", "c"}), "k", &created);
+  StatusOr<JobIntake::Submitted> out = intake_.SubmitBatch(team_a_, Batch({"a", "b", "c"}), "k");
   EXPECT_EQ(out.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(out.status().message().find("could not make the jobs durable"), std::string::npos)
       << out.status().message();
-  EXPECT_FALSE(created);
   EXPECT_EQ(core_.jobs(), 0u);
   EXPECT_EQ(core_.keys(), 0u);
   EXPECT_FALSE(core_.healthy());  // the store failed: no change accepted any more
-  EXPECT_EQ(intake_.Submit(team_a_, Job("d"), "", &created).status().code(),
-            StatusCode::kUnavailable);
+  EXPECT_EQ(intake_.Submit(team_a_, Job("d"), "").status().code(), StatusCode::kUnavailable);
 }
 
 TEST_F(JobIntakeTest, BatchTooLargeForTheStoreIsTheClientsAndLeavesTheStoreHealthy) {
   core_.AnswerCommits(InvalidArgumentError("too many rows"));
-  bool created = false;
-  StatusOr<nlohmann::json> out = intake_.SubmitBatch(team_a_, Batch({"a", "b"}), "", &created);
+  StatusOr<JobIntake::Submitted> out = intake_.SubmitBatch(team_a_, Batch({"a", "b"}), "");
   EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(core_.jobs(), 0u);
   EXPECT_TRUE(core_.healthy());
@@ -249,36 +250,38 @@ TEST_F(JobIntakeTest, BatchTooLargeForTheStoreIsTheClientsAndLeavesTheStoreHealt
 
 TEST_F(JobIntakeTest, PendingBoundRefusesWithResourceExhausted) {
   core_.SetBound(/*max_pending=*/2, /*pending=*/2);
-  bool created = false;
-  StatusOr<nlohmann::json> one = intake_.Submit(team_a_, Job("x"), "", &created);
+  StatusOr<JobIntake::Submitted> one = intake_.Submit(team_a_, Job("x"), "");
   EXPECT_EQ(one.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(one.status().message().find("maxPending"), std::string::npos) << one.status().message();
 
   core_.SetBound(/*max_pending=*/2, /*pending=*/0);
-  StatusOr<nlohmann::json> three =
-      intake_.SubmitBatch(team_a_, Batch({"a", "b", "c"}), "", &created);
+  StatusOr<JobIntake::Submitted> three = intake_.SubmitBatch(team_a_, Batch({"a", "b", "c"}), "");
   EXPECT_EQ(three.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(core_.jobs(), 0u);
   EXPECT_EQ(core_.next_id(), 1u);  // refused before any id was taken
   EXPECT_EQ(intake_.MaxPending("q-a", "queues:\n  - name: q-a\n    maxPending: 7\n"), 7);
-  EXPECT_EQ(Ids(intake_.SubmitBatch(team_a_, Batch({"a", "b"}), "", &created)).size(), 2u);
+  EXPECT_EQ(Ids(intake_.SubmitBatch(team_a_, Batch({"a", "b"}), "")).size(), 2u);
 }
 
 TEST_F(JobIntakeTest, RetryOfABatchReturnsTheFirstIds) {
-  bool created = false;
-  const std::vector<uint64_t> ids =
-      Ids(intake_.SubmitBatch(team_a_, Batch({"a", "b", "c"}), "k", &created));
-  EXPECT_TRUE(created);
-  EXPECT_EQ(ids, (std::vector<uint64_t>{1, 2, 3}));  // consecutive
+  StatusOr<JobIntake::Submitted> first = intake_.SubmitBatch(team_a_, Batch({"a", "b", "c"}), "k");
+  EXPECT_EQ(Ids(first), (std::vector<uint64_t>{1, 2, 3}));  // consecutive
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->shape, JobIntake::Submitted::Shape::kBatch);
+  EXPECT_FALSE(first->replayed);
+  EXPECT_TRUE(first->job_view.is_null());
 
-  EXPECT_EQ(Ids(intake_.SubmitBatch(team_a_, Batch({"a", "b", "c"}), "k", &created)), ids);
-  EXPECT_FALSE(created);
+  StatusOr<JobIntake::Submitted> retry = intake_.SubmitBatch(team_a_, Batch({"a", "b", "c"}), "k");
+  EXPECT_EQ(Ids(retry), (std::vector<uint64_t>{1, 2, 3}));
+  ASSERT_TRUE(retry.ok());
+  EXPECT_EQ(retry->shape, JobIntake::Submitted::Shape::kBatch);
+  EXPECT_TRUE(retry->replayed);
   EXPECT_EQ(core_.jobs(), 3u);
 
   // Another batch under the key: a changed job, a shorter batch.
-  EXPECT_EQ(intake_.SubmitBatch(team_a_, Batch({"a", "x", "c"}), "k", &created).status().code(),
+  EXPECT_EQ(intake_.SubmitBatch(team_a_, Batch({"a", "x", "c"}), "k").status().code(),
             StatusCode::kAlreadyExists);
-  EXPECT_EQ(intake_.SubmitBatch(team_a_, Batch({"a", "b"}), "k", &created).status().code(),
+  EXPECT_EQ(intake_.SubmitBatch(team_a_, Batch({"a", "b"}), "k").status().code(),
             StatusCode::kAlreadyExists);
   EXPECT_EQ(core_.jobs(), 3u);
 }
@@ -286,28 +289,34 @@ TEST_F(JobIntakeTest, RetryOfABatchReturnsTheFirstIds) {
 TEST_F(JobIntakeTest, ArrayIsOneBatchAndItsErrorsNameNoBatchJob) {
   JobSubmission array = Job("sweep");
   array.array = "0-3";
-  bool created = false;
-  StatusOr<nlohmann::json> out = intake_.Submit(team_a_, array, "", &created);
+  StatusOr<JobIntake::Submitted> out = intake_.Submit(team_a_, array, "k");
   ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->shape, JobIntake::Submitted::Shape::kArray);
   EXPECT_EQ(Ids(out), (std::vector<uint64_t>{1, 2, 3, 4}));
-  EXPECT_EQ((*out)["array_job"].get<uint64_t>(), 1u);
+  EXPECT_FALSE(out->replayed);
+
+  // Resent under its key: the same elements, replayed, still an array.
+  StatusOr<JobIntake::Submitted> again = intake_.Submit(team_a_, array, "k");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->shape, JobIntake::Submitted::Shape::kArray);
+  EXPECT_EQ(Ids(again), (std::vector<uint64_t>{1, 2, 3, 4}));
+  EXPECT_TRUE(again->replayed);
+  EXPECT_EQ(core_.jobs(), 4u);
 
   array.array = "not an array";
-  StatusOr<nlohmann::json> bad = intake_.Submit(team_a_, array, "", &created);
+  StatusOr<JobIntake::Submitted> bad = intake_.Submit(team_a_, array, "");
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message().rfind("array: 'not an array'", 0), 0u) << bad.status().message();
 
   JobSubmission other = Job("theirs");
   other.spec.queue = "q-b";
-  EXPECT_EQ(intake_.SubmitBatch(team_a_, {Job("mine"), other}, "", &created).status().message(),
+  EXPECT_EQ(intake_.SubmitBatch(team_a_, {Job("mine"), other}, "").status().message(),
             "jobs[1]: queue 'q-b' belongs to another tenant");
 }
 
 TEST_F(JobIntakeTest, AgentsCannotSubmit) {
-  bool created = false;
-  EXPECT_EQ(
-      intake_.Submit(Principal{Role::kAgent, "", "node-1"}, Job("x"), "", &created).status().code(),
-      StatusCode::kPermissionDenied);
+  EXPECT_EQ(intake_.Submit(Principal{Role::kAgent, "", "node-1"}, Job("x"), "").status().code(),
+            StatusCode::kPermissionDenied);
   EXPECT_EQ(core_.next_id(), 1u);
 }
 
@@ -315,14 +324,12 @@ TEST_F(JobIntakeTest, AgentsCannotSubmit) {
 // its commit, then answers as its replay.
 TEST_F(JobIntakeTest, ResendRacingItsFirstTryWaitsAndReplays) {
   core_.HoldCommits(true);
-  bool first_created = false;
-  StatusOr<nlohmann::json> first = Status::Ok();
-  std::thread t([&] { first = intake_.Submit(team_a_, Job("train"), "race", &first_created); });
+  StatusOr<JobIntake::Submitted> first = Status::Ok();
+  std::thread t([&] { first = intake_.Submit(team_a_, Job("train"), "race"); });
   core_.WaitForCommits(1);  // staged, its commit under way
 
-  bool second_created = true;
-  StatusOr<nlohmann::json> second = Status::Ok();
-  std::thread u([&] { second = intake_.Submit(team_a_, Job("train"), "race", &second_created); });
+  StatusOr<JobIntake::Submitted> second = Status::Ok();
+  std::thread u([&] { second = intake_.Submit(team_a_, Job("train"), "race"); });
   while (core_.in_flight_seen() == 0) {  // the resend found the key in flight: it waits
     std::this_thread::yield();
   }
@@ -331,9 +338,9 @@ TEST_F(JobIntakeTest, ResendRacingItsFirstTryWaitsAndReplays) {
   u.join();
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   ASSERT_TRUE(second.ok()) << second.status().ToString();
-  EXPECT_TRUE(first_created);
-  EXPECT_FALSE(second_created);
-  EXPECT_EQ((*second)["id"], (*first)["id"]);
+  EXPECT_FALSE(first->replayed);
+  EXPECT_TRUE(second->replayed);
+  EXPECT_EQ(Ids(second), Ids(first));
   EXPECT_EQ(core_.jobs(), 1u);
 }
 

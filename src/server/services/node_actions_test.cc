@@ -17,14 +17,14 @@ constexpr const char* kOneGpu =
 class NodeActionsTest : public ControllerTest {
  protected:
   nlohmann::json View(uint64_t id) {
-    auto job = controller_->GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
+    auto job = Reads().GetJob(Principal{Role::kAdmin, "", "test"}, JobNumber(id));
     EXPECT_TRUE(job.ok()) << job.status().ToString();
     return job.ok() ? *job : nlohmann::json();
   }
   std::string State(uint64_t id) { return View(id).value("state", "?"); }
   // node-1 as GET /v1/nodes shows it; null once it is not known.
   nlohmann::json Node1() {
-    const nlohmann::json nodes = controller_->Nodes();
+    const nlohmann::json nodes = Views().Nodes();
     for (const nlohmann::json& node : nodes["nodes"]) {
       if (node["name"] == "node-1") {
         return node;
@@ -128,7 +128,7 @@ TEST_F(NodeActionsTest, AnIdleNodeThatIsUpMayBeRemoved) {
   EXPECT_TRUE(Node1().is_null());
   Submit("team-a", kOneGpu);
   EXPECT_TRUE(controller_->RunCycle().ok());
-  EXPECT_TRUE(controller_->Nodes()["nodes"].empty());
+  EXPECT_TRUE(Views().Nodes()["nodes"].empty());
 }
 
 TEST_F(NodeActionsTest, DrainAndResumeOfOneGpu) {

@@ -6,19 +6,33 @@
 // It is a ModuleStep (modules/controller_module.h: jobs as JobFacts, stops, a pending
 // job cancelled, ...) with what users' actions need besides: the jobs a user's name
 // stands for, a job's reason set, the gates told of a hold, the loop woken, and a job's
-// JSON as the API shows it; and what the admin's actions on nodes need (a node down, a
-// node forgotten). Modules are not handed one: hooks get a ModuleStep.
+// JSON as the API shows it (an archived one's too) and where a task's terminal listens;
+// what the admin's actions on nodes need (a node down, a
+// node forgotten); and, read-only, what the cluster's views gather (the queue tree, the
+// quota ledger, nodes and who holds their GPUs, counters, the policy). Modules are not
+// handed one: hooks get a ModuleStep.
 // Thread safety: a step is used on the thread that holds the core lock, for the call only.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/job_relations.h"
 #include "base/status.h"
+#include "model/queue_tree.h"
+#include "plugins/job_policies.h"
+#include "server/controller_counters.h"
 #include "server/job_number.h"
 #include "server/modules/controller_module.h"
+#include "server/views/metrics_views.h"
+#include "server/views/node_views.h"
+#include "state/cluster_state.h"
+#include "state/quota_ledger.h"
 
 namespace tessera {
 
@@ -46,6 +60,21 @@ class ServiceStep : public ModuleStep {
   // memory. Read it after the step is sealed (Transact's `sealed`) to see the stored row.
   virtual nlohmann::json Describe(JobNumber job) const = 0;
 
+  // ---- the API's job reads (services/job_reads.h) ----
+  // As Describe, of a job in memory or archived out of it (read from the store as
+  // FindOrLoad reads it, letting go of the core lock); null when there is none or `show`,
+  // asked first with its facts, says no.
+  virtual nlohmann::json DescribeFound(JobNumber job,
+                                       const std::function<bool(const JobFacts&)>& show) = 0;
+  // Where task `task` of attempt `attempt` of `job` has its terminal, as its agent
+  // reported, and the attempt's secret (server/pty_sessions.h); nullopt: not reported.
+  struct Terminal {
+    std::string address;
+    int port = 0;
+    std::string secret;
+  };
+  virtual std::optional<Terminal> TerminalOf(JobNumber job, int task, int attempt) const = 0;
+
   // ---- the admin's actions on nodes (services/node_actions.h) ----
   // The jobs running or stopping with a task still running on `node`, in id order.
   virtual std::vector<JobNumber> JobsOnNode(const std::string& node) const = 0;
@@ -64,6 +93,29 @@ class ServiceStep : public ModuleStep {
   virtual void PutToken(TokenRow row) = 0;
   // The node's JSON as GET /v1/nodes shows it to the admin; null for an unknown node.
   virtual nlohmann::json DescribeNode(const std::string& node) const = 0;
+
+  // ---- the cluster's views (services/cluster_views.h): reads only ----
+  // What the views read of the core; the references hold for the step only.
+  struct CoreFigures {
+    const QueueTree& tree;
+    const QuotaLedger* quota;    // null while the core is rebuilt: nothing in use
+    const ClusterState* state;   // null while the core is rebuilt
+    const std::map<std::string, NodeInfo>& nodes;  // every known node, up or down
+    const ControllerCounters& counters;
+    SchedulerFigures scheduler;
+    const SchedulerPolicy& policy;  // as it runs
+    const std::string& placement;   // ControllerOptions::placement
+    uint64_t seed;                  // ControllerOptions::seed
+  };
+  virtual CoreFigures Figures() const = 0;
+  // The nodes' view inputs (views/node_views.h) of every node, or only of `only`.
+  virtual void VisitNodeInputs(const std::string& only,
+                               const std::function<void(const NodeViewInputs&)>& visit) const = 0;
+  // Queue `q`'s fair-share usage and factor (FairShareJson, scheduler_memory.h).
+  virtual nlohmann::json FairShare(QueueId q) const = 0;
+  // What the feature modules add to a queue's JSON and to /metrics, in their order.
+  virtual void DescribeQueue(const std::string& queue, nlohmann::json& out) const = 0;
+  virtual void WriteModuleMetrics(MetricsWriter& w) const = 0;
 };
 
 }  // namespace tessera

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/services/job_reads.h"
+
 namespace tessera {
 
 ValidationService::ValidationService(Controller& controller)
@@ -109,7 +111,7 @@ void ValidationService::Pass() {
   }
   for (ValidationRuns::Ended& e : *ended) {  // without the core lock (see the header)
     StatusOr<std::string> output =
-        controller_.ReadTaskOutput(JobNumber(e.job), ValidationRuns::kOutputBytes);
+        JobReads(controller_).ReadTaskOutput(JobNumber(e.job), ValidationRuns::kOutputBytes);
     if (output.ok()) {
       e.output = std::move(output).value();
     }

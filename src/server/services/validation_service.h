@@ -12,8 +12,8 @@
 // the place it always had, after Accounting's. Open attaches the pass too: the loop runs
 // Step after each cycle.
 // Uses: the controller's transactions only (Controller::Transact and Controller::Read,
-// with the ServiceStep of services/service_step.h), and Controller::ReadTaskOutput for
-// an ended check's output.
+// with the ServiceStep of services/service_step.h), and JobReads::ReadTaskOutput
+// (services/job_reads.h) for an ended check's output.
 // Invariants: the module's state is guarded by the controller's core lock: it is read
 // and changed only within a transaction of the controller's or a hook it calls (both
 // with the lock held; the annotations say so through Controller::core_lock()). A pass is

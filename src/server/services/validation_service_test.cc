@@ -17,7 +17,7 @@ class ValidationServiceTest : public ControllerTest {
     auto r = validation_->Add({{"name", "burn"}, {"command", "burn"}, {"threshold", "10%"}});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
-  nlohmann::json NodeOne() { return controller_->Nodes()["nodes"][0]; }
+  nlohmann::json NodeOne() { return Views().Nodes()["nodes"][0]; }
 };
 
 TEST_F(ValidationServiceTest, AddedCheckIsListedAndANameInUseIsRefused) {

@@ -133,4 +133,20 @@ nlohmann::json RestartJson(const std::optional<RestartPolicy>& given, int used,
                                         : nlohmann::json(nullptr)}};
 }
 
+nlohmann::json SubmittedJson(const JobIntake::Submitted& submitted) {
+  if (submitted.shape == JobIntake::Submitted::Shape::kJob) {
+    return submitted.job_view;
+  }
+  nlohmann::json ids = nlohmann::json::array();
+  for (JobNumber id : submitted.jobs) {
+    ids.push_back(id.value());
+  }
+  nlohmann::json out = {{"ids", std::move(ids)}};
+  if (submitted.shape == JobIntake::Submitted::Shape::kArray && !submitted.jobs.empty()) {
+    out["id"] = submitted.jobs.front().value();
+    out["array_job"] = submitted.jobs.front().value();
+  }
+  return out;
+}
+
 }  // namespace tessera

@@ -2,7 +2,7 @@
 // core gathers under its lock: the job as the table holds it, its core record, the nodes
 // its tasks run on, who it runs as and where its checkpoints go. The core adds what its
 // feature modules describe (ControllerModule::DescribeJob), the pending reason and the
-// spec.
+// spec. And what a submission answers (SubmittedJson).
 //
 // A view: it owns nothing and changes nothing.
 #pragma once
@@ -20,6 +20,7 @@
 #include "server/job_state.h"
 #include "server/job_table.h"
 #include "server/node_registry.h"
+#include "server/services/job_intake.h"
 
 namespace tessera {
 
@@ -41,5 +42,9 @@ nlohmann::json JobJson(const JobJsonInputs& in);
 // restarts used, and when a backoff ends (0: none).
 nlohmann::json RestartJson(const std::optional<RestartPolicy>& given, int used,
                            Micros restart_at);
+
+// A submission's answer (POST /v1/jobs, /v1/jobs/batch): one job's view; an array's
+// {"ids", "id", "array_job"} (the last two its first element); a batch's {"ids"}.
+nlohmann::json SubmittedJson(const JobIntake::Submitted& submitted);
 
 }  // namespace tessera

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "api/queue_config.h"
+#include "server/views/job_json.h"
 #include "server/views/metrics_views.h"
 #include "server/views/node_views.h"
 #include "server/views/queue_views.h"
@@ -165,6 +166,36 @@ TEST(MetricsViewsTest, EveryQueueAndStateAppearsWithZeros) {
   EXPECT_NE(text.find("tessera_queue_quota{queue=\"a\",resource=\"gpu\",kind=\"nominal\"} 2"),
             std::string::npos)
       << text;
+}
+
+// The API's text of a submission's answer (as SendJson writes it).
+std::string SubmittedText(const JobIntake::Submitted& submitted) {
+  return SubmittedJson(submitted).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+JobIntake::Submitted MadeJobs(JobIntake::Submitted::Shape shape, std::vector<uint64_t> ids) {
+  JobIntake::Submitted out;
+  out.shape = shape;
+  for (uint64_t id : ids) {
+    out.jobs.push_back(JobNumber(id));
+  }
+  return out;
+}
+
+// The texts the API sent when the intake answered in JSON: a job is its view, an array
+// is named by its first element, a batch is its ids; a replay answers alike.
+TEST(SubmittedJsonTest, AJobIsItsViewAnArrayAndABatchTheirIds) {
+  JobIntake::Submitted one = MadeJobs(JobIntake::Submitted::Shape::kJob, {6});
+  one.job_view = {{"id", 6}, {"name", "one"}, {"state", "pending"}};
+  EXPECT_EQ(SubmittedText(one), R"({"id":6,"name":"one","state":"pending"})");
+
+  JobIntake::Submitted array = MadeJobs(JobIntake::Submitted::Shape::kArray, {1, 2, 3});
+  EXPECT_EQ(SubmittedText(array), R"({"array_job":1,"id":1,"ids":[1,2,3]})");
+  array.replayed = true;
+  EXPECT_EQ(SubmittedText(array), R"({"array_job":1,"id":1,"ids":[1,2,3]})");
+
+  JobIntake::Submitted batch = MadeJobs(JobIntake::Submitted::Shape::kBatch, {4, 5});
+  EXPECT_EQ(SubmittedText(batch), R"({"ids":[4,5]})");
 }
 
 }  // namespace views_test
