@@ -12,9 +12,12 @@ within the function that holds them.
 
 Files are bounded too (default 800 lines).
 
-Usage: scripts/long-functions.py [--max N] [--max-file-lines N] [--production] [FILE...]
+Usage: scripts/long-functions.py [--max N] [--max-file-lines N] [--production]
+                                 [--max-core-lines N] [FILE...]
   default files: every tracked .cc and .h under src/; --production leaves out tests
   (*_test.cc, testing/ folders) and the benchmarks. Exits 1 when it lists any.
+  --max-core-lines N: also exits 1 when the controller's core (its production files
+  src/server/controller*.{h,cc}) is over N lines.
        scripts/long-functions.py --against-clang-tidy BUILD --max N FILE.cc...
   runs clang-tidy's readability-function-size (LineThreshold N) on the files with BUILD's
   compile commands and prints each function over N lines where the two counts differ
@@ -244,9 +247,22 @@ def production(path):
     return not (path.endswith("_test.cc") or "/testing/" in path or path.startswith("bench/"))
 
 
+def core_lines():
+    """The controller's core: its production files (src/server/controller*.{h,cc})."""
+    import glob
+    found = glob.glob("src/server/controller*.h") + glob.glob("src/server/controller*.cc")
+    paths = sorted(p for p in found if production(p) and "fixture" not in p)
+    total = 0
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            total += sum(1 for _ in f)
+    return total, len(paths)
+
+
 def main(argv):
     bound = 120
     file_bound = 800
+    core_bound = None
     only_production = False
     files = []
     tidy_build = None
@@ -257,6 +273,8 @@ def main(argv):
             bound, argv = int(argv[1]), argv[2:]
         elif argv[0] == "--max-file-lines":
             file_bound, argv = int(argv[1]), argv[2:]
+        elif argv[0] == "--max-core-lines":
+            core_bound, argv = int(argv[1]), argv[2:]
         elif argv[0] == "--production":
             only_production, argv = True, argv[1:]
         else:
@@ -294,7 +312,14 @@ def main(argv):
     print(f"long-functions: {len(files)} files, {found} functions over {bound} lines, "
           f"{long_files} files over {file_bound}; the longest function {longest[0]} lines "
           f"({longest[1]})")
-    return 1 if found or long_files else 0
+    core_over = False
+    if core_bound is not None:
+        # A ratchet: the core may shrink, never grow (docs/architecture.md, "The controller").
+        core, count = core_lines()
+        core_over = core > core_bound
+        print(f"controller core: {core} lines in {count} files (bound {core_bound})"
+              + (" -- over the bound" if core_over else ""))
+    return 1 if found or long_files or core_over else 0
 
 
 if __name__ == "__main__":

@@ -3,12 +3,13 @@
 // services the routes call (services/) act on it only through its transactions.
 //
 // Life of a job: the JobIntake service validates it and makes it durable (the Store's
-// group commit); only then does the core acknowledge it and hand it to the JobScheduler. A cycle starts
-// jobs: their rows (state "running", placement) are made durable before the
-// launches are handed to the agents in their next heartbeat. A job ends when every
-// task of its attempt has exited: succeeded (all 0), failed, cancelled, or, when it
-// was preempted or lost a node, requeued with the same checkpoint directory. A
-// gang is one unit: one failed or lost task stops the others.
+// group commit); only then does the core acknowledge it and hand it to the
+// JobScheduler. A cycle starts jobs: their rows (state "running", placement) are made
+// durable before the launches are handed to the agents (the agent channel). A job ends
+// when every task of its attempt has exited: succeeded (all 0), failed, cancelled, or,
+// when it was preempted or lost a node, requeued with the same checkpoint directory
+// (the attempt machine decides: sched/attempt_machine.h). A gang is one unit: one failed
+// or lost task stops the others.
 //
 // Recovery: Open() reloads jobs and queue config from the Store. Jobs that were
 // running keep their placement and wait for their nodes' agents to re-register;
@@ -24,57 +25,29 @@
 // or when an in-place change failed (RebuildScheduler); running jobs are then put back
 // by node name.
 //
-// Services, each with its own header contract:
-//   JobTable (job_table.h)        jobs in memory, idempotency keys, slots, archiving
-//   NodeRegistry (node_registry.h) nodes and agents, drains (and their store rows),
-//                                 respecs, relaunches
-//   CoreSession (core_session.h)  policy, queue tree, cluster state, quotas, scheduler,
-//                                 lifecycle, what the core learned
-//   ControllerCounters (controller_counters.h)  what /metrics reports of the controller
-//   TenantIdentities (tenant_identities.h)      tenants' Unix identities
-//   JobLogs (job_logs.h)          task output on disk
-//   SchedulerMemory (scheduler_memory.h)  what the core learned, to and from the store
-//   PublishedJobs (job_views.h)   immutable job views and the wait context for reads
-// Services the routes call, acting only through the core's transactions (Transact,
-// Read: a ServiceStep, services/service_step.h):
-//   JobActions (services/job_actions.h)  cancel, hold, release and requeue of jobs
-//   JobReads (services/job_reads.h)      a job, the listing, logs, a terminal (the views first)
-//   ValidationService (services/validation_service.h)  the admin's validation runs and
-//                                        their pass; owns the ValidationRuns module and
-//                                        attaches it to the core (Attach)
-//   NodeActions (services/node_actions.h)  the admin's drain, resume, fence, loss and
-//                                        removal of nodes
-//   ClusterViews (services/cluster_views.h)  nodes, queues, tenants, metrics, usage, history
-//   JobIntake (services/job_intake.h)    submissions (jobs, arrays, batches; idempotent),
-//                                        through its own port (JobIntake::Core, which the
-//                                        controller implements: IntakePort, controller_jobs.cc)
-// Feature modules (modules/controller_module.h), attached through declared hooks, each
-// fanned out by ModuleHost (modules/module_host.h) in its order:
-//   Accounting (modules/accounting.h)     tenants' GPU-seconds and the usage API's
-//                                         intervals; its sums in modules/usage_report.h
-//                                         (pure) (read by ClusterViews)
-//   EtaModule (modules/eta_module.h)      pending jobs' ETAs: its refresh thread, its
-//                                         runtime predictor, one forecast at a time
-//   NodeHistory (modules/node_history.h)  the node inventory's recorded changes
-//   ValidationRuns (modules/validation_runs.h)  the admin's checks on held nodes, their
-//                                         results and drains (owned by ValidationService,
-//                                         attached after Open: Attach)
-//   JobGatesModule (modules/job_gates_module.h)  holds, dependencies, arrays' throttles
-//                                         and singletons (facade: controller_gates.cc)
-//   TimeLimits (modules/time_limits.h)    runtime limits and the signals ahead of them
-//   GpuHealthModule (modules/gpu_health_module.h)  GPUs drained from telemetry, the
-//                                         work on a failed GPU stopped
-//   IdleModule (modules/idle_module.h)    idle and hung jobs, what jobs use of their GPUs
-//   RestartsModule (modules/restarts_module.h)  restarts counted by cause, the stored
-//                                         attempts' detail, the view's restart block
+// Around the core (the tables of docs/architecture.md, "The controller: a core and its
+// services", say what each owns and which hooks or transactions it uses):
+//   - services it holds, each with its own header contract, guarded by mu_: JobTable
+//     (job_table.h), NodeRegistry (node_registry.h), CoreSession (core_session.h:
+//     policy, queue tree, cluster state, quotas, scheduler, lifecycle), TenantIdentities,
+//     SchedulerMemory, ControllerCounters; with their own locks, JobLogs and
+//     PublishedJobs (job_views.h), which the API's job reads see;
+//   - services the routes call (services/), acting only through the core's transactions
+//     (Transact, Read: a ServiceStep, services/service_step.h): JobActions, JobReads,
+//     NodeActions, ClusterViews, ValidationService (owns the ValidationRuns module and
+//     attaches it: Attach) and JobIntake (through its own port, JobIntake::Core, which
+//     IntakePort implements in controller_jobs.cc);
+//   - feature modules (modules/controller_module.h), called through declared hooks by
+//     ModuleHost (modules/module_host.h), in its order, and acting through a ModuleStep:
+//     Accounting, EtaModule, NodeHistory, JobGatesModule (facade: controller_gates.cc),
+//     TimeLimits, GpuHealthModule, IdleModule, RestartsModule, ValidationRuns;
+//   - pure parts, each tested on its own: job_admission.h (a submission's rules),
+//     task_launches.h (a task's launch), inventory_bounds.h (an agent's claims),
+//     job_attempts.h (ended attempts as stored), node_jobs.h (a module's job on a whole
+//     node), pending_reasons.h and known_nodes.h (what a pending job waits for) and
+//     views/ (JSON and Prometheus text from what the core gathers under its lock).
 // A job is named by its JobNumber (job_number.h) and its state is a JobState
 // (job_state.h); both are written to the store as plain values.
-// Pure parts the core calls, each tested on its own:
-//   job_admission.h     the rules a submission passes (queue, maxPending, rows, keys)
-//   task_launches.h     a task's launch (rendezvous, SLURM_*, share limits) from its grants
-//   inventory_bounds.h  what an agent may claim at registration
-//   views/              the JSON and Prometheus text of jobs, nodes, queues and metrics,
-//                       from what the core gathers under its lock (no view holds state)
 // HTTP routes per resource are in http/server_*.cc.
 //
 // Lock discipline:
@@ -387,13 +360,13 @@ class Controller {
   // The job's view, published for the API's reads (job_views.h); with mu_ held, after
   // every change of the job (Seal, Submit, Load).
   void PublishView(const LiveJob& job) REQUIRES(mu_);
-  // A job's reason as its view holds it (job_views.h): fixed, or worked out when pending.
+  // A job's reason as its view holds it (FillJobReason, pending_reasons.h).
   void FillReason(const LiveJob& job, JobView& view) const REQUIRES(mu_);
-  // After every cycle: what pending jobs' reasons are worked out from.
+  // After every cycle: what pending jobs' reasons are worked out from (WaitContextOf).
   void PublishWaitContext() REQUIRES(mu_);
-  // The "never fits" verdicts of `c` from the node registry (known_nodes.h), reusing
-  // those of `last` for an unchanged node set. mu_ held.
-  void SetFitVerdicts(WaitContext& c, const WaitContext& last) REQUIRES(mu_);
+  // Publishes `c` with the "never fits" verdicts from the node registry
+  // (SetFitVerdicts, known_nodes.h), reusing those of `last` for an unchanged node set.
+  void PublishFitVerdicts(std::shared_ptr<WaitContext> c, const WaitContext& last) REQUIRES(mu_);
   // Before a submission is judged: republishes the verdicts when a node came, went or
   // was drained since they were made (fit_stale_), so a node that just registered
   // counts at once. mu_ held.

@@ -8,7 +8,6 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
-#include <set>
 
 #include "api/queue_config.h"
 #include "base/time_format.h"
@@ -43,53 +42,21 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
     if (node.up && node.agent_id != request.agent_id) {
       std::cerr << "tessera server: node " << spec.name << " re-registered by a new agent\n";
     }
-    node.inventory = request.inventory;
-    node.agent_id = request.agent_id;
-    node.address = address;
-    node.up = true;
-    node.reason.clear();
-    node.last_seen = now;
-    node.launches.clear();
-    node.stops.clear();
-    // Reconcile: what the agent runs against what the controller believes.
-    std::set<std::tuple<uint64_t, int, int>> reported;
-    for (const TaskReport& r : request.tasks) {
-      reported.insert({r.key.job, r.key.task, r.key.attempt});
-    }
-    for (auto& [id, job] : jobs_.all()) {
-      const JobPhase phase = jobs_.Rec(job).phase;
-      if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
-        continue;
-      }
-      for (size_t t = 0; t < job.tasks.size(); ++t) {
-        if (job.tasks[t].node != spec.name || jobs_.TaskExited(job, t) ||
-            reported.count({id.value(), static_cast<int>(t), job.row.attempts}) > 0) {
-          continue;
-        }
-        // An agent keeps every task it received until the task's end is durable here,
-        // across its own restarts: one it does not report never reached it (the
-        // launch was lost with a crash of either side). Send it again; nothing ran.
-        if (jobs_.Rec(job).phase == JobPhase::kRunning) {
-          nodes_.relaunch().emplace_back(
-              spec.name, TaskKey{id.value(), static_cast<int>(t), job.row.attempts});
-        } else {
-          // Was being stopped anyway.
-          ApplyAttempt(job, Attempts().TaskExited(jobs_.Rec(job), t, 0, 0, now), now, out);
-        }
+    NodeRegistry::Registered(node, request.inventory, request.agent_id, address, now);
+    // Reconcile: what the agent runs against what the controller believes. What it
+    // did not report never reached it (the launch was lost with a crash of either side).
+    for (const TaskKey& key : jobs_.Unreported(spec.name, request.tasks)) {
+      LiveJob& job = jobs_.all().at(JobNumber(key.job));
+      if (jobs_.Rec(job).phase == JobPhase::kRunning) {
+        nodes_.relaunch().emplace_back(spec.name, key);  // nothing ran: send it again
+      } else {  // was being stopped anyway (a no-op once an earlier exit ended the attempt)
+        ApplyAttempt(job, Attempts().TaskExited(jobs_.Rec(job), key.task, 0, 0, now), now, out);
       }
     }
     HandleReports(node, request.tasks, now, out);
     NodeJoined(node, now, out);  // after reconciling: what still runs there is held again
-    // Stops decided before this controller restarted, or sent to the agent's previous
-    // connection: send them again for what still runs here.
-    for (const TaskReport& r : request.tasks) {
-      LiveJob* job = jobs_.Find(JobNumber(r.key.job));
-      if (r.state == TaskState::kRunning && job != nullptr &&
-          jobs_.Rec(*job).phase == JobPhase::kStopping && job->row.attempts == r.key.attempt &&
-          static_cast<size_t>(r.key.task) < job->tasks.size() &&
-          !jobs_.TaskExited(*job, static_cast<size_t>(r.key.task))) {
-        out.stops.emplace_back(spec.name, TaskStop{r.key, options_.stop_grace / 1000, 15});
-      }
+    for (const TaskKey& key : jobs_.StopsToResend(request.tasks)) {
+      out.stops.emplace_back(spec.name, TaskStop{key, options_.stop_grace / 1000, 15});
     }
     out.batch.kv.emplace_back(kNodeKeyPrefix + spec.name,
                               ToJson(request.inventory, *catalog_).dump());
@@ -198,19 +165,7 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
       HandleTelemetry(node, request.agent_id, request.gpus, now, out);
     }
     // Stops stay until the task is gone; launches until the agent reports the task.
-    std::erase_if(node.stops, [&](const TaskStop& s) REQUIRES(mu_) {
-      LiveJob* job = jobs_.Find(JobNumber(s.key.job));
-      return job == nullptr || job->row.attempts != s.key.attempt ||
-             static_cast<size_t>(s.key.task) >= job->tasks.size() ||
-             jobs_.TaskExited(*job, static_cast<size_t>(s.key.task));
-    });
-    // A launch whose attempt stopped before the agent took it is not sent again: the
-    // stop that follows it ends that attempt on the agent (it never had it).
-    std::erase_if(node.launches, [&](const TaskLaunch& l) REQUIRES(mu_) {
-      LiveJob* job = jobs_.Find(JobNumber(l.key.job));
-      return job == nullptr || job->row.attempts != l.key.attempt ||
-             jobs_.Rec(*job).phase != JobPhase::kRunning;
-    });
+    jobs_.PruneCommands(node.launches, node.stops);
     response.launch = node.launches;
     response.stop = node.stops;
     response.heartbeat_interval_ms = HeartbeatIntervalLocked() / 1000;

@@ -54,21 +54,16 @@ std::string Controller::CheckpointDir(const LiveJob& job) const {
   return CheckpointDirOf(job.submission, job.row.id, options_.checkpoint_root, options_.data_dir);
 }
 
-// The inputs gathered here, the launch built by task_launches.h (pure).
+// What the job holds is read by task_launches.h (pure), which builds the launch; what
+// the other services know is added here.
 TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
   const JobRecord& rec = jobs_.Rec(job);
-  LaunchInputs in;
-  in.job_id = job.row.id;
-  in.job_name = job.row.name;
-  in.attempt = job.row.attempts;
-  in.tenant = job.row.tenant;
-  in.queue = job.row.queue;
-  in.submission = &job.submission;
-  in.task = task;
-  for (const TaskRun& run : job.tasks) {
-    in.task_nodes.push_back(run.node);
-  }
-  in.allocations = rec.allocations;
+  const uint64_t array_id = gates_.ArrayIdOf(job.id(), job.submission);
+  std::shared_ptr<const JobGates::Array> array =
+      array_id != 0 ? gates_.ParsedArray(job.submission.array) : nullptr;
+  LaunchInputs in = LaunchInputsOf(
+      job, rec, task, options_.checkpoint_root, options_.data_dir, array_id,
+      array != nullptr ? std::span<const int64_t>(array->indices) : std::span<const int64_t>());
   in.node = &core_.state()->spec(rec.allocations[static_cast<size_t>(task)].node);
   if (auto master = nodes_.all().find(job.tasks[0].node); master != nodes_.all().end()) {
     in.master_address = master->second.address;
@@ -77,18 +72,6 @@ TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
   if (PtySessions::Wanted(job.submission.env)) {
     // The same in a resent launch.
     in.pty_secret = ptys_.Secret(TaskKey{job.row.id, task, job.row.attempts});
-  }
-  in.checkpoint_dir = CheckpointDir(job);
-  in.checkpoint_managed = job.submission.checkpoint_dir.empty();
-  if (const uint64_t a = gates_.ArrayIdOf(job.id(), job.submission); a != 0) {
-    in.array.id = a;
-    in.array.index = job.submission.array_index;
-    std::shared_ptr<const JobGates::Array> array = gates_.ParsedArray(job.submission.array);
-    if (array != nullptr && !array->indices.empty()) {
-      in.array.count = array->indices.size();
-      in.array.min = array->indices.front();
-      in.array.max = array->indices.back();
-    }
   }
   return BuildTaskLaunch(in, *catalog_);
 }

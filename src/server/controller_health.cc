@@ -49,28 +49,10 @@ void Controller::SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drai
 
 void Controller::HandleTelemetry(NodeInfo& node, const std::string& agent_id,
                                  std::vector<GpuTelemetry> sample, Micros now, Pending& out) {
-  const size_t gpus = node.inventory.spec.gpus.size();
-  std::vector<GpuTelemetry> by_index(gpus);
-  std::vector<bool> seen(gpus, false);
-  for (GpuTelemetry& t : sample) {
-    if (t.index >= 0 && static_cast<size_t>(t.index) < gpus) {
-      seen[static_cast<size_t>(t.index)] = true;
-      by_index[static_cast<size_t>(t.index)] = std::move(t);
-    }
-  }
-  for (size_t g = 0; g < gpus; ++g) {
-    if (!seen[g]) {
-      // A GPU of the inventory the driver no longer reports.
-      by_index[g].index = static_cast<int>(g);
-      by_index[g].uuid = g < node.inventory.gpu_uuids.size() ? node.inventory.gpu_uuids[g] : "";
-      by_index[g].lost = true;
-    }
-  }
-  const bool comparable = node.telemetry_agent == agent_id && node.telemetry.size() == gpus;
-  host_.OnTelemetry(node, by_index, comparable, *HookStep(now, &out));
-  node.telemetry = std::move(by_index);
-  node.telemetry_agent = agent_id;
-  node.telemetry_at = now;
+  std::vector<GpuTelemetry> by_index = NodeRegistry::ByGpuIndex(node, std::move(sample));
+  host_.OnTelemetry(node, by_index, NodeRegistry::ContinuesTelemetry(node, agent_id),
+                    *HookStep(now, &out));
+  NodeRegistry::NoteTelemetry(node, std::move(by_index), agent_id, now);
 }
 
 }  // namespace tessera

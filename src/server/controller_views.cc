@@ -49,32 +49,8 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with
 }
 
 void Controller::FillReason(const LiveJob& job, JobView& view) const {
-  view.pending = jobs_.StateOf(job) == JobState::kPending;
-  view.reason = job.row.reason;
-  if (view.pending && job.slot != JobTable::kArchived) {
-    if (std::string gate = GateReason(job); !gate.empty()) {
-      view.gated = true;
-      view.reason = std::move(gate);
-      return;
-    }
-  }
-  if (view.pending) {
-    // Why it was requeued, if it was, then (at read time) why it waits now.
-    const bool requeued = view.reason.rfind("requeued", 0) == 0 ||
-                          view.reason.rfind("preempted", 0) == 0 ||
-                          view.reason.rfind("restarting", 0) == 0;
-    if (!requeued) {
-      view.reason.clear();
-    }
-    if (job.slot != JobTable::kArchived) {
-      view.restart_at = core_.lifecycle()->HeldUntil(jobs_.Rec(job).id);  // its backoff
-    }
-    // The core's copy of the spec: its shares carry the tenant's identity (MPS rule).
-    view.demand = DemandOf(job.id(), job.row.queue,
-                           job.slot != JobTable::kArchived ? jobs_.Rec(job).spec
-                                                           : job.submission.spec,
-                           *catalog_);
-  }
+  FillJobReason(job, jobs_, *core_.lifecycle(), *catalog_,
+                [&]() REQUIRES(mu_) { return GateReason(job); }, view);
 }
 
 void Controller::PublishView(const LiveJob& job) {
@@ -107,56 +83,16 @@ void Controller::PublishView(const LiveJob& job) {
 
 void Controller::PublishWaitContext() {
   core_.ApplyNodeChanges();  // the node set it publishes
-  auto c = std::make_shared<WaitContext>();
-  c->built = core_.state() != nullptr && core_.quota() != nullptr && core_.scheduler() != nullptr &&
-             !core_.rebuild_pending();
-  if (c->built) {
-    c->nodes_up = core_.state()->present_count();
-    if (core_.reservation() && core_.reservation()->job.valid() &&
-        core_.reservation()->job.value() < jobs_.slot_count()) {
-      c->reserved_job = jobs_.IdAt(core_.reservation()->job);
-      c->reserved_start = core_.reservation()->start;
-    }
-    c->tree = core_.shared_tree();
-    c->quota = std::make_shared<const QuotaLedger>(*core_.quota());
-    c->charge = core_.scheduler()->charge_index();
-    // The live copy only matters while jobs wait.
-    if (core_.scheduler()->pending() > 0) {
-      c->live = std::make_shared<const LiveCache>(*core_.state());
-    }
-    c->borrowing = core_.scheduler()->options().borrowing;
-    c->reclaim = core_.scheduler()->options().preempt_reclaim;
-    c->min_run_before_reclaim = core_.scheduler()->options().min_run_before_reclaim;
-    const Micros now = clock_->NowMicros();
-    const std::vector<JobRecord>& records = *jobs_.records();
-    for (const JobRecord& rec : records) {
-      if (rec.phase == JobPhase::kRunning && rec.queue.valid() &&
-          core_.quota()->IsBorrowing(rec.queue)) {
-        c->borrowers.push_back({core_.tree().spec(rec.queue).name, jobs_.IdAt(rec.id),
-                                rec.run_start, rec.spec.preemptible});
-      }
-      if (rec.WaitsForPreemptor(records, now)) {
-        c->held_victims[jobs_.IdAt(rec.id)] = {jobs_.IdAt(rec.evicted_for), rec.evicted_hold_until};
-      }
-    }
-  }
-  SetFitVerdicts(*c, *views_.context());
-  views_.SetContext(std::move(c));
+  PublishFitVerdicts(std::make_shared<WaitContext>(core_.WaitContextOf(jobs_, clock_->NowMicros())),
+                     *views_.context());
 }
 
-void Controller::SetFitVerdicts(WaitContext& c, const WaitContext& last) {
-  // From the node registry, not the core: they hold while the nodes and their drains
-  // do, and do not wait for a cycle to see a node come or go.
-  c.fit = NodeSetFit(nodes_, *catalog_, NodeSet::kKnown, last.fit);
-  c.fit_up = NodeSetFit(nodes_, *catalog_, NodeSet::kUp, last.fit_up);
-  c.fit_undrained = NodeSetFit(nodes_, *catalog_, NodeSet::kKnownUndrained, last.fit_undrained);
-  // The per-GPU room changes only with the nodes' specs, which that set's fingerprint
-  // covers: a walk of every node once per node change, not once per cycle.
-  if (c.fit_undrained == nullptr || c.fit_undrained != last.fit_undrained) {
-    gpu_task_defaults_.SetNodes(nodes_);
+void Controller::PublishFitVerdicts(std::shared_ptr<WaitContext> c, const WaitContext& last) {
+  if (SetFitVerdicts(nodes_, *catalog_, last, *c)) {
+    gpu_task_defaults_.SetNodes(nodes_);  // the per-GPU room: once per node change
   }
-  c.down = DownNodes(nodes_);
   fit_stale_ = false;
+  views_.SetContext(std::move(c));
 }
 
 void Controller::RefreshFitVerdicts() {
@@ -165,14 +101,10 @@ void Controller::RefreshFitVerdicts() {
   }
   const std::shared_ptr<const WaitContext> last = views_.context();
   auto c = std::make_shared<WaitContext>(*last);
-  SetFitVerdicts(*c, *last);
   if (c->built) {
-    c->nodes_up = 0;
-    for (const auto& [name, node] : nodes_.all()) {
-      c->nodes_up += node.up ? 1 : 0;
-    }
+    c->nodes_up = NodesUp(nodes_);  // a node that just registered counts at once
   }
-  views_.SetContext(std::move(c));
+  PublishFitVerdicts(std::move(c), *last);
 }
 
 void Controller::NodeInputs(const std::string& only,

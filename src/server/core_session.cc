@@ -7,6 +7,10 @@
 
 #include "api/queue_config.h"
 #include "plugins/registry.h"
+#include "server/job_table.h"
+#include "server/modules/eta_module.h"
+#include "server/pending_reasons.h"
+#include "sim/start_forecast.h"
 
 namespace tessera {
 
@@ -141,6 +145,86 @@ std::vector<std::string> CoreSession::CheckInvariants() const {
 void CoreSession::CarryUsage(Micros now) {
   if (scheduler_ != nullptr) {
     carried_usage_ = scheduler_->SaveUsage(now);
+  }
+}
+
+WaitContext CoreSession::WaitContextOf(const JobTable& jobs, Micros now) const {
+  WaitContext c;
+  c.built = state_ != nullptr && quota_ != nullptr && scheduler_ != nullptr && !rebuild_;
+  if (!c.built) {
+    return c;
+  }
+  c.nodes_up = state_->present_count();
+  if (reservation_ && reservation_->job.valid() && reservation_->job.value() < jobs.slot_count()) {
+    c.reserved_job = jobs.IdAt(reservation_->job);
+    c.reserved_start = reservation_->start;
+  }
+  c.tree = tree_;
+  c.quota = std::make_shared<const QuotaLedger>(*quota_);
+  c.charge = scheduler_->charge_index();
+  // The live copy only matters while jobs wait.
+  if (scheduler_->pending() > 0) {
+    c.live = std::make_shared<const LiveCache>(*state_);
+  }
+  c.borrowing = scheduler_->options().borrowing;
+  c.reclaim = scheduler_->options().preempt_reclaim;
+  c.min_run_before_reclaim = scheduler_->options().min_run_before_reclaim;
+  const std::vector<JobRecord>& records = *jobs.records();
+  for (const JobRecord& rec : records) {
+    if (rec.phase == JobPhase::kRunning && rec.queue.valid() && quota_->IsBorrowing(rec.queue)) {
+      c.borrowers.push_back(
+          {tree_->spec(rec.queue).name, jobs.IdAt(rec.id), rec.run_start, rec.spec.preemptible});
+    }
+    if (rec.WaitsForPreemptor(records, now)) {
+      c.held_victims[jobs.IdAt(rec.id)] = {jobs.IdAt(rec.evicted_for), rec.evicted_hold_until};
+    }
+  }
+  return c;
+}
+
+bool CoreSession::CopyForForecast(Micros now, ForecastInput& in) const {
+  if (rebuild_ || state_ == nullptr || scheduler_ == nullptr) {
+    return false;
+  }
+  in.now = now;
+  in.tree = tree_;
+  in.state = *state_;
+  in.policy = policy_;
+  in.placement = placement_;
+  if (const FragmentationModel* typical = learner_.model()) {
+    in.typical = typical->workload();  // a copy: the learner may remake its model
+  }
+  in.usage = scheduler_->usage().Save();
+  return true;
+}
+
+void CoreSession::CopyForecastJobs(const JobTable& jobs,
+                                   const std::function<std::string(const LiveJob&)>& gate_reason,
+                                   EtaSnapshot& snap) const {
+  ForecastInput& in = snap.in;
+  // Read under the core lock; the ETA module's own predictor is read without it.
+  const RuntimePredictor* predictor = policy_.uses_predictor ? &predictor_ : nullptr;
+  in.jobs.reserve(scheduler_->pending() + 64);
+  snap.ids.reserve(scheduler_->pending() + 64);
+  const JobId reserved = reservation_ ? reservation_->job : JobId();
+  for (const auto& [id, job] : jobs.all()) {
+    const JobRecord& rec = jobs.Rec(job);
+    if (!job.durable || rec.phase == JobPhase::kFinished) {
+      continue;
+    }
+    if (rec.phase == JobPhase::kPending && lifecycle_->Gated(rec.id)) {
+      const std::string why = gate_reason(job);
+      snap.gated.emplace(id.value(), why.empty() ? "waiting for the next scheduling cycle" : why);
+      continue;
+    }
+    if (rec.id == reserved && reserved.valid()) {
+      in.reserved = static_cast<int64_t>(in.jobs.size());
+    }
+    in.jobs.push_back(ForecastJob{rec, 0});
+    if (predictor != nullptr) {
+      snap.core_predicted.push_back(predictor->Predict(FeaturesOf(rec, *tree_)));
+    }
+    snap.ids.push_back(id);
   }
 }
 

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +46,11 @@
 #include "state/quota_ledger.h"
 
 namespace tessera {
+
+class JobTable;
+struct LiveJob;
+struct EtaSnapshot;
+struct ForecastInput;
 
 class CoreSession {
  public:
@@ -104,6 +110,24 @@ class CoreSession {
   std::vector<std::string> CheckInvariants() const;
   // Takes the scheduler's fair-share usage up to `now` (before it is replaced or stored).
   void CarryUsage(Micros now);
+
+  // What pending jobs' reasons are worked out from (job_views.h), of the core as it is
+  // and of `jobs` (whose records the lifecycle runs on) at `now`: all but the fit
+  // verdicts and down nodes, which the node registry gives (known_nodes.h). Only
+  // `built`, false, while the core is not built. After ApplyNodeChanges: the node set
+  // the scheduler and reservation were made for is the one published.
+  WaitContext WaitContextOf(const JobTable& jobs, Micros now) const;
+  // The forecast's copy of the core into `in` (sim/start_forecast.h), at `now`: the
+  // queue tree, cluster state, policy, placement, learned typical workload and
+  // fair-share usage. False, nothing copied, while the core is not built.
+  bool CopyForForecast(Micros now, ForecastInput& in) const;
+  // After CopyForForecast: the durable unfinished jobs of `jobs` into `snap`'s forecast
+  // (its ids, and the core predictor's estimates when the policy trains it), the
+  // reserved one marked. A pending job behind a gate is left out (it takes no room from
+  // the jobs that may start), with `gate_reason(job)` as why ("": the next cycle's).
+  void CopyForecastJobs(const JobTable& jobs,
+                        const std::function<std::string(const LiveJob&)>& gate_reason,
+                        EtaSnapshot& snap) const;
 
   const SchedulerPolicy& policy() const { return policy_; }
   const QueueTree& tree() const { return *tree_; }

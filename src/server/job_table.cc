@@ -1,5 +1,8 @@
 #include "server/job_table.h"
 
+#include <set>
+#include <tuple>
+
 #include "server/job_attempts.h"
 #include "server/job_rows.h"
 
@@ -12,6 +15,63 @@ using job_rows::StoredTask;
 LiveJob* JobTable::Find(JobNumber id) {
   auto it = jobs_.find(id);
   return it == jobs_.end() || !it->second.durable ? nullptr : &it->second;
+}
+
+const LiveJob* JobTable::FindDurable(uint64_t id) const {
+  auto it = jobs_.find(JobNumber(id));
+  return it == jobs_.end() || !it->second.durable ? nullptr : &it->second;
+}
+
+std::vector<TaskKey> JobTable::Unreported(const std::string& node,
+                                          const std::vector<TaskReport>& reports) const {
+  std::set<std::tuple<uint64_t, int, int>> reported;
+  for (const TaskReport& r : reports) {
+    reported.insert({r.key.job, r.key.task, r.key.attempt});
+  }
+  std::vector<TaskKey> unreported;
+  for (const auto& [id, job] : jobs_) {
+    const JobPhase phase = Rec(job).phase;
+    if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
+      continue;
+    }
+    for (size_t t = 0; t < job.tasks.size(); ++t) {
+      const TaskKey key{id.value(), static_cast<int>(t), job.row.attempts};
+      if (job.tasks[t].node == node && !TaskExited(job, t) &&
+          reported.count({key.job, key.task, key.attempt}) == 0) {
+        unreported.push_back(key);
+      }
+    }
+  }
+  return unreported;
+}
+
+std::vector<TaskKey> JobTable::StopsToResend(const std::vector<TaskReport>& reports) const {
+  std::vector<TaskKey> stops;
+  for (const TaskReport& r : reports) {
+    const LiveJob* job = FindDurable(r.key.job);
+    if (r.state == TaskState::kRunning && job != nullptr &&
+        Rec(*job).phase == JobPhase::kStopping && job->row.attempts == r.key.attempt &&
+        static_cast<size_t>(r.key.task) < job->tasks.size() &&
+        !TaskExited(*job, static_cast<size_t>(r.key.task))) {
+      stops.push_back(r.key);
+    }
+  }
+  return stops;
+}
+
+void JobTable::PruneCommands(std::vector<TaskLaunch>& launches,
+                             std::vector<TaskStop>& stops) const {
+  std::erase_if(stops, [&](const TaskStop& s) {
+    const LiveJob* job = FindDurable(s.key.job);
+    return job == nullptr || job->row.attempts != s.key.attempt ||
+           static_cast<size_t>(s.key.task) >= job->tasks.size() ||
+           TaskExited(*job, static_cast<size_t>(s.key.task));
+  });
+  std::erase_if(launches, [&](const TaskLaunch& l) {
+    const LiveJob* job = FindDurable(l.key.job);
+    return job == nullptr || job->row.attempts != l.key.attempt ||
+           Rec(*job).phase != JobPhase::kRunning;
+  });
 }
 
 JobState JobTable::StateOf(const LiveJob& job) const {
@@ -236,6 +296,32 @@ std::vector<std::pair<JobRecord*, Micros>> JobTable::RestoreRestarts() {
     }
   }
   return backoffs;
+}
+
+LiveJob& JobTable::AddStarted(JobSubmission submission, const Allocation& allocation,
+                              const GpuCatalog& catalog, const QueueTree& tree, Micros now) {
+  const JobNumber id = TakeId();
+  LiveJob& job = Add(id);
+  job.row.id = id.value();
+  job.row.tenant = submission.spec.user;
+  job.row.queue = submission.spec.queue;
+  job.row.name = submission.spec.name;
+  job.row.spec_json = JobSubmissionToJson(submission, catalog).dump();
+  job.row.submit_us = now;
+  job.submission = std::move(submission);
+  job.durable = true;
+  JobRecord& rec = Rec(job);
+  rec.spec = job.submission.spec;
+  rec.attempt.policy = job.submission.restart.value_or(DefaultRestartPolicy());
+  rec.queue = tree.FindQueue(job.row.queue).value();
+  rec.gpu_milli = rec.spec.TotalGpuMilli(catalog);
+  rec.allocations = {allocation};
+  rec.held = {1};
+  rec.phase = JobPhase::kRunning;
+  rec.run_start = now;
+  rec.eligible_since = now;
+  rec.starts = 1;
+  return job;
 }
 
 }  // namespace tessera

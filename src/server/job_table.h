@@ -1,7 +1,8 @@
 // JobTable: the controller's jobs in memory. It owns every job the controller holds
 // (durable or being made durable), the idempotency keys that find them again, the
 // dense numbering of jobs for the core (slots) and which finished jobs are to leave
-// memory (archiving).
+// memory (archiving). It answers what an agent's reports mean for its jobs' tasks
+// (Unreported, StopsToResend, PruneCommands) without acting on them: the controller does.
 //
 // Invariants: every job in the table holds a slot, and slot_job_[job.slot] is its id;
 // a free slot maps to no job and its JobRecord is empty and finished (invisible to the
@@ -26,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/agent_protocol.h"
 #include "api/job_codec.h"
 #include "base/clock.h"
 #include "base/status.h"
@@ -104,6 +106,7 @@ class JobTable {
   // The core numbers jobs densely by slot, so that its per-job tables stay as small as
   // the jobs in memory; the API's ids only grow.
   std::vector<JobRecord>* records() { return &records_; }  // for the JobLifecycle
+  const std::vector<JobRecord>* records() const { return &records_; }
   JobRecord& Rec(const LiveJob& job) { return records_[job.slot]; }
   const JobRecord& Rec(const LiveJob& job) const { return records_[job.slot]; }
   // The job's state, from the one place it is kept: the core's record (its phase, and
@@ -137,6 +140,30 @@ class JobTable {
   // stored). Returns the pending jobs still to wait out a restart's backoff, with its end.
   std::vector<std::pair<JobRecord*, Micros>> RestoreRestarts();
 
+  // A job started at once, without the core's cycle (ModuleStep::StartNodeJob), under
+  // the next id: durable, its row (tenant: the submission's user) and stored spec
+  // written, its record running its first attempt since `now`, its one task on
+  // `allocation`. The submission's queue must be in `tree`. Not yet held or charged in
+  // the core: the caller hands the record to the lifecycle (JobLifecycle::Restore).
+  LiveJob& AddStarted(JobSubmission submission, const Allocation& allocation,
+                      const GpuCatalog& catalog, const QueueTree& tree, Micros now);
+
+  // An agent of `node` registered reporting `reports`: the tasks of the running and
+  // stopping jobs' current attempts placed there, not exited, that it did not report.
+  // An agent keeps every task it received until its end is durable here, so it never
+  // received these: a running job's are launched again, a stopping job's have ended.
+  std::vector<TaskKey> Unreported(const std::string& node,
+                                  const std::vector<TaskReport>& reports) const;
+  // The tasks `reports` says still run that belong to a stopping job's current attempt
+  // and have not exited: their stops (decided before a controller restart, or sent to
+  // the agent's previous connection) are to be sent again.
+  std::vector<TaskKey> StopsToResend(const std::vector<TaskReport>& reports) const;
+  // A node's commands waiting for its heartbeat, less those with nothing left to do: a
+  // stop whose task is gone (its job unknown, another attempt, or exited), a launch
+  // whose attempt is no longer running (the stop that follows ends it on the agent,
+  // which never had it).
+  void PruneCommands(std::vector<TaskLaunch>& launches, std::vector<TaskStop>& stops) const;
+
   // Jobs whose terminal rows are durable: candidates for archiving, oldest first.
   void NoteFinished(JobNumber id) { finished_order_.push_back(id); }
   void NoteFinished(const std::vector<JobNumber>& ids) {
@@ -148,6 +175,8 @@ class JobTable {
   std::vector<JobNumber> Archive(Micros now, size_t keep);
 
  private:
+  // An acknowledged job in memory (Find, for the const queries).
+  const LiveJob* FindDurable(uint64_t id) const;
   uint32_t AllocSlot(JobNumber id);
   void FreeSlot(uint32_t slot);
 

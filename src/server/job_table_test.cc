@@ -1,5 +1,6 @@
-// A stored job read back into the JobTable at Open (JobTable::Restore, RestoreRestarts),
-// on its own: what the core's record says of each stored state.
+// The JobTable on its own: a stored job read back at Open (Restore, RestoreRestarts),
+// what the core's record says of each stored state, a job started at once (AddStarted),
+// and what an agent's reports mean for the table's tasks.
 #include "server/job_table.h"
 
 #include <gtest/gtest.h>
@@ -149,6 +150,123 @@ TEST(JobTableRestoreTest, RestartsComeBackWithTheirCountCauseAndBackoff) {
   EXPECT_EQ(faulted.restarts, 1);
   EXPECT_EQ(faulted.cause, RequeueCause::kGpuFault);  // from its reason: not stored
   EXPECT_EQ(table.Rec(*table.Find(JobNumber(10))).attempt.restarts, 0);
+}
+
+TEST(JobTableAddStartedTest, AStartedJobIsDurableAndRunningOnItsAllocation) {
+  JobTable table;
+  const QueueTree tree = Tree();
+  table.NoteStoredId(JobNumber(4));
+  JobSubmission sub;
+  sub.spec.name = "check";
+  sub.spec.user = "admin";
+  sub.spec.queue = "main";
+  TaskRequest task;
+  task.gpu_count = 2;
+  task.gpu_milli = kWholeGpu;
+  sub.spec.tasks.push_back(task);
+  sub.command = {"/bin/sh", "-c", "true"};
+  Allocation a{NodeId(1), MilliCpu(8000), MiB(1024), {}};
+  a.gpus = {GpuGrant{0, kWholeGpu, MiB(0), -1, -1}, GpuGrant{1, kWholeGpu, MiB(0), -1, -1}};
+
+  LiveJob& job = table.AddStarted(sub, a, GpuCatalog::Default(), tree, 9'000);
+  EXPECT_EQ(job.id(), JobNumber(5));
+  EXPECT_EQ(table.Find(JobNumber(5)), &job);  // durable: found
+  EXPECT_EQ(job.row.tenant, "admin");
+  EXPECT_EQ(job.row.queue, "main");
+  EXPECT_EQ(job.row.name, "check");
+  EXPECT_EQ(job.row.submit_us, 9'000);
+  StatusOr<JobSubmission> stored =
+      JobSubmissionFromJson(nlohmann::json::parse(job.row.spec_json.str()), GpuCatalog::Default());
+  ASSERT_TRUE(stored.ok()) << stored.status().message();
+  EXPECT_EQ(stored->command, sub.command);
+  const JobRecord& rec = table.Rec(job);
+  EXPECT_EQ(rec.phase, JobPhase::kRunning);
+  EXPECT_EQ(rec.queue, tree.FindQueue("main").value());
+  EXPECT_EQ(rec.allocations, std::vector<Allocation>{a});
+  EXPECT_EQ(rec.held, std::vector<uint8_t>{1});
+  EXPECT_EQ(rec.run_start, 9'000);
+  EXPECT_EQ(rec.eligible_since, 9'000);
+  EXPECT_EQ(rec.starts, 1);
+  EXPECT_EQ(rec.gpu_milli, 2000);
+  EXPECT_EQ(table.StateOf(job), JobState::kRunning);
+}
+
+// What an agent's reports mean for the table's tasks (Unreported, StopsToResend,
+// PruneCommands): jobs restored with two tasks of attempt 1 each.
+struct Reconciling {
+  JobTable table;
+  // Job `id` in `state` with its two tasks as given.
+  void Add(uint64_t id, const std::string& state, const std::vector<job_rows::StoredTask>& tasks) {
+    JobRow row = Row(id, state);
+    Allocation a;
+    a.cpu = MilliCpu(1000);
+    a.memory = MiB(1024);
+    a.gpus.push_back(GpuGrant{});
+    if (state != "pending") {
+      row.placement_json = job_rows::PlacementJson({a, a}, tasks, 5'000, "").dump();
+    }
+    ASSERT_TRUE(table.Restore(row, GpuCatalog::Default(), Tree()).ok());
+  }
+  Reconciling() {
+    Add(1, "running", {{"n1", false, 0, 0}, {"n1", true, 0, 0}});   // task 1 exited
+    Add(2, "running", {{"n1", false, 0, 0}, {"n2", false, 0, 0}});
+    Add(3, "stopping", {{"n1", false, 0, 0}, {"n2", false, 0, 0}});
+    Add(4, "pending", {});
+    Add(5, "stopping", {{"n2", false, 0, 0}, {"n2", true, 0, 15}});  // task 1 exited
+  }
+};
+
+TaskReport Report(uint64_t job, int task, int attempt, TaskState state = TaskState::kRunning) {
+  TaskReport r;
+  r.key = TaskKey{job, task, attempt};
+  r.state = state;
+  return r;
+}
+
+TEST(JobTableReportsTest, UnreportedListsTheNodesLiveTasksItsAgentDidNotReport) {
+  Reconciling r;
+  // Job 2's task 0 reported; job 3's only for an older attempt, which does not count.
+  const std::vector<TaskReport> reports = {Report(2, 0, 1), Report(3, 0, 0)};
+  // Not job 1's exited task, nor job 2's reported one, nor the tasks on n2.
+  EXPECT_EQ(r.table.Unreported("n1", reports),
+            (std::vector<TaskKey>{{1, 0, 1}, {3, 0, 1}}));
+  EXPECT_EQ(r.table.Unreported("n2", reports),
+            (std::vector<TaskKey>{{2, 1, 1}, {3, 1, 1}, {5, 0, 1}}));
+  EXPECT_TRUE(r.table.Unreported("n3", {}).empty());
+}
+
+TEST(JobTableReportsTest, StopsAreResentForTheStoppingJobsRunningTasks) {
+  Reconciling r;
+  const std::vector<TaskReport> reports = {
+      Report(3, 0, 1),                      // resent
+      Report(3, 1, 1, TaskState::kExited),  // it ended
+      Report(3, 0, 0),                      // another attempt
+      Report(2, 0, 1),                      // its job runs
+      Report(99, 0, 1),                     // unknown
+      Report(3, 5, 1),                      // no such task
+      Report(5, 1, 1),                      // exited here already
+      Report(5, 0, 1)};                     // resent
+  EXPECT_EQ(r.table.StopsToResend(reports), (std::vector<TaskKey>{{3, 0, 1}, {5, 0, 1}}));
+}
+
+TEST(JobTableReportsTest, CommandsWithNothingLeftToDoArePruned) {
+  Reconciling r;
+  std::vector<TaskStop> stops;
+  for (TaskKey key : std::vector<TaskKey>{{1, 0, 1}, {1, 1, 1}, {1, 0, 0}, {99, 0, 1}, {1, 7, 1},
+                                          {3, 1, 1}}) {
+    stops.push_back(TaskStop{key, 1000, 15});
+  }
+  std::vector<TaskLaunch> launches;
+  for (TaskKey key : std::vector<TaskKey>{{2, 1, 1}, {3, 0, 1}, {2, 0, 0}, {99, 0, 1}}) {
+    launches.emplace_back().key = key;
+  }
+  r.table.PruneCommands(launches, stops);
+  // Kept: the stops of live tasks (a stopping job's too), the launch of a running attempt.
+  ASSERT_EQ(stops.size(), 2u);
+  EXPECT_EQ(stops[0].key, (TaskKey{1, 0, 1}));
+  EXPECT_EQ(stops[1].key, (TaskKey{3, 1, 1}));
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].key, (TaskKey{2, 1, 1}));
 }
 
 }  // namespace job_table_test

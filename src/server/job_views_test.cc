@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "sched/job_lifecycle.h"
 #include "sched/testing/scheduler_harness.h"
+#include "server/job_table.h"
 #include "server/pending_reasons.h"
 
 namespace tessera {
@@ -249,4 +251,95 @@ TEST(PublishedJobsTest, QuotaReasonNamesTheBorrowerAndReclaim) {
 }
 
 }  // namespace
+
+namespace job_views_test {
+
+using namespace ::tessera::testing;  // NOLINT: the core's test builders
+
+// A durable job of queue q asking one task of 2 GPUs.
+LiveJob& AddJob(JobTable& table, uint64_t id, JobPhase phase, std::string reason,
+                const QueueTree& tree) {
+  LiveJob& job = table.Add(JobNumber(id));
+  job.durable = true;
+  job.row.id = id;
+  job.row.queue = "q";
+  job.row.reason = std::move(reason);
+  JobRecord& rec = table.Rec(job);
+  rec.spec = Gang("g", "q", {2});
+  rec.queue = tree.FindQueue("q").value();
+  rec.phase = phase;
+  return job;
+}
+
+TEST(FillJobReasonTest, APendingJobKeepsItsDemandAndOnlyARequeuesReasonOrItsGates) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  auto tree = std::make_shared<QueueTree>(
+      QueueTree::Create(Tree({QueueNode("q", "", {Q(kGpu, 2000)})}), catalog).value());
+  JobTable table;
+  JobLifecycle lifecycle(table.records(), tree.get(), nullptr, {});
+  const LiveJob& fresh = AddJob(table, 7, JobPhase::kPending, "preemptible", *tree);
+  const LiveJob& requeued = AddJob(table, 8, JobPhase::kPending, "requeued: node n1 was lost", *tree);
+  LiveJob& done = AddJob(table, 9, JobPhase::kFinished, "exit code 3", *tree);
+  table.Rec(done).end = JobEnd::kFailed;
+  int asked = 0;
+  auto open = [&] {
+    ++asked;
+    return std::string();
+  };
+
+  JobView view;
+  FillJobReason(fresh, table, lifecycle, catalog, open, view);
+  EXPECT_TRUE(view.pending);
+  EXPECT_FALSE(view.gated);
+  EXPECT_EQ(view.reason, "");  // a reason that is no requeue's is not shown while pending
+  EXPECT_EQ(view.restart_at, 0);
+  EXPECT_EQ(view.demand.job, JobNumber(7));
+  EXPECT_EQ(view.demand.gpus, 2);
+  EXPECT_EQ(asked, 1);
+  // The reason worked out from a hand-built context: one node of 8 GPUs, 7 taken.
+  ClusterState state = ClusterState::Create({GpuNode("n1", 8)}, catalog).value();
+  for (int g = 0; g < 7; ++g) {
+    Allocation a;
+    a.node = NodeId(0);
+    a.gpus.push_back(GpuGrant{g, kWholeGpu, MiB(0), -1, -1});
+    ASSERT_TRUE(state.Allocate(a).ok());
+  }
+  WaitContext c;
+  c.built = true;
+  c.nodes_up = 1;
+  c.fit = std::make_shared<const FitCache>(state);
+  c.live = std::make_shared<const LiveCache>(state);
+  c.tree = tree;
+  c.quota = std::make_shared<const QuotaLedger>(*tree);
+  c.charge = ChargeIndex::Of(*tree, catalog);
+  EXPECT_EQ(PendingReasonOf(view.demand, c, catalog),
+            "waiting for resources: a task needs 2 free GPUs on one node; the most on a "
+            "schedulable node is 1 (1 in all); jobs ahead of it or running hold them");
+
+  // A requeue's reason stays, with its backoff.
+  lifecycle.HoldUntil(table.Rec(requeued), 5'000'000);
+  JobView again;
+  FillJobReason(requeued, table, lifecycle, catalog, open, again);
+  EXPECT_EQ(again.reason, "requeued: node n1 was lost");
+  EXPECT_EQ(again.restart_at, 5'000'000);
+  EXPECT_EQ(again.demand.job, JobNumber(8));
+
+  // A gate's reason is the whole reason.
+  JobView gated;
+  FillJobReason(fresh, table, lifecycle, catalog, [] { return std::string("held by its user"); },
+                gated);
+  EXPECT_TRUE(gated.gated);
+  EXPECT_EQ(gated.reason, "held by its user");
+  EXPECT_TRUE(gated.demand.tasks.empty());
+
+  // A finished job keeps its reason, and its gates are not asked.
+  asked = 0;
+  JobView finished;
+  FillJobReason(done, table, lifecycle, catalog, open, finished);
+  EXPECT_FALSE(finished.pending);
+  EXPECT_EQ(finished.reason, "exit code 3");
+  EXPECT_EQ(asked, 0);
+}
+
+}  // namespace job_views_test
 }  // namespace tessera

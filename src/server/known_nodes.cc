@@ -98,4 +98,23 @@ std::vector<DownNode> DownNodes(const NodeRegistry& nodes) {
   return down;
 }
 
+size_t NodesUp(const NodeRegistry& nodes) {
+  size_t up = 0;
+  for (const auto& [name, node] : nodes.all()) {
+    up += node.up ? 1 : 0;
+  }
+  return up;
+}
+
+bool SetFitVerdicts(const NodeRegistry& nodes, const GpuCatalog& catalog,
+                    const WaitContext& last, WaitContext& c) {
+  // From the node registry, not the core: they hold while the nodes and their drains
+  // do, and do not wait for a cycle to see a node come or go.
+  c.fit = NodeSetFit(nodes, catalog, NodeSet::kKnown, last.fit);
+  c.fit_up = NodeSetFit(nodes, catalog, NodeSet::kUp, last.fit_up);
+  c.fit_undrained = NodeSetFit(nodes, catalog, NodeSet::kKnownUndrained, last.fit_undrained);
+  c.down = DownNodes(nodes);
+  return c.fit_undrained == nullptr || c.fit_undrained != last.fit_undrained;
+}
+
 }  // namespace tessera

@@ -28,5 +28,13 @@ std::shared_ptr<const FitCache> NodeSetFit(const NodeRegistry& nodes, const GpuC
                                            NodeSet set, std::shared_ptr<const FitCache> last);
 // The known nodes that are down, by name.
 std::vector<DownNode> DownNodes(const NodeRegistry& nodes);
+// The known nodes that are up.
+size_t NodesUp(const NodeRegistry& nodes);
+// The "never fits" verdicts of `c` (fit, fit_up, fit_undrained) and its down nodes from
+// `nodes`, each reusing that of `last` while its node set is unchanged. True when the
+// undrained set's verdicts were made afresh (or there are none): its fingerprint covers
+// the nodes' specs, so what is made from those specs must be made again too.
+bool SetFitVerdicts(const NodeRegistry& nodes, const GpuCatalog& catalog,
+                    const WaitContext& last, WaitContext& c);
 
 }  // namespace tessera

@@ -8,6 +8,9 @@
 
 #include "model/gpu_catalog.h"
 #include "model/node.h"
+#include "server/job_views.h"
+#include "server/known_nodes.h"
+#include "server/node_registry.h"
 #include "server/pending_reasons.h"
 #include "state/testing/test_cluster.h"
 
@@ -77,4 +80,70 @@ TEST(LiveReasonsTest, NotEnoughFreeGpusTogether) {
 }
 
 }  // namespace
+
+namespace live_reasons_test {
+
+NodeInfo& UpNode(NodeRegistry& nodes, const std::string& name, int gpus) {
+  NodeInfo& node = nodes.Add(name);
+  node.inventory.spec = MakeUniformNode(name, MilliCpu(64000), MiB(256 * 1024),
+                                        testing::Model("H100-80GB"), gpus, SharingMode::kExclusive,
+                                        /*numa_nodes=*/2, /*nvlink=*/true);
+  node.up = true;
+  return node;
+}
+
+// The verdicts are rebuilt only for the node sets a change touches: the rest are shared
+// with the last context, and so is what was made from the nodes' specs.
+TEST(FitVerdictsTest, KeptForAnUnchangedNodeSetAndRemadeAfterAChange) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  NodeRegistry nodes;
+  UpNode(nodes, "n1", 8);
+  WaitContext first;
+  EXPECT_TRUE(SetFitVerdicts(nodes, catalog, WaitContext(), first));
+  ASSERT_NE(first.fit, nullptr);
+  ASSERT_NE(first.fit_up, nullptr);
+  ASSERT_NE(first.fit_undrained, nullptr);
+  EXPECT_EQ(first.fit->nodes(), 1u);
+  EXPECT_TRUE(first.down.empty());
+
+  WaitContext same;
+  EXPECT_FALSE(SetFitVerdicts(nodes, catalog, first, same));
+  EXPECT_EQ(same.fit, first.fit);
+  EXPECT_EQ(same.fit_up, first.fit_up);
+  EXPECT_EQ(same.fit_undrained, first.fit_undrained);
+
+  NodeInfo& n2 = UpNode(nodes, "n2", 4);
+  WaitContext grown;
+  EXPECT_TRUE(SetFitVerdicts(nodes, catalog, same, grown));
+  EXPECT_NE(grown.fit, same.fit);
+  EXPECT_NE(grown.fit_undrained, same.fit_undrained);
+  EXPECT_EQ(grown.fit->nodes(), 2u);
+  EXPECT_EQ(grown.fit_up->nodes(), 2u);
+  EXPECT_EQ(NodesUp(nodes), 2u);
+
+  // n2 goes down: only the set of the nodes up changes.
+  n2.up = false;
+  n2.reason = "heartbeat timeout";
+  WaitContext shrunk;
+  EXPECT_FALSE(SetFitVerdicts(nodes, catalog, grown, shrunk));
+  EXPECT_EQ(shrunk.fit, grown.fit);
+  EXPECT_EQ(shrunk.fit_undrained, grown.fit_undrained);
+  ASSERT_NE(shrunk.fit_up, nullptr);
+  EXPECT_NE(shrunk.fit_up, grown.fit_up);
+  EXPECT_EQ(shrunk.fit_up->nodes(), 1u);
+  ASSERT_EQ(shrunk.down.size(), 1u);
+  EXPECT_EQ(shrunk.down[0].name, "n2");
+  EXPECT_EQ(shrunk.down[0].reason, "heartbeat timeout");
+  EXPECT_EQ(NodesUp(nodes), 1u);
+
+  // A drain changes the drained sets, not the one as if no drain held.
+  nodes.Find("n1")->drain = DrainInfo{"maintenance", "admin", "admin", 0};
+  WaitContext drained;
+  EXPECT_FALSE(SetFitVerdicts(nodes, catalog, shrunk, drained));
+  EXPECT_NE(drained.fit, shrunk.fit);
+  EXPECT_NE(drained.fit_up, shrunk.fit_up);
+  EXPECT_EQ(drained.fit_undrained, shrunk.fit_undrained);
+}
+
+}  // namespace live_reasons_test
 }  // namespace tessera

@@ -75,6 +75,47 @@ Status NodeRegistry::CheckGpu(const NodeInfo* node, const std::string& name, int
   return Status::Ok();
 }
 
+void NodeRegistry::Registered(NodeInfo& node, const NodeInventory& inventory,
+                              const std::string& agent_id, const std::string& address,
+                              Micros now) {
+  node.inventory = inventory;
+  node.agent_id = agent_id;
+  node.address = address;
+  node.up = true;
+  node.reason.clear();
+  node.last_seen = now;
+  node.launches.clear();
+  node.stops.clear();
+}
+
+std::vector<GpuTelemetry> NodeRegistry::ByGpuIndex(const NodeInfo& node,
+                                                   std::vector<GpuTelemetry> sample) {
+  const size_t gpus = node.inventory.spec.gpus.size();
+  std::vector<GpuTelemetry> by_index(gpus);
+  std::vector<bool> seen(gpus, false);
+  for (GpuTelemetry& t : sample) {
+    if (t.index >= 0 && static_cast<size_t>(t.index) < gpus) {
+      seen[static_cast<size_t>(t.index)] = true;
+      by_index[static_cast<size_t>(t.index)] = std::move(t);
+    }
+  }
+  for (size_t g = 0; g < gpus; ++g) {
+    if (!seen[g]) {
+      by_index[g].index = static_cast<int>(g);
+      by_index[g].uuid = g < node.inventory.gpu_uuids.size() ? node.inventory.gpu_uuids[g] : "";
+      by_index[g].lost = true;
+    }
+  }
+  return by_index;
+}
+
+void NodeRegistry::NoteTelemetry(NodeInfo& node, std::vector<GpuTelemetry> by_index,
+                                 const std::string& agent_id, Micros now) {
+  node.telemetry = std::move(by_index);
+  node.telemetry_agent = agent_id;
+  node.telemetry_at = now;
+}
+
 std::pair<std::string, std::string> NodeRegistry::SetDrain(NodeInfo& node, int gpu,
                                                          std::optional<DrainInfo> drain) {
   if (gpu < 0) {

@@ -2,7 +2,8 @@
 // node's inventory, its agent and liveness, the launches and stops waiting for its next
 // heartbeat, its drains and its last telemetry. Also the nodes whose new inventory waits
 // until they hold nothing (respec) and the launches to send again to agents that
-// registered without them (relaunch).
+// registered without them (relaunch). What a registration or a telemetry sample changes
+// of one node is its static steps' (Registered, ByGpuIndex, NoteTelemetry).
 //
 // Drains are durable: the registry writes each node's drains as one store row (key
 // DrainsKey(name)) whenever they change, and reads them back at the controller's start,
@@ -71,6 +72,27 @@ class NodeRegistry {
   // NotFound for an unknown node (`node` null), InvalidArgument for a GPU index `gpu` it
   // does not have (gpu < 0: the whole node). `name`: the node's name, for the messages.
   static Status CheckGpu(const NodeInfo* node, const std::string& name, int gpu);
+  // Its agent `agent_id` registered from `address` with `inventory`: the node is up,
+  // seen `now`, and what waited for the previous agent's heartbeat is dropped (the
+  // registration's reconciliation decides what to send again). Drains, telemetry and
+  // number are kept.
+  static void Registered(NodeInfo& node, const NodeInventory& inventory,
+                         const std::string& agent_id, const std::string& address, Micros now);
+
+  // Telemetry. `sample` by GPU index of the node's inventory: one entry per GPU, those
+  // the driver no longer reports marked lost (with their UUIDs); indexes the inventory
+  // does not have are left out.
+  static std::vector<GpuTelemetry> ByGpuIndex(const NodeInfo& node,
+                                              std::vector<GpuTelemetry> sample);
+  // Whether a sample from `agent_id` continues the node's last one (the same agent's
+  // counters, GPU for GPU), so that the two may be compared.
+  static bool ContinuesTelemetry(const NodeInfo& node, const std::string& agent_id) {
+    return node.telemetry_agent == agent_id &&
+           node.telemetry.size() == node.inventory.spec.gpus.size();
+  }
+  // The sample (ByGpuIndex) becomes the node's last one.
+  static void NoteTelemetry(NodeInfo& node, std::vector<GpuTelemetry> by_index,
+                            const std::string& agent_id, Micros now);
 
   // Drains (the node's when gpu < 0, else one GPU's): set, or lifted with nullopt.
   // Returns the node's drains row to make durable (key, value). The node must be known.

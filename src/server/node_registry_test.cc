@@ -1,4 +1,5 @@
-// The node registry's durable drains (node_registry.h), on their own.
+// The node registry (node_registry.h) on its own: its durable drains, and what a
+// registration and a telemetry sample change of a node.
 #include "server/node_registry.h"
 
 #include <gtest/gtest.h>
@@ -70,6 +71,79 @@ TEST(NodeRegistryTest, RestoredNodesAreNumberedInTheOrderTheyBecameKnown) {
   NodeInfo& c = nodes.FindOrAdd("c");
   EXPECT_LT(nodes.Find("b")->seq, nodes.Find("a")->seq);
   EXPECT_LT(nodes.Find("a")->seq, c.seq);
+}
+
+TEST(NodeRegistryTest, ARegistrationBringsTheNodeUpWithoutThePreviousAgentsCommands) {
+  NodeRegistry nodes;
+  NodeInfo& n = nodes.Add("n");
+  n.reason = "silent for 30s";
+  n.agent_id = "old";
+  n.launches.emplace_back().key = TaskKey{1, 0, 1};
+  n.stops.push_back(TaskStop{TaskKey{2, 0, 1}, 0, 9});
+  n.drain = DrainInfo{"maintenance", "admin", "admin", 1};
+  n.telemetry_agent = "old";
+  NodeInventory inventory;
+  inventory.spec.name = "n";
+  inventory.gpu_uuids = {"GPU-a"};
+  NodeRegistry::Registered(n, inventory, "new", "10.0.0.1:7000", 500);
+  EXPECT_TRUE(n.up);
+  EXPECT_EQ(n.agent_id, "new");
+  EXPECT_EQ(n.address, "10.0.0.1:7000");
+  EXPECT_EQ(n.inventory.gpu_uuids, std::vector<std::string>{"GPU-a"});
+  EXPECT_EQ(n.last_seen, 500);
+  EXPECT_TRUE(n.reason.empty());
+  EXPECT_TRUE(n.launches.empty());
+  EXPECT_TRUE(n.stops.empty());
+  // Kept: what is the node's, not its agent's connection.
+  ASSERT_TRUE(n.drain.has_value());
+  EXPECT_EQ(n.telemetry_agent, "old");
+}
+
+TEST(NodeRegistryTest, TelemetryIsTakenByGpuIndexWithMissingGpusLost) {
+  NodeInfo n;
+  n.inventory.spec.gpus.resize(3);
+  n.inventory.gpu_uuids = {"GPU-0", "GPU-1"};  // none known for GPU 2
+  std::vector<GpuTelemetry> sample(4);
+  sample[0].index = 2;
+  sample[0].util_pct = 50;
+  sample[1].index = 0;
+  sample[1].uuid = "GPU-0";
+  sample[1].util_pct = 10;
+  sample[2].index = 7;  // not in the inventory
+  sample[3].index = -1;
+  std::vector<GpuTelemetry> by_index = NodeRegistry::ByGpuIndex(n, sample);
+  ASSERT_EQ(by_index.size(), 3u);
+  EXPECT_EQ(by_index[0].util_pct, 10);
+  EXPECT_FALSE(by_index[0].lost);
+  EXPECT_EQ(by_index[1].index, 1);
+  EXPECT_EQ(by_index[1].uuid, "GPU-1");
+  EXPECT_TRUE(by_index[1].lost);
+  EXPECT_EQ(by_index[2].index, 2);
+  EXPECT_EQ(by_index[2].util_pct, 50);
+  EXPECT_FALSE(by_index[2].lost);
+
+  sample.resize(1);  // only GPU 2: GPU 0 and 1 lost, GPU 2 with no UUID to name
+  sample[0].index = 2;
+  by_index = NodeRegistry::ByGpuIndex(n, sample);
+  EXPECT_TRUE(by_index[0].lost);
+  EXPECT_EQ(by_index[0].uuid, "GPU-0");
+  EXPECT_FALSE(by_index[2].lost);
+  n.inventory.gpu_uuids.clear();
+  EXPECT_EQ(NodeRegistry::ByGpuIndex(n, {})[1].uuid, "");
+}
+
+TEST(NodeRegistryTest, ASampleContinuesTheLastOneOfTheSameAgentAndGpus) {
+  NodeInfo n;
+  n.inventory.spec.gpus.resize(2);
+  EXPECT_FALSE(NodeRegistry::ContinuesTelemetry(n, "a"));  // none yet
+  NodeRegistry::NoteTelemetry(n, NodeRegistry::ByGpuIndex(n, {}), "a", 70);
+  EXPECT_EQ(n.telemetry.size(), 2u);
+  EXPECT_EQ(n.telemetry_agent, "a");
+  EXPECT_EQ(n.telemetry_at, 70);
+  EXPECT_TRUE(NodeRegistry::ContinuesTelemetry(n, "a"));
+  EXPECT_FALSE(NodeRegistry::ContinuesTelemetry(n, "b"));  // a new agent's counters
+  n.inventory.spec.gpus.resize(3);                          // the inventory changed
+  EXPECT_FALSE(NodeRegistry::ContinuesTelemetry(n, "a"));
 }
 
 }  // namespace node_registry_test

@@ -8,6 +8,8 @@
 #include "api/units.h"
 #include "base/time_format.h"
 #include "sched/gpu_selection.h"
+#include "sched/job_lifecycle.h"
+#include "server/job_table.h"
 #include "server/job_views.h"
 
 namespace tessera {
@@ -412,6 +414,37 @@ std::string LiveCache::Compute(const std::vector<TaskRequest>& tasks,
   return "waiting for resources: the gang's " + std::to_string(tasks.size()) + " tasks (" +
          std::to_string(gpus) + " GPUs) do not fit together" + where +
          " now; jobs ahead of it or running hold the rest";
+}
+
+void FillJobReason(const LiveJob& job, const JobTable& jobs, const JobLifecycle& lifecycle,
+                   const GpuCatalog& catalog, const std::function<std::string()>& gate,
+                   JobView& view) {
+  view.pending = jobs.StateOf(job) == JobState::kPending;
+  view.reason = job.row.reason;
+  const bool archived = job.slot == JobTable::kArchived;
+  if (view.pending && !archived) {
+    if (std::string why = gate(); !why.empty()) {
+      view.gated = true;
+      view.reason = std::move(why);
+      return;
+    }
+  }
+  if (!view.pending) {
+    return;
+  }
+  // Why it was requeued, if it was, then (at read time) why it waits now.
+  const bool requeued = view.reason.rfind("requeued", 0) == 0 ||
+                        view.reason.rfind("preempted", 0) == 0 ||
+                        view.reason.rfind("restarting", 0) == 0;
+  if (!requeued) {
+    view.reason.clear();
+  }
+  if (!archived) {
+    view.restart_at = lifecycle.HeldUntil(jobs.Rec(job).id);  // its backoff
+  }
+  // The core's copy of the spec: its shares carry the tenant's identity (MPS rule).
+  view.demand = DemandOf(job.id(), job.row.queue,
+                         archived ? job.submission.spec : jobs.Rec(job).spec, catalog);
 }
 
 Status CheckSubmissionFits(const WaitContext& c, const JobSpec& spec, bool hold_if_unfit) {

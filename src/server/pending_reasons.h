@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -27,6 +28,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "model/gpu_catalog.h"
 #include "model/job.h"
 #include "plugins/fit_check.h"
 #include "state/cluster_state.h"
@@ -70,6 +72,19 @@ class LiveCache {
 };
 
 struct WaitContext;
+struct JobView;
+struct LiveJob;
+class JobTable;
+class JobLifecycle;
+
+// A job's reason as its view holds it (job_views.h). A pending job in memory that the
+// gates keep back shows only `gate()`'s reason (asked of no other job; "": not gated).
+// Else a pending job keeps only why it was requeued, if it was, with its restart's
+// backoff (from `lifecycle`, the core's, over `jobs`' records) and its demand: why it
+// waits now is worked out at read time from the wait context.
+void FillJobReason(const LiveJob& job, const JobTable& jobs, const JobLifecycle& lifecycle,
+                   const GpuCatalog& catalog, const std::function<std::string()>& gate,
+                   JobView& view);
 
 // At submission: InvalidArgument naming what is missing when the job could never run on
 // the nodes of `context` (every known node, up or down, as if no drain held: drains end)

@@ -1,6 +1,7 @@
 // What the scheduler learned, to and from the store (scheduler_memory.h): each of the
 // three values round-trips, unreadable ones are left out, and Save writes at most every
-// interval and only what changed.
+// interval and only what changed. And the core session's copies of itself
+// (core_session.h): the wait context and the forecast's input.
 #include "server/scheduler_memory.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,10 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "sched/testing/scheduler_harness.h"
+#include "server/job_table.h"
+#include "server/modules/eta_module.h"
 
 namespace tessera {
 namespace scheduler_memory_test {
@@ -198,6 +203,87 @@ TEST(SchedulerMemoryTest, TheCodecsRefuseMalformedValues) {
 
 TEST(SchedulerMemoryTest, FairShareIsNullBeforeTheFirstScheduler) {
   EXPECT_TRUE(FairShareJson(Session(), QueueId(0)).is_null());
+}
+
+constexpr const char* kMainQueue = R"(queues:
+  - name: main
+    tenant: team-a
+    quota:
+      gpu: 4
+)";
+
+// A pending job of queue main asking one GPU; gated ones are kept back by the lifecycle.
+JobRecord& AddPending(CoreSession& core, JobTable& table, uint64_t id, bool gated) {
+  LiveJob& job = table.Add(JobNumber(id));
+  job.durable = true;
+  job.row.id = id;
+  job.row.queue = "main";
+  JobRecord& rec = table.Rec(job);
+  rec.spec = testing::Gang("g" + std::to_string(id), "main", {1});
+  rec.queue = core.tree().FindQueue("main").value();
+  rec.phase = JobPhase::kPending;
+  EXPECT_TRUE(core.lifecycle()->Restore(rec).ok());
+  if (gated) {
+    core.lifecycle()->Gate(rec);
+  }
+  return rec;
+}
+
+TEST(CoreSessionCopiesTest, TheWaitContextAndTheForecastLeaveOutGatedJobsAndMarkTheReserved) {
+  CoreSession core = Session();
+  ASSERT_TRUE(core.ChoosePolicy(std::nullopt, "fifo", 0, 0).ok());
+  ASSERT_TRUE(core.ApplyQueueYaml(kMainQueue).ok());
+  JobTable table;
+  core.MakeLifecycle(table.records(), nullptr);
+  ForecastInput unbuilt;
+  EXPECT_FALSE(core.CopyForForecast(kSecond, unbuilt));
+  EXPECT_FALSE(unbuilt.state.has_value());
+  EXPECT_FALSE(core.WaitContextOf(table, kSecond).built);
+
+  ASSERT_TRUE(core.BuildState({testing::GpuNode("n1", 8)}).ok());
+  ASSERT_TRUE(core.BuildScheduler(0).ok());
+  AddPending(core, table, 7, false);
+  AddPending(core, table, 8, true);
+  const JobId reserved = AddPending(core, table, 9, false).id;  // records move as they grow
+  AddPending(core, table, 10, true);
+  LiveJob& done = table.Add(JobNumber(11));  // finished (a fresh slot's record)
+  done.durable = true;
+  table.Add(JobNumber(12));  // not durable yet
+  core.FinishRebuild();
+  core.reservation() = Reservation{reserved, 90 * kSecond, {}};
+
+  const WaitContext c = core.WaitContextOf(table, kSecond);
+  EXPECT_TRUE(c.built);
+  EXPECT_EQ(c.nodes_up, 1u);
+  EXPECT_EQ(c.reserved_job, JobNumber(9));
+  EXPECT_EQ(c.reserved_start, 90 * kSecond);
+  EXPECT_EQ(c.tree, core.shared_tree());
+  EXPECT_NE(c.live, nullptr);  // jobs wait
+  EXPECT_TRUE(c.borrowers.empty());
+
+  EtaSnapshot snap;
+  ASSERT_TRUE(core.CopyForForecast(kSecond, snap.in));
+  EXPECT_EQ(snap.in.now, kSecond);
+  EXPECT_EQ(snap.in.tree, core.shared_tree());
+  ASSERT_TRUE(snap.in.state.has_value());
+  EXPECT_EQ(snap.in.state->node_count(), 1u);
+  EXPECT_EQ(snap.in.placement, "bestfit");
+  EXPECT_EQ(snap.in.policy.name, core.policy().name);
+  EXPECT_TRUE(snap.in.usage.has_value());
+  core.CopyForecastJobs(
+      table,
+      [](const LiveJob& job) {
+        return job.id() == JobNumber(8) ? std::string("held by its user") : std::string();
+      },
+      snap);
+  EXPECT_EQ(snap.ids, (std::vector<JobNumber>{JobNumber(7), JobNumber(9)}));
+  ASSERT_EQ(snap.in.jobs.size(), 2u);
+  EXPECT_EQ(snap.in.reserved, 1);
+  EXPECT_EQ(snap.in.jobs[1].record.id, reserved);
+  EXPECT_EQ(snap.gated.size(), 2u);
+  EXPECT_EQ(snap.gated[8], "held by its user");
+  EXPECT_EQ(snap.gated[10], "waiting for the next scheduling cycle");
+  EXPECT_EQ(snap.core_predicted.size(), core.policy().uses_predictor ? 2u : 0u);
 }
 
 }  // namespace scheduler_memory_test

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "server/job_table.h"
+
 namespace tessera {
 
 namespace {
@@ -187,6 +189,35 @@ std::string CheckpointDirOf(const JobSubmission& submission, uint64_t job_id,
   }
   const std::string root = checkpoint_root.empty() ? data_dir + "/checkpoints" : checkpoint_root;
   return root + "/" + std::to_string(job_id);
+}
+
+LaunchInputs LaunchInputsOf(const LiveJob& job, const JobRecord& rec, int task,
+                            const std::string& checkpoint_root, const std::string& data_dir,
+                            uint64_t array_id, std::span<const int64_t> array_indices) {
+  LaunchInputs in;
+  in.job_id = job.row.id;
+  in.job_name = job.row.name;
+  in.attempt = job.row.attempts;
+  in.tenant = job.row.tenant;
+  in.queue = job.row.queue;
+  in.submission = &job.submission;
+  in.task = task;
+  for (const TaskRun& run : job.tasks) {
+    in.task_nodes.push_back(run.node);
+  }
+  in.allocations = rec.allocations;
+  in.checkpoint_dir = CheckpointDirOf(job.submission, job.row.id, checkpoint_root, data_dir);
+  in.checkpoint_managed = job.submission.checkpoint_dir.empty();
+  if (array_id != 0) {
+    in.array.id = array_id;
+    in.array.index = job.submission.array_index;
+    if (!array_indices.empty()) {
+      in.array.count = array_indices.size();
+      in.array.min = array_indices.front();
+      in.array.max = array_indices.back();
+    }
+  }
+  return in;
 }
 
 }  // namespace tessera

@@ -12,8 +12,9 @@
 // (or the time-slicing marker).
 //
 // Pure: no controller state, clock or lock, so that the same inputs give the same launch
-// and it is tested on its own. The controller gathers the inputs under its core lock
-// (Controller::MakeLaunch) for a start and for a resent launch; other launchers (Slurm
+// and it is tested on its own. What the job itself holds is read by LaunchInputsOf; the
+// controller adds what its other services know, under its core lock
+// (Controller::MakeLaunch), for a start and for a resent launch; other launchers (Slurm
 // steps) are to build theirs the same way.
 // Thread safety: values. LaunchInputs holds views (submission, allocations, node, task
 // names) into the caller's state, which must outlive the call.
@@ -35,6 +36,9 @@
 #include "state/node_ledger.h"
 
 namespace tessera {
+
+struct LiveJob;    // server/job_table.h
+struct JobRecord;  // sched/job_record.h
 
 // The job array a job is an element of, for SLURM_ARRAY_*.
 struct LaunchArray {
@@ -71,6 +75,17 @@ struct LaunchInputs {
 // The launch of inputs.task. The GPU grants' indices must be in inputs.node's GPUs and
 // their MIG profiles in their models' tables (`catalog`), as the core's allocations are.
 TaskLaunch BuildTaskLaunch(const LaunchInputs& inputs, const GpuCatalog& catalog);
+
+// The inputs of task `task`'s launch that the job holds itself, of its current attempt
+// (`rec`: its record in the core, with one allocation per task of job.tasks): ids, names,
+// tenant, queue, submission, every task's node and allocation, the checkpoint directory
+// (CheckpointDirOf), and, when the job is an element of array `array_id` (0: it is not)
+// whose indices are `array_indices` (ascending; empty: not known), its numbering. Left
+// for the caller, who knows them: node, master_address, identity and pty_secret. The
+// result views `job` and `rec`.
+LaunchInputs LaunchInputsOf(const LiveJob& job, const JobRecord& rec, int task,
+                            const std::string& checkpoint_root, const std::string& data_dir,
+                            uint64_t array_id, std::span<const int64_t> array_indices);
 
 // The job's checkpoint directory: the one its submission names, else
 // <checkpoint_root>/<job id>, with checkpoint_root "" meaning <data_dir>/checkpoints.

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "server/job_table.h"
+
 namespace tessera {
 namespace task_launches_test {
 
@@ -252,6 +254,65 @@ TEST(TaskLaunchesTest, TheCheckpointDirIsTheSpecsOrOneUnderTheRoot) {
   EXPECT_EQ(l.checkpoint_dir, "/data/checkpoints/7");
   EXPECT_TRUE(l.checkpoint_managed);
   EXPECT_EQ(Env(l, "TESSERA_CHECKPOINT_DIR"), "/data/checkpoints/7");
+}
+
+// A job of two tasks on "a" and "b", element 9 of array 40 (indices 3..9, 4 of them).
+struct ArrayElement {
+  ArrayElement() {
+    job.row.id = 46;
+    job.row.name = "sweep";
+    job.row.attempts = 2;
+    job.row.tenant = "alice";
+    job.row.queue = "research";
+    job.submission.array_index = 9;
+    job.tasks = {TaskRun{"a", 0}, TaskRun{"b", 0}};
+    rec.allocations = {On(NodeId(0), {Whole(1)}), On(NodeId(1), {Whole(2)})};
+  }
+  LiveJob job;
+  JobRecord rec;
+  std::vector<int64_t> indices = {3, 5, 7, 9};
+};
+
+TEST(TaskLaunchesTest, TheJobsOwnInputsAreReadFromItAndItsRecord) {
+  const ArrayElement e;
+  const LaunchInputs in = LaunchInputsOf(e.job, e.rec, 1, "", "/data", 40, e.indices);
+  EXPECT_EQ(in.job_id, 46u);
+  EXPECT_EQ(in.job_name, "sweep");
+  EXPECT_EQ(in.attempt, 2);
+  EXPECT_EQ(in.tenant, "alice");
+  EXPECT_EQ(in.queue, "research");
+  EXPECT_EQ(in.submission, &e.job.submission);
+  EXPECT_EQ(in.task, 1);
+  EXPECT_EQ(in.task_nodes, (std::vector<std::string_view>{"a", "b"}));
+  ASSERT_EQ(in.allocations.size(), 2u);
+  EXPECT_EQ(in.allocations[1], e.rec.allocations[1]);
+  EXPECT_EQ(in.checkpoint_dir, "/data/checkpoints/46");
+  EXPECT_TRUE(in.checkpoint_managed);
+  EXPECT_EQ(in.array.id, 40u);
+  EXPECT_EQ(in.array.index, 9);
+  EXPECT_EQ(in.array.count, 4u);
+  EXPECT_EQ(in.array.min, 3);
+  EXPECT_EQ(in.array.max, 9);
+  // Left for the controller: what only its other services know.
+  EXPECT_EQ(in.node, nullptr);
+  EXPECT_EQ(in.master_address, "");
+}
+
+TEST(TaskLaunchesTest, AnArraysNumberingIsLeftOutWhereTheGatesDoNotKnowIt) {
+  ArrayElement e;
+  const LaunchInputs unknown = LaunchInputsOf(e.job, e.rec, 0, "/root", "/data", 40, {});
+  EXPECT_EQ(unknown.array.id, 40u);
+  EXPECT_EQ(unknown.array.index, 9);
+  EXPECT_EQ(unknown.array.count, 0u);
+  EXPECT_EQ(unknown.checkpoint_dir, "/root/46");
+  const LaunchInputs none = LaunchInputsOf(e.job, e.rec, 0, "/root", "/data", 0, e.indices);
+  EXPECT_EQ(none.array.id, 0u);
+  EXPECT_EQ(none.array.index, -1);
+  EXPECT_EQ(none.array.count, 0u);
+  e.job.submission.checkpoint_dir = "/mine";
+  const LaunchInputs named = LaunchInputsOf(e.job, e.rec, 0, "/root", "/data", 0, {});
+  EXPECT_EQ(named.checkpoint_dir, "/mine");
+  EXPECT_FALSE(named.checkpoint_managed);
 }
 
 }  // namespace task_launches_test
