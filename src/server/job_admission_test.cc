@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "api/queue_config.h"
 #include "server/modules/job_gates.h"
+#include "server/testing/queue_trees.h"
 
 namespace tessera {
 namespace job_admission_test {
@@ -30,13 +30,7 @@ queues:
       gpu: 4
 )";
 
-QueueTree Tree(const std::string& yaml) {
-  StatusOr<QueueTreeSpec> spec = ParseQueueTreeText(yaml, GpuCatalog::Default());
-  EXPECT_TRUE(spec.ok()) << spec.status().message();
-  StatusOr<QueueTree> tree = QueueTree::Create(std::move(spec).value(), GpuCatalog::Default());
-  EXPECT_TRUE(tree.ok()) << tree.status().message();
-  return std::move(tree).value();
-}
+QueueTree Tree(const std::string& yaml) { return testing::TreeFromYaml(yaml); }
 
 TEST(JobAdmissionTest, AQueueIsResolvedForItsOwnTenantOnly) {
   const QueueTree tree = Tree(kQueues);

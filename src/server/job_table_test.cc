@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "api/queue_config.h"
 #include "server/job_attempts.h"
 #include "server/job_rows.h"
+#include "server/testing/queue_trees.h"
 
 namespace tessera {
 namespace job_table_test {
@@ -19,11 +19,7 @@ constexpr const char* kQueues = R"(queues:
       gpu: 4
 )";
 
-QueueTree Tree() {
-  StatusOr<QueueTreeSpec> spec = ParseQueueTreeText(kQueues, GpuCatalog::Default());
-  EXPECT_TRUE(spec.ok()) << spec.status().message();
-  return QueueTree::Create(std::move(spec).value(), GpuCatalog::Default()).value();
-}
+QueueTree Tree() { return testing::TreeFromYaml(kQueues); }
 
 JobRow Row(uint64_t id, const std::string& state) {
   StatusOr<JobSubmission> sub = ParseJobYaml(

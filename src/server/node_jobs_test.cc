@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "api/queue_config.h"
+#include "server/testing/queue_trees.h"
 
 namespace tessera {
 namespace node_jobs_test {
@@ -20,11 +20,7 @@ constexpr const char* kQueues = R"(queues:
       gpu: 4
 )";
 
-QueueTree Tree() {
-  StatusOr<QueueTreeSpec> spec = ParseQueueTreeText(kQueues, GpuCatalog::Default());
-  EXPECT_TRUE(spec.ok()) << spec.status().message();
-  return QueueTree::Create(std::move(spec).value(), GpuCatalog::Default()).value();
-}
+QueueTree Tree() { return testing::TreeFromYaml(kQueues); }
 
 // Four H100s, GPU 2 in MIG mode.
 NodeSpec Node() {
