@@ -20,7 +20,8 @@ bool StartsWith(std::string_view text, std::string_view prefix);
 bool EndsWith(std::string_view text, std::string_view suffix);
 // How often `what` (not empty) occurs in `text`, overlapping occurrences included.
 int CountOccurrences(std::string_view text, std::string_view what);
-// `v` with `decimals` digits after the point, as printf's "%.*f" writes it ("12.50").
+// `v` with `decimals` digits after the point (clamped to 0..9), as printf's "%.*f"
+// writes it ("12.50").
 std::string FixedDecimal(double v, int decimals);
 
 // Parses the whole of `text` (after trimming) as a base-10 integer.

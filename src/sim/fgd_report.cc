@@ -204,7 +204,8 @@ std::string SummaryCsv(const std::vector<FgdSummaryRow>& rows) {
          "authors_median,diff,mean_seconds\n";
   for (const FgdSummaryRow& r : rows) {
     out << r.trace << ',' << r.policy << ',' << r.seeds << ','
-        << FixedDecimal(r.unallocated_at_100.median, 4) << ',' << FixedDecimal(r.unallocated_at_100.p25, 4) << ','
+        << FixedDecimal(r.unallocated_at_100.median, 4) << ','
+        << FixedDecimal(r.unallocated_at_100.p25, 4) << ','
         << FixedDecimal(r.unallocated_at_100.p75, 4) << ',';
     if (r.authors_median) {
       out << FixedDecimal(*r.authors_median, 4) << ','
@@ -327,8 +328,10 @@ std::string UnallocatedSvg(const std::string& trace, const std::vector<FgdRunRes
       if (!s.has[k]) {
         continue;
       }
-      upper << (first ? "M" : "L") << FixedDecimal(x_of(k), 1) << ',' << FixedDecimal(y_of(s.q[k].p75), 1);
-      line << (first ? "M" : "L") << FixedDecimal(x_of(k), 1) << ',' << FixedDecimal(y_of(s.q[k].median), 1);
+      upper << (first ? "M" : "L") << FixedDecimal(x_of(k), 1) << ','
+            << FixedDecimal(y_of(s.q[k].p75), 1);
+      line << (first ? "M" : "L") << FixedDecimal(x_of(k), 1) << ','
+           << FixedDecimal(y_of(s.q[k].median), 1);
       lower_pts.push_back(FixedDecimal(x_of(k), 1) + "," + FixedDecimal(y_of(s.q[k].p25), 1));
       first = false;
     }

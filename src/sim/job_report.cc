@@ -65,8 +65,8 @@ std::string TickLabel(double v) {
 }
 
 constexpr std::array<const char*, 10> kJobPalette = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                                                  "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                                                  "#bcbd22", "#17becf"};
+                                                     "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                                                     "#bcbd22", "#17becf"};
 
 void SvgHeader(std::ostringstream& svg, double w, double h) {
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h
@@ -77,14 +77,14 @@ void SvgHeader(std::ostringstream& svg, double w, double h) {
 
 void SvgLine(std::ostringstream& svg, double x1, double y1, double x2, double y2,
              std::string_view attrs) {
-  svg << "<line x1=\"" << FixedDecimal(x1, 1) << "\" y1=\"" << FixedDecimal(y1, 1) << "\" x2=\"" << FixedDecimal(x2, 1)
-      << "\" y2=\"" << FixedDecimal(y2, 1) << "\" " << attrs << "/>\n";
+  svg << "<line x1=\"" << FixedDecimal(x1, 1) << "\" y1=\"" << FixedDecimal(y1, 1) << "\" x2=\""
+      << FixedDecimal(x2, 1) << "\" y2=\"" << FixedDecimal(y2, 1) << "\" " << attrs << "/>\n";
 }
 
 void SvgText(std::ostringstream& svg, double x, double y, std::string_view anchor,
              std::string_view escaped_text, std::string_view attrs = "") {
-  svg << "<text x=\"" << FixedDecimal(x, 1) << "\" y=\"" << FixedDecimal(y, 1) << "\" text-anchor=\"" << anchor
-      << '"';
+  svg << "<text x=\"" << FixedDecimal(x, 1) << "\" y=\"" << FixedDecimal(y, 1)
+      << "\" text-anchor=\"" << anchor << '"';
   if (!attrs.empty()) {
     svg << ' ' << attrs;
   }
@@ -239,14 +239,16 @@ std::string JobSummaryTable(const std::vector<JobSummary>& rows) {
       << "lostGPUh" << std::setw(8) << "quotaV" << '\n';
   for (const JobSummary& r : rows) {
     out << std::left << std::setw(pw) << r.policy << std::right << std::setw(8) << r.jobs
-        << std::setw(7) << r.unfinished << std::setw(12) << FixedDecimal(r.avg_jct_s * scale, decimals)
-        << std::setw(12) << FixedDecimal(r.median_jct_s * scale, decimals) << std::setw(12)
+        << std::setw(7) << r.unfinished << std::setw(12)
+        << FixedDecimal(r.avg_jct_s * scale, decimals) << std::setw(12)
+        << FixedDecimal(r.median_jct_s * scale, decimals) << std::setw(12)
         << FixedDecimal(r.p99_jct_s * scale, decimals) << std::setw(12)
         << FixedDecimal(r.avg_wait_s * scale, decimals) << std::setw(12)
         << FixedDecimal(r.p99_wait_s * scale, decimals) << std::setw(13)
-        << FixedDecimal(r.makespan_s * scale, decimals) << std::setw(7) << FixedDecimal(r.utilization * 100, 1)
-        << std::setw(7) << FixedDecimal(r.jain, 3) << std::setw(9) << r.preemptions << std::setw(10)
-        << FixedDecimal(r.lost_gpu_hours, 1) << std::setw(8) << r.quota_violations << '\n';
+        << FixedDecimal(r.makespan_s * scale, decimals) << std::setw(7)
+        << FixedDecimal(r.utilization * 100, 1) << std::setw(7) << FixedDecimal(r.jain, 3)
+        << std::setw(9) << r.preemptions << std::setw(10) << FixedDecimal(r.lost_gpu_hours, 1)
+        << std::setw(8) << r.quota_violations << '\n';
   }
   // Jobs that never finished are in no JCT figure: say so rather than let the averages
   // flatter the policy that starved them.
@@ -644,9 +646,11 @@ void DrawPanel(std::ostringstream& svg, size_t pi, const Panel& panel, double sp
     SvgText(svg, x_of(x), top + ph + 13, "middle", TickLabel(x), "font-size=\"10\"");
   }
   svg << "<rect x=\"" << FixedDecimal(left, 1) << "\" y=\"" << FixedDecimal(top, 1) << "\" width=\""
-      << FixedDecimal(pw, 1) << "\" height=\"" << FixedDecimal(ph, 1) << "\" fill=\"none\" stroke=\"#333\"/>\n";
+      << FixedDecimal(pw, 1) << "\" height=\"" << FixedDecimal(ph, 1)
+      << "\" fill=\"none\" stroke=\"#333\"/>\n";
   SvgText(svg, left + pw / 2, top + ph + 27, "middle", "hours", "font-size=\"10\" fill=\"#555\"");
-  svg << "<polyline fill=\"none\" stroke=\"" << kJobPalette[0] << "\" stroke-width=\"1.2\" points=\"";
+  svg << "<polyline fill=\"none\" stroke=\"" << kJobPalette[0]
+      << "\" stroke-width=\"1.2\" points=\"";
   for (size_t i = 0; i < points.size(); ++i) {
     svg << (i > 0 ? " " : "") << FixedDecimal(x_of(points[i].first), 1) << ','
         << FixedDecimal(y_of(points[i].second), 1);

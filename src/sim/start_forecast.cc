@@ -179,7 +179,8 @@ class ForecastRun {
         if (r.preemptor.valid()) {
           Push(EvictionAt(r), ForecastEventKind::kEvict, r.id.value(), 0);
         } else {
-          Push(in_.now + in_.jobs[r.id.value()].runtime, ForecastEventKind::kFinish, r.id.value(), 0);
+          Push(in_.now + in_.jobs[r.id.value()].runtime, ForecastEventKind::kFinish, r.id.value(),
+               0);
         }
       } else if (r.phase == JobPhase::kPending) {
         ++waiting_;
@@ -358,8 +359,8 @@ class ForecastRun {
       }
       ++running_;
       const int attempt = ++attempts_[id];
-      Push(now + job.startup + (job.oracle_runtime - job.resumed_from), ForecastEventKind::kFinish, id,
-           attempt);
+      Push(now + job.startup + (job.oracle_runtime - job.resumed_from), ForecastEventKind::kFinish,
+           id, attempt);
     }
     for (const PreemptDecision& d : result.preemptions) {
       Push(d.evict_at, ForecastEventKind::kEvict, d.victim.value(), attempts_[d.victim.value()]);

@@ -1,6 +1,5 @@
 // The what-if comparison: the replay under the recorded policy and under another, beside
 // what happened, per tenant and queue (whatif.h).
-#include "base/strings.h"
 #include "sim/whatif.h"
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <utility>
 
 #include "api/queue_config.h"
+#include "base/strings.h"
 
 namespace tessera {
 namespace {

@@ -2,12 +2,21 @@
 
 #include <algorithm>
 
-#include "base/strings.h"
-
 namespace tessera {
 namespace {
 
 constexpr int kMaxGpuIndex = 63;
+
+// Spaces and tabs only: a line break in a flag's value is an error, not padding.
+std::string_view TrimBlanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
 
 Status BadSharingItem(std::string_view item, const std::string& why) {
   return InvalidArgumentError("--gpu-sharing item '" + std::string(item) + "': " + why);
@@ -15,7 +24,7 @@ Status BadSharingItem(std::string_view item, const std::string& why) {
 
 // A GPU index 0..63, or -1.
 int ParseIndex(std::string_view s) {
-  s = Trim(s);
+  s = TrimBlanks(s);
   if (s.empty() || s.size() > 2) {
     return -1;
   }
@@ -50,17 +59,17 @@ StatusOr<GpuSharingItem> ParseItem(std::string_view text) {
   if (eq == std::string_view::npos) {
     return BadSharingItem(text, "expected GPUS=MODE, e.g. 0,1=shared or all=timeslice:4");
   }
-  const std::string_view gpus = Trim(text.substr(0, eq));
-  const std::string_view mode = Trim(text.substr(eq + 1));
+  const std::string_view gpus = TrimBlanks(text.substr(0, eq));
+  const std::string_view mode = TrimBlanks(text.substr(eq + 1));
   StatusOr<GpuSharing> sharing = ParseGpuSharing(mode);
   if (!sharing.ok()) {
     return BadSharingItem(text, sharing.status().message() +
-                             " (modes: exclusive, shared, timeslice:N with N in 2..64)");
+                                    " (modes: exclusive, shared, timeslice:N with N in 2..64)");
   }
   if (sharing->mode == SharingMode::kMig) {
     return BadSharingItem(text,
-                   "MIG mode follows the driver (nvidia-smi -i N -mig 1) and is not set "
-                   "here");
+                          "MIG mode follows the driver (nvidia-smi -i N -mig 1) and is not set "
+                          "here");
   }
   item.sharing = *sharing;
   if (gpus == "all") {
@@ -72,8 +81,9 @@ StatusOr<GpuSharingItem> ParseItem(std::string_view text) {
     const int first = ParseIndex(part.substr(0, dash));
     const int last = dash == std::string_view::npos ? first : ParseIndex(part.substr(dash + 1));
     if (first < 0 || last < 0 || last < first) {
-      return BadSharingItem(text, "'" + std::string(Trim(part)) +
-                               "' is not a GPU index or range (0..63, e.g. 2 or 0-3) or all");
+      return BadSharingItem(text,
+                            "'" + std::string(TrimBlanks(part)) +
+                                "' is not a GPU index or range (0..63, e.g. 2 or 0-3) or all");
     }
     for (int g = first; g <= last; ++g) {
       item.gpus.push_back(g);
@@ -88,11 +98,11 @@ StatusOr<GpuSharingItem> ParseItem(std::string_view text) {
 
 StatusOr<GpuSharingConfig> ParseGpuSharingConfig(std::string_view spec) {
   GpuSharingConfig config;
-  if (Trim(spec).empty()) {
+  if (TrimBlanks(spec).empty()) {
     return config;
   }
   for (std::string_view raw : SplitOn(spec, ';')) {
-    const std::string_view text = Trim(raw);
+    const std::string_view text = TrimBlanks(raw);
     if (text.empty()) {
       return InvalidArgumentError("--gpu-sharing '" + std::string(spec) + "' has an empty item");
     }

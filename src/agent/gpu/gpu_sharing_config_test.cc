@@ -51,6 +51,9 @@ TEST(GpuSharingConfigTest, ErrorsNameTheItem) {
            {"64=shared", "'64' is not a GPU index or range"},
            {"shared", "--gpu-sharing item 'shared': expected GPUS=MODE"},
            {"0=shared;;1=shared", "has an empty item"},
+           // Blanks are padding; a line break is not (a value pasted from a file).
+           {"0=shared\n", "unknown sharing mode"},
+           {"\n", "expected GPUS=MODE"},
        }) {
     StatusOr<GpuSharingConfig> parsed = ParseGpuSharingConfig(c.spec);
     ASSERT_FALSE(parsed.ok()) << c.spec;

@@ -29,8 +29,6 @@ constexpr std::string_view kAgentLeaf = "agent";
 constexpr std::string_view kTaskPrefix = "task-";
 constexpr const char* kLimitsOff = ": CPU and memory limits are not enforced";
 
-// Thread-safe, unlike std::strerror.
-
 // Writes `value` to an existing control file. Returns 0 or an errno.
 int WriteControl(const std::string& path, std::string_view value) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);

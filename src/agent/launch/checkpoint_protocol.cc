@@ -22,8 +22,6 @@ std::string ProtocolDir(const std::string& dir) {
   return dir + "/" + std::string(kProtocolDirName);
 }
 
-// Thread-safe, unlike std::strerror.
-
 // Writes all of `data` to `fd`, retrying short writes and EINTR. Returns 0 or an errno.
 int WriteAll(int fd, std::string_view data) {
   while (!data.empty()) {

@@ -23,11 +23,6 @@
 #include "base/status.h"
 
 namespace tessera {
-namespace {
-
-// Thread-safe, unlike std::strerror.
-
-}  // namespace
 
 void ReapChild(pid_t pid) {
   int status = 0;

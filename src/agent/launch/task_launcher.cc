@@ -45,8 +45,6 @@ constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 constexpr std::array<const char*, 6> kBaseEnvKeys = {"PATH", "HOME", "USER",
                                                      "LANG", "TZ",   "TMPDIR"};
 
-// Thread-safe, unlike std::strerror.
-
 bool ValidId(std::string_view id) {
   if (id.empty() || id.size() > 200 || id.front() == '.') {
     return false;

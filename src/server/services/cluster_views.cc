@@ -1,5 +1,5 @@
 // ClusterViews: each view's figures gathered in one read of the core (Controller::Read),
-// then written by the pure views; the store's reads come before the core lock is taken.
+// then written by the pure views; the store is never read with the core lock held.
 #include "server/services/cluster_views.h"
 
 #include <algorithm>

@@ -9,8 +9,9 @@
 // figures (Figures: the queue tree, the quota ledger, the nodes, the counters, the
 // policy; VisitNodeInputs; FairShare; the modules' parts: DescribeQueue,
 // WriteModuleMetrics) and the jobs as JobFacts; the store (usage intervals, job rows,
-// the node history) directly, never with the core lock held: those reads come first and
-// the lock is taken after, for the running jobs' intervals or the policy only.
+// the node history) directly, never with the core lock held: Usage and UsageSeries read
+// the store first and take the lock after, for the running jobs' intervals; History
+// copies the policy under the lock first and reads the store after.
 // Thread safety: as the controller's; every method may be called from any thread.
 #pragma once
 
