@@ -104,11 +104,8 @@ std::unique_ptr<JobIntake::Core> Controller::MakeIntakePort() {
 void Controller::Acknowledge(LiveJob& j, Micros now) {
   j.durable = true;
   ++counters_.submitted[j.row.queue];
-  JobRecord& rec = jobs_.Rec(j);
-  rec.spec = j.submission.spec;
-  rec.attempt.policy = j.submission.restart.value_or(DefaultRestartPolicy());
+  JobRecord& rec = jobs_.RecordSubmission(j, *catalog_);
   rec.phase = JobPhase::kPending;
-  rec.gpu_milli = rec.spec.TotalGpuMilli(*catalog_);
   rec.queue = core_.tree().FindQueue(j.row.queue).value();
   core_.ObserveSubmission(rec.spec);
   // Enqueued now when the core is current, else by the rebuild before the next cycle.

@@ -196,6 +196,14 @@ std::vector<JobNumber> JobTable::Archive(Micros now, size_t keep) {
   return archived;
 }
 
+JobRecord& JobTable::RecordSubmission(LiveJob& job, const GpuCatalog& catalog) {
+  JobRecord& rec = Rec(job);
+  rec.spec = job.submission.spec;
+  rec.attempt.policy = job.submission.restart.value_or(DefaultRestartPolicy());
+  rec.gpu_milli = rec.spec.TotalGpuMilli(catalog);
+  return rec;
+}
+
 StatusOr<std::vector<std::string>> JobTable::Restore(JobRow row, const GpuCatalog& catalog,
                                                      const QueueTree& tree) {
   nlohmann::json spec = nlohmann::json::parse(row.spec_json.str(), nullptr, false);
@@ -228,15 +236,12 @@ StatusOr<std::vector<std::string>> JobTable::Restore(JobRow row, const GpuCatalo
   if (!job.row.idempotency_key.empty()) {
     AddKey(job.row.tenant, job.row.idempotency_key, id);
   }
-  JobRecord& rec = Rec(job);
+  JobRecord& rec = RecordSubmission(job, catalog);
+  rec.spec.submit_time = job.row.submit_us;
   // Known before the first cycle: an agent may report an exit before then.
   if (StatusOr<QueueId> q = tree.FindQueue(job.row.queue); q.ok()) {
     rec.queue = q.value();
   }
-  rec.spec = job.submission.spec;
-  rec.spec.submit_time = job.row.submit_us;
-  rec.attempt.policy = job.submission.restart.value_or(DefaultRestartPolicy());
-  rec.gpu_milli = rec.spec.TotalGpuMilli(catalog);
   rec.resumed_from = job.row.progress_us;
   rec.preemptions = job.row.preemptions;
   rec.eligible_since = job.row.submit_us;
@@ -310,11 +315,8 @@ LiveJob& JobTable::AddStarted(JobSubmission submission, const Allocation& alloca
   job.row.submit_us = now;
   job.submission = std::move(submission);
   job.durable = true;
-  JobRecord& rec = Rec(job);
-  rec.spec = job.submission.spec;
-  rec.attempt.policy = job.submission.restart.value_or(DefaultRestartPolicy());
+  JobRecord& rec = RecordSubmission(job, catalog);
   rec.queue = tree.FindQueue(job.row.queue).value();
-  rec.gpu_milli = rec.spec.TotalGpuMilli(catalog);
   rec.allocations = {allocation};
   rec.held = {1};
   rec.phase = JobPhase::kRunning;

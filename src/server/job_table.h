@@ -127,6 +127,9 @@ class JobTable {
   JobNumber IdAt(JobId slot) const { return slot_job_[slot.value()]; }
   size_t slot_count() const { return slot_job_.size(); }
 
+  // The job's record set from its submission: spec, restart policy, GPU demand (the
+  // caller sets its phase and queue). At acknowledgement, at Open and for a started job.
+  JobRecord& RecordSubmission(LiveJob& job, const GpuCatalog& catalog);
   // At Open, a stored job read back into the table: its submission parsed from the
   // row's spec, its record (the core's view of it: queue, phase, end, restart policy, the
   // current attempt's allocations and tasks' exits) set from the row and its stored

@@ -140,7 +140,8 @@ void Server::SubmitRoutes() {
              }
              return;
            }
-           SendJson(res, SubmittedJson(*out), out->replayed ? 200 : 201);
+           const int code = out->replayed ? 200 : 201;
+           SendJson(res, SubmittedJson(std::move(*out)), code);
          }));
 
   // A batch: validated whole, committed in one store commit, charged by its jobs.
@@ -169,7 +170,8 @@ void Server::SubmitRoutes() {
              }
              return;
            }
-           SendJson(res, SubmittedJson(*out), out->replayed ? 200 : 201);
+           const int code = out->replayed ? 200 : 201;
+           SendJson(res, SubmittedJson(std::move(*out)), code);
          }));
 }
 

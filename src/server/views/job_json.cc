@@ -133,9 +133,9 @@ nlohmann::json RestartJson(const std::optional<RestartPolicy>& given, int used,
                                         : nlohmann::json(nullptr)}};
 }
 
-nlohmann::json SubmittedJson(const JobIntake::Submitted& submitted) {
+nlohmann::json SubmittedJson(JobIntake::Submitted submitted) {
   if (submitted.shape == JobIntake::Submitted::Shape::kJob) {
-    return submitted.job_view;
+    return std::move(submitted.job_view);
   }
   nlohmann::json ids = nlohmann::json::array();
   for (JobNumber id : submitted.jobs) {

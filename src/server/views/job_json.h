@@ -44,7 +44,8 @@ nlohmann::json RestartJson(const std::optional<RestartPolicy>& given, int used,
                            Micros restart_at);
 
 // A submission's answer (POST /v1/jobs, /v1/jobs/batch): one job's view; an array's
-// {"ids", "id", "array_job"} (the last two its first element); a batch's {"ids"}.
-nlohmann::json SubmittedJson(const JobIntake::Submitted& submitted);
+// {"ids", "id", "array_job"} (the last two its first element); a batch's {"ids"}. By
+// value: a job's view is moved out, not copied.
+nlohmann::json SubmittedJson(JobIntake::Submitted submitted);
 
 }  // namespace tessera
