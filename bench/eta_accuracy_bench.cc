@@ -139,7 +139,7 @@ class Replay {
     o.node_timeout = 1'000'000LL * kSec;
     o.lifecycle_listener = &listener_;
     o.cycle_on_exit = false;
-    o.eta_interval = 0;  // refreshed here, at each submission instant
+    o.eta.interval = 0;  // refreshed here, at each submission instant
     o.on_started = [this](JobNumber id, Micros now) {
       Sample& s = samples_[id.value() - 1];
       if (s.start < 0) {
@@ -225,11 +225,12 @@ class Replay {
  private:
   Status Estimate(const std::vector<size_t>& arrived, Micros now) {
     const auto t0 = bench::Clock::now();
-    TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const EtaTable> eta, controller_->RefreshEtas());
+    TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const EtaTable> eta,
+                             controller_->etas().RefreshEtas());
     refresh_seconds_ += std::chrono::duration<double>(bench::Clock::now() - t0).count();
     ++refreshes_;
     TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const EtaTable> limits,
-                             controller_->ForecastEtas(Controller::EtaRuntimes::kUserLimit));
+                             controller_->etas().ForecastEtas(EtaRuntimes::kUserLimit));
     for (size_t i : arrived) {
       Sample& s = samples_[i];
       if (s.start >= 0) {

@@ -1,4 +1,4 @@
-// The ETA refresh as the live controller runs it (Controller::RefreshEtas): 256 nodes of
+// The ETA refresh as the live controller runs it (EtaModule::RefreshEtas): 256 nodes of
 // 8 H100s registered, 1,100 jobs submitted and a cycle run (about 1,000 start), then
 // 10,000 more pending and a cycle; then refreshes, timing the part under the core lock
 // (the copy of the core and the predictor's estimates) and the forecast without it.
@@ -37,7 +37,7 @@ int Run(int pending, int nodes, int runs) {
   ControllerOptions o;
   o.data_dir = dir;
   o.node_timeout = 1'000'000LL * kSec;
-  o.eta_interval = 0;
+  o.eta.interval = 0;
   std::string queues = "queues:\n";
   for (int q = 0; q < 4; ++q) {
     queues += "  - name: q" + std::to_string(q) + "\n";
@@ -97,7 +97,7 @@ int Run(int pending, int nodes, int runs) {
   std::vector<double> locked, forecast;
   int64_t count = 0, with_eta = 0;
   for (int run = 0; run < runs; ++run) {
-    auto t = c->RefreshEtas();
+    auto t = c->etas().RefreshEtas();
     if (!t.ok() || *t == nullptr) {
       std::fprintf(stderr, "refresh failed\n");
       return 1;

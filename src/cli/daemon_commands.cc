@@ -340,7 +340,7 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
   o.controller.placement = f.placement;
   o.controller.checkpoint_root = f.checkpoint_root;
   TESSERA_ASSIGN_OR_RETURN(o.controller.node_timeout, ParseDurationMicros(f.node_timeout));
-  TESSERA_ASSIGN_OR_RETURN(o.controller.eta_interval, ParseDurationMicros(f.eta_interval));
+  TESSERA_ASSIGN_OR_RETURN(o.controller.eta.interval, ParseDurationMicros(f.eta_interval));
   o.controller.finished_in_memory = static_cast<size_t>(f.finished_in_memory);
   o.controller.max_heartbeats_per_second = f.max_heartbeat_rate;
   TESSERA_ASSIGN_OR_RETURN(o.controller.stop_grace, ParseDurationMicros(f.stop_grace));

@@ -22,7 +22,7 @@ class EtaCommandTest : public ServerFixture {
  protected:
   EtaCommandTest() : ServerFixture("eta-cli") {}
 
-  void Tune(ServerOptions& options) override { options.controller.eta_interval = 20'000; }
+  void Tune(ServerOptions& options) override { options.controller.eta.interval = 20'000; }
 
   uint64_t Submit(const std::string& name) {
     StatusOr<JobSubmission> job = ParseJobJson(

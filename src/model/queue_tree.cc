@@ -247,6 +247,19 @@ void QueueTree::DeriveTables() {
 
 const std::string& QueueTree::tenant(QueueId id) const { return tenants_[id.value()]; }
 
+std::map<std::string, double> QueueTree::TenantNominalGpus() const {
+  std::map<std::string, double> quota_gpus;
+  for (QueueId q : queues_) {
+    double& gpus = quota_gpus[tenant(q)];
+    for (size_t r = 0; r < resources_.size(); ++r) {
+      if (resources_[r].kind == ResourceKind::kGpu) {
+        gpus += static_cast<double>(quota(q, r).nominal) / 1000.0;
+      }
+    }
+  }
+  return quota_gpus;
+}
+
 StatusOr<QueueId> QueueTree::Find(std::string_view name) const {
   auto it = by_name_.find(std::string(name));
   if (it == by_name_.end()) {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -101,6 +102,9 @@ class QueueTree {
   const std::vector<ResourceName>& resources() const { return resources_; }
   // The node's quota on resources()[r]; nominal 0 and no limits when undeclared.
   const Quota& quota(QueueId id, size_t r) const { return quotas_[id.value() * resources_.size() + r]; }
+  // Each tenant the queues bill, with the nominal GPU quota (any model or one) of its
+  // queues added up, in GPUs; cohorts' own quota is not counted.
+  std::map<std::string, double> TenantNominalGpus() const;
 
   const std::vector<PriorityClass>& priority_classes() const { return priority_classes_; }
   std::optional<int32_t> PriorityOf(std::string_view class_name) const;

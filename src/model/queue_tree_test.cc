@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -323,6 +324,26 @@ TEST(QueueTreeTest, AcceptsLargeQuotasAndLimits) {
   StatusOr<QueueTree> tree = QueueTree::Create(spec, Catalog());
   ASSERT_TRUE(tree.ok()) << tree.status().ToString();
   EXPECT_EQ(tree->quota(QueueId(1), 0).borrowing_limit, kHuge);
+}
+
+// Tenants' nominal GPU quota: their queues' any-model and per-model GPU quota added up, in
+// GPUs; cohorts' own and other resources left out; a tenant without GPU quota is listed.
+TEST(QueueTreeTest, TenantNominalGpusAddsUpEachTenantsQueues) {
+  QueueTreeSpec spec;
+  spec.nodes = {
+      Cohort("org", "", {Nominal(Gpu(), 16000)}),
+      Queue("vision", "org", {Nominal(Gpu(), 4000), Nominal(Cpu(), 8000)}),
+      Queue("vision-h100", "org", {Nominal(GpuOf("H100"), 2500)}),
+      Queue("nlp", "org", {Nominal(Gpu(), 1000)}),
+      Queue("batch", "org", {Nominal(Memory(), 1024)}),
+  };
+  spec.nodes[1].tenant = "cv-lab";
+  spec.nodes[2].tenant = "cv-lab";
+  StatusOr<QueueTree> tree = QueueTree::Create(spec, Catalog());
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  EXPECT_EQ(tree->TenantNominalGpus(),
+            (std::map<std::string, double>{{"batch", 0.0}, {"cv-lab", 6.5}, {"nlp", 1.0}}));
+  EXPECT_TRUE(QueueTree::Unlimited(Catalog()).TenantNominalGpus().count("default"));
 }
 
 }  // namespace

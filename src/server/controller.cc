@@ -81,20 +81,8 @@ Status Controller::Load(const std::string& queues_yaml) {
   }
 
   const Micros now = clock_->NowMicros();
-  TESSERA_ASSIGN_OR_RETURN(auto stored_nodes, store_->ListKv(kNodeKeyPrefix));
-  for (const auto& [key, text] : stored_nodes) {
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded()) {
-      return InternalError("stored node '" + key + "' is not JSON");
-    }
-    TESSERA_ASSIGN_OR_RETURN(NodeInventory inv, NodeInventoryFromJson(j, *catalog_));
-    NodeInfo& n = nodes_.Add(inv.spec.name);
-    n.inventory = std::move(inv);
-    n.up = false;
-    n.reason = "waiting for its agent after a controller restart";
-    n.last_seen = now;  // the agent gets a full timeout to come back
-  }
-
+  TESSERA_ASSIGN_OR_RETURN(auto stored_nodes, store_->ListKv(NodeRegistry::InventoryKeyPrefix()));
+  TESSERA_RETURN_IF_ERROR(nodes_.RestoreInventories(stored_nodes, *catalog_, now));
   TESSERA_RETURN_IF_ERROR(LoadDrains());
   TESSERA_RETURN_IF_ERROR(identities_.Load(*store_));
   memory_.Load(*store_, core_, now);
@@ -122,12 +110,17 @@ Status Controller::LoadJobRows(Micros now) {
   }
   for (JobRow& row : rows) {
     const uint64_t id = row.id;
-    if (Status s = LoadJobRow(std::move(row), now); !s.ok()) {
+    StatusOr<std::vector<std::string>> nodes = jobs_.Restore(std::move(row), *catalog_, core_.tree());
+    if (!nodes.ok()) {
       // One row that cannot be read must not keep the controller (and every other
       // tenant's jobs) down: it stays in the store as it is, left out and reported.
       std::cerr << "tessera server: job " << id << " quarantined: its stored row cannot be read ("
-                << s.message() << "); it stays in the store and is left out\n";
-      quarantined_.push_back({id, s.message()});
+                << nodes.status().message() << "); it stays in the store and is left out\n";
+      quarantined_.push_back({id, nodes.status().message()});
+      continue;
+    }
+    for (const std::string& n : *nodes) {
+      nodes_.AwaitAgent(n, now);  // a node nobody has heard of since the restart
     }
   }
   // Holds, dependencies and throttles found again (their jobs are all in memory now).
@@ -147,22 +140,6 @@ void Controller::RestoreRestarts() {
     // it has passed).
     core_.lifecycle()->HoldUntil(*rec, restart_at);
   }
-}
-
-Status Controller::LoadJobRow(JobRow row, Micros now) {
-  TESSERA_ASSIGN_OR_RETURN(const std::vector<std::string> nodes,
-                           jobs_.Restore(std::move(row), *catalog_, core_.tree()));
-  for (const std::string& n : nodes) {
-    // A node nobody has heard of since the restart: known only through this job.
-    if (nodes_.Find(n) == nullptr) {
-      NodeInfo& info = nodes_.Add(n);
-      info.inventory.spec.name = n;
-      info.up = false;
-      info.reason = "waiting for its agent after a controller restart";
-      info.last_seen = now;
-    }
-  }
-  return Status::Ok();
 }
 
 void Controller::Start() {

@@ -1,82 +1,39 @@
-// Controller: the real-time driver of the scheduling core. It holds the one core lock,
-// persists every change through a Store and hands decisions to the agents; the
-// services the routes call (services/) act on it only through its transactions.
+// Controller: the real-time driver of the scheduling core. It owns the transaction: one
+// lock (mu_), the changes of a locked step collected into a Pending, made durable
+// (Publish, without the lock) before any effect reaches an agent, and the job views
+// published. Everything else is a service, a feature module or a pure part around it:
+// the tables of docs/architecture.md ("The controller: a core and its services") say
+// what each owns and which hooks or transactions it uses, and "One job's path" follows
+// a job through the files.
 //
-// Life of a job: the JobIntake service validates it and makes it durable (the Store's
-// group commit); only then does the core acknowledge it and hand it to the
-// JobScheduler. A cycle starts jobs: their rows (state "running", placement) are made
-// durable before the launches are handed to the agents (the agent channel). A job ends
-// when every task of its attempt has exited: succeeded (all 0), failed, cancelled, or,
-// when it was preempted or lost a node, requeued with the same checkpoint directory
-// (the attempt machine decides: sched/attempt_machine.h). A gang is one unit: one failed
-// or lost task stops the others.
+// A job: JobIntake makes it durable, then the core acknowledges it and hands it to the
+// JobScheduler; a cycle's starts are durable before their launches go out; an attempt
+// ends as the attempt machine (sched/attempt_machine.h) decides from the agents'
+// reports, stops and lost nodes, a gang as one unit.
 //
-// Recovery: Open() reloads jobs and queue config from the Store. Jobs that were
-// running keep their placement and wait for their nodes' agents to re-register;
-// an agent that re-registers without one of their tasks, or a node that stays
-// silent past the heartbeat timeout, makes the job requeue. An agent reporting a
-// task the controller does not know as running is told to stop it. Every report
-// an agent receives an answer to has been made durable first.
-//
-// Nodes come and go (agents register, go silent, come back): the ClusterState holds
-// the nodes that are up, and each node event changes it in place (NodeJoined, NodeLeft,
-// ApplyRespecs in controller_cluster.cc), keeping the scheduler, its queues and fair
-// share. The core is built afresh only at the first cycle, after the queue tree changed,
-// or when an in-place change failed (RebuildScheduler); running jobs are then put back
-// by node name.
-//
-// Around the core (the tables of docs/architecture.md, "The controller: a core and its
-// services", say what each owns and which hooks or transactions it uses):
-//   - services it holds, each with its own header contract, guarded by mu_: JobTable
-//     (job_table.h), NodeRegistry (node_registry.h), CoreSession (core_session.h:
-//     policy, queue tree, cluster state, quotas, scheduler, lifecycle), TenantIdentities,
-//     SchedulerMemory, ControllerCounters; with their own locks, JobLogs and
-//     PublishedJobs (job_views.h), which the API's job reads see;
-//   - services the routes call (services/), acting only through the core's transactions
-//     (Transact, Read: a ServiceStep, services/service_step.h): JobActions, JobReads,
-//     NodeActions, ClusterViews, ValidationService (owns the ValidationRuns module and
-//     attaches it: Attach) and JobIntake (through its own port, JobIntake::Core, which
-//     IntakePort implements in controller_jobs.cc);
-//   - feature modules (modules/controller_module.h), called through declared hooks by
-//     ModuleHost (modules/module_host.h), in its order, and acting through a ModuleStep:
-//     Accounting, EtaModule, NodeHistory, JobGatesModule (facade: controller_gates.cc),
-//     TimeLimits, GpuHealthModule, IdleModule, RestartsModule, ValidationRuns;
-//   - pure parts, each tested on its own: job_admission.h (a submission's rules),
-//     task_launches.h (a task's launch), inventory_bounds.h (an agent's claims),
-//     job_attempts.h (ended attempts as stored), node_jobs.h (a module's job on a whole
-//     node), pending_reasons.h and known_nodes.h (what a pending job waits for) and
-//     views/ (JSON and Prometheus text from what the core gathers under its lock).
-// A job is named by its JobNumber (job_number.h) and its state is a JobState
-// (job_state.h); both are written to the store as plain values.
-// HTTP routes per resource are in http/server_*.cc.
+// Recovery: Open reloads jobs, nodes, drains and the queue configuration from the
+// Store. Running jobs keep their placement and wait for their nodes' agents; an agent
+// that re-registers without one of their tasks, or a node silent past the heartbeat
+// timeout, requeues the job; a task the controller does not know as running is
+// stopped. Every report an agent gets an answer to is durable first. Node events change
+// the core's cluster state in place; it is built afresh only at the first cycle, after
+// the queue tree changed, or when an in-place change failed (RebuildScheduler).
 //
 // Lock discipline:
-//   - mu_, the core lock, guards JobTable, NodeRegistry, CoreSession, TenantIdentities
-//     and the counters that are not atomic. Those services have no lock of their own:
-//     every method that touches them takes mu_ (the private ones run with it held).
-//   - JobLogs and PublishedJobs have their own locks: task output is written and read
-//     without mu_, and the API's job reads (JobReads) never wait for a cycle, except for
-//     an archived job or a terminal's endpoint. The server's token registry, rate
-//     limiter and authentication throttle are thread-safe on their own and never touch
-//     mu_.
-//   - The store is never waited on with mu_ held: a locked step collects what it
-//     decided into a Pending, which Publish makes durable without mu_ and hands out
-//     once durable; FindOrLoad releases mu_ while reading an archived job (only in a
-//     user's call, never within a hook). The exceptions: SetQueues, an admin's rare
-//     call, which commits the new queue configuration under mu_ so that no cycle runs
-//     on one that failed to commit; and the row of an archived job a dependency names,
-//     read under mu_ by the gates' pass (ModuleStep::LoadRow: one small read, once per
-//     such job, whose outcome is then kept).
-//   - Lock order: the server's node-credential lock (held across a first registration,
-//     a removal or a fence) before mu_; mu_ before the published views' lock (views are
-//     published under mu_), and before loop_mu_ (Wake may be called under it); the
-//     loop releases loop_mu_ before a cycle takes mu_. JobLogs' lock is never taken
-//     with mu_ held. The ETA module's forecast lock (one forecast at a time) before
-//     mu_ (its snapshot takes mu_); mu_ before the ETA module's predictor lock (a
-//     lifecycle event teaches it under mu_).
-//
-// Thread safety: every public method may be called from any thread. RunCycle is
-// called by the scheduling loop (Start) or directly by tests.
+//   - mu_ guards JobTable, NodeRegistry, CoreSession, TenantIdentities, the modules and
+//     the counters that are not atomic, which have no lock of their own. JobLogs and
+//     PublishedJobs have theirs: task output is written and the API's job reads are
+//     served without mu_.
+//   - The store is never waited on with mu_ held: Publish commits without it, and
+//     FindOrLoad lets go of it to read an archived job (only in a user's call, never in
+//     a hook). Except SetQueues (an admin's rare call, committed under mu_ so that no
+//     cycle runs on a configuration that failed to commit) and ModuleStep::LoadRow (one
+//     small read per archived job a dependency names, whose outcome is then kept).
+//   - Lock order: the server's node-credential lock before mu_; mu_ before the published
+//     views' lock and loop_mu_ (the loop lets go of loop_mu_ before a cycle takes mu_);
+//     JobLogs' lock never with mu_ held; the ETA module's forecast lock before mu_, and
+//     mu_ before its predictor lock.
+// Every public method may be called from any thread.
 #pragma once
 
 #include <atomic>
@@ -192,17 +149,9 @@ struct ControllerOptions {
   std::optional<SchedulerPolicy> scheduler_policy;
   // Told every job transition, under the controller's lock (scenario runs, tests).
   LifecycleListener* lifecycle_listener = nullptr;
-  // Pending jobs' ETAs (modules/eta_module.h): after a cycle, at most this often, a copy of
-  // the core is taken under the core lock and run forward on the refresh's own thread
-  // (sim/start_forecast.h); 0: no background refresh (RefreshEtas still works).
-  Micros eta_interval = 5'000'000;
-  Micros eta_horizon = 7LL * 24 * 3600 * 1'000'000;  // no ETA beyond now + this
-  int64_t eta_max_cycles = 20'000;                   // a refresh's budget of cycles
-  // A running job past its predicted runtime is expected to end at least this later.
-  Micros eta_overdue_floor = 30'000'000;
-  // ... and, past its prediction, this fraction of the time it has run (runtimes are
-  // heavy-tailed: on a Philly slice 0.5 cut the ETAs' median error from 46 % to 41 %).
-  double eta_overdue_factor = 0.5;
+  // Pending jobs' ETAs (modules/eta_module.h); its seed and stop_grace are replaced by
+  // the controller's above.
+  EtaModule::Options eta;
 };
 
 class Controller {
@@ -286,15 +235,9 @@ class Controller {
   // they hold. Every cycle checks them and counts the cycles that broke any.
   std::vector<std::string> CheckInvariants() const;
 
-  // Pending jobs' ETAs, positions and what blocks them (modules/eta_module.h): a copy of
-  // the core taken under the core lock, run forward without it. kPredicted: running jobs
-  // end and pending ones run by the runtime predictor (what RefreshEtas publishes to the
-  // job views); kUserLimit: every job runs for its user's limit (Slurm's `--start`, for
-  // comparison). Null table: the core is not built yet. One forecast at a time.
-  using EtaRuntimes = ::tessera::EtaRuntimes;
-  StatusOr<std::shared_ptr<const EtaTable>> ForecastEtas(EtaRuntimes runtimes);
-  // ForecastEtas(kPredicted), published to the job views; returns the table.
-  StatusOr<std::shared_ptr<const EtaTable>> RefreshEtas();
+  // Pending jobs' ETAs, positions and what blocks them, on demand: ForecastEtas and
+  // RefreshEtas (modules/eta_module.h), from any thread.
+  EtaModule& etas() { return eta_; }
 
   bool healthy() const { return !store_failed_.load(); }
   // Stored job rows this controller could not read at its start and left out (in the
@@ -323,42 +266,29 @@ class Controller {
   // The jobs of the store: pending ones queued, running and stopping ones with their
   // placement (waiting for their nodes), the oldest finished ones archived.
   Status LoadJobRows(Micros now) REQUIRES(mu_);
-  // One stored job into memory; an error (a row this version cannot read) leaves
-  // nothing behind and the row is quarantined.
-  Status LoadJobRow(JobRow row, Micros now) REQUIRES(mu_);
-  // Builds the core afresh from the nodes that are up (at the first cycle, after the
-  // queue tree changed, after an in-place node change failed), putting every job back.
+  // The core's cluster (controller_cluster.cc; CoreSession's Rebuild, JoinNode,
+  // LeaveNode, ApplyRespecs and ApplyDrains, with the modules' NodeHolds).
   Status RebuildScheduler(Micros now, Pending& out) REQUIRES(mu_);
-  // Node changes in place (controller_cluster.cc); with mu_ held. A failure falls back
-  // to a rebuild before the next cycle (logged).
-  // The node registered: added to the core (or its spec updated, deferred while it
-  // holds work), its drains applied, and the tasks it still runs held again.
   void NodeJoined(const NodeInfo& node, Micros now, Pending& out) REQUIRES(mu_);
+  void NodeLeft(const std::string& name) REQUIRES(mu_);  // its tasks detached by NodeDown
+  CoreSession::NodeHold NodeHolds() const;
   // A running job whose task no longer fits its node (its agent came back with less)
   // is stopped and requeued rather than held on resources that are gone.
-  void RequeueMisfit(LiveJob& job, const std::string& why, Micros now, Pending& out) REQUIRES(mu_);
-  // The node left (its tasks detached by NodeDown): removed from the core.
-  void NodeLeft(const std::string& name) REQUIRES(mu_);
-  // Updates the nodes whose spec changed once they hold nothing.
-  void ApplyRespecs() REQUIRES(mu_);
+  CoreSession::MisfitSink RequeueMisfits(Micros now, Pending& out) REQUIRES(mu_);
   void Loop();
   void Wake();
-  // The heartbeat interval told to agents now (see max_heartbeats_per_second); mu_ held.
-  Micros HeartbeatIntervalLocked() const REQUIRES(mu_);
 
   // All of these run with mu_ held.
   // A job in memory, or an archived one read from the store into `*archived` (read
   // only: it is finished); null when there is none. `lock` (on mu_) is released while
   // the store is read: pointers into the controller's state taken before do not survive.
   const LiveJob* FindOrLoad(JobNumber id, std::optional<LiveJob>* archived) REQUIRES(mu_);
-  // Archives the oldest finished jobs beyond finished_in_memory (controller_archive.cc).
+  // Archives the oldest finished jobs beyond finished_in_memory.
   void Archive(Micros now) REQUIRES(mu_);
-  // A new job's row is durable: counted, handed to the core, published.
-  void Acknowledge(LiveJob& job, Micros now) REQUIRES(mu_);
-  // Without `with_spec` the "spec" member is left out (listings splice in its text).
-  nlohmann::json JobJson(const LiveJob& job, bool with_spec = true, bool with_reason = true) const REQUIRES(mu_);
-  // The job's view, published for the API's reads (job_views.h); with mu_ held, after
-  // every change of the job (Seal, Submit, Load).
+  // views/job_json.h; not `whole`: without "spec" and "reason" (a published view's body).
+  nlohmann::json JobJson(const LiveJob& job, bool whole = true) const REQUIRES(mu_);
+  // The job's view (JobViewOf), published for the API's reads after every change of the
+  // job (Seal, Submit, Load).
   void PublishView(const LiveJob& job) REQUIRES(mu_);
   // A job's reason as its view holds it (FillJobReason, pending_reasons.h).
   void FillReason(const LiveJob& job, JobView& view) const REQUIRES(mu_);
@@ -396,13 +326,10 @@ class Controller {
   TaskLaunch MakeLaunch(const LiveJob& job, int task) const REQUIRES(mu_);
   // The job's checkpoint directory (CheckpointDirOf, task_launches.h).
   std::string CheckpointDir(const LiveJob& job) const REQUIRES(mu_);
-  // The part of a reported chunk not written yet, into `out`.
-  void AppendLog(LiveJob& job, int task, int64_t offset, const std::string& chunk, Pending& out) REQUIRES(mu_);
 
-  // Drains (controller_health.cc).
+  // Drains (controller_cluster.cc).
   Status LoadDrains() REQUIRES(mu_);
-  // ModuleStep::StartNodeJob (controller_node_jobs.cc): a module's job started at once
-  // on the whole of `node`, held and charged as any running job.
+  // ModuleStep::StartNodeJob (controller_nodes.cc, CoreSession::AddNodeJob).
   StatusOr<JobNumber> StartNodeJob(const std::string& node, const NodeJob& request, Micros now,
                                    Pending& out) REQUIRES(mu_);
   void ApplyDrains(const NodeInfo& node) REQUIRES(mu_);  // to the core's state, when it is current
@@ -477,7 +404,6 @@ class Controller {
     void OnJobEvent(const JobRecord& job, const LifecycleEvent& event) override;
   };
   EventForwarder forwarder_;
-  static constexpr const char* kNodeKeyPrefix = "node/";  // + name: the node's inventory
   NodeRegistry nodes_ GUARDED_BY(mu_);
   GpuTaskDefaults gpu_task_defaults_ GUARDED_BY(mu_);  // its nodes with the fit verdicts
   TenantIdentities identities_ GUARDED_BY(mu_);
@@ -499,11 +425,8 @@ class Controller {
   bool stopping_ GUARDED_BY(loop_mu_) = false;
   std::thread loop_;
 
-  // Pending jobs' ETAs (modules/eta_module.h). What it needs of the core
-  // (controller_eta.cc): the forecast's input copied under mu_ (false: the core is not
-  // built yet), and its table published to the job views. Last: its thread (stopped
-  // by Stop) uses the members above.
-  bool SnapshotForEtas(EtaSnapshot& snap) EXCLUDES(mu_);
+  // Pending jobs' ETAs (modules/eta_module.h), wired to the core (controller_views.cc).
+  // Last: its thread (stopped by Stop) uses the members above.
   EtaModule MakeEtaModule();
   EtaModule eta_ = MakeEtaModule();
 };

@@ -1,21 +1,18 @@
 // Controller: the agents' side (registration, heartbeats and the reports they carry)
 // (declared in controller.h).
 #include "server/controller.h"
-
-#include <algorithm>
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <limits>
-
-#include "api/queue_config.h"
-#include "base/time_format.h"
-#include "plugins/registry.h"
-#include "sched/runtime_predictor.h"
 #include "server/inventory_bounds.h"
+#include "server/task_reports.h"
 
 namespace tessera {
+namespace {
+
+// The interval told to agents now: the options' floor spread over the fleet.
+Micros HeartbeatIntervalOf(const NodeRegistry& nodes, const ControllerOptions& o) {
+  return nodes.HeartbeatInterval(o.heartbeat_interval, o.node_timeout, o.max_heartbeats_per_second);
+}
+
+}  // namespace
 
 // ---- agents ------------------------------------------------------------------
 
@@ -27,22 +24,14 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
   if (!healthy()) {
     return UnavailableError("the state store failed; the controller takes no reports");
   }
-  TESSERA_RETURN_IF_ERROR(CheckInventoryBounds(request.inventory));
+  TESSERA_RETURN_IF_ERROR(ValidateInventory(request.inventory, *catalog_));
   const NodeSpec& spec = request.inventory.spec;
-  TESSERA_RETURN_IF_ERROR(ValidateNodeSpec(spec, *catalog_));
-  if (spec.name.empty()) {
-    return InvalidArgumentError("inventory: node name is empty");
-  }
   Pending out;
   RegisterResponse response;
   {
     MutexLock lock(mu_);
     const Micros now = clock_->NowMicros();
-    NodeInfo& node = nodes_.FindOrAdd(spec.name);
-    if (node.up && node.agent_id != request.agent_id) {
-      std::cerr << "tessera server: node " << spec.name << " re-registered by a new agent\n";
-    }
-    NodeRegistry::Registered(node, request.inventory, request.agent_id, address, now);
+    NodeInfo& node = nodes_.Register(request.inventory, request.agent_id, address, now);
     // Reconcile: what the agent runs against what the controller believes. What it
     // did not report never reached it (the launch was lost with a crash of either side).
     for (const TaskKey& key : jobs_.Unreported(spec.name, request.tasks)) {
@@ -58,12 +47,11 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
     for (const TaskKey& key : jobs_.StopsToResend(request.tasks)) {
       out.stops.emplace_back(spec.name, TaskStop{key, options_.stop_grace / 1000, 15});
     }
-    out.batch.kv.emplace_back(kNodeKeyPrefix + spec.name,
-                              ToJson(request.inventory, *catalog_).dump());
+    out.batch.kv.push_back(NodeRegistry::InventoryRow(request.inventory, *catalog_));
     host_.OnNodeJoined(request.inventory, *HookStep(now, &out));  // the node history records it
     Seal(out);
     response.node = spec.name;
-    response.heartbeat_interval_ms = HeartbeatIntervalLocked() / 1000;
+    response.heartbeat_interval_ms = HeartbeatIntervalOf(nodes_, options_) / 1000;
     response.node_timeout_ms = options_.node_timeout / 1000;
   }
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
@@ -71,29 +59,12 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
   return response;
 }
 
-Micros Controller::HeartbeatIntervalLocked() const {
-  const Micros floor = options_.heartbeat_interval;
-  if (options_.max_heartbeats_per_second <= 0) {
-    return floor;
-  }
-  const auto nodes = static_cast<Micros>(nodes_.all().size());
-  const Micros spread = nodes * 1'000'000 / options_.max_heartbeats_per_second;
-  // Several heartbeats within the timeout, whatever the fleet (a lost one is no loss).
-  const Micros ceiling = std::max(floor, options_.node_timeout / 4);
-  return std::clamp(spread, floor, ceiling);
-}
-
 void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& reports, Micros now,
                                Pending& out) {
   const std::string& name = node.inventory.spec.name;
   for (const TaskReport& r : reports) {
-    LiveJob* job = jobs_.Find(JobNumber(r.key.job));
-    const bool current = job != nullptr && job->row.attempts == r.key.attempt && r.key.task >= 0 &&
-                         static_cast<size_t>(r.key.task) < job->tasks.size() &&
-                         job->tasks[static_cast<size_t>(r.key.task)].node == name &&
-                         (jobs_.Rec(*job).phase == JobPhase::kRunning ||
-                          jobs_.Rec(*job).phase == JobPhase::kStopping);
-    if (!current) {
+    LiveJob* job = jobs_.CurrentTaskOn(r.key, name);
+    if (job == nullptr) {
       if (r.state == TaskState::kRunning) {
         out.stops.emplace_back(name, TaskStop{r.key, 0, 9});  // not ours (any more)
       }
@@ -104,32 +75,11 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
     if (r.pty_port > 0) {
       ptys_.Reported(r.key, node.address, r.pty_port, now);
     }
-    AppendLog(*job, r.key.task, r.log_offset, r.log_chunk, out);
-    JobRecord& rec = jobs_.Rec(*job);
-    if (r.checkpointed) {
-      Attempts().Checkpointed(rec, now);
+    if (auto log = jobs_.ReceiveLog(*job, r.key.task, r.log_offset, r.log_chunk)) {
+      out.logs.push_back(std::move(*log));
+      host_.OnOutput(job->id(), clock_->NowMicros());
     }
-    const size_t task = static_cast<size_t>(r.key.task);
-    if (r.state == TaskState::kFailedToStart) {
-      // No program ran: no exit code of its own (an older agent reports 127), the reason
-      // says what failed (a missing program, a MIG instance the driver would not make).
-      ApplyAttempt(*job,
-                   Attempts().TaskFailedToStart(
-                       rec, task, r.exit_code,
-                       "task " + std::to_string(r.key.task) + " failed to start: " + r.message, now),
-                   now, out);
-    } else if (r.state == TaskState::kLost) {
-      // Gone without a known outcome (its agent killed it, or lost its supervisor): as
-      // for a lost node, the job runs again from its checkpoint.
-      ApplyAttempt(*job,
-                   Attempts().TasksLost(rec, {task}, RequeueCause::kTaskLost,
-                                        "requeued: task " + std::to_string(r.key.task) + " on " +
-                                            name + " was lost (" + r.message + ")",
-                                        now),
-                   now, out);
-    } else if (r.state == TaskState::kExited) {
-      ApplyAttempt(*job, Attempts().TaskExited(rec, task, r.exit_code, r.signal, now), now, out);
-    }
+    ApplyAttempt(*job, ApplyTaskReport(Attempts(), jobs_.Rec(*job), r, name, now), now, out);
   }
 }
 
@@ -141,23 +91,19 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
   HeartbeatResponse response;
   {
     MutexLock lock(mu_);
-    auto it = nodes_.all().find(request.node);
-    if (it == nodes_.all().end() || !it->second.up || it->second.agent_id != request.agent_id) {
+    const Micros now = clock_->NowMicros();
+    NodeInfo* found = nodes_.Heard(request.node, request.agent_id, now);
+    if (found == nullptr) {
       response.reregister = true;
       return response;
     }
-    NodeInfo& node = it->second;
-    const Micros now = clock_->NowMicros();
-    node.last_seen = now;
+    NodeInfo& node = *found;
     HandleReports(node, request.tasks, now, out);
     // An exit frees what its job held: decide what takes it now, so that the report and
     // the starts it allows share one commit (the scheduling loop would make a second)
     // and the launches are pushed the moment it returns. Both are durable together or
     // not at all, and the agent keeps the report until it has the answer.
-    const bool ended =
-        std::any_of(request.tasks.begin(), request.tasks.end(),
-                    [](const TaskReport& r) { return r.state != TaskState::kRunning; });
-    if (ended && options_.cycle_on_exit && !core_.rebuild_pending()) {
+    if (AnyTaskEnded(request.tasks) && options_.cycle_on_exit && !core_.rebuild_pending()) {
       RunCoreCycle(now, out);
       ++counters_.report_cycles;
     }
@@ -168,7 +114,7 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
     jobs_.PruneCommands(node.launches, node.stops);
     response.launch = node.launches;
     response.stop = node.stops;
-    response.heartbeat_interval_ms = HeartbeatIntervalLocked() / 1000;
+    response.heartbeat_interval_ms = HeartbeatIntervalOf(nodes_, options_) / 1000;
     Seal(out);
   }
   // Only a change of durable state (an exit, a drain) can let the loop decide anything

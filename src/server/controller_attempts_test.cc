@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "base/time_format.h"
+#include "sched/testing/scheduler_harness.h"
 #include "server/controller_fixture.h"
 #include "server/job_attempts.h"
+#include "server/task_reports.h"
 #include "server/testing/failing_store.h"
 
 namespace tessera {
@@ -217,4 +219,81 @@ TEST_F(ControllerAttemptsTest, AnAttemptIsDurableExactlyWithItsEnd) {
 }
 
 }  // namespace
+
+// What one task report means for its attempt (task_reports.h), on the scheduler's own
+// harness: a gang of two 8-GPU tasks, one on each node, started at 0.
+namespace controller_attempts_test {
+
+class TaskReportsTest : public ::testing::Test {
+ protected:
+  TaskReportsTest()
+      : h_({testing::GpuNode("n0"), testing::GpuNode("n1")},
+           testing::Tree({testing::QueueNode("q", "", {testing::Q(testing::kGpu, 64'000)})}),
+           SchedulerOptions{}) {
+    id_ = h_.Submit(testing::Gang("g", "q", {8, 8}), 0);
+    EXPECT_EQ(testing::Started(h_.Cycle(0)), std::vector<uint64_t>{id_.value()});
+    Machine().Started(h_.job(id_));
+  }
+  AttemptMachine Machine() { return AttemptMachine(&h_.lifecycle()); }
+  AttemptEffects Apply(TaskState state, int task, int exit_code = 0, int signal = 0,
+                       bool checkpointed = false) {
+    TaskReport r;
+    r.key = TaskKey{id_.value(), task, 1};
+    r.state = state;
+    r.exit_code = exit_code;
+    r.signal = signal;
+    r.checkpointed = checkpointed;
+    r.message = "why";
+    return ApplyTaskReport(Machine(), h_.job(id_), r, "n1", 100);
+  }
+
+  testing::Harness h_;
+  JobId id_;
+};
+
+TEST_F(TaskReportsTest, ARunningTaskChangesNothingButItsCheckpoint) {
+  EXPECT_FALSE(Apply(TaskState::kRunning, 0).changed);
+  EXPECT_FALSE(h_.job(id_).attempt.checkpointed);
+  EXPECT_FALSE(Apply(TaskState::kRunning, 0, 0, 0, /*checkpointed=*/true).changed);
+  EXPECT_TRUE(h_.job(id_).attempt.checkpointed);
+  EXPECT_EQ(h_.job(id_).phase, JobPhase::kRunning);
+}
+
+TEST_F(TaskReportsTest, AnExitIsTheTasksWithItsCodeAndSignal) {
+  const AttemptEffects fx = Apply(TaskState::kExited, 1, 3, 9);
+  EXPECT_TRUE(fx.changed);
+  EXPECT_EQ(fx.stop, std::vector<size_t>{0});  // a failure stops the gang at once
+  const TaskOutcome& t = h_.job(id_).attempt.tasks[1];
+  EXPECT_TRUE(t.exited);
+  EXPECT_EQ(t.exit_code, 3);
+  EXPECT_EQ(t.signal, 9);
+}
+
+TEST_F(TaskReportsTest, AFailedStartFailsTheJobSayingWhy) {
+  const AttemptEffects fx = Apply(TaskState::kFailedToStart, 1, 127);
+  EXPECT_EQ(fx.reason, "task 1 failed to start: why");
+  EXPECT_EQ(fx.stop, std::vector<size_t>{0});
+  EXPECT_EQ(h_.job(id_).attempt.after, AttemptEnd::kFail);
+  EXPECT_EQ(h_.job(id_).attempt.tasks[1].exit_code, 127);
+}
+
+TEST_F(TaskReportsTest, ALostTaskRequeuesTheJobNamingItsNode) {
+  const AttemptEffects fx = Apply(TaskState::kLost, 0);
+  EXPECT_EQ(fx.reason, "requeued: task 0 on n1 was lost (why)");
+  EXPECT_EQ(fx.stop, std::vector<size_t>{1});
+  EXPECT_EQ(h_.job(id_).attempt.after, AttemptEnd::kRequeue);
+  EXPECT_EQ(h_.job(id_).attempt.cause, RequeueCause::kTaskLost);
+}
+
+TEST(TaskReportsListTest, ReportsEndSomethingUnlessEveryTaskStillRuns) {
+  std::vector<TaskReport> reports(2);
+  EXPECT_FALSE(AnyTaskEnded(reports));
+  EXPECT_FALSE(AnyTaskEnded({}));
+  for (TaskState ended : {TaskState::kExited, TaskState::kFailedToStart, TaskState::kLost}) {
+    reports[1].state = ended;
+    EXPECT_TRUE(AnyTaskEnded(reports));
+  }
+}
+
+}  // namespace controller_attempts_test
 }  // namespace tessera

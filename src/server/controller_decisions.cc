@@ -23,29 +23,10 @@ using namespace job_rows;  // NOLINT: the controller's own helpers
 
 void Controller::Seal(Pending& out) {
   for (JobNumber id : out.dirty) {
-    auto it = jobs_.all().find(id);
-    if (it == jobs_.all().end()) {
-      continue;
+    if (auto it = jobs_.all().find(id); it != jobs_.all().end()) {
+      out.batch.jobs.push_back(jobs_.SealRow(it->second));
+      PublishView(it->second);
     }
-    LiveJob& job = it->second;
-    const JobRecord& rec = jobs_.Rec(job);
-    if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
-        !rec.allocations.empty() && rec.allocations.size() == job.tasks.size()) {
-      std::vector<StoredTask> tasks;
-      for (size_t t = 0; t < job.tasks.size(); ++t) {
-        const TaskOutcome o =
-            t < rec.attempt.tasks.size() ? rec.attempt.tasks[t] : TaskOutcome{};
-        tasks.push_back(StoredTask{job.tasks[t].node, o.exited, o.exit_code, o.signal});
-      }
-      static constexpr const char* kAfter[] = {"", "requeue", "cancel", "fail"};
-      job.row.placement_json = WithStoredAttempts(
-          PlacementJson(rec.allocations, tasks, rec.run_start,
-                        kAfter[static_cast<size_t>(rec.attempt.after)]),
-          job.row.placement_json);
-    }
-    job.row.state = std::string(JobStateName(jobs_.StateOf(job)));  // the stored copy
-    out.batch.jobs.push_back(job.row);
-    PublishView(job);
   }
   out.dirty.clear();
 }
@@ -241,13 +222,10 @@ Status Controller::RunCycle() {
     // node is noticed at most a tenth of the timeout (and at most 1 s) late.
     if (now >= next_silence_check_) {
       next_silence_check_ = now + std::min<Micros>(1'000'000, options_.node_timeout / 10);
-      for (auto& [name, node] : nodes_.all()) {
-        const bool silent = now - node.last_seen > options_.node_timeout;
-        if (silent && (node.up || node.reason.rfind("waiting", 0) == 0)) {
-          NodeDown(node,
-                   "no heartbeat for " + std::to_string(options_.node_timeout / 1'000'000) + " s",
-                   now, out);
-        }
+      for (const std::string& name : nodes_.Silent(now, options_.node_timeout)) {
+        NodeDown(*nodes_.Find(name),
+                 "no heartbeat for " + std::to_string(options_.node_timeout / 1'000'000) + " s",
+                 now, out);
       }
     }
     host_.BeforeCycle(*HookStep(now, &out));
@@ -262,19 +240,13 @@ Status Controller::RunCycle() {
         return s;
       }
     } else {
-      ApplyRespecs();
+      core_.ApplyRespecs(nodes_, NodeHolds());
     }
     for (const auto& [node, key] : std::exchange(nodes_.relaunch(), {})) {
-      LiveJob* job = jobs_.Find(JobNumber(key.job));
-      auto n = nodes_.all().find(node);
-      if (job == nullptr || n == nodes_.all().end() || !n->second.up ||
-          job->row.attempts != key.attempt || jobs_.Rec(*job).phase != JobPhase::kRunning ||
-          static_cast<size_t>(key.task) >= job->tasks.size() ||
-          jobs_.TaskExited(*job, static_cast<size_t>(key.task)) ||
-          job->tasks[static_cast<size_t>(key.task)].node != node) {
-        continue;
+      if (const NodeInfo* n = nodes_.Find(node); n != nullptr && n->up &&
+                                                 jobs_.AwaitsLaunch(node, key)) {
+        out.launches.emplace_back(node, MakeLaunch(*jobs_.Find(JobNumber(key.job)), key.task));
       }
-      out.launches.emplace_back(node, MakeLaunch(*job, key.task));
     }
     if (RunCoreCycle(now, out)) {
       std::vector<std::string> broken = core_.lifecycle()->CheckInvariants();
@@ -329,33 +301,10 @@ Status Controller::Publish(Pending out) {
   // Their terminal rows are durable now: they may leave memory.
   jobs_.NoteFinished(out.finished);
   Archive(clock_->NowMicros());
-  std::map<std::string, HeartbeatResponse> pushes;
-  for (auto& [node, launch] : out.launches) {
-    auto n = nodes_.all().find(node);
-    LiveJob* job = jobs_.Find(JobNumber(launch.key.job));
-    if (n == nodes_.all().end() || job == nullptr || job->row.attempts != launch.key.attempt ||
-        jobs_.Rec(*job).phase != JobPhase::kRunning) {
-      continue;
-    }
-    if (push_sink_) {
-      pushes[node].launch.push_back(launch);
-    }
-    n->second.launches.push_back(std::move(launch));
-  }
-  for (auto& [node, stop] : out.stops) {
-    auto n = nodes_.all().find(node);
-    if (n == nodes_.all().end()) {
-      continue;
-    }
-    auto& stops = n->second.stops;
-    if (std::none_of(stops.begin(), stops.end(),
-                     [&key = stop.key](const TaskStop& s) { return s.key == key; })) {
-      stops.push_back(stop);
-      if (push_sink_) {
-        pushes[node].stop.push_back(stop);
-      }
-    }
-  }
+  const std::map<std::string, HeartbeatResponse> pushes = nodes_.Deliver(
+      std::move(out.launches), out.stops,
+      [this](const TaskKey& key) REQUIRES(mu_) { return jobs_.AttemptRunning(key); },
+      /*collect=*/static_cast<bool>(push_sink_));
   for (const auto& [node, commands] : pushes) {
     push_sink_(node, commands);
   }

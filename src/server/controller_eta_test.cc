@@ -35,7 +35,7 @@ TEST_F(ControllerEtaTest, EveryPendingJobGetsAnEtaAndPositionAfterARefresh) {
   EXPECT_TRUE(View(first)["position"].is_null());
   EXPECT_FALSE(View(running).contains("eta"));  // not pending
 
-  auto table = controller_->RefreshEtas();
+  auto table = controller_->etas().RefreshEtas();
   ASSERT_TRUE(table.ok()) << table.status().ToString();
   ASSERT_NE(*table, nullptr);
   EXPECT_EQ((*table)->pending, 2);
@@ -51,7 +51,7 @@ TEST_F(ControllerEtaTest, EveryPendingJobGetsAnEtaAndPositionAfterARefresh) {
   EXPECT_EQ(a["eta_computed_at"], FormatRfc3339(kT0 + 10 * kMinute));
 
   // Slurm's `--start` from limits says the same here (the limits are the predictions).
-  auto limits = controller_->ForecastEtas(Controller::EtaRuntimes::kUserLimit);
+  auto limits = controller_->etas().ForecastEtas(EtaRuntimes::kUserLimit);
   ASSERT_TRUE(limits.ok() && *limits != nullptr);
   EXPECT_EQ((*limits)->jobs.at(second).eta, kT0 + 60 * kMinute);
 
@@ -59,7 +59,7 @@ TEST_F(ControllerEtaTest, EveryPendingJobGetsAnEtaAndPositionAfterARefresh) {
   clock_.Advance(5 * kMinute);
   Exit(running);
   CycleAndTake();
-  ASSERT_TRUE(controller_->RefreshEtas().ok());
+  ASSERT_TRUE(controller_->etas().RefreshEtas().ok());
   EXPECT_FALSE(View(first).contains("eta"));  // it started
   EXPECT_EQ(View(second)["eta"], FormatRfc3339(kT0 + 45 * kMinute));
   EXPECT_EQ(View(second)["position"], 1);
@@ -75,7 +75,7 @@ TEST_F(ControllerEtaTest, JobsBehindAGateGetNoEstimateAndTakeNoRoomInTheForecast
   const uint64_t never = Submit("team-a", two + "dependency: afternotok:" + std::to_string(held) + "\n");
   const uint64_t waiting = Submit("team-a", kTwoGpus);
   CycleAndTake();
-  ASSERT_TRUE(controller_->RefreshEtas().ok());
+  ASSERT_TRUE(controller_->etas().RefreshEtas().ok());
   for (uint64_t id : {held, after, never}) {
     const nlohmann::json v = View(id);
     EXPECT_TRUE(v["eta"].is_null()) << v;
@@ -93,7 +93,7 @@ TEST_F(ControllerEtaTest, JobsBehindAGateGetNoEstimateAndTakeNoRoomInTheForecast
 
 class ShortHorizonTest : public ControllerEtaTest {
  protected:
-  void Tune(ControllerOptions& options) override { options.eta_horizon = 20 * kMinute; }
+  void Tune(ControllerOptions& options) override { options.eta.horizon = 20 * kMinute; }
 };
 
 TEST_F(ShortHorizonTest, NoEstimateBeyondTheHorizonSaysSo) {
@@ -102,7 +102,7 @@ TEST_F(ShortHorizonTest, NoEstimateBeyondTheHorizonSaysSo) {
   CycleAndTake();
   const uint64_t waiting = Submit("team-a", kTwoGpus);
   CycleAndTake();
-  ASSERT_TRUE(controller_->RefreshEtas().ok());
+  ASSERT_TRUE(controller_->etas().RefreshEtas().ok());
   const nlohmann::json v = View(waiting);
   EXPECT_TRUE(v["eta"].is_null());
   EXPECT_NE(v["eta_note"].get<std::string>().find("no estimate before"), std::string::npos);

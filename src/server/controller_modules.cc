@@ -9,7 +9,6 @@
 #include <string>
 
 #include "server/controller.h"
-#include "server/job_attempts.h"
 
 namespace tessera {
 
@@ -23,21 +22,15 @@ class Controller::Step final : public ServiceStep {
       : c_(c), now_(now), out_(out), facade_(facade) {}
 
   Micros now() const override { return now_; }
-  const std::string& queues_yaml() const override {
-    c_.mu_.AssertHeld();
+  const std::string& queues_yaml() const override REQUIRES(c_.mu_) {
     return c_.core_.queues_yaml();
   }
-  void ForEachRunningJob(const std::function<void(const JobFacts&)>& visit) const override {
-    c_.mu_.AssertHeld();
-    for (const auto& [id, job] : c_.jobs_.all()) {
-      const JobState state = c_.jobs_.StateOf(job);
-      if (job.durable && (state == JobState::kRunning || state == JobState::kStopping)) {
-        visit(c_.FactsOf(job));
-      }
-    }
+  void ForEachRunningJob(const std::function<void(const JobFacts&)>& visit) const override
+      REQUIRES(c_.mu_) {
+    c_.jobs_.VisitFacts(/*running_only=*/true, c_.core_.lifecycle(), visit);
   }
-  bool VisitJob(JobNumber id, const std::function<void(const JobFacts&)>& visit) const override {
-    c_.mu_.AssertHeld();
+  bool VisitJob(JobNumber id, const std::function<void(const JobFacts&)>& visit) const override
+      REQUIRES(c_.mu_) {
     const LiveJob* job = c_.jobs_.Find(id);
     if (job == nullptr) {
       return false;
@@ -45,43 +38,27 @@ class Controller::Step final : public ServiceStep {
     visit(c_.FactsOf(*job));
     return true;
   }
-  void SetDrain(const std::string& name, int gpu, std::optional<DrainInfo> drain) override {
-    c_.mu_.AssertHeld();
+  void SetDrain(const std::string& name, int gpu, std::optional<DrainInfo> drain) override
+      REQUIRES(c_.mu_) {
     NodeInfo* node = c_.nodes_.Find(name);
     if (node != nullptr && out_ != nullptr) {
       c_.SetDrain(*node, gpu, std::move(drain), *out_);
     }
   }
-  void Signal(JobNumber id, int signal, Micros grace) override {
-    c_.mu_.AssertHeld();
-    const LiveJob* job = c_.jobs_.Find(id);
-    if (job == nullptr || out_ == nullptr) {
-      return;
-    }
-    for (size_t t = 0; t < job->tasks.size(); ++t) {
-      if (!c_.jobs_.TaskExited(*job, t)) {
-        out_->stops.emplace_back(
-            job->tasks[t].node,
-            TaskStop{TaskKey{job->row.id, static_cast<int>(t), job->row.attempts},
-                     (grace + 999) / 1000, signal});
-      }
+  void Signal(JobNumber id, int signal, Micros grace) override REQUIRES(c_.mu_) {
+    if (const LiveJob* job = c_.jobs_.Find(id); job != nullptr && out_ != nullptr) {
+      c_.jobs_.SignalStops(*job, signal, grace, out_->stops);
     }
   }
-  const NodeInfo* Node(const std::string& name) const override {
-    c_.mu_.AssertHeld();
-    auto it = c_.nodes_.all().find(name);
-    return it != c_.nodes_.all().end() ? &it->second : nullptr;
+  const NodeInfo* Node(const std::string& name) const override REQUIRES(c_.mu_) {
+    return c_.nodes_.Find(name);
   }
   Micros node_timeout() const override { return c_.options_.node_timeout; }
   Micros stop_grace() const override { return c_.options_.stop_grace; }
-  void Stop(JobNumber id, const StopRequest& request, const std::string& reason) override {
-    c_.mu_.AssertHeld();
-    LiveJob* job = c_.jobs_.Find(id);
+  void Stop(JobNumber id, const StopRequest& request, const std::string& reason) override
+      REQUIRES(c_.mu_) {
+    LiveJob* job = c_.jobs_.FindRunning(id);
     if (job == nullptr || out_ == nullptr) {
-      return;
-    }
-    const JobState state = c_.jobs_.StateOf(*job);
-    if (state != JobState::kRunning && state != JobState::kStopping) {
       return;
     }
     if (!reason.empty()) {
@@ -89,78 +66,50 @@ class Controller::Step final : public ServiceStep {
     }
     c_.StopJob(*job, request, now_, *out_);
   }
-  void Republish(JobNumber id) override {
-    c_.mu_.AssertHeld();
+  void Republish(JobNumber id) override REQUIRES(c_.mu_) {
     if (const LiveJob* job = c_.jobs_.Find(id); job != nullptr) {
       c_.PublishView(*job);
     }
   }
   void Put(std::string key, std::string value) override {
     if (out_ == nullptr) {
-      std::cerr << "tessera server: internal error: a module wrote '" << key
-                << "' on a step that commits nothing\n";
-      std::abort();
+      CommitsNothing("a module wrote '" + key + "'");
     }
     out_->batch.kv.emplace_back(std::move(key), std::move(value));
   }
 
   // ---- jobs a module runs itself on whole nodes (ValidationRuns) ----
   void ForEachNode(const std::function<void(const std::string& name, const NodeInfo&)>& visit)
-      const override {
-    c_.mu_.AssertHeld();
+      const override REQUIRES(c_.mu_) {
     for (const auto& [name, node] : c_.nodes_.all()) {
       visit(name, node);
     }
   }
-  bool HasQueue(const std::string& queue) const override {
-    c_.mu_.AssertHeld();
+  bool HasQueue(const std::string& queue) const override REQUIRES(c_.mu_) {
     return c_.core_.tree().FindQueue(queue).ok();
   }
-  bool CoreReady() const override {
-    c_.mu_.AssertHeld();
-    return c_.core_.state() != nullptr && !c_.core_.rebuild_pending();
+  bool CoreReady() const override REQUIRES(c_.mu_) { return c_.core_.ready(); }
+  bool NodeIdle(const std::string& node) const override REQUIRES(c_.mu_) {
+    return c_.core_.NodeIdle(node);
   }
-  bool NodeIdle(const std::string& node) const override {
-    c_.mu_.AssertHeld();
-    if (c_.core_.state() == nullptr) {
-      return false;
-    }
-    StatusOr<NodeId> id = c_.core_.state()->FindNode(node);
-    if (!id.ok()) {
-      return false;
-    }
-    const NodeLedger& n = c_.core_.state()->node(id.value());
-    return n.used_cpu().value() == 0 && n.used_memory().value() == 0 && !n.HasGpuAllocations();
-  }
-  StatusOr<JobNumber> StartNodeJob(const std::string& node, const NodeJob& request) override {
-    c_.mu_.AssertHeld();
+  StatusOr<JobNumber> StartNodeJob(const std::string& node, const NodeJob& request) override
+      REQUIRES(c_.mu_) {
     if (out_ == nullptr) {
       return FailedPreconditionError("a job cannot start on a step that commits nothing");
     }
     return c_.StartNodeJob(node, request, now_, *out_);
   }
-  RowOutcome Outcome(JobNumber id) const override {
-    c_.mu_.AssertHeld();
+  RowOutcome Outcome(JobNumber id) const override REQUIRES(c_.mu_) {
     const LiveJob* job = c_.jobs_.Find(id);
     return job != nullptr ? RowOutcome{job->row.exit_code, job->row.reason} : RowOutcome{};
   }
-  void CancelPending(JobNumber id, const std::string& reason = "") override {
-    c_.mu_.AssertHeld();
-    LiveJob* job = c_.jobs_.Find(id);
-    if (job == nullptr || job->slot == JobTable::kArchived || out_ == nullptr ||
-        c_.jobs_.Rec(*job).phase != JobPhase::kPending) {
-      return;
+  void CancelPending(JobNumber id, const std::string& reason = "") override REQUIRES(c_.mu_) {
+    if (out_ != nullptr && c_.jobs_.CancelPending(id, reason, c_.core_.lifecycle(), now_)) {
+      out_->finished.push_back(id);
+      out_->dirty.insert(id);
     }
-    if (!reason.empty()) {
-      job->row.reason = reason;
-    }
-    c_.core_.lifecycle()->Finish(c_.jobs_.Rec(*job), JobEnd::kCancelled, now_);
-    out_->finished.push_back(job->id());
-    job->row.end_us = now_;
-    out_->dirty.insert(job->id());
   }
-  void NodeHoldChanged(const std::string& name) override {
-    c_.mu_.AssertHeld();
+  void NodeHoldChanged(const std::string& name) override REQUIRES(c_.mu_) {
     const NodeInfo* node = c_.nodes_.Find(name);
     if (node != nullptr && node->up && !c_.core_.rebuild_pending()) {
       c_.ApplyDrains(*node);
@@ -169,70 +118,48 @@ class Controller::Step final : public ServiceStep {
   }
 
   // ---- GPU usage accounting (Accounting) ----
-  void FillUsage(UsageRow& row, int attempt) const override {
-    c_.mu_.AssertHeld();
+  void FillUsage(UsageRow& row, int attempt) const override REQUIRES(c_.mu_) {
     c_.host_.OnUsage(row, attempt, /*ended=*/false);
   }
-  std::map<std::string, double> TenantQuotaGpus() const override {
-    c_.mu_.AssertHeld();
-    const QueueTree& tree = c_.core_.tree();
-    std::map<std::string, double> quota_gpus;
-    for (QueueId q : tree.queues()) {
-      double& gpus = quota_gpus[tree.tenant(q)];
-      for (size_t r = 0; r < tree.resources().size(); ++r) {
-        if (tree.resources()[r].kind == ResourceKind::kGpu) {
-          gpus += static_cast<double>(tree.quota(q, r).nominal) / 1000.0;
-        }
-      }
-    }
-    return quota_gpus;
+  std::map<std::string, double> TenantQuotaGpus() const override REQUIRES(c_.mu_) {
+    return c_.core_.tree().TenantNominalGpus();
   }
 
   // ---- pending jobs a module keeps back (JobGatesModule) ----
-  void ForEachJob(const std::function<void(const JobFacts&)>& visit) const override {
-    c_.mu_.AssertHeld();
-    for (const auto& [id, job] : c_.jobs_.all()) {
-      if (job.durable) {
-        visit(c_.FactsOf(job));
-      }
-    }
+  void ForEachJob(const std::function<void(const JobFacts&)>& visit) const override
+      REQUIRES(c_.mu_) {
+    c_.jobs_.VisitFacts(/*running_only=*/false, c_.core_.lifecycle(), visit);
   }
-  const std::string& Reason(JobNumber id) const override {
-    c_.mu_.AssertHeld();
+  const std::string& Reason(JobNumber id) const override REQUIRES(c_.mu_) {
     static const std::string kNone;
     const LiveJob* job = c_.jobs_.Find(id);
     return job != nullptr ? job->row.reason : kNone;
   }
-  void Gate(JobNumber id) override {
-    c_.mu_.AssertHeld();
+  void Gate(JobNumber id) override REQUIRES(c_.mu_) {
     if (LiveJob* job = c_.jobs_.Find(id); job != nullptr) {
       c_.core_.lifecycle()->Gate(c_.jobs_.Rec(*job));  // ignored unless pending
     }
   }
-  void Ungate(JobNumber id) override {
-    c_.mu_.AssertHeld();
+  void Ungate(JobNumber id) override REQUIRES(c_.mu_) {
     if (LiveJob* job = c_.jobs_.Find(id); job != nullptr) {
       c_.core_.lifecycle()->Ungate(c_.jobs_.Rec(*job), now_);
     }
   }
-  bool Gated(JobNumber id) const override {
-    c_.mu_.AssertHeld();
+  bool Gated(JobNumber id) const override REQUIRES(c_.mu_) {
     const LiveJob* job = c_.jobs_.Find(id);
     return job != nullptr && c_.core_.lifecycle()->Gated(c_.jobs_.Rec(*job).id);
   }
-  bool FindOrLoad(JobNumber id, const std::function<void(const JobFacts&)>& visit) override {
-    c_.mu_.AssertHeld();
+  bool FindOrLoad(JobNumber id, const std::function<void(const JobFacts&)>& visit) override
+      REQUIRES(c_.mu_) {
     std::optional<LiveJob> archived;
-    const LiveJob* job = facade_ ? c_.FindOrLoad(id, &archived)  // may let go of mu_
-                                 : c_.jobs_.Find(id);
+    const LiveJob* job = Found(id, archived);
     if (job == nullptr) {
       return false;
     }
     visit(c_.FactsOf(*job));
     return true;
   }
-  StatusOr<std::optional<JobRow>> LoadRow(JobNumber id) override {
-    c_.mu_.AssertHeld();
+  StatusOr<std::optional<JobRow>> LoadRow(JobNumber id) override REQUIRES(c_.mu_) {
     if (!c_.jobs_.MayExist(id)) {
       return std::optional<JobRow>();
     }
@@ -240,99 +167,66 @@ class Controller::Step final : public ServiceStep {
   }
 
   // ---- a service's transaction (services/service_step.h) ----
-  StatusOr<std::vector<JobNumber>> JobsNamed(const JobRef& ref) override {
-    c_.mu_.AssertHeld();
+  StatusOr<std::vector<JobNumber>> JobsNamed(const JobRef& ref) override REQUIRES(c_.mu_) {
     return c_.gates_.DependencyJobs(ref, *this, /*may_load=*/facade_, /*remember=*/false);
   }
-  void SetReason(JobNumber id, std::string reason) override {
-    c_.mu_.AssertHeld();
+  void SetReason(JobNumber id, std::string reason) override REQUIRES(c_.mu_) {
     LiveJob* job = c_.jobs_.Find(id);
     if (job == nullptr) {
       return;
     }
     if (out_ == nullptr) {
-      std::cerr << "tessera server: internal error: a reason set on a step that commits nothing\n";
-      std::abort();
+      CommitsNothing("a reason set");
     }
     job->row.reason = std::move(reason);
     out_->dirty.insert(id);
   }
-  void WatchGates(JobNumber id) override {
-    c_.mu_.AssertHeld();
+  void WatchGates(JobNumber id) override REQUIRES(c_.mu_) {
     if (const LiveJob* job = c_.jobs_.Find(id); job != nullptr) {
       c_.gates_.Watch(c_.FactsOf(*job), *this);
     }
   }
-  void RecheckGates() override {
-    c_.mu_.AssertHeld();
-    c_.gates_.Recheck();
-  }
-  void UpdateGates() override {
-    c_.mu_.AssertHeld();
-    c_.gates_.Update(*this);
-  }
+  void RecheckGates() override REQUIRES(c_.mu_) { c_.gates_.Recheck(); }
+  void UpdateGates() override REQUIRES(c_.mu_) { c_.gates_.Update(*this); }
   void WakeLoop() override { wake_ = true; }
   bool wake() const { return wake_; }
-  nlohmann::json Describe(JobNumber id) const override {
-    c_.mu_.AssertHeld();
+  nlohmann::json Describe(JobNumber id) const override REQUIRES(c_.mu_) {
     const LiveJob* job = c_.jobs_.Find(id);
     return job != nullptr ? c_.JobJson(*job) : nlohmann::json(nullptr);
   }
   nlohmann::json DescribeFound(JobNumber id,
-                               const std::function<bool(const JobFacts&)>& show) override {
-    c_.mu_.AssertHeld();
+                               const std::function<bool(const JobFacts&)>& show) override
+      REQUIRES(c_.mu_) {
     std::optional<LiveJob> archived;
-    const LiveJob* job = facade_ ? c_.FindOrLoad(id, &archived)  // may let go of mu_
-                                 : c_.jobs_.Find(id);
+    const LiveJob* job = Found(id, archived);
     return job != nullptr && show(c_.FactsOf(*job)) ? c_.JobJson(*job) : nlohmann::json(nullptr);
   }
-  std::optional<Terminal> TerminalOf(JobNumber id, int task, int attempt) const override {
-    c_.mu_.AssertHeld();
-    std::optional<PtySessions::Endpoint> at = c_.ptys_.Find(id.value(), task, attempt);
-    if (!at) {
-      return std::nullopt;
-    }
-    return Terminal{at->address, at->port, c_.ptys_.Secret(TaskKey{id.value(), task, attempt})};
+  std::optional<Terminal> TerminalOf(JobNumber id, int task, int attempt) const override
+      REQUIRES(c_.mu_) {
+    return c_.ptys_.TerminalOf(id.value(), task, attempt);
   }
 
   // ---- the admin's actions on nodes (services/node_actions.h) ----
-  std::vector<JobNumber> JobsOnNode(const std::string& node) const override {
-    c_.mu_.AssertHeld();
-    std::vector<JobNumber> on;  // the table is in id order
-    for (const auto& [id, job] : c_.jobs_.all()) {
-      const JobPhase phase = c_.jobs_.Rec(job).phase;
-      const bool runs = phase == JobPhase::kRunning || phase == JobPhase::kStopping;
-      bool here = false;
-      for (size_t t = 0; runs && !here && t < job.tasks.size(); ++t) {
-        here = job.tasks[t].node == node && !c_.jobs_.TaskExited(job, t);
-      }
-      if (here) {
-        on.push_back(id);
-      }
-    }
-    return on;
+  std::vector<JobNumber> JobsOnNode(const std::string& node) const override REQUIRES(c_.mu_) {
+    return c_.jobs_.JobsOnNode(node);
   }
-  void NodeDown(const std::string& name, const std::string& reason) override {
-    c_.mu_.AssertHeld();
+  void NodeDown(const std::string& name, const std::string& reason) override REQUIRES(c_.mu_) {
     if (NodeInfo* node = c_.nodes_.Find(name); node != nullptr && out_ != nullptr) {
       c_.NodeDown(*node, reason, now_, *out_);
     }
   }
-  void ForgetNode(const std::string& name) override {
-    c_.mu_.AssertHeld();
+  void ForgetNode(const std::string& name) override REQUIRES(c_.mu_) {
     if (c_.nodes_.Find(name) != nullptr && out_ != nullptr) {
       c_.ForgetNode(name, now_, *out_);
     }
   }
   void PutToken(TokenRow row) override {
     if (out_ == nullptr) {
-      std::cerr << "tessera server: internal error: a token on a step that commits nothing\n";
-      std::abort();
+      CommitsNothing("a token");
     }
     out_->batch.tokens.push_back(std::move(row));
   }
-  nlohmann::json DescribeNode(const std::string& name) const override {
-    c_.mu_.AssertHeld();
+  nlohmann::json DescribeNode(const std::string& name) const override REQUIRES(c_.mu_) {
     nlohmann::json out(nullptr);
     if (Node(name) != nullptr) {
       c_.NodeInputs(name,
@@ -342,36 +236,46 @@ class Controller::Step final : public ServiceStep {
   }
 
   // ---- the cluster's views (services/cluster_views.h) ----
-  CoreFigures Figures() const override {
-    c_.mu_.AssertHeld();
+  CoreFigures Figures() const override REQUIRES(c_.mu_) {
     const bool built = !c_.core_.rebuild_pending();
-    const WorkloadLearner& learner = c_.core_.learner();
-    return CoreFigures{
-        c_.core_.tree(), built ? c_.core_.quota() : nullptr, built ? c_.core_.state() : nullptr,
-        c_.nodes_.all(), c_.counters_,
-        SchedulerFigures{c_.core_.rebuilds(), learner.observed(), learner.models_made(),
-                         learner.model() == nullptr ? 0 : learner.model()->workload().tasks.size()},
-        c_.core_.policy(), c_.options_.placement, c_.options_.seed};
+    return CoreFigures{c_.core_.tree(),
+                       built ? c_.core_.quota() : nullptr,
+                       built ? c_.core_.state() : nullptr,
+                       c_.nodes_.all(),
+                       c_.counters_,
+                       c_.core_.figures(),
+                       c_.core_.policy(),
+                       c_.options_.placement,
+                       c_.options_.seed};
   }
   void VisitNodeInputs(const std::string& only,
-                       const std::function<void(const NodeViewInputs&)>& visit) const override {
-    c_.mu_.AssertHeld();
+                       const std::function<void(const NodeViewInputs&)>& visit) const override
+      REQUIRES(c_.mu_) {
     c_.NodeInputs(only, visit);
   }
-  nlohmann::json FairShare(QueueId q) const override {
-    c_.mu_.AssertHeld();
+  nlohmann::json FairShare(QueueId q) const override REQUIRES(c_.mu_) {
     return FairShareJson(c_.core_, q);
   }
-  void DescribeQueue(const std::string& queue, nlohmann::json& out) const override {
-    c_.mu_.AssertHeld();
+  void DescribeQueue(const std::string& queue, nlohmann::json& out) const override
+      REQUIRES(c_.mu_) {
     c_.host_.DescribeQueue(queue, c_.core_.queues_yaml(), out);
   }
-  void WriteModuleMetrics(MetricsWriter& w) const override {
-    c_.mu_.AssertHeld();
+  void WriteModuleMetrics(MetricsWriter& w) const override REQUIRES(c_.mu_) {
     c_.host_.WriteMetrics(*this, w);
   }
 
  private:
+  // A row or change asked of a step that commits nothing: a programming error.
+  [[noreturn]] static void CommitsNothing(const std::string& what) {
+    std::cerr << "tessera server: internal error: " << what << " on a step that commits nothing\n";
+    std::abort();
+  }
+  // Job `id` in memory or, on a facade's step, archived (read into `archived`, letting go
+  // of mu_ while the store is read: FindOrLoad); null when there is none.
+  const LiveJob* Found(JobNumber id, std::optional<LiveJob>& archived) REQUIRES(c_.mu_) {
+    return facade_ ? c_.FindOrLoad(id, &archived) : c_.jobs_.Find(id);
+  }
+
   Controller& c_;
   Micros now_;
   Pending* out_;
@@ -380,23 +284,7 @@ class Controller::Step final : public ServiceStep {
 };
 
 JobFacts Controller::FactsOf(const LiveJob& job) const {
-  const bool archived = job.slot == JobTable::kArchived;
-  const JobState state = jobs_.StateOf(job);
-  const int stored_restarts =
-      archived ? StoredRestarts(StoredAttempts(job.row.placement_json)) : 0;
-  const bool held = !archived && state == JobState::kPending && core_.lifecycle() != nullptr;
-  return JobFacts{job.id(),
-                  job.row.tenant,
-                  job.row.queue,
-                  job.row.attempts,
-                  state,
-                  archived ? nullptr : &jobs_.Rec(job),
-                  job.submission,
-                  job.row.tenant == kValidationTenant,
-                  job.tasks.size(),
-                  [&job](size_t t) -> const std::string& { return job.tasks[t].node; },
-                  stored_restarts,
-                  held ? core_.lifecycle()->HeldUntil(jobs_.Rec(job).id) : 0};
+  return jobs_.FactsOf(job, core_.lifecycle());
 }
 
 // ---- module facades (the gates', metrics, views) and hooks' steps ----

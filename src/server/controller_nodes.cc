@@ -1,47 +1,31 @@
-// Controller: node membership (what the core keeps of a node the admin removed: its
-// marker, services/node_actions.h removes). Inventory bounds: inventory_bounds.h.
+// Controller: node membership (a node the admin removed: NodeRegistry::RemovedRow;
+// services/node_actions.h removes), the agents' GPU telemetry for the modules, and the
+// jobs a module runs on one whole node (ModuleStep::StartNodeJob; CoreSession::AddNodeJob).
 #include <iostream>
 
 #include "server/controller.h"
 
 namespace tessera {
-namespace {
-
-constexpr const char* kRemovedNodePrefix = "removed_node/";  // + name: {"at_us"} or ""
-
-}  // namespace
 
 void Controller::ForgetNode(const std::string& name, Micros now, Pending& out) {
-  out.batch.kv.emplace_back(kRemovedNodePrefix + name, nlohmann::json{{"at_us", now}}.dump());
+  out.batch.kv.push_back(NodeRegistry::RemovedRow(name, now));
   host_.OnNodeRemoved(name, *HookStep(now, &out));
-  out.batch.kv.push_back(NodeRegistry::NoDrainsRow(name));
-  nodes_.all().erase(name);
+  out.batch.kv.push_back(nodes_.Remove(name));
   fit_stale_ = true;
-  std::cerr << "tessera server: node " << name << " removed by the admin\n";
 }
 
 Status Controller::ForgetRemovedNodes() {
-  TESSERA_ASSIGN_OR_RETURN(auto removed, store_->ListKv(kRemovedNodePrefix));
+  TESSERA_ASSIGN_OR_RETURN(auto removed, store_->ListKv(NodeRegistry::RemovedKeyPrefix()));
   MutexLock lock(mu_);
-  for (const auto& [key, value] : removed) {
-    if (!value.empty()) {
-      nodes_.all().erase(key.substr(std::string(kRemovedNodePrefix).size()));
-      core_.RequestRebuild();
-      fit_stale_ = true;
-    }
+  if (nodes_.ForgetRemoved(removed)) {
+    core_.RequestRebuild();
+    fit_stale_ = true;
   }
   return Status::Ok();
 }
 
 Status Controller::ClearRemovedNode(const std::string& name) {
-  TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> marker,
-                           store_->GetKv(kRemovedNodePrefix + name));
-  if (!marker || marker->empty()) {
-    return Status::Ok();
-  }
-  WriteBatch batch;
-  batch.kv.emplace_back(kRemovedNodePrefix + name, "");
-  return store_->Commit(std::move(batch));
+  return NodeRegistry::ClearRemoved(*store_, name);
 }
 
 void Controller::CountForeignReports(const std::string& node,
@@ -50,20 +34,28 @@ void Controller::CountForeignReports(const std::string& node,
     return;
   }
   MutexLock lock(mu_);
-  for (const TaskReport& r : reports) {
-    LiveJob* job = jobs_.Find(JobNumber(r.key.job));
-    if (job == nullptr || r.key.task < 0 || static_cast<size_t>(r.key.task) >= job->tasks.size() ||
-        job->row.attempts != r.key.attempt) {
-      continue;  // stale or unknown: the usual reconciliation answers it
-    }
-    const std::string& placed = job->tasks[static_cast<size_t>(r.key.task)].node;
-    if (placed != node) {
-      ++counters_.foreign_reports;
-      std::cerr << "tessera server: node " << node << " reported on task " << r.key.task
-                << " of job " << r.key.job << " (attempt " << r.key.attempt << "), placed on "
-                << placed << ": ignored\n";
-    }
+  for (const auto& [key, placed] : jobs_.ForeignReports(node, reports)) {
+    ++counters_.foreign_reports;
+    std::cerr << "tessera server: node " << node << " reported on task " << key.task << " of job "
+              << key.job << " (attempt " << key.attempt << "), placed on " << placed
+              << ": ignored\n";
   }
+}
+
+void Controller::HandleTelemetry(NodeInfo& node, const std::string& agent_id,
+                                 std::vector<GpuTelemetry> sample, Micros now, Pending& out) {
+  std::vector<GpuTelemetry> by_index = NodeRegistry::ByGpuIndex(node, std::move(sample));
+  host_.OnTelemetry(node, by_index, NodeRegistry::ContinuesTelemetry(node, agent_id),
+                    *HookStep(now, &out));
+  NodeRegistry::NoteTelemetry(node, std::move(by_index), agent_id, now);
+}
+
+StatusOr<JobNumber> Controller::StartNodeJob(const std::string& node_name, const NodeJob& request,
+                                             Micros now, Pending& out) {
+  TESSERA_ASSIGN_OR_RETURN(LiveJob * job, core_.AddNodeJob(jobs_, node_name, request, now));
+  ++counters_.submitted[job->row.queue];
+  StartJob(*job, StartDecision{}, now, out);  // then a job like any other
+  return job->id();
 }
 
 }  // namespace tessera

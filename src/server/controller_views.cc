@@ -1,17 +1,8 @@
-// What the controller shows of jobs, and what the nodes' views are written from (who
-// holds each GPU; services/cluster_views.h writes them); and the queue configuration.
-#include <algorithm>
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <limits>
-#include <set>
-
-#include "base/time_format.h"
+// What the API reads of the controller: a job's JSON and its published view
+// (views/job_json.h), what the nodes' views are written from (views/node_views.h;
+// services/cluster_views.h writes them), archived jobs read back from the store, the
+// pending jobs' ETAs (modules/eta_module.h) and the queue configuration.
 #include "server/controller.h"
-#include "server/job_rows.h"
-#include "server/job_attempts.h"
 #include "server/known_nodes.h"
 #include "server/pending_reasons.h"
 #include "server/views/job_json.h"
@@ -19,33 +10,17 @@
 
 namespace tessera {
 
-using namespace job_rows;  // NOLINT: the controller's own helpers
-
-// ---- views -------------------------------------------------------------------
-
-nlohmann::json Controller::JobJson(const LiveJob& job, bool with_spec, bool with_reason) const {
-  JobRecord archived;  // an archived job holds nothing and predicts nothing
-  if (job.slot == JobTable::kArchived) {
-    archived.gpu_milli = job.submission.spec.TotalGpuMilli(*catalog_);
-  }
-  const JobState state = jobs_.StateOf(job);
-  nlohmann::json out = ::tessera::JobJson(JobJsonInputs{
-      job, job.slot == JobTable::kArchived ? archived : jobs_.Rec(job), state, nodes_.all(),
-      *catalog_, CheckpointDir(job), identities_.Known(job.row.tenant)});
-  host_.DescribeJob(FactsOf(job), out);  // the restart block too (RestartsModule)
-  out["held"] = state == JobState::kPending && IsHeldReason(job.row.reason);
-  if (with_reason) {
+nlohmann::json Controller::JobJson(const LiveJob& job, bool whole) const {
+  auto reason = [&]() REQUIRES(mu_) {
     JobView view;
     FillReason(job, view);
-    out["reason"] = views_.ReasonOf(view);
-  }
-  if (with_spec) {
-    // Parsed for this answer only: a parsed tree kept per job cost more than the rest of
-    // a pending job (reads of the API are served from the published text instead).
-    nlohmann::json parsed = nlohmann::json::parse(job.row.spec_json.str(), nullptr, false);
-    out["spec"] = parsed.is_discarded() ? nlohmann::json(nullptr) : std::move(parsed);
-  }
-  return out;
+    return views_.ReasonOf(view);
+  };
+  return ::tessera::JobJson(JobJsonInputs{
+      job, job.slot == JobTable::kArchived ? nullptr : &jobs_.Rec(job), jobs_.StateOf(job),
+      nodes_.all(), *catalog_, CheckpointDir(job), identities_.Known(job.row.tenant),
+      [&](nlohmann::json& out) REQUIRES(mu_) { host_.DescribeJob(FactsOf(job), out); },
+      whole ? std::function<std::string()>(reason) : nullptr, /*with_spec=*/whole});
 }
 
 void Controller::FillReason(const LiveJob& job, JobView& view) const {
@@ -57,27 +32,8 @@ void Controller::PublishView(const LiveJob& job) {
   if (!job.durable || job.slot == JobTable::kArchived) {
     return;
   }
-  auto view = std::make_shared<JobView>();
-  view->id = job.id();
-  view->tasks = static_cast<int>(job.submission.spec.tasks.size());
-  view->tenant = job.row.tenant;
-  view->queue = job.row.queue;
-  view->state = std::string(JobStateName(jobs_.StateOf(job)));
-  view->user = job.submission.spec.user;
+  auto view = std::make_shared<JobView>(JobViewOf(job, jobs_.StateOf(job), JobJson(job, false)));
   FillReason(job, *view);
-  // The spec never changes: the view shares the stored text (spliced in at read time)
-  // rather than a parsed tree or a copy.
-  if (job.spec_text_ok < 0) {
-    job.spec_text_ok = nlohmann::json::accept(job.row.spec_json.str()) ? 1 : 0;
-  }
-  std::string body = JobJson(job, /*with_spec=*/false, /*with_reason=*/false)
-                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  body.pop_back();  // the closing brace
-  body.shrink_to_fit();
-  view->body = std::move(body);
-  if (job.spec_text_ok == 1) {
-    view->spec = job.row.spec_json;
-  }
   views_.Put(std::move(view));
 }
 
@@ -109,63 +65,61 @@ void Controller::RefreshFitVerdicts() {
 
 void Controller::NodeInputs(const std::string& only,
                             const std::function<void(const NodeViewInputs&)>& visit) const {
-  GpuHolds holds;
-  std::map<std::string, std::pair<int64_t, int64_t>> used;  // cpu, memory
-  for (const auto& [id, job] : jobs_.all()) {
-    const JobRecord& rec = jobs_.Rec(job);
-    if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
-      continue;
-    }
-    for (size_t t = 0; t < rec.allocations.size() && t < job.tasks.size(); ++t) {
-      if (jobs_.TaskExited(job, t) || (!only.empty() && job.tasks[t].node != only)) {
-        continue;
-      }
-      const Allocation& a = rec.allocations[t];
-      for (const GpuGrant& g : a.gpus) {
-        holds[{job.tasks[t].node, g.gpu}].push_back(GpuHold{id, &job.row, &g});
-      }
-      auto& u = used[job.tasks[t].node];
-      u.first += a.cpu.value();
-      u.second += a.memory.value();
-    }
+  const NodeUse use = NodeUseOf(jobs_, only);
+  visit(NodeViewInputs{nodes_.all(), use.holds, use.used, *catalog_,
+                       ModuleHoldsOf(nodes_.all(), only,
+                                     [this](const std::string& n) { return host_.NodeHold(n); })});
+}
+
+// Finished jobs beyond ControllerOptions::finished_in_memory live only in the store
+// (JobTable::Archive), where GET /v1/jobs/{id}, logs and idempotent retries find them.
+void Controller::Archive(Micros now) {
+  for (JobNumber id : jobs_.Archive(now, options_.finished_in_memory)) {
+    views_.Erase(id);
   }
-  std::map<std::string, std::string> module_holds;
-  for (const auto& [name, node] : nodes_.all()) {
-    if (!only.empty() && name != only) {
-      continue;
-    }
-    if (std::string why = host_.NodeHold(name); !why.empty()) {
-      module_holds.emplace(name, std::move(why));
-    }
+}
+
+const LiveJob* Controller::FindOrLoad(JobNumber id, std::optional<LiveJob>* archived) {
+  if (LiveJob* job = jobs_.Find(id)) {
+    return job;
   }
-  visit(NodeViewInputs{nodes_.all(), holds, used, *catalog_, module_holds});
+  if (!jobs_.MayExist(id)) {
+    return nullptr;
+  }
+  // An archived job never changes: read it without holding up the others.
+  mu_.Unlock();
+  StatusOr<std::optional<JobRow>> row = store_->LoadJob(id.value());
+  mu_.Lock();
+  if (!row.ok() || !row->has_value()) {
+    return nullptr;
+  }
+  return &archived->emplace(JobTable::FromArchive(std::move(**row), *catalog_));
+}
+
+// The ETA module's core: the forecast's input copied under mu_ (CoreSession::
+// CopyForForecast, CopyForecastJobs) with the gated jobs' reasons, which are the gates',
+// and the job views its table goes to.
+EtaModule Controller::MakeEtaModule() {
+  EtaModule::Options o = options_.eta;
+  o.seed = options_.seed;
+  o.stop_grace = options_.stop_grace;
+  auto snapshot = [this](EtaSnapshot& snap) {
+    MutexLock lock(mu_);
+    if (!core_.CopyForForecast(clock_->NowMicros(), snap.in)) {
+      return false;  // the core is not built yet
+    }
+    core_.CopyForecastJobs(
+        jobs_, [this](const LiveJob& job) REQUIRES(mu_) { return GateReason(job); }, snap);
+    return true;
+  };
+  auto publish = [this](std::shared_ptr<const EtaTable> t) { views_.SetEtas(std::move(t)); };
+  auto cycles = [this] { return counters_.cycles.load(); };
+  return EtaModule(o, EtaModule::Core{snapshot, publish, cycles});
 }
 
 Status Controller::SetQueues(const std::string& yaml) {
   MutexLock lock(mu_);
-  CoreSession::Queues old = core_.TakeQueues();
-  Status s = core_.ApplyQueueYaml(yaml);
-  if (s.ok()) {
-    for (const auto& [id, job] : jobs_.all()) {
-      if (job.durable && jobs_.Rec(job).phase != JobPhase::kFinished &&
-          !core_.tree().FindQueue(job.row.queue).ok()) {
-        s = FailedPreconditionError("queue '" + job.row.queue + "' has unfinished jobs (job " +
-                                    ToString(id) + ")");
-        break;
-      }
-    }
-  }
-  if (s.ok()) {
-    WriteBatch b;
-    b.kv.emplace_back(kQueuesKey, yaml);
-    s = store_->Commit(std::move(b));
-  }
-  if (!s.ok()) {
-    core_.RestoreQueues(std::move(old));
-    return s;
-  }
-  // Everything that pointed into the old tree is rebuilt against the new one.
-  core_.DropScheduler(clock_->NowMicros());
+  TESSERA_RETURN_IF_ERROR(core_.ReplaceQueues(yaml, jobs_, *store_, *clock_));
   PublishWaitContext();  // reasons say so until the next cycle
   return Status::Ok();
 }

@@ -7,9 +7,11 @@
 
 #include "api/queue_config.h"
 #include "plugins/registry.h"
+#include "server/job_rows.h"
 #include "server/job_table.h"
 #include "server/modules/eta_module.h"
 #include "server/pending_reasons.h"
+#include "server/views/metrics_views.h"
 #include "sim/start_forecast.h"
 
 namespace tessera {
@@ -103,6 +105,33 @@ void CoreSession::RestoreQueues(Queues old) {
   rebuild_ = true;
 }
 
+Status CoreSession::ReplaceQueues(const std::string& yaml, const JobTable& jobs, Store& store,
+                                  const Clock& clock) {
+  Queues old = TakeQueues();
+  Status s = ApplyQueueYaml(yaml);
+  if (s.ok()) {
+    for (const auto& [id, job] : jobs.all()) {
+      if (job.durable && jobs.Rec(job).phase != JobPhase::kFinished &&
+          !tree_->FindQueue(job.row.queue).ok()) {
+        s = FailedPreconditionError("queue '" + job.row.queue + "' has unfinished jobs (job " +
+                                    ToString(id) + ")");
+        break;
+      }
+    }
+  }
+  if (s.ok()) {
+    WriteBatch b;
+    b.kv.emplace_back(job_rows::kQueuesKey, yaml);
+    s = store.Commit(std::move(b));
+  }
+  if (!s.ok()) {
+    RestoreQueues(std::move(old));
+    return s;
+  }
+  DropScheduler(clock.NowMicros());
+  return Status::Ok();
+}
+
 StatusOr<Profile> CoreSession::MakePlacement() const {
   return MakeLearnedProfile(placement_, ScaleOf(*state_), learner_.model());
 }
@@ -140,6 +169,13 @@ void CoreSession::ApplyNodeChanges() {
 
 std::vector<std::string> CoreSession::CheckInvariants() const {
   return rebuild_ ? std::vector<std::string>{} : lifecycle_->CheckInvariants();
+}
+
+void CoreSession::Submit(JobRecord& rec, const std::string& queue, Micros now) {
+  rec.phase = JobPhase::kPending;
+  rec.queue = tree_->FindQueue(queue).value();
+  ObserveSubmission(rec.spec);
+  lifecycle_->Submit(rec, now);
 }
 
 void CoreSession::CarryUsage(Micros now) {
@@ -226,6 +262,24 @@ void CoreSession::CopyForecastJobs(const JobTable& jobs,
     }
     snap.ids.push_back(id);
   }
+}
+
+bool CoreSession::NodeIdle(const std::string& node) const {
+  if (state_ == nullptr) {
+    return false;
+  }
+  StatusOr<NodeId> id = state_->FindNode(node);
+  if (!id.ok()) {
+    return false;
+  }
+  const NodeLedger& n = state_->node(id.value());
+  return n.used_cpu().value() == 0 && n.used_memory().value() == 0 && !n.HasGpuAllocations();
+}
+
+SchedulerFigures CoreSession::figures() const {
+  return SchedulerFigures{
+      rebuilds_, learner_.observed(), learner_.models_made(),
+      learner_.model() == nullptr ? 0 : learner_.model()->workload().tasks.size()};
 }
 
 }  // namespace tessera

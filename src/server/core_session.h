@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -41,6 +42,7 @@
 #include "sched/job_record.h"
 #include "sched/job_scheduler.h"
 #include "sched/runtime_predictor.h"
+#include "server/job_number.h"
 #include "server/job_views.h"
 #include "state/cluster_state.h"
 #include "state/quota_ledger.h"
@@ -48,8 +50,13 @@
 namespace tessera {
 
 class JobTable;
+class NodeRegistry;
+class Store;
 struct LiveJob;
+struct NodeInfo;
+struct NodeJob;
 struct EtaSnapshot;
+struct SchedulerFigures;  // views/metrics_views.h
 struct ForecastInput;
 
 class CoreSession {
@@ -83,6 +90,14 @@ class CoreSession {
   void RequestRebuild() { rebuild_ = true; }
   bool rebuild_pending() const { return rebuild_; }
   uint64_t rebuilds() const { return rebuilds_; }
+  // The cluster state is built and current (no rebuild pending): only then are its nodes'
+  // ledgers what a job started on a whole node goes by (ModuleStep::CoreReady).
+  bool ready() const { return state_ != nullptr && !rebuild_; }
+  // `node` is in the cluster state with nothing allocated (CPU, memory, GPUs); false
+  // before the first rebuild.
+  bool NodeIdle(const std::string& node) const;
+  // The rebuilds and what the workload learner has learned, for /metrics.
+  SchedulerFigures figures() const;
 
   // The queue configuration in force, to put back when a replacement fails.
   struct Queues {
@@ -91,6 +106,12 @@ class CoreSession {
   };
   Queues TakeQueues();
   void RestoreQueues(Queues old);
+  // An admin's new queue configuration `yaml`: applied when it parses and every
+  // unfinished durable job of `jobs` still finds its queue (FailedPrecondition naming
+  // one that does not), then committed to `store` (kQueuesKey); on any error the old one
+  // is back. Once stored, the scheduler is dropped (DropScheduler) at `clock`'s time.
+  Status ReplaceQueues(const std::string& yaml, const JobTable& jobs, Store& store,
+                       const Clock& clock);
 
   // The node set changed: the placer's scale and the scheduler's groups are
   // recomputed (O(nodes)) by the next ApplyNodeChanges, once for any number of changes,
@@ -101,6 +122,10 @@ class CoreSession {
   void ApplyNodeChanges();
   // A job was submitted: its tasks teach the workload model.
   void ObserveSubmission(const JobSpec& spec) { learner_.ObserveJob(spec); }
+  // A new durable job's record (its spec set) joins `queue` pending at `now`, its tasks
+  // observed (ObserveSubmission): enqueued now when the core is current, else by the
+  // rebuild before the next cycle. The queue must be in the tree.
+  void Submit(JobRecord& rec, const std::string& queue, Micros now);
   // Before a decision: when the learned workload moved enough, a fragmentation-aware
   // placement (tessera, fgd) is remade from it (bestfit stands in until the first task).
   void RefreshPlacement();
@@ -129,6 +154,45 @@ class CoreSession {
                         const std::function<std::string(const LiveJob&)>& gate_reason,
                         EtaSnapshot& snap) const;
 
+  // ---- the cluster's nodes (core_session_nodes.cc) ----
+  // Whether a module holds node `name` from new work (ModuleHost::NodeHold, e.g. for a check).
+  using NodeHold = std::function<bool(const std::string& name)>;
+  // Takes a job of the JobTable's whose held tasks no longer fit their node, and why (the
+  // controller requeues it).
+  using MisfitSink = std::function<void(LiveJob& job, const std::string& why)>;
+  // A rebuild (BuildState to FinishRebuild) from the up nodes of `nodes`, in the order they
+  // first became known, each drained (ApplyDrains), the scheduler built at `now`; then
+  // every durable unfinished job of `jobs` put back in its queue, a running or stopping
+  // job's tasks on nodes that are up held again, and the respecs dropped (every up
+  // node's spec is current); last, the jobs that no longer fit (not held) to `misfit`.
+  // Internal, the rebuild left pending, for a job's queue the tree lacks.
+  Status Rebuild(NodeRegistry& nodes, JobTable& jobs, const NodeHold& hold, Micros now,
+                 const MisfitSink& misfit);
+  // Up node `node` registered: added to the cluster state, relabelled in place when only
+  // its labels changed, else its new spec waits until it holds nothing (nodes.respec());
+  // then its drains applied and the running and stopping tasks of `jobs` placed on it
+  // attached again, a job whose task no longer fits handed to `misfit` (which may stop
+  // it) and its other tasks left. Nothing before the first rebuild or while one is
+  // pending; a failed add or relabel asks for one (logged) and attaches nothing.
+  void JoinNode(const NodeInfo& node, NodeRegistry& nodes, JobTable& jobs, const NodeHold& hold,
+                const MisfitSink& misfit);
+  // Node `name` left (its tasks detached): its respec dropped, removed from the cluster
+  // state; a failed removal asks for a rebuild (logged).
+  void LeaveNode(const std::string& name, NodeRegistry& nodes);
+  // The nodes waiting for a respec take their new spec once they hold nothing (logged);
+  // a node no longer up or in the cluster state is dropped from nodes.respec().
+  void ApplyRespecs(NodeRegistry& nodes, const NodeHold& hold);
+  // Node `node`'s drains into the cluster state (when built and holding it): the node
+  // drained when it is, awaits a respec in `nodes` or `hold` says so; each GPU as drained.
+  void ApplyDrains(const NodeInfo& node, const NodeRegistry& nodes, const NodeHold& hold);
+  // A module's job on the whole of node `node` (PlanNodeJob, node_jobs.h), started at
+  // `now` without the cycle's placer: added to `jobs` (JobTable::AddStarted), then held
+  // and charged as a running job is after a restart; the caller launches it. Refused,
+  // nothing changed, before the first rebuild (FailedPrecondition), for a node the
+  // cluster state lacks (NotFound) or when the node's ledger has no room for it now.
+  StatusOr<LiveJob*> AddNodeJob(JobTable& jobs, const std::string& node, const NodeJob& request,
+                                Micros now);
+
   const SchedulerPolicy& policy() const { return policy_; }
   const QueueTree& tree() const { return *tree_; }
   // Shared with the published wait context, which outlives a replaced tree.
@@ -153,6 +217,11 @@ class CoreSession {
 
  private:
   StatusOr<Profile> MakePlacement() const;
+  // Rebuild's put-back of every job of `jobs` (after BuildScheduler); the jobs that no
+  // longer fit, and why, into `misfits`.
+  Status PutBackJobs(JobTable& jobs, std::vector<std::pair<JobNumber, std::string>>& misfits);
+  // JoinNode's attaching of the tasks placed on node `name`, now `id`.
+  void AttachTasks(const std::string& name, NodeId id, JobTable& jobs, const MisfitSink& misfit);
 
   const GpuCatalog* catalog_;
   std::string placement_;

@@ -38,6 +38,13 @@ void GpuTaskDefaults::SetNodes(const NodeRegistry& nodes) {
   }
 }
 
+void GpuTaskDefaults::ApplyAll(std::string_view yaml, std::span<JobSubmission> jobs) {
+  SetQueues(yaml);
+  for (JobSubmission& job : jobs) {
+    Apply(job);
+  }
+}
+
 void GpuTaskDefaults::Apply(JobSubmission& job) const {
   auto it = by_queue_.find(job.spec.queue);
   ApplyPerGpuDefaults(job, it == by_queue_.end() ? PerGpuDefaults{} : it->second, room_,

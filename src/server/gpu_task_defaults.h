@@ -11,6 +11,7 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,9 @@ class GpuTaskDefaults {
   void SetNodes(const NodeRegistry& nodes);
   // Fills `job`'s GPU tasks' unstated CPUs and memory for its queue (job.spec.queue).
   void Apply(JobSubmission& job) const;
+  // A submission's jobs: the queue configuration `yaml` taken (SetQueues), then each of
+  // `jobs` filled in (Apply).
+  void ApplyAll(std::string_view yaml, std::span<JobSubmission> jobs);
 
   const PerGpuRoomByModel& room() const { return room_; }
 

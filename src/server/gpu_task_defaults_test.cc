@@ -63,4 +63,37 @@ TEST_F(GpuTaskDefaultsTest, AGpuJobWithoutCpuOrMemoryGetsThePerGpuDefaultsAndKee
 }
 
 }  // namespace
+
+// On its own: a submission's jobs filled in for the queue configuration given with them.
+namespace gpu_task_defaults_test {
+
+JobSubmission GpuJob(const std::string& queue) {
+  StatusOr<JobSubmission> job = ParseJobYaml(kTwoH100s, GpuCatalog::Default());
+  EXPECT_TRUE(job.ok()) << job.status().message();
+  job->spec.queue = queue;
+  return *job;
+}
+
+TEST(GpuTaskDefaultsApplyAllTest, EveryJobGetsItsQueuesDefaultsFromTheTextGiven) {
+  GpuTaskDefaults defaults(GpuCatalog::Default());
+  NodeRegistry nodes;
+  NodeInventory inventory;
+  inventory.spec =
+      MakeUniformNode("n", MilliCpu(64'000), MiB(512 * 1024),
+                      GpuCatalog::Default().Find("H100-80GB").value(), 2, SharingMode::kExclusive);
+  NodeRegistry::Registered(nodes.Add("n"), inventory, "a", "", 0);
+  defaults.SetNodes(nodes);
+  const std::string yaml =
+      "queues:\n  - {name: team-a, quota: {gpu: 8}, defaultCpuPerGpu: 8, "
+      "defaultMemoryPerGpu: 32GiB}\n  - {name: team-b, quota: {gpu: 8}}\n";
+  std::vector<JobSubmission> jobs = {GpuJob("team-a"), GpuJob("team-b")};
+  defaults.ApplyAll(yaml, jobs);
+  EXPECT_EQ(jobs[0].spec.tasks[0].cpu, MilliCpu(16'000));  // 8 cores per GPU
+  EXPECT_EQ(jobs[1].spec.tasks[0].cpu, MilliCpu(8'000));   // the embedded 4
+  std::vector<JobSubmission> later = {GpuJob("team-a")};
+  defaults.ApplyAll("queues:\n  - {name: team-a, quota: {gpu: 8}, defaultCpuPerGpu: 2}\n", later);
+  EXPECT_EQ(later[0].spec.tasks[0].cpu, MilliCpu(4'000));
+}
+
+}  // namespace gpu_task_defaults_test
 }  // namespace tessera

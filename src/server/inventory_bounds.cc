@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/node_labels.h"
+#include "model/node.h"
 
 namespace tessera {
 namespace {
@@ -87,6 +88,11 @@ Status CheckInventoryBounds(const NodeInventory& inventory) {
     }
   }
   return Status::Ok();
+}
+
+Status ValidateInventory(const NodeInventory& inventory, const GpuCatalog& catalog) {
+  TESSERA_RETURN_IF_ERROR(CheckInventoryBounds(inventory));
+  return ValidateNodeSpec(inventory.spec, catalog);
 }
 
 }  // namespace tessera

@@ -7,11 +7,16 @@
 
 #include "api/agent_protocol.h"
 #include "base/status.h"
+#include "model/gpu_catalog.h"
 
 namespace tessera {
 
 // InvalidArgument naming the first field out of bounds ("inventory.<field>: ...").
 // Checks bounds only: a spec's meaning (GPU models, modes) is ValidateNodeSpec's.
 Status CheckInventoryBounds(const NodeInventory& inventory);
+
+// What a registration's inventory must pass: its bounds (CheckInventoryBounds, which
+// refuses an empty name), then its spec's meaning against `catalog` (ValidateNodeSpec).
+Status ValidateInventory(const NodeInventory& inventory, const GpuCatalog& catalog);
 
 }  // namespace tessera

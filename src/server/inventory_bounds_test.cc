@@ -96,5 +96,24 @@ TEST(InventoryBoundsTest, LabelsFollowTheAgentsSyntax) {
   EXPECT_EQ(CheckInventoryBounds(inv).code(), StatusCode::kInvalidArgument);
 }
 
+TEST(InventoryBoundsTest, ARegistrationPassesTheBoundsThenTheSpecsMeaning) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  NodeInventory inv = Machine();
+  for (GpuSpec& gpu : inv.spec.gpus) {
+    gpu.model = catalog.Find("H100-80GB").value();
+  }
+  EXPECT_TRUE(ValidateInventory(inv, catalog).ok()) << ValidateInventory(inv, catalog).message();
+  // In bounds, but a GPU of no known model: the spec's check refuses it.
+  NodeInventory unknown = inv;
+  unknown.spec.gpus[2].model = GpuModelId();
+  Status s = ValidateInventory(unknown, catalog);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("GPU 2 has an unknown model"), std::string::npos) << s.message();
+  // Out of bounds and of no known model: the bounds answer first.
+  unknown.spec.name = "";
+  EXPECT_NE(ValidateInventory(unknown, catalog).message().find("inventory.name"),
+            std::string::npos);
+}
+
 }  // namespace inventory_bounds_test
 }  // namespace tessera

@@ -5,6 +5,8 @@
 
 #include "server/job_attempts.h"
 #include "server/job_rows.h"
+#include "server/modules/controller_module.h"
+#include "server/modules/validation.h"
 
 namespace tessera {
 
@@ -59,6 +61,23 @@ std::vector<TaskKey> JobTable::StopsToResend(const std::vector<TaskReport>& repo
   return stops;
 }
 
+std::vector<std::pair<TaskKey, std::string>> JobTable::ForeignReports(
+    const std::string& node, const std::vector<TaskReport>& reports) const {
+  std::vector<std::pair<TaskKey, std::string>> foreign;
+  for (const TaskReport& r : reports) {
+    const LiveJob* job = FindDurable(r.key.job);
+    if (job == nullptr || r.key.task < 0 || static_cast<size_t>(r.key.task) >= job->tasks.size() ||
+        job->row.attempts != r.key.attempt) {
+      continue;
+    }
+    const std::string& placed = job->tasks[static_cast<size_t>(r.key.task)].node;
+    if (placed != node) {
+      foreign.emplace_back(r.key, placed);
+    }
+  }
+  return foreign;
+}
+
 void JobTable::PruneCommands(std::vector<TaskLaunch>& launches,
                              std::vector<TaskStop>& stops) const {
   std::erase_if(stops, [&](const TaskStop& s) {
@@ -67,11 +86,42 @@ void JobTable::PruneCommands(std::vector<TaskLaunch>& launches,
            static_cast<size_t>(s.key.task) >= job->tasks.size() ||
            TaskExited(*job, static_cast<size_t>(s.key.task));
   });
-  std::erase_if(launches, [&](const TaskLaunch& l) {
-    const LiveJob* job = FindDurable(l.key.job);
-    return job == nullptr || job->row.attempts != l.key.attempt ||
-           Rec(*job).phase != JobPhase::kRunning;
-  });
+  std::erase_if(launches, [&](const TaskLaunch& l) { return !AttemptRunning(l.key); });
+}
+
+bool JobTable::AttemptRunning(const TaskKey& key) const {
+  const LiveJob* job = FindDurable(key.job);
+  return job != nullptr && job->row.attempts == key.attempt &&
+         Rec(*job).phase == JobPhase::kRunning;
+}
+
+bool JobTable::AwaitsLaunch(const std::string& node, const TaskKey& key) const {
+  if (!AttemptRunning(key)) {
+    return false;
+  }
+  const LiveJob& job = *FindDurable(key.job);
+  const auto task = static_cast<size_t>(key.task);
+  return key.task >= 0 && task < job.tasks.size() && !TaskExited(job, task) &&
+         job.tasks[task].node == node;
+}
+
+const JobRow& JobTable::SealRow(LiveJob& job) const {
+  const JobRecord& rec = Rec(job);
+  if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
+      !rec.allocations.empty() && rec.allocations.size() == job.tasks.size()) {
+    std::vector<job_rows::StoredTask> tasks;
+    for (size_t t = 0; t < job.tasks.size(); ++t) {
+      const TaskOutcome o = t < rec.attempt.tasks.size() ? rec.attempt.tasks[t] : TaskOutcome{};
+      tasks.push_back(job_rows::StoredTask{job.tasks[t].node, o.exited, o.exit_code, o.signal});
+    }
+    static constexpr const char* kAfter[] = {"", "requeue", "cancel", "fail"};
+    job.row.placement_json = WithStoredAttempts(
+        job_rows::PlacementJson(rec.allocations, tasks, rec.run_start,
+                                kAfter[static_cast<size_t>(rec.attempt.after)]),
+        job.row.placement_json);
+  }
+  job.row.state = std::string(JobStateName(StateOf(job)));  // the stored copy
+  return job.row;
 }
 
 JobState JobTable::StateOf(const LiveJob& job) const {
@@ -136,6 +186,49 @@ std::optional<JobNumber> JobTable::FindKey(const std::string& tenant,
 
 void JobTable::AddKey(const std::string& tenant, const std::string& key, JobNumber id) {
   idempotency_[QueueKey(tenant, key)] = id;
+}
+
+void JobTable::AddStaged(const JobRow& row, JobSubmission job) {
+  LiveJob& j = Add(JobNumber(row.id));  // finished (invisible to the core)
+  j.row = row;
+  j.submission = std::move(job);
+  if (!row.idempotency_key.empty()) {
+    AddKey(row.tenant, row.idempotency_key, j.id());
+  }
+}
+
+LiveJob& JobTable::Acknowledge(JobNumber id, bool spec_text_ok, const GpuCatalog& catalog) {
+  LiveJob& j = jobs_.at(id);
+  if (spec_text_ok) {
+    j.spec_text_ok = 1;
+  }
+  j.durable = true;
+  RecordSubmission(j, catalog);
+  return j;
+}
+
+LiveJob* JobTable::CurrentTaskOn(const TaskKey& key, const std::string& node) {
+  LiveJob* job = Find(JobNumber(key.job));
+  if (job == nullptr || job->row.attempts != key.attempt || key.task < 0 ||
+      static_cast<size_t>(key.task) >= job->tasks.size() ||
+      job->tasks[static_cast<size_t>(key.task)].node != node) {
+    return nullptr;
+  }
+  const JobPhase phase = Rec(*job).phase;
+  return phase == JobPhase::kRunning || phase == JobPhase::kStopping ? job : nullptr;
+}
+
+std::optional<LogAppend> JobTable::ReceiveLog(LiveJob& job, int task, int64_t offset,
+                                              const std::string& data) {
+  TaskRun& run = job.tasks[static_cast<size_t>(task)];
+  const int64_t end = offset + static_cast<int64_t>(data.size());
+  if (data.empty() || end <= run.log_received) {
+    return std::nullopt;  // already have it (a resent heartbeat)
+  }
+  const size_t skip =
+      offset < run.log_received ? static_cast<size_t>(run.log_received - offset) : 0;
+  run.log_received = end;
+  return LogAppend{job.id(), task, data.substr(skip)};
 }
 
 uint32_t JobTable::AllocSlot(JobNumber id) {
@@ -323,6 +416,97 @@ LiveJob& JobTable::AddStarted(JobSubmission submission, const Allocation& alloca
   rec.run_start = now;
   rec.eligible_since = now;
   rec.starts = 1;
+  return job;
+}
+
+JobFacts JobTable::FactsOf(const LiveJob& job, const JobLifecycle* lifecycle) const {
+  const bool archived = job.slot == kArchived;
+  const JobState state = StateOf(job);
+  const int stored_restarts = archived ? StoredRestarts(StoredAttempts(job.row.placement_json)) : 0;
+  const bool held = !archived && state == JobState::kPending && lifecycle != nullptr;
+  return JobFacts{job.id(),
+                  job.row.tenant,
+                  job.row.queue,
+                  job.row.attempts,
+                  state,
+                  archived ? nullptr : &Rec(job),
+                  job.submission,
+                  job.row.tenant == kValidationTenant,
+                  job.tasks.size(),
+                  [&job](size_t t) -> const std::string& { return job.tasks[t].node; },
+                  stored_restarts,
+                  held ? lifecycle->HeldUntil(Rec(job).id) : 0};
+}
+
+void JobTable::VisitFacts(bool running_only, const JobLifecycle* lifecycle,
+                          const std::function<void(const JobFacts&)>& visit) const {
+  for (const auto& [id, job] : jobs_) {
+    const JobState state = StateOf(job);
+    if (job.durable &&
+        (!running_only || state == JobState::kRunning || state == JobState::kStopping)) {
+      visit(FactsOf(job, lifecycle));
+    }
+  }
+}
+
+LiveJob* JobTable::FindRunning(JobNumber id) {
+  LiveJob* job = Find(id);
+  const JobState state = job != nullptr ? StateOf(*job) : JobState::kPending;
+  return state == JobState::kRunning || state == JobState::kStopping ? job : nullptr;
+}
+
+std::vector<JobNumber> JobTable::JobsOnNode(const std::string& node) const {
+  std::vector<JobNumber> on;  // the table is in id order
+  for (const auto& [id, job] : jobs_) {
+    const JobPhase phase = Rec(job).phase;
+    const bool runs = phase == JobPhase::kRunning || phase == JobPhase::kStopping;
+    bool here = false;
+    for (size_t t = 0; runs && !here && t < job.tasks.size(); ++t) {
+      here = job.tasks[t].node == node && !TaskExited(job, t);
+    }
+    if (here) {
+      on.push_back(id);
+    }
+  }
+  return on;
+}
+
+void JobTable::SignalStops(const LiveJob& job, int signal, Micros grace,
+                           std::vector<std::pair<std::string, TaskStop>>& stops) const {
+  for (size_t t = 0; t < job.tasks.size(); ++t) {
+    if (!TaskExited(job, t)) {
+      stops.emplace_back(job.tasks[t].node,
+                         TaskStop{TaskKey{job.row.id, static_cast<int>(t), job.row.attempts},
+                                  (grace + 999) / 1000, signal});
+    }
+  }
+}
+
+bool JobTable::CancelPending(JobNumber id, const std::string& reason, JobLifecycle* lifecycle,
+                             Micros now) {
+  LiveJob* job = Find(id);
+  if (job == nullptr || job->slot == kArchived || Rec(*job).phase != JobPhase::kPending) {
+    return false;
+  }
+  if (!reason.empty()) {
+    job->row.reason = reason;
+  }
+  lifecycle->Finish(Rec(*job), JobEnd::kCancelled, now);
+  job->row.end_us = now;
+  return true;
+}
+
+LiveJob JobTable::FromArchive(JobRow row, const GpuCatalog& catalog) {
+  LiveJob job;
+  job.row = std::move(row);
+  job.durable = true;
+  job.slot = kArchived;
+  nlohmann::json spec = nlohmann::json::parse(job.row.spec_json.str(), nullptr, false);
+  if (!spec.is_discarded()) {
+    if (StatusOr<JobSubmission> sub = JobSubmissionFromJson(spec, catalog); sub.ok()) {
+      job.submission = std::move(sub).value();
+    }
+  }
   return job;
 }
 

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -36,11 +37,14 @@
 #include "model/queue_tree.h"
 #include "sched/job_lifecycle.h"
 #include "sched/job_record.h"
+#include "server/job_logs.h"
 #include "server/job_number.h"
 #include "server/job_state.h"
 #include "store/store.h"
 
 namespace tessera {
+
+struct JobFacts;  // modules/controller_module.h
 
 // Where one task of a job's current attempt runs and what of its output was received;
 // how it ended is the core's (JobRecord::attempt, sched/attempt_machine.h).
@@ -102,6 +106,14 @@ class JobTable {
     return it != jobs_.end() && !it->second.durable;
   }
   void AddKey(const std::string& tenant, const std::string& key, JobNumber id);
+  // A submission being made durable (JobIntake's staged job): `row` and `job` under the
+  // row's id, invisible to the core, and its idempotency key when the row has one.
+  // Remove undoes it (its commit failed), Acknowledge completes it.
+  void AddStaged(const JobRow& row, JobSubmission job);
+  // The staged job `id` is durable: found from now on, its record set from its
+  // submission (RecordSubmission; the caller hands it to the core), its stored spec text
+  // known to be JSON when `spec_text_ok` (written just now).
+  LiveJob& Acknowledge(JobNumber id, bool spec_text_ok, const GpuCatalog& catalog);
 
   // The core numbers jobs densely by slot, so that its per-job tables stay as small as
   // the jobs in memory; the API's ids only grow.
@@ -151,6 +163,14 @@ class JobTable {
   LiveJob& AddStarted(JobSubmission submission, const Allocation& allocation,
                       const GpuCatalog& catalog, const QueueTree& tree, Micros now);
 
+  // The job whose current attempt's task `key` is placed on `node`, while it runs or
+  // stops; null otherwise (a report about it is stale: not, or no longer, that node's).
+  LiveJob* CurrentTaskOn(const TaskKey& key, const std::string& node);
+  // A reported chunk of task `task`'s output from byte `offset`: the part not received
+  // yet, now counted as received; nullopt when there is none (a resent heartbeat).
+  std::optional<LogAppend> ReceiveLog(LiveJob& job, int task, int64_t offset,
+                                      const std::string& data);
+
   // An agent of `node` registered reporting `reports`: the tasks of the running and
   // stopping jobs' current attempts placed there, not exited, that it did not report.
   // An agent keeps every task it received until its end is durable here, so it never
@@ -161,11 +181,27 @@ class JobTable {
   // and have not exited: their stops (decided before a controller restart, or sent to
   // the agent's previous connection) are to be sent again.
   std::vector<TaskKey> StopsToResend(const std::vector<TaskReport>& reports) const;
+  // The reports from `node` on a task of an acknowledged job's current attempt placed on
+  // another node, with that node's name (stale or unknown tasks are not among them: the
+  // usual reconciliation answers those).
+  std::vector<std::pair<TaskKey, std::string>> ForeignReports(
+      const std::string& node, const std::vector<TaskReport>& reports) const;
   // A node's commands waiting for its heartbeat, less those with nothing left to do: a
   // stop whose task is gone (its job unknown, another attempt, or exited), a launch
   // whose attempt is no longer running (the stop that follows ends it on the agent,
   // which never had it).
   void PruneCommands(std::vector<TaskLaunch>& launches, std::vector<TaskStop>& stops) const;
+  // Whether `key` names the current attempt of an acknowledged job the core runs (not
+  // stopping): its launch is still to be handed out.
+  bool AttemptRunning(const TaskKey& key) const;
+  // ... and that task has not exited and is placed on `node`: a launch the node's agent
+  // never received is to be sent again.
+  bool AwaitsLaunch(const std::string& node, const TaskKey& key) const;
+
+  // The job's row as it is to be stored now: its state from the core's record and, while
+  // an attempt holds a placement, that placement with its tasks' nodes and exits (the
+  // attempts stored before kept).
+  const JobRow& SealRow(LiveJob& job) const;
 
   // Jobs whose terminal rows are durable: candidates for archiving, oldest first.
   void NoteFinished(JobNumber id) { finished_order_.push_back(id); }
@@ -176,6 +212,33 @@ class JobTable {
   // their slots are reused) once no victim still stops for them; their keys are
   // remembered until the retention passes. Returns the ids that left.
   std::vector<JobNumber> Archive(Micros now, size_t keep);
+  // A job archived to the store, read back from its `row` (read only: it is finished):
+  // durable, in slot kArchived, its submission parsed from the row's spec (left empty
+  // when the spec no longer parses).
+  static LiveJob FromArchive(JobRow row, const GpuCatalog& catalog);
+
+  // ---- what the modules' and services' step reads and does of the jobs ----
+  // (modules/controller_module.h, services/service_step.h)
+  // The job as a module sees it (the facts refer into `job`); `lifecycle` (null until
+  // the core made one) gives a pending job's hold. An archived job has no record.
+  JobFacts FactsOf(const LiveJob& job, const JobLifecycle* lifecycle) const;
+  // Every acknowledged job in memory as FactsOf gives it, in id order: only those running
+  // or stopping when `running_only`.
+  void VisitFacts(bool running_only, const JobLifecycle* lifecycle,
+                  const std::function<void(const JobFacts&)>& visit) const;
+  // An acknowledged job in memory that is running or stopping; null for any other.
+  LiveJob* FindRunning(JobNumber id);
+  // The jobs running or stopping with a task of their current attempt on `node` that has
+  // not exited, in id order.
+  std::vector<JobNumber> JobsOnNode(const std::string& node) const;
+  // Appends to `stops` (node, stop) a stop of each task of the job's current attempt that
+  // has not exited, sending `signal`, the agent killing what is left after `grace`.
+  void SignalStops(const LiveJob& job, int signal, Micros grace,
+                   std::vector<std::pair<std::string, TaskStop>>& stops) const;
+  // Ends pending job `id` at once as cancelled at `now` (`lifecycle`: the core's, which
+  // runs on these records), with `reason` when not empty; its row's end is `now`. False,
+  // nothing changed, for a job not in memory or not pending.
+  bool CancelPending(JobNumber id, const std::string& reason, JobLifecycle* lifecycle, Micros now);
 
  private:
   // An acknowledged job in memory (Find, for the const queries).

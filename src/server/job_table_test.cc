@@ -7,6 +7,8 @@
 
 #include "server/job_attempts.h"
 #include "server/job_rows.h"
+#include "server/modules/controller_module.h"
+#include "server/modules/validation.h"
 #include "server/testing/queue_trees.h"
 
 namespace tessera {
@@ -219,6 +221,68 @@ TaskReport Report(uint64_t job, int task, int attempt, TaskState state = TaskSta
   return r;
 }
 
+TEST(JobTableReportsTest, AReportCountsOnlyForACurrentTaskOfTheReportingNode) {
+  Reconciling r;
+  LiveJob* two = r.table.Find(JobNumber(2));
+  EXPECT_EQ(r.table.CurrentTaskOn({2, 0, 1}, "n1"), two);
+  EXPECT_EQ(r.table.CurrentTaskOn({2, 1, 1}, "n2"), two);
+  EXPECT_EQ(r.table.CurrentTaskOn({2, 0, 1}, "n2"), nullptr);  // placed on n1
+  EXPECT_EQ(r.table.CurrentTaskOn({2, 0, 0}, "n1"), nullptr);  // another attempt
+  EXPECT_EQ(r.table.CurrentTaskOn({2, 2, 1}, "n1"), nullptr);  // no such task
+  EXPECT_EQ(r.table.CurrentTaskOn({2, -1, 1}, "n1"), nullptr);
+  EXPECT_EQ(r.table.CurrentTaskOn({99, 0, 1}, "n1"), nullptr);
+  EXPECT_EQ(r.table.CurrentTaskOn({3, 1, 1}, "n2"), r.table.Find(JobNumber(3)));  // stopping
+  // An exited task's late report still counts (the machine ignores a second exit).
+  EXPECT_EQ(r.table.CurrentTaskOn({1, 1, 1}, "n1"), r.table.Find(JobNumber(1)));
+  r.table.Rec(*two).phase = JobPhase::kFinished;
+  EXPECT_EQ(r.table.CurrentTaskOn({2, 0, 1}, "n1"), nullptr);
+}
+
+TEST(JobTableReportsTest, OnlyTheOutputNotReceivedYetIsAppended) {
+  Reconciling r;
+  LiveJob& job = *r.table.Find(JobNumber(2));
+  std::optional<LogAppend> first = r.table.ReceiveLog(job, 1, 0, "hello");
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->job, JobNumber(2));
+  EXPECT_EQ(first->task, 1);
+  EXPECT_EQ(first->data, "hello");
+  EXPECT_EQ(job.tasks[1].log_received, 5);
+  EXPECT_FALSE(r.table.ReceiveLog(job, 1, 0, "hello").has_value());  // resent
+  EXPECT_FALSE(r.table.ReceiveLog(job, 1, 2, "llo").has_value());
+  EXPECT_EQ(r.table.ReceiveLog(job, 1, 3, "lo wor")->data, " wor");  // overlaps
+  EXPECT_EQ(job.tasks[1].log_received, 9);
+  EXPECT_FALSE(r.table.ReceiveLog(job, 1, 9, "").has_value());
+  EXPECT_EQ(job.tasks[0].log_received, 0);  // per task
+}
+
+TEST(JobTableStagedTest, AStagedJobIsFoundByItsKeyAndByIdOnceAcknowledged) {
+  JobTable table;
+  JobRow row = Row(7, "pending");
+  row.idempotency_key = "k1";
+  StatusOr<JobSubmission> sub = ParseJobJson(row.spec_json.str(), GpuCatalog::Default());
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  table.AddStaged(row, *sub);
+  EXPECT_EQ(table.Find(JobNumber(7)), nullptr);  // not durable yet
+  EXPECT_TRUE(table.InFlight(JobNumber(7)));
+  EXPECT_EQ(table.FindKey("team-a", "k1"), JobNumber(7));
+  EXPECT_EQ(table.all().at(JobNumber(7)).row.name, "two");
+  EXPECT_TRUE(table.StateOf(table.all().at(JobNumber(7))) == JobState::kPending);
+
+  LiveJob& job = table.Acknowledge(JobNumber(7), true, GpuCatalog::Default());
+  EXPECT_EQ(table.Find(JobNumber(7)), &job);
+  EXPECT_FALSE(table.InFlight(JobNumber(7)));
+  EXPECT_EQ(job.spec_text_ok, 1);
+  EXPECT_EQ(table.Rec(job).spec.name, "two");
+  EXPECT_EQ(table.Rec(job).spec.tasks.size(), 2u);
+  EXPECT_EQ(table.Rec(job).gpu_milli, 2000);
+  EXPECT_EQ(table.Rec(job).attempt.policy.max, 5);
+
+  JobRow keyless = Row(8, "pending");
+  table.AddStaged(keyless, *sub);
+  EXPECT_EQ(table.Acknowledge(JobNumber(8), false, GpuCatalog::Default()).spec_text_ok, -1);
+  EXPECT_FALSE(table.FindKey("team-a", "").has_value());
+}
+
 TEST(JobTableReportsTest, UnreportedListsTheNodesLiveTasksItsAgentDidNotReport) {
   Reconciling r;
   // Job 2's task 0 reported; job 3's only for an older attempt, which does not count.
@@ -245,6 +309,24 @@ TEST(JobTableReportsTest, StopsAreResentForTheStoppingJobsRunningTasks) {
   EXPECT_EQ(r.table.StopsToResend(reports), (std::vector<TaskKey>{{3, 0, 1}, {5, 0, 1}}));
 }
 
+TEST(JobTableReportsTest, ForeignReportsNameATaskOfTheCurrentAttemptPlacedElsewhere) {
+  Reconciling r;
+  const std::vector<TaskReport> reports = {
+      Report(2, 0, 1),                       // placed on n1
+      Report(2, 1, 1),                       // placed here
+      Report(2, 0, 0),                       // another attempt: stale
+      Report(99, 0, 1),                      // unknown
+      Report(2, -1, 1),                      // no such task
+      Report(2, 5, 1),                       // no such task
+      Report(1, 1, 1, TaskState::kExited)};  // placed on n1, exited there
+  const std::vector<std::pair<TaskKey, std::string>> foreign =
+      r.table.ForeignReports("n2", reports);
+  ASSERT_EQ(foreign.size(), 2u);
+  EXPECT_EQ(foreign[0], (std::pair<TaskKey, std::string>{{2, 0, 1}, "n1"}));
+  EXPECT_EQ(foreign[1], (std::pair<TaskKey, std::string>{{1, 1, 1}, "n1"}));
+  EXPECT_TRUE(r.table.ForeignReports("n1", {Report(2, 0, 1), Report(3, 0, 1)}).empty());
+}
+
 TEST(JobTableReportsTest, CommandsWithNothingLeftToDoArePruned) {
   Reconciling r;
   std::vector<TaskStop> stops;
@@ -263,6 +345,180 @@ TEST(JobTableReportsTest, CommandsWithNothingLeftToDoArePruned) {
   EXPECT_EQ(stops[1].key, (TaskKey{3, 1, 1}));
   ASSERT_EQ(launches.size(), 1u);
   EXPECT_EQ(launches[0].key, (TaskKey{2, 1, 1}));
+}
+
+TEST(JobTableReportsTest, ALaunchAwaitsOnlyALiveTaskOfARunningAttemptOnItsNode) {
+  Reconciling r;
+  EXPECT_TRUE(r.table.AttemptRunning({2, 0, 1}));
+  EXPECT_FALSE(r.table.AttemptRunning({2, 0, 0}));  // another attempt
+  EXPECT_FALSE(r.table.AttemptRunning({3, 0, 1}));  // stopping
+  EXPECT_FALSE(r.table.AttemptRunning({4, 0, 1}));  // pending
+  EXPECT_FALSE(r.table.AttemptRunning({99, 0, 1}));
+  EXPECT_TRUE(r.table.AwaitsLaunch("n1", {2, 0, 1}));
+  EXPECT_TRUE(r.table.AwaitsLaunch("n2", {2, 1, 1}));
+  EXPECT_FALSE(r.table.AwaitsLaunch("n2", {2, 0, 1}));  // placed on n1
+  EXPECT_FALSE(r.table.AwaitsLaunch("n1", {1, 1, 1}));  // exited
+  EXPECT_FALSE(r.table.AwaitsLaunch("n1", {2, 2, 1}));  // no such task
+  EXPECT_FALSE(r.table.AwaitsLaunch("n1", {2, -1, 1}));
+  EXPECT_FALSE(r.table.AwaitsLaunch("n1", {3, 0, 1}));  // its attempt is stopping
+}
+
+TEST(JobTableReportsTest, ASealedRowHoldsTheRecordsStateAndTheAttemptsPlacement) {
+  Reconciling r;
+  LiveJob& running = r.table.all().at(JobNumber(1));
+  running.row.state = "stale";
+  running.row.placement_json = "{}";
+  const JobRow& row = r.table.SealRow(running);
+  EXPECT_EQ(row.state, "running");
+  std::vector<Allocation> allocations;
+  std::vector<job_rows::StoredTask> tasks;
+  Micros run_start = 0;
+  std::string after;
+  ASSERT_TRUE(
+      job_rows::ParsePlacement(row.placement_json, &allocations, &tasks, &run_start, &after).ok());
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_EQ(tasks[0].node, "n1");
+  EXPECT_FALSE(tasks[0].exited);
+  EXPECT_TRUE(tasks[1].exited);
+  EXPECT_EQ(allocations.size(), 2u);
+  EXPECT_EQ(run_start, 5'000);
+
+  LiveJob& pending = r.table.all().at(JobNumber(4));
+  pending.row.state = "stale";
+  pending.row.placement_json = "kept";
+  EXPECT_EQ(r.table.SealRow(pending).state, "pending");
+  EXPECT_EQ(pending.row.placement_json, "kept");  // no attempt holds a placement
+  LiveJob& stopping = r.table.all().at(JobNumber(5));
+  EXPECT_EQ(r.table.SealRow(stopping).state, "stopping");
+}
+
+// What the modules' and services' step reads and does of the jobs (JobFacts, the
+// running jobs, a node's jobs, a signal's stops, a pending job cancelled).
+TEST(JobTableStepTest, FactsAreTheJobsRowRecordAndTasks) {
+  Reconciling r;
+  r.table.Find(JobNumber(1))->row.tenant = kValidationTenant;
+  const LiveJob& job = *r.table.Find(JobNumber(1));
+  const JobFacts facts = r.table.FactsOf(job, nullptr);
+  EXPECT_EQ(facts.id, JobNumber(1));
+  EXPECT_EQ(&facts.tenant, &job.row.tenant);
+  EXPECT_EQ(facts.queue, "main");
+  EXPECT_EQ(facts.attempt, 1);
+  EXPECT_EQ(facts.state, JobState::kRunning);
+  EXPECT_EQ(facts.record, &r.table.Rec(job));
+  EXPECT_EQ(&facts.submission, &job.submission);
+  EXPECT_TRUE(facts.internal);
+  EXPECT_EQ(facts.tasks, 2u);
+  EXPECT_EQ(facts.task_node(1), "n1");
+  EXPECT_EQ(facts.stored_restarts, 0);
+  EXPECT_EQ(facts.held_until, 0);
+  EXPECT_FALSE(r.table.FactsOf(*r.table.Find(JobNumber(2)), nullptr).internal);
+
+  // A pending job held back by a restart's backoff: when the lifecycle lets it go.
+  const QueueTree tree = Tree();
+  JobLifecycle lifecycle(r.table.records(), &tree, nullptr, {});
+  const LiveJob& pending = *r.table.Find(JobNumber(4));
+  EXPECT_EQ(r.table.FactsOf(pending, &lifecycle).held_until, 0);
+  lifecycle.HoldUntil(r.table.Rec(pending), 77'000);
+  EXPECT_EQ(r.table.FactsOf(pending, &lifecycle).held_until, 77'000);
+  EXPECT_EQ(r.table.FactsOf(pending, nullptr).held_until, 0);
+
+  // An archived job, read back from the store: no record, its stored attempts' restarts.
+  LiveJob archived;
+  archived.row = Row(9, "failed");
+  archived.row.placement_json = AppendAttempt("", {{"attempt", 1}, {"restarts", 3}});
+  archived.slot = JobTable::kArchived;
+  const JobFacts old = r.table.FactsOf(archived, &lifecycle);
+  EXPECT_EQ(old.record, nullptr);
+  EXPECT_EQ(old.state, JobState::kFailed);
+  EXPECT_EQ(old.stored_restarts, 3);
+}
+
+std::vector<JobNumber> Visited(const JobTable& table, bool running_only) {
+  std::vector<JobNumber> ids;
+  table.VisitFacts(running_only, nullptr, [&](const JobFacts& job) { ids.push_back(job.id); });
+  return ids;
+}
+
+TEST(JobTableStepTest, VisitsAreOfAcknowledgedJobsRunningOnesOrAll) {
+  Reconciling r;
+  r.table.Add(JobNumber(6));  // not acknowledged yet: never visited
+  const std::vector<JobNumber> running = {JobNumber(1), JobNumber(2), JobNumber(3), JobNumber(5)};
+  EXPECT_EQ(Visited(r.table, /*running_only=*/true), running);
+  EXPECT_EQ(Visited(r.table, /*running_only=*/false),
+            (std::vector<JobNumber>{JobNumber(1), JobNumber(2), JobNumber(3), JobNumber(4),
+                                    JobNumber(5)}));
+  EXPECT_EQ(r.table.FindRunning(JobNumber(3)), r.table.Find(JobNumber(3)));  // stopping
+  EXPECT_EQ(r.table.FindRunning(JobNumber(4)), nullptr);                     // pending
+  EXPECT_EQ(r.table.FindRunning(JobNumber(6)), nullptr);
+  EXPECT_EQ(r.table.FindRunning(JobNumber(99)), nullptr);
+}
+
+TEST(JobTableStepTest, ANodesJobsAreThoseWithATaskStillOnIt) {
+  Reconciling r;
+  r.Add(6, "running", {{"n3", true, 0, 0}, {"n1", false, 0, 0}});  // exited on n3
+  EXPECT_EQ(r.table.JobsOnNode("n1"),
+            (std::vector<JobNumber>{JobNumber(1), JobNumber(2), JobNumber(3), JobNumber(6)}));
+  EXPECT_EQ(r.table.JobsOnNode("n2"),
+            (std::vector<JobNumber>{JobNumber(2), JobNumber(3), JobNumber(5)}));
+  EXPECT_TRUE(r.table.JobsOnNode("n3").empty());
+}
+
+TEST(JobTableStepTest, ASignalStopsTheTasksNotExited) {
+  Reconciling r;
+  std::vector<std::pair<std::string, TaskStop>> stops;
+  r.table.SignalStops(*r.table.Find(JobNumber(1)), 10, 1'500, stops);  // task 1 exited
+  r.table.SignalStops(*r.table.Find(JobNumber(4)), 10, 1'500, stops);  // pending: no tasks
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].first, "n1");
+  EXPECT_EQ(stops[0].second.key, (TaskKey{1, 0, 1}));
+  EXPECT_EQ(stops[0].second.grace_ms, 2);  // rounded up
+  EXPECT_EQ(stops[0].second.signal, 10);
+  r.table.SignalStops(*r.table.Find(JobNumber(2)), 15, 0, stops);
+  ASSERT_EQ(stops.size(), 3u);
+  EXPECT_EQ(stops[2].first, "n2");
+  EXPECT_EQ(stops[2].second.key, (TaskKey{2, 1, 1}));
+  EXPECT_EQ(stops[2].second.grace_ms, 0);
+}
+
+TEST(JobTableStepTest, OnlyAPendingJobIsCancelledAtOnce) {
+  Reconciling r;
+  const QueueTree tree = Tree();
+  JobLifecycle lifecycle(r.table.records(), &tree, nullptr, {});
+  EXPECT_FALSE(r.table.CancelPending(JobNumber(1), "no", &lifecycle, 50));  // running
+  EXPECT_FALSE(r.table.CancelPending(JobNumber(99), "no", &lifecycle, 50));
+  EXPECT_EQ(r.table.Find(JobNumber(1))->row.reason, "");
+  LiveJob& job = *r.table.Find(JobNumber(4));
+  job.row.reason = "held";
+  EXPECT_TRUE(r.table.CancelPending(JobNumber(4), "", &lifecycle, 60));
+  EXPECT_EQ(r.table.StateOf(job), JobState::kCancelled);
+  EXPECT_EQ(job.row.reason, "held");  // kept: none given
+  EXPECT_EQ(job.row.end_us, 60);
+  EXPECT_FALSE(r.table.CancelPending(JobNumber(4), "again", &lifecycle, 70));  // finished
+  EXPECT_EQ(job.row.end_us, 60);
+
+  Reconciling other;
+  JobLifecycle second(other.table.records(), &tree, nullptr, {});
+  EXPECT_TRUE(other.table.CancelPending(JobNumber(4), "dependency failed", &second, 80));
+  EXPECT_EQ(other.table.Find(JobNumber(4))->row.reason, "dependency failed");
+}
+
+TEST(JobTableArchiveTest, AnArchivedRowReadsBackAsADurableJobWithItsSubmission) {
+  LiveJob job = JobTable::FromArchive(Row(9, "succeeded"), GpuCatalog::Default());
+  EXPECT_EQ(job.id(), JobNumber(9));
+  EXPECT_TRUE(job.durable);
+  EXPECT_EQ(job.slot, JobTable::kArchived);
+  EXPECT_EQ(job.submission.spec.name, "two");
+  EXPECT_EQ(job.submission.spec.tasks.size(), 2u);
+  JobTable table;
+  EXPECT_EQ(table.StateOf(job), JobState::kSucceeded);  // the row's
+  EXPECT_TRUE(table.TaskExited(job, 0));
+
+  JobRow unreadable = Row(10, "failed");
+  unreadable.spec_json = std::string("{not json");
+  job = JobTable::FromArchive(unreadable, GpuCatalog::Default());
+  EXPECT_TRUE(job.durable);
+  EXPECT_EQ(job.row.id, 10u);
+  EXPECT_TRUE(job.submission.spec.tasks.empty());  // left empty
 }
 
 }  // namespace job_table_test

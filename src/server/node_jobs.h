@@ -2,9 +2,9 @@
 // validation checks of modules/validation_runs.h) takes of the node and is submitted as.
 //
 // Pure: from the node's spec and ledger, the queue tree and the request, so that what a
-// node job holds is tested on its own. The controller checks the allocation against its
-// live ledger, adds the job (JobTable::AddStarted) and starts it
-// (Controller::StartNodeJob, controller_node_jobs.cc).
+// node job holds is tested on its own. The core session checks the allocation against
+// its live ledger and adds the job (CoreSession::AddNodeJob, JobTable::AddStarted); the
+// controller starts it (Controller::StartNodeJob).
 // Thread safety: values.
 #pragma once
 

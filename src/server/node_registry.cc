@@ -1,6 +1,8 @@
 #include "server/node_registry.h"
 
+#include <algorithm>
 #include <charconv>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 namespace tessera {
@@ -88,6 +90,35 @@ void NodeRegistry::Registered(NodeInfo& node, const NodeInventory& inventory,
   node.stops.clear();
 }
 
+NodeInfo& NodeRegistry::Register(const NodeInventory& inventory, const std::string& agent_id,
+                                 const std::string& address, Micros now) {
+  NodeInfo& node = FindOrAdd(inventory.spec.name);
+  if (node.up && node.agent_id != agent_id) {
+    std::cerr << "tessera server: node " << inventory.spec.name
+              << " re-registered by a new agent\n";
+  }
+  Registered(node, inventory, agent_id, address, now);
+  return node;
+}
+
+NodeInfo* NodeRegistry::Heard(const std::string& name, const std::string& agent_id, Micros now) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end() || !it->second.up || it->second.agent_id != agent_id) {
+    return nullptr;
+  }
+  it->second.last_seen = now;
+  return &it->second;
+}
+
+Micros NodeRegistry::HeartbeatInterval(Micros floor, Micros node_timeout,
+                                       int64_t max_per_second) const {
+  if (max_per_second <= 0) {
+    return floor;
+  }
+  const Micros spread = static_cast<Micros>(nodes_.size()) * 1'000'000 / max_per_second;
+  return std::clamp(spread, floor, std::max(floor, node_timeout / 4));
+}
+
 std::vector<GpuTelemetry> NodeRegistry::ByGpuIndex(const NodeInfo& node,
                                                    std::vector<GpuTelemetry> sample) {
   const size_t gpus = node.inventory.spec.gpus.size();
@@ -118,6 +149,15 @@ void NodeRegistry::NoteTelemetry(NodeInfo& node, std::vector<GpuTelemetry> by_in
 
 std::pair<std::string, std::string> NodeRegistry::SetDrain(NodeInfo& node, int gpu,
                                                          std::optional<DrainInfo> drain) {
+  const std::string& name = node.inventory.spec.name;
+  const std::string what =
+      gpu < 0 ? "node " + name : "node " + name + " GPU " + std::to_string(gpu);
+  if (drain) {
+    std::cerr << "tessera server: " << what << " drained by " << drain->by << ": " << drain->reason
+              << "\n";
+  } else {
+    std::cerr << "tessera server: " << what << " resumed\n";
+  }
   if (gpu < 0) {
     node.drain = std::move(drain);
   } else if (drain) {
@@ -140,20 +180,118 @@ std::pair<std::string, std::string> NodeRegistry::NoDrainsRow(const std::string&
   return {DrainsKeyPrefix() + name, none.dump()};
 }
 
+std::pair<std::string, std::string> NodeRegistry::RemovedRow(const std::string& name, Micros at) {
+  return {RemovedKeyPrefix() + name, nlohmann::json{{"at_us", at}}.dump()};
+}
+
+std::pair<std::string, std::string> NodeRegistry::Remove(const std::string& name) {
+  std::pair<std::string, std::string> row = NoDrainsRow(name);
+  std::cerr << "tessera server: node " << name << " removed by the admin\n";
+  nodes_.erase(name);  // last: `name` may be the node's own
+  return row;
+}
+
+bool NodeRegistry::ForgetRemoved(const std::vector<std::pair<std::string, std::string>>& rows) {
+  bool forgot = false;
+  for (const auto& [key, value] : rows) {
+    if (!value.empty()) {
+      nodes_.erase(key.substr(std::string(RemovedKeyPrefix()).size()));
+      forgot = true;
+    }
+  }
+  return forgot;
+}
+
+Status NodeRegistry::ClearRemoved(Store& store, const std::string& name) {
+  TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> marker,
+                           store.GetKv(RemovedKeyPrefix() + name));
+  if (!marker || marker->empty()) {
+    return Status::Ok();
+  }
+  WriteBatch batch;
+  batch.kv.emplace_back(RemovedKeyPrefix() + name, "");
+  return store.Commit(std::move(batch));
+}
+
 Status NodeRegistry::RestoreDrains(const std::vector<std::pair<std::string, std::string>>& rows,
                                    Micros now) {
   const size_t prefix = std::string(DrainsKeyPrefix()).size();
   for (const auto& [key, text] : rows) {
     const std::string name = key.substr(prefix);
-    NodeInfo& node = FindOrAdd(name);
-    if (node.inventory.spec.name.empty()) {
-      node.inventory.spec.name = name;
-      node.reason = "waiting for its agent after a controller restart";
-      node.last_seen = now;
-    }
-    TESSERA_RETURN_IF_ERROR(ReadDrains(name, text, node));
+    AwaitAgent(name, now);
+    TESSERA_RETURN_IF_ERROR(ReadDrains(name, text, *Find(name)));
   }
   return Status::Ok();
+}
+
+Status NodeRegistry::RestoreInventories(
+    const std::vector<std::pair<std::string, std::string>>& rows, const GpuCatalog& catalog,
+    Micros now) {
+  for (const auto& [key, text] : rows) {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) {
+      return InternalError("stored node '" + key + "' is not JSON");
+    }
+    TESSERA_ASSIGN_OR_RETURN(NodeInventory inventory, NodeInventoryFromJson(j, catalog));
+    AwaitAgent(inventory.spec.name, now);
+    Find(inventory.spec.name)->inventory = std::move(inventory);
+  }
+  return Status::Ok();
+}
+
+std::pair<std::string, std::string> NodeRegistry::InventoryRow(const NodeInventory& inventory,
+                                                               const GpuCatalog& catalog) {
+  return {InventoryKeyPrefix() + inventory.spec.name, ToJson(inventory, catalog).dump()};
+}
+
+void NodeRegistry::AwaitAgent(const std::string& name, Micros now) {
+  NodeInfo& node = FindOrAdd(name);
+  if (node.inventory.spec.name.empty()) {
+    node.inventory.spec.name = name;
+    node.up = false;
+    node.reason = "waiting for its agent after a controller restart";
+    node.last_seen = now;
+  }
+}
+
+std::vector<std::string> NodeRegistry::Silent(Micros now, Micros timeout) const {
+  std::vector<std::string> silent;
+  for (const auto& [name, node] : nodes_) {
+    if (now - node.last_seen > timeout && (node.up || node.reason.rfind("waiting", 0) == 0)) {
+      silent.push_back(name);
+    }
+  }
+  return silent;
+}
+
+std::map<std::string, HeartbeatResponse> NodeRegistry::Deliver(
+    std::vector<std::pair<std::string, TaskLaunch>> launches,
+    const std::vector<std::pair<std::string, TaskStop>>& stops,
+    const std::function<bool(const TaskKey&)>& running, bool collect) {
+  std::map<std::string, HeartbeatResponse> queued;
+  for (auto& [name, launch] : launches) {
+    NodeInfo* node = Find(name);
+    if (node == nullptr || !running(launch.key)) {
+      continue;
+    }
+    if (collect) {
+      queued[name].launch.push_back(launch);
+    }
+    node->launches.push_back(std::move(launch));
+  }
+  for (const auto& [name, stop] : stops) {
+    NodeInfo* node = Find(name);
+    const TaskKey& key = stop.key;
+    if (node == nullptr || std::any_of(node->stops.begin(), node->stops.end(),
+                                       [&key](const TaskStop& s) { return s.key == key; })) {
+      continue;
+    }
+    node->stops.push_back(stop);
+    if (collect) {
+      queued[name].stop.push_back(stop);
+    }
+  }
+  return queued;
 }
 
 }  // namespace tessera

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -29,6 +30,8 @@
 #include "api/agent_protocol.h"
 #include "base/clock.h"
 #include "base/status.h"
+#include "model/gpu_catalog.h"
+#include "store/store.h"
 
 namespace tessera {
 
@@ -78,6 +81,18 @@ class NodeRegistry {
   // number are kept.
   static void Registered(NodeInfo& node, const NodeInventory& inventory,
                          const std::string& agent_id, const std::string& address, Micros now);
+  // The node of `inventory` (added when not known yet) Registered by its agent; a
+  // replaced agent of a node that was up is logged.
+  NodeInfo& Register(const NodeInventory& inventory, const std::string& agent_id,
+                     const std::string& address, Micros now);
+  // The node `name` heard from its agent `agent_id` at `now` (its last sign of life);
+  // null when it is unknown, down, or registered by another agent since (the caller's
+  // agent is to register again).
+  NodeInfo* Heard(const std::string& name, const std::string& agent_id, Micros now);
+  // The heartbeat interval to tell agents: `floor`, or with `max_per_second` > 0 the
+  // known nodes spread over that rate, yet never above a quarter of `node_timeout`
+  // (unless `floor` is), so that several beats fall within the timeout whatever the fleet.
+  Micros HeartbeatInterval(Micros floor, Micros node_timeout, int64_t max_per_second) const;
 
   // Telemetry. `sample` by GPU index of the node's inventory: one entry per GPU, those
   // the driver no longer reports marked lost (with their UUIDs); indexes the inventory
@@ -94,7 +109,7 @@ class NodeRegistry {
   static void NoteTelemetry(NodeInfo& node, std::vector<GpuTelemetry> by_index,
                             const std::string& agent_id, Micros now);
 
-  // Drains (the node's when gpu < 0, else one GPU's): set, or lifted with nullopt.
+  // Drains (the node's when gpu < 0, else one GPU's): set, or lifted with nullopt (logged).
   // Returns the node's drains row to make durable (key, value). The node must be known.
   std::pair<std::string, std::string> SetDrain(NodeInfo& node, int gpu,
                                                 std::optional<DrainInfo> drain);
@@ -105,6 +120,49 @@ class NodeRegistry {
   static const char* DrainsKeyPrefix() { return "drain/"; }
   // The row of a node without drains (a removed node's).
   static std::pair<std::string, std::string> NoDrainsRow(const std::string& name);
+
+  // Nodes the admin removed (services/node_actions.h) stay forgotten across a restart: a
+  // marker row per name (RemovedKeyPrefix() + name), {"at_us"} once removed, "" once
+  // the name registered again.
+  static const char* RemovedKeyPrefix() { return "removed_node/"; }
+  // The admin removed node `name`: it is no longer known (logged). Returns the row that
+  // clears its drains (NoDrainsRow).
+  std::pair<std::string, std::string> Remove(const std::string& name);
+  // The marker of node `name` removed at `at`.
+  static std::pair<std::string, std::string> RemovedRow(const std::string& name, Micros at);
+  // The stored markers (`rows`), at the start: the nodes they name are forgotten. Whether
+  // any marker named a removed node (cleared ones do not).
+  bool ForgetRemoved(const std::vector<std::pair<std::string, std::string>>& rows);
+  // Before a name's first registration: its marker in `store` cleared, durably, when it
+  // says the node was removed.
+  static Status ClearRemoved(Store& store, const std::string& name);
+
+  // At the controller's start, the stored inventories (InventoryKeyPrefix() + name ->
+  // JSON) into nodes waiting for their agents (`now`: their last sign of life, so that
+  // each agent gets a whole timeout to come back). Internal for a row this version cannot
+  // read.
+  Status RestoreInventories(const std::vector<std::pair<std::string, std::string>>& rows,
+                            const GpuCatalog& catalog, Micros now);
+  static const char* InventoryKeyPrefix() { return "node/"; }
+  // The row that keeps a registered inventory across restarts.
+  static std::pair<std::string, std::string> InventoryRow(const NodeInventory& inventory,
+                                                          const GpuCatalog& catalog);
+  // A node known only through a restored job's placement: added, waiting for its agent,
+  // unless it is known already.
+  void AwaitAgent(const std::string& name, Micros now);
+  // The nodes silent for longer than `timeout` at `now` that are up or waiting for their
+  // agents: to be taken down. In name order.
+  std::vector<std::string> Silent(Micros now, Micros timeout) const;
+
+  // Hands durable commands to their nodes' queues, where they wait for the node's next
+  // heartbeat (resent until the agent answers): each launch for which `running` holds
+  // (its attempt still runs), each stop not queued already; a command for a node no
+  // longer known is dropped. With `collect`, returns what was queued, by node (what a
+  // push may send at once).
+  std::map<std::string, HeartbeatResponse> Deliver(
+      std::vector<std::pair<std::string, TaskLaunch>> launches,
+      const std::vector<std::pair<std::string, TaskStop>>& stops,
+      const std::function<bool(const TaskKey&)>& running, bool collect);
 
   // Up nodes whose new spec waits for them to hold nothing (drained until then).
   std::set<std::string>& respec() { return respec_; }

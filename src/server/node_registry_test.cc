@@ -99,6 +99,55 @@ TEST(NodeRegistryTest, ARegistrationBringsTheNodeUpWithoutThePreviousAgentsComma
   EXPECT_EQ(n.telemetry_agent, "old");
 }
 
+TEST(NodeRegistryTest, ARegistrationAddsANewNodeOrTakesOverTheKnownOne) {
+  NodeRegistry nodes;
+  nodes.Add("first");
+  NodeInventory inventory;
+  inventory.spec.name = "n";
+  NodeInfo& n = nodes.Register(inventory, "a0", "10.0.0.1:7000", 5);
+  EXPECT_EQ(nodes.Find("n"), &n);
+  EXPECT_GT(n.seq, nodes.Find("first")->seq);  // numbered after every other
+  EXPECT_TRUE(n.up);
+  n.launches.emplace_back().key = TaskKey{1, 0, 1};
+  NodeInfo& again = nodes.Register(inventory, "a1", "10.0.0.2:7000", 9);  // a new agent
+  EXPECT_EQ(&again, &n);
+  EXPECT_EQ(n.agent_id, "a1");
+  EXPECT_EQ(n.address, "10.0.0.2:7000");
+  EXPECT_EQ(n.last_seen, 9);
+  EXPECT_TRUE(n.launches.empty());
+  EXPECT_EQ(nodes.all().size(), 2u);
+}
+
+TEST(NodeRegistryTest, AHeartbeatIsTakenOnlyFromTheNodesRegisteredAgent) {
+  NodeRegistry nodes;
+  NodeRegistry::Registered(nodes.Add("n"), NodeInventory{}, "a1", "10.0.0.1:7000", 5);
+  EXPECT_EQ(nodes.Heard("n", "a0", 7), nullptr);  // replaced by a1
+  EXPECT_EQ(nodes.Heard("m", "a1", 7), nullptr);  // unknown
+  EXPECT_EQ(nodes.Find("n")->last_seen, 5);
+  EXPECT_EQ(nodes.Heard("n", "a1", 8), nodes.Find("n"));
+  EXPECT_EQ(nodes.Find("n")->last_seen, 8);
+  nodes.Find("n")->up = false;
+  EXPECT_EQ(nodes.Heard("n", "a1", 9), nullptr);  // down: it registers again
+  EXPECT_EQ(nodes.Find("n")->last_seen, 8);
+}
+
+TEST(NodeRegistryTest, TheHeartbeatIntervalSpreadsTheFleetWithinTheTimeout) {
+  constexpr Micros kFloor = 500'000;
+  constexpr Micros kTimeout = 60'000'000;
+  NodeRegistry nodes;
+  for (int i = 0; i < 3000; ++i) {
+    nodes.Add("n" + std::to_string(i));
+  }
+  // No rate: the floor. 3000 nodes at 2000 a second: 1.5 s between beats.
+  EXPECT_EQ(nodes.HeartbeatInterval(kFloor, kTimeout, 0), kFloor);
+  EXPECT_EQ(nodes.HeartbeatInterval(kFloor, kTimeout, 2000), 1'500'000);
+  // A small fleet keeps the floor; a slow rate is capped at a quarter of the timeout,
+  // unless the floor is above that.
+  EXPECT_EQ(nodes.HeartbeatInterval(kFloor, kTimeout, 1'000'000), kFloor);
+  EXPECT_EQ(nodes.HeartbeatInterval(kFloor, kTimeout, 10), kTimeout / 4);
+  EXPECT_EQ(nodes.HeartbeatInterval(20'000'000, kTimeout, 10), 20'000'000);
+}
+
 TEST(NodeRegistryTest, TelemetryIsTakenByGpuIndexWithMissingGpusLost) {
   NodeInfo n;
   n.inventory.spec.gpus.resize(3);
@@ -144,6 +193,116 @@ TEST(NodeRegistryTest, ASampleContinuesTheLastOneOfTheSameAgentAndGpus) {
   EXPECT_FALSE(NodeRegistry::ContinuesTelemetry(n, "b"));  // a new agent's counters
   n.inventory.spec.gpus.resize(3);                          // the inventory changed
   EXPECT_FALSE(NodeRegistry::ContinuesTelemetry(n, "a"));
+}
+
+TEST(NodeRegistryTest, StoredInventoriesComeBackWaitingForTheirAgents) {
+  NodeInventory inv;
+  inv.spec.name = "gpu-7";
+  const auto row = NodeRegistry::InventoryRow(inv, GpuCatalog::Default());
+  EXPECT_EQ(row.first, "node/gpu-7");
+  NodeRegistry nodes;
+  ASSERT_TRUE(nodes.RestoreInventories({row}, GpuCatalog::Default(), 77).ok());
+  nodes.AwaitAgent("gpu-7", 99);  // known already: unchanged
+  nodes.AwaitAgent("only-in-a-job", 88);
+  const NodeInfo* n = nodes.Find("gpu-7");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->inventory.spec.name, "gpu-7");
+  EXPECT_FALSE(n->up);
+  EXPECT_EQ(n->last_seen, 77);
+  EXPECT_NE(n->reason.find("waiting for its agent"), std::string::npos);
+  const NodeInfo* other = nodes.Find("only-in-a-job");
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->inventory.spec.name, "only-in-a-job");
+  EXPECT_EQ(other->last_seen, 88);
+  EXPECT_GT(other->seq, n->seq);
+  NodeRegistry broken;
+  EXPECT_EQ(broken.RestoreInventories({{"node/x", "not json"}}, GpuCatalog::Default(), 1).code(),
+            StatusCode::kInternal);
+}
+
+TEST(NodeRegistryTest, SilentNodesAreThoseUpOrAwaitedPastTheTimeout) {
+  NodeRegistry nodes;
+  nodes.AwaitAgent("awaited", 0);  // waiting since 0
+  NodeInfo& up = nodes.Add("up");
+  up.up = true;
+  up.last_seen = 0;
+  NodeInfo& fresh = nodes.Add("fresh");
+  fresh.up = true;
+  fresh.last_seen = 50;
+  NodeInfo& down = nodes.Add("down");  // down for another reason: not taken down again
+  down.reason = "lost";
+  EXPECT_EQ(nodes.Silent(100, 60), (std::vector<std::string>{"awaited", "up"}));
+  EXPECT_TRUE(nodes.Silent(100, 100).empty());  // exactly the timeout is not past it
+}
+
+TEST(NodeRegistryTest, CommandsAreQueuedOnceForKnownNodesAndCurrentAttempts) {
+  NodeRegistry nodes;
+  nodes.Add("n1");
+  nodes.Add("n2");
+  std::vector<std::pair<std::string, TaskLaunch>> launches(3);
+  launches[0] = {"n1", TaskLaunch{}};
+  launches[0].second.key = TaskKey{1, 0, 1};
+  launches[1] = {"n1", TaskLaunch{}};
+  launches[1].second.key = TaskKey{2, 0, 1};  // not running any more
+  launches[2] = {"gone", TaskLaunch{}};
+  launches[2].second.key = TaskKey{1, 1, 1};
+  const std::vector<std::pair<std::string, TaskStop>> stops = {
+      {"n2", TaskStop{{3, 0, 1}, 10, 15}},
+      {"n2", TaskStop{{3, 0, 1}, 10, 15}},  // queued already
+      {"gone", TaskStop{{3, 1, 1}, 10, 15}}};
+  auto running = [](const TaskKey& key) { return key.job != 2; };
+  auto queued = nodes.Deliver(launches, stops, running, /*collect=*/true);
+  ASSERT_EQ(nodes.Find("n1")->launches.size(), 1u);
+  EXPECT_EQ(nodes.Find("n1")->launches[0].key, (TaskKey{1, 0, 1}));
+  ASSERT_EQ(nodes.Find("n2")->stops.size(), 1u);
+  ASSERT_EQ(queued.size(), 2u);
+  EXPECT_EQ(queued["n1"].launch.size(), 1u);
+  EXPECT_EQ(queued["n2"].stop.size(), 1u);
+  // Again, not collected: the stop is not queued twice, the launch is (a new decision).
+  EXPECT_TRUE(nodes.Deliver(launches, stops, running, /*collect=*/false).empty());
+  EXPECT_EQ(nodes.Find("n2")->stops.size(), 1u);
+  EXPECT_EQ(nodes.Find("n1")->launches.size(), 2u);
+}
+
+TEST(NodeRegistryTest, ARemovedNodeIsForgottenAndItsMarkerSaysSo) {
+  NodeRegistry nodes;
+  nodes.Add("n1").gpu_drains[0] = DrainInfo{"hot", "health", "thermal", 5};
+  nodes.Add("n2");
+  const std::pair<std::string, std::string> marker = NodeRegistry::RemovedRow("n1", 42);
+  EXPECT_EQ(marker.first, "removed_node/n1");
+  EXPECT_EQ(marker.second, R"({"at_us":42})");
+  EXPECT_EQ(nodes.Remove("n1"), NodeRegistry::NoDrainsRow("n1"));
+  EXPECT_EQ(nodes.Find("n1"), nullptr);
+  EXPECT_NE(nodes.Find("n2"), nullptr);
+}
+
+TEST(NodeRegistryTest, StoredMarkersForgetTheirNodesUntilTheNameRegistersAgain) {
+  InMemoryStore store;
+  WriteBatch batch;
+  batch.kv.push_back(NodeRegistry::RemovedRow("n1", 42));
+  batch.kv.emplace_back("removed_node/n2", "");  // registered again since
+  ASSERT_TRUE(store.Commit(std::move(batch)).ok());
+  NodeRegistry nodes;
+  nodes.Add("n1");
+  nodes.Add("n2");
+  nodes.Add("n3");
+  StatusOr<std::vector<std::pair<std::string, std::string>>> rows =
+      store.ListKv(NodeRegistry::RemovedKeyPrefix());
+  ASSERT_TRUE(rows.ok());
+  EXPECT_TRUE(nodes.ForgetRemoved(rows.value()));
+  EXPECT_EQ(nodes.Find("n1"), nullptr);
+  EXPECT_NE(nodes.Find("n2"), nullptr);
+  EXPECT_NE(nodes.Find("n3"), nullptr);
+  EXPECT_FALSE(nodes.ForgetRemoved({{"removed_node/n2", ""}}));
+
+  // n1 registers again: its marker is cleared, durably; n3 has none to clear.
+  ASSERT_TRUE(NodeRegistry::ClearRemoved(store, "n1").ok());
+  EXPECT_EQ(store.GetKv("removed_node/n1").value(), std::optional<std::string>(""));
+  ASSERT_TRUE(NodeRegistry::ClearRemoved(store, "n3").ok());
+  EXPECT_EQ(store.GetKv("removed_node/n3").value(), std::nullopt);
+  rows = store.ListKv(NodeRegistry::RemovedKeyPrefix());
+  ASSERT_TRUE(rows.ok());
+  EXPECT_FALSE(nodes.ForgetRemoved(rows.value()));
 }
 
 }  // namespace node_registry_test

@@ -37,4 +37,12 @@ std::optional<PtySessions::Endpoint> PtySessions::Find(uint64_t job, int task, i
   return it->second;
 }
 
+std::optional<PtyTerminal> PtySessions::TerminalOf(uint64_t job, int task, int attempt) const {
+  std::optional<Endpoint> at = Find(job, task, attempt);
+  if (!at) {
+    return std::nullopt;
+  }
+  return PtyTerminal{at->address, at->port, Secret(TaskKey{job, task, attempt})};
+}
+
 }  // namespace tessera

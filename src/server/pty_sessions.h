@@ -28,6 +28,13 @@ namespace tessera {
 
 inline constexpr const char* kPtyEnv = "TESSERA_PTY";
 
+// Where a task attempt's terminal listens, as its agent reported, and its secret.
+struct PtyTerminal {
+  std::string address;
+  int port = 0;
+  std::string secret;
+};
+
 class PtySessions {
  public:
   PtySessions();                          // a fresh random key
@@ -48,6 +55,8 @@ class PtySessions {
   void Reported(const TaskKey& key, const std::string& address, int port, Micros now);
   // The endpoint of `task` of `job` in `attempt`; none when it was not reported.
   std::optional<Endpoint> Find(uint64_t job, int task, int attempt) const;
+  // That endpoint with the attempt's Secret; none when it was not reported.
+  std::optional<PtyTerminal> TerminalOf(uint64_t job, int task, int attempt) const;
   size_t size() const { return endpoints_.size(); }
 
  private:

@@ -46,5 +46,18 @@ TEST(PtySessionsTest, OldEndpointsAreDroppedOnceThereAreMany) {
   EXPECT_TRUE(p.Find(999'999, 0, 1).has_value());
 }
 
+TEST(PtySessionsTest, ATerminalIsTheAttemptsEndpointWithItsSecret) {
+  PtySessions p("k");
+  EXPECT_FALSE(p.TerminalOf(7, 0, 1).has_value());
+  p.Reported(TaskKey{7, 0, 1}, "10.0.0.5", 40001, 1);
+  std::optional<PtyTerminal> at = p.TerminalOf(7, 0, 1);
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(at->address, "10.0.0.5");
+  EXPECT_EQ(at->port, 40001);
+  EXPECT_EQ(at->secret, p.Secret(TaskKey{7, 0, 1}));
+  EXPECT_FALSE(p.TerminalOf(7, 0, 2).has_value());  // another attempt
+  EXPECT_FALSE(p.TerminalOf(7, 1, 1).has_value());  // another task
+}
+
 }  // namespace
 }  // namespace tessera

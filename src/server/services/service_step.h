@@ -29,6 +29,7 @@
 #include "server/controller_counters.h"
 #include "server/job_number.h"
 #include "server/modules/controller_module.h"
+#include "server/pty_sessions.h"
 #include "server/views/metrics_views.h"
 #include "server/views/node_views.h"
 #include "state/cluster_state.h"
@@ -68,11 +69,7 @@ class ServiceStep : public ModuleStep {
                                        const std::function<bool(const JobFacts&)>& show) = 0;
   // Where task `task` of attempt `attempt` of `job` has its terminal, as its agent
   // reported, and the attempt's secret (server/pty_sessions.h); nullopt: not reported.
-  struct Terminal {
-    std::string address;
-    int port = 0;
-    std::string secret;
-  };
+  using Terminal = PtyTerminal;
   virtual std::optional<Terminal> TerminalOf(JobNumber job, int task, int attempt) const = 0;
 
   // ---- the admin's actions on nodes (services/node_actions.h) ----

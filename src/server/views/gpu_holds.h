@@ -1,5 +1,5 @@
 // Who holds each GPU now, as the views show it: the grants of running tasks by (node,
-// GPU index). Gathered by the controller under its lock (Controller::GpuHolds); the
+// GPU index). Gathered under the controller's lock (NodeUseOf, node_views.h); the
 // pointers are into its job table and are read before the lock is let go.
 #pragma once
 

@@ -6,6 +6,7 @@
 #include "base/time_format.h"
 #include "server/job_rows.h"
 #include "server/job_attempts.h"
+#include "server/modules/job_gates.h"
 
 namespace tessera {
 namespace {
@@ -35,7 +36,8 @@ nlohmann::json GrantsJson(const Allocation& a, const NodeInventory& inv, const G
 
 // Each task of the current attempt; a finished job's tasks show where its last ended
 // attempt ran (`stored`: the ended attempts, job_attempts.h).
-nlohmann::json TasksJson(const JobJsonInputs& in, bool ended, const nlohmann::json& stored) {
+nlohmann::json TasksJson(const JobJsonInputs& in, const JobRecord& rec, bool ended,
+                         const nlohmann::json& stored) {
   const LiveJob& job = in.job;
   nlohmann::json tasks = nlohmann::json::array();
   for (size_t t = 0; t < job.submission.spec.tasks.size(); ++t) {
@@ -45,14 +47,14 @@ nlohmann::json TasksJson(const JobJsonInputs& in, bool ended, const nlohmann::js
       const TaskRun& run = job.tasks[t];
       task["node"] = run.node;
       const TaskOutcome outcome =
-          t < in.rec.attempt.tasks.size() ? in.rec.attempt.tasks[t] : TaskOutcome{};
+          t < rec.attempt.tasks.size() ? rec.attempt.tasks[t] : TaskOutcome{};
       task["state"] = outcome.exited ? "exited" : "running";
       if (outcome.exited) {
         task["exit_code"] = outcome.exit_code;
       }
       auto node = in.nodes.find(run.node);
-      if (t < in.rec.allocations.size() && node != in.nodes.end()) {
-        task["gpus"] = GrantsJson(in.rec.allocations[t], node->second.inventory, in.catalog);
+      if (t < rec.allocations.size() && node != in.nodes.end()) {
+        task["gpus"] = GrantsJson(rec.allocations[t], node->second.inventory, in.catalog);
       }
     }
     tasks.push_back(std::move(task));
@@ -71,11 +73,9 @@ nlohmann::json TasksJson(const JobJsonInputs& in, bool ended, const nlohmann::js
   return tasks;
 }
 
-}  // namespace
-
-nlohmann::json JobJson(const JobJsonInputs& in) {
+// Everything but the modules' members, "held", "reason" and "spec".
+nlohmann::json BaseJson(const JobJsonInputs& in, const JobRecord& rec) {
   const JobRow& row = in.job.row;
-  const JobRecord& rec = in.rec;
   const JobSpec& spec = in.job.submission.spec;
   const bool ended = Terminal(in.state);
   const nlohmann::json stored = StoredAttempts(row.placement_json);
@@ -111,7 +111,54 @@ nlohmann::json JobJson(const JobJsonInputs& in) {
       {"replicas", spec.tasks.size()},
       {"checkpoint_dir", in.checkpoint_dir},
       {"run_as", RunAsJson(in.run_as)},
-      {"tasks", TasksJson(in, ended, stored)}};
+      {"tasks", TasksJson(in, rec, ended, stored)}};
+}
+
+}  // namespace
+
+nlohmann::json JobJson(const JobJsonInputs& in) {
+  JobRecord archived;
+  if (in.rec == nullptr) {
+    archived.gpu_milli = in.job.submission.spec.TotalGpuMilli(in.catalog);
+  }
+  nlohmann::json out = BaseJson(in, in.rec != nullptr ? *in.rec : archived);
+  if (in.describe) {
+    in.describe(out);  // the restart block too (RestartsModule)
+  }
+  out["held"] = in.state == JobState::kPending && IsHeldReason(in.job.row.reason);
+  if (in.reason) {
+    out["reason"] = in.reason();
+  }
+  if (in.with_spec) {
+    // Parsed for this answer only: a parsed tree kept per job cost more than the rest of
+    // a pending job (reads of the API are served from the published text instead).
+    nlohmann::json parsed = nlohmann::json::parse(in.job.row.spec_json.str(), nullptr, false);
+    out["spec"] = parsed.is_discarded() ? nlohmann::json(nullptr) : std::move(parsed);
+  }
+  return out;
+}
+
+JobView JobViewOf(const LiveJob& job, JobState state, const nlohmann::json& json) {
+  JobView view;
+  view.id = job.id();
+  view.tasks = static_cast<int>(job.submission.spec.tasks.size());
+  view.tenant = job.row.tenant;
+  view.queue = job.row.queue;
+  view.state = std::string(JobStateName(state));
+  view.user = job.submission.spec.user;
+  // The spec never changes: the view shares the stored text (spliced in at read time)
+  // rather than a parsed tree or a copy.
+  if (job.spec_text_ok < 0) {
+    job.spec_text_ok = nlohmann::json::accept(job.row.spec_json.str()) ? 1 : 0;
+  }
+  std::string body = json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  body.pop_back();  // the closing brace
+  body.shrink_to_fit();
+  view.body = std::move(body);
+  if (job.spec_text_ok == 1) {
+    view.spec = job.row.spec_json;
+  }
+  return view;
 }
 
 nlohmann::json RestartJson(const std::optional<RestartPolicy>& given, int used,

@@ -144,4 +144,42 @@ nlohmann::json NodesJson(const NodeViewInputs& in, const std::string& only,
   return out;
 }
 
+NodeUse NodeUseOf(const JobTable& jobs, const std::string& only) {
+  NodeUse use;
+  for (const auto& [id, job] : jobs.all()) {
+    const JobRecord& rec = jobs.Rec(job);
+    if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
+      continue;
+    }
+    for (size_t t = 0; t < rec.allocations.size() && t < job.tasks.size(); ++t) {
+      if (jobs.TaskExited(job, t) || (!only.empty() && job.tasks[t].node != only)) {
+        continue;
+      }
+      const Allocation& a = rec.allocations[t];
+      for (const GpuGrant& g : a.gpus) {
+        use.holds[{job.tasks[t].node, g.gpu}].push_back(GpuHold{id, &job.row, &g});
+      }
+      auto& u = use.used[job.tasks[t].node];
+      u.first += a.cpu.value();
+      u.second += a.memory.value();
+    }
+  }
+  return use;
+}
+
+std::map<std::string, std::string> ModuleHoldsOf(
+    const std::map<std::string, NodeInfo>& nodes, const std::string& only,
+    const std::function<std::string(const std::string&)>& hold) {
+  std::map<std::string, std::string> held;
+  for (const auto& [name, node] : nodes) {
+    if (!only.empty() && name != only) {
+      continue;
+    }
+    if (std::string why = hold(name); !why.empty()) {
+      held.emplace(name, std::move(why));
+    }
+  }
+  return held;
+}
+
 }  // namespace tessera

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "api/queue_config.h"
+#include "server/job_rows.h"
+#include "server/modules/job_gates.h"
+#include "server/testing/queue_trees.h"
 #include "server/views/job_json.h"
 #include "server/views/metrics_views.h"
 #include "server/views/node_views.h"
@@ -196,6 +199,116 @@ TEST(SubmittedJsonTest, AJobIsItsViewAnArrayAndABatchTheirIds) {
 
   JobIntake::Submitted batch = MadeJobs(JobIntake::Submitted::Shape::kBatch, {4, 5});
   EXPECT_EQ(SubmittedText(batch), R"({"ids":[4,5]})");
+}
+
+// A stored row of a two-task job with one whole GPU per task in queue "main".
+JobRow TwoTaskRow(uint64_t id, const std::string& state) {
+  StatusOr<JobSubmission> sub = ParseJobYaml(
+      "name: two\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\nreplicas: 2\n",
+      Catalog());
+  EXPECT_TRUE(sub.ok()) << sub.status().message();
+  JobRow row;
+  row.id = id;
+  row.tenant = "team-a";
+  row.queue = "main";
+  row.name = "two";
+  row.spec_json = JobSubmissionToJson(*sub, Catalog()).dump();
+  row.state = state;
+  return row;
+}
+
+TEST(JobJsonTest, TheModulesHeldTheReasonAndTheSpecAreAddedWhenAsked) {
+  JobRow row = TwoTaskRow(3, "pending");
+  row.reason = HeldReason();
+  const LiveJob job = JobTable::FromArchive(row, Catalog());
+  const std::map<std::string, NodeInfo> nodes;
+  // An archived job (no record): its GPU demand from its spec, nothing held.
+  JobJsonInputs in{job, nullptr, JobState::kPending, nodes, Catalog(), "/ckpt", std::nullopt};
+  nlohmann::json out = JobJson(in);
+  EXPECT_EQ(out["gpu_milli"], 2'000);
+  EXPECT_TRUE(out["held"].get<bool>());
+  EXPECT_FALSE(out.contains("reason"));
+  EXPECT_FALSE(out.contains("spec"));
+  EXPECT_EQ(out["checkpoint_dir"], "/ckpt");
+
+  JobRecord rec;
+  rec.gpu_milli = 500;
+  in.rec = &rec;
+  in.describe = [](nlohmann::json& j) { j["restart"] = "described"; };
+  in.reason = [] { return std::string("waits"); };
+  in.with_spec = true;
+  out = JobJson(in);
+  EXPECT_EQ(out["gpu_milli"], 500);
+  EXPECT_EQ(out["restart"], "described");
+  EXPECT_EQ(out["reason"], "waits");
+  EXPECT_EQ(out["spec"]["name"], "two");
+  in.state = JobState::kRunning;  // held only while pending
+  EXPECT_FALSE(JobJson(in)["held"].get<bool>());
+
+  LiveJob broken = JobTable::FromArchive(row, Catalog());
+  broken.row.spec_json = std::string("{not json");
+  JobJsonInputs bad{broken, nullptr, JobState::kPending, nodes, Catalog(), "", std::nullopt};
+  bad.with_spec = true;
+  EXPECT_TRUE(JobJson(bad)["spec"].is_null());
+}
+
+TEST(JobJsonTest, AViewIsTheBodyWithoutItsBraceAndTheSpecTextWhenItIsJson) {
+  const LiveJob job = JobTable::FromArchive(TwoTaskRow(4, "running"), Catalog());
+  const JobView view = JobViewOf(job, JobState::kRunning, {{"id", 4}, {"name", "two"}});
+  EXPECT_EQ(view.id, JobNumber(4));
+  EXPECT_EQ(view.tasks, 2);
+  EXPECT_EQ(view.tenant, "team-a");
+  EXPECT_EQ(view.queue, "main");
+  EXPECT_EQ(view.state, "running");
+  EXPECT_EQ(view.body, R"({"id":4,"name":"two")");
+  EXPECT_EQ(view.spec.str(), job.row.spec_json.str());
+  EXPECT_EQ(job.spec_text_ok, 1);
+
+  LiveJob broken = JobTable::FromArchive(TwoTaskRow(5, "running"), Catalog());
+  broken.row.spec_json = std::string("{not json");
+  EXPECT_TRUE(JobViewOf(broken, JobState::kRunning, nlohmann::json::object()).spec.str().empty());
+  EXPECT_EQ(broken.spec_text_ok, 0);
+}
+
+TEST(NodeUseTest, RunningTasksThatHaveNotExitedHoldTheirGpusCpuAndMemory) {
+  const QueueTree tree = testing::TreeFromYaml(
+      "queues:\n  - name: main\n    tenant: team-a\n    quota:\n      gpu: 4\n");
+  Allocation a;
+  a.cpu = MilliCpu(1000);
+  a.memory = MiB(1024);
+  a.gpus.push_back(GpuGrant{2, kWholeGpu, MiB(0)});
+  JobRow running = TwoTaskRow(7, "running");
+  // Task 0 runs on n1; task 1 exited on n2.
+  running.placement_json =
+      job_rows::PlacementJson({a, a}, {{"n1", false, 0, 0}, {"n2", true, 3, 0}}, 5'000, "").dump();
+  JobTable jobs;
+  ASSERT_TRUE(jobs.Restore(running, Catalog(), tree).ok());
+  ASSERT_TRUE(jobs.Restore(TwoTaskRow(8, "pending"), Catalog(), tree).ok());
+
+  NodeUse use = NodeUseOf(jobs, "");
+  ASSERT_EQ(use.holds.size(), 1u);
+  const std::vector<GpuHold>& held = use.holds.at({"n1", 2});
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].job, JobNumber(7));
+  EXPECT_EQ(held[0].row->name, "two");
+  EXPECT_EQ(held[0].grant->milli, kWholeGpu);
+  EXPECT_EQ(use.used, (std::map<std::string, std::pair<int64_t, int64_t>>{{"n1", {1000, 1024}}}));
+  EXPECT_TRUE(NodeUseOf(jobs, "n2").holds.empty());
+  EXPECT_TRUE(NodeUseOf(jobs, "n2").used.empty());
+  EXPECT_EQ(NodeUseOf(jobs, "n1").used.size(), 1u);
+}
+
+TEST(NodeUseTest, ModuleHoldsNameOnlyTheNodesAModuleHolds) {
+  std::map<std::string, NodeInfo> nodes;
+  nodes.emplace("n1", TwoGpuNode("n1"));
+  nodes.emplace("n2", TwoGpuNode("n2"));
+  auto hold = [](const std::string& node) {
+    return node == "n2" ? std::string("validating") : std::string();
+  };
+  EXPECT_EQ(ModuleHoldsOf(nodes, "", hold),
+            (std::map<std::string, std::string>{{"n2", "validating"}}));
+  EXPECT_TRUE(ModuleHoldsOf(nodes, "n1", hold).empty());
+  EXPECT_EQ(ModuleHoldsOf(nodes, "n2", hold).size(), 1u);
 }
 
 }  // namespace views_test
