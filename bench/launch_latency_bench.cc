@@ -70,7 +70,7 @@ class Bench {
     o.port = 0;
     o.fsync = true;
     o.controller.heartbeat_interval = 200'000;  // as under `tessera up`
-    o.controller.run_as["team-a"] = {::getuid(), ::getgid()};
+    o.controller.identities.run_as["team-a"] = {::getuid(), ::getgid()};
     o.controller.on_started = [this](tessera::JobNumber job, Micros now) {
       std::lock_guard<std::mutex> lock(mu_);
       samples_[job.value()].decided = now;

@@ -288,8 +288,8 @@ Status ParseIdentities(const ServerFlags& f, ControllerOptions* o) {
   if (last < first) {
     return InvalidArgumentError("--uid-pool: LAST is below FIRST in '" + f.uid_pool + "'");
   }
-  o->uid_pool_start = first;
-  o->uid_pool_size = last - first + 1;
+  o->identities.pool_start = first;
+  o->identities.pool_size = last - first + 1;
   for (const std::string& item : f.run_as) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -302,7 +302,7 @@ Status ParseIdentities(const ServerFlags& f, ControllerOptions* o) {
     if (colon != std::string_view::npos) {
       TESSERA_ASSIGN_OR_RETURN(gid, number(id.substr(colon + 1), "--run-as " + item));
     }
-    o->run_as[item.substr(0, eq)] = {uid, gid};
+    o->identities.run_as[item.substr(0, eq)] = {uid, gid};
   }
   return Status::Ok();
 }

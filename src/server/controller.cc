@@ -2,7 +2,6 @@
 
 #include <limits>
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,6 +13,7 @@
 #include "sched/runtime_predictor.h"
 #include "server/job_rows.h"
 #include "server/job_attempts.h"
+#include "server/modules/core_modules.h"
 
 namespace tessera {
 
@@ -31,12 +31,9 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
       views_(catalog),
       core_(catalog, options_.seed, options_.placement),
       gpu_task_defaults_(catalog),
-      identities_({options_.run_as, options_.uid_pool_start, options_.uid_pool_size}) {
-  health_ = GpuHealthModule(options_.health);
-  // Accounting first: its families lead the modules' part of /metrics. Attached modules
-  // (the validation runs) come next.
-  host_ = ModuleHost({&accounting_, &limits_, &health_, &idle_, &eta_, &node_history_, &gates_,
-                      &restarts_});
+      identities_(options_.identities) {
+  // Accounting first, then the attached modules (the validation runs), then the others.
+  host_ = CoreModules(options_.health, *catalog_, eta_, gates_);
 }
 
 Status Controller::Attach(ControllerModule& module, std::function<void()> after_cycle) {
@@ -67,18 +64,11 @@ Status Controller::Load(const std::string& queues_yaml) {
   TESSERA_RETURN_IF_ERROR(core_.ChoosePolicy(options_.scheduler_policy, options_.policy,
                                              options_.min_run_before_reclaim,
                                              options_.victim_hold));
-  TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> stored, store_->GetKv(kQueuesKey));
-  const std::string yaml = stored ? *stored : queues_yaml;
-  TESSERA_RETURN_IF_ERROR(core_.ApplyQueueYaml(yaml));
+  TESSERA_RETURN_IF_ERROR(core_.LoadQueues(*store_, queues_yaml));
   forwarder_.controller = this;
   // Always: the modules hear its events (the ETAs' runtime predictor learns from them).
   core_.MakeLifecycle(jobs_.records(), &forwarder_);
   eta_.UseCorePredictor(core_.policy().uses_predictor);
-  if (!stored) {
-    WriteBatch b;
-    b.kv.emplace_back(kQueuesKey, yaml);
-    TESSERA_RETURN_IF_ERROR(store_->Commit(std::move(b)));
-  }
 
   const Micros now = clock_->NowMicros();
   TESSERA_ASSIGN_OR_RETURN(auto stored_nodes, store_->ListKv(NodeRegistry::InventoryKeyPrefix()));
@@ -95,7 +85,7 @@ Status Controller::Load(const std::string& queues_yaml) {
   }
   TESSERA_RETURN_IF_ERROR(LoadJobRows(now));
   views_.set_clock(clock_);  // a restart's time left
-  RestoreRestarts();
+  core_.HoldRestarts(jobs_.RestoreRestarts());  // released by the first cycle once passed
   for (const auto& [id, job] : jobs_.all()) {
     PublishView(job);
   }
@@ -105,24 +95,10 @@ Status Controller::Load(const std::string& queues_yaml) {
 
 Status Controller::LoadJobRows(Micros now) {
   TESSERA_ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_->LoadJobs());
-  for (JobRow& row : rows) {
-    jobs_.NoteStoredId(JobNumber(row.id));
-  }
-  for (JobRow& row : rows) {
-    const uint64_t id = row.id;
-    StatusOr<std::vector<std::string>> nodes = jobs_.Restore(std::move(row), *catalog_, core_.tree());
-    if (!nodes.ok()) {
-      // One row that cannot be read must not keep the controller (and every other
-      // tenant's jobs) down: it stays in the store as it is, left out and reported.
-      std::cerr << "tessera server: job " << id << " quarantined: its stored row cannot be read ("
-                << nodes.status().message() << "); it stays in the store and is left out\n";
-      quarantined_.push_back({id, nodes.status().message()});
-      continue;
-    }
-    for (const std::string& n : *nodes) {
-      nodes_.AwaitAgent(n, now);  // a node nobody has heard of since the restart
-    }
-  }
+  // A job's node: one nobody has heard of since the restart.
+  quarantined_ =
+      jobs_.RestoreAll(std::move(rows), *catalog_, core_.tree(),
+                       [&](const std::string& n) REQUIRES(mu_) { nodes_.AwaitAgent(n, now); });
   // Holds, dependencies and throttles found again (their jobs are all in memory now).
   for (auto& [id, job] : jobs_.all()) {
     if (!Terminal(jobs_.StateOf(job))) {
@@ -134,77 +110,32 @@ Status Controller::LoadJobRows(Micros now) {
   return Status::Ok();
 }
 
-void Controller::RestoreRestarts() {
-  for (const auto& [rec, restart_at] : jobs_.RestoreRestarts()) {
-    // Waits out its backoff even across the restart (released by the first cycle once
-    // it has passed).
-    core_.lifecycle()->HoldUntil(*rec, restart_at);
-  }
-}
-
 void Controller::Start() {
-  MutexLock lock(loop_mu_);
-  if (loop_.joinable()) {
-    return;
+  const bool started = loop_.Start(
+      [this] {
+        if (Status s = RunCycle(); !s.ok()) {
+          std::cerr << "tessera server: scheduling cycle: " << s.ToString() << "\n";
+        }
+        host_.AfterCycle();  // the attached modules' passes (the validation runs'), without mu_
+      },
+      options_.cycle_interval);
+  if (started) {
+    host_.Start();  // the modules' threads (the ETA refresh) after the loop
   }
-  stopping_ = false;
-  loop_ = std::thread([this] { Loop(); });
-  host_.Start();  // the modules' threads (the ETA refresh) after the loop
 }
 
 void Controller::Stop() {
   host_.Stop();  // the modules' threads, started last, stopped first
-  {
-    MutexLock lock(loop_mu_);
-    stopping_ = true;
-  }
-  loop_cv_.NotifyAll();
-  if (loop_.joinable()) {
-    loop_.join();
-  }
-}
-
-void Controller::Wake() {
-  {
-    MutexLock lock(loop_mu_);
-    wake_ = true;
-  }
-  loop_cv_.NotifyAll();
-}
-
-void Controller::Loop() {
-  MutexLock lock(loop_mu_);
-  while (!stopping_) {
-    loop_cv_.WaitFor(loop_mu_, std::chrono::microseconds(options_.cycle_interval),
-                     [this]() REQUIRES(loop_mu_) { return stopping_ || wake_; });
-    if (stopping_) {
-      break;
-    }
-    wake_ = false;
-    lock.Unlock();
-    Status s = RunCycle();
-    if (!s.ok()) {
-      std::cerr << "tessera server: scheduling cycle: " << s.ToString() << "\n";
-    }
-    host_.AfterCycle();  // the attached modules' passes (the validation runs'), without mu_
-    lock.Lock();
-  }
+  loop_.Stop();
 }
 
 void Controller::EventForwarder::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
   // The core tells its listener only from within a locked step.
   controller->mu_.AssertHeld();
   controller->host_.OnJobEvent(job, event, controller->core_.tree());
-  if (controller->options_.lifecycle_listener == nullptr) {
-    return;
+  if (controller->options_.lifecycle_listener != nullptr) {
+    controller->options_.lifecycle_listener->OnJobEvent(job, controller->jobs_.WithJobIds(event));
   }
-  LifecycleEvent e = event;
-  // The listener hears the API's ids, not the core's slots.
-  e.job = JobId(controller->jobs_.IdAt(event.job).value());
-  if (event.by.valid()) {
-    e.by = JobId(controller->jobs_.IdAt(event.by).value());
-  }
-  controller->options_.lifecycle_listener->OnJobEvent(job, e);
 }
 
 

@@ -30,7 +30,7 @@
 //     cycle runs on a configuration that failed to commit) and ModuleStep::LoadRow (one
 //     small read per archived job a dependency names, whose outcome is then kept).
 //   - Lock order: the server's node-credential lock before mu_; mu_ before the published
-//     views' lock and loop_mu_ (the loop lets go of loop_mu_ before a cycle takes mu_);
+//     views' lock and the loop's (loop_: it lets go of its lock before a cycle takes mu_);
 //     JobLogs' lock never with mu_ held; the ETA module's forecast lock before mu_, and
 //     mu_ before its predictor lock.
 // Every public method may be called from any thread.
@@ -38,52 +38,38 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <span>
 #include <string>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "api/agent_protocol.h"
 #include "api/job_codec.h"
 #include "base/clock.h"
 #include "base/mutex.h"
-#include "base/rng.h"
 #include "base/status.h"
-#include "metrics/exposition.h"
+#include "base/wake_loop.h"
 #include "model/gpu_catalog.h"
-#include "model/queue_tree.h"
 #include "plugins/job_policies.h"
 #include "sched/attempt_machine.h"
 #include "sched/job_lifecycle.h"
 #include "sched/job_record.h"
 #include "sched/job_scheduler.h"
-#include "sched/runtime_predictor.h"
 #include "server/http/auth.h"
 #include "server/controller_counters.h"
 #include "server/core_session.h"
-#include "server/modules/gpu_health_module.h"
+#include "server/modules/gpu_health.h"
 #include "server/gpu_task_defaults.h"
-#include "server/modules/accounting.h"
 #include "server/modules/controller_module.h"
 #include "server/modules/module_host.h"
-#include "server/modules/idle_module.h"
 #include "server/modules/eta_module.h"
-#include "server/modules/node_history.h"
-#include "server/modules/restarts_module.h"
 #include "server/modules/job_gates_module.h"
-#include "server/job_admission.h"
 #include "server/job_logs.h"
-#include "server/job_state.h"
 #include "server/job_table.h"
-#include "server/modules/time_limits.h"
 #include "server/job_views.h"
 #include "server/node_registry.h"
 #include "server/pty_sessions.h"
@@ -91,9 +77,6 @@
 #include "server/services/job_intake.h"
 #include "server/services/service_step.h"
 #include "server/tenant_identities.h"
-#include "server/modules/validation.h"
-#include "state/cluster_state.h"
-#include "state/quota_ledger.h"
 #include "store/store.h"
 
 namespace tessera {
@@ -129,13 +112,9 @@ struct ControllerOptions {
   Micros victim_hold = 120'000'000;
   uint64_t seed = 1;
   GpuHealthOptions health;              // when telemetry drains a GPU
-  // Tasks run as their tenant's Unix identity: uid:gid from run_as, else one from the
-  // pool [uid_pool_start, uid_pool_start + uid_pool_size), assigned once per tenant
-  // and kept in the store, so it is the same on every node and after restarts (gid =
-  // uid for pool identities).
-  std::map<std::string, std::pair<int64_t, int64_t>> run_as;
-  int64_t uid_pool_start = 200'000;
-  int64_t uid_pool_size = 100'000;
+  // The Unix identity each tenant's tasks run as: its run_as entry, else one from the
+  // pool, assigned once and kept in the store (tenant_identities.h).
+  TenantIdentities::Options identities;
   // Called (outside the lock) for each job whose start has just been made durable;
   // for benchmarks and tests.
   std::function<void(JobNumber job, Micros now)> on_started;
@@ -208,7 +187,7 @@ class Controller {
 
   // ---- services (services/service_step.h) ----
   // One transaction of a service: `decide` runs with the core lock held on a user's
-  // step (which may let go of the lock to read an archived job: FindOrLoad, JobsNamed).
+  // step (which may let go of the lock to read an archived job: FindOrLoad, the gates' named jobs).
   // Its error is returned with nothing committed (it fails before it changes anything).
   // Else the rows it changed are sealed (views published), `sealed` (if any) reads the
   // outcome under the same lock, and the step is made durable and handed out without
@@ -242,10 +221,7 @@ class Controller {
   bool healthy() const { return !store_failed_.load(); }
   // Stored job rows this controller could not read at its start and left out (in the
   // store as they were); set by Load, read-only after.
-  struct QuarantinedJob {
-    uint64_t id = 0;
-    std::string why;
-  };
+  using QuarantinedJob = JobTable::Quarantined;
   const std::vector<QuarantinedJob>& quarantined() const { return quarantined_; }
   const GpuCatalog& catalog() const { return *catalog_; }
 
@@ -275,8 +251,7 @@ class Controller {
   // A running job whose task no longer fits its node (its agent came back with less)
   // is stopped and requeued rather than held on resources that are gone.
   CoreSession::MisfitSink RequeueMisfits(Micros now, Pending& out) REQUIRES(mu_);
-  void Loop();
-  void Wake();
+  void Wake() { loop_.Wake(); }  // the next cycle now (from any thread, mu_ held or not)
 
   // All of these run with mu_ held.
   // A job in memory, or an archived one read from the store into `*archived` (read
@@ -294,9 +269,9 @@ class Controller {
   void FillReason(const LiveJob& job, JobView& view) const REQUIRES(mu_);
   // After every cycle: what pending jobs' reasons are worked out from (WaitContextOf).
   void PublishWaitContext() REQUIRES(mu_);
-  // Publishes `c` with the "never fits" verdicts from the node registry
-  // (SetFitVerdicts, known_nodes.h), reusing those of `last` for an unchanged node set.
-  void PublishFitVerdicts(std::shared_ptr<WaitContext> c, const WaitContext& last) REQUIRES(mu_);
+  // Publishes `c` with the "never fits" verdicts from the node registry (SetFitVerdicts,
+  // known_nodes.h), reusing the published ones for an unchanged node set.
+  void PublishFitVerdicts(std::shared_ptr<WaitContext> c) REQUIRES(mu_);
   // Before a submission is judged: republishes the verdicts when a node came, went or
   // was drained since they were made (fit_stale_), so a node that just registered
   // counts at once. mu_ held.
@@ -336,47 +311,22 @@ class Controller {
   void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out) REQUIRES(mu_);
   void HandleTelemetry(NodeInfo& node, const std::string& agent_id,
                        std::vector<GpuTelemetry> sample, Micros now, Pending& out) REQUIRES(mu_);
-  // What the nodes' JSON (views/node_views.h) is written from, of every node or only
-  // `only`: who holds each GPU and what running tasks hold of each node, for `visit`.
-  void NodeInputs(const std::string& only,
-                  const std::function<void(const NodeViewInputs&)>& visit) const REQUIRES(mu_);
 
   // Feature modules (modules/controller_module.h), called through host_ with mu_ held
   // on the steps and facts built here (controller_modules.cc).
   class Step;  // a locked step as a module (ModuleStep) or a service (ServiceStep) sees it
-  // A Step for a module's facade (controller_gates.cc); `out` null: read-only.
-  std::unique_ptr<ModuleStep> LockedStep(Micros now, Pending* out) REQUIRES(mu_);
   // A Step for a hook (no facade: it may not let go of mu_); `out` null: read-only.
   std::unique_ptr<ModuleStep> HookStep(Micros now, Pending* out) REQUIRES(mu_);
   JobFacts FactsOf(const LiveJob& job) const REQUIRES(mu_);
-  GpuHealthModule health_ GUARDED_BY(mu_);  // GPUs drained and their work stopped (modules/gpu_health_module.h)
-  TimeLimits limits_ GUARDED_BY(mu_);  // runtime limits and their signals (modules/time_limits.h)
-  IdleModule idle_ GUARDED_BY(mu_);  // idle and hung jobs, GPU use (modules/idle_module.h)
-  Accounting accounting_ GUARDED_BY(mu_);  // tenants' GPU-seconds (modules/accounting.h)
-  // The modules in hook order (set by the constructor and Attach, then read-only).
+  // The modules in hook order (set by the constructor and Attach, then read-only); it
+  // owns the core's modules not called by name here (modules/core_modules.h).
   ModuleHost host_;
 
-  // Arrays, dependencies, holds and singletons: the JobGatesModule's facade
-  // (controller_gates.cc); mu_ held. At submission: the priority class resolved, the
-  // dependency's jobs found (mu_ may be let go, as FindOrLoad does).
+  // At submission (controller_modules.cc): the priority class resolved, the dependency
+  // checked (JobGatesModule::CheckDependency; mu_ may be let go, as FindOrLoad does).
   Status PrepareSubmission(const Principal& who, JobSubmission& job) REQUIRES(mu_);
-  // Why the gates keep a pending job back now ("" when they do not): its pending reason.
-  std::string GateReason(const LiveJob& job) const REQUIRES(mu_);
   // Holds, dependencies, throttles, singletons (modules/job_gates_module.h).
   JobGatesModule gates_ GUARDED_BY(mu_);
-
-  // Restarts: the core's part (the count, cause and backoff in its records and the
-  // lifecycle); what is shown and counted of them is RestartsModule's. mu_ held.
-  // After Open: each job's restart count from its stored attempts, and the backoffs
-  // still to wait out (controller.cc).
-  void RestoreRestarts() REQUIRES(mu_);
-  // Restarts whose backoff ended are offered to the scheduler (their views change)
-  // (controller_decisions.cc).
-  void ReleaseRestarts(Micros now, Pending& out) REQUIRES(mu_);
-  // The restarts counted, the stored attempts' detail, the view's block
-  // (modules/restarts_module.h).
-  RestartsModule restarts_ GUARDED_BY(mu_);
-
 
   // Makes `out` durable (without mu_), then hands out its launches and stops.
   Status Publish(Pending out);
@@ -396,8 +346,6 @@ class Controller {
   CoreSession core_ GUARDED_BY(mu_);  // after jobs_: its lifecycle points into the table's records
   // What the scheduler learned, to and from the store (scheduler_memory.h).
   SchedulerMemory memory_ GUARDED_BY(mu_){options_.history_interval};
-  // The node inventory's recorded changes (modules/node_history.h).
-  NodeHistory node_history_ GUARDED_BY(mu_){*catalog_};
   // Passes the lifecycle's events to options_.lifecycle_listener with the jobs' ids.
   struct EventForwarder final : LifecycleListener {
     Controller* controller = nullptr;
@@ -408,7 +356,6 @@ class Controller {
   GpuTaskDefaults gpu_task_defaults_ GUARDED_BY(mu_);  // its nodes with the fit verdicts
   TenantIdentities identities_ GUARDED_BY(mu_);
   ControllerCounters counters_;  // for /metrics; its atomics without mu_
-  Micros next_silence_check_ GUARDED_BY(mu_) = 0;  // the loop's next walk for silent nodes
   bool fit_stale_ GUARDED_BY(mu_) = true;  // a node event since the fit verdicts were made
   std::atomic<bool> store_failed_{false};
   std::vector<QuarantinedJob> quarantined_;  // written by Load only
@@ -419,11 +366,10 @@ class Controller {
   std::unique_ptr<JobIntake::Core> intake_port_ = MakeIntakePort();
   JobIntake intake_{*intake_port_, *catalog_, *clock_};
 
-  Mutex loop_mu_ ACQUIRED_AFTER(mu_);
-  CondVar loop_cv_;
-  bool wake_ GUARDED_BY(loop_mu_) = false;
-  bool stopping_ GUARDED_BY(loop_mu_) = false;
-  std::thread loop_;
+  // The scheduling loop: RunCycle, then the attached modules' after-cycle passes, on its
+  // own thread. Its lock is taken after mu_ (Wake with mu_ held) and let go of before a
+  // cycle takes mu_ (base/wake_loop.h).
+  WakeLoop loop_;
 
   // Pending jobs' ETAs (modules/eta_module.h), wired to the core (controller_views.cc).
   // Last: its thread (stopped by Stop) uses the members above.

@@ -1,23 +1,15 @@
 // Applying the core's decisions and the agents' reports: starts and their launches,
 // stops, exits, requeues and ends, lost nodes, the cycle, and making each step durable
 // before it is handed out.
-#include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <limits>
 #include <map>
-#include <set>
 
 #include "server/controller.h"
-#include "server/job_rows.h"
 #include "server/job_attempts.h"
 #include "server/task_launches.h"
 
 namespace tessera {
-
-using namespace job_rows;  // NOLINT: the controller's own helpers
 
 // ---- decisions ---------------------------------------------------------------
 
@@ -58,31 +50,19 @@ TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
 }
 
 void Controller::StartJob(LiveJob& job, const StartDecision& d, Micros now, Pending& out) {
-  const JobNumber id = job.id();
-  JobRecord& rec = jobs_.Rec(job);  // the lifecycle made it running
-  Attempts().Started(rec);
-  job.tasks.assign(rec.allocations.size(), TaskRun{});
-  for (size_t t = 0; t < rec.allocations.size(); ++t) {
-    job.tasks[t].node = core_.state()->spec(rec.allocations[t].node).name;
-  }
-  if (job.row.start_us == 0) {
-    job.row.start_us = now;
-  }
-  ++job.row.attempts;
-  job.row.reason = d.backfilled ? "backfilled" : "";
-  out.dirty.insert(id);
+  Attempts().Started(jobs_.Rec(job));  // the lifecycle made it running
+  jobs_.StartAttempt(job, *core_.state(), d.backfilled, now);
+  out.dirty.insert(job.id());
   ++counters_.decisions["start"];
   const bool new_identity = !identities_.Known(job.row.tenant).has_value();
   (void)identities_.For(job.row.tenant, out.batch);  // made durable with the start
   if (new_identity) {
     // Once per tenant: its other jobs' views show the identity they will run as.
-    for (const auto& [other_id, other] : jobs_.all()) {
-      if (other_id != id && other.row.tenant == job.row.tenant) {
-        PublishView(other);
-      }
+    for (const LiveJob* other : jobs_.TenantJobs(job.row.tenant, job.id())) {
+      PublishView(*other);
     }
   }
-  for (size_t t = 0; t < rec.allocations.size(); ++t) {
+  for (size_t t = 0; t < job.tasks.size(); ++t) {
     out.launches.emplace_back(job.tasks[t].node, MakeLaunch(job, static_cast<int>(t)));
   }
   host_.OnAttemptRunning(FactsOf(job));
@@ -97,117 +77,63 @@ void Controller::ApplyAttempt(LiveJob& job, AttemptEffects fx, Micros now, Pendi
     return;
   }
   out.dirty.insert(job.id());
-  if (fx.reason) {
-    job.row.reason = std::move(*fx.reason);
-  }
-  if (fx.exit_code) {
-    job.row.exit_code = *fx.exit_code;
-  }
-  for (size_t t : fx.stop) {
-    // Rounded up to whole milliseconds: a victim evicted at its periodic checkpoint
-    // must not end a fraction of a millisecond before it and lose the interval.
-    out.stops.emplace_back(job.tasks[t].node,
-                           TaskStop{TaskKey{job.row.id, static_cast<int>(t), job.row.attempts},
-                                    (fx.grace + 999) / 1000, 15});
-  }
+  JobTable::ApplyEffects(job, fx, out.stops);
   if (fx.ended) {
     RecordEnded(job, *fx.ended, now, out);
   }
 }
 
 void Controller::RecordEnded(LiveJob& job, const EndedAttempt& ended, Micros now, Pending& out) {
-  const JobNumber id = job.id();
-  const JobRecord& rec = jobs_.Rec(job);
   if (ended.run_start > 0 && now > ended.run_start) {
-    out.batch.usage.push_back(
-        UsageRow{id.value(), job.row.tenant, job.row.queue, ended.run_start, now, rec.gpu_milli});
+    out.batch.usage.push_back(UsageRow{job.row.id, job.row.tenant, job.row.queue, ended.run_start,
+                                       now, jobs_.Rec(job).gpu_milli});
     host_.OnUsage(out.batch.usage.back(), job.row.attempts, /*ended=*/true);
   }
   // The attempt that ended is stored with this transition; the job now holds nothing.
   nlohmann::json stored = StoredEndedAttempt(job, ended, now, nodes_, *catalog_);
   // The restart counted, in the same write; read-only: the core is mid-transition.
   host_.OnAttemptEnded(FactsOf(job), ended, stored, *HookStep(now, nullptr));
-  job.row.placement_json =
-      ended.run_start > 0 ? AppendAttempt(job.row.placement_json, std::move(stored))
-                          : WithStoredAttempts(nlohmann::json::object(), job.row.placement_json);
+  jobs_.EndAttempt(job, ended, std::move(stored), now);
   if (ended.requeued) {
-    job.row.progress_us = rec.resumed_from;
-    job.tasks.clear();
     ++counters_.decisions["requeue"];
     return;
   }
-  out.finished.push_back(id);
-  job.row.end_us = now;
+  out.finished.push_back(job.id());
   ++counters_.finished[{job.row.queue, std::string(JobStateName(jobs_.StateOf(job)))}];
 }
 
 void Controller::NodeDown(NodeInfo& node, const std::string& reason, Micros now, Pending& out) {
-  node.up = false;
-  node.reason = reason;
-  node.launches.clear();
-  node.stops.clear();
+  NodeRegistry::TakeDown(node, reason);
   const std::string name = node.inventory.spec.name;
   std::cerr << "tessera server: node " << name << " is down: " << reason << "\n";
-  for (auto& [id, job] : jobs_.all()) {
-    const JobPhase phase = jobs_.Rec(job).phase;
-    if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
-      continue;
-    }
-    std::vector<size_t> lost;
-    for (size_t t = 0; t < job.tasks.size(); ++t) {
-      if (job.tasks[t].node == name) {
-        if (!jobs_.TaskExited(job, t)) {
-          lost.push_back(t);
-        }
-        // The node leaves the core holding nothing.
-        core_.lifecycle()->DetachTask(jobs_.Rec(job), t);
-      }
-    }
-    if (lost.empty()) {
-      continue;
-    }
-    ApplyAttempt(job,
-                 Attempts().TasksLost(jobs_.Rec(job), lost, RequeueCause::kNodeLost,
-                                      "requeued: node " + name + " was lost (" + reason + ")", now),
-                 now, out);
-  }
+  jobs_.LoseNode(
+      name, core_.lifecycle(), [&](LiveJob& job, const std::vector<size_t>& lost) REQUIRES(mu_) {
+        ApplyAttempt(
+            job,
+            Attempts().TasksLost(jobs_.Rec(job), lost, RequeueCause::kNodeLost,
+                                 "requeued: node " + name + " was lost (" + reason + ")", now),
+            now, out);
+      });
   NodeLeft(name);
 }
 
-void Controller::ReleaseRestarts(Micros now, Pending& out) {
-  if (core_.lifecycle() == nullptr || !core_.lifecycle()->bound()) {
-    return;
-  }
-  for (JobId slot : core_.lifecycle()->ReleaseDue(now)) {
+bool Controller::RunCoreCycle(Micros now, Pending& out) {
+  for (JobId slot : core_.ReleaseDue(now)) {  // backoffs that ended: offered to this cycle
     out.dirty.insert(jobs_.IdAt(slot));
   }
-}
-
-bool Controller::RunCoreCycle(Micros now, Pending& out) {
-  ReleaseRestarts(now, out);  // backoffs that ended: offered to this cycle
   host_.BeforeDecide(*HookStep(now, &out));  // gates: dependencies met, holds released, throttles
-  if (core_.state()->present_count() == 0 || core_.scheduler()->pending() == 0) {
+  std::optional<CycleResult> result = core_.RunCycle(now);
+  if (!result) {
     return false;
   }
-  core_.ApplyNodeChanges();
-  core_.RefreshPlacement();
-  {
-    CycleResult result = core_.lifecycle()->RunCycle(now, core_.rng());
-    core_.reservation() = result.reservation;
-    for (const StartDecision& d : result.starts) {
-      StartJob(jobs_.JobAt(d.job), d, now, out);
-    }
-    for (const PreemptDecision& d : result.preemptions) {
-      LiveJob& victim = jobs_.JobAt(d.victim);
-      ++victim.row.preemptions;
-      ++counters_.decisions["preempt"];
-      ++counters_.preemptions[victim.row.queue];
-      StopJob(victim,
-              StopRequest{AttemptEnd::kRequeue, RequeueCause::kPreempted,
-                          std::max<Micros>(0, d.evict_at - now),
-                          "preempted by job " + ToString(jobs_.IdAt(d.preemptor))},
-              now, out);
-    }
+  for (const StartDecision& d : result->starts) {
+    StartJob(jobs_.JobAt(d.job), d, now, out);
+  }
+  for (const PreemptDecision& d : result->preemptions) {
+    LiveJob& victim = jobs_.JobAt(d.victim);
+    ++counters_.decisions["preempt"];
+    ++counters_.preemptions[victim.row.queue];
+    StopJob(victim, jobs_.Preempted(victim, d, now), now, out);
   }
   return true;
 }
@@ -218,15 +144,10 @@ Status Controller::RunCycle() {
   {
     MutexLock lock(mu_);
     const Micros now = clock_->NowMicros();
-    // A walk over every node, so not at every cycle (cycles follow every exit): a lost
-    // node is noticed at most a tenth of the timeout (and at most 1 s) late.
-    if (now >= next_silence_check_) {
-      next_silence_check_ = now + std::min<Micros>(1'000'000, options_.node_timeout / 10);
-      for (const std::string& name : nodes_.Silent(now, options_.node_timeout)) {
-        NodeDown(*nodes_.Find(name),
-                 "no heartbeat for " + std::to_string(options_.node_timeout / 1'000'000) + " s",
-                 now, out);
-      }
+    for (const std::string& name : nodes_.SilentDue(now, options_.node_timeout)) {
+      NodeDown(*nodes_.Find(name),
+               "no heartbeat for " + std::to_string(options_.node_timeout / 1'000'000) + " s", now,
+               out);
     }
     host_.BeforeCycle(*HookStep(now, &out));
     if (core_.rebuild_pending()) {
@@ -248,12 +169,8 @@ Status Controller::RunCycle() {
         out.launches.emplace_back(node, MakeLaunch(*jobs_.Find(JobNumber(key.job)), key.task));
       }
     }
-    if (RunCoreCycle(now, out)) {
-      std::vector<std::string> broken = core_.lifecycle()->CheckInvariants();
-      if (!broken.empty()) {
-        ++counters_.invariant_breaches;
-        std::cerr << "tessera server: invariant broken after the cycle: " << broken.front() << "\n";
-      }
+    if (RunCoreCycle(now, out) && !core_.CycleKeptInvariants()) {
+      ++counters_.invariant_breaches;
     }
     memory_.Save(now, core_, out.batch);
     Seal(out);

@@ -1,5 +1,5 @@
 // Job arrays, dependencies, holds, singletons and requeues through the controller
-// (controller_gates.cc) and its JobActions service (services/job_actions.h), on a manual
+// (modules/job_gates_module.h) and its JobActions service (services/job_actions.h), on a manual
 // clock with the test playing the agent.
 #include <algorithm>
 #include <string>

@@ -3,12 +3,14 @@
 // see jobs and nodes as const views and change the core only through Step: a stop goes
 // through the attempt machine (StopJob), a row through the step's durable batch.
 // Services' transactions (Transact, Read) run on the same Step, as a ServiceStep
-// (services/service_step.h).
+// (services/service_step.h), and so does a submission's dependency check
+// (PrepareSubmission).
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "server/controller.h"
+#include "server/job_admission.h"
 
 namespace tessera {
 
@@ -167,9 +169,7 @@ class Controller::Step final : public ServiceStep {
   }
 
   // ---- a service's transaction (services/service_step.h) ----
-  StatusOr<std::vector<JobNumber>> JobsNamed(const JobRef& ref) override REQUIRES(c_.mu_) {
-    return c_.gates_.DependencyJobs(ref, *this, /*may_load=*/facade_, /*remember=*/false);
-  }
+  JobGatesModule& gates() override REQUIRES(c_.mu_) { return c_.gates_; }
   void SetReason(JobNumber id, std::string reason) override REQUIRES(c_.mu_) {
     LiveJob* job = c_.jobs_.Find(id);
     if (job == nullptr) {
@@ -181,13 +181,6 @@ class Controller::Step final : public ServiceStep {
     job->row.reason = std::move(reason);
     out_->dirty.insert(id);
   }
-  void WatchGates(JobNumber id) override REQUIRES(c_.mu_) {
-    if (const LiveJob* job = c_.jobs_.Find(id); job != nullptr) {
-      c_.gates_.Watch(c_.FactsOf(*job), *this);
-    }
-  }
-  void RecheckGates() override REQUIRES(c_.mu_) { c_.gates_.Recheck(); }
-  void UpdateGates() override REQUIRES(c_.mu_) { c_.gates_.Update(*this); }
   void WakeLoop() override { wake_ = true; }
   bool wake() const { return wake_; }
   nlohmann::json Describe(JobNumber id) const override REQUIRES(c_.mu_) {
@@ -226,14 +219,6 @@ class Controller::Step final : public ServiceStep {
     }
     out_->batch.tokens.push_back(std::move(row));
   }
-  nlohmann::json DescribeNode(const std::string& name) const override REQUIRES(c_.mu_) {
-    nlohmann::json out(nullptr);
-    if (Node(name) != nullptr) {
-      c_.NodeInputs(name,
-                    [&](const NodeViewInputs& in) { out = NodesJson(in, name, nullptr).at(0); });
-    }
-    return out;
-  }
 
   // ---- the cluster's views (services/cluster_views.h) ----
   CoreFigures Figures() const override REQUIRES(c_.mu_) {
@@ -251,7 +236,10 @@ class Controller::Step final : public ServiceStep {
   void VisitNodeInputs(const std::string& only,
                        const std::function<void(const NodeViewInputs&)>& visit) const override
       REQUIRES(c_.mu_) {
-    c_.NodeInputs(only, visit);
+    const NodeUse use = NodeUseOf(c_.jobs_, only);
+    auto hold = [this](const std::string& n) { return c_.host_.NodeHold(n); };
+    visit(NodeViewInputs{c_.nodes_.all(), use.holds, use.used, *c_.catalog_,
+                         ModuleHoldsOf(c_.nodes_.all(), only, hold)});
   }
   nlohmann::json FairShare(QueueId q) const override REQUIRES(c_.mu_) {
     return FairShareJson(c_.core_, q);
@@ -287,10 +275,16 @@ JobFacts Controller::FactsOf(const LiveJob& job) const {
   return jobs_.FactsOf(job, core_.lifecycle());
 }
 
-// ---- module facades (the gates', metrics, views) and hooks' steps ----
-
-std::unique_ptr<ModuleStep> Controller::LockedStep(Micros now, Pending* out) {
-  return std::make_unique<Step>(*this, now, out, /*facade=*/true);
+// At submission, on a user's step (it may let go of mu_ to read an archived job).
+Status Controller::PrepareSubmission(const Principal& who, JobSubmission& job) {
+  if (job.array_index >= 0) {
+    return InvalidArgumentError("array_index: is set by the server on each element of an array");
+  }
+  TESSERA_RETURN_IF_ERROR(ResolvePriorityClass(core_.tree(), job));
+  Step step(*this, clock_->NowMicros(), nullptr, /*facade=*/true);
+  return gates_.CheckDependency(job.dependency, step, [&who](const JobFacts& target) {
+    return PublishedJobs::Visible(who, target.tenant);
+  });
 }
 
 std::unique_ptr<ModuleStep> Controller::HookStep(Micros now, Pending* out) {

@@ -348,9 +348,9 @@ TEST_F(ControllerRecoveryTest, ABatchWhoseCommitFailedLeavesNoJob) {
 class ControllerIdentityTest : public ControllerRecoveryTest {
  protected:
   void Tune(ControllerOptions& options) override {
-    options.uid_pool_start = 300'000;
-    options.uid_pool_size = 2;
-    options.run_as["default"] = {4242, 4343};
+    options.identities.pool_start = 300'000;
+    options.identities.pool_size = 2;
+    options.identities.run_as["default"] = {4242, 4343};
   }
 };
 

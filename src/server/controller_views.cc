@@ -1,12 +1,10 @@
 // What the API reads of the controller: a job's JSON and its published view
-// (views/job_json.h), what the nodes' views are written from (views/node_views.h;
-// services/cluster_views.h writes them), archived jobs read back from the store, the
-// pending jobs' ETAs (modules/eta_module.h) and the queue configuration.
+// (views/job_json.h) with the pending jobs' wait context, archived jobs read back from
+// the store, the pending jobs' ETAs (modules/eta_module.h) and the queue configuration.
 #include "server/controller.h"
 #include "server/known_nodes.h"
 #include "server/pending_reasons.h"
 #include "server/views/job_json.h"
-#include "server/views/node_views.h"
 
 namespace tessera {
 
@@ -24,8 +22,8 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool whole) const {
 }
 
 void Controller::FillReason(const LiveJob& job, JobView& view) const {
-  FillJobReason(job, jobs_, *core_.lifecycle(), *catalog_,
-                [&]() REQUIRES(mu_) { return GateReason(job); }, view);
+  auto gate = [&]() REQUIRES(mu_) { return gates_.Reason(job.id()); };
+  FillJobReason(job, jobs_, *core_.lifecycle(), *catalog_, gate, view);
 }
 
 void Controller::PublishView(const LiveJob& job) {
@@ -39,12 +37,12 @@ void Controller::PublishView(const LiveJob& job) {
 
 void Controller::PublishWaitContext() {
   core_.ApplyNodeChanges();  // the node set it publishes
-  PublishFitVerdicts(std::make_shared<WaitContext>(core_.WaitContextOf(jobs_, clock_->NowMicros())),
-                     *views_.context());
+  PublishFitVerdicts(
+      std::make_shared<WaitContext>(core_.WaitContextOf(jobs_, clock_->NowMicros())));
 }
 
-void Controller::PublishFitVerdicts(std::shared_ptr<WaitContext> c, const WaitContext& last) {
-  if (SetFitVerdicts(nodes_, *catalog_, last, *c)) {
+void Controller::PublishFitVerdicts(std::shared_ptr<WaitContext> c) {
+  if (SetFitVerdicts(nodes_, *catalog_, *views_.context(), *c)) {
     gpu_task_defaults_.SetNodes(nodes_);  // the per-GPU room: once per node change
   }
   fit_stale_ = false;
@@ -55,20 +53,11 @@ void Controller::RefreshFitVerdicts() {
   if (!fit_stale_) {
     return;
   }
-  const std::shared_ptr<const WaitContext> last = views_.context();
-  auto c = std::make_shared<WaitContext>(*last);
+  auto c = std::make_shared<WaitContext>(*views_.context());
   if (c->built) {
     c->nodes_up = NodesUp(nodes_);  // a node that just registered counts at once
   }
-  PublishFitVerdicts(std::move(c), *last);
-}
-
-void Controller::NodeInputs(const std::string& only,
-                            const std::function<void(const NodeViewInputs&)>& visit) const {
-  const NodeUse use = NodeUseOf(jobs_, only);
-  visit(NodeViewInputs{nodes_.all(), use.holds, use.used, *catalog_,
-                       ModuleHoldsOf(nodes_.all(), only,
-                                     [this](const std::string& n) { return host_.NodeHold(n); })});
+  PublishFitVerdicts(std::move(c));
 }
 
 // Finished jobs beyond ControllerOptions::finished_in_memory live only in the store
@@ -109,7 +98,7 @@ EtaModule Controller::MakeEtaModule() {
       return false;  // the core is not built yet
     }
     core_.CopyForecastJobs(
-        jobs_, [this](const LiveJob& job) REQUIRES(mu_) { return GateReason(job); }, snap);
+        jobs_, [this](const LiveJob& job) REQUIRES(mu_) { return gates_.Reason(job.id()); }, snap);
     return true;
   };
   auto publish = [this](std::shared_ptr<const EtaTable> t) { views_.SetEtas(std::move(t)); };

@@ -47,6 +47,23 @@ Status CoreSession::ApplyQueueYaml(const std::string& yaml) {
   return Status::Ok();
 }
 
+Status CoreSession::LoadQueues(Store& store, const std::string& initial) {
+  TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> stored, store.GetKv(job_rows::kQueuesKey));
+  TESSERA_RETURN_IF_ERROR(ApplyQueueYaml(stored ? *stored : initial));
+  if (stored) {
+    return Status::Ok();
+  }
+  WriteBatch b;
+  b.kv.emplace_back(job_rows::kQueuesKey, initial);
+  return store.Commit(std::move(b));
+}
+
+void CoreSession::HoldRestarts(const std::vector<std::pair<JobRecord*, Micros>>& backoffs) {
+  for (const auto& [rec, until] : backoffs) {
+    lifecycle_->HoldUntil(*rec, until);
+  }
+}
+
 void CoreSession::MakeLifecycle(std::vector<JobRecord>* records, LifecycleListener* listener) {
   lifecycle_ = std::make_unique<JobLifecycle>(
       records, tree_.get(), &predictor_,
@@ -169,6 +186,29 @@ void CoreSession::ApplyNodeChanges() {
 
 std::vector<std::string> CoreSession::CheckInvariants() const {
   return rebuild_ ? std::vector<std::string>{} : lifecycle_->CheckInvariants();
+}
+
+std::vector<JobId> CoreSession::ReleaseDue(Micros now) {
+  return lifecycle_ != nullptr ? lifecycle_->ReleaseDue(now) : std::vector<JobId>{};
+}
+
+std::optional<CycleResult> CoreSession::RunCycle(Micros now) {
+  if (state_->present_count() == 0 || scheduler_->pending() == 0) {
+    return std::nullopt;
+  }
+  ApplyNodeChanges();
+  RefreshPlacement();
+  CycleResult result = lifecycle_->RunCycle(now, rng_);
+  reservation_ = result.reservation;
+  return result;
+}
+
+bool CoreSession::CycleKeptInvariants() const {
+  std::vector<std::string> broken = lifecycle_->CheckInvariants();
+  if (!broken.empty()) {
+    std::cerr << "tessera server: invariant broken after the cycle: " << broken.front() << "\n";
+  }
+  return broken.empty();
 }
 
 void CoreSession::Submit(JobRecord& rec, const std::string& queue, Micros now) {

@@ -72,6 +72,9 @@ class CoreSession {
                       Micros min_run_before_reclaim, Micros victim_hold);
   // Parses and applies a queue configuration; the core is rebuilt before the next cycle.
   Status ApplyQueueYaml(const std::string& yaml);
+  // At Open: the queue configuration `store` holds (kQueuesKey) applied; when it holds
+  // none, `initial` applied and committed as the store's.
+  Status LoadQueues(Store& store, const std::string& initial);
   // The lifecycle over `records` (the JobTable's, by slot), telling `listener` (may be
   // null) every transition. After ChoosePolicy and ApplyQueueYaml.
   void MakeLifecycle(std::vector<JobRecord>* records, LifecycleListener* listener);
@@ -133,6 +136,19 @@ class CoreSession {
   const WorkloadLearner& learner() const { return learner_; }
   // What breaks the core's invariants now; empty when they hold or while rebuilding.
   std::vector<std::string> CheckInvariants() const;
+  // The restarts whose backoff ended by `now`, offered to the scheduler again
+  // (JobLifecycle::ReleaseDue); none while the lifecycle is not bound.
+  std::vector<JobId> ReleaseDue(Micros now);
+  // At Open (JobTable::RestoreRestarts): each pending job waits out its restart's
+  // backoff until the end given, even across the restart (ReleaseDue lets it go).
+  void HoldRestarts(const std::vector<std::pair<JobRecord*, Micros>>& backoffs);
+  // The core's cycle at `now`: none when it has nothing to decide on (no node present, or
+  // no pending job); else the node changes applied, the placement refreshed, then the
+  // lifecycle's decisions, whose reservation is kept. The core must be built.
+  std::optional<CycleResult> RunCycle(Micros now);
+  // After a cycle: whether the lifecycle's invariants hold (checked even when the cycle
+  // asked for a rebuild); the first one broken is logged.
+  bool CycleKeptInvariants() const;
   // Takes the scheduler's fair-share usage up to `now` (before it is replaced or stored).
   void CarryUsage(Micros now);
 

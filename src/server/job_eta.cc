@@ -1,7 +1,5 @@
-#include "base/mutex.h"
 #include "server/job_eta.h"
 
-#include <chrono>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -69,40 +67,6 @@ std::string EtaFieldsJson(const EtaTable* table, JobNumber id) {
     out += value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   return out;
-}
-
-void EtaRefresher::Start(std::function<void()> refresh, Micros interval) {
-  if (interval <= 0 || thread_.joinable()) {
-    return;
-  }
-  {
-    MutexLock lock(mu_);
-    stopping_ = false;
-  }
-  thread_ = std::thread([this, refresh = std::move(refresh), interval] {
-    MutexLock lock(mu_);
-    while (!stopping_) {
-      cv_.WaitFor(mu_, std::chrono::microseconds(interval),
-                  [this]() REQUIRES(mu_) { return stopping_; });
-      if (stopping_) {
-        break;
-      }
-      lock.Unlock();
-      refresh();
-      lock.Lock();
-    }
-  });
-}
-
-void EtaRefresher::Stop() {
-  {
-    MutexLock lock(mu_);
-    stopping_ = true;
-  }
-  cv_.NotifyAll();
-  if (thread_.joinable()) {
-    thread_.join();
-  }
 }
 
 }  // namespace tessera

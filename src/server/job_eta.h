@@ -12,15 +12,11 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <unordered_map>
 
-#include "base/mutex.h"
 #include "base/clock.h"
 #include "server/job_number.h"
 
@@ -50,25 +46,5 @@ struct EtaTable {
 // The ETA fields of a pending job's JSON object, each with a leading comma. A job the
 // table does not hold (none published yet, or submitted since) gets nulls and a note.
 std::string EtaFieldsJson(const EtaTable* table, JobNumber id);
-
-// The refresh's own thread: calls `refresh` every `interval` of wall time until Stop
-// (the refresh decides whether a cycle ran since the last one). Start after the
-// controller's loop, Stop before it. Thread safety: Start and Stop from one thread.
-class EtaRefresher {
- public:
-  EtaRefresher() = default;
-  EtaRefresher(const EtaRefresher&) = delete;
-  EtaRefresher& operator=(const EtaRefresher&) = delete;
-  ~EtaRefresher() { Stop(); }
-  // `interval` <= 0: does not start.
-  void Start(std::function<void()> refresh, Micros interval);
-  void Stop();  // idempotent; joins the thread
-
- private:
-  Mutex mu_;
-  CondVar cv_;
-  bool stopping_ GUARDED_BY(mu_) = false;
-  std::thread thread_;
-};
 
 }  // namespace tessera

@@ -1,5 +1,6 @@
 #include "server/job_table.h"
 
+#include <iostream>
 #include <set>
 #include <tuple>
 
@@ -297,6 +298,37 @@ JobRecord& JobTable::RecordSubmission(LiveJob& job, const GpuCatalog& catalog) {
   return rec;
 }
 
+std::vector<JobTable::Quarantined> JobTable::RestoreAll(
+    std::vector<JobRow> rows, const GpuCatalog& catalog, const QueueTree& tree,
+    const std::function<void(const std::string&)>& on_node) {
+  for (const JobRow& row : rows) {
+    NoteStoredId(JobNumber(row.id));
+  }
+  std::vector<Quarantined> quarantined;
+  for (JobRow& row : rows) {
+    const uint64_t id = row.id;
+    StatusOr<std::vector<std::string>> nodes = Restore(std::move(row), catalog, tree);
+    if (!nodes.ok()) {
+      std::cerr << "tessera server: job " << id << " quarantined: its stored row cannot be read ("
+                << nodes.status().message() << "); it stays in the store and is left out\n";
+      quarantined.push_back({id, nodes.status().message()});
+      continue;
+    }
+    for (const std::string& n : *nodes) {
+      on_node(n);
+    }
+  }
+  return quarantined;
+}
+
+LifecycleEvent JobTable::WithJobIds(LifecycleEvent event) const {
+  event.job = JobId(IdAt(event.job).value());
+  if (event.by.valid()) {
+    event.by = JobId(IdAt(event.by).value());
+  }
+  return event;
+}
+
 StatusOr<std::vector<std::string>> JobTable::Restore(JobRow row, const GpuCatalog& catalog,
                                                      const QueueTree& tree) {
   nlohmann::json spec = nlohmann::json::parse(row.spec_json.str(), nullptr, false);
@@ -508,6 +540,88 @@ LiveJob JobTable::FromArchive(JobRow row, const GpuCatalog& catalog) {
     }
   }
   return job;
+}
+
+void JobTable::StartAttempt(LiveJob& job, const ClusterState& state, bool backfilled, Micros now) {
+  const std::vector<Allocation>& allocations = Rec(job).allocations;
+  job.tasks.assign(allocations.size(), TaskRun{});
+  for (size_t t = 0; t < allocations.size(); ++t) {
+    job.tasks[t].node = state.spec(allocations[t].node).name;
+  }
+  if (job.row.start_us == 0) {
+    job.row.start_us = now;
+  }
+  ++job.row.attempts;
+  job.row.reason = backfilled ? "backfilled" : "";
+}
+
+std::vector<const LiveJob*> JobTable::TenantJobs(const std::string& tenant,
+                                                 JobNumber except) const {
+  std::vector<const LiveJob*> of;
+  for (const auto& [id, job] : jobs_) {
+    if (id != except && job.row.tenant == tenant) {
+      of.push_back(&job);
+    }
+  }
+  return of;
+}
+
+void JobTable::ApplyEffects(LiveJob& job, const AttemptEffects& fx,
+                            std::vector<std::pair<std::string, TaskStop>>& stops) {
+  if (fx.reason) {
+    job.row.reason = *fx.reason;
+  }
+  if (fx.exit_code) {
+    job.row.exit_code = *fx.exit_code;
+  }
+  for (size_t t : fx.stop) {
+    stops.emplace_back(job.tasks[t].node,
+                       TaskStop{TaskKey{job.row.id, static_cast<int>(t), job.row.attempts},
+                                (fx.grace + 999) / 1000, 15});
+  }
+}
+
+void JobTable::EndAttempt(LiveJob& job, const EndedAttempt& ended, nlohmann::json stored,
+                          Micros now) {
+  job.row.placement_json =
+      ended.run_start > 0 ? AppendAttempt(job.row.placement_json, std::move(stored))
+                          : WithStoredAttempts(nlohmann::json::object(), job.row.placement_json);
+  if (ended.requeued) {
+    job.row.progress_us = Rec(job).resumed_from;
+    job.tasks.clear();
+  } else {
+    job.row.end_us = now;
+  }
+}
+
+StopRequest JobTable::Preempted(LiveJob& victim, const PreemptDecision& d, Micros now) {
+  ++victim.row.preemptions;
+  return StopRequest{AttemptEnd::kRequeue, RequeueCause::kPreempted,
+                     std::max<Micros>(0, d.evict_at - now),
+                     "preempted by job " + ToString(IdAt(d.preemptor))};
+}
+
+void JobTable::LoseNode(
+    const std::string& node, JobLifecycle* lifecycle,
+    const std::function<void(LiveJob& job, const std::vector<size_t>& tasks)>& lost) {
+  for (auto& [id, job] : jobs_) {
+    const JobPhase phase = Rec(job).phase;
+    if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
+      continue;
+    }
+    std::vector<size_t> live;
+    for (size_t t = 0; t < job.tasks.size(); ++t) {
+      if (job.tasks[t].node == node) {
+        if (!TaskExited(job, t)) {
+          live.push_back(t);
+        }
+        lifecycle->DetachTask(Rec(job), t);
+      }
+    }
+    if (!live.empty()) {
+      lost(job, live);
+    }
+  }
 }
 
 }  // namespace tessera

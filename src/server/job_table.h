@@ -35,6 +35,7 @@
 #include "base/strong_id.h"
 #include "model/gpu_catalog.h"
 #include "model/queue_tree.h"
+#include "sched/attempt_machine.h"
 #include "sched/job_lifecycle.h"
 #include "sched/job_record.h"
 #include "server/job_logs.h"
@@ -150,6 +151,21 @@ class JobTable {
   // nothing behind.
   StatusOr<std::vector<std::string>> Restore(JobRow row, const GpuCatalog& catalog,
                                              const QueueTree& tree);
+  // At Open, every stored row restored (Restore), every row's id noted first, so that
+  // no id is reused. A row this version cannot read must not keep the controller (and
+  // every other tenant's jobs) down: it stays in the store as it is, left out, logged
+  // and returned (quarantined). `on_node`: each node a restored job's current attempt's
+  // tasks are on, in the rows' order.
+  struct Quarantined {
+    uint64_t id = 0;
+    std::string why;
+  };
+  std::vector<Quarantined> RestoreAll(std::vector<JobRow> rows, const GpuCatalog& catalog,
+                                      const QueueTree& tree,
+                                      const std::function<void(const std::string&)>& on_node);
+  // `event` with the API's job ids in place of the core's slots (for a listener outside
+  // the core).
+  LifecycleEvent WithJobIds(LifecycleEvent event) const;
   // Once every stored job is restored: each job's restart count from its stored attempts
   // and a requeued attempt's cause from its reason (a stopping job's cause is not
   // stored). Returns the pending jobs still to wait out a restart's backoff, with its end.
@@ -239,6 +255,32 @@ class JobTable {
   // runs on these records), with `reason` when not empty; its row's end is `now`. False,
   // nothing changed, for a job not in memory or not pending.
   bool CancelPending(JobNumber id, const std::string& reason, JobLifecycle* lifecycle, Micros now);
+
+  // ---- what the core's decisions and lost nodes do to a job's row and tasks ----
+  // The core started the job's next attempt (its record holds one allocation per task, on
+  // nodes of `state`): its tasks placed on those nodes, its row's first start (`now`),
+  // attempt count and reason ("backfilled": started ahead of a reserved job).
+  void StartAttempt(LiveJob& job, const ClusterState& state, bool backfilled, Micros now);
+  // The jobs of `tenant` in memory but `except`, acknowledged or not, in id order.
+  std::vector<const LiveJob*> TenantJobs(const std::string& tenant, JobNumber except) const;
+  // The attempt machine's effects `fx` on the job's row (its new reason and exit code), and
+  // the stops of the tasks it stops appended to `stops`, their grace rounded up to whole
+  // milliseconds: a victim evicted at its periodic checkpoint must not end a fraction of
+  // a millisecond before it and lose the interval.
+  static void ApplyEffects(LiveJob& job, const AttemptEffects& fx,
+                           std::vector<std::pair<std::string, TaskStop>>& stops);
+  // The job's attempt `ended` at `now`; `stored` (StoredEndedAttempt) joins the row's
+  // stored attempts when it ran. Requeued, it resumes from its record's checkpoint and
+  // holds no tasks; else its row ends at `now`.
+  void EndAttempt(LiveJob& job, const EndedAttempt& ended, nlohmann::json stored, Micros now);
+  // Preemption `d` chose `victim` (counted in its row): how it is stopped, requeued at
+  // the end of its grace (from `now`), its preemptor named in the reason.
+  StopRequest Preempted(LiveJob& victim, const PreemptDecision& d, Micros now);
+  // Node `node` is lost: each running or stopping job's tasks placed there are detached
+  // from `lifecycle` (the node leaves the core holding nothing), then, when any of them
+  // had not exited, `lost` is told those (in task order), job by job in id order.
+  void LoseNode(const std::string& node, JobLifecycle* lifecycle,
+                const std::function<void(LiveJob& job, const std::vector<size_t>& tasks)>& lost);
 
  private:
   // An acknowledged job in memory (Find, for the const queries).

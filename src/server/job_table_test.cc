@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/testing/scheduler_harness.h"
 #include "server/job_attempts.h"
 #include "server/job_rows.h"
 #include "server/modules/controller_module.h"
@@ -502,6 +503,134 @@ TEST(JobTableStepTest, OnlyAPendingJobIsCancelledAtOnce) {
   EXPECT_EQ(other.table.Find(JobNumber(4))->row.reason, "dependency failed");
 }
 
+// What the core's decisions and a lost node do to a job's row and tasks.
+TEST(JobTableDecisionsTest, AStartedAttemptPlacesItsTasksAndCountsInTheRow) {
+  Reconciling r;
+  StatusOr<ClusterState> state =
+      ClusterState::Create({testing::GpuNode("n1"), testing::GpuNode("n2")}, GpuCatalog::Default());
+  ASSERT_TRUE(state.ok()) << state.status().message();
+  LiveJob& job = *r.table.Find(JobNumber(4));
+  Allocation a;
+  a.node = NodeId(1);
+  Allocation b;
+  b.node = NodeId(0);
+  r.table.Rec(job).allocations = {a, b};
+  r.table.StartAttempt(job, *state, /*backfilled=*/true, 70);
+  ASSERT_EQ(job.tasks.size(), 2u);
+  EXPECT_EQ(job.tasks[0].node, "n2");
+  EXPECT_EQ(job.tasks[1].node, "n1");
+  EXPECT_EQ(job.row.start_us, 70);
+  EXPECT_EQ(job.row.attempts, 2);
+  EXPECT_EQ(job.row.reason, "backfilled");
+  job.tasks[0].log_received = 5;
+  r.table.StartAttempt(job, *state, /*backfilled=*/false, 90);
+  EXPECT_EQ(job.row.start_us, 70);  // its first start
+  EXPECT_EQ(job.row.attempts, 3);
+  EXPECT_EQ(job.row.reason, "");
+  EXPECT_EQ(job.tasks[0].log_received, 0);  // a new attempt's output
+}
+
+TEST(JobTableDecisionsTest, ATenantsJobsAreAllButTheOneExcepted) {
+  Reconciling r;
+  r.table.Find(JobNumber(3))->row.tenant = "team-b";
+  LiveJob& staged = r.table.Add(JobNumber(6));  // not acknowledged yet: counted
+  staged.row.id = 6;
+  staged.row.tenant = "team-a";
+  std::vector<uint64_t> ids;
+  for (const LiveJob* job : r.table.TenantJobs("team-a", JobNumber(2))) {
+    ids.push_back(job->row.id);
+  }
+  EXPECT_EQ(ids, (std::vector<uint64_t>{1, 4, 5, 6}));
+  EXPECT_EQ(r.table.TenantJobs("team-b", JobNumber(3)).size(), 0u);
+}
+
+TEST(JobTableDecisionsTest, EffectsSetTheRowAndStopTheirTasks) {
+  Reconciling r;
+  LiveJob& job = *r.table.Find(JobNumber(2));
+  job.row.reason = "kept";
+  job.row.exit_code = 7;
+  std::vector<std::pair<std::string, TaskStop>> stops;
+  AttemptEffects none;
+  none.stop = {1};
+  JobTable::ApplyEffects(job, none, stops);
+  EXPECT_EQ(job.row.reason, "kept");
+  EXPECT_EQ(job.row.exit_code, 7);
+  AttemptEffects fx;
+  fx.reason = "failed";
+  fx.exit_code = 3;
+  fx.stop = {0, 1};
+  fx.grace = 1'500;
+  JobTable::ApplyEffects(job, fx, stops);
+  EXPECT_EQ(job.row.reason, "failed");
+  EXPECT_EQ(job.row.exit_code, 3);
+  ASSERT_EQ(stops.size(), 3u);
+  EXPECT_EQ(stops[0].first, "n2");
+  EXPECT_EQ(stops[0].second.grace_ms, 0);
+  EXPECT_EQ(stops[1].first, "n1");
+  EXPECT_EQ(stops[1].second.key, (TaskKey{2, 0, 1}));
+  EXPECT_EQ(stops[1].second.grace_ms, 2);  // rounded up
+  EXPECT_EQ(stops[1].second.signal, 15);
+  EXPECT_EQ(stops[2].second.key, (TaskKey{2, 1, 1}));
+}
+
+TEST(JobTableDecisionsTest, AnEndedAttemptIsStoredAndTheJobResumesOrEnds) {
+  Reconciling r;
+  LiveJob& requeued = *r.table.Find(JobNumber(2));
+  r.table.Rec(requeued).resumed_from = 1'234;
+  EndedAttempt ended;
+  ended.requeued = true;
+  ended.run_start = 5'000;
+  r.table.EndAttempt(requeued, ended, {{"attempt", 1}}, 9'000);
+  EXPECT_EQ(StoredAttempts(requeued.row.placement_json).size(), 1u);
+  EXPECT_EQ(requeued.row.progress_us, 1'234);
+  EXPECT_TRUE(requeued.tasks.empty());
+  EXPECT_EQ(requeued.row.end_us, 0);
+
+  LiveJob& finished = *r.table.Find(JobNumber(3));
+  finished.row.placement_json = AppendAttempt("", {{"attempt", 1}});
+  EndedAttempt never_ran;  // it never ran: nothing stored of it, the earlier ones kept
+  r.table.EndAttempt(finished, never_ran, {{"attempt", 2}}, 9'500);
+  EXPECT_EQ(StoredAttempts(finished.row.placement_json).size(), 1u);
+  EXPECT_EQ(finished.row.end_us, 9'500);
+  EXPECT_EQ(finished.tasks.size(), 2u);
+}
+
+TEST(JobTableDecisionsTest, APreemptedVictimIsCountedAndRequeuedAfterItsGrace) {
+  Reconciling r;
+  LiveJob& victim = *r.table.Find(JobNumber(2));
+  PreemptDecision d;
+  d.preemptor = JobId(r.table.Find(JobNumber(4))->slot);
+  d.evict_at = 1'500;
+  StopRequest request = r.table.Preempted(victim, d, 1'000);
+  EXPECT_EQ(victim.row.preemptions, 1);
+  EXPECT_EQ(request.after, AttemptEnd::kRequeue);
+  EXPECT_EQ(request.cause, RequeueCause::kPreempted);
+  EXPECT_EQ(request.grace, 500);
+  EXPECT_EQ(request.reason, "preempted by job 4");
+  EXPECT_EQ(r.table.Preempted(victim, d, 2'000).grace, 0);  // past its grace
+  EXPECT_EQ(victim.row.preemptions, 2);
+}
+
+TEST(JobTableDecisionsTest, ALostNodesTasksAreDetachedAndTheLiveOnesLost) {
+  Reconciling r;
+  r.Add(6, "running", {{"n1", true, 0, 0}, {"n2", false, 0, 0}});  // exited on n1
+  for (uint64_t id : {1, 2, 3, 5, 6}) {
+    r.table.Rec(*r.table.Find(JobNumber(id))).held = {1, 1};
+  }
+  const QueueTree tree = Tree();
+  JobLifecycle lifecycle(r.table.records(), &tree, nullptr, {});
+  std::vector<std::pair<uint64_t, std::vector<size_t>>> lost;
+  r.table.LoseNode("n1", &lifecycle, [&](LiveJob& job, const std::vector<size_t>& tasks) {
+    lost.emplace_back(job.row.id, tasks);
+  });
+  EXPECT_EQ(lost,
+            (std::vector<std::pair<uint64_t, std::vector<size_t>>>{{1, {0}}, {2, {0}}, {3, {0}}}));
+  EXPECT_EQ(r.table.Rec(*r.table.Find(JobNumber(1))).held, (std::vector<uint8_t>{0, 0}));
+  EXPECT_EQ(r.table.Rec(*r.table.Find(JobNumber(2))).held, (std::vector<uint8_t>{0, 1}));
+  EXPECT_EQ(r.table.Rec(*r.table.Find(JobNumber(5))).held, (std::vector<uint8_t>{1, 1}));
+  EXPECT_EQ(r.table.Rec(*r.table.Find(JobNumber(6))).held, (std::vector<uint8_t>{0, 1}));
+}
+
 TEST(JobTableArchiveTest, AnArchivedRowReadsBackAsADurableJobWithItsSubmission) {
   LiveJob job = JobTable::FromArchive(Row(9, "succeeded"), GpuCatalog::Default());
   EXPECT_EQ(job.id(), JobNumber(9));
@@ -519,6 +648,48 @@ TEST(JobTableArchiveTest, AnArchivedRowReadsBackAsADurableJobWithItsSubmission) 
   EXPECT_TRUE(job.durable);
   EXPECT_EQ(job.row.id, 10u);
   EXPECT_TRUE(job.submission.spec.tasks.empty());  // left empty
+}
+
+// Every row's id is noted before any is restored: an unreadable row is left out and
+// reported, and its id is never given to a new job.
+TEST(JobTableRestoreTest, RestoreAllQuarantinesUnreadableRowsAndKeepsTheirIds) {
+  JobTable table;
+  const QueueTree tree = Tree();
+  std::vector<JobRow> rows;
+  rows.push_back(Row(3, "running"));
+  rows.back().placement_json = RunningPlacement("");
+  rows.push_back(Row(9, "exploded"));  // the highest id, unreadable
+  rows.push_back(Row(5, "pending"));
+  std::vector<std::string> nodes;
+  std::vector<JobTable::Quarantined> quarantined =
+      table.RestoreAll(std::move(rows), GpuCatalog::Default(), tree,
+                       [&](const std::string& n) { nodes.push_back(n); });
+  ASSERT_EQ(quarantined.size(), 1u);
+  EXPECT_EQ(quarantined[0].id, 9u);
+  EXPECT_NE(quarantined[0].why.find("exploded"), std::string::npos) << quarantined[0].why;
+  EXPECT_EQ(nodes, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_NE(table.Find(JobNumber(3)), nullptr);
+  EXPECT_NE(table.Find(JobNumber(5)), nullptr);
+  EXPECT_EQ(table.Find(JobNumber(9)), nullptr);
+  EXPECT_EQ(table.TakeId(), JobNumber(10));
+}
+
+TEST(JobTableRestoreTest, ListenersHearTheJobsIdsNotTheirSlots) {
+  JobTable table;
+  const QueueTree tree = Tree();
+  ASSERT_TRUE(table.Restore(Row(7, "pending"), GpuCatalog::Default(), tree).ok());
+  ASSERT_TRUE(table.Restore(Row(12, "pending"), GpuCatalog::Default(), tree).ok());
+  const uint32_t slot7 = table.Find(JobNumber(7))->slot, slot12 = table.Find(JobNumber(12))->slot;
+  LifecycleEvent preempted;
+  preempted.job = JobId(slot7);
+  preempted.by = JobId(slot12);
+  const LifecycleEvent heard = table.WithJobIds(preempted);
+  EXPECT_EQ(heard.job, JobId(7));
+  EXPECT_EQ(heard.by, JobId(12));
+  LifecycleEvent alone;
+  alone.job = JobId(slot12);
+  EXPECT_EQ(table.WithJobIds(alone).job, JobId(12));
+  EXPECT_FALSE(table.WithJobIds(alone).by.valid());
 }
 
 }  // namespace job_table_test

@@ -264,6 +264,21 @@ std::vector<std::string> NodeRegistry::Silent(Micros now, Micros timeout) const 
   return silent;
 }
 
+std::vector<std::string> NodeRegistry::SilentDue(Micros now, Micros timeout) {
+  if (now < next_silence_check_) {
+    return {};
+  }
+  next_silence_check_ = now + std::min<Micros>(1'000'000, timeout / 10);
+  return Silent(now, timeout);
+}
+
+void NodeRegistry::TakeDown(NodeInfo& node, const std::string& reason) {
+  node.up = false;
+  node.reason = reason;
+  node.launches.clear();
+  node.stops.clear();
+}
+
 std::map<std::string, HeartbeatResponse> NodeRegistry::Deliver(
     std::vector<std::pair<std::string, TaskLaunch>> launches,
     const std::vector<std::pair<std::string, TaskStop>>& stops,

@@ -153,6 +153,12 @@ class NodeRegistry {
   // The nodes silent for longer than `timeout` at `now` that are up or waiting for their
   // agents: to be taken down. In name order.
   std::vector<std::string> Silent(Micros now, Micros timeout) const;
+  // Silent, for a loop that asks at every cycle (cycles follow every exit): the walk over
+  // every node is made at most every tenth of `timeout` and at most 1 s apart (a lost
+  // node is noticed that much late at most); empty between walks.
+  std::vector<std::string> SilentDue(Micros now, Micros timeout);
+  // The node is down for `reason`: not up, the commands waiting for its heartbeat dropped.
+  static void TakeDown(NodeInfo& node, const std::string& reason);
 
   // Hands durable commands to their nodes' queues, where they wait for the node's next
   // heartbeat (resent until the agent answers): each launch for which `running` holds
@@ -178,6 +184,7 @@ class NodeRegistry {
   uint64_t next_seq_ = 0;
   std::set<std::string> respec_;
   std::vector<std::pair<std::string, TaskKey>> relaunch_;
+  Micros next_silence_check_ = 0;  // SilentDue's next walk
 };
 
 }  // namespace tessera

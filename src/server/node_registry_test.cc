@@ -235,6 +235,38 @@ TEST(NodeRegistryTest, SilentNodesAreThoseUpOrAwaitedPastTheTimeout) {
   EXPECT_TRUE(nodes.Silent(100, 100).empty());  // exactly the timeout is not past it
 }
 
+TEST(NodeRegistryTest, SilentNodesAreLookedForAtMostEveryTenthOfTheTimeoutOrSecond) {
+  NodeRegistry nodes;
+  NodeInfo& up = nodes.Add("up");
+  up.up = true;
+  const Micros timeout = 5'000'000;                      // a walk every 0.5 s
+  EXPECT_TRUE(nodes.SilentDue(1'000, timeout).empty());  // walked: none silent yet
+  up.last_seen = -10'000'000;
+  EXPECT_TRUE(nodes.SilentDue(500'999, timeout).empty());  // silent, but not due
+  EXPECT_EQ(nodes.SilentDue(501'000, timeout), (std::vector<std::string>{"up"}));
+  EXPECT_TRUE(nodes.SilentDue(501'001, timeout).empty());
+  // A long timeout: still walked every second.
+  EXPECT_TRUE(nodes.SilentDue(1'001'000, 60'000'000).empty());  // walked, none silent
+  up.last_seen = -61'000'000;
+  EXPECT_TRUE(nodes.SilentDue(2'000'999, 60'000'000).empty());
+  EXPECT_EQ(nodes.SilentDue(2'001'000, 60'000'000), (std::vector<std::string>{"up"}));
+}
+
+TEST(NodeRegistryTest, ANodeTakenDownDropsItsWaitingCommands) {
+  NodeRegistry nodes;
+  NodeInfo& node = nodes.Add("n1");
+  node.up = true;
+  node.launches.emplace_back().key = TaskKey{1, 0, 1};
+  node.stops.push_back(TaskStop{TaskKey{2, 0, 1}, 0, 15});
+  node.gpu_drains[0] = DrainInfo{"xid", "health", "xid", 5};
+  NodeRegistry::TakeDown(node, "no heartbeat");
+  EXPECT_FALSE(node.up);
+  EXPECT_EQ(node.reason, "no heartbeat");
+  EXPECT_TRUE(node.launches.empty());
+  EXPECT_TRUE(node.stops.empty());
+  EXPECT_EQ(node.gpu_drains.size(), 1u);  // kept
+}
+
 TEST(NodeRegistryTest, CommandsAreQueuedOnceForKnownNodesAndCurrentAttempts) {
   NodeRegistry nodes;
   nodes.Add("n1");

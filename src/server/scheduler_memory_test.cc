@@ -254,6 +254,52 @@ TEST(CoreSessionSubmitTest, ANewJobJoinsItsQueuePendingAndTeachesTheLearner) {
   EXPECT_NE(core.WaitContextOf(table, 7 * kSecond).live, nullptr);  // it waits
 }
 
+TEST(CoreSessionCycleTest, ACycleDecidesOnlyWithNodesAndPendingJobsAndKeepsItsReservation) {
+  CoreSession core = Session();
+  ASSERT_TRUE(core.ChoosePolicy(std::nullopt, "fifo", 0, 0).ok());
+  ASSERT_TRUE(core.ApplyQueueYaml(kMainQueue).ok());
+  JobTable table;
+  EXPECT_TRUE(core.ReleaseDue(kSecond).empty());  // no lifecycle yet
+  core.MakeLifecycle(table.records(), nullptr);
+  ASSERT_TRUE(core.BuildState({testing::GpuNode("n1", 8)}).ok());
+  ASSERT_TRUE(core.BuildScheduler(0).ok());
+  core.FinishRebuild();
+  EXPECT_FALSE(core.RunCycle(kSecond).has_value());  // no pending job
+  JobRecord& first = AddPending(core, table, 7, false);
+  const JobId first_id = first.id;
+  core.lifecycle()->HoldUntil(first, 5 * kSecond);  // a restart's backoff
+  EXPECT_FALSE(core.RunCycle(kSecond).has_value());
+  EXPECT_TRUE(core.ReleaseDue(4 * kSecond).empty());
+  EXPECT_EQ(core.ReleaseDue(5 * kSecond), (std::vector<JobId>{first_id}));
+  core.reservation() = Reservation{first_id, 90 * kSecond, {}};
+  std::optional<CycleResult> result = core.RunCycle(6 * kSecond);
+  ASSERT_TRUE(result.has_value());
+  ASSERT_EQ(result->starts.size(), 1u);
+  EXPECT_EQ(result->starts[0].job, first_id);
+  EXPECT_FALSE(core.reservation().has_value());  // the cycle's: none
+  EXPECT_TRUE(core.CycleKeptInvariants());
+}
+
+TEST(CoreSessionCycleTest, BrokenInvariantsAreFoundEvenWithARebuildAskedFor) {
+  CoreSession core = Session();
+  ASSERT_TRUE(core.ChoosePolicy(std::nullopt, "fifo", 0, 0).ok());
+  ASSERT_TRUE(core.ApplyQueueYaml(kMainQueue).ok());
+  JobTable table;
+  core.MakeLifecycle(table.records(), nullptr);
+  ASSERT_TRUE(core.BuildState({testing::GpuNode("n1", 8)}).ok());
+  ASSERT_TRUE(core.BuildScheduler(0).ok());
+  core.FinishRebuild();
+  EXPECT_TRUE(core.CycleKeptInvariants());
+  Allocation stray;  // held by the cluster, by no job
+  stray.node = NodeId(0);
+  stray.cpu = MilliCpu(1000);
+  ASSERT_TRUE(core.state()->Allocate(stray).ok());
+  EXPECT_FALSE(core.CycleKeptInvariants());
+  core.RequestRebuild();
+  EXPECT_TRUE(core.CheckInvariants().empty());  // not while rebuilding
+  EXPECT_FALSE(core.CycleKeptInvariants());
+}
+
 TEST(CoreSessionCopiesTest, TheWaitContextAndTheForecastLeaveOutGatedJobsAndMarkTheReserved) {
   CoreSession core = Session();
   ASSERT_TRUE(core.ChoosePolicy(std::nullopt, "fifo", 0, 0).ok());
@@ -600,6 +646,50 @@ TEST(CoreSessionQueuesTest, AReplacementKeepsEveryUnfinishedJobsQueueAndIsStored
   EXPECT_EQ(core.scheduler(), nullptr);
   ASSERT_TRUE(core.carried_usage().has_value());
   EXPECT_EQ(core.carried_usage()->at, 5 * kSecond);
+}
+
+constexpr const char* kOtherQueue = R"(queues:
+  - name: other
+    tenant: team-b
+    quota:
+      gpu: 2
+)";
+
+// At Open: the stored configuration wins; with none, the given one is applied and stored.
+TEST(CoreSessionLoadTest, TheStoredQueuesWinAndTheInitialOnesAreStoredOnce) {
+  InMemoryStore store;
+  CoreSession first = Session();
+  ASSERT_TRUE(first.LoadQueues(store, kMainQueue).ok());
+  EXPECT_TRUE(first.tree().FindQueue("main").ok());
+  EXPECT_EQ(store.GetKv(job_rows::kQueuesKey).value(), std::optional<std::string>(kMainQueue));
+  CoreSession again = Session();
+  ASSERT_TRUE(again.LoadQueues(store, kOtherQueue).ok());
+  EXPECT_TRUE(again.tree().FindQueue("main").ok());
+  EXPECT_FALSE(again.tree().FindQueue("other").ok());
+  EXPECT_EQ(store.GetKv(job_rows::kQueuesKey).value(), std::optional<std::string>(kMainQueue));
+  CoreSession bad = Session();
+  InMemoryStore empty;
+  EXPECT_FALSE(bad.LoadQueues(empty, "queues: [").ok());
+  EXPECT_FALSE(empty.GetKv(job_rows::kQueuesKey).value().has_value());  // nothing stored
+}
+
+TEST(CoreSessionLoadTest, RestoredBackoffsHoldTheirJobsUntilTheyEnd) {
+  CoreSession core = Session();
+  ASSERT_TRUE(core.ChoosePolicy(std::nullopt, "fifo", 0, 0).ok());
+  ASSERT_TRUE(core.ApplyQueueYaml(kMainQueue).ok());
+  JobTable table;
+  core.MakeLifecycle(table.records(), nullptr);
+  ASSERT_TRUE(core.BuildState({testing::GpuNode("n1", 8)}).ok());
+  ASSERT_TRUE(core.BuildScheduler(0).ok());
+  core.FinishRebuild();
+  AddPending(core, table, 3, false);
+  AddPending(core, table, 4, false);  // not held
+  JobRecord& held = table.Rec(*table.Find(JobNumber(3)));
+  const JobId held_id = held.id;
+  core.HoldRestarts({{&held, 5 * kSecond}});
+  EXPECT_EQ(core.lifecycle()->HeldUntil(held_id), 5 * kSecond);
+  EXPECT_TRUE(core.ReleaseDue(4 * kSecond).empty());
+  EXPECT_EQ(core.ReleaseDue(5 * kSecond), (std::vector<JobId>{held_id}));
 }
 
 }  // namespace scheduler_memory_test

@@ -79,7 +79,7 @@ class ChannelTest : public ::testing::Test {
     o.controller.cycle_interval = 1'000'000;  // decisions come from wake-ups, not the period
     o.controller.heartbeat_interval = kHeartbeat;
     o.controller.node_timeout = 120'000'000;
-    o.controller.run_as["team-a"] = {::getuid(), ::getgid()};
+    o.controller.identities.run_as["team-a"] = {::getuid(), ::getgid()};
     StatusOr<std::unique_ptr<Server>> s = Server::Create(o, GpuCatalog::Default());
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(s).value();

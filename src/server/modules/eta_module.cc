@@ -9,7 +9,9 @@ namespace tessera {
 
 void EtaModule::Start() {
   // After a cycle, at most every interval: the refresh runs on its own thread.
-  refresher_.Start([this] { RefreshIfCycled(); }, options_.interval);
+  if (options_.interval > 0) {
+    refresher_.Start([this] { RefreshIfCycled(); }, options_.interval);
+  }
 }
 
 void EtaModule::RefreshIfCycled() {

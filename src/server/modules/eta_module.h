@@ -1,6 +1,6 @@
 // EtaModule: pending jobs' ETAs, positions and what blocks them (server/job_eta.h).
 //
-// Owns: the refresh's thread (EtaRefresher) and the cycle count it last ran after; the
+// Owns: the refresh's thread (a WakeLoop never woken) and the cycle count it last ran after; the
 // lock that lets one forecast run at a time; the runtime predictor it trains itself
 // when the core's policy trains none (not kept across restarts).
 // Hooks: Start / Stop (the refresh's thread), OnJobEvent (a succeeded job's runtime).
@@ -29,6 +29,7 @@
 
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
+#include "base/wake_loop.h"
 #include "sched/runtime_predictor.h"
 #include "server/job_eta.h"
 #include "server/modules/controller_module.h"
@@ -102,7 +103,7 @@ class EtaModule final : public ControllerModule {
   const Options options_;
   const Core core_;
   bool core_predicts_ = false;
-  EtaRefresher refresher_;
+  WakeLoop refresher_;
   std::atomic<uint64_t> cycles_seen_{0};
   Mutex forecast_mu_;  // one forecast at a time
   Mutex predictor_mu_;

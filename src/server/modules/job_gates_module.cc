@@ -136,6 +136,31 @@ StatusOr<std::vector<JobNumber>> JobGatesModule::DependencyJobs(const JobRef& re
   return all;
 }
 
+Status JobGatesModule::CheckDependency(const std::string& dependency, ModuleStep& step,
+                                       const std::function<bool(const JobFacts&)>& visible) {
+  if (dependency.empty()) {
+    return Status::Ok();
+  }
+  StatusOr<DependencySpec> spec = ParseDependencySpec(dependency);
+  if (!spec.ok()) {
+    return InvalidArgumentError("dependency: " + spec.status().message());
+  }
+  for (const Dependency& d : spec->items) {
+    for (const JobRef& ref : d.jobs) {
+      StatusOr<std::vector<JobNumber>> ids = DependencyJobs(ref, step, /*may_load=*/true);
+      if (!ids.ok()) {
+        return InvalidArgumentError("dependency: " + ids.status().message());
+      }
+      bool seen = false;  // FindOrLoad lets go of the core lock while it reads
+      step.FindOrLoad(ids->front(), [&](const JobFacts& job) { seen = visible(job); });
+      if (!seen) {
+        return InvalidArgumentError("dependency: no job " + JobRefText(ref));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 void JobGatesModule::Watch(const JobFacts& job, ModuleStep& step) {
   const JobNumber id = job.id;
   const std::string& row_reason = step.Reason(id);

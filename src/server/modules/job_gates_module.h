@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,7 +41,7 @@ class JobGatesModule final : public ControllerModule {
   void BeforeDecide(ModuleStep& step) override { Update(step); }
   void DescribeJob(const JobFacts& job, nlohmann::json& out) const override;
 
-  // ---- for the controller's facade (submission, hold, release, named jobs) ----
+  // ---- for submission and users' actions on named jobs (ServiceStep::gates) ----
   // A job that a hold, dependency, singleton or throttle may keep back: watched, and
   // gated at once until the next pass says otherwise (again after a hold).
   void Watch(const JobFacts& job, ModuleStep& step);
@@ -62,6 +63,12 @@ class JobGatesModule final : public ControllerModule {
   // again should its first element leave memory (one small entry per array named).
   StatusOr<std::vector<JobNumber>> DependencyJobs(const JobRef& ref, ModuleStep& step,
                                                   bool may_load, bool remember = true);
+  // A submission's `dependency` text (empty: none) at submission: it parses, and each
+  // job it names is found (DependencyJobs, `may_load`: the step is a user's call's) and
+  // `visible` (its submitter may see it). Else InvalidArgument ("dependency: ...", a job
+  // not visible named as if there were none).
+  Status CheckDependency(const std::string& dependency, ModuleStep& step,
+                         const std::function<bool(const JobFacts&)>& visible);
 
  private:
   // What a dependency knows of job `id` now (kept for referenced jobs that end).

@@ -196,5 +196,22 @@ TEST_F(JobGatesModuleTest, NamedJobsResolveArraysAndArchivedJobs) {
   EXPECT_EQ(*loaded, std::vector<JobNumber>{JobNumber(7)});
 }
 
+TEST_F(JobGatesModuleTest, ASubmittedDependencyNamesJobsItsSubmitterSees) {
+  step_.jobs[1].tenant = "ana";
+  step_.archived[2].tenant = "bo";
+  step_.archived[3].tenant = "ana";
+  auto ana = [](const JobFacts& job) { return job.tenant == "ana"; };
+  EXPECT_TRUE(gates_.CheckDependency("", step_, ana).ok());
+  EXPECT_TRUE(gates_.CheckDependency("afterok:1", step_, ana).ok());
+  EXPECT_TRUE(gates_.CheckDependency("afterany:1:3", step_, ana).ok());  // archived: loaded
+  Status other = gates_.CheckDependency("afterok:1:2", step_, ana);
+  EXPECT_EQ(other.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(other.message(), "dependency: no job 2");  // not told apart from none
+  EXPECT_EQ(gates_.CheckDependency("afterok:9", step_, ana).message(), "dependency: no job 9");
+  Status bad = gates_.CheckDependency("after:", step_, ana);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message().rfind("dependency: ", 0), 0u) << bad.message();
+}
+
 }  // namespace
 }  // namespace tessera

@@ -5,6 +5,11 @@
 
 namespace tessera {
 
+void ModuleHost::Add(std::unique_ptr<ControllerModule> module) {
+  modules_.push_back(module.get());
+  owned_.push_back(std::move(module));
+}
+
 void ModuleHost::Attach(ControllerModule& module, std::function<void()> after_cycle) {
   const size_t at = std::min(1 + attached_++, modules_.size());
   modules_.insert(modules_.begin() + static_cast<std::ptrdiff_t>(at), &module);

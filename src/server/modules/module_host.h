@@ -1,10 +1,12 @@
 // ModuleHost: the controller's feature modules in the order their hooks run, and the
 // fan-out of each hook (modules/controller_module.h) to every one of them.
 //
-// Owns: the ordered list of modules (pointers: each module is owned by the controller or,
-// attached, by a service, and outlives the host) and the attached modules' after-cycle
-// callbacks. The controller builds the ModuleStep and the JobFacts a hook passes (it
-// alone knows its tables) and calls the host with them.
+// Owns: the ordered list of modules, the modules handed to it (Add: the core's own that
+// the controller never calls by name, modules/core_modules.h), and the attached modules'
+// after-cycle callbacks. A module not handed to it (one the controller calls by name, or
+// one attached, owned by a service) outlives the host. The controller builds the
+// ModuleStep and the JobFacts a hook passes (it alone knows its tables) and calls the
+// host with them.
 // Order: the core's first module (Accounting, whose families lead the modules' part of
 // /metrics), then the attached modules in the order attached, then the core's others.
 // Every hook runs in that order, Stop in the reverse one (started last, stopped first);
@@ -17,6 +19,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -30,6 +33,11 @@ class ModuleHost {
   ModuleHost() = default;
   // The core's own modules, in their order (the first one leads).
   explicit ModuleHost(std::vector<ControllerModule*> modules) : modules_(std::move(modules)) {}
+
+  // `module` last in the order so far, owned by the host (destroyed with it).
+  void Add(std::unique_ptr<ControllerModule> module);
+  // `module` last in the order so far; it outlives the host.
+  void Add(ControllerModule& module) { modules_.push_back(&module); }
 
   // `module` after the first module and the modules attached before it; `after_cycle`
   // (may be empty) runs in AfterCycle. Its Load is the caller's.
@@ -69,6 +77,7 @@ class ModuleHost {
 
  private:
   std::vector<ControllerModule*> modules_;
+  std::vector<std::unique_ptr<ControllerModule>> owned_;  // of modules_, those handed over
   size_t attached_ = 0;  // modules attached (after the first)
   std::vector<std::function<void()>> after_cycle_;
 };

@@ -1,11 +1,13 @@
 // ModuleHost without a controller: recording modules on a fake step. Every hook reaches
 // the modules in order (an attached one after the first, before the others), Stop in
 // reverse; describe and metrics output is composed in that order; the node hold is the
-// first non-empty one; Load stops at the first error.
+// first non-empty one; Load stops at the first error. The modules handed to the host live
+// as long as it does; CoreModules puts the core's own in their hook order.
 #include "server/modules/module_host.h"
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,7 +15,14 @@
 #include "model/gpu_catalog.h"
 #include "model/queue_tree.h"
 #include "sched/job_lifecycle.h"
+#include "server/modules/accounting.h"
+#include "server/modules/core_modules.h"
 #include "server/modules/fake_module_step.h"
+#include "server/modules/gpu_health_module.h"
+#include "server/modules/idle_module.h"
+#include "server/modules/node_history.h"
+#include "server/modules/restarts_module.h"
+#include "server/modules/time_limits.h"
 
 namespace tessera {
 namespace module_host_test {
@@ -251,6 +260,55 @@ TEST_F(ModuleHostTest, LoadStopsAtTheFirstError) {
   Status s = Status::Ok();
   EXPECT_EQ(Run([&] { s = host_.Load(store); }), Log({"a.Load", "b.Load"}));
   EXPECT_EQ(s.message(), "unreadable");
+}
+
+// Sets `*gone` when destroyed.
+class Mortal final : public ControllerModule {
+ public:
+  explicit Mortal(bool* gone) : gone_(gone) {}
+  ~Mortal() override { *gone_ = true; }
+
+ private:
+  bool* gone_;
+};
+
+TEST(ModuleHostOwnershipTest, ModulesHandedOverLiveAsLongAsTheHost) {
+  Log log;
+  Recorder outside{"outside", log};
+  bool gone = false;
+  {
+    ModuleHost host;
+    host.Add(outside);
+    host.Add(std::make_unique<Mortal>(&gone));
+    ModuleHost moved = std::move(host);  // as the controller's constructor keeps it
+    ASSERT_EQ(moved.modules().size(), 2U);
+    EXPECT_EQ(moved.modules()[0], &outside);
+    moved.Start();
+    EXPECT_EQ(log, Log({"outside.Start"}));
+    EXPECT_FALSE(gone);
+  }
+  EXPECT_TRUE(gone);
+}
+
+// The controller's own modules, in the order its hooks have always run them.
+TEST(CoreModulesTest, TheCoresModulesInTheirHookOrder) {
+  EtaModule eta({}, {});
+  JobGatesModule gates;
+  ModuleHost host = CoreModules(GpuHealthOptions{}, GpuCatalog::Default(), eta, gates);
+  const std::vector<ControllerModule*>& m = host.modules();
+  ASSERT_EQ(m.size(), 8U);
+  EXPECT_NE(dynamic_cast<Accounting*>(m[0]), nullptr);
+  EXPECT_NE(dynamic_cast<TimeLimits*>(m[1]), nullptr);
+  EXPECT_NE(dynamic_cast<GpuHealthModule*>(m[2]), nullptr);
+  EXPECT_NE(dynamic_cast<IdleModule*>(m[3]), nullptr);
+  EXPECT_EQ(m[4], &eta);
+  EXPECT_NE(dynamic_cast<NodeHistory*>(m[5]), nullptr);
+  EXPECT_EQ(m[6], &gates);
+  EXPECT_NE(dynamic_cast<RestartsModule*>(m[7]), nullptr);
+  Log log;
+  Recorder attached{"attached", log};
+  host.Attach(attached);
+  EXPECT_EQ(host.modules()[1], &attached);  // right after Accounting
 }
 
 }  // namespace module_host_test

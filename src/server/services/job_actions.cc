@@ -60,7 +60,8 @@ StatusOr<std::vector<JobNumber>> JobActions::NamedJobs(const Principal& who,
   if (!ref.ok()) {
     return NotFoundError("no job '" + text.substr(0, 80) + "'");
   }
-  StatusOr<std::vector<JobNumber>> ids = step.JobsNamed(*ref);
+  StatusOr<std::vector<JobNumber>> ids =
+      step.gates().DependencyJobs(*ref, step, /*may_load=*/true, /*remember=*/false);
   if (!ids.ok() || ids->empty()) {
     return NotFoundError("no job " + JobRefText(*ref));
   }
@@ -164,7 +165,8 @@ StatusOr<JobActions::ActedOn> JobActions::Hold(const Principal& who, const std::
   };
   hold.act = [](JobNumber job, const std::string& by, ServiceStep& step) {
     step.SetReason(job, HeldReason() + " (held by " + by + ")");
-    step.WatchGates(job);
+    // Watched by the gates, and gated at once.
+    step.VisitJob(job, [&step](const JobFacts& facts) { step.gates().Watch(facts, step); });
   };
   return ActOnNamed(who, text, hold);
 }
@@ -178,10 +180,10 @@ StatusOr<JobActions::ActedOn> JobActions::Release(const Principal& who, const st
   };
   release.act = [](JobNumber job, const std::string& by, ServiceStep& step) {
     step.SetReason(job, "released by " + by);
-    step.RecheckGates();
+    step.gates().Recheck();
   };
   // The next pass lets them go unless something else keeps them back.
-  release.after = [](ServiceStep& step) { step.UpdateGates(); };
+  release.after = [](ServiceStep& step) { step.gates().Update(step); };
   release.wake = true;
   return ActOnNamed(who, text, release);
 }

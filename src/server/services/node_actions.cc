@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "server/node_registry.h"
+#include "server/views/node_views.h"
 
 namespace tessera {
 namespace {
@@ -30,6 +31,16 @@ Status BusyNode(const std::string& name, const std::vector<JobNumber>& running) 
                                  "); drain it and let them finish, or remove it once it is down");
 }
 
+// The node's JSON as GET /v1/nodes shows it to the admin; null for an unknown node.
+nlohmann::json AdminNodeJson(const ServiceStep& step, const std::string& name) {
+  nlohmann::json out(nullptr);
+  if (step.Node(name) != nullptr) {
+    step.VisitNodeInputs(
+        name, [&](const NodeViewInputs& in) { out = NodesJson(in, name, nullptr).at(0); });
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<nlohmann::json> NodeActions::Drain(const std::string& name, int gpu,
@@ -44,7 +55,7 @@ StatusOr<nlohmann::json> NodeActions::Drain(const std::string& name, int gpu,
     return Status::Ok();
   };
   TESSERA_RETURN_IF_ERROR(controller_->Transact(
-      decide, [&](const ServiceStep& step) { result = step.DescribeNode(name); }));
+      decide, [&](const ServiceStep& step) { result = AdminNodeJson(step, name); }));
   return result;
 }
 
@@ -61,7 +72,7 @@ StatusOr<nlohmann::json> NodeActions::Resume(const std::string& name, int gpu) {
     return Status::Ok();
   };
   TESSERA_RETURN_IF_ERROR(controller_->Transact(
-      decide, [&](const ServiceStep& step) { result = step.DescribeNode(name); }));
+      decide, [&](const ServiceStep& step) { result = AdminNodeJson(step, name); }));
   return result;
 }
 

@@ -5,12 +5,12 @@
 //
 // It is a ModuleStep (modules/controller_module.h: jobs as JobFacts, stops, a pending
 // job cancelled, ...) with what users' actions need besides: the jobs a user's name
-// stands for, a job's reason set, the gates told of a hold, the loop woken, and a job's
-// JSON as the API shows it (an archived one's too) and where a task's terminal listens;
-// what the admin's actions on nodes need (a node down, a
-// node forgotten); and, read-only, what the cluster's views gather (the queue tree, the
-// quota ledger, nodes and who holds their GPUs, counters, the policy). Modules are not
-// handed one: hooks get a ModuleStep.
+// stands for and the holds on them (the gates), a job's reason set, the loop woken, a
+// job's JSON as the API shows it (an archived one's too) and where a task's terminal
+// listens; what the admin's actions on nodes need (a node down, a node forgotten); and,
+// read-only, what the cluster's views gather (the queue tree, the quota ledger, nodes and
+// who holds their GPUs, counters, the policy). Modules are not handed one: hooks get a
+// ModuleStep.
 // Thread safety: a step is used on the thread that holds the core lock, for the call only.
 #pragma once
 
@@ -29,6 +29,7 @@
 #include "server/controller_counters.h"
 #include "server/job_number.h"
 #include "server/modules/controller_module.h"
+#include "server/modules/job_gates_module.h"
 #include "server/pty_sessions.h"
 #include "server/views/metrics_views.h"
 #include "server/views/node_views.h"
@@ -39,22 +40,16 @@ namespace tessera {
 
 class ServiceStep : public ModuleStep {
  public:
-  // The jobs `ref` names: one job, or every element of an array by the array's id (the
-  // gates module knows arrays; nothing is remembered of the name). A job not in memory
-  // is looked for in the store, letting go of the core lock as FindOrLoad does. An
-  // error or nothing: no such job.
-  virtual StatusOr<std::vector<JobNumber>> JobsNamed(const JobRef& ref) = 0;
+  // The gates (modules/job_gates_module.h), which act only through the step passed to
+  // them (this one): the jobs a user's name stands for (DependencyJobs: an array's
+  // elements by its id; this user's step may read the store, letting go of the core
+  // lock as FindOrLoad does), a hold watched (Watch), a lifted one looked at again
+  // (Recheck) and the pass run now (Update).
+  virtual JobGatesModule& gates() = 0;
   // The job's row reason from now on: the row is stored and the view republished with
   // the step. No effect on a job not in memory; on a read-only step a programming error
   // (the process aborts with a message, as Put).
   virtual void SetReason(JobNumber job, std::string reason) = 0;
-  // A user's hold was just set on pending job `job` (its reason): the gates watch it and
-  // gate it at once (JobGatesModule::Watch).
-  virtual void WatchGates(JobNumber job) = 0;
-  // A hold was lifted: the gates' next pass looks at their jobs again.
-  virtual void RecheckGates() = 0;
-  // The gates' pass now, within this step (gates and ungates the watched jobs).
-  virtual void UpdateGates() = 0;
   // The scheduling loop is woken once the transaction ends, whatever its outcome.
   virtual void WakeLoop() = 0;
   // The job's JSON as GET /v1/jobs/{id} shows it (its spec too); null for a job not in
@@ -88,8 +83,6 @@ class ServiceStep : public ModuleStep {
   virtual void ForgetNode(const std::string& node) = 0;
   // A token row made durable with the step (as Put's key-value rows; the same rules).
   virtual void PutToken(TokenRow row) = 0;
-  // The node's JSON as GET /v1/nodes shows it to the admin; null for an unknown node.
-  virtual nlohmann::json DescribeNode(const std::string& node) const = 0;
 
   // ---- the cluster's views (services/cluster_views.h): reads only ----
   // What the views read of the core; the references hold for the step only.
