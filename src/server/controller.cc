@@ -1,23 +1,12 @@
+// Controller: construction, Open (every service's stored state loaded) and the loop.
 #include "server/controller.h"
 
-#include <limits>
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <set>
+#include <limits>
 
-#include "api/queue_config.h"
-#include "base/time_format.h"
-#include "plugins/registry.h"
-#include "sched/runtime_predictor.h"
-#include "server/job_rows.h"
-#include "server/job_attempts.h"
 #include "server/modules/core_modules.h"
 
 namespace tessera {
-
-using namespace job_rows;  // NOLINT: the controller's own helpers
 
 // ---- construction and recovery ------------------------------------------------
 
@@ -30,7 +19,6 @@ Controller::Controller(ControllerOptions options, Store* store, const GpuCatalog
       logs_(options_.data_dir + "/logs"),
       views_(catalog),
       core_(catalog, options_.seed, options_.placement),
-      gpu_task_defaults_(catalog),
       identities_(options_.identities) {
   // Accounting first, then the attached modules (the validation runs), then the others.
   host_ = CoreModules(options_.health, *catalog_, eta_, gates_);
@@ -40,7 +28,7 @@ Status Controller::Attach(ControllerModule& module, std::function<void()> after_
   MutexLock lock(mu_);  // before Start: the store is read with it held, as Open does
   TESSERA_RETURN_IF_ERROR(module.Load(*store_));
   host_.Attach(module, std::move(after_cycle));
-  fit_stale_ = true;  // its holds count for the fit verdicts
+  fits_.MarkStale();  // its holds count for the fit verdicts
   return Status::Ok();
 }
 
@@ -65,15 +53,15 @@ Status Controller::Load(const std::string& queues_yaml) {
                                              options_.min_run_before_reclaim,
                                              options_.victim_hold));
   TESSERA_RETURN_IF_ERROR(core_.LoadQueues(*store_, queues_yaml));
-  forwarder_.controller = this;
   // Always: the modules hear its events (the ETAs' runtime predictor learns from them).
-  core_.MakeLifecycle(jobs_.records(), &forwarder_);
+  core_.MakeLifecycle(jobs_.records(), this);
   eta_.UseCorePredictor(core_.policy().uses_predictor);
 
   const Micros now = clock_->NowMicros();
   TESSERA_ASSIGN_OR_RETURN(auto stored_nodes, store_->ListKv(NodeRegistry::InventoryKeyPrefix()));
   TESSERA_RETURN_IF_ERROR(nodes_.RestoreInventories(stored_nodes, *catalog_, now));
-  TESSERA_RETURN_IF_ERROR(LoadDrains());
+  TESSERA_ASSIGN_OR_RETURN(auto drains, store_->ListKv(NodeRegistry::DrainsKeyPrefix()));
+  TESSERA_RETURN_IF_ERROR(nodes_.RestoreDrains(drains, now));
   TESSERA_RETURN_IF_ERROR(identities_.Load(*store_));
   memory_.Load(*store_, core_, now);
   TESSERA_RETURN_IF_ERROR(host_.Load(*store_));
@@ -129,14 +117,12 @@ void Controller::Stop() {
   loop_.Stop();
 }
 
-void Controller::EventForwarder::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
-  // The core tells its listener only from within a locked step.
-  controller->mu_.AssertHeld();
-  controller->host_.OnJobEvent(job, event, controller->core_.tree());
-  if (controller->options_.lifecycle_listener != nullptr) {
-    controller->options_.lifecycle_listener->OnJobEvent(job, controller->jobs_.WithJobIds(event));
+void Controller::OnJobEvent(const JobRecord& job, const LifecycleEvent& event) {
+  mu_.AssertHeld();
+  host_.OnJobEvent(job, event, core_.tree());
+  if (options_.lifecycle_listener != nullptr) {
+    options_.lifecycle_listener->OnJobEvent(job, jobs_.WithJobIds(event));
   }
 }
-
 
 }  // namespace tessera

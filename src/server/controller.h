@@ -59,18 +59,18 @@
 #include "sched/job_lifecycle.h"
 #include "sched/job_record.h"
 #include "sched/job_scheduler.h"
-#include "server/http/auth.h"
 #include "server/controller_counters.h"
 #include "server/core_session.h"
-#include "server/modules/gpu_health.h"
-#include "server/gpu_task_defaults.h"
-#include "server/modules/controller_module.h"
-#include "server/modules/module_host.h"
-#include "server/modules/eta_module.h"
-#include "server/modules/job_gates_module.h"
+#include "server/http/auth.h"
 #include "server/job_logs.h"
 #include "server/job_table.h"
 #include "server/job_views.h"
+#include "server/known_nodes.h"
+#include "server/modules/controller_module.h"
+#include "server/modules/eta_module.h"
+#include "server/modules/gpu_health.h"
+#include "server/modules/job_gates_module.h"
+#include "server/modules/module_host.h"
 #include "server/node_registry.h"
 #include "server/pty_sessions.h"
 #include "server/scheduler_memory.h"
@@ -82,13 +82,13 @@
 namespace tessera {
 
 struct ControllerOptions {
-  std::string data_dir;                 // logs/ and checkpoints/ live here
-  std::string checkpoint_root;          // "": <data_dir>/checkpoints
-  std::string policy = "tessera";       // plugins/job_policies.h preset or combination
+  std::string data_dir;            // logs/ and checkpoints/ live here
+  std::string checkpoint_root;     // "": <data_dir>/checkpoints
+  std::string policy = "tessera";  // plugins/job_policies.h preset or combination
   // plugins/registry.h placement profile; "tessera" and "fgd" learn the workload's
   // typical tasks from submissions (CoreSession::RefreshPlacement).
   std::string placement = "tessera";
-  Micros cycle_interval = 50'000;       // the scheduling loop's period
+  Micros cycle_interval = 50'000;  // the scheduling loop's period
   // A report of an exit runs the core's cycle at once, so that the report and the
   // starts it allows share one commit and the launches go out as it returns. Off:
   // only the loop's cycles decide (the scenario runner, which runs cycles where the
@@ -101,7 +101,7 @@ struct ControllerOptions {
   // node_timeout). Launches and exits do not wait for heartbeats (the agent channel);
   // only liveness, telemetry and task output travel with them.
   int64_t max_heartbeats_per_second = 2'000;
-  Micros stop_grace = 30'000'000;       // grace for cancelled / failed gangs
+  Micros stop_grace = 30'000'000;  // grace for cancelled / failed gangs
   // Overrides the policy's bound: a job runs this long before reclaim or LAS may
   // preempt it (priority preemption is immediate). Live jobs restart from scratch
   // unless they checkpoint, so the simulator's "never" (0) would thrash.
@@ -111,7 +111,7 @@ struct ControllerOptions {
   // waiting for a second GPU evicts the job restarted on its first again and again.
   Micros victim_hold = 120'000'000;
   uint64_t seed = 1;
-  GpuHealthOptions health;              // when telemetry drains a GPU
+  GpuHealthOptions health;  // when telemetry drains a GPU
   // The Unix identity each tenant's tasks run as: its run_as entry, else one from the
   // pool, assigned once and kept in the store (tenant_identities.h).
   TenantIdentities::Options identities;
@@ -133,7 +133,7 @@ struct ControllerOptions {
   EtaModule::Options eta;
 };
 
-class Controller {
+class Controller final : private LifecycleListener {
  public:
   // Reloads state from `store` (which must outlive the controller). `queues_yaml`
   // is the queue configuration used when the store holds none.
@@ -157,14 +157,10 @@ class Controller {
   // views and the task logs, each with its own lock; only the controller writes them.
   const PublishedJobs& published() const { return views_; }
   const JobLogs& logs() const { return logs_; }
-  // A module owned outside the core (ValidationService's), attached once Open returned,
-  // before Start and any other call: its stored state is loaded now (its Load, with mu_
-  // held, as Open loads the core's own) and its hooks run from then on as theirs do,
-  // after Accounting's and before the core's other modules (attached ones in the order
-  // attached). Only Load is replayed of Open: no OnStoredUsage, no OnJobAccepted of the
-  // jobs Open reloaded. `after_cycle` (may be empty) runs on the loop's thread after
-  // each of its cycles, without mu_ (a pass that takes it itself). Both must outlive
-  // the controller.
+  // A module owned outside the core (ValidationService's), attached after Open and
+  // before Start: its Load runs now (the only hook of Open replayed), its hooks after
+  // Accounting's (modules/module_host.h). `after_cycle` (may be empty) runs on the
+  // loop's thread after each cycle, without mu_. Both must outlive the controller.
   Status Attach(ControllerModule& module, std::function<void()> after_cycle = nullptr)
       EXCLUDES(mu_);
   // The core lock, for the annotations of a service whose state it guards (a service
@@ -173,10 +169,8 @@ class Controller {
   // Admin: replaces the queue configuration (validated, durable, then applied).
   Status SetQueues(const std::string& yaml);
 
-  // The admin's drains, fences, losses and removals of nodes: the NodeActions service
-  // (services/node_actions.h). After Open: forgets the nodes the admin removed
-  // (ServiceStep::ForgetNode) that have not registered since
-  // (the store keeps rows; a marker says the node is gone).
+  // After Open: forgets the nodes the admin removed (services/node_actions.h) that have
+  // not registered since (their rows stay; a marker says the node is gone).
   Status ForgetRemovedNodes();
   // Before a name's first registration: clears its removal marker, durably.
   Status ClearRemovedNode(const std::string& name);
@@ -187,9 +181,8 @@ class Controller {
 
   // ---- services (services/service_step.h) ----
   // One transaction of a service: `decide` runs with the core lock held on a user's
-  // step (which may let go of the lock to read an archived job: FindOrLoad, the gates' named jobs).
-  // Its error is returned with nothing committed (it fails before it changes anything).
-  // Else the rows it changed are sealed (views published), `sealed` (if any) reads the
+  // step (which may let go of it to read an archived job). Its error is returned with
+  // nothing committed. Else the rows it changed are sealed, `sealed` (if any) reads the
   // outcome under the same lock, and the step is made durable and handed out without
   // the lock (Publish). A WakeLoop asked for wakes the loop at the end, whatever the outcome.
   Status Transact(const std::function<Status(ServiceStep&)>& decide,
@@ -233,7 +226,7 @@ class Controller {
     std::vector<std::pair<std::string, TaskLaunch>> launches;  // node, launch
     std::vector<std::pair<std::string, TaskStop>> stops;
     std::vector<JobNumber> finished;  // jobs that reached a terminal state
-    std::vector<LogAppend> logs;     // new task output, written outside the lock
+    std::vector<LogAppend> logs;      // new task output, written outside the lock
   };
 
   Controller(ControllerOptions options, Store* store, const GpuCatalog& catalog,
@@ -252,11 +245,15 @@ class Controller {
   // is stopped and requeued rather than held on resources that are gone.
   CoreSession::MisfitSink RequeueMisfits(Micros now, Pending& out) REQUIRES(mu_);
   void Wake() { loop_.Wake(); }  // the next cycle now (from any thread, mu_ held or not)
+  // The heartbeat interval told to agents now: the options' floor spread over the fleet.
+  Micros HeartbeatInterval() const REQUIRES(mu_) {
+    return nodes_.HeartbeatInterval(options_.heartbeat_interval, options_.node_timeout,
+                                    options_.max_heartbeats_per_second);
+  }
 
-  // All of these run with mu_ held.
-  // A job in memory, or an archived one read from the store into `*archived` (read
-  // only: it is finished); null when there is none. `lock` (on mu_) is released while
-  // the store is read: pointers into the controller's state taken before do not survive.
+  // A job in memory, or an archived one read from the store into `*archived` (read only);
+  // null when there is none. mu_ is let go of while the store is read: pointers into the
+  // controller's state taken before do not survive.
   const LiveJob* FindOrLoad(JobNumber id, std::optional<LiveJob>* archived) REQUIRES(mu_);
   // Archives the oldest finished jobs beyond finished_in_memory.
   void Archive(Micros now) REQUIRES(mu_);
@@ -269,16 +266,9 @@ class Controller {
   void FillReason(const LiveJob& job, JobView& view) const REQUIRES(mu_);
   // After every cycle: what pending jobs' reasons are worked out from (WaitContextOf).
   void PublishWaitContext() REQUIRES(mu_);
-  // Publishes `c` with the "never fits" verdicts from the node registry (SetFitVerdicts,
-  // known_nodes.h), reusing the published ones for an unchanged node set.
-  void PublishFitVerdicts(std::shared_ptr<WaitContext> c) REQUIRES(mu_);
-  // Before a submission is judged: republishes the verdicts when a node came, went or
-  // was drained since they were made (fit_stale_), so a node that just registered
-  // counts at once. mu_ held.
-  void RefreshFitVerdicts() REQUIRES(mu_);
   void Seal(Pending& out) REQUIRES(mu_);  // the dirty jobs' rows into the batch
   // The core's cycle: starts and preemptions into `out`. False when it had nothing to
-  // decide on (no nodes, or no pending job). mu_ held.
+  // decide on (no nodes, or no pending job).
   bool RunCoreCycle(Micros now, Pending& out) REQUIRES(mu_);
   void StartJob(LiveJob& job, const StartDecision& d, Micros now, Pending& out) REQUIRES(mu_);
   // The core's attempt machine (sched/attempt_machine.h) over the current lifecycle.
@@ -299,16 +289,13 @@ class Controller {
                      Pending& out) REQUIRES(mu_);
   // Task `task`'s launch (task_launches.h builds it from what is gathered here).
   TaskLaunch MakeLaunch(const LiveJob& job, int task) const REQUIRES(mu_);
-  // The job's checkpoint directory (CheckpointDirOf, task_launches.h).
-  std::string CheckpointDir(const LiveJob& job) const REQUIRES(mu_);
 
-  // Drains (controller_cluster.cc).
-  Status LoadDrains() REQUIRES(mu_);
   // ModuleStep::StartNodeJob (controller_nodes.cc, CoreSession::AddNodeJob).
   StatusOr<JobNumber> StartNodeJob(const std::string& node, const NodeJob& request, Micros now,
                                    Pending& out) REQUIRES(mu_);
   void ApplyDrains(const NodeInfo& node) REQUIRES(mu_);  // to the core's state, when it is current
-  void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out) REQUIRES(mu_);
+  void SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out)
+      REQUIRES(mu_);
   void HandleTelemetry(NodeInfo& node, const std::string& agent_id,
                        std::vector<GpuTelemetry> sample, Micros now, Pending& out) REQUIRES(mu_);
 
@@ -328,6 +315,9 @@ class Controller {
   // Holds, dependencies, throttles, singletons (modules/job_gates_module.h).
   JobGatesModule gates_ GUARDED_BY(mu_);
 
+  // The lifecycle's events: to the modules, and to options_.lifecycle_listener with the
+  // jobs' ids. Told only from within a locked step.
+  void OnJobEvent(const JobRecord& job, const LifecycleEvent& event) override;
   // Makes `out` durable (without mu_), then hands out its launches and stops.
   Status Publish(Pending out);
   PushSink push_sink_ GUARDED_BY(mu_);
@@ -337,8 +327,8 @@ class Controller {
   const GpuCatalog* catalog_;
   const Clock* clock_;
 
-  JobLogs logs_;         // its own lock
-  PublishedJobs views_;  // its own lock: what the API's job reads see
+  JobLogs logs_;                      // its own lock
+  PublishedJobs views_;               // its own lock: what the API's job reads see
   PtySessions ptys_ GUARDED_BY(mu_);  // terminals' secrets and endpoints
   // The core lock, and what it guards down to counters_ (see the top of this file).
   mutable Mutex mu_;
@@ -346,17 +336,10 @@ class Controller {
   CoreSession core_ GUARDED_BY(mu_);  // after jobs_: its lifecycle points into the table's records
   // What the scheduler learned, to and from the store (scheduler_memory.h).
   SchedulerMemory memory_ GUARDED_BY(mu_){options_.history_interval};
-  // Passes the lifecycle's events to options_.lifecycle_listener with the jobs' ids.
-  struct EventForwarder final : LifecycleListener {
-    Controller* controller = nullptr;
-    void OnJobEvent(const JobRecord& job, const LifecycleEvent& event) override;
-  };
-  EventForwarder forwarder_;
   NodeRegistry nodes_ GUARDED_BY(mu_);
-  GpuTaskDefaults gpu_task_defaults_ GUARDED_BY(mu_);  // its nodes with the fit verdicts
+  FitVerdicts fits_ GUARDED_BY(mu_){*catalog_};  // "never fits", per-GPU defaults (known_nodes.h)
   TenantIdentities identities_ GUARDED_BY(mu_);
   ControllerCounters counters_;  // for /metrics; its atomics without mu_
-  bool fit_stale_ GUARDED_BY(mu_) = true;  // a node event since the fit verdicts were made
   std::atomic<bool> store_failed_{false};
   std::vector<QuarantinedJob> quarantined_;  // written by Load only
   // Submissions (services/job_intake.h), acting on the core through IntakePort

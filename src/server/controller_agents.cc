@@ -5,14 +5,6 @@
 #include "server/task_reports.h"
 
 namespace tessera {
-namespace {
-
-// The interval told to agents now: the options' floor spread over the fleet.
-Micros HeartbeatIntervalOf(const NodeRegistry& nodes, const ControllerOptions& o) {
-  return nodes.HeartbeatInterval(o.heartbeat_interval, o.node_timeout, o.max_heartbeats_per_second);
-}
-
-}  // namespace
 
 // ---- agents ------------------------------------------------------------------
 
@@ -51,7 +43,7 @@ StatusOr<RegisterResponse> Controller::Register(const RegisterRequest& request,
     host_.OnNodeJoined(request.inventory, *HookStep(now, &out));  // the node history records it
     Seal(out);
     response.node = spec.name;
-    response.heartbeat_interval_ms = HeartbeatIntervalOf(nodes_, options_) / 1000;
+    response.heartbeat_interval_ms = HeartbeatInterval() / 1000;
     response.node_timeout_ms = options_.node_timeout / 1000;
   }
   TESSERA_RETURN_IF_ERROR(Publish(std::move(out)));
@@ -114,7 +106,7 @@ StatusOr<HeartbeatResponse> Controller::Heartbeat(const HeartbeatRequest& reques
     jobs_.PruneCommands(node.launches, node.stops);
     response.launch = node.launches;
     response.stop = node.stops;
-    response.heartbeat_interval_ms = HeartbeatIntervalOf(nodes_, options_) / 1000;
+    response.heartbeat_interval_ms = HeartbeatInterval() / 1000;
     Seal(out);
   }
   // Only a change of durable state (an exit, a drain) can let the loop decide anything

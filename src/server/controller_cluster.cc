@@ -27,24 +27,19 @@ Status Controller::RebuildScheduler(Micros now, Pending& out) {
 }
 
 void Controller::NodeJoined(const NodeInfo& node, Micros now, Pending& out) {
-  fit_stale_ = true;
+  fits_.MarkStale();
   core_.JoinNode(node, nodes_, jobs_, NodeHolds(), RequeueMisfits(now, out));
 }
 
 void Controller::NodeLeft(const std::string& name) {
-  fit_stale_ = true;
+  fits_.MarkStale();
   core_.LeaveNode(name, nodes_);
-}
-
-Status Controller::LoadDrains() {
-  TESSERA_ASSIGN_OR_RETURN(auto stored, store_->ListKv(NodeRegistry::DrainsKeyPrefix()));
-  return nodes_.RestoreDrains(stored, clock_->NowMicros());
 }
 
 void Controller::ApplyDrains(const NodeInfo& node) { core_.ApplyDrains(node, nodes_, NodeHolds()); }
 
 void Controller::SetDrain(NodeInfo& node, int gpu, std::optional<DrainInfo> drain, Pending& out) {
-  fit_stale_ = true;
+  fits_.MarkStale();
   std::pair<std::string, std::string> row = nodes_.SetDrain(node, gpu, std::move(drain));
   if (!core_.rebuild_pending() && node.up) {
     ApplyDrains(node);

@@ -23,10 +23,6 @@ void Controller::Seal(Pending& out) {
   out.dirty.clear();
 }
 
-std::string Controller::CheckpointDir(const LiveJob& job) const {
-  return CheckpointDirOf(job.submission, job.row.id, options_.checkpoint_root, options_.data_dir);
-}
-
 // What the job holds is read by task_launches.h (pure), which builds the launch; what
 // the other services know is added here.
 TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {

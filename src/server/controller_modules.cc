@@ -116,7 +116,7 @@ class Controller::Step final : public ServiceStep {
     if (node != nullptr && node->up && !c_.core_.rebuild_pending()) {
       c_.ApplyDrains(*node);
     }
-    c_.fit_stale_ = true;
+    c_.fits_.MarkStale();
   }
 
   // ---- GPU usage accounting (Accounting) ----
@@ -133,23 +133,16 @@ class Controller::Step final : public ServiceStep {
     c_.jobs_.VisitFacts(/*running_only=*/false, c_.core_.lifecycle(), visit);
   }
   const std::string& Reason(JobNumber id) const override REQUIRES(c_.mu_) {
-    static const std::string kNone;
-    const LiveJob* job = c_.jobs_.Find(id);
-    return job != nullptr ? job->row.reason : kNone;
+    return c_.jobs_.ReasonOf(id);
   }
   void Gate(JobNumber id) override REQUIRES(c_.mu_) {
-    if (LiveJob* job = c_.jobs_.Find(id); job != nullptr) {
-      c_.core_.lifecycle()->Gate(c_.jobs_.Rec(*job));  // ignored unless pending
-    }
+    c_.jobs_.SetGate(id, true, *c_.core_.lifecycle(), now_);
   }
   void Ungate(JobNumber id) override REQUIRES(c_.mu_) {
-    if (LiveJob* job = c_.jobs_.Find(id); job != nullptr) {
-      c_.core_.lifecycle()->Ungate(c_.jobs_.Rec(*job), now_);
-    }
+    c_.jobs_.SetGate(id, false, *c_.core_.lifecycle(), now_);
   }
   bool Gated(JobNumber id) const override REQUIRES(c_.mu_) {
-    const LiveJob* job = c_.jobs_.Find(id);
-    return job != nullptr && c_.core_.lifecycle()->Gated(c_.jobs_.Rec(*job).id);
+    return c_.jobs_.Gated(id, *c_.core_.lifecycle());
   }
   bool FindOrLoad(JobNumber id, const std::function<void(const JobFacts&)>& visit) override
       REQUIRES(c_.mu_) {

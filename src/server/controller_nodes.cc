@@ -11,7 +11,7 @@ void Controller::ForgetNode(const std::string& name, Micros now, Pending& out) {
   out.batch.kv.push_back(NodeRegistry::RemovedRow(name, now));
   host_.OnNodeRemoved(name, *HookStep(now, &out));
   out.batch.kv.push_back(nodes_.Remove(name));
-  fit_stale_ = true;
+  fits_.MarkStale();
 }
 
 Status Controller::ForgetRemovedNodes() {
@@ -19,7 +19,7 @@ Status Controller::ForgetRemovedNodes() {
   MutexLock lock(mu_);
   if (nodes_.ForgetRemoved(removed)) {
     core_.RequestRebuild();
-    fit_stale_ = true;
+    fits_.MarkStale();
   }
   return Status::Ok();
 }

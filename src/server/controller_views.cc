@@ -4,6 +4,7 @@
 #include "server/controller.h"
 #include "server/known_nodes.h"
 #include "server/pending_reasons.h"
+#include "server/task_launches.h"
 #include "server/views/job_json.h"
 
 namespace tessera {
@@ -16,7 +17,9 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool whole) const {
   };
   return ::tessera::JobJson(JobJsonInputs{
       job, job.slot == JobTable::kArchived ? nullptr : &jobs_.Rec(job), jobs_.StateOf(job),
-      nodes_.all(), *catalog_, CheckpointDir(job), identities_.Known(job.row.tenant),
+      nodes_.all(), *catalog_,
+      CheckpointDirOf(job.submission, job.row.id, options_.checkpoint_root, options_.data_dir),
+      identities_.Known(job.row.tenant),
       [&](nlohmann::json& out) REQUIRES(mu_) { host_.DescribeJob(FactsOf(job), out); },
       whole ? std::function<std::string()>(reason) : nullptr, /*with_spec=*/whole});
 }
@@ -37,27 +40,8 @@ void Controller::PublishView(const LiveJob& job) {
 
 void Controller::PublishWaitContext() {
   core_.ApplyNodeChanges();  // the node set it publishes
-  PublishFitVerdicts(
-      std::make_shared<WaitContext>(core_.WaitContextOf(jobs_, clock_->NowMicros())));
-}
-
-void Controller::PublishFitVerdicts(std::shared_ptr<WaitContext> c) {
-  if (SetFitVerdicts(nodes_, *catalog_, *views_.context(), *c)) {
-    gpu_task_defaults_.SetNodes(nodes_);  // the per-GPU room: once per node change
-  }
-  fit_stale_ = false;
-  views_.SetContext(std::move(c));
-}
-
-void Controller::RefreshFitVerdicts() {
-  if (!fit_stale_) {
-    return;
-  }
-  auto c = std::make_shared<WaitContext>(*views_.context());
-  if (c->built) {
-    c->nodes_up = NodesUp(nodes_);  // a node that just registered counts at once
-  }
-  PublishFitVerdicts(std::move(c));
+  fits_.Publish(nodes_, views_,
+                std::make_shared<WaitContext>(core_.WaitContextOf(jobs_, clock_->NowMicros())));
 }
 
 // Finished jobs beyond ControllerOptions::finished_in_memory live only in the store

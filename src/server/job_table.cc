@@ -528,6 +528,25 @@ bool JobTable::CancelPending(JobNumber id, const std::string& reason, JobLifecyc
   return true;
 }
 
+void JobTable::SetGate(JobNumber id, bool gate, JobLifecycle& lifecycle, Micros now) {
+  if (LiveJob* job = Find(id); job != nullptr && gate) {
+    lifecycle.Gate(Rec(*job));  // ignored unless pending
+  } else if (job != nullptr) {
+    lifecycle.Ungate(Rec(*job), now);
+  }
+}
+
+bool JobTable::Gated(JobNumber id, const JobLifecycle& lifecycle) const {
+  const LiveJob* job = FindDurable(id.value());
+  return job != nullptr && lifecycle.Gated(Rec(*job).id);
+}
+
+const std::string& JobTable::ReasonOf(JobNumber id) const {
+  static const std::string kNone;
+  const LiveJob* job = FindDurable(id.value());
+  return job != nullptr ? job->row.reason : kNone;
+}
+
 LiveJob JobTable::FromArchive(JobRow row, const GpuCatalog& catalog) {
   LiveJob job;
   job.row = std::move(row);

@@ -255,6 +255,13 @@ class JobTable {
   // runs on these records), with `reason` when not empty; its row's end is `now`. False,
   // nothing changed, for a job not in memory or not pending.
   bool CancelPending(JobNumber id, const std::string& reason, JobLifecycle* lifecycle, Micros now);
+  // A pending job in memory kept from the cycle (`gate`) or offered to it again at `now`
+  // (JobLifecycle::Gate, Ungate); nothing for a job not in memory.
+  void SetGate(JobNumber id, bool gate, JobLifecycle& lifecycle, Micros now);
+  // Whether the lifecycle keeps job `id` (in memory) from the cycle.
+  bool Gated(JobNumber id, const JobLifecycle& lifecycle) const;
+  // The reason in job `id`'s row; "" for a job not in memory.
+  const std::string& ReasonOf(JobNumber id) const;
 
   // ---- what the core's decisions and lost nodes do to a job's row and tasks ----
   // The core started the job's next attempt (its record holds one allocation per task, on

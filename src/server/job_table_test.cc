@@ -503,6 +503,24 @@ TEST(JobTableStepTest, OnlyAPendingJobIsCancelledAtOnce) {
   EXPECT_EQ(other.table.Find(JobNumber(4))->row.reason, "dependency failed");
 }
 
+TEST(JobTableStepTest, APendingJobIsGatedAndUngatedAndItsReasonRead) {
+  Reconciling r;
+  const QueueTree tree = Tree();
+  JobLifecycle lifecycle(r.table.records(), &tree, nullptr, {});
+  r.table.SetGate(JobNumber(4), true, lifecycle, 10);
+  EXPECT_TRUE(r.table.Gated(JobNumber(4), lifecycle));
+  r.table.SetGate(JobNumber(2), true, lifecycle, 10);  // running: not gated
+  EXPECT_FALSE(r.table.Gated(JobNumber(2), lifecycle));
+  r.table.SetGate(JobNumber(99), true, lifecycle, 10);  // unknown: nothing
+  EXPECT_FALSE(r.table.Gated(JobNumber(99), lifecycle));
+  r.table.SetGate(JobNumber(4), false, lifecycle, 20);
+  EXPECT_FALSE(r.table.Gated(JobNumber(4), lifecycle));
+  EXPECT_EQ(r.table.Rec(*r.table.Find(JobNumber(4))).eligible_since, 20);
+  r.table.Find(JobNumber(4))->row.reason = "held by alice";
+  EXPECT_EQ(r.table.ReasonOf(JobNumber(4)), "held by alice");
+  EXPECT_EQ(r.table.ReasonOf(JobNumber(99)), "");
+}
+
 // What the core's decisions and a lost node do to a job's row and tasks.
 TEST(JobTableDecisionsTest, AStartedAttemptPlacesItsTasksAndCountsInTheRow) {
   Reconciling r;

@@ -117,4 +117,24 @@ bool SetFitVerdicts(const NodeRegistry& nodes, const GpuCatalog& catalog,
   return c.fit_undrained == nullptr || c.fit_undrained != last.fit_undrained;
 }
 
+void FitVerdicts::Publish(const NodeRegistry& nodes, PublishedJobs& views,
+                          std::shared_ptr<WaitContext> c) {
+  if (SetFitVerdicts(nodes, *catalog_, *views.context(), *c)) {
+    defaults_.SetNodes(nodes);  // the per-GPU room: once per node change
+  }
+  stale_ = false;
+  views.SetContext(std::move(c));
+}
+
+void FitVerdicts::Refresh(const NodeRegistry& nodes, PublishedJobs& views) {
+  if (!stale_) {
+    return;
+  }
+  auto c = std::make_shared<WaitContext>(*views.context());
+  if (c->built) {
+    c->nodes_up = NodesUp(nodes);
+  }
+  Publish(nodes, views, std::move(c));
+}
+
 }  // namespace tessera

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/gpu_catalog.h"
+#include "server/gpu_task_defaults.h"
 #include "server/job_views.h"
 #include "server/node_registry.h"
 #include "server/pending_reasons.h"
@@ -36,5 +37,28 @@ size_t NodesUp(const NodeRegistry& nodes);
 // the nodes' specs, so what is made from those specs must be made again too.
 bool SetFitVerdicts(const NodeRegistry& nodes, const GpuCatalog& catalog,
                     const WaitContext& last, WaitContext& c);
+
+// The verdicts the controller publishes with the pending jobs' wait context, and the
+// per-GPU defaults (gpu_task_defaults.h) made from the same nodes. Remade when the node
+// set changed (SetFitVerdicts), and, before a submission is judged, as soon as a node
+// came, went, was drained or held since they were made (MarkStale), so that a node that
+// just registered counts at once, without waiting for a cycle.
+class FitVerdicts {
+ public:
+  explicit FitVerdicts(const GpuCatalog& catalog) : catalog_(&catalog), defaults_(catalog) {}
+  // A node came, went, was drained or held: the next Refresh publishes again.
+  void MarkStale() { stale_ = true; }
+  // Publishes `c` to `views` with the verdicts from `nodes`, reusing the published ones
+  // for an unchanged node set.
+  void Publish(const NodeRegistry& nodes, PublishedJobs& views, std::shared_ptr<WaitContext> c);
+  // When stale: the published context again, with verdicts and nodes up from `nodes`.
+  void Refresh(const NodeRegistry& nodes, PublishedJobs& views);
+  GpuTaskDefaults& defaults() { return defaults_; }
+
+ private:
+  const GpuCatalog* catalog_;
+  GpuTaskDefaults defaults_;
+  bool stale_ = true;
+};
 
 }  // namespace tessera

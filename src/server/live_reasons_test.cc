@@ -145,5 +145,36 @@ TEST(FitVerdictsTest, KeptForAnUnchangedNodeSetAndRemadeAfterAChange) {
   EXPECT_EQ(drained.fit_undrained, shrunk.fit_undrained);
 }
 
+// Before a submission is judged, the published verdicts follow the node registry once a
+// node event marked them stale, and not otherwise.
+TEST(FitVerdictsTest, RefreshedOnlyWhenStaleWithTheNodesUpNow) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  NodeRegistry nodes;
+  UpNode(nodes, "n1", 8);
+  PublishedJobs views(catalog);
+  FitVerdicts fits(catalog);
+  auto built = std::make_shared<WaitContext>();
+  built->built = true;
+  built->nodes_up = 1;
+  fits.Publish(nodes, views, built);
+  const std::shared_ptr<const WaitContext> published = views.context();
+  ASSERT_EQ(published.get(), built.get());
+  ASSERT_NE(published->fit, nullptr);
+  EXPECT_EQ(published->fit->nodes(), 1u);
+
+  UpNode(nodes, "n2", 4);
+  fits.Refresh(nodes, views);  // not marked stale: published must not change
+  EXPECT_EQ(views.context(), published);
+  fits.MarkStale();
+  fits.Refresh(nodes, views);
+  const std::shared_ptr<const WaitContext> fresh = views.context();
+  ASSERT_NE(fresh, published);
+  EXPECT_EQ(fresh->nodes_up, 2u);
+  ASSERT_NE(fresh->fit, nullptr);
+  EXPECT_EQ(fresh->fit->nodes(), 2u);
+  fits.Refresh(nodes, views);  // published again: no longer stale
+  EXPECT_EQ(views.context(), fresh);
+}
+
 }  // namespace live_reasons_test
 }  // namespace tessera
