@@ -34,7 +34,7 @@ class Controller::IntakePort final : public JobIntake::Core {
   }
   void ApplyGpuDefaults(std::span<JobSubmission> jobs) override REQUIRES(c_.mu_) {
     c_.fits_.Refresh(c_.nodes_, c_.views_);  // the nodes bound the per-GPU defaults
-    c_.fits_.defaults().ApplyAll(c_.core_.queues_yaml(), jobs);
+    c_.fits_.ApplyDefaults(c_.core_.queues_yaml(), jobs);
   }
   std::optional<JobNumber> FindKey(const std::string& tenant, const std::string& key) const override
       REQUIRES(c_.mu_) {

@@ -136,10 +136,10 @@ class Controller::Step final : public ServiceStep {
     return c_.jobs_.ReasonOf(id);
   }
   void Gate(JobNumber id) override REQUIRES(c_.mu_) {
-    c_.jobs_.SetGate(id, true, *c_.core_.lifecycle(), now_);
+    c_.jobs_.Gate(id, *c_.core_.lifecycle());
   }
   void Ungate(JobNumber id) override REQUIRES(c_.mu_) {
-    c_.jobs_.SetGate(id, false, *c_.core_.lifecycle(), now_);
+    c_.jobs_.Ungate(id, *c_.core_.lifecycle(), now_);
   }
   bool Gated(JobNumber id) const override REQUIRES(c_.mu_) {
     return c_.jobs_.Gated(id, *c_.core_.lifecycle());

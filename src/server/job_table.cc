@@ -106,7 +106,7 @@ bool JobTable::AwaitsLaunch(const std::string& node, const TaskKey& key) const {
          job.tasks[task].node == node;
 }
 
-const JobRow& JobTable::SealRow(LiveJob& job) const {
+const JobRow& JobTable::SealRow(LiveJob& job) {
   const JobRecord& rec = Rec(job);
   if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
       !rec.allocations.empty() && rec.allocations.size() == job.tasks.size()) {
@@ -528,10 +528,14 @@ bool JobTable::CancelPending(JobNumber id, const std::string& reason, JobLifecyc
   return true;
 }
 
-void JobTable::SetGate(JobNumber id, bool gate, JobLifecycle& lifecycle, Micros now) {
-  if (LiveJob* job = Find(id); job != nullptr && gate) {
+void JobTable::Gate(JobNumber id, JobLifecycle& lifecycle) {
+  if (LiveJob* job = Find(id); job != nullptr) {
     lifecycle.Gate(Rec(*job));  // ignored unless pending
-  } else if (job != nullptr) {
+  }
+}
+
+void JobTable::Ungate(JobNumber id, JobLifecycle& lifecycle, Micros now) {
+  if (LiveJob* job = Find(id); job != nullptr) {
     lifecycle.Ungate(Rec(*job), now);
   }
 }

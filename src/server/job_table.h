@@ -217,7 +217,7 @@ class JobTable {
   // The job's row as it is to be stored now: its state from the core's record and, while
   // an attempt holds a placement, that placement with its tasks' nodes and exits (the
   // attempts stored before kept).
-  const JobRow& SealRow(LiveJob& job) const;
+  const JobRow& SealRow(LiveJob& job);
 
   // Jobs whose terminal rows are durable: candidates for archiving, oldest first.
   void NoteFinished(JobNumber id) { finished_order_.push_back(id); }
@@ -255,9 +255,10 @@ class JobTable {
   // runs on these records), with `reason` when not empty; its row's end is `now`. False,
   // nothing changed, for a job not in memory or not pending.
   bool CancelPending(JobNumber id, const std::string& reason, JobLifecycle* lifecycle, Micros now);
-  // A pending job in memory kept from the cycle (`gate`) or offered to it again at `now`
-  // (JobLifecycle::Gate, Ungate); nothing for a job not in memory.
-  void SetGate(JobNumber id, bool gate, JobLifecycle& lifecycle, Micros now);
+  // A pending job in memory kept from the cycle (JobLifecycle::Gate), or offered to it
+  // again at `now` (Ungate); nothing for a job not in memory.
+  void Gate(JobNumber id, JobLifecycle& lifecycle);
+  void Ungate(JobNumber id, JobLifecycle& lifecycle, Micros now);
   // Whether the lifecycle keeps job `id` (in memory) from the cycle.
   bool Gated(JobNumber id, const JobLifecycle& lifecycle) const;
   // The reason in job `id`'s row; "" for a job not in memory.

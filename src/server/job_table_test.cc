@@ -507,13 +507,13 @@ TEST(JobTableStepTest, APendingJobIsGatedAndUngatedAndItsReasonRead) {
   Reconciling r;
   const QueueTree tree = Tree();
   JobLifecycle lifecycle(r.table.records(), &tree, nullptr, {});
-  r.table.SetGate(JobNumber(4), true, lifecycle, 10);
+  r.table.Gate(JobNumber(4), lifecycle);
   EXPECT_TRUE(r.table.Gated(JobNumber(4), lifecycle));
-  r.table.SetGate(JobNumber(2), true, lifecycle, 10);  // running: not gated
+  r.table.Gate(JobNumber(2), lifecycle);  // running: not gated
   EXPECT_FALSE(r.table.Gated(JobNumber(2), lifecycle));
-  r.table.SetGate(JobNumber(99), true, lifecycle, 10);  // unknown: nothing
+  r.table.Gate(JobNumber(99), lifecycle);  // unknown: nothing
   EXPECT_FALSE(r.table.Gated(JobNumber(99), lifecycle));
-  r.table.SetGate(JobNumber(4), false, lifecycle, 20);
+  r.table.Ungate(JobNumber(4), lifecycle, 20);
   EXPECT_FALSE(r.table.Gated(JobNumber(4), lifecycle));
   EXPECT_EQ(r.table.Rec(*r.table.Find(JobNumber(4))).eligible_since, 20);
   r.table.Find(JobNumber(4))->row.reason = "held by alice";

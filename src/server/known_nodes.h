@@ -53,7 +53,10 @@ class FitVerdicts {
   void Publish(const NodeRegistry& nodes, PublishedJobs& views, std::shared_ptr<WaitContext> c);
   // When stale: the published context again, with verdicts and nodes up from `nodes`.
   void Refresh(const NodeRegistry& nodes, PublishedJobs& views);
-  GpuTaskDefaults& defaults() { return defaults_; }
+  // The per-GPU defaults of the last published nodes into `jobs` (GpuTaskDefaults::ApplyAll).
+  void ApplyDefaults(std::string_view queues_yaml, std::span<JobSubmission> jobs) {
+    defaults_.ApplyAll(queues_yaml, jobs);
+  }
 
  private:
   const GpuCatalog* catalog_;

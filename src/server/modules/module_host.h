@@ -4,7 +4,8 @@
 // Owns: the ordered list of modules, the modules handed to it (Add: the core's own that
 // the controller never calls by name, modules/core_modules.h), and the attached modules'
 // after-cycle callbacks. A module not handed to it (one the controller calls by name, or
-// one attached, owned by a service) outlives the host. The controller builds the
+// one attached, owned by a service) must outlive every call on the host; the
+// destructor touches only the modules it owns. The controller builds the
 // ModuleStep and the JobFacts a hook passes (it alone knows its tables) and calls the
 // host with them.
 // Order: the core's first module (Accounting, whose families lead the modules' part of
@@ -36,7 +37,7 @@ class ModuleHost {
 
   // `module` last in the order so far, owned by the host (destroyed with it).
   void Add(std::unique_ptr<ControllerModule> module);
-  // `module` last in the order so far; it outlives the host.
+  // `module` last in the order so far; it outlives every call on the host.
   void Add(ControllerModule& module) { modules_.push_back(&module); }
 
   // `module` after the first module and the modules attached before it; `after_cycle`
