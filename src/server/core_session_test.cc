@@ -29,6 +29,21 @@ constexpr const char* kMainQueue = R"(queues:
       gpu: 4
 )";
 
+// `core` on queue main with the FIFO policy, its lifecycle over `table`'s records.
+void WithLifecycle(CoreSession& core, JobTable& table) {
+  ASSERT_TRUE(core.ChoosePolicy(std::nullopt, "fifo", 0, 0).ok());
+  ASSERT_TRUE(core.ApplyQueueYaml(kMainQueue).ok());
+  core.MakeLifecycle(table.records(), nullptr);
+}
+
+// ... and its cluster and scheduler built on one node of 8 GPUs.
+void BuiltOnOneNode(CoreSession& core, JobTable& table) {
+  ASSERT_NO_FATAL_FAILURE(WithLifecycle(core, table));
+  ASSERT_TRUE(core.BuildState({testing::GpuNode("n1", 8)}).ok());
+  ASSERT_TRUE(core.BuildScheduler(0).ok());
+  core.FinishRebuild();
+}
+
 // A pending job of queue main asking one GPU; gated ones are kept back by the lifecycle.
 JobRecord& AddPending(CoreSession& core, JobTable& table, uint64_t id, bool gated) {
   LiveJob& job = table.Add(JobNumber(id));
@@ -48,13 +63,8 @@ JobRecord& AddPending(CoreSession& core, JobTable& table, uint64_t id, bool gate
 
 TEST(CoreSessionSubmitTest, ANewJobJoinsItsQueuePendingAndTeachesTheLearner) {
   CoreSession core = testing::BestFitSession();
-  ASSERT_TRUE(core.ChoosePolicy(std::nullopt, "fifo", 0, 0).ok());
-  ASSERT_TRUE(core.ApplyQueueYaml(kMainQueue).ok());
   JobTable table;
-  core.MakeLifecycle(table.records(), nullptr);
-  ASSERT_TRUE(core.BuildState({testing::GpuNode("n1", 8)}).ok());
-  ASSERT_TRUE(core.BuildScheduler(0).ok());
-  core.FinishRebuild();
+  ASSERT_NO_FATAL_FAILURE(BuiltOnOneNode(core, table));
   LiveJob& job = table.Add(JobNumber(3));
   job.durable = true;
   JobRecord& rec = table.Rec(job);
@@ -96,13 +106,8 @@ TEST(CoreSessionCycleTest, ACycleDecidesOnlyWithNodesAndPendingJobsAndKeepsItsRe
 
 TEST(CoreSessionCycleTest, BrokenInvariantsAreFoundEvenWithARebuildAskedFor) {
   CoreSession core = testing::BestFitSession();
-  ASSERT_TRUE(core.ChoosePolicy(std::nullopt, "fifo", 0, 0).ok());
-  ASSERT_TRUE(core.ApplyQueueYaml(kMainQueue).ok());
   JobTable table;
-  core.MakeLifecycle(table.records(), nullptr);
-  ASSERT_TRUE(core.BuildState({testing::GpuNode("n1", 8)}).ok());
-  ASSERT_TRUE(core.BuildScheduler(0).ok());
-  core.FinishRebuild();
+  ASSERT_NO_FATAL_FAILURE(BuiltOnOneNode(core, table));
   EXPECT_TRUE(core.CycleKeptInvariants());
   Allocation stray;  // held by the cluster, by no job
   stray.node = NodeId(0);
@@ -116,10 +121,8 @@ TEST(CoreSessionCycleTest, BrokenInvariantsAreFoundEvenWithARebuildAskedFor) {
 
 TEST(CoreSessionCopiesTest, TheWaitContextAndTheForecastLeaveOutGatedJobsAndMarkTheReserved) {
   CoreSession core = testing::BestFitSession();
-  ASSERT_TRUE(core.ChoosePolicy(std::nullopt, "fifo", 0, 0).ok());
-  ASSERT_TRUE(core.ApplyQueueYaml(kMainQueue).ok());
   JobTable table;
-  core.MakeLifecycle(table.records(), nullptr);
+  ASSERT_NO_FATAL_FAILURE(WithLifecycle(core, table));
   ForecastInput unbuilt;
   EXPECT_FALSE(core.CopyForForecast(kSecond, unbuilt));
   EXPECT_FALSE(unbuilt.state.has_value());
@@ -377,13 +380,8 @@ class FlakyStore final : public ForwardingStore {
 
 TEST(CoreSessionQueuesTest, AReplacementKeepsEveryUnfinishedJobsQueueAndIsStoredOrUndone) {
   CoreSession core = testing::BestFitSession();
-  ASSERT_TRUE(core.ChoosePolicy(std::nullopt, "fifo", 0, 0).ok());
-  ASSERT_TRUE(core.ApplyQueueYaml(kMainQueue).ok());
   JobTable table;
-  core.MakeLifecycle(table.records(), nullptr);
-  ASSERT_TRUE(core.BuildState({testing::GpuNode("n1", 8)}).ok());
-  ASSERT_TRUE(core.BuildScheduler(0).ok());
-  core.FinishRebuild();
+  ASSERT_NO_FATAL_FAILURE(BuiltOnOneNode(core, table));
   const ManualClock clock(5 * kSecond);
   InMemoryStore memory;
   FlakyStore store(&memory);
@@ -453,13 +451,8 @@ TEST(CoreSessionLoadTest, TheStoredQueuesWinAndTheInitialOnesAreStoredOnce) {
 
 TEST(CoreSessionLoadTest, RestoredBackoffsHoldTheirJobsUntilTheyEnd) {
   CoreSession core = testing::BestFitSession();
-  ASSERT_TRUE(core.ChoosePolicy(std::nullopt, "fifo", 0, 0).ok());
-  ASSERT_TRUE(core.ApplyQueueYaml(kMainQueue).ok());
   JobTable table;
-  core.MakeLifecycle(table.records(), nullptr);
-  ASSERT_TRUE(core.BuildState({testing::GpuNode("n1", 8)}).ok());
-  ASSERT_TRUE(core.BuildScheduler(0).ok());
-  core.FinishRebuild();
+  ASSERT_NO_FATAL_FAILURE(BuiltOnOneNode(core, table));
   AddPending(core, table, 3, false);
   AddPending(core, table, 4, false);  // not held
   JobRecord& held = table.Rec(*table.Find(JobNumber(3)));
@@ -474,10 +467,8 @@ TEST(CoreSessionLoadTest, RestoredBackoffsHoldTheirJobsUntilTheyEnd) {
 // whether a node holds nothing, and the scheduler's figures for /metrics.
 TEST(CoreSessionCopiesTest, ReadyIdleNodesAndFigures) {
   CoreSession core = testing::BestFitSession();
-  ASSERT_TRUE(core.ChoosePolicy(std::nullopt, "fifo", 0, 0).ok());
-  ASSERT_TRUE(core.ApplyQueueYaml(kMainQueue).ok());
   JobTable table;
-  core.MakeLifecycle(table.records(), nullptr);
+  ASSERT_NO_FATAL_FAILURE(WithLifecycle(core, table));
   EXPECT_FALSE(core.ready());
   EXPECT_FALSE(core.NodeIdle("n1"));  // no cluster state yet
   EXPECT_EQ(core.figures().rebuilds, 0u);
