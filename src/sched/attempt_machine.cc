@@ -6,9 +6,7 @@
 namespace tessera {
 namespace {
 
-bool Live(const JobRecord& job) {
-  return job.phase == JobPhase::kRunning || job.phase == JobPhase::kStopping;
-}
+bool Live(const JobRecord& job) { return InAttempt(job.phase); }
 
 bool AnyAlive(const AttemptState& a) {
   return std::any_of(a.tasks.begin(), a.tasks.end(),

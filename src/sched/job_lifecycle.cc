@@ -188,7 +188,7 @@ Micros JobLifecycle::Release(JobRecord& job, Micros now) {
 
 void JobLifecycle::Requeue(JobRecord& job, Micros checkpoint, RequeueCause cause, Micros now,
                            Micros not_before) {
-  if (job.phase != JobPhase::kRunning && job.phase != JobPhase::kStopping) {
+  if (!InAttempt(job.phase)) {
     return;
   }
   const Micros progress = job.Progress(now);
@@ -279,7 +279,7 @@ void JobLifecycle::Finish(JobRecord& job, JobEnd end, Micros now) {
   e.time = now;
   e.job = job.id;
   e.end = end;
-  if (job.phase == JobPhase::kRunning || job.phase == JobPhase::kStopping) {
+  if (InAttempt(job.phase)) {
     const Micros runtime = job.Progress(now);
     e.ran = Release(job, now);
     if (end == JobEnd::kSucceeded && options_.uses_predictor && predictor_ != nullptr &&
@@ -320,7 +320,7 @@ Status JobLifecycle::Restore(JobRecord& job) {
     }
     return Status::Ok();
   }
-  if (job.phase != JobPhase::kRunning && job.phase != JobPhase::kStopping) {
+  if (!InAttempt(job.phase)) {
     return Status::Ok();
   }
   job.held.resize(job.allocations.size(), 0);
@@ -371,7 +371,7 @@ Status JobLifecycle::AttachTask(JobRecord& job, size_t task) {
   if (!bound()) {
     return FailedPreconditionError("the lifecycle is not bound to a core");
   }
-  if (job.phase != JobPhase::kRunning && job.phase != JobPhase::kStopping) {
+  if (!InAttempt(job.phase)) {
     return Status::Ok();
   }
   if (task >= job.allocations.size()) {

@@ -30,6 +30,12 @@ enum class JobPhase : uint8_t {
   kFinished,
 };
 
+// Whether an attempt of the job is under way: it holds its allocations while running and
+// while stopping.
+inline bool InAttempt(JobPhase phase) {
+  return phase == JobPhase::kRunning || phase == JobPhase::kStopping;
+}
+
 struct JobRecord {
   JobId id;
   JobSpec spec;
@@ -83,9 +89,8 @@ struct JobRecord {
   bool Holds(size_t t) const { return t >= held.size() || held[t] != 0; }
 
   Micros Progress(Micros now) const {
-    return phase == JobPhase::kRunning || phase == JobPhase::kStopping
-               ? resumed_from + std::max<Micros>(0, now - run_start - startup)
-               : resumed_from;
+    return InAttempt(phase) ? resumed_from + std::max<Micros>(0, now - run_start - startup)
+                            : resumed_from;
   }
   // Progress a preemption at `now` would keep.
   Micros SavedProgress(Micros now, bool on_signal) const {

@@ -265,7 +265,7 @@ ResourceVector JobScheduler::ChargeOf(const JobRecord& job,
 
 int JobScheduler::LasLevel(const JobRecord& job, Micros now) const {
   double attained = job.attained_gpu_seconds;
-  if (job.phase == JobPhase::kRunning || job.phase == JobPhase::kStopping) {
+  if (InAttempt(job.phase)) {
     attained += static_cast<double>(job.gpu_milli) / 1000.0 *
                 static_cast<double>(now - job.run_start) / 1e6;
   }

@@ -160,9 +160,9 @@ Status Controller::RunCycle() {
       core_.ApplyRespecs(nodes_, NodeHolds());
     }
     for (const auto& [node, key] : std::exchange(nodes_.relaunch(), {})) {
-      if (const NodeInfo* n = nodes_.Find(node); n != nullptr && n->up &&
-                                                 jobs_.AwaitsLaunch(node, key)) {
-        out.launches.emplace_back(node, MakeLaunch(*jobs_.Find(JobNumber(key.job)), key.task));
+      const NodeInfo* n = nodes_.Find(node);
+      if (const LiveJob* job = n != nullptr && n->up ? jobs_.AwaitsLaunch(node, key) : nullptr) {
+        out.launches.emplace_back(node, MakeLaunch(*job, key.task));
       }
     }
     if (RunCoreCycle(now, out) && !core_.CycleKeptInvariants()) {

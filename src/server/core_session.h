@@ -226,7 +226,6 @@ class CoreSession {
   // The last cycle's reservation; reset when the node set changes.
   std::optional<Reservation>& reservation() { return reservation_; }
   const std::optional<Reservation>& reservation() const { return reservation_; }
-  Pcg32& rng() { return rng_; }
   RuntimePredictor& predictor() { return predictor_; }
   // Fair-share usage waiting for the next scheduler (after a restart or a rebuild).
   std::optional<QueueUsage::Saved>& carried_usage() { return carried_usage_; }

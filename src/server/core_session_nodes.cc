@@ -114,7 +114,7 @@ void CoreSession::AttachTasks(const std::string& name, NodeId id, JobTable& jobs
   // Tasks it still runs (after a restart of the controller, the node's come back).
   for (auto& [job_id, job] : jobs.all()) {
     JobRecord& rec = jobs.Rec(job);
-    if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
+    if (!InAttempt(rec.phase)) {
       continue;
     }
     rec.held.resize(rec.allocations.size(), 0);

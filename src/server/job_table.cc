@@ -16,12 +16,11 @@ using job_rows::QueueKey;
 using job_rows::StoredTask;
 
 LiveJob* JobTable::Find(JobNumber id) {
-  auto it = jobs_.find(id);
-  return it == jobs_.end() || !it->second.durable ? nullptr : &it->second;
+  return const_cast<LiveJob*>(std::as_const(*this).Find(id));
 }
 
-const LiveJob* JobTable::FindDurable(uint64_t id) const {
-  auto it = jobs_.find(JobNumber(id));
+const LiveJob* JobTable::Find(JobNumber id) const {
+  auto it = jobs_.find(id);
   return it == jobs_.end() || !it->second.durable ? nullptr : &it->second;
 }
 
@@ -34,7 +33,7 @@ std::vector<TaskKey> JobTable::Unreported(const std::string& node,
   std::vector<TaskKey> unreported;
   for (const auto& [id, job] : jobs_) {
     const JobPhase phase = Rec(job).phase;
-    if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
+    if (!InAttempt(phase)) {
       continue;
     }
     for (size_t t = 0; t < job.tasks.size(); ++t) {
@@ -51,7 +50,7 @@ std::vector<TaskKey> JobTable::Unreported(const std::string& node,
 std::vector<TaskKey> JobTable::StopsToResend(const std::vector<TaskReport>& reports) const {
   std::vector<TaskKey> stops;
   for (const TaskReport& r : reports) {
-    const LiveJob* job = FindDurable(r.key.job);
+    const LiveJob* job = Find(JobNumber(r.key.job));
     if (r.state == TaskState::kRunning && job != nullptr &&
         Rec(*job).phase == JobPhase::kStopping && job->row.attempts == r.key.attempt &&
         static_cast<size_t>(r.key.task) < job->tasks.size() &&
@@ -66,7 +65,7 @@ std::vector<std::pair<TaskKey, std::string>> JobTable::ForeignReports(
     const std::string& node, const std::vector<TaskReport>& reports) const {
   std::vector<std::pair<TaskKey, std::string>> foreign;
   for (const TaskReport& r : reports) {
-    const LiveJob* job = FindDurable(r.key.job);
+    const LiveJob* job = Find(JobNumber(r.key.job));
     if (job == nullptr || r.key.task < 0 || static_cast<size_t>(r.key.task) >= job->tasks.size() ||
         job->row.attempts != r.key.attempt) {
       continue;
@@ -82,7 +81,7 @@ std::vector<std::pair<TaskKey, std::string>> JobTable::ForeignReports(
 void JobTable::PruneCommands(std::vector<TaskLaunch>& launches,
                              std::vector<TaskStop>& stops) const {
   std::erase_if(stops, [&](const TaskStop& s) {
-    const LiveJob* job = FindDurable(s.key.job);
+    const LiveJob* job = Find(JobNumber(s.key.job));
     return job == nullptr || job->row.attempts != s.key.attempt ||
            static_cast<size_t>(s.key.task) >= job->tasks.size() ||
            TaskExited(*job, static_cast<size_t>(s.key.task));
@@ -91,25 +90,26 @@ void JobTable::PruneCommands(std::vector<TaskLaunch>& launches,
 }
 
 bool JobTable::AttemptRunning(const TaskKey& key) const {
-  const LiveJob* job = FindDurable(key.job);
+  const LiveJob* job = Find(JobNumber(key.job));
   return job != nullptr && job->row.attempts == key.attempt &&
          Rec(*job).phase == JobPhase::kRunning;
 }
 
-bool JobTable::AwaitsLaunch(const std::string& node, const TaskKey& key) const {
+const LiveJob* JobTable::AwaitsLaunch(const std::string& node, const TaskKey& key) const {
   if (!AttemptRunning(key)) {
-    return false;
+    return nullptr;
   }
-  const LiveJob& job = *FindDurable(key.job);
+  const LiveJob* job = Find(JobNumber(key.job));
   const auto task = static_cast<size_t>(key.task);
-  return key.task >= 0 && task < job.tasks.size() && !TaskExited(job, task) &&
-         job.tasks[task].node == node;
+  const bool awaits = key.task >= 0 && task < job->tasks.size() && !TaskExited(*job, task) &&
+                      job->tasks[task].node == node;
+  return awaits ? job : nullptr;
 }
 
 const JobRow& JobTable::SealRow(LiveJob& job) {
   const JobRecord& rec = Rec(job);
-  if ((rec.phase == JobPhase::kRunning || rec.phase == JobPhase::kStopping) &&
-      !rec.allocations.empty() && rec.allocations.size() == job.tasks.size()) {
+  if (InAttempt(rec.phase) && !rec.allocations.empty() &&
+      rec.allocations.size() == job.tasks.size()) {
     std::vector<job_rows::StoredTask> tasks;
     for (size_t t = 0; t < job.tasks.size(); ++t) {
       const TaskOutcome o = t < rec.attempt.tasks.size() ? rec.attempt.tasks[t] : TaskOutcome{};
@@ -216,7 +216,7 @@ LiveJob* JobTable::CurrentTaskOn(const TaskKey& key, const std::string& node) {
     return nullptr;
   }
   const JobPhase phase = Rec(*job).phase;
-  return phase == JobPhase::kRunning || phase == JobPhase::kStopping ? job : nullptr;
+  return InAttempt(phase) ? job : nullptr;
 }
 
 std::optional<LogAppend> JobTable::ReceiveLog(LiveJob& job, int task, int64_t offset,
@@ -491,7 +491,7 @@ std::vector<JobNumber> JobTable::JobsOnNode(const std::string& node) const {
   std::vector<JobNumber> on;  // the table is in id order
   for (const auto& [id, job] : jobs_) {
     const JobPhase phase = Rec(job).phase;
-    const bool runs = phase == JobPhase::kRunning || phase == JobPhase::kStopping;
+    const bool runs = InAttempt(phase);
     bool here = false;
     for (size_t t = 0; runs && !here && t < job.tasks.size(); ++t) {
       here = job.tasks[t].node == node && !TaskExited(job, t);
@@ -507,9 +507,7 @@ void JobTable::SignalStops(const LiveJob& job, int signal, Micros grace,
                            std::vector<std::pair<std::string, TaskStop>>& stops) const {
   for (size_t t = 0; t < job.tasks.size(); ++t) {
     if (!TaskExited(job, t)) {
-      stops.emplace_back(job.tasks[t].node,
-                         TaskStop{TaskKey{job.row.id, static_cast<int>(t), job.row.attempts},
-                                  (grace + 999) / 1000, signal});
+      stops.push_back(StopOf(job, t, grace, signal));
     }
   }
 }
@@ -541,13 +539,13 @@ void JobTable::Ungate(JobNumber id, JobLifecycle& lifecycle, Micros now) {
 }
 
 bool JobTable::Gated(JobNumber id, const JobLifecycle& lifecycle) const {
-  const LiveJob* job = FindDurable(id.value());
+  const LiveJob* job = Find(id);
   return job != nullptr && lifecycle.Gated(Rec(*job).id);
 }
 
 const std::string& JobTable::ReasonOf(JobNumber id) const {
   static const std::string kNone;
-  const LiveJob* job = FindDurable(id.value());
+  const LiveJob* job = Find(id);
   return job != nullptr ? job->row.reason : kNone;
 }
 
@@ -589,18 +587,22 @@ std::vector<const LiveJob*> JobTable::TenantJobs(const std::string& tenant,
   return of;
 }
 
-void JobTable::ApplyEffects(LiveJob& job, const AttemptEffects& fx,
+std::pair<std::string, TaskStop> JobTable::StopOf(const LiveJob& job, size_t t, Micros grace,
+                                                  int signal) {
+  return {job.tasks[t].node, TaskStop{TaskKey{job.row.id, static_cast<int>(t), job.row.attempts},
+                                      (grace + 999) / 1000, signal}};
+}
+
+void JobTable::ApplyEffects(LiveJob& job, AttemptEffects& fx,
                             std::vector<std::pair<std::string, TaskStop>>& stops) {
   if (fx.reason) {
-    job.row.reason = *fx.reason;
+    job.row.reason = std::move(*fx.reason);  // the effects' reason is spent here
   }
   if (fx.exit_code) {
     job.row.exit_code = *fx.exit_code;
   }
   for (size_t t : fx.stop) {
-    stops.emplace_back(job.tasks[t].node,
-                       TaskStop{TaskKey{job.row.id, static_cast<int>(t), job.row.attempts},
-                                (fx.grace + 999) / 1000, 15});
+    stops.push_back(StopOf(job, t, fx.grace, 15));
   }
 }
 
@@ -629,7 +631,7 @@ void JobTable::LoseNode(
     const std::function<void(LiveJob& job, const std::vector<size_t>& tasks)>& lost) {
   for (auto& [id, job] : jobs_) {
     const JobPhase phase = Rec(job).phase;
-    if (phase != JobPhase::kRunning && phase != JobPhase::kStopping) {
+    if (!InAttempt(phase)) {
       continue;
     }
     std::vector<size_t> live;

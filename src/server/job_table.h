@@ -85,6 +85,7 @@ class JobTable {
   const std::map<JobNumber, LiveJob>& all() const { return jobs_; }
   // An acknowledged job in memory; null for one archived, unknown or not durable yet.
   LiveJob* Find(JobNumber id);
+  const LiveJob* Find(JobNumber id) const;
   // A new job under `id`, with a slot whose record is finished (invisible to the core)
   // until the caller fills it in.
   LiveJob& Add(JobNumber id);
@@ -140,9 +141,6 @@ class JobTable {
   JobNumber IdAt(JobId slot) const { return slot_job_[slot.value()]; }
   size_t slot_count() const { return slot_job_.size(); }
 
-  // The job's record set from its submission: spec, restart policy, GPU demand (the
-  // caller sets its phase and queue). At acknowledgement, at Open and for a started job.
-  JobRecord& RecordSubmission(LiveJob& job, const GpuCatalog& catalog);
   // At Open, a stored job read back into the table: its submission parsed from the
   // row's spec, its record (the core's view of it: queue, phase, end, restart policy, the
   // current attempt's allocations and tasks' exits) set from the row and its stored
@@ -211,8 +209,8 @@ class JobTable {
   // stopping): its launch is still to be handed out.
   bool AttemptRunning(const TaskKey& key) const;
   // ... and that task has not exited and is placed on `node`: a launch the node's agent
-  // never received is to be sent again.
-  bool AwaitsLaunch(const std::string& node, const TaskKey& key) const;
+  // never received is to be sent again. The job, or null when it is not.
+  const LiveJob* AwaitsLaunch(const std::string& node, const TaskKey& key) const;
 
   // The job's row as it is to be stored now: its state from the core's record and, while
   // an attempt holds a placement, that placement with its tasks' nodes and exits (the
@@ -275,7 +273,7 @@ class JobTable {
   // the stops of the tasks it stops appended to `stops`, their grace rounded up to whole
   // milliseconds: a victim evicted at its periodic checkpoint must not end a fraction of
   // a millisecond before it and lose the interval.
-  static void ApplyEffects(LiveJob& job, const AttemptEffects& fx,
+  static void ApplyEffects(LiveJob& job, AttemptEffects& fx,
                            std::vector<std::pair<std::string, TaskStop>>& stops);
   // The job's attempt `ended` at `now`; `stored` (StoredEndedAttempt) joins the row's
   // stored attempts when it ran. Requeued, it resumes from its record's checkpoint and
@@ -291,8 +289,13 @@ class JobTable {
                 const std::function<void(LiveJob& job, const std::vector<size_t>& tasks)>& lost);
 
  private:
-  // An acknowledged job in memory (Find, for the const queries).
-  const LiveJob* FindDurable(uint64_t id) const;
+  // The job's record set from its submission: spec, restart policy, GPU demand (the
+  // caller sets its phase and queue). At acknowledgement, at Open and for a started job.
+  JobRecord& RecordSubmission(LiveJob& job, const GpuCatalog& catalog);
+  // The stop of the job's task `t` of its current attempt, sending `signal`, the agent
+  // killing what is left after `grace` rounded up to whole milliseconds.
+  static std::pair<std::string, TaskStop> StopOf(const LiveJob& job, size_t t, Micros grace,
+                                                 int signal);
   uint32_t AllocSlot(JobNumber id);
   void FreeSlot(uint32_t slot);
 

@@ -11,6 +11,7 @@
 #include "server/modules/controller_module.h"
 #include "server/modules/validation.h"
 #include "server/testing/queue_trees.h"
+#include "server/testing/stored_rows.h"
 
 namespace tessera {
 namespace job_table_test {
@@ -25,18 +26,10 @@ constexpr const char* kQueues = R"(queues:
 QueueTree Tree() { return testing::TreeFromYaml(kQueues); }
 
 JobRow Row(uint64_t id, const std::string& state) {
-  StatusOr<JobSubmission> sub = ParseJobYaml(
+  JobRow row = testing::StoredJobRow(
+      id, state,
       "name: two\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\nreplicas: 2\n"
-      "restart: {max: 5, on: [failure], backoff: 1m}\n",
-      GpuCatalog::Default());
-  EXPECT_TRUE(sub.ok()) << sub.status().message();
-  JobRow row;
-  row.id = id;
-  row.tenant = "team-a";
-  row.queue = "main";
-  row.name = "two";
-  row.spec_json = JobSubmissionToJson(*sub, GpuCatalog::Default()).dump();
-  row.state = state;
+      "restart: {max: 5, on: [failure], backoff: 1m}\n");
   row.submit_us = 1'000;
   row.attempts = 1;
   return row;

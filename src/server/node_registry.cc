@@ -218,8 +218,7 @@ Status NodeRegistry::RestoreDrains(const std::vector<std::pair<std::string, std:
   const size_t prefix = std::string(DrainsKeyPrefix()).size();
   for (const auto& [key, text] : rows) {
     const std::string name = key.substr(prefix);
-    AwaitAgent(name, now);
-    TESSERA_RETURN_IF_ERROR(ReadDrains(name, text, *Find(name)));
+    TESSERA_RETURN_IF_ERROR(ReadDrains(name, text, AwaitAgent(name, now)));
   }
   return Status::Ok();
 }
@@ -233,8 +232,8 @@ Status NodeRegistry::RestoreInventories(
       return InternalError("stored node '" + key + "' is not JSON");
     }
     TESSERA_ASSIGN_OR_RETURN(NodeInventory inventory, NodeInventoryFromJson(j, catalog));
-    AwaitAgent(inventory.spec.name, now);
-    Find(inventory.spec.name)->inventory = std::move(inventory);
+    NodeInfo& node = AwaitAgent(inventory.spec.name, now);
+    node.inventory = std::move(inventory);
   }
   return Status::Ok();
 }
@@ -244,7 +243,7 @@ std::pair<std::string, std::string> NodeRegistry::InventoryRow(const NodeInvento
   return {InventoryKeyPrefix() + inventory.spec.name, ToJson(inventory, catalog).dump()};
 }
 
-void NodeRegistry::AwaitAgent(const std::string& name, Micros now) {
+NodeInfo& NodeRegistry::AwaitAgent(const std::string& name, Micros now) {
   NodeInfo& node = FindOrAdd(name);
   if (node.inventory.spec.name.empty()) {
     node.inventory.spec.name = name;
@@ -252,6 +251,7 @@ void NodeRegistry::AwaitAgent(const std::string& name, Micros now) {
     node.reason = "waiting for its agent after a controller restart";
     node.last_seen = now;
   }
+  return node;
 }
 
 std::vector<std::string> NodeRegistry::Silent(Micros now, Micros timeout) const {

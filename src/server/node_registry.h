@@ -148,8 +148,8 @@ class NodeRegistry {
   static std::pair<std::string, std::string> InventoryRow(const NodeInventory& inventory,
                                                           const GpuCatalog& catalog);
   // A node known only through a restored job's placement: added, waiting for its agent,
-  // unless it is known already.
-  void AwaitAgent(const std::string& name, Micros now);
+  // unless it is known already. The node.
+  NodeInfo& AwaitAgent(const std::string& name, Micros now);
   // The nodes silent for longer than `timeout` at `now` that are up or waiting for their
   // agents: to be taken down. In name order.
   std::vector<std::string> Silent(Micros now, Micros timeout) const;

@@ -48,9 +48,7 @@ struct Event {
   }
 };
 
-bool Live(const JobRecord& job) {
-  return job.phase == JobPhase::kRunning || job.phase == JobPhase::kStopping;
-}
+bool Live(const JobRecord& job) { return InAttempt(job.phase); }
 
 Status ValidateFailures(const SimJob& job) {
   for (const SimFailure& f : job.failures) {

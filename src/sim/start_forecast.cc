@@ -137,7 +137,7 @@ class ForecastRun {
         auto it = index_of.find(r.preemptor.value());
         r.preemptor = it == index_of.end() ? JobId() : JobId(it->second);
       }
-      if (r.phase == JobPhase::kRunning || r.phase == JobPhase::kStopping) {
+      if (InAttempt(r.phase)) {
         // The true runtime as the forecast sees it: done after `runtime` more.
         r.oracle_runtime = r.Progress(in_.now) + runtime;
         if (r.held.size() != r.allocations.size()) {
@@ -335,8 +335,7 @@ class ForecastRun {
     if (attempts_[e.job] != e.attempt) {
       return;
     }
-    if (e.kind == ForecastEventKind::kFinish &&
-        (job.phase == JobPhase::kRunning || job.phase == JobPhase::kStopping)) {
+    if (e.kind == ForecastEventKind::kFinish && InAttempt(job.phase)) {
       lifecycle_.Finish(job, JobEnd::kSucceeded, e.time);
       --running_;
     } else if (e.kind == ForecastEventKind::kEvict && job.phase == JobPhase::kStopping) {

@@ -148,7 +148,7 @@ NodeUse NodeUseOf(const JobTable& jobs, const std::string& only) {
   NodeUse use;
   for (const auto& [id, job] : jobs.all()) {
     const JobRecord& rec = jobs.Rec(job);
-    if (rec.phase != JobPhase::kRunning && rec.phase != JobPhase::kStopping) {
+    if (!InAttempt(rec.phase)) {
       continue;
     }
     for (size_t t = 0; t < rec.allocations.size() && t < job.tasks.size(); ++t) {

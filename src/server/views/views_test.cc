@@ -5,6 +5,7 @@
 #include "server/job_rows.h"
 #include "server/modules/job_gates.h"
 #include "server/testing/queue_trees.h"
+#include "server/testing/stored_rows.h"
 #include "server/views/job_json.h"
 #include "server/views/metrics_views.h"
 #include "server/views/node_views.h"
@@ -203,18 +204,9 @@ TEST(SubmittedJsonTest, AJobIsItsViewAnArrayAndABatchTheirIds) {
 
 // A stored row of a two-task job with one whole GPU per task in queue "main".
 JobRow TwoTaskRow(uint64_t id, const std::string& state) {
-  StatusOr<JobSubmission> sub = ParseJobYaml(
-      "name: two\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\nreplicas: 2\n",
-      Catalog());
-  EXPECT_TRUE(sub.ok()) << sub.status().message();
-  JobRow row;
-  row.id = id;
-  row.tenant = "team-a";
-  row.queue = "main";
-  row.name = "two";
-  row.spec_json = JobSubmissionToJson(*sub, Catalog()).dump();
-  row.state = state;
-  return row;
+  return testing::StoredJobRow(
+      id, state,
+      "name: two\nresources: {gpus: 1, gpu_model: H100-80GB}\ncommand: [x]\nreplicas: 2\n");
 }
 
 TEST(JobJsonTest, TheModulesHeldTheReasonAndTheSpecAreAddedWhenAsked) {
