@@ -3,32 +3,38 @@
 models x seeds, each cell one `tessera sim jobs --json --per-job` run of every policy.
 
 Every policy of a cell runs under the same preemption model: the cell's checkpoint
-model (periodic at the job's interval, or on signal), the same checkpoint wait and the
-same restart overhead per preemption (sim jobs' defaults unless --restart-overhead is
-given). For each cell it prints every policy's average JCT, its rank among the real
-policies (the `srtf` oracle is shown but not ranked) and its gap to the best of them,
-with the jobs left unfinished. Where the cluster has quotas and `static-vc` is among
-the policies, it also reports finish-time fairness: per tenant with a quota
-rho = average JCT under the policy / average JCT under static-vc (the tenant alone on
-its quota), the largest rho, the share of jobs with a per-job rho above 1, and whether
-the sharing incentive holds (no such tenant worse on average than under static-vc).
+model (`periodic` at the job's interval, `signal`: also on preemption, `lossy`:
+periodic with no checkpoint wait, so that a victim loses its work since the last
+one), the same checkpoint wait and the same restart overhead per preemption (sim
+jobs' defaults unless --restart-overhead is given). For each cell it prints every
+policy's average JCT, its rank among the real policies (the `srtf` oracle is shown but
+not ranked) and its gap to the best of them, with the jobs left unfinished. Where the
+cluster has quotas, it also reports the simulator's finish-time fairness: per tenant
+with a quota rho = average JCT under the policy / average JCT alone on its quota under
+the same policy, the largest rho, the largest rho of a tenant whose demand is within
+its quota, the share of jobs slower than alone, and whether the sharing incentive
+holds (no such tenant worse on average than alone).
 
 Then it checks the goals of --judge (default `tessera`) in every cell: average JCT
-within 2 % of the best real policy, Jain >= 0.9, the sharing incentive, and no cell
-where on-signal checkpoints make it worse than periodic ones; it names the cells that
-miss one. Writes matrix.json, table.md and heatmap.svg to --out, and prints the time.
+within 2 % of the best real policy, Jain >= 0.9, the sharing incentive, rho <= 1.1 for
+every tenant within its quota, and no cell where on-signal checkpoints make it worse
+than periodic ones; it names the cells that miss one. Writes matrix.json (stamped with
+the git tree and the default policies' fingerprint), table.md and heatmap.svg to --out.
 
 Usage: bench/policy_matrix.py --standard [--tessera build/tessera] [--out DIR]
        bench/policy_matrix.py [--trace philly:PATH]... [--cluster 16x4xH100-80GB]...
-         [--loads 0.5,0.8,1.0] [--checkpoint periodic,signal] [--seeds 1,2,3]
-         [--policies fifo,static-vc,slurm,tiresias,srtf,tessera] [--limit N]
+         [--queues FILE] [--loads 0.5,0.8,1.0] [--checkpoint periodic,signal,lossy]
+         [--seeds 1,2,3] [--policies fifo,static-vc,slurm,tiresias,srtf,tessera] [--limit N]
+       bench/policy_matrix.py --check-stamp [--tessera build/tessera]
 `--standard` runs a fixed set of cells in which every trace, cluster, load band and
 checkpoint model appears (about 15 minutes on 2 cores). A trace with "{seed}" in it is
 generated anew for each seed; every run also gets the seed as `--seed` (tie-breaks,
-users' runtime limits). Standard library only.
+users' runtime limits). `--check-stamp` fails when the committed standard matrix
+(docs/matrix/latest-standard.txt names its folder) was measured with default policies
+other than the binary's. Standard library only.
 """
 import argparse
-import csv
+import hashlib
 import itertools
 import json
 import os
@@ -37,8 +43,11 @@ import sys
 import time
 
 ORACLES = {"srtf"}  # knows every job's runtime: shown, not ranked
-REFERENCE = "static-vc"  # each tenant alone on its quota
 GAP_GOAL, JAIN_GOAL = 0.02, 0.9
+RHO_GOAL = 1.1  # for a tenant whose demand is within its quota, whatever the others do
+CHECKPOINTS = ("periodic", "signal", "lossy")
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+LATEST_STANDARD = os.path.join(REPO, "docs", "matrix", "latest-standard.txt")
 
 # The public traces: TESSERA_TRACES_DIR, else the repository's data/traces (relative to
 # the working directory, as the cells record it: data/traces from the repository root).
@@ -54,27 +63,37 @@ SYNTHETIC = "synthetic:jobs=2000,seed={seed}"
 SYNTHETIC_BUSY = ("synthetic:jobs=3000,seed={seed},gpus=1:50/2:15/4:15/8:15/16:5,median=1h,"
                   "sigma=1.5,max=2d")
 MIXED = "16x8xH100-80GB+16x8xA100-80GB+32x4xV100-32GB"
+# Two tenants with equal quotas (32 GPUs each of 8x8xH100-80GB), t0 submitting ten
+# times more jobs than t1; the jobs those of SYNTHETIC_BUSY.
+TWO_TENANTS = ("synthetic:jobs=2000,seed={seed},tenant_weights=10/1,"
+               "gpus=1:50/2:15/4:15/8:15/16:5,median=1h,sigma=1.5,max=2d")
+TWO_TENANTS_QUEUES = os.path.relpath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "two-tenants-queues.yaml"))
 
 
 def standard_groups():
-    """(trace, cluster, loads, extra sim-jobs arguments) groups; each runs both
-    checkpoint models and every seed. Philly runs whole on philly-vc (thinned, its few
-    very long jobs leave the cluster nearly idle) and thinned to every 4th job on the
-    clusters without quotas, to fit the time bound."""
+    """(trace, cluster, loads, extra sim-jobs arguments, checkpoint models) groups; each
+    runs every seed. Philly runs whole on philly-vc (thinned, its few very long jobs
+    leave the cluster nearly idle) and thinned to every 4th job on the clusters without
+    quotas, to fit the time bound. The two-tenant case also runs with lossy eviction,
+    where preemption ping-pong costs the most."""
+    both = ["periodic", "signal"]
     groups = [
-        (PHILLY, "philly-vc", [0.9], []),
-        (PHILLY, "352x8xP100", [1.0], ["--every", "4"]),
-        (PHILLY, "64x8xH100-80GB", [0.8], ["--every", "4"]),
+        (PHILLY, "philly-vc", [0.9], [], both),
+        (PHILLY, "352x8xP100", [1.0], ["--every", "4"], both),
+        (PHILLY, "64x8xH100-80GB", [0.8], ["--every", "4"], both),
         # Tiresias' 60 jobs keep only a small cluster busy.
-        (TIRESIAS, "4x4xV100-32GB", [0.5, 1.0, 1.3], []),
-        (SYNTHETIC_BUSY, "64x8xH100-80GB", [0.5, 0.9, 1.3], []),
-        (SYNTHETIC_BUSY, MIXED, [0.9], []),
+        (TIRESIAS, "4x4xV100-32GB", [0.5, 1.0, 1.3], [], both),
+        (SYNTHETIC_BUSY, "64x8xH100-80GB", [0.5, 0.9, 1.3], [], both),
+        (SYNTHETIC_BUSY, MIXED, [0.9], [], both),
+        (TWO_TENANTS, "8x8xH100-80GB", [1.1, 2.2], ["--queues", TWO_TENANTS_QUEUES],
+         list(CHECKPOINTS)),
     ]
     # The eight Pollux workloads, each at one load, the loads spread over the bands.
     pollux_loads = [0.5, 0.8, 1.0, 1.3]
     for n in range(1, 9):
         groups.append((POLLUX.replace("{n}", str(n)), "16x4xV100-32GB",
-                       [pollux_loads[(n - 1) % len(pollux_loads)]], []))
+                       [pollux_loads[(n - 1) % len(pollux_loads)]], [], both))
     return groups
 
 
@@ -86,6 +105,8 @@ def run_cell(args, index, trace, cluster, load, checkpoint, seed, extra):
            "--out", out_dir, "--traces-dir", TRACES]
     if checkpoint == "signal":
         cmd.append("--checkpoint-on-signal")
+    if checkpoint == "lossy":
+        cmd += ["--checkpoint-wait", "0"]
     cmd += extra + ["--checkpoint-minutes", str(args.checkpoint_minutes)]
     if args.restart_overhead:
         cmd += ["--restart-overhead", args.restart_overhead]
@@ -93,59 +114,28 @@ def run_cell(args, index, trace, cluster, load, checkpoint, seed, extra):
     if out.returncode != 0:
         raise RuntimeError(" ".join(cmd) + ": " + out.stderr.strip())
     rows = json.loads(out.stdout)["summary"]
-    if has_quotas(cluster):
-        fairness(rows, out_dir)
+    fairness(rows)
     return rows
 
 
-def per_job(out_dir, policy):
-    """name -> (tenant, JCT seconds or None when unfinished)."""
-    jobs = {}
-    with open(os.path.join(out_dir, f"jobs_{policy}.csv"), newline="") as f:
-        for r in csv.DictReader(f):
-            done = r["finish_s"] != ""
-            jobs[r["name"]] = (r["tenant"], int(r["finish_s"]) - int(r["submit_s"]) if done else None)
-    return jobs
-
-
-def has_quotas(cluster):
-    """Whether the cluster preset gives tenants quotas (NxGxMODEL ones do not: static-vc
-    is then plain FIFO and rho would compare against it, not against a quota)."""
-    return cluster == "philly-vc"
-
-
-def fairness(rows, out_dir):
-    """Adds rho_max, rho_over_1 and sharing_incentive to each row (None without the
-    reference policy)."""
-    names = [r["policy"] for r in rows]
-    if REFERENCE not in names:
-        return
-    alone = per_job(out_dir, REFERENCE)
-    # Tenants with a quota: those that finished a job alone on it.
-    tenants = {}
-    for tenant, jct in alone.values():
-        if jct is not None:
-            tenants.setdefault(tenant, []).append(jct)
+def fairness(rows):
+    """From the simulator's tenant_rho (per tenant with a quota, against the tenant alone
+    on its quota under the same policy) adds rho_max, rho_within_max (the largest rho of
+    a tenant whose demand is within its quota), rho_over_1 (the share of jobs slower
+    than alone) and sharing_incentive; None where the cluster has no quotas. The
+    simulator writes an infinite rho (a job never finished) as null."""
+    inf = float("inf")
     for r in rows:
-        r["rho_max"] = r["rho_over_1"] = r["sharing_incentive"] = None
-        if not tenants or r["policy"] == REFERENCE:
+        tenants = r.get("tenant_rho")
+        r["rho_max"] = r["rho_within_max"] = r["rho_over_1"] = r["sharing_incentive"] = None
+        if not tenants:
             continue
-        shared = per_job(out_dir, r["policy"])
-        over, counted, per_tenant = 0, 0, {}
-        for name, (tenant, jct_alone) in alone.items():
-            jct = shared.get(name, (tenant, None))[1]
-            if jct_alone is None or jct_alone <= 0:
-                continue
-            # A job the policy never finished counts as infinitely late.
-            rho = jct / jct_alone if jct is not None else float("inf")
-            counted += 1
-            over += rho > 1
-            per_tenant.setdefault(tenant, [0.0, 0.0])
-            per_tenant[tenant][0] += jct if jct is not None else float("inf")
-            per_tenant[tenant][1] += jct_alone
-        rhos = [s / a for s, a in per_tenant.values() if a > 0]
-        r["rho_max"] = max(rhos) if rhos else None
-        r["rho_over_1"] = over / counted if counted else None
+        rhos = [inf if t["rho"] is None else t["rho"] for t in tenants]
+        within = [x for x, t in zip(rhos, tenants) if t["within_quota"]]
+        r["rho_max"] = max(rhos)
+        r["rho_within_max"] = max(within) if within else None
+        jobs = sum(t["jobs"] for t in tenants)
+        r["rho_over_1"] = sum(t["jobs_over_1"] for t in tenants) / jobs if jobs else None
         # Tolerance for rounding only: equal JCTs are no loss.
         r["sharing_incentive"] = all(x <= 1.0 + 1e-9 for x in rhos)
 
@@ -208,8 +198,8 @@ def fmt(x, spec, none="-"):
 def table(cells, policies):
     """Markdown: one line per cell and policy."""
     lines = ["| cell | policy | avg JCT (h) | rank | gap | unfinished | Jain | max rho | "
-             "jobs rho>1 | sharing incentive | preemptions |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "max rho within quota | jobs rho>1 | sharing incentive | preemptions |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         for r in c["rows"]:
             if r["policy"] not in policies:
@@ -219,6 +209,7 @@ def table(cells, policies):
                 f"| {c['label']} | {r['policy']} | {r['avg_jct_s'] / 3600:.3f} | "
                 f"{fmt(r['rank'], 'd')} | {fmt(r['gap'] and r['gap'] * 100, '+.1f')}% | "
                 f"{r['unfinished']} | {r['jain']:.3f} | {fmt(r.get('rho_max'), '.2f')} | "
+                f"{fmt(r.get('rho_within_max'), '.2f')} | "
                 f"{fmt(r.get('rho_over_1') and r['rho_over_1'] * 100, '.1f')}% | "
                 f"{'-' if si is None else ('yes' if si else 'NO')} | {r['preemptions']} |")
     return "\n".join(lines) + "\n"
@@ -238,6 +229,9 @@ def judge(cells, policy):
             misses.append((c["label"], f"Jain {r['jain']:.3f}"))
         if r.get("sharing_incentive") is False:
             misses.append((c["label"], f"sharing incentive (max rho {r['rho_max']:.2f})"))
+        if r.get("rho_within_max") is not None and r["rho_within_max"] > RHO_GOAL:
+            misses.append((c["label"], f"rho {r['rho_within_max']:.2f} for a tenant within "
+                                       f"its quota (goal {RHO_GOAL})"))
         if r["unfinished"]:
             misses.append((c["label"], f"{r['unfinished']} jobs unfinished"))
         by_key[(c["trace"], c["cluster"], c["load"], c["seed"], c["checkpoint"])] = (c, r)
@@ -253,12 +247,67 @@ def judge(cells, policy):
     return misses
 
 
+def git_stamp():
+    """The git commit and tree the run came from, and whether the working tree differed
+    from it (then a hash of the difference, so that two runs of one state compare)."""
+    def git(*cmd):
+        out = subprocess.run(["git", "-C", REPO] + list(cmd), capture_output=True, text=True)
+        return out.stdout if out.returncode == 0 else None
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"commit": None, "tree": None, "dirty": None}
+    status = git("status", "--porcelain") or ""
+    stamp = {"commit": commit.strip(), "tree": git("rev-parse", "HEAD^{tree}").strip(),
+             "dirty": bool(status.strip())}
+    if stamp["dirty"]:
+        diff = (git("diff", "HEAD", "--binary") or "") + status
+        stamp["diff_sha256"] = hashlib.sha256(diff.encode()).hexdigest()
+    return stamp
+
+
+def defaults_stamp(tessera):
+    """`tessera sim jobs --print-defaults`: the default policies' fingerprint."""
+    out = subprocess.run([tessera, "sim", "jobs", "--print-defaults"], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{tessera} sim jobs --print-defaults: " + out.stderr.strip())
+    return json.loads(out.stdout)
+
+
+def check_stamp(tessera, latest=LATEST_STANDARD):
+    """0 when the committed standard matrix was measured with the binary's default
+    policies; else says what to re-run and returns 1."""
+    with open(latest) as f:
+        folder = f.read().strip()
+    path = os.path.normpath(os.path.join(os.path.dirname(latest), folder, "matrix.json"))
+    with open(path) as f:
+        committed = json.load(f).get("stamp", {}).get("defaults", {}).get("fingerprint")
+    current = defaults_stamp(tessera)["fingerprint"]
+    if committed == current:
+        print(f"{path}: measured with today's default policies (fingerprint {current})")
+        return 0
+    why = ("has no stamp (it predates the stamp)" if committed is None else
+           f"was measured with default policies of fingerprint {committed}")
+    print(f"{path} {why}; the binary's default policies have fingerprint {current}.\n"
+          "The committed matrix is stale: re-run the standard matrix with a release build,\n"
+          "  mkdir -p out && bench/policy_matrix.py --standard --tessera build/release/tessera "
+          "--out out/matrix "
+          "| tee out/matrix-summary.txt\n"
+          "copy its matrix.json, table.md and heatmap.svg, and out/matrix-summary.txt as "
+          "summary.txt, to docs/matrix/standard-<date>/, and write that folder's name in "
+          "docs/matrix/latest-standard.txt (docs/matrix/index.md).", file=sys.stderr)
+    return 1
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tessera", default="build/tessera")
     p.add_argument("--standard", action="store_true", help="the standard set of cells")
     p.add_argument("--trace", action="append", dest="traces")
     p.add_argument("--cluster", action="append", dest="clusters")
+    p.add_argument("--queues", default="", help="queue tree YAML for every cell (sim jobs)")
+    p.add_argument("--check-stamp", action="store_true",
+                   help="check the committed standard matrix's stamp against --tessera")
     p.add_argument("--loads", default="0.5,0.8,1.0")
     p.add_argument("--checkpoint", default="periodic,signal")
     p.add_argument("--seeds", default="1,2,3")
@@ -279,23 +328,32 @@ def main():
         seeds = [int(x) for x in args.seeds.split(",")]
     except ValueError:
         p.error("--loads takes numbers and --seeds whole numbers, comma-separated")
+    if args.check_stamp:
+        return check_stamp(args.tessera)
     checkpoints = args.checkpoint.split(",")
-    if any(c not in ("periodic", "signal") for c in checkpoints):
-        p.error("--checkpoint takes periodic and/or signal")
+    if any(c not in CHECKPOINTS for c in checkpoints):
+        p.error("--checkpoint takes periodic, signal and/or lossy")
     if any(x <= 0 for x in loads):
         p.error("--loads must be positive")
-    if args.standard and (args.traces or args.clusters):
-        p.error("--standard names its own traces and clusters")
+    if args.standard and (args.traces or args.clusters or args.queues):
+        p.error("--standard names its own traces, clusters and queues")
     if args.standard:
-        groups = standard_groups()
+        # Its own checkpoint models per group unless --checkpoint narrows them.
+        groups = [(t, c, l, e, [k for k in ks if k in checkpoints])
+                  for t, c, l, e, ks in standard_groups()]
     else:
-        groups = [(t, c, loads, ["--limit", str(args.limit)] if args.limit else [])
-                  for t in (args.traces or [SYNTHETIC]) for c in (args.clusters or ["16x4xH100-80GB"])]
-    combos = [(t, c, load, ckpt, seed, extra) for t, c, group_loads, extra in groups
-              for load, ckpt, seed in itertools.product(group_loads, checkpoints, seeds)]
+        extra = (["--limit", str(args.limit)] if args.limit else []) + (
+            ["--queues", args.queues] if args.queues else [])
+        groups = [(t, c, loads, extra, checkpoints) for t in (args.traces or [SYNTHETIC])
+                  for c in (args.clusters or ["16x4xH100-80GB"])]
+    combos = [(t, c, load, ckpt, seed, extra) for t, c, group_loads, extra, ckpts in groups
+              for load, ckpt, seed in itertools.product(group_loads, ckpts, seeds)]
     policies = args.policies.split(",")
     os.makedirs(args.out, exist_ok=True)
 
+    # The stamp: from the binary that runs the cells, before they run.
+    stamp = {"git": git_stamp(), "defaults": defaults_stamp(args.tessera),
+             "tessera": args.tessera, "argv": sys.argv[1:]}
     started = time.time()
     cells = []
     for n, (trace, cluster, load, checkpoint, seed, extra) in enumerate(combos, 1):
@@ -313,16 +371,18 @@ def main():
 
     print(f"\n{len(cells)} cells in {seconds:.0f} s ({seconds / 60:.1f} min)")
     print(f"{'policy':14s} {'within 2 %':>11s} {'worst gap':>10s} {'lowest jain':>12s} "
-          f"{'max rho':>8s} {'SI held':>9s}")
+          f"{'max rho':>8s} {'rho in quota':>13s} {'SI held':>9s}")
     for policy in policies:
         mine = [r for c in cells for r in c["rows"] if r["policy"] == policy]
         ranked = [r for r in mine if r["gap"] is not None and policy not in ORACLES]
         si = [r["sharing_incentive"] for r in mine if r.get("sharing_incentive") is not None]
         rho = [r["rho_max"] for r in mine if r.get("rho_max") is not None]
+        rho_in = [r["rho_within_max"] for r in mine if r.get("rho_within_max") is not None]
         within = sum(1 for r in ranked if r["gap"] <= GAP_GOAL)
         print(f"{policy[:14]:14s} {within:>5d} / {len(ranked):<4d} "
               f"{fmt(max((r['gap'] for r in ranked), default=None) and max(r['gap'] for r in ranked) * 100, '9.1f', '        -')}% "
               f"{min(r['jain'] for r in mine):>12.3f} {fmt(max(rho, default=None), '8.2f', '       -')} "
+              f"{fmt(max(rho_in, default=None), '13.2f', '            -')} "
               f"{sum(si):>4d} / {len(si):<3d}")
     misses = judge(cells, args.judge)
     print(f"\n{args.judge}: {len(misses)} missed goals in {len(set(m[0] for m in misses))} of "
@@ -330,12 +390,15 @@ def main():
     for label, why in misses:
         print(f"  {label}: {why}")
     with open(os.path.join(args.out, "matrix.json"), "w") as f:
-        json.dump({"cells": cells, "seconds": round(seconds, 1), "judge": args.judge,
+        json.dump({"stamp": stamp, "cells": cells, "seconds": round(seconds, 1),
+                   "judge": args.judge,
                    "misses": [{"cell": m[0], "goal": m[1]} for m in misses]}, f, indent=1)
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(table(cells, policies))
     heatmap(cells, policies, os.path.join(args.out, "heatmap.svg"))
-    print(f"results in {args.out}/ (matrix.json, table.md, heatmap.svg)")
+    print(f"results in {args.out}/ (matrix.json, table.md, heatmap.svg); default policies' "
+          f"fingerprint {stamp['defaults']['fingerprint']}, git tree {stamp['git']['tree']}"
+          f"{' (with uncommitted changes)' if stamp['git']['dirty'] else ''}")
     return 0
 
 

@@ -16,50 +16,37 @@ import policy_matrix  # noqa: E402
 TESSERA = None
 
 
-def write_jobs(directory, policy, jobs):
-    """jobs: (name, tenant, submit, finish or None)."""
-    with open(os.path.join(directory, f"jobs_{policy}.csv"), "w") as f:
-        f.write("name,tenant,gpus,submit_s,first_start_s,finish_s,runtime_s,service_s,"
-                "preemptions,lost_gpu_seconds,predicted_s\n")
-        for name, tenant, submit, finish in jobs:
-            f.write(f"{name},{tenant},1,{submit},{submit},{'' if finish is None else finish},"
-                    "10,10,0,0,\n")
-
-
 def row(policy, avg_jct_s, jain=1.0, unfinished=0):
     return {"policy": policy, "avg_jct_s": avg_jct_s, "jobs": 2, "jain": jain,
             "unfinished": unfinished, "preemptions": 0}
 
 
-class FairnessTest(unittest.TestCase):
-    def test_rho_against_the_tenant_alone_on_its_quota(self):
-        with tempfile.TemporaryDirectory() as d:
-            # Alone: a's jobs take 100 and 300 s; b has no quota (never ran alone).
-            write_jobs(d, "static-vc", [("j1", "a", 0, 100), ("j2", "a", 0, 300),
-                                        ("j3", "b", 0, None)])
-            # Shared: j1 takes 50 (rho 0.5), j2 450 (rho 1.5): a's rho 500/400 = 1.25.
-            write_jobs(d, "good", [("j1", "a", 0, 50), ("j2", "a", 0, 450), ("j3", "b", 0, 9)])
-            # A job the policy never finished is infinitely late.
-            write_jobs(d, "bad", [("j1", "a", 0, 50), ("j2", "a", 0, None), ("j3", "b", 0, 9)])
-            write_jobs(d, "fair", [("j1", "a", 0, 100), ("j2", "a", 0, 250), ("j3", "b", 0, 9)])
-            rows = [row("static-vc", 200), row("good", 250), row("bad", 50), row("fair", 175)]
-            policy_matrix.fairness(rows, d)
-            by = {r["policy"]: r for r in rows}
-            self.assertIsNone(by["static-vc"]["rho_max"])
-            self.assertAlmostEqual(by["good"]["rho_max"], 1.25)
-            self.assertAlmostEqual(by["good"]["rho_over_1"], 0.5)
-            self.assertFalse(by["good"]["sharing_incentive"])
-            self.assertEqual(by["bad"]["rho_max"], float("inf"))
-            self.assertFalse(by["bad"]["sharing_incentive"])
-            self.assertAlmostEqual(by["fair"]["rho_max"], 350 / 400)
-            self.assertEqual(by["fair"]["rho_over_1"], 0)
-            self.assertTrue(by["fair"]["sharing_incentive"])
+def tenant(name, rho, within, jobs=10, over=0):
+    return {"tenant": name, "rho": rho, "within_quota": within, "jobs": jobs,
+            "jobs_over_1": over}
 
-    def test_no_reference_no_fairness(self):
-        with tempfile.TemporaryDirectory() as d:
-            rows = [row("fifo", 10)]
-            policy_matrix.fairness(rows, d)
-            self.assertNotIn("rho_max", rows[0])
+
+class FairnessTest(unittest.TestCase):
+    def test_from_the_simulators_rho(self):
+        good, bad, none = row("good", 100), row("bad", 100), row("fifo", 100)
+        good["tenant_rho"] = [tenant("t0", 0.8, False, over=2), tenant("t1", 1.05, True, over=3)]
+        # rho null: a job never finished, infinitely late.
+        bad["tenant_rho"] = [tenant("t0", 0.9, False), tenant("t1", None, True, over=10)]
+        rows = [good, bad, none]
+        policy_matrix.fairness(rows)
+        self.assertAlmostEqual(good["rho_max"], 1.05)
+        self.assertAlmostEqual(good["rho_within_max"], 1.05)
+        self.assertAlmostEqual(good["rho_over_1"], 5 / 20)
+        self.assertFalse(good["sharing_incentive"])
+        self.assertEqual(bad["rho_max"], float("inf"))
+        self.assertEqual(bad["rho_within_max"], float("inf"))
+        self.assertIsNone(none["rho_max"])
+        self.assertIsNone(none["sharing_incentive"])
+        fair = row("fair", 100)
+        fair["tenant_rho"] = [tenant("t0", 1.0, False)]
+        policy_matrix.fairness([fair])
+        self.assertTrue(fair["sharing_incentive"])
+        self.assertIsNone(fair["rho_within_max"])
 
 
 class JudgeTest(unittest.TestCase):
@@ -88,6 +75,51 @@ class JudgeTest(unittest.TestCase):
         self.assertTrue(all(label == "t c signal" for label, _ in misses))
         self.assertEqual(policy_matrix.judge([periodic], "tessera"), [])
 
+    def test_rho_of_a_tenant_within_its_quota(self):
+        ok = self.cell("periodic", [row("fifo", 100), row("tessera", 100)])
+        ok["rows"][1]["tenant_rho"] = [tenant("t0", 3.0, False), tenant("t1", 1.1, True)]
+        policy_matrix.fairness(ok["rows"])
+        # Above 1 (sharing incentive) but the over-quota tenant's 3.0 is not a broken
+        # promise, and 1.1 is within the goal.
+        self.assertEqual([w for _, w in policy_matrix.judge([ok], "tessera")],
+                         ["sharing incentive (max rho 3.00)"])
+        ok["rows"][1]["tenant_rho"][1]["rho"] = 1.12
+        policy_matrix.fairness(ok["rows"])
+        misses = [w for _, w in policy_matrix.judge([ok], "tessera")]
+        self.assertIn("rho 1.12 for a tenant within its quota (goal 1.1)", misses)
+
+
+class StampTest(unittest.TestCase):
+    def fake_tessera(self, d, fingerprint):
+        path = os.path.join(d, "tessera")
+        with open(path, "w") as f:
+            f.write(f"#!/bin/sh\necho '{{\"fingerprint\": \"{fingerprint}\"}}'\n")
+        os.chmod(path, 0o755)
+        return path
+
+    def committed(self, d, stamp):
+        os.makedirs(os.path.join(d, "standard-x"))
+        with open(os.path.join(d, "standard-x", "matrix.json"), "w") as f:
+            json.dump({"cells": []} if stamp is None else
+                      {"stamp": {"defaults": {"fingerprint": stamp}}, "cells": []}, f)
+        latest = os.path.join(d, "latest-standard.txt")
+        with open(latest, "w") as f:
+            f.write("standard-x\n")
+        return latest
+
+    def test_fails_unless_the_fingerprints_match(self):
+        for stamp, want in ((None, 1), ("aaaa", 1), ("bbbb", 0)):
+            with tempfile.TemporaryDirectory() as d:
+                latest = self.committed(d, stamp)
+                self.assertEqual(policy_matrix.check_stamp(self.fake_tessera(d, "bbbb"), latest),
+                                 want, stamp)
+
+    def test_the_stamp_names_the_tree(self):
+        stamp = policy_matrix.git_stamp()
+        self.assertIn("dirty", stamp)
+        if stamp["commit"] is not None:
+            self.assertEqual(len(stamp["tree"]), 40)
+
 
 class EndToEndTest(unittest.TestCase):
     def test_one_small_cell(self):
@@ -112,6 +144,28 @@ class EndToEndTest(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(d, "heatmap.svg")))
             with open(os.path.join(d, "table.md")) as f:
                 self.assertIn("| tessera |", f.read())
+            self.assertEqual(len(data["stamp"]["defaults"]["fingerprint"]), 16)
+
+    def test_two_tenants_with_quotas_report_rho(self):
+        self.assertIsNotNone(TESSERA, "give the tessera binary as the first argument")
+        with tempfile.TemporaryDirectory() as d:
+            out = subprocess.run(
+                [sys.executable, os.path.join(os.path.dirname(__file__), "policy_matrix.py"),
+                 "--tessera", TESSERA, "--trace",
+                 "synthetic:jobs=150,seed={seed},tenant_weights=10/1", "--cluster",
+                 "8x8xH100-80GB", "--queues", policy_matrix.TWO_TENANTS_QUEUES, "--loads", "2.2",
+                 "--seeds", "1", "--checkpoint", "lossy", "--policies", "fifo,tessera",
+                 "--threads", "1", "--out", d], capture_output=True, text=True, timeout=300)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(os.path.join(d, "matrix.json")) as f:
+                cell = json.load(f)["cells"][0]
+            self.assertEqual(cell["checkpoint"], "lossy")
+            for r in cell["rows"]:
+                self.assertEqual([t["tenant"] for t in r["tenant_rho"]], ["t0", "t1"])
+                self.assertIsNotNone(r["rho_max"])
+                # t1 asks for a tenth of 2.2 x 64 GPUs: within its 32.
+                self.assertTrue(r["tenant_rho"][1]["within_quota"])
+                self.assertFalse(r["tenant_rho"][0]["within_quota"])
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ struct FgdOptions {
   int jobs = 0;
   bool json = false;
   std::string pin;                // percents of GPU pods to pin, e.g. "25,50"; 0: as read
-  std::string pin_to = "subset";  // subset, single, or both comma-separated
+  std::string pin_to = "subset";  // subset, single and/or scarce, comma-separated
   uint64_t pin_seed = 1;
 };
 
@@ -56,8 +56,10 @@ StatusOr<std::vector<PinSpec>> ParsePins(const FgdOptions& o) {
       modes.push_back(PinMode::kSubset);
     } else if (Trim(m) == "single") {
       modes.push_back(PinMode::kSingle);
+    } else if (Trim(m) == "scarce") {
+      modes.push_back(PinMode::kScarce);
     } else {
-      return InvalidArgumentError("--pin-to must list subset and/or single, got '" +
+      return InvalidArgumentError("--pin-to must list subset, single and/or scarce, got '" +
                                   std::string(m) + "'");
     }
   }
@@ -290,10 +292,12 @@ void AddSimFgdCommand(CLI::App& sim, int* exit_code) {
   cmd->add_option("--pin", opts->pin,
                   "model-constrained variants: percents of GPU pods to pin to GPU models "
                   "their request fits, e.g. 25,50 (0: the list as read); each pod list "
-                  "becomes one variant per percent and --pin-to mode, named LIST-pinP[one]");
+                  "becomes one variant per percent and --pin-to mode, named "
+                  "LIST-pinP[one|scarce]");
   cmd->add_option("--pin-to", opts->pin_to,
-                  "subset (a random non-empty subset of the fitting models), single (one "
-                  "model), or subset,single")
+                  "comma-separated: subset (a random non-empty subset of the fitting models), "
+                  "single (one model; both drawn in proportion to their GPUs), scarce (one "
+                  "model, the fewest nodes first, each up to its share of the demand)")
       ->capture_default_str();
   cmd->add_option("--pin-seed", opts->pin_seed, "seed of the pinning draw")->capture_default_str();
   cmd->add_flag("--json", opts->json, "print the summary as one JSON object on stdout");

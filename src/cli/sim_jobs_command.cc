@@ -8,9 +8,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <thread>
 
@@ -25,6 +28,7 @@
 #include "sim/job_sim.h"
 #include "sim/job_trace.h"
 #include "sim/job_workload.h"
+#include "sim/policy_fingerprint.h"
 
 // The traces folder CMake recorded (TESSERA_TRACES_DIR: the source tree's data/traces).
 #ifndef TESSERA_DEFAULT_TRACES_DIR
@@ -48,12 +52,15 @@ struct JobsOptions {
   uint64_t seed = 42;
   double checkpoint_minutes = 30;
   bool checkpoint_on_signal = false;
+  bool gpus_anywhere = false;
   std::string restart_overhead = "60s";
   std::string checkpoint_wait = "30m";
   int threads = 0;
   bool json = false;
   bool quiet = false;
   bool per_job = false;
+  bool no_rho = false;
+  bool print_defaults = false;
 };
 
 std::string PerJobCsv(const JobRun& run) {
@@ -163,6 +170,7 @@ StatusOr<Replay> LoadReplay(const JobsOptions& o, const std::string& traces_dir,
   w.checkpoint_interval = static_cast<Micros>(o.checkpoint_minutes * 60e6);
   w.checkpoint_on_signal = o.checkpoint_on_signal;
   w.seed = o.seed;
+  w.gpus_anywhere = o.gpus_anywhere;
   r.jobs = JobsFromTrace(trace, w);
   std::fprintf(stderr,
                "tessera sim jobs: %zu jobs of '%s' (%d rows skipped) on %s: %lld GPUs in %zu "
@@ -177,14 +185,39 @@ StatusOr<Replay> LoadReplay(const JobsOptions& o, const std::string& traces_dir,
   return r;
 }
 
-// Simulates the replay under each policy, one thread per policy bounded by the cores
-// (or --jobs), showing their progress on stderr unless --quiet.
+// Calls fn(0) .. fn(n - 1) on at most --jobs threads (default: one per core).
+void ParallelFor(const JobsOptions& o, size_t n, const std::function<void(size_t)>& fn) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min(n, static_cast<size_t>(o.threads > 0 ? o.threads : cores));
+  std::mutex mu;
+  size_t next = 0;
+  auto worker = [&] {
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next >= n) {
+          return;
+        }
+        i = next++;
+      }
+      fn(i);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back(worker);
+  }
+  for (std::thread& t : pool) {
+    t.join();
+  }
+}
+
+// Simulates the replay under each policy, showing their progress on stderr unless
+// --quiet.
 std::vector<StatusOr<JobSimResult>> RunPolicies(const JobsOptions& o,
                                                 const std::vector<SchedulerPolicy>& policies,
                                                 const Replay& replay, const GpuCatalog& catalog) {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t threads =
-      std::min(policies.size(), static_cast<size_t>(o.threads > 0 ? o.threads : cores));
   std::vector<StatusOr<JobSimResult>> results(policies.size(), InternalError("not run"));
   std::mutex mu;
   std::vector<double> progress(policies.size(), 0.0);
@@ -208,38 +241,107 @@ std::vector<StatusOr<JobSimResult>> RunPolicies(const JobsOptions& o,
                    static_cast<int>(f * 100));
     }
   };
-  size_t next = 0;
-  auto worker = [&] {
-    for (;;) {
-      size_t i;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (next >= policies.size()) {
-          return;
-        }
-        i = next++;
-      }
-      JobSimOptions options;
-      options.policy = policies[i];
-      options.placement = o.placement;
-      options.seed = o.seed;
-      options.progress = [&report, i](double f) { report(i, f); };
-      results[i] =
-          RunJobSimulation(replay.setup.nodes, replay.setup.queues, replay.jobs, options, catalog);
-      report(i, 1.0);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < threads; ++t) {
-    pool.emplace_back(worker);
-  }
-  for (std::thread& t : pool) {
-    t.join();
-  }
+  ParallelFor(o, policies.size(), [&](size_t i) {
+    JobSimOptions options;
+    options.policy = policies[i];
+    options.placement = o.placement;
+    options.seed = o.seed;
+    options.progress = [&report, i](double f) { report(i, f); };
+    results[i] =
+        RunJobSimulation(replay.setup.nodes, replay.setup.queues, replay.jobs, options, catalog);
+    report(i, 1.0);
+  });
   if (tty && !o.quiet) {
     std::fputs("\n", stderr);
   }
   return results;
+}
+
+// The reference of finish-time fairness (sim/job_report.h, TenantRho): each tenant with
+// a nominal quota alone on a cluster of its quota, i.e. its jobs only, on the first
+// whole nodes of the cluster that hold its nominal GPUs, under the same queue tree
+// with no borrowing (so confined to the quota when the nodes hold more) and the same
+// policy: what the tenant would get from a private cluster of its quota. Returns per
+// policy the runs alone, one per such tenant; none when jobs depend on others (a
+// tenant's jobs alone would lose what they wait for).
+StatusOr<std::vector<std::vector<JobRun>>> RunAlone(const JobsOptions& o,
+                                                    const std::vector<SchedulerPolicy>& policies,
+                                                    const Replay& replay,
+                                                    const std::vector<JobRun>& shared,
+                                                    const GpuCatalog& catalog) {
+  std::vector<std::vector<JobRun>> alone(policies.size());
+  if (shared.empty()) {
+    return alone;
+  }
+  std::map<std::string, std::string> tenant_of;  // job name -> tenant (its queue's)
+  for (const JobOutcome& j : shared.front().jobs) {
+    // Runs are matched by job name: a name twice would pair the wrong jobs.
+    if (!tenant_of.emplace(j.name, j.tenant).second) {
+      return alone;
+    }
+  }
+  std::vector<std::vector<SimJob>> subsets;       // per tenant with a quota, its jobs
+  std::vector<std::vector<NodeSpec>> partitions;  // and its nodes
+  for (size_t t = 0; t < shared.front().tenants.size(); ++t) {
+    const int64_t quota_milli = shared.front().tenant_quota_milli[t];
+    if (quota_milli <= 0) {
+      continue;
+    }
+    std::vector<NodeSpec>& nodes = partitions.emplace_back();
+    for (int64_t milli = 0; milli < quota_milli && nodes.size() < replay.setup.nodes.size();) {
+      nodes.push_back(replay.setup.nodes[nodes.size()]);
+      milli += 1000 * static_cast<int64_t>(nodes.back().gpus.size());
+    }
+    std::vector<SimJob>& jobs = subsets.emplace_back();
+    for (const SimJob& j : replay.jobs) {
+      if (!j.dependency.items.empty()) {
+        return alone;
+      }
+      if (tenant_of[j.spec.name] == shared.front().tenants[t]) {
+        jobs.push_back(j);
+      }
+    }
+  }
+  std::vector<StatusOr<JobSimResult>> results(policies.size() * subsets.size(),
+                                              InternalError("not run"));
+  ParallelFor(o, results.size(), [&](size_t k) {
+    JobSimOptions options;
+    options.policy = policies[k / subsets.size()];
+    options.policy.options.borrowing = false;
+    options.placement = o.placement;
+    options.seed = o.seed;
+    options.record_usage = false;
+    results[k] = RunJobSimulation(partitions[k % subsets.size()], replay.setup.queues,
+                                  subsets[k % subsets.size()], options, catalog);
+  });
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (!results[k].ok()) {
+      return results[k].status();
+    }
+    alone[k / subsets.size()].push_back(std::move(results[k].value().run));
+  }
+  return alone;
+}
+
+// The default policies' fingerprint (sim/policy_fingerprint.h) under sim jobs' own
+// defaults, whatever else the command line says: the stamp of a policy matrix.
+Status PrintDefaults(const GpuCatalog& catalog) {
+  const JobsOptions defaults;
+  DefaultSimModel model;
+  model.placement = defaults.placement;
+  TESSERA_ASSIGN_OR_RETURN(model.restart_overhead,
+                           FlagDuration("--restart-overhead", defaults.restart_overhead));
+  TESSERA_ASSIGN_OR_RETURN(model.checkpoint_wait,
+                           FlagDuration("--checkpoint-wait", defaults.checkpoint_wait));
+  model.checkpoint_interval = static_cast<Micros>(defaults.checkpoint_minutes * 60e6);
+  model.checkpoint_on_signal = defaults.checkpoint_on_signal;
+  TESSERA_ASSIGN_OR_RETURN(PolicyFingerprint f, DefaultPolicyFingerprint(model, catalog));
+  nlohmann::ordered_json out = {{"fingerprint", f.fingerprint},
+                                {"options_hash", f.options_hash},
+                                {"probe_hash", f.probe_hash},
+                                {"options", f.options}};
+  std::cout << out.dump(2) << std::endl;
+  return Status::Ok();
 }
 
 // The summary, the plots and (with --per-job) the per-job CSVs under --out; the summary
@@ -272,6 +374,12 @@ Status WriteResults(const JobsOptions& o, const std::vector<JobSummary>& rows,
 
 Status Run(const JobsOptions& o) {
   const GpuCatalog& catalog = GpuCatalog::Default();
+  if (o.print_defaults) {
+    return PrintDefaults(catalog);
+  }
+  if (o.trace.empty()) {
+    return InvalidArgumentError("--trace is required");
+  }
   const std::string traces_dir = o.traces_dir.empty() ? DefaultTracesDir() : o.traces_dir;
   TESSERA_ASSIGN_OR_RETURN(std::vector<SchedulerPolicy> policies, ParsePolicies(o.policies));
   TESSERA_ASSIGN_OR_RETURN(Micros overhead,
@@ -306,6 +414,13 @@ Status Run(const JobsOptions& o) {
     rows.push_back(Summarize(r.run));
     runs.push_back(std::move(r.run));
   }
+  if (!o.no_rho) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<std::vector<JobRun>> alone,
+                             RunAlone(o, policies, replay, runs, catalog));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      rows[i].rho = FinishTimeFairness(runs[i], alone[i]);
+    }
+  }
   return WriteResults(o, rows, runs);
 }
 
@@ -318,8 +433,7 @@ void AddSimJobsCommand(CLI::App& sim, int* exit_code) {
   cmd->add_option("--trace", opts->trace,
                   "philly:PATH, tiresias:PATH, pollux:PATH (a bare PATH is Philly), or "
                   "synthetic[:jobs=N,seed=S,gpus=1:70/8:30,median=30m,sigma=1.5,max=7d,"
-                  "tenants=N]")
-      ->required();
+                  "tenants=N,tenant_weights=10/1]; required but with --print-defaults");
   cmd->add_option(
          "--cluster", opts->cluster,
          "philly-vc (Philly's virtual clusters as quotas) or NxGxMODEL, e.g. 64x8xH100-80GB")
@@ -352,6 +466,9 @@ void AddSimJobsCommand(CLI::App& sim, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--checkpoint-on-signal", opts->checkpoint_on_signal,
                 "jobs save their progress when preempted (within the grace period)");
+  cmd->add_flag("--gpus-anywhere", opts->gpus_anywhere,
+                "a job's GPUs may lie on any nodes (one task per GPU), as the Tiresias "
+                "simulator counts GPUs without placing them");
   cmd->add_option("--restart-overhead", opts->restart_overhead,
                   "GPU time every resumption after a preemption spends before progress "
                   "(restoring the checkpoint), for every policy")
@@ -370,6 +487,12 @@ void AddSimJobsCommand(CLI::App& sim, int* exit_code) {
   cmd->add_flag("--json", opts->json, "print the summary as one JSON object on stdout");
   cmd->add_flag("--quiet,-q", opts->quiet, "no progress on stderr");
   cmd->add_flag("--per-job", opts->per_job, "also write each job's outcome, jobs_<policy>.csv");
+  cmd->add_flag("--no-rho", opts->no_rho,
+                "skip finish-time fairness (rho): the runs of each tenant with a quota alone "
+                "on it, under each policy");
+  cmd->add_flag("--print-defaults", opts->print_defaults,
+                "print the default policies' options and fingerprint as JSON (the stamp of a "
+                "policy matrix) and exit");
   for (const char* name : {"--policy", "--out", "--trace", "--cluster"}) {
     cmd->get_option(name)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   }

@@ -7,8 +7,10 @@
 // cluster (128 cores and 8 GPUs in the Alibaba trace). Thread safety: stateless.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
+#include "model/gpu_catalog.h"
 #include "sched/framework.h"
 
 namespace tessera {
@@ -16,6 +18,9 @@ namespace tessera {
 struct NodeScale {
   int64_t max_cpu_milli = 128000;
   int64_t max_gpu_milli = 8000;
+  // The cluster's GPUs of each model (by GpuModelId), for scorers that weigh a
+  // model's scarcity (TesseraScorer); all 0 when unknown.
+  std::array<int64_t, GpuModelSet::kMaxModels> model_gpus{};
 };
 
 // Every feasible node scores the same: the node is uniform among feasible ones.

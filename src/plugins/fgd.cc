@@ -17,13 +17,27 @@ using ShapeKey = std::tuple<int64_t, int64_t, int, uint64_t>;  // cpu, milli, co
 
 }  // namespace
 
+void AddModelDemand(std::vector<ModelDemand>& demand, const GpuModelSet& models, double milli) {
+  for (ModelDemand& d : demand) {
+    if (d.models == models) {
+      d.milli += milli;
+      return;
+    }
+  }
+  demand.push_back(ModelDemand{models, milli});
+}
+
 TypicalWorkload FindTypicalTasks(std::span<const TaskRequest> requests, double coverage) {
   std::map<ShapeKey, TypicalTask> groups;
+  std::vector<ModelDemand> demand;
   for (const TaskRequest& r : requests) {
     if (r.wants_mig()) {
       continue;  // MIG instances follow MIG geometry, not milli shares
     }
     int64_t milli = r.cpu_only() ? 0 : r.gpu_milli.value();
+    if (milli > 0) {
+      AddModelDemand(demand, r.models, static_cast<double>(milli * r.gpu_count));
+    }
     ShapeKey key{r.cpu.value(), milli, r.gpu_count, r.models.bits()};
     TypicalTask& t = groups[key];
     t.cpu = r.cpu;
@@ -46,6 +60,7 @@ TypicalWorkload FindTypicalTasks(std::span<const TaskRequest> requests, double c
   });
   TypicalWorkload w;
   w.total = static_cast<int64_t>(requests.size());
+  w.gpu_demand = std::move(demand);
   for (const auto& [key, task] : sorted) {
     if (static_cast<double>(w.covered) >= coverage * static_cast<double>(w.total)) {
       break;

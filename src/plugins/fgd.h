@@ -39,11 +39,25 @@ struct TypicalTask {
   MiB memory{0};      // mean host memory of the tasks of this shape (not part of the shape)
 };
 
+// GPU demand, in milli-GPU, of the tasks allowed exactly `models` (empty: any model).
+struct ModelDemand {
+  GpuModelSet models;
+  double milli = 0;
+};
+
 struct TypicalWorkload {
   std::vector<TypicalTask> tasks;  // most frequent first
   int64_t covered = 0;             // sum of counts of the selected shapes
   int64_t total = 0;               // tasks in the workload
+  // The GPU demand of every task, typical or not, by the models it is allowed, in the
+  // units of `count` (the tessera scorer's scarcity reads it: a shape pinned to a small
+  // model is too rare to be typical, yet it is that model's demand). Empty when unknown
+  // (a hand-made workload): readers then use the typical tasks.
+  std::vector<ModelDemand> gpu_demand;
 };
+
+// Adds `milli` of demand for `models` to `demand`.
+void AddModelDemand(std::vector<ModelDemand>& demand, const GpuModelSet& models, double milli);
 
 // The typical tasks of `requests` covering at least `coverage` of them. MIG requests
 // are left out: their placement follows MIG geometry, not milli shares.

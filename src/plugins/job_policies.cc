@@ -57,21 +57,30 @@ class SrtfOrder final : public JobOrderPlugin {
 };
 
 // Shortest predicted remaining GPU-time first. A job that outlived its prediction
-// keeps a tenth of it as its remaining estimate.
+// keeps a tenth of it as its remaining estimate. With `no_guess`, a job the predictor
+// knew nothing of when it came (JobRecord::runtime_guessed: its prediction is only the
+// user's limit) is ranked by what is known of it, its size (GPUs^exponent), then by
+// arrival (the scheduler's tie-break), ahead of the jobs ranked by predictions (they
+// came later, once jobs had finished: none of them can starve it).
 class SjfOrder final : public JobOrderPlugin {
  public:
-  explicit SjfOrder(double gpu_exponent) : gpu_exponent_(gpu_exponent) {}
+  SjfOrder(double gpu_exponent, bool no_guess) : gpu_exponent_(gpu_exponent), no_guess_(no_guess) {}
   std::string_view name() const override { return "sjf"; }
   double Key(const JobRecord& job, Micros now) const override {
+    const double width = std::max<double>(1.0, static_cast<double>(job.gpu_milli) / 1000.0);
+    const double size = std::pow(width, gpu_exponent_);
+    if (no_guess_ && job.runtime_guessed) {
+      return -1e11 + std::min(size, 1e10);  // below every predicted key (>= 0)
+    }
     const Micros predicted = job.predicted_runtime > 0 ? job.predicted_runtime
                                                        : job.spec.runtime_limit;
     const Micros remaining = std::max(job.RemainingBy(predicted, now), predicted / 10);
-    const double width = std::max<double>(1.0, static_cast<double>(job.gpu_milli) / 1000.0);
-    return Seconds(remaining) * std::pow(width, gpu_exponent_);
+    return Seconds(remaining) * size;
   }
 
  private:
   double gpu_exponent_;  // 1: GPU-time; 0: time only
+  bool no_guess_;
 };
 
 // LAS levels first, as Tiresias (robust when predictions are wrong: a long job
@@ -79,11 +88,11 @@ class SjfOrder final : public JobOrderPlugin {
 // GPU-time first instead of submission order.
 class LasSjfOrder final : public LasOrder {
  public:
-  LasSjfOrder(std::vector<double> thresholds, double gpu_exponent)
-      : LasOrder(std::move(thresholds)), sjf_(gpu_exponent) {}
+  LasSjfOrder(std::vector<double> thresholds, double gpu_exponent, bool no_guess)
+      : LasOrder(std::move(thresholds)), sjf_(gpu_exponent, no_guess) {}
   std::string_view name() const override { return "las-sjf"; }
   double Key(const JobRecord& job, Micros now) const override {
-    // sjf keys are seconds: far below the 1e12 between levels.
+    // sjf keys are seconds (or, unguessed, in [-1e11, 0)): far below the 1e12 between levels.
     return Level(job) * 1e12 + std::min(sjf_.Key(job, now), 1e11);
   }
 
@@ -192,6 +201,8 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
     o.victims_by_cost = false;
   } else if (token == "las-protect") {
     o.las_protected_level = static_cast<int>(o.las_thresholds.size());
+  } else if (token == "no-guess") {
+    o.sjf_no_guess = true;
   } else if (token == "resume-first") {
     o.resume_first = true;
   } else if (token == "fair-users") {
@@ -211,7 +222,7 @@ Status ApplyToken(std::string_view token, SchedulerPolicy* p, bool* have_order) 
         "'; orders: fifo, priority, las, las-sjf, srtf, sjf, fairshare, drf, slurm; features: "
         "strict, no-borrow, reclaim, preempt, preempt-las, preempt-srtf, backfill, "
         "backfill-limit, ckpt-grace, victims-las, las-protect, resume-first, fair-users, "
-        "amortize=N, max-preempt=N, sjf-width=E, starve=H; presets: " +
+        "no-guess, amortize=N, max-preempt=N, sjf-width=E, starve=H; presets: " +
         Join(SchedulerPresetNames(), ", "));
   }
   return Status::Ok();
@@ -285,10 +296,13 @@ StatusOr<std::unique_ptr<JobOrderPlugin>> MakeJobOrder(std::string_view name,
   if (name == "priority") return std::unique_ptr<JobOrderPlugin>(new FifoOrder(true));
   if (name == "las") return std::unique_ptr<JobOrderPlugin>(new LasOrder(options.las_thresholds));
   if (name == "srtf") return std::unique_ptr<JobOrderPlugin>(new SrtfOrder());
-  if (name == "sjf") return std::unique_ptr<JobOrderPlugin>(new SjfOrder(options.sjf_gpu_exponent));
+  if (name == "sjf") {
+    return std::unique_ptr<JobOrderPlugin>(
+        new SjfOrder(options.sjf_gpu_exponent, options.sjf_no_guess));
+  }
   if (name == "las-sjf") {
     return std::unique_ptr<JobOrderPlugin>(
-        new LasSjfOrder(options.las_thresholds, options.sjf_gpu_exponent));
+        new LasSjfOrder(options.las_thresholds, options.sjf_gpu_exponent, options.sjf_no_guess));
   }
   return InvalidArgumentError("unknown job order '" + std::string(name) +
                               "'; known: fifo, priority, las, las-sjf, srtf, sjf");

@@ -29,6 +29,9 @@
 //   amortize=N      LAS/SRTF preempt a job only after it ran N restart overheads
 //   max-preempt=N   a job preempted N times is not preempted again
 //   sjf-width=E     sjf counts a job's GPUs as GPUs^E (default 1: GPU-time)
+//   no-guess        sjf/las-sjf rank a job the runtime predictor knew nothing of (no
+//                   history: its prediction would be the user's limit) by its size
+//                   (GPUs^E), then arrival, ahead of the jobs ranked by predictions
 //   starve=H        jobs waiting over H hours go first (no starvation)
 // e.g. "fairshare+fifo+reclaim+backfill".
 // Thread safety: functions; the plugins are immutable.

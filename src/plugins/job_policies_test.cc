@@ -393,6 +393,45 @@ TEST(JobPoliciesTest, LasSjfKeysByLevelThenPredictedRemainingGpuTime) {
   EXPECT_TRUE(p.uses_predictor);
 }
 
+// no-guess: a job the predictor knew nothing of is ranked by size, then arrival (the
+// scheduler's tie-break), ahead of the level's ranked jobs and never by its limit; the
+// LAS level still comes first. Without the token the limit ranks it, as before.
+TEST(JobPoliciesTest, NoGuessRanksJobsWithoutHistoryBySizeNotByTheirLimit) {
+  SchedulerOptions o;
+  o.sjf_gpu_exponent = 0.5;
+  o.sjf_no_guess = true;
+  auto order = Order("las-sjf", o);
+  JobRecord short_limit = Job(0, 4000), long_limit = Job(0, 4000), narrow = Job(0, 1000);
+  for (JobRecord* j : {&short_limit, &long_limit, &narrow}) {
+    j->runtime_guessed = true;
+  }
+  short_limit.predicted_runtime = short_limit.spec.runtime_limit = 600 * kSecond;
+  long_limit.predicted_runtime = long_limit.spec.runtime_limit = 7 * 24 * 3600 * kSecond;
+  narrow.predicted_runtime = narrow.spec.runtime_limit = 7 * 24 * 3600 * kSecond;
+  // The same size: the same key whatever the limits say (arrival breaks the tie).
+  EXPECT_DOUBLE_EQ(order->Key(short_limit, 0), order->Key(long_limit, 0));
+  // The narrower first, although its limit is the longest.
+  EXPECT_LT(order->Key(narrow, 0), order->Key(short_limit, 0));
+  // Ahead of a ranked job with the shortest prediction, behind none of its level.
+  JobRecord ranked = Job(0, 1000);
+  ranked.predicted_runtime = 1 * kSecond;
+  EXPECT_LT(order->Key(long_limit, 0), order->Key(ranked, 0));
+  // A more-served unknown job still comes after every less-served one.
+  JobRecord served = long_limit;
+  served.attained_gpu_seconds = 3200;
+  EXPECT_LT(order->Key(ranked, 0), order->Key(served, 0));
+  // Plain sjf keeps it ahead of ranked jobs too.
+  auto sjf = Order("sjf", o);
+  EXPECT_LT(sjf->Key(long_limit, 0), sjf->Key(ranked, 0));
+  // Without no-guess the limit ranks it.
+  o.sjf_no_guess = false;
+  auto plain = Order("las-sjf", o);
+  EXPECT_LT(plain->Key(short_limit, 0), plain->Key(long_limit, 0));
+  EXPECT_LT(plain->Key(ranked, 0), plain->Key(long_limit, 0));
+  EXPECT_TRUE(Parse("las-sjf+no-guess").options.sjf_no_guess);
+  EXPECT_FALSE(Parse("tessera").options.sjf_no_guess);
+}
+
 TEST(JobPoliciesTest, VictimsAndAmortizationTokens) {
   SchedulerPolicy p = Parse("las+preempt-las+victims-las+amortize=10");
   EXPECT_FALSE(p.options.victims_by_cost);

@@ -13,6 +13,9 @@ NodeScale ScaleOf(const ClusterState& state) {
   for (const NodeLedger& n : state.nodes()) {
     scale.max_cpu_milli = std::max(scale.max_cpu_milli, n.spec().cpu.value());
     scale.max_gpu_milli = std::max<int64_t>(scale.max_gpu_milli, n.gpu_count() * kMilliPerGpu);
+    for (const GpuLedger& g : n.gpus()) {
+      ++scale.model_gpus[g.model().id.value() % GpuModelSet::kMaxModels];
+    }
   }
   return scale;
 }
@@ -56,7 +59,7 @@ StatusOr<Profile> MakeProfile(std::string_view policy, const PolicyContext& cont
     add(std::make_unique<FgdScorer>(context.fragmentation));
   } else if (policy == "tessera") {
     TESSERA_RETURN_IF_ERROR(need_fragmentation());
-    add(std::make_unique<TesseraScorer>(context.fragmentation));
+    add(std::make_unique<TesseraScorer>(context.fragmentation, context.scale.model_gpus));
     // Locality outranks any fragmentation difference (the Tessera score stays below
     // 2000), so a multi-GPU task lands where its GPUs can be close, where possible.
     p.scorers.push_back({std::make_unique<GpuLocalityScorer>(), 2000});

@@ -24,7 +24,8 @@ struct PolicyContext {
   const FragmentationModel* fragmentation = nullptr;
 };
 
-// The scale of the largest node of the cluster (CPU and GPU each).
+// The scale of the largest node of the cluster (CPU and GPU each), and its GPUs per
+// model.
 NodeScale ScaleOf(const ClusterState& state);
 
 const std::vector<std::string>& PolicyNames();

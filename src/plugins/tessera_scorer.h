@@ -26,12 +26,32 @@
 // pinned typical tasks every model sees the whole workload, and the score is the
 // same as before. Nodes with mixed GPU models use the whole workload.
 //
+// Scarcity. Per-model terms alone cannot see that a model's idle GPUs are needed:
+// when pinned demand asks a model with few nodes for all it has, every other task
+// placed there displaces a pinned one, which then finds no GPU. Given the cluster's
+// GPUs per model, each model gets a *pressure*: the GPU demand of the typical tasks
+// pinned to it (a task allowing several models spread over them by their GPUs), as
+// a share of all typical GPU demand, over the model's share of the cluster's GPUs,
+// capped at 1 (pinned demand then wants every GPU of it). A placement on a node of
+// model M costs, subtracted from the gain, the idle GPU milli that M's pinned tasks
+// could use and it takes (the GPU taken less the pinned tasks' fragmentation it
+// removes, at most the GPU taken: filling a leftover they cannot use is free), times
+// (pressure(M) - the mean pressure, by GPUs, of the models the task may use), when
+// positive: a milli there displaces that much more pinned demand than an average
+// milli of the supply the task could take. The baseline is the mean, not the least,
+// pressure: a model of two GPUs that nothing is pinned to is no alternative for the
+// thousands of GPUs a workload needs, and charging every other model against it
+// shifted all scores alike, into ties (docs/fgd-replication.md). Placements on
+// models at or below the mean, and tasks pinned to one model, are not charged;
+// without pinned typical tasks every pressure is 0 and the score is as before.
+//
 // Thread safety: immutable after construction; Score is reentrant.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "plugins/fgd.h"
@@ -41,7 +61,10 @@ namespace tessera {
 
 class TesseraScorer final : public ScorePlugin {
  public:
-  explicit TesseraScorer(const FragmentationModel* model);
+  using ModelGpus = std::array<int64_t, GpuModelSet::kMaxModels>;
+  // `model_gpus`: the cluster's GPUs per model (NodeScale::model_gpus); all 0 leaves
+  // scarcity out.
+  explicit TesseraScorer(const FragmentationModel* model, const ModelGpus& model_gpus = {});
   std::string_view name() const override { return "tessera"; }
   NodeScore Score(const NodeLedger& node, const TaskRequest& request) override;
 
@@ -59,6 +82,14 @@ class TesseraScorer final : public ScorePlugin {
   const FragmentationModel& fragmentation(GpuModelId model) const { return *ViewOf(model).model; }
   // How many distinct per-model views there are (1 when no typical task is pinned).
   int view_count() const { return static_cast<int>(views_.size()); }
+  // The model's pressure in [0, 1] (see above); 0 for a model with no GPUs.
+  double pressure(GpuModelId model) const {
+    return pressure_[model.value() % GpuModelSet::kMaxModels];
+  }
+  // What each milli of idle GPU the pinned tasks could use costs when `request` takes
+  // it on `node`: the node's model's pressure less the mean pressure, by GPUs, of the
+  // models the request may use, or 0 (also on mixed nodes and without scarcity).
+  double ScarcityWeight(const NodeLedger& node, const TaskRequest& request) const;
 
  private:
   struct View {
@@ -72,12 +103,27 @@ class TesseraScorer final : public ScorePlugin {
   // The view for a node: its GPUs' model's, or the whole workload's for a node
   // without GPUs or with mixed models.
   const View& ViewOf(const NodeLedger& node) const;
+  static std::optional<GpuModelId> SingleModel(const NodeLedger& node);
   static View MakeView(const FragmentationModel* model);
+  void MakeViews(const FragmentationModel* model);
+  void MakePressure(const ModelGpus& model_gpus);
+  void MakePinnedModels();
+  // The typical tasks pinned to the node's model, or null when a placement there is
+  // never charged.
+  const FragmentationModel* PinnedOn(const NodeLedger& node) const;
+  // The mean pressure, by GPUs, of the models with GPUs that `models` allows.
+  double MeanPressure(const GpuModelSet& models) const;
   static double Stranded(const View& v, double free_cpu, double free_memory, double free_gpu);
 
   std::vector<View> views_;
   std::vector<std::unique_ptr<FragmentationModel>> owned_;  // the per-model models
   std::array<uint8_t, GpuModelSet::kMaxModels> view_of_model_{};
+  std::array<double, GpuModelSet::kMaxModels> pressure_{};
+  std::vector<std::unique_ptr<FragmentationModel>> pinned_models_;
+  std::array<int16_t, GpuModelSet::kMaxModels> pinned_of_model_{};  // -1: none
+  ModelGpus model_gpus_{};
+  double mean_pressure_ = 0;  // over every model with GPUs
+  bool scarcity_ = false;     // some model is pressed above the mean
 };
 
 }  // namespace tessera

@@ -18,6 +18,7 @@ void JobLifecycle::Bind(ClusterState* state, QuotaLedger* quota, JobScheduler* s
   held_gpu_milli_ = 0;
   held_cpu_milli_ = 0;
   charged_.assign(tree_ != nullptr ? tree_->size() : 0, ResourceVector{});
+  stopping_.assign(charged_.size(), ResourceVector{});
   waits_.clear();
   for (JobRecord& job : *jobs_) {
     job.counted = false;
@@ -46,8 +47,52 @@ void JobLifecycle::Charge(const JobRecord& job, int sign) {
   }
   ResourceVector& c = charged_[job.queue.value()];
   c.resize(std::max(c.size(), job.charge.size()), 0);
+  ResourceVector& stopping = stopping_[job.queue.value()];
+  if (job.phase == JobPhase::kStopping) {
+    stopping.resize(std::max(stopping.size(), job.charge.size()), 0);
+  }
   for (size_t r = 0; r < job.charge.size(); ++r) {
     c[r] += sign * job.charge[r];
+    if (job.phase == JobPhase::kStopping) {
+      stopping[r] += sign * job.charge[r];
+    }
+  }
+}
+
+void JobLifecycle::MarkStopping(JobRecord& job) {
+  if (job.phase != JobPhase::kRunning) {
+    return;
+  }
+  Charge(job, -1);
+  job.phase = JobPhase::kStopping;
+  Charge(job, +1);
+}
+
+void JobLifecycle::CheckGuarantee(const JobRecord& victim, const JobRecord& preemptor) {
+  if (victim.queue == preemptor.queue || quota_ == nullptr || !victim.queue.valid() ||
+      victim.queue.value() >= stopping_.size()) {
+    return;
+  }
+  const ResourceVector& stopping = stopping_[victim.queue.value()];
+  bool charged = false;
+  for (size_t r = 0; r < victim.charge.size(); ++r) {
+    if (victim.charge[r] <= 0) {
+      continue;
+    }
+    charged = true;
+    const int64_t staying = quota_->Usage(victim.queue, r) - (r < stopping.size() ? stopping[r] : 0);
+    if (staying > quota_->SubtreeQuota(victim.queue, r)) {
+      return;  // its queue borrows this resource
+    }
+  }
+  if (!charged) {
+    return;
+  }
+  if (++guarantee_breaches_ == 1 && tree_ != nullptr) {
+    first_breach_ = "job " + std::to_string(victim.id.value()) + " of queue " +
+                    tree_->spec(victim.queue).name + ", within its nominal quota, preempted for job " +
+                    std::to_string(preemptor.id.value()) + " of queue " +
+                    tree_->spec(preemptor.queue).name;
   }
 }
 
@@ -63,7 +108,9 @@ void JobLifecycle::Submit(JobRecord& job, Micros now) {
   job.phase = JobPhase::kPending;
   job.eligible_since = now;
   if (options_.uses_predictor && predictor_ != nullptr && tree_ != nullptr) {
-    job.predicted_runtime = predictor_->Predict(FeaturesOf(job, *tree_));
+    const RuntimeFeatures features = FeaturesOf(job, *tree_);
+    job.predicted_runtime = predictor_->Predict(features);
+    job.runtime_guessed = !predictor_->Knows(features);
   }
   if (scheduler_ != nullptr && !Gated(job.id)) {
     scheduler_->Enqueue(job, now);
@@ -113,7 +160,8 @@ CycleResult JobLifecycle::RunCycle(Micros now, Rng& rng) {
   for (const PreemptDecision& d : result.preemptions) {
     JobRecord& victim = jobs[d.victim.value()];
     JobRecord& preemptor = jobs[d.preemptor.value()];
-    victim.phase = JobPhase::kStopping;
+    CheckGuarantee(victim, preemptor);
+    MarkStopping(victim);
     victim.preemptor = d.preemptor;
     ++victim.preemptions;
     ++preemptor.victims_in_flight;
@@ -128,11 +176,7 @@ CycleResult JobLifecycle::RunCycle(Micros now, Rng& rng) {
   return result;
 }
 
-void JobLifecycle::Stopping(JobRecord& job) {
-  if (job.phase == JobPhase::kRunning) {
-    job.phase = JobPhase::kStopping;
-  }
-}
+void JobLifecycle::Stopping(JobRecord& job) { MarkStopping(job); }
 
 void JobLifecycle::DetachTask(JobRecord& job, size_t task) {
   if (task >= job.held.size() || job.held[task] == 0) {
@@ -430,6 +474,11 @@ std::vector<std::string> JobLifecycle::CheckInvariants() const {
   }
   for (std::string& v : quota_->Violations()) {
     out.push_back(std::move(v));
+  }
+  if (guarantee_breaches_ > 0) {
+    out.push_back(std::to_string(guarantee_breaches_) +
+                  " preemptions took from a queue within its nominal quota, the first: " +
+                  first_breach_);
   }
   return out;
 }

@@ -30,8 +30,12 @@
 //
 // Invariants (CheckInvariants, which drivers run after every cycle): the ledgers hold
 // exactly what the lifecycle placed (GPU and CPU totals), each queue's quota usage is
-// the sum of its jobs' charges and within quota, and every preemptor waits for exactly
-// its victims still in flight.
+// the sum of its jobs' charges and within quota, every preemptor waits for exactly
+// its victims still in flight, and the guarantee: a queue within its nominal quota is
+// never preempted by another queue's job (a victim of another queue than its
+// preemptor's comes from a queue that borrows, on a resource the victim holds, with
+// the stops already in flight done). The guarantee is checked as each preemption is
+// applied; a breach stays reported (guarantee_breaches).
 //
 // Pure: time comes in as arguments. Thread safety: none; the driver serialises calls.
 #pragma once
@@ -153,6 +157,9 @@ class JobLifecycle {
 
   // What breaks the invariants above now; empty when they hold.
   std::vector<std::string> CheckInvariants() const;
+  // Preemptions applied so far that took from a queue within its nominal quota for
+  // another queue's job (0 while the guarantee holds).
+  int64_t guarantee_breaches() const { return guarantee_breaches_; }
 
  private:
   void Emit(const JobRecord& job, const LifecycleEvent& event);
@@ -163,6 +170,11 @@ class JobLifecycle {
   Micros Release(JobRecord& job, Micros now);
   void Hold(const Allocation& allocation, int sign);
   void Charge(const JobRecord& job, int sign);
+  // A running job starts stopping: its charge counts as leaving its queue.
+  void MarkStopping(JobRecord& job);
+  // Records a breach of the guarantee if `victim`, about to stop for `preemptor`, is
+  // of another queue that does not borrow (with the stops in flight done).
+  void CheckGuarantee(const JobRecord& victim, const JobRecord& preemptor);
   // The job's charge for what it holds now, in the quota and the tally; a running job
   // holding all its tasks is adopted by the scheduler.
   void Recharge(JobRecord& job);
@@ -179,6 +191,9 @@ class JobLifecycle {
   int64_t held_gpu_milli_ = 0;
   int64_t held_cpu_milli_ = 0;
   std::vector<ResourceVector> charged_;  // per queue
+  std::vector<ResourceVector> stopping_;  // per queue: the part of charged_ stopping
+  int64_t guarantee_breaches_ = 0;
+  std::string first_breach_;
   // Preemptor id -> its victims still stopping, tallied apart from the records.
   std::unordered_map<uint64_t, int> waits_;
   // Pending jobs held back until a time (restart backoff), by job id.

@@ -56,6 +56,9 @@ struct JobRecord {
   int preemptions = 0;
   int starts = 0;                   // attempts started
   Micros predicted_runtime = 0;     // whole-job runtime estimate; 0: unknown
+  // predicted_runtime is the predictor's fallback (the user's limit, else a default):
+  // nothing was learned for the job when it was submitted (RuntimePredictor::Knows).
+  bool runtime_guessed = false;
   Micros oracle_runtime = -1;       // the true runtime (simulator only; -1 unknown)
   Micros eligible_since = 0;        // last submission or requeue
 

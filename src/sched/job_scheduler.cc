@@ -128,6 +128,11 @@ JobScheduler::JobScheduler(const QueueTree& tree, const ClusterState& state,
       blocks_(GroupByLabel(state, "block")),
       nvlink_groups_(GroupByLabel(state, "nvlink-domain")) {
   index_ = ChargeIndex::Of(tree, state.catalog());
+  for (QueueId q : tree.queues()) {
+    for (size_t r = 0; r < tree.resources().size(); ++r) {
+      has_nominal_quota_ = has_nominal_quota_ || tree.quota(q, r).nominal > 0;
+    }
+  }
 }
 
 // ---- bookkeeping -------------------------------------------------------------

@@ -82,6 +82,8 @@ struct SchedulerOptions {
   int las_protected_level = 0;
   // sjf orders by predicted remaining time x GPUs^this (1: GPU-time, 0: time).
   double sjf_gpu_exponent = 1.0;
+  // sjf: jobs with JobRecord::runtime_guessed by size, then arrival, not by the guess.
+  bool sjf_no_guess = false;
   // Default 0: off. Jobs eligible for longer go first, oldest first, so that no
   // job (a large gang included) waits forever.
   Micros starvation_limit = 0;
@@ -278,6 +280,11 @@ class JobScheduler {
   // False when the job cannot be placed now; true when it started or its placement was
   // refused (its queue's quota, the reservation).
   bool TryStart(CycleContext& c, JobRecord& job);
+  // Whether a cycle starts the jobs within their nominal quota first (borrowing allowed,
+  // no strict order, some queue has a nominal quota).
+  bool NominalFirst() const;
+  // The first pass's visit: starts the job if it fits its nominal quota and the cluster.
+  void VisitWithinNominal(CycleContext& c, uint64_t id);
   // Whether victims were chosen for the job.
   bool TryPreempt(CycleContext& c, JobRecord& job, uint64_t shape);
   void SkipQueue(CycleContext& c, QueueId q) const;
@@ -291,6 +298,10 @@ class JobScheduler {
   // The LAS levels are the jobs' at `now` (CycleLasLevel).
   bool CanPreempt(const JobRecord& victim, int victim_level, const JobRecord& preemptor,
                   int preemptor_level, bool reclaim, Micros now) const;
+  // CanPreempt's reordering part (LAS, SRTF), for a victim that passed its gates: the
+  // preemption that serves the less served or the shorter job first.
+  bool MayReorder(const JobRecord& victim, int victim_level, const JobRecord& preemptor,
+                  int preemptor_level, Micros now) const;
   // LasLevel within a cycle, computed once per job: `now` does not move during a cycle,
   // and a job started or stopped at `now` keeps its attained service.
   int CycleLasLevel(const JobRecord& job, Micros now);
@@ -332,15 +343,23 @@ class JobScheduler {
     Rng& rng;
     std::vector<uint64_t> chosen;
     bool nominal_only;  // a victim was counted on as reclaim: the job must fit its nominal
+    bool reclaim;       // the job fits its nominal quota: it may reclaim from borrowers
+    // The queue whose job evicted this one, while it waits to run again: it takes
+    // nothing back from that queue (invalid: none).
+    QueueId evicted_by;
   };
   // Whether `job`, of charge `pre`, fits its queue's nominal quota with the preemptions
   // in flight done (its own demand, counted `own` times among them, left out).
   bool WithinNominal(const JobRecord& job, const ResourceVector& pre, int64_t own,
                      const QuotaLedger& quota) const;
-  // Whether `job` may count on the victim `v` only as reclaim (`v` is of another queue
-  // and no LAS or SRTF preemption allows it): only while v's queue borrows, and then
-  // the job must fit its own nominal quota.
-  bool IsReclaimVictim(const JobRecord& v, const JobRecord& job, int job_level, Micros now);
+  // The guarantee, for a victim `v` of another queue than the search's job: whether
+  // `v` may be taken, and whether only as reclaim (*reclaiming). Reordering (LAS,
+  // SRTF) may take only what v's queue borrows beyond its nominal quota; reclaim only
+  // from a queue that borrows, for a job within its own nominal quota; and a job that
+  // a job of v's queue evicted takes nothing from that queue until it has run again.
+  // Counted without v's queue's own preemptors in flight, which may never start.
+  bool MayTakeAcrossQueues(const VictimSearch& s, const JobRecord& v, int job_level, Micros now,
+                           bool* reclaiming);
   // Takes candidates, cheapest first, until the job is admissible; false (all given
   // back) when it never is.
   bool TakeUntilAdmissible(VictimSearch& s, const std::vector<VictimCandidate>& candidates,
@@ -380,6 +399,7 @@ class JobScheduler {
   std::vector<size_t> victim_groups_used_;  // the groups holding jobs this cycle
   uint32_t victim_order_stamp_ = 0;         // the cycle they were grouped in
   std::vector<ResourceVector> in_flight_;   // by queue (CountInFlight)
+  std::vector<ResourceVector> awaiting_;    // by queue: its waiting preemptors' charges
   uint32_t in_flight_stamp_ = 0;
   std::vector<uint32_t> las_stamp_;         // by id: cycle stamp of las_level_
   std::vector<int> las_level_;
@@ -390,6 +410,7 @@ class JobScheduler {
   std::vector<std::vector<NodeId>> blocks_;          // by "block" label (a block holds racks)
   std::vector<std::vector<NodeId>> nvlink_groups_;   // by "nvlink-domain" label, else per node
   ChargeIndex index_;
+  bool has_nominal_quota_ = false;  // some queue has a nominal quota on some resource
 };
 
 }  // namespace tessera

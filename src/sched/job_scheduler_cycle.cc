@@ -32,6 +32,8 @@ struct JobScheduler::CycleContext {
   std::unordered_set<uint64_t> failed_shapes;    // gangs that did not fit
   std::unordered_set<uint64_t> failed_searches;  // victim searches that found none
   std::vector<JobId> started;
+  // The cycle's first pass: only starts within the job's nominal quota.
+  bool nominal_pass = false;
 };
 
 namespace {
@@ -78,9 +80,20 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
     return j.phase != JobPhase::kPending && j.victims_in_flight == 0;
   });
   VisitOrder order;
-  order.visit = [&](uint64_t id) { Visit(c, id); };
   order.stop = [&] { return Exhausted(c); };
   order.queue_open = [&](uint32_t q) { return c.queue_blocked[q] == 0; };
+  if (NominalFirst()) {
+    // Jobs that fit their own queue's nominal quota start before any job borrows, as
+    // in Kueue: what frees up goes to a queue within its guarantee first, rather than
+    // to a borrower that a reclaim would then evict (work moving back and forth).
+    c.nominal_pass = true;
+    order.visit = [&](uint64_t id) { VisitWithinNominal(c, id); };
+    WalkVisitOrder(jobs, now, order);
+    c.nominal_pass = false;
+    std::fill(c.skips.begin(), c.skips.end(), 0);
+    std::fill(c.queue_blocked.begin(), c.queue_blocked.end(), 0);
+  }
+  order.visit = [&](uint64_t id) { Visit(c, id); };
   WalkVisitOrder(jobs, now, order);
   for (JobId id : c.started) {
     Dequeue(jobs[id.value()]);
@@ -115,6 +128,30 @@ void JobScheduler::Visit(CycleContext& c, uint64_t id) {
   TryJob(c, job);
 }
 
+bool JobScheduler::NominalFirst() const {
+  return options_.borrowing && !options_.strict_fifo && has_nominal_quota_;
+}
+
+void JobScheduler::VisitWithinNominal(CycleContext& c, uint64_t id) {
+  JobRecord& job = c.jobs[id];
+  if (seen_[id] == cycle_stamp_ || job.phase != JobPhase::kPending ||
+      c.queue_blocked[job.queue.value()] || job.victims_in_flight > 0 ||
+      job.WaitsForPreemptor(c.jobs, c.now)) {
+    return;
+  }
+  // A queue's jobs start in its own order: its first job that cannot start within the
+  // nominal quota closes the queue for this pass (a later one starting ahead of it
+  // would be preempted by it, its work lost).
+  const ResourceVector pre = ChargeOf(job, nullptr, c.state);
+  ++c.out.tested;
+  if (c.quota.Check(job.queue, pre, /*allow_borrowing=*/false) == QuotaFit::kNominal &&
+      job.gpu_milli <= FreeMilli(c.state) && TryStart(c, job)) {
+    seen_[id] = cycle_stamp_;
+  } else {
+    c.queue_blocked[job.queue.value()] = 1;  // tried again, with borrowing, in the second pass
+  }
+}
+
 bool JobScheduler::TryStart(CycleContext& c, JobRecord& job) {
   const QueueId q = job.queue;
   std::vector<Allocation> allocations;
@@ -122,7 +159,7 @@ bool JobScheduler::TryStart(CycleContext& c, JobRecord& job) {
     return false;
   }
   const ResourceVector charge = ChargeOf(job, &allocations, c.state);
-  const QuotaFit fit = c.quota.Check(q, charge, options_.borrowing);
+  const QuotaFit fit = c.quota.Check(q, charge, options_.borrowing && !c.nominal_pass);
   const bool delays_reserved =
       c.out.reservation && c.out.reservation->job != job.id &&
       c.now + job.RemainingBy(RuntimeEstimate(job), c.now) > c.out.reservation->start &&
@@ -148,8 +185,13 @@ bool JobScheduler::TryStart(CycleContext& c, JobRecord& job) {
 bool JobScheduler::TryPreempt(CycleContext& c, JobRecord& job, uint64_t shape) {
   // A search that failed fails again for a job of the same queue, shape, priority
   // and LAS level in the same cycle: remember it instead of scanning the running jobs.
+  // (A job evicted for another queue's job may take nothing from that queue: keyed too.)
+  const uint64_t evicted_for =
+      job.evicted_for.valid() && job.evicted_for.value() < c.jobs.size()
+          ? uint64_t{c.jobs[job.evicted_for.value()].queue.value()} + 1
+          : 0;
   const uint64_t search_key =
-      shape ^ (uint64_t{job.queue.value()} << 40) ^
+      shape ^ (uint64_t{job.queue.value()} << 40) ^ (evicted_for << 52) ^
       (static_cast<uint64_t>(static_cast<uint32_t>(job.spec.priority)) << 8) ^
       static_cast<uint64_t>(LasLevel(job, c.now));
   // (Not under SRTF, where the outcome also depends on the job's remaining time.)

@@ -132,6 +132,11 @@ bool JobScheduler::CanPreempt(const JobRecord& victim, int victim_level, const J
   if (reclaim && !same_queue) {
     return true;  // borrowing is re-checked as victims are taken
   }
+  return MayReorder(victim, victim_level, preemptor, preemptor_level, now);
+}
+
+bool JobScheduler::MayReorder(const JobRecord& victim, int victim_level,
+                              const JobRecord& preemptor, int preemptor_level, Micros now) const {
   if (victim.spec.priority > preemptor.spec.priority) {
     return false;
   }
@@ -141,19 +146,13 @@ bool JobScheduler::CanPreempt(const JobRecord& victim, int victim_level, const J
       static_cast<Micros>(options_.restart_amortization) * options_.restart_overhead) {
     return false;
   }
-  if (options_.preempt_las) {
-    const int level = victim_level;
-    if (level > preemptor_level &&
-        (options_.las_protected_level == 0 || level < options_.las_protected_level)) {
-      return true;
-    }
-  }
-  if (options_.preempt_srtf && victim.oracle_runtime >= 0 && preemptor.oracle_runtime >= 0 &&
-      victim.RemainingBy(victim.oracle_runtime, now) >
-          preemptor.RemainingBy(preemptor.oracle_runtime, now)) {
+  if (options_.preempt_las && victim_level > preemptor_level &&
+      (options_.las_protected_level == 0 || victim_level < options_.las_protected_level)) {
     return true;
   }
-  return false;
+  return options_.preempt_srtf && victim.oracle_runtime >= 0 && preemptor.oracle_runtime >= 0 &&
+         victim.RemainingBy(victim.oracle_runtime, now) >
+             preemptor.RemainingBy(preemptor.oracle_runtime, now);
 }
 
 std::vector<JobScheduler::VictimCandidate> JobScheduler::VictimCandidates(
@@ -204,6 +203,7 @@ void JobScheduler::CountInFlight(const std::vector<JobRecord>& jobs, const Clust
   }
   in_flight_stamp_ = cycle_stamp_;
   in_flight_.assign(tree_->size(), ResourceVector(tree_->resources().size(), 0));
+  awaiting_.assign(tree_->size(), ResourceVector(tree_->resources().size(), 0));
   for (uint64_t id : running_) {
     const JobRecord& v = jobs[id];
     if (v.phase == JobPhase::kStopping || victim_stamp_[id] == cycle_stamp_) {
@@ -223,8 +223,12 @@ void JobScheduler::AddInFlight(QueueId queue, const ResourceVector& charge, int 
     return;  // counted when the cycle's first search builds the sums
   }
   ResourceVector& sum = in_flight_[queue.value()];
+  ResourceVector& awaiting = awaiting_[queue.value()];
   for (size_t r = 0; r < charge.size() && r < sum.size(); ++r) {
     sum[r] += sign * charge[r];
+    if (sign > 0) {
+      awaiting[r] += charge[r];
+    }
   }
 }
 
@@ -287,13 +291,34 @@ bool JobScheduler::WithinNominal(const JobRecord& job, const ResourceVector& pre
   return true;
 }
 
-bool JobScheduler::IsReclaimVictim(const JobRecord& v, const JobRecord& job, int job_level,
-                                   Micros now) {
-  return v.queue != job.queue &&
-         !(options_.preempt_las && CycleLasLevel(v, now) > job_level &&
-           v.spec.priority <= job.spec.priority) &&
-         !(options_.preempt_srtf && v.spec.priority <= job.spec.priority &&
-           v.RemainingBy(v.oracle_runtime, now) > job.RemainingBy(job.oracle_runtime, now));
+bool JobScheduler::MayTakeAcrossQueues(const VictimSearch& s, const JobRecord& v, int job_level,
+                                       Micros now, bool* reclaiming) {
+  // A job waiting to run again after a job of v's queue evicted it takes nothing back
+  // from that queue, by any path: reclaim overshoots (a victim may free more than its
+  // queue borrowed), so each side could otherwise reclaim from the other in turn.
+  if (v.queue == s.evicted_by) {
+    return false;
+  }
+  // v's queue as it stands with the preemptions in flight done, less its own waiting
+  // preemptors, on each resource v is charged.
+  const ResourceVector& awaiting = awaiting_[v.queue.value()];
+  bool borrowing = false;   // on some resource v holds: reclaim may take v
+  bool keeps_nominal = true;  // on every resource v holds, once v is gone
+  for (size_t r = 0; r < v.charge.size(); ++r) {
+    if (v.charge[r] <= 0) {
+      continue;
+    }
+    const int64_t usage = s.quota.Usage(v.queue, r) - (r < awaiting.size() ? awaiting[r] : 0);
+    const int64_t nominal = s.quota.SubtreeQuota(v.queue, r);
+    borrowing = borrowing || usage > nominal;
+    keeps_nominal = keeps_nominal && usage - v.charge[r] >= nominal;
+  }
+  if (keeps_nominal && MayReorder(v, CycleLasLevel(v, now), s.job, job_level, now)) {
+    *reclaiming = false;
+    return true;
+  }
+  *reclaiming = true;
+  return s.reclaim && borrowing;
 }
 
 bool JobScheduler::TakeUntilAdmissible(VictimSearch& s,
@@ -301,8 +326,8 @@ bool JobScheduler::TakeUntilAdmissible(VictimSearch& s,
   const int job_level = CycleLasLevel(s.job, now);
   for (const VictimCandidate& c : candidates) {
     const JobRecord& v = s.jobs[c.id];
-    const bool reclaiming = IsReclaimVictim(v, s.job, job_level, now);
-    if (reclaiming && !s.quota.IsBorrowing(v.queue)) {
+    bool reclaiming = false;
+    if (v.queue != s.job.queue && !MayTakeAcrossQueues(s, v, job_level, now, &reclaiming)) {
       continue;
     }
     TakeVictim(v, s.state, s.quota);
@@ -381,7 +406,13 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   }
   LedgerOverlay in_flight(quota);
   OverlayInFlight(in_flight_, job, pre, own, in_flight);
-  VictimSearch search{job, jobs, state, quota, rng, {}, false};
+  // A job waiting to run again after another queue's job evicted it.
+  const QueueId evicted_by =
+      job.evicted_for.valid() && job.evicted_for.value() < jobs.size() &&
+              jobs[job.evicted_for.value()].queue != job.queue
+          ? jobs[job.evicted_for.value()].queue
+          : QueueId();
+  VictimSearch search{job, jobs, state, quota, rng, {}, false, reclaim, evicted_by};
   if (!TakeUntilAdmissible(search, candidates, now)) {
     return {};
   }

@@ -435,5 +435,113 @@ TEST(JobSchedulerTest, SrtfPreemptsTheJobWithMoreTimeLeft) {
   EXPECT_EQ(r.preemptions[0].preemptor, shrt);
 }
 
+// ---------------------------------------------------------------------------------
+// The guarantee and the rules against loops.
+
+// a 4 + b 4 on an 8-GPU node, every job older than any amortisation: a runs 2 GPUs
+// (inside its guarantee), b 6 (borrowing 2), all past the first LAS level.
+struct GuaranteeCase {
+  explicit GuaranteeCase(SchedulerOptions o) : h({GpuNode("n0")}, TwoQueueCohort(4000, 4000), o) {
+    for (int i = 0; i < 6; ++i) {
+      b.push_back(h.Submit(Gang("b" + std::to_string(i), "b", {1}), 0));
+    }
+    EXPECT_EQ(h.Cycle(0).starts.size(), 6u);
+    a.push_back(h.Submit(Gang("a0", "a", {1}, 0, kSecond), kSecond));
+    a.push_back(h.Submit(Gang("a1", "a", {1}, 0, kSecond), kSecond));
+    EXPECT_EQ(h.Cycle(kSecond).starts.size(), 2u);
+  }
+  Harness h;
+  std::vector<JobId> a, b;
+};
+
+TEST(JobSchedulerTest, LasTakesOnlyWhatAnotherQueueBorrows) {
+  SchedulerOptions o;
+  o.preempt_las = true;
+  o.las_thresholds = {500.0};
+  GuaranteeCase c(o);
+  const Micros now = 1000 * kSecond;
+  // b's new job may take a job of its own queue, never one of a's (the most recently
+  // started, so the first in victim order): a would drop below its nominal 4.
+  JobId p = c.h.Submit(Gang("p", "b", {1}, 0, now), now);
+  CycleResult r = c.h.Cycle(now);
+  ASSERT_EQ(r.preemptions.size(), 1u);
+  EXPECT_EQ(r.preemptions[0].preemptor, p);
+  EXPECT_EQ(c.h.job(r.preemptions[0].victim).queue, c.h.queue("b"));
+  // a's new job may take one of b's 2 borrowed GPUs.
+  c.h.Evict(r.preemptions[0].victim, now + 30 * kSecond);
+  ASSERT_EQ(c.h.Cycle(now + 30 * kSecond).starts.size(), 1u);
+  const Micros later = 2000 * kSecond;
+  JobId q = c.h.Submit(Gang("q", "a", {1}, 0, later), later);
+  r = c.h.Cycle(later);
+  ASSERT_EQ(r.preemptions.size(), 1u);
+  EXPECT_EQ(r.preemptions[0].preemptor, q);
+  EXPECT_EQ(c.h.job(r.preemptions[0].victim).queue, c.h.queue("b"));
+}
+
+TEST(JobSchedulerTest, AReclaimedJobTakesNothingBackFromTheQueueThatEvictedIt) {
+  // a 4 + b 4 on 8 GPUs. b borrows 1 GPU: b0 (2 GPUs, checkpointing every 100 s) and
+  // three 1-GPU jobs; a runs 3 GPUs.
+  SchedulerOptions o;
+  o.preempt_reclaim = true;
+  Harness h({GpuNode("n0")}, TwoQueueCohort(4000, 4000), o);
+  JobSpec big = Gang("b0", "b", {2});
+  big.checkpoint_interval = 100 * kSecond;
+  JobId b0 = h.Submit(std::move(big), 0);
+  JobId b1 = h.Submit(Gang("b1", "b", {1}), 0);
+  h.Submit(Gang("b2", "b", {1}), 0);
+  h.Submit(Gang("b3", "b", {1}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    h.Submit(Gang("a" + std::to_string(i), "a", {1}, 0, kSecond), kSecond);
+  }
+  ASSERT_EQ(h.Cycle(kSecond).starts.size(), 3u);
+  // a's p reclaims the cheapest victim, b0 (it loses 30 s of 2 GPUs): b drops to 3, one
+  // below its nominal quota. p starts, and a's x borrows the GPU left.
+  Micros now = 1000 * kSecond;
+  JobId p = h.Submit(Gang("p", "a", {1}, 0, now), now);
+  ASSERT_EQ(Victims(h.Cycle(now)), std::vector<uint64_t>{b0.value()});
+  now += 30 * kSecond;
+  h.Evict(b0, now);
+  JobId x = h.Submit(Gang("x", "a", {1}, 0, now), now);
+  ASSERT_EQ(Started(h.Cycle(now)), (std::vector<uint64_t>{p.value(), x.value()}));
+  ASSERT_TRUE(h.quota().IsBorrowing(h.queue("a")));
+  // b1 ends: b is at 2, so b0 fits b's nominal quota, but only 1 GPU is free. b0 could
+  // reclaim x from the borrowing a; it does not take anything back from a, whose job
+  // evicted it.
+  now += 10 * kSecond;
+  h.Finish(b1, now);
+  CycleResult r = h.Cycle(now);
+  EXPECT_TRUE(r.preemptions.empty());
+  EXPECT_TRUE(r.starts.empty());
+  // A job of b that a never evicted, of the same shape (the cycle's memo of failed
+  // searches must tell them apart), does reclaim a GPU a borrows.
+  now += 10 * kSecond;
+  JobId fresh = h.Submit(Gang("fresh", "b", {2}, 0, now), now);
+  r = h.Cycle(now);
+  ASSERT_EQ(r.preemptions.size(), 1u);
+  EXPECT_EQ(r.preemptions[0].preemptor, fresh);
+  EXPECT_EQ(h.job(r.preemptions[0].victim).queue, h.queue("a"));
+}
+
+TEST(JobSchedulerTest, FreedGpusGoToAQueueWithinItsQuotaBeforeABorrower) {
+  // b's job is first in FIFO order but would borrow; a's fits a's nominal quota. When
+  // 2 GPUs free up, a's job starts on them, b's waits.
+  SchedulerOptions o;
+  Harness h({GpuNode("n0")}, TwoQueueCohort(4000, 4000), o);
+  JobId b0 = h.Submit(Gang("b0", "b", {4}), 0);
+  JobId b1 = h.Submit(Gang("b1", "b", {2}), 0);
+  JobId a0 = h.Submit(Gang("a0", "a", {2}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 3u);
+  const Micros now = 100 * kSecond;
+  JobId b2 = h.Submit(Gang("b2", "b", {2}, 0, now - kSecond), now - kSecond);
+  JobId a1 = h.Submit(Gang("a1", "a", {2}, 0, now), now);
+  h.Finish(b1, now);
+  CycleResult r = h.Cycle(now);
+  EXPECT_EQ(Started(r), std::vector<uint64_t>{a1.value()});
+  EXPECT_EQ(h.job(b2).phase, JobPhase::kPending);
+  (void)b0;
+  (void)a0;
+}
+
 }  // namespace
 }  // namespace tessera

@@ -190,6 +190,23 @@ Micros RuntimePredictor::Predict(const RuntimeFeatures& job) const {
   return options_.method == Method::kLevelCutoff ? PredictCutoff(job) : PredictBlended(job);
 }
 
+bool RuntimePredictor::Knows(const RuntimeFeatures& job) const {
+  // The same tests as PredictCutoff and PredictBlended make before their fallback.
+  const bool cutoff = options_.method == Method::kLevelCutoff;
+  if (!cutoff && observations_ < std::max(options_.min_samples, 1)) {
+    return false;
+  }
+  const double needed = cutoff ? std::max(options_.min_samples, 0) : 0.0;
+  for (int i = 0; i < (cutoff ? kCutoffLevels : kLevels); ++i) {
+    BuildKey(job, i, &key_buffer_);
+    auto it = histograms_.find(key_buffer_);
+    if (it == histograms_.end() || it->second.total <= 0) continue;
+    const double n = DecayedTotal(it->second);
+    if (cutoff ? n >= needed : n > 0) return true;
+  }
+  return false;
+}
+
 Micros RuntimePredictor::PredictCutoff(const RuntimeFeatures& job) const {
   const double needed = std::max(options_.min_samples, 0);
   for (int level = 0; level < kCutoffLevels; ++level) {

@@ -69,6 +69,10 @@ class RuntimePredictor {
   explicit RuntimePredictor(Options options);
 
   Micros Predict(const RuntimeFeatures& job) const;
+  // Whether Predict answers from what was learned; false when it answers the fallback
+  // (the user's limit, else default_runtime) because no level has the samples it needs,
+  // so that a policy can order the job by what is known of it instead.
+  bool Knows(const RuntimeFeatures& job) const;
   void Observe(const RuntimeFeatures& job, Micros runtime);
 
   int64_t observations() const { return observations_; }

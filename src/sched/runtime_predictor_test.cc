@@ -297,6 +297,31 @@ TEST(BlendedPredictorTest, WaitsForMinSamplesJobsThenUsesSparseLevels) {
   EXPECT_LT(b, 10'000 * kSecond);
 }
 
+// Knows is true exactly when Predict answers from what was learned, not its fallback:
+// for both methods, before and after the samples each needs.
+TEST(BlendedPredictorTest, KnowsOnlyWhenThePredictionIsLearned) {
+  for (bool cutoff : {false, true}) {
+    SCOPED_TRACE(cutoff ? "cut-off" : "blended");
+    RuntimePredictor::Options options = cutoff ? Cutoff() : RuntimePredictor::Options{};
+    options.default_runtime = 123'456 * kSecond;  // far from every runtime learned
+    RuntimePredictor predictor(options);
+    const RuntimeFeatures job = Job("a");
+    int knew_at = -1;
+    for (int i = 0; i < 8; ++i) {
+      const bool learned = predictor.Predict(job) != options.default_runtime;
+      EXPECT_EQ(predictor.Knows(job), learned) << i << " jobs finished";
+      if (learned && knew_at < 0) knew_at = i;
+      predictor.Observe(Job("a", "u", "n" + std::to_string(i)), 100 * kSecond);
+    }
+    // Blended: from min_samples jobs on; the cut-off needs min_samples at one level,
+    // which the decay keeps just short of until the sixth.
+    EXPECT_EQ(knew_at, cutoff ? 6 : 5);
+  }
+  // A limit is a fallback, not knowledge.
+  RuntimePredictor empty;
+  EXPECT_FALSE(empty.Knows(Job("a", "u", "n", 1, 600 * kSecond)));
+}
+
 // One tenant and user whose runtimes the limit tells apart (10 s under a 2 h limit,
 // 1000 s under a 20 h one) and, separately, the job name (stem "quick" or "slow"):
 // the levels holding those features earn the best records and answer.

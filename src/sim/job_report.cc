@@ -91,6 +91,60 @@ void SvgText(std::ostringstream& svg, double x, double y, std::string_view ancho
   svg << '>' << escaped_text << "</text>\n";
 }
 
+// rho with two decimals, "inf" for a tenant left with unfinished jobs, "-" when < 0
+// (not measured).
+std::string RhoText(double rho) {
+  if (rho < 0) {
+    return "-";
+  }
+  return std::isinf(rho) ? "inf" : FixedDecimal(rho, 2);
+}
+
+// Below the table, each policy's rho per tenant with a quota; '*' marks a tenant whose
+// demand is within its quota (rho above 1 there is a broken promise).
+void RhoLines(const std::vector<JobSummary>& rows, std::ostringstream& out) {
+  bool any = false;
+  for (const JobSummary& r : rows) {
+    any = any || !r.rho.empty();
+  }
+  if (!any) {
+    return;
+  }
+  out << "rho per tenant with a quota (avg JCT / avg JCT alone on its quota under the same "
+         "policy; * demand within its quota):\n";
+  for (const JobSummary& r : rows) {
+    if (r.rho.empty()) {
+      continue;
+    }
+    out << "  " << r.policy << ":";
+    for (const TenantRho& t : r.rho) {
+      out << ' ' << t.tenant << (t.within_quota ? "*" : "") << ' ' << RhoText(t.rho);
+    }
+    out << '\n';
+  }
+}
+
+// JSON number, or null for infinity (JSON has none).
+nlohmann::ordered_json FiniteOrNull(double v) {
+  return std::isinf(v) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(Round6(v));
+}
+
+nlohmann::ordered_json TenantRhoJson(const std::vector<TenantRho>& rho) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const TenantRho& t : rho) {
+    out.push_back({{"tenant", t.tenant},
+                   {"quota_gpus", Round6(t.quota_gpus)},
+                   {"demand_gpus", FiniteOrNull(t.demand_gpus)},
+                   {"within_quota", t.within_quota},
+                   {"jobs", t.jobs},
+                   {"avg_jct_s", FiniteOrNull(t.avg_jct_s)},
+                   {"alone_avg_jct_s", Round6(t.alone_avg_jct_s)},
+                   {"rho", FiniteOrNull(t.rho)},
+                   {"jobs_over_1", t.jobs_over_1}});
+  }
+  return out;
+}
+
 }  // namespace
 
 double Percentile(std::vector<double> values, double p) {
@@ -235,8 +289,8 @@ std::string JobSummaryTable(const std::vector<JobSummary>& rows) {
       << std::setw(7) << "unfin" << std::setw(12) << "avgJCT" + unit << std::setw(12)
       << "p50JCT" + unit << std::setw(12) << "p99JCT" + unit << std::setw(12) << "avgWait" + unit
       << std::setw(12) << "p99Wait" + unit << std::setw(13) << "makespan" + unit << std::setw(7)
-      << "util%" << std::setw(7) << "jain" << std::setw(9) << "preempt" << std::setw(10)
-      << "lostGPUh" << std::setw(8) << "quotaV" << '\n';
+      << "util%" << std::setw(7) << "jain" << std::setw(8) << "maxRho" << std::setw(9) << "preempt"
+      << std::setw(10) << "lostGPUh" << std::setw(8) << "quotaV" << '\n';
   for (const JobSummary& r : rows) {
     out << std::left << std::setw(pw) << r.policy << std::right << std::setw(8) << r.jobs
         << std::setw(7) << r.unfinished << std::setw(12)
@@ -247,9 +301,11 @@ std::string JobSummaryTable(const std::vector<JobSummary>& rows) {
         << FixedDecimal(r.p99_wait_s * scale, decimals) << std::setw(13)
         << FixedDecimal(r.makespan_s * scale, decimals) << std::setw(7)
         << FixedDecimal(r.utilization * 100, 1) << std::setw(7) << FixedDecimal(r.jain, 3)
-        << std::setw(9) << r.preemptions << std::setw(10) << FixedDecimal(r.lost_gpu_hours, 1)
-        << std::setw(8) << r.quota_violations << '\n';
+        << std::setw(8) << RhoText(r.rho.empty() ? -1 : MaxRho(r.rho)) << std::setw(9)
+        << r.preemptions << std::setw(10) << FixedDecimal(r.lost_gpu_hours, 1) << std::setw(8)
+        << r.quota_violations << '\n';
   }
+  RhoLines(rows, out);
   // Jobs that never finished are in no JCT figure: say so rather than let the averages
   // flatter the policy that starved them.
   for (const JobSummary& r : rows) {
@@ -290,6 +346,12 @@ std::string JobSummaryJson(const std::vector<JobSummary>& rows) {
         {"events_per_second", Round6(r.events_per_second)},
         {"wall_seconds", Round6(r.wall_seconds)},
     });
+    // Only where the runs alone on the quotas were made: no field rather than a
+    // misleading 0.
+    if (!r.rho.empty()) {
+      summary.back()["rho_max"] = FiniteOrNull(MaxRho(r.rho));
+      summary.back()["tenant_rho"] = TenantRhoJson(r.rho);
+    }
   }
   return nlohmann::ordered_json{{"summary", std::move(summary)}}.dump(2) + "\n";
 }

@@ -52,6 +52,36 @@ struct JobRun {
   double wall_seconds = 0;
 };
 
+// Finish-time fairness (Themis' rho) of one tenant with a nominal quota: its jobs'
+// average JCT under the policy over their average JCT when the tenant runs alone on
+// its quota: its jobs only, on a cluster of its nominal quota (whole nodes), under the
+// same policy. That is what the quota promises, a private cluster of that size; the
+// same policy on both sides, so that rho measures what sharing costs the tenant and
+// not how the policy orders its jobs (against FIFO alone, an ordering that beats FIFO
+// would hide a tenant's loss to the others).
+struct TenantRho {
+  std::string tenant;
+  double quota_gpus = 0;
+  // The tenant's GPU-seconds of work over the run's submission span (first to last
+  // submission of any tenant): the GPUs it asks for on average.
+  double demand_gpus = 0;
+  // demand_gpus <= quota_gpus, the span not empty: the quota covers what it asks for,
+  // so rho above 1 is a promise broken.
+  bool within_quota = false;
+  int64_t jobs = 0;            // its jobs that finished alone: those compared
+  double avg_jct_s = 0;        // under the policy; infinity if one never finished
+  double alone_avg_jct_s = 0;  // alone on its quota
+  double rho = 0;              // avg_jct_s / alone_avg_jct_s; infinity as above
+  int64_t jobs_over_1 = 0;     // compared jobs with a JCT longer than alone
+};
+
+// rho for every tenant of `shared` with a nominal quota and a job that finished in
+// `alone` (the runs alone on its quota, any number, jobs matched by name; a job that
+// finished in none is not compared). Tenants in `shared`'s order.
+std::vector<TenantRho> FinishTimeFairness(const JobRun& shared, const std::vector<JobRun>& alone);
+// The largest rho; 0 when none.
+double MaxRho(const std::vector<TenantRho>& rho);
+
 struct JobSummary {
   std::string policy;
   int64_t jobs = 0;           // finished jobs
@@ -62,6 +92,8 @@ struct JobSummary {
   double makespan_s = 0;      // first submit to last finish
   double utilization = 0;     // busy GPU-seconds / (cluster GPUs x makespan)
   double jain = 0;
+  // Per tenant with a quota, when the runs alone on the quotas were made (empty: not).
+  std::vector<TenantRho> rho;
   int64_t preemptions = 0;
   double lost_gpu_hours = 0;
   int64_t quota_violations = 0;

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "base/testing/time_units.h"
+#include "sim/policy_fingerprint.h"
 
 namespace tessera {
 namespace {
@@ -455,5 +458,162 @@ TEST(JobReportTest, TenantUsageSvgKeepsPeaksWhenDownSampling) {
   EXPECT_LT(svg.size(), 40'000u);
 }
 
+// Finish-time fairness: tenant a (quota 8) and b (quota 4) have runs alone; c has no
+// quota. Times in seconds; demand over the submission span 0..100 s.
+//
+//   job tenant gpus runtime submit finish-shared finish-alone
+//   A1  a      4    100     0      300           100
+//   A2  a      4    100     100    200           300        (faster shared)
+//   A3  a      2    100     50     400           -          (not finished alone: left out)
+//   B1  b      1    100     10     -             110        (never finished shared)
+//   C1  c      8    100     20     120           -
+JobRun FairnessRun(const std::string& policy, bool shared) {
+  JobRun run;
+  run.policy = policy;
+  run.tenants = {"a", "b", "c"};
+  run.tenant_quota_milli = {8000, 4000, 0};
+  auto job = [](const std::string& name, const std::string& tenant, int gpus, Micros submit_s,
+                Micros finish_s) {
+    JobOutcome j = Job(name, tenant, gpus, submit_s, submit_s, finish_s, 100);
+    j.actual = 100 * kSecond;
+    return j;
+  };
+  if (shared) {
+    run.jobs = {job("A1", "a", 4, 0, 300), job("A2", "a", 4, 100, 200), job("A3", "a", 2, 50, 400),
+                job("B1", "b", 1, 10, -1), job("C1", "c", 8, 20, 120)};
+  } else {
+    run.jobs = {job("A1", "a", 4, 0, 100), job("A2", "a", 4, 100, 300), job("A3", "a", 2, 50, -1),
+                job("B1", "b", 1, 10, 110)};
+  }
+  return run;
+}
+
+TEST(JobReportTest, RhoIsEachTenantsJctAgainstItsJctAloneOnItsQuota) {
+  const JobRun shared = FairnessRun("tessera", true);
+  JobRun alone_a = FairnessRun("tessera", false);
+  JobRun alone_b = alone_a;
+  alone_a.jobs.pop_back();                                             // a's jobs
+  alone_b.jobs.erase(alone_b.jobs.begin(), alone_b.jobs.begin() + 3);  // b's
+  std::vector<TenantRho> rho = FinishTimeFairness(shared, {alone_a, alone_b});
+  ASSERT_EQ(rho.size(), 2u);  // c has no quota
+  const TenantRho& a = rho[0];
+  EXPECT_EQ(a.tenant, "a");
+  EXPECT_DOUBLE_EQ(a.quota_gpus, 8);
+  EXPECT_EQ(a.jobs, 2);
+  EXPECT_DOUBLE_EQ(a.avg_jct_s, 200);        // (300 + 100) / 2
+  EXPECT_DOUBLE_EQ(a.alone_avg_jct_s, 150);  // (100 + 200) / 2
+  EXPECT_DOUBLE_EQ(a.rho, 400.0 / 300.0);
+  EXPECT_EQ(a.jobs_over_1, 1);
+  // 1000 GPU-seconds (A3's included) over the 100 s span: 10 GPUs, above the quota.
+  EXPECT_DOUBLE_EQ(a.demand_gpus, 10);
+  EXPECT_FALSE(a.within_quota);
+  const TenantRho& b = rho[1];
+  EXPECT_EQ(b.tenant, "b");
+  EXPECT_DOUBLE_EQ(b.demand_gpus, 1);
+  EXPECT_TRUE(b.within_quota);
+  EXPECT_TRUE(std::isinf(b.rho));  // never finished shared: infinitely late
+  EXPECT_EQ(b.jobs_over_1, 1);
+  EXPECT_TRUE(std::isinf(MaxRho(rho)));
+  EXPECT_DOUBLE_EQ(MaxRho({a}), 400.0 / 300.0);
+  EXPECT_DOUBLE_EQ(MaxRho({}), 0);
+  // Without runs alone there is nothing to compare.
+  EXPECT_TRUE(FinishTimeFairness(shared, {}).empty());
+  // Every job at once: no span, so no demand can be said to fit a quota.
+  JobRun batch = shared;
+  for (JobOutcome& j : batch.jobs) {
+    j.submit = 0;
+  }
+  EXPECT_FALSE(FinishTimeFairness(batch, {alone_a})[0].within_quota);
+}
+
+TEST(JobReportTest, RhoBesideJainInTheTableAndTheJson) {
+  const JobRun shared = FairnessRun("tessera", true);
+  JobRun alone = FairnessRun("tessera", false);
+  JobSummary s = Summarize(shared);
+  s.rho = FinishTimeFairness(shared, {alone});
+  s.rho[1].rho = 1.5;  // b finite, so that the JSON shows a number
+  JobSummary none = Summarize(shared);
+  none.policy = "fifo";
+  const std::string table = JobSummaryTable({s, none});
+  std::istringstream in(table);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+  }
+  ASSERT_GE(lines.size(), 5u);
+  EXPECT_NE(lines[0].find("jain  maxRho"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find(" 1.50 "), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("      - "), std::string::npos) << lines[2];
+  EXPECT_EQ(lines[3].rfind("rho per tenant with a quota", 0), 0u);
+  EXPECT_EQ(lines[4], "  tessera: a 1.33 b* 1.50");
+  nlohmann::json j = nlohmann::json::parse(JobSummaryJson({s, none}));
+  const nlohmann::json& row = j["summary"][0];
+  EXPECT_DOUBLE_EQ(row["rho_max"].get<double>(), 1.5);
+  ASSERT_EQ(row["tenant_rho"].size(), 2u);
+  EXPECT_EQ(row["tenant_rho"][0]["tenant"], "a");
+  EXPECT_NEAR(row["tenant_rho"][0]["rho"].get<double>(), 4.0 / 3, 1e-6);
+  EXPECT_EQ(row["tenant_rho"][1]["within_quota"], true);
+  EXPECT_FALSE(j["summary"][1].contains("rho_max"));
+  EXPECT_FALSE(j["summary"][1].contains("tenant_rho"));
+  // Infinity has no JSON form: null, never a number that looks fair.
+  s.rho[1].rho = std::numeric_limits<double>::infinity();
+  nlohmann::json inf = nlohmann::json::parse(JobSummaryJson({s}));
+  EXPECT_TRUE(inf["summary"][0]["rho_max"].is_null());
+  EXPECT_TRUE(inf["summary"][0]["tenant_rho"][1]["rho"].is_null());
+  EXPECT_NE(JobSummaryTable({s}).find("b* inf"), std::string::npos);
+}
+
+DefaultSimModel FingerprintModel() {
+  DefaultSimModel m;
+  m.placement = "tessera";
+  m.restart_overhead = 60 * kSecond;
+  m.checkpoint_wait = 1800 * kSecond;
+  m.checkpoint_interval = 1800 * kSecond;
+  return m;
+}
+
+TEST(PolicyFingerprintTest, StableAndMovedByOptionsAndBehaviour) {
+  const GpuCatalog& catalog = GpuCatalog::Default();
+  StatusOr<PolicyFingerprint> a = DefaultPolicyFingerprint(FingerprintModel(), catalog);
+  StatusOr<PolicyFingerprint> again = DefaultPolicyFingerprint(FingerprintModel(), catalog);
+  ASSERT_TRUE(a.ok() && again.ok()) << a.status().message();
+  EXPECT_EQ(a->fingerprint, again->fingerprint);
+  EXPECT_EQ(a->fingerprint.size(), 16u);
+  EXPECT_EQ(a->options.size(), SchedulerPresetNames().size() + 1);
+  EXPECT_EQ(a->options.front().rfind("fifo: job_order=fifo ", 0), 0u);
+  EXPECT_EQ(a->options.back().rfind("model: placement=tessera restart_overhead=60000000 ", 0), 0u);
+  // The probe's schedules change with what preemption costs: its presets do preempt
+  // (a probe without preemption would miss every change to the preemption rules).
+  DefaultSimModel costly = FingerprintModel();
+  costly.restart_overhead = 600 * kSecond;
+  StatusOr<PolicyFingerprint> b = DefaultPolicyFingerprint(costly, catalog);
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE(a->probe_hash, b->probe_hash);
+  EXPECT_NE(a->options_hash, b->options_hash);
+  EXPECT_NE(a->fingerprint, b->fingerprint);
+  // And with the placement, a model of its own.
+  DefaultSimModel packed = FingerprintModel();
+  packed.placement = "bestfit";
+  StatusOr<PolicyFingerprint> c = DefaultPolicyFingerprint(packed, catalog);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_NE(a->probe_hash, c->probe_hash);
+}
+
+TEST(PolicyFingerprintTest, EveryOptionIsInTheLine) {
+  StatusOr<SchedulerPolicy> p = ParseSchedulerPolicy("tessera");
+  ASSERT_TRUE(p.ok());
+  const std::string base = PolicyOptionsLine(*p);
+  // One change per kind of field: each must show.
+  std::vector<SchedulerPolicy> changed(6, *p);
+  changed[0].options.las_thresholds.push_back(1e6);
+  changed[1].options.sjf_gpu_exponent = 0.75;
+  changed[2].options.victim_hold = 1;
+  changed[3].options.backfill = Backfill::kEasy;
+  changed[4].queue_order = "drf";
+  changed[5].options.max_victim_candidates = 7;
+  for (const SchedulerPolicy& c : changed) {
+    EXPECT_NE(PolicyOptionsLine(c), base);
+  }
+}
 }  // namespace
 }  // namespace tessera

@@ -236,6 +236,73 @@ TEST(JobSimTest, PreemptiveCombinationsFinishEveryJobWithRestartOverheads) {
   }
 }
 
+// The Tiresias authors' simulator counts free GPUs cluster-wide (its DLAS ignores the
+// placement scheme). With a job's GPUs allowed on any nodes, the `tiresias` preset under
+// the command's defaults gives their DLAS's average JCT on their 60-job trace: 715.27 s on
+// 2x4 GPUs and 190.68 s on 4x4 from their code (within 2 %); with whole tasks per node it
+// gave 763 s and 216 s.
+TEST(JobSimTest, TiresiasMatchesItsAuthorsDlasOnTheir60JobsWithGpusAnywhere) {
+  const std::string dir = ::tessera::testing::TracesDir("");
+  ASSERT_FALSE(dir.empty());
+  StatusOr<JobTrace> trace = ReadJobTrace("tiresias:" + dir + "/tiresias/60_job.csv", dir);
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  for (const auto& [preset, authors_s] :
+       {std::pair<const char*, double>{"2x4xV100-32GB", 715.27}, {"4x4xV100-32GB", 190.68}}) {
+    SCOPED_TRACE(preset);
+    StatusOr<ClusterSetup> cluster =
+        MakeClusterPreset(preset, TraceTenants(*trace), dir, Catalog());
+    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    WorkloadOptions w;
+    w.gpus_per_node = cluster->gpus_per_node;
+    w.gpus_anywhere = true;
+    JobSimOptions o = Options("tiresias");
+    o.policy.options.restart_overhead = 60 * kSecond;
+    o.policy.options.checkpoint_wait = 30 * kMinute;
+    StatusOr<JobSimResult> r =
+        RunJobSimulation(cluster->nodes, cluster->queues, JobsFromTrace(*trace, w), o, Catalog());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->run.jobs.size(), 60u);
+    double total_s = 0;
+    for (const JobOutcome& j : r->run.jobs) {
+      ASSERT_GE(j.finish, 0) << j.name;
+      total_s += static_cast<double>(j.finish - j.submit) / 1e6;
+    }
+    EXPECT_NEAR(total_s / 60, authors_s, 0.02 * authors_s);
+  }
+}
+
+// A batch with no history: the predictor knows nothing of any job, so under no-guess
+// whole-node jobs start by arrival, while plain las-sjf ranks them by their limits.
+TEST(JobSimTest, NoGuessStartsABatchWithoutHistoryByArrivalNotByLimits) {
+  JobTrace trace;
+  for (int i = 0; i < 3; ++i) {
+    TraceJob j;
+    j.name = "j" + std::to_string(i);
+    j.duration = 100 * kSecond;
+    j.gpus = 8;
+    j.tenant = "t";
+    trace.jobs.push_back(std::move(j));
+  }
+  std::vector<SimJob> jobs = JobsFromTrace(trace, WorkloadOptions{});
+  jobs[0].spec.runtime_limit = 7 * kDay;
+  jobs[1].spec.runtime_limit = kHour;
+  jobs[2].spec.runtime_limit = 2 * kHour;
+  QueueTreeSpec queues;
+  queues.nodes = {QueueNode("t", "", 8)};
+  auto starts = [&](std::string_view policy) {
+    const JobSimResult r = Simulate(jobs, Options(policy), queues, /*nodes=*/1);
+    std::vector<Micros> s;
+    for (const JobOutcome& j : r.run.jobs) {
+      s.push_back(j.first_start);
+    }
+    return s;
+  };
+  EXPECT_EQ(starts("las-sjf+sjf-width=0.5+no-guess"),
+            (std::vector<Micros>{0, 100 * kSecond, 200 * kSecond}));
+  EXPECT_EQ(starts("las-sjf+sjf-width=0.5"),
+            (std::vector<Micros>{200 * kSecond, 0, 100 * kSecond}));
+}
+
 // One queue of 8 GPUs kept full for hours; "heavy" submits three jobs for each of
 // "light"'s. Their GPU-hours while both still wait for GPUs: equal under fair-users,
 // three to one under FIFO.
@@ -365,7 +432,8 @@ TEST(JobSimTest, EventsTellTheStoryOfEachJob) {
   for (size_t i = 0; i < jobs.size(); ++i) {
     EXPECT_EQ(submits[i], 1);
     EXPECT_EQ(finishes[i], 1);
-    EXPECT_EQ(evicts[i], r.run.jobs[i].preemptions);
+    // A preemption counts its signal; a victim may finish during its grace period.
+    EXPECT_EQ(preempts[i], r.run.jobs[i].preemptions);
     EXPECT_EQ(starts[i], evicts[i] + 1);
     EXPECT_GE(preempts[i], evicts[i]);  // a victim may finish during its grace period
   }
@@ -478,6 +546,24 @@ TEST(JobWorkloadTest, SplitsLargeJobsEvenlyOverNodes) {
   jobs = JobsFromTrace(trace, w);
   EXPECT_EQ(TaskGpus(jobs[2]), (std::vector<int>{4, 4, 4}));
   EXPECT_EQ(TaskGpus(jobs[0]), std::vector<int>{3});
+}
+
+// As the Tiresias simulator counts GPUs: one task per GPU, on any nodes.
+TEST(JobWorkloadTest, GpusAnywhereGivesOneTaskPerGpuWithNoTopology) {
+  JobTrace trace;
+  trace.jobs = {TJob(1), TJob(3), TJob(12)};
+  WorkloadOptions w;
+  w.gpus_per_node = 8;
+  w.gpus_anywhere = true;
+  const std::vector<SimJob> jobs = JobsFromTrace(trace, w);
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(TaskGpus(jobs[0]), std::vector<int>{1});
+  EXPECT_EQ(TaskGpus(jobs[1]), (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(TaskGpus(jobs[2]), std::vector<int>(12, 1));
+  for (const SimJob& j : jobs) {
+    EXPECT_EQ(j.spec.topology.scope, TopologyScope::kAny) << j.spec.name;
+    EXPECT_TRUE(ValidateJobSpec(j.spec, Catalog()).ok()) << j.spec.name;
+  }
 }
 
 TEST(JobWorkloadTest, WorkloadOptionsReachTheSpecs) {

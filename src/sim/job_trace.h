@@ -52,6 +52,8 @@ StatusOr<JobTrace> ReadPolluxWorkload(const std::string& path, const std::string
 //   sigma=1.5      the log-normal's shape (0: every job the median; 0 to 5)
 //   max=7d         durations are clipped to [1s, max]
 //   tenants=0      jobs spread uniformly over tenants t0..tN-1 (0: no tenant)
+//   arrival=poisson  or batch: the same jobs, all submitted at 0
+//   tenant_weights=10/1  jobs spread over t0, t1, ... in these proportions (sets tenants)
 // Submissions are Poisson, one a minute on average; `--load` rescales them.
 StatusOr<JobTrace> MakeSyntheticTrace(std::string_view params);
 

@@ -53,7 +53,7 @@ std::vector<SimJob> JobsFromTrace(const JobTrace& trace, const WorkloadOptions& 
     s.checkpoint_interval = options.checkpoint_interval;
     s.checkpoint_on_signal = options.checkpoint_on_signal;
     s.runtime_limit = UserRuntimeLimit(t.duration, rng);
-    const int tasks = (t.gpus + per_node - 1) / per_node;
+    const int tasks = options.gpus_anywhere ? t.gpus : (t.gpus + per_node - 1) / per_node;
     for (int i = 0; i < tasks; ++i) {
       // Spread G GPUs over the tasks as evenly as possible.
       const int g = t.gpus / tasks + (i < t.gpus % tasks ? 1 : 0);
@@ -64,7 +64,7 @@ std::vector<SimJob> JobsFromTrace(const JobTrace& trace, const WorkloadOptions& 
       r.memory = MiB(kPresetMemoryMiBPerGpu * g);
       s.tasks.push_back(r);
     }
-    if (tasks > 1) {
+    if (tasks > 1 && !options.gpus_anywhere) {
       s.topology = TopologyPolicy{TopologyScope::kRack, false};
     }
     jobs.push_back(std::move(j));

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "base/rng.h"
 #include "base/strings.h"
@@ -195,9 +196,110 @@ std::string PinnedTraceName(const std::string& trace, const PinSpec& spec) {
   if (spec.percent == 0) {
     return trace;
   }
-  return trace + "-pin" + std::to_string(spec.percent) +
-         (spec.mode == PinMode::kSingle ? "one" : "");
+  const char* suffix = spec.mode == PinMode::kSingle   ? "one"
+                       : spec.mode == PinMode::kScarce ? "scarce"
+                                                       : "";
+  return trace + "-pin" + std::to_string(spec.percent) + suffix;
 }
+
+namespace {
+
+// A GPU model as a pod could use it: the nodes of that model that could host the pod
+// alone, and their GPUs.
+struct FittingModel {
+  GpuModelId model;
+  int64_t gpus = 0;
+  int64_t nodes = 0;
+};
+
+// The models of the homogeneous GPU nodes that could host `r` alone, by model id (a
+// fixed order, so draws depend on the models, not on the node list's order).
+std::vector<FittingModel> FittingModels(const TaskRequest& r, const std::vector<NodeSpec>& nodes) {
+  std::vector<FittingModel> fitting;
+  for (const NodeSpec& n : nodes) {
+    if (n.gpus.empty() || !n.Homogeneous() || n.cpu < r.cpu || n.memory < r.memory ||
+        static_cast<int>(n.gpus.size()) < r.gpu_count) {
+      continue;
+    }
+    const GpuModelId m = n.gpus[0].model;
+    auto it =
+        std::find_if(fitting.begin(), fitting.end(), [&](const auto& f) { return f.model == m; });
+    if (it == fitting.end()) {
+      fitting.push_back(FittingModel{m});
+      it = fitting.end() - 1;
+    }
+    it->gpus += static_cast<int64_t>(n.gpus.size());
+    ++it->nodes;
+  }
+  std::sort(fitting.begin(), fitting.end(),
+            [](const FittingModel& a, const FittingModel& b) { return a.model < b.model; });
+  return fitting;
+}
+
+// kSingle and kSubset: `k` of the fitting models, drawn without replacement in
+// proportion to their GPUs.
+GpuModelSet DrawBySupply(std::vector<FittingModel> fitting, size_t k, Pcg32& rng) {
+  GpuModelSet models;
+  for (size_t drawn = 0; drawn < k; ++drawn) {
+    int64_t total = 0;
+    for (const FittingModel& f : fitting) {
+      total += f.gpus;
+    }
+    auto pick = static_cast<int64_t>(rng.UniformDouble() * static_cast<double>(total));
+    size_t j = 0;
+    while (j + 1 < fitting.size() && pick >= fitting[j].gpus) {
+      pick -= fitting[j].gpus;
+      ++j;
+    }
+    models.Add(fitting[j].model);
+    fitting.erase(fitting.begin() + static_cast<std::ptrdiff_t>(j));
+  }
+  return models;
+}
+
+// kScarce: the scarcest fitting model (fewest nodes, then fewest GPUs) whose pinned
+// demand is still below its budget, the list's GPU demand times the model's share of
+// the cluster's GPUs; when every fitting model has had its share, the least scarce.
+// Pinned demand alone then asks each scarce model for as much as it has.
+GpuModelId ScarcestWithRoom(std::vector<FittingModel> fitting, const std::vector<int64_t>& budget,
+                            const std::vector<int64_t>& pinned) {
+  std::sort(fitting.begin(), fitting.end(), [](const FittingModel& a, const FittingModel& b) {
+    return std::tie(a.nodes, a.gpus, a.model) < std::tie(b.nodes, b.gpus, b.model);
+  });
+  for (const FittingModel& f : fitting) {
+    if (pinned[f.model.value()] < budget[f.model.value()]) {
+      return f.model;
+    }
+  }
+  return fitting.back().model;
+}
+
+int64_t GpuDemand(const TaskRequest& r) {
+  return r.cpu_only() ? 0 : r.gpu_milli.value() * r.gpu_count;
+}
+
+// Each model's budget for kScarce (see ScarcestWithRoom), in milli-GPU.
+std::vector<int64_t> ScarceBudgets(const PodList& pods, const std::vector<NodeSpec>& nodes) {
+  std::vector<int64_t> gpus(GpuModelSet::kMaxModels, 0);
+  int64_t all_gpus = 0;
+  for (const NodeSpec& n : nodes) {
+    for (const auto& g : n.gpus) {
+      ++gpus[g.model.value()];
+      ++all_gpus;
+    }
+  }
+  int64_t demand = 0;
+  for (const TracePod& p : pods.pods) {
+    demand += GpuDemand(p.request);
+  }
+  std::vector<int64_t> budget(GpuModelSet::kMaxModels, 0);
+  for (size_t m = 0; m < budget.size() && all_gpus > 0; ++m) {
+    budget[m] = demand * gpus[m] / all_gpus;
+  }
+  return budget;
+}
+
+}  // namespace
 
 StatusOr<PodList> PinPodsToModels(const PodList& pods, const std::vector<NodeSpec>& nodes,
                                   const PinSpec& spec) {
@@ -215,55 +317,37 @@ StatusOr<PodList> PinPodsToModels(const PodList& pods, const std::vector<NodeSpe
     }
   }
   Pcg32 rng(spec.seed);
-  // The first `pinned` of a shuffled copy are pinned; they are then visited in list
-  // order so each pod's draw does not depend on the shuffle's later steps.
+  // The first `pinned` of a shuffled copy are pinned. kScarce visits them in the
+  // shuffled order, so which pods fill the scarce models does not follow pod names;
+  // the others in list order, so each pod's draw does not depend on the shuffle's
+  // later steps.
   rng.Shuffle(std::span<size_t>(gpu_pods));
   const auto pinned = static_cast<size_t>(
       (static_cast<int64_t>(gpu_pods.size()) * spec.percent + 50) / 100);
   gpu_pods.resize(pinned);
-  std::sort(gpu_pods.begin(), gpu_pods.end());
+  if (spec.mode != PinMode::kScarce) {
+    std::sort(gpu_pods.begin(), gpu_pods.end());
+  }
+  const std::vector<int64_t> budget =
+      spec.mode == PinMode::kScarce ? ScarceBudgets(pods, nodes) : std::vector<int64_t>{};
+  std::vector<int64_t> pinned_demand(GpuModelSet::kMaxModels, 0);
   for (size_t i : gpu_pods) {
     TaskRequest& r = out.pods[i].request;
-    // GPUs on the nodes of each model that could host the pod alone.
-    std::vector<std::pair<GpuModelId, int64_t>> fitting;
-    for (const NodeSpec& n : nodes) {
-      if (n.gpus.empty() || !n.Homogeneous() || n.cpu < r.cpu || n.memory < r.memory ||
-          static_cast<int>(n.gpus.size()) < r.gpu_count) {
-        continue;
-      }
-      const GpuModelId m = n.gpus[0].model;
-      auto it = std::find_if(fitting.begin(), fitting.end(),
-                             [&](const auto& f) { return f.first == m; });
-      if (it == fitting.end()) {
-        fitting.emplace_back(m, 0);
-        it = fitting.end() - 1;
-      }
-      it->second += static_cast<int64_t>(n.gpus.size());
-    }
+    std::vector<FittingModel> fitting = FittingModels(r, nodes);
     if (fitting.empty()) {
       continue;
     }
-    // A fixed order, so the draw depends on the models, not on the node list's order.
-    std::sort(fitting.begin(), fitting.end());
+    if (spec.mode == PinMode::kScarce) {
+      const GpuModelId m = ScarcestWithRoom(std::move(fitting), budget, pinned_demand);
+      pinned_demand[m.value()] += GpuDemand(r);
+      r.models = GpuModelSet();
+      r.models.Add(m);
+      continue;
+    }
     const size_t k = spec.mode == PinMode::kSingle
                          ? 1
                          : 1 + rng.Uniform(static_cast<uint32_t>(fitting.size()));
-    GpuModelSet models;
-    for (size_t drawn = 0; drawn < k; ++drawn) {
-      int64_t total = 0;
-      for (const auto& f : fitting) {
-        total += f.second;
-      }
-      auto pick = static_cast<int64_t>(rng.UniformDouble() * static_cast<double>(total));
-      size_t j = 0;
-      while (j + 1 < fitting.size() && pick >= fitting[j].second) {
-        pick -= fitting[j].second;
-        ++j;
-      }
-      models.Add(fitting[j].first);
-      fitting.erase(fitting.begin() + static_cast<std::ptrdiff_t>(j));
-    }
-    r.models = models;
+    r.models = DrawBySupply(std::move(fitting), k, rng);
   }
   return out;
 }

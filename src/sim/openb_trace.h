@@ -49,8 +49,14 @@ std::string TraceNameFromPath(const std::string& path);
 // 1..(fitting models). Models are drawn without replacement in proportion to the
 // fitting nodes' GPU count, as demand for a model tends to follow its supply (a
 // uniform draw would pin as many pods to a model of 2 GPUs as to one of 4,000).
-// A pod that fits no node, or is already pinned, is left as it is.
-enum class PinMode { kSubset, kSingle };
+// kScarce concentrates pins where supply is short: each chosen pod (in a shuffled
+// order) goes to one fitting model, the one with the fewest nodes (then fewest GPUs)
+// whose pinned GPU demand is still below its share of the list's GPU demand (the
+// model's share of the cluster's GPUs); past every fitting model's share, to the one
+// with the most nodes. So pinned demand alone asks each scarce model for about all it
+// has, scarcest models first, which a placement can honour only by keeping other pods
+// off them. A pod that fits no node, or is already pinned, is left as it is.
+enum class PinMode { kSubset, kSingle, kScarce };
 
 struct PinSpec {
   int percent = 0;  // 0..100
@@ -58,7 +64,8 @@ struct PinSpec {
   uint64_t seed = 1;
 };
 
-// "default-pin50" (kSubset) or "default-pin50one" (kSingle); `trace` for percent 0.
+// "default-pin50" (kSubset), "default-pin50one" (kSingle) or "default-pin50scarce"
+// (kScarce); `trace` for percent 0.
 std::string PinnedTraceName(const std::string& trace, const PinSpec& spec);
 
 // The variant of `pods` described by `spec`, named by PinnedTraceName. Pure: the

@@ -608,5 +608,64 @@ TEST(PinPodsTest, KeepsExistingPins) {
   EXPECT_EQ(Pinned(*v), 1200);
 }
 
+// --pin-to scarce: A10 (1 node, 2 GPUs) before T4 (1 node, 4 GPUs) before G2 (10
+// nodes), each up to its share of the list's 1,010,000 milli of GPU demand: A10
+// 1,010,000 x 2 / 86 = 23,488, T4 46,976; the rest to G2.
+TEST(PinPodsTest, ScarcePinsFillTheModelsWithFewestNodesFirst) {
+  const GpuCatalog& c = GpuCatalog::Default();
+  const GpuModelId a10 = *c.Find("A10");
+  const GpuModelId g2 = *c.Find("G2");
+  const GpuModelId t4 = *c.Find("T4");
+  EXPECT_EQ(PinnedTraceName("default", PinSpec{25, PinMode::kScarce, 1}), "default-pin25scarce");
+  const PodList pods = PinPods();
+  StatusOr<PodList> v = PinPodsToModels(pods, PinNodes(), PinSpec{25, PinMode::kScarce, 7});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->trace, "mini-pin25scarce");
+  std::map<uint16_t, int64_t> demand;  // pinned milli per model
+  for (const TracePod& p : v->pods) {
+    const GpuModelSet& m = p.request.models;
+    if (m.empty()) {
+      continue;
+    }
+    ASSERT_EQ(m.size(), 1U) << p.name;
+    const GpuModelId model = m.Contains(a10) ? a10 : m.Contains(t4) ? t4 : g2;
+    ASSERT_TRUE(m.Contains(model)) << p.name;
+    demand[model.value()] += p.request.gpu_milli.value() * p.request.gpu_count;
+    if (p.name.starts_with("big-cpu-")) {
+      EXPECT_EQ(model, g2) << p.name;  // fits G2 alone
+    }
+    if (p.name.starts_with("four-")) {
+      EXPECT_NE(model, a10) << p.name;  // 2 GPUs
+    }
+  }
+  // Each scarce model gets its share, overshot by less than one pod (shares of 500
+  // on A10; shares or four-GPU pods on T4).
+  EXPECT_GE(demand[a10.value()], 23488);
+  EXPECT_LT(demand[a10.value()], 23488 + 500);
+  EXPECT_GE(demand[t4.value()], 46976);
+  EXPECT_LT(demand[t4.value()], 46976 + 4000);
+  EXPECT_GT(demand[g2.value()], 100000);
+  EXPECT_EQ(Pinned(*v),
+            Pinned(*PinPodsToModels(pods, PinNodes(), PinSpec{25, PinMode::kSingle, 7})));
+}
+
+// The same seed pins the same pods to the same models; another seed, other pods.
+TEST(PinPodsTest, ScarcePinsAreReproducibleFromTheSeed) {
+  const PodList pods = PinPods();
+  auto models = [](const PodList& l) {
+    std::vector<uint64_t> bits;
+    for (const TracePod& p : l.pods) {
+      bits.push_back(p.request.models.bits());
+    }
+    return bits;
+  };
+  StatusOr<PodList> a = PinPodsToModels(pods, PinNodes(), PinSpec{50, PinMode::kScarce, 11});
+  StatusOr<PodList> b = PinPodsToModels(pods, PinNodes(), PinSpec{50, PinMode::kScarce, 11});
+  StatusOr<PodList> c = PinPodsToModels(pods, PinNodes(), PinSpec{50, PinMode::kScarce, 12});
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(models(*a), models(*b));
+  EXPECT_NE(models(*a), models(*c));
+}
+
 }  // namespace openb_trace_test
 }  // namespace tessera

@@ -29,6 +29,9 @@ struct SyntheticParams {
   double sigma = 1.5;
   Micros max = 7LL * 24 * 3600 * 1'000'000;
   int64_t tenants = 0;
+  // Relative share of the jobs per tenant (t0 first); empty: uniform.
+  std::vector<int64_t> tenant_weights;
+  bool batch = false;  // arrival=batch: every job submitted at 0
 };
 
 Status Bad(std::string_view key, std::string_view value, std::string_view why) {
@@ -61,6 +64,25 @@ Status ParseSizes(std::string_view value, std::vector<std::pair<int, int64_t>>* 
   return out->empty() ? Bad("gpus", value, "no sizes") : Status::Ok();
 }
 
+// "10/1": each tenant's relative share of the jobs, t0 first.
+Status ParseTenantWeights(std::string_view value, std::vector<int64_t>* out) {
+  out->clear();
+  for (std::string_view part : Split(value, '/')) {
+    StatusOr<int64_t> weight = ParseInt64(part);
+    // At most 10,000 each, so that the total of up to 10,000 tenants fits a draw.
+    if (!weight.ok() || *weight < 1 || *weight > 10'000) {
+      return Bad("tenant_weights", value,
+                 "expected whole numbers from 1 to 10000 joined by '/', one per tenant "
+                 "(t0 first), e.g. 10/1");
+    }
+    out->push_back(*weight);
+  }
+  if (out->size() < 2 || out->size() > 10'000) {
+    return Bad("tenant_weights", value, "expected 2 to 10000 weights");
+  }
+  return Status::Ok();
+}
+
 StatusOr<SyntheticParams> ParseParams(std::string_view text) {
   SyntheticParams p;
   if (text.empty()) {
@@ -81,6 +103,8 @@ StatusOr<SyntheticParams> ParseParams(std::string_view text) {
       p.seed = static_cast<uint64_t>(seed);
     } else if (key == "tenants") {
       TESSERA_ASSIGN_OR_RETURN(p.tenants, Count(key, value, 0, 10'000));
+    } else if (key == "tenant_weights") {
+      TESSERA_RETURN_IF_ERROR(ParseTenantWeights(value, &p.tenant_weights));
     } else if (key == "gpus") {
       TESSERA_RETURN_IF_ERROR(ParseSizes(value, &p.gpus));
     } else if (key == "median" || key == "max") {
@@ -89,6 +113,11 @@ StatusOr<SyntheticParams> ParseParams(std::string_view text) {
         return Bad(key, value, "expected a duration of at least 1s, e.g. 30m");
       }
       (key == "median" ? p.median : p.max) = *d;
+    } else if (key == "arrival") {
+      if (value != "poisson" && value != "batch") {
+        return Bad(key, value, "expected poisson or batch");
+      }
+      p.batch = value == "batch";
     } else if (key == "sigma") {
       double sigma = -1;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), sigma);
@@ -99,8 +128,18 @@ StatusOr<SyntheticParams> ParseParams(std::string_view text) {
       p.sigma = sigma;
     } else {
       return InvalidArgumentError("synthetic trace: unknown key '" + std::string(key) +
-                                  "' (jobs, seed, gpus, median, sigma, max, tenants)");
+                                  "' (jobs, seed, gpus, median, sigma, max, tenants, "
+                                  "tenant_weights, arrival)");
     }
+  }
+  if (!p.tenant_weights.empty()) {
+    const auto n = static_cast<int64_t>(p.tenant_weights.size());
+    // tenants= may be left out; given, it must agree (a typo must not drop a tenant).
+    if (p.tenants != 0 && p.tenants != n) {
+      return InvalidArgumentError("synthetic trace: tenants=" + std::to_string(p.tenants) +
+                                  " but tenant_weights has " + std::to_string(n) + " weights");
+    }
+    p.tenants = n;
   }
   if (p.median > p.max) {
     return InvalidArgumentError("synthetic trace: median is above max");
@@ -127,14 +166,20 @@ StatusOr<JobTrace> MakeSyntheticTrace(std::string_view params) {
   JobTrace trace;
   trace.name = "synthetic";
   trace.jobs.reserve(static_cast<size_t>(p.jobs));
+  int64_t tenant_total = 0;
+  for (int64_t w : p.tenant_weights) {
+    tenant_total += w;
+  }
   const double log_median = std::log(static_cast<double>(p.median));
   Micros at = 0;
   for (int64_t i = 0; i < p.jobs; ++i) {
     TraceJob& j = trace.jobs.emplace_back();
     j.name = "synthetic-" + std::to_string(i);
     if (i > 0) {  // Poisson arrivals: exponential gaps
-      at += std::llround(-std::log(1.0 - rng.UniformDouble()) *
-                         static_cast<double>(kMeanInterarrival));
+      // Drawn for a batch too, so that it holds the same jobs as the seed's Poisson trace.
+      const Micros gap = std::llround(-std::log(1.0 - rng.UniformDouble()) *
+                                      static_cast<double>(kMeanInterarrival));
+      at += p.batch ? 0 : gap;
     }
     j.submit = at;
     int64_t pick = static_cast<int64_t>(rng.UniformDouble() * static_cast<double>(total_weight));
@@ -147,7 +192,14 @@ StatusOr<JobTrace> MakeSyntheticTrace(std::string_view params) {
     }
     const double seconds = std::exp(log_median + p.sigma * Normal(rng));
     j.duration = std::clamp<Micros>(std::llround(seconds), kMinDuration, p.max);
-    if (p.tenants > 0) {
+    if (!p.tenant_weights.empty()) {
+      int64_t pick_tenant = static_cast<int64_t>(rng.Uniform(static_cast<uint32_t>(tenant_total)));
+      size_t t = 0;
+      while (pick_tenant >= p.tenant_weights[t]) {
+        pick_tenant -= p.tenant_weights[t++];
+      }
+      j.tenant = "t" + std::to_string(t);
+    } else if (p.tenants > 0) {
       j.tenant = "t" + std::to_string(rng.Uniform(static_cast<uint32_t>(p.tenants)));
     }
   }

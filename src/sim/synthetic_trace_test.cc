@@ -77,10 +77,68 @@ TEST(SyntheticTraceTest, SigmaZeroGivesEveryJobTheMedian) {
   EXPECT_EQ(defaults->jobs.size(), 1000u);
 }
 
+TEST(SyntheticTraceTest, TenantWeightsSplitTheJobsInTheirProportions) {
+  StatusOr<JobTrace> t = MakeSyntheticTrace("jobs=11000,seed=3,tenant_weights=10/1");
+  StatusOr<JobTrace> same = MakeSyntheticTrace("jobs=11000,seed=3,tenants=2,tenant_weights=10/1");
+  ASSERT_TRUE(t.ok() && same.ok()) << t.status().message();
+  std::map<std::string, int> per_tenant;
+  for (size_t i = 0; i < t->jobs.size(); ++i) {
+    ++per_tenant[t->jobs[i].tenant];
+    EXPECT_EQ(t->jobs[i].tenant, same->jobs[i].tenant);
+  }
+  ASSERT_EQ(per_tenant.size(), 2u);
+  EXPECT_NEAR(per_tenant["t0"] / 11000.0, 10.0 / 11, 0.01);
+  EXPECT_NEAR(per_tenant["t1"] / 11000.0, 1.0 / 11, 0.01);
+  // The light tenant's jobs are the same kind as the heavy one's: only their number
+  // differs.
+  StatusOr<JobTrace> three = MakeSyntheticTrace("jobs=3000,tenant_weights=1/1/2");
+  ASSERT_TRUE(three.ok());
+  std::map<std::string, int> thirds;
+  for (const TraceJob& j : three->jobs) {
+    ++thirds[j.tenant];
+  }
+  EXPECT_NEAR(thirds["t2"] / 3000.0, 0.5, 0.03);
+  EXPECT_NEAR(thirds["t0"] / 3000.0, 0.25, 0.03);
+}
+
+// arrival=batch: the seed's Poisson jobs, every one submitted at 0.
+TEST(SyntheticTraceTest, BatchArrivalSubmitsTheSameJobsAllAtZero) {
+  StatusOr<JobTrace> poisson = MakeSyntheticTrace("jobs=300,seed=5,arrival=poisson");
+  StatusOr<JobTrace> batch = MakeSyntheticTrace("jobs=300,seed=5,arrival=batch");
+  ASSERT_TRUE(poisson.ok() && batch.ok());
+  ASSERT_EQ(batch->jobs.size(), poisson->jobs.size());
+  EXPECT_GT(poisson->jobs.back().submit, 0);
+  for (size_t i = 0; i < batch->jobs.size(); ++i) {
+    EXPECT_EQ(batch->jobs[i].submit, 0) << i;
+    EXPECT_EQ(batch->jobs[i].gpus, poisson->jobs[i].gpus) << i;
+    EXPECT_EQ(batch->jobs[i].duration, poisson->jobs[i].duration) << i;
+  }
+  EXPECT_EQ(MakeSyntheticTrace("arrival=burst").status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(SyntheticTraceTest, ABadParameterIsNamed) {
-  for (const char* bad : {"jobs=0", "jobs=x", "seed=-1", "gpus=1:0", "gpus=0:5", "gpus=1",
-                          "gpus=", "median=0s", "median=2d,max=1d", "sigma=-1", "sigma=9",
-                          "sigma=1x", "tenants=-2", "colour=red", "jobs"}) {
+  for (const char* bad : {"jobs=0",
+                          "jobs=x",
+                          "seed=-1",
+                          "gpus=1:0",
+                          "gpus=0:5",
+                          "gpus=1",
+                          "gpus=",
+                          "median=0s",
+                          "median=2d,max=1d",
+                          "sigma=-1",
+                          "sigma=9",
+                          "sigma=1x",
+                          "tenants=-2",
+                          "colour=red",
+                          "jobs",
+                          "tenant_weights=10",
+                          "tenant_weights=10/0",
+                          "tenant_weights=10/x",
+                          "tenant_weights=",
+                          "tenant_weights=10//1",
+                          "tenant_weights=20000/1",
+                          "tenants=3,tenant_weights=10/1"}) {
     StatusOr<JobTrace> t = MakeSyntheticTrace(bad);
     EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(t.status().message().find("synthetic trace"), std::string::npos) << bad;
