@@ -234,6 +234,9 @@ def judge(cells, policy):
                                        f"its quota (goal {RHO_GOAL})"))
         if r["unfinished"]:
             misses.append((c["label"], f"{r['unfinished']} jobs unfinished"))
+        if r.get("quota_violations"):
+            misses.append((c["label"], f"{r['quota_violations']} cycles broke the core's "
+                                       "invariants (quotas, guarantees)"))
         by_key[(c["trace"], c["cluster"], c["load"], c["seed"], c["checkpoint"])] = (c, r)
     for (trace, cluster, load, seed, ckpt), (c, r) in by_key.items():
         if ckpt != "signal":
@@ -257,7 +260,7 @@ def git_stamp():
     if commit is None:
         return {"commit": None, "tree": None, "dirty": None}
     status = git("status", "--porcelain") or ""
-    stamp = {"commit": commit.strip(), "tree": git("rev-parse", "HEAD^{tree}").strip(),
+    stamp = {"commit": commit.strip(), "tree": (git("rev-parse", "HEAD^{tree}") or "").strip(),
              "dirty": bool(status.strip())}
     if stamp["dirty"]:
         diff = (git("diff", "HEAD", "--binary") or "") + status
@@ -277,11 +280,16 @@ def defaults_stamp(tessera):
 def check_stamp(tessera, latest=LATEST_STANDARD):
     """0 when the committed standard matrix was measured with the binary's default
     policies; else says what to re-run and returns 1."""
-    with open(latest) as f:
-        folder = f.read().strip()
-    path = os.path.normpath(os.path.join(os.path.dirname(latest), folder, "matrix.json"))
-    with open(path) as f:
-        committed = json.load(f).get("stamp", {}).get("defaults", {}).get("fingerprint")
+    try:
+        with open(latest) as f:
+            folder = f.read().strip()
+        path = os.path.normpath(os.path.join(os.path.dirname(latest), folder, "matrix.json"))
+        with open(path) as f:
+            committed = json.load(f).get("stamp", {}).get("defaults", {}).get("fingerprint")
+    except (OSError, ValueError, AttributeError) as e:
+        print(f"no committed standard matrix to check ({e}); see docs/matrix/index.md",
+              file=sys.stderr)
+        return 1
     current = defaults_stamp(tessera)["fingerprint"]
     if committed == current:
         print(f"{path}: measured with today's default policies (fingerprint {current})")
@@ -309,7 +317,9 @@ def main():
     p.add_argument("--check-stamp", action="store_true",
                    help="check the committed standard matrix's stamp against --tessera")
     p.add_argument("--loads", default="0.5,0.8,1.0")
-    p.add_argument("--checkpoint", default="periodic,signal")
+    p.add_argument("--checkpoint", default=None,
+                   help="checkpoint models (default: periodic,signal; with --standard each "
+                        "group's own)")
     p.add_argument("--seeds", default="1,2,3")
     p.add_argument("--policies", default="fifo,static-vc,slurm,tiresias,srtf,tessera")
     p.add_argument("--judge", default="tessera", help="the policy whose goals are checked")
@@ -330,7 +340,8 @@ def main():
         p.error("--loads takes numbers and --seeds whole numbers, comma-separated")
     if args.check_stamp:
         return check_stamp(args.tessera)
-    checkpoints = args.checkpoint.split(",")
+    checkpoints = (args.checkpoint.split(",") if args.checkpoint else
+                   list(CHECKPOINTS) if args.standard else ["periodic", "signal"])
     if any(c not in CHECKPOINTS for c in checkpoints):
         p.error("--checkpoint takes periodic, signal and/or lossy")
     if any(x <= 0 for x in loads):
@@ -384,6 +395,14 @@ def main():
               f"{min(r['jain'] for r in mine):>12.3f} {fmt(max(rho, default=None), '8.2f', '       -')} "
               f"{fmt(max(rho_in, default=None), '13.2f', '            -')} "
               f"{sum(si):>4d} / {len(si):<3d}")
+    # The core's invariant check, counted by every run (quotas, and the guarantee that
+    # no queue within its nominal quota is preempted by another queue's job).
+    violations = {}
+    for c in cells:
+        for r in c["rows"]:
+            violations[r["policy"]] = violations.get(r["policy"], 0) + r.get("quota_violations", 0)
+    print("cycles breaking the core's invariants, all cells: " +
+          ", ".join(f"{p} {n}" for p, n in violations.items()))
     misses = judge(cells, args.judge)
     print(f"\n{args.judge}: {len(misses)} missed goals in {len(set(m[0] for m in misses))} of "
           f"{len(cells)} cells")

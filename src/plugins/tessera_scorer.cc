@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <optional>
-#include <cstdio>
-#include <cstdlib>
 
 #include "plugins/baseline_scorers.h"
 #include "sched/gpu_selection.h"
@@ -154,7 +152,6 @@ void TesseraScorer::MakePressure(const ModelGpus& model_gpus) {
       mean_pressure_ += supply_share * pressure_[m];
     }
   }
-  if (getenv("TDBG")) { for (size_t m = 0; m < model_gpus.size(); ++m) if (model_gpus[m]>0) fprintf(stderr, "DBG m=%zu gpus=%ld p=%.3f\n", m, static_cast<long>(model_gpus[m]), pressure_[m]); fprintf(stderr,"DBG mean=%.3f\n",mean_pressure_);}
   for (size_t m = 0; m < model_gpus.size(); ++m) {
     scarcity_ = scarcity_ || (model_gpus[m] > 0 && pressure_[m] > mean_pressure_);
   }

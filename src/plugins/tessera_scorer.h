@@ -29,10 +29,12 @@
 // Scarcity. Per-model terms alone cannot see that a model's idle GPUs are needed:
 // when pinned demand asks a model with few nodes for all it has, every other task
 // placed there displaces a pinned one, which then finds no GPU. Given the cluster's
-// GPUs per model, each model gets a *pressure*: the GPU demand of the typical tasks
-// pinned to it (a task allowing several models spread over them by their GPUs), as
-// a share of all typical GPU demand, over the model's share of the cluster's GPUs,
-// capped at 1 (pinned demand then wants every GPU of it). A placement on a node of
+// GPUs per model, each model gets a *pressure*: the GPU demand of the tasks pinned to
+// it (a task allowing several models spread over them by their GPUs), as a share of
+// all GPU demand, over the model's share of the cluster's GPUs, capped at 1 (pinned
+// demand then wants every GPU of it). Demand counts every task the workload saw
+// (TypicalWorkload::gpu_demand), not the typical tasks only: shapes pinned to small
+// models are the rare ones the coverage cutoff drops. A placement on a node of
 // model M costs, subtracted from the gain, the idle GPU milli that M's pinned tasks
 // could use and it takes (the GPU taken less the pinned tasks' fragmentation it
 // removes, at most the GPU taken: filling a leftover they cannot use is free), times

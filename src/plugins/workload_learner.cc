@@ -96,6 +96,12 @@ TypicalWorkload WorkloadLearner::Typical() const {
   sorted.reserve(weights_.size());
   for (const auto& [key, weight] : weights_) {
     sorted.emplace_back(key, &weight);
+    // Every shape's GPU demand, in the count units below, typical or not (fgd.h).
+    if (std::get<1>(key) > 0) {
+      AddModelDemand(w.gpu_demand, ModelsFromBits(std::get<3>(key)),
+                     weight.weight / total_ * kCountUnits *
+                         static_cast<double>(std::get<1>(key) * std::get<2>(key)));
+    }
   }
   // Heaviest first; among equals the larger shape first (FindTypicalTasks' order).
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {

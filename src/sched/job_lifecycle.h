@@ -34,8 +34,9 @@
 // its victims still in flight, and the guarantee: a queue within its nominal quota is
 // never preempted by another queue's job (a victim of another queue than its
 // preemptor's comes from a queue that borrows, on a resource the victim holds, with
-// the stops already in flight done). The guarantee is checked as each preemption is
-// applied; a breach stays reported (guarantee_breaches).
+// the stops already in flight done), and none is taken below its nominal quota for a
+// job of a queue then over its own. Checked as each preemption is applied; each breach
+// is reported once, and counted (guarantee_breaches).
 //
 // Pure: time comes in as arguments. Thread safety: none; the driver serialises calls.
 #pragma once
@@ -173,8 +174,11 @@ class JobLifecycle {
   // A running job starts stopping: its charge counts as leaving its queue.
   void MarkStopping(JobRecord& job);
   // Records a breach of the guarantee if `victim`, about to stop for `preemptor`, is
-  // of another queue that does not borrow (with the stops in flight done).
-  void CheckGuarantee(const JobRecord& victim, const JobRecord& preemptor);
+  // of another queue that does not borrow (with the stops in flight done), or that
+  // drops below its nominal quota for a preemptor whose queue is then over its own.
+  // `started`: the charges of this cycle's starts, per queue.
+  void CheckGuarantee(const JobRecord& victim, const JobRecord& preemptor,
+                      const std::vector<ResourceVector>& started);
   // The job's charge for what it holds now, in the quota and the tally; a running job
   // holding all its tasks is adopted by the scheduler.
   void Recharge(JobRecord& job);
@@ -193,6 +197,7 @@ class JobLifecycle {
   std::vector<ResourceVector> charged_;  // per queue
   std::vector<ResourceVector> stopping_;  // per queue: the part of charged_ stopping
   int64_t guarantee_breaches_ = 0;
+  mutable int64_t breaches_reported_ = 0;  // by CheckInvariants, which reports each once
   std::string first_breach_;
   // Preemptor id -> its victims still stopping, tallied apart from the records.
   std::unordered_map<uint64_t, int> waits_;

@@ -86,9 +86,16 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
     // Jobs that fit their own queue's nominal quota start before any job borrows, as
     // in Kueue: what frees up goes to a queue within its guarantee first, rather than
     // to a borrower that a reclaim would then evict (work moving back and forth).
+    // Bounded like the second pass, apart from its count of jobs tested.
+    int visits = 0;
+    VisitOrder first = order;
+    first.stop = [&] { return visits >= options_.max_jobs_tested || Exhausted(c); };
+    first.visit = [&](uint64_t id) {
+      ++visits;
+      VisitWithinNominal(c, id);
+    };
     c.nominal_pass = true;
-    order.visit = [&](uint64_t id) { VisitWithinNominal(c, id); };
-    WalkVisitOrder(jobs, now, order);
+    WalkVisitOrder(jobs, now, first);
     c.nominal_pass = false;
     std::fill(c.skips.begin(), c.skips.end(), 0);
     std::fill(c.queue_blocked.begin(), c.queue_blocked.end(), 0);
@@ -129,11 +136,21 @@ void JobScheduler::Visit(CycleContext& c, uint64_t id) {
 }
 
 bool JobScheduler::NominalFirst() const {
-  return options_.borrowing && !options_.strict_fifo && has_nominal_quota_;
+  // Not where the policy's promise is an order of its own: strict FIFO, and the
+  // reservation of backfill or of a starving job (which the first pass would not see).
+  return options_.borrowing && !options_.strict_fifo && options_.backfill == Backfill::kNone &&
+         options_.starvation_limit == 0 && has_nominal_quota_;
 }
 
 void JobScheduler::VisitWithinNominal(CycleContext& c, uint64_t id) {
   JobRecord& job = c.jobs[id];
+  if (job.nominated) {
+    // A preemptor whose victims are gone: what they freed is its own, borrowed or not.
+    c.nominal_pass = false;
+    Visit(c, id);
+    c.nominal_pass = true;
+    return;
+  }
   if (seen_[id] == cycle_stamp_ || job.phase != JobPhase::kPending ||
       c.queue_blocked[job.queue.value()] || job.victims_in_flight > 0 ||
       job.WaitsForPreemptor(c.jobs, c.now)) {
@@ -141,14 +158,15 @@ void JobScheduler::VisitWithinNominal(CycleContext& c, uint64_t id) {
   }
   // A queue's jobs start in its own order: its first job that cannot start within the
   // nominal quota closes the queue for this pass (a later one starting ahead of it
-  // would be preempted by it, its work lost).
+  // would be preempted by it, its work lost). Any job not started here is tried again,
+  // with borrowing, in the second pass.
   const ResourceVector pre = ChargeOf(job, nullptr, c.state);
-  ++c.out.tested;
+  const size_t started = c.started.size();
   if (c.quota.Check(job.queue, pre, /*allow_borrowing=*/false) == QuotaFit::kNominal &&
-      job.gpu_milli <= FreeMilli(c.state) && TryStart(c, job)) {
+      job.gpu_milli <= FreeMilli(c.state) && TryStart(c, job) && c.started.size() > started) {
     seen_[id] = cycle_stamp_;
   } else {
-    c.queue_blocked[job.queue.value()] = 1;  // tried again, with borrowing, in the second pass
+    c.queue_blocked[job.queue.value()] = 1;
   }
 }
 
@@ -190,10 +208,13 @@ bool JobScheduler::TryPreempt(CycleContext& c, JobRecord& job, uint64_t shape) {
       job.evicted_for.valid() && job.evicted_for.value() < c.jobs.size()
           ? uint64_t{c.jobs[job.evicted_for.value()].queue.value()} + 1
           : 0;
-  const uint64_t search_key =
-      shape ^ (uint64_t{job.queue.value()} << 40) ^ (evicted_for << 52) ^
-      (static_cast<uint64_t>(static_cast<uint32_t>(job.spec.priority)) << 8) ^
-      static_cast<uint64_t>(LasLevel(job, c.now));
+  uint64_t search_key = shape;
+  for (const uint64_t part :
+       {uint64_t{job.queue.value()}, evicted_for,
+        static_cast<uint64_t>(static_cast<uint32_t>(job.spec.priority)),
+        static_cast<uint64_t>(LasLevel(job, c.now))}) {
+    search_key = (search_key ^ part) * 0x100000001b3ULL;  // FNV-1a's step over the parts
+  }
   // (Not under SRTF, where the outcome also depends on the job's remaining time.)
   const bool known_to_fail = !options_.preempt_srtf && c.failed_searches.contains(search_key);
   if (c.searches <= 0 || job.victims_in_flight != 0 || known_to_fail) {

@@ -134,6 +134,7 @@ std::string PolicyOptionsLine(const SchedulerPolicy& p) {
          " las_thresholds=" + thresholds +
          " las_protected_level=" + CanonNum(int64_t{o.las_protected_level}) +
          " sjf_gpu_exponent=" + CanonNum(o.sjf_gpu_exponent) +
+         " sjf_no_guess=" + b(o.sjf_no_guess) +
          " starvation_limit=" + CanonNum(o.starvation_limit) + " grace=" + CanonNum(o.grace) +
          " checkpoint_wait=" + CanonNum(o.checkpoint_wait) +
          " restart_overhead=" + CanonNum(o.restart_overhead) +
