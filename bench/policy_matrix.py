@@ -277,6 +277,43 @@ def defaults_stamp(tessera):
     return json.loads(out.stdout)
 
 
+def compare(old_path, new_path, policies):
+    """Prints, per policy, the cells two matrix.json files share: how many are within
+    2 % of the best in each, the worst gap, the largest rho within quota, the lowest
+    Jain, and the median and extreme changes of the average JCT, cell by cell."""
+    def load(path):
+        with open(path) as f:
+            cells = json.load(f)["cells"]
+        return {(c["trace"], c["cluster"], c["load"], c["checkpoint"], c["seed"],
+                 tuple(c.get("args", []))): c for c in cells}
+    old, new = load(old_path), load(new_path)
+    shared = sorted(set(old) & set(new), key=str)
+    print(f"{len(shared)} cells in both ({len(old)} in {old_path}, {len(new)} in {new_path})")
+    print(f"{'policy':14s} {'within 2 %':>15s} {'worst gap':>17s} {'lowest Jain':>15s} "
+          f"{'avg JCT new/old: median (min..max)':>36s}")
+    for policy in policies:
+        rows = []
+        for k in shared:
+            a = next((r for r in old[k]["rows"] if r["policy"] == policy), None)
+            b = next((r for r in new[k]["rows"] if r["policy"] == policy), None)
+            if a and b and a["avg_jct_s"] > 0:
+                rows.append((a, b))
+        if not rows:
+            continue
+        ranked = policy not in ORACLES
+        def within(i):
+            return sum(1 for x in rows if x[i]["gap"] is not None and x[i]["gap"] <= GAP_GOAL)
+        def worst(i):
+            return max((x[i]["gap"] or 0) for x in rows) * 100
+        ratios = sorted(b["avg_jct_s"] / a["avg_jct_s"] for a, b in rows)
+        print(f"{policy[:14]:14s} "
+              + (f"{within(0):>5d} -> {within(1):<3d}/{len(rows):<3d} "
+                 f"{worst(0):>7.1f} -> {worst(1):5.1f}% " if ranked else f"{'-':>15s} {'-':>17s} ")
+              + f"{min(x[0]['jain'] for x in rows):6.3f} -> {min(x[1]['jain'] for x in rows):5.3f} "
+              f"{ratios[len(ratios) // 2]:>14.3f} ({ratios[0]:.3f}..{ratios[-1]:.3f})")
+    return 0
+
+
 def check_stamp(tessera, latest=LATEST_STANDARD):
     """0 when the committed standard matrix was measured with the binary's default
     policies; else says what to re-run and returns 1."""
@@ -310,6 +347,8 @@ def check_stamp(tessera, latest=LATEST_STANDARD):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tessera", default="build/tessera")
+    p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"),
+                   help="compare two runs' matrix.json on the cells they share, and exit")
     p.add_argument("--standard", action="store_true", help="the standard set of cells")
     p.add_argument("--trace", action="append", dest="traces")
     p.add_argument("--cluster", action="append", dest="clusters")
@@ -340,6 +379,8 @@ def main():
         p.error("--loads takes numbers and --seeds whole numbers, comma-separated")
     if args.check_stamp:
         return check_stamp(args.tessera)
+    if args.compare:
+        return compare(args.compare[0], args.compare[1], args.policies.split(","))
     checkpoints = (args.checkpoint.split(",") if args.checkpoint else
                    list(CHECKPOINTS) if args.standard else ["periodic", "signal"])
     if any(c not in CHECKPOINTS for c in checkpoints):

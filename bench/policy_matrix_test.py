@@ -89,6 +89,41 @@ class JudgeTest(unittest.TestCase):
         self.assertIn("rho 1.12 for a tenant within its quota (goal 1.1)", misses)
 
 
+    def test_a_broken_invariant_is_a_missed_goal(self):
+        c = self.cell("periodic", [row("fifo", 100), row("tessera", 100)])
+        c["rows"][1]["quota_violations"] = 2
+        self.assertEqual([w for _, w in policy_matrix.judge([c], "tessera")],
+                         ["2 cycles broke the core's invariants (quotas, guarantees)"])
+
+
+class CompareTest(unittest.TestCase):
+    def run_json(self, d, name, jcts):
+        cells = []
+        for seed, (fifo, tessera) in enumerate(jcts):
+            cells.append({"trace": "t", "cluster": "c", "load": 1.0, "checkpoint": "periodic",
+                          "seed": seed, "args": [], "label": f"s{seed}",
+                          "rows": policy_matrix.rank([row("fifo", fifo), row("tessera", tessera)])})
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            json.dump({"cells": cells}, f)
+        return path
+
+    def test_counts_cells_within_the_goal_in_each_run(self):
+        import contextlib
+        import io
+        with tempfile.TemporaryDirectory() as d:
+            old = self.run_json(d, "old.json", [(100, 110), (100, 101)])
+            new = self.run_json(d, "new.json", [(100, 100), (100, 100), (100, 90)][:2])
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                policy_matrix.compare(old, new, ["fifo", "tessera"])
+        lines = {l.split()[0]: l for l in out.getvalue().splitlines()[2:]}
+        # tessera: 1 of 2 cells within 2 % before (+10 %, +1 %), 2 after; JCT 100/110.
+        self.assertIn("1 -> 2", lines["tessera"])
+        self.assertIn("10.0 ->   0.0%", lines["tessera"])
+        self.assertIn("0.909..0.990", lines["tessera"])
+
+
 class StampTest(unittest.TestCase):
     def fake_tessera(self, d, fingerprint):
         path = os.path.join(d, "tessera")
@@ -113,6 +148,11 @@ class StampTest(unittest.TestCase):
                 latest = self.committed(d, stamp)
                 self.assertEqual(policy_matrix.check_stamp(self.fake_tessera(d, "bbbb"), latest),
                                  want, stamp)
+
+    def test_no_committed_matrix_fails_with_a_message(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(policy_matrix.check_stamp(self.fake_tessera(d, "bbbb"),
+                                                       os.path.join(d, "missing.txt")), 1)
 
     def test_the_stamp_names_the_tree(self):
         stamp = policy_matrix.git_stamp()
