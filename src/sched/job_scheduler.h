@@ -358,6 +358,9 @@ class JobScheduler {
   // from a queue that borrows, for a job within its own nominal quota; and a job that
   // a job of v's queue evicted takes nothing from that queue until it has run again.
   // Counted without v's queue's own preemptors in flight, which may never start.
+  // The queue of the job that evicted `job`, while it waits to run again, when that is
+  // another queue than its own; invalid otherwise.
+  static QueueId EvictedBy(const JobRecord& job, const std::vector<JobRecord>& jobs);
   bool MayTakeAcrossQueues(const VictimSearch& s, const JobRecord& v, int job_level, Micros now,
                            bool* reclaiming);
   // Takes candidates, cheapest first, until the job is admissible; false (all given

@@ -204,10 +204,8 @@ bool JobScheduler::TryPreempt(CycleContext& c, JobRecord& job, uint64_t shape) {
   // A search that failed fails again for a job of the same queue, shape, priority
   // and LAS level in the same cycle: remember it instead of scanning the running jobs.
   // (A job evicted for another queue's job may take nothing from that queue: keyed too.)
-  const uint64_t evicted_for =
-      job.evicted_for.valid() && job.evicted_for.value() < c.jobs.size()
-          ? uint64_t{c.jobs[job.evicted_for.value()].queue.value()} + 1
-          : 0;
+  const QueueId evicted_by = EvictedBy(job, c.jobs);
+  const uint64_t evicted_for = evicted_by.valid() ? uint64_t{evicted_by.value()} + 1 : 0;
   uint64_t search_key = shape;
   for (const uint64_t part :
        {uint64_t{job.queue.value()}, evicted_for,

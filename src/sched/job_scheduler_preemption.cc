@@ -291,6 +291,14 @@ bool JobScheduler::WithinNominal(const JobRecord& job, const ResourceVector& pre
   return true;
 }
 
+QueueId JobScheduler::EvictedBy(const JobRecord& job, const std::vector<JobRecord>& jobs) {
+  if (!job.evicted_for.valid() || job.evicted_for.value() >= jobs.size()) {
+    return QueueId();
+  }
+  const QueueId by = jobs[job.evicted_for.value()].queue;
+  return by != job.queue ? by : QueueId();
+}
+
 bool JobScheduler::MayTakeAcrossQueues(const VictimSearch& s, const JobRecord& v, int job_level,
                                        Micros now, bool* reclaiming) {
   // A job waiting to run again after a job of v's queue evicted it takes nothing back
@@ -406,13 +414,7 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   }
   LedgerOverlay in_flight(quota);
   OverlayInFlight(in_flight_, job, pre, own, in_flight);
-  // A job waiting to run again after another queue's job evicted it.
-  const QueueId evicted_by =
-      job.evicted_for.valid() && job.evicted_for.value() < jobs.size() &&
-              jobs[job.evicted_for.value()].queue != job.queue
-          ? jobs[job.evicted_for.value()].queue
-          : QueueId();
-  VictimSearch search{job, jobs, state, quota, rng, {}, false, reclaim, evicted_by};
+  VictimSearch search{job, jobs, state, quota, rng, {}, false, reclaim, EvictedBy(job, jobs)};
   if (!TakeUntilAdmissible(search, candidates, now)) {
     return {};
   }
