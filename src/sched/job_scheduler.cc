@@ -327,14 +327,16 @@ double JobScheduler::VictimCost(const JobRecord& victim, Micros now) const {
   // Every resumption costs the restart overhead on all the victim's GPUs.
   const double gpus = static_cast<double>(victim.gpu_milli) / 1000.0;
   const double restart = gpus * static_cast<double>(options_.restart_overhead) / 1e6;
+  return restart + gpus * static_cast<double>(WorkLostIfEvicted(victim, now)) / 1e6;
+}
+
+Micros JobScheduler::WorkLostIfEvicted(const JobRecord& victim, Micros now) const {
   if (options_.lossless_preemption) {
-    return restart;
+    return 0;
   }
   // The victim keeps running until its eviction, then loses what it has not saved.
   const Micros at = EvictionTime(victim, now);
-  const Micros lost =
-      victim.Progress(at) - victim.SavedProgress(at, victim.spec.checkpoint_on_signal);
-  return restart + gpus * static_cast<double>(lost) / 1e6;
+  return victim.Progress(at) - victim.SavedProgress(at, victim.spec.checkpoint_on_signal);
 }
 
 // ---- placement -------------------------------------------------------------------

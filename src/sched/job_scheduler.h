@@ -97,8 +97,9 @@ struct SchedulerOptions {
   // checkpoint, warming up): part of what preempting a job costs.
   Micros restart_overhead = 0;
   // When > 0: a job is not preempted by LAS or SRTF (reclaim and priority still may)
-  // until it has run this many restart overheads since it started, so that restarts
-  // never take more than about 1/N of the GPU time. 0: off.
+  // until it has run N times what its restart would cost since it started: the restart
+  // overhead plus the work its eviction would lose (none when it checkpoints in time),
+  // so that restarts never take more than about 1/N of the GPU time. 0: off.
   int restart_amortization = 0;
   // Preempted jobs resume before jobs that never ran (bounds their delay).
   bool resume_first = false;
@@ -126,7 +127,7 @@ struct SchedulerOptions {
   // Bounds on one cycle's work, like Slurm's default_queue_depth/bf_max_job_test.
   int max_jobs_tested = 2000;
   int max_skips_per_queue = 64;
-  int max_preemption_searches = 4;
+  int max_preemption_searches = 4;  // and as many again for jobs within their quota
   int max_victim_candidates = 128;
 };
 
@@ -344,19 +345,24 @@ class JobScheduler {
     std::vector<uint64_t> chosen;
     bool nominal_only;  // a victim was counted on as reclaim: the job must fit its nominal
     bool reclaim;       // the job fits its nominal quota: it may reclaim from borrowers
-    // The queue whose job evicted this one, while it waits to run again: it takes
-    // nothing back from that queue (invalid: none).
+    // The queue whose job evicted this one, while it waits to run again: it then takes
+    // nothing from any other queue (invalid: none).
     QueueId evicted_by;
   };
   // Whether `job`, of charge `pre`, fits its queue's nominal quota with the preemptions
   // in flight done (its own demand, counted `own` times among them, left out).
   bool WithinNominal(const JobRecord& job, const ResourceVector& pre, int64_t own,
                      const QuotaLedger& quota) const;
+  // How often `job`'s demand is counted among the preemptors in flight (pending).
+  int64_t TimesInFlight(const JobRecord& job) const;
+  // Whether reclaim is on and `job` fits its queue's nominal quota (WithinNominal).
+  bool MayReclaim(const JobRecord& job, const std::vector<JobRecord>& jobs,
+                  const ClusterState& state, const QuotaLedger& quota);
   // The guarantee, for a victim `v` of another queue than the search's job: whether
   // `v` may be taken, and whether only as reclaim (*reclaiming). Reordering (LAS,
   // SRTF) may take only what v's queue borrows beyond its nominal quota; reclaim only
   // from a queue that borrows, for a job within its own nominal quota; and a job that
-  // a job of v's queue evicted takes nothing from that queue until it has run again.
+  // another queue's job evicted takes from no other queue until it has run again.
   // Counted without v's queue's own preemptors in flight, which may never start.
   // The queue of the job that evicted `job`, while it waits to run again, when that is
   // another queue than its own; invalid otherwise.
@@ -378,6 +384,8 @@ class JobScheduler {
                                      const ClusterState& state, Micros now) const;
   // When a victim signalled at `now` is evicted, and the GPU-seconds it then loses.
   Micros EvictionTime(const JobRecord& victim, Micros now) const;
+  // The progress a victim signalled at `now` loses (0 under lossless preemption).
+  Micros WorkLostIfEvicted(const JobRecord& victim, Micros now) const;
   double VictimCost(const JobRecord& victim, Micros now) const;
 
   const QueueTree* tree_;

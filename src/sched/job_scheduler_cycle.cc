@@ -27,6 +27,9 @@ struct JobScheduler::CycleContext {
   Rng& rng;
   CycleResult out;
   int searches = 0;  // victim searches left
+  // Those left for jobs within their queue's nominal quota, apart: searches spent on
+  // borrowers ahead in the order would otherwise delay a reclaim for cycles on end.
+  int reclaim_searches = 0;
   std::vector<uint8_t> queue_blocked;
   std::vector<int> skips;
   std::unordered_set<uint64_t> failed_shapes;    // gangs that did not fit
@@ -69,6 +72,7 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
                  rng,
                  {},
                  preempting ? options_.max_preemption_searches : 0,
+                 options_.preempt_reclaim ? options_.max_preemption_searches : 0,
                  std::vector<uint8_t>(tree_->size(), 0),
                  std::vector<int>(tree_->size(), 0),
                  {},
@@ -116,7 +120,8 @@ void JobScheduler::SkipQueue(CycleContext& c, QueueId q) const {
 
 bool JobScheduler::Exhausted(const CycleContext& c) const {
   return c.out.tested >= options_.max_jobs_tested ||
-         (FreeMilli(c.state) == 0 && c.searches == 0 && cpu_only_pending_ == 0);
+         (FreeMilli(c.state) == 0 && c.searches == 0 && c.reclaim_searches == 0 &&
+          cpu_only_pending_ == 0);
 }
 
 void JobScheduler::Visit(CycleContext& c, uint64_t id) {
@@ -203,9 +208,8 @@ bool JobScheduler::TryStart(CycleContext& c, JobRecord& job) {
 bool JobScheduler::TryPreempt(CycleContext& c, JobRecord& job, uint64_t shape) {
   // A search that failed fails again for a job of the same queue, shape, priority
   // and LAS level in the same cycle: remember it instead of scanning the running jobs.
-  // (A job evicted for another queue's job may take nothing from that queue: keyed too.)
-  const QueueId evicted_by = EvictedBy(job, c.jobs);
-  const uint64_t evicted_for = evicted_by.valid() ? uint64_t{evicted_by.value()} + 1 : 0;
+  // (A job evicted for another queue's job takes from no other queue: keyed too.)
+  const uint64_t evicted_for = EvictedBy(job, c.jobs).valid() ? 1 : 0;
   uint64_t search_key = shape;
   for (const uint64_t part :
        {uint64_t{job.queue.value()}, evicted_for,
@@ -215,10 +219,16 @@ bool JobScheduler::TryPreempt(CycleContext& c, JobRecord& job, uint64_t shape) {
   }
   // (Not under SRTF, where the outcome also depends on the job's remaining time.)
   const bool known_to_fail = !options_.preempt_srtf && c.failed_searches.contains(search_key);
-  if (c.searches <= 0 || job.victims_in_flight != 0 || known_to_fail) {
+  if (job.victims_in_flight != 0 || known_to_fail) {
     return false;
   }
-  --c.searches;
+  int& budget = c.reclaim_searches > 0 && MayReclaim(job, c.jobs, c.state, c.quota)
+                    ? c.reclaim_searches
+                    : c.searches;
+  if (budget <= 0) {
+    return false;
+  }
+  --budget;
   std::vector<double> costs;
   std::vector<JobId> victims = FindVictims(job, c.jobs, c.state, c.quota, c.now, c.rng, &costs);
   if (victims.empty()) {

@@ -141,9 +141,12 @@ bool JobScheduler::MayReorder(const JobRecord& victim, int victim_level,
     return false;
   }
   // LAS and SRTF preemptions reorder work rather than give back a quota: each attempt
-  // first runs N restart overheads, so that restarts take at most about 1/N of it.
-  if (now - victim.run_start <
-      static_cast<Micros>(options_.restart_amortization) * options_.restart_overhead) {
+  // first runs N times what its restart costs (the overhead, and the work lost when
+  // the eviction comes before a checkpoint), so that restarts take at most about 1/N
+  // of it. Where evictions lose work, victims are then taken soon after a checkpoint.
+  if (options_.restart_amortization > 0 &&
+      now - victim.run_start < static_cast<Micros>(options_.restart_amortization) *
+                                   (options_.restart_overhead + WorkLostIfEvicted(victim, now))) {
     return false;
   }
   if (options_.preempt_las && victim_level > preemptor_level &&
@@ -291,6 +294,26 @@ bool JobScheduler::WithinNominal(const JobRecord& job, const ResourceVector& pre
   return true;
 }
 
+bool JobScheduler::MayReclaim(const JobRecord& job, const std::vector<JobRecord>& jobs,
+                              const ClusterState& state, const QuotaLedger& quota) {
+  // Reclaim applies when the job would fit its own nominal quota: usage plus charge
+  // within nominal, with the preemptions in flight done (a queue's usage moves only
+  // with its own charges). (Not QuotaLedger::Check, which also wants the quota
+  // available now: what the queue lent out is exactly what reclaim takes back.)
+  if (!options_.preempt_reclaim) {
+    return false;
+  }
+  CountInFlight(jobs, state);
+  return WithinNominal(job, ChargeOf(job, nullptr, state), TimesInFlight(job), quota);
+}
+
+int64_t JobScheduler::TimesInFlight(const JobRecord& job) const {
+  return job.phase == JobPhase::kPending
+             ? static_cast<int64_t>(
+                   std::count(preemptors_.begin(), preemptors_.end(), job.id.value()))
+             : 0;
+}
+
 QueueId JobScheduler::EvictedBy(const JobRecord& job, const std::vector<JobRecord>& jobs) {
   if (!job.evicted_for.valid() || job.evicted_for.value() >= jobs.size()) {
     return QueueId();
@@ -301,10 +324,11 @@ QueueId JobScheduler::EvictedBy(const JobRecord& job, const std::vector<JobRecor
 
 bool JobScheduler::MayTakeAcrossQueues(const VictimSearch& s, const JobRecord& v, int job_level,
                                        Micros now, bool* reclaiming) {
-  // A job waiting to run again after a job of v's queue evicted it takes nothing back
-  // from that queue, by any path: reclaim overshoots (a victim may free more than its
-  // queue borrowed), so each side could otherwise reclaim from the other in turn.
-  if (v.queue == s.evicted_by) {
+  // A job waiting to run again after another queue's job evicted it takes nothing from
+  // any other queue, by any path: reclaim overshoots (a victim may free more than its
+  // queue borrowed), so the victim could otherwise reclaim back from that queue, or
+  // from a third one that then reclaims from the first (a loop through three queues).
+  if (s.evicted_by.valid()) {
     return false;
   }
   // v's queue as it stands with the preemptions in flight done, less its own waiting
@@ -392,15 +416,8 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   CountInFlight(jobs, state);
   const ResourceVector pre = ChargeOf(job, nullptr, state);
   // The job's own demand, counted for the other preemptors, is not counted for itself.
-  const auto own =
-      static_cast<int64_t>(job.phase == JobPhase::kPending
-                               ? std::count(preemptors_.begin(), preemptors_.end(), job.id.value())
-                               : 0);
-  // Reclaim applies when the job would fit its own nominal quota: usage plus charge
-  // within nominal, with the preemptions in flight done (a queue's usage moves only
-  // with its own charges). (Not QuotaLedger::Check, which also wants the quota
-  // available now: what the queue lent out is exactly what reclaim takes back.)
-  const bool reclaim = options_.preempt_reclaim && WithinNominal(job, pre, own, quota);
+  const int64_t own = TimesInFlight(job);
+  const bool reclaim = MayReclaim(job, jobs, state, quota);
   if (!MayPreemptAny(job, CycleLasLevel(job, now), reclaim)) {
     return {};  // without grouping the running jobs
   }

@@ -285,7 +285,8 @@ TEST(JobSchedulerTest, MinRunBeforeReclaimSparesPriorityPreemption) {
 }
 
 // With restart_amortization N, a LAS victim must have run N restart overheads in its
-// current attempt; priority preemption is not held back.
+// current attempt (it loses no work here: it saves on the signal); priority
+// preemption is not held back.
 TEST(JobSchedulerTest, RestartAmortizationHoldsBackLasPreemptionOnly) {
   SchedulerOptions o;
   o.preempt_las = true;
@@ -293,7 +294,9 @@ TEST(JobSchedulerTest, RestartAmortizationHoldsBackLasPreemptionOnly) {
   o.restart_overhead = 60 * kSecond;
   o.restart_amortization = 10;  // 600 s
   Harness h({GpuNode("n0")}, OneQueue(), o);
-  JobId old = h.Submit(Gang("old", "q", {8}), 0);
+  JobSpec old_spec = Gang("old", "q", {8});
+  old_spec.checkpoint_on_signal = true;
+  JobId old = h.Submit(old_spec, 0);
   ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
   // 8 x 400 s = 3200 GPU-s: level 1 and a LAS victim, but it has run only 400 s.
   h.Submit(Gang("fresh", "q", {8}, 0, 400 * kSecond), 400 * kSecond);
@@ -306,6 +309,41 @@ TEST(JobSchedulerTest, RestartAmortizationHoldsBackLasPreemptionOnly) {
   ASSERT_EQ(p.Cycle(0).starts.size(), 1u);
   p.Submit(Gang("high", "q", {8}, 10, 100 * kSecond), 100 * kSecond);
   EXPECT_EQ(Victims(p.Cycle(100 * kSecond)), std::vector<uint64_t>{low.value()});
+}
+
+// The amortisation counts the work an eviction would lose as part of the restart: a
+// victim that saves every 1,000 s (not on the signal) is taken only once it has run ten
+// times the overhead plus what it would lose, which in its first hours is only just
+// after a checkpoint. Under lossless preemption the overhead alone counts.
+TEST(JobSchedulerTest, RestartAmortizationCountsTheWorkAnEvictionLoses) {
+  for (bool lossless : {false, true}) {
+    SCOPED_TRACE(lossless ? "lossless" : "lossy");
+    SchedulerOptions o;
+    o.preempt_las = true;
+    o.restart_overhead = 60 * kSecond;
+    o.restart_amortization = 10;
+    o.lossless_preemption = lossless;
+    ASSERT_EQ(o.grace, 30 * kSecond);
+    Harness h({GpuNode("n0")}, OneQueue(), o);
+    JobSpec old_spec = Gang("old", "q", {8});
+    old_spec.checkpoint_interval = 1000 * kSecond;
+    JobId old = h.Submit(old_spec, 0);
+    ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+    h.Submit(Gang("fresh", "q", {8}, 0, 400 * kSecond), 400 * kSecond);
+    // At 600 s an eviction at 630 s loses 630 s: 10 x (60 + 630) s would be needed.
+    CycleResult r = h.Cycle(600 * kSecond);
+    if (lossless) {
+      EXPECT_EQ(Victims(r), std::vector<uint64_t>{old.value()});
+      continue;
+    }
+    EXPECT_TRUE(r.preemptions.empty());
+    // At 900 s it would lose 930 s: not yet.
+    EXPECT_TRUE(h.Cycle(900 * kSecond).preemptions.empty());
+    // At 1,010 s, evicted at 1,040 s, it loses 40 s: 10 x (60 + 40) s = 1,000 s <= 1,010 s.
+    r = h.Cycle(1010 * kSecond);
+    ASSERT_EQ(Victims(r), std::vector<uint64_t>{old.value()});
+    EXPECT_DOUBLE_EQ(r.preemptions[0].lost_gpu_seconds, 8 * (60.0 + 40.0));  // with the restart
+  }
 }
 
 // With a checkpoint wait, a victim is evicted right after its next periodic checkpoint
@@ -521,6 +559,75 @@ TEST(JobSchedulerTest, AReclaimedJobTakesNothingBackFromTheQueueThatEvictedIt) {
   ASSERT_EQ(r.preemptions.size(), 1u);
   EXPECT_EQ(r.preemptions[0].preemptor, fresh);
   EXPECT_EQ(h.job(r.preemptions[0].victim).queue, h.queue("a"));
+}
+
+// Nor from a third queue: with a 3, b 3, d 2 on 8 GPUs, a's job reclaims b0 from the
+// borrowing b; a job of d borrows the GPU that frees beyond it. b0, within b's nominal
+// quota again once b1 ends, could reclaim that GPU from d, and d's job in turn from a:
+// it does not. A job of b that was never evicted does.
+TEST(JobSchedulerTest, AReclaimedJobTakesNothingFromAThirdQueueEither) {
+  SchedulerOptions o;
+  o.preempt_reclaim = true;
+  Harness h({GpuNode("n0")},
+            Tree({CohortNode("c"), QueueNode("a", "c", {Q(kGpu, 3000)}),
+                  QueueNode("b", "c", {Q(kGpu, 3000)}), QueueNode("d", "c", {Q(kGpu, 2000)})}),
+            o);
+  JobSpec big = Gang("b0", "b", {2});
+  big.checkpoint_interval = 100 * kSecond;
+  JobId b0 = h.Submit(std::move(big), 0);
+  JobId b1 = h.Submit(Gang("b1", "b", {1}), 0);
+  h.Submit(Gang("b2", "b", {1}), 0);
+  h.Submit(Gang("d0", "d", {1}), 0);
+  h.Submit(Gang("d1", "d", {1}), 0);
+  h.Submit(Gang("a0", "a", {1}), 0);
+  h.Submit(Gang("a1", "a", {1}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 7u);  // b borrows 1, the node is full
+  Micros now = 1000 * kSecond;
+  JobId p = h.Submit(Gang("p", "a", {1}, 0, now), now);
+  ASSERT_EQ(Victims(h.Cycle(now)), std::vector<uint64_t>{b0.value()});
+  now += 30 * kSecond;
+  h.Evict(b0, now);
+  JobId d2 = h.Submit(Gang("d2", "d", {1}, 0, now), now);
+  ASSERT_EQ(Started(h.Cycle(now)), (std::vector<uint64_t>{p.value(), d2.value()}));
+  ASSERT_TRUE(h.quota().IsBorrowing(h.queue("d")));
+  now += 10 * kSecond;
+  h.Finish(b1, now);
+  CycleResult r = h.Cycle(now);
+  EXPECT_TRUE(r.preemptions.empty());
+  EXPECT_TRUE(r.starts.empty());
+  now += 10 * kSecond;
+  JobId fresh = h.Submit(Gang("fresh", "b", {2}, 0, now), now);
+  r = h.Cycle(now);
+  ASSERT_EQ(r.preemptions.size(), 1u);
+  EXPECT_EQ(r.preemptions[0].preemptor, fresh);
+  EXPECT_EQ(r.preemptions[0].victim, d2);
+}
+
+// Victim searches for jobs within their queue's nominal quota have a budget of their
+// own: a borrower ahead in the order that spends the cycle's only search does not hold
+// back the reclaim of a queue within its guarantee.
+TEST(JobSchedulerTest, ABorrowersSearchesLeaveReclaimItsOwn) {
+  SchedulerOptions o;
+  o.preempt_reclaim = true;
+  o.max_preemption_searches = 1;
+  Harness h({GpuNode("n0")}, TwoQueueCohort(4000, 4000), o);
+  JobId b0 = h.Submit(Gang("b0", "b", {4}), 0);
+  JobId b1 = h.Submit(Gang("b1", "b", {2}), 0);
+  JobId a0 = h.Submit(Gang("a0", "a", {2}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 3u);
+  ASSERT_TRUE(h.quota().IsBorrowing(h.queue("b")));
+  const Micros now = 100 * kSecond;
+  // b2 comes first (FIFO) and would borrow: its search (which finds nothing: b may not
+  // reclaim) is the cycle's one. a1 fits a's nominal quota: it reclaims b1's GPUs.
+  JobId b2 = h.Submit(Gang("b2", "b", {2}, 0, 50 * kSecond), 50 * kSecond);
+  JobId a1 = h.Submit(Gang("a1", "a", {2}, 0, now), now);
+  CycleResult r = h.Cycle(now);
+  ASSERT_EQ(r.preemptions.size(), 1u);
+  EXPECT_EQ(r.preemptions[0].preemptor, a1);
+  EXPECT_EQ(r.preemptions[0].victim, b1);
+  EXPECT_EQ(h.job(b2).phase, JobPhase::kPending);
+  (void)b0;
+  (void)a0;
 }
 
 TEST(JobSchedulerTest, FreedGpusGoToAQueueWithinItsQuotaBeforeABorrower) {

@@ -15,10 +15,13 @@ namespace tessera {
 namespace {
 
 // The probe: small enough to run in well under a second per preset, busy enough that
-// every preset queues, preempts (where it may), borrows and reclaims. Fixed forever:
-// changing it changes every fingerprint.
+// every preset queues, preempts (where it may), borrows and reclaims, among three
+// queues (rules about a third queue went unseen with two). Run twice: with
+// the model's checkpoint wait, and with none (evictions that lose work: with a 30 min
+// wait and 30 min checkpoints no eviction loses any, and rules about lost work went
+// unseen). Changing the probe changes every fingerprint.
 constexpr std::string_view kProbeTrace =
-    "jobs=400,seed=38,tenant_weights=10/1,gpus=1:50/2:20/4:15/8:15,median=20m,sigma=1.5,"
+    "jobs=400,seed=38,tenant_weights=3/2/1,gpus=1:50/2:20/4:15/8:15,median=20m,sigma=1.5,"
     "max=1d";
 constexpr std::string_view kProbeCluster = "2x8xH100-80GB+4x4xV100-32GB";
 constexpr double kProbeLoad = 1.5;
@@ -28,7 +31,8 @@ constexpr std::string_view kProbeQueues =
     "  - name: probe\n"
     "queues:\n"
     "  - {name: t0, cohort: probe, quota: {gpu: 16}}\n"
-    "  - {name: t1, cohort: probe, quota: {gpu: 16}}\n";
+    "  - {name: t1, cohort: probe, quota: {gpu: 8}}\n"
+    "  - {name: t2, cohort: probe, quota: {gpu: 8}}\n";
 
 // FNV-1a, 64 bits: stable across builds and platforms, unlike std::hash.
 struct Fnv {
@@ -72,6 +76,32 @@ std::string ModelLine(const DefaultSimModel& m) {
          " predictor_default_runtime=" + CanonNum(p.default_runtime);
 }
 
+// One preset's schedule of the probe, with `checkpoint_wait`, added to *fnv.
+Status HashProbeRun(const std::string& name, Micros checkpoint_wait, const ClusterSetup& setup,
+                    const std::vector<SimJob>& jobs, const DefaultSimModel& model,
+                    const GpuCatalog& catalog, Fnv* fnv) {
+  TESSERA_ASSIGN_OR_RETURN(SchedulerPolicy policy, ParseSchedulerPolicy(name));
+  policy.options.restart_overhead = model.restart_overhead;
+  policy.options.checkpoint_wait = checkpoint_wait;
+  JobSimOptions options;
+  options.policy = std::move(policy);
+  options.placement = model.placement;
+  options.seed = kProbeSeed;
+  options.record_usage = false;
+  TESSERA_ASSIGN_OR_RETURN(JobSimResult r,
+                           RunJobSimulation(setup.nodes, setup.queues, jobs, options, catalog));
+  fnv->Add(name);
+  fnv->Add(checkpoint_wait);
+  for (const JobOutcome& j : r.run.jobs) {
+    fnv->Add(j.name);
+    fnv->Add(j.first_start);
+    fnv->Add(j.finish);
+    fnv->Add(int64_t{j.preemptions});
+    fnv->Add(int64_t{j.attempts});
+  }
+  return Status::Ok();
+}
+
 // Every preset's schedule of the probe, hashed.
 StatusOr<std::string> ProbeHash(const DefaultSimModel& model, const GpuCatalog& catalog) {
   TESSERA_ASSIGN_OR_RETURN(JobTrace trace, MakeSyntheticTrace(kProbeTrace));
@@ -91,24 +121,10 @@ StatusOr<std::string> ProbeHash(const DefaultSimModel& model, const GpuCatalog& 
   w.seed = kProbeSeed;
   const std::vector<SimJob> jobs = JobsFromTrace(trace, w);
   Fnv fnv;
-  for (const std::string& name : SchedulerPresetNames()) {
-    TESSERA_ASSIGN_OR_RETURN(SchedulerPolicy policy, ParseSchedulerPolicy(name));
-    policy.options.restart_overhead = model.restart_overhead;
-    policy.options.checkpoint_wait = model.checkpoint_wait;
-    JobSimOptions options;
-    options.policy = std::move(policy);
-    options.placement = model.placement;
-    options.seed = kProbeSeed;
-    options.record_usage = false;
-    TESSERA_ASSIGN_OR_RETURN(JobSimResult r,
-                             RunJobSimulation(setup.nodes, setup.queues, jobs, options, catalog));
-    fnv.Add(name);
-    for (const JobOutcome& j : r.run.jobs) {
-      fnv.Add(j.name);
-      fnv.Add(j.first_start);
-      fnv.Add(j.finish);
-      fnv.Add(int64_t{j.preemptions});
-      fnv.Add(int64_t{j.attempts});
+  for (const Micros checkpoint_wait : {model.checkpoint_wait, Micros{0}}) {
+    for (const std::string& name : SchedulerPresetNames()) {
+      TESSERA_RETURN_IF_ERROR(
+          HashProbeRun(name, checkpoint_wait, setup, jobs, model, catalog, &fnv));
     }
   }
   return fnv.Hex();
