@@ -278,9 +278,10 @@ StatusOr<SchedulerPolicy> ParseSchedulerPolicy(std::string_view spec) {
     // Tiresias' least-attained-service levels first (robust when predictions are
     // wrong), shortest predicted remaining GPU-time (GPUs counted by their square root)
     // within a level, preemption of more-served jobs (most served first, as Tiresias)
-    // only once a victim has run ten restart overheads, quota reclaim, priority
-    // preemption inside a queue, and victims evicted at a checkpoint that comes within
-    // 30 min. Why each, and what was dropped: docs/job-simulator.md, "The default".
+    // only once a victim has run ten times its restart's cost (the overhead and the
+    // work its eviction would lose: never a job that would lose all of it), quota
+    // reclaim, priority preemption inside a queue, and victims evicted at a checkpoint
+    // that comes within 30 min. Why each, and what was dropped: docs/job-simulator.md, "The default".
     p = Combine(spec,
                 "las-sjf+sjf-width=0.5+preempt-las+victims-las+reclaim+preempt+ckpt-grace+"
                 "amortize=10");

@@ -26,7 +26,8 @@
 //   fair-users      within a queue, the jobs of the user with the least decayed GPU usage
 //                   first (Slurm's fair tree below the queues; equal shares), the job
 //                   order among one user's jobs
-//   amortize=N      LAS/SRTF preempt a job only after it ran N restart overheads
+//   amortize=N      LAS/SRTF preempt a job only after it ran N times its restart's cost
+//                   (the overhead plus the work its eviction would lose)
 //   max-preempt=N   a job preempted N times is not preempted again
 //   sjf-width=E     sjf counts a job's GPUs as GPUs^E (default 1: GPU-time)
 //   no-guess        sjf/las-sjf rank a job the runtime predictor knew nothing of (no

@@ -127,7 +127,8 @@ struct SchedulerOptions {
   // Bounds on one cycle's work, like Slurm's default_queue_depth/bf_max_job_test.
   int max_jobs_tested = 2000;
   int max_skips_per_queue = 64;
-  int max_preemption_searches = 4;  // and as many again for jobs within their quota
+  // Victim searches; with reclaim on, as many again for jobs within their quota.
+  int max_preemption_searches = 4;
   int max_victim_candidates = 128;
 };
 

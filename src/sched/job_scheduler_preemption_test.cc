@@ -344,6 +344,23 @@ TEST(JobSchedulerTest, RestartAmortizationCountsTheWorkAnEvictionLoses) {
     ASSERT_EQ(Victims(r), std::vector<uint64_t>{old.value()});
     EXPECT_DOUBLE_EQ(r.preemptions[0].lost_gpu_seconds, 8 * (60.0 + 40.0));  // with the restart
   }
+  // A job that never checkpoints would lose all it ran: never a LAS victim, however long
+  // it has run; a higher priority still preempts it.
+  SchedulerOptions o;
+  o.preempt_las = true;
+  o.preempt_priority = true;
+  o.restart_overhead = 60 * kSecond;
+  o.restart_amortization = 10;
+  Harness h({GpuNode("n0")}, OneQueue(), o);
+  JobId old = h.Submit(Gang("old", "q", {8}), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 1u);
+  h.Submit(Gang("fresh", "q", {8}, 0, 400 * kSecond), 400 * kSecond);
+  for (Micros t : {600 * kSecond, 3600 * kSecond, 24 * 3600 * kSecond}) {
+    EXPECT_TRUE(h.Cycle(t).preemptions.empty()) << t;
+  }
+  const Micros late = 24 * 3600 * kSecond + kSecond;
+  h.Submit(Gang("high", "q", {8}, 10, late), late);
+  EXPECT_EQ(Victims(h.Cycle(late)), std::vector<uint64_t>{old.value()});
 }
 
 // With a checkpoint wait, a victim is evicted right after its next periodic checkpoint

@@ -3,9 +3,10 @@
 // Two parts. The options: every preset's resolved SchedulerPolicy (plugins/
 // job_policies.h), the simulator's defaults (tick, grace, predictor) and the default
 // preemption and placement model `tessera sim jobs` gives every policy, as canonical
-// text. The behaviour: every preset run on a small fixed probe (two tenants with equal
-// quotas, one submitting ten times more, on a mix of two GPU models, under the default
-// model), each job's start, finish, preemptions and starts hashed. A change of a rule
+// text. The behaviour: every preset run on a small fixed probe (three tenants with
+// quotas of 16, 8 and 8 GPUs submitting 3:2:1, on a mix of two GPU models, under the
+// default model and again with no checkpoint wait), each job's start, finish,
+// preemptions and starts hashed. A change of a rule
 // in the scheduler's code changes no option but does change the probe's schedule; a
 // refactor that keeps every schedule changes neither. The fingerprint hashes both.
 // Thread safety: functions, no shared state.

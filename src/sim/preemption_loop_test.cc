@@ -35,8 +35,9 @@ using testing::kMinute;
 using testing::kSecond;
 
 constexpr ResourceName kGpu{ResourceKind::kGpu, GpuModelId()};
-// Longer than any policy's amortisation window (10 restart overheads of 60 s).
-constexpr Micros kWindow = 2 * kHour;
+// Longer than the amortisation of any victim here: 10 x (60 s of restart + up to the
+// hour since its last checkpoint that its eviction loses), about 10 h.
+constexpr Micros kWindow = 12 * kHour;
 
 std::vector<NodeSpec> Nodes(int n) {
   std::vector<NodeSpec> nodes;
