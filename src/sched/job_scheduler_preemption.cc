@@ -417,7 +417,7 @@ std::vector<JobId> JobScheduler::FindVictims(JobRecord& job, std::vector<JobReco
   const ResourceVector pre = ChargeOf(job, nullptr, state);
   // The job's own demand, counted for the other preemptors, is not counted for itself.
   const int64_t own = TimesInFlight(job);
-  const bool reclaim = MayReclaim(job, jobs, state, quota);
+  const bool reclaim = options_.preempt_reclaim && WithinNominal(job, pre, own, quota);
   if (!MayPreemptAny(job, CycleLasLevel(job, now), reclaim)) {
     return {};  // without grouping the running jobs
   }

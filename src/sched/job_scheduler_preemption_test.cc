@@ -533,15 +533,41 @@ TEST(JobSchedulerTest, LasTakesOnlyWhatAnotherQueueBorrows) {
   EXPECT_EQ(c.h.job(r.preemptions[0].victim).queue, c.h.queue("b"));
 }
 
+// What both evicted-job tests share, from a full node on which b borrows with b0
+// (Borrower: 2 GPUs, checkpointing every 100 s) and b1 running: a's job p reclaims the
+// cheapest victim, b0 (it loses 30 s of 2 GPUs); p starts and a job of `borrower_queue`
+// borrows the GPU freed beyond p's. When b1 ends, b0 fits b's nominal quota again but
+// preempts nothing; a job of b that was never evicted, of the same shape (the cycle's
+// memo of failed searches must tell them apart), reclaims: *borrower, *fresh and that
+// cycle's result *r.
+void ReclaimB0ThenTryBoth(Harness& h, JobId b0, JobId b1, const std::string& borrower_queue,
+                          JobId* borrower, JobId* fresh, CycleResult* r) {
+  Micros now = 1000 * kSecond;
+  JobId p = h.Submit(Gang("p", "a", {1}, 0, now), now);
+  ASSERT_EQ(Victims(h.Cycle(now)), std::vector<uint64_t>{b0.value()});
+  now += 30 * kSecond;
+  h.Evict(b0, now);
+  *borrower = h.Submit(Gang("x", borrower_queue, {1}, 0, now), now);
+  ASSERT_EQ(Started(h.Cycle(now)), (std::vector<uint64_t>{p.value(), borrower->value()}));
+  ASSERT_TRUE(h.quota().IsBorrowing(h.queue(borrower_queue)));
+  now += 10 * kSecond;
+  h.Finish(b1, now);
+  *r = h.Cycle(now);
+  EXPECT_TRUE(r->preemptions.empty());
+  EXPECT_TRUE(r->starts.empty());
+  now += 10 * kSecond;
+  *fresh = h.Submit(Gang("fresh", "b", {2}, 0, now), now);
+  *r = h.Cycle(now);
+}
+
 TEST(JobSchedulerTest, AReclaimedJobTakesNothingBackFromTheQueueThatEvictedIt) {
-  // a 4 + b 4 on 8 GPUs. b borrows 1 GPU: b0 (2 GPUs, checkpointing every 100 s) and
-  // three 1-GPU jobs; a runs 3 GPUs.
+  // a 4 + b 4 on 8 GPUs. b borrows 1 GPU: b0 and three 1-GPU jobs; a runs 3 GPUs. The
+  // borrower is a's: b0 could reclaim it, but takes nothing back from a, whose job
+  // evicted it.
   SchedulerOptions o;
   o.preempt_reclaim = true;
   Harness h({GpuNode("n0")}, TwoQueueCohort(4000, 4000), o);
-  JobSpec big = Gang("b0", "b", {2});
-  big.checkpoint_interval = 100 * kSecond;
-  JobId b0 = h.Submit(std::move(big), 0);
+  JobId b0 = h.Submit(Borrower("b0", 2, 100 * kSecond), 0);
   JobId b1 = h.Submit(Gang("b1", "b", {1}), 0);
   h.Submit(Gang("b2", "b", {1}), 0);
   h.Submit(Gang("b3", "b", {1}), 0);
@@ -550,38 +576,18 @@ TEST(JobSchedulerTest, AReclaimedJobTakesNothingBackFromTheQueueThatEvictedIt) {
     h.Submit(Gang("a" + std::to_string(i), "a", {1}, 0, kSecond), kSecond);
   }
   ASSERT_EQ(h.Cycle(kSecond).starts.size(), 3u);
-  // a's p reclaims the cheapest victim, b0 (it loses 30 s of 2 GPUs): b drops to 3, one
-  // below its nominal quota. p starts, and a's x borrows the GPU left.
-  Micros now = 1000 * kSecond;
-  JobId p = h.Submit(Gang("p", "a", {1}, 0, now), now);
-  ASSERT_EQ(Victims(h.Cycle(now)), std::vector<uint64_t>{b0.value()});
-  now += 30 * kSecond;
-  h.Evict(b0, now);
-  JobId x = h.Submit(Gang("x", "a", {1}, 0, now), now);
-  ASSERT_EQ(Started(h.Cycle(now)), (std::vector<uint64_t>{p.value(), x.value()}));
-  ASSERT_TRUE(h.quota().IsBorrowing(h.queue("a")));
-  // b1 ends: b is at 2, so b0 fits b's nominal quota, but only 1 GPU is free. b0 could
-  // reclaim x from the borrowing a; it does not take anything back from a, whose job
-  // evicted it.
-  now += 10 * kSecond;
-  h.Finish(b1, now);
-  CycleResult r = h.Cycle(now);
-  EXPECT_TRUE(r.preemptions.empty());
-  EXPECT_TRUE(r.starts.empty());
-  // A job of b that a never evicted, of the same shape (the cycle's memo of failed
-  // searches must tell them apart), does reclaim a GPU a borrows.
-  now += 10 * kSecond;
-  JobId fresh = h.Submit(Gang("fresh", "b", {2}, 0, now), now);
-  r = h.Cycle(now);
+  JobId x, fresh;
+  CycleResult r;
+  ReclaimB0ThenTryBoth(h, b0, b1, "a", &x, &fresh, &r);
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_EQ(r.preemptions.size(), 1u);
   EXPECT_EQ(r.preemptions[0].preemptor, fresh);
   EXPECT_EQ(h.job(r.preemptions[0].victim).queue, h.queue("a"));
 }
 
-// Nor from a third queue: with a 3, b 3, d 2 on 8 GPUs, a's job reclaims b0 from the
-// borrowing b; a job of d borrows the GPU that frees beyond it. b0, within b's nominal
-// quota again once b1 ends, could reclaim that GPU from d, and d's job in turn from a:
-// it does not. A job of b that was never evicted does.
+// Nor from a third queue: with a 3, b 3, d 2 on 8 GPUs, the borrower is d's. b0 could
+// reclaim its GPU from d, and d's job in turn from a: it does not. A job of b that was
+// never evicted does.
 TEST(JobSchedulerTest, AReclaimedJobTakesNothingFromAThirdQueueEither) {
   SchedulerOptions o;
   o.preempt_reclaim = true;
@@ -589,9 +595,7 @@ TEST(JobSchedulerTest, AReclaimedJobTakesNothingFromAThirdQueueEither) {
             Tree({CohortNode("c"), QueueNode("a", "c", {Q(kGpu, 3000)}),
                   QueueNode("b", "c", {Q(kGpu, 3000)}), QueueNode("d", "c", {Q(kGpu, 2000)})}),
             o);
-  JobSpec big = Gang("b0", "b", {2});
-  big.checkpoint_interval = 100 * kSecond;
-  JobId b0 = h.Submit(std::move(big), 0);
+  JobId b0 = h.Submit(Borrower("b0", 2, 100 * kSecond), 0);
   JobId b1 = h.Submit(Gang("b1", "b", {1}), 0);
   h.Submit(Gang("b2", "b", {1}), 0);
   h.Submit(Gang("d0", "d", {1}), 0);
@@ -599,22 +603,10 @@ TEST(JobSchedulerTest, AReclaimedJobTakesNothingFromAThirdQueueEither) {
   h.Submit(Gang("a0", "a", {1}), 0);
   h.Submit(Gang("a1", "a", {1}), 0);
   ASSERT_EQ(h.Cycle(0).starts.size(), 7u);  // b borrows 1, the node is full
-  Micros now = 1000 * kSecond;
-  JobId p = h.Submit(Gang("p", "a", {1}, 0, now), now);
-  ASSERT_EQ(Victims(h.Cycle(now)), std::vector<uint64_t>{b0.value()});
-  now += 30 * kSecond;
-  h.Evict(b0, now);
-  JobId d2 = h.Submit(Gang("d2", "d", {1}, 0, now), now);
-  ASSERT_EQ(Started(h.Cycle(now)), (std::vector<uint64_t>{p.value(), d2.value()}));
-  ASSERT_TRUE(h.quota().IsBorrowing(h.queue("d")));
-  now += 10 * kSecond;
-  h.Finish(b1, now);
-  CycleResult r = h.Cycle(now);
-  EXPECT_TRUE(r.preemptions.empty());
-  EXPECT_TRUE(r.starts.empty());
-  now += 10 * kSecond;
-  JobId fresh = h.Submit(Gang("fresh", "b", {2}, 0, now), now);
-  r = h.Cycle(now);
+  JobId d2, fresh;
+  CycleResult r;
+  ReclaimB0ThenTryBoth(h, b0, b1, "d", &d2, &fresh, &r);
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_EQ(r.preemptions.size(), 1u);
   EXPECT_EQ(r.preemptions[0].preemptor, fresh);
   EXPECT_EQ(r.preemptions[0].victim, d2);
