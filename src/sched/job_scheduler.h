@@ -289,6 +289,9 @@ class JobScheduler {
   void VisitWithinNominal(CycleContext& c, uint64_t id);
   // Whether victims were chosen for the job.
   bool TryPreempt(CycleContext& c, JobRecord& job, uint64_t shape);
+  // The job's victims are gone: it is no longer a preemptor in flight, whether it now
+  // starts or not (one that does not searches again, or waits in order).
+  void ForgetPreemptor(const JobRecord& job, const ClusterState& state);
   void SkipQueue(CycleContext& c, QueueId q) const;
   bool Exhausted(const CycleContext& c) const;
 
@@ -330,7 +333,10 @@ class JobScheduler {
   // The charges of this cycle's preemptions in flight, summed per queue once per cycle
   // (victims' as refunds, waiting preemptors' as charges), then kept up to date.
   void CountInFlight(const std::vector<JobRecord>& jobs, const ClusterState& state);
-  void AddInFlight(QueueId queue, const ResourceVector& charge, int sign);
+  // A victim's charge refunded to its queue, or `times` more (negative: fewer) of a
+  // preemptor's demand charged to it; no-ops until the cycle's CountInFlight.
+  void AddVictimInFlight(QueueId queue, const ResourceVector& charge);
+  void AddPreemptorInFlight(QueueId queue, const ResourceVector& charge, int64_t times);
   // Finds a minimal, cheapest victim set letting `job` start; empty when none.
   std::vector<JobId> FindVictims(JobRecord& job, std::vector<JobRecord>& jobs, ClusterState& state,
                                  QuotaLedger& quota, Micros now, Rng& rng,
@@ -400,7 +406,7 @@ class JobScheduler {
   std::vector<std::optional<Entry>> entry_of_;  // by id: its Entry while pending
   std::vector<uint64_t> running_;               // ids of running/stopping jobs
   std::vector<size_t> running_pos_;             // by id: index in running_
-  std::vector<uint64_t> preemptors_;            // jobs that chose victims, until they start
+  std::vector<uint64_t> preemptors_;            // chose victims; until visited once they are gone
   std::vector<uint32_t> seen_;                  // by id: cycle stamp (tried this cycle)
   std::vector<uint32_t> victim_stamp_;          // by id: cycle stamp (chosen as a victim)
   uint32_t cycle_stamp_ = 0;

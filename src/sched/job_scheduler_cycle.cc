@@ -112,6 +112,13 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
   return std::move(c.out);
 }
 
+void JobScheduler::ForgetPreemptor(const JobRecord& job, const ClusterState& state) {
+  const auto times = static_cast<int64_t>(std::erase(preemptors_, job.id.value()));
+  if (times > 0) {
+    AddPreemptorInFlight(job.queue, ChargeOf(job, nullptr, state), -times);
+  }
+}
+
 void JobScheduler::SkipQueue(CycleContext& c, QueueId q) const {
   if (++c.skips[q.value()] >= options_.max_skips_per_queue) {
     c.queue_blocked[q.value()] = 1;
@@ -137,6 +144,7 @@ void JobScheduler::Visit(CycleContext& c, uint64_t id) {
       job.victims_in_flight > 0 || job.WaitsForPreemptor(c.jobs, c.now)) {
     return;
   }
+  ForgetPreemptor(job, c.state);  // its victims are gone: this is its one visit first
   TryJob(c, job);
 }
 
@@ -240,7 +248,7 @@ bool JobScheduler::TryPreempt(CycleContext& c, JobRecord& job, uint64_t shape) {
         victims[i], job.id, EvictionTime(c.jobs[victims[i].value()], c.now), costs[i]});
   }
   preemptors_.push_back(job.id.value());
-  AddInFlight(job.queue, ChargeOf(job, nullptr, c.state), +1);
+  AddPreemptorInFlight(job.queue, ChargeOf(job, nullptr, c.state), 1);
   return true;
 }
 

@@ -210,28 +210,37 @@ void JobScheduler::CountInFlight(const std::vector<JobRecord>& jobs, const Clust
   for (uint64_t id : running_) {
     const JobRecord& v = jobs[id];
     if (v.phase == JobPhase::kStopping || victim_stamp_[id] == cycle_stamp_) {
-      AddInFlight(v.queue, v.charge, -1);
+      AddVictimInFlight(v.queue, v.charge);
     }
   }
   for (uint64_t id : preemptors_) {
     const JobRecord& p = jobs[id];
     if (p.phase == JobPhase::kPending) {
-      AddInFlight(p.queue, ChargeOf(p, nullptr, state), +1);
+      AddPreemptorInFlight(p.queue, ChargeOf(p, nullptr, state), 1);
     }
   }
 }
 
-void JobScheduler::AddInFlight(QueueId queue, const ResourceVector& charge, int sign) {
+void JobScheduler::AddVictimInFlight(QueueId queue, const ResourceVector& charge) {
   if (in_flight_stamp_ != cycle_stamp_) {
     return;  // counted when the cycle's first search builds the sums
   }
   ResourceVector& sum = in_flight_[queue.value()];
+  for (size_t r = 0; r < charge.size() && r < sum.size(); ++r) {
+    sum[r] -= charge[r];
+  }
+}
+
+void JobScheduler::AddPreemptorInFlight(QueueId queue, const ResourceVector& charge,
+                                        int64_t times) {
+  if (in_flight_stamp_ != cycle_stamp_) {
+    return;
+  }
+  ResourceVector& sum = in_flight_[queue.value()];
   ResourceVector& awaiting = awaiting_[queue.value()];
   for (size_t r = 0; r < charge.size() && r < sum.size(); ++r) {
-    sum[r] += sign * charge[r];
-    if (sign > 0) {
-      awaiting[r] += charge[r];
-    }
+    sum[r] += times * charge[r];
+    awaiting[r] += times * charge[r];
   }
 }
 
@@ -398,7 +407,7 @@ std::vector<JobId> JobScheduler::CommitVictims(VictimSearch& s, Micros now,
   }
   for (uint64_t id : s.chosen) {
     victim_stamp_[id] = cycle_stamp_;  // not a victim twice in one cycle
-    AddInFlight(s.jobs[id].queue, s.jobs[id].charge, -1);
+    AddVictimInFlight(s.jobs[id].queue, s.jobs[id].charge);
     victims.push_back(JobId(id));
     costs->push_back(VictimCost(s.jobs[id], now));
   }

@@ -659,5 +659,43 @@ TEST(JobSchedulerTest, FreedGpusGoToAQueueWithinItsQuotaBeforeABorrower) {
   (void)a0;
 }
 
+TEST(JobSchedulerTest, APreemptorThatCannotStartOnceItsVictimsAreGoneClaimsNothing) {
+  // a (nominal 10) and b (nominal 6) on an H100 node and an A100 node; b borrows both.
+  // a's p1 may run only on H100s and reclaims b's job there; by the time that victim is
+  // gone, p1's room is taken (here the node is drained; in a busy cluster another job
+  // starts there), so p1 cannot start. It then claims nothing: counted as a preemption
+  // still in flight, its 8 GPUs took a over its nominal quota with any other job, and
+  // a's next job never reclaimed (a tenant's gangs waited days behind such preemptors).
+  SchedulerOptions o;
+  o.preempt_reclaim = true;
+  Harness h({GpuNode("h100"), GpuNode("a100", 8, "A100-80GB")}, TwoQueueCohort(10000, 6000), o);
+  JobId on_h100 = h.Submit(Borrower("on_h100", 8, 0), 0);
+  JobId on_a100 = h.Submit(Borrower("on_a100", 8, 0), 0);
+  ASSERT_EQ(h.Cycle(0).starts.size(), 2u);
+  ASSERT_EQ(h.job(on_h100).allocations[0].node, NodeId(0));
+  Micros now = 100 * kSecond;
+  JobSpec pinned = Gang("p1", "a", {8}, 0, now);
+  pinned.tasks[0].models.Add(Model("H100-80GB"));
+  JobId p1 = h.Submit(std::move(pinned), now);
+  CycleResult r = h.Cycle(now);
+  ASSERT_EQ(r.preemptions.size(), 1u);
+  ASSERT_EQ(r.preemptions[0].victim, on_h100);
+  now += o.grace;
+  h.Evict(on_h100, now);
+  ASSERT_TRUE(h.state().SetNodeDrained(NodeId(0), true).ok());
+  r = h.Cycle(now);
+  EXPECT_TRUE(r.starts.empty());
+  EXPECT_TRUE(r.preemptions.empty());  // nothing for p1 to take: b's job is on an A100
+  EXPECT_EQ(h.job(p1).phase, JobPhase::kPending);
+
+  // a's next job fits a's nominal quota (0 + 4 of 10) and b borrows (8 of 6): reclaim.
+  now += kSecond;
+  JobId p2 = h.Submit(Gang("p2", "a", {4}, 0, now), now);
+  r = h.Cycle(now);
+  ASSERT_EQ(r.preemptions.size(), 1u);
+  EXPECT_EQ(r.preemptions[0].preemptor, p2);
+  EXPECT_EQ(r.preemptions[0].victim, on_a100);
+}
+
 }  // namespace
 }  // namespace tessera
