@@ -78,7 +78,9 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
                  {},
                  {},
                  {}};
-  // Preemptors stay listed until their victims are gone, then come first once.
+  // Preemptors stay listed until their victims are gone, then come first once: a
+  // pending one leaves the list at that visit (ForgetPreemptor), one that started or
+  // left meanwhile here.
   std::erase_if(preemptors_, [&](uint64_t id) {
     const JobRecord& j = jobs[id];
     return j.phase != JobPhase::kPending && j.victims_in_flight == 0;
@@ -157,8 +159,9 @@ bool JobScheduler::NominalFirst() const {
 
 void JobScheduler::VisitWithinNominal(CycleContext& c, uint64_t id) {
   JobRecord& job = c.jobs[id];
-  if (job.nominated) {
-    // A preemptor whose victims are gone: what they freed is its own, borrowed or not.
+  if (job.nominated && std::find(preemptors_.begin(), preemptors_.end(), id) != preemptors_.end()) {
+    // A preemptor whose victims are gone, at its one visit first (it is forgotten as a
+    // preemptor there): what they freed is its own, borrowed or not.
     c.nominal_pass = false;
     Visit(c, id);
     c.nominal_pass = true;

@@ -664,8 +664,8 @@ TEST(JobSchedulerTest, APreemptorThatCannotStartOnceItsVictimsAreGoneClaimsNothi
   // a's p1 may run only on H100s and reclaims b's job there; by the time that victim is
   // gone, p1's room is taken (here the node is drained; in a busy cluster another job
   // starts there), so p1 cannot start. It then claims nothing: counted as a preemption
-  // still in flight, its 8 GPUs took a over its nominal quota with any other job, and
-  // a's next job never reclaimed (a tenant's gangs waited days behind such preemptors).
+  // still in flight, its 8 GPUs left a's next 4-GPU job outside a's nominal quota, so
+  // that job never reclaimed (a tenant's gangs waited days behind such preemptors).
   SchedulerOptions o;
   o.preempt_reclaim = true;
   Harness h({GpuNode("h100"), GpuNode("a100", 8, "A100-80GB")}, TwoQueueCohort(10000, 6000), o);
@@ -695,6 +695,40 @@ TEST(JobSchedulerTest, APreemptorThatCannotStartOnceItsVictimsAreGoneClaimsNothi
   ASSERT_EQ(r.preemptions.size(), 1u);
   EXPECT_EQ(r.preemptions[0].preemptor, p2);
   EXPECT_EQ(r.preemptions[0].victim, on_a100);
+}
+
+TEST(JobSchedulerTest, AForgottenPreemptorNoLongerGoesFirstWithinTheNominalPass) {
+  // b (nominal 4) borrows the H100 node for v; b's p, of higher priority, evicts v but
+  // cannot start (the node is drained meanwhile) and is forgotten as a preemptor. Once
+  // the node is back, a's q (within a's nominal 12) and p (which would borrow) both
+  // want it: jobs within their nominal quota start first, so q gets it. A forgotten
+  // preemptor used to keep going first, borrowing, in every later cycle.
+  SchedulerOptions o;
+  o.preempt_priority = true;
+  Harness h({GpuNode("h100"), GpuNode("a100", 8, "A100-80GB")}, TwoQueueCohort(12000, 4000), o);
+  auto on_h100 = [](JobSpec s) {
+    s.tasks[0].models.Add(Model("H100-80GB"));
+    return s;
+  };
+  JobId v = h.Submit(on_h100(Gang("v", "b", {8})), 0);
+  ASSERT_EQ(Started(h.Cycle(0)), std::vector<uint64_t>{v.value()});
+  Micros now = 100 * kSecond;
+  JobId p = h.Submit(on_h100(Gang("p", "b", {8}, 10, now)), now);
+  CycleResult r = h.Cycle(now);
+  ASSERT_EQ(Victims(r), std::vector<uint64_t>{v.value()});
+  now += o.grace;
+  h.Evict(v, now);
+  ASSERT_TRUE(h.state().SetNodeDrained(NodeId(0), true).ok());
+  r = h.Cycle(now);
+  ASSERT_TRUE(r.starts.empty());
+  ASSERT_EQ(h.job(p).phase, JobPhase::kPending);
+
+  now += kSecond;
+  ASSERT_TRUE(h.state().SetNodeDrained(NodeId(0), false).ok());
+  JobId q = h.Submit(on_h100(Gang("q", "a", {8}, 0, now)), now);
+  r = h.Cycle(now);
+  EXPECT_EQ(Started(r), std::vector<uint64_t>{q.value()});
+  EXPECT_EQ(h.job(p).phase, JobPhase::kPending);
 }
 
 }  // namespace
