@@ -187,7 +187,8 @@ class JobScheduler {
 
   // A job became pending (submitted, or requeued after eviction).
   void Enqueue(const JobRecord& job, Micros now);
-  // A pending job left without running (cancelled).
+  // A pending job left without running (cancelled), or may not start for now (held,
+  // gated).
   void Dequeue(const JobRecord& job);
   // The job is finished and its id may be reused for another job: forget it as a
   // preemptor (a preemptor cancelled while its victims stop).
@@ -292,6 +293,8 @@ class JobScheduler {
   // The job's victims are gone: it is no longer a preemptor in flight, whether it now
   // starts or not (one that does not searches again, or waits in order).
   void ForgetPreemptor(const JobRecord& job, const ClusterState& state);
+  // Whether the pending job `id` is in the queues (not held or gated).
+  bool Enqueued(uint64_t id) const { return id < entry_of_.size() && entry_of_[id].has_value(); }
   void SkipQueue(CycleContext& c, QueueId q) const;
   bool Exhausted(const CycleContext& c) const;
 

@@ -79,11 +79,11 @@ CycleResult JobScheduler::RunCycle(std::vector<JobRecord>& jobs, ClusterState& s
                  {},
                  {}};
   // Preemptors stay listed until their victims are gone, then come first once: a
-  // pending one leaves the list at that visit (ForgetPreemptor), one that started or
-  // left meanwhile here.
+  // pending one leaves the list at that visit (ForgetPreemptor); one that started, or
+  // was held or gated meanwhile (it may not start), here.
   std::erase_if(preemptors_, [&](uint64_t id) {
     const JobRecord& j = jobs[id];
-    return j.phase != JobPhase::kPending && j.victims_in_flight == 0;
+    return j.phase == JobPhase::kPending ? !Enqueued(id) : j.victims_in_flight == 0;
   });
   VisitOrder order;
   order.stop = [&] { return Exhausted(c); };

@@ -17,7 +17,7 @@ void JobScheduler::WalkVisitOrder(const std::vector<JobRecord>& jobs, Micros now
   // Jobs whose victims are gone, by submission, then starving jobs, oldest first.
   std::vector<std::pair<Micros, uint64_t>> front;
   for (uint64_t id : preemptors_) {
-    if (id < jobs.size() && jobs[id].phase == JobPhase::kPending) {
+    if (id < jobs.size() && jobs[id].phase == JobPhase::kPending && Enqueued(id)) {
       front.emplace_back(jobs[id].spec.submit_time, id);
     }
   }

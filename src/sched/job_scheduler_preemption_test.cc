@@ -731,5 +731,24 @@ TEST(JobSchedulerTest, AForgottenPreemptorNoLongerGoesFirstWithinTheNominalPass)
   EXPECT_EQ(h.job(p).phase, JobPhase::kPending);
 }
 
+TEST(JobSchedulerTest, AHeldPreemptorDoesNotStartOnceItsVictimsAreGone) {
+  // p evicts v by priority, then is held (an array throttle or a user's hold on the
+  // server): when v is gone, p must not start, nor keep v's GPUs from v.
+  SchedulerOptions o;
+  o.preempt_priority = true;
+  Harness h({GpuNode("n0")}, OneQueue(), o);
+  JobId v = h.Submit(Gang("v", "q", {8}), 0);
+  ASSERT_EQ(Started(h.Cycle(0)), std::vector<uint64_t>{v.value()});
+  Micros now = 100 * kSecond;
+  JobId p = h.Submit(Gang("p", "q", {8}, 10, now), now);
+  ASSERT_EQ(Victims(h.Cycle(now)), std::vector<uint64_t>{v.value()});
+  h.lifecycle().HoldUntil(h.job(p), now + kHour);
+  now += o.grace;
+  h.Evict(v, now);
+  CycleResult r = h.Cycle(now);
+  EXPECT_EQ(Started(r), std::vector<uint64_t>{v.value()});
+  EXPECT_EQ(h.job(p).phase, JobPhase::kPending);
+}
+
 }  // namespace
 }  // namespace tessera
