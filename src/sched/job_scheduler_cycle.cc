@@ -159,7 +159,7 @@ bool JobScheduler::NominalFirst() const {
 
 void JobScheduler::VisitWithinNominal(CycleContext& c, uint64_t id) {
   JobRecord& job = c.jobs[id];
-  if (job.nominated && std::find(preemptors_.begin(), preemptors_.end(), id) != preemptors_.end()) {
+  if (job.nominated && TimesInFlight(job) > 0) {
     // A preemptor whose victims are gone, at its one visit first (it is forgotten as a
     // preemptor there): what they freed is its own, borrowed or not.
     c.nominal_pass = false;
