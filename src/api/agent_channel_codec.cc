@@ -91,6 +91,19 @@ void Put(const TaskLaunch& l, channel::TaskLaunch* out) {
   out->set_uid(l.uid);
   out->set_gid(l.gid);
   out->set_pty_secret(Utf8(l.pty_secret));
+  if (!l.container.empty()) {
+    channel::ContainerSpec* c = out->mutable_container();
+    c->set_image(Utf8(l.container.image));
+    for (const ContainerMount& m : l.container.mounts) {
+      c->add_mounts(Utf8(ContainerMountText(m)));
+    }
+    c->set_workdir(Utf8(l.container.workdir));
+    for (const std::string& arg : l.container.entrypoint) {
+      c->add_entrypoint(Utf8(arg));
+    }
+    c->set_entrypoint_set(l.container.entrypoint_set);
+    c->set_no_mount_home(!l.container.mount_home);
+  }
 }
 
 void Put(const TaskStop& s, channel::TaskStop* out) {
@@ -278,11 +291,53 @@ StatusOr<MigRequest> MigFrom(const channel::MigRequest& p, const Path& at) {
   return m;
 }
 
-// A launch's command: at least one item, none empty, kMaxCommandBytes in all.
+// A launch's image and container settings, checked as the job file's.
+Status ContainerFrom(const channel::TaskLaunch& p, const Path& at, TaskLaunch* l) {
+  if (!p.has_container()) {
+    return Status::Ok();
+  }
+  const channel::ContainerSpec& c = p.container();
+  const Path path = at.Child("container");
+  ContainerSpec spec;
+  TESSERA_RETURN_IF_ERROR(
+      RequiredString(c.image(), path.Child("image"), kMaxImageReferenceLength, &spec.image));
+  if (StatusOr<std::string> normal = NormalizeImageReference(spec.image); !normal.ok()) {
+    return Bad(path.Child("image"), normal.status().message());
+  } else if (*normal != spec.image) {
+    return Bad(path.Child("image"), "is not normalised (" + *normal + ")");
+  }
+  TESSERA_RETURN_IF_ERROR(Count(c.mounts_size(), path.Child("mounts"), kMaxContainerMounts));
+  for (int i = 0; i < c.mounts_size(); ++i) {
+    StatusOr<ContainerMount> m = ParseContainerMount(c.mounts(i));
+    if (!m.ok()) {
+      return Bad(path.Child("mounts").Item(i), m.status().message());
+    }
+    spec.mounts.push_back(std::move(*m));
+  }
+  TESSERA_RETURN_IF_ERROR(
+      String(c.workdir(), path.Child("workdir"), kMaxPathLength, &spec.workdir));
+  TESSERA_RETURN_IF_ERROR(Count(c.entrypoint_size(), path.Child("entrypoint"), 64));
+  for (int i = 0; i < c.entrypoint_size(); ++i) {
+    std::string arg;
+    TESSERA_RETURN_IF_ERROR(
+        String(c.entrypoint(i), path.Child("entrypoint").Item(i), kMaxCommandBytes, &arg));
+    spec.entrypoint.push_back(std::move(arg));
+  }
+  spec.entrypoint_set = c.entrypoint_set();
+  spec.mount_home = !c.no_mount_home();
+  if (Status s = ValidateContainerSpec(spec); !s.ok()) {
+    return Bad(path, s.message());
+  }
+  l->container = std::move(spec);
+  return Status::Ok();
+}
+
+// A launch's command: at least one item (unless it runs an image's own), none empty,
+// kMaxCommandBytes in all.
 Status CommandFrom(const channel::TaskLaunch& p, const Path& at, TaskLaunch* l) {
   const Path command = at.Child("command");
   TESSERA_RETURN_IF_ERROR(Count(p.command_size(), command, kMaxCommandItems));
-  if (p.command_size() == 0) {
+  if (p.command_size() == 0 && l->container.empty()) {
     return Bad(command, "is required and must not be empty");
   }
   size_t total = 0;
@@ -345,6 +400,7 @@ StatusOr<TaskLaunch> LaunchFrom(const channel::TaskLaunch& p, const Path& at) {
   TaskLaunch l;
   TESSERA_ASSIGN_OR_RETURN(l.key, KeyOf(p, at));
   TESSERA_RETURN_IF_ERROR(String(p.job_name(), at.Child("job_name"), kMaxIdLength, &l.job_name));
+  TESSERA_RETURN_IF_ERROR(ContainerFrom(p, at, &l));
   TESSERA_RETURN_IF_ERROR(CommandFrom(p, at, &l));
   TESSERA_RETURN_IF_ERROR(EnvFrom(p, at, &l));
   TESSERA_RETURN_IF_ERROR(PlacementFrom(p, at, &l));

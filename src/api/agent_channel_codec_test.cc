@@ -252,7 +252,15 @@ std::vector<ResponseRefusal> LaunchRefusals() {
       {"launch[0].key", [=](R& r) { launch(r)->clear_key(); }},
       {"launch[0].key.job", [=](R& r) { launch(r)->mutable_key()->clear_job(); }},
       {"launch[0].job_name", [=](R& r) { launch(r)->set_job_name(std::string(257, 'j')); }},
-      {"launch[0].command", [=](R& r) { launch(r)->clear_command(); }},
+      // Only a launch in an image may leave its command to the image.
+      {"launch[0].command",
+       [=](R& r) {
+         launch(r)->clear_command();
+         launch(r)->clear_container();
+       }},
+      {"launch[0].container.image", [=](R& r) { launch(r)->mutable_container()->set_image("A"); }},
+      {"launch[0].container.mounts[0]",
+       [=](R& r) { launch(r)->mutable_container()->set_mounts(0, "/x:/proc"); }},
       {"launch[0].command[1]", [=](R& r) { launch(r)->set_command(1, ""); }},
       {"launch[0].command[0]", [=](R& r) { launch(r)->set_command(0, "bad \xc0"); }},
       {"launch[0].command",
@@ -382,7 +390,11 @@ TEST(AgentChannelCodec, RefusesWhatTheJsonCodecRefuses) {
     ExpectRefused(via_json.status(), field);
   }
   std::vector<std::pair<std::string, std::function<void(HeartbeatResponse&)>>> responses = {
-      {"launch[0].command", [](HeartbeatResponse& r) { r.launch[0].command.clear(); }},
+      {"launch[0].command",
+       [](HeartbeatResponse& r) {
+         r.launch[0].command.clear();
+         r.launch[0].container = {};
+       }},
       {"launch[0].gpu_milli", [](HeartbeatResponse& r) { r.launch[0].gpu_milli = 1001; }},
       {"launch[0].uid", [](HeartbeatResponse& r) { r.launch[0].uid = -7; }},
       {"launch[0].mig[0].profile",

@@ -9,6 +9,7 @@
 
 #include "api/agent_protocol_limits.h"
 #include "api/job_codec.h"
+#include "api/job_codec_container.h"
 #include "api/json_fields.h"
 
 namespace tessera {
@@ -202,7 +203,11 @@ class Decoder {
         !listed.ok()) {
       return listed;
     }
-    if (launch.command.empty()) {
+    if (const Json* c = FindField(j, "container")) {
+      TESSERA_ASSIGN_OR_RETURN(launch.container,
+                               ContainerSpecFromJson(*c, r_, ChildPath(path, "container")));
+    }
+    if (launch.command.empty() && launch.container.empty()) {
       return r_.Error(ChildPath(path, "command"), "is required and must not be empty");
     }
     if (const Json* env = FindField(j, "env")) {
@@ -562,6 +567,9 @@ nlohmann::json ToJson(const TaskLaunch& launch) {
           {"gid", launch.gid}};
   if (!launch.pty_secret.empty()) {
     j["pty_secret"] = Utf8(launch.pty_secret);
+  }
+  if (!launch.container.empty()) {
+    j["container"] = ContainerSpecToJson(launch.container);
   }
   return j;
 }

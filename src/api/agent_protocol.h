@@ -49,6 +49,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/container_spec.h"
 #include "base/status.h"
 #include "model/gpu_catalog.h"
 #include "model/node.h"
@@ -139,6 +140,9 @@ struct TaskLaunch {
   // Non-empty: the task runs on a pseudo-terminal that a client sending this secret may
   // attach to (`tessera run --pty`, agent/launch/pty_relay.h). Made by the controller.
   std::string pty_secret;
+  // Non-empty: the task runs in this image (agent/runtime/container_runtime.h); an empty
+  // command then runs the image's own.
+  ContainerSpec container;
   bool operator==(const TaskLaunch&) const = default;
 };
 

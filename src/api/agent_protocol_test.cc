@@ -59,6 +59,27 @@ TaskLaunch Launch() {
 // Through text, as on the wire.
 Json Wire(const Json& j) { return Json::parse(j.dump()); }
 
+TEST(AgentProtocolTest, AContainerLaunchRoundTripsAndMayLeaveTheCommandToTheImage) {
+  TaskLaunch l = Launch();
+  l.command.clear();
+  l.container.image = "docker.io/library/ubuntu:22.04";
+  l.container.mounts = {{"/data", "/in", true}};
+  l.container.entrypoint_set = true;  // cleared: the command alone runs
+  HeartbeatResponse response;
+  response.launch = {l};
+  StatusOr<HeartbeatResponse> back = HeartbeatResponseFromJson(Wire(ToJson(response)));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->launch.size(), 1U);
+  EXPECT_EQ(back->launch[0], l);
+  Json j = ToJson(response);
+  j["launch"][0]["container"]["image"] = "Not An Image";
+  EXPECT_NE(HeartbeatResponseFromJson(Wire(j)).status().message().find("launch[0].container.image"),
+            std::string::npos);
+  j["launch"][0].erase("container");
+  EXPECT_NE(HeartbeatResponseFromJson(Wire(j)).status().message().find("command"),
+            std::string::npos);
+}
+
 TEST(AgentProtocolTest, InventoryRoundTrips) {
   NodeInventory inv = MigNode();
   Json j = ToJson(inv, Catalog());

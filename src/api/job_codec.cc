@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/job_codec_container.h"
 #include "api/job_codec_relations.h"
 #include "api/job_keys.h"
 #include "api/json_fields.h"
@@ -83,9 +84,11 @@ class JobDecoder {
     if (const Json* v = FindField(j, keys::kPriority)) {
       TESSERA_ASSIGN_OR_RETURN(spec.priority, Priority(*v));
     }
+    TESSERA_RETURN_IF_ERROR(ReadJobContainer(j, r_, job));
     if (const Json* command = FindField(j, keys::kCommand)) {
       TESSERA_RETURN_IF_ERROR(Command(*command, &job->command));
-    } else if (embedded_ == nullptr || embedded_->require_command) {
+    } else if ((embedded_ == nullptr || embedded_->require_command) && job->container.empty()) {
+      // An image has a command of its own.
       return r_.Error("command", "is required: a list of arguments, or one string run by /bin/sh");
     }
     if (const Json* v = FindField(j, keys::kEnv)) {
@@ -667,7 +670,7 @@ bool operator==(const JobSubmission& a, const JobSubmission& b) {
          a.hold_if_unfit == b.hold_if_unfit && a.restart == b.restart && a.array == b.array &&
          a.array_index == b.array_index && a.dependency == b.dependency && a.hold == b.hold &&
          a.priority_class == b.priority_class && a.limit_signal == b.limit_signal &&
-         a.limit_signal_before == b.limit_signal_before;
+         a.container == b.container && a.limit_signal_before == b.limit_signal_before;
 }
 
 bool IsValidJobName(std::string_view name) {

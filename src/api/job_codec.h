@@ -29,6 +29,9 @@
 //   signal: {name: USR1, before: 90s}   # sent that long before runtime_limit (default 60s)
 //   priority_class: high         # a priority class of the queue configuration (also
 //                                # `priority: high`); the server sets `priority` from it
+//   image: nvcr.io/nvidia/pytorch:24.05-py3    # run in this OCI image (container_spec.h);
+//   container: {mounts: [/data:/data], workdir: /w, entrypoint: [python], mount_home: true}
+//                                # with an image, `command` may be left out (the image's)
 //
 // Quantities may be numbers or strings (0.25 and "0.25" read the same, exactly); null
 // means "not given". Unknown keys are errors, with a suggestion for a likely typo. Every
@@ -52,10 +55,11 @@
 #include <string_view>
 #include <vector>
 
+#include "api/container_spec.h"
+#include "api/restart_policy.h"
 #include "base/status.h"
 #include "model/gpu_catalog.h"
 #include "model/job.h"
-#include "api/restart_policy.h"
 
 namespace YAML {
 class Node;
@@ -94,6 +98,8 @@ struct JobSubmission {
   // which it stores as stated values. Not part of equality: what ran is what counts.
   bool cpu_defaulted = false;
   bool memory_defaulted = false;
+  // `image` and `container` (container_spec.h); empty: the tasks are bare processes.
+  ContainerSpec container;
 };
 
 // Field-by-field equality, JobSpec included (submit_time too; the *_defaulted marks not).

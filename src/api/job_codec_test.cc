@@ -87,6 +87,49 @@ runtime_limit: 4h
 preemptible: false
 )";
 
+TEST(JobCodecTest, AnImageMakesTheCommandOptionalAndRoundTrips) {
+  StatusOr<JobSubmission> job = ParseJobYaml(R"(
+image: nvcr.io#nvidia/pytorch:24.05-py3
+container:
+  mounts: [/data/imagenet:/data, "/scratch/:/scratch:rw"]
+  workdir: /workspace
+  entrypoint: python
+  mount_home: false
+)",
+                                             Catalog());
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_TRUE(job->command.empty());
+  const ContainerSpec& c = job->container;
+  EXPECT_EQ(c.image, "nvcr.io/nvidia/pytorch:24.05-py3");
+  ASSERT_EQ(c.mounts.size(), 2U);
+  EXPECT_EQ(c.mounts[0], (ContainerMount{"/data/imagenet", "/data", true}));
+  EXPECT_EQ(c.mounts[1], (ContainerMount{"/scratch", "/scratch", false}));
+  EXPECT_EQ(c.workdir, "/workspace");
+  EXPECT_TRUE(c.entrypoint_set);
+  EXPECT_EQ(c.entrypoint, std::vector<std::string>{"python"});
+  EXPECT_FALSE(c.mount_home);
+  StatusOr<JobSubmission> back =
+      JobSubmissionFromJson(JobSubmissionToJson(*job, Catalog()), Catalog());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, *job);
+
+  // Without an image the command is still required, and container settings need one.
+  EXPECT_NE(ParseJobYaml("name: x\n", Catalog()).status().message().find("command"),
+            std::string::npos);
+  EXPECT_EQ(ParseJobYaml("command: [true]\ncontainer: {workdir: /w}\n", Catalog())
+                .status()
+                .message()
+                .rfind("container: needs an image", 0),
+            0U);
+  Status bad =
+      ParseJobYaml("image: ubuntu\ncontainer: {mounts: [/a, /etc:/proc]}\n", Catalog()).status();
+  EXPECT_EQ(bad.message().rfind("container.mounts[1]: ", 0), 0U) << bad.message();
+  bad = ParseJobYaml("image: Ubuntu\n", Catalog()).status();
+  EXPECT_EQ(bad.message().rfind("image: ", 0), 0U) << bad.message();
+  bad = ParseJobYaml("image: ubuntu\ncontainer: {mount: [/a]}\n", Catalog()).status();
+  EXPECT_NE(bad.message().find("mounts"), std::string::npos) << bad.message();  // suggested
+}
+
 TEST(JobCodecTest, ReadsEveryFieldOfTheJsonFormat) {
   JobSubmission job = Json_(kFullJson);
   const JobSpec& s = job.spec;

@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "api/job_codec.h"
+#include "api/job_codec_container.h"
 #include "api/job_codec_relations.h"
 #include "api/job_draft.h"
 #include "api/job_keys.h"
@@ -168,7 +169,9 @@ nlohmann::json JobSubmissionToJson(const JobSubmission& job, const GpuCatalog& c
     j[keys::kUser] = spec.user;
   }
   j[keys::kPriority] = spec.priority;
-  j[keys::kCommand] = job.command;
+  if (!job.command.empty() || job.container.empty()) {
+    j[keys::kCommand] = job.command;
+  }
   if (!job.env.empty()) {
     j[keys::kEnv] = job.env;
   }
@@ -234,6 +237,7 @@ nlohmann::json JobSubmissionToJson(const JobSubmission& job, const GpuCatalog& c
                     {keys::kBackoff, FormatDuration(job.restart->backoff)}};
   }
   WriteJobRelations(job, j);
+  WriteJobContainer(job, j);
   return j;
 }
 

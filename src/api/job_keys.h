@@ -35,6 +35,8 @@ inline constexpr std::string_view kDependency = "dependency";
 inline constexpr std::string_view kHold = "hold";
 inline constexpr std::string_view kPriorityClass = "priority_class";
 inline constexpr std::string_view kSignal = "signal";
+inline constexpr std::string_view kImage = "image";
+inline constexpr std::string_view kContainer = "container";
 
 // resources.*
 inline constexpr std::string_view kGpus = "gpus";
@@ -57,6 +59,11 @@ inline constexpr std::string_view kDir = "dir";
 inline constexpr std::string_view kMax = "max";
 inline constexpr std::string_view kOn = "on";
 inline constexpr std::string_view kBackoff = "backoff";
+// container.* (container_spec.h)
+inline constexpr std::string_view kMounts = "mounts";
+inline constexpr std::string_view kWorkdir = "workdir";
+inline constexpr std::string_view kEntrypoint = "entrypoint";
+inline constexpr std::string_view kMountHome = "mount_home";
 // signal.* (and kName)
 inline constexpr std::string_view kBefore = "before";
 // A batch document (job_batch.h): its jobs, and a submit_dir for all of them.
@@ -64,10 +71,10 @@ inline constexpr std::string_view kJobs = "jobs";
 
 // The keys each object of a job file accepts: the codec refuses any other.
 inline constexpr std::array kTopLevel = {
-    kName,       kQueue,       kUser,          kPriority,    kCommand,     kEnv,
-    kWorkingDir, kSubmitDir,   kReplicas,      kResources,   kTopology,    kCheckpoint,
-    kRuntimeLimit, kPreemptible, kHoldIfUnfit, kRestart,     kArray,       kArrayIndex,
-    kDependency, kHold,        kPriorityClass, kSignal};
+    kName,         kQueue,       kUser,          kPriority,  kCommand,  kEnv,
+    kWorkingDir,   kSubmitDir,   kReplicas,      kResources, kTopology, kCheckpoint,
+    kRuntimeLimit, kPreemptible, kHoldIfUnfit,   kRestart,   kArray,    kArrayIndex,
+    kDependency,   kHold,        kPriorityClass, kSignal,    kImage,    kContainer};
 inline constexpr std::array kResourceKeys = {kGpus,      kGpuModel, kGpuFraction,
                                              kGpuMilli,  kGpuMemory, kMig,
                                              kCpu,       kMemory,   kGpuTopology};
@@ -75,6 +82,7 @@ inline constexpr std::array kTopologyKeys = {kScope, kHard};
 inline constexpr std::array kCheckpointKeys = {kInterval, kOnSignal, kDir};
 inline constexpr std::array kRestartKeys = {kMax, kOn, kBackoff};
 inline constexpr std::array kSignalKeys = {kName, kBefore};
+inline constexpr std::array kContainerKeys = {kMounts, kWorkdir, kEntrypoint, kMountHome};
 inline constexpr std::array kBatchKeys = {kJobs, kSubmitDir};
 
 // Every key a job file accepts, as a path from the job's root: "name", "resources",
@@ -91,6 +99,7 @@ inline std::vector<std::string> JobSpecKeyPaths() {
   nested(kCheckpoint, kCheckpointKeys);
   nested(kRestart, kRestartKeys);
   nested(kSignal, kSignalKeys);
+  nested(kContainer, kContainerKeys);
   return out;
 }
 

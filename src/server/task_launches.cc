@@ -169,6 +169,7 @@ TaskLaunch BuildTaskLaunch(const LaunchInputs& in, const GpuCatalog& catalog) {
   l.checkpoint_dir = in.checkpoint_dir;
   l.checkpoint_managed = in.checkpoint_managed;
   l.pty_secret = in.pty_secret;
+  l.container = sub.container;
   if (in.identity.has_value()) {
     l.uid = in.identity->first;
     l.gid = in.identity->second;

@@ -78,6 +78,12 @@ inline HeartbeatResponse FullHeartbeatResponse() {
   l.uid = 1000;
   l.gid = 1001;
   l.pty_secret = "s3cret";
+  l.container.image = "127.0.0.1:5000/team/img:v1";
+  l.container.mounts = {{"/data", "/data", true}, {"/scratch/a", "/scratch", false}};
+  l.container.workdir = "/workspace";
+  l.container.entrypoint = {"python", "-u"};
+  l.container.entrypoint_set = true;
+  l.container.mount_home = false;
   r.launch.push_back(l);
   TaskStop s;
   s.key = {8, 2, 5};
