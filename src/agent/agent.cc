@@ -152,7 +152,14 @@ Status Agent::Init() {
     }
     gpu_shares_ = std::make_unique<AgentGpuShares>(std::move(shares));
   }
+  TESSERA_RETURN_IF_ERROR(InitContainers());
   TESSERA_RETURN_IF_ERROR(RefreshInventory());
+  if (containers_) {
+    MutexLock lock(mu_);
+    if (Status cdi = WriteNodeCdiSpec(); !cdi.ok()) {
+      return Status(cdi.code(), "containers: the CDI spec: " + cdi.message());
+    }
+  }
 
   // Every task would fail to start: refuse, naming the fix. Only root tasks (a
   // controller that gives no uid, --allow-root-tasks) reach it anyway.
@@ -236,6 +243,10 @@ Status Agent::RefreshInventory() {
   }
   spec.numa_nodes = numa;
   spec.labels = options_.labels;
+  if (containers_ && std::none_of(spec.labels.begin(), spec.labels.end(),
+                                  [](const auto& l) { return l.first == kContainersLabel; })) {
+    spec.labels.emplace_back(kContainersLabel, "podman");
+  }
   const bool given = std::any_of(spec.labels.begin(), spec.labels.end(), [](const auto& l) {
     return l.first == kNvlinkDomainLabel;
   });
@@ -606,6 +617,9 @@ StatusOr<LaunchSpec> Agent::BuildLaunchSpec(const LocalTask& t, int64_t uid, int
     spec.lease_file = std::filesystem::absolute(options_.data_dir + "/lease").string();
     spec.lease_us = lease_;
   }
+  if (!l.container.empty()) {
+    return ContainerLaunchSpec(t, std::move(spec), box, visible, granted);
+  }
   return spec;
 }
 
@@ -653,6 +667,7 @@ void Agent::ReleaseTask(LocalTask& t) {
   }
   t.gpu_use.clear();
   for (const auto& [g, uuid] : t.mig) {
+    cdi_mig_.erase(uuid);
     Status s = backend_->DestroyMigInstance(g, uuid);
     if (!s.ok()) {
       std::cerr << "tessera agent: destroying MIG instance " << uuid << ": " << s.message() << "\n";
@@ -679,6 +694,7 @@ void Agent::Sweep() {
     t.exited = true;
     t.exit_code = e.signal != 0 ? 0 : e.exit_code;
     t.signal = e.signal;
+    ContainerEnded(t, e);
     std::optional<std::string> why = ReadTaskMarker(t.record, "lost");
     if (why && e.status_known && e.signal == SIGKILL) {
       // Killed by this agent's stop; a task that ended on its own just before keeps its

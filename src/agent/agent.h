@@ -70,6 +70,8 @@
 #include "agent/gpu/gpu_backend.h"
 #include "agent/heartbeat_transport.h"
 #include "agent/launch/task_launcher.h"
+#include "agent/runtime/cdi_spec.h"
+#include "agent/runtime/container_runtime.h"
 #include "agent/task_sandbox.h"
 #include "api/agent_protocol.h"
 #include "api/node_labels.h"
@@ -129,6 +131,18 @@ struct AgentOptions {
   // Node labels reported with the inventory (validated: api/node_labels.h). Without an
   // "nvlink-domain" here, the GPUs' NVLink fabric (NVML's clusterUuid/cliqueId) gives one.
   NodeLabels labels;
+  // Tasks in container images (agent/runtime/container_runtime.h): "auto" runs them when
+  // Podman works and the agent is root (the node is then labelled containers=podman),
+  // "on" refuses to start without, "off" never.
+  std::string containers = "auto";
+  std::string podman = "podman";
+  // Where the CDI spec of the node's GPUs is written (agent/runtime/cdi_spec.h); Podman
+  // reads /etc/cdi and /var/run/cdi.
+  std::string cdi_dir = "/var/run/cdi";
+  // Host directories jobs may mount into their containers; empty: none.
+  std::vector<std::string> container_mount_prefixes;
+  // Registries reached over plain HTTP (host:port).
+  std::vector<std::string> container_insecure_registries;
 };
 
 class Agent {
@@ -223,6 +237,20 @@ class Agent {
                                        std::string* note) REQUIRES(mu_);
   // Its device node: <device_dir>/nvidia<minor>.
   int GpuMinor(int gpu) const REQUIRES(mu_);
+  // Containers (agent_containers.cc): the runtime, when this node runs them (Init);
+  // the node's CDI spec (its GPUs and the MIG instances of container tasks); a prepared
+  // bare launch made a `podman run` of the task's image; the image pulled before the
+  // start (on a launch thread); a container task's end (its exit read as a bare
+  // task's, its leftovers removed).
+  Status InitContainers();
+  Status WriteNodeCdiSpec() REQUIRES(mu_);
+  StatusOr<LaunchSpec> ContainerLaunchSpec(const LocalTask& task, LaunchSpec bare,
+                                           const JobSandbox& box,
+                                           const std::vector<std::string>& visible,
+                                           const std::vector<GpuDeviceGrant>& granted)
+      REQUIRES(mu_);
+  Status PrepareImage(const TaskLaunch& launch) EXCLUDES(mu_);
+  void ContainerEnded(LocalTask& task, const TaskExit& exit) REQUIRES(mu_);
   void StopTask(const TaskStop& stop);
   void Sweep();  // reap exits, enforce kill deadlines, notice checkpoints
   void ReleaseTask(LocalTask& task) REQUIRES(mu_);
@@ -256,6 +284,7 @@ class Agent {
   // Made by Init, reset by Stop once the threads that use it have ended; thread-safe.
   std::unique_ptr<TaskLauncher> launcher_;
   std::unique_ptr<AgentGpuShares> gpu_shares_;  // MPS daemons and the CUDA limiter
+  std::unique_ptr<ContainerRuntime> containers_;  // null: this node runs no containers
   std::unique_ptr<ControllerLinks> links_;  // HTTP to the controllers
   std::string bearer_;  // the node's credential, or the join token until it has one
   // The agent channel (on the loop thread; pushes arrive on its reader thread).
@@ -286,6 +315,7 @@ class Agent {
   std::set<std::string> seen_ GUARDED_BY(mu_);              // launch ids ever accepted
   std::set<std::string> orphans_ GUARDED_BY(mu_);  // killed at start: no readable record
   std::map<int, int64_t> gpu_used_ GUARDED_BY(mu_);  // gpu index -> milli in use
+  std::map<std::string, CdiDevice> cdi_mig_ GUARDED_BY(mu_);  // container tasks' MIG, by UUID
   std::atomic<int> double_bookings_{0};
 
   // Taken with mu_ held (StopTask's ReportSoon), never the other way round.

@@ -91,8 +91,12 @@ void Agent::Spawn(const std::string& id, LaunchSpec spec) {
     }
     record = TaskRecord{it->second.launch, it->second.log_path, it->second.gpu_use, it->second.mig};
   }
+  // A container's image is pulled first (minutes, perhaps): the task is starting meanwhile.
+  Status started = PrepareImage(record.launch);
   // Recorded before it starts: a restarted agent must know of every task that may run.
-  Status started = SaveTaskRecord(TaskRecordPath(options_.data_dir, id), record);
+  if (started.ok()) {
+    started = SaveTaskRecord(TaskRecordPath(options_.data_dir, id), record);
+  }
   if (started.ok()) {
     StatusOr<int> pid = launcher_->Start(spec);
     if (!pid.ok() && !spec.cpus.empty() && pid.status().code() == StatusCode::kInvalidArgument) {

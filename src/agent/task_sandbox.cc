@@ -289,6 +289,31 @@ bool Reachable(const std::string& dir, int64_t uid, int64_t gid) {
   return true;
 }
 
+StatusOr<std::vector<std::string>> MigCapabilityNodes(const std::string& caps_dir,
+                                                      const GpuDeviceGrant& g) {
+  if (g.gpu_instance < 0 && g.compute_instance < 0) {
+    return std::vector<std::string>{};  // a whole card needs no capability
+  }
+  const std::string where = "MIG instance (GPU instance " + std::to_string(g.gpu_instance) +
+                            ", compute instance " + std::to_string(g.compute_instance) +
+                            ") of /dev/nvidia" + std::to_string(g.minor);
+  if (g.gpu_instance < 0 || g.compute_instance < 0) {
+    return FailedPreconditionError(where + ": the driver did not say its ids");
+  }
+  const std::string gi =
+      caps_dir + "/gpu" + std::to_string(g.minor) + "/mig/gi" + std::to_string(g.gpu_instance);
+  std::vector<std::string> out;
+  for (const std::string& access :
+       {gi + "/access", gi + "/ci" + std::to_string(g.compute_instance) + "/access"}) {
+    StatusOr<int> minor = CapabilityMinor(access);
+    if (!minor.ok()) {
+      return FailedPreconditionError(where + ": " + minor.status().message());
+    }
+    out.push_back("nvidia-cap" + std::to_string(*minor));
+  }
+  return out;
+}
+
 StatusOr<std::vector<std::string>> HiddenGpuDevices(const std::string& device_dir,
                                                     const std::string& caps_dir,
                                                     const std::vector<int>& all_minors,
@@ -311,25 +336,8 @@ StatusOr<std::vector<std::string>> HiddenGpuDevices(const std::string& device_di
   }
   std::set<std::string> own;
   for (const GpuDeviceGrant& g : granted) {
-    if (g.gpu_instance < 0 && g.compute_instance < 0) {
-      continue;  // a whole card needs no capability
-    }
-    const std::string where = "MIG instance (GPU instance " + std::to_string(g.gpu_instance) +
-                              ", compute instance " + std::to_string(g.compute_instance) +
-                              ") of /dev/nvidia" + std::to_string(g.minor);
-    if (g.gpu_instance < 0 || g.compute_instance < 0) {
-      return FailedPreconditionError(where + ": the driver did not say its ids");
-    }
-    const std::string gi =
-        caps_dir + "/gpu" + std::to_string(g.minor) + "/mig/gi" + std::to_string(g.gpu_instance);
-    for (const std::string& access :
-         {gi + "/access", gi + "/ci" + std::to_string(g.compute_instance) + "/access"}) {
-      StatusOr<int> minor = CapabilityMinor(access);
-      if (!minor.ok()) {
-        return FailedPreconditionError(where + ": " + minor.status().message());
-      }
-      own.insert("nvidia-cap" + std::to_string(*minor));
-    }
+    TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> names, MigCapabilityNodes(caps_dir, g));
+    own.insert(names.begin(), names.end());
   }
   for (const auto& entry : std::filesystem::directory_iterator(caps_nodes, ec)) {
     const std::string name = entry.path().filename().string();

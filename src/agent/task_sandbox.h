@@ -107,6 +107,12 @@ StatusOr<std::vector<std::string>> HiddenGpuDevices(const std::string& device_di
                                                     const std::vector<int>& all_minors,
                                                     const std::vector<GpuDeviceGrant>& granted);
 
+// The capability nodes (names under <device_dir>/nvidia-caps/, "nvidia-cap<N>") that
+// open a MIG instance's GPU and compute instances, from the driver's `caps_dir`; none
+// for a whole card. FailedPrecondition as for HiddenGpuDevices.
+StatusOr<std::vector<std::string>> MigCapabilityNodes(const std::string& caps_dir,
+                                                      const GpuDeviceGrant& grant);
+
 // Whether uid:gid can search every directory down to `dir` and `dir` itself (mode
 // bits only; ACLs are not read). True for uid < 0 (the agent's own identity).
 bool Reachable(const std::string& dir, int64_t uid, int64_t gid);

@@ -19,16 +19,17 @@
 #include "agent/agent.h"
 #include "agent/gpu/nvml_backend.h"
 #include "agent/task_sandbox.h"
-#include "cli/gpu_probe_command.h"
 #include "api/node_labels.h"
 #include "api/units.h"
 #include "base/file_util.h"
 #include "base/strings.h"
-#include "plugins/registry.h"
-#include "model/gpu_catalog.h"
+#include "cli/agent_flags.h"
+#include "cli/gpu_probe_command.h"
 #include "cli/ha_server_command.h"
 #include "cli/man_pages.h"
 #include "cli/store_command.h"
+#include "model/gpu_catalog.h"
+#include "plugins/registry.h"
 #include "server/http/server.h"
 #include "store/store_url.h"
 
@@ -355,131 +356,6 @@ StatusOr<ServerOptions> ToServerOptions(const ServerFlags& f) {
   }
   o.controller.health.temperature_limit_c = f.gpu_temp_limit;
   o.controller.health.temperature_resume_c = f.gpu_temp_limit - 5;
-  return o;
-}
-
-struct AgentFlags {
-  std::string server = "http://127.0.0.1:7450";
-  std::string token, token_file;
-  std::string node;
-  std::string data_dir = "tessera-agent";
-  std::string fake_gpus;
-  std::string gpu_sharing;
-  std::string mps_control, cuda_limiter;
-  bool mps_multi_user = false;
-  std::string cpu, memory;
-  std::string heartbeat;
-  std::string telemetry;
-  std::string ca_cert;
-  bool insecure = false;
-  bool no_cgroups = false;
-  std::string device_dir = "/dev";
-  std::string nvidia_caps_dir = "/proc/driver/nvidia/capabilities";
-  bool allow_root_tasks = false;
-  bool stop_kills_tasks = false;
-  std::vector<std::string> labels;
-};
-
-void AddAgentFlags(CLI::App* cmd, AgentFlags* f, bool standalone) {
-  if (standalone) {
-    cmd->add_option("--server", f->server,
-                    "The controller's URL, or the URLs of a cluster's controllers joined by ',' "
-                    "(tried in turn; the leader is followed)")
-        ->capture_default_str();
-    cmd->add_option("--token", f->token, "The controller's join token");
-    cmd->add_option("--token-file", f->token_file, "File holding the join token");
-    cmd->add_option("--node", f->node, "Node name (default: the host name)");
-    cmd->add_option("--data", f->data_dir, "Agent data directory (task logs)")->capture_default_str();
-    cmd->add_option("--ca-cert", f->ca_cert, "CA certificate for an https:// controller");
-    cmd->add_flag("--insecure", f->insecure, "Do not verify the controller's certificate");
-    cmd->add_option("--heartbeat", f->heartbeat, "Heartbeat interval (default: the controller's)");
-    // An agent restart or upgrade must not end a week of training: the next agent on
-    // this data directory adopts what is running.
-    cmd->add_flag("--stop-kills-tasks", f->stop_kills_tasks,
-                  "On SIGTERM kill the tasks (default: leave them running for the next agent "
-                  "on this --data to adopt)");
-  }
-  cmd->add_option("--device-dir", f->device_dir,
-                  "Where the GPUs' device nodes are (DIR/nvidia<minor>, MIG capabilities in "
-                  "DIR/nvidia-caps/); a task may open only its own")
-      ->capture_default_str();
-  cmd->add_option("--nvidia-caps-dir", f->nvidia_caps_dir,
-                  "Where the driver says which capability node opens which MIG instance")
-      ->capture_default_str();
-  cmd->add_flag("--allow-root-tasks", f->allow_root_tasks,
-                "Run tasks as root when the controller gives no uid (one-user machines only)");
-  cmd->add_option("--fake-gpus", f->fake_gpus,
-                  "Fake GPU inventory, e.g. 8xH100-80GB or 2x4xA100-80GB,mig (default: NVML)");
-  cmd->add_option("--gpu-sharing", f->gpu_sharing,
-                  "Sharing mode per GPU, e.g. all=shared or 0,1=shared;2=timeslice:4 (modes: "
-                  "exclusive, shared, timeslice:N; default: as discovered)");
-  cmd->add_option("--mps-control", f->mps_control,
-                  "The MPS control program run per shared GPU, or 'none' (default: "
-                  "nvidia-cuda-mps-control on PATH; none with --fake-gpus)");
-  cmd->add_flag("--mps-multi-user", f->mps_multi_user,
-                "This node's MPS serves clients of several Unix users at once (it must be set "
-                "up that way, e.g. through --mps-control): tenants' shares may then meet on one "
-                "shared GPU (label mps-multi-user=on). Default: one user per GPU's MPS server");
-  cmd->add_option("--cuda-limiter", f->cuda_limiter,
-                  "The CUDA limiter preloaded into tasks on shared GPUs, or 'none' (default: "
-                  "lib/libtessera_cuda_limiter.so beside tessera, then ../lib/tessera/)");
-  cmd->add_option("--telemetry-interval", f->telemetry,
-                  "Least time between GPU telemetry samples sent in heartbeats, e.g. 5s; 0: "
-                  "none (default: 1s)");
-  cmd->add_option("--cpu", f->cpu, "CPUs offered (default: the machine's)");
-  cmd->add_option("--memory", f->memory, "Memory offered, e.g. 64GiB (default: the machine's)");
-  cmd->add_flag("--no-cgroups", f->no_cgroups, "Do not apply cgroup v2 CPU and memory limits");
-  cmd->add_option("--label", f->labels,
-                  "Node labels, e.g. rack=r1,block=b2 (repeatable): gangs with topology scope "
-                  "rack or block stay within one; nvlink-domain overrides the GPUs' fabric")
-      ->allow_extra_args(false);
-}
-
-// `standalone`: `tessera agent` (not `tessera up`, whose Ctrl-C stops the whole cluster
-// and so its tasks).
-StatusOr<AgentOptions> ToAgentOptions(const AgentFlags& f, bool standalone) {
-  AgentOptions o;
-  o.server_url = f.server;
-  o.token = f.token;
-  if (o.token.empty() && !f.token_file.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(std::string t, ReadFile(f.token_file, "--token-file"));
-    o.token = std::string(Trim(t));
-  }
-  if (o.token.empty()) {
-    if (const char* env = std::getenv("TESSERA_JOIN_TOKEN")) {
-      o.token = env;
-      // Not inherited by anything the agent starts. (/proc/PID/environ still shows the
-      // original block, but only to this uid and root.)
-      ::unsetenv("TESSERA_JOIN_TOKEN");
-    }
-  }
-  o.node_name = f.node;
-  o.data_dir = f.data_dir;
-  o.fake_gpus = f.fake_gpus;
-  o.gpu_sharing = f.gpu_sharing;
-  o.mps_control = f.mps_control;
-  o.cuda_limiter = f.cuda_limiter;
-  o.mps_multi_user = f.mps_multi_user;
-  o.ca_cert = f.ca_cert;
-  o.insecure = f.insecure;
-  o.use_cgroups = !f.no_cgroups;
-  o.device_dir = f.device_dir;
-  o.nvidia_caps_dir = f.nvidia_caps_dir;
-  o.allow_root_tasks = f.allow_root_tasks;
-  o.keep_tasks_on_stop = standalone && !f.stop_kills_tasks;
-  TESSERA_ASSIGN_OR_RETURN(o.labels, ParseNodeLabelArgs(f.labels));
-  if (!f.cpu.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(o.cpu_milli, ParseCpuMilli(f.cpu));
-  }
-  if (!f.memory.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(o.memory_mib, ParseMemoryMiB(f.memory));
-  }
-  if (!f.heartbeat.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(o.heartbeat_interval, ParseDurationMicros(f.heartbeat));
-  }
-  if (!f.telemetry.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(o.telemetry_interval, ParseDurationMicros(f.telemetry));
-  }
   return o;
 }
 

@@ -80,6 +80,9 @@ struct NodeSpec {
 // clients of several Unix users at once (`tessera agent --mps-multi-user`).
 inline constexpr std::string_view kMpsLabel = "mps";
 inline constexpr std::string_view kMpsMultiUserLabel = "mps-multi-user";
+// Set by an agent that runs tasks in OCI images (agent/runtime/container_runtime.h), to
+// its runtime's name ("podman"); a job with an image goes only to such nodes.
+inline constexpr std::string_view kContainersLabel = "containers";
 // Whether the node's shared GPUs are served by single-user MPS: NVIDIA's control daemon
 // runs one server per GPU for one uid at a time, and a client of another uid waits until
 // that server's clients are done. True for "mps=on" without "mps-multi-user=on".

@@ -1,0 +1,208 @@
+// Agent: tasks in container images (declared in agent.h). The runtime itself is
+// agent/runtime/container_runtime.h; this file is what the agent does with it: whether
+// the node runs containers (and says so in a label), the CDI spec of its GPUs, turning a
+// prepared bare launch into a `podman run` under the same shim, pulling the image
+// before the start, and what a container's end needs.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "agent/agent.h"
+#include "agent/runtime/cdi_spec.h"
+#include "agent/runtime/container_runtime.h"
+
+namespace tessera {
+namespace {
+
+bool IsCharDevice(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_character_file(path, ec);
+}
+
+std::string ContainerEnvPath(const std::string& data_dir, const std::string& id) {
+  return data_dir + "/containers/env/" + id + ".env";
+}
+
+}  // namespace
+
+Status Agent::InitContainers() {
+  if (options_.containers == "off") {
+    return Status::Ok();
+  }
+  ContainerRuntimeOptions o;
+  o.podman = options_.podman;
+  o.storage_dir = options_.data_dir + "/containers";
+  o.mount_prefixes = options_.container_mount_prefixes;
+  o.insecure_registries = options_.container_insecure_registries;
+  StatusOr<std::unique_ptr<ContainerRuntime>> rt = ContainerRuntime::Create(std::move(o));
+  if (!rt.ok()) {
+    if (options_.containers == "on") {
+      return rt.status();
+    }
+    std::cerr << "tessera agent: no containers on this node: " << rt.status().message()
+              << " (jobs with an image go to nodes labelled containers=podman)\n";
+    return Status::Ok();
+  }
+  if (::geteuid() != 0) {
+    const std::string why = "containers need a root agent (rootful Podman); this one is not root";
+    if (options_.containers == "on") {
+      return FailedPreconditionError(why);
+    }
+    std::cerr << "tessera agent: no containers on this node: " << why << "\n";
+    return Status::Ok();
+  }
+  containers_ = std::move(*rt);
+  std::cerr << "tessera agent: containers: " << containers_->description() << "\n";
+  return Status::Ok();
+}
+
+Status Agent::WriteNodeCdiSpec() {
+  if (!containers_) {
+    return Status::Ok();
+  }
+  CdiSpecInput in;
+  for (size_t g = 0; g < gpus_.size(); ++g) {
+    const std::string minor = std::to_string(GpuMinor(static_cast<int>(g)));
+    const std::string host = options_.device_dir + "/nvidia" + minor;
+    CdiDevice d{gpus_[g].uuid, {}};
+    if (IsCharDevice(host)) {
+      d.nodes.push_back({"/dev/nvidia" + minor, host});
+    }
+    if (IsCdiDeviceName(d.name)) {
+      in.devices.push_back(std::move(d));
+    }
+  }
+  for (const auto& [uuid, device] : cdi_mig_) {
+    in.devices.push_back(device);
+  }
+  in.control_nodes = ControlNodes(options_.device_dir);
+  in.driver_files = FindDriverFiles(
+      {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"},
+      {"/usr/bin"});
+  TESSERA_ASSIGN_OR_RETURN(nlohmann::json spec, CdiSpecJson(in));
+  return WriteCdiSpec(options_.cdi_dir, options_.node_name, spec);
+}
+
+StatusOr<LaunchSpec> Agent::ContainerLaunchSpec(const LocalTask& t, LaunchSpec bare,
+                                                const JobSandbox& box,
+                                                const std::vector<std::string>& visible,
+                                                const std::vector<GpuDeviceGrant>& granted) {
+  const TaskLaunch& l = t.launch;
+  if (!containers_) {
+    return FailedPreconditionError("this node cannot run containers (image " + l.container.image +
+                                   "): it has no container runtime");
+  }
+  ContainerTask task;
+  task.id = t.id;
+  task.container = l.container;
+  task.command = l.command;
+  task.uid = bare.uid >= 0 ? bare.uid : static_cast<int64_t>(::geteuid());
+  task.gid = bare.gid >= 0 ? bare.gid : static_cast<int64_t>(::getegid());
+  for (const ContainerMount& m : l.container.mounts) {
+    if (!Reachable(m.source, bare.uid, bare.gid)) {
+      return PermissionDeniedError("mount source " + m.source + " is closed to the task's uid " +
+                                   std::to_string(task.uid));
+    }
+  }
+  // The devices: each visible UUID is one CDI device; a new MIG instance joins the spec.
+  bool new_mig = false;
+  for (size_t i = 0; i < visible.size() && i < granted.size(); ++i) {
+    const GpuDeviceGrant& g = granted[i];
+    if (g.gpu_instance >= 0) {
+      TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> caps,
+                               MigCapabilityNodes(options_.nvidia_caps_dir, g));
+      CdiDevice d{visible[i], {}};
+      const std::string card = "/nvidia" + std::to_string(g.minor);
+      d.nodes.push_back({"/dev" + card, options_.device_dir + card});
+      for (const std::string& cap : caps) {
+        d.nodes.push_back({"/dev/nvidia-caps/" + cap, options_.device_dir + "/nvidia-caps/" + cap});
+      }
+      cdi_mig_[visible[i]] = std::move(d);
+      new_mig = true;
+    }
+    task.cdi_devices.push_back(CdiDeviceName(visible[i]));
+  }
+  if (new_mig) {
+    TESSERA_RETURN_IF_ERROR(WriteNodeCdiSpec());
+  }
+  // The job's sandbox (HOME and TMPDIR live in it) and the checkpoint directory, at their
+  // host paths; with mount_home false only TMPDIR, and HOME is the image's.
+  std::map<std::string, std::string> env = bare.env;
+  if (l.container.mount_home) {
+    task.own_dirs.push_back(box.dir);
+  } else {
+    task.own_dirs.push_back(box.tmp);
+    env.erase("HOME");
+  }
+  if (!l.checkpoint_dir.empty()) {
+    task.own_dirs.push_back(l.checkpoint_dir);
+  }
+  // A share's MPS directories and the CUDA limiter (agent_gpu_shares.h) come along.
+  for (const char* key : {"CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"}) {
+    if (auto it = env.find(key); it != env.end() && !it->second.empty()) {
+      task.own_dirs.push_back(it->second);
+    }
+  }
+  if (auto it = env.find("LD_PRELOAD"); it != env.end() && !it->second.empty()) {
+    task.host_files.push_back(it->second);
+  }
+  task.env_file = ContainerEnvPath(options_.data_dir, t.id);
+  TESSERA_RETURN_IF_ERROR(WriteContainerEnv(task.env_file, env));
+  task.cpus = bare.cpus;
+  task.cpu_milli = bare.cpu_milli;
+  task.memory_mib = bare.memory_mib;
+  TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> argv, containers_->RunArgs(task));
+
+  // The leader is Podman, as root (it needs it; the container's process is the task's
+  // uid); it sees none of the task's environment and no device is hidden from it.
+  LaunchSpec spec = std::move(bare);
+  spec.argv = std::move(argv);
+  spec.env = containers_->PodmanEnv();
+  spec.working_dir = options_.data_dir + "/containers";
+  spec.uid = -1;
+  spec.gid = -1;
+  spec.hidden_devices.clear();
+  spec.cpus.clear();  // Podman's own threads need not share the task's CPUs
+  return spec;
+}
+
+Status Agent::PrepareImage(const TaskLaunch& launch) {
+  if (launch.container.empty() || !containers_) {
+    return Status::Ok();
+  }
+  if (containers_->HasImage(launch.container.image)) {
+    return Status::Ok();
+  }
+  return containers_->Pull(launch.container.image, "");
+}
+
+void Agent::ContainerEnded(LocalTask& t, const TaskExit& e) {
+  if (t.launch.container.empty()) {
+    return;
+  }
+  if (e.status_known && e.signal == 0) {
+    const auto [code, sig] = ContainerExit(e.exit_code);
+    t.exit_code = sig != 0 ? 0 : code;
+    t.signal = sig;
+  }
+  std::error_code ec;
+  std::filesystem::remove(ContainerEnvPath(options_.data_dir, t.id), ec);
+  for (const auto& [gpu, uuid] : t.mig) {
+    cdi_mig_.erase(uuid);
+  }
+  if (containers_) {
+    // Podman removes a container that ended by itself (--rm); one whose Podman was
+    // killed is left listed, and its name would be taken.
+    const std::string id = t.id;
+    ContainerRuntime* rt = containers_.get();
+    MutexLock lock(launch_mu_);
+    if (!launchers_.empty()) {
+      launch_queue_.push_back([rt, id] { rt->Remove(id); });
+      ++launches_in_flight_;
+      launch_cv_.NotifyOne();
+    }
+  }
+}
+
+}  // namespace tessera

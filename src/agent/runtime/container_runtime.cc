@@ -1,0 +1,340 @@
+#include "agent/runtime/container_runtime.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "agent/runtime/cdi_spec.h"
+#include "agent/runtime/tool_process.h"
+
+namespace tessera {
+namespace {
+
+constexpr int64_t kPodmanNprocCeiling = 32768;
+constexpr auto kQuickDeadline = std::chrono::seconds(60);
+
+bool Contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+std::string Lower(std::string text) {
+  for (char& c : text) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return text;
+}
+
+// Writes `text` to `path` with mode 0600, replacing it.
+Status WritePrivateFile(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    return InternalError("cannot write " + path + ": " + std::strerror(errno));
+  }
+  ::fchmod(fd, 0600);
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      ::close(fd);
+      return InternalError("cannot write " + path + ": " + std::strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return Status::Ok();
+}
+
+std::string CpuList(const std::vector<int>& cpus) {
+  std::string out;
+  for (int c : cpus) {
+    out += (out.empty() ? "" : ",") + std::to_string(c);
+  }
+  return out;
+}
+
+std::string MilliText(int64_t milli) {
+  std::string frac = std::to_string(milli % 1000);
+  return std::to_string(milli / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
+}
+
+bool UnderOrAt(const std::string& path, const std::string& dir) {
+  return path == dir || dir == "/" ||
+         (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+          path[dir.size()] == '/');
+}
+
+// A failed pull's status, by what Podman said.
+Status PullError(const std::string& image, const ToolResult& r) {
+  const std::string line = LastToolLine(r.output);
+  const std::string text = Lower(r.output);
+  if (r.timed_out) {
+    return UnavailableError("pulling image " + image + " took too long");
+  }
+  if (Contains(text, "unauthorized") || Contains(text, "authentication required") ||
+      Contains(text, "requested access to the resource is denied") ||
+      Contains(text, "invalid username/password")) {
+    return PermissionDeniedError("image " + image +
+                                 ": the registry refused the credentials: " + line);
+  }
+  if (Contains(text, "manifest unknown") || Contains(text, "name unknown") ||
+      Contains(text, "not found") || Contains(text, "does not exist")) {
+    return NotFoundError("image not found: " + image + ": " + line);
+  }
+  if (Contains(text, "connection refused") || Contains(text, "no such host") ||
+      Contains(text, "i/o timeout") || Contains(text, "server gave http response") ||
+      Contains(text, "connection reset")) {
+    return UnavailableError("image " + image + ": the registry cannot be reached: " + line);
+  }
+  return InternalError("pulling image " + image + " failed: " + line);
+}
+
+}  // namespace
+
+std::string ContainerName(const std::string& task_id) { return "tessera-" + task_id; }
+
+Status WriteContainerEnv(const std::string& path, const std::map<std::string, std::string>& env) {
+  std::string text;
+  for (const auto& [k, v] : env) {
+    if (v.find('\n') != std::string::npos || v.find('\r') != std::string::npos) {
+      return InvalidArgumentError("the environment variable " + k +
+                                  " holds a line break, which cannot be passed into a container");
+    }
+    text += k + "=" + v + "\n";
+  }
+  return WritePrivateFile(path, text);
+}
+
+StatusOr<std::string> CheckMountSource(const std::string& source,
+                                       const std::vector<std::string>& prefixes) {
+  std::error_code ec;
+  const std::string real = std::filesystem::canonical(source, ec).string();
+  if (ec) {
+    return NotFoundError("mount source " + source + " does not exist on this node");
+  }
+  for (const std::string& prefix : prefixes) {
+    const std::string p = std::filesystem::weakly_canonical(prefix, ec).string();
+    if (!ec && UnderOrAt(real, p)) {
+      return real;
+    }
+  }
+  return PermissionDeniedError("mount source " + source +
+                               (prefixes.empty()
+                                    ? " refused: this node allows no host mounts"
+                                    : " is not under a directory this node allows to mount (" +
+                                          [&] {
+                                            std::string all;
+                                            for (const std::string& p : prefixes) {
+                                              all += (all.empty() ? "" : ", ") + p;
+                                            }
+                                            return all;
+                                          }() +
+                                          ")"));
+}
+
+std::pair<int, int> ContainerExit(int exit_code) {
+  if (exit_code > 128 && exit_code <= 128 + 64) {
+    return {-1, exit_code - 128};
+  }
+  return {exit_code, 0};
+}
+
+ContainerRuntime::ContainerRuntime(ContainerRuntimeOptions options)
+    : options_(std::move(options)) {}
+
+StatusOr<std::unique_ptr<ContainerRuntime>> ContainerRuntime::Create(
+    ContainerRuntimeOptions options) {
+  if (options.storage_dir.empty()) {
+    return InvalidArgumentError("the container runtime needs a storage directory");
+  }
+  if (options.ulimits.empty()) {
+    rlimit files{};
+    rlimit procs{};
+    ::getrlimit(RLIMIT_NOFILE, &files);
+    ::getrlimit(RLIMIT_NPROC, &procs);
+    const auto cap = [](rlim_t v) {
+      return v == RLIM_INFINITY ? kPodmanNprocCeiling
+                                : std::min<int64_t>(static_cast<int64_t>(v), kPodmanNprocCeiling);
+    };
+    options.ulimits["nofile"] = {static_cast<int64_t>(files.rlim_cur),
+                                 static_cast<int64_t>(files.rlim_max)};
+    options.ulimits["nproc"] = {cap(procs.rlim_cur), cap(procs.rlim_max)};
+  }
+  std::unique_ptr<ContainerRuntime> rt(new ContainerRuntime(std::move(options)));
+  const ContainerRuntimeOptions& o = rt->options_;
+  std::error_code ec;
+  for (const char* sub : {"/root", "/run", "/tmp", "/auth", "/env"}) {
+    std::filesystem::create_directories(o.storage_dir + sub, ec);
+  }
+  ::chmod(o.storage_dir.c_str(), 0700);
+  if (!o.insecure_registries.empty()) {
+    std::string conf;
+    for (const std::string& r : o.insecure_registries) {
+      conf += "[[registry]]\nlocation = \"" + r + "\"\ninsecure = true\n\n";
+    }
+    rt->registries_conf_ = o.storage_dir + "/registries.conf";
+    TESSERA_RETURN_IF_ERROR(WritePrivateFile(rt->registries_conf_, conf));
+  }
+  std::vector<std::string> argv = {o.podman, "--version"};
+  StatusOr<ToolResult> version = RunTool(argv, rt->PodmanEnv(), kQuickDeadline);
+  if (!version.ok()) {
+    return UnavailableError("containers: " + version.status().message());
+  }
+  if (version->exit_code != 0) {
+    return UnavailableError("containers: `" + o.podman +
+                            " --version` failed: " + LastToolLine(version->output));
+  }
+  std::string v = LastToolLine(version->output);  // "podman version 4.3.1"
+  if (v.rfind("podman version ", 0) == 0) {
+    v = "podman " + v.substr(15);
+  }
+  rt->description_ = v + ", " + o.runtime;
+  return rt;
+}
+
+std::vector<std::string> ContainerRuntime::Podman() const {
+  return {options_.podman,
+          "--root",
+          options_.storage_dir + "/root",
+          "--runroot",
+          options_.storage_dir + "/run",
+          "--runtime",
+          options_.runtime,
+          "--cgroup-manager",
+          "cgroupfs",
+          "--events-backend",
+          "file"};
+}
+
+std::map<std::string, std::string> ContainerRuntime::PodmanEnv() const {
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      {"HOME", options_.storage_dir},
+      {"TMPDIR", options_.storage_dir + "/tmp"},
+      {"LANG", "C.UTF-8"}};
+  if (!registries_conf_.empty()) {
+    env["CONTAINERS_REGISTRIES_CONF"] = registries_conf_;
+  }
+  return env;
+}
+
+StatusOr<std::vector<std::string>> ContainerRuntime::RunArgs(const ContainerTask& task) const {
+  const ContainerSpec& c = task.container;
+  std::vector<std::string> a = Podman();
+  auto add = [&a](std::initializer_list<std::string> items) {
+    a.insert(a.end(), items.begin(), items.end());
+  };
+  add({"run",       "--rm",       "--replace", "--name",           ContainerName(task.id),
+       "--pull",    "never",      "--init",    "--sig-proxy=true", "--log-driver",
+       "none",      "--cap-drop", "all",       "--security-opt",   "no-new-privileges",
+       "--network", "host",       "--ipc",     "private",          "--pid",
+       "private"});
+  if (task.uid >= 0) {
+    add({"--user", std::to_string(task.uid) + ":" + std::to_string(task.gid)});
+  }
+  if (!task.env_file.empty()) {
+    add({"--env-file", task.env_file});
+  }
+  for (const auto& [name, limits] : options_.ulimits) {
+    add({"--ulimit",
+         name + "=" + std::to_string(limits.first) + ":" + std::to_string(limits.second)});
+  }
+  for (const std::string& d : task.cdi_devices) {
+    add({"--device", d});
+  }
+  for (const ContainerMount& m : c.mounts) {
+    TESSERA_ASSIGN_OR_RETURN(std::string source,
+                             CheckMountSource(m.source, options_.mount_prefixes));
+    add({"--volume", source + ":" + m.target + (m.read_only ? ":ro" : ":rw") + ",nosuid,nodev"});
+  }
+  for (const std::string& dir : task.own_dirs) {
+    add({"--volume", dir + ":" + dir + ":rw,nosuid,nodev"});
+  }
+  for (const std::string& file : task.host_files) {
+    add({"--volume", file + ":" + file + ":ro,nosuid,nodev"});
+  }
+  if (!c.workdir.empty()) {
+    add({"--workdir", c.workdir});
+  }
+  if (c.entrypoint_set) {
+    add({"--entrypoint", nlohmann::json(c.entrypoint).dump()});
+  }
+  if (!task.cpus.empty()) {
+    add({"--cpuset-cpus", CpuList(task.cpus)});
+  }
+  if (task.cpu_milli > 0) {
+    add({"--cpus", MilliText(task.cpu_milli)});
+  }
+  if (task.memory_mib > 0) {
+    add({"--memory", std::to_string(task.memory_mib) + "m"});
+  }
+  a.push_back(c.image);
+  a.insert(a.end(), task.command.begin(), task.command.end());
+  return a;
+}
+
+Status ContainerRuntime::Pull(const std::string& image, const std::string& auth_json) {
+  std::shared_ptr<Mutex> one;
+  {
+    MutexLock lock(mu_);
+    std::shared_ptr<Mutex>& slot = pulls_[image];
+    if (!slot) {
+      slot = std::make_shared<Mutex>();
+    }
+    one = slot;
+  }
+  MutexLock pulling(*one);  // a second pull of one reference waits for the first
+  std::vector<std::string> argv = Podman();
+  argv.insert(argv.end(), {"pull", "--quiet"});
+  std::string auth_file;
+  if (!auth_json.empty()) {
+    char name[] = "/auth/pull-XXXXXX";
+    auth_file = options_.storage_dir + name;
+    std::vector<char> path(auth_file.begin(), auth_file.end());
+    path.push_back('\0');
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) {
+      return InternalError("cannot make a credentials file: " + std::string(std::strerror(errno)));
+    }
+    ::close(fd);
+    auth_file = path.data();
+    TESSERA_RETURN_IF_ERROR(WritePrivateFile(auth_file, auth_json));
+    argv.insert(argv.end(), {"--authfile", auth_file});
+  }
+  argv.push_back(image);
+  StatusOr<ToolResult> r = RunTool(argv, PodmanEnv(), options_.pull_deadline);
+  if (!auth_file.empty()) {
+    ::unlink(auth_file.c_str());
+  }
+  if (!r.ok()) {
+    return UnavailableError("containers: " + r.status().message());
+  }
+  if (r->exit_code != 0) {
+    return PullError(image, *r);
+  }
+  return Status::Ok();
+}
+
+bool ContainerRuntime::HasImage(const std::string& image) const {
+  std::vector<std::string> argv = Podman();
+  argv.insert(argv.end(), {"image", "exists", image});
+  StatusOr<ToolResult> r = RunTool(argv, PodmanEnv(), kQuickDeadline);
+  return r.ok() && r->exit_code == 0;
+}
+
+void ContainerRuntime::Remove(const std::string& task_id) const {
+  std::vector<std::string> argv = Podman();
+  argv.insert(argv.end(), {"rm", "--force", "--ignore", "--time", "0", ContainerName(task_id)});
+  (void)RunTool(argv, PodmanEnv(), kQuickDeadline);
+}
+
+}  // namespace tessera

@@ -1,0 +1,139 @@
+// ContainerRuntime: the agent's component that runs tasks in OCI images, beside the bare
+// launcher. It drives Debian's Podman (4.3) with runc, rootful, through its command line.
+//
+// Why Podman and runc: Podman pulls from registries with per-call credentials
+// (--authfile), keeps an image store with layers shared by digest, reads CDI specs for
+// devices, and runs a container in the foreground with its output on its own stdout
+// and signals forwarded (--sig-proxy), so a container task is, to the launcher, one
+// more process tree under a shim: the same state file, lease fencing, adoption after an
+// agent restart and exit record as a bare task. runc because Debian's crun 1.8 refuses
+// cgroup v1/hybrid hosts; runc works on v1 and v2.
+//
+// How a container task runs (ContainerRunArgs): the shim's leader is
+// `podman run --rm --replace --name tessera-<task id> ... IMAGE [COMMAND]`, run as root
+// (Podman needs it) while the container's process runs as the task's uid:gid
+// (`--user`), with no capabilities, no-new-privileges, a private PID and IPC namespace
+// (it can signal only its own processes), the host network (ranks rendezvous as bare
+// tasks do), catatonit as PID 1 (`--init`, so SIGTERM reaches the command with its
+// default action), only the task's devices (CDI names, cdi_spec.h), the job's sandbox
+// (HOME, TMPDIR) and checkpoint directory mounted at their host paths, the user's
+// mounts (read-only unless asked, only under the node's allowed prefixes, and only
+// directories the task's uid could reach itself), the task's memory and CPU limits and
+// CPU set, explicit rlimits (Podman's defaults exceed some hosts' hard limits), and its
+// environment from a 0600 file the agent writes (never on a command line). Podman is
+// given a fixed environment of its own: nothing of the task's reaches it.
+// Exit: Podman exits with the container's code; 128+N when signal N ended the command,
+// which the agent reports as that signal (ContainerExit), as for a bare task.
+//
+// Images: Pull fetches a reference into the node's store (`<storage>/root`), with the
+// tenant's registry credentials when given (a 0600 auth file that lives only for the
+// pull). Plain-HTTP registries must be listed (insecure_registries).
+// Thread safety: the methods may be called from several threads; Pull serialises pulls
+// of one reference.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/container_spec.h"
+#include "base/mutex.h"
+#include "base/status.h"
+
+namespace tessera {
+
+struct ContainerRuntimeOptions {
+  std::string podman = "podman";  // the program, on PATH or absolute
+  std::string runtime = "runc";   // --runtime
+  // The node's image store and Podman's state: <storage_dir>/root, <storage_dir>/run.
+  std::string storage_dir;
+  // Host directories a job may mount (absolute; a mount's source must be one of them
+  // or below); empty: no user mounts.
+  std::vector<std::string> mount_prefixes;
+  // Registries reached over plain HTTP ("127.0.0.1:5000"): a test's loopback registry.
+  std::vector<std::string> insecure_registries;
+  // rlimits given to every container ("nofile" -> {soft, hard}); empty: the agent's
+  // own nofile and nproc limits, nproc capped at 32768 (Podman's own ceiling for the
+  // processes it starts).
+  std::map<std::string, std::pair<int64_t, int64_t>> ulimits;
+  std::chrono::milliseconds pull_deadline{std::chrono::minutes(30)};
+};
+
+// What one container task needs; the agent fills it from the launch.
+struct ContainerTask {
+  std::string id;  // the launcher's task id: the container is tessera-<id>
+  ContainerSpec container;
+  std::vector<std::string> command;  // after the entry point; empty: the image's
+  int64_t uid = -1;
+  int64_t gid = -1;
+  std::string env_file;                  // written by WriteContainerEnv
+  std::vector<std::string> cdi_devices;  // CdiDeviceName()s
+  // Host directories mounted read-write at the same path (the job's sandbox, the
+  // checkpoint directory), after the user's mounts.
+  std::vector<std::string> own_dirs;
+  std::vector<std::string> host_files;  // mounted read-only at the same path (the limiter)
+  std::vector<int> cpus;                // --cpuset-cpus; empty: any
+  int64_t cpu_milli = 0;                // --cpus; 0: no limit
+  int64_t memory_mib = 0;               // --memory; 0: no limit
+};
+
+// The container's name for a task.
+std::string ContainerName(const std::string& task_id);
+
+// Writes the task's environment for --env-file (mode 0600, owned by the agent):
+// InvalidArgument for a value with a newline, which that format cannot carry.
+Status WriteContainerEnv(const std::string& path, const std::map<std::string, std::string>& env);
+
+// Whether `source` may be mounted: it exists and, with symbolic links resolved, is one
+// of `prefixes` or below one (whole path components). The resolved path; NotFound or
+// PermissionDenied saying why. (The agent also checks that the task's uid could reach
+// it: a mount must not bypass a directory closed to the tenant.)
+StatusOr<std::string> CheckMountSource(const std::string& source,
+                                       const std::vector<std::string>& prefixes);
+
+// How a container task's end reads as a bare task's: Podman's 128+N for signal N (the
+// command was killed; catatonit reports it so) becomes {-1, N}; other codes stay. 125-127
+// are Podman's own failures (it could not create or start the container) and stay codes.
+std::pair<int, int> ContainerExit(int exit_code);
+
+class ContainerRuntime {
+ public:
+  // Checks that Podman runs (`podman --version`); Unavailable with the reason when not.
+  static StatusOr<std::unique_ptr<ContainerRuntime>> Create(ContainerRuntimeOptions options);
+
+  // "podman 4.3.1, runc".
+  const std::string& description() const { return description_; }
+
+  // The shim leader's argv for `task` (podman run ...). InvalidArgument for a user mount
+  // the node does not allow.
+  StatusOr<std::vector<std::string>> RunArgs(const ContainerTask& task) const;
+  // The environment Podman runs with (the leader's, and every podman call's).
+  std::map<std::string, std::string> PodmanEnv() const;
+
+  // Pulls `image` into the node's store; `auth_json` (a registry auth file's content,
+  // "" for none) is written to a 0600 file for this pull only. NotFound for a missing
+  // image or an unknown repository, PermissionDenied for refused credentials,
+  // Unavailable for a registry that cannot be reached or a pull past pull_deadline;
+  // each message ends with Podman's last line.
+  Status Pull(const std::string& image, const std::string& auth_json);
+  // Whether the store holds `image`.
+  bool HasImage(const std::string& image) const;
+  // Removes the task's container if Podman still lists it (its end was not clean).
+  void Remove(const std::string& task_id) const;
+
+ private:
+  explicit ContainerRuntime(ContainerRuntimeOptions options);
+  std::vector<std::string> Podman() const;  // the program and its global options
+
+  ContainerRuntimeOptions options_;
+  std::string description_;
+  std::string registries_conf_;  // written by Create when insecure registries are listed
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<Mutex>> pulls_ GUARDED_BY(mu_);  // per reference
+};
+
+}  // namespace tessera
