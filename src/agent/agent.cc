@@ -323,6 +323,9 @@ void Agent::Stop() {
     }
     launcher_->KillAll();
     Sweep();  // records their ends; reported (as lost) by the next agent on this directory
+    if (containers_) {
+      RemoveCdiSpec(options_.cdi_dir, options_.node_name);  // no task is left to use it
+    }
   }
   if (gpu_shares_ != nullptr) {
     gpu_shares_->Stop(!options_.keep_tasks_on_stop);  // daemons go with the tasks, or stay with them

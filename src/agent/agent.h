@@ -133,8 +133,8 @@ struct AgentOptions {
   NodeLabels labels;
   // Tasks in container images (agent/runtime/container_runtime.h): "auto" runs them when
   // Podman works and the agent is root (the node is then labelled containers=podman),
-  // "on" refuses to start without, "off" never.
-  std::string containers = "auto";
+  // "on" refuses to start without, "off" never. (`tessera agent` defaults to auto.)
+  std::string containers = "off";
   std::string podman = "podman";
   // Where the CDI spec of the node's GPUs is written (agent/runtime/cdi_spec.h); Podman
   // reads /etc/cdi and /var/run/cdi.

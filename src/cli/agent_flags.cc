@@ -1,8 +1,10 @@
 #include "cli/agent_flags.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <optional>
 
+#include "agent/agent.h"
 #include "api/node_labels.h"
 #include "api/units.h"
 #include "base/file_util.h"

@@ -3,14 +3,18 @@
 // Thread safety: plain values and pure functions.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
-#include "agent/agent.h"
 #include "base/status.h"
 
+namespace CLI {
+class App;
+}
+
 namespace tessera {
+
+struct AgentOptions;  // agent/agent.h, which the daemon binary links
 
 struct AgentFlags {
   std::string server = "http://127.0.0.1:7450";

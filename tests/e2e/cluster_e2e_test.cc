@@ -230,8 +230,8 @@ TEST_F(ClusterTest, UpAsRootRefusesADataDirectoryTasksCannotReach) {
   EXPECT_NE(out.find("chmod o+x " + home), std::string::npos) << out;
   EXPECT_NE(out.find("--data /var/lib/tessera/tessera-data"), std::string::npos) << out;
   EXPECT_FALSE(std::filesystem::exists(home + "/tessera-data"));  // nothing made
-  Process agent({TESSERA_BINARY, "agent", "--server", "http://127.0.0.1:1", "--token", "x",
-                 "--data", home + "/agent", "--fake-gpus", "1xH100-80GB"},
+  Process agent({TESSERA_BINARY, "agent", "--containers", "off", "--server", "http://127.0.0.1:1",
+                 "--token", "x", "--data", home + "/agent", "--fake-gpus", "1xH100-80GB"},
                 dir_ + "/agent-private.log");
   const std::optional<int> agent_rc = agent.Wait(std::chrono::seconds(60));
   ASSERT_TRUE(agent_rc.has_value()) << agent.Output();

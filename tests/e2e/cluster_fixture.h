@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -97,6 +98,11 @@ inline std::unique_ptr<Process> StartServerProcess(const std::string& data, int 
                                                    const std::string& log) {
   std::vector<std::string> argv = {TESSERA_BINARY, "server", "--data", data,
                                    "--listen", "127.0.0.1:" + std::to_string(port)};
+  // No containers unless the test asks: each such agent would probe Podman and write a
+  // CDI spec into the machine's /var/run/cdi.
+  if (std::find(extra.begin(), extra.end(), "--containers") == extra.end()) {
+    argv.insert(argv.end(), {"--containers", "off"});
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   return std::make_unique<Process>(argv, log);
 }

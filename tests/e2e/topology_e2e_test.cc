@@ -133,7 +133,7 @@ TEST_F(TopologyTest, ARackHardGangWaitsForRoomInOneRackRatherThanSpreading) {
 }
 
 TEST_F(TopologyTest, AnAgentRefusesABadLabelNamingIt) {
-  Process agent({TESSERA_BINARY, "agent", "--server", url_, "--token-file",
+  Process agent({TESSERA_BINARY, "agent", "--containers", "off", "--server", url_, "--token-file",
                  dir_ + "/server/join.token", "--node", "x", "--data", dir_ + "/agent-x",
                  "--fake-gpus", "1xH100-80GB", "--label", "rack=r1,Block=b2"},
                 dir_ + "/agent-x.log");

@@ -21,6 +21,10 @@ bool IsCharDevice(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
 }
 
+std::string CdiSpecPath(const std::string& cdi_dir, const std::string& node) {
+  return cdi_dir + "/tessera-" + node + ".json";
+}
+
 bool IsDriverLibrary(const std::string& name) {
   for (const char* prefix : {"libcuda.so", "libnvidia-", "libnvcuvid.so", "libnvoptix.so"}) {
     if (name.rfind(prefix, 0) == 0 && name.find(".so") != std::string::npos) {
@@ -117,6 +121,11 @@ std::vector<std::string> FindDriverFiles(const std::vector<std::string>& lib_dir
   return {out.begin(), out.end()};
 }
 
+void RemoveCdiSpec(const std::string& cdi_dir, const std::string& node) {
+  std::error_code ec;
+  std::filesystem::remove(CdiSpecPath(cdi_dir, node), ec);
+}
+
 Status WriteCdiSpec(const std::string& cdi_dir, const std::string& node, const Json& spec) {
   std::error_code ec;
   if (!std::filesystem::is_directory(cdi_dir, ec)) {
@@ -126,7 +135,7 @@ Status WriteCdiSpec(const std::string& cdi_dir, const std::string& node, const J
     }
     ::chmod(cdi_dir.c_str(), 0755);
   }
-  const std::string path = cdi_dir + "/tessera-" + node + ".json";
+  const std::string path = CdiSpecPath(cdi_dir, node);
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);

@@ -69,5 +69,7 @@ std::vector<std::string> FindDriverFiles(const std::vector<std::string>& lib_dir
 // 0755 if missing), atomically (a temporary file renamed over it).
 Status WriteCdiSpec(const std::string& cdi_dir, const std::string& node,
                     const nlohmann::json& spec);
+// Removes that file, if there.
+void RemoveCdiSpec(const std::string& cdi_dir, const std::string& node);
 
 }  // namespace tessera

@@ -73,6 +73,8 @@ TEST(CdiSpecTest, FindsControlNodesAndDriverFilesThatExist) {
   struct stat st {};
   ASSERT_EQ(::stat((dir + "/cdi/tessera-node-1.json").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644U);
+  RemoveCdiSpec(dir + "/cdi", "node-1");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/cdi/tessera-node-1.json"));
   std::filesystem::remove_all(dir);
 }
 
