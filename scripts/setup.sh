@@ -16,6 +16,9 @@ packages=(
   dpkg-dev file groff-base man-db adduser
   # the documentation site (scripts/docs-check.sh)
   mkdocs
+  # jobs in container images: Podman with runc and catatonit as PID 1 (agent/runtime/), and
+  # what their tests use: a loopback registry and busybox for a test image
+  podman runc catatonit docker-registry busybox-static
 )
 
 missing=()

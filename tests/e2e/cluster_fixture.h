@@ -98,11 +98,6 @@ inline std::unique_ptr<Process> StartServerProcess(const std::string& data, int 
                                                    const std::string& log) {
   std::vector<std::string> argv = {TESSERA_BINARY, "server", "--data", data,
                                    "--listen", "127.0.0.1:" + std::to_string(port)};
-  // No containers unless the test asks: each such agent would probe Podman and write a
-  // CDI spec into the machine's /var/run/cdi.
-  if (std::find(extra.begin(), extra.end(), "--containers") == extra.end()) {
-    argv.insert(argv.end(), {"--containers", "off"});
-  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   return std::make_unique<Process>(argv, log);
 }
@@ -126,6 +121,11 @@ inline std::unique_ptr<Process> StartAgentProcess(const std::string& url,
                                    "--heartbeat",  "100ms",
                                    "--cpu",        "64",
                                    "--memory",     "256GiB"};
+  // No containers unless the test asks: each such agent would probe Podman and write a
+  // CDI spec into the machine's /var/run/cdi.
+  if (std::find(extra.begin(), extra.end(), "--containers") == extra.end()) {
+    argv.insert(argv.end(), {"--containers", "off"});
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   return std::make_unique<Process>(argv, log);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -172,7 +173,8 @@ StatusOr<std::unique_ptr<ContainerRuntime>> ContainerRuntime::Create(
   std::unique_ptr<ContainerRuntime> rt(new ContainerRuntime(std::move(options)));
   const ContainerRuntimeOptions& o = rt->options_;
   std::error_code ec;
-  for (const char* sub : {"/root", "/run", "/tmp", "/auth", "/env"}) {
+  rt->run_root_ = o.run_root.empty() ? RunRootFor(o.storage_dir) : o.run_root;
+  for (const char* sub : {"/root", "/tmp", "/auth", "/env"}) {
     std::filesystem::create_directories(o.storage_dir + sub, ec);
   }
   ::chmod(o.storage_dir.c_str(), 0700);
@@ -201,12 +203,22 @@ StatusOr<std::unique_ptr<ContainerRuntime>> ContainerRuntime::Create(
   return rt;
 }
 
+std::string RunRootFor(const std::string& storage_dir) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a: short, stable per storage directory
+  for (unsigned char c : storage_dir) {
+    h = (h ^ c) * 1099511628211ULL;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string("/run/tessera-podman/") + hex;
+}
+
 std::vector<std::string> ContainerRuntime::Podman() const {
   return {options_.podman,
           "--root",
           options_.storage_dir + "/root",
           "--runroot",
-          options_.storage_dir + "/run",
+          run_root_,
           "--runtime",
           options_.runtime,
           "--cgroup-manager",

@@ -49,8 +49,11 @@ namespace tessera {
 struct ContainerRuntimeOptions {
   std::string podman = "podman";  // the program, on PATH or absolute
   std::string runtime = "runc";   // --runtime
-  // The node's image store and Podman's state: <storage_dir>/root, <storage_dir>/run.
+  // The node's image store (<storage_dir>/root) and the agent's files for Podman.
   std::string storage_dir;
+  // Podman's run-time state (sockets, locks; Podman wants it under 50 characters, and
+  // it belongs on a tmpfs); "": RunRootFor(storage_dir).
+  std::string run_root;
   // Host directories a job may mount (absolute; a mount's source must be one of them
   // or below); empty: no user mounts.
   std::vector<std::string> mount_prefixes;
@@ -80,6 +83,9 @@ struct ContainerTask {
   int64_t cpu_milli = 0;                // --cpus; 0: no limit
   int64_t memory_mib = 0;               // --memory; 0: no limit
 };
+
+// /run/tessera-podman/<16 hex digits of a hash of storage_dir>.
+std::string RunRootFor(const std::string& storage_dir);
 
 // The container's name for a task.
 std::string ContainerName(const std::string& task_id);
@@ -131,6 +137,7 @@ class ContainerRuntime {
 
   ContainerRuntimeOptions options_;
   std::string description_;
+  std::string run_root_;
   std::string registries_conf_;  // written by Create when insecure registries are listed
   Mutex mu_;
   std::map<std::string, std::shared_ptr<Mutex>> pulls_ GUARDED_BY(mu_);  // per reference

@@ -61,6 +61,9 @@ TEST_F(ContainerRuntimeTest, RunsTheImageAsTheTenantWithOnlyItsDevicesAndDirecto
   const std::vector<std::string>& a = *argv;
   EXPECT_EQ(a[0], dir_ + "/fake-podman");
   EXPECT_TRUE(Has(a, {"--root", dir_ + "/store/root"}));
+  EXPECT_TRUE(Has(a, {"--runroot", RunRootFor(dir_ + "/store")}));
+  EXPECT_LT(RunRootFor(dir_ + "/store").size(), 50U);  // Podman refuses longer ones
+  EXPECT_NE(RunRootFor(dir_ + "/store"), RunRootFor(dir_ + "/other"));
   EXPECT_TRUE(Has(a, {"--runtime", "runc"}));
   EXPECT_TRUE(Has(a, {"run", "--rm", "--replace", "--name", "tessera-42.0.1"}));
   EXPECT_TRUE(Has(a, {"--pull", "never"}));

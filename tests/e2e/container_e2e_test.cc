@@ -1,0 +1,410 @@
+// Jobs in container images, end to end (issue 39): a real `tessera server`, root
+// `tessera agent`s with --containers on (Podman with runc), Debian's docker-registry on
+// loopback, and an image the test builds itself (busybox-static and an os-release of its
+// own, imported and pushed with Podman). Fake GPUs are character devices the test makes
+// (1:3, which behave as /dev/null) under the agents' --device-dir.
+//
+//  - a job with `image:` runs in it (the image's /etc/os-release, not the host's), as
+//    its tenant's uid (the one its bare jobs get), sees exactly its own GPU's device
+//    node, reads a read-only mount and cannot write it, cannot see the host's files, and
+//    its exit code reaches the job;
+//  - an XID 79 on its GPU stops it with the preemption marker and SIGTERM (which reach
+//    the command in the container); it checkpoints, and the next attempt, on the other
+//    GPU, reads the checkpoint;
+//  - a 2-task gang over two agents runs each task in the image;
+//  - a missing image fails the job with "image not found" and is not retried.
+// Needs root (containers are rootful, tasks run as tenants' uids, mknod); skipped
+// otherwise. Needs podman, runc, docker-registry and busybox-static (scripts/setup.sh).
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "e2e/cluster_fixture.h"
+#include "e2e/process.h"
+
+namespace tessera::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+constexpr int kGpusPerAgent = 2;
+
+// Whether `program` is on PATH.
+bool OnPath(const std::string& program) {
+  return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// Runs a shell command line; its output in *out. True when it exited 0.
+bool Shell(const std::string& line, std::string* out = nullptr) {
+  std::string text;
+  FILE* p = ::popen((line + " 2>&1").c_str(), "r");
+  if (p == nullptr) {
+    return false;
+  }
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) {
+    text.append(buf, n);
+  }
+  const int rc = ::pclose(p);
+  if (out != nullptr) {
+    *out = text;
+  }
+  return rc == 0;
+}
+
+// Every mount point under `dir` (the agents' container storage), deepest first.
+std::vector<std::string> MountsUnder(const std::string& dir) {
+  std::vector<std::string> out;
+  std::istringstream in(Process::ReadFile("/proc/self/mountinfo"));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream w(line);
+    std::string id, parent, devno, root, point;
+    w >> id >> parent >> devno >> root >> point;
+    if (point.rfind(dir + "/", 0) == 0) {
+      out.push_back(point);
+    }
+  }
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+class ContainerTest : public ServerAndAgentsTest {
+ protected:
+  std::string Prefix() const override { return "container"; }
+
+  void SetUp() override {
+    if (::geteuid() != 0) {
+      GTEST_SKIP() << "needs root: containers are rootful, tasks run as tenants' uids, mknod";
+    }
+    for (const char* tool : {"podman", "runc", "docker-registry", "busybox"}) {
+      ASSERT_TRUE(OnPath(tool)) << tool << " is missing: run scripts/setup.sh";
+    }
+    ServerAndAgentsTest::SetUp();
+    if (HasFatalFailure()) {
+      return;
+    }
+    shared_ = dir_ + "/shared";
+    ASSERT_TRUE(std::filesystem::create_directories(shared_ + "/records"));
+    ASSERT_EQ(::chmod(shared_.c_str(), 0755), 0);
+    ASSERT_EQ(::chmod((shared_ + "/records").c_str(), 01777), 0);
+    std::ofstream(shared_ + "/input") << "input-data\n";
+    ::chmod((shared_ + "/input").c_str(), 0644);
+    devices_ = dir_ + "/dev";
+    ASSERT_TRUE(std::filesystem::create_directory(devices_));
+    ASSERT_EQ(::chmod(devices_.c_str(), 0755), 0);
+    for (int i = 0; i < kGpusPerAgent; ++i) {
+      const std::string node = devices_ + "/nvidia" + std::to_string(i);
+      ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << node;
+      ASSERT_EQ(::chmod(node.c_str(), 0666), 0);
+    }
+    StartRegistry();
+    if (HasFatalFailure()) {
+      return;
+    }
+    image_ = registry_ + "/test/tt:1";
+    BuildAndPushImage(image_);
+  }
+
+  void TearDown() override {
+    if (dir_.empty()) {
+      return;  // skipped
+    }
+    StopAgentsThenServer(agents_, server_);
+    agents_.clear();
+    if (registry_process_) {
+      registry_process_->Signal(SIGTERM);
+      registry_process_->Wait(5s);
+    }
+    for (const auto& [name, unused] : nodes_) {
+      std::filesystem::remove("/var/run/cdi/tessera-" + name + ".json");
+    }
+    // Podman's storage under the agents' data directories: nothing may stay mounted.
+    for (const std::string& point : MountsUnder(dir_)) {
+      ::umount2(point.c_str(), MNT_DETACH);
+    }
+    ServerAndAgentsTest::TearDown();
+  }
+
+  void StartRegistry() {
+    const int port = FreePort();
+    registry_ = "127.0.0.1:" + std::to_string(port);
+    const std::string config = dir_ + "/registry.yml";
+    std::ofstream(config) << "version: 0.1\nlog: {level: warn}\nstorage:\n  filesystem:\n"
+                          << "    rootdirectory: " << dir_
+                          << "/registry\nhttp:\n  addr: " << registry_ << "\n";
+    registry_process_ = std::make_unique<Process>(
+        std::vector<std::string>{Which("docker-registry"), "serve", config},
+        dir_ + "/registry.log");
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          httplib::Client c("http://" + registry_);
+          auto r = c.Get("/v2/");
+          return r && r->status == 200;
+        },
+        15s))
+        << registry_process_->Output();
+  }
+
+  // An image of busybox and an os-release of its own, pushed as `ref`.
+  void BuildAndPushImage(const std::string& ref) {
+    const std::string root = dir_ + "/rootfs";
+    for (const char* d : {"/bin", "/etc", "/tmp"}) {
+      std::filesystem::create_directories(root + d);
+    }
+    ::chmod((root + "/tmp").c_str(), 01777);
+    std::filesystem::copy_file(Which("busybox"), root + "/bin/busybox");
+    ::chmod((root + "/bin/busybox").c_str(), 0755);
+    for (const char* applet : {"sh", "cat", "id", "ls", "sleep", "echo", "kill", "touch", "mkdir",
+                               "test", "printf", "wc", "grep", "env", "rm", "tr"}) {
+      std::filesystem::create_symlink("busybox", root + "/bin/" + applet);
+    }
+    std::ofstream(root + "/etc/os-release") << "NAME=\"Tessera test image\"\nID=tessera-test\n";
+    const std::string podman = "podman --root " + dir_ + "/build-store --runroot " + dir_ +
+                               "/build-run --runtime runc --cgroup-manager cgroupfs " +
+                               "--events-backend file ";
+    std::string out;
+    ASSERT_TRUE(Shell("tar -C " + root + " -cf " + dir_ + "/rootfs.tar .", &out)) << out;
+    ASSERT_TRUE(Shell(podman + "import --quiet " + dir_ + "/rootfs.tar localhost/tt:1", &out))
+        << out;
+    ASSERT_TRUE(
+        Shell(podman + "push --quiet --tls-verify=false localhost/tt:1 docker://" + ref, &out))
+        << out;
+    Shell(podman + "system reset --force");  // nothing of it stays mounted
+  }
+
+  static std::string Which(const std::string& program) {
+    std::string out;
+    Shell("command -v " + program, &out);
+    return Trim(out);
+  }
+
+  void StartContainerAgent(const std::string& name) {
+    nodes_[name] = true;
+    StartAgent(name, std::to_string(kGpusPerAgent) + "xH100-80GB",
+               {"--containers", "on", "--device-dir", devices_, "--insecure-registry", registry_,
+                "--container-mount-prefix", shared_, "--telemetry-interval", "100ms"});
+  }
+
+  std::string TenantToken(const std::string& tenant) {
+    auto r = ApiClient(url_, admin_)
+                 .Post("/v1/tenants", json({{"name", tenant}}).dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    return r ? json::parse(r->body).value("token", "") : "";
+  }
+
+  uint64_t Submit(const std::string& token, const json& spec) {
+    auto r = ApiClient(url_, token).Post("/v1/jobs", spec.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    if (!r || r->status != 201) {
+      return 0;
+    }
+    return json::parse(r->body).value("id", uint64_t{0});
+  }
+
+  std::string Log(uint64_t id, int task = 0) {
+    auto r =
+        ApiClient(url_, admin_)
+            .Get(("/v1/jobs/" + std::to_string(id) + "/logs?task=" + std::to_string(task)).c_str());
+    return r && r->status == 200 ? r->body : "";
+  }
+
+  json WaitEnded(uint64_t id, std::chrono::milliseconds timeout) {
+    json job;
+    WaitFor(
+        [&] {
+          job = Job(id);
+          const std::string s = job.value("state", "");
+          return s == "succeeded" || s == "failed" || s == "cancelled";
+        },
+        timeout);
+    return job;
+  }
+
+  std::string Records(const std::string& name) {
+    return Process::ReadFile(shared_ + "/records/" + name);
+  }
+
+  std::string shared_, devices_, registry_, image_;
+  std::unique_ptr<Process> registry_process_;
+  std::map<std::string, bool> nodes_;
+};
+
+// What a task sees: its os-release, uid, device nodes, mounts, and the host's files.
+constexpr const char* kProbe = R"sh(cat /etc/os-release
+echo "uid $(id -u)"
+for f in /dev/nvidia*; do echo "dev ${f##*/}"; done
+echo "cvd $CUDA_VISIBLE_DEVICES"
+echo "input $(cat /in/input)"
+if touch /in/planted 2>/dev/null; then echo "mount writable"; else echo "mount read-only"; fi
+if cat "$ADMIN_TOKEN" >/dev/null 2>&1; then echo "token readable"; else echo "token hidden"; fi
+if [ -e /etc/debian_version ]; then echo "host etc"; else echo "image etc"; fi
+echo "agent data: $(ls "$AGENT_DATA" | tr '\n' ' ')"
+echo "home $HOME"
+exit 7
+)sh";
+
+TEST_F(ContainerTest, AJobInAnImageRunsInItAsItsTenantWithOnlyItsGpu) {
+  StartContainerAgent("n1");
+  const std::string token = TenantToken("team-a");
+  const uint64_t bare = Submit(token, {{"name", "bare"},
+                                       {"queue", "team-a"},
+                                       {"command", "id -u"},
+                                       {"resources", {{"cpu", "0.1"}}}});
+  const uint64_t id = Submit(
+      token,
+      {{"name", "in-image"},
+       {"queue", "team-a"},
+       {"image", image_},
+       {"container", {{"mounts", {shared_ + ":/in"}}}},
+       {"command", {"sh", "-c", kProbe}},
+       {"env", {{"ADMIN_TOKEN", dir_ + "/server/admin.token"}, {"AGENT_DATA", dir_ + "/agent-n1"}}},
+       {"resources", {{"gpus", 1}, {"cpu", "0.1"}}}});
+  ASSERT_NE(id, 0u);
+  const json job = WaitEnded(id, 60s);
+  ASSERT_EQ(job.value("state", ""), "failed") << job.dump() << "\n" << agents_["n1"]->Output();
+  EXPECT_EQ(job["exit_code"], 7);  // the container's exit code is the job's
+  const std::string log = Log(id);
+  EXPECT_NE(log.find("NAME=\"Tessera test image\""), std::string::npos) << log;
+  EXPECT_EQ(log.find("Debian"), std::string::npos) << log;
+  // Exactly its own GPU's node; CUDA_VISIBLE_DEVICES names that GPU.
+  const int gpu = job["attempt_history"][0]["tasks"][0]["gpus"][0].value("index", -1);
+  const std::string uuid = job["attempt_history"][0]["tasks"][0]["gpus"][0].value("uuid", "");
+  EXPECT_NE(log.find("dev nvidia" + std::to_string(gpu) + "\n"), std::string::npos) << log;
+  EXPECT_EQ(log.find("dev nvidia" + std::to_string(1 - gpu) + "\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("cvd " + uuid + "\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("input input-data"), std::string::npos) << log;
+  EXPECT_NE(log.find("mount read-only"), std::string::npos) << log;
+  EXPECT_FALSE(std::filesystem::exists(shared_ + "/planted"));
+  // The host's files are not there: only the directories mounted for the job are, at
+  // their host paths (so the agent's data directory shows its jobs/ and nothing else).
+  EXPECT_NE(log.find("token hidden"), std::string::npos) << log;
+  EXPECT_NE(log.find("image etc"), std::string::npos) << log;
+  EXPECT_NE(log.find("agent data: jobs \n"), std::string::npos) << log;
+  // The tenant's uid: the one its bare job ran as, not root.
+  ASSERT_EQ(WaitEnded(bare, 30s).value("state", ""), "succeeded");
+  const std::string bare_uid = Trim(Log(bare));
+  EXPECT_NE(bare_uid, "0");
+  EXPECT_NE(log.find("uid " + bare_uid + "\n"), std::string::npos) << log << " vs " << bare_uid;
+}
+
+// Records each attempt's start (and what it resumed from) into the shared records; on
+// SIGTERM records the preemption marker's reason, reports a checkpoint and exits.
+constexpr const char* kCheckpointing = R"sh(d="$TESSERA_CHECKPOINT_DIR"
+echo "run $TESSERA_ATTEMPT $CUDA_VISIBLE_DEVICES" >> /in/records/runs
+if [ -f "$d/state" ]; then echo "resumed $(cat "$d/state")" >> /in/records/runs; fi
+echo "step-$TESSERA_ATTEMPT" > "$d/state"
+on_term() {
+  { read deadline; read reason; } < "$d/.tessera/preempt"
+  echo "term $reason" >> /in/records/runs
+  mkdir -p "$d/.tessera"; touch "$d/.tessera/checkpointed"; exit 143
+}
+trap on_term TERM
+i=0
+while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+)sh";
+
+TEST_F(ContainerTest, AGpuFaultStopsTheContainerWithTheMarkerAndTheNextAttemptResumes) {
+  StartContainerAgent("n1");
+  const std::string token = TenantToken("team-a");
+  const uint64_t id = Submit(token, {{"name", "resumes"},
+                                     {"queue", "team-a"},
+                                     {"image", image_},
+                                     {"container", {{"mounts", {shared_ + ":/in:rw"}}}},
+                                     {"command", {"sh", "-c", kCheckpointing}},
+                                     {"checkpoint", {{"on_signal", true}}},
+                                     {"resources", {{"gpus", 1}, {"cpu", "0.1"}}}});
+  ASSERT_NE(id, 0u);
+  int gpu = -1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json job = Job(id);
+        gpu = job["tasks"][0]["gpus"].empty() ? -1 : job["tasks"][0]["gpus"][0].value("index", -1);
+        return job.value("state", "") == "running" && gpu >= 0 && !Records("runs").empty();
+      },
+      60s))
+      << Job(id).dump() << "\n"
+      << agents_["n1"]->Output();
+  std::this_thread::sleep_for(300ms);  // a healthy telemetry sample first
+  std::ofstream(dir_ + "/agent-n1/fake-faults", std::ios::app)
+      << "{\"gpu\":" << gpu << ",\"xid\":79}\n";
+  json job;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        job = Job(id);
+        return job.value("attempts", 0) == 2 && job.value("state", "") == "running" &&
+               Records("runs").find("resumed") != std::string::npos;
+      },
+      60s))
+      << job.dump() << "\n"
+      << Records("runs") << "\n"
+      << agents_["n1"]->Output();
+  const std::string runs = Records("runs");
+  // SIGTERM reached the command in the container, after the marker was written.
+  EXPECT_NE(runs.find("term "), std::string::npos) << runs;
+  EXPECT_NE(runs.find("resumed step-1"), std::string::npos) << runs;
+  EXPECT_EQ(job["attempt_history"][0]["ended"], "gpu-fault") << job.dump();
+  EXPECT_NE(job["tasks"][0]["gpus"][0].value("index", -1), gpu);
+  ApiClient(url_, admin_).Post(("/v1/jobs/" + std::to_string(id) + "/cancel").c_str());
+  EXPECT_EQ(WaitEnded(id, 30s).value("state", ""), "cancelled");
+}
+
+TEST_F(ContainerTest, AGangOnTwoAgentsRunsEachTaskInTheImage) {
+  StartContainerAgent("n1");
+  StartContainerAgent("n2");
+  const std::string token = TenantToken("team-a");
+  const uint64_t id =
+      Submit(token, {{"name", "gang"},
+                     {"queue", "team-a"},
+                     {"image", image_},
+                     {"replicas", 2},
+                     {"topology", {{"scope", "any"}}},
+                     {"command",
+                      {"sh", "-c",
+                       "grep NAME= /etc/os-release; echo \"rank $RANK of $WORLD_SIZE\"; "
+                       "for f in /dev/nvidia*; do echo \"dev ${f##*/}\"; done"}},
+                     {"resources", {{"gpus", 2}, {"cpu", "0.1"}}}});
+  ASSERT_NE(id, 0u);
+  const json job = WaitEnded(id, 60s);
+  ASSERT_EQ(job.value("state", ""), "succeeded") << job.dump();
+  std::set<std::string> nodes;
+  for (const json& t : job["attempt_history"][0]["tasks"]) {
+    nodes.insert(t.value("node", ""));
+  }
+  EXPECT_EQ(nodes.size(), 2u) << "one task per node: " << job.dump();
+  for (int task = 0; task < 2; ++task) {
+    const std::string log = Log(id, task);
+    EXPECT_NE(log.find("NAME=\"Tessera test image\""), std::string::npos) << log;
+    EXPECT_NE(log.find("rank " + std::to_string(task) + " of 2"), std::string::npos) << log;
+    EXPECT_NE(log.find("dev nvidia0\ndev nvidia1\n"), std::string::npos) << log;
+  }
+}
+
+TEST_F(ContainerTest, AMissingImageFailsTheJobWithAClearReasonOnce) {
+  StartContainerAgent("n1");
+  const std::string token = TenantToken("team-a");
+  const uint64_t id = Submit(token, {{"name", "missing"},
+                                     {"queue", "team-a"},
+                                     {"image", registry_ + "/test/no-such-image:1"},
+                                     {"resources", {{"gpus", 1}, {"cpu", "0.1"}}}});
+  ASSERT_NE(id, 0u);
+  const json job = WaitEnded(id, 60s);
+  ASSERT_EQ(job.value("state", ""), "failed") << job.dump();
+  EXPECT_EQ(job.value("attempts", 0), 1) << job.dump();
+  EXPECT_NE(job.dump().find("image not found: " + registry_ + "/test/no-such-image:1"),
+            std::string::npos)
+      << job.dump();
+}
+
+}  // namespace
+}  // namespace tessera::e2e
