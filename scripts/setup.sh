@@ -18,7 +18,7 @@ packages=(
   mkdocs
   # jobs in container images: Podman with runc and catatonit as PID 1 (agent/runtime/), and
   # what their tests use: a loopback registry and busybox for a test image
-  podman runc catatonit docker-registry busybox-static
+  podman runc catatonit docker-registry busybox-static bash-static
 )
 
 missing=()

@@ -110,8 +110,9 @@ Status ReadJobContainer(const Json& j, FieldReader& r, JobSubmission* job) {
   return Status::Ok();
 }
 
-void WriteJobContainer(const JobSubmission& job, Json& out) {
-  const ContainerSpec& c = job.container;
+void WriteJobContainer(const JobSubmission& job, Json& out) { WriteContainer(job.container, out); }
+
+void WriteContainer(const ContainerSpec& c, Json& out) {
   if (c.empty()) {
     return;
   }

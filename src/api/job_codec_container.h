@@ -13,6 +13,7 @@ namespace tessera {
 Status ReadJobContainer(const Json& j, FieldReader& reader, JobSubmission* job);
 // Writes them into `out` (absent for a bare process), so that they read back equal.
 void WriteJobContainer(const JobSubmission& job, Json& out);
+void WriteContainer(const ContainerSpec& container, Json& out);
 
 // A ContainerSpec as one object (the `container` block's keys and `image`), for the
 // agent protocol; read back by ContainerSpecFromJson, errors naming fields under `path`.

@@ -22,6 +22,39 @@ bool JobDraft::Resources::empty() const {
          mig.empty() && !cpu.has_value() && memory.empty();
 }
 
+StatusOr<ContainerSpec> ContainerFlags(std::string_view image_flag, std::string_view image,
+                                       std::string_view mounts, std::string_view workdir) {
+  ContainerSpec c;
+  if (image.empty()) {
+    if (!mounts.empty() || !workdir.empty()) {
+      return InvalidArgumentError(
+          std::string(mounts.empty() ? "a container working directory" : "container mounts") +
+          " need an image (" + std::string(image_flag) + ")");
+    }
+    return c;
+  }
+  StatusOr<std::string> ref = NormalizeImageReference(image);
+  if (!ref.ok()) {
+    return InvalidArgumentError(std::string(image_flag) + ": " + ref.status().message());
+  }
+  c.image = *ref;
+  for (std::string_view item : Split(mounts, ',')) {
+    if (item.empty()) {
+      continue;
+    }
+    StatusOr<ContainerMount> m = ParseContainerMount(item);
+    if (!m.ok()) {
+      return InvalidArgumentError("--container-mounts: " + m.status().message());
+    }
+    c.mounts.push_back(*m);
+  }
+  c.workdir = std::string(workdir);
+  if (Status s = ValidateContainerSpec(c); !s.ok()) {
+    return InvalidArgumentError(s.message());
+  }
+  return c;
+}
+
 StatusOr<int64_t> IntFlag(std::string_view flag, std::string_view text, int64_t min) {
   StatusOr<int64_t> v = ParseInt64(text);
   if (!v.ok() || *v < min) {

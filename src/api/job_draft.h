@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/container_spec.h"
 #include "api/json_fields.h"
 #include "base/clock.h"
 #include "base/status.h"
@@ -68,6 +69,7 @@ struct JobDraft {
   bool hold = false;
   std::string signal_name;  // "": no signal
   Micros signal_before = 0;
+  ContainerSpec container;  // empty: a bare process
 };
 
 // The job document: the given fields under the codec's keys.
@@ -75,6 +77,12 @@ Json JobDraftToJson(const JobDraft& draft);
 
 // Flag values, checked as the codec checks the same field in a file. Errors are
 // InvalidArgument and start with `flag` ("--time expects a duration ..., got 'x'").
+
+// An image and its container settings from flags (pyxis's or Tessera's): `image_flag`
+// names the image's flag in errors; `mounts` is SRC[:DST[:ro|rw]] joined by ','. Empty
+// when `image` is; InvalidArgument naming the flag otherwise.
+StatusOr<ContainerSpec> ContainerFlags(std::string_view image_flag, std::string_view image,
+                                       std::string_view mounts, std::string_view workdir);
 
 // An integer >= min ("--replicas expects an integer >= 1, got '0'").
 StatusOr<int64_t> IntFlag(std::string_view flag, std::string_view text, int64_t min);

@@ -153,6 +153,7 @@ Json JobDraftToJson(const JobDraft& d) {
     j[keys::kRestart] = std::move(restart);
   }
   WriteDraftRunConditions(d, j);
+  WriteContainer(d.container, j);
   return j;
 }
 

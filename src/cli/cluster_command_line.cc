@@ -84,6 +84,14 @@ void AddJobFlags(CLI::App* cmd, SubmitOptions* o) {
   // One value per --env, so the command may follow without --.
   cmd->add_option("--env", o->env, "environment variable KEY=VALUE (repeatable)")
       ->allow_extra_args(false);
+  cmd->add_option("--image", o->image,
+                  "run in this OCI image, e.g. nvcr.io/nvidia/pytorch:24.05-py3 (the command is "
+                  "then optional: the image's own)");
+  cmd->add_option("--container-mounts", o->container_mounts,
+                  "host directories for the image, SRC[:DST[:ro|rw]] joined by ',' (read-only "
+                  "unless rw; the node allows some)");
+  cmd->add_option("--container-workdir", o->container_workdir,
+                  "working directory in the image (default: the image's)");
   cmd->add_flag("--hold-if-unfit", o->hold_if_unfit,
                 "keep a job that could never run on the current nodes pending (with its "
                 "'never fits' reason) instead of having it refused");

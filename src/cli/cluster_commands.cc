@@ -140,11 +140,14 @@ Micros Now(const Clock& clock) { return clock.NowMicros(); }
 // submit
 
 StatusOr<JobDraft> JobDraftFromFlags(const SubmitOptions& o) {
-  if (o.command.empty()) {
+  if (o.command.empty() && o.image.empty()) {
     return InvalidArgumentError(
-        "a job needs a command: tessera submit [flags] -- COMMAND ARGS... (or -f job.yaml)");
+        "a job needs a command: tessera submit [flags] -- COMMAND ARGS... (or -f job.yaml, or "
+        "--image IMAGE to run the image's own)");
   }
   JobDraft d;
+  TESSERA_ASSIGN_OR_RETURN(
+      d.container, ContainerFlags("--image", o.image, o.container_mounts, o.container_workdir));
   d.name = o.name;
   d.queue = o.queue;
   if (!o.priority.empty()) {

@@ -65,6 +65,9 @@ struct SubmitOptions {
   // Sent as hold_if_unfit: a job that could never run on the current nodes is kept
   // pending with its reason instead of refused.
   bool hold_if_unfit = false;
+  std::string image;              // an OCI image reference; "": a bare process
+  std::string container_mounts;   // SRC[:DST[:ro|rw]] joined by ','
+  std::string container_workdir;  // absolute
 };
 
 // The job for the flags of `options` (not for `file`): only the given fields, command

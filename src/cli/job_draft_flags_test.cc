@@ -72,6 +72,28 @@ command: [python, train.py]
   EXPECT_TRUE(job.memory_defaulted);
 }
 
+TEST(JobDraftFlagsTest, ImageFlagsMeanWhatTheSameJobFileMeans) {
+  SubmitOptions o;
+  o.image = "ubuntu:22.04";
+  o.container_mounts = "/data:/in,/scratch:/scratch:rw";
+  o.container_workdir = "/w";
+  StatusOr<json> spec = BuildJobSpec(o);  // no command: the image's own
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(ServerReads(*spec), File(R"(
+image: docker.io/library/ubuntu:22.04
+container: {mounts: ["/data:/in", "/scratch:/scratch:rw"], workdir: /w}
+env: {}
+)"));
+  o.image = "";
+  o.command = {"true"};
+  EXPECT_NE(BuildJobSpec(o).status().message().find("need an image (--image)"), std::string::npos);
+  o.image = "UPPER";
+  EXPECT_EQ(BuildJobSpec(o).status().message().rfind("--image: ", 0), 0U);
+  o.image = "ubuntu";
+  o.container_mounts = "relative:/x";
+  EXPECT_EQ(BuildJobSpec(o).status().message().rfind("--container-mounts: ", 0), 0U);
+}
+
 TEST(JobDraftFlagsTest, ABadValueNamesItsFlagAndNothingIsSent) {
   const std::vector<std::pair<std::string, std::function<void(SubmitOptions&)>>> cases = {
       {"--runtime-limit", [](SubmitOptions& o) { o.runtime_limit = "a while"; }},

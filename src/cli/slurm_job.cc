@@ -454,6 +454,14 @@ StatusOr<JobDraft> SlurmRequestToDraft(const SlurmRequest& r, const GpuCatalog& 
   }
   TESSERA_ASSIGN_OR_RETURN(d.restart, RestartOf(r));
   TESSERA_RETURN_IF_ERROR(AddRunConditions(r, &d, warnings));
+  TESSERA_ASSIGN_OR_RETURN(d.container, ContainerFlags("--container-image", r.container_image,
+                                                       r.container_mounts, r.container_workdir));
+  if (r.container_mount_home.has_value()) {
+    if (d.container.empty()) {
+      return InvalidArgumentError("--container-mount-home needs --container-image");
+    }
+    d.container.mount_home = *r.container_mount_home;
+  }
   return d;
 }
 

@@ -63,7 +63,20 @@ struct SlurmRequest {
   std::string restart_backoff;
   std::optional<bool> preemptible;
   bool hold_if_unfit = false;
+
+  // pyxis's (slurm_pyxis.cc), as given.
+  std::string container_image;
+  std::string container_mounts;
+  std::string container_workdir;
+  std::optional<bool> container_mount_home;
 };
+
+// A pyxis option (`name` without "--", e.g. "container-image") into `request`; `where`
+// names it in messages ("train.sh:3: #SBATCH --container-image"). Options that change
+// nothing in Tessera are accepted with a warning; --container-remap-root is refused
+// (tasks run as their tenant's uid). The values are checked with the job.
+Status ApplyPyxis(std::string_view name, const std::string& value, const std::string& where,
+                  SlurmRequest* request, std::vector<std::string>* warnings);
 
 // The job for `request` (the fields of the job file; command and env are the caller's),
 // values checked as the codec checks them. Warnings about what maps loosely are appended

@@ -37,6 +37,7 @@ enum class Opt : uint8_t {
   // Tessera's own.
   kGpuModel, kGpuFraction, kGpuMemory, kMig, kCheckpointInterval, kRestartMax, kRestartOn,
   kRestartBackoff, kPreemptible, kHoldIfUnfit,
+  kPyxis,  // pyxis's --container-* (ApplyPyxis, slurm_pyxis.cc)
   // The command line's own.
   kLenient, kParsable, kWrap, kServer, kToken, kCaCert, kInsecure, kHelp,
   kIgnored,
@@ -82,6 +83,16 @@ constexpr std::array kOptions = {
     OptionDef{"exclusive", 0, Arg::kOptional, Where::kSbatch, Opt::kExclusive, "(whole GPUs are exclusive)"},
     OptionDef{"account", 'A', Arg::kRequired, Where::kSbatch, Opt::kAccount, "must be your tenant"},
     OptionDef{"open-mode", 0, Arg::kRequired, Where::kSbatch, Opt::kOpenMode, "append or truncate"},
+    OptionDef{"container-image", 0, Arg::kRequired, Where::kSbatch, Opt::kPyxis, "run in this image (pyxis)"},
+    OptionDef{"container-mounts", 0, Arg::kRequired, Where::kSbatch, Opt::kPyxis, "SRC[:DST[:ro|rw]],..."},
+    OptionDef{"container-workdir", 0, Arg::kRequired, Where::kSbatch, Opt::kPyxis, "working directory in it"},
+    OptionDef{"container-mount-home", 0, Arg::kNone, Where::kSbatch, Opt::kPyxis, "mount HOME (default)"},
+    OptionDef{"no-container-mount-home", 0, Arg::kNone, Where::kSbatch, Opt::kPyxis, "do not mount HOME"},
+    OptionDef{"container-env", 0, Arg::kRequired, Where::kSbatch, Opt::kPyxis, "(exported variables reach it)"},
+    OptionDef{"container-name", 0, Arg::kRequired, Where::kSbatch, Opt::kPyxis, "(each task has its own)"},
+    OptionDef{"container-writable", 0, Arg::kNone, Where::kSbatch, Opt::kPyxis, "(the default)"},
+    OptionDef{"container-remap-root", 0, Arg::kNone, Where::kSbatch, Opt::kPyxis, "(refused)"},
+    OptionDef{"no-container-remap-root", 0, Arg::kNone, Where::kSbatch, Opt::kPyxis, "(the default)"},
     OptionDef{"gpu-model", 0, Arg::kRequired, Where::kTessera, Opt::kGpuModel, "GPU model(s), a|b"},
     OptionDef{"gpu-fraction", 0, Arg::kRequired, Where::kTessera, Opt::kGpuFraction, "a share of one GPU"},
     OptionDef{"gpu-memory", 0, Arg::kRequired, Where::kTessera, Opt::kGpuMemory, "memory per GPU"},
@@ -202,7 +213,8 @@ Status TakeOptions(const std::vector<std::string>& words, size_t* i, const std::
 }
 
 // A directive line's words as sbatch splits them: blanks separate, quotes group, a
-// backslash escapes, and an unquoted '#' starts a comment.
+// backslash escapes, and an unquoted '#' starts a comment, but only at the start of a
+// word: sbatch also cuts one inside a word, which loses pyxis's REGISTRY#IMAGE.
 std::vector<std::string> SplitDirective(std::string_view line) {
   std::vector<std::string> words;
   std::string word;
@@ -222,7 +234,7 @@ std::vector<std::string> SplitDirective(std::string_view line) {
     } else if (c == '\\' && i + 1 < line.size()) {
       word += line[++i];
       in_word = true;
-    } else if (c == '#') {
+    } else if (c == '#' && !in_word) {
       break;
     } else if (c == ' ' || c == '\t') {
       if (in_word) {
@@ -598,6 +610,9 @@ Status Apply(const Given& g, SlurmRequest* r, std::vector<std::string>* warnings
   }
   if (!applied) {
     applied = ApplyTessera(g, r);
+  }
+  if (!applied && g.def->id == Opt::kPyxis) {
+    applied = ApplyPyxis(g.def->name, g.value, g.where, r, warnings);
   }
   if (applied) {
     return *std::move(applied);

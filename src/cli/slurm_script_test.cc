@@ -539,3 +539,44 @@ TEST(SubmitCommandLineTest, UnknownOptionIsNamed) {
 
 }  // namespace slurm_script_test
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(SlurmPyxisTest, ContainerOptionsBecomeTheJobsImageAndContainer) {
+  SlurmJob job = slurm_script_test::Translate(
+      "#!/bin/bash\n"
+      "#SBATCH --container-image=nvcr.io#nvidia/pytorch:24.05-py3\n"
+      "#SBATCH --container-mounts=/data:/data,/scratch/ada:/scratch:rw\n"
+      "#SBATCH --container-workdir=/workspace --no-container-mount-home\n"
+      "#SBATCH --container-env=NCCL_DEBUG --container-name=pt --container-writable\n"
+      "python train.py\n");
+  EXPECT_EQ(job.spec["image"], "nvcr.io/nvidia/pytorch:24.05-py3");
+  EXPECT_EQ(job.spec["container"]["mounts"], json({"/data:/data:ro", "/scratch/ada:/scratch:rw"}));
+  EXPECT_EQ(job.spec["container"]["workdir"], "/workspace");
+  EXPECT_EQ(job.spec["container"]["mount_home"], false);
+  EXPECT_EQ(job.warnings.size(), 2U);  // --container-env and --container-name
+  StatusOr<JobSubmission> sub = JobSubmissionFromJson(job.spec, GpuCatalog::Default());
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  EXPECT_EQ(sub->container.mounts.size(), 2U);
+}
+
+TEST(SlurmPyxisTest, BadOrRefusedContainerOptionsSayWhy) {
+  EXPECT_NE(slurm_script_test::Error("#!/bin/bash\n#SBATCH --container-image=Bad\nrun\n")
+                .find("--container-image"),
+            std::string::npos);
+  EXPECT_NE(slurm_script_test::Error(
+                "#!/bin/bash\n#SBATCH --container-image=x --container-mounts=/a:/proc\nrun\n")
+                .find("--container-mounts"),
+            std::string::npos);
+  EXPECT_NE(slurm_script_test::Error("#!/bin/bash\n#SBATCH --container-mounts=/a\nrun\n")
+                .find("need an image"),
+            std::string::npos);
+  EXPECT_NE(slurm_script_test::Error(
+                "#!/bin/bash\n#SBATCH --container-image=x --container-remap-root\nrun\n")
+                .find("never as root"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -12,6 +12,7 @@
 //    the command in the container); it checkpoints, and the next attempt, on the other
 //    GPU, reads the checkpoint;
 //  - a 2-task gang over two agents runs each task in the image;
+//  - a Slurm script with pyxis's --container-image runs in the image;
 //  - a missing image fails the job with "image not found" and is not retried.
 // Needs root (containers are rootful, tasks run as tenants' uids, mknod); skipped
 // otherwise. Needs podman, runc, docker-registry and busybox-static (scripts/setup.sh).
@@ -87,7 +88,7 @@ class ContainerTest : public ServerAndAgentsTest {
     if (::geteuid() != 0) {
       GTEST_SKIP() << "needs root: containers are rootful, tasks run as tenants' uids, mknod";
     }
-    for (const char* tool : {"podman", "runc", "docker-registry", "busybox"}) {
+    for (const char* tool : {"podman", "runc", "docker-registry", "busybox", "bash-static"}) {
       ASSERT_TRUE(OnPath(tool)) << tool << " is missing: run scripts/setup.sh";
     }
     ServerAndAgentsTest::SetUp();
@@ -166,9 +167,12 @@ class ContainerTest : public ServerAndAgentsTest {
     std::filesystem::copy_file(Which("busybox"), root + "/bin/busybox");
     ::chmod((root + "/bin/busybox").c_str(), 0755);
     for (const char* applet : {"sh", "cat", "id", "ls", "sleep", "echo", "kill", "touch", "mkdir",
-                               "test", "printf", "wc", "grep", "env", "rm", "tr"}) {
+                               "test", "printf", "wc", "grep", "env", "rm", "tr", "tee"}) {
       std::filesystem::create_symlink("busybox", root + "/bin/" + applet);
     }
+    // bash for batch scripts (Tessera's batch wrapper is bash, as NGC images have it).
+    std::filesystem::copy_file(Which("bash-static"), root + "/bin/bash");
+    ::chmod((root + "/bin/bash").c_str(), 0755);
     std::ofstream(root + "/etc/os-release") << "NAME=\"Tessera test image\"\nID=tessera-test\n";
     const std::string podman = "podman --root " + dir_ + "/build-store --runroot " + dir_ +
                                "/build-run --runtime runc --cgroup-manager cgroupfs " +
@@ -388,6 +392,37 @@ TEST_F(ContainerTest, AGangOnTwoAgentsRunsEachTaskInTheImage) {
     EXPECT_NE(log.find("rank " + std::to_string(task) + " of 2"), std::string::npos) << log;
     EXPECT_NE(log.find("dev nvidia0\ndev nvidia1\n"), std::string::npos) << log;
   }
+}
+
+// pyxis's flags in a Slurm script: the script runs in the image, its output file lands
+// in the mounted directory (its working directory there).
+TEST_F(ContainerTest, ASlurmScriptWithContainerImageRunsInTheImage) {
+  StartContainerAgent("n1");
+  const std::string token = TenantToken("team-a");
+  const std::string script = dir_ + "/train.sh";
+  std::ofstream(script) << "#!/bin/bash\n"
+                        << "#SBATCH --container-image=" << registry_ << "#test/tt:1\n"
+                        << "#SBATCH --container-mounts=" << shared_ << "/records:/work:rw\n"
+                        << "#SBATCH --container-workdir=/work -o out-%j.txt --gpus=1\n"
+                        << "grep NAME= /etc/os-release\n"
+                        << "echo \"job $SLURM_JOB_ID in $PWD as $(id -u)\"\n"
+                        << "for f in /dev/nvidia*; do echo \"dev ${f##*/}\"; done\n";
+  std::string out;
+  ASSERT_TRUE(Shell(std::string(TESSERA_BINARY) + " sbatch --parsable --server " + url_ +
+                        " --token " + token + " " + script,
+                    &out))
+      << out;
+  const uint64_t id = std::stoull(Trim(out));
+  const json job = WaitEnded(id, 60s);
+  ASSERT_EQ(job.value("state", ""), "succeeded") << job.dump() << "\n" << Log(id);
+  EXPECT_EQ(job["spec"]["image"], registry_ + "/test/tt:1");
+  const std::string file = Records("out-" + std::to_string(id) + ".txt");
+  EXPECT_NE(file.find("NAME=\"Tessera test image\""), std::string::npos) << file << Log(id);
+  EXPECT_NE(file.find("job " + std::to_string(id) + " in /work as "), std::string::npos) << file;
+  EXPECT_EQ(file.find("as 0\n"), std::string::npos) << file;
+  const int gpu = job["attempt_history"][0]["tasks"][0]["gpus"][0].value("index", -1);
+  EXPECT_NE(file.find("dev nvidia" + std::to_string(gpu) + "\n"), std::string::npos) << file;
+  EXPECT_EQ(file.find("dev nvidia" + std::to_string(1 - gpu) + "\n"), std::string::npos) << file;
 }
 
 TEST_F(ContainerTest, AMissingImageFailsTheJobWithAClearReasonOnce) {
