@@ -132,6 +132,7 @@ class JobDecoder {
       job->restart = restart;
     }
     TESSERA_RETURN_IF_ERROR(ReadJobRelations(j, r_, job));
+    task.needs_containers = !job->container.empty();
     spec.tasks.assign(static_cast<size_t>(replicas), task);
 
     // The queue may be left to the server; check everything else.

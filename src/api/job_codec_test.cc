@@ -99,6 +99,7 @@ container:
                                              Catalog());
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_TRUE(job->command.empty());
+  EXPECT_TRUE(job->spec.tasks[0].needs_containers);  // the scheduler's part of it
   const ContainerSpec& c = job->container;
   EXPECT_EQ(c.image, "nvcr.io/nvidia/pytorch:24.05-py3");
   ASSERT_EQ(c.mounts.size(), 2U);

@@ -42,6 +42,8 @@ struct TaskRequest {
   // Who a share runs as (TenantIdentity of its job's tenant); 0: unknown, which no
   // placement rule restricts. Set on fractional requests only (SetShareIdentity).
   uint64_t identity = 0;
+  // The task runs in an OCI image: only nodes labelled kContainersLabel (node.h) can.
+  bool needs_containers = false;
 
   bool cpu_only() const { return gpu_count == 0; }
   bool wants_mig() const { return !mig_profile.empty(); }

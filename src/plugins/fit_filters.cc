@@ -30,6 +30,9 @@ bool GpuCanServe(const GpuLedger& gpu, const TaskRequest& request) {
 }  // namespace
 
 FilterResult ResourceFitFilter::Filter(const NodeLedger& node, const TaskRequest& r) const {
+  if (r.needs_containers && node.spec().Label(kContainersLabel).empty()) {
+    return FilterResult::Never("node runs no containers (no 'containers' label)");
+  }
   if (r.cpu > node.spec().cpu) {
     return FilterResult::Never("node has fewer CPUs than requested", FilterCause::kCpu);
   }

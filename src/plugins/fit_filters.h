@@ -8,7 +8,8 @@
 
 namespace tessera {
 
-// CPU and host memory requested <= free on the node.
+// CPU and host memory requested <= free on the node; a task in an image only on a node
+// that runs containers (label kContainersLabel).
 class ResourceFitFilter final : public FilterPlugin {
  public:
   std::string_view name() const override { return "resource-fit"; }

@@ -86,6 +86,19 @@ TEST(ResourceFitFilterTest, CpuAndMemory) {
   ExpectNever(f.Filter(n.ledger, Cpu(20000, 40000)), "node has fewer CPUs than requested");
 }
 
+TEST(ResourceFitFilterTest, ATaskInAnImageOnlyOnANodeThatRunsContainers) {
+  ResourceFitFilter f;
+  TaskRequest in_image = Cpu(1000);
+  in_image.needs_containers = true;
+  TestNode bare(Uniform("T4", 2, SharingMode::kShared));
+  ExpectNever(f.Filter(bare.ledger, in_image), "node runs no containers (no 'containers' label)");
+  ExpectFits(f.Filter(bare.ledger, Cpu(1000)));  // a bare task still fits
+  NodeSpec spec = Uniform("T4", 2, SharingMode::kShared);
+  spec.labels.emplace_back(kContainersLabel, "podman");
+  TestNode runs(spec);
+  ExpectFits(f.Filter(runs.ledger, in_image));
+}
+
 TEST(GpuFitFilterTest, CpuOnlyTasksAlwaysFit) {
   GpuFitFilter f;
   EXPECT_EQ(f.name(), "gpu-fit");

@@ -24,6 +24,7 @@ size_t Placer::RequestHash::operator()(const TaskRequest& r) const {
   HashMix(h, std::hash<std::string>{}(r.mig_profile));
   HashMix(h, r.models.bits());
   HashMix(h, static_cast<uint64_t>(r.topology));
+  HashMix(h, r.needs_containers ? 1 : 0);
   return h;
 }
 

@@ -167,7 +167,7 @@ class ContainerTest : public ServerAndAgentsTest {
     std::filesystem::copy_file(Which("busybox"), root + "/bin/busybox");
     ::chmod((root + "/bin/busybox").c_str(), 0755);
     for (const char* applet : {"sh", "cat", "id", "ls", "sleep", "echo", "kill", "touch", "mkdir",
-                               "test", "printf", "wc", "grep", "env", "rm", "tr", "tee"}) {
+                               "test", "printf", "wc", "grep", "env", "rm", "tr", "tee", "true"}) {
       std::filesystem::create_symlink("busybox", root + "/bin/" + applet);
     }
     // bash for batch scripts (Tessera's batch wrapper is bash, as NGC images have it).
@@ -391,6 +391,34 @@ TEST_F(ContainerTest, AGangOnTwoAgentsRunsEachTaskInTheImage) {
     EXPECT_NE(log.find("NAME=\"Tessera test image\""), std::string::npos) << log;
     EXPECT_NE(log.find("rank " + std::to_string(task) + " of 2"), std::string::npos) << log;
     EXPECT_NE(log.find("dev nvidia0\ndev nvidia1\n"), std::string::npos) << log;
+  }
+}
+
+// A node that runs no containers gets no job with an image; with none that runs them,
+// such a job is refused as one that never fits.
+TEST_F(ContainerTest, AJobWithAnImageGoesOnlyToNodesThatRunContainers) {
+  StartAgent("plain", "4xH100-80GB", {"--device-dir", devices_});
+  const std::string token = TenantToken("team-a");
+  auto r = ApiClient(url_, token)
+               .Post("/v1/jobs",
+                     json({{"queue", "team-a"}, {"image", image_}, {"command", {"true"}}}).dump(),
+                     "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("node runs no containers"), std::string::npos) << r->body;
+
+  StartContainerAgent("n1");
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 2; ++i) {
+    ids.push_back(Submit(token, {{"queue", "team-a"},
+                                 {"image", image_},
+                                 {"command", {"true"}},
+                                 {"resources", {{"gpus", 1}, {"cpu", "0.1"}}}}));
+  }
+  for (uint64_t id : ids) {
+    const json job = WaitEnded(id, 60s);
+    ASSERT_EQ(job.value("state", ""), "succeeded") << job.dump();
+    EXPECT_EQ(job["attempt_history"][0]["tasks"][0]["node"], "n1") << job.dump();
   }
 }
 
