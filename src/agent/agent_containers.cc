@@ -99,11 +99,16 @@ StatusOr<LaunchSpec> Agent::ContainerLaunchSpec(const LocalTask& t, LaunchSpec b
   task.command = l.command;
   task.uid = bare.uid >= 0 ? bare.uid : static_cast<int64_t>(::geteuid());
   task.gid = bare.gid >= 0 ? bare.gid : static_cast<int64_t>(::getegid());
-  for (const ContainerMount& m : l.container.mounts) {
-    if (!Reachable(m.source, bare.uid, bare.gid)) {
+  // A mount's source, links resolved, must be allowed here and open to the task's uid
+  // through the host's permissions: Podman mounts as root, past any closed directory.
+  for (ContainerMount& m : task.container.mounts) {
+    TESSERA_ASSIGN_OR_RETURN(std::string real,
+                             CheckMountSource(m.source, options_.container_mount_prefixes));
+    if (!Reachable(real, bare.uid, bare.gid)) {
       return PermissionDeniedError("mount source " + m.source + " is closed to the task's uid " +
                                    std::to_string(task.uid));
     }
+    m.source = std::move(real);
   }
   // The devices: each visible UUID is one CDI device; a new MIG instance joins the spec.
   bool new_mig = false;

@@ -13,7 +13,9 @@
 //    GPU, reads the checkpoint;
 //  - a 2-task gang over two agents runs each task in the image;
 //  - a Slurm script with pyxis's --container-image runs in the image;
-//  - a missing image fails the job with "image not found" and is not retried.
+//  - a missing image fails the job with "image not found" and is not retried;
+//  - an agent killed (-9) while a container runs adopts it on restart: it runs once, is
+//    reported once, and its GPUs are not given to another job meanwhile (faults suite).
 // Needs root (containers are rootful, tasks run as tenants' uids, mknod); skipped
 // otherwise. Needs podman, runc, docker-registry and busybox-static (scripts/setup.sh).
 #include <gtest/gtest.h>
@@ -23,6 +25,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -157,34 +160,14 @@ class ContainerTest : public ServerAndAgentsTest {
         << registry_process_->Output();
   }
 
-  // An image of busybox and an os-release of its own, pushed as `ref`.
+  // The test image (scripts/test-image.sh: busybox, bash and an os-release of its own),
+  // pushed as `ref`.
   void BuildAndPushImage(const std::string& ref) {
-    const std::string root = dir_ + "/rootfs";
-    for (const char* d : {"/bin", "/etc", "/tmp"}) {
-      std::filesystem::create_directories(root + d);
-    }
-    ::chmod((root + "/tmp").c_str(), 01777);
-    std::filesystem::copy_file(Which("busybox"), root + "/bin/busybox");
-    ::chmod((root + "/bin/busybox").c_str(), 0755);
-    for (const char* applet : {"sh", "cat", "id", "ls", "sleep", "echo", "kill", "touch", "mkdir",
-                               "test", "printf", "wc", "grep", "env", "rm", "tr", "tee", "true"}) {
-      std::filesystem::create_symlink("busybox", root + "/bin/" + applet);
-    }
-    // bash for batch scripts (Tessera's batch wrapper is bash, as NGC images have it).
-    std::filesystem::copy_file(Which("bash-static"), root + "/bin/bash");
-    ::chmod((root + "/bin/bash").c_str(), 0755);
-    std::ofstream(root + "/etc/os-release") << "NAME=\"Tessera test image\"\nID=tessera-test\n";
-    const std::string podman = "podman --root " + dir_ + "/build-store --runroot " + dir_ +
-                               "/build-run --runtime runc --cgroup-manager cgroupfs " +
-                               "--events-backend file ";
     std::string out;
-    ASSERT_TRUE(Shell("tar -C " + root + " -cf " + dir_ + "/rootfs.tar .", &out)) << out;
-    ASSERT_TRUE(Shell(podman + "import --quiet " + dir_ + "/rootfs.tar localhost/tt:1", &out))
+    ASSERT_TRUE(Shell(
+        std::string(TESSERA_SOURCE_DIR) + "/scripts/test-image.sh " + ref + " " + dir_ + "/image",
+        &out))
         << out;
-    ASSERT_TRUE(
-        Shell(podman + "push --quiet --tls-verify=false localhost/tt:1 docker://" + ref, &out))
-        << out;
-    Shell(podman + "system reset --force");  // nothing of it stays mounted
   }
 
   static std::string Which(const std::string& program) {
@@ -420,6 +403,50 @@ TEST_F(ContainerTest, AJobWithAnImageGoesOnlyToNodesThatRunContainers) {
     ASSERT_EQ(job.value("state", ""), "succeeded") << job.dump();
     EXPECT_EQ(job["attempt_history"][0]["tasks"][0]["node"], "n1") << job.dump();
   }
+}
+
+// Agent kill -9 while a container runs, and a restart on the same data directory: the
+// container is adopted (its one run goes on and ends once), its end is reported once,
+// and its GPUs are not handed out again while it runs.
+TEST_F(ContainerTest, AnAgentKilledWhileContainersRunAdoptsThemAndRestartsNone) {
+  StartContainerAgent("n1");
+  const std::string token = TenantToken("team-a");
+  const uint64_t first =
+      Submit(token, {{"name", "survives"},
+                     {"queue", "team-a"},
+                     {"image", image_},
+                     {"container", {{"mounts", {shared_ + ":/in:rw"}}}},
+                     {"command",
+                      {"sh", "-c",
+                       "echo \"start $TESSERA_ATTEMPT $CUDA_VISIBLE_DEVICES\" >> /in/records/a; "
+                       "sleep 5; echo end >> /in/records/a"}},
+                     {"resources", {{"gpus", 1}, {"cpu", "0.1"}}}});
+  ASSERT_TRUE(WaitFor([&] { return !Records("a").empty(); }, 60s))
+      << Job(first).dump() << agents_["n1"]->Output();
+  agents_["n1"]->Signal(SIGKILL);
+  agents_["n1"]->Wait(10s);
+  agents_.erase("n1");
+  StartContainerAgent("n1");
+  // Both GPUs: it may start only once the adopted container has ended.
+  const uint64_t second = Submit(token, {{"name", "after"},
+                                         {"queue", "team-a"},
+                                         {"image", image_},
+                                         {"command", {"true"}},
+                                         {"resources", {{"gpus", 2}, {"cpu", "0.1"}}}});
+  const json a = WaitEnded(first, 60s);
+  const json b = WaitEnded(second, 60s);
+  ASSERT_EQ(a.value("state", ""), "succeeded") << a.dump() << agents_["n1"]->Output();
+  ASSERT_EQ(b.value("state", ""), "succeeded") << b.dump();
+  EXPECT_EQ(a.value("attempts", 0), 1) << a.dump();
+  EXPECT_EQ(a["attempt_history"].size(), 1u) << a.dump();
+  const std::string runs = Records("a");
+  EXPECT_EQ(std::count(runs.begin(), runs.end(), '\n'), 2) << runs;  // one start, one end
+  EXPECT_EQ(runs.rfind("start 1 ", 0), 0u) << runs;
+  EXPECT_GE(b["attempt_history"][0].value("start_time", ""),
+            a["attempt_history"][0].value("end_time", ""))
+      << "the second job got a GPU the adopted container held\n"
+      << a.dump() << "\n"
+      << b.dump();
 }
 
 // pyxis's flags in a Slurm script: the script runs in the image, its output file lands
