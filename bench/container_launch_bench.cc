@@ -174,8 +174,10 @@ class Bench {
       const std::string state =
           j && j->status == 200 ? json::parse(j->body).value("state", "") : "";
       if (state == "failed" || state == "cancelled") {
-        std::fprintf(stderr, "job %llu %s: %s\n", static_cast<unsigned long long>(id),
-                     state.c_str(), json::parse(j->body).value("reason", "").c_str());
+        auto log = c.Get(path + "/logs?task=0");
+        std::fprintf(stderr, "job %llu %s: %s\n%s\n", static_cast<unsigned long long>(id),
+                     state.c_str(), json::parse(j->body).value("reason", "").c_str(),
+                     log && log->status == 200 ? log->body.c_str() : "");
         return -1;
       }
       if (state == "succeeded") {

@@ -65,9 +65,11 @@ Status Agent::WriteNodeCdiSpec() {
   for (size_t g = 0; g < gpus_.size(); ++g) {
     const std::string minor = std::to_string(GpuMinor(static_cast<int>(g)));
     const std::string host = options_.device_dir + "/nvidia" + minor;
-    CdiDevice d{gpus_[g].uuid, {}};
+    CdiDevice d{gpus_[g].uuid, {}, {}};
     if (IsCharDevice(host)) {
       d.nodes.push_back({"/dev/nvidia" + minor, host});
+    } else {
+      d.env.push_back("TESSERA_GPU_" + minor + "=" + gpus_[g].uuid);  // fake GPUs: no node
     }
     if (IsCdiDeviceName(d.name)) {
       in.devices.push_back(std::move(d));
@@ -117,7 +119,7 @@ StatusOr<LaunchSpec> Agent::ContainerLaunchSpec(const LocalTask& t, LaunchSpec b
     if (g.gpu_instance >= 0) {
       TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> caps,
                                MigCapabilityNodes(options_.nvidia_caps_dir, g));
-      CdiDevice d{visible[i], {}};
+      CdiDevice d{visible[i], {}, {}};
       const std::string card = "/nvidia" + std::to_string(g.minor);
       d.nodes.push_back({"/dev" + card, options_.device_dir + card});
       for (const std::string& cap : caps) {

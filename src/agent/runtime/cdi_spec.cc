@@ -62,7 +62,17 @@ StatusOr<Json> CdiSpecJson(const CdiSpecInput& input) {
     for (const CdiDeviceNode& n : d.nodes) {
       nodes.push_back(NodeJson(n));
     }
-    devices.push_back({{"name", d.name}, {"containerEdits", {{"deviceNodes", std::move(nodes)}}}});
+    Json edits = Json::object();
+    if (!nodes.empty()) {
+      edits["deviceNodes"] = std::move(nodes);
+    }
+    if (!d.env.empty()) {
+      edits["env"] = d.env;
+    }
+    if (edits.empty()) {
+      return InvalidArgumentError("the CDI device '" + d.name + "' has no edit (CDI refuses it)");
+    }
+    devices.push_back({{"name", d.name}, {"containerEdits", std::move(edits)}});
   }
   Json common = Json::object();
   if (!input.control_nodes.empty()) {

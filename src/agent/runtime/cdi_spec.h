@@ -39,6 +39,9 @@ struct CdiDeviceNode {
 struct CdiDevice {
   std::string name;  // a UUID
   std::vector<CdiDeviceNode> nodes;
+  // NAME=VALUE; CDI refuses a device without any edit, so a GPU with no device node
+  // (fake GPUs) gets one of these instead.
+  std::vector<std::string> env;
 };
 
 struct CdiSpecInput {

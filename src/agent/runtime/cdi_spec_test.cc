@@ -13,11 +13,12 @@ namespace {
 
 TEST(CdiSpecTest, OneDevicePerUuidWithItsNodesAndCommonEdits) {
   CdiSpecInput in;
-  in.devices = {{"GPU-aaaa", {{"/dev/nvidia0", "/fake/nvidia0"}}},
+  in.devices = {{"GPU-aaaa", {{"/dev/nvidia0", "/fake/nvidia0"}}, {}},
                 {"MIG-bbbb",
                  {{"/dev/nvidia1", "/fake/nvidia1"},
                   {"/dev/nvidia-caps/nvidia-cap21", "/fake/nvidia-caps/nvidia-cap21"},
-                  {"/dev/nvidia-caps/nvidia-cap22", "/fake/nvidia-caps/nvidia-cap22"}}}};
+                  {"/dev/nvidia-caps/nvidia-cap22", "/fake/nvidia-caps/nvidia-cap22"}},
+                 {}}};
   in.control_nodes = {{"/dev/nvidiactl", "/fake/nvidiactl"}};
   in.driver_files = {"/usr/lib/x86_64-linux-gnu/libcuda.so.1"};
   StatusOr<nlohmann::json> spec = CdiSpecJson(in);
@@ -36,9 +37,19 @@ TEST(CdiSpecTest, OneDevicePerUuidWithItsNodesAndCommonEdits) {
 }
 
 TEST(CdiSpecTest, RefusesNamesCdiWouldRefuseAndDuplicates) {
-  EXPECT_FALSE(CdiSpecJson({{{"-x", {}}}, {}, {}}).ok());
-  EXPECT_FALSE(CdiSpecJson({{{"a b", {}}}, {}, {}}).ok());
-  EXPECT_FALSE(CdiSpecJson({{{"GPU-1", {}}, {"GPU-1", {}}}, {}, {}}).ok());
+  EXPECT_FALSE(CdiSpecJson({{{"-x", {{"/dev/nvidia0", "/x"}}, {}}}, {}, {}}).ok());
+  EXPECT_FALSE(CdiSpecJson({{{"a b", {{"/dev/nvidia0", "/x"}}, {}}}, {}, {}}).ok());
+  EXPECT_FALSE(CdiSpecJson({{{"GPU-1", {{"/dev/nvidia0", "/x"}}, {}},
+                             {"GPU-1", {{"/dev/nvidia0", "/x"}}, {}}},
+                            {},
+                            {}})
+                   .ok());
+  EXPECT_FALSE(CdiSpecJson({{{"GPU-1", {}, {}}}, {}, {}}).ok());  // no edit at all
+  StatusOr<nlohmann::json> env_only =
+      CdiSpecJson({{{"GPU-1", {}, {"TESSERA_GPU_0=GPU-1"}}}, {}, {}});
+  ASSERT_TRUE(env_only.ok());
+  EXPECT_EQ((*env_only)["devices"][0]["containerEdits"]["env"][0], "TESSERA_GPU_0=GPU-1");
+  EXPECT_FALSE((*env_only)["devices"][0]["containerEdits"].contains("deviceNodes"));
   EXPECT_TRUE(IsCdiDeviceName("MIG-3f2a:1.0_x"));
 }
 
