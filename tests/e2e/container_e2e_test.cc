@@ -6,8 +6,9 @@
 //
 //  - a job with `image:` runs in it (the image's /etc/os-release, not the host's), as
 //    its tenant's uid (the one its bare jobs get), sees exactly its own GPU's device
-//    node, reads a read-only mount and cannot write it, cannot see the host's files, and
-//    its exit code reaches the job;
+//    node, reads a read-only mount and cannot write it, cannot see the host's files (the
+//    controller's tokens), another tenant's checkpoint or job directory, or signal its
+//    process, and its exit code reaches the job;
 //  - an XID 79 on its GPU stops it with the preemption marker and SIGTERM (which reach
 //    the command in the container); it checkpoints, and the next attempt, on the other
 //    GPU, reads the checkpoint;
@@ -238,25 +239,52 @@ if cat "$ADMIN_TOKEN" >/dev/null 2>&1; then echo "token readable"; else echo "to
 if [ -e /etc/debian_version ]; then echo "host etc"; else echo "image etc"; fi
 echo "agent data: $(ls "$AGENT_DATA" | tr '\n' ' ')"
 echo "home $HOME"
+if cat "$B_CKPT/secret" >/dev/null 2>&1; then echo "b checkpoint readable"; else echo "b checkpoint hidden"; fi
+if ls "$B_JOB_DIR" >/dev/null 2>&1; then echo "b job dir visible"; else echo "b job dir hidden"; fi
+if kill -0 "$B_PID" 2>/dev/null; then echo "b signalled"; else echo "b not signalled"; fi
 exit 7
+)sh";
+
+// Tenant B: a bare task with a secret in its checkpoint directory, which records its pid,
+// checkpoint directory and job directory, then waits.
+constexpr const char* kVictim = R"sh(echo "$SECRET" > "$TESSERA_CHECKPOINT_DIR/secret"
+echo "$$ $TESSERA_CHECKPOINT_DIR $PWD" > "$RECORDS/b"
+sleep 60 & wait $!
 )sh";
 
 TEST_F(ContainerTest, AJobInAnImageRunsInItAsItsTenantWithOnlyItsGpu) {
   StartContainerAgent("n1");
   const std::string token = TenantToken("team-a");
+  // Tenant B runs beside it, with a secret.
+  const uint64_t victim = Submit(
+      TenantToken("team-b"), {{"name", "victim"},
+                              {"queue", "team-b"},
+                              {"command", kVictim},
+                              {"env", {{"RECORDS", shared_ + "/records"}, {"SECRET", "s3cr3t"}}},
+                              {"resources", {{"cpu", "0.1"}}}});
+  ASSERT_TRUE(WaitFor([&] { return !Records("b").empty(); }, 30s)) << Job(victim).dump();
+  std::istringstream b_line(Records("b"));
+  std::string b_pid, b_ckpt, b_dir;
+  b_line >> b_pid >> b_ckpt >> b_dir;
+  ASSERT_EQ(Trim(Process::ReadFile(b_ckpt + "/secret")), "s3cr3t") << Records("b");
+  ASSERT_FALSE(b_dir.empty());
+  ASSERT_EQ(::kill(std::stoi(b_pid), 0), 0) << b_pid;  // B runs while A looks
   const uint64_t bare = Submit(token, {{"name", "bare"},
                                        {"queue", "team-a"},
                                        {"command", "id -u"},
                                        {"resources", {{"cpu", "0.1"}}}});
-  const uint64_t id = Submit(
-      token,
-      {{"name", "in-image"},
-       {"queue", "team-a"},
-       {"image", image_},
-       {"container", {{"mounts", {shared_ + ":/in"}}}},
-       {"command", {"sh", "-c", kProbe}},
-       {"env", {{"ADMIN_TOKEN", dir_ + "/server/admin.token"}, {"AGENT_DATA", dir_ + "/agent-n1"}}},
-       {"resources", {{"gpus", 1}, {"cpu", "0.1"}}}});
+  const uint64_t id = Submit(token, {{"name", "in-image"},
+                                     {"queue", "team-a"},
+                                     {"image", image_},
+                                     {"container", {{"mounts", {shared_ + ":/in"}}}},
+                                     {"command", {"sh", "-c", kProbe}},
+                                     {"env",
+                                      {{"ADMIN_TOKEN", dir_ + "/server/admin.token"},
+                                       {"AGENT_DATA", dir_ + "/agent-n1"},
+                                       {"B_CKPT", b_ckpt},
+                                       {"B_JOB_DIR", b_dir},
+                                       {"B_PID", b_pid}}},
+                                     {"resources", {{"gpus", 1}, {"cpu", "0.1"}}}});
   ASSERT_NE(id, 0u);
   const json job = WaitEnded(id, 60s);
   ASSERT_EQ(job.value("state", ""), "failed") << job.dump() << "\n" << agents_["n1"]->Output();
@@ -278,6 +306,12 @@ TEST_F(ContainerTest, AJobInAnImageRunsInItAsItsTenantWithOnlyItsGpu) {
   EXPECT_NE(log.find("token hidden"), std::string::npos) << log;
   EXPECT_NE(log.find("image etc"), std::string::npos) << log;
   EXPECT_NE(log.find("agent data: jobs \n"), std::string::npos) << log;
+  // Nothing of tenant B: its checkpoint, its job directory, its process.
+  EXPECT_NE(log.find("b checkpoint hidden"), std::string::npos) << log;
+  EXPECT_NE(log.find("b job dir hidden"), std::string::npos) << log;
+  EXPECT_NE(log.find("b not signalled"), std::string::npos) << log;
+  ApiClient(url_, admin_).Post(("/v1/jobs/" + std::to_string(victim) + "/cancel").c_str());
+  EXPECT_EQ(WaitEnded(victim, 30s).value("state", ""), "cancelled");
   // The tenant's uid: the one its bare job ran as, not root.
   ASSERT_EQ(WaitEnded(bare, 30s).value("state", ""), "succeeded");
   const std::string bare_uid = Trim(Log(bare));
