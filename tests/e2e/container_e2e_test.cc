@@ -12,6 +12,7 @@
 //  - an XID 79 on its GPU stops it with the preemption marker and SIGTERM (which reach
 //    the command in the container); it checkpoints, and the next attempt, on the other
 //    GPU, reads the checkpoint;
+//  - a MIG task in the image gets its card's and its instance's capability nodes only;
 //  - a 2-task gang over two agents runs each task in the image;
 //  - a Slurm script with pyxis's --container-image runs in the image;
 //  - a missing image fails the job with "image not found" and is not retried;
@@ -30,6 +31,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -481,6 +483,65 @@ TEST_F(ContainerTest, AnAgentKilledWhileContainersRunAdoptsThemAndRestartsNone) 
       << "the second job got a GPU the adopted container held\n"
       << a.dump() << "\n"
       << b.dump();
+}
+
+// A MIG instance in a container: its card's node and its instance's two capability nodes
+// (named by the driver's capability files, fake ones here), and no other device node.
+TEST_F(ContainerTest, AMigTaskInAnImageGetsOnlyItsInstancesCapabilities) {
+  const std::string caps = dir_ + "/capabilities";
+  const std::string cap_nodes = devices_ + "/nvidia-caps";
+  ASSERT_TRUE(std::filesystem::create_directory(cap_nodes));
+  ASSERT_EQ(::chmod(cap_nodes.c_str(), 0755), 0);
+  auto cap_node = [&](int n) {
+    const std::string node = cap_nodes + "/nvidia-cap" + std::to_string(n);
+    ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0444, makedev(1, 3)), 0) << node;
+  };
+  // GPU instance gi of card `minor`: capability 10 + 20 minor + 2 gi, its compute
+  // instance's the next; config (1) and monitor (2) too.
+  auto gi_cap = [](int minor, int gi) { return 10 + minor * 20 + gi * 2; };
+  cap_node(1);
+  cap_node(2);
+  for (int minor = 0; minor < kGpusPerAgent; ++minor) {
+    for (int gi = 1; gi <= 7; ++gi) {
+      const std::string base =
+          caps + "/gpu" + std::to_string(minor) + "/mig/gi" + std::to_string(gi);
+      std::filesystem::create_directories(base + "/ci0");
+      std::ofstream(base + "/access") << "DeviceFileMinor: " << gi_cap(minor, gi) << "\n";
+      std::ofstream(base + "/ci0/access") << "DeviceFileMinor: " << gi_cap(minor, gi) + 1 << "\n";
+      cap_node(gi_cap(minor, gi));
+      cap_node(gi_cap(minor, gi) + 1);
+    }
+  }
+  nodes_["m1"] = true;
+  StartAgent("m1", std::to_string(kGpusPerAgent) + "xH100-80GB:mig",
+             {"--containers", "on", "--device-dir", devices_, "--nvidia-caps-dir", caps,
+              "--insecure-registry", registry_});
+  const std::string token = TenantToken("team-a");
+  const uint64_t id = Submit(
+      token, {{"queue", "team-a"},
+              {"image", image_},
+              {"command",
+               {"sh", "-c",
+                "for f in /dev/nvidia* /dev/nvidia-caps/*; do [ -e \"$f\" ] && echo \"dev $f\"; "
+                "done; echo \"cvd $CUDA_VISIBLE_DEVICES\""}},
+              {"resources", {{"gpus", 1}, {"mig", "1g.10gb"}, {"cpu", "0.1"}}}});
+  const json job = WaitEnded(id, 60s);
+  ASSERT_EQ(job.value("state", ""), "succeeded") << job.dump() << agents_["m1"]->Output();
+  const std::string log = Log(id);
+  std::set<std::string> devices;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("dev ", 0) == 0) {
+      devices.insert(line.substr(4));
+    }
+  }
+  const int card = devices.count("/dev/nvidia0") > 0 ? 0 : 1;
+  const std::set<std::string> expected = {
+      "/dev/nvidia" + std::to_string(card), "/dev/nvidia-caps",
+      "/dev/nvidia-caps/nvidia-cap" + std::to_string(gi_cap(card, 1)),
+      "/dev/nvidia-caps/nvidia-cap" + std::to_string(gi_cap(card, 1) + 1)};
+  EXPECT_EQ(devices, expected) << log;
+  EXPECT_NE(log.find("cvd MIG-"), std::string::npos) << log;
 }
 
 // pyxis's flags in a Slurm script: the script runs in the image, its output file lands
