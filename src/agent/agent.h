@@ -143,6 +143,9 @@ struct AgentOptions {
   std::vector<std::string> container_mount_prefixes;
   // Registries reached over plain HTTP (host:port).
   std::vector<std::string> container_insecure_registries;
+  // The node's image store is kept to this many MiB after each pull, least recently used
+  // images no task uses removed first; 0: no bound.
+  int64_t image_cache_mib = 64 * 1024;
 };
 
 class Agent {

@@ -175,13 +175,31 @@ StatusOr<LaunchSpec> Agent::ContainerLaunchSpec(const LocalTask& t, LaunchSpec b
 }
 
 Status Agent::PrepareImage(const TaskLaunch& launch) {
+  const std::string& image = launch.container.image;
   if (launch.container.empty() || !containers_) {
     return Status::Ok();
   }
-  if (containers_->HasImage(launch.container.image)) {
+  containers_->Used(image);
+  if (containers_->HasImage(image)) {
     return Status::Ok();
   }
-  return containers_->Pull(launch.container.image, "");
+  TESSERA_RETURN_IF_ERROR(containers_->Pull(image, ""));
+  if (options_.image_cache_mib > 0) {
+    std::set<std::string> in_use = {image};
+    {
+      MutexLock lock(mu_);
+      for (const auto& [id, t] : tasks_) {
+        if (!t.exited && !t.launch.container.empty()) {
+          in_use.insert(t.launch.container.image);
+        }
+      }
+    }
+    StatusOr<int> removed = containers_->KeepWithin(options_.image_cache_mib << 20, in_use);
+    if (!removed.ok()) {
+      std::cerr << "tessera agent: image cache: " << removed.status().message() << "\n";
+    }
+  }
+  return Status::Ok();
 }
 
 void Agent::ContainerEnded(LocalTask& t, const TaskExit& e) {

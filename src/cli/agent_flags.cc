@@ -29,6 +29,10 @@ void AddContainerFlags(CLI::App* cmd, AgentFlags* f) {
                   "A host directory jobs may mount into their containers (repeatable; default: "
                   "none)")
       ->allow_extra_args(false);
+  cmd->add_option("--image-cache-size", f->image_cache_size,
+                  "Keep this node's image store to this size after each pull, least recently "
+                  "used images no task uses removed first, e.g. 64GiB; 0: no bound")
+      ->capture_default_str();
   cmd->add_option("--insecure-registry", f->insecure_registries,
                   "A registry (HOST:PORT) reached over plain HTTP (repeatable)")
       ->allow_extra_args(false);
@@ -46,6 +50,15 @@ Status ToContainerOptions(const AgentFlags& f, AgentOptions* o) {
   }
   o->container_mount_prefixes = f.container_mount_prefixes;
   o->container_insecure_registries = f.insecure_registries;
+  if (f.image_cache_size == "0") {
+    o->image_cache_mib = 0;
+  } else {
+    StatusOr<int64_t> mib = ParseMemoryMiB(f.image_cache_size);
+    if (!mib.ok()) {
+      return InvalidArgumentError("--image-cache-size: " + mib.status().message());
+    }
+    o->image_cache_mib = *mib;
+  }
   return Status::Ok();
 }
 

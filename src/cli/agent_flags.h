@@ -41,6 +41,7 @@ struct AgentFlags {
   std::string cdi_dir = "/var/run/cdi";
   std::vector<std::string> container_mount_prefixes;
   std::vector<std::string> insecure_registries;
+  std::string image_cache_size = "64GiB";
 };
 
 // `standalone`: `tessera agent` (not `tessera up`, which has its own --data and server).

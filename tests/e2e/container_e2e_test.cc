@@ -16,6 +16,8 @@
 //  - a 2-task gang over two agents runs each task in the image;
 //  - a Slurm script with pyxis's --container-image runs in the image;
 //  - a missing image fails the job with "image not found" and is not retried;
+//  - two jobs of one image download it once; past the cache's bound the least recently
+//    used image is removed;
 //  - an agent killed (-9) while a container runs adopts it on restart: it runs once, is
 //    reported once, and its GPUs are not given to another job meanwhile (faults suite).
 // Needs root (containers are rootful, tasks run as tenants' uids, mknod); skipped
@@ -542,6 +544,55 @@ TEST_F(ContainerTest, AMigTaskInAnImageGetsOnlyItsInstancesCapabilities) {
       "/dev/nvidia-caps/nvidia-cap" + std::to_string(gi_cap(card, 1) + 1)};
   EXPECT_EQ(devices, expected) << log;
   EXPECT_NE(log.find("cvd MIG-"), std::string::npos) << log;
+}
+
+// How many times the registry served blobs of `repo` (an image's config and layers).
+int BlobDownloads(const std::string& registry_log, const std::string& repo) {
+  int n = 0;
+  std::istringstream lines(registry_log);
+  for (std::string line; std::getline(lines, line);) {
+    n += line.find("\"GET /v2/" + repo + "/blobs/") != std::string::npos &&
+         line.find("HTTP/1.1\" 200 ") != std::string::npos;
+  }
+  return n;
+}
+
+// The node's image cache: two jobs of one image at once download it once; past the
+// cache's bound the least recently used image no task uses is removed (its next job
+// downloads it again), and one a task uses is kept.
+TEST_F(ContainerTest, TheCacheDownloadsAnImageOnceAndEvictsTheLeastRecentlyUsed) {
+  std::string out;
+  const std::string other = registry_ + "/test/other:1";
+  ASSERT_TRUE(Shell(std::string(TESSERA_SOURCE_DIR) + "/scripts/test-image.sh " + other + " " +
+                        dir_ + "/image-other 1",
+                    &out))
+      << out;
+  nodes_["n1"] = true;
+  StartAgent("n1", std::to_string(kGpusPerAgent) + "xH100-80GB",
+             {"--containers", "on", "--device-dir", devices_, "--insecure-registry", registry_,
+              "--image-cache-size", "1MiB"});  // smaller than either image
+  const std::string token = TenantToken("team-a");
+  auto run = [&](const std::string& image) {
+    return Submit(token, {{"queue", "team-a"},
+                          {"image", image},
+                          {"command", {"true"}},
+                          {"resources", {{"gpus", 1}, {"cpu", "0.1"}}}});
+  };
+  const std::string log = dir_ + "/registry.log";
+  const uint64_t a1 = run(image_);
+  const uint64_t a2 = run(image_);  // both at once, on the node's two GPUs
+  for (uint64_t id : {a1, a2}) {
+    ASSERT_EQ(WaitEnded(id, 60s).value("state", ""), "succeeded") << Job(id).dump();
+  }
+  const int once = BlobDownloads(Process::ReadFile(log), "test/tt");
+  EXPECT_GT(once, 0);
+  // The other image: pulled, then the cache is past its bound and drops test/tt (used
+  // less recently, and by no task now), but not the other (in use).
+  ASSERT_EQ(WaitEnded(run(other), 60s).value("state", ""), "succeeded");
+  EXPECT_EQ(BlobDownloads(Process::ReadFile(log), "test/other"), once);
+  ASSERT_EQ(WaitEnded(run(image_), 60s).value("state", ""), "succeeded");
+  EXPECT_EQ(BlobDownloads(Process::ReadFile(log), "test/tt"), 2 * once)
+      << "test/tt was not evicted, or was downloaded twice at first";
 }
 
 // pyxis's flags in a Slurm script: the script runs in the image, its output file lands

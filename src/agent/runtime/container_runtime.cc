@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/runtime/cdi_spec.h"
+#include "agent/runtime/image_cache.h"
 #include "agent/runtime/tool_process.h"
 
 namespace tessera {
@@ -305,6 +306,9 @@ Status ContainerRuntime::Pull(const std::string& image, const std::string& auth_
     one = slot;
   }
   MutexLock pulling(*one);  // a second pull of one reference waits for the first
+  if (HasImage(image)) {
+    return Status::Ok();  // which brought it
+  }
   std::vector<std::string> argv = Podman();
   argv.insert(argv.end(), {"pull", "--quiet"});
   std::string auth_file;
@@ -341,6 +345,57 @@ bool ContainerRuntime::HasImage(const std::string& image) const {
   argv.insert(argv.end(), {"image", "exists", image});
   StatusOr<ToolResult> r = RunTool(argv, PodmanEnv(), kQuickDeadline);
   return r.ok() && r->exit_code == 0;
+}
+
+void ContainerRuntime::Used(const std::string& image) {
+  MutexLock lock(mu_);
+  last_use_[image] = ++use_seq_;
+}
+
+StatusOr<int> ContainerRuntime::KeepWithin(int64_t bound_bytes,
+                                           const std::set<std::string>& in_use) {
+  std::vector<std::string> argv = Podman();
+  argv.insert(argv.end(), {"images", "--format", "json"});
+  StatusOr<ToolResult> r = RunTool(argv, PodmanEnv(), kQuickDeadline);
+  if (!r.ok() || r->exit_code != 0) {
+    return UnavailableError("listing the image store: " +
+                            (r.ok() ? LastToolLine(r->output) : r.status().message()));
+  }
+  const nlohmann::json list = nlohmann::json::parse(r->output, nullptr, /*allow_exceptions=*/false);
+  if (!list.is_array()) {
+    return UnavailableError("listing the image store: not a JSON list");
+  }
+  std::vector<CachedImage> images;
+  for (const nlohmann::json& item : list) {
+    if (!item.is_object() || !item.value("Id", nlohmann::json()).is_string()) {
+      continue;
+    }
+    CachedImage image{item["Id"].get<std::string>(), {}, 0};
+    if (const auto size = item.find("Size"); size != item.end() && size->is_number_integer()) {
+      image.size_bytes = size->get<int64_t>();
+    }
+    if (const auto names = item.find("Names"); names != item.end() && names->is_array()) {
+      for (const nlohmann::json& n : *names) {
+        if (n.is_string()) {
+          image.names.push_back(n.get<std::string>());
+        }
+      }
+    }
+    images.push_back(std::move(image));
+  }
+  std::vector<std::string> remove;
+  {
+    MutexLock lock(mu_);
+    remove = PlanImageEvictions(images, last_use_, in_use, bound_bytes);
+  }
+  int removed = 0;
+  for (const std::string& id : remove) {
+    std::vector<std::string> rmi = Podman();
+    rmi.insert(rmi.end(), {"rmi", id});  // without --force: an image a container uses stays
+    StatusOr<ToolResult> done = RunTool(rmi, PodmanEnv(), kQuickDeadline);
+    removed += done.ok() && done->exit_code == 0 ? 1 : 0;
+  }
+  return removed;
 }
 
 void ContainerRuntime::Remove(const std::string& task_id) const {

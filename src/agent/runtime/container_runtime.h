@@ -27,7 +27,8 @@
 //
 // Images: Pull fetches a reference into the node's store (`<storage>/root`), with the
 // tenant's registry credentials when given (a 0600 auth file that lives only for the
-// pull). Plain-HTTP registries must be listed (insecure_registries).
+// pull); concurrent pulls of one reference make one download. Plain-HTTP registries must
+// be listed (insecure_registries). KeepWithin bounds the store, least recently used first.
 // Thread safety: the methods may be called from several threads; Pull serialises pulls
 // of one reference.
 #pragma once
@@ -36,6 +37,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -128,6 +130,12 @@ class ContainerRuntime {
   Status Pull(const std::string& image, const std::string& auth_json);
   // Whether the store holds `image`.
   bool HasImage(const std::string& image) const;
+  // Records a use of `image` (a task starts in it): the cache keeps recent ones.
+  void Used(const std::string& image);
+  // Removes the least recently used images no task uses (`in_use`: references) until the
+  // store's images sum to at most `bound_bytes` (image_cache.h); how many it removed.
+  // Unavailable when Podman cannot list the store.
+  StatusOr<int> KeepWithin(int64_t bound_bytes, const std::set<std::string>& in_use);
   // Removes the task's container if Podman still lists it (its end was not clean).
   void Remove(const std::string& task_id) const;
 
@@ -141,6 +149,8 @@ class ContainerRuntime {
   std::string registries_conf_;  // written by Create when insecure registries are listed
   Mutex mu_;
   std::map<std::string, std::shared_ptr<Mutex>> pulls_ GUARDED_BY(mu_);  // per reference
+  std::map<std::string, uint64_t> last_use_ GUARDED_BY(mu_);             // reference -> use_seq_
+  uint64_t use_seq_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tessera
