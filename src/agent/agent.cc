@@ -189,6 +189,7 @@ Status Agent::Init() {
   {
     MutexLock lock(mu_);
     Recover();
+    ReconcileContainers();
   }
   if (options_.heartbeat_interval > 0) {
     interval_ = options_.heartbeat_interval;
@@ -665,6 +666,10 @@ void Agent::StopTask(const TaskStop& stop) {
 
 void Agent::ReleaseTask(LocalTask& t) {
   backend_->SetTaskLoad(t.id, {});
+  if (!t.launch.container.empty()) {
+    std::error_code ec;  // the job's environment: none of it stays on the node
+    std::filesystem::remove(ContainerEnvFile(options_.data_dir + "/containers", t.id), ec);
+  }
   for (const auto& [g, milli] : t.gpu_use) {
     gpu_used_[g] -= milli;
   }

@@ -254,6 +254,10 @@ class Agent {
       REQUIRES(mu_);
   Status PrepareImage(const TaskLaunch& launch) EXCLUDES(mu_);
   void ContainerEnded(LocalTask& task, const TaskExit& exit) REQUIRES(mu_);
+  void ForgetContainer(const std::string& task_id) REQUIRES(mu_);
+  // At start, after Recover: removes every task container no adopted task owns (one whose
+  // Podman was killed while no agent ran).
+  void ReconcileContainers() REQUIRES(mu_);
   void StopTask(const TaskStop& stop);
   void Sweep();  // reap exits, enforce kill deadlines, notice checkpoints
   void ReleaseTask(LocalTask& task) REQUIRES(mu_);

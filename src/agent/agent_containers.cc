@@ -21,7 +21,7 @@ bool IsCharDevice(const std::string& path) {
 }
 
 std::string ContainerEnvPath(const std::string& data_dir, const std::string& id) {
-  return data_dir + "/containers/env/" + id + ".env";
+  return ContainerEnvFile(data_dir + "/containers", id);
 }
 
 }  // namespace
@@ -143,15 +143,29 @@ StatusOr<LaunchSpec> Agent::ContainerLaunchSpec(const LocalTask& t, LaunchSpec b
     env.erase("HOME");
   }
   if (!l.checkpoint_dir.empty()) {
-    task.own_dirs.push_back(l.checkpoint_dir);
+    // The controller's own is the agent's to make; one the job named must be one the
+    // tenant could reach itself, links resolved, as a bare task would.
+    std::string dir = l.checkpoint_dir;
+    if (!l.checkpoint_managed) {
+      std::error_code ec;
+      dir = std::filesystem::canonical(l.checkpoint_dir, ec).string();
+      if (ec || !Reachable(dir, bare.uid, bare.gid)) {
+        return PermissionDeniedError("checkpoint directory " + l.checkpoint_dir +
+                                     " is not one the task's uid can reach");
+      }
+    }
+    task.own_dirs.push_back(dir);
   }
-  // A share's MPS directories and the CUDA limiter (agent_gpu_shares.h) come along.
+  // A share's MPS directories and the CUDA limiter come along: the agent's own values
+  // (agent_gpu_shares.h), never the job's, which could name any host path.
+  std::map<std::string, std::string> share_env;
+  gpu_shares_->AddEnv(l, &share_env);
   for (const char* key : {"CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"}) {
-    if (auto it = env.find(key); it != env.end() && !it->second.empty()) {
+    if (auto it = share_env.find(key); it != share_env.end() && !it->second.empty()) {
       task.own_dirs.push_back(it->second);
     }
   }
-  if (auto it = env.find("LD_PRELOAD"); it != env.end() && !it->second.empty()) {
+  if (auto it = share_env.find("LD_PRELOAD"); it != share_env.end() && !it->second.empty()) {
     task.host_files.push_back(it->second);
   }
   task.env_file = ContainerEnvPath(options_.data_dir, t.id);
@@ -207,25 +221,57 @@ void Agent::ContainerEnded(LocalTask& t, const TaskExit& e) {
     return;
   }
   if (e.status_known && e.signal == 0) {
+    if (std::string why = PodmanFailure(e.exit_code, ReadFileTail(t.log_path, 4096));
+        !why.empty()) {
+      // Podman itself failed (exit 125, or 126/127 with its or catatonit's message): the
+      // command never ran, as a bare task whose exec failed.
+      t.failed_to_start = true;
+      t.exit_code = 0;
+      t.message = "the container could not start: " + why;
+      ForgetContainer(t.id);
+      return;
+    }
     const auto [code, sig] = ContainerExit(e.exit_code);
     t.exit_code = sig != 0 ? 0 : code;
     t.signal = sig;
   }
-  std::error_code ec;
-  std::filesystem::remove(ContainerEnvPath(options_.data_dir, t.id), ec);
-  for (const auto& [gpu, uuid] : t.mig) {
-    cdi_mig_.erase(uuid);
+  ForgetContainer(t.id);
+}
+
+void Agent::ForgetContainer(const std::string& task_id) {
+  if (!containers_) {
+    return;
   }
-  if (containers_) {
-    // Podman removes a container that ended by itself (--rm); one whose Podman was
-    // killed is left listed, and its name would be taken.
-    const std::string id = t.id;
-    ContainerRuntime* rt = containers_.get();
+  // Podman removes a container that ended by itself (--rm); one whose Podman was
+  // killed is left listed, holding its name and its image. Removed on a launch thread,
+  // or here when none runs (the agent is stopping).
+  ContainerRuntime* rt = containers_.get();
+  {
     MutexLock lock(launch_mu_);
     if (!launchers_.empty()) {
-      launch_queue_.push_back([rt, id] { rt->Remove(id); });
+      launch_queue_.push_back([rt, task_id] { rt->Remove(task_id); });
       ++launches_in_flight_;
       launch_cv_.NotifyOne();
+      return;
+    }
+  }
+  rt->Remove(task_id);
+}
+
+void Agent::ReconcileContainers() {
+  if (!containers_) {
+    return;
+  }
+  std::set<std::string> live;
+  for (const auto& [id, t] : tasks_) {
+    if (!t.exited && !t.launch.container.empty()) {
+      live.insert(ContainerName(id));
+    }
+  }
+  for (const std::string& name : containers_->ListTaskContainers()) {
+    if (live.count(name) == 0) {
+      std::cerr << "tessera agent: removing container " << name << ", which no task owns\n";
+      containers_->Remove(name.substr(std::string("tessera-").size()));
     }
   }
 }

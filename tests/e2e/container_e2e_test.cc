@@ -238,7 +238,8 @@ echo "uid $(id -u)"
 for f in /dev/nvidia*; do echo "dev ${f##*/}"; done
 echo "cvd $CUDA_VISIBLE_DEVICES"
 echo "input $(cat /in/input)"
-if touch /in/planted 2>/dev/null; then echo "mount writable"; else echo "mount read-only"; fi
+if touch /rec/planted 2>/dev/null; then echo "mount writable"; else echo "mount read-only"; fi
+if cat "$CUDA_MPS_LOG_DIRECTORY/peek" >/dev/null 2>&1; then echo "closed readable"; else echo "closed hidden"; fi
 if cat "$ADMIN_TOKEN" >/dev/null 2>&1; then echo "token readable"; else echo "token hidden"; fi
 if [ -e /etc/debian_version ]; then echo "host etc"; else echo "image etc"; fi
 echo "agent data: $(ls "$AGENT_DATA" | tr '\n' ' ')"
@@ -270,6 +271,11 @@ TEST_F(ContainerTest, AJobInAnImageRunsInItAsItsTenantWithOnlyItsGpu) {
   std::istringstream b_line(Records("b"));
   std::string b_pid, b_ckpt, b_dir;
   b_line >> b_pid >> b_ckpt >> b_dir;
+  const std::string closed = dir_ + "/closed";  // 0700: nobody but root goes in
+  ASSERT_TRUE(std::filesystem::create_directories(closed + "/open"));
+  ASSERT_EQ(::chmod(closed.c_str(), 0700), 0);
+  std::ofstream(closed + "/open/peek") << "peek\n";
+  ::chmod((closed + "/open/peek").c_str(), 0644);
   ASSERT_EQ(Trim(Process::ReadFile(b_ckpt + "/secret")), "s3cr3t") << Records("b");
   ASSERT_FALSE(b_dir.empty());
   ASSERT_EQ(::kill(std::stoi(b_pid), 0), 0) << b_pid;  // B runs while A looks
@@ -277,18 +283,25 @@ TEST_F(ContainerTest, AJobInAnImageRunsInItAsItsTenantWithOnlyItsGpu) {
                                        {"queue", "team-a"},
                                        {"command", "id -u"},
                                        {"resources", {{"cpu", "0.1"}}}});
-  const uint64_t id = Submit(token, {{"name", "in-image"},
-                                     {"queue", "team-a"},
-                                     {"image", image_},
-                                     {"container", {{"mounts", {shared_ + ":/in"}}}},
-                                     {"command", {"sh", "-c", kProbe}},
-                                     {"env",
-                                      {{"ADMIN_TOKEN", dir_ + "/server/admin.token"},
-                                       {"AGENT_DATA", dir_ + "/agent-n1"},
-                                       {"B_CKPT", b_ckpt},
-                                       {"B_JOB_DIR", b_dir},
-                                       {"B_PID", b_pid}}},
-                                     {"resources", {{"gpus", 1}, {"cpu", "0.1"}}}});
+  const uint64_t id =
+      Submit(token, {{"name", "in-image"},
+                     {"queue", "team-a"},
+                     {"image", image_},
+                     // records/ is open to all (01777): only the
+                     // mount keeps the task from writing there.
+                     {"container", {{"mounts", {shared_ + ":/in", shared_ + "/records:/rec:ro"}}}},
+                     {"command", {"sh", "-c", kProbe}},
+                     {"env",
+                      {{"ADMIN_TOKEN", dir_ + "/server/admin.token"},
+                       {"AGENT_DATA", dir_ + "/agent-n1"},
+                       {"B_CKPT", b_ckpt},
+                       {"B_JOB_DIR", b_dir},
+                       {"B_PID", b_pid},
+                       // A host path in the job's environment that the agent's own share
+                       // variables use: it must not become a mount (it lies inside a
+                       // directory closed to all).
+                       {"CUDA_MPS_LOG_DIRECTORY", closed + "/open"}}},
+                     {"resources", {{"gpus", 1}, {"cpu", "0.1"}}}});
   ASSERT_NE(id, 0u);
   const json job = WaitEnded(id, 60s);
   ASSERT_EQ(job.value("state", ""), "failed") << job.dump() << "\n" << agents_["n1"]->Output();
@@ -304,7 +317,8 @@ TEST_F(ContainerTest, AJobInAnImageRunsInItAsItsTenantWithOnlyItsGpu) {
   EXPECT_NE(log.find("cvd " + uuid + "\n"), std::string::npos) << log;
   EXPECT_NE(log.find("input input-data"), std::string::npos) << log;
   EXPECT_NE(log.find("mount read-only"), std::string::npos) << log;
-  EXPECT_FALSE(std::filesystem::exists(shared_ + "/planted"));
+  EXPECT_FALSE(std::filesystem::exists(shared_ + "/records/planted"));
+  EXPECT_NE(log.find("closed hidden"), std::string::npos) << log;
   // The host's files are not there: only the directories mounted for the job are, at
   // their host paths (so the agent's data directory shows its jobs/ and nothing else).
   EXPECT_NE(log.find("token hidden"), std::string::npos) << log;
@@ -640,6 +654,15 @@ TEST_F(ContainerTest, AMissingImageFailsTheJobWithAClearReasonOnce) {
   EXPECT_NE(job.dump().find("image not found: " + registry_ + "/test/no-such-image:1"),
             std::string::npos)
       << job.dump();
+  // A command the image does not have: Podman's failure, not the command's exit code.
+  const uint64_t no_program = Submit(token, {{"queue", "team-a"},
+                                             {"image", image_},
+                                             {"command", {"/no/such/program"}},
+                                             {"resources", {{"cpu", "0.1"}}}});
+  const json failed = WaitEnded(no_program, 60s);
+  ASSERT_EQ(failed.value("state", ""), "failed") << failed.dump();
+  EXPECT_NE(failed.value("reason", "").find("the container could not start: "), std::string::npos)
+      << failed.dump();
 }
 
 }  // namespace

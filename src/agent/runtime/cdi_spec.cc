@@ -7,6 +7,8 @@
 #include <fstream>
 #include <set>
 
+#include "api/json_fields.h"
+
 namespace tessera {
 namespace {
 
@@ -113,11 +115,14 @@ std::vector<std::string> FindDriverFiles(const std::vector<std::string>& lib_dir
   std::set<std::string> out;
   std::error_code ec;
   for (const std::string& dir : lib_dirs) {
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-      if (IsDriverLibrary(e.path().filename().string())) {
-        out.insert(e.path().string());
+    // increment(ec): a directory that goes bad while read ends the walk, never throws.
+    for (auto it = std::filesystem::directory_iterator(dir, ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      if (IsDriverLibrary(it->path().filename().string())) {
+        out.insert(it->path().string());
       }
     }
+    ec.clear();
   }
   for (const std::string& dir : bin_dirs) {
     for (const char* name : {"nvidia-smi", "nvidia-debugdump", "nvidia-persistenced",
@@ -149,7 +154,7 @@ Status WriteCdiSpec(const std::string& cdi_dir, const std::string& node, const J
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << spec.dump(2) << "\n";
+    out << DumpJson(spec, 2) << "\n";  // a host path need not be UTF-8: never throws
     if (!out.flush()) {
       return InternalError("cannot write " + tmp);
     }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "agent/runtime/cdi_spec.h"
 #include "agent/runtime/image_cache.h"
@@ -89,7 +90,7 @@ Status PullError(const std::string& image, const ToolResult& r) {
                                  ": the registry refused the credentials: " + line);
   }
   if (Contains(text, "manifest unknown") || Contains(text, "name unknown") ||
-      Contains(text, "not found") || Contains(text, "does not exist")) {
+      (Contains(text, "manifest") && Contains(text, "not found"))) {
     return NotFoundError("image not found: " + image + ": " + line);
   }
   if (Contains(text, "connection refused") || Contains(text, "no such host") ||
@@ -103,6 +104,43 @@ Status PullError(const std::string& image, const ToolResult& r) {
 }  // namespace
 
 std::string ContainerName(const std::string& task_id) { return "tessera-" + task_id; }
+
+std::string ContainerEnvFile(const std::string& storage_dir, const std::string& task_id) {
+  return storage_dir + "/env/" + task_id + ".env";
+}
+
+std::string ReadFileTail(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) {
+    return "";
+  }
+  const std::streamoff size = in.tellg();
+  const std::streamoff from =
+      std::max<std::streamoff>(0, size - static_cast<std::streamoff>(max_bytes));
+  in.seekg(from);
+  std::string out(static_cast<size_t>(size - from), '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(in.gcount()));
+  return out;
+}
+
+std::string PodmanFailure(int exit_code, std::string_view output_tail) {
+  const size_t end = output_tail.find_last_not_of("\r\n \t");
+  const std::string_view trimmed =
+      end == std::string_view::npos ? std::string_view() : output_tail.substr(0, end + 1);
+  const size_t start = trimmed.find_last_of('\n');
+  const std::string_view last =
+      start == std::string_view::npos ? trimmed : trimmed.substr(start + 1);
+  // catatonit, PID 1, exits 1 when it cannot execute the command.
+  const bool init = last.substr(0, 16) == "ERROR (catatonit" &&
+                    last.find("failed to exec pid1") != std::string_view::npos;
+  const bool podman = (exit_code == 126 || exit_code == 127) && last.substr(0, 7) == "Error: ";
+  if (exit_code != 125 && !init && !podman) {
+    return "";
+  }
+  std::string why = LastToolLine(last);
+  return why.empty() ? "podman exited with " + std::to_string(exit_code) : why;
+}
 
 Status WriteContainerEnv(const std::string& path, const std::map<std::string, std::string>& env) {
   std::string text;
@@ -246,10 +284,26 @@ StatusOr<std::vector<std::string>> ContainerRuntime::RunArgs(const ContainerTask
   auto add = [&a](std::initializer_list<std::string> items) {
     a.insert(a.end(), items.begin(), items.end());
   };
-  add({"run",       "--rm",       "--replace", "--name",           ContainerName(task.id),
-       "--pull",    "never",      "--init",    "--sig-proxy=true", "--log-driver",
-       "none",      "--cap-drop", "all",       "--security-opt",   "no-new-privileges",
-       "--network", "host",       "--ipc",     "private",          "--pid",
+  add({"run",
+       "--rm",
+       "--replace",
+       "--name",
+       ContainerName(task.id),
+       "--pull",
+       "never",
+       "--init",
+       "--sig-proxy=true",
+       "--log-driver",
+       "none",
+       "--cap-drop",
+       "all",
+       "--security-opt",
+       "no-new-privileges",
+       "--network",
+       "host",
+       "--ipc",
+       "host",
+       "--pid",
        "private"});
   if (task.uid >= 0) {
     add({"--user", std::to_string(task.uid) + ":" + std::to_string(task.gid)});
@@ -396,6 +450,23 @@ StatusOr<int> ContainerRuntime::KeepWithin(int64_t bound_bytes,
     removed += done.ok() && done->exit_code == 0 ? 1 : 0;
   }
   return removed;
+}
+
+std::vector<std::string> ContainerRuntime::ListTaskContainers() const {
+  std::vector<std::string> argv = Podman();
+  argv.insert(argv.end(), {"ps", "--all", "--noheading", "--format", "{{.Names}}"});
+  StatusOr<ToolResult> r = RunTool(argv, PodmanEnv(), kQuickDeadline);
+  std::vector<std::string> out;
+  if (!r.ok() || r->exit_code != 0) {
+    return out;
+  }
+  std::istringstream lines(r->output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("tessera-", 0) == 0) {
+      out.push_back(line);
+    }
+  }
+  return out;
 }
 
 void ContainerRuntime::Remove(const std::string& task_id) const {

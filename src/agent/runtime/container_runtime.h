@@ -12,18 +12,19 @@
 // How a container task runs (ContainerRunArgs): the shim's leader is
 // `podman run --rm --replace --name tessera-<task id> ... IMAGE [COMMAND]`, run as root
 // (Podman needs it) while the container's process runs as the task's uid:gid
-// (`--user`), with no capabilities, no-new-privileges, a private PID and IPC namespace
-// (it can signal only its own processes), the host network (ranks rendezvous as bare
-// tasks do), catatonit as PID 1 (`--init`, so SIGTERM reaches the command with its
-// default action), only the task's devices (CDI names, cdi_spec.h), the job's sandbox
-// (HOME, TMPDIR) and checkpoint directory mounted at their host paths, the user's
-// mounts (read-only unless asked, only under the node's allowed prefixes, and only
-// directories the task's uid could reach itself), the task's memory and CPU limits and
-// CPU set, explicit rlimits (Podman's defaults exceed some hosts' hard limits), and its
-// environment from a 0600 file the agent writes (never on a command line). Podman is
-// given a fixed environment of its own: nothing of the task's reaches it.
-// Exit: Podman exits with the container's code; 128+N when signal N ended the command,
-// which the agent reports as that signal (ContainerExit), as for a bare task.
+// (`--user`), with no capabilities, no-new-privileges, a private PID namespace (it can
+// signal only its own processes), the host network and IPC namespace, as a bare task has
+// them (ranks rendezvous, and NCCL's shared memory and CUDA IPC between the ranks of one
+// node work; a private one would also leave /dev/shm at 64 MiB), catatonit as PID 1
+// (`--init`, so SIGTERM reaches the command with its default action), only the task's devices (CDI
+// names, cdi_spec.h), the job's sandbox (HOME, TMPDIR) and checkpoint directory mounted at their
+// host paths, the user's mounts (read-only unless asked, only under the node's allowed prefixes,
+// and only directories the task's uid could reach itself), the task's memory and CPU limits and CPU
+// set, explicit rlimits (Podman's defaults exceed some hosts' hard limits), and its environment
+// from a 0600 file the agent writes (never on a command line). Podman is given a fixed environment
+// of its own: nothing of the task's reaches it. Exit: Podman exits with the container's code; 128+N
+// when signal N ended the command, which the agent reports as that signal (ContainerExit), as for a
+// bare task.
 //
 // Images: Pull fetches a reference into the node's store (`<storage>/root`), with the
 // tenant's registry credentials when given (a 0600 auth file that lives only for the
@@ -39,6 +40,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -92,6 +94,19 @@ std::string RunRootFor(const std::string& storage_dir);
 // The container's name for a task.
 std::string ContainerName(const std::string& task_id);
 
+// Where the task's environment file is kept: <storage_dir>/env/<task id>.env.
+std::string ContainerEnvFile(const std::string& storage_dir, const std::string& task_id);
+
+// The last `max_bytes` of a file ("" when it cannot be read).
+std::string ReadFileTail(const std::string& path, size_t max_bytes);
+
+// Why Podman itself failed, from its exit code and the end of the task's output; "" when
+// the code is the command's. 125 is always Podman's (it could not create or start the
+// container); 126 and 127 are when the output ends with Podman's "Error: " line; any
+// code is when it ends with catatonit's "failed to exec pid1" (the command could not be
+// executed, which catatonit reports with 1). Otherwise the command's own.
+std::string PodmanFailure(int exit_code, std::string_view output_tail);
+
 // Writes the task's environment for --env-file (mode 0600, owned by the agent):
 // InvalidArgument for a value with a newline, which that format cannot carry.
 Status WriteContainerEnv(const std::string& path, const std::map<std::string, std::string>& env);
@@ -138,6 +153,8 @@ class ContainerRuntime {
   StatusOr<int> KeepWithin(int64_t bound_bytes, const std::set<std::string>& in_use);
   // Removes the task's container if Podman still lists it (its end was not clean).
   void Remove(const std::string& task_id) const;
+  // The names of every task container Podman lists (tessera-<task id>), running or not.
+  std::vector<std::string> ListTaskContainers() const;
 
  private:
   explicit ContainerRuntime(ContainerRuntimeOptions options);

@@ -72,6 +72,7 @@ TEST_F(ContainerRuntimeTest, RunsTheImageAsTheTenantWithOnlyItsDevicesAndDirecto
   EXPECT_TRUE(Has(a, {"--cap-drop", "all"}));
   EXPECT_TRUE(Has(a, {"--security-opt", "no-new-privileges"}));
   EXPECT_TRUE(Has(a, {"--pid", "private"}));
+  EXPECT_TRUE(Has(a, {"--ipc", "host"}));  // as a bare task: NCCL's shared memory works
   EXPECT_TRUE(Has(a, {"--env-file", dir_ + "/env"}));
   EXPECT_TRUE(Has(a, {"--device", "tessera.io/gpu=GPU-1"}));
   EXPECT_TRUE(Has(a, {"--volume", dir_ + "/allowed/data:/data:ro,nosuid,nodev"}));
@@ -136,6 +137,20 @@ TEST(ContainerEnvTest, WrittenPrivateAndRefusingLineBreaks) {
   EXPECT_EQ(st.st_mode & 0777, 0600U);
   EXPECT_EQ(WriteContainerEnv(path, {{"A", "1\n2"}}).code(), StatusCode::kInvalidArgument);
   ::unlink(path.c_str());
+}
+
+TEST(ContainerExitTest, PodmansOwnFailuresAreToldFromTheCommands) {
+  EXPECT_EQ(PodmanFailure(125, "Error: setting up CDI devices: unresolvable CDI devices x\n"),
+            "setting up CDI devices: unresolvable CDI devices x");
+  EXPECT_EQ(PodmanFailure(125, ""), "podman exited with 125");  // always Podman's
+  EXPECT_EQ(PodmanFailure(127, "ERROR (catatonit:6): failed to exec pid1: No such file\n"),
+            "ERROR (catatonit:6): failed to exec pid1: No such file");
+  EXPECT_EQ(PodmanFailure(1, "ERROR (catatonit:6): failed to exec pid1: No such file\n"),
+            "ERROR (catatonit:6): failed to exec pid1: No such file");
+  EXPECT_EQ(PodmanFailure(1, "ERROR (catatonit:6): something else\n"), "");
+  EXPECT_EQ(PodmanFailure(127, "sh: frobnicate: not found\n"), "");  // the command's own
+  EXPECT_EQ(PodmanFailure(126, "Error: runc: exec failed\n\n"), "runc: exec failed");
+  EXPECT_EQ(PodmanFailure(3, "Error: whatever\n"), "");
 }
 
 TEST(ContainerExitTest, SignalsComeBackAsSignalsAndPodmansOwnCodesStayCodes) {
