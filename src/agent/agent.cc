@@ -22,6 +22,7 @@
 #include "agent/launch/checkpoint_protocol.h"
 #include "agent/launch/cpu_topology.h"
 #include "agent/launch/shim_start.h"
+#include "agent/runtime/mount_staging.h"
 #include "agent/task_records.h"
 #include "agent/task_sandbox.h"
 #include "api/http_errors.h"
@@ -669,6 +670,7 @@ void Agent::ReleaseTask(LocalTask& t) {
   if (!t.launch.container.empty()) {
     std::error_code ec;  // the job's environment: none of it stays on the node
     std::filesystem::remove(ContainerEnvFile(options_.data_dir + "/containers", t.id), ec);
+    UnstageMounts(StagingDir(t.id));
   }
   for (const auto& [g, milli] : t.gpu_use) {
     gpu_used_[g] -= milli;

@@ -258,6 +258,8 @@ class Agent {
   // At start, after Recover: removes every task container no adopted task owns (one whose
   // Podman was killed while no agent ran).
   void ReconcileContainers() REQUIRES(mu_);
+  // Where a container task's mount sources are bound: <data>/containers/mounts/<id>.
+  std::string StagingDir(const std::string& task_id) const;
   void StopTask(const TaskStop& stop);
   void Sweep();  // reap exits, enforce kill deadlines, notice checkpoints
   void ReleaseTask(LocalTask& task) REQUIRES(mu_);

@@ -11,6 +11,7 @@
 #include "agent/agent.h"
 #include "agent/runtime/cdi_spec.h"
 #include "agent/runtime/container_runtime.h"
+#include "agent/runtime/mount_staging.h"
 
 namespace tessera {
 namespace {
@@ -103,14 +104,23 @@ StatusOr<LaunchSpec> Agent::ContainerLaunchSpec(const LocalTask& t, LaunchSpec b
   task.gid = bare.gid >= 0 ? bare.gid : static_cast<int64_t>(::getegid());
   // A mount's source, links resolved, must be allowed here and open to the task's uid
   // through the host's permissions: Podman mounts as root, past any closed directory.
-  for (ContainerMount& m : task.container.mounts) {
-    TESSERA_ASSIGN_OR_RETURN(std::string real,
-                             CheckMountSource(m.source, options_.container_mount_prefixes));
+  // What was checked is bound now (mount_staging.h), so a later swap changes nothing.
+  const std::string staging = StagingDir(t.id);
+  if (!task.container.mounts.empty()) {
+    TESSERA_RETURN_IF_ERROR(MakeDirs(staging, 0700));
+  }
+  for (size_t i = 0; i < task.container.mounts.size(); ++i) {
+    ContainerMount& m = task.container.mounts[i];
+    std::string prefix;
+    TESSERA_ASSIGN_OR_RETURN(
+        std::string real, CheckMountSource(m.source, options_.container_mount_prefixes, &prefix));
     if (!Reachable(real, bare.uid, bare.gid)) {
       return PermissionDeniedError("mount source " + m.source + " is closed to the task's uid " +
                                    std::to_string(task.uid));
     }
-    m.source = std::move(real);
+    const std::string bound = staging + "/" + std::to_string(i);
+    TESSERA_RETURN_IF_ERROR(StageMount(prefix, real, bound));
+    m.source = bound;
   }
   // The devices: each visible UUID is one CDI device; a new MIG instance joins the spec.
   bool new_mig = false;
@@ -258,6 +268,10 @@ void Agent::ForgetContainer(const std::string& task_id) {
   rt->Remove(task_id);
 }
 
+std::string Agent::StagingDir(const std::string& task_id) const {
+  return options_.data_dir + "/containers/mounts/" + task_id;
+}
+
 void Agent::ReconcileContainers() {
   if (!containers_) {
     return;
@@ -266,6 +280,15 @@ void Agent::ReconcileContainers() {
   for (const auto& [id, t] : tasks_) {
     if (!t.exited && !t.launch.container.empty()) {
       live.insert(ContainerName(id));
+    }
+  }
+  std::error_code ec;
+  const std::string mounts = options_.data_dir + "/containers/mounts";
+  for (auto it = std::filesystem::directory_iterator(mounts, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string id = it->path().filename().string();
+    if (live.count(ContainerName(id)) == 0) {
+      UnstageMounts(it->path().string());  // its container is gone, or will be below
     }
   }
   for (const std::string& name : containers_->ListTaskContainers()) {

@@ -155,7 +155,8 @@ Status WriteContainerEnv(const std::string& path, const std::map<std::string, st
 }
 
 StatusOr<std::string> CheckMountSource(const std::string& source,
-                                       const std::vector<std::string>& prefixes) {
+                                       const std::vector<std::string>& prefixes,
+                                       std::string* matched) {
   std::error_code ec;
   const std::string real = std::filesystem::canonical(source, ec).string();
   if (ec) {
@@ -164,6 +165,9 @@ StatusOr<std::string> CheckMountSource(const std::string& source,
   for (const std::string& prefix : prefixes) {
     const std::string p = std::filesystem::weakly_canonical(prefix, ec).string();
     if (!ec && UnderOrAt(real, p)) {
+      if (matched != nullptr) {
+        *matched = p;
+      }
       return real;
     }
   }
@@ -318,10 +322,8 @@ StatusOr<std::vector<std::string>> ContainerRuntime::RunArgs(const ContainerTask
   for (const std::string& d : task.cdi_devices) {
     add({"--device", d});
   }
-  for (const ContainerMount& m : c.mounts) {
-    TESSERA_ASSIGN_OR_RETURN(std::string source,
-                             CheckMountSource(m.source, options_.mount_prefixes));
-    add({"--volume", source + ":" + m.target + (m.read_only ? ":ro" : ":rw") + ",nosuid,nodev"});
+  for (const ContainerMount& m : c.mounts) {  // staged by the caller (mount_staging.h)
+    add({"--volume", m.source + ":" + m.target + (m.read_only ? ":ro" : ":rw") + ",nosuid,nodev"});
   }
   for (const std::string& dir : task.own_dirs) {
     add({"--volume", dir + ":" + dir + ":rw,nosuid,nodev"});

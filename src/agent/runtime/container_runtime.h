@@ -112,11 +112,13 @@ std::string PodmanFailure(int exit_code, std::string_view output_tail);
 Status WriteContainerEnv(const std::string& path, const std::map<std::string, std::string>& env);
 
 // Whether `source` may be mounted: it exists and, with symbolic links resolved, is one
-// of `prefixes` or below one (whole path components). The resolved path; NotFound or
-// PermissionDenied saying why. (The agent also checks that the task's uid could reach
-// it: a mount must not bypass a directory closed to the tenant.)
+// of `prefixes` or below one (whole path components). The resolved path, and the
+// prefix (resolved) in *matched_prefix; NotFound or PermissionDenied saying why. (The
+// agent also checks that the task's uid could reach it, since a mount must not bypass a
+// directory closed to the tenant, and then binds it with StageMount.)
 StatusOr<std::string> CheckMountSource(const std::string& source,
-                                       const std::vector<std::string>& prefixes);
+                                       const std::vector<std::string>& prefixes,
+                                       std::string* matched_prefix = nullptr);
 
 // How a container task's end reads as a bare task's: Podman's 128+N for signal N (the
 // command was killed; catatonit reports it so) becomes {-1, N}; other codes stay. 125-127
@@ -131,8 +133,8 @@ class ContainerRuntime {
   // "podman 4.3.1, runc".
   const std::string& description() const { return description_; }
 
-  // The shim leader's argv for `task` (podman run ...). InvalidArgument for a user mount
-  // the node does not allow.
+  // The shim leader's argv for `task` (podman run ...). The mounts' sources are taken as
+  // given: the caller checked and staged them (CheckMountSource, mount_staging.h).
   StatusOr<std::vector<std::string>> RunArgs(const ContainerTask& task) const;
   // The environment Podman runs with (the leader's, and every podman call's).
   std::map<std::string, std::string> PodmanEnv() const;
