@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "agent/agent.h"
+#include "agent/agent_gpu_shares.h"
 #include "agent/runtime/cdi_spec.h"
 #include "agent/runtime/container_runtime.h"
 #include "agent/runtime/mount_staging.h"

@@ -362,6 +362,18 @@ Status ContainerRuntime::Pull(const std::string& image, const std::string& auth_
     one = slot;
   }
   MutexLock pulling(*one);  // a second pull of one reference waits for the first
+  // The slot goes once no pull of the reference waits on it (the map stays small).
+  struct Release {
+    ContainerRuntime* rt;
+    const std::string& image;
+    ~Release() {
+      MutexLock lock(rt->mu_);
+      auto it = rt->pulls_.find(image);
+      if (it != rt->pulls_.end() && it->second.use_count() <= 2) {  // the map's and ours
+        rt->pulls_.erase(it);
+      }
+    }
+  } release{this, image};
   if (HasImage(image)) {
     return Status::Ok();  // which brought it
   }
@@ -417,7 +429,15 @@ StatusOr<int> ContainerRuntime::KeepWithin(int64_t bound_bytes,
     return UnavailableError("listing the image store: " +
                             (r.ok() ? LastToolLine(r->output) : r.status().message()));
   }
-  const nlohmann::json list = nlohmann::json::parse(r->output, nullptr, /*allow_exceptions=*/false);
+  // The list is the output's JSON array; a warning Podman printed on stderr around it
+  // is left out.
+  const size_t open = r->output.find('[');
+  const size_t close = r->output.rfind(']');
+  const nlohmann::json list =
+      open == std::string::npos || close == std::string::npos || close < open
+          ? nlohmann::json()
+          : nlohmann::json::parse(r->output.substr(open, close - open + 1), nullptr,
+                                  /*allow_exceptions=*/false);
   if (!list.is_array()) {
     return UnavailableError("listing the image store: not a JSON list");
   }
@@ -430,10 +450,12 @@ StatusOr<int> ContainerRuntime::KeepWithin(int64_t bound_bytes,
     if (const auto size = item.find("Size"); size != item.end() && size->is_number_integer()) {
       image.size_bytes = size->get<int64_t>();
     }
-    if (const auto names = item.find("Names"); names != item.end() && names->is_array()) {
-      for (const nlohmann::json& n : *names) {
-        if (n.is_string()) {
-          image.names.push_back(n.get<std::string>());
+    for (const char* key : {"Names", "RepoDigests"}) {  // by tag, and by digest
+      if (const auto names = item.find(key); names != item.end() && names->is_array()) {
+        for (const nlohmann::json& n : *names) {
+          if (n.is_string()) {
+            image.names.push_back(n.get<std::string>());
+          }
         }
       }
     }
@@ -449,7 +471,17 @@ StatusOr<int> ContainerRuntime::KeepWithin(int64_t bound_bytes,
     std::vector<std::string> rmi = Podman();
     rmi.insert(rmi.end(), {"rmi", id});  // without --force: an image a container uses stays
     StatusOr<ToolResult> done = RunTool(rmi, PodmanEnv(), kQuickDeadline);
-    removed += done.ok() && done->exit_code == 0 ? 1 : 0;
+    if (done.ok() && done->exit_code == 0) {
+      ++removed;
+      MutexLock lock(mu_);
+      for (const CachedImage& image : images) {
+        if (image.id == id) {
+          for (const std::string& name : image.names) {
+            last_use_.erase(name);
+          }
+        }
+      }
+    }
   }
   return removed;
 }
