@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "bench_util.h"
 #include "server/http/server.h"
 
 namespace {
@@ -43,14 +44,7 @@ namespace {
 using nlohmann::json;
 using tessera::Micros;
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) {
-    return 0;
-  }
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
-  return v[i];
-}
+using tessera::bench::Percentile;
 
 void Print(const char* what, const std::vector<double>& ms) {
   std::printf("  %-22s n=%-4zu p50 %8.1f ms  p99 %8.1f ms  max %8.1f ms\n", what, ms.size(),
