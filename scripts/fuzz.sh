@@ -27,7 +27,7 @@ sources=(
   src/model/gpu_catalog.cc src/model/request.cc src/model/job.cc src/model/restart_policy.cc
   src/api/units.cc src/api/json_fields.cc src/api/job_codec.cc src/api/job_encoder.cc src/api/yaml_reader.cc
   src/api/restart_policy.cc src/api/job_relations.cc src/api/job_codec_relations.cc
-  src/api/job_draft.cc
+  src/api/job_draft.cc src/api/container_spec.cc src/api/job_codec_container.cc
 )
 common=(-std=c++20 -stdlib=libstdc++ -O1 -g -fno-omit-frame-pointer
         -fsanitize=address,undefined -fno-sanitize-recover=undefined -Isrc
