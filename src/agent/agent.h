@@ -294,6 +294,7 @@ class Agent {
   std::unique_ptr<TaskLauncher> launcher_;
   std::unique_ptr<AgentGpuShares> gpu_shares_;  // MPS daemons and the CUDA limiter
   std::unique_ptr<ContainerRuntime> containers_;  // null: this node runs no containers
+  std::vector<std::string> driver_files_;         // the driver's files for the CDI spec (Init)
   std::unique_ptr<ControllerLinks> links_;  // HTTP to the controllers
   std::string bearer_;  // the node's credential, or the join token until it has one
   // The agent channel (on the loop thread; pushes arrive on its reader thread).

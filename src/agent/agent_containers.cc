@@ -17,11 +17,6 @@
 namespace tessera {
 namespace {
 
-bool IsCharDevice(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::is_character_file(path, ec);
-}
-
 std::string ContainerEnvPath(const std::string& data_dir, const std::string& id) {
   return ContainerEnvFile(data_dir + "/containers", id);
 }
@@ -55,6 +50,11 @@ Status Agent::InitContainers() {
     return Status::Ok();
   }
   containers_ = std::move(*rt);
+  // Found once: the driver's files change only with a driver upgrade, which restarts
+  // the agent, and the spec is rewritten under the agent's lock.
+  driver_files_ = FindDriverFiles(
+      {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"},
+      {"/usr/bin"});
   std::cerr << "tessera agent: containers: " << containers_->description() << "\n";
   return Status::Ok();
 }
@@ -65,14 +65,7 @@ Status Agent::WriteNodeCdiSpec() {
   }
   CdiSpecInput in;
   for (size_t g = 0; g < gpus_.size(); ++g) {
-    const std::string minor = std::to_string(GpuMinor(static_cast<int>(g)));
-    const std::string host = options_.device_dir + "/nvidia" + minor;
-    CdiDevice d{gpus_[g].uuid, {}, {}};
-    if (IsCharDevice(host)) {
-      d.nodes.push_back({"/dev/nvidia" + minor, host});
-    } else {
-      d.env.push_back("TESSERA_GPU_" + minor + "=" + gpus_[g].uuid);  // fake GPUs: no node
-    }
+    CdiDevice d = GpuCdiDevice(gpus_[g].uuid, GpuMinor(static_cast<int>(g)), options_.device_dir);
     if (IsCdiDeviceName(d.name)) {
       in.devices.push_back(std::move(d));
     }
@@ -81,9 +74,7 @@ Status Agent::WriteNodeCdiSpec() {
     in.devices.push_back(device);
   }
   in.control_nodes = ControlNodes(options_.device_dir);
-  in.driver_files = FindDriverFiles(
-      {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"},
-      {"/usr/bin"});
+  in.driver_files = driver_files_;
   TESSERA_ASSIGN_OR_RETURN(nlohmann::json spec, CdiSpecJson(in));
   return WriteCdiSpec(options_.cdi_dir, options_.node_name, spec);
 }

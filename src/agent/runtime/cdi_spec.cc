@@ -99,6 +99,17 @@ StatusOr<Json> CdiSpecJson(const CdiSpecInput& input) {
   return spec;
 }
 
+CdiDevice GpuCdiDevice(const std::string& uuid, int minor, const std::string& device_dir) {
+  const std::string node = "/nvidia" + std::to_string(minor);
+  CdiDevice d{uuid, {}, {}};
+  if (IsCharDevice(device_dir + node)) {
+    d.nodes.push_back({"/dev" + node, device_dir + node});
+  } else {
+    d.env.push_back("TESSERA_GPU_" + std::to_string(minor) + "=" + uuid);
+  }
+  return d;
+}
+
 std::vector<CdiDeviceNode> ControlNodes(const std::string& device_dir) {
   std::vector<CdiDeviceNode> out;
   for (const char* name : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"}) {

@@ -59,6 +59,11 @@ bool IsCdiDeviceName(const std::string& name);
 // listed twice.
 StatusOr<nlohmann::json> CdiSpecJson(const CdiSpecInput& input);
 
+// The device of one GPU: its node <device_dir>/nvidia<minor> (/dev/nvidia<minor> inside)
+// when it is a character device; otherwise (fake GPUs) an environment edit
+// TESSERA_GPU_<minor>=<uuid> in its place.
+CdiDevice GpuCdiDevice(const std::string& uuid, int minor, const std::string& device_dir);
+
 // The control nodes of `device_dir` that exist, as CdiDeviceNodes (container path
 // /dev/<name>).
 std::vector<CdiDeviceNode> ControlNodes(const std::string& device_dir);

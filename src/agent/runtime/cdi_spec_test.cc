@@ -74,6 +74,15 @@ TEST(CdiSpecTest, FindsControlNodesAndDriverFilesThatExist) {
   } else {
     EXPECT_TRUE(nodes.empty());
   }
+  const CdiDevice fake = GpuCdiDevice("GPU-x", 3, dir + "/dev");  // no nvidia3 there
+  EXPECT_TRUE(fake.nodes.empty());
+  EXPECT_EQ(fake.env, std::vector<std::string>{"TESSERA_GPU_3=GPU-x"});
+  if (root) {
+    ASSERT_EQ(::mknod((dir + "/dev/nvidia3").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+    const CdiDevice real = GpuCdiDevice("GPU-x", 3, dir + "/dev");
+    EXPECT_EQ(real.nodes, (std::vector<CdiDeviceNode>{{"/dev/nvidia3", dir + "/dev/nvidia3"}}));
+    EXPECT_TRUE(real.env.empty());
+  }
   EXPECT_EQ(FindDriverFiles({dir + "/lib"}, {dir + "/bin"}),
             (std::vector<std::string>{dir + "/bin/nvidia-smi", dir + "/lib/libcuda.so.550.1",
                                       dir + "/lib/libnvidia-ml.so.1"}));

@@ -16,6 +16,7 @@
 #include "agent/runtime/cdi_spec.h"
 #include "agent/runtime/image_cache.h"
 #include "agent/runtime/tool_process.h"
+#include "base/strings.h"
 
 namespace tessera {
 namespace {
@@ -25,13 +26,6 @@ constexpr auto kQuickDeadline = std::chrono::seconds(60);
 
 bool Contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
-}
-
-std::string Lower(std::string text) {
-  for (char& c : text) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return text;
 }
 
 // Writes `text` to `path` with mode 0600, replacing it.
@@ -79,7 +73,7 @@ bool UnderOrAt(const std::string& path, const std::string& dir) {
 // A failed pull's status, by what Podman said.
 Status PullError(const std::string& image, const ToolResult& r) {
   const std::string line = LastToolLine(r.output);
-  const std::string text = Lower(r.output);
+  const std::string text = AsciiLower(r.output);
   if (r.timed_out) {
     return UnavailableError("pulling image " + image + " took too long");
   }
@@ -171,18 +165,11 @@ StatusOr<std::string> CheckMountSource(const std::string& source,
       return real;
     }
   }
-  return PermissionDeniedError("mount source " + source +
-                               (prefixes.empty()
-                                    ? " refused: this node allows no host mounts"
-                                    : " is not under a directory this node allows to mount (" +
-                                          [&] {
-                                            std::string all;
-                                            for (const std::string& p : prefixes) {
-                                              all += (all.empty() ? "" : ", ") + p;
-                                            }
-                                            return all;
-                                          }() +
-                                          ")"));
+  return PermissionDeniedError(
+      "mount source " + source +
+      (prefixes.empty()
+           ? " refused: this node allows no host mounts"
+           : " is not under a directory this node allows to mount (" + Join(prefixes, ", ") + ")"));
 }
 
 std::pair<int, int> ContainerExit(int exit_code) {
