@@ -5,7 +5,7 @@
 # task can tell it runs in the image. With PAD_MIB > 0 a second layer of that many MiB
 # of random bytes makes it large (a pull benchmark).
 #
-# Usage: scripts/test-image.sh REF WORKDIR [PAD_MIB]
+# Usage: [CREDS=user:password] scripts/test-image.sh REF WORKDIR [PAD_MIB]
 #   REF      where to push, e.g. 127.0.0.1:5000/test/tt:1 (plain HTTP)
 #   WORKDIR  scratch space (its own Podman store, removed again)
 set -euo pipefail
@@ -32,6 +32,11 @@ podman=(podman --root "$work/store" --runroot "/run/tessera-test-image-$$" --run
         --cgroup-manager cgroupfs --events-backend file)
 tar -C "$root" -cf "$work/rootfs.tar" .
 "${podman[@]}" import --quiet "$work/rootfs.tar" localhost/tessera-test:build > /dev/null
-"${podman[@]}" push --quiet --tls-verify=false localhost/tessera-test:build "docker://$ref"
+creds=()
+if [[ -n "${CREDS:-}" ]]; then  # user:password for a registry that asks
+  creds=(--creds "$CREDS")
+fi
+"${podman[@]}" push --quiet --tls-verify=false "${creds[@]}" localhost/tessera-test:build \
+  "docker://$ref"
 "${podman[@]}" system reset --force > /dev/null 2>&1 || true
 rm -rf "$work/rootfs" "$work/rootfs.tar" "$work/store" "/run/tessera-test-image-$$"

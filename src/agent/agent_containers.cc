@@ -196,10 +196,14 @@ Status Agent::PrepareImage(const TaskLaunch& launch) {
     return Status::Ok();
   }
   containers_->Used(image);
-  if (containers_->HasImage(image)) {
+  // The registry is asked once per tenant and image on this node, with the tenant's own
+  // credential (ContainerRuntime::Pull); the controller names the tenant in every launch.
+  const auto tenant = launch.env.find("TESSERA_TENANT");
+  const std::string who = tenant == launch.env.end() ? "" : tenant->second;
+  if (containers_->AllowedFromStore(who, image)) {
     return Status::Ok();
   }
-  TESSERA_RETURN_IF_ERROR(containers_->Pull(image, ""));
+  TESSERA_RETURN_IF_ERROR(containers_->Pull(image, launch.registry_auth, who));
   if (options_.image_cache_mib > 0) {
     std::set<std::string> in_use = {image};
     {

@@ -93,6 +93,7 @@ void Agent::Spawn(const std::string& id, LaunchSpec spec) {
   }
   // A container's image is pulled first (minutes, perhaps): the task is starting meanwhile.
   Status started = PrepareImage(record.launch);
+  record.launch.registry_auth.clear();  // a tenant's secret: used for the pull, never kept
   // Recorded before it starts: a restarted agent must know of every task that may run.
   if (started.ok()) {
     started = SaveTaskRecord(TaskRecordPath(options_.data_dir, id), record);

@@ -91,6 +91,7 @@ void Put(const TaskLaunch& l, channel::TaskLaunch* out) {
   out->set_uid(l.uid);
   out->set_gid(l.gid);
   out->set_pty_secret(Utf8(l.pty_secret));
+  out->set_registry_auth(Utf8(l.registry_auth));
   if (!l.container.empty()) {
     channel::ContainerSpec* c = out->mutable_container();
     c->set_image(Utf8(l.container.image));
@@ -424,6 +425,8 @@ StatusOr<TaskLaunch> LaunchFrom(const channel::TaskLaunch& p, const Path& at) {
   }
   TESSERA_RETURN_IF_ERROR(
       String(p.pty_secret(), at.Child("pty_secret"), kMaxPtySecretLength, &l.pty_secret));
+  TESSERA_RETURN_IF_ERROR(String(p.registry_auth(), at.Child("registry_auth"),
+                                 kMaxRegistryAuthLength, &l.registry_auth));
   return l;
 }
 

@@ -269,6 +269,8 @@ class Decoder {
     TESSERA_RETURN_IF_ERROR(OptInt(j, path, "gid", -1, kMaxUnixId, &launch.gid));
     TESSERA_RETURN_IF_ERROR(
         OptString(j, path, "pty_secret", kMaxPtySecretLength, &launch.pty_secret));
+    TESSERA_RETURN_IF_ERROR(
+        OptString(j, path, "registry_auth", kMaxRegistryAuthLength, &launch.registry_auth));
     return launch;
   }
 
@@ -570,6 +572,9 @@ nlohmann::json ToJson(const TaskLaunch& launch) {
   }
   if (!launch.container.empty()) {
     j["container"] = ContainerSpecToJson(launch.container);
+  }
+  if (!launch.registry_auth.empty()) {
+    j["registry_auth"] = Utf8(launch.registry_auth);
   }
   return j;
 }

@@ -143,6 +143,9 @@ struct TaskLaunch {
   // Non-empty: the task runs in this image (agent/runtime/container_runtime.h); an empty
   // command then runs the image's own.
   ContainerSpec container;
+  // A Podman auth file with the tenant's credential for the image's registry ("":
+  // none); the agent uses it for the pull alone and never records it.
+  std::string registry_auth;
   bool operator==(const TaskLaunch&) const = default;
 };
 

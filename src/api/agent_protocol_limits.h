@@ -20,6 +20,8 @@ inline constexpr size_t kMaxTasksPerMessage = 65'536;  // reports, launches, sto
 inline constexpr size_t kMaxLaunchEnvBytes = 1 << 20;  // a launch's environment, names included
 inline constexpr size_t kMaxProfileLength = 64;        // MIG profile names
 inline constexpr size_t kMaxPtySecretLength = 256;
+// A Podman auth file with one registry's credential (api/agent_protocol.h).
+inline constexpr size_t kMaxRegistryAuthLength = 8192;
 inline constexpr size_t kMaxNumaNodes = 64;  // NUMA node indices are 0..kMaxNumaNodes-1
 inline constexpr int64_t kMaxGpuIndex = 1023;
 inline constexpr int64_t kMaxGraceMs = int64_t{7} * 24 * 3600 * 1000;

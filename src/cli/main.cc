@@ -7,6 +7,7 @@
 #include "cli/cluster_commands.h"
 #include "cli/daemon_exec.h"
 #include "cli/man_pages.h"
+#include "cli/registry_command.h"
 #include "cli/run_command.h"
 #include "cli/sim_fgd_command.h"
 #include "cli/sim_jobs_command.h"
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): std::ba
   tessera::AddWhatIfCommand(app, &exit_code);
   tessera::AddValidateCommand(app, &exit_code);
   tessera::AddAccountCommands(app, &exit_code);
+  tessera::AddRegistryCommands(app, &exit_code);
   // Listed for --help only: main hands them to tesserad before parsing.
   app.add_subcommand("server", "Run the controller");
   app.add_subcommand("agent", "Run a node agent");

@@ -90,6 +90,23 @@ EtaModule Controller::MakeEtaModule() {
   return EtaModule(o, EtaModule::Core{snapshot, publish, cycles});
 }
 
+Status Controller::SetRegistryCredential(const std::string& tenant, const std::string& registry,
+                                         const std::string& username, const std::string& password) {
+  MutexLock lock(mu_);
+  TESSERA_ASSIGN_OR_RETURN(auto record,
+                           registry_credentials_.Record(tenant, registry, username, password));
+  WriteBatch batch;
+  batch.kv.push_back(record);
+  TESSERA_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
+  registry_credentials_.Apply(record);  // durable first
+  return Status::Ok();
+}
+
+std::vector<std::string> Controller::RegistryCredentialRegistries(const std::string& tenant) {
+  MutexLock lock(mu_);
+  return registry_credentials_.Registries(tenant);
+}
+
 Status Controller::SetQueues(const std::string& yaml) {
   MutexLock lock(mu_);
   TESSERA_RETURN_IF_ERROR(core_.ReplaceQueues(yaml, jobs_, *store_, *clock_));

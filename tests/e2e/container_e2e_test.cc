@@ -117,10 +117,8 @@ class ContainerTest : public ServerAndAgentsTest {
       ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << node;
       ASSERT_EQ(::chmod(node.c_str(), 0666), 0);
     }
-    StartRegistry();
-    if (HasFatalFailure()) {
-      return;
-    }
+    registry_ = StartRegistry("registry", "");
+    ASSERT_FALSE(HasFailure());
     image_ = registry_ + "/test/tt:1";
     BuildAndPushImage(image_);
   }
@@ -131,9 +129,9 @@ class ContainerTest : public ServerAndAgentsTest {
     }
     StopAgentsThenServer(agents_, server_);
     agents_.clear();
-    if (registry_process_) {
-      registry_process_->Signal(SIGTERM);
-      registry_process_->Wait(5s);
+    for (auto& registry : registries_) {
+      registry->Signal(SIGTERM);
+      registry->Wait(5s);
     }
     for (const auto& [name, unused] : nodes_) {
       std::filesystem::remove("/var/run/cdi/tessera-" + name + ".json");
@@ -145,24 +143,30 @@ class ContainerTest : public ServerAndAgentsTest {
     ServerAndAgentsTest::TearDown();
   }
 
-  void StartRegistry() {
-    const int port = FreePort();
-    registry_ = "127.0.0.1:" + std::to_string(port);
-    const std::string config = dir_ + "/registry.yml";
+  // A docker-registry on loopback, DIR/NAME for its data and NAME.log for its log; with
+  // `htpasswd` (a file) it asks for credentials. Its host:port.
+  std::string StartRegistry(const std::string& name, const std::string& htpasswd) {
+    const std::string addr = "127.0.0.1:" + std::to_string(FreePort());
+    const std::string config = dir_ + "/" + name + ".yml";
     std::ofstream(config) << "version: 0.1\nlog: {level: warn}\nstorage:\n  filesystem:\n"
-                          << "    rootdirectory: " << dir_
-                          << "/registry\nhttp:\n  addr: " << registry_ << "\n";
-    registry_process_ = std::make_unique<Process>(
+                          << "    rootdirectory: " << dir_ << "/" << name
+                          << "\nhttp:\n  addr: " << addr << "\n"
+                          << (htpasswd.empty() ? ""
+                                               : "auth:\n  htpasswd:\n    realm: tessera\n"
+                                                 "    path: " +
+                                                     htpasswd + "\n");
+    registries_.push_back(std::make_unique<Process>(
         std::vector<std::string>{Which("docker-registry"), "serve", config},
-        dir_ + "/registry.log");
-    ASSERT_TRUE(WaitFor(
+        dir_ + "/" + name + ".log"));
+    const bool up = WaitFor(
         [&] {
-          httplib::Client c("http://" + registry_);
+          httplib::Client c("http://" + addr);
           auto r = c.Get("/v2/");
-          return r && r->status == 200;
+          return r && (r->status == 200 || r->status == 401);
         },
-        15s))
-        << registry_process_->Output();
+        15s);
+    EXPECT_TRUE(up) << registries_.back()->Output();
+    return addr;
   }
 
   // The test image (scripts/test-image.sh: busybox, bash and an os-release of its own),
@@ -228,7 +232,7 @@ class ContainerTest : public ServerAndAgentsTest {
   }
 
   std::string shared_, devices_, registry_, image_;
-  std::unique_ptr<Process> registry_process_;
+  std::vector<std::unique_ptr<Process>> registries_;
   std::map<std::string, bool> nodes_;
 };
 
@@ -607,6 +611,71 @@ TEST_F(ContainerTest, TheCacheDownloadsAnImageOnceAndEvictsTheLeastRecentlyUsed)
   ASSERT_EQ(WaitEnded(run(image_), 60s).value("state", ""), "succeeded");
   EXPECT_EQ(BlobDownloads(Process::ReadFile(log), "test/tt"), 2 * once)
       << "test/tt was not evicted, or was downloaded twice at first";
+}
+
+// A registry that asks for credentials: the tenant that set its own (`tessera registry
+// login`) runs the image; another tenant's job of the same image, already on the node,
+// is refused by the registry; the credential is in no view, log or environment.
+TEST_F(ContainerTest, ATenantsRegistryCredentialPullsItsImageAndNoOneElses) {
+  const std::string htpasswd = dir_ + "/htpasswd";
+  std::string out;
+  ASSERT_TRUE(
+      Shell("python3 -c \"import crypt; print('ada:' + crypt.crypt('s3cret', "
+            "crypt.mksalt(crypt.METHOD_BLOWFISH)))\" > " +
+                htpasswd,
+            &out))
+      << out;
+  const std::string priv = StartRegistry("private", htpasswd);
+  const std::string image = priv + "/team/tt:1";
+  ASSERT_TRUE(Shell("CREDS=ada:s3cret " + std::string(TESSERA_SOURCE_DIR) +
+                        "/scripts/test-image.sh " + image + " " + dir_ + "/image-private",
+                    &out))
+      << out;
+  nodes_["n1"] = true;
+  StartAgent("n1", std::to_string(kGpusPerAgent) + "xH100-80GB",
+             {"--containers", "on", "--device-dir", devices_, "--insecure-registry", priv});
+  const std::string a = TenantToken("team-a");
+  const std::string b = TenantToken("team-b");
+  std::ofstream(dir_ + "/password") << "s3cret\n";
+  ASSERT_TRUE(Shell(std::string(TESSERA_BINARY) + " registry login " + priv +
+                        " -u ada --password-file " + dir_ + "/password --server " + url_ +
+                        " --token " + a,
+                    &out))
+      << out;
+  ASSERT_TRUE(Shell(
+      std::string(TESSERA_BINARY) + " registry list --server " + url_ + " --token " + a, &out));
+  EXPECT_EQ(Trim(out), priv);
+  ASSERT_TRUE(Shell(
+      std::string(TESSERA_BINARY) + " registry list --server " + url_ + " --token " + b, &out));
+  EXPECT_EQ(Trim(out), "");
+  EXPECT_FALSE(Shell(std::string(TESSERA_BINARY) + " registry list --tenant team-a --server " +
+                         url_ + " --token " + b,
+                     &out))
+      << "one tenant listed another's registries: " << out;
+
+  const uint64_t mine = Submit(a, {{"queue", "team-a"},
+                                   {"image", image},
+                                   {"command", {"env"}},
+                                   {"resources", {{"cpu", "0.1"}}}});
+  const json ok = WaitEnded(mine, 60s);
+  ASSERT_EQ(ok.value("state", ""), "succeeded") << ok.dump() << agents_["n1"]->Output();
+  const uint64_t theirs = Submit(b, {{"queue", "team-b"},
+                                     {"image", image},
+                                     {"command", {"env"}},
+                                     {"resources", {{"cpu", "0.1"}}}});
+  const json refused = WaitEnded(theirs, 60s);
+  ASSERT_EQ(refused.value("state", ""), "failed") << refused.dump();
+  EXPECT_NE(refused.value("reason", "").find("the registry refused the credentials"),
+            std::string::npos)
+      << refused.dump();
+  // base64("ada:s3cret") and the password: nowhere a tenant or the node's files show.
+  for (const std::string& text :
+       {Log(mine), Job(mine).dump(), Get("/v1/registry-credentials?tenant=team-a").dump()}) {
+    EXPECT_EQ(text.find("s3cret"), std::string::npos) << text;
+    EXPECT_EQ(text.find("YWRhOnMzY3JldA"), std::string::npos) << text;
+  }
+  EXPECT_TRUE(Shell("! grep -rqs -e s3cret -e YWRhOnMzY3JldA " + dir_ + "/agent-n1", &out))
+      << "the agent's data directory holds the credential";
 }
 
 // pyxis's flags in a Slurm script: the script runs in the image, its output file lands

@@ -338,7 +338,18 @@ StatusOr<std::vector<std::string>> ContainerRuntime::RunArgs(const ContainerTask
   return a;
 }
 
-Status ContainerRuntime::Pull(const std::string& image, const std::string& auth_json) {
+bool ContainerRuntime::AllowedFromStore(const std::string& tenant, const std::string& image) {
+  {
+    MutexLock lock(mu_);
+    if (allowed_.count({tenant, image}) == 0) {
+      return false;
+    }
+  }
+  return HasImage(image);
+}
+
+Status ContainerRuntime::Pull(const std::string& image, const std::string& auth_json,
+                              const std::string& tenant) {
   std::shared_ptr<Mutex> one;
   {
     MutexLock lock(mu_);
@@ -361,8 +372,8 @@ Status ContainerRuntime::Pull(const std::string& image, const std::string& auth_
       }
     }
   } release{this, image};
-  if (HasImage(image)) {
-    return Status::Ok();  // which brought it
+  if (AllowedFromStore(tenant, image)) {
+    return Status::Ok();  // the pull this one waited for was this tenant's
   }
   std::vector<std::string> argv = Podman();
   argv.insert(argv.end(), {"pull", "--quiet"});
@@ -392,6 +403,8 @@ Status ContainerRuntime::Pull(const std::string& image, const std::string& auth_
   if (r->exit_code != 0) {
     return PullError(image, *r);
   }
+  MutexLock lock(mu_);
+  allowed_.insert({tenant, image});
   return Status::Ok();
 }
 
@@ -465,6 +478,9 @@ StatusOr<int> ContainerRuntime::KeepWithin(int64_t bound_bytes,
         if (image.id == id) {
           for (const std::string& name : image.names) {
             last_use_.erase(name);
+            for (auto a = allowed_.begin(); a != allowed_.end();) {
+              a = a->second == name ? allowed_.erase(a) : std::next(a);
+            }
           }
         }
       }

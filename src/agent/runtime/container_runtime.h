@@ -144,7 +144,14 @@ class ContainerRuntime {
   // image or an unknown repository, PermissionDenied for refused credentials,
   // Unavailable for a registry that cannot be reached or a pull past pull_deadline;
   // each message ends with Podman's last line.
-  Status Pull(const std::string& image, const std::string& auth_json);
+  // `tenant` names whose pull it is: a tenant's first pull of an image asks the
+  // registry with its credential even when the store holds the image (only the manifest
+  // is fetched then), so that an image another tenant pulled with its own credential is
+  // not served to one without; later pulls of it by the same tenant, and one that waited
+  // for another of the same tenant, find it in the store and ask no one.
+  Status Pull(const std::string& image, const std::string& auth_json, const std::string& tenant);
+  // Whether `tenant` has had `image` from the registry and the store still holds it.
+  bool AllowedFromStore(const std::string& tenant, const std::string& image);
   // Whether the store holds `image`.
   bool HasImage(const std::string& image) const;
   // Records a use of `image` (a task starts in it): the cache keeps recent ones.
@@ -170,6 +177,7 @@ class ContainerRuntime {
   std::map<std::string, std::shared_ptr<Mutex>> pulls_ GUARDED_BY(mu_);  // per reference
   std::map<std::string, uint64_t> last_use_ GUARDED_BY(mu_);             // reference -> use_seq_
   uint64_t use_seq_ GUARDED_BY(mu_) = 0;
+  std::set<std::pair<std::string, std::string>> allowed_ GUARDED_BY(mu_);  // tenant, reference
 };
 
 }  // namespace tessera

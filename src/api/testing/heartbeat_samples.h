@@ -84,6 +84,7 @@ inline HeartbeatResponse FullHeartbeatResponse() {
   l.container.entrypoint = {"python", "-u"};
   l.container.entrypoint_set = true;
   l.container.mount_home = false;
+  l.registry_auth = R"({"auths": {"127.0.0.1:5000": {"auth": "YTpi"}}})";
   r.launch.push_back(l);
   TaskStop s;
   s.key = {8, 2, 5};

@@ -426,6 +426,7 @@ void Server::Routes() {
   HistoryRoutes();
   ValidationRoutes();
   AccountRoutes();
+  RegistryRoutes();
 
   s.set_error_handler([](const Req&, Res& res) {
     if (res.status == 404 && res.body.empty()) {

@@ -187,6 +187,7 @@ class Server {
   void JoinNode(const RegisterRequest& r, const std::string& remote_addr, httplib::Response& res);
   void NodeAdminRoutes();
   void HistoryRoutes();  // GET /v1/admin/history (server_whatif.cc)
+  void RegistryRoutes();    // a tenant's registry credentials (server_registry.cc)
   void ValidationRoutes();  // /v1/admin/validations (server_validations.cc)
   // /v1/tokens, /v1/whoami and /v1/history (server_accounts.cc).
   void AccountRoutes();
