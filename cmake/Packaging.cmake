@@ -101,7 +101,9 @@ else()
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
       "adduser, libc6, libstdc++6, libgcc-s1, libgrpc++1.51, libgrpc29, libprotobuf32, libabsl20220623, libsqlite3-0, libssl3, libyaml-cpp0.7, libcpp-httplib0.11, zlib1g, libbrotli1")
 endif()
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "etcd-server")
+# etcd for a controller store that outlives one machine; Podman, runc, catatonit and
+# skopeo for jobs in container images (docs/containers.md).
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "etcd-server, podman, runc, catatonit, skopeo")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/packaging/debian/postinst
     ${PROJECT_SOURCE_DIR}/packaging/debian/prerm

@@ -16,9 +16,10 @@ packages=(
   dpkg-dev file groff-base man-db adduser
   # the documentation site (scripts/docs-check.sh)
   mkdocs
-  # jobs in container images: Podman with runc and catatonit as PID 1 (agent/runtime/), and
+  # jobs in container images: Podman with runc and catatonit as PID 1 (agent/runtime/), skopeo
+  # for the size of a pull (its progress), and
   # what their tests use: a loopback registry and busybox for a test image
-  podman runc catatonit docker-registry busybox-static bash-static
+  podman runc catatonit skopeo docker-registry busybox-static bash-static
 )
 
 missing=()

@@ -478,7 +478,9 @@ std::vector<TaskReport> Agent::Reports(std::vector<std::pair<std::string, int64_
     r.exit_code = t.exit_code;
     r.signal = t.signal;
     r.checkpointed = t.checkpointed;
-    r.message = t.message;
+    // A starting task's message is its progress (the controller shows it as the job's
+    // reason); an ended one's says why it ended.
+    r.message = r.state == TaskState::kRunning && t.starting ? t.progress : t.message;
     r.log_offset = t.log_shipped;
     r.pty_port = launcher_->PtyPort(id);
     int64_t size = 0;

@@ -193,6 +193,7 @@ class Agent {
     bool killed = false;
     bool checkpointed = false;
     bool starting = false;  // prepared, its shim not yet started (by a launch thread)
+    std::string progress;   // while starting: how far its image's pull is ("": none)
     int stop_signal = 15;   // what a stop sent; resent once a starting task has started
     std::vector<std::pair<int, std::string>> mig;  // created instances: gpu, uuid
     std::vector<std::pair<int, int64_t>> gpu_use;  // ledger entries: gpu, milli
@@ -252,7 +253,10 @@ class Agent {
                                            const std::vector<std::string>& visible,
                                            const std::vector<GpuDeviceGrant>& granted)
       REQUIRES(mu_);
-  Status PrepareImage(const TaskLaunch& launch) EXCLUDES(mu_);
+  // Pulls the task's image when the node lacks it (or this tenant has not had it),
+  // keeping the task's progress note current meanwhile.
+  Status PrepareImage(const std::string& id, const TaskLaunch& launch) EXCLUDES(mu_);
+  void SetProgress(const std::string& id, const std::string& note) EXCLUDES(mu_);
   void ContainerEnded(LocalTask& task, const TaskExit& exit) REQUIRES(mu_);
   void ForgetContainer(const std::string& task_id) REQUIRES(mu_);
   // At start, after Recover: removes every task container no adopted task owns (one whose

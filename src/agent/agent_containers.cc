@@ -190,7 +190,23 @@ StatusOr<LaunchSpec> Agent::ContainerLaunchSpec(const LocalTask& t, LaunchSpec b
   return spec;
 }
 
-Status Agent::PrepareImage(const TaskLaunch& launch) {
+void Agent::SetProgress(const std::string& id, const std::string& note) {
+  bool first = false;
+  {
+    MutexLock lock(mu_);
+    auto it = tasks_.find(id);
+    if (it == tasks_.end() || !it->second.starting) {
+      return;
+    }
+    first = it->second.progress.empty();
+    it->second.progress = note;
+  }
+  if (first) {
+    ReportSoon();  // the pull has begun: say so now; later notes ride the heartbeats
+  }
+}
+
+Status Agent::PrepareImage(const std::string& id, const TaskLaunch& launch) {
   const std::string& image = launch.container.image;
   if (launch.container.empty() || !containers_) {
     return Status::Ok();
@@ -203,12 +219,14 @@ Status Agent::PrepareImage(const TaskLaunch& launch) {
   if (containers_->AllowedFromStore(who, image)) {
     return Status::Ok();
   }
-  TESSERA_RETURN_IF_ERROR(containers_->Pull(image, launch.registry_auth, who));
+  SetProgress(id, "pulling image " + image);  // also while another pull of it runs
+  TESSERA_RETURN_IF_ERROR(containers_->Pull(
+      image, launch.registry_auth, who, [&](const std::string& note) { SetProgress(id, note); }));
   if (options_.image_cache_mib > 0) {
     std::set<std::string> in_use = {image};
     {
       MutexLock lock(mu_);
-      for (const auto& [id, t] : tasks_) {
+      for (const auto& [unused, t] : tasks_) {
         if (!t.exited && !t.launch.container.empty()) {
           in_use.insert(t.launch.container.image);
         }

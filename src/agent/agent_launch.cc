@@ -92,7 +92,7 @@ void Agent::Spawn(const std::string& id, LaunchSpec spec) {
     record = TaskRecord{it->second.launch, it->second.log_path, it->second.gpu_use, it->second.mig};
   }
   // A container's image is pulled first (minutes, perhaps): the task is starting meanwhile.
-  Status started = PrepareImage(record.launch);
+  Status started = PrepareImage(id, record.launch);
   record.launch.registry_auth.clear();  // a tenant's secret: used for the pull, never kept
   // Recorded before it starts: a restarted agent must know of every task that may run.
   if (started.ok()) {
@@ -116,6 +116,7 @@ void Agent::Spawn(const std::string& id, LaunchSpec spec) {
   }
   LocalTask& t = it->second;
   t.starting = false;
+  t.progress.clear();
   if (!started.ok()) {
     LocalTask failed = std::move(t);
     tasks_.erase(it);

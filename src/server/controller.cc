@@ -63,7 +63,6 @@ Status Controller::Load(const std::string& queues_yaml) {
   TESSERA_ASSIGN_OR_RETURN(auto drains, store_->ListKv(NodeRegistry::DrainsKeyPrefix()));
   TESSERA_RETURN_IF_ERROR(nodes_.RestoreDrains(drains, now));
   TESSERA_RETURN_IF_ERROR(identities_.Load(*store_));
-  TESSERA_RETURN_IF_ERROR(registry_credentials_.Load(*store_));
   memory_.Load(*store_, core_, now);
   TESSERA_RETURN_IF_ERROR(host_.Load(*store_));
   {

@@ -71,7 +71,6 @@
 #include "server/modules/gpu_health.h"
 #include "server/modules/job_gates_module.h"
 #include "server/modules/module_host.h"
-#include "server/modules/registry_credentials.h"
 #include "server/node_registry.h"
 #include "server/pty_sessions.h"
 #include "server/scheduler_memory.h"
@@ -169,18 +168,10 @@ class Controller final : private LifecycleListener {
   Mutex& core_lock() const RETURN_CAPABILITY(mu_) { return mu_; }
   // Admin: replaces the queue configuration (validated, durable, then applied).
   Status SetQueues(const std::string& yaml);
-  // A tenant's registry credential (modules/registry_credentials.h): set, or removed
-  // with an empty username and password; durable when it returns. Registries names the
-  // registries it has one for, never the credential.
-  Status SetRegistryCredential(const std::string& tenant, const std::string& registry,
-                               const std::string& username, const std::string& password);
-  std::vector<std::string> RegistryCredentialRegistries(const std::string& tenant);
 
   // After Open: forgets the nodes the admin removed (services/node_actions.h) that have
   // not registered since (their rows stay; a marker says the node is gone).
   Status ForgetRemovedNodes();
-  // Before a name's first registration: clears its removal marker, durably.
-  Status ClearRemovedNode(const std::string& name);
   // Task reports dropped because they named a task not placed on the reporting node.
   uint64_t foreign_reports() const { return counters_.foreign_reports.load(); }
   // Counts (and logs) a report from `node` on a task not placed there.
@@ -346,7 +337,6 @@ class Controller final : private LifecycleListener {
   NodeRegistry nodes_ GUARDED_BY(mu_);
   FitVerdicts fits_ GUARDED_BY(mu_){*catalog_};  // "never fits", per-GPU defaults (known_nodes.h)
   TenantIdentities identities_ GUARDED_BY(mu_);
-  RegistryCredentials registry_credentials_ GUARDED_BY(mu_);
   ControllerCounters counters_;  // for /metrics; its atomics without mu_
   std::atomic<bool> store_failed_{false};
   std::vector<QuarantinedJob> quarantined_;  // written by Load only

@@ -72,6 +72,9 @@ void Controller::HandleReports(NodeInfo& node, const std::vector<TaskReport>& re
       host_.OnOutput(job->id(), clock_->NowMicros());
     }
     ApplyAttempt(*job, ApplyTaskReport(Attempts(), jobs_.Rec(*job), r, name, now), now, out);
+    if (host_.OnTaskReport(r)) {
+      PublishView(*job);  // e.g. a starting task's note (modules/task_start_notes.h)
+    }
   }
 }
 

@@ -38,15 +38,13 @@ TaskLaunch Controller::MakeLaunch(const LiveJob& job, int task) const {
     in.master_address = master->second.address;
   }
   in.identity = identities_.Known(job.row.tenant);
-  if (!job.submission.container.empty()) {  // the tenant's own credential, for the pull
-    in.registry_auth =
-        registry_credentials_.AuthFile(job.row.tenant, job.submission.container.image);
-  }
   if (PtySessions::Wanted(job.submission.env)) {
     // The same in a resent launch.
     in.pty_secret = ptys_.Secret(TaskKey{job.row.id, task, job.row.attempts});
   }
-  return BuildTaskLaunch(in, *catalog_);
+  TaskLaunch launch = BuildTaskLaunch(in, *catalog_);
+  host_.OnLaunch(job.row.tenant, job.submission, launch);  // e.g. a registry credential
+  return launch;
 }
 
 void Controller::StartJob(LiveJob& job, const StartDecision& d, Micros now, Pending& out) {

@@ -395,3 +395,38 @@ TEST_F(ControllerArchiveTest, OldFinishedJobsAreReadFromTheStoreAndTheirSlotsReu
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A starting task's note (its image's pull) is its job's reason, in the job and in the
+// listing, until it reports none (it started); a later note replaces an earlier one.
+TEST_F(ControllerLifecycleTest, AStartingTasksNoteIsItsJobsReasonUntilItStarts) {
+  Register();
+  const uint64_t id = Submit("team-a", kHigh);
+  ASSERT_EQ(CycleAndTake().size(), 1u);
+  auto listed = [&] {
+    JobReads::JobPage page =
+        Reads().ListJobIds(Principal{Role::kAdmin, "", "test"}, JobFilter{}, JobNumber(0), 100);
+    return page.jobs.empty() ? nlohmann::json()
+                             : nlohmann::json::parse(Reads().JobText(*page.jobs[0]));
+  };
+  TaskReport pulling;
+  pulling.key = running_.at(id);
+  pulling.message = "pulling image r/i:1: 1.2 of 4.8 GB";
+  Beat({pulling});
+  EXPECT_EQ(Job(id)["state"], "running");
+  EXPECT_EQ(Job(id)["reason"], "task 0: pulling image r/i:1: 1.2 of 4.8 GB");
+  EXPECT_EQ(listed()["reason"], "task 0: pulling image r/i:1: 1.2 of 4.8 GB");
+  pulling.message = "pulling image r/i:1: unpacking (4.8 GB)";
+  Beat({pulling});
+  EXPECT_EQ(listed()["reason"], "task 0: pulling image r/i:1: unpacking (4.8 GB)");
+  Beat();  // started: no note
+  EXPECT_EQ(Job(id)["reason"].get<std::string>().find("pulling"), std::string::npos)
+      << Job(id)["reason"];
+  EXPECT_EQ(listed()["reason"].get<std::string>().find("pulling"), std::string::npos);
+  ExpectInvariants();
+}
+
+}  // namespace
+}  // namespace tessera

@@ -24,10 +24,6 @@ Status Controller::ForgetRemovedNodes() {
   return Status::Ok();
 }
 
-Status Controller::ClearRemovedNode(const std::string& name) {
-  return NodeRegistry::ClearRemoved(*store_, name);
-}
-
 void Controller::CountForeignReports(const std::string& node,
                                      const std::vector<TaskReport>& reports) {
   if (reports.empty()) {

@@ -26,7 +26,8 @@ nlohmann::json Controller::JobJson(const LiveJob& job, bool whole) const {
 
 void Controller::FillReason(const LiveJob& job, JobView& view) const {
   auto gate = [&]() REQUIRES(mu_) { return gates_.Reason(job.id()); };
-  FillJobReason(job, jobs_, *core_.lifecycle(), *catalog_, gate, view);
+  auto note = [&]() REQUIRES(mu_) { return host_.JobNote(job.id(), job.row.attempts); };
+  FillJobReason(job, jobs_, *core_.lifecycle(), *catalog_, gate, view, note);
 }
 
 void Controller::PublishView(const LiveJob& job) {
@@ -88,23 +89,6 @@ EtaModule Controller::MakeEtaModule() {
   auto publish = [this](std::shared_ptr<const EtaTable> t) { views_.SetEtas(std::move(t)); };
   auto cycles = [this] { return counters_.cycles.load(); };
   return EtaModule(o, EtaModule::Core{snapshot, publish, cycles});
-}
-
-Status Controller::SetRegistryCredential(const std::string& tenant, const std::string& registry,
-                                         const std::string& username, const std::string& password) {
-  MutexLock lock(mu_);
-  TESSERA_ASSIGN_OR_RETURN(auto record,
-                           registry_credentials_.Record(tenant, registry, username, password));
-  WriteBatch batch;
-  batch.kv.push_back(record);
-  TESSERA_RETURN_IF_ERROR(store_->Commit(std::move(batch)));
-  registry_credentials_.Apply(record);  // durable first
-  return Status::Ok();
-}
-
-std::vector<std::string> Controller::RegistryCredentialRegistries(const std::string& tenant) {
-  MutexLock lock(mu_);
-  return registry_credentials_.Registries(tenant);
 }
 
 Status Controller::SetQueues(const std::string& yaml) {

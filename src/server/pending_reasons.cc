@@ -418,9 +418,16 @@ std::string LiveCache::Compute(const std::vector<TaskRequest>& tasks,
 
 void FillJobReason(const LiveJob& job, const JobTable& jobs, const JobLifecycle& lifecycle,
                    const GpuCatalog& catalog, const std::function<std::string()>& gate,
-                   JobView& view) {
-  view.pending = jobs.StateOf(job) == JobState::kPending;
+                   JobView& view, const std::function<std::string()>& note) {
+  const JobState state = jobs.StateOf(job);
+  view.pending = state == JobState::kPending;
   view.reason = job.row.reason;
+  if (state == JobState::kRunning && note) {
+    if (std::string now = note(); !now.empty()) {
+      view.reason = std::move(now);
+      return;
+    }
+  }
   const bool archived = job.slot == JobTable::kArchived;
   if (view.pending && !archived) {
     if (std::string why = gate(); !why.empty()) {

@@ -81,10 +81,11 @@ class JobLifecycle;
 // gates keep back shows only `gate()`'s reason (asked of no other job; "": not gated).
 // Else a pending job keeps only why it was requeued, if it was, with its restart's
 // backoff (from `lifecycle`, the core's, over `jobs`' records) and its demand: why it
-// waits now is worked out at read time from the wait context.
+// waits now is worked out at read time from the wait context. A running job shows
+// `note()` when it says something (what it is doing: its image's pull), else its row's.
 void FillJobReason(const LiveJob& job, const JobTable& jobs, const JobLifecycle& lifecycle,
                    const GpuCatalog& catalog, const std::function<std::string()>& gate,
-                   JobView& view);
+                   JobView& view, const std::function<std::string()>& note = {});
 
 // At submission: InvalidArgument naming what is missing when the job could never run on
 // the nodes of `context` (every known node, up or down, as if no drain held: drains end)

@@ -170,7 +170,6 @@ TaskLaunch BuildTaskLaunch(const LaunchInputs& in, const GpuCatalog& catalog) {
   l.checkpoint_managed = in.checkpoint_managed;
   l.pty_secret = in.pty_secret;
   l.container = sub.container;
-  l.registry_auth = in.registry_auth;
   if (in.identity.has_value()) {
     l.uid = in.identity->first;
     l.gid = in.identity->second;

@@ -67,7 +67,6 @@ struct LaunchInputs {
   std::string master_address;      // task 0's node's address; "": 127.0.0.1
   std::optional<std::pair<int64_t, int64_t>> identity;  // uid, gid; none: the agent's own
   std::string pty_secret;                               // "": no terminal
-  std::string registry_auth;  // the tenant's credential for the image's pull; "": none
   std::string checkpoint_dir;                           // CheckpointDirOf
   bool checkpoint_managed = false;  // the controller chose checkpoint_dir (TaskLaunch)
   LaunchArray array;

@@ -33,6 +33,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -707,6 +708,64 @@ TEST_F(ContainerTest, ASlurmScriptWithContainerImageRunsInTheImage) {
   const int gpu = job["attempt_history"][0]["tasks"][0]["gpus"][0].value("index", -1);
   EXPECT_NE(file.find("dev nvidia" + std::to_string(gpu) + "\n"), std::string::npos) << file;
   EXPECT_EQ(file.find("dev nvidia" + std::to_string(1 - gpu) + "\n"), std::string::npos) << file;
+}
+
+// A pull that takes a while (the registry behind a relay at 6 MB/s): while the task
+// starts, its job's reason says how far the pull is, against the image's size from its
+// manifest; once it runs, the reason says so no more.
+TEST_F(ContainerTest, AJobsReasonShowsItsImagesPullProgress) {
+  std::string out;
+  const std::string big = registry_ + "/test/big:1";
+  ASSERT_TRUE(Shell(std::string(TESSERA_SOURCE_DIR) + "/scripts/test-image.sh " + big + " " + dir_ +
+                        "/image-big 16",
+                    &out))
+      << out;
+  const int relay_port = FreePort();
+  const std::string relay = "127.0.0.1:" + std::to_string(relay_port);
+  registries_.push_back(std::make_unique<Process>(
+      std::vector<std::string>{
+          Which("python3"), std::string(TESSERA_SOURCE_DIR) + "/tests/e2e/slow_relay.py",
+          std::to_string(relay_port), registry_.substr(registry_.find(':') + 1), "6000000"},
+      dir_ + "/relay.log"));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        httplib::Client c("http://" + relay);
+        auto r = c.Get("/v2/");
+        return r && r->status == 200;
+      },
+      15s));
+  nodes_["n1"] = true;
+  StartAgent("n1", std::to_string(kGpusPerAgent) + "xH100-80GB",
+             {"--containers", "on", "--device-dir", devices_, "--insecure-registry", relay});
+  const std::string image = relay + "/test/big:1";
+  const uint64_t id = Submit(TenantToken("team-a"), {{"queue", "team-a"},
+                                                     {"image", image},
+                                                     {"command", {"true"}},
+                                                     {"resources", {{"cpu", "0.1"}}}});
+  std::set<std::string> reasons;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  json job;
+  while (std::chrono::steady_clock::now() < deadline) {
+    job = Job(id);
+    const std::string state = job.value("state", "");
+    if (state != "pending" && state != "running") {
+      break;
+    }
+    reasons.insert(job.value("reason", ""));
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(job.value("state", ""), "succeeded") << job.dump();
+  const std::string head = "task 0: pulling image " + image + ": ";
+  // The image is 16 MiB of random bytes and a few of busybox: its size shows as 17-19 MB.
+  const std::regex progress(head + R"((\d+) of (1[7-9]|2[0-2]) MB)");
+  int with_size = 0;
+  std::string all;
+  for (const std::string& r : reasons) {
+    all += r + "\n";
+    with_size += std::regex_search(r, progress) ? 1 : 0;
+  }
+  EXPECT_GE(with_size, 2) << "the pull's progress did not show, or did not move:\n" << all;
+  EXPECT_EQ(job.value("reason", "").find("pulling"), std::string::npos) << job.dump();
 }
 
 TEST_F(ContainerTest, AMissingImageFailsTheJobWithAClearReasonOnce) {

@@ -11,10 +11,12 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "agent/runtime/cdi_spec.h"
 #include "agent/runtime/image_cache.h"
+#include "agent/runtime/pull_progress.h"
 #include "agent/runtime/tool_process.h"
 #include "base/strings.h"
 
@@ -23,6 +25,25 @@ namespace {
 
 constexpr int64_t kPodmanNprocCeiling = 32768;
 constexpr auto kQuickDeadline = std::chrono::seconds(60);
+constexpr auto kManifestDeadline = std::chrono::seconds(20);  // a pull's size, for progress
+
+// mkstemp or mkdtemp of `pattern` (ending in XXXXXX): the path made.
+StatusOr<std::string> MakeTemp(const std::string& pattern, bool directory) {
+  std::vector<char> path(pattern.begin(), pattern.end());
+  path.push_back('\0');
+  if (directory) {
+    if (::mkdtemp(path.data()) == nullptr) {
+      return InternalError("cannot make " + pattern + ": " + std::strerror(errno));
+    }
+  } else {
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) {
+      return InternalError("cannot make " + pattern + ": " + std::strerror(errno));
+    }
+    ::close(fd);
+  }
+  return std::string(path.data());
+}
 
 bool Contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
@@ -338,6 +359,36 @@ StatusOr<std::vector<std::string>> ContainerRuntime::RunArgs(const ContainerTask
   return a;
 }
 
+int64_t ContainerRuntime::ImageDownloadSize(const std::string& image,
+                                            const std::string& auth_file) const {
+  if (options_.skopeo.empty()) {
+    return -1;
+  }
+  StatusOr<ImageReference> ref = ParseImageReference(image);
+  std::string target = image;
+  for (int hop = 0; hop < 2 && ref.ok(); ++hop) {  // a manifest list, then its entry
+    std::vector<std::string> argv = {options_.skopeo};
+    if (!registries_conf_.empty()) {  // skopeo reads no CONTAINERS_REGISTRIES_CONF
+      argv.insert(argv.end(), {"--registries-conf", registries_conf_});
+    }
+    argv.insert(argv.end(), {"inspect", "--raw"});
+    if (!auth_file.empty()) {
+      argv.insert(argv.end(), {"--authfile", auth_file});
+    }
+    argv.push_back("docker://" + target);
+    StatusOr<ToolResult> r = RunTool(argv, PodmanEnv(), kManifestDeadline);
+    if (!r.ok() || r->exit_code != 0) {
+      return -1;
+    }
+    StatusOr<ManifestSize> size = ReadManifestSize(r->output, "linux", GoArch());
+    if (!size.ok() || size->child_digest.empty()) {
+      return size.ok() ? size->bytes : -1;
+    }
+    target = ref->registry + "/" + ref->repository + "@" + size->child_digest;
+  }
+  return -1;
+}
+
 bool ContainerRuntime::AllowedFromStore(const std::string& tenant, const std::string& image) {
   {
     MutexLock lock(mu_);
@@ -349,7 +400,8 @@ bool ContainerRuntime::AllowedFromStore(const std::string& tenant, const std::st
 }
 
 Status ContainerRuntime::Pull(const std::string& image, const std::string& auth_json,
-                              const std::string& tenant) {
+                              const std::string& tenant,
+                              const std::function<void(const std::string& note)>& progress) {
   std::shared_ptr<Mutex> one;
   {
     MutexLock lock(mu_);
@@ -379,21 +431,32 @@ Status ContainerRuntime::Pull(const std::string& image, const std::string& auth_
   argv.insert(argv.end(), {"pull", "--quiet"});
   std::string auth_file;
   if (!auth_json.empty()) {
-    char name[] = "/auth/pull-XXXXXX";
-    auth_file = options_.storage_dir + name;
-    std::vector<char> path(auth_file.begin(), auth_file.end());
-    path.push_back('\0');
-    const int fd = ::mkstemp(path.data());
-    if (fd < 0) {
-      return InternalError("cannot make a credentials file: " + std::string(std::strerror(errno)));
-    }
-    ::close(fd);
-    auth_file = path.data();
+    TESSERA_ASSIGN_OR_RETURN(auth_file,
+                             MakeTemp(options_.storage_dir + "/auth/pull-XXXXXX", false));
     TESSERA_RETURN_IF_ERROR(WritePrivateFile(auth_file, auth_json));
     argv.insert(argv.end(), {"--authfile", auth_file});
   }
   argv.push_back(image);
-  StatusOr<ToolResult> r = RunTool(argv, PodmanEnv(), options_.pull_deadline);
+  // A TMPDIR of this pull's own: the blobs it downloads are its progress (pull_progress.h).
+  StatusOr<std::string> tmpdir = MakeTemp(options_.storage_dir + "/tmp/pull-XXXXXX", true);
+  std::map<std::string, std::string> env = PodmanEnv();
+  if (tmpdir.ok()) {
+    env["TMPDIR"] = *tmpdir;
+  }
+  StatusOr<ToolResult> r = InternalError("not run");
+  {
+    std::optional<PullWatch> watch;
+    if (progress && tmpdir.ok()) {
+      watch.emplace(
+          image, *tmpdir, [&] { return ImageDownloadSize(image, auth_file); }, progress,
+          options_.progress_period);
+    }
+    r = RunTool(argv, env, options_.pull_deadline);
+  }  // the watch ends before its files go
+  std::error_code ec;
+  if (tmpdir.ok()) {
+    std::filesystem::remove_all(*tmpdir, ec);
+  }
   if (!auth_file.empty()) {
     ::unlink(auth_file.c_str());
   }

@@ -68,6 +68,9 @@ struct ContainerRuntimeOptions {
   // processes it starts).
   std::map<std::string, std::pair<int64_t, int64_t>> ulimits;
   std::chrono::milliseconds pull_deadline{std::chrono::minutes(30)};
+  // Reads an image's manifest for a pull's progress (its size); "": no progress sizes.
+  std::string skopeo = "skopeo";
+  std::chrono::milliseconds progress_period{std::chrono::seconds(1)};
 };
 
 // What one container task needs; the agent fills it from the launch.
@@ -149,7 +152,10 @@ class ContainerRuntime {
   // is fetched then), so that an image another tenant pulled with its own credential is
   // not served to one without; later pulls of it by the same tenant, and one that waited
   // for another of the same tenant, find it in the store and ask no one.
-  Status Pull(const std::string& image, const std::string& auth_json, const std::string& tenant);
+  // `progress` (may be empty) is told how far a pull that asks the registry has come,
+  // at most once per progress_period (pull_progress.h), on another thread.
+  Status Pull(const std::string& image, const std::string& auth_json, const std::string& tenant,
+              const std::function<void(const std::string& note)>& progress = {});
   // Whether `tenant` has had `image` from the registry and the store still holds it.
   bool AllowedFromStore(const std::string& tenant, const std::string& image);
   // Whether the store holds `image`.
@@ -168,6 +174,8 @@ class ContainerRuntime {
  private:
   explicit ContainerRuntime(ContainerRuntimeOptions options);
   std::vector<std::string> Podman() const;  // the program and its global options
+  // The bytes a pull of `image` downloads, from its manifest (skopeo); -1: not known.
+  int64_t ImageDownloadSize(const std::string& image, const std::string& auth_file) const;
 
   ContainerRuntimeOptions options_;
   std::string description_;

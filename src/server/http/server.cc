@@ -268,6 +268,7 @@ Status Server::Init() {
   job_actions_ = std::make_unique<JobActions>(*controller_);
   job_reads_ = std::make_unique<JobReads>(*controller_);
   TESSERA_ASSIGN_OR_RETURN(validations_, ValidationService::Open(*controller_));
+  TESSERA_ASSIGN_OR_RETURN(registry_credentials_, RegistryCredentialsService::Open(*controller_));
   node_actions_ = std::make_unique<NodeActions>(*controller_);
   views_ = std::make_unique<ClusterViews>(*controller_, *store_);
   TESSERA_RETURN_IF_ERROR(controller_->ForgetRemovedNodes());

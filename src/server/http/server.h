@@ -57,8 +57,8 @@
 #include <string>
 #include <thread>
 
-#include "base/mutex.h"
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "model/gpu_catalog.h"
 #include "server/controller.h"
@@ -67,6 +67,7 @@
 #include "server/services/job_actions.h"
 #include "server/services/job_reads.h"
 #include "server/services/node_actions.h"
+#include "server/services/registry_credentials_service.h"
 #include "server/services/validation_service.h"
 
 namespace httplib {
@@ -228,6 +229,7 @@ class Server {
   // Before controller_, which calls its module and pass until it is gone
   // (services/validation_service.h).
   std::unique_ptr<ValidationService> validations_;
+  std::unique_ptr<RegistryCredentialsService> registry_credentials_;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<JobActions> job_actions_;  // over controller_ (services/job_actions.h)
   std::unique_ptr<JobReads> job_reads_;  // over controller_ (services/job_reads.h)

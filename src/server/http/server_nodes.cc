@@ -109,7 +109,8 @@ void Server::JoinNode(const RegisterRequest& r, const std::string& remote_addr,
       server->joining_.erase(name);
     }
   } unclaim{this, name};
-  if (Status cleared = controller_->ClearRemovedNode(name); !cleared.ok()) {
+  // Before the name's first registration: its removal marker cleared, durably.
+  if (Status cleared = NodeRegistry::ClearRemoved(*store_, name); !cleared.ok()) {
     SendError(res, UnavailableError("state store: " + cleared.message()));
     return;
   }

@@ -1,4 +1,4 @@
-// A tenant's registry credentials (modules/registry_credentials.h): the secret its jobs
+// A tenant's registry credentials (services/registry_credentials_service.h): the secret its jobs
 // pull private images with. A tenant token sets, lists and removes its own tenant's; an
 // admin names the tenant (?tenant=). Nothing here ever answers with a credential.
 //   GET    /v1/registry-credentials            {"tenant", "registries": [...]}
@@ -51,7 +51,7 @@ void Server::RegistryRoutes() {
             return;
           }
           SendJson(res, {{"tenant", *tenant},
-                         {"registries", controller_->RegistryCredentialRegistries(*tenant)}});
+                         {"registries", registry_credentials_->Registries(*tenant)}});
         }));
 
   auto change = [this](bool set) {
@@ -77,7 +77,7 @@ void Server::RegistryRoutes() {
       }
       const std::string registry = req.matches[1];
       if (st.ok()) {
-        st = controller_->SetRegistryCredential(*tenant, registry, username, password);
+        st = registry_credentials_->Set(*tenant, registry, username, password);
       }
       if (!st.ok()) {
         SendError(res, st);

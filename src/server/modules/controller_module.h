@@ -27,6 +27,9 @@
 //   WriteMetrics  /metrics is scraped
 //   NodeHold      why a module keeps a node from new work ("": it does not), for the
 //                 core's drains and the node's view
+//   OnLaunch      a task's launch is built: what the module adds (a registry credential)
+//   OnTaskReport  an agent reported a task; JobNote: what a running job is doing (its
+//                 reason, e.g. its image's pull)
 //   OnJobEvent    the core's lifecycle moved a job (started, requeued, finished, ...)
 //   OnNodeJoined  a node's agent registered; OnNodeRemoved: the admin removed a node
 //   OnJobAccepted a job joined the core unfinished: acknowledged, or reloaded at Open
@@ -36,16 +39,17 @@
 #pragma once
 
 #include <functional>
-#include <optional>
-#include <vector>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "api/agent_protocol.h"
+#include "api/job_codec.h"
 #include "base/clock.h"
 #include "base/status.h"
 #include "metrics/exposition.h"
-#include "api/job_codec.h"
 #include "sched/attempt_machine.h"
 #include "sched/job_record.h"
 #include "server/job_number.h"
@@ -251,6 +255,28 @@ class ControllerModule {
   }
   virtual std::string NodeHold(const std::string& node) const {
     (void)node;
+    return "";
+  }
+
+  // ---- tasks on their way to running (modules/task_start_notes.h, registry_credentials.h) ----
+  // A launch of `job` (submitted by `tenant`) is being built: what the module adds to it.
+  virtual void OnLaunch(const std::string& tenant, const JobSubmission& job,
+                        TaskLaunch& launch) const {
+    (void)tenant;
+    (void)job;
+    (void)launch;
+  }
+  // An agent reported a task of a job in memory; whether the job's view changed (the
+  // controller then publishes it again).
+  virtual bool OnTaskReport(const TaskReport& report) {
+    (void)report;
+    return false;
+  }
+  // What attempt `attempt` of a running `job` is doing, shown as its reason ("": nothing
+  // to say); the first module's non-empty answer counts.
+  virtual std::string JobNote(JobNumber job, int attempt) const {
+    (void)job;
+    (void)attempt;
     return "";
   }
 

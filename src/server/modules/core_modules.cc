@@ -7,6 +7,7 @@
 #include "server/modules/idle_module.h"
 #include "server/modules/node_history.h"
 #include "server/modules/restarts_module.h"
+#include "server/modules/task_start_notes.h"
 #include "server/modules/time_limits.h"
 
 namespace tessera {
@@ -22,6 +23,7 @@ ModuleHost CoreModules(const GpuHealthOptions& health, const GpuCatalog& catalog
   host.Add(std::make_unique<NodeHistory>(catalog));
   host.Add(gates);
   host.Add(std::make_unique<RestartsModule>());
+  host.Add(std::make_unique<TaskStartNotes>());
   return host;
 }
 

@@ -3,10 +3,10 @@
 //
 // The order: Accounting first (its families lead the modules' part of /metrics; modules
 // attached later go right after it), then TimeLimits, GpuHealthModule, IdleModule, the
-// ETAs (`eta`), NodeHistory, the job gates (`gates`) and RestartsModule. Stop runs in the
-// reverse order. The host owns every module but `eta` and `gates`, which the controller
-// calls by name and owns itself (they must outlive every call on the host;
-// its destructor touches none of them).
+// ETAs (`eta`), NodeHistory, the job gates (`gates`), RestartsModule and TaskStartNotes.
+// Stop runs in the reverse order. The host owns every module but `eta` and `gates`,
+// which the controller calls by name and owns itself (they must outlive every call on
+// the host; its destructor touches none of them).
 #pragma once
 
 #include "model/gpu_catalog.h"

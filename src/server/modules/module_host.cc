@@ -114,6 +114,30 @@ std::string ModuleHost::NodeHold(const std::string& node) const {
   return "";
 }
 
+void ModuleHost::OnLaunch(const std::string& tenant, const JobSubmission& job,
+                          TaskLaunch& launch) const {
+  for (const ControllerModule* m : modules_) {
+    m->OnLaunch(tenant, job, launch);
+  }
+}
+
+bool ModuleHost::OnTaskReport(const TaskReport& report) {
+  bool changed = false;
+  for (ControllerModule* m : modules_) {
+    changed = m->OnTaskReport(report) || changed;
+  }
+  return changed;
+}
+
+std::string ModuleHost::JobNote(JobNumber job, int attempt) const {
+  for (const ControllerModule* m : modules_) {
+    if (std::string note = m->JobNote(job, attempt); !note.empty()) {
+      return note;
+    }
+  }
+  return "";
+}
+
 void ModuleHost::OnJobEvent(const JobRecord& job, const LifecycleEvent& event,
                             const QueueTree& tree) {
   for (ControllerModule* m : modules_) {

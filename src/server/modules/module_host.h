@@ -67,6 +67,11 @@ class ModuleHost {
   void WriteMetrics(const ModuleStep& step, MetricsWriter& w) const;
   // The first module's non-empty NodeHold of `node` ("": none holds it).
   std::string NodeHold(const std::string& node) const;
+  void OnLaunch(const std::string& tenant, const JobSubmission& job, TaskLaunch& launch) const;
+  // Whether any module's view of the job changed (every module hears the report).
+  bool OnTaskReport(const TaskReport& report);
+  // The first module's non-empty JobNote ("": none has one).
+  std::string JobNote(JobNumber job, int attempt) const;
   void OnJobEvent(const JobRecord& job, const LifecycleEvent& event, const QueueTree& tree);
   void OnNodeJoined(const NodeInventory& inventory, ModuleStep& step);
   void OnNodeRemoved(const std::string& name, ModuleStep& step);

@@ -22,6 +22,7 @@
 #include "server/modules/idle_module.h"
 #include "server/modules/node_history.h"
 #include "server/modules/restarts_module.h"
+#include "server/modules/task_start_notes.h"
 #include "server/modules/time_limits.h"
 
 namespace tessera {
@@ -296,7 +297,7 @@ TEST(CoreModulesTest, TheCoresModulesInTheirHookOrder) {
   JobGatesModule gates;
   ModuleHost host = CoreModules(GpuHealthOptions{}, GpuCatalog::Default(), eta, gates);
   const std::vector<ControllerModule*>& m = host.modules();
-  ASSERT_EQ(m.size(), 8U);
+  ASSERT_EQ(m.size(), 9U);
   EXPECT_NE(dynamic_cast<Accounting*>(m[0]), nullptr);
   EXPECT_NE(dynamic_cast<TimeLimits*>(m[1]), nullptr);
   EXPECT_NE(dynamic_cast<GpuHealthModule*>(m[2]), nullptr);
@@ -305,10 +306,54 @@ TEST(CoreModulesTest, TheCoresModulesInTheirHookOrder) {
   EXPECT_NE(dynamic_cast<NodeHistory*>(m[5]), nullptr);
   EXPECT_EQ(m[6], &gates);
   EXPECT_NE(dynamic_cast<RestartsModule*>(m[7]), nullptr);
+  EXPECT_NE(dynamic_cast<TaskStartNotes*>(m[8]), nullptr);
   Log log;
   Recorder attached{"attached", log};
   host.Attach(attached);
   EXPECT_EQ(host.modules()[1], &attached);  // right after Accounting
+}
+
+// The launch and report hooks: every module adds to a launch and hears a report (the
+// view changed when any module's did); a job's note is the first module's that has one.
+class Noter final : public ControllerModule {
+ public:
+  explicit Noter(std::string note) : note_(std::move(note)) {}
+  void OnLaunch(const std::string& tenant, const JobSubmission& job,
+                TaskLaunch& launch) const override {
+    (void)job;
+    launch.env[note_] = tenant;
+  }
+  bool OnTaskReport(const TaskReport& report) override {
+    ++reports;
+    return report.message == note_;
+  }
+  std::string JobNote(JobNumber job, int attempt) const override {
+    return job.value() == 1 && attempt == 0 ? note_ : "";
+  }
+  int reports = 0;
+
+ private:
+  std::string note_;
+};
+
+TEST(ModuleHostHooksTest, LaunchesReportsAndNotesReachEveryModuleInOrder) {
+  Noter first("first"), second("second");
+  ModuleHost host;
+  host.Add(first);
+  host.Add(second);
+  TaskLaunch launch;
+  host.OnLaunch("team-a", JobSubmission{}, launch);
+  EXPECT_EQ(launch.env,
+            (std::map<std::string, std::string>{{"first", "team-a"}, {"second", "team-a"}}));
+  TaskReport report;
+  report.message = "second";
+  EXPECT_TRUE(host.OnTaskReport(report));
+  report.message = "neither";
+  EXPECT_FALSE(host.OnTaskReport(report));
+  EXPECT_EQ(first.reports, 2);
+  EXPECT_EQ(second.reports, 2);
+  EXPECT_EQ(host.JobNote(JobNumber(1), 0), "first");
+  EXPECT_EQ(host.JobNote(JobNumber(1), 1), "");
 }
 
 }  // namespace module_host_test

@@ -26,6 +26,7 @@ Status CheckSecret(const std::string& what, const std::string& text) {
 
 Status RegistryCredentials::Load(Store& store) {
   TESSERA_ASSIGN_OR_RETURN(auto stored, store.ListKv(kKeyPrefix));
+  MutexLock lock(mu_);
   for (const auto& record : stored) {
     // Record wrote only readable values: one that is not (a damaged store) is passed
     // over, so that its tenant logs in again, rather than stopping the controller.
@@ -36,7 +37,7 @@ Status RegistryCredentials::Load(Store& store) {
       ++unreadable_;
       continue;
     }
-    Apply(record);
+    ApplyLocked(record);
   }
   return Status::Ok();
 }
@@ -65,6 +66,11 @@ StatusOr<std::pair<std::string, std::string>> RegistryCredentials::Record(
 }
 
 void RegistryCredentials::Apply(const std::pair<std::string, std::string>& record) {
+  MutexLock lock(mu_);
+  ApplyLocked(record);
+}
+
+void RegistryCredentials::ApplyLocked(const std::pair<std::string, std::string>& record) {
   const std::string rest = record.first.substr(std::string(kKeyPrefix).size());
   const size_t slash = rest.find('/');
   if (slash == std::string::npos) {
@@ -83,6 +89,7 @@ void RegistryCredentials::Apply(const std::pair<std::string, std::string>& recor
 }
 
 std::vector<std::string> RegistryCredentials::Registries(const std::string& tenant) const {
+  MutexLock lock(mu_);
   std::vector<std::string> out;
   if (auto it = by_tenant_.find(tenant); it != by_tenant_.end()) {
     for (const auto& [registry, unused] : it->second) {
@@ -94,9 +101,16 @@ std::vector<std::string> RegistryCredentials::Registries(const std::string& tena
 
 std::string RegistryCredentials::AuthFile(const std::string& tenant,
                                           const std::string& image) const {
-  StatusOr<ImageReference> ref = ParseImageReference(image);
+  if (image.empty()) {
+    return "";  // a bare process
+  }
+  MutexLock lock(mu_);
   auto it = by_tenant_.find(tenant);
-  if (!ref.ok() || it == by_tenant_.end()) {
+  if (it == by_tenant_.end()) {
+    return "";  // most tenants: no parse
+  }
+  StatusOr<ImageReference> ref = ParseImageReference(image);
+  if (!ref.ok()) {
     return "";
   }
   auto cred = it->second.find(ref->registry);

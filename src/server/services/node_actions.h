@@ -11,8 +11,8 @@
 // through the step (SetDrain, NodeDown, JobsOnNode, ForgetNode, Put and PutToken, the
 // loop woken); the controller holds the core lock, seals the step and makes it durable.
 // What the core needs of a removal at Open and at a name's next registration (the
-// removal's marker: Controller::ForgetRemovedNodes, ClearRemovedNode) stays the core's:
-// the step's ForgetNode writes it.
+// removal's marker: Controller::ForgetRemovedNodes; the server clears it with
+// NodeRegistry::ClearRemoved) stays out of this service: the step's ForgetNode writes it.
 // Invariants: one action is one transaction (its rows durable together before it
 // answers); a refusal changes nothing. A removal of a node that is up and runs a job is
 // refused; a node removed or declared lost is down first, its running work lost with it
