@@ -5,7 +5,8 @@
 # compiled once. Only third-party and standard headers go in: a project header here
 # would rebuild everything whenever it changed. The exception: the tests that link the
 # server (tessera_pch_server_test) also get the controller's and the HTTP server's
-# headers, most of what each of their files parses (2.5 s of CPU per file). PCH is on
+# headers, most of what each of their files parses (2.5 s of CPU per file), and the
+# end-to-end tests (tessera_pch_e2e) cpp-httplib's. PCH is on
 # only in the one-shot builds (ci, asan-ubsan presets), where nothing is rebuilt.
 set(TESSERA_PCH_COMMON
   <algorithm> <atomic> <chrono> <cstdint> <functional> <map> <memory> <mutex> <optional>
@@ -39,5 +40,14 @@ if(TESSERA_PCH)
     target_link_libraries(tessera_pch_server_test PUBLIC tessera_server GTest::gtest)
     target_precompile_headers(tessera_pch_server_test PRIVATE ${TESSERA_PCH_COMMON}
                               <gtest/gtest.h> <server/controller.h> <server/http/server.h>)
+    # The end-to-end tests (tests/e2e): one file each, and each parses cpp-httplib (with
+    # its OpenSSL headers) and GoogleTest, 5 to 9 s of CPU a file before its own code.
+    add_library(tessera_pch_e2e OBJECT "${_pch_source}")
+    target_compile_options(tessera_pch_e2e PRIVATE ${TESSERA_WARNINGS}
+                                                   ${TESSERA_TEST_COMPILE_OPTIONS})
+    target_link_libraries(tessera_pch_e2e PUBLIC PkgConfig::HTTPLIB
+                          nlohmann_json::nlohmann_json GTest::gtest)
+    target_precompile_headers(tessera_pch_e2e PRIVATE ${TESSERA_PCH_COMMON} <gtest/gtest.h>
+                              <httplib.h>)
   endif()
 endif()

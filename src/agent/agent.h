@@ -225,7 +225,8 @@ class Agent {
   Status PrepareTask(LocalTask& task, LaunchSpec* spec) REQUIRES(mu_);
   // Records and starts a prepared task (without mu_), then marks it started or failed.
   void Spawn(const std::string& id, LaunchSpec spec) EXCLUDES(mu_);
-  void LaunchLoop();
+  // A launch thread: runs what `queue` holds until the launchers stop.
+  void LaunchLoop(std::deque<std::function<void()>>* queue);
   void StartLaunchers();
   void StopLaunchers();  // after the last Launch: waits for the launches in flight
   // The agent's own ledger: never hand out a GPU slice twice.
@@ -344,12 +345,14 @@ class Agent {
   // Jitter for the loop's retries and returns.
   Pcg32 jitter_ GUARDED_BY(loop_mu_){(uint64_t{std::random_device{}()} << 32) |
                                      std::random_device{}()};
-  // Launch threads: they start prepared tasks, two at a time.
+  // Launch threads: they start prepared tasks, two at a time; tasks in images have two
+  // of their own (image_queue_), so that a pull of minutes keeps no bare task waiting.
   static constexpr int kLaunchThreads = 2;
   // Taken with loop_mu_ held (Start starts the launch threads).
   Mutex launch_mu_ ACQUIRED_AFTER(loop_mu_);
   CondVar launch_cv_;
   std::deque<std::function<void()>> launch_queue_ GUARDED_BY(launch_mu_);
+  std::deque<std::function<void()>> image_queue_ GUARDED_BY(launch_mu_);
   int launches_in_flight_ GUARDED_BY(launch_mu_) = 0;
   bool launch_stopping_ GUARDED_BY(launch_mu_) = false;
   std::vector<std::thread> launchers_ GUARDED_BY(launch_mu_);

@@ -273,9 +273,9 @@ void Agent::ForgetContainer(const std::string& task_id) {
   {
     MutexLock lock(launch_mu_);
     if (!launchers_.empty()) {
-      launch_queue_.push_back([rt, task_id] { rt->Remove(task_id); });
+      image_queue_.push_back([rt, task_id] { rt->Remove(task_id); });
       ++launches_in_flight_;
-      launch_cv_.NotifyOne();
+      launch_cv_.NotifyAll();  // one condition for both queues: wake their threads too
       return;
     }
   }

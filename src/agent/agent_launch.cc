@@ -35,9 +35,11 @@ void Agent::Launch(const TaskLaunch& l) {
   {
     MutexLock lock(launch_mu_);
     if (!launchers_.empty()) {
-      launch_queue_.push_back([this, id, spec] { Spawn(id, *spec); });
+      (l.container.empty() ? launch_queue_ : image_queue_).push_back([this, id, spec] {
+        Spawn(id, *spec);
+      });
       ++launches_in_flight_;
-      launch_cv_.NotifyOne();
+      launch_cv_.NotifyAll();  // both queues wait on one condition
       return;
     }
   }
@@ -138,17 +140,17 @@ void Agent::Spawn(const std::string& id, LaunchSpec spec) {
   }
 }
 
-void Agent::LaunchLoop() {
+void Agent::LaunchLoop(std::deque<std::function<void()>>* queue) {
   MutexLock lock(launch_mu_);
   while (true) {
-    launch_cv_.Wait(launch_mu_, [this]() REQUIRES(launch_mu_) {
-      return launch_stopping_ || !launch_queue_.empty();
+    launch_cv_.Wait(launch_mu_, [this, queue]() REQUIRES(launch_mu_) {
+      return launch_stopping_ || !queue->empty();
     });
-    if (launch_queue_.empty()) {
+    if (queue->empty()) {
       return;
     }
-    std::function<void()> job = std::move(launch_queue_.front());
-    launch_queue_.pop_front();
+    std::function<void()> job = std::move(queue->front());
+    queue->pop_front();
     lock.Unlock();
     job();
     lock.Lock();
@@ -161,7 +163,8 @@ void Agent::StartLaunchers() {
   MutexLock lock(launch_mu_);
   launch_stopping_ = false;
   for (int i = 0; i < kLaunchThreads; ++i) {
-    launchers_.emplace_back([this] { LaunchLoop(); });
+    launchers_.emplace_back([this] { LaunchLoop(&launch_queue_); });
+    launchers_.emplace_back([this] { LaunchLoop(&image_queue_); });
   }
 }
 

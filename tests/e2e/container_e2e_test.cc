@@ -42,6 +42,10 @@
 #include "e2e/cluster_fixture.h"
 #include "e2e/process.h"
 
+#ifndef TESSERA_FAKE_MPS_CONTROL
+#error "TESSERA_FAKE_MPS_CONTROL must name the fake nvidia-cuda-mps-control (set by CMake)"
+#endif
+
 namespace tessera::e2e {
 namespace {
 
@@ -710,10 +714,64 @@ TEST_F(ContainerTest, ASlurmScriptWithContainerImageRunsInTheImage) {
   EXPECT_EQ(file.find("dev nvidia" + std::to_string(1 - gpu) + "\n"), std::string::npos) << file;
 }
 
-// A pull that takes a while (the registry behind a relay at 6 MB/s): while the task
+// A share in an image: the node's MPS pipe directory and the CUDA limiter come into the
+// container at their host paths with the share's limits, and the task, as its tenant's
+// uid, connects to the node's MPS daemon (the fake nvidia-cuda-mps-control, run as a
+// client from the image: it records each client's uid in the daemon's directory).
+TEST_F(ContainerTest, AShareInAnImageReachesTheNodesMpsAndGetsTheLimiter) {
+  const std::string fake = shared_ + "/fake-nvidia-cuda-mps-control";  // mountable
+  std::filesystem::copy_file(TESSERA_FAKE_MPS_CONTROL, fake);
+  ASSERT_EQ(::chmod(fake.c_str(), 0755), 0);
+  const std::string limiter = dir_ + "/libfake-limiter.so";
+  std::ofstream(limiter) << "fake-limiter-bytes\n";
+  ASSERT_EQ(::chmod(limiter.c_str(), 0644), 0);
+  nodes_["n1"] = true;
+  StartAgent(
+      "n1", "1xA100-80GB:shared",
+      {"--containers", "on", "--device-dir", devices_, "--insecure-registry", registry_,
+       "--container-mount-prefix", shared_, "--mps-control", fake, "--cuda-limiter", limiter});
+  const std::string pipe = dir_ + "/agent-n1/mps/0/pipe";
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(pipe + "/fake-mps/clients.log"); }, 30s))
+      << agents_["n1"]->Output();
+  const uint64_t id = Submit(
+      TenantToken("team-a"),
+      {{"queue", "team-a"},
+       {"image", image_},
+       {"container", {{"mounts", {shared_ + ":/opt/mps:ro"}}}},
+       {"command",
+        {"sh", "/opt/mps/fake-nvidia-cuda-mps-control", "--client", "sh", "-c",
+         "echo pipe=$CUDA_MPS_PIPE_DIRECTORY; echo preload=$LD_PRELOAD; cat \"$LD_PRELOAD\"; "
+         "echo compute=$TESSERA_CUDA_COMPUTE_PERCENT memory=$TESSERA_CUDA_MEMORY_LIMIT_MIB; "
+         "echo uid=$(id -u); grep -q ID=tessera-test /etc/os-release && echo in-image"}},
+       {"resources",
+        {{"gpus", 1}, {"gpu_fraction", 0.5}, {"gpu_memory", "10GiB"}, {"cpu", "0.1"}}}});
+  const json job = WaitEnded(id, 60s);
+  ASSERT_EQ(job.value("state", ""), "succeeded") << job.dump() << Log(id);
+  const std::string log = Log(id);
+  EXPECT_NE(log.find("in-image\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("pipe=" + pipe + "\n"), std::string::npos) << log;
+  // The agent preloads its own copy of the limiter (readable by every task's uid).
+  EXPECT_NE(log.find("preload=" + dir_ + "/agent-n1/lib/libtessera_cuda_limiter.so\n"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("fake-limiter-bytes\n"), std::string::npos) << "the limiter is not there:\n"
+                                                                 << log;
+  EXPECT_NE(log.find("compute=50 memory=10240\n"), std::string::npos) << log;
+  const size_t at = log.find("uid=");
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string uid = log.substr(at + 4, log.find('\n', at) - at - 4);
+  EXPECT_NE(uid, "0") << log;
+  // The daemon on the host saw the container's process connect, as the tenant's uid.
+  EXPECT_NE(Process::ReadFile(pipe + "/fake-mps/clients.log").find(" uid=" + uid + " connected"),
+            std::string::npos)
+      << Process::ReadFile(pipe + "/fake-mps/clients.log");
+}
+
+// A pull that takes a while (the registry behind a relay at 4 MB/s): while the task
 // starts, its job's reason says how far the pull is, against the image's size from its
-// manifest; once it runs, the reason says so no more.
-TEST_F(ContainerTest, AJobsReasonShowsItsImagesPullProgress) {
+// manifest; once it runs, the reason says so no more. A bare task is not kept waiting
+// by two tasks whose image is being pulled.
+TEST_F(ContainerTest, AJobsReasonShowsItsImagesPullProgressAndBareTasksDoNotWait) {
   std::string out;
   const std::string big = registry_ + "/test/big:1";
   ASSERT_TRUE(Shell(std::string(TESSERA_SOURCE_DIR) + "/scripts/test-image.sh " + big + " " + dir_ +
@@ -725,7 +783,7 @@ TEST_F(ContainerTest, AJobsReasonShowsItsImagesPullProgress) {
   registries_.push_back(std::make_unique<Process>(
       std::vector<std::string>{
           Which("python3"), std::string(TESSERA_SOURCE_DIR) + "/tests/e2e/slow_relay.py",
-          std::to_string(relay_port), registry_.substr(registry_.find(':') + 1), "6000000"},
+          std::to_string(relay_port), registry_.substr(registry_.find(':') + 1), "4000000"},
       dir_ + "/relay.log"));
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -738,10 +796,22 @@ TEST_F(ContainerTest, AJobsReasonShowsItsImagesPullProgress) {
   StartAgent("n1", std::to_string(kGpusPerAgent) + "xH100-80GB",
              {"--containers", "on", "--device-dir", devices_, "--insecure-registry", relay});
   const std::string image = relay + "/test/big:1";
-  const uint64_t id = Submit(TenantToken("team-a"), {{"queue", "team-a"},
-                                                     {"image", image},
-                                                     {"command", {"true"}},
-                                                     {"resources", {{"cpu", "0.1"}}}});
+  const std::string token = TenantToken("team-a");
+  auto submit = [&](const json& more) {
+    json spec = {{"queue", "team-a"}, {"command", {"true"}}, {"resources", {{"cpu", "0.1"}}}};
+    spec.update(more);
+    return Submit(token, spec);
+  };
+  // Two tasks of the image (the second waits for the first's pull), then a bare one,
+  // which starts while they wait: pulls have launch threads of their own.
+  const uint64_t id = submit({{"image", image}});
+  const uint64_t second = submit({{"image", image}});
+  ASSERT_TRUE(WaitFor([&] { return Job(second).value("state", "") == "running"; }, 30s));
+  const uint64_t bare = submit({{"name", "bare"}});
+  ASSERT_EQ(WaitEnded(bare, 30s).value("state", ""), "succeeded");
+  const json first = Job(id);
+  EXPECT_NE(first.value("reason", "").find("pulling image"), std::string::npos)
+      << "the bare task waited for the pulls: " << first.dump();
   std::set<std::string> reasons;
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   json job;
@@ -755,6 +825,7 @@ TEST_F(ContainerTest, AJobsReasonShowsItsImagesPullProgress) {
     std::this_thread::sleep_for(50ms);
   }
   ASSERT_EQ(job.value("state", ""), "succeeded") << job.dump();
+  ASSERT_EQ(WaitEnded(second, 30s).value("state", ""), "succeeded");
   const std::string head = "task 0: pulling image " + image + ": ";
   // The image is 16 MiB of random bytes and a few of busybox: its size shows as 17-19 MB.
   const std::regex progress(head + R"((\d+) of (1[7-9]|2[0-2]) MB)");
