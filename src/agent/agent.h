@@ -224,7 +224,10 @@ class Agent {
   // in `task` for FailLaunch to release.
   Status PrepareTask(LocalTask& task, LaunchSpec* spec) REQUIRES(mu_);
   // Records and starts a prepared task (without mu_), then marks it started or failed.
-  void Spawn(const std::string& id, LaunchSpec spec) EXCLUDES(mu_);
+  // `registry_auth`: the launch's registry credential, which only the pull sees (the
+  // task's table entry and record never hold it).
+  void Spawn(const std::string& id, LaunchSpec spec, const std::string& registry_auth)
+      EXCLUDES(mu_);
   // A launch thread: runs what `queue` holds until the launchers stop.
   void LaunchLoop(std::deque<std::function<void()>>* queue);
   void StartLaunchers();
@@ -256,7 +259,8 @@ class Agent {
       REQUIRES(mu_);
   // Pulls the task's image when the node lacks it (or this tenant has not had it),
   // keeping the task's progress note current meanwhile.
-  Status PrepareImage(const std::string& id, const TaskLaunch& launch) EXCLUDES(mu_);
+  Status PrepareImage(const std::string& id, const TaskLaunch& launch,
+                      const std::string& registry_auth) EXCLUDES(mu_);
   void SetProgress(const std::string& id, const std::string& note) EXCLUDES(mu_);
   void ContainerEnded(LocalTask& task, const TaskExit& exit) REQUIRES(mu_);
   void ForgetContainer(const std::string& task_id) REQUIRES(mu_);

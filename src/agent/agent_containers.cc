@@ -206,7 +206,8 @@ void Agent::SetProgress(const std::string& id, const std::string& note) {
   }
 }
 
-Status Agent::PrepareImage(const std::string& id, const TaskLaunch& launch) {
+Status Agent::PrepareImage(const std::string& id, const TaskLaunch& launch,
+                           const std::string& registry_auth) {
   const std::string& image = launch.container.image;
   if (launch.container.empty() || !containers_) {
     return Status::Ok();
@@ -221,7 +222,7 @@ Status Agent::PrepareImage(const std::string& id, const TaskLaunch& launch) {
   }
   SetProgress(id, "pulling image " + image);  // also while another pull of it runs
   TESSERA_RETURN_IF_ERROR(containers_->Pull(
-      image, launch.registry_auth, who, [&](const std::string& note) { SetProgress(id, note); }));
+      image, registry_auth, who, [&](const std::string& note) { SetProgress(id, note); }));
   if (options_.image_cache_mib > 0) {
     std::set<std::string> in_use = {image};
     {
@@ -273,7 +274,7 @@ void Agent::ForgetContainer(const std::string& task_id) {
   {
     MutexLock lock(launch_mu_);
     if (!launchers_.empty()) {
-      image_queue_.push_back([rt, task_id] { rt->Remove(task_id); });
+      launch_queue_.push_back([rt, task_id] { rt->Remove(task_id); });
       ++launches_in_flight_;
       launch_cv_.NotifyAll();  // one condition for both queues: wake their threads too
       return;

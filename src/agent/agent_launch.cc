@@ -23,6 +23,7 @@ void Agent::Launch(const TaskLaunch& l) {
     }
     LocalTask t;
     t.launch = l;
+    t.launch.registry_auth.clear();  // a tenant's secret: for the pull (Spawn) alone
     t.id = id;
     t.record = TaskRecordPath(options_.data_dir, id);
     if (Status prepared = PrepareTask(t, spec.get()); !prepared.ok()) {
@@ -32,18 +33,19 @@ void Agent::Launch(const TaskLaunch& l) {
     t.starting = true;
     tasks_[id] = std::move(t);
   }
+  const std::string& auth = l.registry_auth;
   {
     MutexLock lock(launch_mu_);
     if (!launchers_.empty()) {
-      (l.container.empty() ? launch_queue_ : image_queue_).push_back([this, id, spec] {
-        Spawn(id, *spec);
+      (l.container.empty() ? launch_queue_ : image_queue_).push_back([this, id, spec, auth] {
+        Spawn(id, *spec, auth);
       });
       ++launches_in_flight_;
       launch_cv_.NotifyAll();  // both queues wait on one condition
       return;
     }
   }
-  Spawn(id, *spec);
+  Spawn(id, *spec, auth);
 }
 
 void Agent::FailLaunch(LocalTask t, std::string message) {
@@ -83,7 +85,7 @@ Status Agent::PrepareTask(LocalTask& t, LaunchSpec* spec) {
   return Status::Ok();
 }
 
-void Agent::Spawn(const std::string& id, LaunchSpec spec) {
+void Agent::Spawn(const std::string& id, LaunchSpec spec, const std::string& registry_auth) {
   TaskRecord record;
   {
     MutexLock lock(mu_);
@@ -94,8 +96,7 @@ void Agent::Spawn(const std::string& id, LaunchSpec spec) {
     record = TaskRecord{it->second.launch, it->second.log_path, it->second.gpu_use, it->second.mig};
   }
   // A container's image is pulled first (minutes, perhaps): the task is starting meanwhile.
-  Status started = PrepareImage(id, record.launch);
-  record.launch.registry_auth.clear();  // a tenant's secret: used for the pull, never kept
+  Status started = PrepareImage(id, record.launch, registry_auth);
   // Recorded before it starts: a restarted agent must know of every task that may run.
   if (started.ok()) {
     started = SaveTaskRecord(TaskRecordPath(options_.data_dir, id), record);

@@ -142,7 +142,9 @@ Status SaveTaskRecord(const std::string& path, const TaskRecord& record) {
   for (const auto& [gpu, uuid] : record.mig) {
     mig.push_back({gpu, uuid});
   }
-  nlohmann::json j = {{"launch", ToJson(record.launch)},
+  TaskLaunch launch = record.launch;
+  launch.registry_auth.clear();  // a tenant's secret is never on the node's disk
+  nlohmann::json j = {{"launch", ToJson(launch)},
                       {"log_path", record.log_path},
                       {"gpu_use", std::move(gpu_use)},
                       {"mig", std::move(mig)}};

@@ -19,7 +19,7 @@ int RunRegistry(const ClientConfig& config, const RegistryOptions& o,
   if (!client.ok()) {
     return ReportError(client.status(), err);
   }
-  const std::string query = o.tenant.empty() ? "" : "?tenant=" + o.tenant;
+  const std::string query = o.tenant.empty() ? "" : "?tenant=" + PercentEncode(o.tenant);
   if (o.action == "list") {
     StatusOr<nlohmann::json> list =
         (*client)->GetJson("/v1/registry-credentials",
@@ -46,6 +46,9 @@ int RunRegistry(const ClientConfig& config, const RegistryOptions& o,
     std::ifstream in(o.password_file);
     std::string line;
     if (in && std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') {
+        line.pop_back();  // a file written on Windows
+      }
       password = line;
     }
   } else {

@@ -251,6 +251,7 @@ StatusOr<std::unique_ptr<ContainerRuntime>> ContainerRuntime::Create(
     v = "podman " + v.substr(15);
   }
   rt->description_ = v + ", " + o.runtime;
+  rt->LoadAllowed();
   return rt;
 }
 
@@ -392,11 +393,39 @@ int64_t ContainerRuntime::ImageDownloadSize(const std::string& image,
 bool ContainerRuntime::AllowedFromStore(const std::string& tenant, const std::string& image) {
   {
     MutexLock lock(mu_);
-    if (allowed_.count({tenant, image}) == 0) {
+    if (public_.count(image) == 0 && allowed_.count({tenant, image}) == 0) {
       return false;
     }
   }
   return HasImage(image);
+}
+
+void ContainerRuntime::LoadAllowed() {
+  std::ifstream in(options_.storage_dir + "/allowed.json");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object()) {
+    return;  // none yet (or unreadable: each tenant asks the registry once again)
+  }
+  MutexLock lock(mu_);
+  for (const nlohmann::json& image : j.value("public", nlohmann::json::array())) {
+    if (image.is_string()) {
+      public_.insert(image.get<std::string>());
+    }
+  }
+  for (const nlohmann::json& pair : j.value("tenants", nlohmann::json::array())) {
+    if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string()) {
+      allowed_.insert({pair[0].get<std::string>(), pair[1].get<std::string>()});
+    }
+  }
+}
+
+void ContainerRuntime::SaveAllowed() const {
+  nlohmann::json j = {{"public", public_}, {"tenants", nlohmann::json::array()}};
+  for (const auto& [tenant, image] : allowed_) {
+    j["tenants"].push_back({tenant, image});
+  }
+  // Lost on a failed write: each tenant then asks the registry once more.
+  (void)WritePrivateFile(options_.storage_dir + "/allowed.json", j.dump());
 }
 
 Status ContainerRuntime::Pull(const std::string& image, const std::string& auth_json,
@@ -467,7 +496,12 @@ Status ContainerRuntime::Pull(const std::string& image, const std::string& auth_
     return PullError(image, *r);
   }
   MutexLock lock(mu_);
-  allowed_.insert({tenant, image});
+  if (auth_json.empty()) {
+    public_.insert(image);  // the registry gave it to anyone: any tenant may use it
+  } else {
+    allowed_.insert({tenant, image});
+  }
+  SaveAllowed();
   return Status::Ok();
 }
 
@@ -541,9 +575,11 @@ StatusOr<int> ContainerRuntime::KeepWithin(int64_t bound_bytes,
         if (image.id == id) {
           for (const std::string& name : image.names) {
             last_use_.erase(name);
+            public_.erase(name);
             for (auto a = allowed_.begin(); a != allowed_.end();) {
               a = a->second == name ? allowed_.erase(a) : std::next(a);
             }
+            SaveAllowed();
           }
         }
       }

@@ -151,12 +151,15 @@ class ContainerRuntime {
   // registry with its credential even when the store holds the image (only the manifest
   // is fetched then), so that an image another tenant pulled with its own credential is
   // not served to one without; later pulls of it by the same tenant, and one that waited
-  // for another of the same tenant, find it in the store and ask no one.
+  // for another of the same tenant, find it in the store and ask no one. An image the
+  // registry gave without a credential is any tenant's. What was allowed is kept in
+  // <storage_dir>/allowed.json (0600) across the agent's restarts.
   // `progress` (may be empty) is told how far a pull that asks the registry has come,
   // at most once per progress_period (pull_progress.h), on another thread.
   Status Pull(const std::string& image, const std::string& auth_json, const std::string& tenant,
               const std::function<void(const std::string& note)>& progress = {});
-  // Whether `tenant` has had `image` from the registry and the store still holds it.
+  // Whether `tenant` (or anyone, for an image pulled without a credential) has had
+  // `image` from the registry and the store still holds it.
   bool AllowedFromStore(const std::string& tenant, const std::string& image);
   // Whether the store holds `image`.
   bool HasImage(const std::string& image) const;
@@ -186,6 +189,9 @@ class ContainerRuntime {
   std::map<std::string, uint64_t> last_use_ GUARDED_BY(mu_);             // reference -> use_seq_
   uint64_t use_seq_ GUARDED_BY(mu_) = 0;
   std::set<std::pair<std::string, std::string>> allowed_ GUARDED_BY(mu_);  // tenant, reference
+  std::set<std::string> public_ GUARDED_BY(mu_);  // pulled without a credential
+  void LoadAllowed() EXCLUDES(mu_);
+  void SaveAllowed() const REQUIRES(mu_);
 };
 
 }  // namespace tessera

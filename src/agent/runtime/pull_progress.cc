@@ -133,7 +133,8 @@ PullWatch::~PullWatch() {
 }
 
 void PullWatch::Run(const std::function<int64_t()>& total) {
-  const int64_t size = total ? total() : -1;
+  int64_t size = -1;
+  bool asked = false;
   std::string last;
   int64_t peak = 0;
   for (;;) {
@@ -142,6 +143,10 @@ void PullWatch::Run(const std::function<int64_t()>& total) {
       if (wake_.WaitFor(mu_, period_, [this]() REQUIRES(mu_) { return stop_; })) {
         return;
       }
+    }
+    if (!asked && total) {
+      asked = true;  // only a pull still running after a period asks (most end sooner)
+      size = total();
     }
     const int64_t now = BytesUnder(tmpdir_);
     // Downloaded blobs are removed once unpacked: fewer bytes than before mean that.

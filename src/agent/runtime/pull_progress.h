@@ -47,9 +47,10 @@ int64_t BytesUnder(const std::string& dir);
 // "... unpacking (4.8 GB)".
 std::string PullProgressNote(const std::string& image, int64_t done, int64_t total, bool unpacking);
 
-// While it lives, a thread that asks `total` for the image's size once (it may block:
-// the registry is asked; -1: not known), then every `period` reports the progress of the
-// pull downloading into `tmpdir` through `report` (only when the note changed).
+// While it lives, a thread that every `period` reports the progress of the pull
+// downloading into `tmpdir` through `report` (only when the note changed); after the
+// first period it asks `total` for the image's size once (it may block: the registry is
+// asked; -1: not known), so that a pull over within a period asks nothing more.
 class PullWatch {
  public:
   PullWatch(std::string image, std::string tmpdir, std::function<int64_t()> total,
